@@ -1,0 +1,51 @@
+/**
+ * Public API of the reference executor (the numeric definition everything later is checked
+ * against). Implementation: exec/executor.ts and the per-sublayer modules beside it.
+ */
+
+/** How activations are rounded. */
+export type NumericProfile =
+  /** float32 everywhere (Hugging Face transformers' float32 path). */
+  | 'f32'
+  /** activations rounded to bfloat16 where a bf16 engine materialises a tensor. */
+  | 'bf16';
+
+/** How each dot product / reduction is summed. */
+export type OrderMode =
+  /** sequential in index order, from −0 (the identity of float addition). */
+  | { kind: 'sequential' }
+  /** each reduction summed in a seeded random permutation of its terms. */
+  | { kind: 'shuffled'; seed: number }
+  /** sequential, but every product is accumulated with one rounding (fused multiply-add). */
+  | { kind: 'fma' };
+
+export interface ExecOptions {
+  profile?: NumericProfile;
+  order?: OrderMode;
+  /**
+   * 'dense' walks every weight; 'sparse' skips zero weights and zero activations and is
+   * bit-identical to 'dense' in sequential order (including the sign of zero). Default 'sparse'
+   * when every matrix has a CSR form and no dense one, else 'dense'.
+   */
+  path?: 'dense' | 'sparse';
+  /** silu form: 'mul' = x·sigmoid(x) (default), 'div' = x/(1+exp(−x)) (ATen's kernel). */
+  siluForm?: 'mul' | 'div';
+  /** mean in RMSNorm: 'div' = sum/N (torch CPU, default), 'mulrecip' = sum·fl(1/N) (CUDA). */
+  meanMode?: 'div' | 'mulrecip';
+}
+
+/** Read-only views handed to hooks; arrays are copies the hook may keep. */
+export interface LayerHookEvent {
+  layer: number;
+  position: number;
+  /** Residual stream entering the layer, after the mixer, and after the FFN. [H] each. */
+  residualIn: Float32Array;
+  residualMid: Float32Array;
+  residualOut: Float32Array;
+  /** full_attention layers: softmax rows [Hq][positions so far]. */
+  attentionProbs?: Float32Array[];
+  /** linear_attention layers: recurrent state after this token, per value head [dk·dv] ([i·dv + j] = S[i,j]). */
+  gdnState?: Float32Array[];
+}
+
+export type LayerHook = (ev: LayerHookEvent) => void;

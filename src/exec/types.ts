@@ -49,3 +49,30 @@ export interface LayerHookEvent {
 }
 
 export type LayerHook = (ev: LayerHookEvent) => void;
+
+/**
+ * A float32 dot product Σ_i a[aOff + i·aStride] · b[bOff + i·bStride] for i < n, summed per the
+ * active OrderMode (sequential from −0, seeded shuffle, or FMA accumulation). Every product and
+ * every partial sum is a float32 operation (JS doubles rounded with Math.fround: exact for + − ×
+ * of float32 operands because 53 ≥ 2·24 + 2). Implemented by exec/numeric.ts `makeDot`; the
+ * GDN chunked kernel and every sublayer reduce through it so order modes reach every reduction.
+ */
+export type DotFn = (
+  a: ArrayLike<number>, aOff: number, aStride: number,
+  b: ArrayLike<number>, bOff: number, bStride: number,
+  n: number,
+) => number;
+
+/** A float32 sum Σ_i a[off + i·stride] for i < n, per the active OrderMode (same rules as DotFn). */
+export type SumFn = (a: ArrayLike<number>, off: number, stride: number, n: number) => number;
+
+/** Numeric context threaded through every kernel. */
+export interface NumericContext {
+  profile: NumericProfile;
+  dot: DotFn;
+  sum: SumFn;
+  siluForm: 'mul' | 'div';
+  meanMode: 'div' | 'mulrecip';
+  /** Rounds a float32 value to what the profile materialises (identity in 'f32', bf16 RNE in 'bf16'). */
+  act(x: number): number;
+}

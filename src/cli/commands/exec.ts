@@ -1,0 +1,143 @@
+/**
+ * `chipc exec PATH --tokens 1,2,3`: run a checkpoint in the reference executor on given token
+ * ids; prints the top next tokens of the last position (and greedy continuations with
+ * `--generate N`).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { openCheckpoint } from '../../safetensors/checkpoint.ts';
+import { parseHfConfig } from '../../model/hf-config.ts';
+import { resolveTarget } from '../../model/targets.ts';
+import { loadModelWeights } from '../../model/load-weights.ts';
+import type { ModelConfig } from '../../model/config.ts';
+import { Executor, argmax } from '../../exec/executor.ts';
+import type { ExecOptions, OrderMode } from '../../exec/types.ts';
+import { ChipcError } from '../../util/errors.ts';
+import { fmtInt, makeOut, table } from '../output.ts';
+import type { Runner } from '../main.ts';
+
+export function parseTokenList(s: string): number[] {
+  const parts = s.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
+  if (parts.length === 0) throw new ChipcError('cli.tokens', '--tokens needs at least one token id');
+  return parts.map((t) => {
+    if (!/^\d+$/.test(t)) throw new ChipcError('cli.tokens', `--tokens: "${t}" is not a non-negative integer token id`);
+    return Number(t);
+  });
+}
+
+export function parseOrder(s: string): OrderMode {
+  if (s === 'sequential') return { kind: 'sequential' };
+  if (s === 'fma') return { kind: 'fma' };
+  const m = /^shuffled(?::(\d+))?$/.exec(s);
+  if (m) return { kind: 'shuffled', seed: Number(m[1] ?? 1) };
+  throw new ChipcError('cli.order', `--order must be sequential, fma or shuffled[:SEED], not "${s}"`);
+}
+
+/** The model config for a checkpoint: its own config.json, else the --target given. */
+export function configFor(p: string, target: string | undefined): ModelConfig {
+  if (target !== undefined) return resolveTarget(target).config;
+  const dir = fs.existsSync(p) && fs.statSync(p).isDirectory() ? p : path.dirname(p);
+  const cfgPath = path.join(dir, 'config.json');
+  if (!fs.existsSync(cfgPath)) {
+    throw new ChipcError('cli.config', `no config.json beside ${p}; pass --target NAME|config.json`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(fs.readFileSync(cfgPath, 'utf8'));
+  } catch (e) {
+    throw new ChipcError('cli.config', `${cfgPath} is not valid JSON: ${(e as Error).message}`);
+  }
+  return parseHfConfig(json);
+}
+
+interface ExecCliOptions {
+  tokens: string;
+  generate?: string;
+  target?: string;
+  profile: string;
+  path: string;
+  order: string;
+  top: string;
+  json?: boolean;
+}
+
+export function registerExec(program: Command, run: Runner): void {
+  program
+    .command('exec')
+    .description('run a checkpoint in the reference executor on token ids')
+    .argument('<path>', 'checkpoint directory (with config.json) or .safetensors file')
+    .requiredOption('-t, --tokens <ids>', 'comma-separated prompt token ids, e.g. 1,2,3')
+    .option('-g, --generate <n>', 'greedily generate n tokens after the prompt')
+    .option('--target <name|config.json>', 'model config when PATH has no config.json')
+    .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
+    .option('--path <p>', 'matmul path: dense or sparse', 'sparse')
+    .option('--order <o>', 'reduction order: sequential, fma, shuffled[:SEED]', 'sequential')
+    .option('--top <k>', 'how many top next tokens to print', '5')
+    .option('--json', 'print one JSON document')
+    .action((p: string, o: ExecCliOptions) =>
+      run(() => {
+        const out = makeOut(Boolean(o.json));
+        if (o.profile !== 'f32' && o.profile !== 'bf16') {
+          throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
+        }
+        if (o.path !== 'dense' && o.path !== 'sparse') {
+          throw new ChipcError('cli.path', `--path must be dense or sparse, not "${o.path}"`);
+        }
+        const top = Number(o.top);
+        const gen = o.generate === undefined ? 0 : Number(o.generate);
+        if (!Number.isInteger(top) || top < 1) throw new ChipcError('cli.top', '--top must be a positive integer');
+        if (!Number.isInteger(gen) || gen < 0) throw new ChipcError('cli.generate', '--generate must be a non-negative integer');
+        const tokens = parseTokenList(o.tokens);
+        const cfg = configFor(p, o.target);
+        for (const t of tokens) {
+          if (t >= cfg.vocabSize) throw new ChipcError('cli.tokens', `token id ${t} is outside the vocabulary (size ${cfg.vocabSize})`);
+        }
+        const store = openCheckpoint(p);
+        const t0 = performance.now();
+        let weights;
+        try {
+          weights = loadModelWeights(store, cfg, { mode: o.path === 'sparse' ? 'sparse' : 'dense' });
+        } finally {
+          store.close();
+        }
+        const loadMs = performance.now() - t0;
+        const opts: ExecOptions = { profile: o.profile, path: o.path, order: parseOrder(o.order) };
+        const ex = new Executor(weights, opts);
+        const t1 = performance.now();
+        const [logits] = ex.prefill(tokens);
+        const topK = topTokens(logits!, top);
+        const generated: number[] = [];
+        if (gen > 0) {
+          let next = argmax(logits!);
+          generated.push(next);
+          for (let i = 1; i < gen; i++) {
+            next = argmax(ex.decode(next));
+            generated.push(next);
+          }
+        }
+        const runMs = performance.now() - t1;
+        out.emit({ tokens, top: topK, generated, loadMs, runMs, profile: o.profile, path: o.path, order: o.order });
+        out.line(`prompt ${tokens.length} token(s) → next-token logits (top ${top}):`);
+        out.line(table(['token', 'logit', 'bits'], topK.map((t) => [t.token, String(t.logit), t.bits])));
+        if (gen > 0) out.line(`generated: ${generated.join(',')}`);
+        out.line(`loaded in ${fmtInt(Math.round(loadMs))} ms, ran ${tokens.length + Math.max(0, gen - 1)} position(s) in ${fmtInt(Math.round(runMs))} ms`);
+        return 0;
+      })(),
+    );
+}
+
+export interface TopToken {
+  token: number;
+  logit: number;
+  /** float32 bit pattern, hex. */
+  bits: string;
+}
+
+/** The k largest logits, ties broken by the lower token id. */
+export function topTokens(logits: Float32Array, k: number): TopToken[] {
+  const idx = Array.from({ length: logits.length }, (_, i) => i);
+  idx.sort((a, b) => logits[b]! - logits[a]! || a - b);
+  const u = new Uint32Array(logits.buffer, logits.byteOffset, logits.length);
+  return idx.slice(0, k).map((i) => ({ token: i, logit: logits[i]!, bits: '0x' + u[i]!.toString(16).padStart(8, '0') }));
+}

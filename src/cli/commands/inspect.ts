@@ -1,0 +1,87 @@
+/** `chipc inspect PATH`: tensors, dtypes, shapes, non-zeros, sha256, and a per-layer summary. */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { openCheckpoint } from '../../safetensors/checkpoint.ts';
+import { layerIndexOf, tensorStats, type TensorStats } from '../../inspect/stats.ts';
+import { fmtBytes, fmtInt, makeOut, table } from '../output.ts';
+import type { Runner } from '../main.ts';
+
+interface LayerSummary {
+  layer: number;
+  type: string | null;
+  tensors: number;
+  elements: number;
+  nonZeros: number;
+}
+
+/** layer_types from a config.json next to the checkpoint, when there is one. */
+function readLayerTypes(p: string): string[] | null {
+  const dir = fs.statSync(p).isDirectory() ? p : path.dirname(p);
+  const cfgPath = path.join(dir, 'config.json');
+  if (!fs.existsSync(cfgPath)) return null;
+  try {
+    const cfg = JSON.parse(fs.readFileSync(cfgPath, 'utf8')) as Record<string, unknown>;
+    const text = (cfg['text_config'] as Record<string, unknown> | undefined) ?? cfg;
+    const lt = text['layer_types'];
+    return Array.isArray(lt) ? lt.map(String) : null;
+  } catch {
+    return null;
+  }
+}
+
+export function registerInspect(program: Command, run: Runner): void {
+  program
+    .command('inspect')
+    .description('list the tensors of a safetensors file or sharded checkpoint directory')
+    .argument('<path>', 'a .safetensors file or a checkpoint directory')
+    .option('--json', 'print one JSON document')
+    .option('--summary', 'only the totals and the per-layer summary')
+    .action((p: string, opts: { json?: boolean; summary?: boolean }) =>
+      run(() => {
+        const out = makeOut(Boolean(opts.json));
+        const store = openCheckpoint(p);
+        try {
+          const stats: TensorStats[] = store.names.map((n) => tensorStats(store, n));
+          const layerTypes = readLayerTypes(p);
+          const layers = new Map<number, LayerSummary>();
+          for (const s of stats) {
+            const li = layerIndexOf(s.name);
+            if (li === null) continue;
+            let l = layers.get(li);
+            if (!l) {
+              l = { layer: li, type: layerTypes?.[li] ?? null, tensors: 0, elements: 0, nonZeros: 0 };
+              layers.set(li, l);
+            }
+            l.tensors++;
+            l.elements += s.numel;
+            l.nonZeros += Math.max(0, s.nonZeros);
+          }
+          const perLayer = [...layers.values()].sort((a, b) => a.layer - b.layer);
+          const totals = {
+            tensors: stats.length,
+            elements: stats.reduce((a, s) => a + s.numel, 0),
+            nonZeros: stats.reduce((a, s) => a + Math.max(0, s.nonZeros), 0),
+            bytes: store.names.reduce((a, n) => a + store.info(n).byteLength, 0),
+          };
+          out.emit({ path: p, metadata: store.metadata, totals, tensors: stats, layers: perLayer });
+          out.line(`${p}: ${fmtInt(totals.tensors)} tensors, ${fmtInt(totals.elements)} elements, ` +
+            `${fmtInt(totals.nonZeros)} non-zero, ${fmtBytes(totals.bytes)} of data`);
+          if (!opts.summary) {
+            out.line();
+            out.line(table(['tensor', 'dtype', 'shape', 'non-zero', 'sha256'],
+              stats.map((s) => [s.name, s.dtype, `[${s.shape.join(', ')}]`,
+                s.nonZeros < 0 ? 'n/a' : s.nonZeros, s.sha256.slice(0, 16)])));
+          }
+          if (perLayer.length > 0) {
+            out.line();
+            out.line(table(['layer', 'type', 'tensors', 'elements', 'non-zero'],
+              perLayer.map((l) => [l.layer, l.type ?? '?', l.tensors, l.elements, l.nonZeros])));
+          }
+          return 0;
+        } finally {
+          store.close();
+        }
+      })(),
+    );
+}

@@ -1,0 +1,531 @@
+/**
+ * The circuit DSL: a typed builder in the spirit of hardware construction languages. A circuit
+ * file default-exports `defineCircuit(meta, (c) => { … })`; the callback creates signals through
+ * `c` and the builder records an IR graph (src/ir/types.ts) with the source location of every
+ * call. Problems found while building (bad arguments) are collected, not thrown, so the validator
+ * can report all of them together with their `file:line:col`.
+ */
+import type {
+  CircuitIR, CompareOp, EmitDecl, IrNode, LogicOp, LookupDecl, NodeId, RamDecl, Range, SourceLoc,
+} from '../ir/types.ts';
+import { callerLoc } from './source-loc.ts';
+
+export interface Problem {
+  code: string;
+  message: string;
+  loc: SourceLoc;
+}
+
+/** A signal: an integer value per position, with a range. */
+export class Sig {
+  constructor(
+    readonly c: CircuitBuilder,
+    readonly id: NodeId,
+  ) {}
+  get range(): Range {
+    return this.c.node(this.id).range;
+  }
+  get name(): string {
+    return this.c.node(this.id).name;
+  }
+  add(b: SigLike): Sig {
+    return this.c.add(this, b);
+  }
+  sub(b: SigLike): Sig {
+    return this.c.sub(this, b);
+  }
+  mul(k: number): Sig {
+    return this.c.scale(this, k);
+  }
+  eq(b: SigLike): Sig {
+    return this.c.compare('eq', this, b);
+  }
+  ne(b: SigLike): Sig {
+    return this.c.compare('ne', this, b);
+  }
+  lt(b: SigLike): Sig {
+    return this.c.compare('lt', this, b);
+  }
+  le(b: SigLike): Sig {
+    return this.c.compare('le', this, b);
+  }
+  gt(b: SigLike): Sig {
+    return this.c.compare('gt', this, b);
+  }
+  ge(b: SigLike): Sig {
+    return this.c.compare('ge', this, b);
+  }
+  /** Give this signal a readable name (shown in reports, the manifest and the SVG). */
+  named(name: string): Sig {
+    this.c.rename(this, name);
+    return this;
+  }
+}
+
+/** A forward reference, assigned once later: how a circuit says "the value defined below". */
+export class Wire extends Sig {
+  assign(src: SigLike): void {
+    this.c.assignWire(this, src);
+  }
+}
+
+export type SigLike = Sig | number;
+
+export interface RamOptions {
+  rows: number;
+  /** One range per field of a word; a number n means [0, n−1]. */
+  fields: (Range | number)[];
+}
+
+export class Ram {
+  constructor(
+    readonly c: CircuitBuilder,
+    readonly id: number,
+  ) {}
+  /** This position's write: row `addr` ← values (one per field), when `enable` is 1. */
+  write(addr: Sig, values: SigLike[], enable?: Sig): void {
+    this.c.ramWrite(this, addr, values, enable);
+  }
+  /** Read row `addr` (after this position's write). A disabled read returns zeros. */
+  read(addr: Sig, enable?: Sig): Sig[] {
+    return this.c.ramRead(this, addr, enable);
+  }
+}
+
+export interface LookupOptions {
+  key: SigLike[];
+  value: SigLike[];
+  query: SigLike[];
+  /** Recency stamp: among matches the largest stamp wins. Omit only when keys are unique. */
+  stamp?: Sig;
+  /** 0/1: whether this position publishes its (key, value). Default: always. */
+  publish?: Sig;
+  /** Values returned when nothing matches (default all 0). */
+  defaults?: number[];
+}
+
+export interface CircuitMeta {
+  name: string;
+  /** Token ids 0 … vocab−1. */
+  vocab: number;
+  /** The token that starts every sequence; required when the circuit uses lookups. */
+  bos?: number;
+}
+
+export interface CircuitDef {
+  kind: 'chipc-circuit';
+  meta: CircuitMeta;
+  build: (c: CircuitBuilder) => void;
+}
+
+export function defineCircuit(meta: CircuitMeta, build: (c: CircuitBuilder) => void): CircuitDef {
+  return { kind: 'chipc-circuit', meta, build };
+}
+
+/** A node as given to `push`: everything but the id, location and (optional) name. */
+type NodeInit = IrNode extends infer N ? (N extends IrNode ? Omit<N, 'id' | 'name' | 'loc'> & { name?: string } : never) : never;
+
+function fullRange(r: Range | number): Range {
+  return typeof r === 'number' ? { lo: 0, hi: r - 1 } : r;
+}
+
+export class CircuitBuilder {
+  readonly nodes: IrNode[] = [];
+  readonly rams: RamDecl[] = [];
+  readonly lookups: LookupDecl[] = [];
+  emitDecl: EmitDecl | null = null;
+  readonly problems: Problem[] = [];
+  private readonly names = new Set<string>();
+
+  constructor(readonly meta: CircuitMeta) {
+    if (!Number.isInteger(meta.vocab) || meta.vocab < 1) {
+      this.problem('circuit.vocab', `vocab must be a positive integer, got ${meta.vocab}`, callerLoc());
+    }
+    if (meta.bos !== undefined && (!Number.isInteger(meta.bos) || meta.bos < 0 || meta.bos >= meta.vocab)) {
+      this.problem('circuit.bos', `bos ${meta.bos} is not a token id of the vocabulary [0, ${meta.vocab})`, callerLoc());
+    }
+  }
+
+  node(id: NodeId): IrNode {
+    const n = this.nodes[id];
+    if (!n) throw new Error(`internal: no node ${id}`);
+    return n;
+  }
+
+  problem(code: string, message: string, loc: SourceLoc): void {
+    this.problems.push({ code, message, loc });
+  }
+
+  private uniqueName(base: string): string {
+    let name = base;
+    for (let i = 1; this.names.has(name); i++) name = `${base}_${i}`;
+    this.names.add(name);
+    return name;
+  }
+
+  rename(s: Sig, name: string): void {
+    const n = this.node(s.id);
+    this.names.delete(n.name);
+    if (this.names.has(name)) {
+      this.problem('signal.name', `the name "${name}" is already used by another signal`, callerLoc());
+      n.name = this.uniqueName(name);
+      return;
+    }
+    this.names.add(name);
+    n.name = name;
+  }
+
+  private push(partial: NodeInit, loc: SourceLoc): Sig {
+    const id = this.nodes.length;
+    const name = this.uniqueName(partial.name ?? `${partial.op}${id}`);
+    this.nodes.push({ ...partial, id, name, loc } as IrNode);
+    return new Sig(this, id);
+  }
+
+  /** Turn a number into a const signal; check a signal belongs to this circuit. */
+  private sig(x: SigLike, loc: SourceLoc): Sig {
+    if (typeof x === 'number') return this.constant(x, loc);
+    if (!(x instanceof Sig) || x.c !== this) {
+      this.problem('signal.foreign', 'a signal from another circuit (or not a signal) was used', loc);
+      return this.constant(0, loc);
+    }
+    return x;
+  }
+
+  private checkInt(v: number, what: string, loc: SourceLoc): number {
+    if (!Number.isSafeInteger(v)) {
+      this.problem('signal.nonint', `${what} must be an integer, got ${v}`, loc);
+      return 0;
+    }
+    return v;
+  }
+
+  private checkRange(r: Range, what: string, loc: SourceLoc): Range {
+    if (!Number.isSafeInteger(r.lo) || !Number.isSafeInteger(r.hi) || r.lo > r.hi) {
+      this.problem('signal.range', `${what}: [${r.lo}, ${r.hi}] is not a valid integer range`, loc);
+      return { lo: 0, hi: 0 };
+    }
+    return r;
+  }
+
+  // ── inputs and constants ──────────────────────────────────────────────────────────────────
+
+  /** A field of the input token: `fn(tokenId)` for every id of the vocabulary (an embedding lookup). */
+  tokenField(name: string, fn: (tokenId: number) => number, range?: [number, number]): Sig {
+    const loc = callerLoc();
+    const values: number[] = [];
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (let t = 0; t < this.meta.vocab; t++) {
+      const v = this.checkInt(fn(t), `token field "${name}" at token ${t}`, loc);
+      values.push(v);
+      lo = Math.min(lo, v);
+      hi = Math.max(hi, v);
+    }
+    let r: Range = { lo, hi };
+    if (range) {
+      r = this.checkRange({ lo: range[0], hi: range[1] }, `token field "${name}"`, loc);
+      const bad = values.findIndex((v) => v < r.lo || v > r.hi);
+      if (bad >= 0) {
+        this.problem('signal.range', `token field "${name}" is ${values[bad]} at token ${bad}, outside its declared range [${r.lo}, ${r.hi}]`, loc);
+      }
+    }
+    return this.push({ op: 'token_field', name, values, range: r }, loc);
+  }
+
+  constant(v: number, loc: SourceLoc = callerLoc()): Sig {
+    v = this.checkInt(v, 'a constant', loc);
+    return this.push({ op: 'const', value: v, range: { lo: v, hi: v } }, loc);
+  }
+
+  // ── arithmetic ────────────────────────────────────────────────────────────────────────────
+
+  /** Σ coef·signal + bias, exactly. */
+  linear(terms: [SigLike, number][], bias = 0): Sig {
+    const loc = callerLoc();
+    return this.linearAt(terms, bias, loc);
+  }
+
+  private linearAt(terms: [SigLike, number][], bias: number, loc: SourceLoc): Sig {
+    let lo = this.checkInt(bias, 'a linear bias', loc);
+    let hi = lo;
+    const out: { node: NodeId; coef: number }[] = [];
+    for (const [x, coefRaw] of terms) {
+      const coef = this.checkInt(coefRaw, 'a linear coefficient', loc);
+      if (typeof x === 'number') {
+        lo += coef * x;
+        hi += coef * x;
+        bias += coef * x;
+        continue;
+      }
+      const s = this.sig(x, loc);
+      const r = s.range;
+      lo += Math.min(coef * r.lo, coef * r.hi);
+      hi += Math.max(coef * r.lo, coef * r.hi);
+      if (coef !== 0) out.push({ node: s.id, coef });
+    }
+    return this.push({ op: 'linear', terms: out, bias, range: { lo, hi } }, loc);
+  }
+
+  add(...xs: SigLike[]): Sig {
+    return this.linearAt(xs.map((x) => [x, 1] as [SigLike, number]), 0, callerLoc());
+  }
+
+  sub(a: SigLike, b: SigLike): Sig {
+    return this.linearAt([[a, 1], [b, -1]], 0, callerLoc());
+  }
+
+  scale(a: SigLike, k: number): Sig {
+    return this.linearAt([[a, k]], 0, callerLoc());
+  }
+
+  /**
+   * Any function of a few small signals, given by `fn` over the product of their ranges
+   * (lowered to a one-hot decode and a weighted sum of FFN units).
+   */
+  table(name: string, inputs: Sig[], fn: (...vals: number[]) => number, range?: [number, number]): Sig {
+    const loc = callerLoc();
+    const ins = inputs.map((s) => this.sig(s, loc));
+    const ranges = ins.map((s) => s.range);
+    const size = ranges.reduce((a, r) => a * (r.hi - r.lo + 1), 1);
+    const values: number[] = [];
+    let lo = Infinity;
+    let hi = -Infinity;
+    if (size > 1 << 16) {
+      this.problem('table.size', `table "${name}" has a domain of ${size} input combinations; the limit is 65,536`, loc);
+    } else {
+      const vals = ranges.map((r) => r.lo);
+      for (let i = 0; i < size; i++) {
+        let rem = i;
+        for (let k = ranges.length - 1; k >= 0; k--) {
+          const span = ranges[k]!.hi - ranges[k]!.lo + 1;
+          vals[k] = ranges[k]!.lo + (rem % span);
+          rem = Math.floor(rem / span);
+        }
+        const v = this.checkInt(fn(...vals), `table "${name}" at (${vals.join(', ')})`, loc);
+        values.push(v);
+        lo = Math.min(lo, v);
+        hi = Math.max(hi, v);
+      }
+    }
+    if (values.length === 0) lo = hi = 0;
+    let r: Range = { lo, hi };
+    if (range) {
+      r = this.checkRange({ lo: range[0], hi: range[1] }, `table "${name}"`, loc);
+      const bad = values.findIndex((v) => v < r.lo || v > r.hi);
+      if (bad >= 0) this.problem('signal.range', `table "${name}" yields ${values[bad]}, outside its declared range [${r.lo}, ${r.hi}]`, loc);
+    }
+    return this.push({ op: 'table', name, inputs: ins.map((s) => s.id), values, range: r }, loc);
+  }
+
+  compare(cmp: CompareOp, a: SigLike, b: SigLike): Sig {
+    const loc = callerLoc();
+    const sa = this.sig(a, loc);
+    const sb = this.sig(b, loc);
+    return this.push({ op: 'compare', cmp, a: sa.id, b: sb.id, range: { lo: 0, hi: 1 } }, loc);
+  }
+
+  private requireBit(s: Sig, what: string, loc: SourceLoc): void {
+    const r = s.range;
+    if (r.lo < 0 || r.hi > 1) this.problem('signal.notbit', `${what} must be a bit (range [0, 1]), but "${s.name}" has range [${r.lo}, ${r.hi}]`, loc);
+  }
+
+  /** cond ? a : b (cond must be a bit). */
+  select(cond: Sig, a: SigLike, b: SigLike): Sig {
+    const loc = callerLoc();
+    const sc = this.sig(cond, loc);
+    this.requireBit(sc, 'the condition of select', loc);
+    const sa = this.sig(a, loc);
+    const sb = this.sig(b, loc);
+    const range = { lo: Math.min(sa.range.lo, sb.range.lo), hi: Math.max(sa.range.hi, sb.range.hi) };
+    return this.push({ op: 'select', cond: sc.id, then: sa.id, else: sb.id, range }, loc);
+  }
+
+  private logic(op: LogicOp, args: SigLike[]): Sig {
+    const loc = callerLoc();
+    const ss = args.map((x) => this.sig(x, loc));
+    for (const s of ss) this.requireBit(s, `an input of ${op}`, loc);
+    return this.push({ op: 'logic', logic: op, args: ss.map((s) => s.id), range: { lo: 0, hi: 1 } }, loc);
+  }
+  and(a: SigLike, b: SigLike): Sig {
+    return this.logic('and', [a, b]);
+  }
+  or(a: SigLike, b: SigLike): Sig {
+    return this.logic('or', [a, b]);
+  }
+  xor(a: SigLike, b: SigLike): Sig {
+    return this.logic('xor', [a, b]);
+  }
+  not(a: SigLike): Sig {
+    return this.logic('not', [a]);
+  }
+
+  // ── forward references ────────────────────────────────────────────────────────────────────
+
+  /** A signal defined later by `w.assign(x)`; its range is declared here. */
+  wire(name: string, range: [number, number]): Wire {
+    const loc = callerLoc();
+    const r = this.checkRange({ lo: range[0], hi: range[1] }, `wire "${name}"`, loc);
+    const s = this.push({ op: 'wire', name, source: null, range: r }, loc);
+    return new Wire(this, s.id);
+  }
+
+  assignWire(w: Wire, src: SigLike): void {
+    const loc = callerLoc();
+    const n = this.node(w.id);
+    if (n.op !== 'wire') throw new Error('internal: not a wire');
+    if (n.source !== null) {
+      this.problem('wire.reassigned', `wire "${n.name}" is assigned twice`, loc);
+      return;
+    }
+    n.source = this.sig(src, loc).id;
+  }
+
+  // ── RAM on pinned Gated DeltaNet heads ────────────────────────────────────────────────────
+
+  ram(name: string, opts: RamOptions): Ram {
+    const loc = callerLoc();
+    if (!Number.isInteger(opts.rows) || opts.rows < 1) this.problem('ram.rows', `RAM "${name}": rows must be a positive integer, got ${opts.rows}`, loc);
+    const fields = opts.fields.map((f) => this.checkRange(fullRange(f), `RAM "${name}" field`, loc));
+    if (fields.length === 0) this.problem('ram.fields', `RAM "${name}" needs at least one field`, loc);
+    for (const f of fields) {
+      if (f.lo !== 0) this.problem('ram.fields', `RAM "${name}": fields are unsigned (lo must be 0), got [${f.lo}, ${f.hi}]`, loc);
+    }
+    const id = this.rams.length;
+    this.rams.push({ id, name: this.uniqueName(name), rows: opts.rows, fields, write: null, reads: [], loc });
+    return new Ram(this, id);
+  }
+
+  ramWrite(ram: Ram, addr: Sig, values: SigLike[], enable?: Sig): void {
+    const loc = callerLoc();
+    const decl = this.rams[ram.id]!;
+    if (decl.write !== null) {
+      this.problem('ram.write', `RAM "${decl.name}" already has a write port (one write per position)`, loc);
+      return;
+    }
+    if (values.length !== decl.fields.length) {
+      this.problem('ram.write', `RAM "${decl.name}" words have ${decl.fields.length} field(s), the write gives ${values.length}`, loc);
+    }
+    const en = enable ? this.sig(enable, loc) : null;
+    if (en) this.requireBit(en, `the enable of RAM "${decl.name}"`, loc);
+    decl.write = {
+      addr: this.sig(addr, loc).id,
+      values: values.map((v) => this.sig(v, loc).id),
+      enable: en ? en.id : null,
+      loc,
+    };
+  }
+
+  ramRead(ram: Ram, addr: Sig, enable?: Sig): Sig[] {
+    const loc = callerLoc();
+    const decl = this.rams[ram.id]!;
+    const port = decl.reads.length;
+    const a = this.sig(addr, loc);
+    const en = enable ? this.sig(enable, loc) : null;
+    if (en) this.requireBit(en, `the read enable of RAM "${decl.name}"`, loc);
+    const results = decl.fields.map((f, i) =>
+      this.push({ op: 'ram_read', name: `${decl.name}.r${port}.f${i}`, ram: decl.id, port, field: i, range: { lo: Math.min(0, f.lo), hi: f.hi } }, loc),
+    );
+    decl.reads.push({ addr: a.id, enable: en ? en.id : null, results: results.map((s) => s.id), loc });
+    return results;
+  }
+
+  // ── hard-attention lookups ────────────────────────────────────────────────────────────────
+
+  lookup(name: string, opts: LookupOptions): { values: Sig[]; hit: Sig } {
+    const loc = callerLoc();
+    if (this.meta.bos === undefined) {
+      this.problem('lookup.bos', `lookup "${name}" needs the circuit to declare a bos token (the no-match sink)`, loc);
+    }
+    const key = opts.key.map((x) => this.sig(x, loc));
+    const query = opts.query.map((x) => this.sig(x, loc));
+    const value = opts.value.map((x) => this.sig(x, loc));
+    if (key.length === 0 || key.length !== query.length) {
+      this.problem('lookup.key', `lookup "${name}": key and query must be non-empty and of equal length (${key.length} vs ${query.length})`, loc);
+    }
+    const defaults = opts.defaults ?? value.map(() => 0);
+    if (defaults.length !== value.length) {
+      this.problem('lookup.defaults', `lookup "${name}": ${defaults.length} default(s) for ${value.length} value field(s)`, loc);
+    }
+    const stamp = opts.stamp ? this.sig(opts.stamp, loc) : null;
+    const publish = opts.publish ? this.sig(opts.publish, loc) : null;
+    if (publish) this.requireBit(publish, `the publish flag of lookup "${name}"`, loc);
+    const id = this.lookups.length;
+    const uname = this.uniqueName(name);
+    const results = value.map((v, i) =>
+      this.push({
+        op: 'lookup_value', name: `${uname}.v${i}`, lookup: id, field: i,
+        range: { lo: Math.min(v.range.lo, defaults[i] ?? 0), hi: Math.max(v.range.hi, defaults[i] ?? 0) },
+      }, loc),
+    );
+    const hit = this.push({ op: 'lookup_value', name: `${uname}.hit`, lookup: id, field: -1, range: { lo: 0, hi: 1 } }, loc);
+    this.lookups.push({
+      id, name: uname, key: key.map((s) => s.id), value: value.map((s) => s.id), query: query.map((s) => s.id),
+      stamp: stamp ? stamp.id : null, publish: publish ? publish.id : null, defaults,
+      results: results.map((s) => s.id), hit: hit.id, loc,
+    });
+    return { values: results, hit };
+  }
+
+  // ── output ────────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * The token emitted at each position: `fn(values of fields)`. Without `fn` a single field is
+   * emitted as the token id itself. `fn` must be injective over the fields' ranges (each token
+   * is then recognised by the LM head from its digits alone).
+   */
+  emit(fields: Sig[], fn?: (...vals: number[]) => number): void {
+    const loc = callerLoc();
+    if (this.emitDecl !== null) {
+      this.problem('emit.twice', 'the circuit emits twice; one emit per circuit', loc);
+      return;
+    }
+    const fs = fields.map((f) => this.sig(f, loc));
+    const f = fn ?? ((v: number) => v);
+    if (!fn && fs.length !== 1) this.problem('emit.fn', 'emit with several fields needs a function mapping them to a token id', loc);
+    const ranges = fs.map((s) => s.range);
+    const size = ranges.reduce((a, r) => a * (r.hi - r.lo + 1), 1);
+    const tokens: number[] = [];
+    if (size > 1 << 20) {
+      this.problem('emit.size', `emit has ${size} field combinations; the limit is 1,048,576`, loc);
+    } else {
+      const seen = new Map<number, string>();
+      const vals = ranges.map((r) => r.lo);
+      for (let i = 0; i < size; i++) {
+        let rem = i;
+        for (let k = ranges.length - 1; k >= 0; k--) {
+          const span = ranges[k]!.hi - ranges[k]!.lo + 1;
+          vals[k] = ranges[k]!.lo + (rem % span);
+          rem = Math.floor(rem / span);
+        }
+        const t = f(...vals);
+        if (!Number.isInteger(t) || t < 0 || t >= this.meta.vocab) {
+          this.problem('emit.token', `emit maps (${vals.join(', ')}) to ${t}, which is not a token id of the vocabulary [0, ${this.meta.vocab})`, loc);
+          break;
+        }
+        const prev = seen.get(t);
+        if (prev !== undefined) {
+          this.problem('emit.injective', `emit maps both (${prev}) and (${vals.join(', ')}) to token ${t}; the mapping must be injective`, loc);
+          break;
+        }
+        seen.set(t, vals.join(', '));
+        tokens.push(t);
+      }
+    }
+    this.emitDecl = { fields: fs.map((s) => s.id), tokens, loc };
+  }
+
+  toIR(source: string): CircuitIR {
+    return {
+      version: 1,
+      name: this.meta.name,
+      vocab: this.meta.vocab,
+      bos: this.meta.bos ?? null,
+      nodes: this.nodes,
+      rams: this.rams,
+      lookups: this.lookups,
+      emit: this.emitDecl,
+      source,
+    };
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * Source locations for circuit errors: every builder call records where in the circuit file it
+ * was made, from the V8 stack trace (tsx maps it back to the TypeScript source). Frames inside
+ * chipc's own `src/` are skipped so the location is the user's line.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SourceLoc } from '../ir/types.ts';
+
+const SRC_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const FRAME = /\(?((?:file:\/\/)?[^()\s]+?):(\d+):(\d+)\)?$/;
+
+export function callerLoc(): SourceLoc {
+  const stack = new Error().stack ?? '';
+  for (const raw of stack.split('\n').slice(1)) {
+    const m = FRAME.exec(raw.trim());
+    if (!m) continue;
+    let file = m[1]!;
+    if (file.startsWith('file://')) file = fileURLToPath(file);
+    if (file.startsWith('node:') || file.includes('node_modules')) continue;
+    const abs = path.resolve(file);
+    if (abs.startsWith(SRC_ROOT + path.sep)) continue;
+    return { file: path.relative(process.cwd(), abs) || abs, line: Number(m[2]), col: Number(m[3]) };
+  }
+  return { file: '<unknown>', line: 0, col: 0 };
+}
+
+export function fmtLoc(loc: SourceLoc): string {
+  return `${loc.file}:${loc.line}:${loc.col}`;
+}

@@ -1,0 +1,293 @@
+/**
+ * The reference executor: a float32 (or bf16-profile) forward pass of a Qwen3.5 / Qwen3-Next hybrid
+ * model from in-memory ModelWeights, with a cache for decoding (spec §5, BRIEF §2–3):
+ *   h₀ = act(embed[id]) (no scaling);  per layer:
+ *   h = act(fl(x + Mixer(RMSNorm₁₊w(x)))),  y = act(fl(h + FFN(RMSNorm₁₊w(h))));
+ *   logits = act(RMSNorm₁₊w(y; norm) · W_lmᵀ).
+ * The first forward on an empty cache (prefill) runs GDN layers through the chunked kernel; each
+ * later single token (decode) through the recurrent rule. Layers run layer-major in prefill (all
+ * positions of layer i before layer i+1), which is what a batched forward computes.
+ */
+import { ChipcError } from '../util/errors.ts';
+import { isMoeLayer, type ModelConfig } from '../model/config.ts';
+import type { Matrix, ModelWeights } from '../model/weights.ts';
+import { attentionStep, KvCache, ropeInvFreq } from './attention.ts';
+import { gdnDimsOf, gdnForward, newGdnCache, type GdnCache } from './gdn.ts';
+import { linear, matrixRow, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
+import { moeForward, swiglu } from './mlp.ts';
+import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
+import { rmsNorm1p } from './norms.ts';
+import type { ExecOptions, LayerHook, LayerHookEvent } from './types.ts';
+
+const f32 = Math.fround;
+
+function allMatrices(w: ModelWeights): Matrix[] {
+  const out: Matrix[] = [w.embedTokens, w.lmHead];
+  for (const l of w.layers) {
+    const m = l.mixer;
+    if (m.kind === 'linear_attention') out.push(m.inProjQkv, m.inProjZ, m.inProjB, m.inProjA, m.outProj);
+    else out.push(m.qProj, m.kProj, m.vProj, m.oProj);
+    const f = l.mlp;
+    if (f.kind === 'dense') out.push(f.gateProj, f.upProj, f.downProj);
+    else {
+      out.push(f.gate, f.sharedExpertGate, f.sharedExpert.gateProj, f.sharedExpert.upProj, f.sharedExpert.downProj);
+      for (const e of f.experts) out.push(e.gateProj, e.upProj, e.downProj);
+    }
+  }
+  return out;
+}
+
+function checkMatrix(name: string, m: Matrix, rows: number, cols: number): void {
+  if (m.rows !== rows || m.cols !== cols) {
+    throw new ChipcError('EXEC_BAD_WEIGHTS', `${name} is ${m.rows}×${m.cols}, expected ${rows}×${cols}`);
+  }
+  if (!m.dense && !m.csr) throw new ChipcError('EXEC_BAD_WEIGHTS', `${name} has neither dense nor CSR data`);
+}
+
+function checkVec(name: string, v: Float32Array, n: number): void {
+  if (!(v instanceof Float32Array) || v.length !== n) {
+    throw new ChipcError('EXEC_BAD_WEIGHTS', `${name} has length ${v?.length}, expected ${n}`);
+  }
+}
+
+/** Validates every tensor shape the forward pass touches against the config. */
+function validateWeights(w: ModelWeights): void {
+  const c = w.config;
+  const H = c.hiddenSize;
+  if (w.layers.length !== c.numLayers || c.layerTypes.length !== c.numLayers) {
+    throw new ChipcError('EXEC_BAD_WEIGHTS', `weights have ${w.layers.length} layers, config ${c.numLayers} (layer_types ${c.layerTypes.length})`);
+  }
+  checkMatrix('embed_tokens', w.embedTokens, c.vocabSize, H);
+  checkMatrix('lm_head', w.lmHead, c.vocabSize, H);
+  checkVec('norm', w.norm, H);
+  if (c.numAttentionHeads % c.numKeyValueHeads !== 0) {
+    throw new ChipcError('EXEC_BAD_CONFIG', `num_attention_heads (${c.numAttentionHeads}) must be a multiple of num_key_value_heads (${c.numKeyValueHeads})`);
+  }
+  for (let i = 0; i < c.numLayers; i++) {
+    const l = w.layers[i];
+    const p = `layer ${i}`;
+    checkVec(`${p} input_layernorm`, l.inputLayernorm, H);
+    checkVec(`${p} post_attention_layernorm`, l.postAttentionLayernorm, H);
+    const m = l.mixer;
+    if (m.kind !== c.layerTypes[i]) {
+      throw new ChipcError('EXEC_BAD_WEIGHTS', `${p} has a ${m.kind} mixer but layer_types says ${c.layerTypes[i]}`);
+    }
+    if (m.kind === 'linear_attention') {
+      const d = gdnDimsOf(c);
+      checkMatrix(`${p} in_proj_qkv`, m.inProjQkv, d.convDim, H);
+      checkMatrix(`${p} in_proj_z`, m.inProjZ, d.valueDim, H);
+      checkMatrix(`${p} in_proj_b`, m.inProjB, d.hv, H);
+      checkMatrix(`${p} in_proj_a`, m.inProjA, d.hv, H);
+      checkMatrix(`${p} out_proj`, m.outProj, H, d.valueDim);
+      checkVec(`${p} conv1d`, m.conv1d, d.convDim * d.K);
+      checkVec(`${p} A_log`, m.aLog, d.hv);
+      checkVec(`${p} dt_bias`, m.dtBias, d.hv);
+      checkVec(`${p} linear_attn.norm`, m.norm, d.dv);
+    } else {
+      const D = c.headDim;
+      checkMatrix(`${p} q_proj`, m.qProj, c.numAttentionHeads * 2 * D, H);
+      checkMatrix(`${p} k_proj`, m.kProj, c.numKeyValueHeads * D, H);
+      checkMatrix(`${p} v_proj`, m.vProj, c.numKeyValueHeads * D, H);
+      checkMatrix(`${p} o_proj`, m.oProj, H, c.numAttentionHeads * D);
+      checkVec(`${p} q_norm`, m.qNorm, D);
+      checkVec(`${p} k_norm`, m.kNorm, D);
+    }
+    const f = l.mlp;
+    if (f.kind === 'dense') {
+      checkMatrix(`${p} gate_proj`, f.gateProj, c.intermediateSize, H);
+      checkMatrix(`${p} up_proj`, f.upProj, c.intermediateSize, H);
+      checkMatrix(`${p} down_proj`, f.downProj, H, c.intermediateSize);
+    } else {
+      const moe = c.moe;
+      if (!moe) throw new ChipcError('EXEC_BAD_WEIGHTS', `${p} has an MoE block but the config has no MoE settings`);
+      checkMatrix(`${p} router`, f.gate, moe.numExperts, H);
+      if (f.experts.length !== moe.numExperts) {
+        throw new ChipcError('EXEC_BAD_WEIGHTS', `${p} has ${f.experts.length} experts, config ${moe.numExperts}`);
+      }
+      checkMatrix(`${p} shared_expert_gate`, f.sharedExpertGate, 1, H);
+    }
+    if ((f.kind === 'moe') !== isMoeLayer(c, i)) {
+      throw new ChipcError('EXEC_BAD_WEIGHTS', `${p} has a ${f.kind} MLP but the config says ${isMoeLayer(c, i) ? 'moe' : 'dense'}`);
+    }
+  }
+}
+
+/** Index of the largest logit; the lowest id wins ties; NaN never wins. */
+export function argmax(logits: Float32Array): number {
+  let best = -1;
+  let bv = -Infinity;
+  for (let i = 0; i < logits.length; i++) {
+    const v = logits[i];
+    if (v > bv || (best < 0 && v === -Infinity)) { bv = v; best = i; }
+  }
+  if (best < 0) throw new ChipcError('EXEC_NAN_LOGITS', 'argmax: every logit is NaN (or there are none)');
+  return best;
+}
+
+export class Executor {
+  readonly config: ModelConfig;
+  readonly ctx: ExecNumericContext;
+  readonly path: MatmulPath;
+  /** How the matmuls ran so far (sparse vs dense path). */
+  readonly stats: MatmulStats = newMatmulStats();
+  private readonly weights: ModelWeights;
+  private readonly rope: { R: number; invFreq: Float32Array };
+  private gdn: (GdnCache | null)[] = [];
+  private kv: (KvCache | null)[] = [];
+  private pos = 0;
+  private hooks: LayerHook[] = [];
+
+  constructor(weights: ModelWeights, opts: ExecOptions = {}) {
+    validateWeights(weights);
+    this.weights = weights;
+    this.config = weights.config;
+    this.ctx = makeNumericContext(opts);
+    if (opts.path !== undefined && opts.path !== 'dense' && opts.path !== 'sparse') {
+      throw new ChipcError('EXEC_BAD_OPTION', `unknown matmul path '${String(opts.path)}' (expected dense or sparse)`);
+    }
+    this.path = opts.path ?? (allMatrices(weights).every((m) => m.csr && !m.dense) ? 'sparse' : 'dense');
+    this.rope = ropeInvFreq(this.config);
+    this.reset();
+  }
+
+  /** Tokens consumed so far. */
+  get position(): number {
+    return this.pos;
+  }
+
+  /** Empties every cache (GDN conv and recurrent states to +0, KV caches) and sets the position to 0. */
+  reset(): void {
+    const c = this.config;
+    this.gdn = c.layerTypes.map((t) => (t === 'linear_attention' ? newGdnCache(gdnDimsOf(c)) : null));
+    this.kv = c.layerTypes.map((t) => (t === 'full_attention' ? new KvCache(c.numKeyValueHeads * c.headDim) : null));
+    this.pos = 0;
+  }
+
+  addHook(h: LayerHook): () => void {
+    this.hooks.push(h);
+    return () => {
+      const i = this.hooks.indexOf(h);
+      if (i >= 0) this.hooks.splice(i, 1);
+    };
+  }
+
+  /** The live recurrent state of (layer, value head), S[i,j] at i·dv + j; writes change the executor's state. */
+  gdnState(layer: number, valueHead: number): Float32Array {
+    const c = this.gdn[layer];
+    if (!c) {
+      throw new ChipcError('EXEC_BAD_LAYER', `layer ${layer} is not a linear_attention layer (0..${this.config.numLayers - 1})`);
+    }
+    const s = c.S[valueHead];
+    if (!s) throw new ChipcError('EXEC_BAD_HEAD', `value head ${valueHead} out of range [0, ${c.S.length})`);
+    return s;
+  }
+
+  /** First forward on an empty cache. Returns logits per position if allLogits, else only the last. */
+  prefill(ids: number[], opts: { allLogits?: boolean } = {}): Float32Array[] {
+    if (this.pos !== 0) {
+      throw new ChipcError('EXEC_NOT_EMPTY', `prefill needs an empty cache, but ${this.pos} tokens were consumed (call reset())`);
+    }
+    if (ids.length === 0) throw new ChipcError('EXEC_EMPTY_PROMPT', 'prefill needs at least one token');
+    return this.forward(ids, 'prefill', opts.allLogits === true);
+  }
+
+  /** One cached single-token decode step (recurrent GDN). */
+  decode(id: number): Float32Array {
+    if (this.pos === 0) throw new ChipcError('EXEC_EMPTY_CACHE', 'decode needs a prefill first (the first forward uses the chunked kernel)');
+    return this.forward([id], 'decode', false)[0];
+  }
+
+  /** Greedy decoding: prefill(prompt) then n−1 decode steps; returns the n generated ids. */
+  generate(prompt: number[], n: number): number[] {
+    if (!Number.isInteger(n) || n < 0) throw new ChipcError('EXEC_BAD_ARGUMENT', `generate: n must be a non-negative integer, got ${n}`);
+    if (n === 0) return [];
+    const out: number[] = [];
+    let last = argmax(this.prefill(prompt)[0]);
+    out.push(last);
+    for (let i = 1; i < n; i++) {
+      last = argmax(this.decode(last));
+      out.push(last);
+    }
+    return out;
+  }
+
+  private forward(ids: number[], mode: 'prefill' | 'decode', allLogits: boolean): Float32Array[] {
+    const c = this.config;
+    const ctx = this.ctx;
+    const H = c.hiddenSize;
+    const path = this.path;
+    const stats = this.stats;
+    for (const id of ids) {
+      if (!Number.isInteger(id) || id < 0 || id >= c.vocabSize) {
+        throw new ChipcError('EXEC_BAD_TOKEN', `token id ${id} out of range [0, ${c.vocabSize})`);
+      }
+    }
+    const L = ids.length;
+    const pos0 = this.pos;
+    const hooked = this.hooks.length > 0;
+    let hs = ids.map((id) => {
+      const row = matrixRow(this.weights.embedTokens, id);
+      for (let i = 0; i < H; i++) row[i] = ctx.act(row[i]);
+      return row;
+    });
+    for (let li = 0; li < c.numLayers; li++) {
+      const lw = this.weights.layers[li];
+      const normed = hs.map((x) => {
+        const o = new Float32Array(H);
+        rmsNorm1p(ctx, x, 0, H, lw.inputLayernorm, c.rmsNormEps, o, 0);
+        return o;
+      });
+      let mix: Float32Array[];
+      let gdnStates: (Float32Array[] | null)[] | null = null;
+      let probs: (Float32Array[] | undefined)[] | null = null;
+      const m = lw.mixer;
+      if (m.kind === 'linear_attention') {
+        const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, normed, mode, path, hooked, stats);
+        mix = r.out;
+        gdnStates = r.states;
+      } else {
+        const kv = this.kv[li] as KvCache;
+        mix = [];
+        probs = [];
+        for (let t = 0; t < L; t++) {
+          const r = attentionStep(ctx, c, m, kv, normed[t], pos0 + t, this.rope, path, hooked, stats);
+          mix.push(r.out);
+          probs.push(r.probs);
+        }
+      }
+      const next: Float32Array[] = [];
+      for (let t = 0; t < L; t++) {
+        const x = hs[t];
+        const mid = new Float32Array(H);
+        for (let i = 0; i < H; i++) mid[i] = ctx.act(f32(x[i] + mix[t][i]));
+        const n2 = new Float32Array(H);
+        rmsNorm1p(ctx, mid, 0, H, lw.postAttentionLayernorm, c.rmsNormEps, n2, 0);
+        const f = lw.mlp;
+        const ff = f.kind === 'dense'
+          ? swiglu(ctx, f, n2, path, stats)
+          : moeForward(ctx, f, n2, (c.moe ?? { numExpertsPerTok: 0 }).numExpertsPerTok, c.moe?.normTopkProb ?? false, H, path, stats);
+        const y = new Float32Array(H);
+        for (let i = 0; i < H; i++) y[i] = ctx.act(f32(mid[i] + ff[i]));
+        next.push(y);
+        if (hooked) {
+          const ev: LayerHookEvent = {
+            layer: li, position: pos0 + t, residualIn: x.slice(), residualMid: mid.slice(), residualOut: y.slice(),
+          };
+          const st = gdnStates?.[t];
+          if (st) ev.gdnState = st;
+          const pr = probs?.[t];
+          if (pr) ev.attentionProbs = pr;
+          for (const h of [...this.hooks]) h(ev);
+        }
+      }
+      hs = next;
+    }
+    this.pos += L;
+    const outIdx = allLogits ? hs.map((_, i) => i) : [L - 1];
+    return outIdx.map((t) => {
+      const n = new Float32Array(H);
+      rmsNorm1p(ctx, hs[t], 0, H, this.weights.norm, c.rmsNormEps, n, 0);
+      return linear(ctx, this.weights.lmHead, n, path, { stats });
+    });
+  }
+}

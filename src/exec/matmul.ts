@@ -1,0 +1,231 @@
+/**
+ * Linear layers y = x·Wᵀ (no bias) over a Matrix held dense, CSR, or both, with two paths:
+ *
+ *  - dense: y[r] = ctx.dot(W[r, :], x) over every column in index order (the active order mode).
+ *  - sparse (sequential order only): walks the CSR non-zeros of row r, skips zero activations,
+ *    and sums the remaining products in ascending column order from −0. The result is bit-identical
+ *    to the dense sequential row, including the sign of zero, by this argument:
+ *
+ *    Dense: acc₀ = −0, acc_{i+1} = fl(acc_i + t_i), t_i = fl(w_i·x_i). Let acc' be the same recursion
+ *    over only the terms the sparse path visits. A skipped term is a zero (±0); adding ±0 to a
+ *    non-zero value leaves it unchanged, and adding a non-zero t to ±0 gives t. So by induction the
+ *    two accumulators are equal whenever either is non-zero, and can differ only in the sign of a
+ *    zero. Hence a non-zero sparse result is the dense result. A zero result needs the sign:
+ *      • if some term is non-zero, the dense sum reached zero by exact cancellation x + (−x) = +0
+ *        (float addition that rounds to zero is exact, thanks to subnormals), and later ±0 terms
+ *        keep +0: the result is +0;
+ *      • otherwise every term is ±0 and the result is −0 iff every term is −0 (one +0 term makes
+ *        the accumulator +0 for good). A zero term's sign is sign(w) ⊕ sign(x). For columns absent
+ *        from the CSR the weight is +0 (CSR-only matrices; see weights.ts), so those terms are −0
+ *        iff x has its sign bit set; a per-call count of sign-bit-set activations decides it in
+ *        O(row nnz). When the matrix also has a dense form (whose zeros may be −0) the row is
+ *        recomputed densely instead.
+ *    Any non-finite activation or weight (0·inf = NaN) sends the call to the dense path.
+ *
+ *  In shuffled / fma modes the sparse path is not used: the call runs the dense math (expanding CSR
+ *  rows on the fly for CSR-only matrices, which is slow at real widths).
+ *
+ * In the bf16 profile each output is rounded with ctx.act (the linear's bf16 output tensor).
+ */
+import { ChipcError } from '../util/errors.ts';
+import type { CsrMatrix, Matrix } from '../model/weights.ts';
+import type { ExecNumericContext } from './numeric.ts';
+
+const f32 = Math.fround;
+
+export type MatmulPath = 'dense' | 'sparse';
+
+export interface LinearResult {
+  out: Float32Array;
+  /** True when the sparse path computed this matmul (false: the dense math ran). */
+  usedSparse: boolean;
+}
+
+/** Counters of how each matmul ran (for tests and benches). */
+export interface MatmulStats {
+  sparse: number;
+  dense: number;
+  /** Sparse-path rows that fell back to a dense row to decide the sign of a zero. */
+  denseRowFallbacks: number;
+}
+
+export function newMatmulStats(): MatmulStats {
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0 };
+}
+
+const csrFinite = new WeakMap<CsrMatrix, boolean>();
+const derivedCsr = new WeakMap<Float32Array, CsrMatrix>();
+
+function csrAllFinite(csr: CsrMatrix): boolean {
+  let ok = csrFinite.get(csr);
+  if (ok === undefined) {
+    ok = true;
+    const v = csr.values;
+    for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) { ok = false; break; }
+    csrFinite.set(csr, ok);
+  }
+  return ok;
+}
+
+/** CSR of a matrix: its own, or one derived once from its dense form (cached per dense array). */
+export function csrOf(m: Matrix): CsrMatrix {
+  if (m.csr) return m.csr;
+  if (!m.dense) throw new ChipcError('EXEC_BAD_MATRIX', 'matrix has neither dense nor CSR data');
+  let c = derivedCsr.get(m.dense);
+  if (!c) {
+    const { rows, cols, dense } = m;
+    let nnz = 0;
+    for (let i = 0; i < dense.length; i++) if (dense[i] !== 0) nnz++;
+    const rowPtr = new Uint32Array(rows + 1);
+    const colIdx = new Uint32Array(nnz);
+    const values = new Float32Array(nnz);
+    let k = 0;
+    for (let r = 0; r < rows; r++) {
+      for (let col = 0; col < cols; col++) {
+        const v = dense[r * cols + col];
+        if (v !== 0) { colIdx[k] = col; values[k] = v; k++; }
+      }
+      rowPtr[r + 1] = k;
+    }
+    c = { rowPtr, colIdx, values };
+    derivedCsr.set(m.dense, c);
+  }
+  return c;
+}
+
+function checkShapes(m: Matrix, x: Float32Array, xOff: number): void {
+  if (xOff < 0 || xOff + m.cols > x.length) {
+    throw new ChipcError('EXEC_SHAPE', `linear: input has ${x.length - xOff} values from offset ${xOff}, matrix needs ${m.cols}`);
+  }
+  if (m.dense && m.dense.length !== m.rows * m.cols) {
+    throw new ChipcError('EXEC_BAD_MATRIX', `linear: dense data has ${m.dense.length} entries, expected ${m.rows}×${m.cols}`);
+  }
+  if (!m.dense && !m.csr) throw new ChipcError('EXEC_BAD_MATRIX', 'linear: matrix has neither dense nor CSR data');
+  if (m.csr && m.csr.rowPtr.length !== m.rows + 1) {
+    throw new ChipcError('EXEC_BAD_MATRIX', `linear: CSR rowPtr has ${m.csr.rowPtr.length} entries, expected ${m.rows + 1}`);
+  }
+}
+
+/** One dense row of a CSR-only matrix: absent entries +0. */
+function expandRow(csr: CsrMatrix, r: number, scratch: Float32Array): void {
+  scratch.fill(0);
+  for (let k = csr.rowPtr[r]; k < csr.rowPtr[r + 1]; k++) scratch[csr.colIdx[k]] = csr.values[k];
+}
+
+function denseLinear(ctx: ExecNumericContext, m: Matrix, x: Float32Array, xOff: number, out: Float32Array): void {
+  const { rows, cols } = m;
+  if (m.dense) {
+    const W = m.dense;
+    for (let r = 0; r < rows; r++) out[r] = ctx.act(ctx.dot(W, r * cols, 1, x, xOff, 1, cols));
+    return;
+  }
+  const csr = m.csr as CsrMatrix;
+  const scratch = new Float32Array(cols);
+  for (let r = 0; r < rows; r++) {
+    expandRow(csr, r, scratch);
+    out[r] = ctx.act(ctx.dot(scratch, 0, 1, x, xOff, 1, cols));
+  }
+}
+
+function sparseLinear(
+  ctx: ExecNumericContext, m: Matrix, csr: CsrMatrix, x: Float32Array, xOff: number, out: Float32Array,
+  stats?: MatmulStats,
+): void {
+  const { rows, cols } = m;
+  // Sign-bit-set activations (x < 0 or x = −0), counted once per call.
+  let negTotal = 0;
+  for (let i = 0; i < cols; i++) {
+    const v = x[xOff + i];
+    if (v < 0 || (v === 0 && 1 / v < 0)) negTotal++;
+  }
+  const { rowPtr, colIdx, values } = csr;
+  const W = m.dense;
+  for (let r = 0; r < rows; r++) {
+    const k0 = rowPtr[r];
+    const k1 = rowPtr[r + 1];
+    let acc = -0;
+    let anyNonZeroTerm = false;
+    let allVisitedNegZero = true;
+    let negVisited = 0;
+    for (let k = k0; k < k1; k++) {
+      const xv = x[xOff + colIdx[k]];
+      const w = values[k];
+      const xNeg = xv < 0 || (xv === 0 && 1 / xv < 0);
+      if (xNeg) negVisited++;
+      if (xv !== 0) {
+        const t = f32(w * xv);
+        if (t !== 0) {
+          anyNonZeroTerm = true;
+          acc = f32(acc + t);
+        } else if (1 / t > 0) {
+          allVisitedNegZero = false;
+        }
+      } else {
+        // term ±0 with sign(w) ⊕ sign(x)
+        const wNeg = w < 0 || (w === 0 && 1 / w < 0);
+        if (wNeg === xNeg) allVisitedNegZero = false;
+      }
+    }
+    let y: number;
+    if (acc !== 0 || Number.isNaN(acc)) y = acc;
+    else if (anyNonZeroTerm) y = 0;
+    else if (W) {
+      if (stats) stats.denseRowFallbacks++;
+      y = ctx.dot(W, r * cols, 1, x, xOff, 1, cols);
+    } else {
+      const absent = cols - (k1 - k0);
+      y = allVisitedNegZero && negTotal - negVisited === absent ? -0 : 0;
+    }
+    out[r] = ctx.act(y);
+  }
+}
+
+/**
+ * y = x[xOff .. xOff+cols)·Wᵀ (see the module comment for the two paths). `path` 'sparse' is
+ * honoured only in sequential order with finite weights and activations; otherwise the dense math
+ * runs. A dense-only matrix asked for the sparse path gets a CSR derived once from its dense form.
+ */
+export function linearEx(
+  ctx: ExecNumericContext, m: Matrix, x: Float32Array, path: MatmulPath,
+  opts: { xOff?: number; out?: Float32Array; stats?: MatmulStats } = {},
+): LinearResult {
+  const xOff = opts.xOff ?? 0;
+  checkShapes(m, x, xOff);
+  const out = opts.out ?? new Float32Array(m.rows);
+  if (out.length < m.rows) throw new ChipcError('EXEC_SHAPE', `linear: output buffer has ${out.length} slots, need ${m.rows}`);
+  let sparseOk = path === 'sparse' && ctx.order.kind === 'sequential';
+  if (sparseOk) {
+    for (let i = 0; i < m.cols; i++) if (!Number.isFinite(x[xOff + i])) { sparseOk = false; break; }
+  }
+  if (sparseOk) {
+    const csr = csrOf(m);
+    if (!csrAllFinite(csr)) sparseOk = false;
+    else {
+      sparseLinear(ctx, m, csr, x, xOff, out, opts.stats);
+      if (opts.stats) opts.stats.sparse++;
+      return { out, usedSparse: true };
+    }
+  }
+  denseLinear(ctx, m, x, xOff, out);
+  if (opts.stats) opts.stats.dense++;
+  return { out, usedSparse: false };
+}
+
+/** linearEx returning only the output. */
+export function linear(
+  ctx: ExecNumericContext, m: Matrix, x: Float32Array, path: MatmulPath,
+  opts: { xOff?: number; out?: Float32Array; stats?: MatmulStats } = {},
+): Float32Array {
+  return linearEx(ctx, m, x, path, opts).out;
+}
+
+/** Row `r` of a matrix as a new Float32Array (embedding lookup; CSR absent entries are +0). */
+export function matrixRow(m: Matrix, r: number): Float32Array {
+  if (!Number.isInteger(r) || r < 0 || r >= m.rows) {
+    throw new ChipcError('EXEC_BAD_TOKEN', `row ${r} out of range [0, ${m.rows})`);
+  }
+  if (m.dense) return m.dense.slice(r * m.cols, (r + 1) * m.cols);
+  const row = new Float32Array(m.cols);
+  expandRow(m.csr as CsrMatrix, r, row);
+  return row;
+}

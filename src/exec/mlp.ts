@@ -1,0 +1,95 @@
+/**
+ * Feed-forward blocks in Hugging Face transformers' float32 order (spec §5):
+ *  - dense SwiGLU: down( act(silu(act(x·Gᵀ))) ⊙ act(x·Uᵀ) ), the product rounded (and act'ed);
+ *  - MoE (Qwen3-Next `SparseMoeBlock`): router logits x·W_rᵀ; softmax in float32
+ *    (max-subtracted, p = fl(e · fl(1/Σe))); top-k by probability with ties to the lowest expert
+ *    id; if norm_topk_prob, w ← fl(w / Σ_topk w) (Σ through ctx.sum in top-k order); weights cast
+ *    to the activation dtype; experts added in ASCENDING expert id into a +0 vector:
+ *    acc = act(fl(acc + act(fl(Expert_e(x) · w_e)))); then
+ *    acc = act(fl(acc + act(fl(act(sigmoid(x·w_sgᵀ)) · Shared(x))))).
+ */
+import { ChipcError } from '../util/errors.ts';
+import type { Matrix, MoeMlpWeights } from '../model/weights.ts';
+import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
+import type { ExecNumericContext } from './numeric.ts';
+import { exp32, sigmoid32, silu32 } from './numeric.ts';
+
+const f32 = Math.fround;
+
+/** SwiGLU MLP: down(silu(gate(x)) ⊙ up(x)). */
+export function swiglu(
+  ctx: ExecNumericContext, m: { gateProj: Matrix; upProj: Matrix; downProj: Matrix }, x: Float32Array,
+  path: MatmulPath, stats?: MatmulStats,
+): Float32Array {
+  const g = linear(ctx, m.gateProj, x, path, { stats });
+  const u = linear(ctx, m.upProj, x, path, { stats });
+  const h = new Float32Array(g.length);
+  for (let i = 0; i < g.length; i++) h[i] = ctx.act(f32(ctx.act(silu32(g[i], ctx.siluForm)) * u[i]));
+  return linear(ctx, m.downProj, h, path, { stats });
+}
+
+/** Float32 softmax with max subtraction: p_i = fl(fl(exp(fl(x_i − max))) · fl(1/Σ)). */
+export function softmax32(ctx: ExecNumericContext, x: Float32Array): Float32Array {
+  let m = -Infinity;
+  for (let i = 0; i < x.length; i++) {
+    if (Number.isNaN(x[i])) m = NaN;
+    else if (x[i] > m) m = x[i];
+  }
+  const e = new Float32Array(x.length);
+  for (let i = 0; i < x.length; i++) e[i] = exp32(f32(x[i] - m));
+  const inv = f32(1 / ctx.sum(e, 0, 1, e.length));
+  for (let i = 0; i < x.length; i++) e[i] = f32(e[i] * inv);
+  return e;
+}
+
+/** Indices of the k largest values, descending; ties: lowest index first; NaN ranks below everything. */
+export function topK(p: Float32Array, k: number): number[] {
+  if (!Number.isInteger(k) || k < 1 || k > p.length) {
+    throw new ChipcError('EXEC_BAD_CONFIG', `top-k: k = ${k} must be in [1, ${p.length}]`);
+  }
+  const idx = Array.from({ length: p.length }, (_, i) => i);
+  const key = (i: number): number => (Number.isNaN(p[i]) ? -Infinity : p[i]);
+  idx.sort((a, b) => (key(b) - key(a)) || (a - b));
+  return idx.slice(0, k);
+}
+
+export interface MoeRouting {
+  experts: number[];
+  weights: number[];
+}
+
+/** Router of an MoE block: selected experts (top-k order) and their (optionally renormalised) weights. */
+export function moeRoute(
+  ctx: ExecNumericContext, w: MoeMlpWeights, x: Float32Array, k: number, normTopk: boolean, path: MatmulPath,
+  stats?: MatmulStats,
+): MoeRouting {
+  const logits = linear(ctx, w.gate, x, path, { stats });
+  const p = softmax32(ctx, logits);
+  const experts = topK(p, k);
+  const tw = new Float32Array(experts.map((e) => p[e]));
+  if (normTopk) {
+    const s = ctx.sum(tw, 0, 1, tw.length);
+    for (let i = 0; i < tw.length; i++) tw[i] = f32(tw[i] / s);
+  }
+  return { experts, weights: Array.from(tw, (v) => ctx.act(v)) };
+}
+
+/** MoE feed-forward (see the module header for the exact order). */
+export function moeForward(
+  ctx: ExecNumericContext, w: MoeMlpWeights, x: Float32Array, k: number, normTopk: boolean, H: number,
+  path: MatmulPath, stats?: MatmulStats,
+): Float32Array {
+  const route = moeRoute(ctx, w, x, k, normTopk, path, stats);
+  const order = route.experts.map((e, i) => ({ e, wt: route.weights[i] })).sort((a, b) => a.e - b.e);
+  const acc = new Float32Array(H); // torch.zeros: +0
+  for (const { e, wt } of order) {
+    const ex = w.experts[e];
+    if (!ex) throw new ChipcError('EXEC_BAD_WEIGHTS', `MoE router selected expert ${e}, but only ${w.experts.length} experts exist`);
+    const y = swiglu(ctx, ex, x, path, stats);
+    for (let i = 0; i < H; i++) acc[i] = ctx.act(f32(acc[i] + ctx.act(f32(y[i] * wt))));
+  }
+  const sg = ctx.act(sigmoid32(linear(ctx, w.sharedExpertGate, x, path, { stats })[0]));
+  const sh = swiglu(ctx, w.sharedExpert, x, path, stats);
+  for (let i = 0; i < H; i++) acc[i] = ctx.act(f32(acc[i] + ctx.act(f32(sg * sh[i]))));
+  return acc;
+}

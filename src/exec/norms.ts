@@ -1,0 +1,74 @@
+/**
+ * The normalisations of the Qwen hybrid stack in float32, in transformers' order of operations:
+ * the zero-centred RMSNorm (layer norms, final norm, per-head q/k norm), the GDN gated RMSNorm and
+ * the L2 norm of GDN queries/keys. Sums of squares go through ctx.sum so order modes reach them;
+ * squares are rounded first (torch materialises x.pow(2) / x*x before reducing).
+ */
+import type { ExecNumericContext } from './numeric.ts';
+import { rsqrt32, silu32 } from './numeric.ts';
+
+const f32 = Math.fround;
+
+let sqScratch = new Float32Array(256);
+
+/** Σ fl(x_i²) over x[off .. off+n) through ctx.sum. */
+function sumSquares(ctx: ExecNumericContext, x: ArrayLike<number>, off: number, n: number): number {
+  if (sqScratch.length < n) sqScratch = new Float32Array(Math.max(n, 2 * sqScratch.length));
+  const sq = sqScratch;
+  for (let i = 0; i < n; i++) { const v = x[off + i]; sq[i] = f32(v * v); }
+  return ctx.sum(sq, 0, 1, n);
+}
+
+/** mean = fl(sum / n) ('div', torch CPU) or fl(sum · fl(1/n)) ('mulrecip', torch CUDA MeanOps). */
+export function meanOf(ctx: ExecNumericContext, sum: number, n: number): number {
+  return ctx.meanMode === 'div' ? f32(sum / n) : f32(sum * f32(1 / n));
+}
+
+/**
+ * Zero-centred RMSNorm over x[xOff .. xOff+n) into out[outOff ..):
+ *   r = rsqrt(fl(mean(fl(x²)) + fl(eps)));  out_i = act(fl(fl(x_i·r) · fl(1 + w_i)))
+ * (HF `Qwen3_5RMSNorm`: normalise in float32, multiply by (1 + w) in float32, then cast to the
+ * activation dtype — one ctx.act at the end.)
+ */
+export function rmsNorm1p(
+  ctx: ExecNumericContext, x: ArrayLike<number>, xOff: number, n: number, w: Float32Array, eps: number,
+  out: Float32Array, outOff: number,
+): void {
+  const mean = meanOf(ctx, sumSquares(ctx, x, xOff, n), n);
+  const r = rsqrt32(f32(mean + f32(eps)));
+  for (let i = 0; i < n; i++) {
+    out[outOff + i] = ctx.act(f32(f32(x[xOff + i] * r) * f32(1 + w[i])));
+  }
+}
+
+/**
+ * GDN gated RMSNorm (HF `Qwen3_5RMSNormGated`, plain weight) of one value head's output o[n]
+ * with gate z[n]:
+ *   r = rsqrt(fl(mean(fl(o²)) + fl(eps)));  h_i = act(fl(o_i·r));  h_i = act(fl(w_i·h_i));
+ *   out_i = act(fl(h_i · silu(z_i)))
+ * (HF casts the normalised value to the input dtype before the weight multiply, computes
+ * silu(gate.float()) in float32 and casts the product back.)
+ */
+export function gatedRmsNorm(
+  ctx: ExecNumericContext, o: ArrayLike<number>, oOff: number, z: ArrayLike<number>, zOff: number, n: number,
+  w: Float32Array, eps: number, out: Float32Array, outOff: number,
+): void {
+  const mean = meanOf(ctx, sumSquares(ctx, o, oOff, n), n);
+  const r = rsqrt32(f32(mean + f32(eps)));
+  for (let i = 0; i < n; i++) {
+    const h = ctx.act(f32(w[i] * ctx.act(f32(o[oOff + i] * r))));
+    out[outOff + i] = ctx.act(f32(h * silu32(z[zOff + i], ctx.siluForm)));
+  }
+}
+
+/**
+ * L2 norm (HF `l2norm`, eps fixed at 1e−6, float32): out_i = fl(x_i · rsqrt(fl(Σ fl(x²) + fl(1e−6)))).
+ * Writes n values to out[outOff ..) and returns the factor.
+ */
+export function l2norm(
+  ctx: ExecNumericContext, x: ArrayLike<number>, xOff: number, n: number, out: Float32Array, outOff: number,
+): number {
+  const r = rsqrt32(f32(sumSquares(ctx, x, xOff, n) + f32(1e-6)));
+  for (let i = 0; i < n; i++) out[outOff + i] = f32(x[xOff + i] * r);
+  return r;
+}

@@ -1,0 +1,230 @@
+/**
+ * The IR interpreter: runs a circuit token by token with exact integer semantics. It is the
+ * oracle the compiled weights are compared against (semantics in types.ts). Every value is
+ * checked against its node's range at run time; a violation is a ChipcError naming the signal
+ * and its source location.
+ */
+import { ChipcError } from '../util/errors.ts';
+import { fmtLoc } from '../dsl/source-loc.ts';
+import { topoOrder } from './deps.ts';
+import type { CircuitIR, CompareOp, IrNode, NodeId } from './types.ts';
+
+export interface PositionResult {
+  position: number;
+  token: number;
+  /** Value of every node at this position, indexed by node id. */
+  values: Int32Array;
+  /** The token the circuit emits (null when it has no emit). */
+  emitted: number | null;
+}
+
+interface Published {
+  key: number[];
+  value: number[];
+  stamp: number;
+  position: number;
+}
+
+function compare(op: CompareOp, a: number, b: number): number {
+  switch (op) {
+    case 'eq': return a === b ? 1 : 0;
+    case 'ne': return a !== b ? 1 : 0;
+    case 'lt': return a < b ? 1 : 0;
+    case 'le': return a <= b ? 1 : 0;
+    case 'gt': return a > b ? 1 : 0;
+    case 'ge': return a >= b ? 1 : 0;
+  }
+}
+
+/** Index of a tuple of values in a row-major table over the given nodes' ranges. */
+function tupleIndex(ir: CircuitIR, nodes: NodeId[], v: Int32Array): number {
+  let idx = 0;
+  for (const id of nodes) {
+    const r = ir.nodes[id]!.range;
+    idx = idx * (r.hi - r.lo + 1) + (v[id]! - r.lo);
+  }
+  return idx;
+}
+
+export class Interpreter {
+  private readonly order: NodeId[];
+  private ram: Int32Array[][] = [];
+  private published: Published[][] = [];
+  private pos = 0;
+
+  constructor(readonly ir: CircuitIR) {
+    const { order, cyclic } = topoOrder(ir);
+    if (cyclic.length > 0) {
+      const n = ir.nodes[cyclic[0]!]!;
+      throw new ChipcError('ir.cycle', `${fmtLoc(n.loc)}: the circuit has a cycle through "${n.name}" (validate it first)`);
+    }
+    this.order = order;
+    this.reset();
+  }
+
+  get position(): number {
+    return this.pos;
+  }
+
+  reset(): void {
+    this.ram = this.ir.rams.map((r) => Array.from({ length: r.rows }, () => new Int32Array(r.fields.length)));
+    this.published = this.ir.lookups.map(() => []);
+    this.pos = 0;
+  }
+
+  /** The current contents of a RAM row (a copy). */
+  ramRow(ram: number, row: number): number[] {
+    return Array.from(this.ram[ram]![row]!);
+  }
+
+  private fail(n: { loc: { file: string; line: number; col: number } }, code: string, msg: string): never {
+    throw new ChipcError(code, `${fmtLoc(n.loc)}: ${msg} (position ${this.pos})`);
+  }
+
+  /** Run one position with input `token`. */
+  step(token: number): PositionResult {
+    const ir = this.ir;
+    if (!Number.isInteger(token) || token < 0 || token >= ir.vocab) {
+      throw new ChipcError('interp.token', `token ${token} is outside the circuit vocabulary [0, ${ir.vocab})`);
+    }
+    if (this.pos === 0 && ir.bos !== null && token !== ir.bos) {
+      throw new ChipcError('interp.bos', `the first token must be the bos token ${ir.bos}, got ${token}`);
+    }
+    const v = new Int32Array(ir.nodes.length);
+    const ramDone = new Set<number>();
+    const lookupDone = new Set<number>();
+    for (const id of this.order) {
+      const n = ir.nodes[id]!;
+      const val = this.evalNode(n, v, token, ramDone, lookupDone);
+      if (val < n.range.lo || val > n.range.hi) {
+        this.fail(n, 'interp.range', `signal "${n.name}" is ${val}, outside its range [${n.range.lo}, ${n.range.hi}]`);
+      }
+      v[id] = val;
+    }
+    // RAM writes of RAMs that nobody reads still happen.
+    for (const r of ir.rams) if (!ramDone.has(r.id)) this.applyWrite(r.id, v);
+    for (const lk of ir.lookups) if (!lookupDone.has(lk.id)) this.publish(lk.id, v);
+    const emitted = ir.emit ? ir.emit.tokens[tupleIndex(ir, ir.emit.fields, v)]! : null;
+    const res: PositionResult = { position: this.pos, token, values: v, emitted };
+    this.pos++;
+    return res;
+  }
+
+  /** Run a whole token sequence (teacher forcing). */
+  run(tokens: number[]): PositionResult[] {
+    return tokens.map((t) => this.step(t));
+  }
+
+  /** Feed `prompt`, then feed each emitted token back for `n` more positions. */
+  generate(prompt: number[], n: number): PositionResult[] {
+    const out = this.run(prompt);
+    for (let i = 0; i < n; i++) {
+      const last = out[out.length - 1]!;
+      if (last.emitted === null) throw new ChipcError('interp.emit', 'the circuit has no emit; it cannot generate');
+      out.push(this.step(last.emitted));
+    }
+    return out;
+  }
+
+  private applyWrite(ramId: number, v: Int32Array): void {
+    const r = this.ir.rams[ramId]!;
+    const w = r.write;
+    if (!w) return;
+    if (w.enable !== null && v[w.enable] === 0) return;
+    const addr = v[w.addr]!;
+    if (addr < 0 || addr >= r.rows) {
+      throw new ChipcError('interp.ram', `${fmtLoc(w.loc)}: RAM "${r.name}" write address ${addr} is outside [0, ${r.rows}) (position ${this.pos})`);
+    }
+    const row = this.ram[ramId]![addr]!;
+    w.values.forEach((id, i) => {
+      const x = v[id]!;
+      const f = r.fields[i]!;
+      if (x < f.lo || x > f.hi) {
+        throw new ChipcError('interp.ram', `${fmtLoc(w.loc)}: RAM "${r.name}" field ${i} value ${x} is outside [${f.lo}, ${f.hi}] (position ${this.pos})`);
+      }
+      row[i] = x;
+    });
+  }
+
+  private publish(lkId: number, v: Int32Array): void {
+    const lk = this.ir.lookups[lkId]!;
+    if (lk.publish !== null && v[lk.publish] === 0) return;
+    this.published[lkId]!.push({
+      key: lk.key.map((id) => v[id]!),
+      value: lk.value.map((id) => v[id]!),
+      stamp: lk.stamp === null ? 0 : v[lk.stamp]!,
+      position: this.pos,
+    });
+  }
+
+  private evalNode(n: IrNode, v: Int32Array, token: number, ramDone: Set<number>, lookupDone: Set<number>): number {
+    switch (n.op) {
+      case 'token_field':
+        return n.values[token]!;
+      case 'const':
+        return n.value;
+      case 'linear': {
+        let s = n.bias;
+        for (const t of n.terms) s += t.coef * v[t.node]!;
+        return s;
+      }
+      case 'table':
+        return n.values[tupleIndex(this.ir, n.inputs, v)]!;
+      case 'compare':
+        return compare(n.cmp, v[n.a]!, v[n.b]!);
+      case 'select':
+        return v[n.cond] ? v[n.then]! : v[n.else]!;
+      case 'logic': {
+        const [a, b] = [v[n.args[0]!]!, n.args.length > 1 ? v[n.args[1]!]! : 0];
+        switch (n.logic) {
+          case 'and': return a & b;
+          case 'or': return a | b;
+          case 'xor': return a ^ b;
+          case 'not': return 1 - a;
+        }
+        break;
+      }
+      case 'wire':
+        return v[n.source!]!;
+      case 'ram_read': {
+        if (!ramDone.has(n.ram)) {
+          this.applyWrite(n.ram, v);
+          ramDone.add(n.ram);
+        }
+        const r = this.ir.rams[n.ram]!;
+        const port = r.reads[n.port]!;
+        if (port.enable !== null && v[port.enable] === 0) return 0;
+        const addr = v[port.addr]!;
+        if (addr < 0 || addr >= r.rows) {
+          throw new ChipcError('interp.ram', `${fmtLoc(port.loc)}: RAM "${r.name}" read address ${addr} is outside [0, ${r.rows}) (position ${this.pos})`);
+        }
+        return this.ram[n.ram]![addr]![n.field]!;
+      }
+      case 'lookup_value': {
+        if (!lookupDone.has(n.lookup)) {
+          this.publish(n.lookup, v);
+          lookupDone.add(n.lookup);
+        }
+        const lk = this.ir.lookups[n.lookup]!;
+        const q = lk.query.map((id) => v[id]!);
+        let best: Published | null = null;
+        let tie = false;
+        for (const p of this.published[n.lookup]!) {
+          if (!p.key.every((k, i) => k === q[i])) continue;
+          if (best === null || p.stamp > best.stamp) {
+            best = p;
+            tie = false;
+          } else if (p.stamp === best.stamp) {
+            tie = true;
+          }
+        }
+        if (tie) {
+          this.fail(lk, 'interp.lookup', `lookup "${lk.name}": two published entries match query (${q.join(', ')}) with the same stamp ${best!.stamp}`);
+        }
+        if (n.field < 0) return best ? 1 : 0;
+        return best ? best.value[n.field]! : lk.defaults[n.field]!;
+      }
+    }
+    throw new Error('internal: unknown node');
+  }
+}

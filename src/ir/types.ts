@@ -1,0 +1,182 @@
+/**
+ * The circuit IR: a graph of integer-valued nodes evaluated once per token position, plus the
+ * stateful resources that connect positions (RAMs on pinned Gated DeltaNet heads, lookups on
+ * hard-attention heads) and the token output. Node ids are dense, stable and in creation order,
+ * which is also a valid evaluation order once forward wires are resolved (the validator checks).
+ *
+ * Semantics at position t with input token x_t (the interpreter in interpret.ts is the oracle):
+ * - `token_field` is table[x_t]; `const`, `linear`, `table`, `compare`, `select`, `logic` are
+ *   exact integer functions of their inputs;
+ * - a RAM applies this position's write (when enabled), then every read returns the row's value
+ *   after that write ("read sees write"); rows start at 0;
+ * - a lookup publishes (key, value) at t when `publish` is 1, then returns the value of the latest
+ *   published position s ≤ t whose key equals the query (latest = largest stamp; without a stamp
+ *   keys must be unique among published positions), or the default values with hit = 0;
+ * - the emitted token is `emit.fn(values of emit.fields)`.
+ */
+
+export type NodeId = number;
+
+export interface SourceLoc {
+  file: string;
+  line: number;
+  col: number;
+}
+
+/** Closed integer interval [lo, hi]. */
+export interface Range {
+  lo: number;
+  hi: number;
+}
+
+export type CompareOp = 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge';
+export type LogicOp = 'and' | 'or' | 'xor' | 'not';
+
+interface NodeBase {
+  id: NodeId;
+  /** A user-visible name (unique within the circuit; generated when not given). */
+  name: string;
+  /** Declared or inferred value range. */
+  range: Range;
+  loc: SourceLoc;
+}
+
+export interface TokenFieldNode extends NodeBase {
+  op: 'token_field';
+  /** values[tokenId]: the field's value for every token id of the circuit vocabulary. */
+  values: number[];
+}
+export interface ConstNode extends NodeBase {
+  op: 'const';
+  value: number;
+}
+export interface LinearNode extends NodeBase {
+  op: 'linear';
+  terms: { node: NodeId; coef: number }[];
+  bias: number;
+}
+export interface TableNode extends NodeBase {
+  op: 'table';
+  inputs: NodeId[];
+  /** Row-major over the inputs' ranges (first input slowest): values[Σ (v_i − lo_i)·stride_i]. */
+  values: number[];
+}
+export interface CompareNode extends NodeBase {
+  op: 'compare';
+  cmp: CompareOp;
+  a: NodeId;
+  b: NodeId;
+}
+export interface SelectNode extends NodeBase {
+  op: 'select';
+  cond: NodeId;
+  then: NodeId;
+  else: NodeId;
+}
+export interface LogicNode extends NodeBase {
+  op: 'logic';
+  logic: LogicOp;
+  args: NodeId[];
+}
+export interface RamReadNode extends NodeBase {
+  op: 'ram_read';
+  ram: number;
+  /** Which read port of the RAM (one key-head copy per port). */
+  port: number;
+  /** Which field of the RAM word. */
+  field: number;
+}
+export interface LookupResultNode extends NodeBase {
+  op: 'lookup_value';
+  lookup: number;
+  /** Index into the lookup's value fields, or −1 for the hit flag. */
+  field: number;
+}
+/** A forward reference: takes the value of `source` (assigned later in the builder). */
+export interface WireNode extends NodeBase {
+  op: 'wire';
+  source: NodeId | null;
+}
+
+export type IrNode =
+  | TokenFieldNode
+  | ConstNode
+  | LinearNode
+  | TableNode
+  | CompareNode
+  | SelectNode
+  | LogicNode
+  | RamReadNode
+  | LookupResultNode
+  | WireNode;
+
+export interface RamWritePort {
+  addr: NodeId;
+  values: NodeId[];
+  /** 0/1; absent = always write. */
+  enable: NodeId | null;
+  loc: SourceLoc;
+}
+
+export interface RamReadPort {
+  addr: NodeId;
+  /** 0/1; absent = always read. A disabled read returns zeros. */
+  enable: NodeId | null;
+  /** Result nodes, one per field. */
+  results: NodeId[];
+  loc: SourceLoc;
+}
+
+export interface RamDecl {
+  id: number;
+  name: string;
+  rows: number;
+  /** Value range of each field of a word. Fields are unsigned (lo = 0). */
+  fields: Range[];
+  write: RamWritePort | null;
+  reads: RamReadPort[];
+  loc: SourceLoc;
+}
+
+export interface LookupDecl {
+  id: number;
+  name: string;
+  key: NodeId[];
+  value: NodeId[];
+  query: NodeId[];
+  /** Recency stamp of each published entry (latest = largest); null = keys unique. */
+  stamp: NodeId | null;
+  /** 0/1; null = every position publishes. */
+  publish: NodeId | null;
+  defaults: number[];
+  /** Result nodes: one per value field, then the hit flag. */
+  results: NodeId[];
+  hit: NodeId;
+  loc: SourceLoc;
+}
+
+export interface EmitDecl {
+  fields: NodeId[];
+  /** tokens[Σ (v_i − lo_i)·stride_i] over the fields' ranges: the token emitted for each tuple. */
+  tokens: number[];
+  loc: SourceLoc;
+}
+
+export interface CircuitIR {
+  /** IR format version (bumped on incompatible change). */
+  version: 1;
+  name: string;
+  /** Number of token ids of the circuit (ids 0 … vocab−1). */
+  vocab: number;
+  /** The token id that starts every sequence (required by lookups: their default sink). */
+  bos: number | null;
+  nodes: IrNode[];
+  rams: RamDecl[];
+  lookups: LookupDecl[];
+  emit: EmitDecl | null;
+  /** The circuit file the IR was built from (relative path as given). */
+  source: string;
+}
+
+/** Largest magnitude a single residual slot holds exactly in every profile (bf16: 8 significant bits). */
+export const SLOT_MAX = 256;

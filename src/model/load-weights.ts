@@ -1,0 +1,365 @@
+/**
+ * TensorStore (a safetensors checkpoint) → ModelWeights in the family-neutral layout of
+ * weights.ts.
+ *
+ * Checks that the store holds exactly the expected tensors (spec §2) with the right shapes, upcasts
+ * every dtype to float32, and converts Qwen3-Next's fused `in_proj_qkvz` / `in_proj_ba` into the
+ * split rows. `mode: 'sparse'` builds CSR matrices by streaming each tensor's bytes in chunks, so a
+ * mostly-zero checkpoint of billions of elements loads without any dense matrix in memory.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ChipcError } from '../util/errors.ts';
+import { openCheckpoint } from '../safetensors/checkpoint.ts';
+import { parseHfConfig } from './hf-config.ts';
+import { isMoeLayer, type ModelConfig } from './config.ts';
+import type { TensorStore } from '../safetensors/types.ts';
+import {
+  HUB_TEXT_PREFIX, MODEL_PREFIX, baDiskToNeutral, expectedTensors, gdnDims, isIgnoredTensor,
+  qkvzDiskToNeutral,
+} from './naming.ts';
+import { sparsifyMatrix } from './random-weights.ts';
+import type {
+  AttentionWeights, CsrMatrix, DenseMlpWeights, GdnWeights, LayerWeights, Matrix, ModelWeights,
+  MoeMlpWeights,
+} from './weights.ts';
+
+export type LoadMode = 'dense' | 'sparse' | 'both';
+
+export interface LoadOptions {
+  mode: LoadMode;
+  /** Bytes per streamed chunk in sparse mode (default 4 MiB). */
+  chunkBytes?: number;
+}
+
+const LIST_LIMIT = 20;
+
+function listNames(title: string, names: string[]): string {
+  const shown = names.slice(0, LIST_LIMIT).join(', ');
+  const more = names.length > LIST_LIMIT ? `, … (${names.length - LIST_LIMIT} more)` : '';
+  return `${names.length} ${title}: ${shown}${more}`;
+}
+
+/**
+ * The text-model prefix the store uses: `model.` or, for Qwen3.5 hub checkpoints,
+ * `model.language_model.`.
+ */
+export function detectTextPrefix(store: TensorStore, cfg: ModelConfig): string {
+  if (cfg.family === 'qwen3_5_text' && !store.has(`${MODEL_PREFIX}embed_tokens.weight`)
+    && store.names.some((n) => n.startsWith(HUB_TEXT_PREFIX))) {
+    return HUB_TEXT_PREFIX;
+  }
+  return MODEL_PREFIX;
+}
+
+/**
+ * Verify the store holds every expected tensor with its shape and nothing unexpected (ignoring
+ * `mtp.*`, `model.visual.*` for Qwen3.5, and a redundant `lm_head.weight` of a tied model).
+ * Throws one ChipcError (code WEIGHTS_MISMATCH) listing missing, unexpected and mis-shaped tensors.
+ * Returns the text prefix in use.
+ */
+export function checkCheckpointTensors(store: TensorStore, cfg: ModelConfig): string {
+  const prefix = detectTextPrefix(store, cfg);
+  const expected = expectedTensors(cfg, { prefix });
+  const expectedNames = new Set(expected.map((t) => t.name));
+  const missing: string[] = [];
+  const misshaped: string[] = [];
+  for (const t of expected) {
+    if (!store.has(t.name)) { missing.push(t.name); continue; }
+    const shape = store.info(t.name).shape;
+    if (shape.length !== t.shape.length || shape.some((v, i) => v !== t.shape[i])) {
+      misshaped.push(`${t.name} [${shape.join(', ')}] (expected [${t.shape.join(', ')}])`);
+    }
+  }
+  const unexpected: string[] = [];
+  for (const n of store.names) {
+    if (expectedNames.has(n) || isIgnoredTensor(cfg, n)) continue;
+    if (n === 'lm_head.weight' && cfg.tieWordEmbeddings) {
+      // Tied models use embed_tokens; a stored copy is tolerated if it has the right shape.
+      const shape = store.info(n).shape;
+      if (shape.length !== 2 || shape[0] !== cfg.vocabSize || shape[1] !== cfg.hiddenSize) {
+        misshaped.push(`${n} [${shape.join(', ')}] (expected [${cfg.vocabSize}, ${cfg.hiddenSize}])`);
+      }
+      continue;
+    }
+    unexpected.push(n);
+  }
+  if (missing.length + misshaped.length + unexpected.length > 0) {
+    const parts: string[] = [];
+    if (missing.length) parts.push(listNames('missing', missing));
+    if (unexpected.length) parts.push(listNames('unexpected', unexpected));
+    if (misshaped.length) parts.push(listNames('mis-shaped', misshaped));
+    throw new ChipcError('WEIGHTS_MISMATCH',
+      `checkpoint does not match the ${cfg.family} config (${cfg.numLayers} layers, hidden ${cfg.hiddenSize}): ${parts.join('; ')}`);
+  }
+  return prefix;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming non-zero collection
+
+/** Growable (row, col, value) triples. */
+class Triples {
+  rows = new Uint32Array(1024);
+  cols = new Uint32Array(1024);
+  vals = new Float32Array(1024);
+  n = 0;
+  push(r: number, c: number, v: number): void {
+    if (this.n === this.vals.length) {
+      const cap = this.n * 2;
+      const rows = new Uint32Array(cap); rows.set(this.rows); this.rows = rows;
+      const cols = new Uint32Array(cap); cols.set(this.cols); this.cols = cols;
+      const vals = new Float32Array(cap); vals.set(this.vals); this.vals = vals;
+    }
+    this.rows[this.n] = r; this.cols[this.n] = c; this.vals[this.n] = v; this.n++;
+  }
+}
+
+/** float16 bits → float32 value (exact). */
+function f16ToF32(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const mant = h & 0x3ff;
+  if (exp === 0) return sign * mant * 2 ** -24;
+  if (exp === 31) return mant === 0 ? sign * Infinity : NaN;
+  return sign * (1024 + mant) * 2 ** (exp - 25);
+}
+
+const STREAM_ELEM_BYTES: Record<string, number> = { F32: 4, BF16: 2, F16: 2 };
+
+/**
+ * Call `visit(flatIndex, value)` for every element of the tensor that is not ±0 (NaN is visited),
+ * in ascending flat index. F32/BF16/F16 are decoded from streamed chunks; any other dtype is read
+ * whole through `readF32` (those are not used for large weights).
+ */
+function forEachNonZero(store: TensorStore, name: string, chunkBytes: number,
+  visit: (index: number, value: number) => void): void {
+  const info = store.info(name);
+  const elem = STREAM_ELEM_BYTES[info.dtype];
+  if (elem === undefined) {
+    const data = store.readF32(name);
+    for (let i = 0; i < data.length; i++) if (data[i] !== 0) visit(i, data[i]);
+    return;
+  }
+  const bits = new Uint32Array(1);
+  const asF32 = new Float32Array(bits.buffer);
+  let index = 0;
+  let carry: Uint8Array = new Uint8Array(0);
+  const step = Math.max(elem, chunkBytes - (chunkBytes % elem));
+  for (const chunk of store.chunks(name, step)) {
+    let buf = chunk;
+    if (carry.length > 0) {
+      buf = new Uint8Array(carry.length + chunk.length);
+      buf.set(carry); buf.set(chunk, carry.length);
+    }
+    const whole = buf.length - (buf.length % elem);
+    carry = buf.slice(whole);
+    let body = buf.subarray(0, whole);
+    if (body.byteOffset % elem !== 0) body = body.slice();
+    const n = whole / elem;
+    if (info.dtype === 'F32') {
+      const f = new Float32Array(body.buffer, body.byteOffset, n);
+      for (let i = 0; i < n; i++) if (f[i] !== 0) visit(index + i, f[i]);
+    } else if (info.dtype === 'BF16') {
+      const u = new Uint16Array(body.buffer, body.byteOffset, n);
+      for (let i = 0; i < n; i++) {
+        if ((u[i] & 0x7fff) === 0) continue;
+        bits[0] = u[i] << 16;
+        visit(index + i, asF32[0]);
+      }
+    } else {
+      const u = new Uint16Array(body.buffer, body.byteOffset, n);
+      for (let i = 0; i < n; i++) if ((u[i] & 0x7fff) !== 0) visit(index + i, f16ToF32(u[i]));
+    }
+    index += n;
+  }
+  if (carry.length !== 0 || index !== info.numel) {
+    throw new ChipcError('BAD_CHECKPOINT', `tensor ${name}: streamed ${index} elements (+${carry.length} stray bytes), expected ${info.numel}`);
+  }
+}
+
+/** CSR from row-sorted-stable triples (counting sort by row; column order within a row kept). */
+function triplesToCsr(t: Triples, rows: number, sorted: boolean): CsrMatrix {
+  const rowPtr = new Uint32Array(rows + 1);
+  for (let k = 0; k < t.n; k++) rowPtr[t.rows[k] + 1]++;
+  for (let r = 0; r < rows; r++) rowPtr[r + 1] += rowPtr[r];
+  if (sorted) {
+    return { rowPtr, colIdx: t.cols.slice(0, t.n), values: t.vals.slice(0, t.n) };
+  }
+  const colIdx = new Uint32Array(t.n);
+  const values = new Float32Array(t.n);
+  const next = rowPtr.slice(0, rows);
+  for (let k = 0; k < t.n; k++) {
+    const dst = next[t.rows[k]]++;
+    colIdx[dst] = t.cols[k];
+    values[dst] = t.vals[k];
+  }
+  return { rowPtr, colIdx, values };
+}
+
+/** Rows [from, to) of a CSR matrix as its own CSR. */
+function csrRows(csr: CsrMatrix, from: number, to: number): CsrMatrix {
+  const base = csr.rowPtr[from];
+  const rowPtr = new Uint32Array(to - from + 1);
+  for (let r = from; r <= to; r++) rowPtr[r - from] = csr.rowPtr[r] - base;
+  const end = csr.rowPtr[to];
+  return { rowPtr, colIdx: csr.colIdx.slice(base, end), values: csr.values.slice(base, end) };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Load the checkpoint in `store` as ModelWeights of `cfg`. Every expected tensor must be present
+ * with the expected shape (see checkCheckpointTensors). Tied models get lmHead === embedTokens.
+ */
+export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: LoadOptions): ModelWeights {
+  const mode = opts.mode;
+  if (mode !== 'dense' && mode !== 'sparse' && mode !== 'both') {
+    throw new ChipcError('BAD_ARGUMENT', `load mode must be dense, sparse or both, got ${String(mode)}`);
+  }
+  const chunkBytes = opts.chunkBytes ?? 4 << 20;
+  const prefix = checkCheckpointTensors(store, cfg);
+  const full = (n: string): string => n.startsWith(MODEL_PREFIX) ? prefix + n.slice(MODEL_PREFIX.length) : n;
+  const H = cfg.hiddenSize;
+
+  const vector = (name: string): Float32Array => store.readF32(full(name));
+
+  /**
+   * Load a [rows, cols] tensor whose on-disk row o is neutral row rowMap[o] (identity when null),
+   * then split the neutral rows at `splits` (cumulative row counts) into separate matrices.
+   */
+  const matrices = (name: string, rows: number, cols: number, rowMap: Uint32Array | null,
+    splits: number[]): Matrix[] => {
+    const tensor = full(name);
+    const bounds = [0, ...splits];
+    if (mode === 'sparse') {
+      const t = new Triples();
+      forEachNonZero(store, tensor, chunkBytes, (i, v) => {
+        const o = Math.floor(i / cols);
+        t.push(rowMap === null ? o : rowMap[o], i - o * cols, v);
+      });
+      const csr = triplesToCsr(t, rows, rowMap === null);
+      if (splits.length === 1) return [{ rows, cols, csr }];
+      return splits.map((end, s) => ({ rows: end - bounds[s], cols, csr: csrRows(csr, bounds[s], end) }));
+    }
+    const disk = store.readF32(tensor);
+    let out: Matrix[];
+    if (rowMap === null && splits.length === 1) {
+      out = [{ rows, cols, dense: disk }];
+    } else {
+      const neutral = new Float32Array(rows * cols);
+      for (let o = 0; o < rows; o++) {
+        const dst = rowMap === null ? o : rowMap[o];
+        neutral.set(disk.subarray(o * cols, (o + 1) * cols), dst * cols);
+      }
+      out = splits.map((end, s) => ({
+        rows: end - bounds[s], cols, dense: neutral.slice(bounds[s] * cols, end * cols),
+      }));
+    }
+    return mode === 'both' ? out.map(sparsifyMatrix) : out;
+  };
+  const matrix = (name: string, rows: number, cols: number): Matrix =>
+    matrices(name, rows, cols, null, [rows])[0];
+
+  const layers: LayerWeights[] = [];
+  for (let i = 0; i < cfg.numLayers; i++) {
+    const p = `${MODEL_PREFIX}layers.${i}.`;
+    let mixer: GdnWeights | AttentionWeights;
+    if (cfg.layerTypes[i] === 'linear_attention') {
+      const d = gdnDims(cfg);
+      const la = `${p}linear_attn.`;
+      let inProjQkv: Matrix, inProjZ: Matrix, inProjB: Matrix, inProjA: Matrix;
+      if (cfg.family === 'qwen3_next') {
+        [inProjQkv, inProjZ] = matrices(`${la}in_proj_qkvz.weight`, d.convDim + d.valueDim, H,
+          qkvzDiskToNeutral(cfg), [d.convDim, d.convDim + d.valueDim]);
+        [inProjB, inProjA] = matrices(`${la}in_proj_ba.weight`, 2 * d.hv, H,
+          baDiskToNeutral(cfg), [d.hv, 2 * d.hv]);
+      } else {
+        inProjQkv = matrix(`${la}in_proj_qkv.weight`, d.convDim, H);
+        inProjZ = matrix(`${la}in_proj_z.weight`, d.valueDim, H);
+        inProjB = matrix(`${la}in_proj_b.weight`, d.hv, H);
+        inProjA = matrix(`${la}in_proj_a.weight`, d.hv, H);
+      }
+      mixer = {
+        kind: 'linear_attention',
+        inProjQkv, inProjZ, inProjB, inProjA,
+        conv1d: vector(`${la}conv1d.weight`),
+        aLog: vector(`${la}A_log`),
+        dtBias: vector(`${la}dt_bias`),
+        norm: vector(`${la}norm.weight`),
+        outProj: matrix(`${la}out_proj.weight`, H, d.valueDim),
+      };
+    } else {
+      const D = cfg.headDim;
+      const sa = `${p}self_attn.`;
+      mixer = {
+        kind: 'full_attention',
+        qProj: matrix(`${sa}q_proj.weight`, cfg.numAttentionHeads * D * 2, H),
+        kProj: matrix(`${sa}k_proj.weight`, cfg.numKeyValueHeads * D, H),
+        vProj: matrix(`${sa}v_proj.weight`, cfg.numKeyValueHeads * D, H),
+        oProj: matrix(`${sa}o_proj.weight`, H, cfg.numAttentionHeads * D),
+        qNorm: vector(`${sa}q_norm.weight`),
+        kNorm: vector(`${sa}k_norm.weight`),
+      };
+    }
+    const mp = `${p}mlp.`;
+    let mlp: DenseMlpWeights | MoeMlpWeights;
+    if (isMoeLayer(cfg, i)) {
+      const m = cfg.moe!;
+      const ffn = (pre: string, inner: number) => ({
+        gateProj: matrix(`${pre}gate_proj.weight`, inner, H),
+        upProj: matrix(`${pre}up_proj.weight`, inner, H),
+        downProj: matrix(`${pre}down_proj.weight`, H, inner),
+      });
+      mlp = {
+        kind: 'moe',
+        gate: matrix(`${mp}gate.weight`, m.numExperts, H),
+        experts: Array.from({ length: m.numExperts }, (_, e) => ffn(`${mp}experts.${e}.`, m.moeIntermediateSize)),
+        sharedExpert: ffn(`${mp}shared_expert.`, m.sharedExpertIntermediateSize),
+        sharedExpertGate: matrix(`${mp}shared_expert_gate.weight`, 1, H),
+      };
+    } else {
+      mlp = {
+        kind: 'dense',
+        gateProj: matrix(`${mp}gate_proj.weight`, cfg.intermediateSize, H),
+        upProj: matrix(`${mp}up_proj.weight`, cfg.intermediateSize, H),
+        downProj: matrix(`${mp}down_proj.weight`, H, cfg.intermediateSize),
+      };
+    }
+    layers.push({
+      inputLayernorm: vector(`${p}input_layernorm.weight`),
+      postAttentionLayernorm: vector(`${p}post_attention_layernorm.weight`),
+      mixer,
+      mlp,
+    });
+  }
+  const embedTokens = matrix(`${MODEL_PREFIX}embed_tokens.weight`, cfg.vocabSize, H);
+  return {
+    config: cfg,
+    embedTokens,
+    layers,
+    norm: vector(`${MODEL_PREFIX}norm.weight`),
+    lmHead: cfg.tieWordEmbeddings ? embedTokens : matrix('lm_head.weight', cfg.vocabSize, H),
+  };
+}
+
+/**
+ * Open a checkpoint directory written by saveModel (or any HF text checkpoint of either family):
+ * parse its `config.json`, load the tensors, close the files.
+ */
+export function loadModel(dir: string, opts: LoadOptions): ModelWeights {
+  const configPath = path.join(dir, 'config.json');
+  let json: unknown;
+  try {
+    json = JSON.parse(fs.readFileSync(configPath, 'utf8'));
+  } catch (e) {
+    throw new ChipcError('BAD_CONFIG', `cannot read ${configPath}: ${(e as Error).message}`, { cause: e });
+  }
+  const cfg = parseHfConfig(json);
+  const store = openCheckpoint(dir);
+  try {
+    return loadModelWeights(store, cfg, opts);
+  } finally {
+    store.close();
+  }
+}

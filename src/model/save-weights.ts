@@ -1,0 +1,253 @@
+/**
+ * ModelWeights → TensorSources in the family's on-disk names and layouts (Qwen3-Next: rows
+ * re-interleaved into `in_proj_qkvz` / `in_proj_ba`, spec §2.4), and `saveModel`, which writes the
+ * checkpoint plus its `config.json`.
+ *
+ * Sources stream row batches: a matrix held only as CSR is never expanded to a dense matrix, only
+ * to one batch of rows at a time. BF16 emission refuses any value that would round.
+ */
+import { ChipcError } from '../util/errors.ts';
+import { isMoeLayer, type ModelConfig } from './config.ts';
+import type { TensorSource } from '../safetensors/types.ts';
+import { writeCheckpoint, type CheckpointWriteResult } from '../safetensors/writer.ts';
+import { hfConfigJson, validateModelConfig } from './hf-config.ts';
+import {
+  MODEL_PREFIX, baDiskToNeutral, expectedTensors, gdnDims, qkvzDiskToNeutral, type TensorSpec,
+} from './naming.ts';
+import type { Matrix, ModelWeights } from './weights.ts';
+
+export type EmitDType = 'F32' | 'BF16';
+
+export interface SourcesOptions {
+  /** Rows are streamed in batches of about this many bytes (default 1 MiB). */
+  batchBytes?: number;
+}
+
+/** Where on-disk row o of a tensor comes from: a row of one of the neutral matrices. */
+type RowFill = (row: number, out: Float32Array) => void;
+
+/** Fill `out` (length m.cols, pre-zeroed by the caller) with row r of m. */
+function fillMatrixRow(m: Matrix, r: number, out: Float32Array): void {
+  if (m.dense) {
+    out.set(m.dense.subarray(r * m.cols, (r + 1) * m.cols));
+    return;
+  }
+  const csr = m.csr;
+  if (!csr) throw new ChipcError('BAD_MATRIX', 'matrix has neither dense nor CSR data');
+  for (let k = csr.rowPtr[r]; k < csr.rowPtr[r + 1]; k++) out[csr.colIdx[k]] = csr.values[k];
+}
+
+function checkMatrix(name: string, m: Matrix, rows: number, cols: number): void {
+  if (m.rows !== rows || m.cols !== cols) {
+    throw new ChipcError('WEIGHTS_MISMATCH', `${name}: matrix is [${m.rows}, ${m.cols}], expected [${rows}, ${cols}]`);
+  }
+  if (m.dense && m.dense.length !== rows * cols) {
+    throw new ChipcError('WEIGHTS_MISMATCH', `${name}: dense data has ${m.dense.length} entries, expected ${rows * cols}`);
+  }
+  if (!m.dense && (!m.csr || m.csr.rowPtr.length !== rows + 1)) {
+    throw new ChipcError('WEIGHTS_MISMATCH', `${name}: matrix has no dense data and no CSR with ${rows + 1} row pointers`);
+  }
+}
+
+/**
+ * A TensorSource whose element (o, c) is row o of `fill`, encoded as F32 or BF16 (BF16 = top 16
+ * bits of the float32; a value whose low 16 bits are not zero is refused with a ChipcError naming
+ * the tensor and the flat index).
+ */
+function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: number, fill: RowFill,
+  batchBytes: number): TensorSource {
+  const elemBytes = dtype === 'F32' ? 4 : 2;
+  return {
+    name: spec.name,
+    dtype,
+    shape: [...spec.shape],
+    *chunks(): Iterable<Uint8Array> {
+      const rowsPerBatch = Math.max(1, Math.floor(batchBytes / Math.max(1, cols * elemBytes)));
+      const row = new Float32Array(cols);
+      const rowBits = new Uint32Array(row.buffer);
+      for (let start = 0; start < rows; start += rowsPerBatch) {
+        const n = Math.min(rowsPerBatch, rows - start);
+        const bytes = new Uint8Array(n * cols * elemBytes);
+        const f32 = dtype === 'F32' ? new Float32Array(bytes.buffer) : null;
+        const u16 = dtype === 'BF16' ? new Uint16Array(bytes.buffer) : null;
+        for (let j = 0; j < n; j++) {
+          row.fill(0);
+          fill(start + j, row);
+          if (f32) {
+            f32.set(row, j * cols);
+          } else {
+            const base = j * cols;
+            for (let c = 0; c < cols; c++) {
+              const b = rowBits[c];
+              if ((b & 0xffff) !== 0) {
+                throw new ChipcError('BF16_INEXACT',
+                  `${spec.name}: element ${(start + j) * cols + c} (row ${start + j}, column ${c}) = ${row[c]} is not exactly representable in bfloat16`);
+              }
+              u16![base + c] = b >>> 16;
+            }
+          }
+        }
+        yield bytes;
+      }
+    },
+  };
+}
+
+/**
+ * TensorSources for every tensor of the weights' config, in expectedTensors order, named and laid
+ * out as the family stores them. Vectors are emitted from their Float32Arrays; tied models emit no
+ * `lm_head.weight`.
+ */
+export function modelWeightsToSources(weights: ModelWeights, dtype: EmitDType, opts: SourcesOptions = {}): TensorSource[] {
+  if (dtype !== 'F32' && dtype !== 'BF16') {
+    throw new ChipcError('BAD_ARGUMENT', `emit dtype must be F32 or BF16, got ${String(dtype)}`);
+  }
+  const cfg = weights.config;
+  validateModelConfig(cfg);
+  if (weights.layers.length !== cfg.numLayers) {
+    throw new ChipcError('WEIGHTS_MISMATCH', `weights have ${weights.layers.length} layers, config says ${cfg.numLayers}`);
+  }
+  const batchBytes = opts.batchBytes ?? 1 << 20;
+  const specs = new Map(expectedTensors(cfg).map((t) => [t.name, t]));
+  const out: TensorSource[] = [];
+  const spec = (name: string): TensorSpec => {
+    const s = specs.get(name);
+    if (!s) throw new Error(`internal: no tensor spec for ${name}`);
+    return s;
+  };
+  const mat = (name: string, m: Matrix): void => {
+    const s = spec(name);
+    checkMatrix(name, m, s.shape[0], s.shape[1]);
+    out.push(rowSource(s, dtype, m.rows, m.cols, (r, row) => fillMatrixRow(m, r, row), batchBytes));
+  };
+  /** Fused tensor: on-disk row o is neutral row rowMap[o] of the concatenation of `parts`. */
+  const fused = (name: string, parts: [string, Matrix][], rowMap: Uint32Array): void => {
+    const s = spec(name);
+    const starts: number[] = [];
+    let total = 0;
+    for (const [pname, m] of parts) {
+      checkMatrix(pname, m, m.rows, s.shape[1]);
+      starts.push(total);
+      total += m.rows;
+    }
+    if (total !== s.shape[0] || rowMap.length !== total) {
+      throw new ChipcError('WEIGHTS_MISMATCH', `${name}: parts have ${total} rows, expected ${s.shape[0]}`);
+    }
+    const fill: RowFill = (o, row) => {
+      const n = rowMap[o];
+      let p = parts.length - 1;
+      while (starts[p] > n) p--;
+      fillMatrixRow(parts[p][1], n - starts[p], row);
+    };
+    out.push(rowSource(s, dtype, total, s.shape[1], fill, batchBytes));
+  };
+  const vec = (name: string, v: Float32Array): void => {
+    const s = spec(name);
+    const numel = s.shape.reduce((a, b) => a * b, 1);
+    if (v.length !== numel) {
+      throw new ChipcError('WEIGHTS_MISMATCH', `${name}: vector has ${v.length} entries, expected ${numel}`);
+    }
+    out.push(rowSource(s, dtype, 1, numel, (_r, row) => row.set(v), batchBytes));
+  };
+
+  const H = cfg.hiddenSize;
+  mat(`${MODEL_PREFIX}embed_tokens.weight`, weights.embedTokens);
+  weights.layers.forEach((layer, i) => {
+    const p = `${MODEL_PREFIX}layers.${i}.`;
+    vec(`${p}input_layernorm.weight`, layer.inputLayernorm);
+    vec(`${p}post_attention_layernorm.weight`, layer.postAttentionLayernorm);
+    const mx = layer.mixer;
+    const wantKind = cfg.layerTypes[i];
+    if (mx.kind !== wantKind) {
+      throw new ChipcError('WEIGHTS_MISMATCH', `layer ${i}: weights are ${mx.kind}, config says ${wantKind}`);
+    }
+    if (mx.kind === 'linear_attention') {
+      const la = `${p}linear_attn.`;
+      if (cfg.family === 'qwen3_next') {
+        const d = gdnDims(cfg);
+        checkMatrix(`${la}inProjQkv`, mx.inProjQkv, d.convDim, H);
+        checkMatrix(`${la}inProjZ`, mx.inProjZ, d.valueDim, H);
+        checkMatrix(`${la}inProjB`, mx.inProjB, d.hv, H);
+        checkMatrix(`${la}inProjA`, mx.inProjA, d.hv, H);
+        fused(`${la}in_proj_qkvz.weight`, [[`${la}inProjQkv`, mx.inProjQkv], [`${la}inProjZ`, mx.inProjZ]],
+          qkvzDiskToNeutral(cfg));
+        fused(`${la}in_proj_ba.weight`, [[`${la}inProjB`, mx.inProjB], [`${la}inProjA`, mx.inProjA]],
+          baDiskToNeutral(cfg));
+      } else {
+        mat(`${la}in_proj_qkv.weight`, mx.inProjQkv);
+        mat(`${la}in_proj_z.weight`, mx.inProjZ);
+        mat(`${la}in_proj_b.weight`, mx.inProjB);
+        mat(`${la}in_proj_a.weight`, mx.inProjA);
+      }
+      vec(`${la}conv1d.weight`, mx.conv1d);
+      vec(`${la}A_log`, mx.aLog);
+      vec(`${la}dt_bias`, mx.dtBias);
+      vec(`${la}norm.weight`, mx.norm);
+      mat(`${la}out_proj.weight`, mx.outProj);
+    } else {
+      const sa = `${p}self_attn.`;
+      mat(`${sa}q_proj.weight`, mx.qProj);
+      mat(`${sa}k_proj.weight`, mx.kProj);
+      mat(`${sa}v_proj.weight`, mx.vProj);
+      mat(`${sa}o_proj.weight`, mx.oProj);
+      vec(`${sa}q_norm.weight`, mx.qNorm);
+      vec(`${sa}k_norm.weight`, mx.kNorm);
+    }
+    const mp = `${p}mlp.`;
+    const mlp = layer.mlp;
+    const wantMoe = isMoeLayer(cfg, i);
+    if ((mlp.kind === 'moe') !== wantMoe) {
+      throw new ChipcError('WEIGHTS_MISMATCH', `layer ${i}: weights have a ${mlp.kind} MLP, config says ${wantMoe ? 'moe' : 'dense'}`);
+    }
+    if (mlp.kind === 'moe') {
+      const m = cfg.moe!;
+      if (mlp.experts.length !== m.numExperts) {
+        throw new ChipcError('WEIGHTS_MISMATCH', `layer ${i}: ${mlp.experts.length} experts, config says ${m.numExperts}`);
+      }
+      mat(`${mp}gate.weight`, mlp.gate);
+      mlp.experts.forEach((ex, e) => {
+        mat(`${mp}experts.${e}.gate_proj.weight`, ex.gateProj);
+        mat(`${mp}experts.${e}.up_proj.weight`, ex.upProj);
+        mat(`${mp}experts.${e}.down_proj.weight`, ex.downProj);
+      });
+      mat(`${mp}shared_expert.gate_proj.weight`, mlp.sharedExpert.gateProj);
+      mat(`${mp}shared_expert.up_proj.weight`, mlp.sharedExpert.upProj);
+      mat(`${mp}shared_expert.down_proj.weight`, mlp.sharedExpert.downProj);
+      mat(`${mp}shared_expert_gate.weight`, mlp.sharedExpertGate);
+    } else {
+      mat(`${mp}gate_proj.weight`, mlp.gateProj);
+      mat(`${mp}up_proj.weight`, mlp.upProj);
+      mat(`${mp}down_proj.weight`, mlp.downProj);
+    }
+  });
+  vec(`${MODEL_PREFIX}norm.weight`, weights.norm);
+  if (!cfg.tieWordEmbeddings) mat('lm_head.weight', weights.lmHead);
+  return out;
+}
+
+export interface SaveModelOptions {
+  dtype: EmitDType;
+  /** Bytes of tensor data per shard (see CheckpointWriteOptions). */
+  maxShardSize?: number;
+  /** Extra `__metadata__` strings (format: "pt" is always written). */
+  metadata?: Record<string, string>;
+  /** Replace an existing non-empty directory (default: refuse). */
+  overwrite?: boolean;
+}
+
+/**
+ * Write `weights` as a Hugging Face checkpoint directory: safetensors file(s) (+ index when
+ * sharded) and `config.json` (toHfConfig of the weights' config with `dtype` set to the emitted
+ * dtype: F32 → "float32", BF16 → "bfloat16"). Everything is written into a temporary sibling
+ * directory that is renamed into place (writeCheckpoint), so the directory is complete or absent.
+ */
+export function saveModel(dir: string, weights: ModelWeights, opts: SaveModelOptions): CheckpointWriteResult {
+  const cfg: ModelConfig = { ...weights.config, dtype: opts.dtype === 'BF16' ? 'bfloat16' : 'float32' };
+  const sources = modelWeightsToSources(weights, opts.dtype);
+  return writeCheckpoint(dir, sources, {
+    maxShardSize: opts.maxShardSize,
+    metadata: opts.metadata,
+    overwrite: opts.overwrite,
+    extraFiles: { 'config.json': hfConfigJson(cfg) },
+  });
+}

@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { defineCircuit } from '../src/dsl/index.ts';
+import { buildCircuit, loadCircuitFile } from '../src/dsl/load.ts';
+import { CircuitErrors } from '../src/passes/validate.ts';
+import { Interpreter } from '../src/ir/interpret.ts';
+import { ChipcError } from '../src/util/errors.ts';
+
+function lineOf(marker: string): number {
+  // The line of this test file containing `marker` (so expected locations are not hard-coded).
+  const src = require('node:fs').readFileSync(__filename, 'utf8') as string;
+  return src.split('\n').findIndex((l) => l.includes(marker)) + 1;
+}
+
+describe('DSL and IR interpreter', () => {
+  it('runs the counter example by the interpreter', async () => {
+    const ir = await loadCircuitFile('circuits/examples/counter.ts');
+    const it = new Interpreter(ir);
+    const out = it.generate([16], 20);
+    expect(out.map((p) => p.emitted)).toEqual(Array.from({ length: 21 }, (_, i) => (i + 1) % 16));
+  });
+
+  it('reports every problem with the source location of the offending call', () => {
+    const def = defineCircuit({ name: 'bad', vocab: 8 }, (c) => {
+      const x = c.tokenField('x', (t) => t & 3, [0, 3]);
+      const w = c.wire('w', [0, 1]); // MARK-unassigned
+      const y = c.add(x, w);
+      const z = c.wire('z', [0, 2]); // MARK-narrow
+      z.assign(c.add(y, 5));
+      c.select(x, y, 0); // MARK-notbit
+      c.emit([y]);
+    });
+    let err: unknown;
+    try {
+      buildCircuit(def, 'test');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(CircuitErrors);
+    const problems = (err as CircuitErrors).problems;
+    const byCode = new Map(problems.map((p) => [p.code, p]));
+    expect(byCode.get('wire.unassigned')?.loc.line).toBe(lineOf('MARK-unassigned'));
+    expect(byCode.get('signal.range')?.loc.line).toBe(lineOf('MARK-narrow'));
+    expect(byCode.get('signal.notbit')?.loc.line).toBe(lineOf('MARK-notbit'));
+    expect(byCode.get('wire.unassigned')?.loc.file).toMatch(/dsl\.test\.ts$/);
+    expect(problems.map((p) => p.code).sort()).toEqual(['signal.notbit', 'signal.range', 'wire.unassigned']);
+  });
+
+  it('detects a combinational cycle', () => {
+    const def = defineCircuit({ name: 'cyc', vocab: 2 }, (c) => {
+      const w = c.wire('w', [0, 10]);
+      const y = c.add(w, 1);
+      w.assign(c.table('clip', [y], (v) => Math.min(v, 10), [0, 10]));
+      c.emit([c.table('out', [w], (v) => v % 2)]);
+    });
+    expect(() => buildCircuit(def)).toThrow(/cycle/);
+  });
+
+  it('RAM: read sees this position\'s write, rows start at 0 (checked against a Map model)', () => {
+    // tokens: 0..63 = write (addr = t>>3, value = t&7); 64..71 = read addr t-64 (vocab 72, bos 72? no bos)
+    const def = defineCircuit({ name: 'regs', vocab: 72 }, (c) => {
+      const isWrite = c.tokenField('isWrite', (t) => (t < 64 ? 1 : 0), [0, 1]);
+      const addr = c.tokenField('addr', (t) => (t < 64 ? t >> 3 : t - 64), [0, 7]);
+      const val = c.tokenField('val', (t) => (t < 64 ? t & 7 : 0), [0, 7]);
+      const ram = c.ram('regs', { rows: 8, fields: [8] });
+      ram.write(addr, [val], isWrite);
+      const [r] = ram.read(addr);
+      c.emit([r!]);
+    });
+    const ir = buildCircuit(def);
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 71 }), { minLength: 1, maxLength: 60 }), (toks) => {
+        const interp = new Interpreter(ir);
+        const model = new Map<number, number>();
+        for (const t of toks) {
+          if (t < 64) model.set(t >> 3, t & 7);
+          const expected = model.get(t < 64 ? t >> 3 : t - 64) ?? 0;
+          expect(interp.step(t).emitted).toBe(expected);
+        }
+      }),
+    );
+  });
+
+  it('lookup: latest matching stamp wins, default when nothing matches', () => {
+    // token = op(1 bit) | key(2 bits) | val(2 bits) | stamp(3 bits); bos = 256
+    const def = defineCircuit({ name: 'lk', vocab: 257, bos: 256 }, (c) => {
+      const f = (name: string, fn: (t: number) => number, r: [number, number]) => c.tokenField(name, (t) => (t === 256 ? 0 : fn(t)), r);
+      const put = f('put', (t) => t >> 7, [0, 1]);
+      const key = f('key', (t) => (t >> 5) & 3, [0, 3]);
+      const val = f('val', (t) => (t >> 3) & 3, [0, 3]);
+      const stamp = f('stamp', (t) => t & 7, [0, 7]);
+      const { values, hit } = c.lookup('kv', { key: [key], value: [val], query: [key], stamp, publish: put, defaults: [3] });
+      c.emit([values[0]!, hit], (v, h) => v * 2 + h);
+    });
+    const ir = buildCircuit(def);
+    const interp = new Interpreter(ir);
+    interp.step(256);
+    const tok = (put: number, key: number, val: number, stamp: number) => (put << 7) | (key << 5) | (val << 3) | stamp;
+    expect(interp.step(tok(0, 1, 0, 1)).emitted).toBe(3 * 2 + 0); // nothing published: default
+    expect(interp.step(tok(1, 1, 2, 2)).emitted).toBe(2 * 2 + 1); // sees its own publish
+    expect(interp.step(tok(1, 1, 1, 3)).emitted).toBe(1 * 2 + 1); // later stamp wins
+    expect(interp.step(tok(0, 2, 0, 4)).emitted).toBe(3 * 2 + 0); // other key: default
+    expect(() => interp.step(tok(1, 1, 0, 3))).toThrow(ChipcError); // same stamp: ambiguous
+  });
+
+  it('range violations at run time name the signal and its location', () => {
+    const def = defineCircuit({ name: 'r', vocab: 8 }, (c) => {
+      const x = c.tokenField('x', (t) => t, [0, 7]);
+      const w = c.wire('w', [0, 7]);
+      w.assign(x);
+      c.emit([w]);
+    });
+    const interp = new Interpreter(buildCircuit(def));
+    expect(() => interp.step(9)).toThrow(/outside the circuit vocabulary/);
+  });
+});

@@ -5,7 +5,7 @@
  *   npx tsx bench/exec.ts [--tokens N] [--big-tokens N]
  */
 import { Executor } from '../src/exec/executor.ts';
-import type { ModelConfig } from '../src/model/config.ts';
+import type { LayerType, ModelConfig } from '../src/model/config.ts';
 import { randomModelWeights } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { CsrMatrix, LayerWeights, Matrix, ModelWeights } from '../src/model/weights.ts';
@@ -56,7 +56,7 @@ function bigConfig(): ModelConfig {
   try {
     return resolveTarget('qwen3.5-4b').config;
   } catch {
-    const layerTypes = Array.from({ length: 32 }, (_, i) => ((i + 1) % 4 === 0 ? 'full_attention' : 'linear_attention') as const);
+    const layerTypes = Array.from({ length: 32 }, (_, i): LayerType => ((i + 1) % 4 === 0 ? 'full_attention' : 'linear_attention'));
     return {
       family: 'qwen3_5_text', vocabSize: 248320, hiddenSize: 2560, numLayers: 32, layerTypes, intermediateSize: 9216,
       numAttentionHeads: 16, numKeyValueHeads: 4, headDim: 256, partialRotaryFactor: 0.25, ropeTheta: 1e7,

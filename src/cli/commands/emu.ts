@@ -1,0 +1,89 @@
+/**
+ * `chipc emu FILE.elf`: run an RV32IM+Zba ELF on the golden emulator (riscv/). Prints the
+ * program's console output, then how it halted and the instruction count (or one JSON document
+ * with --json). Exit status: the program's exit code (ecall 93 or tohost) mapped into 0..255
+ * (values outside it become 255, so a failure never reads as success); 1 for an illegal
+ * instruction, a fault, ebreak or the instruction limit; 2 when the ELF cannot be loaded.
+ */
+import fs from 'node:fs';
+import type { Command } from 'commander';
+import chalk from 'chalk';
+import { loadElf, cpuForProgram } from '../../../riscv/elf.ts';
+import { DEFAULT_MAX_INSTRUCTIONS, type TraceEvent } from '../../../riscv/cpu.ts';
+import { DEFAULT_MEM_BASE, DEFAULT_MEM_SIZE, hex } from '../../../riscv/memory.ts';
+import { ABI_NAMES } from '../../../riscv/decode.ts';
+import { ChipcError } from '../../util/errors.ts';
+import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
+import type { Runner } from '../main.ts';
+
+/** Parse a byte count or address: decimal or 0x hex, optional k / m suffix (KiB / MiB). */
+export function parseSize(s: string, what: string): number {
+  const m = /^(0x[0-9a-f]+|\d+)([km]?)$/i.exec(s.trim());
+  if (!m) throw new ChipcError('cli.number', `${what} must be a number (decimal or 0x hex, optional k/m suffix), not "${s}"`);
+  const v = Number(m[1]) * (m[2].toLowerCase() === 'k' ? 1024 : m[2].toLowerCase() === 'm' ? 1 << 20 : 1);
+  if (!Number.isSafeInteger(v)) throw new ChipcError('cli.number', `${what} ${s} is too large`);
+  return v;
+}
+
+/** One trace line: `pc  word  disassembly  [rd = value]`. */
+export function formatTrace(e: TraceEvent): string {
+  const w = e.rd === null ? '' : `  ${ABI_NAMES[e.rd]} = 0x${hex(e.rdValue!)}`;
+  return `${hex(e.pc)}  ${hex(e.word)}  ${e.disasm.padEnd(28)}${w}`.trimEnd();
+}
+
+/** Map a program exit code to a process exit status. */
+export function exitStatus(code: number): number {
+  return code >= 0 && code <= 255 ? code : 255;
+}
+
+export function registerEmu(program: Command, run: Runner): void {
+  program
+    .command('emu')
+    .description('run an RV32IM+Zba ELF on the golden emulator (exit status = the program\'s exit code)')
+    .argument('<file>', 'a static ELF32 RISC-V executable')
+    .option('--trace', 'print every retired instruction (pc, word, disassembly, register write)')
+    .option('--max-instructions <n>', 'stop after this many instructions', String(DEFAULT_MAX_INSTRUCTIONS))
+    .option('--mem-size <bytes>', 'RAM size (k/m suffixes allowed)', String(DEFAULT_MEM_SIZE))
+    .option('--mem-base <addr>', 'RAM base address', `0x${DEFAULT_MEM_BASE.toString(16)}`)
+    .option('--json', 'print one JSON document')
+    .action((file: string, opts: { trace?: boolean; maxInstructions: string; memSize: string; memBase: string; json?: boolean }) =>
+      run(() => {
+        const out = makeOut(Boolean(opts.json));
+        const maxInstructions = parseSize(opts.maxInstructions, '--max-instructions');
+        const size = parseSize(opts.memSize, '--mem-size');
+        const base = parseSize(opts.memBase, '--mem-base');
+        let bytes: Uint8Array;
+        try {
+          bytes = fs.readFileSync(file);
+        } catch (e) {
+          throw new ChipcError('cli.file', `cannot read ${file}: ${(e as Error).message}`);
+        }
+        const prog = loadElf(bytes, { base, size });
+        const cpu = cpuForProgram(prog);
+        const trace: ReturnType<typeof traceJson>[] = [];
+        const t0 = performance.now();
+        const r = cpu.run({
+          maxInstructions,
+          trace: opts.trace ? (e) => (out.json ? trace.push(traceJson(e)) : out.line(formatTrace(e))) : undefined,
+        });
+        const seconds = (performance.now() - t0) / 1000;
+        const status = r.reason === 'exit' || r.reason === 'tohost' ? exitStatus(r.exitCode!) : EXIT_DIFFERENT;
+        out.emit({
+          file, reason: r.reason, exitCode: r.exitCode, instret: r.instret, pc: `0x${hex(r.pc)}`, message: r.message,
+          console: r.console, status, ...(opts.trace ? { trace } : {}),
+        });
+        if (!out.json) {
+          process.stdout.write(r.consoleBytes);
+          if (r.consoleBytes.length > 0 && r.consoleBytes[r.consoleBytes.length - 1] !== 10) out.line();
+          const ok = (r.reason === 'exit' || r.reason === 'tohost') && r.exitCode === 0;
+          out.line(`${ok ? chalk.green(r.reason) : chalk.red(r.reason)}: ${r.message}; ${fmtInt(r.instret)} instructions ` +
+            `(${fmtInt(Math.round(r.instret / Math.max(seconds, 1e-9)))}/s)`);
+        }
+        return status;
+      })(),
+    );
+}
+
+function traceJson(e: TraceEvent) {
+  return { pc: `0x${hex(e.pc)}`, word: `0x${hex(e.word)}`, disasm: e.disasm, rd: e.rd === null ? null : ABI_NAMES[e.rd], value: e.rdValue };
+}

@@ -1,0 +1,113 @@
+/**
+ * Forms → weight rows over the real residual. Content coefficients are scaled by 2^(m−e) (the
+ * inverse of the frame's norm scale: exact, a power of two); a constant c is drawn from the
+ * frame's constant dims: split into at most three bf16-exact parts with disjoint bit ranges
+ * (top 8 significant bits, next 8, next 8), placed on the unit anchor and the two constant-one
+ * dims, so the row's constant is exact in any summation order. Every emitted weight must be
+ * exactly representable in bf16 (8 significant bits) — an internal error otherwise.
+ */
+import { bf16Exact } from '../../safetensors/dtype.ts';
+import { ChipcError } from '../../util/errors.ts';
+import type { ResidualFrame } from '../../lower/frame.ts';
+import type { Form, VDim } from '../../lower/forms.ts';
+
+/** A sparse row: parallel arrays of column indices (ascending) and values. */
+export interface SparseRow {
+  cols: number[];
+  vals: number[];
+}
+
+export type SlotMap = (v: VDim) => number;
+
+/** Split x into ≤ 3 bf16-exact parts that sum to x exactly (x must be a float32). */
+export function splitBf16(x: number): number[] {
+  if (x === 0) return [];
+  if (Math.fround(x) !== x) throw new ChipcError('assemble.constant', `constant ${x} is not a float32`);
+  const parts: number[] = [];
+  let rest = x;
+  for (let i = 0; i < 3 && rest !== 0; i++) {
+    const e = Math.floor(Math.log2(Math.abs(rest)));
+    const q = 2 ** (e - 7);
+    const p = Math.trunc(rest / q) * q;
+    parts.push(p);
+    rest -= p;
+  }
+  if (rest !== 0) throw new ChipcError('assemble.constant', `constant ${x} needs more than 24 significant bits`);
+  return parts;
+}
+
+function checkWeight(w: number, what: string): number {
+  if (!Number.isFinite(w) || Math.fround(w) !== w || !bf16Exact(w)) {
+    throw new ChipcError('assemble.weight', `internal: ${what} weight ${w} is not exactly representable in bf16`);
+  }
+  return w;
+}
+
+/** The sparse weight row computing `f` from the normalised residual. */
+export function formRow(f: Form, frame: ResidualFrame, slotOf: SlotMap, what = 'a'): SparseRow {
+  const acc = new Map<number, number>();
+  const add = (col: number, w: number) => acc.set(col, (acc.get(col) ?? 0) + w);
+  const inv = 1 / frame.normScale;
+  for (const t of f.terms) if (t.coef !== 0) add(slotOf(t.dim), t.coef * inv);
+  const parts = splitBf16(f.constant);
+  const constDims = [frame.unitAnchor.dim, ...frame.constOnes];
+  const constNorm = [frame.unitAnchor.n * 2 ** frame.e, ...frame.constOnes.map(() => frame.normScale)];
+  parts.forEach((p, i) => add(constDims[i]!, p / constNorm[i]!));
+  const cols = [...acc.keys()].filter((c) => acc.get(c) !== 0).sort((a, b) => a - b);
+  return { cols, vals: cols.map((c) => checkWeight(acc.get(c)!, what)) };
+}
+
+/** Accumulates sparse rows into a CSR matrix of a fixed shape. */
+export class CsrBuilder {
+  private readonly rowsData: (SparseRow | null)[];
+  constructor(
+    readonly rows: number,
+    readonly cols: number,
+  ) {
+    this.rowsData = new Array(rows).fill(null);
+  }
+  setRow(r: number, row: SparseRow): void {
+    if (r < 0 || r >= this.rows) throw new Error(`internal: row ${r} outside [0, ${this.rows})`);
+    this.rowsData[r] = row;
+  }
+  /** Add a single entry (column-wise writes such as down/out projections). */
+  add(r: number, c: number, w: number): void {
+    let row = this.rowsData[r];
+    if (!row) {
+      row = { cols: [], vals: [] };
+      this.rowsData[r] = row;
+    }
+    const i = row.cols.indexOf(c);
+    if (i >= 0) row.vals[i]! += w;
+    else {
+      row.cols.push(c);
+      row.vals.push(w);
+    }
+  }
+  build(what: string): { rows: number; cols: number; csr: { rowPtr: Uint32Array; colIdx: Uint32Array; values: Float32Array } } {
+    let nnz = 0;
+    for (const r of this.rowsData) if (r) nnz += r.cols.length;
+    const rowPtr = new Uint32Array(this.rows + 1);
+    const colIdx = new Uint32Array(nnz);
+    const values = new Float32Array(nnz);
+    let k = 0;
+    for (let r = 0; r < this.rows; r++) {
+      rowPtr[r] = k;
+      const row = this.rowsData[r];
+      if (row) {
+        const order = row.cols.map((_, i) => i).sort((a, b) => row.cols[a]! - row.cols[b]!);
+        for (const i of order) {
+          const w = row.vals[i]!;
+          if (w === 0) continue;
+          const c = row.cols[i]!;
+          if (c < 0 || c >= this.cols) throw new Error(`internal: column ${c} outside [0, ${this.cols}) in ${what}`);
+          colIdx[k] = c;
+          values[k] = checkWeight(w, what);
+          k++;
+        }
+      }
+    }
+    rowPtr[this.rows] = k;
+    return { rows: this.rows, cols: this.cols, csr: { rowPtr, colIdx: colIdx.subarray(0, k), values: values.subarray(0, k) } };
+  }
+}

@@ -11,6 +11,7 @@ import { registerInspect } from './commands/inspect.ts';
 import { registerDiff } from './commands/diff.ts';
 import { registerTargets } from './commands/targets.ts';
 import { registerExec } from './commands/exec.ts';
+import { registerEmu } from './commands/emu.ts';
 
 export type CommandResult = Promise<number> | number;
 
@@ -34,6 +35,7 @@ export function buildProgram(sink: ExitSink): Command {
   registerDiff(program, run);
   registerTargets(program, run);
   registerExec(program, run);
+  registerEmu(program, run);
   return program;
 }
 

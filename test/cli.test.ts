@@ -1,0 +1,132 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { main } from '../src/cli/main.ts';
+import { denseSource, writeSafetensors } from '../src/safetensors/writer.ts';
+import { openCheckpoint } from '../src/safetensors/checkpoint.ts';
+import { loadModel } from '../src/model/load-weights.ts';
+import { Executor } from '../src/exec/executor.ts';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-cli-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** Run the CLI in-process; returns exit code and captured stdout/stderr. */
+async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const so = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
+    out += String(s);
+    return true;
+  });
+  const se = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
+    err += String(s);
+    return true;
+  });
+  try {
+    const code = await main(['node', 'chipc', ...args]);
+    return { code, out, err };
+  } finally {
+    so.mockRestore();
+    se.mockRestore();
+  }
+}
+
+function writeF32(file: string, tensors: Record<string, number[]>): void {
+  writeSafetensors(file, Object.entries(tensors).map(([n, v]) => denseSource(n, 'F32', [v.length], new Float32Array(v))));
+}
+
+describe('chipc diff', () => {
+  const a = path.join(tmp, 'a.safetensors');
+  const b = path.join(tmp, 'b.safetensors');
+  const c = path.join(tmp, 'c.safetensors');
+  writeF32(a, { x: [1, 2, 3, 4], y: [0, -0] });
+  writeF32(b, { x: [1, 2, 3, 4], y: [0, -0] });
+  writeF32(c, { x: [1, 2.5, 3, 5], y: [0, 0] });
+
+  it('exits 0 on identical files', async () => {
+    const r = await cli('diff', a, b);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/identical/);
+  });
+
+  it('exits 1 and reports the first differing element and the count (−0 vs +0 differs)', async () => {
+    const r = await cli('diff', a, c, '--json');
+    expect(r.code).toBe(1);
+    const d = JSON.parse(r.out);
+    const x = d.tensors.find((t: { name: string }) => t.name === 'x');
+    expect(x).toMatchObject({ status: 'different', firstIndex: 1, count: 2 });
+    expect(x.firstA).toContain('0x40000000');
+    expect(x.firstB).toContain('0x40200000');
+    const y = d.tensors.find((t: { name: string }) => t.name === 'y');
+    expect(y).toMatchObject({ status: 'different', firstIndex: 1, count: 1 });
+  });
+
+  it('exits 2 with a named error on a corrupt file', async () => {
+    const bad = path.join(tmp, 'bad.safetensors');
+    fs.writeFileSync(bad, Buffer.from([1, 2, 3]));
+    const r = await cli('diff', a, bad);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/bad\.safetensors/);
+  });
+
+  it('reports tensors present on one side only', async () => {
+    const d = path.join(tmp, 'd.safetensors');
+    writeF32(d, { x: [1, 2, 3, 4] });
+    const r = await cli('diff', a, d, '--json');
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.out).onlyInA).toEqual(['y']);
+  });
+});
+
+describe('chipc inspect / targets / exec', () => {
+  it('inspect counts non-zeros (−0 is zero) and hashes raw bytes', async () => {
+    const f = path.join(tmp, 'i.safetensors');
+    writeF32(f, { w: [0, -0, 1.5, 0, -2] });
+    const r = await cli('inspect', f, '--json');
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.out);
+    expect(doc.tensors[0]).toMatchObject({ name: 'w', nonZeros: 2, numel: 5 });
+    const bytes = openCheckpoint(f).readBytes('w');
+    const expected = (await import('node:crypto')).createHash('sha256').update(bytes).digest('hex');
+    expect(doc.tensors[0].sha256).toBe(expected);
+  });
+
+  it('inspect groups the bundled tiny checkpoint per layer with layer types', async () => {
+    const r = await cli('inspect', 'fixtures/tiny', '--json', '--summary');
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.out);
+    expect(doc.layers.map((l: { type: string }) => l.type)).toEqual(['linear_attention', 'linear_attention', 'linear_attention', 'full_attention']);
+  });
+
+  it('targets lists the built-in targets', async () => {
+    const r = await cli('targets', '--json');
+    expect(r.code).toBe(0);
+    const names = JSON.parse(r.out).targets.map((t: { name: string }) => t.name);
+    expect(names).toEqual(['qwen3-coder-next', 'qwen3-next-80b', 'qwen3.5-4b', 'tiny']);
+    const bad = await cli('targets', 'no-such-target');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/unknown target/);
+  });
+
+  it('exec prints the same greedy tokens the executor API computes', async () => {
+    const r = await cli('exec', 'fixtures/tiny', '--tokens', '1,2,3', '--generate', '4', '--json');
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.out);
+    const ex = new Executor(loadModel('fixtures/tiny', { mode: 'dense' }), { path: 'dense' });
+    expect(doc.generated).toEqual(ex.generate([1, 2, 3], 4));
+  });
+
+  it('exec rejects token ids outside the vocabulary and bad options with exit 2', async () => {
+    expect((await cli('exec', 'fixtures/tiny', '--tokens', '999999')).code).toBe(2);
+    expect((await cli('exec', 'fixtures/tiny', '--tokens', '1', '--order', 'random')).code).toBe(2);
+    expect((await cli('exec', 'fixtures/tiny', '--tokens', 'x')).code).toBe(2);
+  });
+
+  it('the bin launcher runs end to end (the README command)', () => {
+    const r = spawnSync(process.execPath, ['bin/chipc.js', 'exec', 'fixtures/tiny', '--tokens', '1,2,3', '--generate', '2'], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/generated: \d+,\d+/);
+  });
+});

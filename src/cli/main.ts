@@ -12,6 +12,7 @@ import { registerDiff } from './commands/diff.ts';
 import { registerTargets } from './commands/targets.ts';
 import { registerExec } from './commands/exec.ts';
 import { registerEmu } from './commands/emu.ts';
+import { registerBuild } from './commands/build.ts';
 
 export type CommandResult = Promise<number> | number;
 
@@ -36,6 +37,7 @@ export function buildProgram(sink: ExitSink): Command {
   registerTargets(program, run);
   registerExec(program, run);
   registerEmu(program, run);
+  registerBuild(program, run);
   return program;
 }
 

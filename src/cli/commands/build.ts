@@ -1,0 +1,30 @@
+/** `chipc build CIRCUIT.ts -o FILE.chip-ir`: build and validate a circuit, write its IR. */
+import type { Command } from 'commander';
+import { loadCircuitFile } from '../../dsl/load.ts';
+import { writeIR } from '../../ir/serialize.ts';
+import { makeOut } from '../output.ts';
+import type { Runner } from '../main.ts';
+
+export function registerBuild(program: Command, run: Runner): void {
+  program
+    .command('build')
+    .description('build and validate a circuit file; write its IR (msgpack)')
+    .argument('<circuit>', 'a circuit file (TypeScript, default-exporting defineCircuit(…))')
+    .option('-o, --output <file>', 'where to write the IR (default: <circuit>.chip-ir)')
+    .option('--json', 'print one JSON document')
+    .action((file: string, opts: { output?: string; json?: boolean }) =>
+      run(async () => {
+        const out = makeOut(Boolean(opts.json));
+        const ir = await loadCircuitFile(file);
+        const target = opts.output ?? file.replace(/\.[cm]?[jt]s$/, '') + '.chip-ir';
+        writeIR(target, ir);
+        const summary = {
+          circuit: ir.name, output: target, nodes: ir.nodes.length, rams: ir.rams.length,
+          lookups: ir.lookups.length, vocab: ir.vocab, emits: ir.emit !== null,
+        };
+        out.emit(summary);
+        out.line(`${ir.name}: ${ir.nodes.length} signals, ${ir.rams.length} RAM(s), ${ir.lookups.length} lookup(s) → ${target}`);
+        return 0;
+      })(),
+    );
+}

@@ -1,0 +1,72 @@
+/**
+ * The lowered circuit: what the lowering passes add to the IR. Every IR signal that must exist
+ * in the residual stream gets virtual dims (one per encoding element: a scalar, bits, a one-hot),
+ * and every operation becomes a LoweredOp of one sublayer kind that reads some virtual dims and
+ * writes others. Scheduling assigns each op a sublayer; packing assigns each virtual dim a slot;
+ * assembly turns the ops' unit/head specs into weights.
+ *
+ * Sublayer timeline: the embedding is sublayer −1; layer L's mixer is sublayer 2L and its FFN is
+ * 2L + 1; the LM head reads after the last sublayer. A value written by sublayer s is visible to
+ * every sublayer > s.
+ */
+import type { NodeId } from '../ir/types.ts';
+import type { AttnKvHeadSpec, FfnUnit, GdnKeyHeadSpec, VDim } from './forms.ts';
+
+export type Encoding = 'scalar' | 'bits' | 'onehot';
+
+export interface VDimInfo {
+  id: VDim;
+  /** The IR node this dim encodes (−1 for internal temporaries). */
+  node: NodeId;
+  encoding: Encoding;
+  /** Element index within the encoding (bit index, one-hot position). */
+  index: number;
+  /** Raw value range of the dim. */
+  lo: number;
+  hi: number;
+  /** Display name: `signal`, `signal.bit3`, `signal=5`. */
+  name: string;
+}
+
+export type OpKind = 'ffn' | 'gdn' | 'attn';
+
+interface OpBase {
+  id: number;
+  /** IR node (or RAM / lookup declaration) this op implements, for reports and errors. */
+  what: string;
+  reads: VDim[];
+  writes: VDim[];
+}
+
+export interface FfnOp extends OpBase {
+  kind: 'ffn';
+  units: FfnUnit[];
+}
+
+export interface GdnOp extends OpBase {
+  kind: 'gdn';
+  heads: GdnKeyHeadSpec[];
+}
+
+export interface AttnOp extends OpBase {
+  kind: 'attn';
+  heads: AttnKvHeadSpec[];
+  /** Layer-wide q_norm / k_norm weights this op needs (ops sharing a layer must agree). */
+  qNormWeight?: number[];
+  kNormWeight?: number[];
+}
+
+export type LoweredOp = FfnOp | GdnOp | AttnOp;
+
+export interface LoweredCircuit {
+  dims: VDimInfo[];
+  ops: LoweredOp[];
+  /** Embedding contents: raw values of vdims for each token id of the circuit vocabulary. */
+  embedding: (token: number) => { dim: VDim; value: number }[];
+  /** Dims written by the embedding. */
+  embedDims: VDim[];
+  /** LM head rows: which dims the LM head reads for each token id. */
+  lmHead: (token: number) => { dim: VDim; weight: number }[];
+  /** Dims the LM head reads (live until the end). */
+  lmHeadDims: VDim[];
+}

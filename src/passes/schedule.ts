@@ -1,0 +1,140 @@
+/**
+ * Pass — schedule: assign every lowered op a sublayer. List scheduling in dependency order, each
+ * op as early as its inputs allow (a value written by sublayer s is visible from s + 1), on the
+ * sublayer kind that can compute it (FFN ops on odd sublayers 2L + 1; GDN and attention ops on
+ * the mixer sublayer 2L of a layer whose mixer type they fix), within the target's per-layer
+ * resources (FFN units, GDN key heads, attention key/value heads). Adds to the lowered circuit:
+ * `sublayer[op]`, the layer count and each layer's type.
+ */
+import type { LayerType } from '../model/config.ts';
+import { ChipcError } from '../util/errors.ts';
+import type { LoweredCircuit, LoweredOp } from '../lower/lowered.ts';
+
+export interface LayerResources {
+  ffnUnits: number;
+  gdnKeyHeads: number;
+  attnKvHeads: number;
+  /** Largest number of layers the target allows (default unbounded). */
+  maxLayers?: number;
+}
+
+export interface Schedule {
+  /** Sublayer index of every op (by op id). */
+  sublayer: Int32Array;
+  /** Sublayer that writes every vdim (−1 = the embedding). */
+  producedAt: Int32Array;
+  numLayers: number;
+  layerTypes: LayerType[];
+  /** Per layer: FFN units, GDN key heads, attention kv heads used by ops (before slot clears). */
+  usage: { units: number; gdnHeads: number; attnHeads: number }[];
+}
+
+function opCost(op: LoweredOp): { units: number; gdn: number; attn: number } {
+  switch (op.kind) {
+    case 'ffn': return { units: op.units.length, gdn: 0, attn: 0 };
+    case 'gdn': return { units: 0, gdn: op.heads.length, attn: 0 };
+    case 'attn': return { units: 0, gdn: 0, attn: op.heads.length };
+  }
+}
+
+/** Ops in dependency order (an op after the writers of everything it reads), ties by id. */
+export function opOrder(lc: LoweredCircuit): LoweredOp[] {
+  const writer = new Int32Array(lc.dims.length).fill(-1);
+  for (const op of lc.ops) {
+    for (const d of op.writes) {
+      if (writer[d] !== -1) throw new Error(`internal: vdim ${lc.dims[d]?.name} written by two ops`);
+      writer[d] = op.id;
+    }
+  }
+  for (const d of lc.embedDims) {
+    if (writer[d] !== -1) throw new Error(`internal: vdim ${lc.dims[d]?.name} written by the embedding and an op`);
+  }
+  const indeg = new Int32Array(lc.ops.length);
+  const users: number[][] = lc.ops.map(() => []);
+  for (const op of lc.ops) {
+    const deps = new Set<number>();
+    for (const d of op.reads) if (writer[d]! >= 0) deps.add(writer[d]!);
+    for (const w of deps) {
+      indeg[op.id]++;
+      users[w]!.push(op.id);
+    }
+  }
+  const ready = lc.ops.filter((o) => indeg[o.id] === 0).map((o) => o.id);
+  const out: LoweredOp[] = [];
+  while (ready.length > 0) {
+    ready.sort((a, b) => a - b);
+    const id = ready.shift()!;
+    out.push(lc.ops[id]!);
+    for (const u of users[id]!) if (--indeg[u] === 0) ready.push(u);
+  }
+  if (out.length !== lc.ops.length) throw new Error('internal: lowered ops have a cycle');
+  return out;
+}
+
+export function schedule(lc: LoweredCircuit, res: LayerResources): Schedule {
+  const producedAt = new Int32Array(lc.dims.length).fill(-2);
+  for (const d of lc.embedDims) producedAt[d] = -1;
+  const sublayer = new Int32Array(lc.ops.length).fill(-1);
+  const types: (LayerType | null)[] = [];
+  const usage: { units: number; gdnHeads: number; attnHeads: number }[] = [];
+  const ensure = (L: number) => {
+    while (usage.length <= L) {
+      usage.push({ units: 0, gdnHeads: 0, attnHeads: 0 });
+      types.push(null);
+    }
+  };
+  for (const op of opOrder(lc)) {
+    let ready = -1;
+    for (const d of op.reads) {
+      const p = producedAt[d]!;
+      if (p === -2) throw new Error(`internal: op "${op.what}" reads vdim ${lc.dims[d]?.name} that nothing writes`);
+      ready = Math.max(ready, p);
+    }
+    const cost = opCost(op);
+    if (cost.units > res.ffnUnits) {
+      throw new ChipcError('fit.units', `${op.what} needs ${cost.units} FFN units in one layer; the target has ${res.ffnUnits}`);
+    }
+    if (cost.gdn > res.gdnKeyHeads) {
+      throw new ChipcError('fit.heads', `${op.what} needs ${cost.gdn} GDN key heads in one layer; the target has ${res.gdnKeyHeads}`);
+    }
+    if (cost.attn > res.attnKvHeads) {
+      throw new ChipcError('fit.heads', `${op.what} needs ${cost.attn} attention key/value heads in one layer; the target has ${res.attnKvHeads}`);
+    }
+    let s = ready + 1;
+    for (;;) {
+      const isFfnSlot = s % 2 === 1;
+      const L = Math.floor(s / 2);
+      if (op.kind === 'ffn' ? isFfnSlot : !isFfnSlot) {
+        ensure(L);
+        const u = usage[L]!;
+        if (op.kind === 'ffn') {
+          if (u.units + cost.units <= res.ffnUnits) {
+            u.units += cost.units;
+            break;
+          }
+        } else {
+          const want: LayerType = op.kind === 'gdn' ? 'linear_attention' : 'full_attention';
+          const fits = op.kind === 'gdn' ? u.gdnHeads + cost.gdn <= res.gdnKeyHeads : u.attnHeads + cost.attn <= res.attnKvHeads;
+          if ((types[L] === null || types[L] === want) && fits) {
+            types[L] = want;
+            u.gdnHeads += cost.gdn;
+            u.attnHeads += cost.attn;
+            break;
+          }
+        }
+      }
+      s++;
+    }
+    sublayer[op.id] = s;
+    for (const d of op.writes) producedAt[d] = s;
+    const L = Math.floor(s / 2) + 1;
+    if (res.maxLayers !== undefined && L > res.maxLayers) {
+      throw new ChipcError('fit.layers', `${op.what} lands in layer ${L - 1}; the target allows ${res.maxLayers} layers`);
+    }
+  }
+  const numLayers = Math.max(1, usage.length);
+  ensure(numLayers - 1);
+  // A layer with no mixer op gets an empty GDN mixer (all-zero weights: its output is exactly 0).
+  const layerTypes = types.map((t) => t ?? 'linear_attention');
+  return { sublayer, producedAt, numLayers, layerTypes, usage };
+}

@@ -46,6 +46,8 @@ export interface FfnOp extends OpBase {
 export interface GdnOp extends OpBase {
   kind: 'gdn';
   heads: GdnKeyHeadSpec[];
+  /** The gated-norm weight the op's value heads need (ops sharing a layer must agree). */
+  normWeight?: number;
 }
 
 export interface AttnOp extends OpBase {

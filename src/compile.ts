@@ -1,0 +1,186 @@
+/**
+ * The compiler driver: calls the passes in order (docs/passes.md says what each adds).
+ *   validate (at build) → lower (arith / RAM / lookups / encodings / I/O) → schedule →
+ *   pack-slots → frame → assemble.
+ * Returns the weights (CSR, family-neutral), a manifest that maps signals to slots, layers and
+ * token ids, and the per-layer report.
+ */
+import type { CircuitIR } from './ir/types.ts';
+import type { LayerType, ModelConfig } from './model/config.ts';
+import type { ModelWeights } from './model/weights.ts';
+import { ChipcError } from './util/errors.ts';
+import { dimForm, input, linUnit } from './gadgets/ffn-core.ts';
+import { chooseHidden, CONST_ONES, makeFrame, anchorPlan, type ResidualFrame } from './lower/frame.ts';
+import type { AttnKvHeadSpec, FfnUnit, GdnKeyHeadSpec, LayerSpec } from './lower/forms.ts';
+import type { LoweredCircuit } from './lower/lowered.ts';
+import { lower } from './passes/lower.ts';
+import { schedule, type Schedule } from './passes/schedule.ts';
+import { packSlots, type Packing } from './passes/pack-slots.ts';
+import { assembleModel } from './passes/assemble-model.ts';
+
+export interface CompileOptions {
+  /** Hidden size to use (default: the target's, widened only as far as the circuit needs). */
+  hidden?: number;
+}
+
+export interface SignalPlacement {
+  name: string;
+  node: number;
+  encoding: string;
+  index: number;
+  slot: number;
+  /** Sublayer that writes it (−1 = embedding) and the sublayer whose FFN clears it (or 2·layers = never). */
+  birth: number;
+  end: number;
+  cleared: boolean;
+  lo: number;
+  hi: number;
+}
+
+export interface LayerReport {
+  layer: number;
+  type: LayerType;
+  heads: number;
+  units: number;
+  clearUnits: number;
+  liveIn: number;
+  nonZeros: number;
+}
+
+export interface CompileResult {
+  ir: CircuitIR;
+  weights: ModelWeights;
+  frame: ResidualFrame;
+  lowered: LoweredCircuit;
+  schedule: Schedule;
+  packing: Packing;
+  signals: SignalPlacement[];
+  layers: LayerReport[];
+  /** Slot index → residual dim. */
+  slotDim: (slot: number) => number;
+}
+
+function nnz(m: { csr?: { values: Float32Array }; dense?: Float32Array }): number {
+  if (m.csr) return m.csr.values.length;
+  let c = 0;
+  for (const v of m.dense ?? []) if (v !== 0) c++;
+  return c;
+}
+
+export function layerNonZeros(w: ModelWeights, i: number): number {
+  const l = w.layers[i]!;
+  let n = 0;
+  if (l.mixer.kind === 'linear_attention') {
+    const g = l.mixer;
+    n += nnz(g.inProjQkv) + nnz(g.inProjZ) + nnz(g.inProjB) + nnz(g.inProjA) + nnz(g.outProj);
+  } else {
+    const a = l.mixer;
+    n += nnz(a.qProj) + nnz(a.kProj) + nnz(a.vProj) + nnz(a.oProj);
+  }
+  if (l.mlp.kind === 'dense') n += nnz(l.mlp.gateProj) + nnz(l.mlp.upProj) + nnz(l.mlp.downProj);
+  return n;
+}
+
+export function compileCircuit(ir: CircuitIR, target: ModelConfig, opts: CompileOptions = {}): CompileResult {
+  const lowered = lower(ir, target);
+  const sched = schedule(lowered, {
+    ffnUnits: target.intermediateSize,
+    gdnKeyHeads: target.linearNumKeyHeads,
+    attnKvHeads: target.numKeyValueHeads,
+  });
+  const packing = packSlots(lowered, sched);
+
+  // Frame: the target's hidden size unless the circuit needs more.
+  const overheadFor = (H: number) => (anchorPlan(H)?.ns.length ?? 4) + CONST_ONES;
+  let hidden = opts.hidden ?? target.hiddenSize;
+  if (opts.hidden !== undefined && packing.slotsUsed + overheadFor(hidden) > hidden) {
+    throw new ChipcError('fit.width', `the circuit needs ${packing.slotsUsed} slots plus ${overheadFor(hidden)} frame dims; --hidden ${hidden} is too small`);
+  }
+  if (packing.slotsUsed + overheadFor(hidden) > hidden || anchorPlan(hidden) === null) {
+    hidden = chooseHidden(Math.max(hidden, packing.slotsUsed + 6));
+    while (packing.slotsUsed + overheadFor(hidden) > hidden) hidden = chooseHidden(hidden + 1);
+  }
+  const frame = makeFrame(hidden, packing.slotsUsed);
+  const slotDim = (s: number) => frame.firstSlot + s;
+  const slotOf = (v: number) => {
+    const s = packing.slot[v]!;
+    if (s < 0) throw new Error(`internal: vdim ${lowered.dims[v]?.name} has no slot`);
+    return slotDim(s);
+  };
+
+  // Per-layer specs.
+  const L = sched.numLayers;
+  const ffn: FfnUnit[][] = Array.from({ length: L }, () => []);
+  const gdnHeads: GdnKeyHeadSpec[][] = Array.from({ length: L }, () => []);
+  const attnHeads: AttnKvHeadSpec[][] = Array.from({ length: L }, () => []);
+  const gdnNorm: (number | undefined)[] = new Array(L).fill(undefined);
+  const attnNorms: ({ q?: number[]; k?: number[] } | undefined)[] = new Array(L).fill(undefined);
+  for (const op of lowered.ops) {
+    const s = sched.sublayer[op.id]!;
+    const layer = Math.floor(s / 2);
+    if (op.kind === 'ffn') ffn[layer]!.push(...op.units);
+    else if (op.kind === 'gdn') {
+      gdnHeads[layer]!.push(...op.heads);
+      if (op.normWeight !== undefined) {
+        if (gdnNorm[layer] !== undefined && gdnNorm[layer] !== op.normWeight) {
+          throw new Error(`internal: GDN ops in layer ${layer} need different gated-norm weights`);
+        }
+        gdnNorm[layer] = op.normWeight;
+      }
+    } else {
+      attnHeads[layer]!.push(...op.heads);
+      const cur = attnNorms[layer];
+      const want = { q: op.qNormWeight, k: op.kNormWeight };
+      if (cur && JSON.stringify(cur) !== JSON.stringify(want)) {
+        throw new Error(`internal: attention ops in layer ${layer} need different q/k norm weights`);
+      }
+      attnNorms[layer] = want;
+    }
+  }
+  const clearCount = new Array<number>(L).fill(0);
+  for (const c of packing.clears) {
+    const d = lowered.dims[c.dim]!;
+    const layer = Math.floor(c.sublayer / 2);
+    ffn[layer]!.push(linUnit(input(dimForm(c.dim), d.lo, d.hi), [{ dim: c.dim, k: -1 }], `clear ${d.name}`));
+    clearCount[layer]!++;
+  }
+  const dv = target.linearValueHeadDim;
+  const layers: LayerSpec[] = sched.layerTypes.map((t, i) => ({
+    mixer: t === 'linear_attention'
+      ? { kind: 'linear_attention', heads: gdnHeads[i]!, normWeight: gdnNorm[i] === undefined ? undefined : new Array(dv).fill(gdnNorm[i]) }
+      : { kind: 'full_attention', heads: attnHeads[i]!, qNormWeight: attnNorms[i]?.q, kNormWeight: attnNorms[i]?.k },
+    ffn: ffn[i]!,
+  }));
+
+  const config: ModelConfig = {
+    ...target,
+    hiddenSize: hidden,
+    numLayers: L,
+    layerTypes: sched.layerTypes,
+    tieWordEmbeddings: false,
+    moe: target.moe === null ? null : { ...target.moe, mlpOnlyLayers: Array.from({ length: L }, (_, i) => i) },
+  };
+  const weights = assembleModel({
+    config, frame, slotOf, embedding: lowered.embedding, layers, lmHead: lowered.lmHead,
+  });
+
+  const END = 2 * L;
+  const clearedSet = new Set(packing.clears.map((c) => c.dim));
+  const signals: SignalPlacement[] = lowered.dims
+    .filter((d) => packing.slot[d.id]! >= 0)
+    .map((d) => ({
+      name: d.name, node: d.node, encoding: d.encoding, index: d.index, slot: packing.slot[d.id]!,
+      birth: packing.birth[d.id]!, end: packing.end[d.id]! >= END ? END : packing.end[d.id]!,
+      cleared: clearedSet.has(d.id), lo: d.lo, hi: d.hi,
+    }));
+  const layerReports: LayerReport[] = sched.layerTypes.map((t, i) => ({
+    layer: i,
+    type: t,
+    heads: t === 'linear_attention' ? gdnHeads[i]!.length : attnHeads[i]!.length,
+    units: ffn[i]!.length,
+    clearUnits: clearCount[i]!,
+    liveIn: packing.liveAt[2 * i] ?? 0,
+    nonZeros: layerNonZeros(weights, i),
+  }));
+  return { ir, weights, frame, lowered, schedule: sched, packing, signals, layers: layerReports, slotDim };
+}

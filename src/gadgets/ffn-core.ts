@@ -1,0 +1,311 @@
+/**
+ * FFN gadget core: the constants, integer inputs with ranges, the bound checks every gadget
+ * shares, the three unit shapes (LIN, RAMP, SWITCH) and the shared-ramp engine that turns any
+ * integer function of one integer input into ramps with second-difference down weights.
+ *
+ * A unit computes residual[out] += w·silu(gate)·up (forms.ts). Exactness (numerics-findings §0,
+ * §4), in float32 and in the bf16 profile, in any summation order and with FMA:
+ *  - RAMP_t(x) = silu(A·(x − t))·1 = A·max(0, x − t) for integer x, because A·m ≥ 128 > 16.64 is
+ *    in silu's identity region for m ≥ 1, silu(0) = 0, and A·m ≤ −128 < −88.73 gives −0; A = 128
+ *    is a power of two ≥ 89, so the down weight c/A is bf16-exact iff c has ≤ 8 significant bits.
+ *  - LIN: silu(G)·up = 32·up (G = 32 ≥ 16.64), down k/32.
+ *  - SWITCH: silu(2A·s − A)·up = s·A·up for a bit s (gate ±128), down k/A.
+ * Bounds enforced (ChipcError otherwise): the positive side of every ramp gate is ≤ 256·A (bf16:
+ * A·m is exact for integers m ≤ 256), every up value is an integer of magnitude ≤ 256, every gate
+ * / up / down partial sum is an integer below 2^24 (exact in float32 whatever the order; FMA uses
+ * the exact products, which are exact anyway), every down weight is bf16-exact (split over
+ * duplicated units otherwise), every gadget output fits a slot (|value| ≤ 256).
+ */
+import { bf16Exact } from '../safetensors/dtype.ts';
+import { ChipcError } from '../util/errors.ts';
+import { SLOT_LIMIT } from '../lower/frame.ts';
+import { combine, constForm, form, type FfnUnit, type Form, type Out, type VDim } from '../lower/forms.ts';
+
+/** Ramp scale: a power of two ≥ 89, so silu(−A) = −0 and c/A is exact for 8-bit c. */
+export const RAMP_SCALE = 128;
+/** LIN gate constant: silu(32) = 32 exactly. */
+export const LIN_GATE = 32;
+/** Largest exact positive ramp argument m (bf16: A·m exact for integers m ≤ 256) and largest |up|. */
+export const VALUE_LIMIT = 256;
+/** Float32 integers are exact below this magnitude. */
+export const EXACT_INT_LIMIT = 2 ** 24;
+/** Largest input domain the ramp engine enumerates. */
+export const MAX_DOMAIN = 4096;
+
+const A = RAMP_SCALE;
+const G = LIN_GATE;
+
+/** An integer-valued linear form together with the range of values it takes. */
+export interface IntInput {
+  form: Form;
+  lo: number;
+  hi: number;
+}
+
+/** The form of one virtual dim. */
+export function dimForm(d: VDim): Form {
+  return form([{ dim: d, coef: 1 }], 0);
+}
+
+/** An input from a form or a vdim with its integer range [lo, hi]. */
+export function input(x: Form | VDim, lo: number, hi: number): IntInput {
+  return { form: typeof x === 'number' ? dimForm(x) : x, lo, hi };
+}
+
+function fail(code: string, msg: string): never {
+  throw new ChipcError(code, msg);
+}
+
+/** Σ|coef|·SLOT_LIMIT + |constant|: a bound on |value| and on every float partial sum of the form. */
+export function formMagnitude(f: Form): number {
+  let m = Math.abs(f.constant);
+  for (const t of f.terms) m += Math.abs(t.coef) * SLOT_LIMIT;
+  return m;
+}
+
+/** Validate an input: integer coefficients and range, lo ≤ hi, range consistent with the form. */
+export function checkInput(x: IntInput, what: string): void {
+  if (!Number.isInteger(x.lo) || !Number.isInteger(x.hi) || x.lo > x.hi) {
+    fail('ffn.input', `${what}: range [${x.lo}, ${x.hi}] is not an integer interval`);
+  }
+  for (const t of x.form.terms) {
+    if (!Number.isInteger(t.coef)) fail('ffn.input', `${what}: coefficient ${t.coef} on vdim ${t.dim} is not an integer`);
+    if (splitSignificand(t.coef).length > 1) {
+      fail('ffn.weight', `${what}: coefficient ${t.coef} on vdim ${t.dim} has more than 8 significant bits (gate/up weights must be bf16-exact)`);
+    }
+    if (!Number.isInteger(t.dim) || t.dim < 0) fail('ffn.input', `${what}: bad vdim ${t.dim}`);
+  }
+  if (!Number.isInteger(x.form.constant)) fail('ffn.input', `${what}: constant ${x.form.constant} is not an integer`);
+  const mag = formMagnitude(x.form);
+  if (x.hi > mag || x.lo < -mag) {
+    fail('ffn.input', `${what}: range [${x.lo}, ${x.hi}] exceeds what the form can take (±${mag} with slots ≤ ${SLOT_LIMIT})`);
+  }
+}
+
+/** Check an up form: its range within ±256 (bf16: 8 significant bits) and exact partial sums. */
+export function checkUp(x: IntInput, what: string): void {
+  checkInput(x, what);
+  if (x.lo < -VALUE_LIMIT || x.hi > VALUE_LIMIT) {
+    fail('ffn.up-range', `${what}: up value range [${x.lo}, ${x.hi}] exceeds ±${VALUE_LIMIT} (bf16 up values must be integers of 8 significant bits)`);
+  }
+  if (formMagnitude(x.form) >= EXACT_INT_LIMIT) fail('ffn.up-range', `${what}: up partial sums may reach 2^24`);
+}
+
+/** Check that an output range fits a slot. */
+export function checkOutRange(lo: number, hi: number, what: string): void {
+  if (lo < -SLOT_LIMIT || hi > SLOT_LIMIT) {
+    fail('ffn.out-range', `${what}: output range [${lo}, ${hi}] exceeds the slot limit ±${SLOT_LIMIT}`);
+  }
+}
+
+/** Split an integer into parts of ≤ 8 significant bits each (top bits first); 0 → []. */
+export function splitSignificand(c: number): number[] {
+  if (!Number.isInteger(c)) throw new Error(`internal: splitSignificand(${c})`);
+  const parts: number[] = [];
+  let rest = c;
+  while (rest !== 0) {
+    const e = Math.floor(Math.log2(Math.abs(rest)));
+    const q = 2 ** Math.max(0, e - 7);
+    const p = Math.trunc(rest / q) * q;
+    parts.push(p);
+    rest -= p;
+  }
+  return parts;
+}
+
+/** A down weight, checked bf16-exact. */
+function downWeight(w: number, what: string): number {
+  if (!Number.isFinite(w) || Math.fround(w) !== w || !bf16Exact(w)) {
+    fail('ffn.down-weight', `${what}: down weight ${w} is not exactly representable in bf16`);
+  }
+  return w;
+}
+
+/** Largest |silu(gate)·up| of each unit, for partial-sum checks across gadgets (FfnBuilder). */
+export const unitPeak = new WeakMap<FfnUnit, number>();
+
+function mkUnit(gate: Form, up: Form, down: Out[], peak: number, tag: string): FfnUnit {
+  const u: FfnUnit = { gate, up, down, tag };
+  unitPeak.set(u, peak);
+  return u;
+}
+
+/** LIN unit: Σ_k outs[k].weight·x with gate G, up x, down weight/32 (weights must make bf16-exact downs). */
+export function linUnit(x: IntInput, outs: { dim: VDim; k: number }[], tag: string): FfnUnit {
+  checkUp(x, tag);
+  const down = outs.map((o) => ({ dim: o.dim, weight: downWeight(o.k / G, tag) }));
+  return mkUnit(constForm(G), x.form, down, G * Math.max(Math.abs(x.lo), Math.abs(x.hi)), tag);
+}
+
+/** SWITCH unit: outs += k·s·u for a bit s: gate 2A·s − A (±128), up u, down k/A. */
+export function switchUnit(s: IntInput, u: IntInput, outs: { dim: VDim; k: number }[], tag: string): FfnUnit {
+  checkInput(s, `${tag} switch`);
+  if (s.lo < 0 || s.hi > 1) fail('ffn.switch-bit', `${tag}: switch input range [${s.lo}, ${s.hi}] is not within {0, 1}`);
+  checkUp(u, `${tag} up`);
+  const gate = combine(2 * A, s.form, 0, constForm(0));
+  gate.constant -= A;
+  if (formMagnitude(gate) >= EXACT_INT_LIMIT) fail('ffn.gate-range', `${tag}: switch gate partial sums may reach 2^24`);
+  const down = outs.map((o) => ({ dim: o.dim, weight: downWeight(o.k / A, tag) }));
+  return mkUnit(gate, u.form, down, A * Math.max(Math.abs(u.lo), Math.abs(u.hi)), tag);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shared-ramp engine
+
+/** One output of a ramp table: dim receives values[i] at x = lo + i. */
+export interface RampOutput {
+  dim: VDim;
+  values: number[];
+}
+
+/**
+ * An optional gate-off term for every unit of a table: gate += −A·margin·(1 − bit) (ramps) or the
+ * constant unit becomes a SWITCH on `bit` (table2's second layer).
+ */
+export interface GateOff {
+  bit: IntInput;
+  margin: number;
+}
+
+interface RampPlanUnit {
+  /** 'const': a constant unit (LIN, or SWITCH on gateOff.bit); 'ramp': dir·(x − t) ramp. */
+  kind: 'const' | 'ramp';
+  dir: 1 | -1;
+  t: number;
+  /** Largest positive ramp argument over the input range (1 for const). */
+  mMax: number;
+  /** Per-output coefficient (integer): value contribution c·max(0, dir·(x − t)) or c for const. */
+  coefs: { dim: VDim; c: number }[];
+}
+
+interface RampPlan {
+  units: RampPlanUnit[];
+  cost: number;
+  /** Largest per-output bound on |partial sums| (Σ|c|·mMax). */
+  peakSum: number;
+  error: { code: string; msg: string } | null;
+}
+
+/**
+ * Plan for values F(i) (i = 0…n−1) of ramps opening in direction dir over the input range.
+ * withConst: F(0) from a constant unit and ramps t = lo+j (j = 0…n−2) with the flat extension
+ * F(−1) = F(0); otherwise zero extension F(−1) = F(−2) = 0 and ramps t = lo−1+j (j = 0…n−1).
+ * For dir = −1 the same is done on y = −x (values reversed), whose ramps max(0, y − t') are
+ * max(0, −t' − x): recorded as dir −1 with t = −t'.
+ */
+function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: boolean): RampPlan {
+  const n = x.hi - x.lo + 1;
+  const vals = outs.map((o) => (dir === 1 ? o.values : [...o.values].reverse()));
+  const ylo = dir === 1 ? x.lo : -x.hi;
+  const units: RampPlanUnit[] = [];
+  let error: RampPlan['error'] = null;
+  if (withConst) {
+    const coefs = outs.map((o, k) => ({ dim: o.dim, c: vals[k]![0]! })).filter((c) => c.c !== 0);
+    if (coefs.length) units.push({ kind: 'const', dir, t: 0, mMax: 1, coefs });
+  }
+  const F = (k: number, i: number): number => {
+    const v = vals[k]!;
+    if (i >= 0) return v[i]!;
+    return withConst ? v[0]! : 0;
+  };
+  const jStart = withConst ? 1 : 0;
+  for (let i = jStart; i < n; i++) {
+    // Ramp at y-threshold ylo + i − 1: its second difference c = F(i) − 2F(i−1) + F(i−2).
+    const coefs = outs.map((o, k) => ({ dim: o.dim, c: F(k, i) - 2 * F(k, i - 1) + F(k, i - 2) })).filter((c) => c.c !== 0);
+    if (!coefs.length) continue;
+    const ty = ylo + i - 1;
+    const mMax = n - i; // y_hi − ty
+    if (mMax > VALUE_LIMIT && error === null) {
+      error = { code: 'ffn.gate-range', msg: `a ramp would need a positive gate argument of ${mMax} > ${VALUE_LIMIT} (bf16 gate window |form − t| + 1 ≤ 256)` };
+    }
+    units.push({ kind: 'ramp', dir, t: dir === 1 ? ty : -ty, mMax, coefs });
+  }
+  let cost = 0;
+  const sums = new Map<VDim, number>();
+  for (const u of units) {
+    cost += Math.max(...u.coefs.map((c) => splitSignificand(c.c).length));
+    for (const c of u.coefs) sums.set(c.dim, (sums.get(c.dim) ?? 0) + Math.abs(c.c) * u.mMax);
+  }
+  const peakSum = Math.max(0, ...sums.values());
+  if (peakSum >= EXACT_INT_LIMIT && error === null) {
+    error = { code: 'ffn.partial-sum', msg: `down partial sums could reach ${peakSum} ≥ 2^24` };
+  }
+  return { units, cost, peakSum, error };
+}
+
+/**
+ * Units computing, for every output k, dim_k += values_k[x − lo] for integer x in [lo, hi], from
+ * shared ramps RAMP_t(x) = A·max(0, ±(x − t)) with down weights c_t/A where c_t is the second
+ * difference of the values (plus possibly one constant unit). Four representations are tried
+ * (ramps opening up or down; zero extension or a constant unit) and the one with the fewest units
+ * that satisfies every bound is chosen (ties: smaller partial sums, then the fixed order).
+ * A down weight c/A with more than 8 significant bits is split over duplicated units.
+ */
+export function rampTable(x: IntInput, outs: RampOutput[], tag: string, gateOff?: GateOff): FfnUnit[] {
+  checkInput(x, tag);
+  const n = x.hi - x.lo + 1;
+  if (n > MAX_DOMAIN) fail('ffn.domain', `${tag}: input range [${x.lo}, ${x.hi}] has ${n} values (at most ${MAX_DOMAIN})`);
+  for (const o of outs) {
+    if (o.values.length !== n) throw new Error(`internal: ${tag}: ${o.values.length} values for ${n} inputs`);
+    for (const v of o.values) {
+      if (!Number.isInteger(v)) fail('ffn.table-value', `${tag}: value ${v} is not an integer`);
+    }
+    checkOutRange(Math.min(...o.values), Math.max(...o.values), tag);
+  }
+  const plans = [
+    planDirection(x, outs, 1, false),
+    planDirection(x, outs, 1, true),
+    planDirection(x, outs, -1, false),
+    planDirection(x, outs, -1, true),
+  ];
+  const ok = plans.filter((p) => p.error === null);
+  if (!ok.length) {
+    const e = plans.find((p) => p.error!.code === 'ffn.partial-sum')?.error ?? plans[0]!.error!;
+    fail(e.code, `${tag}: no exact ramp construction over [${x.lo}, ${x.hi}]: ${e.msg}`);
+  }
+  ok.sort((p, q) => p.cost - q.cost || p.peakSum - q.peakSum);
+  const plan = ok[0]!;
+  const units: FfnUnit[] = [];
+  for (const pu of plan.units) {
+    const chunks = pu.coefs.map((c) => ({ dim: c.dim, parts: splitSignificand(c.c) }));
+    const copies = Math.max(...chunks.map((c) => c.parts.length));
+    for (let j = 0; j < copies; j++) {
+      const outsJ = chunks.filter((c) => c.parts.length > j).map((c) => ({ dim: c.dim, k: c.parts[j]! }));
+      if (pu.kind === 'const') {
+        if (gateOff) {
+          units.push(switchUnit(gateOff.bit, input(constForm(1), 1, 1), outsJ, tag));
+        } else {
+          units.push(linUnit(input(constForm(1), 1, 1), outsJ, tag));
+        }
+        continue;
+      }
+      units.push(rampUnit(x, pu.dir, pu.t, pu.mMax, outsJ, tag, gateOff));
+    }
+  }
+  return units;
+}
+
+/**
+ * RAMP unit: outs += k·max(0, dir·(x − t)) via gate A·dir·(x − t) [− A·margin·(1 − bit)], up 1,
+ * down k/A. mMax is the largest positive dir·(x − t) over the range (checked ≤ 256 by callers).
+ */
+export function rampUnit(
+  x: IntInput, dir: 1 | -1, t: number, mMax: number, outs: { dim: VDim; k: number }[], tag: string, gateOff?: GateOff,
+): FfnUnit {
+  if (mMax > VALUE_LIMIT) fail('ffn.gate-range', `${tag}: ramp gate argument reaches ${mMax} > ${VALUE_LIMIT} (bf16 gate window)`);
+  const gate = combine(A * dir, x.form);
+  gate.constant -= A * dir * t;
+  let gateForm = gate;
+  if (gateOff) {
+    if (gateOff.bit.lo < 0 || gateOff.bit.hi > 1) fail('ffn.switch-bit', `${tag}: gate-off input is not a bit`);
+    if (gateOff.margin < mMax + 1) throw new Error(`internal: ${tag}: gate-off margin ${gateOff.margin} ≤ ${mMax}`);
+    gateForm = combine(1, gate, A * gateOff.margin, gateOff.bit.form);
+    gateForm.constant -= A * gateOff.margin;
+  }
+  // f32 gate partial sums (content terms and the constant) must stay below 2^24.
+  if (formMagnitude(gateForm) >= EXACT_INT_LIMIT) {
+    fail('ffn.gate-range', `${tag}: ramp gate partial sums may reach 2^24 (form too large for A = ${A})`);
+  }
+  const down = outs.map((o) => ({ dim: o.dim, weight: downWeight(o.k / A, tag) }));
+  return mkUnit(gateForm, constForm(1), down, A * Math.max(1, mMax), tag);
+}

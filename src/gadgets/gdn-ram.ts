@@ -1,0 +1,525 @@
+/**
+ * RAM → pinned Gated DeltaNet heads, exact by construction (numerics-findings §2; layout and
+ * bounds in docs/gadgets-gdn.md). One IR RAM (rows × word of unsigned fields, one write port,
+ * P read ports) becomes P identical copies of key heads; the recurrent state of a key head's
+ * value heads IS its part of the RAM copy. No FFN unit is needed: the address decode happens in
+ * the key/query projections and the read-out in the gated norm and out_proj.
+ *
+ * Math per token (the layer is pinned by the assembler: g = −0, exp(g) = 1, conv tap 1.0):
+ *  - key row i of a key head holding address A(i):
+ *      k_pre_i = S·(Σ_b s_b·a_b + zeros(A) − nbits + 1 + 2·(en − 1)),  s_b = +1 if bit b of A else −1
+ *    = S·(1 − mismatching bits) − 2S·(1 − en): S for the addressed row with en = 1, 0 for one
+ *    wrong bit, ≤ −S otherwise. S = 128 (a power of two ≥ 89): silu(S) = S, silu(0) = 0,
+ *    silu(≤ −128) = −0, and L2 (Σk² = S² = 4^7, eps absorbed) gives k = e_A exactly, or k = ±0.
+ *    q the same from a read port's address bits and enable (then q = fl(1/√dk)·e_A).
+ *  - β pre-activation b = 256·en − 128 (or 128 without enable): β = sigmoid(b) ∈ {1, +0}.
+ *  - a row is G = dv/4 base-4 digit groups of 4 columns per value head; the word's bits are packed
+ *    LSB first (fields in order), 2 bits per group, unused bits are constant 0. Column (g, d):
+ *      v_pre = T − P·(number of the group's bits that differ from the bits of d)
+ *    with P = 512: T for the hot column (silu(T) = T), ≤ T − P ≤ −100 for the others (−0).
+ *    T is a float32 with fl(T·fl(1/√dk)) = o_hot (a power of two ≥ 16), also after bf16 rounding
+ *    of T (bf16 profile). Stored entries are only +0 and T, so the delta form is exact:
+ *    v − kv ∈ {0, ±T}, T + (−T) = +0, and the L2-exact key writes the whole row.
+ *  - read: o_j = S[A, j]·q_A ∈ {0, o_hot}; every written row has exactly G hot entries, so
+ *    mean(o²) = G·o_hot²/dv = o_hot²/4 = 4^k ≥ 64 (eps absorbed, rsqrt = 2/o_hot exact) and the
+ *    gated norm gives hot_out = 2·1·silu(32) = 64 on hot columns, 0 elsewhere; an unwritten row
+ *    or a disabled read gives o = ±0 and 0 everywhere.
+ *  - out_proj weight of column (g, d) into a field's value dim: Σ over the group's bits of that
+ *    field of bit_k(d)·2^j / hot_out, into a bit dim: bit_k(d)/hot_out, into `valid`: 1/hot_out
+ *    on all 4 columns of group 0. Each output is a sum of integer products, at most one non-zero
+ *    per digit group of its field: exact in any order, with or without FMA.
+ */
+import { ChipcError } from '../util/errors.ts';
+import type { ModelConfig } from '../model/config.ts';
+import type { RamDecl } from '../ir/types.ts';
+import { SLOT_MAX } from '../ir/types.ts';
+import { bf16ToF32, f32ToBf16 } from '../safetensors/dtype.ts';
+import { splitBf16 } from '../passes/assemble/rows.ts';
+import type { Form, GdnKeyHeadSpec, GdnValueHeadSpec, Term, VDim } from '../lower/forms.ts';
+
+const f32 = Math.fround;
+
+/** The GDN shape of a target: key heads, value heads, key and value head dims. */
+export interface GdnDims {
+  keyHeads: number;
+  valueHeads: number;
+  dk: number;
+  dv: number;
+}
+
+export function gdnDimsOf(cfg: ModelConfig): GdnDims {
+  return {
+    keyHeads: cfg.linearNumKeyHeads, valueHeads: cfg.linearNumValueHeads,
+    dk: cfg.linearKeyHeadDim, dv: cfg.linearValueHeadDim,
+  };
+}
+
+/** Input vdims of the write port (all 0/1, LSB first). */
+export interface RamWriteVDims {
+  addrBits: VDim[];
+  /** Write enable (0/1); null = always write. */
+  enable: VDim | null;
+  /** fieldBits[f][j]: bit j of field f's value (ceil(log2(hi + 1)) bits per field). */
+  fieldBits: VDim[][];
+}
+
+/** Input vdims of one read port. */
+export interface RamReadVDims {
+  addrBits: VDim[];
+  /** Read enable (0/1); null = always read. A disabled read outputs 0 (valid 0). */
+  enable: VDim | null;
+}
+
+/**
+ * Output vdims of one read port: residual[dim] += the value, so each must hold 0 before the
+ * layer (a fresh vdim). Any entry may be null / absent (not produced).
+ */
+export interface RamReadOutVDims {
+  /** values[f]: field f's value as an integer. */
+  values?: (VDim | null)[];
+  /** bits[f][j]: bit j of field f. */
+  bits?: (VDim[] | null)[];
+  /** 1 when the addressed row has ever been written (and the read is enabled), else 0. */
+  valid?: VDim | null;
+}
+
+export interface GdnRamIo {
+  write: RamWriteVDims | null;
+  reads: { addr: RamReadVDims; out: RamReadOutVDims }[];
+}
+
+export interface GdnRamOptions {
+  /** Key/query decode scale S (default 128). Exact only for a power of two ≥ 89; others are for hazard tests. */
+  keyScale?: number;
+  /** Key heads this RAM may use in its layer (default: all of the target's). */
+  maxKeyHeads?: number;
+  /** Prefix of the spec tags (default the RAM's name). */
+  tag?: string;
+}
+
+/** The numbers of the row layout (see the module header). */
+export interface GdnRamLayout {
+  keyScale: number;
+  /** Address bits (ceil(log2 rows)). */
+  addrBits: number;
+  /** Rows held by one key head (a power of two ≤ dk) and the key heads per copy along the rows. */
+  rowsPerKeyHead: number;
+  rowBlocks: number;
+  /** Bits of the word, their digit groups (≥ 1: group 0 also carries the valid flag). */
+  wordBits: number;
+  groups: number;
+  /** dv/4 digit groups per value head. */
+  groupsPerValueHead: number;
+  valueHeadsPerWord: number;
+  /** Key heads along the word (ceil(valueHeadsPerWord / r)). */
+  wordParts: number;
+  /** First word bit of each field; field widths. */
+  fieldOffset: number[];
+  fieldWidth: number[];
+  hot: HotValue;
+  /** Mismatch penalty P of the value form. */
+  penalty: number;
+  /** Gate pre-activation (silu(z) = z) and the gated-norm weight the whole GDN layer must use. */
+  zConst: number;
+  normWeight: number;
+  /** Output of a hot column after the gated norm (a power of two). */
+  hotOut: number;
+}
+
+export interface GdnRamCost {
+  keyHeads: number;
+  valueHeads: number;
+  /** Non-zero weights of the heads' rows (q, k, v, z, b with constants split into bf16 parts) and out_proj. */
+  nonZeros: number;
+  /** Largest number of non-zero products summed into one output dim. */
+  maxProductsPerOutput: number;
+}
+
+/** Where key head i of `heads` sits: which read port copy, which row block, which part of the word. */
+export interface GdnRamHeadRole {
+  port: number;
+  block: number;
+  part: number;
+}
+
+export interface GdnRamLowering {
+  heads: GdnKeyHeadSpec[];
+  roles: GdnRamHeadRole[];
+  /** The gated-norm weight every value head of the layer must share (LayerSpec.mixer.normWeight entries). */
+  normWeight: number;
+  layout: GdnRamLayout;
+  cost: GdnRamCost;
+}
+
+/** The hot value of a row entry and what it reads back as. */
+export interface HotValue {
+  /** Stored hot value (float32). */
+  T: number;
+  /** fl(T·fl(1/√dk)) — a power of two ≥ 16 — and the same in the bf16 profile (T rounded to bf16 first). */
+  oHot: number;
+  /** bf16(T): the value stored in the bf16 profile. */
+  Tbf16: number;
+  /** fl(1/√dk), the query scale. */
+  qScale: number;
+}
+
+/** Default key decode scale (a power of two ≥ 89: silu(−128) = −0 exactly). */
+export const RAM_KEY_SCALE = 128;
+/** Gate pre-activation of the read-out: silu(32) = 32 exactly (identity region > 16.64). */
+export const RAM_Z = 32;
+/** Mismatch penalty of the value form (T − P ≤ −100 keeps silu at exactly −0). */
+export const RAM_PENALTY = 512;
+
+const bf16 = (x: number) => bf16ToF32(f32ToBf16(x));
+
+function isPow2(x: number): boolean {
+  return x > 0 && 2 ** Math.round(Math.log2(x)) === x;
+}
+
+function ceilLog2(n: number): number {
+  let b = 0;
+  while (2 ** b < n) b++;
+  return b;
+}
+
+/** Number of significant bits of a float32 (for preferring short hot values). */
+function sigBits(x: number): number {
+  let m = Math.abs(x);
+  while (!Number.isInteger(m)) m *= 2;
+  while (m > 0 && m % 2 === 0) m /= 2;
+  let b = 0;
+  while (m >= 1) { m = Math.floor(m / 2); b++; }
+  return b;
+}
+
+/** Adjacent float32 above (dir 1) or below (dir −1) a positive float32 x. */
+function nextUp(x: number, dir: 1 | -1): number {
+  const a = new Float32Array([x]);
+  const u = new Uint32Array(a.buffer);
+  u[0] += dir;
+  return a[0]!;
+}
+
+/**
+ * The hot value T for key dim dk: a float32 T ≥ 17 (silu identity region) with
+ * fl(T·s) = o_hot and bf16(fl(bf16(T)·s)) = o_hot, s = fl(1/√dk), for the smallest power of two
+ * o_hot ≥ 16 that has one; among the candidates the one with the fewest significant bits (so a
+ * power of two when √dk is one). Searched over the float32s within 64 ulps of o_hot/s.
+ * dk = 128: T = 181.01934814453125 (numerics-findings §2.4), o_hot = 16.
+ */
+export function findHotValue(dk: number): HotValue {
+  if (!Number.isInteger(dk) || dk < 1) throw new ChipcError('ram.dims', `GDN key head dim ${dk} must be a positive integer`);
+  const s = f32(Math.pow(dk, -0.5));
+  for (let oHot = 16; oHot <= 2 ** 20; oHot *= 2) {
+    const center = f32(oHot / s);
+    const cands: number[] = [];
+    let lo = center;
+    let hi = center;
+    for (let i = 0; i < 64; i++) { lo = nextUp(lo, -1); hi = nextUp(hi, 1); }
+    for (let t = lo; t <= hi; t = nextUp(t, 1)) {
+      if (t < 17) continue;
+      if (f32(t * s) !== oHot) continue;
+      if (bf16(f32(bf16(t) * s)) !== oHot) continue;
+      cands.push(t);
+    }
+    if (cands.length > 0) {
+      cands.sort((a, b) => sigBits(a) - sigBits(b) || Math.abs(a - center) - Math.abs(b - center));
+      const T = cands[0]!;
+      return { T, oHot, Tbf16: bf16(T), qScale: s };
+    }
+  }
+  throw new ChipcError('ram.hot-value', `no float32 hot value T reads back as a power of two for key head dim ${dk}`);
+}
+
+/**
+ * True when every subset sum of the form's products (each 0/1 dim at 0 and at 1) and of its
+ * constant's bf16 parts is a float32: then every partial sum in any summation order (FMA too:
+ * products are exact) is exact. Only for forms over 0/1 dims with few terms.
+ */
+export function formExactInAnyOrder(fm: Form): boolean {
+  if (f32(fm.constant) !== fm.constant) return false;
+  const parts = splitBf16(fm.constant);
+  const n = fm.terms.length;
+  if (n + parts.length > 16) throw new Error('internal: formExactInAnyOrder on a large form');
+  for (let assign = 0; assign < 1 << n; assign++) {
+    const leaves = [...parts];
+    fm.terms.forEach((t, i) => { if ((assign >> i) & 1) leaves.push(t.coef); });
+    for (let sub = 1; sub < 1 << leaves.length; sub++) {
+      let sum = 0;
+      for (let i = 0; i < leaves.length; i++) if ((sub >> i) & 1) sum += leaves[i]!;
+      if (f32(sum) !== sum) return false;
+    }
+  }
+  return true;
+}
+
+function bad(code: string, msg: string): never {
+  throw new ChipcError(code, msg);
+}
+
+function fieldWidth(hi: number): number {
+  return hi <= 0 ? 0 : ceilLog2(hi + 1);
+}
+
+/**
+ * Lowers one RAM into GDN key heads for a target with GDN dims `dims`. Head order: for each
+ * read port p, for each row block b, for each word part w: index (p·rowBlocks + b)·wordParts + w
+ * (`roles` says the same). The caller places them in one linear_attention layer whose gated-norm
+ * weight is `normWeight` for every value head, and whose FFN does not need to help.
+ */
+export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnDims, opts: GdnRamOptions = {}): GdnRamLowering {
+  const name = ram.name;
+  const { keyHeads: Hk, valueHeads: Hv, dk, dv } = dims;
+  const r = Hv / Hk;
+  if (!Number.isInteger(r) || r < 1) bad('ram.dims', `GDN value heads (${Hv}) must be a multiple of key heads (${Hk})`);
+  if (!Number.isInteger(dv) || dv < 4 || dv % 4 !== 0) {
+    bad('ram.dims', `RAM ${name}: GDN value head dim ${dv} must be a positive multiple of 4 (one base-4 digit per 4 columns)`);
+  }
+  const S = opts.keyScale ?? RAM_KEY_SCALE;
+  if (!isPow2(S)) bad('ram.options', `RAM ${name}: key scale ${S} must be a power of two`);
+  const maxKeyHeads = opts.maxKeyHeads ?? Hk;
+  const tag = opts.tag ?? `ram ${name}`;
+
+  // ---- shape of the RAM -------------------------------------------------------------------
+  if (!Number.isInteger(ram.rows) || ram.rows < 1) bad('ram.rows', `RAM ${name}: ${ram.rows} rows (need a positive integer)`);
+  const fieldWidthArr = ram.fields.map((fr, f) => {
+    if (fr.lo !== 0 || !Number.isInteger(fr.hi) || fr.hi < 0) {
+      bad('ram.field', `RAM ${name}: field ${f} range [${fr.lo}, ${fr.hi}] must be unsigned ([0, hi], hi a non-negative integer)`);
+    }
+    return fieldWidth(fr.hi);
+  });
+  const fieldOffset: number[] = [];
+  let wordBits = 0;
+  for (const w of fieldWidthArr) { fieldOffset.push(wordBits); wordBits += w; }
+  const nbits = ceilLog2(ram.rows);
+  const rowsPerKeyHead = Math.min(2 ** Math.floor(Math.log2(dk)), 2 ** nbits);
+  const rowBlocks = Math.ceil(ram.rows / rowsPerKeyHead);
+  const G = dv / 4;
+  const groups = Math.max(1, Math.ceil(wordBits / 2));
+  const valueHeadsPerWord = Math.ceil(groups / G);
+  const wordParts = Math.ceil(valueHeadsPerWord / r);
+  const ports = io.reads.length;
+  const keyHeadsNeeded = ports * rowBlocks * wordParts;
+  if (keyHeadsNeeded > maxKeyHeads) {
+    bad('fit.ram', `RAM ${name} (${ram.rows} rows × ${wordBits}-bit word, ${ports} read port${ports === 1 ? '' : 's'}) needs `
+      + `${keyHeadsNeeded} GDN key heads (${rowBlocks} row block${rowBlocks === 1 ? '' : 's'} of ${rowsPerKeyHead} rows × `
+      + `${wordParts} word part${wordParts === 1 ? '' : 's'} of ${r * G * 2} bits × ${ports} port${ports === 1 ? '' : 's'}); `
+      + `one layer has ${maxKeyHeads} available (dk ${dk}, dv ${dv}, ${r} value heads per key head)`);
+  }
+
+  // ---- the io matches the RAM -------------------------------------------------------------
+  if ((ram.write === null) !== (io.write === null)) {
+    bad('ram.io', `RAM ${name}: write port ${ram.write ? 'declared but no write vdims given' : 'vdims given but the RAM has none'}`);
+  }
+  if (ports !== ram.reads.length) bad('ram.io', `RAM ${name}: ${ram.reads.length} read ports declared, ${ports} given`);
+  const checkAddr = (bits: VDim[], what: string) => {
+    if (bits.length !== nbits) bad('ram.io', `RAM ${name}: ${what} has ${bits.length} address bits; ${ram.rows} rows need ${nbits}`);
+  };
+  if (io.write) {
+    checkAddr(io.write.addrBits, 'write port');
+    if ((ram.write!.enable === null) !== (io.write.enable === null)) {
+      bad('ram.io', `RAM ${name}: write enable ${io.write.enable === null ? 'missing' : 'given but not declared'}`);
+    }
+    if (io.write.fieldBits.length !== ram.fields.length) {
+      bad('ram.io', `RAM ${name}: write port gives ${io.write.fieldBits.length} fields; the word has ${ram.fields.length}`);
+    }
+    io.write.fieldBits.forEach((b, f) => {
+      if (b.length !== fieldWidthArr[f]) {
+        bad('ram.io', `RAM ${name}: field ${f} (range [0, ${ram.fields[f]!.hi}]) needs ${fieldWidthArr[f]} bits, ${b.length} given`);
+      }
+    });
+  }
+  io.reads.forEach((rd, p) => {
+    checkAddr(rd.addr.addrBits, `read port ${p}`);
+    if ((ram.reads[p]!.enable === null) !== (rd.addr.enable === null)) {
+      bad('ram.io', `RAM ${name}: read port ${p} enable ${rd.addr.enable === null ? 'missing' : 'given but not declared'}`);
+    }
+    const vals = rd.out.values;
+    if (vals && vals.length !== ram.fields.length) bad('ram.io', `RAM ${name}: read port ${p} has ${vals.length} value outputs for ${ram.fields.length} fields`);
+    vals?.forEach((d, f) => {
+      if (d !== null && ram.fields[f]!.hi > SLOT_MAX) {
+        bad('ram.field', `RAM ${name}: field ${f} (range [0, ${ram.fields[f]!.hi}]) cannot be read as one value: a residual slot holds at most ${SLOT_MAX} (read its bits instead)`);
+      }
+    });
+    const bitsOut = rd.out.bits;
+    if (bitsOut && bitsOut.length !== ram.fields.length) bad('ram.io', `RAM ${name}: read port ${p} has ${bitsOut.length} bit outputs for ${ram.fields.length} fields`);
+    bitsOut?.forEach((bs, f) => {
+      if (bs && bs.length !== fieldWidthArr[f]) bad('ram.io', `RAM ${name}: read port ${p} field ${f} bit outputs: ${bs.length} given, ${fieldWidthArr[f]} bits`);
+    });
+  });
+
+  // ---- numbers of the layout --------------------------------------------------------------
+  const hot = findHotValue(dk);
+  let P = RAM_PENALTY;
+  while (hot.T - P > -100) P *= 2;
+  const mean = (G * hot.oHot * hot.oHot) / dv; // = o_hot²/4
+  // mean must be an exact power of 4 ≥ 64 in both mean modes (sum/dv and sum·fl(1/dv)).
+  const sumSq = G * hot.oHot * hot.oHot;
+  if (!(mean >= 64 && isPow2(mean) && Number.isInteger(Math.log2(mean) / 2)) || f32(sumSq * f32(1 / dv)) !== mean || f32(sumSq / dv) !== mean) {
+    throw new Error(`internal: RAM row mean ${mean} is not an exact power of four ≥ 64`);
+  }
+  const normWeight = 1;
+  const rs = 1 / Math.sqrt(mean); // exact power of two
+  const hotOut = f32(f32(normWeight * f32(hot.oHot * rs)) * RAM_Z);
+  if (!isPow2(hotOut)) throw new Error('internal: RAM hot output is not a power of two');
+
+  // ---- forms ------------------------------------------------------------------------------
+  /** Decode form S·(1 − mismatches(addr, A)) − 2S·(1 − en) over the address bits. */
+  const decode = (bits: VDim[], en: VDim | null, A: number): Form => {
+    const terms: Term[] = [];
+    let zeros = 0;
+    bits.forEach((d, b) => {
+      const one = (A >> b) & 1;
+      if (!one) zeros++;
+      terms.push({ dim: d, coef: one ? S : -S });
+    });
+    let constant = S * (zeros - nbits + 1);
+    if (en !== null) {
+      terms.push({ dim: en, coef: 2 * S });
+      constant -= 2 * S;
+    }
+    return { terms: mergeTerms(terms), constant };
+  };
+  const zeroForm = (): Form => ({ terms: [], constant: 0 });
+
+  /** Word bit at position pos: the write vdim, or null for a constant 0 (padding). */
+  const wordBitDims: (VDim | null)[] = new Array(groups * 2).fill(null);
+  const bitField: { f: number; j: number }[] = [];
+  ram.fields.forEach((_, f) => {
+    for (let j = 0; j < fieldWidthArr[f]!; j++) {
+      const pos = fieldOffset[f]! + j;
+      bitField[pos] = { f, j };
+      if (io.write) wordBitDims[pos] = io.write.fieldBits[f]![j]!;
+    }
+  });
+  /** v form of column (group g, digit d): T − P·(mismatching bits). */
+  const valueForm = (g: number, d: number): Form => {
+    const terms: Term[] = [];
+    let constant = hot.T;
+    for (let k = 0; k < 2; k++) {
+      const want = (d >> k) & 1;
+      const dim = wordBitDims[2 * g + k];
+      if (dim === null || dim === undefined) {
+        if (want) constant -= P; // the constant bit 0 mismatches a wanted 1
+      } else if (want) {
+        constant -= P; // mismatch = 1 − x
+        terms.push({ dim, coef: P });
+      } else {
+        terms.push({ dim, coef: -P }); // mismatch = x
+      }
+    }
+    return { terms: mergeTerms(terms), constant };
+  };
+  const verified = new Set<string>();
+  const checkValueForm = (fm: Form) => {
+    const key = `${fm.constant}|${fm.terms.map((t) => t.coef).join(',')}`;
+    if (verified.has(key)) return;
+    if (!formExactInAnyOrder(fm)) throw new Error(`internal: RAM value form ${key} has an inexact partial sum`);
+    verified.add(key);
+  };
+
+  const bForm: Form = io.write?.enable != null
+    ? { terms: [{ dim: io.write.enable, coef: 256 }], constant: -128 }
+    : { terms: [], constant: io.write ? 128 : -128 };
+
+  // ---- heads ------------------------------------------------------------------------------
+  const heads: GdnKeyHeadSpec[] = [];
+  const roles: GdnRamHeadRole[] = [];
+  const productsPerOut = new Map<VDim, number>();
+  const countProduct = (dim: VDim) => productsPerOut.set(dim, (productsPerOut.get(dim) ?? 0) + 1);
+  for (let p = 0; p < ports; p++) {
+    const rd = io.reads[p]!;
+    for (let b = 0; b < rowBlocks; b++) {
+      const q: Form[] = [];
+      const k: Form[] = [];
+      for (let i = 0; i < dk; i++) {
+        const A = b * rowsPerKeyHead + i;
+        const live = i < rowsPerKeyHead && A < ram.rows;
+        q.push(live ? decode(rd.addr.addrBits, rd.addr.enable, A) : zeroForm());
+        k.push(live && io.write ? decode(io.write.addrBits, io.write.enable, A) : zeroForm());
+      }
+      for (let w = 0; w < wordParts; w++) {
+        const values: (GdnValueHeadSpec | null)[] = [];
+        for (let j = 0; j < r; j++) {
+          const vi = w * r + j;
+          if (vi >= valueHeadsPerWord) { values.push(null); continue; }
+          const v: Form[] = [];
+          const out: GdnValueHeadSpec['out'] = [];
+          for (let gl = 0; gl < G; gl++) {
+            const g = vi * G + gl;
+            for (let d = 0; d < 4; d++) {
+              const col = gl * 4 + d;
+              const fm = valueForm(g, d);
+              checkValueForm(fm);
+              v.push(fm);
+              // Read-out weights of this column.
+              const valueW = new Map<VDim, number>();
+              for (let kb = 0; kb < 2; kb++) {
+                const pos = 2 * g + kb;
+                const bf = bitField[pos];
+                if (!bf || !((d >> kb) & 1)) continue;
+                const vd = rd.out.values?.[bf.f];
+                if (vd !== null && vd !== undefined) valueW.set(vd, (valueW.get(vd) ?? 0) + 2 ** bf.j);
+                const bd = rd.out.bits?.[bf.f]?.[bf.j];
+                if (bd !== null && bd !== undefined) out.push({ col, dim: bd, weight: 1 / hotOut });
+              }
+              for (const [dim, wgt] of valueW) out.push({ col, dim, weight: wgt / hotOut });
+              if (g === 0 && rd.out.valid !== null && rd.out.valid !== undefined) out.push({ col, dim: rd.out.valid, weight: 1 / hotOut });
+            }
+          }
+          // Products per output: one hot column per group feeds each output at most once.
+          const perGroup = new Map<string, true>();
+          for (const o of out) {
+            const key = `${o.dim}:${Math.floor(o.col / 4)}`;
+            if (!perGroup.has(key)) { perGroup.set(key, true); if (b === 0) countProduct(o.dim); }
+          }
+          values.push({
+            v,
+            z: Array.from({ length: dv }, () => ({ terms: [], constant: RAM_Z })),
+            b: bForm,
+            out,
+            tag: `${tag} port ${p} rows ${b * rowsPerKeyHead}.. value head ${vi}`,
+          });
+        }
+        heads.push({ q, k, values, tag: `${tag} port ${p} block ${b} part ${w}` });
+        roles.push({ port: p, block: b, part: w });
+      }
+    }
+  }
+
+  // ---- cost -------------------------------------------------------------------------------
+  const formNnz = (fm: Form) => fm.terms.filter((t) => t.coef !== 0).length + splitBf16(fm.constant).length;
+  let nonZeros = 0;
+  let valueHeads = 0;
+  for (const h of heads) {
+    for (const fm of h.q) nonZeros += formNnz(fm);
+    for (const fm of h.k) nonZeros += formNnz(fm);
+    for (const vh of h.values) {
+      if (!vh) continue;
+      valueHeads++;
+      for (const fm of vh.v) nonZeros += formNnz(fm);
+      for (const fm of vh.z) nonZeros += formNnz(fm);
+      nonZeros += formNnz(vh.b);
+      nonZeros += vh.out.length;
+    }
+  }
+  const maxProductsPerOutput = Math.max(0, ...productsPerOut.values());
+
+  return {
+    heads,
+    roles,
+    normWeight,
+    layout: {
+      keyScale: S, addrBits: nbits, rowsPerKeyHead, rowBlocks, wordBits, groups, groupsPerValueHead: G,
+      valueHeadsPerWord, wordParts, fieldOffset, fieldWidth: fieldWidthArr, hot, penalty: P,
+      zConst: RAM_Z, normWeight, hotOut,
+    },
+    cost: { keyHeads: heads.length, valueHeads, nonZeros, maxProductsPerOutput },
+  };
+}
+
+function mergeTerms(terms: Term[]): Term[] {
+  const m = new Map<VDim, number>();
+  for (const t of terms) m.set(t.dim, (m.get(t.dim) ?? 0) + t.coef);
+  return [...m.entries()].filter(([, c]) => c !== 0).map(([dim, coef]) => ({ dim, coef })).sort((a, b) => a.dim - b.dim);
+}

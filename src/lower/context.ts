@@ -1,0 +1,123 @@
+/**
+ * The lowering context: allocates virtual dims for the encodings of IR signals and records the
+ * ops that produce them. Encodings are created on demand, memoised per (signal, encoding):
+ *
+ * - scalar: the signal's value. Constants and linear nodes have no dim of their own — their
+ *   scalar is a *form* folded into every consumer's weights (`formOf`); a dim is materialised
+ *   (one LIN unit) only where a consumer needs a dim (`scalarDim`).
+ * - bits(base, width): bit j of (value − base), LSB first, for RAM addresses and words and lookup
+ *   keys (a common base makes equal values give equal bits).
+ * - onehot: dim j is [value = lo + j], for the LM head.
+ *
+ * Token fields and constants get every encoding from the embedding for free; computed signals
+ * get bits and one-hots from one ramp table over their scalar form (one FFN sublayer later).
+ */
+import type { CircuitIR, IrNode, NodeId, SourceLoc } from '../ir/types.ts';
+import { ChipcError } from '../util/errors.ts';
+import { fmtLoc } from '../dsl/source-loc.ts';
+import { combine, constForm, form, type Form, type VDim } from './forms.ts';
+import type { Encoding, LoweredOp, VDimInfo } from './lowered.ts';
+import { SLOT_LIMIT } from './frame.ts';
+
+type OpInit = LoweredOp extends infer O ? (O extends LoweredOp ? Omit<O, 'id'> : never) : never;
+
+export class LowerContext {
+  readonly dims: VDimInfo[] = [];
+  readonly ops: LoweredOp[] = [];
+  /** Embedded dims and the raw value of each for token t. */
+  readonly embedded = new Map<VDim, (token: number) => number>();
+  private readonly forms = new Map<NodeId, Form>();
+  private readonly scalarDims = new Map<NodeId, VDim>();
+  private readonly encodings = new Map<string, VDim[]>();
+  /** Producers of computed node scalars (arith, RAM, lookups), set by the lowering driver. */
+  produceScalar: (n: IrNode) => VDim = () => {
+    throw new Error('internal: no scalar producer installed');
+  };
+
+  constructor(readonly ir: CircuitIR) {}
+
+  node(id: NodeId): IrNode {
+    return this.ir.nodes[id]!;
+  }
+
+  fail(n: { loc: SourceLoc }, code: string, msg: string): never {
+    throw new ChipcError(code, `${fmtLoc(n.loc)}: ${msg}`);
+  }
+
+  newDim(node: NodeId, encoding: Encoding, index: number, lo: number, hi: number, name: string): VDim {
+    const id = this.dims.length;
+    this.dims.push({ id, node, encoding, index, lo, hi, name });
+    return id;
+  }
+
+  addOp(op: OpInit): LoweredOp {
+    const full = { ...op, id: this.ops.length } as LoweredOp;
+    this.ops.push(full);
+    return full;
+  }
+
+  /** Follow wires to the node that defines the value. */
+  resolve(id: NodeId): IrNode {
+    let n = this.node(id);
+    while (n.op === 'wire') n = this.node(n.source!);
+    return n;
+  }
+
+  /** A dim the embedding fills with value(token) for every token. */
+  embedDim(node: NodeId, encoding: Encoding, index: number, lo: number, hi: number, name: string, value: (t: number) => number): VDim {
+    const d = this.newDim(node, encoding, index, lo, hi, name);
+    this.embedded.set(d, value);
+    return d;
+  }
+
+  /** The value of a signal as a linear form over dims (folding constants and linear nodes). */
+  formOf(id: NodeId): Form {
+    const n = this.resolve(id);
+    const memo = this.forms.get(n.id);
+    if (memo) return memo;
+    let f: Form;
+    if (n.op === 'const') f = constForm(n.value);
+    else if (n.op === 'linear') {
+      f = constForm(n.bias);
+      for (const t of n.terms) f = combine(1, f, t.coef, this.formOf(t.node));
+    } else f = form([{ dim: this.scalarDim(n.id), coef: 1 }], 0);
+    this.forms.set(n.id, f);
+    return f;
+  }
+
+  /** A dim holding the signal's value (materialised with one LIN unit for folded forms). */
+  scalarDim(id: NodeId): VDim {
+    const n = this.resolve(id);
+    const memo = this.scalarDims.get(n.id);
+    if (memo !== undefined) return memo;
+    if (n.range.lo < -SLOT_LIMIT || n.range.hi > SLOT_LIMIT) {
+      this.fail(n, 'lower.range', `signal "${n.name}" has range [${n.range.lo}, ${n.range.hi}]; a residual slot holds integers within ±${SLOT_LIMIT} exactly (split it into digits)`);
+    }
+    let d: VDim;
+    if (n.op === 'token_field') {
+      const values = n.values;
+      d = this.embedDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name, (t) => values[t] ?? 0);
+    } else if (n.op === 'const') {
+      const v = n.value;
+      d = this.embedDim(n.id, 'scalar', 0, v, v, n.name, () => v);
+    } else {
+      d = this.produceScalar(n);
+    }
+    this.scalarDims.set(n.id, d);
+    return d;
+  }
+
+  /** Record a scalar dim produced by an op (called by producers). */
+  setScalarDim(id: NodeId, d: VDim): void {
+    this.scalarDims.set(id, d);
+  }
+
+  /** Memoised encodings other than scalar. */
+  encoding(key: string, make: () => VDim[]): VDim[] {
+    const memo = this.encodings.get(key);
+    if (memo) return memo;
+    const dims = make();
+    this.encodings.set(key, dims);
+    return dims;
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * Pass (part of lowering) — encodings: bits and one-hots of IR signals. Token fields and
+ * constants come from the embedding (free); computed signals get them from one shared-ramp table
+ * over their scalar form (FFN; gadgets/ffn-core.ts `rampTable`).
+ */
+import type { NodeId } from '../ir/types.ts';
+import { ChipcError } from '../util/errors.ts';
+import { input, rampTable } from '../gadgets/ffn-core.ts';
+import type { LowerContext } from '../lower/context.ts';
+import type { VDim } from '../lower/forms.ts';
+import { opReads } from '../lower/op-io.ts';
+
+/** Run a gadget constructor; a gadget's bound violation becomes a circuit error at the node. */
+export function atNode<T>(ctx: LowerContext, id: NodeId, what: string, make: () => T): T {
+  try {
+    return make();
+  } catch (e) {
+    if (e instanceof ChipcError && !e.code.startsWith('lower.')) {
+      const n = ctx.resolve(id);
+      ctx.fail(n, 'lower.gadget', `${what} of signal "${n.name}" cannot be built exactly: ${e.message}`);
+    }
+    throw e;
+  }
+}
+
+/** Bits of (value − base), LSB first, `width` of them. */
+export function bitsOf(ctx: LowerContext, id: NodeId, base: number, width: number): VDim[] {
+  const n = ctx.resolve(id);
+  return ctx.encoding(`bits:${n.id}:${base}:${width}`, () => {
+    const r = n.range;
+    if (r.lo - base < 0 || r.hi - base >= 2 ** width) {
+      ctx.fail(n, 'lower.bits', `signal "${n.name}" with range [${r.lo}, ${r.hi}] does not fit ${width} bits above ${base}`);
+    }
+    const bit = (v: number, j: number) => Math.floor((v - base) / 2 ** j) % 2;
+    if (n.op === 'token_field' || n.op === 'const') {
+      const valueOf = n.op === 'const' ? () => n.value : (t: number) => n.values[t] ?? r.lo;
+      return Array.from({ length: width }, (_, j) =>
+        ctx.embedDim(n.id, 'bits', j, 0, 1, `${n.name}.bit${j}`, (t) => bit(valueOf(t), j)));
+    }
+    const dims = Array.from({ length: width }, (_, j) => ctx.newDim(n.id, 'bits', j, 0, 1, `${n.name}.bit${j}`));
+    const span = Array.from({ length: r.hi - r.lo + 1 }, (_, i) => r.lo + i);
+    const units = atNode(ctx, n.id, 'the bit decomposition', () =>
+      rampTable(input(ctx.formOf(n.id), r.lo, r.hi), dims.map((d, j) => ({ dim: d, values: span.map((v) => bit(v, j)) })), `${n.name}.bits`));
+    ctx.addOp({ kind: 'ffn', what: `bits of "${n.name}"`, units, reads: opReads(units), writes: dims });
+    return dims;
+  });
+}
+
+/** One-hot of the value: dim j is [value = lo + j]. */
+export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
+  const n = ctx.resolve(id);
+  return ctx.encoding(`onehot:${n.id}`, () => {
+    const r = n.range;
+    const count = r.hi - r.lo + 1;
+    if (count > 4096) ctx.fail(n, 'lower.onehot', `signal "${n.name}" has ${count} values; a one-hot encoding is limited to 4,096`);
+    if (n.op === 'token_field' || n.op === 'const') {
+      const valueOf = n.op === 'const' ? () => n.value : (t: number) => n.values[t] ?? r.lo;
+      return Array.from({ length: count }, (_, j) =>
+        ctx.embedDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`, (t) => (valueOf(t) === r.lo + j ? 1 : 0)));
+    }
+    const dims = Array.from({ length: count }, (_, j) => ctx.newDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`));
+    const units = atNode(ctx, n.id, 'the one-hot decode', () =>
+      rampTable(input(ctx.formOf(n.id), r.lo, r.hi), dims.map((d, j) => ({ dim: d, values: Array.from({ length: count }, (_, i) => (i === j ? 1 : 0)) })), `${n.name}.onehot`));
+    ctx.addOp({ kind: 'ffn', what: `one-hot of "${n.name}"`, units, reads: opReads(units), writes: dims });
+    return dims;
+  });
+}

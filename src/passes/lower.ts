@@ -1,0 +1,92 @@
+/**
+ * The lowering driver: IR → LoweredCircuit. Demand-driven from the circuit's outputs — the emit
+ * fields (one-hot dims the LM head reads) — so signals nothing observes are never built (dead
+ * code costs nothing). Each computed signal's producer is chosen by its kind:
+ * arithmetic → lower-arith.ts (FFN), RAM reads → lower-ram.ts (GDN), lookups → lower-lookup.ts
+ * (attention); encodings → lower-encodings.ts; constants and linear nodes fold into forms.
+ */
+import type { CircuitIR, IrNode } from '../ir/types.ts';
+import type { ModelConfig } from '../model/config.ts';
+import { ChipcError } from '../util/errors.ts';
+import { input, linUnit } from '../gadgets/ffn-core.ts';
+import { LowerContext } from '../lower/context.ts';
+import type { VDim } from '../lower/forms.ts';
+import type { LoweredCircuit } from '../lower/lowered.ts';
+import { opReads } from '../lower/op-io.ts';
+import { lowerArith } from './lower-arith.ts';
+import { atNode, oneHotOf } from './lower-encodings.ts';
+import { lowerRam } from './lower-ram.ts';
+import { lowerLookup } from './lower-lookup.ts';
+
+/** Materialise a linear node's folded form in its own dim (one LIN unit). */
+function lowerLinear(ctx: LowerContext, n: IrNode): VDim {
+  const d = ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name);
+  const units = atNode(ctx, n.id, 'the linear combination', () =>
+    [linUnit(input(ctx.formOf(n.id), n.range.lo, n.range.hi), [{ dim: d, k: 1 }], n.name)]);
+  ctx.addOp({ kind: 'ffn', what: `linear "${n.name}"`, units, reads: opReads(units), writes: [d] });
+  return d;
+}
+
+export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
+  const ctx = new LowerContext(ir);
+  const ramsDone = new Set<number>();
+  const lookupsDone = new Set<number>();
+  ctx.produceScalar = (n: IrNode): VDim => {
+    switch (n.op) {
+      case 'table':
+      case 'compare':
+      case 'select':
+      case 'logic':
+        return lowerArith(ctx, n);
+      case 'linear':
+        return lowerLinear(ctx, n);
+      case 'ram_read':
+        if (!ramsDone.has(n.ram)) {
+          ramsDone.add(n.ram);
+          lowerRam(ctx, ir.rams[n.ram]!, target);
+        }
+        return ctx.scalarDim(n.id);
+      case 'lookup_value':
+        if (!lookupsDone.has(n.lookup)) {
+          lookupsDone.add(n.lookup);
+          lowerLookup(ctx, ir.lookups[n.lookup]!, target);
+        }
+        return ctx.scalarDim(n.id);
+      default:
+        throw new Error(`internal: no producer for ${n.op}`);
+    }
+  };
+
+  let lmHeadRows: Map<number, { dim: VDim; weight: number }[]> = new Map();
+  const lmHeadDims: VDim[] = [];
+  if (ir.emit) {
+    const fields = ir.emit.fields;
+    const hots = fields.map((f) => oneHotOf(ctx, f));
+    for (const h of hots) lmHeadDims.push(...h);
+    const ranges = fields.map((f) => ctx.resolve(f).range);
+    const spans = ranges.map((r) => r.hi - r.lo + 1);
+    ir.emit.tokens.forEach((tok, idx) => {
+      let rem = idx;
+      const row: { dim: VDim; weight: number }[] = [];
+      for (let k = fields.length - 1; k >= 0; k--) {
+        row.push({ dim: hots[k]![rem % spans[k]!]!, weight: 1 });
+        rem = Math.floor(rem / spans[k]!);
+      }
+      lmHeadRows.set(tok, row.reverse());
+    });
+  }
+  if (target.vocabSize < ir.vocab) {
+    throw new ChipcError('fit.vocab', `the circuit uses ${ir.vocab} token ids; the target's vocabulary has ${target.vocabSize}`);
+  }
+  const embedded = ctx.embedded;
+  const embedDims = [...embedded.keys()];
+  lmHeadRows = new Map(lmHeadRows);
+  return {
+    dims: ctx.dims,
+    ops: ctx.ops,
+    embedding: (t) => (t < ir.vocab ? embedDims.map((d) => ({ dim: d, value: embedded.get(d)!(t) })).filter((e) => e.value !== 0) : []),
+    embedDims,
+    lmHead: (t) => lmHeadRows.get(t) ?? [],
+    lmHeadDims,
+  };
+}

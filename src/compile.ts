@@ -28,6 +28,8 @@ export interface SignalPlacement {
   node: number;
   encoding: string;
   index: number;
+  /** bits: the dim holds bit `index` of (value − base). */
+  base?: number;
   slot: number;
   /** Sublayer that writes it (−1 = embedding) and the sublayer whose FFN clears it (or 2·layers = never). */
   birth: number;
@@ -169,7 +171,7 @@ export function compileCircuit(ir: CircuitIR, target: ModelConfig, opts: Compile
   const signals: SignalPlacement[] = lowered.dims
     .filter((d) => packing.slot[d.id]! >= 0)
     .map((d) => ({
-      name: d.name, node: d.node, encoding: d.encoding, index: d.index, slot: packing.slot[d.id]!,
+      name: d.name, node: d.node, encoding: d.encoding, index: d.index, base: d.base, slot: packing.slot[d.id]!,
       birth: packing.birth[d.id]!, end: packing.end[d.id]! >= END ? END : packing.end[d.id]!,
       cleared: clearedSet.has(d.id), lo: d.lo, hi: d.hi,
     }));

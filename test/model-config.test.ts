@@ -55,7 +55,7 @@ describe('built-in targets', () => {
   it('tiny is a small valid qwen3_5_text', () => {
     const c = resolveTarget('tiny').config;
     expect(c).toMatchObject({
-      family: 'qwen3_5_text', hiddenSize: 64, numLayers: 4, vocabSize: 256, intermediateSize: 128,
+      family: 'qwen3_5_text', hiddenSize: 64, numLayers: 4, vocabSize: 512, intermediateSize: 256,
       numAttentionHeads: 4, numKeyValueHeads: 2, headDim: 32, linearNumKeyHeads: 2, linearNumValueHeads: 4,
       linearKeyHeadDim: 16, linearValueHeadDim: 16, linearConvKernelDim: 4, dtype: 'float32',
     });

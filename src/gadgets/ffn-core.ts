@@ -63,6 +63,18 @@ export function formMagnitude(f: Form): number {
   return m;
 }
 
+/**
+ * A bound on |every float partial sum| of an input's form: for one term c·v + k (v = (x − k)/c)
+ * it is max(|lo − k|, |hi − k|) + |k| from the declared range; otherwise formMagnitude.
+ */
+export function partialBound(x: IntInput): number {
+  if (x.form.terms.length <= 1) {
+    const k = x.form.constant;
+    return Math.max(Math.abs(x.lo - k), Math.abs(x.hi - k)) + Math.abs(k);
+  }
+  return formMagnitude(x.form);
+}
+
 /** Validate an input: integer coefficients and range, lo ≤ hi, range consistent with the form. */
 export function checkInput(x: IntInput, what: string): void {
   if (!Number.isInteger(x.lo) || !Number.isInteger(x.hi) || x.lo > x.hi) {
@@ -88,7 +100,7 @@ export function checkUp(x: IntInput, what: string): void {
   if (x.lo < -VALUE_LIMIT || x.hi > VALUE_LIMIT) {
     fail('ffn.up-range', `${what}: up value range [${x.lo}, ${x.hi}] exceeds ±${VALUE_LIMIT} (bf16 up values must be integers of 8 significant bits)`);
   }
-  if (formMagnitude(x.form) >= EXACT_INT_LIMIT) fail('ffn.up-range', `${what}: up partial sums may reach 2^24`);
+  if (partialBound(x) >= EXACT_INT_LIMIT) fail('ffn.up-range', `${what}: up partial sums may reach 2^24`);
 }
 
 /** Check that an output range fits a slot. */
@@ -144,7 +156,7 @@ export function switchUnit(s: IntInput, u: IntInput, outs: { dim: VDim; k: numbe
   checkUp(u, `${tag} up`);
   const gate = combine(2 * A, s.form, 0, constForm(0));
   gate.constant -= A;
-  if (formMagnitude(gate) >= EXACT_INT_LIMIT) fail('ffn.gate-range', `${tag}: switch gate partial sums may reach 2^24`);
+  if (A * (2 * partialBound(s) + 1) >= EXACT_INT_LIMIT) fail('ffn.gate-range', `${tag}: switch gate partial sums may reach 2^24`);
   const down = outs.map((o) => ({ dim: o.dim, weight: downWeight(o.k / A, tag) }));
   return mkUnit(gate, u.form, down, A * Math.max(Math.abs(u.lo), Math.abs(u.hi)), tag);
 }
@@ -303,7 +315,8 @@ export function rampUnit(
     gateForm.constant -= A * gateOff.margin;
   }
   // f32 gate partial sums (content terms and the constant) must stay below 2^24.
-  if (formMagnitude(gateForm) >= EXACT_INT_LIMIT) {
+  const bound = A * (partialBound(x) + Math.abs(t)) + (gateOff ? A * gateOff.margin * (partialBound(gateOff.bit) + 1) : 0);
+  if (bound >= EXACT_INT_LIMIT) {
     fail('ffn.gate-range', `${tag}: ramp gate partial sums may reach 2^24 (form too large for A = ${A})`);
   }
   const down = outs.map((o) => ({ dim: o.dim, weight: downWeight(o.k / A, tag) }));

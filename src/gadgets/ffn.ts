@@ -12,7 +12,7 @@
 import { ChipcError } from '../util/errors.ts';
 import { combine, constForm, type FfnUnit, type VDim } from '../lower/forms.ts';
 import {
-  EXACT_INT_LIMIT, VALUE_LIMIT, checkInput, checkOutRange, input, linUnit,
+  EXACT_INT_LIMIT, VALUE_LIMIT, checkInput, checkOutRange, checkUp, input, linUnit,
   rampTable, rampUnit, switchUnit, unitPeak, type IntInput, type RampOutput,
 } from './ffn-core.ts';
 
@@ -55,6 +55,7 @@ function minus(x: IntInput, y: IntInput): IntInput {
  */
 export function lin(out: VDim, x: IntInput, k = 1): FfnUnit[] {
   checkK(k, 'lin');
+  checkUp(x, 'lin');
   checkOutRange(Math.min(k * x.lo, k * x.hi), Math.max(k * x.lo, k * x.hi), 'lin');
   return [linUnit(x, [{ dim: out, k }], 'lin')];
 }
@@ -116,6 +117,7 @@ export function ramp(out: VDim, x: IntInput, t: number, k = 1): FfnUnit[] {
   if (!Number.isInteger(t)) throw new ChipcError('ffn.input', `ramp: threshold ${t} is not an integer`);
   const mMax = x.hi - t;
   if (mMax <= 0) return [];
+  if (mMax > VALUE_LIMIT) throw new ChipcError('ffn.gate-range', `ramp: gate argument reaches ${mMax} > ${VALUE_LIMIT} (bf16 gate window)`);
   checkOutRange(Math.min(0, k * mMax), Math.max(0, k * mMax), 'ramp');
   return [rampUnit(x, 1, t, mMax, [{ dim: out, k }], 'ramp')];
 }
@@ -291,6 +293,7 @@ export function table2(
 export function switchMul(out: VDim, s: BitInput, u: IntInput, k = 1): FfnUnit[] {
   checkK(k, 'switchMul');
   const sb = asBit(s, 'switchMul s');
+  checkUp(u, 'switchMul up');
   checkOutRange(Math.min(0, k * u.lo, k * u.hi), Math.max(0, k * u.lo, k * u.hi), 'switchMul');
   return [switchUnit(sb, u, [{ dim: out, k }], 'switchMul')];
 }

@@ -21,6 +21,8 @@ export interface VDimInfo {
   encoding: Encoding;
   /** Element index within the encoding (bit index, one-hot position). */
   index: number;
+  /** bits: the dim holds bit `index` of (value − base). */
+  base?: number;
   /** Raw value range of the dim. */
   lo: number;
   hi: number;

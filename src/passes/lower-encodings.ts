@@ -34,10 +34,13 @@ export function bitsOf(ctx: LowerContext, id: NodeId, base: number, width: numbe
     const bit = (v: number, j: number) => Math.floor((v - base) / 2 ** j) % 2;
     if (n.op === 'token_field' || n.op === 'const') {
       const valueOf = n.op === 'const' ? () => n.value : (t: number) => n.values[t] ?? r.lo;
-      return Array.from({ length: width }, (_, j) =>
+      const dims = Array.from({ length: width }, (_, j) =>
         ctx.embedDim(n.id, 'bits', j, 0, 1, `${n.name}.bit${j}`, (t) => bit(valueOf(t), j)));
+      for (const d of dims) ctx.dims[d]!.base = base;
+      return dims;
     }
     const dims = Array.from({ length: width }, (_, j) => ctx.newDim(n.id, 'bits', j, 0, 1, `${n.name}.bit${j}`));
+    for (const d of dims) ctx.dims[d]!.base = base;
     const span = Array.from({ length: r.hi - r.lo + 1 }, (_, i) => r.lo + i);
     const units = atNode(ctx, n.id, 'the bit decomposition', () =>
       rampTable(input(ctx.formOf(n.id), r.lo, r.hi), dims.map((d, j) => ({ dim: d, values: span.map((v) => bit(v, j)) })), `${n.name}.bits`));

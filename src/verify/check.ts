@@ -1,0 +1,113 @@
+/**
+ * The oracle link between the IR interpreter and the compiled weights: run both on the same
+ * tokens and compare, at every position, the emitted token and every signal placed in the
+ * residual stream at every layer boundary where it is present — as float32 bit patterns (the
+ * residual must hold exactly the integer the interpreter computed). Used by the example tests and
+ * by `chipc check`.
+ */
+import type { CompileResult, SignalPlacement } from '../compile.ts';
+import { Executor, argmax } from '../exec/executor.ts';
+import type { ExecOptions } from '../exec/types.ts';
+import { Interpreter } from '../ir/interpret.ts';
+
+export interface Mismatch {
+  position: number;
+  /** 'token' for the emitted token, else the signal's display name. */
+  what: string;
+  /** Sublayer after which the residual was read (−1: the embedding; 2L: layer L's mixer; 2L + 1: its FFN). */
+  sublayer: number;
+  expected: number;
+  got: number;
+}
+
+export interface CheckResult {
+  positions: number;
+  tokens: number[];
+  emitted: number[];
+  signalsCompared: number;
+  mismatches: Mismatch[];
+}
+
+export interface CheckOptions extends ExecOptions {
+  /** 'teacher': feed `tokens` as given; 'generate': feed tokens[0..prompt) then the emitted tokens. */
+  mode?: 'teacher' | 'generate';
+  /** Generation: how many tokens form the prompt (default 1) and how many positions in total. */
+  prompt?: number;
+  length?: number;
+  /** Tokens fed as one prefill (chunked GDN kernel); default 1. */
+  prefill?: number;
+  /** Stop collecting after this many mismatches (default 20). */
+  maxMismatches?: number;
+}
+
+function expectedValue(res: CompileResult, s: SignalPlacement, v: number): number {
+  switch (s.encoding) {
+    case 'scalar':
+      return v;
+    case 'bits':
+      return Math.floor((v - (s.base ?? 0)) / 2 ** s.index) % 2;
+    case 'onehot':
+      return v === res.ir.nodes[s.node]!.range.lo + s.index ? 1 : 0;
+    default:
+      throw new Error(`internal: encoding ${s.encoding}`);
+  }
+}
+
+function f32bits(x: number): number {
+  return new Uint32Array(new Float32Array([x]).buffer)[0]!;
+}
+
+/** Is the placed signal in the residual after sublayer s (written, and not yet cleared)? */
+function presentAfter(sig: SignalPlacement, s: number): boolean {
+  return sig.birth <= s && (!sig.cleared || s < sig.end);
+}
+
+export function checkCompiled(res: CompileResult, tokens: number[], opts: CheckOptions = {}): CheckResult {
+  const mode = opts.mode ?? 'teacher';
+  const maxMis = opts.maxMismatches ?? 20;
+  const total = mode === 'teacher' ? tokens.length : Math.max(opts.length ?? tokens.length, 1);
+  const prompt = mode === 'teacher' ? tokens.length : Math.min(tokens.length, Math.max(1, opts.prompt ?? 1));
+  const prefillN = Math.max(1, Math.min(opts.prefill ?? 1, prompt, total));
+  const ex = new Executor(res.weights, opts);
+  const interp = new Interpreter(res.ir);
+  const L = res.weights.config.numLayers;
+  // afterSub[pos][s + 1]: the residual after sublayer s (s = −1: the embedding).
+  const afterSub: Float32Array[][] = [];
+  ex.addHook((ev) => {
+    const row = (afterSub[ev.position] ??= []);
+    if (ev.layer === 0) row[0] = ev.residualIn.slice();
+    row[2 * ev.layer + 1] = ev.residualMid.slice();
+    row[2 * ev.layer + 2] = ev.residualOut.slice();
+  });
+  const mismatches: Mismatch[] = [];
+  const fed: number[] = [];
+  const emitted: number[] = [];
+  const refEmitted: (number | null)[] = [];
+  let compared = 0;
+  let prefillLogits: Float32Array[] = [];
+  for (let pos = 0; pos < total && mismatches.length < maxMis; pos++) {
+    // The golden trace drives both sides: after the prompt, feed the interpreter's emitted token.
+    const tok = pos < prompt ? tokens[pos]! : (refEmitted[pos - 1] ?? 0);
+    fed.push(tok);
+    const ref = interp.step(tok);
+    refEmitted.push(ref.emitted);
+    if (pos === 0) prefillLogits = ex.prefill(tokens.slice(0, prefillN), { allLogits: true });
+    const logits = pos < prefillN ? prefillLogits[pos]! : ex.decode(tok);
+    const got = argmax(logits);
+    emitted.push(got);
+    if (ref.emitted !== null && got !== ref.emitted) {
+      mismatches.push({ position: pos, what: 'token', sublayer: 2 * L - 1, expected: ref.emitted, got });
+    }
+    for (const sig of res.signals) {
+      const want = expectedValue(res, sig, ref.values[sig.node]!);
+      const dim = res.slotDim(sig.slot);
+      for (let s = -1; s < 2 * L && mismatches.length < maxMis; s++) {
+        if (!presentAfter(sig, s)) continue;
+        const x = afterSub[pos]![s + 1]![dim]!;
+        compared++;
+        if (f32bits(x) !== f32bits(want)) mismatches.push({ position: pos, what: sig.name, sublayer: s, expected: want, got: x });
+      }
+    }
+  }
+  return { positions: fed.length, tokens: fed, emitted, signalsCompared: compared, mismatches };
+}

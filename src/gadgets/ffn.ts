@@ -168,8 +168,7 @@ export function compare(out: VDim, a: IntInput, b: IntInput | number, op: Compar
  * outs[j] += [x = lo + j] for j < N = outs.length. Shared ramps with second-difference down
  * weights (1, −2, 1)/A: N units when x's range is exactly [lo, lo+N), at most N + 2 when wider
  * (values outside the window give all zeros). Precondition: the ramps used stay in the bf16 gate
- * window, e.g. x's range is within [lo − 1, lo + N] and N ≤ 255, or N + 1 ≤ 256 when the range is
- * exactly the window.
+ * window, e.g. x.hi − lo + 1 ≤ 256 (upward ramps) or lo + N − x.lo ≤ 256 (mirrored).
  */
 export function oneHot(outs: VDim[], x: IntInput, lo: number): FfnUnit[] {
   checkInput(x, 'oneHot');

@@ -9,7 +9,7 @@ import type { CircuitIR } from './ir/types.ts';
 import type { LayerType, ModelConfig } from './model/config.ts';
 import type { ModelWeights } from './model/weights.ts';
 import { ChipcError } from './util/errors.ts';
-import { dimForm, input, linUnit } from './gadgets/ffn-core.ts';
+import { clear } from './gadgets/ffn.ts';
 import { chooseHidden, CONST_ONES, makeFrame, anchorPlan, type ResidualFrame } from './lower/frame.ts';
 import type { AttnKvHeadSpec, FfnUnit, GdnKeyHeadSpec, LayerSpec } from './lower/forms.ts';
 import type { LoweredCircuit } from './lower/lowered.ts';
@@ -143,7 +143,7 @@ export function compileCircuit(ir: CircuitIR, target: ModelConfig, opts: Compile
   for (const c of packing.clears) {
     const d = lowered.dims[c.dim]!;
     const layer = Math.floor(c.sublayer / 2);
-    ffn[layer]!.push(linUnit(input(dimForm(c.dim), d.lo, d.hi), [{ dim: c.dim, k: -1 }], `clear ${d.name}`));
+    ffn[layer]!.push(...clear(c.dim, d));
     clearCount[layer]!++;
   }
   const dv = target.linearValueHeadDim;

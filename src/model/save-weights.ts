@@ -233,6 +233,8 @@ export interface SaveModelOptions {
   metadata?: Record<string, string>;
   /** Replace an existing non-empty directory (default: refuse). */
   overwrite?: boolean;
+  /** More files written into the same directory in the same atomic rename (name → contents). */
+  extraFiles?: Record<string, string | Uint8Array>;
 }
 
 /**
@@ -248,6 +250,6 @@ export function saveModel(dir: string, weights: ModelWeights, opts: SaveModelOpt
     maxShardSize: opts.maxShardSize,
     metadata: opts.metadata,
     overwrite: opts.overwrite,
-    extraFiles: { 'config.json': hfConfigJson(cfg) },
+    extraFiles: { ...opts.extraFiles, 'config.json': hfConfigJson(cfg) },
   });
 }

@@ -1,30 +1,19 @@
 /**
  * Pass (part of lowering) — arithmetic to SwiGLU units. Each computed IR node (table, compare,
  * select, logic) becomes one FFN op writing the node's scalar dim:
- * - table, compare, logic: a shared-ramp table over one integer form — the node's inputs combined
- *   into a mixed-radix index Σ stride_i·(x_i − lo_i) (compare: the difference a − b);
- * - select(c, a, b) = b + c·(a − b): a LIN unit and one SWITCH (two when |a − b| may exceed the
- *   slot range).
+ * - table: a shared-ramp table over the inputs combined into one mixed-radix index
+ *   Σ stride_i·(x_i − lo_i);
+ * - compare: a step/equality table of the difference a − b; select: a two-switch mux; and, or,
+ *   xor, not: one or two units (gadgets/ffn.ts).
  * Constants and linear nodes are folded into these forms (lower/context.ts), so they cost nothing.
  */
 import type { CompareNode, IrNode, LogicNode, SelectNode, TableNode } from '../ir/types.ts';
-import { input, linUnit, rampTable, switchUnit } from '../gadgets/ffn-core.ts';
+import { input, rampTable } from '../gadgets/ffn-core.ts';
+import { and, compare, mux, not, or, xor } from '../gadgets/ffn.ts';
 import { combine, constForm, type FfnUnit, type Form, type VDim } from '../lower/forms.ts';
 import type { LowerContext } from '../lower/context.ts';
 import { opReads } from '../lower/op-io.ts';
-import { SLOT_LIMIT } from '../lower/frame.ts';
 import { atNode } from './lower-encodings.ts';
-
-function cmp(op: CompareNode['cmp'], d: number): number {
-  switch (op) {
-    case 'eq': return d === 0 ? 1 : 0;
-    case 'ne': return d !== 0 ? 1 : 0;
-    case 'lt': return d < 0 ? 1 : 0;
-    case 'le': return d <= 0 ? 1 : 0;
-    case 'gt': return d > 0 ? 1 : 0;
-    case 'ge': return d >= 0 ? 1 : 0;
-  }
-}
 
 /** A mixed-radix index over the inputs' ranges (first input slowest), and its span. */
 function indexForm(ctx: LowerContext, inputs: number[]): { f: Form; span: number } {
@@ -44,7 +33,7 @@ function emitFfn(ctx: LowerContext, n: IrNode, units: FfnUnit[], out: VDim, what
   return out;
 }
 
-function lowerTable(ctx: LowerContext, n: TableNode | LogicNode, values: number[], inputs: number[]): VDim {
+function lowerTable(ctx: LowerContext, n: TableNode, values: number[], inputs: number[]): VDim {
   const out = ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name);
   const { f, span } = indexForm(ctx, inputs);
   const units = atNode(ctx, n.id, 'the table', () => rampTable(input(f, 0, span - 1), [{ dim: out, values }], n.name));
@@ -55,43 +44,35 @@ function lowerCompare(ctx: LowerContext, n: CompareNode): VDim {
   const out = ctx.newDim(n.id, 'scalar', 0, 0, 1, n.name);
   const ra = ctx.resolve(n.a).range;
   const rb = ctx.resolve(n.b).range;
-  const lo = ra.lo - rb.hi;
-  const hi = ra.hi - rb.lo;
-  const d = combine(1, ctx.formOf(n.a), -1, ctx.formOf(n.b));
-  const values = Array.from({ length: hi - lo + 1 }, (_, i) => cmp(n.cmp, lo + i));
-  const units = atNode(ctx, n.id, `the comparison (${n.cmp})`, () => rampTable(input(d, lo, hi), [{ dim: out, values }], n.name));
+  const units = atNode(ctx, n.id, `the comparison (${n.cmp})`, () =>
+    compare(out, input(ctx.formOf(n.a), ra.lo, ra.hi), input(ctx.formOf(n.b), rb.lo, rb.hi), n.cmp));
   return emitFfn(ctx, n, units, out, `compare "${n.name}"`);
 }
 
 function lowerSelect(ctx: LowerContext, n: SelectNode): VDim {
   const out = ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name);
-  const c = input(ctx.formOf(n.cond), 0, 1);
   const ra = ctx.resolve(n.then).range;
   const rb = ctx.resolve(n.else).range;
-  const a = input(ctx.formOf(n.then), ra.lo, ra.hi);
-  const b = input(ctx.formOf(n.else), rb.lo, rb.hi);
-  const units = atNode(ctx, n.id, 'the select', () => {
-    const us = [linUnit(b, [{ dim: out, k: 1 }], n.name)];
-    const dlo = ra.lo - rb.hi;
-    const dhi = ra.hi - rb.lo;
-    if (Math.max(-dlo, dhi) <= SLOT_LIMIT) {
-      us.push(switchUnit(c, input(combine(1, a.form, -1, b.form), dlo, dhi), [{ dim: out, k: 1 }], n.name));
-    } else {
-      us.push(switchUnit(c, a, [{ dim: out, k: 1 }], n.name));
-      us.push(switchUnit(c, b, [{ dim: out, k: -1 }], n.name));
-    }
-    return us;
-  });
+  const units = atNode(ctx, n.id, 'the select', () =>
+    mux(out, input(ctx.formOf(n.cond), 0, 1), input(ctx.formOf(n.then), ra.lo, ra.hi), input(ctx.formOf(n.else), rb.lo, rb.hi)));
   return emitFfn(ctx, n, units, out, `select "${n.name}"`);
 }
 
-function logicValues(n: LogicNode): number[] {
-  if (n.logic === 'not') return [1, 0];
-  const f = n.logic === 'and' ? (a: number, b: number) => a & b : n.logic === 'or' ? (a: number, b: number) => a | b : (a: number, b: number) => a ^ b;
-  const out: number[] = [];
-  for (let a = 0; a <= 1; a++) for (let b = 0; b <= 1; b++) out.push(f(a, b));
-  // Inputs are bits but their declared ranges may be narrower ([0,0] or [1,1]); index over the ranges.
-  return out;
+function lowerLogic(ctx: LowerContext, n: LogicNode): VDim {
+  const out = ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name);
+  const bits = n.args.map((a) => {
+    const r = ctx.resolve(a).range;
+    return input(ctx.formOf(a), r.lo, r.hi);
+  });
+  const units = atNode(ctx, n.id, `the ${n.logic}`, () => {
+    switch (n.logic) {
+      case 'and': return and(out, bits[0]!, bits[1]!);
+      case 'or': return or(out, bits[0]!, bits[1]!);
+      case 'xor': return xor(out, bits[0]!, bits[1]!);
+      case 'not': return not(out, bits[0]!);
+    }
+  });
+  return emitFfn(ctx, n, units, out, `${n.logic} "${n.name}"`);
 }
 
 /** Produce the scalar dim of a computed arithmetic node. */
@@ -103,21 +84,8 @@ export function lowerArith(ctx: LowerContext, n: IrNode): VDim {
       return lowerCompare(ctx, n);
     case 'select':
       return lowerSelect(ctx, n);
-    case 'logic': {
-      // Tabulate over the inputs' actual ranges (a bit input may be constant).
-      const rs = n.args.map((a) => ctx.resolve(a).range);
-      const full = logicValues(n);
-      const values: number[] = [];
-      const rec = (k: number, idx: number) => {
-        if (k === rs.length) {
-          values.push(full[idx]!);
-          return;
-        }
-        for (let v = rs[k]!.lo; v <= rs[k]!.hi; v++) rec(k + 1, idx * 2 + v);
-      };
-      rec(0, 0);
-      return lowerTable(ctx, n, values, n.args);
-    }
+    case 'logic':
+      return lowerLogic(ctx, n);
     default:
       throw new Error(`internal: lowerArith on ${n.op}`);
   }

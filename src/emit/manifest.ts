@@ -1,0 +1,84 @@
+/**
+ * The manifest written beside an emitted checkpoint (`chipc-manifest.json`): everything a tool
+ * needs to decode a residual stream of the compiled model — the frame (anchor and constant dims),
+ * every placed signal (residual dim, encoding, the sublayers where it is present), the layer
+ * types, and the circuit's token alphabet (which fields each emitted token stands for).
+ * Deterministic JSON (fixed key order, no timestamps).
+ */
+import type { CompileResult } from '../compile.ts';
+
+export const MANIFEST_FILE = 'chipc-manifest.json';
+
+export interface Manifest {
+  format: 'chipc-manifest';
+  version: 1;
+  circuit: string;
+  source: string;
+  target: string;
+  hidden: number;
+  layerTypes: string[];
+  frame: { anchors: { dim: number; value: number }[]; constOnes: number[]; firstSlot: number; normScale: number };
+  vocab: { circuit: number; bos: number | null };
+  signals: {
+    name: string;
+    node: number;
+    encoding: string;
+    index: number;
+    base?: number;
+    dim: number;
+    birth: number;
+    end: number;
+    cleared: boolean;
+  }[];
+  /** emitted[i] = token emitted for the i-th tuple of the emit fields (row-major over their ranges). */
+  emit: { fields: string[]; tokens: number[] } | null;
+  report: ReturnType<typeof compileReport>;
+}
+
+export function compileReport(res: CompileResult) {
+  return {
+    layers: res.layers,
+    dims: res.frame.hidden,
+    frameDims: res.frame.firstSlot,
+    liveMax: res.packing.liveMax,
+    slotsUsed: res.packing.slotsUsed,
+    virtualDims: res.lowered.dims.length,
+    ops: res.lowered.ops.length,
+    heads: res.layers.reduce((a, l) => a + l.heads, 0),
+    units: res.layers.reduce((a, l) => a + l.units, 0),
+    nonZeros: res.layers.reduce((a, l) => a + l.nonZeros, 0) + embedNonZeros(res),
+    embeddingNonZeros: embedNonZeros(res),
+  };
+}
+
+function embedNonZeros(res: CompileResult): number {
+  const n = (m: { csr?: { values: Float32Array } }) => m.csr?.values.length ?? 0;
+  return n(res.weights.embedTokens) + n(res.weights.lmHead);
+}
+
+export function buildManifest(res: CompileResult, targetName: string): Manifest {
+  const f = res.frame;
+  return {
+    format: 'chipc-manifest',
+    version: 1,
+    circuit: res.ir.name,
+    source: res.ir.source,
+    target: targetName,
+    hidden: f.hidden,
+    layerTypes: res.weights.config.layerTypes,
+    frame: {
+      anchors: f.anchors.map((a) => ({ dim: a.dim, value: a.n * 2 ** f.m })),
+      constOnes: f.constOnes,
+      firstSlot: f.firstSlot,
+      normScale: f.normScale,
+    },
+    vocab: { circuit: res.ir.vocab, bos: res.ir.bos },
+    signals: res.signals.map((s) => ({
+      name: s.name, node: s.node, encoding: s.encoding, index: s.index,
+      ...(s.base !== undefined ? { base: s.base } : {}),
+      dim: res.slotDim(s.slot), birth: s.birth, end: s.end, cleared: s.cleared,
+    })),
+    emit: res.ir.emit ? { fields: res.ir.emit.fields.map((id) => res.ir.nodes[id]!.name), tokens: res.ir.emit.tokens } : null,
+    report: compileReport(res),
+  };
+}

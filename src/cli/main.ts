@@ -13,6 +13,7 @@ import { registerTargets } from './commands/targets.ts';
 import { registerExec } from './commands/exec.ts';
 import { registerEmu } from './commands/emu.ts';
 import { registerBuild } from './commands/build.ts';
+import { registerCompile } from './commands/compile.ts';
 
 export type CommandResult = Promise<number> | number;
 
@@ -38,6 +39,7 @@ export function buildProgram(sink: ExitSink): Command {
   registerExec(program, run);
   registerEmu(program, run);
   registerBuild(program, run);
+  registerCompile(program, run);
   return program;
 }
 

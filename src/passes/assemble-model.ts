@@ -6,7 +6,8 @@
  * Fixed parts of every compiled layer:
  * - zero-centred norms have w = 0 (scale 1): sublayer inputs are raw·normScale (frame.ts);
  * - GDN: in_proj_a = 0, dt_bias = −128, A_log = 0, so g = −exp(0)·softplus(−128) = −0 and
- *   exp(g) = 1 exactly on every token; conv taps (0, …, 0, 1): the current token only;
+ *   exp(g) = 1 exactly on every token; conv taps (0, …, 0, 1): the current token only (both on
+ *   used heads only: an unused head sees q = k = v = 0 and its state stays 0 whatever its gates);
  * - the embedding row of every token carries the frame constants (anchors, constant ones).
  */
 import type { ModelConfig } from '../model/config.ts';
@@ -84,8 +85,19 @@ export function assembleGdn(
   const z = new CsrBuilder(Hv * dv, H);
   const b = new CsrBuilder(Hv, H);
   const out = new CsrBuilder(H, Hv * dv);
+  const conv = zeros(convDim * K);
+  const dtBias = zeros(Hv);
+  // Only channels of used heads get the current-token tap, and only used value heads are pinned:
+  // an unused head has q = k = v = 0, so its state stays exactly 0 whatever its gates are.
+  const tap = (c: number) => {
+    conv[c * K + K - 1] = 1;
+  };
   mixer.heads.forEach((kh, h) => {
     if (!kh) return;
+    for (let i = 0; i < dk; i++) {
+      tap(h * dk + i);
+      tap(keyDim + h * dk + i);
+    }
     if (kh.q.length !== dk || kh.k.length !== dk || kh.values.length !== r) {
       throw new Error(`internal: GDN key head spec shape (q ${kh.q.length}, k ${kh.k.length}, values ${kh.values.length}) ≠ (${dk}, ${dk}, ${r})`);
     }
@@ -97,6 +109,8 @@ export function assembleGdn(
       if (!vh) return;
       const head = h * r + j;
       if (vh.v.length !== dv || vh.z.length !== dv) throw new Error('internal: GDN value head spec shape');
+      dtBias[head] = PINNED_DT_BIAS;
+      for (let c = 0; c < dv; c++) tap(2 * keyDim + head * dv + c);
       for (let c = 0; c < dv; c++) {
         qkv.setRow(2 * keyDim + head * dv + c, formRow(vh.v[c]!, frame, slotOf, `${what} v`));
         z.setRow(head * dv + c, formRow(vh.z[c]!, frame, slotOf, `${what} z`));
@@ -105,8 +119,6 @@ export function assembleGdn(
       for (const o of vh.out) out.add(slotOf(o.dim), head * dv + o.col, o.weight);
     });
   });
-  const conv = zeros(convDim * K);
-  for (let c = 0; c < convDim; c++) conv[c * K + K - 1] = 1;
   const norm = new Float32Array(dv).fill(1);
   if (mixer.normWeight) {
     if (mixer.normWeight.length !== dv) throw new Error('internal: GDN norm weight length');
@@ -120,7 +132,7 @@ export function assembleGdn(
     inProjA: emptyMatrix(Hv, H),
     conv1d: conv,
     aLog: zeros(Hv),
-    dtBias: new Float32Array(Hv).fill(PINNED_DT_BIAS),
+    dtBias,
     norm,
     outProj: out.build(`${what}.out_proj`),
   };

@@ -15,7 +15,9 @@ export function atNode<T>(ctx: LowerContext, id: NodeId, what: string, make: () 
   try {
     return make();
   } catch (e) {
-    if (e instanceof ChipcError && !e.code.startsWith('lower.')) {
+    // Only a gadget's own bound violation is this node's problem; errors raised while building
+    // the node's inputs (another node's gadget, a RAM that does not fit) pass through unchanged.
+    if (e instanceof ChipcError && e.code.startsWith('ffn.')) {
       const n = ctx.resolve(id);
       ctx.fail(n, 'lower.gadget', `${what} of signal "${n.name}" cannot be built exactly: ${e.message}`);
     }

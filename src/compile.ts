@@ -93,12 +93,32 @@ export function layerNonZeros(w: ModelWeights, i: number): number {
 
 export function compileCircuit(ir: CircuitIR, target: ModelConfig, opts: CompileOptions = {}): CompileResult {
   const lowered = lower(ir, target);
-  const sched = schedule(lowered, {
-    ffnUnits: target.intermediateSize,
-    gdnKeyHeads: target.linearNumKeyHeads,
-    attnKvHeads: target.numKeyValueHeads,
-  });
-  const packing = packSlots(lowered, sched);
+  // Schedule and pack; when the slot clears packing adds overflow a layer's FFN, reserve that
+  // many units there and schedule again (a fixpoint: reservations only grow).
+  const reserve: number[] = [];
+  let sched: Schedule;
+  let packing: Packing;
+  for (let round = 0; ; round++) {
+    sched = schedule(lowered, {
+      ffnUnits: target.intermediateSize,
+      gdnKeyHeads: target.linearNumKeyHeads,
+      attnKvHeads: target.numKeyValueHeads,
+      ffnReserve: reserve,
+    });
+    packing = packSlots(lowered, sched);
+    const clears = new Array<number>(sched.numLayers).fill(0);
+    for (const c of packing.clears) clears[Math.floor(c.sublayer / 2)]!++;
+    let over = false;
+    sched.usage.forEach((u, L) => {
+      const excess = u.units + clears[L]! - target.intermediateSize;
+      if (excess > 0) {
+        reserve[L] = (reserve[L] ?? 0) + excess;
+        over = true;
+      }
+    });
+    if (!over) break;
+    if (round >= 50) throw new ChipcError('fit.units', 'slot clears keep overflowing the FFN budget; the circuit is too wide for this target');
+  }
 
   // Frame: the target's hidden size unless the circuit needs more.
   const overheadFor = (H: number) => (anchorPlan(H)?.ns.length ?? 4) + CONST_ONES;

@@ -17,7 +17,7 @@ import type {
 import { ChipcError } from '../util/errors.ts';
 import { frameConstants, type ResidualFrame } from '../lower/frame.ts';
 import type { FfnUnit, LayerSpec, VDim } from '../lower/forms.ts';
-import { CsrBuilder, formRow, type SlotMap } from './assemble/rows.ts';
+import { CsrBuilder, csrFromRows, formRow, type SlotMap } from './assemble/rows.ts';
 
 /** dt_bias of every pinned GDN head: softplus(−128) = 0 exactly, so g = −0. */
 export const PINNED_DT_BIAS = -128;
@@ -206,20 +206,14 @@ export function assembleModel(spec: ModelSpec): ModelWeights {
       mlp: assembleFfn(ls.ffn, cfg, frame, slotOf, i),
     };
   });
-  const consts = frameConstants(frame);
-  const emb = new CsrBuilder(cfg.vocabSize, H);
-  const lm = new CsrBuilder(cfg.vocabSize, H);
+  const consts = [...frameConstants(frame)];
   const inv = 1 / frame.normScale;
-  for (let t = 0; t < cfg.vocabSize; t++) {
-    for (const [d, v] of consts) emb.add(t, d, v);
-    for (const e of spec.embedding(t)) emb.add(t, slotOf(e.dim), e.value);
-    for (const w of spec.lmHead(t)) lm.add(t, slotOf(w.dim), w.weight * inv);
-  }
-  return {
-    config: cfg,
-    embedTokens: emb.build('embed_tokens'),
-    layers,
-    norm: zeros(H),
-    lmHead: lm.build('lm_head'),
-  };
+  const embedTokens = csrFromRows(cfg.vocabSize, H, 'embed_tokens', (t, emit) => {
+    for (const [d, v] of consts) emit(d, v);
+    for (const e of spec.embedding(t)) emit(slotOf(e.dim), e.value);
+  });
+  const lmHead = csrFromRows(cfg.vocabSize, H, 'lm_head', (t, emit) => {
+    for (const w of spec.lmHead(t)) emit(slotOf(w.dim), w.weight * inv);
+  });
+  return { config: cfg, embedTokens, layers, norm: zeros(H), lmHead };
 }

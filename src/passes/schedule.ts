@@ -16,6 +16,8 @@ export interface LayerResources {
   attnKvHeads: number;
   /** Largest number of layers the target allows (default unbounded). */
   maxLayers?: number;
+  /** FFN units to keep free per layer (for the slot clears packing adds afterwards). */
+  ffnReserve?: number[];
 }
 
 export interface Schedule {
@@ -108,7 +110,7 @@ export function schedule(lc: LoweredCircuit, res: LayerResources): Schedule {
         ensure(L);
         const u = usage[L]!;
         if (op.kind === 'ffn') {
-          if (u.units + cost.units <= res.ffnUnits) {
+          if (u.units + cost.units <= res.ffnUnits - (res.ffnReserve?.[L] ?? 0)) {
             u.units += cost.units;
             break;
           }

@@ -70,14 +70,16 @@ export class CsrBuilder {
     if (r < 0 || r >= this.rows) throw new Error(`internal: row ${r} outside [0, ${this.rows})`);
     this.rowsData[r] = row;
   }
-  /** Add a single entry (column-wise writes such as down/out projections). */
+  /** Add a single entry (column-wise writes such as down/out projections); repeated entries sum. */
   add(r: number, c: number, w: number): void {
     let row = this.rowsData[r];
     if (!row) {
       row = { cols: [], vals: [] };
       this.rowsData[r] = row;
     }
-    const i = row.cols.indexOf(c);
+    const n = row.cols.length;
+    // Entries mostly arrive in ascending column order: append without a search.
+    const i = n > 0 && row.cols[n - 1]! < c ? -1 : row.cols.indexOf(c);
     if (i >= 0) row.vals[i]! += w;
     else {
       row.cols.push(c);
@@ -95,7 +97,9 @@ export class CsrBuilder {
       rowPtr[r] = k;
       const row = this.rowsData[r];
       if (row) {
-        const order = row.cols.map((_, i) => i).sort((a, b) => row.cols[a]! - row.cols[b]!);
+        let sorted = true;
+        for (let i = 1; i < row.cols.length && sorted; i++) sorted = row.cols[i - 1]! < row.cols[i]!;
+        const order = sorted ? row.cols.map((_, i) => i) : row.cols.map((_, i) => i).sort((a, b) => row.cols[a]! - row.cols[b]!);
         for (const i of order) {
           const w = row.vals[i]!;
           if (w === 0) continue;
@@ -110,4 +114,56 @@ export class CsrBuilder {
     rowPtr[this.rows] = k;
     return { rows: this.rows, cols: this.cols, csr: { rowPtr, colIdx: colIdx.subarray(0, k), values: values.subarray(0, k) } };
   }
+}
+
+/**
+ * Build a CSR matrix row by row from a callback that emits (column, weight) entries of row r in
+ * any order (duplicates sum). Rows are appended to growable typed arrays, so matrices with many
+ * rows (embeddings and LM heads at real vocabulary sizes) cost no per-row objects.
+ */
+export function csrFromRows(
+  rows: number, cols: number, what: string,
+  fill: (r: number, emit: (c: number, w: number) => void) => void,
+): { rows: number; cols: number; csr: { rowPtr: Uint32Array; colIdx: Uint32Array; values: Float32Array } } {
+  const rowPtr = new Uint32Array(rows + 1);
+  let colIdx = new Uint32Array(1024);
+  let values = new Float32Array(1024);
+  let k = 0;
+  const rc: number[] = [];
+  const rw: number[] = [];
+  const emit = (c: number, w: number) => {
+    rc.push(c);
+    rw.push(w);
+  };
+  for (let r = 0; r < rows; r++) {
+    rowPtr[r] = k;
+    rc.length = 0;
+    rw.length = 0;
+    fill(r, emit);
+    if (rc.length === 0) continue;
+    const order = rc.map((_, i) => i);
+    if (rc.length > 1) order.sort((a, b) => rc[a]! - rc[b]!);
+    if (k + rc.length > colIdx.length) {
+      const n = Math.max(colIdx.length * 2, k + rc.length);
+      const ci = new Uint32Array(n);
+      ci.set(colIdx);
+      colIdx = ci;
+      const vv = new Float32Array(n);
+      vv.set(values);
+      values = vv;
+    }
+    let i = 0;
+    while (i < order.length) {
+      const c = rc[order[i]!]!;
+      let w = 0;
+      while (i < order.length && rc[order[i]!] === c) w += rw[order[i++]!]!;
+      if (w === 0) continue;
+      if (c < 0 || c >= cols) throw new Error(`internal: column ${c} outside [0, ${cols}) in ${what}`);
+      colIdx[k] = c;
+      values[k] = checkWeight(w, what);
+      k++;
+    }
+  }
+  rowPtr[rows] = k;
+  return { rows, cols, csr: { rowPtr, colIdx: colIdx.slice(0, k), values: values.slice(0, k) } };
 }

@@ -79,10 +79,16 @@ const def = defineCircuit({ name: 'synthetic', vocab: 256 }, (c) => {
 });
 const ir = buildCircuit(def, 'synthetic');
 const target = resolveTarget('qwen3.5-4b').config;
-const t0 = performance.now();
-const res = compileCircuit(ir, target);
-const ms = performance.now() - t0;
+// Three compilations: the first includes JIT warm-up; the best of the three is the steady state.
+const times: number[] = [];
+let res = compileCircuit(ir, target);
+for (let i = 0; i < 3; i++) {
+  const t0 = performance.now();
+  res = compileCircuit(ir, target);
+  times.push(performance.now() - t0);
+}
+const ms = Math.min(...times);
 const rep = compileReport(res);
 console.log(`\nsynthetic: ${ir.nodes.length} signals → ${rep.units} FFN units, ${res.layers.length} layers, hidden ${rep.dims}, ` +
-  `live max ${rep.liveMax}, slots ${rep.slotsUsed}, ${rep.nonZeros} non-zeros; compiled in ${ms.toFixed(0)} ms (qwen3.5-4b widths)`);
+  `live max ${rep.liveMax}, slots ${rep.slotsUsed}, ${rep.nonZeros} non-zeros; compiled in ${ms.toFixed(0)} ms (best of 3 after one warm-up; runs ${times.map((t) => t.toFixed(0)).join(', ')} ms; qwen3.5-4b widths)`);
 console.log(JSON.stringify({ bench: 'compile', examples: json, synthetic: { signals: ir.nodes.length, compileMs: ms, numLayers: res.layers.length, ...rep } }));

@@ -17,6 +17,7 @@ import { lower } from './passes/lower.ts';
 import { schedule, type Schedule } from './passes/schedule.ts';
 import { packSlots, type Packing } from './passes/pack-slots.ts';
 import { assembleModel } from './passes/assemble-model.ts';
+import { analyzeOrderInvariance, type InvarianceReport } from './passes/order-invariance.ts';
 
 export interface CompileOptions {
   /** Hidden size to use (default: the target's, widened only as far as the circuit needs). */
@@ -58,6 +59,8 @@ export interface CompileResult {
   packing: Packing;
   signals: SignalPlacement[];
   layers: LayerReport[];
+  /** Which emitted matmuls are exact in any summation order (passes/order-invariance.ts). */
+  invariance: InvarianceReport;
   /** Slot index → residual dim. */
   slotDim: (slot: number) => number;
 }
@@ -212,5 +215,6 @@ export function compileCircuit(ir: CircuitIR, target: ModelConfig, opts: Compile
     liveIn: packing.liveAt[2 * i] ?? 0,
     nonZeros: layerNonZeros(weights, i),
   }));
-  return { ir, weights, frame, lowered, schedule: sched, packing, signals, layers: layerReports, slotDim };
+  const invariance = analyzeOrderInvariance(layers, lowered.dims);
+  return { ir, weights, frame, lowered, schedule: sched, packing, signals, layers: layerReports, invariance, slotDim };
 }

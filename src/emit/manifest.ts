@@ -48,6 +48,13 @@ export function compileReport(res: CompileResult) {
     units: res.layers.reduce((a, l) => a + l.units, 0),
     nonZeros: res.layers.reduce((a, l) => a + l.nonZeros, 0) + embedNonZeros(res),
     embeddingNonZeros: embedNonZeros(res),
+    orderInvariance: {
+      matmuls: res.invariance.matmuls,
+      invariantMatmuls: res.invariance.invariantMatmuls,
+      rows: res.invariance.rows,
+      invariantRows: res.invariance.invariantRows,
+      notInvariant: res.invariance.notInvariant,
+    },
   };
 }
 

@@ -231,7 +231,9 @@ export function fillSquares(r: number, maxTerms = 6): number[] | null {
     const hi = Math.min(cap, Math.floor(Math.sqrt(rest)));
     const lo = Math.ceil(Math.sqrt(rest / t));
     let tried = 0;
-    for (let a = hi; a >= lo && tried < 48; a--) {
+    // walk the bf16-exact integers downwards: multiples of 2^(bitlength − 8)
+    const stepOf = (x: number) => 2 ** Math.max(0, Math.floor(Math.log2(x)) - 7);
+    for (let a = hi >= 1 ? Math.floor(hi / stepOf(hi)) * stepOf(hi) : 0; a >= Math.max(lo, 1) && tried < 48; a -= stepOf(a - 1 >= 1 ? a - 1 : 1)) {
       if (!bf16Exact(a)) continue;
       tried++;
       const s = dfs(rest - a * a, t - 1, a);
@@ -350,9 +352,11 @@ export function lowerLookupToAttention(
     const s = 2 ** zq;
     const sigma = sigmaOf(zq);
     const content = s * s * (B * B * n + (hasPub ? B * B : 0) + stampSq + (offsetMul > 0 ? B * B : 0)) + sigma * sigma;
+    const vContent = Math.min(...[s * B, s, sigma].filter((x) => x !== 0).map(twoAdic));
     for (let i = 3; i <= 40; i++) {
       const T = D * 4 ** i;
       if (T < content) continue;
+      if (T / 4 ** vContent >= 2 ** 24) break;
       const fill = fillSquares(T - content, 6);
       if (fill === null) continue;
       // partial sums of the q squares are integers; exact when T / 4^v < 2^24

@@ -478,6 +478,9 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnDims, opts: G
             z: Array.from({ length: dv }, () => ({ terms: [], constant: RAM_Z })),
             b: bForm,
             out,
+            // Gated-norm outputs are exactly 0 or hotOut (order-invariance analysis).
+            outBound: hotOut,
+            outQuantum: hotOut,
             tag: `${tag} port ${p} rows ${b * rowsPerKeyHead}.. value head ${vi}`,
           });
         }

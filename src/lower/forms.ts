@@ -64,6 +64,9 @@ export interface GdnValueHeadSpec {
   b: Form;
   /** out_proj: residual[dim] += weight · normed_output[col]. */
   out: { col: number; dim: VDim; weight: number }[];
+  /** Every gated-norm output of this head is an integer multiple of outQuantum within ±outBound (order-invariance analysis). */
+  outBound?: number;
+  outQuantum?: number;
   tag?: string;
 }
 
@@ -85,6 +88,9 @@ export interface AttnQueryHeadSpec {
   gate: Form[];
   /** o_proj: residual[dim] += weight · gated_output[col]. */
   out: { col: number; dim: VDim; weight: number }[];
+  /** Every gated attention output is an integer multiple of outQuantum within ±outBound (order-invariance analysis). */
+  outBound?: number;
+  outQuantum?: number;
   tag?: string;
 }
 

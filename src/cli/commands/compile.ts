@@ -79,6 +79,9 @@ export function registerCompile(program: Command, run: Runner): void {
             res.layers.map((l) => [l.layer, l.type, l.heads, l.units, l.clearUnits, l.liveIn, l.nonZeros])));
           out.line(`dims ${report.dims} (frame ${report.frameDims} + slots ${report.slotsUsed}), live max ${report.liveMax}, ` +
             `embedding + LM head non-zeros ${fmtInt(report.embeddingNonZeros)}`);
+          const inv = report.orderInvariance;
+          out.line(`order-invariant matmuls: ${inv.invariantMatmuls}/${inv.matmuls} (rows ${fmtInt(inv.invariantRows)}/${fmtInt(inv.rows)})` +
+            (inv.notInvariant.length ? `; not provable: ${inv.notInvariant.join(', ')}` : ''));
         }
         if (o.output) out.line(`wrote ${written.join(', ')} to ${o.output}`);
         if (o.svg) out.line(`wrote ${o.svg}`);

@@ -102,3 +102,22 @@ describe('register file specifics', () => {
     expect(r.mismatches).toEqual([]);
   });
 });
+
+describe('the checker has teeth', () => {
+  it('reports the first divergence when one weight of the compiled model is perturbed', async () => {
+    const res = await compile('regfile');
+    const mixer = res.weights.layers[0]!.mixer;
+    if (mixer.kind !== 'linear_attention') throw new Error('expected a GDN layer');
+    const values = mixer.outProj.csr!.values.slice();
+    values[0] = values[0]! * 2; // one read-out weight doubled
+    const bad = {
+      ...res,
+      weights: { ...res.weights, layers: [{ ...res.weights.layers[0]!, mixer: { ...mixer, outProj: { ...mixer.outProj, csr: { ...mixer.outProj.csr!, values } } } }] },
+    };
+    const tokens = [136, ...Array.from({ length: 64 }, (_, i) => (i * 53 + 7) % 136)];
+    expect(checkCompiled(res, tokens).mismatches).toEqual([]);
+    const r = checkCompiled(bad, tokens);
+    expect(r.mismatches.length).toBeGreaterThan(0);
+    expect(r.mismatches[0]!.sublayer).toBe(0); // first seen right after the GDN mixer of layer 0
+  });
+});

@@ -14,6 +14,7 @@ import { registerExec } from './commands/exec.ts';
 import { registerEmu } from './commands/emu.ts';
 import { registerBuild } from './commands/build.ts';
 import { registerCompile } from './commands/compile.ts';
+import { registerCheck } from './commands/check.ts';
 
 export type CommandResult = Promise<number> | number;
 
@@ -40,6 +41,7 @@ export function buildProgram(sink: ExitSink): Command {
   registerEmu(program, run);
   registerBuild(program, run);
   registerCompile(program, run);
+  registerCheck(program, run);
   return program;
 }
 

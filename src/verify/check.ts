@@ -98,16 +98,20 @@ export function checkCompiled(res: CompileResult, tokens: number[], opts: CheckO
     if (ref.emitted !== null && got !== ref.emitted) {
       mismatches.push({ position: pos, what: 'token', sublayer: 2 * L - 1, expected: ref.emitted, got });
     }
+    // This position's signal mismatches, earliest sublayer first (where the residual first differs).
+    const here: Mismatch[] = [];
     for (const sig of res.signals) {
       const want = expectedValue(res, sig, ref.values[sig.node]!);
       const dim = res.slotDim(sig.slot);
-      for (let s = -1; s < 2 * L && mismatches.length < maxMis; s++) {
+      for (let s = -1; s < 2 * L; s++) {
         if (!presentAfter(sig, s)) continue;
         const x = afterSub[pos]![s + 1]![dim]!;
         compared++;
-        if (f32bits(x) !== f32bits(want)) mismatches.push({ position: pos, what: sig.name, sublayer: s, expected: want, got: x });
+        if (f32bits(x) !== f32bits(want)) here.push({ position: pos, what: sig.name, sublayer: s, expected: want, got: x });
       }
     }
+    here.sort((a, b) => a.sublayer - b.sublayer);
+    mismatches.push(...here.slice(0, maxMis - mismatches.length));
   }
   return { positions: fed.length, tokens: fed, emitted, signalsCompared: compared, mismatches };
 }

@@ -14,7 +14,7 @@ export interface Mismatch {
   position: number;
   /** 'token' for the emitted token, else the signal's display name. */
   what: string;
-  /** Sublayer after which the residual was read (−1: the embedding; 2L: layer L's mixer; 2L + 1: its FFN). */
+  /** Sublayer after which the residual was read (−1: the embedding; 2L: layer L's mixer; 2L + 1: its FFN; 2·layers: the LM head). */
   sublayer: number;
   expected: number;
   got: number;
@@ -95,11 +95,12 @@ export function checkCompiled(res: CompileResult, tokens: number[], opts: CheckO
     const logits = pos < prefillN ? prefillLogits[pos]! : ex.decode(tok);
     const got = argmax(logits);
     emitted.push(got);
-    if (ref.emitted !== null && got !== ref.emitted) {
-      mismatches.push({ position: pos, what: 'token', sublayer: 2 * L - 1, expected: ref.emitted, got });
-    }
-    // This position's signal mismatches, earliest sublayer first (where the residual first differs).
+    // This position's mismatches, earliest sublayer first (where the residual first differs);
+    // the emitted token counts as read after the last sublayer.
     const here: Mismatch[] = [];
+    if (ref.emitted !== null && got !== ref.emitted) {
+      here.push({ position: pos, what: 'token', sublayer: 2 * L, expected: ref.emitted, got });
+    }
     for (const sig of res.signals) {
       const want = expectedValue(res, sig, ref.values[sig.node]!);
       const dim = res.slotDim(sig.slot);

@@ -504,7 +504,9 @@ export function lowerLookupToAttention(
   const maxPartial = B * n + (hasPub ? B : 0) + (2 ** L - 1) + (offsetMul > 0 ? B * offsetMul : 0);
   if (maxPartial >= 2 ** 24) throw err('fit.lookup.score_range', tag, `scores reach ${maxPartial} units ≥ 2^24`);
 
-  const query: AttnQueryHeadSpec = { q, gate, out: outs, tag: `${tag}.q` };
+  // The gated output of every column is the winner's raw value (an integer within ±256) or the
+  // hit flag, exactly: bound and quantum for the order-invariance analysis of o_proj.
+  const query: AttnQueryHeadSpec = { q, gate, out: outs, outBound: LOOKUP_VALUE_LIMIT, outQuantum: 1, tag: `${tag}.q` };
   const queries: (AttnQueryHeadSpec | null)[] = Array.from({ length: group }, (_, x) => (x === 0 ? query : null));
   const kv: AttnKvHeadSpec = { k, v, queries, tag };
   let nonZeros = outs.length;

@@ -90,6 +90,10 @@ export class Interpreter {
     if (this.pos === 0 && ir.bos !== null && token !== ir.bos) {
       throw new ChipcError('interp.bos', `the first token must be the bos token ${ir.bos}, got ${token}`);
     }
+    if (this.pos > 0 && ir.bos !== null && token === ir.bos && ir.lookups.length > 0) {
+      // BOS is the lookups' no-match sink: it may only start a sequence.
+      throw new ChipcError('interp.bos', `the bos token ${ir.bos} may only start a sequence (it is the lookups' sink); got it at position ${this.pos}`);
+    }
     const v = new Int32Array(ir.nodes.length);
     const ramDone = new Set<number>();
     const lookupDone = new Set<number>();

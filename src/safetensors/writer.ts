@@ -289,6 +289,8 @@ export function writeCheckpoint(dir: string, sources: readonly TensorSource[], o
     }
   }
   const tmpDir = tempName(target, 'tmpdir');
+  // The parent may not exist yet (`-o out/model`): create it, as a user expects of an output path.
+  fs.mkdirSync(path.dirname(path.resolve(target)), { recursive: true });
   fs.mkdirSync(tmpDir);
   try {
     shards.forEach((shard, i) => {

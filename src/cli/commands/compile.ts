@@ -4,6 +4,7 @@
  * manifest) atomically; print the per-layer report.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { loadCircuitFile } from '../../dsl/load.ts';
 import { readIR } from '../../ir/serialize.ts';
@@ -65,6 +66,7 @@ export function registerCompile(program: Command, run: Runner): void {
         }
         if (o.svg) {
           const budget = { units: target.config.intermediateSize, gdnHeads: target.config.linearNumKeyHeads, attnHeads: target.config.numKeyValueHeads };
+          fs.mkdirSync(path.dirname(path.resolve(o.svg)), { recursive: true });
           const tmp = `${o.svg}.${process.pid}.tmp`;
           fs.writeFileSync(tmp, allocationSvg(res, budget));
           fs.renameSync(tmp, o.svg);

@@ -1,0 +1,42 @@
+/*
+ * chipc firmware runtime API (freestanding, no libc): console output through the console
+ * device, exit, and the few memory/string helpers gcc may call on its own.
+ *
+ * Console: by default every byte is a `sb` to the MMIO byte at CHIPC_CONSOLE (0x10000000).
+ * Built with -DCHIPC_CONSOLE_LINUX, bytes go out through the Linux write syscall instead
+ * (ecall a7 = 64, fd 1), so the same program prints under qemu-riscv32, which has no MMIO console.
+ */
+#ifndef CHIPC_H
+#define CHIPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CHIPC_CONSOLE 0x10000000u
+
+/* Write one byte c to the console; returns c (as unsigned char). */
+int putchar(int c);
+/* Write the NUL-terminated string s followed by '\n' (as C puts); returns 0. */
+int puts(const char *s);
+/* Write the NUL-terminated string s with no newline. */
+void print_str(const char *s);
+/* Write v in decimal, no leading zeros ("0" for 0). */
+void print_u32(uint32_t v);
+/* Write v in decimal with a leading '-' when v < 0 (INT32_MIN included). */
+void print_i32(int32_t v);
+/* Write v as exactly 8 lower-case hex digits, no prefix. */
+void print_hex(uint32_t v);
+
+/* Halt with status code: ecall a7 = 93, a0 = code. Never returns. */
+void exit(int code) __attribute__((noreturn));
+/* Halt by storing (code << 1) | 1 to the tohost word (HTIF convention). Never returns. */
+void exit_tohost(int code) __attribute__((noreturn));
+
+void *memcpy(void *dst, const void *src, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+void *memset(void *dst, int c, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
+size_t strlen(const char *s);
+int strcmp(const char *a, const char *b);
+
+#endif

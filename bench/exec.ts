@@ -3,8 +3,16 @@
  * on a synthetic model at qwen3.5-4b widths whose matrices are 99.95 % zero, built directly as CSR
  * (never dense), run on the sparse path. Prints a table and one JSON line.
  *   npx tsx bench/exec.ts [--tokens N] [--big-tokens N]
+ * With --compiled: compiles every circuit of circuits/examples for the tiny target and prints
+ * the sparse-path decode tokens/s of each compiled model in the f32 and bf16 profiles (sequential
+ * order; greedy feedback of the emitted token, as bench/compile.ts does).
+ *   npx tsx bench/exec.ts --compiled [--tokens N]
  */
-import { Executor } from '../src/exec/executor.ts';
+import fs from 'node:fs';
+import path from 'node:path';
+import { compileCircuit } from '../src/compile.ts';
+import { loadCircuitFile } from '../src/dsl/load.ts';
+import { Executor, argmax } from '../src/exec/executor.ts';
 import type { LayerType, ModelConfig } from '../src/model/config.ts';
 import { randomModelWeights } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
@@ -124,6 +132,41 @@ function timeDecode(name: string, w: ModelWeights, path: 'dense' | 'sparse', tok
   }
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
   return { model: name, path, tokens, tokensPerSec: tokens / s, msPerToken: (1000 * s) / tokens };
+}
+
+/**
+ * Decode tokens/s of one compiled model: prefill [bos], a warm-up of min(tokens, 200) decodes,
+ * then `tokens` timed decodes, each fed the previous argmax (mod bos, so bos is never re-fed).
+ */
+function timeCompiled(w: ModelWeights, bos: number, profile: 'f32' | 'bf16', tokens: number): number {
+  const ex = new Executor(w, { path: 'sparse', profile });
+  let tok = argmax(ex.prefill([bos])[0]);
+  const next = (t: number): number => (bos > 0 ? t % bos : t);
+  for (let i = 0; i < Math.min(tokens, 200); i++) tok = argmax(ex.decode(next(tok)));
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < tokens; i++) tok = argmax(ex.decode(next(tok)));
+  return tokens / (Number(process.hrtime.bigint() - t0) / 1e9);
+}
+
+async function compiledMode(): Promise<void> {
+  const tokens = arg('--tokens', 2000);
+  const cfg = resolveTarget('tiny').config;
+  const out: { circuit: string; f32: number; bf16: number }[] = [];
+  console.log('circuit'.padEnd(14) + 'f32 tok/s'.padStart(12) + 'bf16 tok/s'.padStart(12));
+  for (const f of fs.readdirSync('circuits/examples').filter((x) => x.endsWith('.ts')).sort()) {
+    const ir = await loadCircuitFile(path.join('circuits/examples', f));
+    const res = compileCircuit(ir, cfg);
+    const bos = ir.bos ?? 0;
+    const row = { circuit: ir.name, f32: timeCompiled(res.weights, bos, 'f32', tokens), bf16: timeCompiled(res.weights, bos, 'bf16', tokens) };
+    out.push(row);
+    console.log(row.circuit.padEnd(14) + row.f32.toFixed(0).padStart(12) + row.bf16.toFixed(0).padStart(12));
+  }
+  console.log(JSON.stringify({ bench: 'exec-compiled', target: 'tiny', path: 'sparse', order: 'sequential', tokens, rows: out }));
+}
+
+if (process.argv.includes('--compiled')) {
+  await compiledMode();
+  process.exit(0);
 }
 
 const rows: Row[] = [];

@@ -4,6 +4,7 @@
  * with main's return value through the Linux-style exit ecall (a7 = 93, code in a0), which
  * both the golden emulator and qemu-riscv32 understand.
  */
+    .file "start.S"   /* a fixed STT_FILE name (else ld names the temporary object) */
     .section .text.start, "ax", @progbits
     .globl _start
     .type _start, @function

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds every demo in firmware/demos into OUTDIR (default: fixtures/firmware) as two images:
+#   <name>.elf        console = sb to the MMIO byte 0x10000000 (the chipc CPU, golden emulator)
+#   <name>.linux.elf  console = Linux write syscall (qemu-riscv32; the golden emulator too)
+# The build is deterministic: fixed flags, relative source paths, no debug info, no build id,
+# no .comment, so the same compiler version gives byte-identical images on any machine/path.
+# Usage: firmware/build.sh [OUTDIR]        (CROSS=prefix overrides riscv64-unknown-elf-)
+set -euo pipefail
+
+CROSS="${CROSS:-riscv64-unknown-elf-}"
+CC="${CROSS}gcc"
+if ! command -v "$CC" >/dev/null 2>&1; then
+  echo "firmware/build.sh: cross compiler '$CC' not found on PATH." >&2
+  echo "  Debian/Ubuntu: apt-get install -y --no-install-recommends gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf" >&2
+  exit 1
+fi
+
+FW_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_DIR="$(cd "$FW_DIR/.." && pwd)"
+OUT_ARG="${1:-$REPO_DIR/fixtures/firmware}"
+mkdir -p "$OUT_ARG"
+OUT_DIR="$(cd "$OUT_ARG" && pwd)"
+
+# Compile for rv32im_zba; libgcc (for __udivdi3 and friends) must come from the rv32im/ilp32
+# multilib, which an -march with _zba does not select, so it is named explicitly.
+LIBGCC="$("$CC" -march=rv32im -mabi=ilp32 -print-libgcc-file-name)"
+case "$LIBGCC" in
+  */rv32im/ilp32/*) ;;
+  *) echo "firmware/build.sh: no rv32im/ilp32 libgcc multilib (got '$LIBGCC')." >&2; exit 1 ;;
+esac
+
+CFLAGS=(
+  -march=rv32im_zba -mabi=ilp32 -O2 -std=c11
+  -ffreestanding -fno-builtin -fno-tree-loop-distribute-patterns
+  -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -fno-ident
+  -ffile-prefix-map="$FW_DIR"=. -Wall -Wextra -Werror -Iruntime
+)
+LDFLAGS=(
+  -nostdlib -nostartfiles -static -T runtime/link.ld
+  -Wl,--build-id=none -Wl,--strip-debug -Wl,--gc-sections -Wl,--no-warn-rwx-segments
+)
+
+cd "$FW_DIR"   # relative paths only from here on, so no absolute path reaches an image
+demos=()
+for src in demos/*.c; do demos+=("$(basename "$src" .c)"); done
+
+for name in "${demos[@]}"; do
+  for variant in mmio linux; do
+    if [ "$variant" = mmio ]; then out="$OUT_DIR/$name.elf"; def=(); else out="$OUT_DIR/$name.linux.elf"; def=(-DCHIPC_CONSOLE_LINUX); fi
+    "$CC" "${CFLAGS[@]}" "${def[@]}" "${LDFLAGS[@]}" runtime/start.S runtime/runtime.c "demos/$name.c" "$LIBGCC" -o "$out"
+    chmod 0755 "$out"   # qemu-user refuses a non-executable file
+  done
+  echo "built $name.elf $name.linux.elf"
+done

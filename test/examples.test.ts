@@ -75,6 +75,11 @@ const EXAMPLES: {
   }) },
   { name: 'sbox', runs: 5, len: 20, check: (t, e) => t.forEach((x, i) => expect(e[i]).toBe(SBOX[x === 64 ? 0 : x])) },
   { name: 'regfile', runs: 6, len: 40 },
+  { name: 'delay', runs: 5, len: 24, check: (t, e) => t.forEach((x, i) => {
+    const d = (y: number) => (y === 32 ? 0 : y & 15);
+    const before = i === 0 ? 0 : d(t[i - 1]!);
+    expect(e[i]).toBe(before + (before === d(x) ? 16 : 0));
+  }) },
   { name: 'kv', runs: 6, len: 30, gen: () => kvStreams(30), generates: false, check: (t, e) => {
     const store = new Map<number, number>();
     t.forEach((x, i) => {

@@ -17,22 +17,22 @@ static void print_q16(uint32_t r) {
   for (uint32_t div = 10000; div != 0; div /= 10) putchar((char)('0' + (frac / div) % 10));
 }
 
+/* The iterates of the last isqrt64 call (64-bit entries, variable index: sh3add). */
+static uint64_t history[40];
+static unsigned history_len;
+
 /*
  * floor(sqrt(n)) by Newton's method: x0 = 2^ceil(bits(n)/2) > sqrt(n), then
- * x <- floor((x + floor(n / x)) / 2) while that decreases. With trace set, prints each iterate
- * as a Q16.16 number.
+ * x <- floor((x + floor(n / x)) / 2) while that decreases. Records every iterate in history.
  */
-static uint32_t isqrt64(uint64_t n, int trace) {
+static uint32_t isqrt64(uint64_t n) {
+  history_len = 0;
   if (n < 2) return (uint32_t)n;
   int bits = 0;
   for (uint64_t m = n; m != 0; m >>= 1) bits++;
   uint64_t x = (uint64_t)1 << ((bits + 1) / 2);
   for (;;) {
-    if (trace) {
-      print_str("  x = ");
-      print_q16((uint32_t)x);
-      putchar('\n');
-    }
+    if (history_len < sizeof history / sizeof history[0]) history[history_len++] = x;
     uint64_t y = (x + n / x) >> 1;
     if (y >= x) return (uint32_t)x;
     x = y;
@@ -40,9 +40,9 @@ static uint32_t isqrt64(uint64_t n, int trace) {
 }
 
 /* Q16.16 sqrt of raw a; sets *ok to 0 unless r is exactly floor(sqrt(a * 65536)). */
-static uint32_t q16_sqrt(uint32_t a, int trace, int *ok) {
+static uint32_t q16_sqrt(uint32_t a, int *ok) {
   uint64_t n = (uint64_t)a << 16;
-  uint32_t r = isqrt64(n, trace);
+  uint32_t r = isqrt64(n);
   uint64_t lo = (uint64_t)r * r, hi = (uint64_t)(r + 1) * (r + 1);
   if (!(lo <= n && n < hi)) *ok = 0;
   return r;
@@ -62,12 +62,17 @@ int main(void) {
   int failed = 0;
   int ok = 1;
   puts("Newton iterates for sqrt(2) in Q16.16:");
-  q16_sqrt(2u << 16, 1, &ok);
+  q16_sqrt(2u << 16, &ok);
   if (!ok) failed |= 1;
+  for (unsigned i = 0; i < history_len; i++) {
+    print_str("  x = ");
+    print_q16((uint32_t)history[i]);
+    putchar('\n');
+  }
 
   for (unsigned i = 0; i < sizeof samples / sizeof samples[0]; i++) {
     ok = 1;
-    uint32_t r = q16_sqrt(samples[i].raw, 0, &ok);
+    uint32_t r = q16_sqrt(samples[i].raw, &ok);
     print_str("sqrt(");
     print_str(samples[i].name);
     print_str(") = ");
@@ -79,7 +84,7 @@ int main(void) {
   }
 
   ok = 1;
-  uint32_t phi = ((1u << 16) + q16_sqrt(5u << 16, 0, &ok)) >> 1;
+  uint32_t phi = ((1u << 16) + q16_sqrt(5u << 16, &ok)) >> 1;
   uint32_t inv = (uint32_t)(((uint64_t)1 << 32) / phi);
   if (!ok) failed |= 4;
   print_str("phi = ");

@@ -360,6 +360,18 @@ export class CircuitBuilder {
     return this.logic('not', [a]);
   }
 
+  /**
+   * The value `x` had at the previous position (`dflt` at position 0: a delay line). Lowered to a
+   * GDN head fed by the causal conv's previous-token tap; x must not depend on the result.
+   */
+  previous(x: SigLike, dflt = 0): Sig {
+    const loc = callerLoc();
+    const s = this.sig(x, loc);
+    const d = this.checkInt(dflt, 'the default of previous', loc);
+    const r = s.range;
+    return this.push({ op: 'prev', source: s.id, default: d, range: { lo: Math.min(r.lo, d), hi: Math.max(r.hi, d) } }, loc);
+  }
+
   // ── forward references ────────────────────────────────────────────────────────────────────
 
   /** A signal defined later by `w.assign(x)`; its range is declared here. */

@@ -179,6 +179,8 @@ export class Executor {
     }
     const s = c.S[valueHead];
     if (!s) throw new ChipcError('EXEC_BAD_HEAD', `value head ${valueHead} out of range [0, ${c.S.length})`);
+    // The caller may write S at any time from now on: the decode step stops trusting its tracked kind.
+    c.exposed[valueHead] = 1;
     return s;
   }
 

@@ -50,17 +50,47 @@ export function gdnDimsOf(cfg: ModelConfig): GdnDimsX {
   return { hk, hv, dk, dv, r, keyDim, valueDim, convDim: 2 * keyDim + valueDim, K: cfg.linearConvKernelDim };
 }
 
+/**
+ * What is known about one head's state S, for the sparse decode step (recurrentStepSparse):
+ *  - STATE_ANY: nothing (it may hold −0 or non-finite entries);
+ *  - STATE_CLEAN: no −0 and no non-finite entry (so S·(±0) = ±0 and S + (±0) = S everywhere);
+ *  - STATE_ZERO: every entry is +0 (bit pattern 0), which implies STATE_CLEAN.
+ */
+export const STATE_ANY = 0;
+export const STATE_CLEAN = 1;
+export const STATE_ZERO = 2;
+
 /** Per-layer GDN cache: conv state (channel c at c·K + j, j = K−1 newest) and one state per value head. */
 export interface GdnCache {
   conv: Float32Array;
   /** S[i,j] at i·dv + j, per value head. */
   S: Float32Array[];
+  /**
+   * Per value head, the STATE_* kind of S as the decode steps left it. Trusted only while the live
+   * array has not been handed out (see `exposed`); prefill resets it to STATE_ANY.
+   */
+  kind: Uint8Array;
+  /** Per value head: 1 once the live S was handed out (Executor.gdnState): its kind is re-derived every step. */
+  exposed: Uint8Array;
 }
 
 export function newGdnCache(d: GdnDimsX): GdnCache {
   const S: Float32Array[] = [];
   for (let h = 0; h < d.hv; h++) S.push(new Float32Array(d.dk * d.dv));
-  return { conv: new Float32Array(d.convDim * d.K), S };
+  return { conv: new Float32Array(d.convDim * d.K), S, kind: new Uint8Array(d.hv).fill(STATE_ZERO), exposed: new Uint8Array(d.hv) };
+}
+
+/** The STATE_* kind of S by a scan of its bit patterns. */
+export function classifyState(S: Float32Array): number {
+  const u = new Uint32Array(S.buffer, S.byteOffset, S.length);
+  let kind = STATE_ZERO;
+  for (let i = 0; i < u.length; i++) {
+    const b = u[i];
+    if (b === 0) continue;
+    if (b === 0x80000000 || (b & 0x7f800000) === 0x7f800000) return STATE_ANY;
+    kind = STATE_CLEAN;
+  }
+  return kind;
 }
 
 /** Per-token quantities after projections, conv, gates and q/k normalisation. */
@@ -152,6 +182,142 @@ export function recurrentStep(
   for (let j = 0; j < dv; j++) o[oOff + j] = ctx.dot(S, j, dv, q, qOff, 1, dk);
 }
 
+/** Scratch buffers of recurrentStepSparse (sized for dk, dv; reused across calls). */
+export interface SparseStepScratch {
+  kIdx: Int32Array;
+  qIdx: Int32Array;
+  delta: Float32Array;
+}
+
+export function newSparseStepScratch(dk: number, dv: number): SparseStepScratch {
+  return { kIdx: new Int32Array(dk), qIdx: new Int32Array(dk), delta: new Float32Array(dv) };
+}
+
+/** Sign bit of a float (true for −0 and negative values, and for NaNs with the bit set). */
+function signBit(x: number): boolean {
+  return x < 0 || (x === 0 && 1 / x < 0);
+}
+
+/**
+ * Column dot Σ_i S[i,j]·x[xOff+i] over i < dk in sequential order from −0 (what ctx.dot computes in
+ * sequential order), visiting only the n indices idx[0..n) where x is non-zero. Exact when S is
+ * finite (kind ≥ STATE_CLEAN), by matmul.ts's argument: every skipped term S·(±0) is ±0, so a
+ * non-zero sum of the visited terms is the full sum, and a zero one is +0 if some visited term was
+ * non-zero (exact cancellation); if none was, every term is ±0 and the sum is −0 iff every term is
+ * −0: with S all +0 (STATE_ZERO) that is iff every x_i has its sign bit set (xAllNeg); otherwise
+ * the full column is summed.
+ */
+function sparseColumnDot(
+  S: Float32Array, dv: number, dk: number, j: number, x: Float32Array, xOff: number, idx: Int32Array, n: number,
+  zeroState: boolean, xAllNeg: boolean,
+): number {
+  let acc = -0;
+  let anyNonZero = false;
+  for (let t = 0; t < n; t++) {
+    const i = idx[t];
+    const p = f32(S[i * dv + j] * x[xOff + i]);
+    if (p !== 0) { anyNonZero = true; acc = f32(acc + p); }
+  }
+  if (acc !== 0 || Number.isNaN(acc)) return acc;
+  if (anyNonZero) return 0;
+  if (zeroState) return xAllNeg ? -0 : 0;
+  acc = -0;
+  for (let i = 0; i < dk; i++) acc = f32(acc + f32(S[i * dv + j] * x[xOff + i]));
+  return acc;
+}
+
+/**
+ * recurrentStep in sequential order, bit-identical to it, for a state whose STATE_* kind is known
+ * (`kind` must be true of S on entry); returns the kind of S on exit. Same math:
+ *   S ← fl(S·exp(g)); kv_j = dot(S[:,j], k); δ_j = fl(fl(v_j − kv_j)·β); S_ij = fl(S_ij + fl(k_i·δ_j));
+ *   o_j = dot(S[:,j], q)
+ * with these exact shortcuts:
+ *  - exp(g) = 1: no decay (x·1 = x); S all +0 and exp(g) finite: no decay (+0·e = +0 for e ≥ 0);
+ *  - S finite (CLEAN/ZERO): kv and o visit only the non-zero k_i / q_i (sparseColumnDot);
+ *  - S has no −0 and is finite and every δ_j is finite: rows i with k_i = ±0 are left alone, since
+ *    fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij for S_ij ≠ −0 (+0 + −0 = +0). A one-hot key (a pinned
+ *    RAM write) touches one row; an all-zero key (an unused head) touches none.
+ * Anything else (a state that may hold −0 or non-finite values, non-finite δ) runs the full update.
+ */
+export function recurrentStepSparse(
+  dk: number, dv: number, S: Float32Array, kind: number,
+  q: Float32Array, qOff: number, k: Float32Array, kOff: number, v: Float32Array, vOff: number,
+  g: number, beta: number, o: Float32Array, oOff: number, scratch: SparseStepScratch,
+): number {
+  const eg = exp32(g);
+  if (eg !== 1 && !(kind === STATE_ZERO && Number.isFinite(eg))) {
+    let nonZero = false;
+    let dirty = false;
+    for (let i = 0; i < S.length; i++) {
+      const y = f32(S[i] * eg);
+      S[i] = y;
+      if (y !== 0) { nonZero = true; if (y - y !== 0) dirty = true; } else if (1 / y < 0) dirty = true;
+    }
+    kind = dirty ? STATE_ANY : nonZero ? STATE_CLEAN : STATE_ZERO;
+  }
+  const { kIdx, qIdx, delta } = scratch;
+  let kn = 0;
+  let kAllNeg = true;
+  for (let i = 0; i < dk; i++) {
+    const x = k[kOff + i];
+    if (x !== 0) kIdx[kn++] = i;
+    if (!signBit(x)) kAllNeg = false;
+  }
+  const finiteState = kind !== STATE_ANY;
+  let allDeltaFinite = true;
+  for (let j = 0; j < dv; j++) {
+    let kv: number;
+    if (finiteState) kv = sparseColumnDot(S, dv, dk, j, k, kOff, kIdx, kn, kind === STATE_ZERO, kAllNeg);
+    else {
+      kv = -0;
+      for (let i = 0; i < dk; i++) kv = f32(kv + f32(S[i * dv + j] * k[kOff + i]));
+    }
+    const dj = f32(f32(v[vOff + j] - kv) * beta);
+    delta[j] = dj;
+    if (dj - dj !== 0) allDeltaFinite = false;
+  }
+  if (finiteState && allDeltaFinite) {
+    let nonZero = kind === STATE_CLEAN;
+    let dirty = false;
+    for (let t = 0; t < kn; t++) {
+      const i = kIdx[t];
+      const ki = k[kOff + i];
+      const row = i * dv;
+      for (let j = 0; j < dv; j++) {
+        const y = f32(S[row + j] + f32(ki * delta[j]));
+        S[row + j] = y;
+        if (y !== 0) { nonZero = true; if (y - y !== 0) dirty = true; } else if (1 / y < 0) dirty = true;
+      }
+    }
+    kind = dirty ? STATE_ANY : nonZero ? STATE_CLEAN : STATE_ZERO;
+  } else {
+    for (let i = 0; i < dk; i++) {
+      const ki = k[kOff + i];
+      const row = i * dv;
+      for (let j = 0; j < dv; j++) S[row + j] = f32(S[row + j] + f32(ki * delta[j]));
+    }
+    kind = classifyState(S);
+  }
+  if (kind !== STATE_ANY) {
+    let qn = 0;
+    let qAllNeg = true;
+    for (let i = 0; i < dk; i++) {
+      const x = q[qOff + i];
+      if (x !== 0) qIdx[qn++] = i;
+      if (!signBit(x)) qAllNeg = false;
+    }
+    const zero = kind === STATE_ZERO;
+    for (let j = 0; j < dv; j++) o[oOff + j] = sparseColumnDot(S, dv, dk, j, q, qOff, qIdx, qn, zero, qAllNeg);
+  } else {
+    for (let j = 0; j < dv; j++) {
+      let acc = -0;
+      for (let i = 0; i < dk; i++) acc = f32(acc + f32(S[i * dv + j] * q[qOff + i]));
+      o[oOff + j] = acc;
+    }
+  }
+  return kind;
+}
+
 export interface GdnRunResult {
   /** Mixer output per token, [H] each. */
   out: Float32Array[];
@@ -194,7 +360,25 @@ export function gdnForward(
         for (let j = 0; j < dv; j++) core[t][h * dv + j] = ctx.act(o[t * dv + j]);
       }
     }
+    for (let h = 0; h < hv; h++) cache.kind[h] = classifyState(cache.S[h]);
     if (wantStates && L > 0) states[L - 1] = cache.S.map((s) => s.slice());
+  } else if (path === 'sparse' && ctx.order.kind === 'sequential') {
+    // The sparse decode step (bit-identical to recurrentStep in sequential order, see there).
+    const scratch = newSparseStepScratch(dk, dv);
+    for (let t = 0; t < L; t++) {
+      const tk = toks[t];
+      const o = core[t];
+      for (let h = 0; h < hv; h++) {
+        const kh = Math.floor(h / r);
+        const S = cache.S[h];
+        const kind = cache.exposed[h] ? classifyState(S) : cache.kind[h];
+        cache.kind[h] = recurrentStepSparse(
+          dk, dv, S, kind, tk.q, kh * dk, tk.k, kh * dk, tk.v, h * dv, tk.g[h], tk.beta[h], o, h * dv, scratch,
+        );
+        for (let j = 0; j < dv; j++) o[h * dv + j] = ctx.act(o[h * dv + j]);
+      }
+      if (wantStates) states[t] = cache.S.map((s) => s.slice());
+    }
   } else {
     for (let t = 0; t < L; t++) {
       const tk = toks[t];
@@ -208,6 +392,7 @@ export function gdnForward(
       }
       if (wantStates) states[t] = cache.S.map((s) => s.slice());
     }
+    cache.kind.fill(STATE_ANY);
   }
   const out: Float32Array[] = [];
   const normed = new Float32Array(valueDim);

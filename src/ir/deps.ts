@@ -22,6 +22,10 @@ export function nodeDeps(ir: CircuitIR, n: IrNode): NodeId[] {
       return n.args;
     case 'wire':
       return n.source === null ? [] : [n.source];
+    case 'prev':
+      // Not a data dependency within a position, but the compiled delay needs the source before
+      // the layer that holds it, so a loop through a delay is reported as a cycle.
+      return [n.source];
     case 'ram_read': {
       const ram = ir.rams[n.ram]!;
       const port = ram.reads[n.port]!;

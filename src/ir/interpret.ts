@@ -51,6 +51,8 @@ export class Interpreter {
   private ram: Int32Array[][] = [];
   private published: Published[][] = [];
   private pos = 0;
+  /** Every node's value at the previous position (for `prev`). */
+  private last: Int32Array | null = null;
 
   constructor(readonly ir: CircuitIR) {
     const { order, cyclic } = topoOrder(ir);
@@ -70,6 +72,7 @@ export class Interpreter {
     this.ram = this.ir.rams.map((r) => Array.from({ length: r.rows }, () => new Int32Array(r.fields.length)));
     this.published = this.ir.lookups.map(() => []);
     this.pos = 0;
+    this.last = null;
   }
 
   /** The current contents of a RAM row (a copy). */
@@ -110,6 +113,7 @@ export class Interpreter {
     for (const lk of ir.lookups) if (!lookupDone.has(lk.id)) this.publish(lk.id, v);
     const emitted = ir.emit ? ir.emit.tokens[tupleIndex(ir, ir.emit.fields, v)]! : null;
     const res: PositionResult = { position: this.pos, token, values: v, emitted };
+    this.last = v;
     this.pos++;
     return res;
   }
@@ -190,6 +194,8 @@ export class Interpreter {
       }
       case 'wire':
         return v[n.source!]!;
+      case 'prev':
+        return this.last === null ? n.default : this.last[n.source]!;
       case 'ram_read': {
         if (!ramDone.has(n.ram)) {
           this.applyWrite(n.ram, v);

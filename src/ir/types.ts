@@ -12,6 +12,7 @@
  * - a lookup publishes (key, value) at t when `publish` is 1, then returns the value of the latest
  *   published position s ≤ t whose key equals the query (latest = largest stamp; without a stamp
  *   keys must be unique among published positions), or the default values with hit = 0;
+ * - `prev` is the source's value at position t − 1 (its default at position 0);
  * - the emitted token is `emit.fn(values of emit.fields)`.
  */
 
@@ -92,6 +93,17 @@ export interface LookupResultNode extends NodeBase {
   /** Index into the lookup's value fields, or −1 for the hit flag. */
   field: number;
 }
+/**
+ * The value `source` had at the previous position (`default` at position 0): a one-position delay
+ * line, compiled to a GDN head whose value channels take the causal conv's previous-token tap.
+ * `source` must not depend on this node (a feedback loop through a delay cannot be compiled: the
+ * source would be needed before the layer that holds the delay).
+ */
+export interface PrevNode extends NodeBase {
+  op: 'prev';
+  source: NodeId;
+  default: number;
+}
 /** A forward reference: takes the value of `source` (assigned later in the builder). */
 export interface WireNode extends NodeBase {
   op: 'wire';
@@ -108,6 +120,7 @@ export type IrNode =
   | LogicNode
   | RamReadNode
   | LookupResultNode
+  | PrevNode
   | WireNode;
 
 export interface RamWritePort {

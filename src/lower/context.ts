@@ -29,6 +29,8 @@ export class LowerContext {
   private readonly forms = new Map<NodeId, Form>();
   private readonly scalarDims = new Map<NodeId, VDim>();
   private readonly encodings = new Map<string, VDim[]>();
+  /** Nodes whose value is a form over other dims (delay lines: value and valid), set by the driver. */
+  produceForm: (n: IrNode) => Form | null = () => null;
   /** Producers of computed node scalars (arith, RAM, lookups), set by the lowering driver. */
   produceScalar: (n: IrNode) => VDim = () => {
     throw new Error('internal: no scalar producer installed');
@@ -80,7 +82,7 @@ export class LowerContext {
     else if (n.op === 'linear') {
       f = constForm(n.bias);
       for (const t of n.terms) f = combine(1, f, t.coef, this.formOf(t.node));
-    } else f = form([{ dim: this.scalarDim(n.id), coef: 1 }], 0);
+    } else f = this.produceForm(n) ?? form([{ dim: this.scalarDim(n.id), coef: 1 }], 0);
     this.forms.set(n.id, f);
     return f;
   }

@@ -62,6 +62,11 @@ export interface GdnValueHeadSpec {
   z: Form[];
   /** β pre-activation (sigmoid(b) ∈ {0, 1} exactly: b ≥ 17 or ≤ −89). */
   b: Form;
+  /**
+   * Which token the v channels' causal-conv tap reads: 0 = the current token (default), 1 = the
+   * previous one (a delay line; at position 0 the conv sees zeros). q and k always read the current token.
+   */
+  vTapOffset?: number;
   /** out_proj: residual[dim] += weight · normed_output[col]. */
   out: { col: number; dim: VDim; weight: number }[];
   /** Every gated-norm output of this head is an integer multiple of outQuantum within ±outBound (order-invariance analysis). */

@@ -12,7 +12,12 @@
 import type { NodeId } from '../ir/types.ts';
 import type { AttnKvHeadSpec, FfnUnit, GdnKeyHeadSpec, VDim } from './forms.ts';
 
-export type Encoding = 'scalar' | 'bits' | 'onehot';
+/**
+ * How a dim encodes its signal's value v: 'scalar' v; 'bits' bit `index` of (v − base); 'onehot'
+ * [v = lo + index]; a delay line's 'delayed' (v − base from position 1 on, 0 at position 0) and
+ * 'valid' (0 at position 0, then 1).
+ */
+export type Encoding = 'scalar' | 'bits' | 'onehot' | 'delayed' | 'valid';
 
 export interface VDimInfo {
   id: VDim;

@@ -110,7 +110,9 @@ export function assembleGdn(
       const head = h * r + j;
       if (vh.v.length !== dv || vh.z.length !== dv) throw new Error('internal: GDN value head spec shape');
       dtBias[head] = PINNED_DT_BIAS;
-      for (let c = 0; c < dv; c++) tap(2 * keyDim + head * dv + c);
+      const offset = vh.vTapOffset ?? 0;
+      if (!Number.isInteger(offset) || offset < 0 || offset >= K) throw new Error(`internal: v tap offset ${offset} outside the conv kernel (${K})`);
+      for (let c = 0; c < dv; c++) conv[(2 * keyDim + head * dv + c) * K + K - 1 - offset] = 1;
       for (let c = 0; c < dv; c++) {
         qkv.setRow(2 * keyDim + head * dv + c, formRow(vh.v[c]!, frame, slotOf, `${what} v`));
         z.setRow(head * dv + c, formRow(vh.z[c]!, frame, slotOf, `${what} z`));

@@ -3,7 +3,8 @@
  * fields (one-hot dims the LM head reads) — so signals nothing observes are never built (dead
  * code costs nothing). Each computed signal's producer is chosen by its kind:
  * arithmetic → lower-arith.ts (FFN), RAM reads → lower-ram.ts (GDN), lookups → lower-lookup.ts
- * (attention); encodings → lower-encodings.ts; constants and linear nodes fold into forms.
+ * (attention), delay lines → lower-prev.ts (GDN, conv previous-token tap); encodings →
+ * lower-encodings.ts; constants, linear nodes and delays fold into forms.
  */
 import type { CircuitIR, IrNode } from '../ir/types.ts';
 import type { ModelConfig } from '../model/config.ts';
@@ -17,6 +18,7 @@ import { lowerArith } from './lower-arith.ts';
 import { atNode, oneHotOf } from './lower-encodings.ts';
 import { lowerRam } from './lower-ram.ts';
 import { lowerLookup } from './lower-lookup.ts';
+import { lowerPrev } from './lower-prev.ts';
 
 /** Materialise a linear node's folded form in its own dim (one LIN unit). */
 function lowerLinear(ctx: LowerContext, n: IrNode): VDim {
@@ -31,6 +33,7 @@ export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
   const ctx = new LowerContext(ir);
   const ramsDone = new Set<number>();
   const lookupsDone = new Set<number>();
+  ctx.produceForm = (n: IrNode) => (n.op === 'prev' ? lowerPrev(ctx, n, target) : null);
   ctx.produceScalar = (n: IrNode): VDim => {
     switch (n.op) {
       case 'table':
@@ -39,6 +42,7 @@ export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
       case 'logic':
         return lowerArith(ctx, n);
       case 'linear':
+      case 'prev':
         return lowerLinear(ctx, n);
       case 'ram_read':
         if (!ramsDone.has(n.ram)) {

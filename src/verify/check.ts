@@ -40,8 +40,12 @@ export interface CheckOptions extends ExecOptions {
   maxMismatches?: number;
 }
 
-function expectedValue(res: CompileResult, s: SignalPlacement, v: number): number {
+function expectedValue(res: CompileResult, s: SignalPlacement, v: number, position: number): number {
   switch (s.encoding) {
+    case 'delayed':
+      return position === 0 ? 0 : v - (s.base ?? 0);
+    case 'valid':
+      return position === 0 ? 0 : 1;
     case 'scalar':
       return v;
     case 'bits':
@@ -103,7 +107,7 @@ export function checkCompiled(res: CompileResult, tokens: number[], opts: CheckO
     }
     for (const sig of res.signals) {
       if (sig.node < 0) continue; // internal temporaries (the is-BOS flag): no IR value to compare
-      const want = expectedValue(res, sig, ref.values[sig.node]!);
+      const want = expectedValue(res, sig, ref.values[sig.node]!, pos);
       const dim = res.slotDim(sig.slot);
       for (let s = -1; s < 2 * L; s++) {
         if (!presentAfter(sig, s)) continue;

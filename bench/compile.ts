@@ -14,22 +14,11 @@ import { compileReport } from '../src/emit/manifest.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { table } from '../src/cli/output.ts';
+import { Prng } from '../src/model/random-weights.ts';
 
 function arg(name: string, dflt: number): number {
   const i = process.argv.indexOf(name);
   return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-}
-
-/** Deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const tiny = resolveTarget('tiny');
@@ -55,7 +44,8 @@ console.log(table(['circuit', 'compile ms', 'layers', 'hidden', 'live max', 'slo
 // Synthetic: leaves s_i = T_i(parent) over nibbles, then a reduction tree r = T(a + b) to the emit.
 const signals = arg('--signals', 2150);
 const def = defineCircuit({ name: 'synthetic', vocab: 256 }, (c) => {
-  const r = rng(42);
+  const prng = new Prng(42);
+  const r = () => prng.nextU32() / 4294967296;
   const lo = c.tokenField('lo', (t) => t & 15, [0, 15]);
   const hi = c.tokenField('hi', (t) => t >> 4, [0, 15]);
   const leaves: Sig[] = [lo, hi];

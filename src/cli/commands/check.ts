@@ -12,6 +12,7 @@ import { compileCircuit } from '../../compile.ts';
 import { resolveTarget } from '../../model/targets.ts';
 import { checkCompiled } from '../../verify/check.ts';
 import { ChipcError } from '../../util/errors.ts';
+import { Prng } from '../../model/random-weights.ts';
 import { EXIT_DIFFERENT, EXIT_OK, fmtInt, makeOut, table } from '../output.ts';
 import { parseOrder, parseTokenList } from './exec.ts';
 import type { Runner } from '../main.ts';
@@ -53,11 +54,8 @@ export function registerCheck(program: Command, run: Runner): void {
         else {
           const n = Number(o.random ?? 32);
           if (!Number.isInteger(n) || n < 0) throw new ChipcError('cli.random', '--random must be a non-negative integer');
-          let a = Number(o.seed) >>> 0;
-          const rnd = () => {
-            a = (Math.imul(a ^ (a >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0;
-            return a / 4294967296;
-          };
+          const prng = new Prng(Number(o.seed));
+          const rnd = () => prng.nextU32() / 4294967296;
           const alphabet = Array.from({ length: ir.vocab }, (_, i) => i).filter((t) => t !== ir.bos);
           tokens = [...(ir.bos !== null ? [ir.bos] : []), ...Array.from({ length: n }, () => alphabet[Math.floor(rnd() * alphabet.length)]!)];
         }

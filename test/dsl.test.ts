@@ -114,3 +114,37 @@ describe('DSL and IR interpreter', () => {
     expect(() => interp.step(9)).toThrow(/outside the circuit vocabulary/);
   });
 });
+
+describe('declared linear ranges', () => {
+  it('narrow a linear node, are checked by the interpreter, and compile exactly', async () => {
+    const { compileCircuit } = await import('../src/compile.ts');
+    const { resolveTarget } = await import('../src/model/targets.ts');
+    const { checkCompiled } = await import('../src/verify/check.ts');
+    // a byte add modulo 256: s − 256·[s ≥ 256] is in [0, 255] although intervals say [−256, 510].
+    const def = defineCircuit({ name: 'mod', vocab: 257, bos: 256 }, (c) => {
+      const a = c.tokenField('a', (t) => (t === 256 ? 0 : (t * 37) % 256), [0, 255]);
+      const b = c.tokenField('b', (t) => (t === 256 ? 0 : (t * 91 + 17) % 256), [0, 255]);
+      const s = c.add(a, b);
+      const carry = s.ge(256);
+      const low = c.linear([[s, 1], [carry, -256]], 0, [0, 255]);
+      expect(low.range).toEqual({ lo: 0, hi: 255 });
+      c.emit([c.table('lowNibble', [low], (v) => v & 15, [0, 15])]);
+    });
+    const ir = buildCircuit(def);
+    const toks = [256, ...Array.from({ length: 40 }, (_, i) => (i * 7 + 3) % 256)];
+    const out = new Interpreter(ir).run(toks).map((p) => p.emitted);
+    toks.forEach((t, i) => {
+      const a = t === 256 ? 0 : (t * 37) % 256;
+      const b = t === 256 ? 0 : (t * 91 + 17) % 256;
+      expect(out[i]).toBe(((a + b) % 256) & 15);
+    });
+    const res = compileCircuit(ir, resolveTarget('tiny').config);
+    expect(checkCompiled(res, toks, { profile: 'bf16' }).mismatches).toEqual([]);
+    // A wrong declared range is caught by the interpreter at run time.
+    const bad = buildCircuit(defineCircuit({ name: 'bad', vocab: 4 }, (c) => {
+      const x = c.tokenField('x', (t) => t, [0, 3]);
+      c.emit([c.linear([[x, 1]], 0, [0, 1])]);
+    }));
+    expect(() => new Interpreter(bad).run([0, 1, 2])).toThrow(/outside its range \[0, 1\]/);
+  });
+});

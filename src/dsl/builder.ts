@@ -240,13 +240,17 @@ export class CircuitBuilder {
 
   // ── arithmetic ────────────────────────────────────────────────────────────────────────────
 
-  /** Σ coef·signal + bias, exactly. */
-  linear(terms: [SigLike, number][], bias = 0): Sig {
+  /**
+   * Σ coef·signal + bias, exactly. `range` narrows the interval-arithmetic range to what the
+   * circuit knows the value to be (e.g. a byte sum minus 256 × its carry is in [0, 255]); the
+   * interpreter checks it at every position, and the compiler relies on it.
+   */
+  linear(terms: [SigLike, number][], bias = 0, range?: [number, number]): Sig {
     const loc = callerLoc();
-    return this.linearAt(terms, bias, loc);
+    return this.linearAt(terms, bias, loc, range);
   }
 
-  private linearAt(terms: [SigLike, number][], bias: number, loc: SourceLoc): Sig {
+  private linearAt(terms: [SigLike, number][], bias: number, loc: SourceLoc, declared?: [number, number]): Sig {
     let lo = this.checkInt(bias, 'a linear bias', loc);
     let hi = lo;
     const out: { node: NodeId; coef: number }[] = [];
@@ -264,7 +268,16 @@ export class CircuitBuilder {
       hi += Math.max(coef * r.lo, coef * r.hi);
       if (coef !== 0) out.push({ node: s.id, coef });
     }
-    return this.push({ op: 'linear', terms: out, bias, range: { lo, hi } }, loc);
+    let range = { lo, hi };
+    if (declared) {
+      const d = this.checkRange({ lo: declared[0], hi: declared[1] }, 'a linear range', loc);
+      range = { lo: Math.max(lo, d.lo), hi: Math.min(hi, d.hi) };
+      if (range.lo > range.hi) {
+        this.problem('signal.range', `linear range [${d.lo}, ${d.hi}] does not meet its possible values [${lo}, ${hi}]`, loc);
+        range = { lo, hi };
+      }
+    }
+    return this.push({ op: 'linear', terms: out, bias, range }, loc);
   }
 
   add(...xs: SigLike[]): Sig {

@@ -13,6 +13,7 @@ import { clear } from './gadgets/ffn.ts';
 import { chooseHidden, CONST_ONES, makeFrame, anchorPlan, type ResidualFrame } from './lower/frame.ts';
 import type { AttnKvHeadSpec, FfnUnit, GdnKeyHeadSpec, LayerSpec } from './lower/forms.ts';
 import type { LoweredCircuit } from './lower/lowered.ts';
+import type { GdnRamLowering } from './gadgets/gdn-ram.ts';
 import { lower } from './passes/lower.ts';
 import { schedule, type Schedule } from './passes/schedule.ts';
 import { packSlots, type Packing } from './passes/pack-slots.ts';
@@ -50,6 +51,16 @@ export interface LayerReport {
   nonZeros: number;
 }
 
+/** Where a RAM's key heads sit in the compiled model (for state files and loaders). */
+export interface RamPlacement {
+  ram: number;
+  name: string;
+  layer: number;
+  /** Model key-head index of each of the lowering's heads (same order as lowering.heads / roles). */
+  keyHeads: number[];
+  lowering: GdnRamLowering;
+}
+
 export interface CompileResult {
   ir: CircuitIR;
   weights: ModelWeights;
@@ -59,6 +70,8 @@ export interface CompileResult {
   packing: Packing;
   signals: SignalPlacement[];
   layers: LayerReport[];
+  /** Every lowered RAM's layer and key heads. */
+  rams: RamPlacement[];
   /** Which emitted matmuls are exact in any summation order (passes/order-invariance.ts). */
   invariance: InvarianceReport;
   /** Slot index → residual dim. */
@@ -148,11 +161,19 @@ export function compileCircuit(ir: CircuitIR, target: ModelConfig, opts: Compile
   const attnHeads: AttnKvHeadSpec[][] = Array.from({ length: L }, () => []);
   const gdnNorm: (number | undefined)[] = new Array(L).fill(undefined);
   const attnNorms: ({ q?: number[]; k?: number[] } | undefined)[] = new Array(L).fill(undefined);
+  const rams: RamPlacement[] = [];
   for (const op of lowered.ops) {
     const s = sched.sublayer[op.id]!;
     const layer = Math.floor(s / 2);
     if (op.kind === 'ffn') ffn[layer]!.push(...op.units);
     else if (op.kind === 'gdn') {
+      if (op.ram) {
+        const first = gdnHeads[layer]!.length;
+        rams.push({
+          ram: op.ram.id, name: ir.rams[op.ram.id]!.name, layer,
+          keyHeads: op.heads.map((_, i) => first + i), lowering: op.ram.lowering,
+        });
+      }
       gdnHeads[layer]!.push(...op.heads);
       if (op.normWeight !== undefined) {
         if (gdnNorm[layer] !== undefined && gdnNorm[layer] !== op.normWeight) {
@@ -216,5 +237,5 @@ export function compileCircuit(ir: CircuitIR, target: ModelConfig, opts: Compile
     nonZeros: layerNonZeros(weights, i),
   }));
   const invariance = analyzeOrderInvariance(layers, lowered.dims);
-  return { ir, weights, frame, lowered, schedule: sched, packing, signals, layers: layerReports, invariance, slotDim };
+  return { ir, weights, frame, lowered, schedule: sched, packing, signals, layers: layerReports, rams, invariance, slotDim };
 }

@@ -30,6 +30,8 @@ export interface Manifest {
     end: number;
     cleared: boolean;
   }[];
+  /** Every RAM: its layer and model key heads (state files and loaders address them). */
+  rams: { name: string; layer: number; keyHeads: number[] }[];
   /** emitted[i] = token emitted for the i-th tuple of the emit fields (row-major over their ranges). */
   emit: { fields: string[]; tokens: number[] } | null;
   report: ReturnType<typeof compileReport>;
@@ -85,6 +87,7 @@ export function buildManifest(res: CompileResult, targetName: string): Manifest 
       ...(s.base !== undefined ? { base: s.base } : {}),
       dim: res.slotDim(s.slot), birth: s.birth, end: s.end, cleared: s.cleared,
     })),
+    rams: res.rams.map((r) => ({ name: r.name, layer: r.layer, keyHeads: r.keyHeads })),
     emit: res.ir.emit ? { fields: res.ir.emit.fields.map((id) => res.ir.nodes[id]!.name), tokens: res.ir.emit.tokens } : null,
     report: compileReport(res),
   };

@@ -11,6 +11,7 @@
  */
 import type { NodeId } from '../ir/types.ts';
 import type { AttnKvHeadSpec, FfnUnit, GdnKeyHeadSpec, VDim } from './forms.ts';
+import type { GdnRamLowering } from '../gadgets/gdn-ram.ts';
 
 /**
  * How a dim encodes its signal's value v: 'scalar' v; 'bits' bit `index` of (v − base); 'onehot'
@@ -53,6 +54,8 @@ export interface FfnOp extends OpBase {
 export interface GdnOp extends OpBase {
   kind: 'gdn';
   heads: GdnKeyHeadSpec[];
+  /** The RAM this op implements (its IR id), with the gadget's lowering (layout, head roles). */
+  ram?: { id: number; lowering: GdnRamLowering };
   /** The gated-norm weight the op's value heads need (ops sharing a layer must agree). */
   normWeight?: number;
 }

@@ -51,5 +51,8 @@ export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): 
     }
   })();
   const writes = io.reads.flatMap((r) => (r.out.values ?? []).filter((d): d is VDim => d !== null));
-  ctx.addOp({ kind: 'gdn', what: `RAM "${ram.name}"`, heads: low.heads, reads: gdnReads(low.heads), writes, normWeight: low.normWeight });
+  ctx.addOp({
+    kind: 'gdn', what: `RAM "${ram.name}"`, heads: low.heads, reads: gdnReads(low.heads), writes,
+    normWeight: low.normWeight, ram: { id: ram.id, lowering: low },
+  });
 }

@@ -237,4 +237,27 @@ export class Interpreter {
     }
     throw new Error('internal: unknown node');
   }
+
+  /**
+   * Sets RAM `ram`'s row `row` to `values` (one integer per field, within its range), as if a
+   * write had stored them: used to preload firmware / state-file contents (src/load/) before or
+   * between steps. Bad indices or values are a ChipcError `interp.ram`.
+   */
+  setRamRow(ram: number, row: number, values: readonly number[]): void {
+    const r = this.ir.rams[ram];
+    if (!Number.isInteger(ram) || !r) throw new ChipcError('interp.ram', `RAM index ${ram} is outside [0, ${this.ir.rams.length})`);
+    if (!Number.isInteger(row) || row < 0 || row >= r.rows) {
+      throw new ChipcError('interp.ram', `RAM "${r.name}": row ${row} is outside [0, ${r.rows})`);
+    }
+    if (values.length !== r.fields.length) {
+      throw new ChipcError('interp.ram', `RAM "${r.name}" row ${row}: ${values.length} values given, the word has ${r.fields.length} fields`);
+    }
+    values.forEach((x, i) => {
+      const f = r.fields[i]!;
+      if (!Number.isInteger(x) || x < f.lo || x > f.hi) {
+        throw new ChipcError('interp.ram', `RAM "${r.name}" row ${row} field ${i}: value ${x} is outside [${f.lo}, ${f.hi}]`);
+      }
+    });
+    this.ram[ram]![row]!.set(values);
+  }
 }

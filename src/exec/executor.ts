@@ -13,7 +13,7 @@ import { isMoeLayer, type ModelConfig } from '../model/config.ts';
 import type { Matrix, ModelWeights } from '../model/weights.ts';
 import { attentionStep, KvCache, ropeInvFreq } from './attention.ts';
 import { gdnDimsOf, gdnForward, newGdnCache, type GdnCache } from './gdn.ts';
-import { linear, matrixRow, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
+import { linear, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { moeForward, swiglu } from './mlp.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
 import { rmsNorm1p } from './norms.ts';
@@ -112,6 +112,22 @@ function validateWeights(w: ModelWeights): void {
   }
 }
 
+/** Residual-stream buffers of a single-token forward (see forward). */
+interface ForwardBuffers {
+  x: [Float32Array, Float32Array];
+  normed: Float32Array;
+  mid: Float32Array;
+  n2: Float32Array;
+  ff: Float32Array;
+}
+
+function newForwardBuffers(H: number): ForwardBuffers {
+  return {
+    x: [new Float32Array(H), new Float32Array(H)], normed: new Float32Array(H), mid: new Float32Array(H),
+    n2: new Float32Array(H), ff: new Float32Array(H),
+  };
+}
+
 /** Index of the largest logit; the lowest id wins ties; NaN never wins. */
 export function argmax(logits: Float32Array): number {
   let best = -1;
@@ -136,6 +152,7 @@ export class Executor {
   private kv: (KvCache | null)[] = [];
   private pos = 0;
   private hooks: LayerHook[] = [];
+  private buffers: ForwardBuffers | null = null;
 
   constructor(weights: ModelWeights, opts: ExecOptions = {}) {
     validateWeights(weights);
@@ -227,15 +244,18 @@ export class Executor {
     const L = ids.length;
     const pos0 = this.pos;
     const hooked = this.hooks.length > 0;
+    // A single-token call keeps its residual vectors in the executor's buffers (no allocation);
+    // hooks get copies and the logits are always a fresh array.
+    const buf = L === 1 ? (this.buffers ??= newForwardBuffers(H)) : null;
     let hs = ids.map((id) => {
-      const row = matrixRow(this.weights.embedTokens, id);
+      const row = buf ? matrixRowInto(this.weights.embedTokens, id, buf.x[0]) : matrixRow(this.weights.embedTokens, id);
       for (let i = 0; i < H; i++) row[i] = ctx.act(row[i]);
       return row;
     });
     for (let li = 0; li < c.numLayers; li++) {
       const lw = this.weights.layers[li];
       const normed = hs.map((x) => {
-        const o = new Float32Array(H);
+        const o = buf ? buf.normed : new Float32Array(H);
         rmsNorm1p(ctx, x, 0, H, lw.inputLayernorm, c.rmsNormEps, o, 0);
         return o;
       });
@@ -252,7 +272,7 @@ export class Executor {
         mix = [];
         probs = [];
         for (let t = 0; t < L; t++) {
-          const r = attentionStep(ctx, c, m, kv, normed[t], pos0 + t, this.rope, path, hooked, stats);
+          const r = attentionStep(ctx, c, m, kv, normed[t], pos0 + t, this.rope, path, hooked, stats, buf !== null);
           mix.push(r.out);
           probs.push(r.probs);
         }
@@ -260,15 +280,16 @@ export class Executor {
       const next: Float32Array[] = [];
       for (let t = 0; t < L; t++) {
         const x = hs[t];
-        const mid = new Float32Array(H);
+        const mid = buf ? buf.mid : new Float32Array(H);
         for (let i = 0; i < H; i++) mid[i] = ctx.act(f32(x[i] + mix[t][i]));
-        const n2 = new Float32Array(H);
+        const n2 = buf ? buf.n2 : new Float32Array(H);
         rmsNorm1p(ctx, mid, 0, H, lw.postAttentionLayernorm, c.rmsNormEps, n2, 0);
         const f = lw.mlp;
         const ff = f.kind === 'dense'
-          ? swiglu(ctx, f, n2, path, stats)
+          ? swiglu(ctx, f, n2, path, stats, buf ? buf.ff : undefined)
           : moeForward(ctx, f, n2, (c.moe ?? { numExpertsPerTok: 0 }).numExpertsPerTok, c.moe?.normTopkProb ?? false, H, path, stats);
-        const y = new Float32Array(H);
+        // ping-pong: layer li reads x[li & 1] and writes x[(li + 1) & 1]
+        const y = buf ? buf.x[(li + 1) & 1] : new Float32Array(H);
         for (let i = 0; i < H; i++) y[i] = ctx.act(f32(mid[i] + ff[i]));
         next.push(y);
         if (hooked) {
@@ -287,7 +308,7 @@ export class Executor {
     this.pos += L;
     const outIdx = allLogits ? hs.map((_, i) => i) : [L - 1];
     return outIdx.map((t) => {
-      const n = new Float32Array(H);
+      const n = buf ? buf.normed : new Float32Array(H);
       rmsNorm1p(ctx, hs[t], 0, H, this.weights.norm, c.rmsNormEps, n, 0);
       return linear(ctx, this.weights.lmHead, n, path, { stats });
     });

@@ -18,7 +18,12 @@
  *  - exp(g) = 1 (a pinned head): the decay S·1 is skipped (x·1 = x for every float, −0 included);
  *  - sparse path only, decode: when the head's k is all ±0, v and β are finite and the state holds
  *    no −0 and no non-finite value, the kv/δ/update steps are skipped: each k_i·δ_j is ±0, and
- *    S + (±0) = S for every S ≠ −0 (a −0 entry would become +0, hence the −0 check).
+ *    S + (±0) = S for every S ≠ −0 (a −0 entry would become +0, hence the −0 check);
+ *  - sparse path in sequential order, decode: recurrentStepSparse, which keeps a per-head summary
+ *    of S (all +0 / no −0 and finite / unknown, and its rows known to be all +0) in the cache, so
+ *    unused heads cost O(dk + dv) and one-hot keys update one row (see there).
+ * Single-token calls reuse per-layer buffers (GdnCache.buffers): a decode step allocates nothing
+ * but the hook copies.
  */
 import { ChipcError } from '../util/errors.ts';
 import type { ModelConfig } from '../model/config.ts';
@@ -72,23 +77,52 @@ export interface GdnCache {
   kind: Uint8Array;
   /** Per value head: 1 once the live S was handed out (Executor.gdnState): its kind is re-derived every step. */
   exposed: Uint8Array;
+  /** Per value head, per row i of S: 0 only if row i is known to be all +0 (kept with `kind`). */
+  rowNonZero: Uint8Array[];
+  /** Buffers of single-token calls (decode), reused so a step allocates nothing; created on first use. */
+  buffers?: GdnBuffers;
+}
+
+/** Per-layer scratch of a single-token GDN call (every array is fully rewritten before it is read). */
+interface GdnBuffers {
+  mixed: Float32Array; z: Float32Array; b: Float32Array; a: Float32Array; conved: Float32Array;
+  q: Float32Array; k: Float32Array; beta: Float32Array; g: Float32Array;
+  core: Float32Array; normed: Float32Array; out: Float32Array; step: SparseStepScratch;
+}
+
+function gdnBuffers(d: GdnDimsX, H: number): GdnBuffers {
+  return {
+    mixed: new Float32Array(d.convDim), z: new Float32Array(d.valueDim), b: new Float32Array(d.hv), a: new Float32Array(d.hv),
+    conved: new Float32Array(d.convDim), q: new Float32Array(d.keyDim), k: new Float32Array(d.keyDim),
+    beta: new Float32Array(d.hv), g: new Float32Array(d.hv), core: new Float32Array(d.valueDim),
+    normed: new Float32Array(d.valueDim), out: new Float32Array(H), step: newSparseStepScratch(d.dk, d.dv),
+  };
 }
 
 export function newGdnCache(d: GdnDimsX): GdnCache {
   const S: Float32Array[] = [];
   for (let h = 0; h < d.hv; h++) S.push(new Float32Array(d.dk * d.dv));
-  return { conv: new Float32Array(d.convDim * d.K), S, kind: new Uint8Array(d.hv).fill(STATE_ZERO), exposed: new Uint8Array(d.hv) };
+  return {
+    conv: new Float32Array(d.convDim * d.K), S, kind: new Uint8Array(d.hv).fill(STATE_ZERO), exposed: new Uint8Array(d.hv),
+    rowNonZero: S.map(() => new Uint8Array(d.dk)),
+  };
 }
 
-/** The STATE_* kind of S by a scan of its bit patterns. */
-export function classifyState(S: Float32Array): number {
+/**
+ * The STATE_* kind of S by a scan of its bit patterns. With `rowNonZero` (length dk, S being
+ * dk × dv) it also records which rows hold a bit pattern other than +0 (1) and which are all +0 (0).
+ */
+export function classifyState(S: Float32Array, rowNonZero?: Uint8Array): number {
   const u = new Uint32Array(S.buffer, S.byteOffset, S.length);
   let kind = STATE_ZERO;
+  if (rowNonZero) rowNonZero.fill(0);
+  const dv = rowNonZero ? S.length / rowNonZero.length : 0;
   for (let i = 0; i < u.length; i++) {
     const b = u[i];
     if (b === 0) continue;
-    if (b === 0x80000000 || (b & 0x7f800000) === 0x7f800000) return STATE_ANY;
-    kind = STATE_CLEAN;
+    if (rowNonZero) rowNonZero[Math.floor(i / dv)] = 1;
+    if (b === 0x80000000 || (b & 0x7f800000) === 0x7f800000) kind = STATE_ANY;
+    else if (kind === STATE_ZERO) kind = STATE_CLEAN;
   }
   return kind;
 }
@@ -104,34 +138,42 @@ interface GdnToken {
 
 function prepareToken(
   ctx: ExecNumericContext, d: GdnDimsX, w: GdnWeights, cache: GdnCache, x: Float32Array,
-  path: MatmulPath, stats?: MatmulStats,
+  path: MatmulPath, stats?: MatmulStats, buf?: GdnBuffers,
 ): GdnToken {
-  const mixed = linear(ctx, w.inProjQkv, x, path, { stats });
-  const z = linear(ctx, w.inProjZ, x, path, { stats });
-  const b = linear(ctx, w.inProjB, x, path, { stats });
-  const a = linear(ctx, w.inProjA, x, path, { stats });
+  const mixed = linear(ctx, w.inProjQkv, x, path, { stats, out: buf?.mixed });
+  const z = linear(ctx, w.inProjZ, x, path, { stats, out: buf?.z });
+  const b = linear(ctx, w.inProjB, x, path, { stats, out: buf?.b });
+  const a = linear(ctx, w.inProjA, x, path, { stats, out: buf?.a });
   const { K, convDim } = d;
   const conv = cache.conv;
-  const conved = new Float32Array(convDim);
+  const conved = buf ? buf.conved : new Float32Array(convDim);
+  const sequential = ctx.order.kind === 'sequential';
+  const cw = w.conv1d;
   for (let c = 0; c < convDim; c++) {
     const base = c * K;
     for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
     conv[base + K - 1] = mixed[c];
-    const y = ctx.act(ctx.dot(w.conv1d, base, 1, conv, base, 1, K));
+    let y: number;
+    if (sequential) {
+      // ctx.dot in sequential order, inlined (acc = −0, then fl(acc + fl(w·s)) in tap order)
+      y = -0;
+      for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
+    } else y = ctx.dot(cw, base, 1, conv, base, 1, K);
+    y = ctx.act(y);
     conved[c] = ctx.act(silu32(y, ctx.siluForm));
   }
   const { hk, hv, dk, keyDim } = d;
   const scale = f32(Math.pow(dk, -0.5)); // HF: query.shape[-1] ** -0.5, used as a float32 scalar
-  const q = new Float32Array(keyDim);
-  const k = new Float32Array(keyDim);
+  const q = buf ? buf.q : new Float32Array(keyDim);
+  const k = buf ? buf.k : new Float32Array(keyDim);
   for (let h = 0; h < hk; h++) {
     l2norm(ctx, conved, h * dk, dk, q, h * dk);
     for (let i = 0; i < dk; i++) q[h * dk + i] = f32(q[h * dk + i] * scale);
     l2norm(ctx, conved, keyDim + h * dk, dk, k, h * dk);
   }
-  const v = conved.slice(2 * keyDim);
-  const beta = new Float32Array(hv);
-  const g = new Float32Array(hv);
+  const v = buf ? conved.subarray(2 * keyDim) : conved.slice(2 * keyDim);
+  const beta = buf ? buf.beta : new Float32Array(hv);
+  const g = buf ? buf.g : new Float32Array(hv);
   for (let h = 0; h < hv; h++) {
     beta[h] = ctx.act(sigmoid32(b[h]));
     g[h] = f32(-exp32(w.aLog[h]) * softplus32(f32(a[h] + w.dtBias[h])));
@@ -186,11 +228,12 @@ export function recurrentStep(
 export interface SparseStepScratch {
   kIdx: Int32Array;
   qIdx: Int32Array;
+  nzRows: Int32Array;
   delta: Float32Array;
 }
 
 export function newSparseStepScratch(dk: number, dv: number): SparseStepScratch {
-  return { kIdx: new Int32Array(dk), qIdx: new Int32Array(dk), delta: new Float32Array(dv) };
+  return { kIdx: new Int32Array(dk), qIdx: new Int32Array(dk), nzRows: new Int32Array(dk), delta: new Float32Array(dv) };
 }
 
 /** Sign bit of a float (true for −0 and negative values, and for NaNs with the bit set). */
@@ -203,13 +246,13 @@ function signBit(x: number): boolean {
  * sequential order), visiting only the n indices idx[0..n) where x is non-zero. Exact when S is
  * finite (kind ≥ STATE_CLEAN), by matmul.ts's argument: every skipped term S·(±0) is ±0, so a
  * non-zero sum of the visited terms is the full sum, and a zero one is +0 if some visited term was
- * non-zero (exact cancellation); if none was, every term is ±0 and the sum is −0 iff every term is
- * −0: with S all +0 (STATE_ZERO) that is iff every x_i has its sign bit set (xAllNeg); otherwise
- * the full column is summed.
+ * non-zero (exact cancellation). If none was, every term is ±0 and the sum is −0 iff every term is
+ * −0: a row known to be all +0 gives +0·x_i, −0 iff x_i has its sign bit set (`xNegOffRows`: true
+ * iff that holds for every such row); the other rows (nzRows[0..nzn)) are checked one by one.
  */
 function sparseColumnDot(
-  S: Float32Array, dv: number, dk: number, j: number, x: Float32Array, xOff: number, idx: Int32Array, n: number,
-  zeroState: boolean, xAllNeg: boolean,
+  S: Float32Array, dv: number, j: number, x: Float32Array, xOff: number, idx: Int32Array, n: number,
+  nzRows: Int32Array, nzn: number, xNegOffRows: boolean,
 ): number {
   let acc = -0;
   let anyNonZero = false;
@@ -219,28 +262,58 @@ function sparseColumnDot(
     if (p !== 0) { anyNonZero = true; acc = f32(acc + p); }
   }
   if (acc !== 0 || Number.isNaN(acc)) return acc;
-  if (anyNonZero) return 0;
-  if (zeroState) return xAllNeg ? -0 : 0;
-  acc = -0;
-  for (let i = 0; i < dk; i++) acc = f32(acc + f32(S[i * dv + j] * x[xOff + i]));
-  return acc;
+  if (anyNonZero || !xNegOffRows) return 0;
+  for (let t = 0; t < nzn; t++) {
+    const i = nzRows[t];
+    const p = f32(S[i * dv + j] * x[xOff + i]); // ±0 here
+    if (1 / p > 0) return 0;
+  }
+  return -0;
+}
+
+/** Lists the rows marked in rowNonZero into out; returns how many. */
+function listRows(rowNonZero: Uint8Array, out: Int32Array): number {
+  let n = 0;
+  for (let i = 0; i < rowNonZero.length; i++) if (rowNonZero[i]) out[n++] = i;
+  return n;
 }
 
 /**
- * recurrentStep in sequential order, bit-identical to it, for a state whose STATE_* kind is known
- * (`kind` must be true of S on entry); returns the kind of S on exit. Same math:
+ * Indices of the non-zero entries of x[xOff .. xOff+dk) into idx; returns their count, and in
+ * `negOff[0]` whether every entry of a row NOT in nzRows (rowNonZero[i] = 0) has its sign bit set.
+ */
+function nonZeroIndices(x: Float32Array, xOff: number, dk: number, idx: Int32Array, rowNonZero: Uint8Array, negOff: boolean[]): number {
+  let n = 0;
+  let allNeg = true;
+  for (let i = 0; i < dk; i++) {
+    const v = x[xOff + i];
+    if (v !== 0) idx[n++] = i;
+    if (!rowNonZero[i] && !signBit(v)) allNeg = false;
+  }
+  negOff[0] = allNeg;
+  return n;
+}
+
+const negOffScratch = [false];
+
+/**
+ * recurrentStep in sequential order, bit-identical to it, for a state whose STATE_* kind and
+ * all-+0 rows are known (`kind` and `rowNonZero` — 0 only for a row of +0s — must be true of S on
+ * entry; both are updated to stay true on exit; the kind is returned). Same math:
  *   S ← fl(S·exp(g)); kv_j = dot(S[:,j], k); δ_j = fl(fl(v_j − kv_j)·β); S_ij = fl(S_ij + fl(k_i·δ_j));
  *   o_j = dot(S[:,j], q)
  * with these exact shortcuts:
  *  - exp(g) = 1: no decay (x·1 = x); S all +0 and exp(g) finite: no decay (+0·e = +0 for e ≥ 0);
- *  - S finite (CLEAN/ZERO): kv and o visit only the non-zero k_i / q_i (sparseColumnDot);
+ *    a finite decay keeps +0 rows +0;
+ *  - S finite (CLEAN/ZERO): kv and o visit only the non-zero k_i / q_i (sparseColumnDot), and a
+ *    zero sum's sign needs only the rows not known to be +0;
  *  - S has no −0 and is finite and every δ_j is finite: rows i with k_i = ±0 are left alone, since
  *    fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij for S_ij ≠ −0 (+0 + −0 = +0). A one-hot key (a pinned
  *    RAM write) touches one row; an all-zero key (an unused head) touches none.
  * Anything else (a state that may hold −0 or non-finite values, non-finite δ) runs the full update.
  */
 export function recurrentStepSparse(
-  dk: number, dv: number, S: Float32Array, kind: number,
+  dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array,
   q: Float32Array, qOff: number, k: Float32Array, kOff: number, v: Float32Array, vOff: number,
   g: number, beta: number, o: Float32Array, oOff: number, scratch: SparseStepScratch,
 ): number {
@@ -253,28 +326,29 @@ export function recurrentStepSparse(
       S[i] = y;
       if (y !== 0) { nonZero = true; if (y - y !== 0) dirty = true; } else if (1 / y < 0) dirty = true;
     }
+    // not dirty ⇒ eg finite (a +0 row times inf would be NaN), so +0 rows stayed +0
     kind = dirty ? STATE_ANY : nonZero ? STATE_CLEAN : STATE_ZERO;
   }
-  const { kIdx, qIdx, delta } = scratch;
-  let kn = 0;
-  let kAllNeg = true;
-  for (let i = 0; i < dk; i++) {
-    const x = k[kOff + i];
-    if (x !== 0) kIdx[kn++] = i;
-    if (!signBit(x)) kAllNeg = false;
-  }
+  const { kIdx, qIdx, nzRows, delta } = scratch;
   const finiteState = kind !== STATE_ANY;
   let allDeltaFinite = true;
-  for (let j = 0; j < dv; j++) {
-    let kv: number;
-    if (finiteState) kv = sparseColumnDot(S, dv, dk, j, k, kOff, kIdx, kn, kind === STATE_ZERO, kAllNeg);
-    else {
-      kv = -0;
-      for (let i = 0; i < dk; i++) kv = f32(kv + f32(S[i * dv + j] * k[kOff + i]));
+  let kn = 0;
+  if (finiteState) {
+    kn = nonZeroIndices(k, kOff, dk, kIdx, rowNonZero, negOffScratch);
+    const kNegOff = negOffScratch[0];
+    const nzn = listRows(rowNonZero, nzRows);
+    for (let j = 0; j < dv; j++) {
+      const kv = sparseColumnDot(S, dv, j, k, kOff, kIdx, kn, nzRows, nzn, kNegOff);
+      const dj = f32(f32(v[vOff + j] - kv) * beta);
+      delta[j] = dj;
+      if (dj - dj !== 0) allDeltaFinite = false;
     }
-    const dj = f32(f32(v[vOff + j] - kv) * beta);
-    delta[j] = dj;
-    if (dj - dj !== 0) allDeltaFinite = false;
+  } else {
+    for (let j = 0; j < dv; j++) {
+      let kv = -0;
+      for (let i = 0; i < dk; i++) kv = f32(kv + f32(S[i * dv + j] * k[kOff + i]));
+      delta[j] = f32(f32(v[vOff + j] - kv) * beta);
+    }
   }
   if (finiteState && allDeltaFinite) {
     let nonZero = kind === STATE_CLEAN;
@@ -283,6 +357,7 @@ export function recurrentStepSparse(
       const i = kIdx[t];
       const ki = k[kOff + i];
       const row = i * dv;
+      rowNonZero[i] = 1;
       for (let j = 0; j < dv; j++) {
         const y = f32(S[row + j] + f32(ki * delta[j]));
         S[row + j] = y;
@@ -296,18 +371,13 @@ export function recurrentStepSparse(
       const row = i * dv;
       for (let j = 0; j < dv; j++) S[row + j] = f32(S[row + j] + f32(ki * delta[j]));
     }
-    kind = classifyState(S);
+    kind = classifyState(S, rowNonZero);
   }
   if (kind !== STATE_ANY) {
-    let qn = 0;
-    let qAllNeg = true;
-    for (let i = 0; i < dk; i++) {
-      const x = q[qOff + i];
-      if (x !== 0) qIdx[qn++] = i;
-      if (!signBit(x)) qAllNeg = false;
-    }
-    const zero = kind === STATE_ZERO;
-    for (let j = 0; j < dv; j++) o[oOff + j] = sparseColumnDot(S, dv, dk, j, q, qOff, qIdx, qn, zero, qAllNeg);
+    const qn = nonZeroIndices(q, qOff, dk, qIdx, rowNonZero, negOffScratch);
+    const qNegOff = negOffScratch[0];
+    const nzn = listRows(rowNonZero, nzRows);
+    for (let j = 0; j < dv; j++) o[oOff + j] = sparseColumnDot(S, dv, j, q, qOff, qIdx, qn, nzRows, nzn, qNegOff);
   } else {
     for (let j = 0; j < dv; j++) {
       let acc = -0;
@@ -337,8 +407,11 @@ export function gdnForward(
   const d = gdnDimsOf(cfg);
   const { hv, dk, dv, r, valueDim } = d;
   const L = xs.length;
-  const toks = xs.map((x) => prepareToken(ctx, d, w, cache, x, path, stats));
-  const core: Float32Array[] = toks.map(() => new Float32Array(valueDim));
+  // A single-token call reuses the layer's buffers: its outputs are consumed before the next call.
+  let buf: GdnBuffers | undefined;
+  if (L === 1) buf = cache.buffers ??= gdnBuffers(d, w.outProj.rows);
+  const toks = xs.map((x) => prepareToken(ctx, d, w, cache, x, path, stats, buf));
+  const core: Float32Array[] = buf ? [buf.core] : toks.map(() => new Float32Array(valueDim));
   const states: (Float32Array[] | null)[] = toks.map(() => null);
   if (mode === 'prefill') {
     for (let h = 0; h < hv; h++) {
@@ -360,20 +433,21 @@ export function gdnForward(
         for (let j = 0; j < dv; j++) core[t][h * dv + j] = ctx.act(o[t * dv + j]);
       }
     }
-    for (let h = 0; h < hv; h++) cache.kind[h] = classifyState(cache.S[h]);
+    for (let h = 0; h < hv; h++) cache.kind[h] = classifyState(cache.S[h], cache.rowNonZero[h]);
     if (wantStates && L > 0) states[L - 1] = cache.S.map((s) => s.slice());
   } else if (path === 'sparse' && ctx.order.kind === 'sequential') {
     // The sparse decode step (bit-identical to recurrentStep in sequential order, see there).
-    const scratch = newSparseStepScratch(dk, dv);
+    const scratch = buf ? buf.step : newSparseStepScratch(dk, dv);
     for (let t = 0; t < L; t++) {
       const tk = toks[t];
       const o = core[t];
       for (let h = 0; h < hv; h++) {
         const kh = Math.floor(h / r);
         const S = cache.S[h];
-        const kind = cache.exposed[h] ? classifyState(S) : cache.kind[h];
+        const rows = cache.rowNonZero[h];
+        const kind = cache.exposed[h] ? classifyState(S, rows) : cache.kind[h];
         cache.kind[h] = recurrentStepSparse(
-          dk, dv, S, kind, tk.q, kh * dk, tk.k, kh * dk, tk.v, h * dv, tk.g[h], tk.beta[h], o, h * dv, scratch,
+          dk, dv, S, kind, rows, tk.q, kh * dk, tk.k, kh * dk, tk.v, h * dv, tk.g[h], tk.beta[h], o, h * dv, scratch,
         );
         for (let j = 0; j < dv; j++) o[h * dv + j] = ctx.act(o[h * dv + j]);
       }
@@ -393,14 +467,15 @@ export function gdnForward(
       if (wantStates) states[t] = cache.S.map((s) => s.slice());
     }
     cache.kind.fill(STATE_ANY);
+    for (const rows of cache.rowNonZero) rows.fill(1);
   }
   const out: Float32Array[] = [];
-  const normed = new Float32Array(valueDim);
+  const normed = buf ? buf.normed : new Float32Array(valueDim);
   for (let t = 0; t < L; t++) {
     for (let h = 0; h < hv; h++) {
       gatedRmsNorm(ctx, core[t], h * dv, toks[t].z, h * dv, dv, w.norm, cfg.rmsNormEps, normed, h * dv);
     }
-    out.push(linear(ctx, w.outProj, normed, path, { stats }));
+    out.push(linear(ctx, w.outProj, normed, path, { stats, out: buf?.out }));
   }
   return { out, states };
 }

@@ -21,6 +21,9 @@
  *        O(row nnz). When the matrix also has a dense form (whose zeros may be −0) the row is
  *        recomputed densely instead.
  *    Any non-finite activation or weight (0·inf = NaN) sends the call to the dense path.
+ *    A per-matrix plan (SparsePlan, cached) lists the non-empty rows, so rows without entries are
+ *    filled with the one all-±0 value of the call, and marks the dense rows holding a −0: only
+ *    those need the dense row (a dense row without −0 is +0 wherever the CSR has no entry).
  *
  *  In shuffled / fma modes the sparse path is not used: the call runs the dense math (expanding CSR
  *  rows on the fly for CSR-only matrices, which is slow at real widths).
@@ -127,20 +130,67 @@ function denseLinear(ctx: ExecNumericContext, m: Matrix, x: Float32Array, xOff: 
   }
 }
 
+/**
+ * What the sparse path precomputes once per Matrix: its CSR (own or derived), whether every stored
+ * value is finite, the rows with at least one stored entry, and, for a matrix that also has a dense
+ * form, which rows hold a −0 there (only those need the dense row to decide the sign of a zero
+ * result; a dense row without −0 has +0 wherever the CSR has no entry, like a CSR-only row).
+ */
+interface SparsePlan {
+  csr: CsrMatrix;
+  finite: boolean;
+  nonEmptyRows: Uint32Array;
+  /** 1 where the dense form's row has a −0 entry; null when there is no dense form. */
+  denseNegZeroRow: Uint8Array | null;
+}
+
+const sparsePlans = new WeakMap<Matrix, SparsePlan>();
+
+function sparsePlanOf(m: Matrix): SparsePlan {
+  let p = sparsePlans.get(m);
+  if (p && p.csr === (m.csr ?? p.csr) && (m.dense !== undefined) === (p.denseNegZeroRow !== null)) return p;
+  const csr = csrOf(m);
+  const rows: number[] = [];
+  for (let r = 0; r < m.rows; r++) if (csr.rowPtr[r + 1] > csr.rowPtr[r]) rows.push(r);
+  let denseNegZeroRow: Uint8Array | null = null;
+  if (m.dense) {
+    denseNegZeroRow = new Uint8Array(m.rows);
+    const u = new Uint32Array(m.dense.buffer, m.dense.byteOffset, m.dense.length);
+    for (let i = 0; i < u.length; i++) if (u[i] === 0x80000000) denseNegZeroRow[Math.floor(i / m.cols)] = 1;
+  }
+  p = { csr, finite: csrAllFinite(csr), nonEmptyRows: Uint32Array.from(rows), denseNegZeroRow };
+  sparsePlans.set(m, p);
+  return p;
+}
+
+/**
+ * The sparse path over a plan (see the module comment); `negTotal` = number of sign-bit-set
+ * activations. Rows without stored entries are all-±0-term rows: −0 iff every activation has its
+ * sign bit set (absent weights are +0), unless the dense form has a −0 in that row (dense row).
+ */
 function sparseLinear(
-  ctx: ExecNumericContext, m: Matrix, csr: CsrMatrix, x: Float32Array, xOff: number, out: Float32Array,
-  stats?: MatmulStats,
+  ctx: ExecNumericContext, m: Matrix, plan: SparsePlan, x: Float32Array, xOff: number, out: Float32Array,
+  negTotal: number, stats?: MatmulStats,
 ): void {
   const { rows, cols } = m;
-  // Sign-bit-set activations (x < 0 or x = −0), counted once per call.
-  let negTotal = 0;
-  for (let i = 0; i < cols; i++) {
-    const v = x[xOff + i];
-    if (v < 0 || (v === 0 && 1 / v < 0)) negTotal++;
-  }
-  const { rowPtr, colIdx, values } = csr;
+  const { rowPtr, colIdx, values } = plan.csr;
   const W = m.dense;
-  for (let r = 0; r < rows; r++) {
+  const negRow = plan.denseNegZeroRow;
+  const emptyValue = ctx.act(negTotal === cols ? -0 : 0);
+  const nonEmpty = plan.nonEmptyRows;
+  if (nonEmpty.length < rows) {
+    out.fill(emptyValue, 0, rows);
+    if (negRow) {
+      for (let r = 0; r < rows; r++) {
+        if (negRow[r] && rowPtr[r + 1] === rowPtr[r]) {
+          if (stats) stats.denseRowFallbacks++;
+          out[r] = ctx.act(ctx.dot(W as Float32Array, r * cols, 1, x, xOff, 1, cols));
+        }
+      }
+    }
+  }
+  for (let ri = 0; ri < nonEmpty.length; ri++) {
+    const r = nonEmpty[ri];
     const k0 = rowPtr[r];
     const k1 = rowPtr[r + 1];
     let acc = -0;
@@ -150,9 +200,8 @@ function sparseLinear(
     for (let k = k0; k < k1; k++) {
       const xv = x[xOff + colIdx[k]];
       const w = values[k];
-      const xNeg = xv < 0 || (xv === 0 && 1 / xv < 0);
-      if (xNeg) negVisited++;
       if (xv !== 0) {
+        if (xv < 0) negVisited++;
         const t = f32(w * xv);
         if (t !== 0) {
           anyNonZeroTerm = true;
@@ -162,6 +211,8 @@ function sparseLinear(
         }
       } else {
         // term ±0 with sign(w) ⊕ sign(x)
+        const xNeg = 1 / xv < 0;
+        if (xNeg) negVisited++;
         const wNeg = w < 0 || (w === 0 && 1 / w < 0);
         if (wNeg === xNeg) allVisitedNegZero = false;
       }
@@ -169,9 +220,9 @@ function sparseLinear(
     let y: number;
     if (acc !== 0 || Number.isNaN(acc)) y = acc;
     else if (anyNonZeroTerm) y = 0;
-    else if (W) {
+    else if (negRow && negRow[r]) {
       if (stats) stats.denseRowFallbacks++;
-      y = ctx.dot(W, r * cols, 1, x, xOff, 1, cols);
+      y = ctx.dot(W as Float32Array, r * cols, 1, x, xOff, 1, cols);
     } else {
       const absent = cols - (k1 - k0);
       y = allVisitedNegZero && negTotal - negVisited === absent ? -0 : 0;
@@ -193,17 +244,23 @@ export function linearEx(
   checkShapes(m, x, xOff);
   const out = opts.out ?? new Float32Array(m.rows);
   if (out.length < m.rows) throw new ChipcError('EXEC_SHAPE', `linear: output buffer has ${out.length} slots, need ${m.rows}`);
-  let sparseOk = path === 'sparse' && ctx.order.kind === 'sequential';
-  if (sparseOk) {
-    for (let i = 0; i < m.cols; i++) if (!Number.isFinite(x[xOff + i])) { sparseOk = false; break; }
-  }
-  if (sparseOk) {
-    const csr = csrOf(m);
-    if (!csrAllFinite(csr)) sparseOk = false;
-    else {
-      sparseLinear(ctx, m, csr, x, xOff, out, opts.stats);
-      if (opts.stats) opts.stats.sparse++;
-      return { out, usedSparse: true };
+  if (path === 'sparse' && ctx.order.kind === 'sequential') {
+    // One scan: finiteness of the activations and the count of sign-bit-set ones (x < 0 or −0).
+    let negTotal = 0;
+    let finite = true;
+    const end = xOff + m.cols;
+    for (let i = xOff; i < end; i++) {
+      const v = x[i];
+      if (v - v !== 0) { finite = false; break; }
+      if (v < 0 || (v === 0 && 1 / v < 0)) negTotal++;
+    }
+    if (finite) {
+      const plan = sparsePlanOf(m);
+      if (plan.finite) {
+        sparseLinear(ctx, m, plan, x, xOff, out, negTotal, opts.stats);
+        if (opts.stats) opts.stats.sparse++;
+        return { out, usedSparse: true };
+      }
     }
   }
   denseLinear(ctx, m, x, xOff, out);
@@ -217,6 +274,16 @@ export function linear(
   opts: { xOff?: number; out?: Float32Array; stats?: MatmulStats } = {},
 ): Float32Array {
   return linearEx(ctx, m, x, path, opts).out;
+}
+
+/** Row `r` of a matrix written into `out` (length ≥ cols; CSR absent entries +0); returns out. */
+export function matrixRowInto(m: Matrix, r: number, out: Float32Array): Float32Array {
+  if (!Number.isInteger(r) || r < 0 || r >= m.rows) {
+    throw new ChipcError('EXEC_BAD_TOKEN', `row ${r} out of range [0, ${m.rows})`);
+  }
+  if (m.dense) out.set(m.dense.subarray(r * m.cols, (r + 1) * m.cols));
+  else expandRow(m.csr as CsrMatrix, r, out);
+  return out;
 }
 
 /** Row `r` of a matrix as a new Float32Array (embedding lookup; CSR absent entries are +0). */

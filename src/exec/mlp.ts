@@ -16,16 +16,28 @@ import { exp32, sigmoid32, silu32 } from './numeric.ts';
 
 const f32 = Math.fround;
 
-/** SwiGLU MLP: down(silu(gate(x)) ⊙ up(x)). */
+let gScratch = new Float32Array(0);
+let uScratch = new Float32Array(0);
+
+/** SwiGLU MLP: down(silu(gate(x)) ⊙ up(x)), into `out` when given (else a fresh array). */
 export function swiglu(
   ctx: ExecNumericContext, m: { gateProj: Matrix; upProj: Matrix; downProj: Matrix }, x: Float32Array,
-  path: MatmulPath, stats?: MatmulStats,
+  path: MatmulPath, stats?: MatmulStats, out?: Float32Array,
 ): Float32Array {
-  const g = linear(ctx, m.gateProj, x, path, { stats });
-  const u = linear(ctx, m.upProj, x, path, { stats });
-  const h = new Float32Array(g.length);
-  for (let i = 0; i < g.length; i++) h[i] = ctx.act(f32(ctx.act(silu32(g[i], ctx.siluForm)) * u[i]));
-  return linear(ctx, m.downProj, h, path, { stats });
+  const n = m.gateProj.rows;
+  if (m.upProj.rows !== n) {
+    throw new ChipcError('EXEC_BAD_WEIGHTS', `SwiGLU: up_proj has ${m.upProj.rows} rows but gate_proj has ${n}`);
+  }
+  if (gScratch.length < n) {
+    gScratch = new Float32Array(n);
+    uScratch = new Float32Array(n);
+  }
+  // g, u and h live only inside this call: module scratch (no re-entrancy), sliced to the width.
+  const g = linear(ctx, m.gateProj, x, path, { stats, out: gScratch.subarray(0, n) });
+  const u = linear(ctx, m.upProj, x, path, { stats, out: uScratch.subarray(0, n) });
+  const h = g;
+  for (let i = 0; i < n; i++) h[i] = ctx.act(f32(ctx.act(silu32(g[i], ctx.siluForm)) * u[i]));
+  return linear(ctx, m.downProj, h, path, { stats, out });
 }
 
 /** Float32 softmax with max subtraction: p_i = fl(fl(exp(fl(x_i − max))) · fl(1/Σ)). */

@@ -9,7 +9,7 @@
  * nearly correctly rounded) rounded once to float32; torch's float32 versions may differ by an
  * ulp outside the saturated regions listed below (numerics-findings §0, §6).
  */
-import { f32ToBf16, bf16ToF32 } from '../safetensors/dtype.ts';
+import { f32BitsToBf16, bf16ToF32 } from '../safetensors/dtype.ts';
 import type { DotFn, ExecOptions, NumericContext, OrderMode, SumFn } from './types.ts';
 import { ChipcError } from '../util/errors.ts';
 
@@ -18,9 +18,19 @@ export const f32 = Math.fround;
 // ---------------------------------------------------------------------------------------------
 // bf16
 
-/** Rounds a float32 value to bfloat16 (round to nearest, ties to even; NaN stays NaN), returned as a number. */
+const bfF32 = new Float32Array(1);
+const bfU32 = new Uint32Array(bfF32.buffer);
+
+/**
+ * Rounds a float32 value to bfloat16 (round to nearest, ties to even; NaN stays NaN), returned as a
+ * number: bf16ToF32(f32ToBf16(x)). Shortcut: a non-NaN float32 whose low 16 bits are 0 (±0
+ * included) is already a bf16 value and comes back unchanged (RNE adds < 2^16 to it).
+ */
 export function roundBf16(x: number): number {
-  return bf16ToF32(f32ToBf16(x));
+  bfF32[0] = x;
+  const b = bfU32[0];
+  if ((b & 0xffff) === 0 && (b & 0x7fffffff) <= 0x7f800000) return bfF32[0];
+  return bf16ToF32(f32BitsToBf16(b));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -28,6 +38,8 @@ export function roundBf16(x: number): number {
 
 /** fl(exp(x)). Exact saturations: exp(x) = +0 for x ≤ −103.972084, exp(±0) = 1, +inf above ~88.72. */
 export function exp32(x: number): number {
+  // e^−104 ≈ 6.8e−46 is below half the smallest float32 subnormal (2^−150 ≈ 7.0e−46): rounds to +0.
+  if (x < -104) return 0;
   return f32(Math.exp(x));
 }
 
@@ -44,6 +56,8 @@ export function sigmoid32(x: number): number {
  * Both: exactly x for x > 16.63553, exactly −0 for x < −88.72283 (x·0 or x/inf with x < 0), silu(±0) = ±0.
  */
 export function silu32(x: number, form: 'mul' | 'div'): number {
+  // ±0 in, ±0 out in both forms (±0·0.5, ±0/2): skips the exp, which unused units hit every step.
+  if (x === 0) return x;
   if (form === 'mul') return f32(x * sigmoid32(x));
   return f32(x / f32(1 + f32(Math.exp(-x))));
 }

@@ -1,0 +1,329 @@
+/**
+ * The sparse decode fast paths of the executor are bit-identical to the plain math:
+ *  - gdn.ts recurrentStepSparse (tracked state kind, sparse k/q, untouched rows, skipped decay)
+ *    against recurrentStep in sequential order without its skip, on states full of ±0, tiny,
+ *    huge and non-finite values, and the kind it reports is true of the state it leaves;
+ *  - matmul.ts's per-matrix plan (empty rows, dense rows without −0) against the dense path;
+ *  - numeric.ts roundBf16's shortcut and silu32(±0) against the plain formulas;
+ *  - whole executors: sparse vs dense path on compiled example circuits and on a random model with
+ *    unused heads, with the live GDN state written through gdnState() between decode steps.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { Executor, argmax } from '../src/exec/executor.ts';
+import {
+  classifyState, newSparseStepScratch, recurrentStep, recurrentStepSparse, STATE_ANY, STATE_CLEAN, STATE_ZERO,
+} from '../src/exec/gdn.ts';
+import { linearEx, newMatmulStats } from '../src/exec/matmul.ts';
+import { exp32, makeNumericContext, roundBf16, silu32 } from '../src/exec/numeric.ts';
+import { attentionStep, KvCache, ropeInvFreq } from '../src/exec/attention.ts';
+import { bf16ToF32, f32ToBf16 } from '../src/safetensors/dtype.ts';
+import { loadCircuitFile } from '../src/dsl/load.ts';
+import { compileCircuit } from '../src/compile.ts';
+import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/random-weights.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import type { Matrix, ModelWeights } from '../src/model/weights.ts';
+
+/** Bit patterns, with every NaN mapped to one value (NaN payloads are not part of the contract). */
+const bits = (a: Float32Array): number[] =>
+  Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
+
+const ctx = makeNumericContext({});
+
+describe('recurrentStepSparse', () => {
+  const stateVal = fc.oneof(
+    { weight: 6, arbitrary: fc.constant(0) },
+    { weight: 2, arbitrary: fc.constantFrom(-0, 1, -1, 0.5, -3, 2 ** -100, -(2 ** -100)) },
+    { weight: 1, arbitrary: fc.constantFrom(Infinity, -Infinity, NaN, 3e38, -3e38) },
+  );
+  const vecVal = fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom(0, -0) },
+    { weight: 3, arbitrary: fc.constantFrom(1, -1, 0.25, -0.5, 2 ** -80, -(2 ** -80), 7) },
+    { weight: 1, arbitrary: fc.constantFrom(Infinity, NaN, 3e38) },
+  );
+  const caseArb = fc.record({ dk: fc.integer({ min: 1, max: 5 }), dv: fc.integer({ min: 1, max: 4 }) }).chain(({ dk, dv }) => fc.record({
+    dk: fc.constant(dk),
+    dv: fc.constant(dv),
+    S: fc.oneof(
+      fc.constant(new Array<number>(dk * dv).fill(0)),
+      fc.array(stateVal, { minLength: dk * dv, maxLength: dk * dv }),
+    ),
+    q: fc.array(vecVal, { minLength: dk, maxLength: dk }),
+    k: fc.oneof(
+      fc.array(fc.constantFrom(0, -0), { minLength: dk, maxLength: dk }),
+      fc.tuple(fc.integer({ min: 0, max: dk - 1 }), fc.constantFrom(1, -1, 0.5, 2 ** -120))
+        .map(([i, x]) => Array.from({ length: dk }, (_, j) => (j === i ? x : (j & 1 ? -0 : 0)))),
+      fc.array(vecVal, { minLength: dk, maxLength: dk }),
+    ),
+    v: fc.array(vecVal, { minLength: dv, maxLength: dv }),
+    g: fc.constantFrom(-0, 0, -1, -0.001, -200, -Infinity, NaN),
+    beta: fc.constantFrom(0, 1, 0.5, Infinity),
+  }));
+
+  it('is bit-identical to recurrentStep (sequential, no skip) and reports a true state kind', () => {
+    const seen = new Set<string>();
+    fc.assert(fc.property(caseArb, fc.boolean(), ({ dk, dv, S, q, k, v, g, beta }, conservativeRows) => {
+      const Sa = new Float32Array(S);
+      const Sb = Sa.slice();
+      const qa = new Float32Array(q), ka = new Float32Array(k), va = new Float32Array(v);
+      const oa = new Float32Array(dv), ob = new Float32Array(dv);
+      recurrentStep(ctx, dk, dv, Sa, qa, 0, ka, 0, va, 0, g, beta, oa, 0, false);
+      const rows = new Uint8Array(dk);
+      const kindIn = classifyState(Sb, rows);
+      if (conservativeRows) rows.fill(1); // "may be non-zero" for every row is also true
+      const kindOut = recurrentStepSparse(dk, dv, Sb, kindIn, rows, qa, 0, ka, 0, va, 0, g, beta, ob, 0, newSparseStepScratch(dk, dv));
+      expect(bits(Sb)).toEqual(bits(Sa));
+      expect(bits(ob)).toEqual(bits(oa));
+      const truthRows = new Uint8Array(dk);
+      const truth = classifyState(Sb, truthRows);
+      if (kindOut === STATE_ZERO) expect(truth).toBe(STATE_ZERO);
+      if (kindOut === STATE_CLEAN) expect(truth).not.toBe(STATE_ANY);
+      // a row reported all +0 is all +0
+      for (let i = 0; i < dk; i++) if (!rows[i]) expect(truthRows[i]).toBe(0);
+      seen.add(`${kindIn}>${kindOut}`);
+    }), { numRuns: 3000 });
+    // every kind was exercised on the way in and on the way out
+    for (const key of [`${STATE_ZERO}>${STATE_ZERO}`, `${STATE_CLEAN}>${STATE_CLEAN}`, `${STATE_ANY}>${STATE_ANY}`, `${STATE_ZERO}>${STATE_CLEAN}`]) {
+      expect(seen.has(key)).toBe(true);
+    }
+  });
+
+  it('hand case: all-zero state, one-hot key, exp(g) = 1 (a pinned RAM write, then a read)', () => {
+    // dk = 3, dv = 2; k = e₁·2, v = (3, −0), β = 1, g = −0 (exp = 1), q = (−0, 4, −0).
+    // kv_j: terms +0·k_i → +0 for k₁ = 2 > 0, so kv = +0; δ = (3 − 0, −0 − +0) = (3, −0);
+    // row 1 becomes (+0 + 6, +0 + (2·−0 = −0)) = (6, +0); other rows unchanged (+0).
+    // o_j = Σ S_ij·q_i: o₀ = 6·4 = 24; o₁: terms (+0·−0, +0·4, +0·−0) = (−0, +0, −0) → +0.
+    const S = new Float32Array(6);
+    const o = new Float32Array(2);
+    const kind = recurrentStepSparse(3, 2, S, STATE_ZERO, new Uint8Array(3), new Float32Array([-0, 4, -0]), 0, new Float32Array([0, 2, -0]), 0,
+      new Float32Array([3, -0]), 0, -0, 1, o, 0, newSparseStepScratch(3, 2));
+    expect(Array.from(S)).toEqual([0, 0, 6, 0, 0, 0]);
+    expect(Object.is(S[3], 0)).toBe(true);
+    expect(o[0]).toBe(24);
+    expect(Object.is(o[1], 0)).toBe(true);
+    expect(kind).toBe(STATE_CLEAN);
+    // all-zero state, zero key, q all sign-bit-set: o = −0 (every term +0·(−x) = −0), state untouched
+    const S2 = new Float32Array(6);
+    const o2 = new Float32Array(2);
+    const kind2 = recurrentStepSparse(3, 2, S2, STATE_ZERO, new Uint8Array(3), new Float32Array([-1, -0, -2]), 0, new Float32Array([0, -0, 0]), 0,
+      new Float32Array([5, 5]), 0, -1, 1, o2, 0, newSparseStepScratch(3, 2));
+    expect(kind2).toBe(STATE_ZERO);
+    expect(bits(S2)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(Object.is(o2[0], -0) && Object.is(o2[1], -0)).toBe(true);
+  });
+
+  it('classifyState: +0 only → ZERO; any −0 or non-finite → ANY; else CLEAN', () => {
+    expect(classifyState(new Float32Array([0, 0]))).toBe(STATE_ZERO);
+    expect(classifyState(new Float32Array([0, 1.5]))).toBe(STATE_CLEAN);
+    expect(classifyState(new Float32Array([1, -0]))).toBe(STATE_ANY);
+    expect(classifyState(new Float32Array([1, Infinity]))).toBe(STATE_ANY);
+    expect(classifyState(new Float32Array([NaN, 0]))).toBe(STATE_ANY);
+  });
+});
+
+describe('sparse linear plan', () => {
+  it('dense+CSR rows without −0 need no dense fallback; rows with −0 still get it; bits match the dense path', () => {
+    // row 0: dense has no −0 (CSR rule applies); row 1 is all zero with a −0 (dense fallback);
+    // row 2 empty, all +0.
+    const dense = new Float32Array([2, 0, 0, 0, -0, 0, 0, 0, 0]);
+    const m: Matrix = { rows: 3, cols: 3, dense, csr: sparsifyMatrix({ rows: 3, cols: 3, dense }).csr };
+    for (const x of [[-0, -0, -0], [-0, 1, -0], [3, -0, -0], [-1, -2, -3]]) {
+      const xs = new Float32Array(x);
+      const stats = newMatmulStats();
+      const s = linearEx(ctx, m, xs, 'sparse', { stats });
+      expect(s.usedSparse).toBe(true);
+      expect(bits(s.out)).toEqual(bits(linearEx(ctx, { rows: 3, cols: 3, dense }, xs, 'dense').out));
+      expect(stats.denseRowFallbacks).toBeLessThanOrEqual(1);
+    }
+    // x all −0: row 1's terms are (+0·−0, −0·−0, +0·−0) = (−0, +0, −0) → +0, row 2's all −0 → −0
+    const r = linearEx(ctx, m, new Float32Array([-0, -0, -0]), 'sparse').out;
+    expect(Object.is(r[0], -0)).toBe(true);
+    expect(Object.is(r[1], 0)).toBe(true);
+    expect(Object.is(r[2], -0)).toBe(true);
+  });
+});
+
+describe('numeric shortcuts', () => {
+  it('roundBf16 equals bf16ToF32(f32ToBf16(x)) on random and special bit patterns', () => {
+    const f = new Float32Array(1);
+    const u = new Uint32Array(f.buffer);
+    const check = (b: number): void => {
+      u[0] = b >>> 0;
+      const x = f[0];
+      const want = bf16ToF32(f32ToBf16(x));
+      const got = roundBf16(x);
+      if (Number.isNaN(want)) expect(Number.isNaN(got)).toBe(true);
+      else expect(Object.is(got, want)).toBe(true);
+    };
+    for (const b of [0, 0x80000000, 0x7f800000, 0xff800000, 0x7fc00000, 0x7f800001, 0x3f800000, 0x3f808000, 0x3f818000,
+      0x3f807fff, 0x00010000, 0x00008000, 0x7f7fffff, 0x80018000]) check(b);
+    fc.assert(fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.boolean(), (b, lowZero) => check(lowZero ? b & 0xffff0000 : b)), { numRuns: 20000 });
+  });
+
+  it('exp32 equals fl(Math.exp(x)) across its underflow shortcut (x < −104 → +0)', () => {
+    for (let i = 0; i <= 4000; i++) {
+      const x = Math.fround(-80 - i * 0.01);
+      expect(Object.is(exp32(x), Math.fround(Math.exp(x)))).toBe(true);
+    }
+    expect(exp32(-90)).toBeGreaterThan(0);
+    expect(Object.is(exp32(-Infinity), 0)).toBe(true);
+    expect(Number.isNaN(exp32(NaN))).toBe(true);
+  });
+
+  it('silu32(±0) = ±0 in both forms', () => {
+    for (const form of ['mul', 'div'] as const) {
+      expect(Object.is(silu32(0, form), 0)).toBe(true);
+      expect(Object.is(silu32(-0, form), -0)).toBe(true);
+      // the plain formulas give the same: ±0·fl(1/fl(1+1)), ±0/2
+      expect(Object.is(Math.fround(-0 * 0.5), -0) && Object.is(Math.fround(-0 / 2), -0)).toBe(true);
+    }
+  });
+});
+
+describe('attention shortcuts', () => {
+  it('zero-query heads and sparse value sums keep −0: all-(−0) values give −0 outputs, as on the dense path', () => {
+    // H = Hq·D = 64 with Hq = 2, Hkv = 1, D = 32; o_proj = identity, so out_r = −0 iff every
+    // attention output is −0 (row r's terms: 1·a_r and +0·a_c for c ≠ r, each −0 iff a is).
+    // x has every sign bit set, v_proj and k_proj have no entries → k = v = −0 everywhere;
+    // head 0's query has non-zero entries (a used head), head 1's none (an unused head). Every
+    // score is ±0, p is uniform (> 0), so every a_d = Σ_j p·(−0) = −0 and gate = sigmoid(±0) = 0.5.
+    const cfg = { ...resolveTarget('tiny').config, numAttentionHeads: 2, numKeyValueHeads: 1, headDim: 32 };
+    const H = 64, D = 32;
+    const empty = (rows: number, cols: number): Matrix => ({ rows, cols, csr: { rowPtr: new Uint32Array(rows + 1), colIdx: new Uint32Array(0), values: new Float32Array(0) } });
+    const qRows = [3, 12, 20]; // head 0 query rows (not its gate rows 32..63)
+    const qRowPtr = new Uint32Array(2 * 2 * D + 1);
+    for (let r = 0; r < 2 * 2 * D; r++) qRowPtr[r + 1] = qRowPtr[r] + (qRows.includes(r) ? 1 : 0);
+    const qProj: Matrix = { rows: 2 * 2 * D, cols: H, csr: { rowPtr: qRowPtr, colIdx: new Uint32Array(qRows.map((_, i) => i)), values: new Float32Array([2, -1, 0.5]) } };
+    const oProj: Matrix = { rows: H, cols: H, csr: { rowPtr: Uint32Array.from({ length: H + 1 }, (_, i) => i), colIdx: Uint32Array.from({ length: H }, (_, i) => i), values: new Float32Array(H).fill(1) } };
+    const w = { kind: 'full_attention' as const, qProj, kProj: empty(D, H), vProj: empty(D, H), oProj, qNorm: new Float32Array(D), kNorm: new Float32Array(D) };
+    const x = new Float32Array(H).map((_, i) => (i % 2 ? -1 - i : -0));
+    const rope = ropeInvFreq(cfg);
+    for (const profile of ['f32', 'bf16'] as const) {
+      const c = makeNumericContext({ profile });
+      const cs = new KvCache(D), cd = new KvCache(D);
+      for (let pos = 0; pos < 4; pos++) {
+        const s = attentionStep(c, cfg, w, cs, x, pos, rope, 'sparse', true);
+        const d = attentionStep(c, cfg, w, cd, x, pos, rope, 'dense', true);
+        expect(bits(s.out)).toEqual(bits(d.out));
+        expect(s.probs!.map(bits)).toEqual(d.probs!.map(bits));
+        for (const v of s.out) expect(Object.is(v, -0)).toBe(true);
+      }
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// whole executors
+
+/** A random tiny model, CSR-only, with unused GDN heads (zero q/k/v/z/b/a rows), an unused key head and sparse FFNs. */
+function holedModel(seed: number): ModelWeights {
+  const cfg = resolveTarget('tiny').config;
+  const w = randomModelWeights(cfg, seed);
+  const { linearKeyHeadDim: dk, linearValueHeadDim: dv, linearNumKeyHeads: hk } = cfg;
+  const keyDim = hk * dk;
+  const zeroRows = (m: Matrix, from: number, to: number): void => { m.dense!.fill(0, from * m.cols, to * m.cols); };
+  const csrOnly = (m: Matrix): Matrix => ({ rows: m.rows, cols: m.cols, csr: sparsifyMatrix(densifyMatrix(m)).csr });
+  for (const l of w.layers) {
+    const m = l.mixer;
+    if (m.kind === 'linear_attention') {
+      for (const x of [m.inProjQkv, m.inProjZ, m.inProjB, m.inProjA, m.outProj]) Object.assign(x, densifyMatrix(x));
+      zeroRows(m.inProjQkv, dk, 2 * dk); // key head 1: q
+      zeroRows(m.inProjQkv, keyDim + dk, keyDim + 2 * dk); // key head 1: k (value heads 2, 3 read it)
+      zeroRows(m.inProjQkv, 2 * keyDim, 2 * keyDim + dv); // value head 0: v
+      zeroRows(m.inProjZ, 0, dv);
+      zeroRows(m.inProjB, 0, 1);
+      zeroRows(m.inProjA, 0, 1);
+      m.aLog[3] = -200; // exp(g) = 1 on head 3
+      m.dtBias[3] = -200;
+      Object.assign(m, { inProjQkv: csrOnly(m.inProjQkv), inProjZ: csrOnly(m.inProjZ), inProjB: csrOnly(m.inProjB), inProjA: csrOnly(m.inProjA), outProj: csrOnly(m.outProj) });
+    } else {
+      const D = cfg.headDim;
+      for (const x of [m.qProj, m.kProj, m.vProj]) Object.assign(x, densifyMatrix(x));
+      zeroRows(m.qProj, 2 * D, 4 * D); // query head 1 (and its gate): reads kv head 0, whose v is not zero
+      zeroRows(m.qProj, 6 * D, 8 * D); // query head 3: reads kv head 1
+      zeroRows(m.kProj, D, 2 * D); // kv head 1: k and v all zero
+      zeroRows(m.vProj, D, 2 * D);
+      zeroRows(m.vProj, 5, 9); // kv head 0: value dims 5..8 zero
+      Object.assign(m, { qProj: csrOnly(m.qProj), kProj: csrOnly(m.kProj), vProj: csrOnly(m.vProj), oProj: csrOnly(m.oProj) });
+    }
+  }
+  return w;
+}
+
+/** Bit patterns of every hook payload, in event order. */
+function hookRecorder(ex: Executor): number[][] {
+  const rec: number[][] = [];
+  ex.addHook((ev) => {
+    rec.push([ev.layer, ev.position], bits(ev.residualIn), bits(ev.residualMid), bits(ev.residualOut));
+    for (const a of ev.gdnState ?? []) rec.push(bits(a));
+    for (const a of ev.attentionProbs ?? []) rec.push(bits(a));
+  });
+  return rec;
+}
+
+/** Runs prefill + decodes on two executors, writing the same values into a live GDN state midway. */
+function compareRuns(w: ModelWeights, prompt: number[], steps: number[], profile: 'f32' | 'bf16', write?: { layer: number; head: number; at: number }): void {
+  const s = new Executor(w, { path: 'sparse', profile });
+  const d = new Executor(w, { path: 'dense', profile });
+  const recS = hookRecorder(s);
+  const recD = hookRecorder(d);
+  const gdnLayers = w.config.layerTypes.flatMap((t, i) => (t === 'linear_attention' ? [i] : []));
+  // the reference is taken before any step: writes through it later must be seen
+  const liveS = write ? s.gdnState(write.layer, write.head) : null;
+  const liveD = write ? d.gdnState(write.layer, write.head) : null;
+  const a = s.prefill(prompt, { allLogits: true });
+  const b = d.prefill(prompt, { allLogits: true });
+  for (let t = 0; t < a.length; t++) expect(bits(a[t])).toEqual(bits(b[t]));
+  steps.forEach((id, i) => {
+    if (write && i === write.at && liveS && liveD) {
+      for (const S of [liveS, liveD]) { S[0] = -0; S[1] = 3; S[5] = -0.25; }
+    }
+    expect(bits(s.decode(id))).toEqual(bits(d.decode(id)));
+  });
+  for (const li of gdnLayers) {
+    for (let h = 0; h < w.config.linearNumValueHeads; h++) expect(bits(s.gdnState(li, h))).toEqual(bits(d.gdnState(li, h)));
+  }
+  expect(recS).toEqual(recD);
+  expect(recS.length).toBeGreaterThan(0);
+  expect(s.stats.dense).toBe(0);
+}
+
+describe('sparse vs dense executors', () => {
+  it('random model with unused GDN and attention heads: bit-identical logits, states and hook payloads, f32 and bf16, with live-state writes', () => {
+    const w = holedModel(3);
+    const steps = [5, 9, 100, 3, 3, 511, 0, 42];
+    for (const profile of ['f32', 'bf16'] as const) {
+      compareRuns(w, [1, 2], steps, profile);
+      compareRuns(w, [1], steps, profile, { layer: 0, head: 0, at: 2 });
+      compareRuns(w, [7, 8, 9], steps, profile, { layer: 1, head: 2, at: 0 });
+    }
+  });
+
+  it('compiled example circuits: greedy decode bit-identical to the dense path, f32 and bf16', async () => {
+    const tiny = resolveTarget('tiny').config;
+    for (const name of ['regfile', 'adder', 'kv']) {
+      const ir = await loadCircuitFile(`circuits/examples/${name}.ts`);
+      const res = compileCircuit(ir, tiny);
+      const bos = ir.bos ?? 0;
+      for (const profile of ['f32', 'bf16'] as const) {
+        const s = new Executor(res.weights, { path: 'sparse', profile });
+        const d = new Executor(res.weights, { path: 'dense', profile });
+        let ts = argmax(s.prefill([bos])[0]);
+        let td = argmax(d.prefill([bos])[0]);
+        let x = 12345;
+        for (let i = 0; i < 40; i++) {
+          // alternate greedy feedback with pseudo-random ids of the circuit's alphabet (never bos)
+          x = (x * 1103515245 + 12345) % 2147483648;
+          const id = i % 2 === 0 ? (bos > 0 ? ts % bos : ts) : x % Math.max(bos, 1);
+          expect(ts).toBe(td);
+          const ls = s.decode(id);
+          const ld = d.decode(id);
+          expect(bits(ls)).toEqual(bits(ld));
+          ts = argmax(ls);
+          td = argmax(ld);
+        }
+        expect(s.stats.dense).toBe(0);
+      }
+    }
+  });
+});

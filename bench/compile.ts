@@ -1,6 +1,7 @@
 /**
- * Compiler benchmark: compile time, slots vs live maximum, units, heads and non-zeros of every
- * example circuit on the tiny target, with the executor's tokens/s on each compiled model; then a
+ * Compiler benchmark: compile time, slots vs live maximum, units, heads, non-zeros and
+ * order-invariant matmuls of every example circuit on the tiny target (decode tokens/s of each
+ * compiled example: `npx tsx bench/exec.ts --compiled`); then a
  * synthetic circuit of ~4,000 signals / ~50,000 FFN units compiled for qwen3.5-4b widths.
  *   npx tsx bench/compile.ts [--signals 4000]
  */
@@ -12,7 +13,6 @@ import { defineCircuit, type Sig } from '../src/dsl/index.ts';
 import { compileCircuit } from '../src/compile.ts';
 import { compileReport } from '../src/emit/manifest.ts';
 import { resolveTarget } from '../src/model/targets.ts';
-import { Executor, argmax } from '../src/exec/executor.ts';
 import { table } from '../src/cli/output.ts';
 import { Prng } from '../src/model/random-weights.ts';
 
@@ -30,16 +30,10 @@ for (const f of fs.readdirSync('circuits/examples').filter((x) => x.endsWith('.t
   const res = compileCircuit(ir, tiny.config);
   const ms = performance.now() - t0;
   const rep = compileReport(res);
-  const ex = new Executor(res.weights, { path: 'sparse' });
-  const n = 300;
-  let tok = argmax(ex.prefill([ir.bos!])[0]!);
-  const t1 = performance.now();
-  for (let i = 1; i < n; i++) tok = argmax(ex.decode(ir.bos === null ? tok : (tok % ir.bos)));
-  const tps = (n - 1) / ((performance.now() - t1) / 1000);
-  rows.push([ir.name, Number(ms.toFixed(1)), res.layers.length, rep.dims, rep.liveMax, rep.slotsUsed, rep.units, rep.heads, rep.nonZeros, Math.round(tps)]);
-  json.push({ circuit: ir.name, compileMs: ms, numLayers: res.layers.length, ...rep, tokensPerSec: tps });
+  rows.push([ir.name, Number(ms.toFixed(1)), res.layers.length, rep.dims, rep.liveMax, rep.slotsUsed, rep.units, rep.heads, rep.nonZeros, `${rep.orderInvariance.invariantMatmuls}/${rep.orderInvariance.matmuls}`]);
+  json.push({ circuit: ir.name, compileMs: ms, numLayers: res.layers.length, ...rep });
 }
-console.log(table(['circuit', 'compile ms', 'layers', 'hidden', 'live max', 'slots', 'units', 'heads', 'non-zeros', 'tok/s'], rows));
+console.log(table(['circuit', 'compile ms', 'layers', 'hidden', 'live max', 'slots', 'units', 'heads', 'non-zeros', 'invariant matmuls'], rows));
 
 // Synthetic: leaves s_i = T_i(parent) over nibbles, then a reduction tree r = T(a + b) to the emit.
 const signals = arg('--signals', 2150);

@@ -29,6 +29,7 @@ import { ChipcError } from '../util/errors.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { GdnWeights } from '../model/weights.ts';
 import { chunkGatedDeltaRule } from './gdn-chunked.ts';
+import { gdnDims } from '../model/naming.ts';
 import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32, softplus32 } from './numeric.ts';
@@ -42,17 +43,9 @@ export interface GdnDimsX {
 }
 
 export function gdnDimsOf(cfg: ModelConfig): GdnDimsX {
-  const hk = cfg.linearNumKeyHeads;
-  const hv = cfg.linearNumValueHeads;
-  const dk = cfg.linearKeyHeadDim;
-  const dv = cfg.linearValueHeadDim;
-  const r = hv / hk;
-  if (!Number.isInteger(r) || r < 1) {
-    throw new ChipcError('EXEC_BAD_CONFIG', `linear_num_value_heads (${hv}) must be a multiple of linear_num_key_heads (${hk})`);
-  }
-  const keyDim = hk * dk;
-  const valueDim = hv * dv;
-  return { hk, hv, dk, dv, r, keyDim, valueDim, convDim: 2 * keyDim + valueDim, K: cfg.linearConvKernelDim };
+  const { hk, hv, dk, dv, r, keyDim, valueDim, convDim } = gdnDims(cfg);
+  if (r < 1) throw new ChipcError('EXEC_BAD_CONFIG', `linear_num_value_heads (${hv}) must be a multiple of linear_num_key_heads (${hk})`);
+  return { hk, hv, dk, dv, r, keyDim, valueDim, convDim, K: cfg.linearConvKernelDim };
 }
 
 /**

@@ -30,6 +30,7 @@
  *
  * In the bf16 profile each output is rounded with ctx.act (the linear's bf16 output tensor).
  */
+import { denseToCsr } from '../model/csr.ts';
 import { ChipcError } from '../util/errors.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { ExecNumericContext } from './numeric.ts';
@@ -76,21 +77,7 @@ export function csrOf(m: Matrix): CsrMatrix {
   if (!m.dense) throw new ChipcError('EXEC_BAD_MATRIX', 'matrix has neither dense nor CSR data');
   let c = derivedCsr.get(m.dense);
   if (!c) {
-    const { rows, cols, dense } = m;
-    let nnz = 0;
-    for (let i = 0; i < dense.length; i++) if (dense[i] !== 0) nnz++;
-    const rowPtr = new Uint32Array(rows + 1);
-    const colIdx = new Uint32Array(nnz);
-    const values = new Float32Array(nnz);
-    let k = 0;
-    for (let r = 0; r < rows; r++) {
-      for (let col = 0; col < cols; col++) {
-        const v = dense[r * cols + col];
-        if (v !== 0) { colIdx[k] = col; values[k] = v; k++; }
-      }
-      rowPtr[r + 1] = k;
-    }
-    c = { rowPtr, colIdx, values };
+    c = denseToCsr(m.dense, m.rows, m.cols);
     derivedCsr.set(m.dense, c);
   }
   return c;

@@ -1,13 +1,14 @@
 /**
  * 32-bit ALU building blocks for the RV32IM circuit, in chipc's circuit DSL.
  *
- * A 32-bit value is a `Word`: 4 byte signals, least significant first, each with the inferred
- * range [0, 255]. Every residual value must stay within ±256 and the DSL infers ranges by interval
- * arithmetic, so the functions below never produce a byte as `a + b − 256·carry` (inferred
- * [−256, 510]); they produce the two nibbles H, L of each byte with tables and return the byte as
- * the free linear form 16·H + L, whose inferred range is exactly [0, 255]. The nibbles of such a
- * byte are remembered (see `nibbles`), so a consumer that needs them gets them for free; a byte
- * from elsewhere (a RAM read, a token field) is split by two tables (one FFN layer).
+ * A 32-bit value is a `Word`: 4 byte signals, least significant first, each with the range
+ * [0, 255]. Every residual value must stay within ±256 and the DSL infers ranges by interval
+ * arithmetic, so a byte written as `a + b + c − 256·carry` (inferred [−256, 511]) is given a
+ * declared range (`c.linear(terms, bias, [0, 255])`, checked by the interpreter at every position):
+ * add32 and sub32 return such forms (no nibble tables). Other functions build each result byte as
+ * the free linear form 16·H + L of two nibbles. The nibbles of a byte are remembered (see
+ * `nibbles`): free for bytes built from nibbles, computed on demand from the carries for an add of
+ * nibble-known operands, else split from the byte by two tables (one FFN layer).
  *
  * Depths below count FFN layers from the first layer where the operands' nibbles exist (token
  * fields: layer 1; a byte from elsewhere: one more layer for the split, which for most functions
@@ -32,6 +33,8 @@ export interface ShiftAmount {
 const nibbleCache = new WeakMap<Sig, [Sig, Sig] | (() => [Sig, Sig])>();
 /** nibble signal → its 4 bits, least significant first. */
 const bitCache = new WeakMap<Sig, Sig[]>();
+/** Bytes whose nibbles cost nothing (built from nibbles, or the complement of such a byte). */
+const freeNibbles = new WeakSet<Sig>();
 /** shamt signal → its prepared ShiftAmount. */
 const shamtCache = new WeakMap<Sig, ShiftAmount>();
 
@@ -47,6 +50,7 @@ function checkWord(w: Word, what: string): void {
 export function byteFromNibbles(c: CircuitBuilder, lo: Sig, hi: Sig): Sig {
   const b = c.linear([[hi, 16], [lo, 1]]);
   nibbleCache.set(b, [lo, hi]);
+  freeNibbles.add(b);
   return b;
 }
 
@@ -118,6 +122,7 @@ export function not32(c: CircuitBuilder, a: Word): Word {
   checkWord(a, 'not32');
   return a.map((x) => {
     const y = c.linear([[x, -1]], 255);
+    if (freeNibbles.has(x)) freeNibbles.add(y);
     nibbleCache.set(y, () => {
       const [lo, hi] = nibbles(c, x);
       return [c.linear([[lo, -1]], 15), c.linear([[hi, -1]], 15)];
@@ -178,12 +183,14 @@ function carries(c: CircuitBuilder, w: Sig[], cin: Sig | 0 | 1, tag: string): Si
 
 /**
  * 32-bit addition: sum = (a + b + cin) mod 2^32, carry = [a + b + cin ≥ 2^32].
- * Layer 1: carry class of each byte sum (table over a_k + b_k) and the low-nibble class
- *   r_k = [al + bl ≥ 15] + [al + bl ≥ 16] (table over al + bl ∈ [0, 30]);
+ * Layer 1: carry class of each byte sum (table over a_k + b_k);
  * layer 2: the carries c_k into each byte (carry lookahead: one compare each, see `carries`);
- * layer 3: sum nibbles L_k = (al + bl + c_k) mod 16 (table over [0, 31]) and
- *   H_k = (ah + bh + [r_k + c_k ≥ 2]) mod 16 (table over (r_k + c_k, ah + bh), span 124).
- * Depth 3 (also for split-by-table operands: the split overlaps layer 1). Carry-out: depth 2.
+ * result byte k = a_k + b_k + c_k − 256·c_{k+1}, a free linear form declared [0, 255].
+ * Depth 2 on bytes (no nibbles needed: byte operands are not split). The result's nibbles, when a
+ * consumer asks for them: if both operands' nibbles are free, L_k = (al + bl + c_k) mod 16 (table
+ * over [0, 31]) and H_k = (ah + bh + [r_k + c_k ≥ 2]) mod 16 (table over (r_k + c_k, ah + bh),
+ * span 124; r_k = [al + bl ≥ 15] + [al + bl ≥ 16], a layer-1 table), so depth 3; otherwise the
+ * result bytes are split by tables (depth 3).
  */
 export function add32(c: CircuitBuilder, a: Word, b: Word, cin: Sig | 0 | 1 = 0, tag = 'add'): { sum: Word; carry: Sig } {
   checkWord(a, 'add32 a');
@@ -194,22 +201,28 @@ export function add32(c: CircuitBuilder, a: Word, b: Word, cin: Sig | 0 | 1 = 0,
   }
   const w = [0, 1, 2, 3].map((k) => carryClass(c, c.add(a[k]!, b[k]!), `${tag}.w${k}`));
   const cs = carries(c, w, cin, tag);
-  const cinto = [cin, ...cs.slice(0, 3)];
-  const na = wordNibbles(c, a);
-  const nb = wordNibbles(c, b);
-  const sumNib: Sig[] = [];
-  for (let k = 0; k < 4; k++) {
-    const tl = c.add(na[2 * k]!, nb[2 * k]!);
-    const th = c.add(na[2 * k + 1]!, nb[2 * k + 1]!);
+  const cinto: (Sig | number)[] = [cin, ...cs.slice(0, 3)];
+  const sumNibbles = (k: number): [Sig, Sig] => {
+    const [al, ah] = nibbles(c, a[k]!);
+    const [bl, bh] = nibbles(c, b[k]!);
+    const tl = c.add(al, bl);
+    const th = c.add(ah, bh);
     const ck = cinto[k]!;
     const r = c.table(`${tag}.r${k}`, [tl], (v) => (v >= 16 ? 2 : v === 15 ? 1 : 0), [0, 2]);
-    sumNib.push(c.table(`${tag}.L${k}`, [c.add(tl, ck)], (v) => v & 15, [0, 15]));
-    sumNib.push(c.table(`${tag}.H${k}`, [c.add(r, ck), th], (q, u) => (u + (q >= 2 ? 1 : 0)) & 15, [0, 15]));
-  }
-  return { sum: wordFromNibbles(c, sumNib), carry: cs[3]! };
+    return [
+      c.table(`${tag}.L${k}`, [c.add(tl, ck)], (v) => v & 15, [0, 15]),
+      c.table(`${tag}.H${k}`, [c.add(r, ck), th], (q, u) => (u + (q >= 2 ? 1 : 0)) & 15, [0, 15]),
+    ];
+  };
+  const sum = [0, 1, 2, 3].map((k) => {
+    const byte = c.linear([[a[k]!, 1], [b[k]!, 1], [cinto[k]!, 1], [cs[k]!, -256]], 0, [0, 255]).named(`${tag}.s${k}`);
+    if (freeNibbles.has(a[k]!) && freeNibbles.has(b[k]!)) nibbleCache.set(byte, () => sumNibbles(k));
+    return byte;
+  });
+  return { sum, carry: cs[3]! };
 }
 
-/** (a − b) mod 2^32 = a + ~b + 1, and borrow = [a < b] (unsigned). Depth 3; borrow depth 2. */
+/** (a − b) mod 2^32 = a + ~b + 1, and borrow = [a < b] (unsigned). Depth 2 (bytes; nibbles: 3), borrow 2. */
 export function sub32(c: CircuitBuilder, a: Word, b: Word, tag = 'sub'): { diff: Word; borrow: Sig } {
   const { sum, carry } = add32(c, a, not32(c, b), 1, tag);
   return { diff: sum, borrow: c.linear([[carry, -1]], 1) };
@@ -336,13 +349,12 @@ type ShiftKind = 'sll' | 'srl' | 'sra';
  * layer 1: bit shift by m within nibble pairs, R_k = P_k + Q_k with two tables over (nibble, m):
  *   left  P_k = (N_k << m) & 15, Q_k = N_{k−1} >> (4 − m);
  *   right P_k = N_k >> m,        Q_k = (N_{k+1} << (4 − m)) & 15 (N_8 = 0, or 15·sign for sra);
- *   (P and Q have disjoint bits, so R_k is the shifted nibble; inferred range [0, 30]);
+ *   (P and Q have disjoint bits, so R_k = P_k + Q_k is the shifted nibble: declared [0, 15]);
  * layer 2: nibble shift by n, O_k = Σ_n select([s >> 2 = n], R_{k∓n}, 0) (one switch sum;
- *   exactly one term is live, but the inferred range is the sum of all);
- * layer 3: a range-restoring table O_k ↦ O_k on [0, 15] (0 on the impossible rest, so the ramps
- *   stay within the gate window) — the output nibble with range [0, 15].
- * sra's sign is [a_3 ≥ 128] (layer 1). Depth 3 (+1 when the shift amount needs its tables,
- * which overlap an operand split).
+ *   at most one term is live, so the sum is declared [0, 15]: the output nibble).
+ * sra's sign is [a_3 ≥ 128] (layer 1). Depth 2 (+1 when the shift amount needs its tables,
+ * which overlap an operand split). (Before declared ranges, a third layer of range-restoring
+ * tables brought O_k's inferred range [0, 120] back to [0, 15].)
  */
 function shift32(c: CircuitBuilder, kind: ShiftKind, a: Word, shamt: Sig | ShiftAmount, tag: string): Word {
   checkWord(a, `${tag} a`);
@@ -365,7 +377,7 @@ function shift32(c: CircuitBuilder, kind: ShiftKind, a: Word, shamt: Sig | Shift
     const Q = left
       ? c.table(`${tag}.Q${k}`, [nb, m], (y, s) => (s === 0 ? 0 : y >> (4 - s)), [0, 7])
       : c.table(`${tag}.Q${k}`, [nb, m], (y, s) => (s === 0 ? 0 : (above(y) << (4 - s)) & 15), [0, 14]);
-    R.push(c.add(P, Q));
+    R.push(c.linear([[P, 1], [Q, 1]], 0, [0, 15])); // disjoint bits: the sum is the shifted nibble
   }
   const out: Sig[] = [];
   for (let k = 0; k < 8; k++) {
@@ -375,21 +387,21 @@ function shift32(c: CircuitBuilder, kind: ShiftKind, a: Word, shamt: Sig | Shift
       const v = src >= 0 && src < 8 ? R[src]! : src >= 8 ? fill : null;
       if (v !== null) terms.push(c.select(onehot[n]!, v, 0));
     }
-    const o = c.add(...terms);
-    out.push(c.table(`${tag}.O${k}`, [o], (v) => (v <= 15 ? v : 0), [0, 15]));
+    // exactly one select is live (or none: 0), so the sum is a nibble
+    out.push(c.linear(terms.map((x) => [x, 1] as [Sig, number]), 0, [0, 15]).named(`${tag}.O${k}`));
   }
   return wordFromNibbles(c, out);
 }
 
-/** a << (s & 31) (mod 2^32). Depth 3 from nibbles and prepared shift amount (see shift32). */
+/** a << (s & 31) (mod 2^32). Depth 2 from nibbles and prepared shift amount (see shift32). */
 export function sll32(c: CircuitBuilder, a: Word, shamt: Sig | ShiftAmount, tag = 'sll'): Word {
   return shift32(c, 'sll', a, shamt, tag);
 }
-/** a >>> s (logical). Depth 3 (see shift32). */
+/** a >>> s (logical). Depth 2 (see shift32). */
 export function srl32(c: CircuitBuilder, a: Word, shamt: Sig | ShiftAmount, tag = 'srl'): Word {
   return shift32(c, 'srl', a, shamt, tag);
 }
-/** a >> s (arithmetic: the sign fills). Depth 3 (see shift32). */
+/** a >> s (arithmetic: the sign fills). Depth 2 (see shift32). */
 export function sra32(c: CircuitBuilder, a: Word, shamt: Sig | ShiftAmount, tag = 'sra'): Word {
   return shift32(c, 'sra', a, shamt, tag);
 }
@@ -408,7 +420,7 @@ export function shlConst(c: CircuitBuilder, a: Word, k: 1 | 2 | 3, tag = 'shl'):
   }));
 }
 
-/** sh{k}add: ((a << k) + b) mod 2^32 (Zba). Depth 4 from nibbles (shlConst then add32). */
+/** sh{k}add: ((a << k) + b) mod 2^32 (Zba). Depth 3 from nibbles (shlConst then add32; result nibbles: 4). */
 export function shAdd(c: CircuitBuilder, a: Word, b: Word, k: 1 | 2 | 3, tag = `sh${k}add`): Word {
   return add32(c, shlConst(c, a, k, `${tag}.shl`), b, 0, tag).sum;
 }

@@ -1,0 +1,287 @@
+/**
+ * Tests of chipc's self-checking ISA test programs (riscv/isa-tests/, fixtures/isa/):
+ * every fixture passes on the golden emulator with the recorded instruction count, the fixtures
+ * are exactly what the generator writes (in-process and via the tool in a temp dir), every
+ * check has teeth (a changed expected constant fails with that case's number), the programs
+ * execute what they claim to cover, the reference model agrees with hand-derived values, and,
+ * with qemu-riscv32 on PATH, the exit variants pass (and fail) identically under qemu-user.
+ */
+import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { INSTRUCTIONS, cpuForProgram, decode, loadElf, parseElf } from '../riscv/index.ts';
+import {
+  CODE_BASE, DATA_BASE, ISA_TEST_GROUPS, RAM_SIZE, buildProgram, type TestGroup,
+} from '../riscv/isa-tests/index.ts';
+import { REF, REF_IMM } from '../riscv/isa-tests/ref.ts';
+import { ChipcError } from '../src/util/errors.ts';
+
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const fixDir = path.join(repoRoot, 'fixtures', 'isa');
+
+interface IndexEntry {
+  name: string; file: string; exitFile: string; summary: string; covers: string[];
+  instret: number; exitInstret: number; codeBytes: number; dataBytes: number; cases: string[];
+}
+const index = JSON.parse(fs.readFileSync(path.join(fixDir, 'index.json'), 'utf8')) as { memSize: number; tests: IndexEntry[] };
+const readFix = (name: string) => new Uint8Array(fs.readFileSync(path.join(fixDir, name)));
+
+function run(elf: Uint8Array, trace?: (name: string) => void) {
+  const prog = loadElf(elf, { size: RAM_SIZE });
+  const cpu = cpuForProgram(prog);
+  const r = cpu.run({
+    maxInstructions: 100_000,
+    trace: trace ? (e) => trace(decode(e.word)?.spec.name ?? '?') : undefined,
+  });
+  const tohostWord = prog.tohost === null ? null : prog.memory.read32(prog.tohost);
+  return { ...r, tohostWord };
+}
+
+describe('fixtures/isa', () => {
+  it('holds exactly both images of each group plus index.json, in group order', () => {
+    expect(index.memSize).toBe(32768);
+    expect(index.tests.map((t) => t.name)).toEqual(['alu', 'branch', 'load_store', 'mul', 'div', 'zba', 'fence']);
+    const want = ['index.json', ...index.tests.flatMap((t) => [`${t.name}.elf`, `${t.name}.exit.elf`])].sort();
+    expect(fs.readdirSync(fixDir).sort()).toEqual(want);
+    for (const t of index.tests) {
+      expect(t.file).toBe(`${t.name}.elf`);
+      expect(t.exitFile).toBe(`${t.name}.exit.elf`);
+      // qemu-user silently exits 1 on a non-executable ELF.
+      expect(fs.statSync(path.join(fixDir, t.file)).mode & 0o111).not.toBe(0);
+    }
+  });
+
+  for (const t of index.tests) {
+    it(`${t.name}: passes on the golden emulator through tohost, with the recorded instruction count`, () => {
+      const r = run(readFix(t.file));
+      expect(r.reason, r.message).toBe('tohost');
+      expect(r.exitCode).toBe(0);
+      expect(r.tohostWord).toBe(1);
+      expect(r.instret).toBe(t.instret);
+      expect(t.instret).toBeLessThanOrEqual(2000);
+    });
+    it(`${t.name}: the exit variant passes through ecall 93 with a0 = 0`, () => {
+      const r = run(readFix(t.exitFile));
+      expect(r.reason, r.message).toBe('exit');
+      expect(r.exitCode).toBe(0);
+      expect(r.tohostWord).toBe(0);
+      expect(r.instret).toBe(t.exitInstret);
+    });
+  }
+
+  it('fit the firmware memory map: code at 0x80000000, data at 0x80004000, 16 KiB each, tohost first', () => {
+    for (const t of index.tests) {
+      for (const file of [t.file, t.exitFile]) {
+        const img = parseElf(readFix(file));
+        expect(img.entry).toBe(CODE_BASE);
+        expect(img.segments.map((s) => s.vaddr)).toEqual([CODE_BASE, DATA_BASE]);
+        const [code, data] = img.segments;
+        expect(code.memsz).toBeLessThanOrEqual(0x4000);
+        expect(data.memsz).toBeLessThanOrEqual(0x4000);
+        // R+X, plus W only for the program that patches its own code.
+        expect(code.flags).toBe(t.name === 'fence' ? 7 : 5);
+        expect(data.flags).toBe(6);
+        expect(img.symbols.find((s) => s.name === 'tohost')?.value).toBe(DATA_BASE);
+        if (file === t.file) expect(code.memsz).toBe(t.codeBytes);
+      }
+    }
+  });
+
+  it('are what the generator builds (in process)', () => {
+    for (const g of ISA_TEST_GROUPS) {
+      const t = index.tests.find((e) => e.name === g.name)!;
+      expect(Buffer.from(buildProgram(g, { mode: 'tohost' }).elf).equals(readFix(t.file))).toBe(true);
+      expect(Buffer.from(buildProgram(g, { mode: 'exit' }).elf).equals(readFix(t.exitFile))).toBe(true);
+      expect(t.cases).toEqual(g.checks.map((c) => c.desc));
+      expect(t.covers).toEqual(g.covers);
+    }
+  });
+
+  it('are byte-identical when regenerated by tools/make-isa-tests.ts in a temp dir', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-isa-'));
+    try {
+      const r = spawnSync('npx', ['tsx', path.join(repoRoot, 'tools', 'make-isa-tests.ts'), dir], { cwd: repoRoot, encoding: 'utf8' });
+      expect(r.status, r.stderr).toBe(0);
+      expect(fs.readdirSync(dir).sort()).toEqual(fs.readdirSync(fixDir).sort());
+      for (const name of fs.readdirSync(dir)) {
+        expect(Buffer.from(fs.readFileSync(path.join(dir, name))).equals(fs.readFileSync(path.join(fixDir, name))), name).toBe(true);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
+describe('the checks have teeth', () => {
+  it('the alu fixture with one expected constant patched fails with that case number', () => {
+    // Patch case 3's expected value in the committed image itself: the `lui t6` / `addi t6` pair
+    // right after the case's body. We find it by building the mutated program and diffing.
+    const t = index.tests[0];
+    const good = readFix(t.file);
+    const bad = buildProgram(ISA_TEST_GROUPS[0], { mode: 'tohost', mutateCase: 3 }).elf;
+    expect(bad.length).toBe(good.length);
+    const diff = [...good.keys()].filter((i) => good[i] !== bad[i]);
+    expect(diff.length).toBeGreaterThan(0);
+    expect(diff.length).toBeLessThanOrEqual(4); // one instruction word (the addi of t6)
+    const patched = good.slice();
+    for (const i of diff) patched[i] = bad[i];
+    const r = run(patched);
+    expect(r.reason).toBe('tohost');
+    expect(r.tohostWord).toBe((3 << 1) | 1);
+    expect(r.exitCode).toBe(3);
+  });
+
+  it('the alu fixture with one sltu turned into slt reports that case', () => {
+    // A wrong computation, not a wrong constant: flip funct3 3 → 2 in the case's sltu word.
+    const g = ISA_TEST_GROUPS[0];
+    const k = g.checks.findIndex((c) => c.desc === 'sltu 0x80000000, 0x7fffffff') + 1;
+    expect(k).toBeGreaterThan(0);
+    const built = buildProgram(g, { mode: 'tohost' });
+    const elf = readFix(index.tests[0].file);
+    const img = parseElf(elf);
+    const codeOff = img.segments[0].data.byteOffset - elf.byteOffset;
+    let at = built.labels.get(`c${k}_begin`)! - CODE_BASE;
+    while (decode(new DataView(elf.buffer).getUint32(codeOff + at, true))?.spec.name !== 'sltu') at += 4;
+    const patched = elf.slice();
+    const dv = new DataView(patched.buffer);
+    dv.setUint32(codeOff + at, dv.getUint32(codeOff + at, true) ^ (1 << 12), true);
+    expect(decode(dv.getUint32(codeOff + at, true))?.spec.name).toBe('slt');
+    // Unsigned 0x80000000 < 0x7fffffff is 0; signed it is 1.
+    const r = run(patched);
+    expect(r.reason).toBe('tohost');
+    expect(r.exitCode).toBe(k);
+  });
+
+  for (const g of ISA_TEST_GROUPS) {
+    it(`${g.name}: changing any one case's expected value makes the program report exactly that case`, () => {
+      const n = g.checks.length;
+      // Every case for the small groups; first, last and a spread for the large ones (speed).
+      const cases = n <= 60 ? [...Array(n).keys()].map((i) => i + 1)
+        : [...new Set([1, 2, n, n - 1, ...[...Array(24).keys()].map((i) => 1 + Math.floor((i * n) / 24))])];
+      for (const k of cases) {
+        const r = run(buildProgram(g, { mode: 'tohost', mutateCase: k }).elf);
+        expect(r.reason, `case ${k}`).toBe('tohost');
+        expect(r.tohostWord, `case ${k}`).toBe((k << 1) | 1);
+        expect(r.exitCode).toBe(k);
+      }
+      const k = Math.ceil(n / 2);
+      const e = run(buildProgram(g, { mode: 'exit', mutateCase: k }).elf);
+      expect(e.reason).toBe('exit');
+      expect(e.exitCode).toBe(k);
+    });
+  }
+});
+
+describe('coverage', () => {
+  it('each program executes every instruction it claims to cover; together they execute all of RV32IM+Zba but ebreak', () => {
+    const all = new Set<string>();
+    for (const g of ISA_TEST_GROUPS) {
+      const seen = new Set<string>();
+      for (const mode of ['tohost', 'exit'] as const) run(buildProgram(g, { mode }).elf, (name) => seen.add(name));
+      for (const m of g.covers) expect(seen.has(m), `${g.name} executes ${m}`).toBe(true);
+      for (const m of seen) all.add(m);
+    }
+    expect(all.has('?')).toBe(false);
+    const want = INSTRUCTIONS.map((s) => s.name).filter((n) => n !== 'ebreak');
+    for (const m of want) expect(all.has(m), m).toBe(true);
+  });
+});
+
+describe('reference model (riscv/isa-tests/ref.ts) against hand-derived values', () => {
+  it('agrees with the spec values worked out by hand', () => {
+    const cases: [bigint, bigint][] = [
+      [REF.add(0x7fffffffn, 1n), 0x80000000n],
+      [REF.sub(0n, 1n), 0xffffffffn],
+      [REF.sll(1n, 33n), 2n], // shift amount masked to 5 bits
+      [REF.srl(0x80000000n, 0xffffffffn), 1n],
+      [REF.sra(0x80000000n, 33n), 0xc0000000n],
+      [REF.slt(0xffffffffn, 1n), 1n],
+      [REF.sltu(0xffffffffn, 1n), 0n],
+      [REF.mul(0x80000000n, 0xffffffffn), 0x80000000n],
+      [REF.mulh(0x80000000n, 0x80000000n), 0x40000000n], // 2^62
+      [REF.mulh(0xffffffffn, 0xffffffffn), 0n], // (−1)(−1) = 1
+      [REF.mulhsu(0xffffffffn, 0xffffffffn), 0xffffffffn], // −(2^32 − 1) → high word −1
+      [REF.mulhu(0xffffffffn, 0xffffffffn), 0xfffffffen], // (2^32 − 1)^2 = 2^64 − 2^33 + 1
+      [REF.div(0x80000000n, 0xffffffffn), 0x80000000n],
+      [REF.rem(0x80000000n, 0xffffffffn), 0n],
+      [REF.div(7n, 0n), 0xffffffffn],
+      [REF.divu(7n, 0n), 0xffffffffn],
+      [REF.rem(0xfffffff9n, 0n), 0xfffffff9n],
+      [REF.remu(7n, 0n), 7n],
+      [REF.div(0xffffffecn, 6n), 0xfffffffdn], // −20 / 6 = −3 (toward zero)
+      [REF.rem(0xffffffecn, 6n), 0xfffffffen], // −20 % 6 = −2 (dividend's sign)
+      [REF.rem(20n, 0xfffffffan), 2n], // 20 % −6 = 2
+      [REF.divu(0xffffffecn, 6n), 0x2aaaaaa7n], // 4294967276 / 6
+      [REF.sh1add(0x80000000n, 5n), 5n],
+      [REF.sh2add(0x40000000n, 0x40000000n), 0x40000000n],
+      [REF.sh3add(0x20000000n, 0xe0000000n), 0xe0000000n],
+      [REF_IMM.sltiu(0xfffffffen, -1), 1n], // the immediate −1 is 0xffffffff unsigned
+      [REF_IMM.srai(0x80000081n, 31), 0xffffffffn],
+      [REF_IMM.andi(0x7ffff800n, -2048), 0x7ffff800n],
+    ];
+    for (const [got, want] of cases) expect(got.toString(16)).toBe(want.toString(16));
+  });
+});
+
+describe('buildProgram input checks', () => {
+  const tiny = (n: number): TestGroup => ({
+    name: 'tiny', summary: 'x', covers: [],
+    checks: Array.from({ length: n }, () => ({ desc: 'li', asm: () => ['li a3, 1'], expected: 1n })),
+  });
+  it('rejects a group with no checks or more than 255', () => {
+    expect(() => buildProgram(tiny(0), { mode: 'tohost' })).toThrow(ChipcError);
+    expect(() => buildProgram(tiny(256), { mode: 'tohost' })).toThrow(/1\.\.255/);
+    expect(run(buildProgram(tiny(255), { mode: 'tohost' }).elf).exitCode).toBe(0);
+  });
+  it('rejects a mutateCase that is not a case number', () => {
+    expect(() => buildProgram(tiny(3), { mode: 'tohost', mutateCase: 4 })).toThrow(/mutateCase 4/);
+    expect(() => buildProgram(tiny(3), { mode: 'tohost', mutateCase: 0 })).toThrow(ChipcError);
+  });
+  it('rejects code that outgrows the 16 KiB code region', () => {
+    const big: TestGroup = { ...tiny(1), checks: [{ desc: 'big', asm: () => ['.zero 20000', 'li a3, 1'], expected: 1n }] };
+    try {
+      buildProgram(big, { mode: 'tohost' });
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(ChipcError);
+      expect((e as ChipcError).code).toBe('isa.layout');
+    }
+  });
+});
+
+const QEMU = 'qemu-riscv32';
+const QEMU_CPU = 'rv32,zba=true,zbb=false,zbc=false,zbs=false,a=false,f=false,d=false,c=false';
+const haveQemu = spawnSync(QEMU, ['--version']).status === 0;
+
+describe.skipIf(!haveQemu)('under qemu-riscv32 (strict RV32IM+Zba core)', () => {
+  const qemu = (file: string) => spawnSync(QEMU, ['-cpu', QEMU_CPU, file], { timeout: 10_000 });
+
+  for (const t of index.tests) {
+    it(`${t.name}.exit.elf exits 0, as on the golden emulator`, () => {
+      const r = qemu(path.join(fixDir, t.exitFile));
+      expect(r.signal).toBeNull();
+      expect(r.status).toBe(0);
+    });
+  }
+
+  it('a mutated exit variant exits with the failing case number, as on the golden emulator', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-isa-q-'));
+    try {
+      for (const g of ISA_TEST_GROUPS) {
+        const k = g.checks.length; // the last case: every earlier check must have passed on qemu
+        const elf = buildProgram(g, { mode: 'exit', mutateCase: k }).elf;
+        const file = path.join(dir, `${g.name}.elf`);
+        fs.writeFileSync(file, elf, { mode: 0o755 });
+        const q = qemu(file);
+        expect(q.signal, g.name).toBeNull();
+        expect(q.status, g.name).toBe(k & 0xff);
+        expect(run(elf).exitCode, g.name).toBe(k);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -148,3 +148,37 @@ describe('declared linear ranges', () => {
     expect(() => new Interpreter(bad).run([0, 1, 2])).toThrow(/outside its range \[0, 1\]/);
   });
 });
+
+describe('emitRows: an alphabet whose token kinds use different fields', () => {
+  it('emits the one matching row through the interpreter and the compiled LM head, and rejects ambiguous rows', async () => {
+    const { compileCircuit } = await import('../src/compile.ts');
+    const { resolveTarget } = await import('../src/model/targets.ts');
+    const { checkCompiled } = await import('../src/verify/check.ts');
+    // kind 0 = "A(x)" uses the payload x ∈ 0…15; kind 1 = "B" uses no payload. Tokens: A(x) = x, B = 16.
+    const rows = [
+      ...Array.from({ length: 16 }, (_, x) => ({ token: x, values: [0, x] as (number | null)[] })),
+      { token: 16, values: [1, null] as (number | null)[] },
+    ];
+    const def = defineCircuit({ name: 'rows', vocab: 18, bos: 17 }, (c) => {
+      const t = c.tokenField('t', (id) => (id === 17 ? 0 : id), [0, 16]);
+      const kind = c.table('kind', [t], (v) => (v % 3 === 0 ? 1 : 0), [0, 1]);
+      const payload = c.table('payload', [t], (v) => (v * 5) % 16, [0, 15]);
+      c.emitRows([kind, payload], rows);
+    });
+    const ir = buildCircuit(def);
+    const toks = [17, ...Array.from({ length: 30 }, (_, i) => (i * 7 + 2) % 17)];
+    const out = new Interpreter(ir).run(toks).map((p) => p.emitted);
+    toks.forEach((tok, i) => {
+      const v = tok === 17 ? 0 : tok;
+      expect(out[i]).toBe(v % 3 === 0 ? 16 : (v * 5) % 16);
+    });
+    const res = compileCircuit(ir, resolveTarget('tiny').config);
+    for (const profile of ['f32', 'bf16'] as const) expect(checkCompiled(res, toks, { profile }).mismatches).toEqual([]);
+    // Two rows that can match the same values are refused.
+    expect(() => buildCircuit(defineCircuit({ name: 'amb', vocab: 4 }, (c) => {
+      const a = c.tokenField('a', (id) => id & 1, [0, 1]);
+      const b = c.tokenField('b', (id) => id >> 1, [0, 1]);
+      c.emitRows([a, b], [{ token: 0, values: [0, null] }, { token: 1, values: [null, 1] }]); // @amb
+    }))).toThrow(/can both match/);
+  });
+});

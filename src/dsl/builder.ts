@@ -6,7 +6,7 @@
  * can report all of them together with their `file:line:col`.
  */
 import type {
-  CircuitIR, CompareOp, EmitDecl, IrNode, LogicOp, LookupDecl, NodeId, RamDecl, Range, SourceLoc,
+  CircuitIR, CompareOp, EmitDecl, EmitRow, IrNode, LogicOp, LookupDecl, NodeId, RamDecl, Range, SourceLoc,
 } from '../ir/types.ts';
 import { callerLoc } from './source-loc.ts';
 
@@ -538,6 +538,94 @@ export class CircuitBuilder {
       }
     }
     this.emitDecl = { fields: fs.map((s) => s.id), tokens, loc };
+  }
+
+  /**
+   * The token emitted at each position, given as rows: each token lists the value it requires of
+   * every field (null: any). For any field values at most one row may match (checked here) and at
+   * run time exactly one must (the interpreter checks). Suits alphabets where token kinds carry
+   * different payloads (a kind field plus payload fields that only some kinds use).
+   */
+  emitRows(fields: Sig[], rows: EmitRow[]): void {
+    const loc = callerLoc();
+    if (this.emitDecl !== null) {
+      this.problem('emit.twice', 'the circuit emits twice; one emit per circuit', loc);
+      return;
+    }
+    const fs = fields.map((f) => this.sig(f, loc));
+    const seenTokens = new Set<number>();
+    // Group rows by which fields they constrain; rows conflict when they agree on every field
+    // both constrain. Within a group: distinct value tuples; across groups: distinct projections.
+    const groups = new Map<string, { mask: boolean[]; keys: Map<string, number> }>();
+    for (const row of rows) {
+      if (!Number.isInteger(row.token) || row.token < 0 || row.token >= this.meta.vocab) {
+        this.problem('emit.token', `emit row token ${row.token} is not a token id of the vocabulary [0, ${this.meta.vocab})`, loc);
+        return;
+      }
+      if (seenTokens.has(row.token)) {
+        this.problem('emit.injective', `token ${row.token} appears in two emit rows`, loc);
+        return;
+      }
+      seenTokens.add(row.token);
+      if (row.values.length !== fs.length) {
+        this.problem('emit.rows', `emit row of token ${row.token} has ${row.values.length} values for ${fs.length} fields`, loc);
+        return;
+      }
+      const mask = row.values.map((v) => v !== null);
+      if (!mask.some(Boolean)) {
+        this.problem('emit.rows', `emit row of token ${row.token} constrains no field`, loc);
+        return;
+      }
+      row.values.forEach((v, i) => {
+        const r = fs[i]!.range;
+        if (v !== null && (!Number.isInteger(v) || v < r.lo || v > r.hi)) {
+          this.problem('emit.rows', `emit row of token ${row.token} requires ${v} of "${fs[i]!.name}", outside its range [${r.lo}, ${r.hi}]`, loc);
+        }
+      });
+      const mk = mask.map((m) => (m ? '1' : '0')).join('');
+      let g = groups.get(mk);
+      if (!g) {
+        g = { mask, keys: new Map() };
+        groups.set(mk, g);
+      }
+      const key = row.values.filter((v) => v !== null).join(',');
+      const other = g.keys.get(key);
+      if (other !== undefined) {
+        this.problem('emit.injective', `emit rows of tokens ${other} and ${row.token} require the same values`, loc);
+        return;
+      }
+      g.keys.set(key, row.token);
+    }
+    const gl = [...groups.values()];
+    for (let a = 0; a < gl.length; a++) {
+      for (let b = a + 1; b < gl.length; b++) {
+        const common = gl[a]!.mask.map((m, i) => m && gl[b]!.mask[i]!);
+        const project = (g: (typeof gl)[number]) => {
+          const out = new Map<string, number>();
+          for (const [key, token] of g.keys) {
+            const vals = key.split(',');
+            let k = 0;
+            const proj: string[] = [];
+            g.mask.forEach((m, i) => {
+              if (!m) return;
+              if (common[i]) proj.push(vals[k]!);
+              k++;
+            });
+            out.set(proj.join(','), token);
+          }
+          return out;
+        };
+        const pa = project(gl[a]!);
+        for (const [key, token] of project(gl[b]!)) {
+          const t = pa.get(key);
+          if (t !== undefined) {
+            this.problem('emit.injective', `emit rows of tokens ${t} and ${token} can both match the same field values`, loc);
+            return;
+          }
+        }
+      }
+    }
+    this.emitDecl = { fields: fs.map((s) => s.id), tokens: [], rows: rows.map((r) => ({ token: r.token, values: [...r.values] })), loc };
   }
 
   toIR(source: string): CircuitIR {

@@ -33,7 +33,7 @@ export interface Manifest {
   /** Every RAM: its layer and model key heads (state files and loaders address them). */
   rams: { name: string; layer: number; keyHeads: number[] }[];
   /** emitted[i] = token emitted for the i-th tuple of the emit fields (row-major over their ranges). */
-  emit: { fields: string[]; tokens: number[] } | null;
+  emit: { fields: string[]; tokens: number[]; rows?: { token: number; values: (number | null)[] }[] } | null;
   report: ReturnType<typeof compileReport>;
 }
 
@@ -88,7 +88,11 @@ export function buildManifest(res: CompileResult, targetName: string): Manifest 
       dim: res.slotDim(s.slot), birth: s.birth, end: s.end, cleared: s.cleared,
     })),
     rams: res.rams.map((r) => ({ name: r.name, layer: r.layer, keyHeads: r.keyHeads })),
-    emit: res.ir.emit ? { fields: res.ir.emit.fields.map((id) => res.ir.nodes[id]!.name), tokens: res.ir.emit.tokens } : null,
+    emit: res.ir.emit ? {
+      fields: res.ir.emit.fields.map((id) => res.ir.nodes[id]!.name),
+      tokens: res.ir.emit.tokens,
+      ...(res.ir.emit.rows ? { rows: res.ir.emit.rows } : {}),
+    } : null,
     report: compileReport(res),
   };
 }

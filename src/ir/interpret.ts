@@ -111,7 +111,7 @@ export class Interpreter {
     // RAM writes of RAMs that nobody reads still happen.
     for (const r of ir.rams) if (!ramDone.has(r.id)) this.applyWrite(r.id, v);
     for (const lk of ir.lookups) if (!lookupDone.has(lk.id)) this.publish(lk.id, v);
-    const emitted = ir.emit ? ir.emit.tokens[tupleIndex(ir, ir.emit.fields, v)]! : null;
+    const emitted = ir.emit === null ? null : ir.emit.rows ? this.emitRow(v) : ir.emit.tokens[tupleIndex(ir, ir.emit.fields, v)]!;
     const res: PositionResult = { position: this.pos, token, values: v, emitted };
     this.last = v;
     this.pos++;
@@ -132,6 +132,16 @@ export class Interpreter {
       out.push(this.step(last.emitted));
     }
     return out;
+  }
+
+  /** The token of the one emit row whose required values all hold (emitRows). */
+  private emitRow(v: Int32Array): number {
+    const e = this.ir.emit!;
+    const vals = e.fields.map((id) => v[id]!);
+    for (const row of e.rows!) {
+      if (row.values.every((want, i) => want === null || want === vals[i])) return row.token;
+    }
+    throw new ChipcError('interp.emit', `${fmtLoc(e.loc)}: no emit row matches the field values (${vals.join(', ')}) (position ${this.pos})`);
   }
 
   private applyWrite(ramId: number, v: Int32Array): void {

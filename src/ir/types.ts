@@ -13,7 +13,8 @@
  *   published position s ≤ t whose key equals the query (latest = largest stamp; without a stamp
  *   keys must be unique among published positions), or the default values with hit = 0;
  * - `prev` is the source's value at position t − 1 (its default at position 0);
- * - the emitted token is `emit.fn(values of emit.fields)`.
+ * - the emitted token is `emit.fn(values of emit.fields)` (or the one emit row all of whose
+ *   required field values hold).
  */
 
 export type NodeId = number;
@@ -168,10 +169,24 @@ export interface LookupDecl {
   loc: SourceLoc;
 }
 
+export interface EmitRow {
+  token: number;
+  /** Required value of each emit field (null: any value). */
+  values: (number | null)[];
+}
+
 export interface EmitDecl {
   fields: NodeId[];
-  /** tokens[Σ (v_i − lo_i)·stride_i] over the fields' ranges: the token emitted for each tuple. */
+  /**
+   * Full table: tokens[Σ (v_i − lo_i)·stride_i] over the fields' ranges — the token emitted for
+   * each tuple (`c.emit`). Empty when `rows` is given.
+   */
   tokens: number[];
+  /**
+   * Partial rows (`c.emitRows`): each token names the values it requires of some fields; the
+   * validator proves at most one row matches any tuple, and the interpreter requires exactly one.
+   */
+  rows?: EmitRow[];
   loc: SourceLoc;
 }
 

@@ -61,30 +61,45 @@ export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
     }
   };
 
-  let lmHeadRows: Map<number, { dim: VDim; weight: number }[]> = new Map();
+  const lmHeadRows = new Map<number, { dim: VDim; weight: number }[]>();
   const lmHeadDims: VDim[] = [];
   if (ir.emit) {
     const fields = ir.emit.fields;
     const hots = fields.map((f) => oneHotOf(ctx, f));
     for (const h of hots) lmHeadDims.push(...h);
     const ranges = fields.map((f) => ctx.resolve(f).range);
-    const spans = ranges.map((r) => r.hi - r.lo + 1);
-    ir.emit.tokens.forEach((tok, idx) => {
-      let rem = idx;
-      const row: { dim: VDim; weight: number }[] = [];
-      for (let k = fields.length - 1; k >= 0; k--) {
-        row.push({ dim: hots[k]![rem % spans[k]!]!, weight: 1 });
-        rem = Math.floor(rem / spans[k]!);
+    if (ir.emit.rows) {
+      // Partial rows: a row constraining r fields puts weight W − (r − 1) on its first field's
+      // one-hot and 1 on the others (W = 1 + the most fields any row constrains), so the row that
+      // fully matches scores exactly W and every other row at most W − 1 (small exact integers).
+      const W = 1 + Math.max(...ir.emit.rows.map((r) => r.values.filter((x) => x !== null).length));
+      for (const row of ir.emit.rows) {
+        const out: { dim: VDim; weight: number }[] = [];
+        const r = row.values.filter((x) => x !== null).length;
+        row.values.forEach((want, k) => {
+          if (want === null) return;
+          out.push({ dim: hots[k]![want - ranges[k]!.lo]!, weight: out.length === 0 ? W - (r - 1) : 1 });
+        });
+        lmHeadRows.set(row.token, out);
       }
-      lmHeadRows.set(tok, row.reverse());
-    });
+    } else {
+      const spans = ranges.map((r) => r.hi - r.lo + 1);
+      ir.emit.tokens.forEach((tok, idx) => {
+        let rem = idx;
+        const row: { dim: VDim; weight: number }[] = [];
+        for (let k = fields.length - 1; k >= 0; k--) {
+          row.push({ dim: hots[k]![rem % spans[k]!]!, weight: 1 });
+          rem = Math.floor(rem / spans[k]!);
+        }
+        lmHeadRows.set(tok, row.reverse());
+      });
+    }
   }
   if (target.vocabSize < ir.vocab) {
     throw new ChipcError('fit.vocab', `the circuit uses ${ir.vocab} token ids; the target's vocabulary has ${target.vocabSize}`);
   }
   const embedded = ctx.embedded;
   const embedDims = [...embedded.keys()];
-  lmHeadRows = new Map(lmHeadRows);
   return {
     dims: ctx.dims,
     ops: ctx.ops,

@@ -182,3 +182,24 @@ describe('emitRows: an alphabet whose token kinds use different fields', () => {
     }))).toThrow(/can both match/);
   });
 });
+
+describe('previousAll: several delays in one GDN key head', () => {
+  it('delays a group of signals exactly, with their defaults, using one head', async () => {
+    const { compileCircuit } = await import('../src/compile.ts');
+    const { resolveTarget } = await import('../src/model/targets.ts');
+    const { checkCompiled } = await import('../src/verify/check.ts');
+    const def = defineCircuit({ name: 'pair', vocab: 65, bos: 64 }, (c) => {
+      const a = c.tokenField('a', (t) => (t === 64 ? 0 : t >> 3), [0, 7]);
+      const b = c.tokenField('b', (t) => (t === 64 ? 0 : t & 7), [0, 7]);
+      const [pa, pb] = c.previousAll([a, b], [5, 6]);
+      c.emit([c.table('mix', [c.add(c.scale(pa!, 8), pb!)], (v) => v, [0, 63])]);
+    });
+    const ir = buildCircuit(def);
+    const toks = [64, ...Array.from({ length: 30 }, (_, i) => (i * 11 + 3) % 64)];
+    const out = new Interpreter(ir).run(toks).map((p) => p.emitted);
+    toks.forEach((_, i) => expect(out[i]).toBe(i === 0 ? 5 * 8 + 6 : toks[i - 1] === 64 ? 0 : toks[i - 1]));
+    const res = compileCircuit(ir, resolveTarget('tiny').config);
+    expect(res.layers.reduce((s, l) => s + (l.type === 'linear_attention' ? l.heads : 0), 0)).toBe(1);
+    for (const profile of ['f32', 'bf16'] as const) expect(checkCompiled(res, toks, { profile, prefill: 4 }).mismatches).toEqual([]);
+  });
+});

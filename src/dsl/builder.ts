@@ -136,6 +136,7 @@ export class CircuitBuilder {
   emitDecl: EmitDecl | null = null;
   readonly problems: Problem[] = [];
   private readonly names = new Set<string>();
+  private prevGroups = 0;
 
   constructor(readonly meta: CircuitMeta) {
     if (!Number.isInteger(meta.vocab) || meta.vocab < 1) {
@@ -383,6 +384,21 @@ export class CircuitBuilder {
     const d = this.checkInt(dflt, 'the default of previous', loc);
     const r = s.range;
     return this.push({ op: 'prev', source: s.id, default: d, range: { lo: Math.min(r.lo, d), hi: Math.max(r.hi, d) } }, loc);
+  }
+
+  /**
+   * `previous` of several signals at once: lowered together as one delay (one GDN key head holds
+   * their fields side by side), so a wide delayed value costs one head instead of one per signal.
+   */
+  previousAll(xs: SigLike[], defaults?: number[]): Sig[] {
+    const loc = callerLoc();
+    const group = this.prevGroups++;
+    return xs.map((x, i) => {
+      const s = this.sig(x, loc);
+      const d = this.checkInt(defaults?.[i] ?? 0, 'a default of previousAll', loc);
+      const r = s.range;
+      return this.push({ op: 'prev', source: s.id, default: d, group, range: { lo: Math.min(r.lo, d), hi: Math.max(r.hi, d) } }, loc);
+    });
   }
 
   // ── forward references ────────────────────────────────────────────────────────────────────

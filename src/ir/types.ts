@@ -104,6 +104,8 @@ export interface PrevNode extends NodeBase {
   op: 'prev';
   source: NodeId;
   default: number;
+  /** Delays made together (`c.previousAll`) share one group id and are lowered as one RAM word. */
+  group?: number;
 }
 /** A forward reference: takes the value of `source` (assigned later in the builder). */
 export interface WireNode extends NodeBase {

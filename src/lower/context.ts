@@ -109,6 +109,11 @@ export class LowerContext {
     return d;
   }
 
+  /** Record the form of a node computed by a producer that lowers several nodes at once. */
+  presetForm(id: NodeId, f: Form): void {
+    this.forms.set(id, f);
+  }
+
   /** Record a scalar dim produced by an op (called by producers). */
   setScalarDim(id: NodeId, d: VDim): void {
     this.scalarDims.set(id, d);

@@ -23,32 +23,45 @@ function widthOf(span: number): number {
 }
 
 export function lowerPrev(ctx: LowerContext, n: PrevNode, target: ModelConfig): Form {
-  const src = ctx.resolve(n.source);
-  const r = src.range;
-  const span = r.hi - r.lo + 1;
-  // A synthetic one-row RAM: one write port (the source, from the previous token) and one read
+  // Delays made together are lowered as one RAM word (one field per delayed signal).
+  const members = n.group === undefined
+    ? [n]
+    : ctx.ir.nodes.filter((m): m is PrevNode => m.op === 'prev' && m.group === n.group);
+  const srcs = members.map((m) => ctx.resolve(m.source));
+  const spans = srcs.map((s) => s.range.hi - s.range.lo + 1);
+  // A synthetic one-row RAM: one write port (the sources, from the previous token) and one read
   // port; its node ids are not used by the gadget, which takes the vdims below.
   const ram: RamDecl = {
-    id: -1, name: `${n.name}.delay`, rows: 1, fields: [{ lo: 0, hi: span - 1 }],
-    write: { addr: -1, values: [-1], enable: null, loc: n.loc },
-    reads: [{ addr: -1, enable: null, results: [-1], loc: n.loc }],
+    id: -1, name: `${n.name}.delay`, rows: 1, fields: spans.map((sp) => ({ lo: 0, hi: sp - 1 })),
+    write: { addr: -1, values: members.map(() => -1), enable: null, loc: n.loc },
+    reads: [{ addr: -1, enable: null, results: members.map(() => -1), loc: n.loc }],
     loc: n.loc,
   };
-  const value = ctx.newDim(n.id, 'delayed', 0, 0, span - 1, `${n.name}.delayed`);
-  ctx.dims[value]!.base = r.lo;
-  const valid = ctx.newDim(n.id, 'valid', 0, 0, 1, `${n.name}.valid`);
+  const values = members.map((m, i) => {
+    const d = ctx.newDim(m.id, 'delayed', 0, 0, spans[i]! - 1, `${m.name}.delayed`);
+    ctx.dims[d]!.base = srcs[i]!.range.lo;
+    return d;
+  });
+  // One valid flag for the group, recorded under the first member (every member's valid is the same).
+  const valid = ctx.newDim(members[0]!.id, 'valid', 0, 0, 1, `${members[0]!.name}.valid`);
   let low;
   try {
     low = lowerRamToGdn(ram, {
-      write: { addrBits: [], enable: null, fieldBits: [bitsOf(ctx, src.id, r.lo, Math.max(1, widthOf(span)))] },
-      reads: [{ addr: { addrBits: [], enable: null }, out: { values: [value], valid } }],
+      write: { addrBits: [], enable: null, fieldBits: srcs.map((s, i) => bitsOf(ctx, s.id, s.range.lo, Math.max(1, widthOf(spans[i]!)))) },
+      reads: [{ addr: { addrBits: [], enable: null }, out: { values, valid } }],
     }, gdnDimsOf(target), { tag: n.name });
   } catch (e) {
-    if (e instanceof ChipcError) ctx.fail(n, 'fit.prev', `previous("${src.name}"): ${e.message}`);
+    if (e instanceof ChipcError) ctx.fail(n, 'fit.prev', `previous("${srcs[0]!.name}"${members.length > 1 ? `, … ${members.length} signals` : ''}): ${e.message}`);
     throw e;
   }
   for (const h of low.heads) for (const v of h.values) if (v) v.vTapOffset = 1;
-  ctx.addOp({ kind: 'gdn', what: `previous "${n.name}"`, heads: low.heads, reads: gdnReads(low.heads), writes: [value, valid], normWeight: low.normWeight });
-  // value + lo·valid + default·(1 − valid)
-  return form([{ dim: value, coef: 1 }, { dim: valid, coef: r.lo - n.default }].filter((t) => t.coef !== 0), n.default);
+  ctx.addOp({ kind: 'gdn', what: `previous "${n.name}"`, heads: low.heads, reads: gdnReads(low.heads), writes: [...values, valid], normWeight: low.normWeight });
+  // Each member: value + lo·valid + default·(1 − valid).
+  let mine: Form | null = null;
+  members.forEach((m, i) => {
+    const f = form([{ dim: values[i]!, coef: 1 }, { dim: valid, coef: srcs[i]!.range.lo - m.default }].filter((t) => t.coef !== 0), m.default);
+    if (m.id === n.id) mine = f;
+    else ctx.presetForm(m.id, f);
+  });
+  return mine!;
 }

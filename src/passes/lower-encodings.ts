@@ -41,6 +41,10 @@ export function bitsOf(ctx: LowerContext, id: NodeId, base: number, width: numbe
       for (const d of dims) ctx.dims[d]!.base = base;
       return dims;
     }
+    // A binary number spelled out of bit signals (Σ 2^k·b_k, each b_k a 0/1 signal): its bits
+    // are those signals' own dims — no table needed.
+    const binary = binaryTerms(ctx, n.id, base, width);
+    if (binary) return binary;
     const dims = Array.from({ length: width }, (_, j) => ctx.newDim(n.id, 'bits', j, 0, 1, `${n.name}.bit${j}`));
     for (const d of dims) ctx.dims[d]!.base = base;
     const span = Array.from({ length: r.hi - r.lo + 1 }, (_, i) => r.lo + i);
@@ -48,6 +52,27 @@ export function bitsOf(ctx: LowerContext, id: NodeId, base: number, width: numbe
       rampTable(input(ctx.formOf(n.id), r.lo, r.hi), dims.map((d, j) => ({ dim: d, values: span.map((v) => bit(v, j)) })), `${n.name}.bits`));
     ctx.addOp({ kind: 'ffn', what: `bits of "${n.name}"`, units, reads: opReads(units), writes: dims });
     return dims;
+  });
+}
+
+/**
+ * If node `id` is a linear node Σ 2^k·b_k + base with distinct powers k < width over 0/1 signals,
+ * the dims of those signals in bit order (a missing power is a constant-0 dim); else null.
+ */
+function binaryTerms(ctx: LowerContext, id: NodeId, base: number, width: number): VDim[] | null {
+  const n = ctx.resolve(id);
+  if (n.op !== 'linear' || n.bias !== base) return null;
+  const byPower = new Map<number, NodeId>();
+  for (const t of n.terms) {
+    const k = Math.log2(t.coef);
+    const r = ctx.resolve(t.node).range;
+    if (!Number.isInteger(k) || k < 0 || k >= width || byPower.has(k) || r.lo < 0 || r.hi > 1) return null;
+    byPower.set(k, t.node);
+  }
+  return Array.from({ length: width }, (_, k) => {
+    const src = byPower.get(k);
+    if (src !== undefined) return ctx.scalarDim(src);
+    return ctx.encoding('const0', () => [ctx.embedDim(-1, 'scalar', 0, 0, 0, 'zero', () => 0)])[0]!;
   });
 }
 

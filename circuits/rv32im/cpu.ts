@@ -1,0 +1,301 @@
+/**
+ * The RV32I(+Zba) chip, v0: fetch, decode, register file, ALU, branches and jumps, `ecall` exit,
+ * speaking token protocol v1 (docs/token-protocol.md) with aligned code windows: E/N/OUT tokens
+ * carry j = the low two bits of the next instruction's word index, J carries a whole word index.
+ * Not yet here (docs/cpu-plan.md): loads and stores, the console, the M extension, self-modifying
+ * code. Code is loaded into the code RAM directly (a state file); the prompt is [BOS, J(entry)].
+ *
+ * One position is one micro-step. Positions fed E, N, OUT or J start the instruction at their PC;
+ * positions fed D, H or K re-execute the pending one (same PC, same register reads: nothing was
+ * committed since) to emit the rest of its tokens. Each position also commits what its token
+ * carries into the register named by the previous position's decoded rd (a delay line).
+ */
+import { defineCircuit, type CircuitBuilder, type Sig } from '../../src/dsl/index.ts';
+import { add32, constWord, eq32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
+
+// ── token alphabet (docs/token-protocol.md v1) ─────────────────────────────────────────────────
+export const TOK = {
+  E: 0, D: 65_536, J: 131_072, H: 163_840, K: 229_376, N: 245_760, OUT: 245_764, HALT: 246_788, BOS: 247_044,
+} as const;
+export const VOCAB = TOK.BOS + 1;
+export const CODE_BASE = 0x8000_0000;
+
+export const enum Kind { E, D, J, H, K, N, OUT, HALT, BOS }
+
+/** The kind and payload of a token id (the embedding's view). */
+export function tokenKind(t: number): { kind: Kind; j: number; v: number } {
+  if (t < TOK.D) return { kind: Kind.E, j: t >> 14, v: t & 0x3fff };
+  if (t < TOK.J) return { kind: Kind.D, j: 0, v: t - TOK.D };
+  if (t < TOK.H) return { kind: Kind.J, j: (t - TOK.J) & 3, v: t - TOK.J };
+  if (t < TOK.K) return { kind: Kind.H, j: 0, v: t - TOK.H };
+  if (t < TOK.N) return { kind: Kind.K, j: 0, v: t - TOK.K };
+  if (t < TOK.OUT) return { kind: Kind.N, j: t - TOK.N, v: 0 };
+  if (t < TOK.HALT) return { kind: Kind.OUT, j: (t - TOK.OUT) >> 8, v: (t - TOK.OUT) & 255 };
+  if (t < TOK.BOS) return { kind: Kind.HALT, j: 0, v: t - TOK.HALT };
+  return { kind: Kind.BOS, j: 0, v: 0 };
+}
+
+const sext = (v: number, bits: number) => (v << (32 - bits)) >> (32 - bits);
+const bit = (v: number, k: number) => (v >>> k) & 1;
+
+/** Value bits a token commits by itself: narrow E/K (sign-extended 14 bits). */
+function narrowCommit(t: number): number {
+  const { kind, v } = tokenKind(t);
+  return kind === Kind.E || kind === Kind.K ? sext(v, 14) : 0;
+}
+/** Upper value bits when completing a D: E/K carry bits 16…29 (sign-extended), H bits 16…31. */
+function wideCommit(t: number): number {
+  const { kind, v } = tokenKind(t);
+  if (kind === Kind.E || kind === Kind.K) return sext(v, 14) << 16;
+  if (kind === Kind.H) return v << 16;
+  return 0;
+}
+
+export interface CpuOptions {
+  /** Code RAM words (rows), from CODE_BASE. */
+  codeWords: number;
+}
+
+function bitsWord(c: CircuitBuilder, bits: Sig[]): Word {
+  return [0, 1, 2, 3].map((b) => c.linear(bits.slice(8 * b, 8 * b + 8).map((s, k) => [s, 2 ** k] as [Sig, number])));
+}
+
+/** A word from instruction bit positions (null = 0, 'S' = the sign bit 31). */
+function wordFromSpec(c: CircuitBuilder, ins: Sig[], spec: (number | null)[]): Word {
+  return [0, 1, 2, 3].map((b) => {
+    const terms: [Sig, number][] = [];
+    for (let k = 0; k < 8; k++) {
+      const src = spec[8 * b + k];
+      if (src !== null && src !== undefined) terms.push([ins[src]!, 2 ** k]);
+    }
+    return c.linear(terms);
+  });
+}
+
+function immSpec(kind: 'I' | 'B' | 'U' | 'J'): (number | null)[] {
+  const s: (number | null)[] = new Array(32).fill(null);
+  const sign = (from: number) => { for (let k = from; k < 32; k++) s[k] = 31; };
+  if (kind === 'I') { for (let k = 0; k < 11; k++) s[k] = 20 + k; sign(11); }
+  if (kind === 'B') {
+    for (let k = 1; k <= 4; k++) s[k] = 7 + k; // imm[4:1] = ins[11:8]
+    for (let k = 5; k <= 10; k++) s[k] = 20 + k; // imm[10:5] = ins[30:25]
+    s[11] = 7; // imm[11] = ins[7]
+    sign(12);
+  }
+  if (kind === 'U') for (let k = 12; k < 32; k++) s[k] = k;
+  if (kind === 'J') {
+    for (let k = 1; k <= 10; k++) s[k] = 20 + k; // imm[10:1] = ins[30:21]
+    s[11] = 20; // imm[11] = ins[20]
+    for (let k = 12; k <= 19; k++) s[k] = k; // imm[19:12] = ins[19:12]
+    sign(20);
+  }
+  return s;
+}
+
+/** select(cond, a, b) bytewise. */
+function muxWord(c: CircuitBuilder, cond: Sig, a: Word, b: Word): Word {
+  return a.map((x, i) => c.select(cond, x, b[i]!));
+}
+
+export function cpuCircuit(opts: CpuOptions) {
+  const addrBits = Math.max(1, Math.ceil(Math.log2(opts.codeWords)));
+  return defineCircuit({ name: 'rv32-v0', vocab: VOCAB, bos: TOK.BOS }, (c) => {
+    // ── token fields ───────────────────────────────────────────────────────────────────────
+    const kind = c.tokenField('kind', (t) => tokenKind(t).kind, [0, 8]);
+    const is = (k: Kind, name: string) => c.tokenField(name, (t) => (tokenKind(t).kind === k ? 1 : 0), [0, 1]);
+    const isE = is(Kind.E, 'isE');
+    const isD = is(Kind.D, 'isD');
+    const isJ = is(Kind.J, 'isJ');
+    const isH = is(Kind.H, 'isH');
+    const isK = is(Kind.K, 'isK');
+    const isStart = c.tokenField('isStart', (t) => ([Kind.E, Kind.N, Kind.OUT, Kind.J].includes(tokenKind(t).kind) ? 1 : 0), [0, 1]);
+    const tj = [0, 1].map((k) => c.tokenField(`tj${k}`, (t) => bit(tokenKind(t).j, k), [0, 1]));
+    const jw = Array.from({ length: 13 }, (_, k) => c.tokenField(`jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v >> 2, k) : 0), [0, 1]));
+    const cvN = Array.from({ length: 32 }, (_, k) => c.tokenField(`cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
+    const cvW = Array.from({ length: 16 }, (_, k) => c.tokenField(`cvW${k}`, (t) => bit(wideCommit(t), 16 + k), [0, 1]));
+    const dLo = Array.from({ length: 16 }, (_, k) => c.tokenField(`dLo${k}`, (t) => (tokenKind(t).kind === Kind.D ? bit(tokenKind(t).v, k) : 0), [0, 1]));
+
+    // ── PC: an aligned window base latched by J, the word index latched at instruction starts ──
+    const baseRam = c.ram('base', { rows: 1, fields: jw.map(() => 2) });
+    baseRam.write(c.constant(0), jw, isJ);
+    const base = baseRam.read(c.constant(0));
+    const pcl = c.ram('pc', { rows: 1, fields: Array.from({ length: 15 }, () => 2) });
+    pcl.write(c.constant(0), [...tj, ...base], isStart);
+    const w = pcl.read(c.constant(0)); // word index bits, LSB first
+    const j = c.linear([[w[0]!, 1], [w[1]!, 2]]).named('j');
+
+    // ── fetch ──────────────────────────────────────────────────────────────────────────────
+    const code = c.ram('code', { rows: opts.codeWords, fields: Array.from({ length: 32 }, () => 2) });
+    const codeAddr = c.linear(w.slice(0, addrBits).map((b, k) => [b, 2 ** k] as [Sig, number]));
+    code.write(c.constant(0), Array.from({ length: 32 }, () => c.constant(0)), c.constant(0));
+    const ins = code.read(codeAddr);
+
+    // ── decode ─────────────────────────────────────────────────────────────────────────────
+    const field = (lo: number, n: number, name: string) =>
+      c.linear(ins.slice(lo, lo + n).map((b, k) => [b, 2 ** k] as [Sig, number])).named(name);
+    const opcode = field(0, 7, 'opcode');
+    const funct3 = field(12, 3, 'funct3');
+    const rd = field(7, 5, 'rd');
+    // Classes: 0 OP-IMM, 1 OP, 2 LUI, 3 AUIPC, 4 JAL, 5 JALR, 6 BRANCH, 7 SYSTEM/FENCE/other.
+    const CLASS: Record<number, number> = { 0x13: 0, 0x33: 1, 0x37: 2, 0x17: 3, 0x6f: 4, 0x67: 5, 0x63: 6 };
+    const cls = c.table('class', [opcode], (op) => CLASS[op] ?? 7, [0, 7]);
+    const isClass = (k: number, name: string) => cls.eq(k).named(name);
+    const isOpImm = isClass(0, 'isOpImm');
+    const isOp = isClass(1, 'isOp');
+    const isJal = isClass(4, 'isJal');
+    const isJalr = isClass(5, 'isJalr');
+    const isBranch = isClass(6, 'isBranch');
+    const isSystem = c.table('isEcall', [opcode], (op) => (op === 0x73 ? 1 : 0), [0, 1]);
+    // ALU op: 0 add 1 sub 2 sll 3 slt 4 sltu 5 xor 6 srl 7 sra 8 or 9 and 10 sh1add 11 sh2add 12 sh3add 13 lui 14 auipc 15 link
+    const aluOp = c.table('aluOp', [cls, funct3, ins[30]!, ins[29]!], (k, f3, b30, b29) => {
+      if (k === 2) return 13;
+      if (k === 3) return 14;
+      if (k === 4 || k === 5) return 15;
+      if (k === 1 && b29 === 1 && b30 === 0) return f3 === 2 ? 10 : f3 === 4 ? 11 : f3 === 6 ? 12 : 0;
+      if (k === 0 || k === 1) {
+        if (f3 === 0) return k === 1 && b30 ? 1 : 0;
+        if (f3 === 5) return b30 ? 7 : 6;
+        return [0, 2, 3, 4, 5, 6, 8, 9][f3]!;
+      }
+      return 0;
+    }, [0, 15]);
+    const writesRd = c.table('writesRd', [cls], (k) => (k <= 5 ? 1 : 0), [0, 1]);
+    const hasRd = c.and(writesRd, rd.ne(0)).named('hasRd');
+
+    // ── register file: commit (previous instruction's rd) then read rs1 / rs2 ─────────────────
+    const [prevRd0, prevRd1, prevRd2, prevRd3, prevRd4, prevHasRd, prevWasD, prevIsJump, ...prevRest] =
+      c.previousAll([...ins.slice(7, 12), hasRd, isD, c.or(isJal, isJalr)]);
+    void prevRest;
+    const pcWord = bitsWord(c, [c.constant(0), c.constant(0), ...w, ...Array.from({ length: 14 }, () => c.constant(0)), c.constant(1)].slice(0, 32));
+    const link = add32(c, pcWord, constWord(c, 4), 0, 'link').sum;
+    const linkBits = link.flatMap((byte, b) => Array.from({ length: 8 }, (_, k) => c.table(`link${8 * b + k}`, [byte], (v) => (v >> k) & 1, [0, 1])));
+    const prevLink = c.previousAll(linkBits);
+    const prevDLo = c.previousAll(dLo);
+    const commitLink = c.and(isJ, prevIsJump!).named('commitLink');
+    const commitValue = c.or(c.or(isE, isK), isH).named('commitValue');
+    const commitEn = c.and(c.or(commitValue, commitLink), prevHasRd!).named('commitEn');
+    const commitBits = Array.from({ length: 32 }, (_, k) => {
+      const fromToken = k < 16 ? c.select(prevWasD!, prevDLo[k]!, cvN[k]!) : c.select(prevWasD!, cvW[k - 16]!, cvN[k]!);
+      return c.select(commitLink, prevLink[k]!, fromToken);
+    });
+    const regs = c.ram('regs', { rows: 32, fields: Array.from({ length: 32 }, () => 2) });
+    regs.write(c.linear([[prevRd0!, 1], [prevRd1!, 2], [prevRd2!, 4], [prevRd3!, 8], [prevRd4!, 16]]), commitBits, commitEn);
+    // ecall reads a7 (x17) and a0 (x10) instead of rs1 / rs2.
+    const rs1 = c.select(isSystem, 17, field(15, 5, 'rs1'));
+    const rs2 = c.select(isSystem, 10, field(20, 5, 'rs2'));
+    const a = regs.read(rs1);
+    const b = regs.read(rs2);
+    const A = bitsWord(c, a);
+    const B = bitsWord(c, b);
+
+    // ── execute ────────────────────────────────────────────────────────────────────────────
+    const immI = wordFromSpec(c, ins, immSpec('I'));
+    const opB = muxWord(c, isOp, B, immI);
+    const sum = add32(c, A, opB, 0, 'sum').sum;
+    const diff = sub32(c, A, opB, 'diff').diff;
+    const shamt = shiftAmount(c, c.linear([0, 1, 2, 3, 4].map((k) => [c.select(isOp, b[k]!, ins[20 + k]!), 2 ** k] as [Sig, number])));
+    const sll = sll32(c, A, shamt);
+    const srl = srl32(c, A, shamt);
+    const sra = sra32(c, A, shamt);
+    const bBits = Array.from({ length: 32 }, (_, k) => c.select(isOp, b[k]!, k < 11 ? ins[20 + k]! : ins[31]!));
+    const bitOp = (name: string, f: (s: number) => number) => bitsWord(c, a.map((x, k) => c.table(`${name}${k}`, [c.add(x, bBits[k]!)], f, [0, 1])));
+    const xorW = bitOp('xor', (s) => (s === 1 ? 1 : 0));
+    const orW = bitOp('or', (s) => (s >= 1 ? 1 : 0));
+    const andW = bitOp('and', (s) => (s === 2 ? 1 : 0));
+    const lt = slt(c, A, opB);
+    const ltu = sltu(c, A, opB);
+    const immU = wordFromSpec(c, ins, immSpec('U'));
+    const auipc = add32(c, pcWord, immU, 0, 'auipc').sum;
+    const shadd = [1, 2, 3].map((k) => shAdd(c, A, B, k as 1 | 2 | 3, `sh${k}`));
+    const zero = c.constant(0);
+    const candidates: Word[] = [
+      sum, diff, sll, [lt, zero, zero, zero], [ltu, zero, zero, zero], xorW, srl, sra, orW, andW,
+      shadd[0]!, shadd[1]!, shadd[2]!, immU, auipc, link,
+    ];
+    const sel = candidates.map((_, k) => aluOp.eq(k));
+    const result: Word = [0, 1, 2, 3].map((byte) =>
+      c.linear(candidates.map((cw, k) => [c.select(sel[k]!, cw[byte]!, 0), 1] as [Sig, number]), 0, [0, 255]).named(`r${byte}`));
+
+    // ── control flow ───────────────────────────────────────────────────────────────────────
+    const eq = eq32(c, A, B, 'beq');
+    const blt = slt(c, A, B, 'blt');
+    const bltu = sltu(c, A, B, 'bltu');
+    const cond = c.table('branchCond', [funct3, eq, blt, bltu], (f3, e, l, lu) => {
+      switch (f3) {
+        case 0: return e;
+        case 1: return 1 - e;
+        case 4: return l;
+        case 5: return 1 - l;
+        case 6: return lu;
+        case 7: return 1 - lu;
+        default: return 0;
+      }
+    }, [0, 1]);
+    const taken = c.or(c.or(isJal, isJalr), c.and(isBranch, cond)).named('taken');
+    const targetB = add32(c, pcWord, wordFromSpec(c, ins, immSpec('B')), 0, 'tb').sum;
+    const targetJ = add32(c, pcWord, wordFromSpec(c, ins, immSpec('J')), 0, 'tj').sum;
+    const targetR = add32(c, A, immI, 0, 'tr').sum;
+    const target = muxWord(c, isJalr, targetR, muxWord(c, isJal, targetJ, targetB));
+    // Word index of the target: bits 2…16 of (target − CODE_BASE).
+    const tw0 = c.table('tw0', [target[0]!], (v) => v >> 2, [0, 63]);
+    const tw1 = target[1]!;
+    const tw2 = c.table('tw2', [target[2]!], (v) => v & 1, [0, 1]);
+    const nextWlo = c.table('nwLo', [c.linear([[tw0, 1], [c.table('tw1lo', [tw1], (v) => v & 3, [0, 3]), 64]])], (v) => v, [0, 255]);
+    const nextWhi = c.linear([[c.table('tw1hi', [tw1], (v) => v >> 2, [0, 63]), 1], [tw2, 64]]);
+
+    // ── halt ───────────────────────────────────────────────────────────────────────────────
+    const a7is93 = c.and(eq32(c, A, constWord(c, 93), 'a7'), isSystem).named('exit');
+
+    // ── what to emit ───────────────────────────────────────────────────────────────────────
+    const fedC = c.table('fedC', [kind], (k) => (k === Kind.D ? 1 : k === Kind.H ? 2 : k === Kind.K ? 3 : 0), [0, 3]);
+    const r3 = result[3]!;
+    const signTop = c.table('r3cls', [r3], (v) => (v === 0 ? 0 : v === 255 ? 1 : 2), [0, 2]);
+    const r2cls = c.table('r2cls', [result[2]!], (v) => (v === 0 ? 0 : v === 255 ? 1 : 2), [0, 2]);
+    const r1cls = c.table('r1cls', [result[1]!], (v) => ((v >> 5) === 0 ? 0 : (v >> 5) === 7 ? 1 : 2), [0, 2]);
+    const fits14 = c.table('fits14', [signTop, r2cls, r1cls], (x, y, z) => (x === y && y === z && x < 2 ? 1 : 0), [0, 1]);
+    const fits30 = c.table('fits30', [r3], (v) => ((v >> 5) === 0 || (v >> 5) === 7 ? 1 : 0), [0, 1]);
+    const wcls = c.table('wcls', [fits14, fits30], (n, t) => (n ? 0 : t ? 1 : 2), [0, 2]);
+    const wend = c.and(w[0]!, w[1]!).named('windowEnd');
+    const resultOn = c.and(hasRd, c.not(taken));
+    // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT; payload case: 0 r0/r1&63, 1 r2/r3&63, 2 r0/r1, 3 r2/r3, 4 nextW, 5 w+1, 6 a0.
+    const plan = (f: number, tk: number, res: number, wc: number, we: number): [number, number] => {
+      if (tk) return [2, 4];
+      if (!res) return we ? [2, 5] : [5, 0];
+      if (f === 0) return wc === 0 ? (we ? [4, 0] : [0, 0]) : [1, 2];
+      if (f === 1) return wc === 1 ? (we ? [4, 1] : [0, 1]) : [3, 3];
+      if (f === 2) return we ? [2, 5] : [5, 0];
+      return [2, 5]; // fed K: re-base after the window end
+    };
+    const outKind0 = c.table('outKind', [fedC, taken, resultOn, wcls, wend], (f, tk, res, wc, we) => plan(f, tk, res, wc, we)[0], [0, 7]);
+    const outKind = c.select(a7is93, 7, outKind0);
+    const pcase = c.table('pcase', [fedC, taken, resultOn, wcls, wend], (f, tk, res, wc, we) => plan(f, tk, res, wc, we)[1], [0, 6]);
+    const outJ = c.table('outJ', [j], (v) => (v + 1) & 3, [0, 3]);
+    const r1lo = c.table('r1lo', [result[1]!], (v) => v & 63, [0, 63]);
+    const r3lo = c.table('r3lo', [result[3]!], (v) => v & 63, [0, 63]);
+    const nextSeq = c.linear(w.slice(2, 10).map((y, k) => [y, 2 ** k] as [Sig, number]));
+    const seqW = c.table('seqW', [nextSeq], (v) => (v + 1) & 255, [0, 255]);
+    const ca = (k: number) => pcase.eq(k);
+    const p0 = c.linear([
+      [c.select(ca(0), result[0]!, 0), 1], [c.select(ca(1), result[2]!, 0), 1], [c.select(ca(2), result[0]!, 0), 1],
+      [c.select(ca(3), result[2]!, 0), 1], [c.select(ca(4), nextWlo, 0), 1], [c.select(ca(5), c.table('seqLo', [seqW], (v) => (v << 2) & 255, [0, 255]), 0), 1],
+    ], 0, [0, 255]);
+    const p1 = c.linear([
+      [c.select(ca(0), r1lo, 0), 1], [c.select(ca(1), r3lo, 0), 1], [c.select(ca(2), result[1]!, 0), 1],
+      [c.select(ca(3), result[3]!, 0), 1], [c.select(ca(4), nextWhi, 0), 1], [c.select(ca(5), c.table('seqHi', [seqW], (v) => v >> 6, [0, 3]), 0), 1],
+    ], 0, [0, 255]);
+    const halt0 = c.select(a7is93, B[0]!, 0);
+    const pay0 = c.select(a7is93, halt0, p0);
+    // Rows: each token and the field values it requires.
+    const rows: { token: number; values: (number | null)[] }[] = [];
+    for (let jj = 0; jj < 4; jj++) for (let v = 0; v < 1 << 14; v++) rows.push({ token: TOK.E + (jj << 14) + v, values: [0, jj, v & 255, v >> 8] });
+    for (let v = 0; v < 1 << 16; v++) rows.push({ token: TOK.D + v, values: [1, null, v & 255, v >> 8] });
+    for (let v = 0; v < 1 << 15; v++) rows.push({ token: TOK.J + v, values: [2, null, v & 255, v >> 8] });
+    for (let v = 0; v < 1 << 16; v++) rows.push({ token: TOK.H + v, values: [3, null, v & 255, v >> 8] });
+    for (let v = 0; v < 1 << 14; v++) rows.push({ token: TOK.K + v, values: [4, null, v & 255, v >> 8] });
+    for (let jj = 0; jj < 4; jj++) rows.push({ token: TOK.N + jj, values: [5, jj, null, null] });
+    for (let v = 0; v < 256; v++) rows.push({ token: TOK.HALT + v, values: [7, null, v, null] });
+    c.emitRows([outKind, outJ, pay0, p1], rows);
+  });
+}
+
+export default cpuCircuit({ codeWords: 1024 });

@@ -59,8 +59,26 @@ function fail(code: string, msg: string): never {
 /** Σ|coef|·SLOT_LIMIT + |constant|: a bound on |value| and on every float partial sum of the form. */
 export function formMagnitude(f: Form): number {
   let m = Math.abs(f.constant);
-  for (const t of f.terms) m += Math.abs(t.coef) * SLOT_LIMIT;
+  for (const t of f.terms) m += Math.abs(t.coef) * dimBound(t.dim);
   return m;
+}
+
+/**
+ * The largest |value| a virtual dim holds. Default: the slot limit (any slot); the compiler
+ * installs the dims' actual ranges while it lowers a circuit (`withDimBounds`), so forms over bits
+ * are not charged 256 per term.
+ */
+let dimBound: (d: VDim) => number = () => SLOT_LIMIT;
+
+/** Run `body` with the bounds of virtual dims known (restores the default afterwards). */
+export function withDimBounds<T>(bound: (d: VDim) => number, body: () => T): T {
+  const prev = dimBound;
+  dimBound = (d) => Math.min(SLOT_LIMIT, bound(d));
+  try {
+    return body();
+  } finally {
+    dimBound = prev;
+  }
 }
 
 /**

@@ -9,7 +9,7 @@
 import type { CircuitIR, IrNode } from '../ir/types.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
-import { input, linUnit } from '../gadgets/ffn-core.ts';
+import { input, linUnit, withDimBounds } from '../gadgets/ffn-core.ts';
 import { LowerContext } from '../lower/context.ts';
 import type { VDim } from '../lower/forms.ts';
 import type { LoweredCircuit } from '../lower/lowered.ts';
@@ -31,6 +31,14 @@ function lowerLinear(ctx: LowerContext, n: IrNode): VDim {
 
 export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
   const ctx = new LowerContext(ir);
+  // Gadgets bound their partial sums with the dims' real ranges (a bit is charged 1, not 256).
+  return withDimBounds((d) => {
+    const info = ctx.dims[d];
+    return info ? Math.max(Math.abs(info.lo), Math.abs(info.hi)) : Infinity;
+  }, () => lowerIn(ctx, ir, target));
+}
+
+function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): LoweredCircuit {
   const ramsDone = new Set<number>();
   const lookupsDone = new Set<number>();
   ctx.produceForm = (n: IrNode) => (n.op === 'prev' ? lowerPrev(ctx, n, target) : null);
@@ -72,7 +80,8 @@ export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
       // Partial rows: a row constraining r fields puts weight W − (r − 1) on its first field's
       // one-hot and 1 on the others (W = 1 + the most fields any row constrains), so the row that
       // fully matches scores exactly W and every other row at most W − 1 (small exact integers).
-      const W = 1 + Math.max(...ir.emit.rows.map((r) => r.values.filter((x) => x !== null).length));
+      let W = 1;
+      for (const r of ir.emit.rows) W = Math.max(W, 1 + r.values.filter((x) => x !== null).length);
       for (const row of ir.emit.rows) {
         const out: { dim: VDim; weight: number }[] = [];
         const r = row.values.filter((x) => x !== null).length;

@@ -38,6 +38,8 @@ export interface CheckOptions extends ExecOptions {
   prefill?: number;
   /** Stop collecting after this many mismatches (default 20). */
   maxMismatches?: number;
+  /** Prepare both sides before the first token (e.g. load RAM contents: a state file). */
+  setup?: (executor: Executor, interpreter: Interpreter) => void;
 }
 
 function expectedValue(res: CompileResult, s: SignalPlacement, v: number, position: number): number {
@@ -74,6 +76,7 @@ export function checkCompiled(res: CompileResult, tokens: number[], opts: CheckO
   const prefillN = Math.max(1, Math.min(opts.prefill ?? 1, prompt, total));
   const ex = new Executor(res.weights, opts);
   const interp = new Interpreter(res.ir);
+  opts.setup?.(ex, interp);
   const L = res.weights.config.numLayers;
   // afterSub[pos][s + 1]: the residual after sublayer s (s = −1: the embedding).
   const afterSub: Float32Array[][] = [];

@@ -1,0 +1,275 @@
+/**
+ * Golden token trace: runs the golden emulator on an ELF and writes out the exact token stream the
+ * v1 chip must generate (docs/token-protocol.md) — the driver's prompt [BOS, J(entry)] followed,
+ * for every executed instruction, by the tokens the chip emits after executing it. Each token is
+ * tagged with the instruction (index and pc) that emitted it, and the stream is summarised as
+ * tokens per instruction, overall and per instruction class.
+ */
+import { ChipcError } from '../src/util/errors.ts';
+import { CONSOLE_ADDR, hex, type MemoryOptions } from './memory.ts';
+import { OPC, immB, immJ, immS } from './decode.ts';
+import { cpuForProgram, loadElf } from './elf.ts';
+import type { HaltReason, TraceEvent } from './cpu.ts';
+import {
+  BOS_ID, codeWord, decodeToken, encodeToken, fits14, fits30, splitResult, type TokenKind,
+} from './protocol.ts';
+
+export const INSTR_CLASSES = [
+  'alu-imm', 'alu-reg', 'lui/auipc', 'load', 'store', 'branch', 'jal/jalr', 'mul/div', 'system',
+] as const;
+export type InstrClass = (typeof INSTR_CLASSES)[number];
+
+/** Default instruction budget of a golden trace (the token arrays grow with it). */
+export const GOLDEN_DEFAULT_MAX_INSTRUCTIONS = 10_000_000;
+/** Tokens the driver feeds before the chip generates: BOS, J(entry). */
+export const PROMPT_LENGTH = 2;
+
+export interface GoldenTraceOptions {
+  /** Instruction budget; the trace ends with halt reason 'limit' when it is spent. Default 10,000,000. */
+  maxInstructions?: number;
+  /** RAM layout for loadElf (default: the emulator's, base 0x80000000, 1 MiB). */
+  mem?: MemoryOptions;
+}
+
+export interface ClassCost {
+  instructions: number;
+  tokens: number;
+  /** tokens / instructions (0 when no instruction of the class ran). */
+  tokensPerInstruction: number;
+}
+
+export interface ProtocolSummary {
+  /** Instructions the stream covers (every retired one except a final ebreak). */
+  instructions: number;
+  /** Generated tokens (the prompt excluded). */
+  tokens: number;
+  tokensPerInstruction: number;
+  byClass: Record<InstrClass, ClassCost>;
+  /** Generated tokens of each kind. */
+  byKind: Record<TokenKind, number>;
+}
+
+export interface GoldenTrace {
+  /** Token ids: the prompt (PROMPT_LENGTH tokens), then every generated token. */
+  tokens: Int32Array;
+  /** Per token: index of the instruction that emitted it (0-based, in execution order); −1 for the prompt. */
+  tokenInstr: Int32Array;
+  /** Per token: pc of that instruction; 0 for the prompt. */
+  tokenPc: Uint32Array;
+  /** Per covered instruction: its pc and class (index into INSTR_CLASSES). */
+  instrPc: Uint32Array;
+  instrClass: Uint8Array;
+  entry: number;
+  /** How the emulator stopped. For 'exit' / 'tohost' the stream ends with HALT; for 'limit' after the last instruction's tokens; for 'ebreak' the ebreak has no token (v1 has none); 'illegal' / 'fault' instructions did not retire and have none. */
+  halt: { reason: HaltReason; exitCode: number | null; pc: number; instret: number; message: string };
+  /** The bytes of the OUT tokens (equal to the emulator's console). */
+  console: Uint8Array;
+  summary: ProtocolSummary;
+}
+
+/** Instruction class of a legal RV32IM+Zba word (by opcode; M is OP with funct7 = 1). */
+export function classifyInstruction(word: number): InstrClass {
+  switch (word & 0x7f) {
+    case OPC.OP_IMM: return 'alu-imm';
+    case OPC.OP: return (word >>> 25) === 0x01 ? 'mul/div' : 'alu-reg';
+    case OPC.LUI: case OPC.AUIPC: return 'lui/auipc';
+    case OPC.LOAD: return 'load';
+    case OPC.STORE: return 'store';
+    case OPC.BRANCH: return 'branch';
+    case OPC.JAL: case OPC.JALR: return 'jal/jalr';
+    case OPC.MISC_MEM: case OPC.SYSTEM: return 'system';
+    default: throw new ChipcError('protocol.internal', `word 0x${hex(word)} has no instruction class`);
+  }
+}
+
+/** What the trace callback learns about one retired instruction (registers are read at that moment). */
+interface Retired {
+  pc: number;
+  word: number;
+  cls: InstrClass;
+  /** rd value written (unsigned 32-bit), null when none (rd = x0, stores, branches, jumps' links are carried by J). */
+  result: number | null;
+  /** Console byte of a store to CONSOLE_ADDR, else null. */
+  consoleByte: number | null;
+  /** A branch that was taken, or JAL / JALR. */
+  jumps: boolean;
+  /** Statically known jump target (taken branch, JAL); null for JALR and non-jumps. */
+  target: number | null;
+}
+
+/** HALT payload for an exit code: the code itself when in 0…255, else 255 (as `chipc emu`'s exit status). */
+export function haltCode(exitCode: number): number {
+  return exitCode >= 0 && exitCode <= 255 ? exitCode : 255;
+}
+
+/**
+ * Run the golden emulator on `elfBytes` and build the v1 token stream the chip must generate.
+ * ChipcError: 'protocol.code-range' when the entry, a jump target or an executed pc is outside the
+ * 128 KiB code space at 0x80000000; 'protocol.unsupported' for `ecall` write (a7 = 64), which
+ * has no v1 token; ELF errors from loadElf.
+ */
+export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}): GoldenTrace {
+  const program = loadElf(elfBytes, opts.mem ?? {});
+  const cpu = cpuForProgram(program);
+  const regs = cpu.regs;
+
+  const tokens: number[] = [];
+  const tokenInstr: number[] = [];
+  const tokenPc: number[] = [];
+  const instrPc: number[] = [];
+  const instrClass: number[] = [];
+  const consoleOut: number[] = [];
+  const byClass = Object.fromEntries(INSTR_CLASSES.map((c) => [c, { instructions: 0, tokens: 0, tokensPerInstruction: 0 }])) as Record<InstrClass, ClassCost>;
+
+  const push = (id: number, instr: number, pc: number): void => {
+    tokens.push(id);
+    tokenInstr.push(instr);
+    tokenPc.push(pc);
+  };
+  push(BOS_ID, -1, 0);
+  push(encodeToken({ kind: 'J', w: codeWord(program.entry) }), -1, 0);
+
+  // Window state as the chip sees it: base from the last J, j = index of the running instruction.
+  let base = program.entry;
+  let j = 0;
+
+  /** Emit the tokens of instruction `r` (index instrPc.length); nextPc is the pc that ran after it. */
+  const emit = (r: Retired, nextPc: number, halting: 'exit' | 'tohost' | null, exitCode: number | null): void => {
+    const index = instrPc.length;
+    if (r.pc !== base + 4 * j) {
+      throw new Error(`golden trace: instruction ${index} at 0x${hex(r.pc)} is not at base 0x${hex(base)} + 4·${j}`);
+    }
+    codeWord(r.pc);
+    instrPc.push(r.pc);
+    instrClass.push(INSTR_CLASSES.indexOf(r.cls));
+    const before = tokens.length;
+    const out = (id: number): void => push(id, index, r.pc);
+
+    if (halting !== null) {
+      out(encodeToken({ kind: 'HALT', code: haltCode(exitCode ?? 0) }));
+    } else if (r.jumps) {
+      if (r.target !== null && r.target !== nextPc) {
+        throw new Error(`golden trace: jump at 0x${hex(r.pc)} went to 0x${hex(nextPc)}, expected 0x${hex(r.target)}`);
+      }
+      out(encodeToken({ kind: 'J', w: codeWord(nextPc) }));
+      base = nextPc;
+      j = 0;
+    } else {
+      if (nextPc !== ((r.pc + 4) >>> 0)) {
+        throw new Error(`golden trace: sequential instruction at 0x${hex(r.pc)} was followed by 0x${hex(nextPc)}`);
+      }
+      const windowEnd = j === 3;
+      if (r.consoleByte !== null) {
+        // At the window end OUT(0, b) outputs b and starts nothing (v1 decision; OUT(0, ·) is otherwise never emitted).
+        out(encodeToken({ kind: 'OUT', j: windowEnd ? 0 : j + 1, b: r.consoleByte }));
+        consoleOut.push(r.consoleByte);
+      } else if (r.result !== null) {
+        const v = r.result;
+        const { lo, hi14, hi16 } = splitResult(v);
+        const commit = (payload: number): number =>
+          encodeToken(windowEnd ? { kind: 'K', v: payload } : { kind: 'E', j: j + 1, v: payload });
+        if (fits14(v)) {
+          out(commit(v | 0));
+        } else if (fits30(v)) {
+          out(encodeToken({ kind: 'D', v: lo }));
+          out(commit(hi14));
+        } else {
+          out(encodeToken({ kind: 'D', v: lo }));
+          out(encodeToken({ kind: 'H', v: hi16 }));
+          if (!windowEnd) out(encodeToken({ kind: 'N', j: j + 1 }));
+        }
+      } else if (!windowEnd) {
+        out(encodeToken({ kind: 'N', j: j + 1 }));
+      }
+      if (windowEnd) {
+        out(encodeToken({ kind: 'J', w: codeWord(nextPc) }));
+        base = nextPc;
+        j = 0;
+      } else {
+        j++;
+      }
+    }
+    const c = byClass[r.cls];
+    c.instructions++;
+    c.tokens += tokens.length - before;
+  };
+
+  let pending: Retired | null = null;
+  const onRetire = (e: TraceEvent): void => {
+    const r = inspect(e, regs);
+    if (pending !== null) emit(pending, e.pc, null, null);
+    pending = r;
+  };
+  const result = cpu.run({ maxInstructions: opts.maxInstructions ?? GOLDEN_DEFAULT_MAX_INSTRUCTIONS, trace: onRetire });
+  const last = pending as Retired | null;
+  if (last !== null) {
+    if (result.reason === 'exit' || result.reason === 'tohost') emit(last, result.pc, result.reason, result.exitCode);
+    else if (result.reason !== 'ebreak') emit(last, result.pc, null, null);
+    // ebreak: retired, but v1 has no token for it; the stream ends (halt.reason says why).
+  }
+
+  const consoleBytes = Uint8Array.from(consoleOut);
+  if (consoleBytes.length !== result.consoleBytes.length || consoleBytes.some((b, i) => b !== result.consoleBytes[i])) {
+    throw new Error('golden trace: the OUT bytes differ from the emulator console');
+  }
+
+  const generated = tokens.length - PROMPT_LENGTH;
+  const byKind: Record<TokenKind, number> = { E: 0, D: 0, J: 0, H: 0, K: 0, N: 0, OUT: 0, HALT: 0, BOS: 0 };
+  for (let i = PROMPT_LENGTH; i < tokens.length; i++) byKind[decodeToken(tokens[i]!).kind]++;
+  for (const c of INSTR_CLASSES) {
+    const k = byClass[c];
+    k.tokensPerInstruction = k.instructions === 0 ? 0 : k.tokens / k.instructions;
+  }
+  return {
+    tokens: Int32Array.from(tokens),
+    tokenInstr: Int32Array.from(tokenInstr),
+    tokenPc: Uint32Array.from(tokenPc),
+    instrPc: Uint32Array.from(instrPc),
+    instrClass: Uint8Array.from(instrClass),
+    entry: program.entry,
+    halt: { reason: result.reason, exitCode: result.exitCode, pc: result.pc, instret: result.instret, message: result.message },
+    console: consoleBytes,
+    summary: {
+      instructions: instrPc.length,
+      tokens: generated,
+      tokensPerInstruction: instrPc.length === 0 ? 0 : generated / instrPc.length,
+      byClass,
+      byKind,
+    },
+  };
+}
+
+/** Classify one retired instruction, reading the registers it used (an instruction without rd leaves them as they were). */
+function inspect(e: TraceEvent, regs: Int32Array): Retired {
+  const w = e.word;
+  const cls = classifyInstruction(w);
+  const opcode = w & 0x7f;
+  const rs1 = (w >>> 15) & 31;
+  const rs2 = (w >>> 20) & 31;
+  const f3 = (w >>> 12) & 7;
+  let consoleByte: number | null = null;
+  let jumps = false;
+  let target: number | null = null;
+  if (w === 0x00000073 && regs[17] === 64) {
+    throw new ChipcError('protocol.unsupported',
+      `ecall write (a7 = 64) at pc 0x${hex(e.pc)} has no token in protocol v1; print through the console device (a store to 0x${hex(CONSOLE_ADDR)})`);
+  }
+  if (opcode === OPC.STORE && ((regs[rs1]! + immS(w)) >>> 0) === CONSOLE_ADDR) {
+    consoleByte = regs[rs2]! & 0xff;
+  } else if (opcode === OPC.BRANCH) {
+    const a = regs[rs1]!, b = regs[rs2]!;
+    const taken = f3 === 0 ? a === b : f3 === 1 ? a !== b : f3 === 4 ? a < b : f3 === 5 ? a >= b
+      : f3 === 6 ? a >>> 0 < b >>> 0 : a >>> 0 >= b >>> 0;
+    if (taken) {
+      jumps = true;
+      target = (e.pc + immB(w)) >>> 0;
+    }
+  } else if (opcode === OPC.JAL) {
+    jumps = true;
+    target = (e.pc + immJ(w)) >>> 0;
+  } else if (opcode === OPC.JALR) {
+    jumps = true;
+  }
+  const result = jumps || e.rd === null ? null : e.rdValue;
+  return { pc: e.pc, word: w, cls, result, consoleByte, jumps, target };
+}

@@ -1,0 +1,188 @@
+/**
+ * The chip's token protocol, v1 (docs/token-protocol.md): the id ranges of every token kind,
+ * encodeToken / decodeToken / formatToken, the sign-extension helpers and range predicates used
+ * to choose between the narrow (E), wide (D + E) and full (D + H + N) result forms, the BOS id and
+ * the code-address mapping of J(w).
+ *
+ * Every id below PROTOCOL_ALPHABET_SIZE is a token of exactly one kind; ids at or above it (up to
+ * the model's 248,320-id vocabulary) are reserved and decode to a ChipcError.
+ */
+import { ChipcError } from '../src/util/errors.ts';
+
+export const PROTOCOL_VERSION = 'v1';
+
+/** First id of each kind and the number of ids it owns (ranges are contiguous, in this order). */
+export const E_BASE = 0;
+export const E_COUNT = 4 * (1 << 14);
+export const D_BASE = E_BASE + E_COUNT; // 65,536
+export const D_COUNT = 1 << 16;
+export const J_BASE = D_BASE + D_COUNT; // 131,072
+export const J_COUNT = 1 << 15;
+export const H_BASE = J_BASE + J_COUNT; // 163,840
+export const H_COUNT = 1 << 16;
+export const K_BASE = H_BASE + H_COUNT; // 229,376
+export const K_COUNT = 1 << 14;
+export const N_BASE = K_BASE + K_COUNT; // 245,760
+export const N_COUNT = 4;
+export const OUT_BASE = N_BASE + N_COUNT; // 245,764
+export const OUT_COUNT = 4 * 256;
+export const HALT_BASE = OUT_BASE + OUT_COUNT; // 246,788
+export const HALT_COUNT = 256;
+/** The beginning-of-sequence token the driver feeds first (v1 decision: the first spare id after HALT). */
+export const BOS_ID = HALT_BASE + HALT_COUNT; // 247,044
+/** Number of ids the v1 alphabet uses: [0, PROTOCOL_ALPHABET_SIZE). */
+export const PROTOCOL_ALPHABET_SIZE = BOS_ID + 1; // 247,045
+/** Qwen3.5's vocabulary size: every token id must be below it. */
+export const QWEN_VOCAB_SIZE = 248_320;
+
+/** Code space addressed by J(w): PC = CODE_BASE + 4·w, w < 2^15 (128 KiB). */
+export const CODE_BASE = 0x80000000;
+export const CODE_WORDS = J_COUNT;
+export const CODE_BYTES = 4 * CODE_WORDS;
+
+export type TokenKind = 'E' | 'D' | 'J' | 'H' | 'K' | 'N' | 'OUT' | 'HALT' | 'BOS';
+
+/** A decoded token. E and K carry a signed 14-bit v; D and H an unsigned 16-bit v. */
+export type Token =
+  | { kind: 'E'; j: number; v: number }
+  | { kind: 'D'; v: number }
+  | { kind: 'J'; w: number }
+  | { kind: 'H'; v: number }
+  | { kind: 'K'; v: number }
+  | { kind: 'N'; j: number }
+  | { kind: 'OUT'; j: number; b: number }
+  | { kind: 'HALT'; code: number }
+  | { kind: 'BOS' };
+
+/** What encodeToken accepts: a kind and exactly the fields that kind has. */
+export interface TokenFields {
+  kind: TokenKind;
+  j?: number;
+  v?: number;
+  w?: number;
+  b?: number;
+  code?: number;
+}
+
+const FIELDS: Record<TokenKind, readonly (keyof TokenFields)[]> = {
+  E: ['j', 'v'], D: ['v'], J: ['w'], H: ['v'], K: ['v'], N: ['j'], OUT: ['j', 'b'], HALT: ['code'], BOS: [],
+};
+
+/** The low 14 bits of x as a signed number: ((x mod 2^14) xor 2^13) − 2^13, in [−8192, 8191]. */
+export function signExtend14(x: number): number {
+  return ((x & 0x3fff) ^ 0x2000) - 0x2000;
+}
+
+/** The low 30 bits of x as a signed number: ((x mod 2^30) xor 2^29) − 2^29, in [−2^29, 2^29 − 1]. */
+export function signExtend30(x: number): number {
+  return ((x & 0x3fffffff) ^ 0x20000000) - 0x20000000;
+}
+
+function check32(v: number, what: string): number {
+  if (!Number.isInteger(v) || v < -0x80000000 || v > 0xffffffff) {
+    throw new ChipcError('protocol.value', `${what}: ${v} is not a 32-bit value (an integer in [-2^31, 2^32))`);
+  }
+  return v | 0;
+}
+
+/** True when the 32-bit value v (signed or unsigned form) equals signExtend14 of its low 14 bits, i.e. −8192 ≤ (v as int32) ≤ 8191. */
+export function fits14(v: number): boolean {
+  const s = check32(v, 'fits14');
+  return signExtend14(s) === s;
+}
+
+/** True when the 32-bit value v (signed or unsigned form) equals signExtend30 of its low 30 bits, i.e. −2^29 ≤ (v as int32) < 2^29. */
+export function fits30(v: number): boolean {
+  const s = check32(v, 'fits30');
+  return signExtend30(s) === s;
+}
+
+/**
+ * The payloads carrying a 32-bit result: lo = v mod 2^16 (the D payload), hi14 = signExtend14(v >> 16)
+ * (the E/K payload after a D; exact when fits30(v)), hi16 = (v >>> 16) (the H payload).
+ */
+export function splitResult(v: number): { lo: number; hi14: number; hi16: number } {
+  const s = check32(v, 'splitResult');
+  return { lo: s & 0xffff, hi14: signExtend14(s >> 16), hi16: (s >>> 16) & 0xffff };
+}
+
+/** J payload for a code address: w = (pc − 0x80000000) / 4; ChipcError outside the 128 KiB code space or misaligned. */
+export function codeWord(pc: number): number {
+  const off = pc - CODE_BASE;
+  if (!Number.isInteger(pc) || off < 0 || off >= CODE_BYTES || off % 4 !== 0) {
+    throw new ChipcError('protocol.code-range',
+      `address 0x${(pc >>> 0).toString(16).padStart(8, '0')} is outside the v1 code space ` +
+      `[0x80000000, 0x${(CODE_BASE + CODE_BYTES).toString(16)}) or not 4-aligned, so J(w) cannot reach it`);
+  }
+  return off / 4;
+}
+
+/** The address J(w) jumps to: 0x80000000 + 4·w. */
+export function codeAddress(w: number): number {
+  checkField('J', 'w', w, 0, CODE_WORDS - 1);
+  return CODE_BASE + 4 * w;
+}
+
+function checkField(kind: TokenKind, name: string, x: number | undefined, lo: number, hi: number): number {
+  if (x === undefined) throw new ChipcError('protocol.token', `${kind} token needs the field ${name}`);
+  if (!Number.isInteger(x) || x < lo || x > hi) {
+    throw new ChipcError('protocol.token', `${kind} token: ${name} = ${x} is not an integer in [${lo}, ${hi}]`);
+  }
+  return x;
+}
+
+/** Token id of a kind and its payload fields (ChipcError for a missing, extra or out-of-range field). */
+export function encodeToken(t: TokenFields): number {
+  const fields = FIELDS[t.kind];
+  if (fields === undefined) throw new ChipcError('protocol.token', `unknown token kind ${JSON.stringify(t.kind)}`);
+  for (const k of ['j', 'v', 'w', 'b', 'code'] as const) {
+    if (t[k] !== undefined && !fields.includes(k)) {
+      throw new ChipcError('protocol.token', `${t.kind} token has no field ${k} (its fields: ${fields.join(', ') || 'none'})`);
+    }
+  }
+  switch (t.kind) {
+    case 'E': return E_BASE + checkField('E', 'j', t.j, 0, 3) * 0x4000 + (checkField('E', 'v', t.v, -8192, 8191) & 0x3fff);
+    case 'D': return D_BASE + checkField('D', 'v', t.v, 0, 0xffff);
+    case 'J': return J_BASE + checkField('J', 'w', t.w, 0, J_COUNT - 1);
+    case 'H': return H_BASE + checkField('H', 'v', t.v, 0, 0xffff);
+    case 'K': return K_BASE + (checkField('K', 'v', t.v, -8192, 8191) & 0x3fff);
+    case 'N': return N_BASE + checkField('N', 'j', t.j, 0, 3);
+    case 'OUT': return OUT_BASE + checkField('OUT', 'j', t.j, 0, 3) * 256 + checkField('OUT', 'b', t.b, 0, 255);
+    case 'HALT': return HALT_BASE + checkField('HALT', 'code', t.code, 0, 255);
+    case 'BOS': return BOS_ID;
+  }
+}
+
+/** The token of an id in [0, PROTOCOL_ALPHABET_SIZE); ChipcError for any other number. */
+export function decodeToken(id: number): Token {
+  if (!Number.isInteger(id) || id < 0 || id >= PROTOCOL_ALPHABET_SIZE) {
+    throw new ChipcError('protocol.id', `token id ${id} is outside the ${PROTOCOL_VERSION} alphabet [0, ${PROTOCOL_ALPHABET_SIZE})`);
+  }
+  if (id < D_BASE) return { kind: 'E', j: (id - E_BASE) >> 14, v: signExtend14(id - E_BASE) };
+  if (id < J_BASE) return { kind: 'D', v: id - D_BASE };
+  if (id < H_BASE) return { kind: 'J', w: id - J_BASE };
+  if (id < K_BASE) return { kind: 'H', v: id - H_BASE };
+  if (id < N_BASE) return { kind: 'K', v: signExtend14(id - K_BASE) };
+  if (id < OUT_BASE) return { kind: 'N', j: id - N_BASE };
+  if (id < HALT_BASE) return { kind: 'OUT', j: (id - OUT_BASE) >> 8, b: (id - OUT_BASE) & 0xff };
+  if (id < BOS_ID) return { kind: 'HALT', code: id - HALT_BASE };
+  return { kind: 'BOS' };
+}
+
+const hex = (x: number, width: number): string => `0x${x.toString(16).padStart(width, '0')}`;
+
+/** Human form of a token id: E(2, -17), D(0x1234), J(0x40), H(0xbeef), K(5), N(1), OUT(1, 0x41), HALT(0), BOS. */
+export function formatToken(id: number): string {
+  const t = decodeToken(id);
+  switch (t.kind) {
+    case 'E': return `E(${t.j}, ${t.v})`;
+    case 'D': return `D(${hex(t.v, 4)})`;
+    case 'J': return `J(${hex(t.w, 1)})`;
+    case 'H': return `H(${hex(t.v, 4)})`;
+    case 'K': return `K(${t.v})`;
+    case 'N': return `N(${t.j})`;
+    case 'OUT': return `OUT(${t.j}, ${hex(t.b, 2)})`;
+    case 'HALT': return `HALT(${t.code})`;
+    case 'BOS': return 'BOS';
+  }
+}

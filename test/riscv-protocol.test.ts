@@ -1,0 +1,517 @@
+/**
+ * Token protocol v1 (riscv/protocol.ts) and the golden token trace (riscv/golden-trace.ts).
+ *
+ * Expected ids come from a second, literal transcription of the alphabet table in
+ * docs/token-protocol.md (the helpers E, D, J, … below), and expected streams of the small
+ * programs are derived by hand from the emission table. The fixture programs are checked by
+ * replaying their streams with an independent reading of the "fed at position t, it …" column and
+ * comparing every started pc and every committed value with the emulator's own trace.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { ChipcError } from '../src/util/errors.ts';
+import { assembleElf, cpuForProgram, loadElf, type TraceEvent } from '../riscv/index.ts';
+import {
+  BOS_ID, CODE_BASE, PROTOCOL_ALPHABET_SIZE, QWEN_VOCAB_SIZE, codeAddress, codeWord, decodeToken,
+  encodeToken, fits14, fits30, formatToken, signExtend14, signExtend30, splitResult, type Token, type TokenFields,
+} from '../riscv/protocol.ts';
+import { INSTR_CLASSES, PROMPT_LENGTH, goldenTokens, type GoldenTrace } from '../riscv/golden-trace.ts';
+
+// ---- The alphabet table of docs/token-protocol.md, transcribed literally ----
+const E = (j: number, v: number): number => j * 16384 + (v < 0 ? v + 16384 : v);
+const D = (v: number): number => 65536 + v;
+const J = (w: number): number => 131072 + w;
+const H = (v: number): number => 163840 + v;
+const K = (v: number): number => 229376 + (v < 0 ? v + 16384 : v);
+const N = (j: number): number => 245760 + j;
+const OUT = (j: number, b: number): number => 245764 + 256 * j + b;
+const HALT = (c: number): number => 246788 + c;
+const BOS = 247044;
+/** J payload of a code address (docs: w = (pc − 0x80000000) / 4). */
+const Jpc = (pc: number): number => J((pc - 0x80000000) / 4);
+
+function expectChipcError(f: () => unknown, code: string): void {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(ChipcError);
+    expect((e as ChipcError).code).toBe(code);
+    return;
+  }
+  expect.fail(`expected ChipcError ${code}`);
+}
+
+describe('alphabet', () => {
+  it('fits the 248,320-id vocabulary, BOS is the last used id', () => {
+    expect(PROTOCOL_ALPHABET_SIZE).toBe(247045);
+    expect(PROTOCOL_ALPHABET_SIZE).toBeLessThanOrEqual(QWEN_VOCAB_SIZE);
+    expect(QWEN_VOCAB_SIZE).toBe(248320);
+    expect(BOS_ID).toBe(BOS);
+  });
+
+  it('every id decodes and re-encodes to itself; kind counts match the table', () => {
+    const counts: Record<string, number> = {};
+    for (let id = 0; id < PROTOCOL_ALPHABET_SIZE; id++) {
+      const t = decodeToken(id);
+      counts[t.kind] = (counts[t.kind] ?? 0) + 1;
+      if (encodeToken(t) !== id) expect.fail(`id ${id} (${formatToken(id)}) does not round-trip`);
+    }
+    expect(counts).toEqual({ E: 65536, D: 65536, J: 32768, H: 65536, K: 16384, N: 4, OUT: 1024, HALT: 256, BOS: 1 });
+  });
+
+  it('range boundaries (first and last id of every kind)', () => {
+    const cases: [TokenFields, number][] = [
+      [{ kind: 'E', j: 0, v: 0 }, 0], [{ kind: 'E', j: 0, v: 8191 }, 8191], [{ kind: 'E', j: 0, v: -8192 }, 8192],
+      [{ kind: 'E', j: 0, v: -1 }, 16383], [{ kind: 'E', j: 3, v: -1 }, 65535], [{ kind: 'E', j: 1, v: 0 }, 16384],
+      [{ kind: 'D', v: 0 }, 65536], [{ kind: 'D', v: 0xffff }, 131071],
+      [{ kind: 'J', w: 0 }, 131072], [{ kind: 'J', w: 32767 }, 163839],
+      [{ kind: 'H', v: 0 }, 163840], [{ kind: 'H', v: 0xffff }, 229375],
+      [{ kind: 'K', v: 0 }, 229376], [{ kind: 'K', v: -1 }, 245759], [{ kind: 'K', v: 8191 }, 229376 + 8191],
+      [{ kind: 'N', j: 0 }, 245760], [{ kind: 'N', j: 3 }, 245763],
+      [{ kind: 'OUT', j: 0, b: 0 }, 245764], [{ kind: 'OUT', j: 3, b: 255 }, 246787],
+      [{ kind: 'HALT', code: 0 }, 246788], [{ kind: 'HALT', code: 255 }, 247043],
+      [{ kind: 'BOS' }, 247044],
+    ];
+    for (const [fields, id] of cases) {
+      expect(encodeToken(fields)).toBe(id);
+      expect(decodeToken(id)).toEqual(fields);
+    }
+  });
+
+  it('encode/decode round trip over every kind and payload range (fast-check)', () => {
+    const j = fc.integer({ min: 0, max: 3 });
+    const s14 = fc.integer({ min: -8192, max: 8191 });
+    const u16 = fc.integer({ min: 0, max: 0xffff });
+    const byte = fc.integer({ min: 0, max: 255 });
+    const token: fc.Arbitrary<Token> = fc.oneof(
+      fc.record({ kind: fc.constant('E' as const), j, v: s14 }),
+      fc.record({ kind: fc.constant('D' as const), v: u16 }),
+      fc.record({ kind: fc.constant('J' as const), w: fc.integer({ min: 0, max: 32767 }) }),
+      fc.record({ kind: fc.constant('H' as const), v: u16 }),
+      fc.record({ kind: fc.constant('K' as const), v: s14 }),
+      fc.record({ kind: fc.constant('N' as const), j }),
+      fc.record({ kind: fc.constant('OUT' as const), j, b: byte }),
+      fc.record({ kind: fc.constant('HALT' as const), code: byte }),
+      fc.constant({ kind: 'BOS' as const }),
+    );
+    const literal = (t: Token): number => {
+      switch (t.kind) {
+        case 'E': return E(t.j, t.v);
+        case 'D': return D(t.v);
+        case 'J': return J(t.w);
+        case 'H': return H(t.v);
+        case 'K': return K(t.v);
+        case 'N': return N(t.j);
+        case 'OUT': return OUT(t.j, t.b);
+        case 'HALT': return HALT(t.code);
+        case 'BOS': return BOS;
+      }
+    };
+    fc.assert(fc.property(token, (t) => {
+      const id = encodeToken(t);
+      expect(id).toBe(literal(t));
+      expect(decodeToken(id)).toEqual(t);
+    }), { numRuns: 2000 });
+  });
+
+  it('ids outside the alphabet are ChipcErrors', () => {
+    for (const id of [-1, PROTOCOL_ALPHABET_SIZE, QWEN_VOCAB_SIZE - 1, QWEN_VOCAB_SIZE, 1.5, Number.NaN, 2 ** 40]) {
+      expectChipcError(() => decodeToken(id), 'protocol.id');
+      expectChipcError(() => formatToken(id), 'protocol.id');
+    }
+  });
+
+  it('encodeToken refuses missing, extra and out-of-range fields', () => {
+    const bad: TokenFields[] = [
+      { kind: 'E', j: 4, v: 0 }, { kind: 'E', j: 0, v: 8192 }, { kind: 'E', j: 0, v: -8193 }, { kind: 'E', j: 1 },
+      { kind: 'D', v: 0x10000 }, { kind: 'D', v: -1 }, { kind: 'D', v: 1.5 }, { kind: 'J', w: 32768 }, { kind: 'J', w: -1 },
+      { kind: 'H', v: 65536 }, { kind: 'K', v: 8192 }, { kind: 'N', j: -1 }, { kind: 'OUT', j: 0, b: 256 },
+      { kind: 'HALT', code: 256 }, { kind: 'HALT', code: -1 }, { kind: 'HALT' },
+      { kind: 'D', v: 1, j: 0 }, { kind: 'J', w: 1, v: 0 }, { kind: 'BOS', code: 0 }, { kind: 'N', j: 0, b: 1 },
+      { kind: 'X' as TokenFields['kind'] },
+    ];
+    for (const t of bad) expectChipcError(() => encodeToken(t), 'protocol.token');
+  });
+
+  it('formatToken', () => {
+    expect(formatToken(E(2, -17))).toBe('E(2, -17)');
+    expect(formatToken(D(0x1234))).toBe('D(0x1234)');
+    expect(formatToken(J(0x40))).toBe('J(0x40)');
+    expect(formatToken(H(0xbeef))).toBe('H(0xbeef)');
+    expect(formatToken(K(-8192))).toBe('K(-8192)');
+    expect(formatToken(N(3))).toBe('N(3)');
+    expect(formatToken(OUT(1, 0x41))).toBe('OUT(1, 0x41)');
+    expect(formatToken(HALT(255))).toBe('HALT(255)');
+    expect(formatToken(BOS)).toBe('BOS');
+  });
+});
+
+describe('sign extension and range predicates', () => {
+  it('signExtend14 / signExtend30 on every low-bit pattern boundary and at random', () => {
+    expect([0, 0x1fff, 0x2000, 0x3fff, 0x4000, 0xffffffff, -1].map(signExtend14)).toEqual([0, 8191, -8192, -1, 0, -1, -1]);
+    expect([0, 0x1fffffff, 0x20000000, 0x3fffffff, 0x40000000, -1].map(signExtend30)).toEqual([0, 536870911, -536870912, -1, 0, -1]);
+    fc.assert(fc.property(fc.integer({ min: 0, max: 0xffffffff }), (x) => {
+      const l14 = x % 16384, l30 = x % 2 ** 30;
+      expect(signExtend14(x)).toBe(l14 >= 8192 ? l14 - 16384 : l14);
+      expect(signExtend30(x)).toBe(l30 >= 2 ** 29 ? l30 - 2 ** 30 : l30);
+    }), { numRuns: 1000 });
+  });
+
+  it('fits14 / fits30 boundaries, signed and unsigned forms', () => {
+    const yes14 = [0, 8191, -8192, -1, 0xffffffff, 0xffffe000];
+    const no14 = [8192, -8193, 0xffffdfff, 0x80000000, 0x7fffffff];
+    for (const v of yes14) expect(fits14(v), `fits14(${v})`).toBe(true);
+    for (const v of no14) expect(fits14(v), `fits14(${v})`).toBe(false);
+    const yes30 = [0, 2 ** 29 - 1, -(2 ** 29), 0xe0000000, 8192, 0x10000000];
+    const no30 = [2 ** 29, -(2 ** 29) - 1, 0xdfffffff, 0x80000000, 0x7fffffff];
+    for (const v of yes30) expect(fits30(v), `fits30(${v})`).toBe(true);
+    for (const v of no30) expect(fits30(v), `fits30(${v})`).toBe(false);
+    fc.assert(fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), (s) => {
+      const u = s < 0 ? s + 2 ** 32 : s;
+      expect(fits14(s)).toBe(s >= -8192 && s <= 8191);
+      expect(fits14(u)).toBe(s >= -8192 && s <= 8191);
+      expect(fits30(s)).toBe(s >= -(2 ** 29) && s < 2 ** 29);
+      expect(fits30(u)).toBe(s >= -(2 ** 29) && s < 2 ** 29);
+    }), { numRuns: 1000 });
+    for (const v of [2 ** 32, -(2 ** 31) - 1, 0.5, Number.NaN]) {
+      expectChipcError(() => fits14(v), 'protocol.value');
+      expectChipcError(() => fits30(v), 'protocol.value');
+    }
+  });
+
+  it('splitResult: D lo and the E/K or H high parts rebuild the value as the commit rule says', () => {
+    fc.assert(fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), (s) => {
+      const { lo, hi14, hi16 } = splitResult(s);
+      expect(hi16 * 65536 + lo).toBe(s < 0 ? s + 2 ** 32 : s);
+      // commit of E/K after D: sign-extend30({v, lo}) = v·2^16 + lo with v signed 14-bit.
+      if (fits30(s)) expect(hi14 * 65536 + lo).toBe(s);
+    }), { numRuns: 1000 });
+  });
+
+  it('code address mapping', () => {
+    expect(codeWord(0x80000000)).toBe(0);
+    expect(codeWord(0x80000100)).toBe(0x40);
+    expect(codeWord(0x8001fffc)).toBe(32767);
+    expect(codeAddress(0x40)).toBe(0x80000100);
+    expect(CODE_BASE).toBe(0x80000000);
+    for (const pc of [0x80020000, 0x7ffffffc, 0x80000002, 0]) expectChipcError(() => codeWord(pc), 'protocol.code-range');
+    expectChipcError(() => codeAddress(32768), 'protocol.token');
+  });
+});
+
+// ---- Hand-derived streams of tiny programs ----
+
+function trace(src: string, opts: { maxInstructions?: number; origin?: number; memSize?: number } = {}): GoldenTrace {
+  const { elf } = assembleElf(src, opts.origin === undefined ? {} : { origin: opts.origin });
+  return goldenTokens(elf, { maxInstructions: opts.maxInstructions, mem: opts.memSize === undefined ? {} : { size: opts.memSize } });
+}
+
+function expectStream(t: GoldenTrace, generated: number[], owners?: number[]): void {
+  const want = [BOS, Jpc(t.entry), ...generated];
+  expect([...t.tokens].map(formatToken)).toEqual(want.map(formatToken));
+  expect([...t.tokens]).toEqual(want);
+  expect([...t.tokenInstr.subarray(0, PROMPT_LENGTH)]).toEqual([-1, -1]);
+  if (owners !== undefined) expect([...t.tokenInstr.subarray(PROMPT_LENGTH)]).toEqual(owners);
+  for (let i = PROMPT_LENGTH; i < t.tokens.length; i++) expect(t.tokenPc[i]).toBe(t.instrPc[t.tokenInstr[i]!]);
+}
+
+describe('golden token trace: hand-built programs', () => {
+  it('narrow results, x0 destination, a store, window end without a result, exit code −17', () => {
+    const t = trace(`
+      _start:
+        addi a0, zero, -17   # j0: -17 fits 14 bits
+        addi a1, a0, 20      # j1: 3
+        addi zero, a1, 1     # j2: rd = x0, no result
+        sw a1, -4(sp)        # j3: window end, no result -> J(pc+4)
+        addi a7, zero, 93    # j0 at 0x80000010
+        ecall                # exit(-17)
+    `);
+    expectStream(t, [E(1, -17), E(2, 3), N(3), Jpc(0x80000010), E(1, 93), HALT(255)], [0, 1, 2, 3, 4, 5]);
+    expect(t.halt.reason).toBe('exit');
+    expect(t.halt.exitCode).toBe(-17);
+    expect([...t.instrPc]).toEqual([0x80000000, 0x80000004, 0x80000008, 0x8000000c, 0x80000010, 0x80000014]);
+    expect(t.summary.instructions).toBe(6);
+    expect(t.summary.tokens).toBe(6);
+    expect(t.summary.byClass['alu-imm']).toEqual({ instructions: 4, tokens: 4, tokensPerInstruction: 1 });
+    expect(t.summary.byClass.store).toEqual({ instructions: 1, tokens: 1, tokensPerInstruction: 1 });
+    expect(t.summary.byClass.system).toEqual({ instructions: 1, tokens: 1, tokensPerInstruction: 1 });
+    expect(t.summary.byKind).toEqual({ E: 3, D: 0, J: 1, H: 0, K: 0, N: 1, OUT: 0, HALT: 1, BOS: 0 });
+  });
+
+  it('lui: fits 30 (D, E), 32-bit (D, H, N), narrow (E), fits 30 at the window end (D, K, J)', () => {
+    const t = trace(`
+      _start:
+        lui a0, 0x12345      # j0: 0x12345000 < 2^29 -> D(0x5000), E(1, 0x1234)
+        lui a1, 0x80000      # j1: 0x80000000 -> D(0), H(0x8000), N(2)
+        lui a2, 0xfffff      # j2: -4096 -> E(3, -4096)
+        lui a3, 0xe0000      # j3: -2^29 -> D(0), K(-8192), J(0x80000010)
+        li a7, 93            # j0
+        li a0, 0             # j1
+        ecall                # j2: exit(0)
+    `);
+    expectStream(t, [
+      D(0x5000), E(1, 0x1234),
+      D(0x0000), H(0x8000), N(2),
+      E(3, -4096),
+      D(0x0000), K(-8192), Jpc(0x80000010),
+      E(1, 93), E(2, 0), HALT(0),
+    ], [0, 0, 1, 1, 1, 2, 3, 3, 3, 4, 5, 6]);
+    expect(t.summary.byClass['lui/auipc']).toEqual({ instructions: 4, tokens: 9, tokensPerInstruction: 9 / 4 });
+  });
+
+  it('32-bit result at the window end (D, H, J) and inside a window (D, H, N)', () => {
+    const t = trace(`
+      _start:
+        nop                  # j0 -> N(1)
+        nop                  # j1 -> N(2)
+        nop                  # j2 -> N(3)
+        lui a0, 0x87654      # j3: 0x87654000 -> D(0x4000), H(0x8765), J(0x80000010)
+        addi a0, a0, 0x321   # j0: 0x87654321 -> D(0x4321), H(0x8765), N(1)
+        li a7, 93            # j1 -> E(2, 93)
+        ecall                # exit(0x87654321 < 0) -> HALT(255)
+    `);
+    expectStream(t, [N(1), N(2), N(3), D(0x4000), H(0x8765), Jpc(0x80000010), D(0x4321), H(0x8765), N(1), E(2, 93), HALT(255)]);
+  });
+
+  it('branches: not taken (N), taken (J), taken to pc+4 (still J)', () => {
+    const t = trace(`
+      _start:
+        addi t0, zero, 1       # 0x80000000 j0 -> E(1, 1)
+        beq t0, zero, skip     # 0x80000004 j1 not taken -> N(2)
+        bne t0, zero, skip     # 0x80000008 j2 taken -> J(0x80000010)
+        addi a0, zero, 7       # 0x8000000c skipped
+      skip:
+        beq zero, zero, next   # 0x80000010 j0 taken to pc+4 -> J(0x80000014)
+      next:
+        addi a7, zero, 93      # 0x80000014 j0 -> E(1, 93)
+        ecall                  # j1 -> HALT(0)
+    `);
+    expectStream(t, [E(1, 1), N(2), Jpc(0x80000010), Jpc(0x80000014), E(1, 93), HALT(0)]);
+    expect(t.summary.byClass.branch).toEqual({ instructions: 3, tokens: 3, tokensPerInstruction: 1 });
+  });
+
+  it('backward branch loop: the window restarts at the loop head after every J', () => {
+    const t = trace(`
+      _start:
+        li a0, 0               # 0x80000000 j0
+      loop:
+        addi a0, a0, 1         # 0x80000004
+        slti t0, a0, 2         # 0x80000008
+        bnez t0, loop          # 0x8000000c
+        li a7, 93              # 0x80000010
+        ecall
+    `);
+    // j0 li -> E(1,0); j1 addi -> E(2,1); j2 slti -> E(3,1); j3 bnez taken -> J(0x80000004);
+    // j0 addi -> E(1,2); j1 slti -> E(2,0); j2 bnez not taken -> N(3); j3 li a7 -> K(93), J(0x80000014); ecall -> HALT(2)
+    expectStream(t, [E(1, 0), E(2, 1), E(3, 1), Jpc(0x80000004), E(1, 2), E(2, 0), N(3), K(93), Jpc(0x80000014), HALT(2)]);
+  });
+
+  it('jal / jalr: the link rides on J, no result tokens', () => {
+    const t = trace(`
+      _start:
+        jal ra, f              # 0x80000000 -> J(f)
+        addi a7, zero, 93      # 0x80000004
+        ecall                  # 0x80000008
+      f:
+        addi a0, zero, 42      # 0x8000000c j0 -> E(1, 42)
+        jalr zero, 0(ra)       # j1 -> J(0x80000004)
+    `);
+    expectStream(t, [Jpc(0x8000000c), E(1, 42), Jpc(0x80000004), E(1, 93), HALT(42)]);
+    expect(t.summary.byClass['jal/jalr']).toEqual({ instructions: 2, tokens: 2, tokensPerInstruction: 1 });
+  });
+
+  it('console stores of every width (OUT), including at the window end (OUT(0, b), J)', () => {
+    const t = trace(`
+      _start:
+        lui t0, 0x10000        # j0: 0x10000000 fits 30 -> D(0), E(1, 0x1000)
+        addi t1, zero, 72      # j1 -> E(2, 72)
+        sb t1, 0(t0)           # j2 -> OUT(3, 'H')
+        sw t1, 0(t0)           # j3 -> OUT(0, 'H'), J(0x80000010)
+        addi t1, zero, 0x169   # j0 -> E(1, 0x169)
+        sh t1, 0(t0)           # j1: low byte 0x69 'i' -> OUT(2, 0x69)
+        li a7, 93              # j2 -> E(3, 93)
+        li a0, 3               # j3 -> K(3), J(0x80000020)
+        ecall                  # j0 -> HALT(3)
+    `);
+    expectStream(t, [D(0), E(1, 0x1000), E(2, 72), OUT(3, 0x48), OUT(0, 0x48), Jpc(0x80000010),
+      E(1, 0x169), OUT(2, 0x69), E(3, 93), K(3), Jpc(0x80000020), HALT(3)]);
+    expect(new TextDecoder().decode(t.console)).toBe('HHi');
+  });
+
+  it('loads: the result is the loaded rd value', () => {
+    const t = trace(`
+      _start:
+        addi t1, zero, -300    # j0 -> E(1, -300)
+        sw t1, -4(sp)          # j1 -> N(2)
+        lw a0, -4(sp)          # j2 -> E(3, -300)
+        lbu a1, -4(sp)         # j3: 0xfffffed4 & 0xff = 0xd4 -> K(212), J(0x80000010)
+        lb a2, -4(sp)          # j0: sign-extended 0xd4 = -44 -> E(1, -44)
+        lw zero, -4(sp)        # j1: rd = x0 -> N(2)
+        li a7, 93              # j2 -> E(3, 93)
+        ecall                  # j3 -> HALT(255)
+    `);
+    expectStream(t, [E(1, -300), N(2), E(3, -300), K(212), Jpc(0x80000010), E(1, -44), N(2), E(3, 93), HALT(255)]);
+    expect(t.summary.byClass.load).toEqual({ instructions: 4, tokens: 5, tokensPerInstruction: 5 / 4 });
+  });
+
+  it('tohost store halts with HALT(value >> 1)', () => {
+    const t = trace(`
+      _start:
+        la t0, tohost          # auipc t0, 0 -> 0x80000000: D(0), H(0x8000), N(1); addi -> 0x80000010: D(0x10), H(0x8000), N(2)
+        addi t1, zero, 7       # j2 -> E(3, 7)
+        sw t1, 0(t0)           # j3: tohost = 7 -> HALT(3)
+      tohost:
+        .word 0
+    `);
+    expectStream(t, [D(0), H(0x8000), N(1), D(0x10), H(0x8000), N(2), E(3, 7), HALT(3)]);
+    expect(t.halt.reason).toBe('tohost');
+    expect(t.summary.byClass.store).toEqual({ instructions: 1, tokens: 1, tokensPerInstruction: 1 });
+  });
+
+  it('system: fence (N), a non-exit ecall returns −38 in a0 (E), ebreak ends the stream without a token', () => {
+    const t = trace(`
+      _start:
+        fence                  # j0 -> N(1)
+        li a7, 1               # j1 -> E(2, 1)
+        ecall                  # j2: a0 = -38 -> E(3, -38)
+        ebreak                 # j3: no token
+    `);
+    expectStream(t, [N(1), E(2, 1), E(3, -38)]);
+    expect(t.halt.reason).toBe('ebreak');
+    expect(t.halt.instret).toBe(4);
+    expect(t.summary.instructions).toBe(3);
+    expect(t.summary.byClass.system).toEqual({ instructions: 2, tokens: 2, tokensPerInstruction: 1 });
+  });
+
+  it('instruction limit: the stream ends after the last executed instruction', () => {
+    const t = trace('_start:\n li a0, 5\n li a1, 6\n li a2, 7\n', { maxInstructions: 2 });
+    expectStream(t, [E(1, 5), E(2, 6)]);
+    expect(t.halt.reason).toBe('limit');
+  });
+
+  it('ecall write has no v1 token; code outside the 128 KiB code space is refused', () => {
+    expectChipcError(() => trace('_start:\n li a7, 64\n li a0, 1\n li a2, 0\n ecall\n'), 'protocol.unsupported');
+    expectChipcError(() => trace('_start:\n li a7, 93\n ecall\n', { origin: 0x80020000 }), 'protocol.code-range');
+    expectChipcError(() => trace('_start:\n li t0, 0x80020000\n jr t0\n'), 'protocol.code-range');
+  });
+});
+
+// ---- Fixture programs: replay every stream independently and compare with the emulator ----
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const MEM = { base: 0x80000000, size: 32 * 1024 };
+
+interface Replayed {
+  started: number[];
+  /** Value committed for instruction i (unsigned), or undefined. */
+  commits: Map<number, number>;
+  console: number[];
+  halt: number | null;
+}
+
+/**
+ * Replay a token stream with the doc's "fed at position t, it …" rules: which instruction each
+ * position runs and which values are committed. `wordAt(i)` is the raw word of instruction i
+ * (needed only for J's "commits the link if the pending instruction is JAL/JALR").
+ */
+function replay(tokens: Int32Array, wordAt: (i: number) => number): Replayed {
+  expect(tokens[0]).toBe(BOS);
+  const first = decodeToken(tokens[1]!);
+  if (first.kind !== 'J') expect.fail('prompt must be BOS, J');
+  let base = 0x80000000 + 4 * first.w;
+  const started = [base];
+  const commits = new Map<number, number>();
+  const out: number[] = [];
+  let lo: number | null = null;
+  let prev = 'J';
+  let halt: number | null = null;
+  const cur = (): number => started.length - 1;
+  const commit = (v: number): void => {
+    if (commits.has(cur())) expect.fail(`instruction ${cur()} committed twice`);
+    commits.set(cur(), v >>> 0);
+  };
+  for (let p = 2; p < tokens.length; p++) {
+    expect(halt).toBe(null);
+    const t = decodeToken(tokens[p]!);
+    // After D only E/H/K; after H only N/J; after K or OUT(0, ·) only J.
+    if (prev === 'D') expect(['E', 'H', 'K']).toContain(t.kind);
+    if (prev === 'H') expect(['N', 'J']).toContain(t.kind);
+    if (prev === 'K' || prev === 'OUT0') expect(t.kind).toBe('J');
+    const wide = lo;
+    lo = null;
+    switch (t.kind) {
+      case 'E': commit(wide === null ? t.v : t.v * 65536 + wide); started.push(base + 4 * t.j); break;
+      case 'K': commit(wide === null ? t.v : t.v * 65536 + wide); break;
+      case 'D': lo = t.v; break;
+      case 'H': expect(wide).not.toBe(null); commit(t.v * 65536 + wide!); break;
+      case 'N': started.push(base + 4 * t.j); break;
+      case 'J': {
+        const op = wordAt(cur()) & 0x7f;
+        if ((op === 0x6f || op === 0x67) && ((wordAt(cur()) >>> 7) & 31) !== 0) commit(started[cur()]! + 4);
+        base = 0x80000000 + 4 * t.w;
+        started.push(base);
+        break;
+      }
+      case 'OUT': out.push(t.b); if (t.j !== 0) started.push(base + 4 * t.j); break;
+      case 'HALT': halt = t.code; break;
+      case 'BOS': expect.fail('BOS inside the stream');
+    }
+    prev = t.kind === 'OUT' && t.j === 0 ? 'OUT0' : t.kind;
+  }
+  return { started, commits, console: out, halt };
+}
+
+function fixtureElfs(dir: string, names?: string[]): string[] {
+  return fs.readdirSync(path.join(root, dir))
+    .filter((f) => f.endsWith('.elf') && !f.endsWith('.linux.elf') && (names === undefined || names.some((n) => f.startsWith(`${n}.`))))
+    .sort();
+}
+
+describe('golden token trace: fixture programs replayed against the emulator', () => {
+  // bench, crc32 and sort run 57k–1.1M instructions; they are covered by bench/protocol-cost.ts.
+  const files = [
+    ...fixtureElfs('fixtures/isa').map((f) => `fixtures/isa/${f}`),
+    ...fixtureElfs('fixtures/firmware', ['hello', 'calc', 'fixedpoint']).map((f) => `fixtures/firmware/${f}`),
+  ];
+  it('there are fixtures', () => expect(files.length).toBeGreaterThanOrEqual(17));
+
+  for (const file of files) {
+    it(file, () => {
+      const elf = fs.readFileSync(path.join(root, file));
+      const t = goldenTokens(elf, { mem: MEM });
+      const events: TraceEvent[] = [];
+      const cpu = cpuForProgram(loadElf(elf, MEM));
+      const res = cpu.run({ trace: (e) => events.push(e) });
+      expect(['exit', 'tohost']).toContain(res.reason);
+
+      const r = replay(t.tokens, (i) => events[i]!.word);
+      // Every executed instruction is started at its pc, in order; nothing else is started.
+      expect(r.started).toEqual(events.map((e) => e.pc));
+      expect([...t.instrPc]).toEqual(events.map((e) => e.pc));
+      // Committed values are exactly the emulator's register writes.
+      for (let i = 0; i < events.length; i++) {
+        const e = events[i]!;
+        if (e.rd === null) {
+          if (r.commits.has(i)) expect.fail(`${file}: instruction ${i} (${e.disasm}) committed a value but writes no register`);
+        } else if (r.commits.get(i) !== e.rdValue) {
+          expect.fail(`${file}: instruction ${i} (${e.disasm}) committed ${r.commits.get(i)}, emulator wrote ${e.rdValue}`);
+        }
+      }
+      expect(r.console).toEqual([...res.consoleBytes]);
+      expect(r.halt).toBe(res.exitCode! >= 0 && res.exitCode! <= 255 ? res.exitCode : 255);
+      // Ownership and the summary agree with the stream.
+      const per = new Map<string, number>();
+      for (let p = PROMPT_LENGTH; p < t.tokens.length; p++) {
+        const cls = INSTR_CLASSES[t.instrClass[t.tokenInstr[p]!]!]!;
+        per.set(cls, (per.get(cls) ?? 0) + 1);
+        expect(t.tokenPc[p]).toBe(events[t.tokenInstr[p]!]!.pc);
+      }
+      expect(t.summary.instructions).toBe(events.length);
+      expect(t.summary.tokens).toBe(t.tokens.length - PROMPT_LENGTH);
+      for (const c of INSTR_CLASSES) expect(t.summary.byClass[c].tokens).toBe(per.get(c) ?? 0);
+    });
+  }
+});

@@ -1,7 +1,6 @@
 /**
  * The RV32I(+Zba) chip, v0: fetch, decode, register file, ALU, branches and jumps, `ecall` exit,
- * speaking token protocol v1 (docs/token-protocol.md) with aligned code windows: E/N/OUT tokens
- * carry j = the low two bits of the next instruction's word index, J carries a whole word index.
+ * speaking token protocol v1 (docs/token-protocol.md): PC = base + 4·j, base latched by J tokens.
  * Not yet here (docs/cpu-plan.md): loads and stores, the console, the M extension, self-modifying
  * code. Code is loaded into the code RAM directly (a state file); the prompt is [BOS, J(entry)].
  *
@@ -97,6 +96,25 @@ function muxWord(c: CircuitBuilder, cond: Sig, a: Word, b: Word): Word {
   return a.map((x, i) => c.select(cond, x, b[i]!));
 }
 
+/**
+ * bits + small (a 0…3 addend given as two bits, or a constant) over bits.length bits, modulo
+ * 2^bits.length: the low two bits and a carry from one table, then each higher bit flips when
+ * the carry runs through all the bits below it (one table per bit) — 2 FFN layers.
+ */
+function addSmall(c: CircuitBuilder, bits: Sig[], addend: (Sig | number)[], tag: string): Sig[] {
+  const low = c.linear([[bits[0]!, 1], [bits[1]!, 2], [addend[0]!, 1], [addend[1]!, 2]]).named(`${tag}Low`);
+  const carry = c.table(`${tag}Carry`, [low], (v) => (v >= 4 ? 1 : 0), [0, 1]);
+  const out: Sig[] = [
+    c.table(`${tag}0`, [low], (v) => v & 1, [0, 1]),
+    c.table(`${tag}1`, [low], (v) => (v >> 1) & 1, [0, 1]),
+  ];
+  for (let k = 2; k < bits.length; k++) {
+    const run = c.linear([[carry, 1], ...bits.slice(2, k).map((x) => [x, 1] as [Sig, number])]);
+    out.push(c.table(`${tag}${k}`, [bits[k]!, run], (bk, r) => bk ^ (r === k - 1 ? 1 : 0), [0, 1]));
+  }
+  return out;
+}
+
 export function cpuCircuit(opts: CpuOptions) {
   const addrBits = Math.max(1, Math.ceil(Math.log2(opts.codeWords)));
   return defineCircuit({ name: 'rv32-v0', vocab: VOCAB, bos: TOK.BOS }, (c) => {
@@ -109,20 +127,24 @@ export function cpuCircuit(opts: CpuOptions) {
     const isH = is(Kind.H, 'isH');
     const isK = is(Kind.K, 'isK');
     const isStart = c.tokenField('isStart', (t) => ([Kind.E, Kind.N, Kind.OUT, Kind.J].includes(tokenKind(t).kind) ? 1 : 0), [0, 1]);
-    const tj = [0, 1].map((k) => c.tokenField(`tj${k}`, (t) => bit(tokenKind(t).j, k), [0, 1]));
-    const jw = Array.from({ length: 13 }, (_, k) => c.tokenField(`jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v >> 2, k) : 0), [0, 1]));
+    const tj = [0, 1].map((k) => c.tokenField(`tj${k}`, (t) => (tokenKind(t).kind === Kind.J ? 0 : bit(tokenKind(t).j, k)), [0, 1]));
+    const jw = Array.from({ length: 15 }, (_, k) => c.tokenField(`jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v, k) : 0), [0, 1]));
     const cvN = Array.from({ length: 32 }, (_, k) => c.tokenField(`cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
     const cvW = Array.from({ length: 16 }, (_, k) => c.tokenField(`cvW${k}`, (t) => bit(wideCommit(t), 16 + k), [0, 1]));
     const dLo = Array.from({ length: 16 }, (_, k) => c.tokenField(`dLo${k}`, (t) => (tokenKind(t).kind === Kind.D ? bit(tokenKind(t).v, k) : 0), [0, 1]));
 
-    // ── PC: an aligned window base latched by J, the word index latched at instruction starts ──
+    // ── PC: the window base (J's word index) latched by J; PC = base + j at instruction starts,
+    //    latched so that positions fed D, H or K re-execute the same instruction ───────────────
     const baseRam = c.ram('base', { rows: 1, fields: jw.map(() => 2) });
     baseRam.write(c.constant(0), jw, isJ);
     const base = baseRam.read(c.constant(0));
-    const pcl = c.ram('pc', { rows: 1, fields: Array.from({ length: 15 }, () => 2) });
-    pcl.write(c.constant(0), [...tj, ...base], isStart);
-    const w = pcl.read(c.constant(0)); // word index bits, LSB first
-    const j = c.linear([[w[0]!, 1], [w[1]!, 2]]).named('j');
+    const start = addSmall(c, base, tj, 'pc');
+    // The latch also keeps the instruction's window index j for the positions that re-execute it.
+    const pcl = c.ram('pc', { rows: 1, fields: Array.from({ length: 17 }, () => 2) });
+    pcl.write(c.constant(0), [...start, ...tj], isStart);
+    const latched = pcl.read(c.constant(0));
+    const w = latched.slice(0, 15); // word index bits, LSB first
+    const j = c.linear([[latched[15]!, 1], [latched[16]!, 2]]).named('j');
 
     // ── fetch ──────────────────────────────────────────────────────────────────────────────
     const code = c.ram('code', { rows: opts.codeWords, fields: Array.from({ length: 32 }, () => 2) });
@@ -255,7 +277,7 @@ export function cpuCircuit(opts: CpuOptions) {
     const fits14 = c.table('fits14', [signTop, r2cls, r1cls], (x, y, z) => (x === y && y === z && x < 2 ? 1 : 0), [0, 1]);
     const fits30 = c.table('fits30', [r3], (v) => ((v >> 5) === 0 || (v >> 5) === 7 ? 1 : 0), [0, 1]);
     const wcls = c.table('wcls', [fits14, fits30], (n, t) => (n ? 0 : t ? 1 : 2), [0, 2]);
-    const wend = c.and(w[0]!, w[1]!).named('windowEnd');
+    const wend = j.eq(3).named('windowEnd');
     const resultOn = c.and(hasRd, c.not(taken));
     // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT; payload case: 0 r0/r1&63, 1 r2/r3&63, 2 r0/r1, 3 r2/r3, 4 nextW, 5 w+1, 6 a0.
     const plan = (f: number, tk: number, res: number, wc: number, we: number): [number, number] => {
@@ -272,16 +294,17 @@ export function cpuCircuit(opts: CpuOptions) {
     const outJ = c.table('outJ', [j], (v) => (v + 1) & 3, [0, 3]);
     const r1lo = c.table('r1lo', [result[1]!], (v) => v & 63, [0, 63]);
     const r3lo = c.table('r3lo', [result[3]!], (v) => v & 63, [0, 63]);
-    const nextSeq = c.linear(w.slice(2, 10).map((y, k) => [y, 2 ** k] as [Sig, number]));
-    const seqW = c.table('seqW', [nextSeq], (v) => (v + 1) & 255, [0, 255]);
+    const seq = addSmall(c, w, [1, 0], 'seq'); // w + 1
+    const seqLo = c.linear(seq.slice(0, 8).map((x, k) => [x, 2 ** k] as [Sig, number]));
+    const seqHi = c.linear(seq.slice(8, 15).map((x, k) => [x, 2 ** k] as [Sig, number]));
     const ca = (k: number) => pcase.eq(k);
     const p0 = c.linear([
       [c.select(ca(0), result[0]!, 0), 1], [c.select(ca(1), result[2]!, 0), 1], [c.select(ca(2), result[0]!, 0), 1],
-      [c.select(ca(3), result[2]!, 0), 1], [c.select(ca(4), nextWlo, 0), 1], [c.select(ca(5), c.table('seqLo', [seqW], (v) => (v << 2) & 255, [0, 255]), 0), 1],
+      [c.select(ca(3), result[2]!, 0), 1], [c.select(ca(4), nextWlo, 0), 1], [c.select(ca(5), seqLo, 0), 1],
     ], 0, [0, 255]);
     const p1 = c.linear([
       [c.select(ca(0), r1lo, 0), 1], [c.select(ca(1), r3lo, 0), 1], [c.select(ca(2), result[1]!, 0), 1],
-      [c.select(ca(3), result[3]!, 0), 1], [c.select(ca(4), nextWhi, 0), 1], [c.select(ca(5), c.table('seqHi', [seqW], (v) => v >> 6, [0, 3]), 0), 1],
+      [c.select(ca(3), result[3]!, 0), 1], [c.select(ca(4), nextWhi, 0), 1], [c.select(ca(5), seqHi, 0), 1],
     ], 0, [0, 255]);
     const halt0 = c.select(a7is93, B[0]!, 0);
     const pay0 = c.select(a7is93, halt0, p0);

@@ -202,7 +202,9 @@ export class Executor {
   }
 
   /** First forward on an empty cache. Returns logits per position if allLogits, else only the last. */
-  prefill(ids: number[], opts: { allLogits?: boolean } = {}): Float32Array[] {
+  prefill(idsIn: ArrayLike<number>, opts: { allLogits?: boolean } = {}): Float32Array[] {
+    // A typed array's map() would keep its element type: work on a plain array of ids.
+    const ids = Array.from(idsIn);
     if (this.pos !== 0) {
       throw new ChipcError('EXEC_NOT_EMPTY', `prefill needs an empty cache, but ${this.pos} tokens were consumed (call reset())`);
     }

@@ -68,7 +68,8 @@ function presentAfter(sig: SignalPlacement, s: number): boolean {
   return sig.birth <= s && (!sig.cleared || s < sig.end);
 }
 
-export function checkCompiled(res: CompileResult, tokens: number[], opts: CheckOptions = {}): CheckResult {
+export function checkCompiled(res: CompileResult, tokensIn: ArrayLike<number>, opts: CheckOptions = {}): CheckResult {
+  const tokens = Array.from(tokensIn);
   const mode = opts.mode ?? 'teacher';
   const maxMis = opts.maxMismatches ?? 20;
   const total = mode === 'teacher' ? tokens.length : Math.max(opts.length ?? tokens.length, 1);

@@ -15,6 +15,7 @@ import { registerEmu } from './commands/emu.ts';
 import { registerBuild } from './commands/build.ts';
 import { registerCompile } from './commands/compile.ts';
 import { registerCheck } from './commands/check.ts';
+import { registerRun } from './commands/run.ts';
 
 export type CommandResult = Promise<number> | number;
 
@@ -42,6 +43,7 @@ export function buildProgram(sink: ExitSink): Command {
   registerBuild(program, run);
   registerCompile(program, run);
   registerCheck(program, run);
+  registerRun(program, run);
   return program;
 }
 

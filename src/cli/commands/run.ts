@@ -1,0 +1,73 @@
+/**
+ * `chipc run FILE.elf [--target T] [--check] [--max-tokens N]`: compile the RV32 chip (v0:
+ * RV32I + Zba without memory, docs/token-protocol.md), load the program's code into its GDN state
+ * and generate token by token in the reference executor until HALT; `--check` compares every
+ * token with the golden emulator's trace and stops at the first divergence. Exit status: the
+ * program's exit code, 1 on a divergence or when no HALT came, 2 on an error.
+ */
+import fs from 'node:fs';
+import type { Command } from 'commander';
+import chalk from 'chalk';
+import { resolveTarget } from '../../model/targets.ts';
+import { ChipcError } from '../../util/errors.ts';
+import { compileChip, goldenTokens, programOf, runOnChip } from '../../chip/run.ts';
+import { formatToken } from '../../../riscv/protocol.ts';
+import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
+import type { Runner } from '../main.ts';
+
+interface RunCliOptions {
+  target: string;
+  check?: boolean;
+  maxTokens: string;
+  profile: string;
+  trace?: boolean;
+  json?: boolean;
+}
+
+export function registerRun(program: Command, run: Runner): void {
+  program
+    .command('run')
+    .description('run an RV32 ELF on the compiled chip (v0: RV32I + Zba, no memory yet), token by token')
+    .argument('<elf>', 'an RV32IM+Zba ELF (code from 0x80000000)')
+    .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 247,045 token ids)', 'chip-test')
+    .option('--check', 'compare every token with the golden emulator\'s trace; stop at the first divergence')
+    .option('--max-tokens <n>', 'stop after this many tokens', '100000')
+    .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
+    .option('--trace', 'print every generated token')
+    .option('--json', 'print one JSON document')
+    .action((file: string, o: RunCliOptions) =>
+      run(() => {
+        const out = makeOut(Boolean(o.json));
+        if (o.profile !== 'f32' && o.profile !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
+        const maxTokens = Number(o.maxTokens);
+        if (!Number.isInteger(maxTokens) || maxTokens < 3) throw new ChipcError('cli.max-tokens', '--max-tokens must be an integer ≥ 3');
+        if (!fs.existsSync(file)) throw new ChipcError('cli.file', `${file} does not exist`);
+        const elf = fs.readFileSync(file);
+        const prog = programOf(elf);
+        const target = resolveTarget(o.target);
+        const t0 = performance.now();
+        const res = compileChip(prog.codeWords, target.config);
+        const compileS = (performance.now() - t0) / 1000;
+        const golden = o.check ? goldenTokens(elf, { maxInstructions: maxTokens }).tokens : undefined;
+        const r = runOnChip(res, prog, {
+          profile: o.profile, maxTokens, golden,
+          onToken: o.trace && !o.json ? (t) => out.line(formatToken(t)) : undefined,
+        });
+        out.emit({ ...r, tokensPerInstruction: r.tokens.length / Math.max(1, r.instructions), compileSeconds: compileS, layers: res.layers.length });
+        out.line(`${file}: chip compiled for ${target.name} in ${compileS.toFixed(1)} s (${res.layers.length} layers); ` +
+          `${fmtInt(r.tokens.length)} tokens, ${fmtInt(r.instructions)} instructions ` +
+          `(${(r.tokens.length / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s`);
+        if (r.divergence) {
+          out.line(chalk.red(`divergence at token ${r.divergence.position}: expected ${r.divergence.expected}, got ${r.divergence.got}`));
+          return EXIT_DIFFERENT;
+        }
+        if (o.check && golden) out.line(chalk.green(`0 divergences from the golden trace (${fmtInt(r.tokens.length)} tokens)`));
+        if (!r.halted) {
+          out.line(chalk.yellow(`no HALT within ${maxTokens} tokens`));
+          return EXIT_DIFFERENT;
+        }
+        out.line(`exit ${r.exitCode}`);
+        return r.exitCode ?? 1;
+      })(),
+    );
+}

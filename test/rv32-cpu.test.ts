@@ -141,3 +141,43 @@ describe('chip v0 through the compiled weights = the interpreter, bit for bit', 
     expect(r.emitted.slice(1, -1)).toEqual(Array.from(golden.slice(2)));
   }, 120_000);
 });
+
+describe('chipc run', () => {
+  it('runs a program through the compiled chip with --check and exits with its exit code', async () => {
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const { main } = await import('../src/cli/main.ts');
+    const { vi } = await import('vitest');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-run-'));
+    try {
+      const file = path.join(dir, 'prog.elf');
+      // x10 = 6·7 − 35 = 7 through adds and shifts; exit(7).
+      fs.writeFileSync(file, assembleElf(`
+        addi x5, x0, 6
+        slli x6, x5, 3
+        sub x6, x6, x5
+        addi x10, x6, -35
+        addi x17, x0, 93
+        ecall
+      `).elf);
+      let out = '';
+      const spy = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
+        out += String(s);
+        return true;
+      });
+      let code: number;
+      try {
+        code = await main(['node', 'chipc', 'run', file, '--check', '--json']);
+      } finally {
+        spy.mockRestore();
+      }
+      const doc = JSON.parse(out);
+      expect(doc.divergence).toBeNull();
+      expect(doc.exitCode).toBe(7);
+      expect(code).toBe(7);
+      expect(doc.instructions).toBe(6);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});

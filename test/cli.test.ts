@@ -104,7 +104,7 @@ describe('chipc inspect / targets / exec', () => {
     const r = await cli('targets', '--json');
     expect(r.code).toBe(0);
     const names = JSON.parse(r.out).targets.map((t: { name: string }) => t.name);
-    expect(names).toEqual(['qwen3-coder-next', 'qwen3-next-80b', 'qwen3.5-4b', 'tiny']);
+    expect(names).toEqual(['chip-test', 'qwen3-coder-next', 'qwen3-next-80b', 'qwen3.5-4b', 'tiny']);
     const bad = await cli('targets', 'no-such-target');
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/unknown target/);

@@ -17,22 +17,17 @@ import type { LayerType, ModelConfig } from '../src/model/config.ts';
 import { randomModelWeights } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { CsrMatrix, LayerWeights, Matrix, ModelWeights } from '../src/model/weights.ts';
+import { Prng } from '../src/model/random-weights.ts';
 
 function arg(name: string, dflt: number): number {
   const i = process.argv.indexOf(name);
   return i >= 0 ? Number(process.argv[i + 1]) : dflt;
 }
 
-/** mulberry32 */
+/** Floats in [0, 1) from the project's seeded PRNG. */
 function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const p = new Prng(seed);
+  return () => p.nextU32() / 4294967296;
 }
 
 /** A rows×cols CSR matrix with ≈ density·rows·cols random non-zeros in [−1, 1) (bf16-exact). */

@@ -15,7 +15,7 @@ import { Executor } from '../src/exec/executor.ts';
 import type { ExecOptions } from '../src/exec/types.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { ModelConfig } from '../src/model/config.ts';
-import type { AttnKvHeadSpec, Form, VDim } from '../src/lower/forms.ts';
+import type { AttnKvHeadSpec, Form } from '../src/lower/forms.ts';
 import { buildHarness, runHarness, type Harness } from '../src/lower/harness.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import {
@@ -23,19 +23,11 @@ import {
   type LookupInVDims, type LookupLowering, type LookupOptions, type LookupOutVDims,
 } from '../src/gadgets/attn-lookup.ts';
 import { rng } from './helpers/numerics-ctx.ts';
+import { bitDiff } from './helpers/assert.ts';
 
 const tiny = resolveTarget('tiny').config;
 const wide: ModelConfig = { ...tiny, headDim: 256, partialRotaryFactor: 0.25 };
 
-/** Mismatching float32 bit patterns between two arrays. */
-function bitDiff(a: Float32Array, b: Float32Array): number {
-  if (a.length !== b.length) return Math.max(a.length, b.length);
-  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length);
-  const ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
-  let n = 0;
-  for (let i = 0; i < ua.length; i++) if (ua[i] !== ub[i]) n++;
-  return n;
-}
 
 // ---- a lookup case: vdims ---------------------------------------------------------------------
 

@@ -12,9 +12,9 @@ import { buildHarness, runHarness } from '../src/lower/harness.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { constForm, form, type FfnUnit } from '../src/lower/forms.ts';
 import type { ExecOptions } from '../src/exec/types.ts';
-import { ChipcError } from '../src/util/errors.ts';
 import * as F from '../src/gadgets/ffn.ts';
 import { rng } from './helpers/numerics-ctx.ts';
+import { expectChipcError } from './helpers/assert.ts';
 
 const { input } = F;
 const TINY = resolveTarget('tiny').config;
@@ -90,16 +90,6 @@ function expectExact(c: GadgetCase, configs = ALL_CONFIGS): void {
   }
 }
 
-function expectChipcError(f: () => unknown, code: string): void {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ChipcError);
-    expect((e as ChipcError).code).toBe(code);
-    return;
-  }
-  throw new Error(`expected ChipcError ${code}`);
-}
 
 const perm97 = (t: number) => (t * 97) % 256; // a bijection of [0, 256)
 

@@ -23,6 +23,7 @@ import { ChipcError } from '../src/util/errors.ts';
 import {
   findHotValue, formExactInAnyOrder, gdnDimsOf, lowerRamToGdn, type GdnRamIo, type GdnRamLowering,
 } from '../src/gadgets/gdn-ram.ts';
+import { bitDiff } from './helpers/assert.ts';
 
 const f32 = Math.fround;
 const bf16 = (x: number) => bf16ToF32(f32ToBf16(x));
@@ -32,15 +33,6 @@ function target(over: Partial<ModelConfig>): ModelConfig {
   return { ...tiny, vocabSize: 64, ...over };
 }
 
-/** Mismatching float32 bit patterns between two arrays (length mismatch counts as all). */
-function bitDiff(a: Float32Array, b: Float32Array): number {
-  if (a.length !== b.length) return Math.max(a.length, b.length);
-  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length);
-  const ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
-  let n = 0;
-  for (let i = 0; i < ua.length; i++) if (ua[i] !== ub[i]) n++;
-  return n;
-}
 
 const widthOf = (hi: number) => (hi <= 0 ? 0 : Math.ceil(Math.log2(hi + 1)));
 const bitsOfRows = (rows: number) => Math.ceil(Math.log2(rows));

@@ -12,13 +12,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ChipcError } from '../src/util/errors.ts';
 import { assembleElf, cpuForProgram, loadElf, type TraceEvent } from '../riscv/index.ts';
 import {
   BOS_ID, CODE_BASE, PROTOCOL_ALPHABET_SIZE, QWEN_VOCAB_SIZE, codeAddress, codeWord, decodeToken,
   encodeToken, fits14, fits30, formatToken, signExtend14, signExtend30, splitResult, type Token, type TokenFields,
 } from '../riscv/protocol.ts';
 import { INSTR_CLASSES, PROMPT_LENGTH, goldenTokens, type GoldenTrace } from '../riscv/golden-trace.ts';
+import { expectChipcError } from './helpers/assert.ts';
 
 // ---- The alphabet table of docs/token-protocol.md, transcribed literally ----
 const E = (j: number, v: number): number => j * 16384 + (v < 0 ? v + 16384 : v);
@@ -33,16 +33,6 @@ const BOS = 247044;
 /** J payload of a code address (docs: w = (pc − 0x80000000) / 4). */
 const Jpc = (pc: number): number => J((pc - 0x80000000) / 4);
 
-function expectChipcError(f: () => unknown, code: string): void {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ChipcError);
-    expect((e as ChipcError).code).toBe(code);
-    return;
-  }
-  expect.fail(`expected ChipcError ${code}`);
-}
 
 describe('alphabet', () => {
   it('fits the 248,320-id vocabulary, BOS is the last used id', () => {

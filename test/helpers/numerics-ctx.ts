@@ -6,19 +6,14 @@
  *  - shuffled: a seeded random permutation of the terms per call.
  */
 import type { NumericContext } from '../../src/exec/types.ts';
+import { Prng } from '../../src/model/random-weights.ts';
 
 const f = Math.fround;
 
-/** Deterministic 32-bit PRNG (mulberry32). Returns floats in [0, 1). */
+/** Deterministic PRNG (the project's mulberry32 `Prng`). Returns floats in [0, 1). */
 export function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const p = new Prng(seed);
+  return () => p.nextU32() / 4294967296;
 }
 
 const bitsF = new Float32Array(1);

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { chunkGatedDeltaRule, type ChunkSolveVariant } from '../src/exec/gdn-chunked.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import {
-  bitDiffCount, bits, f32bits, fmaF32, makeTestContext, recurrentF32, rng, type TestOrder,
+  bitDiffCount, f32bits, fmaF32, makeTestContext, recurrentF32, rng, type TestOrder,
 } from './helpers/numerics-ctx.ts';
 
 const f = Math.fround;

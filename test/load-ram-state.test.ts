@@ -24,7 +24,7 @@ import { Executor, argmax } from '../src/exec/executor.ts';
 import type { NumericProfile } from '../src/exec/types.ts';
 import { Interpreter } from '../src/ir/interpret.ts';
 import { ChipcError } from '../src/util/errors.ts';
-import { applyRamContents, captureRamContents, ramStateConfig, ramStateRows, type RamContents } from '../src/load/ram-state.ts';
+import { applyRamContents, captureRamContents, ramStateConfig, ramStateRows } from '../src/load/ram-state.ts';
 import {
   applyStateFile, captureStateFile, decodeStateFile, encodeStateFile, loadStateFile, saveStateFile, stateFileOf,
 } from '../src/load/state-file.ts';

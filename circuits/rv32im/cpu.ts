@@ -162,7 +162,6 @@ export function cpuCircuit(opts: CpuOptions) {
     const CLASS: Record<number, number> = { 0x13: 0, 0x33: 1, 0x37: 2, 0x17: 3, 0x6f: 4, 0x67: 5, 0x63: 6 };
     const cls = c.table('class', [opcode], (op) => CLASS[op] ?? 7, [0, 7]);
     const isClass = (k: number, name: string) => cls.eq(k).named(name);
-    const isOpImm = isClass(0, 'isOpImm');
     const isOp = isClass(1, 'isOp');
     const isJal = isClass(4, 'isJal');
     const isJalr = isClass(5, 'isJalr');
@@ -185,9 +184,8 @@ export function cpuCircuit(opts: CpuOptions) {
     const hasRd = c.and(writesRd, rd.ne(0)).named('hasRd');
 
     // ── register file: commit (previous instruction's rd) then read rs1 / rs2 ─────────────────
-    const [prevRd0, prevRd1, prevRd2, prevRd3, prevRd4, prevHasRd, prevWasD, prevIsJump, ...prevRest] =
+    const [prevRd0, prevRd1, prevRd2, prevRd3, prevRd4, prevHasRd, prevWasD, prevIsJump] =
       c.previousAll([...ins.slice(7, 12), hasRd, isD, c.or(isJal, isJalr)]);
-    void prevRest;
     const pcWord = bitsWord(c, [c.constant(0), c.constant(0), ...w, ...Array.from({ length: 14 }, () => c.constant(0)), c.constant(1)].slice(0, 32));
     const link = add32(c, pcWord, constWord(c, 4), 0, 'link').sum;
     const linkBits = link.flatMap((byte, b) => Array.from({ length: 8 }, (_, k) => c.table(`link${8 * b + k}`, [byte], (v) => (v >> k) & 1, [0, 1])));

@@ -260,7 +260,7 @@ export function cpuCircuit(opts: CpuOptions) {
     const tw0 = c.table('tw0', [target[0]!], (v) => v >> 2, [0, 63]);
     const tw1 = target[1]!;
     const tw2 = c.table('tw2', [target[2]!], (v) => v & 1, [0, 1]);
-    const nextWlo = c.table('nwLo', [c.linear([[tw0, 1], [c.table('tw1lo', [tw1], (v) => v & 3, [0, 3]), 64]])], (v) => v, [0, 255]);
+    const nextWlo = c.linear([[tw0, 1], [c.table('tw1lo', [tw1], (v) => v & 3, [0, 3]), 64]]);
     const nextWhi = c.linear([[c.table('tw1hi', [tw1], (v) => v >> 2, [0, 63]), 1], [tw2, 64]]);
 
     // ── halt ───────────────────────────────────────────────────────────────────────────────
@@ -274,11 +274,11 @@ export function cpuCircuit(opts: CpuOptions) {
     const r1cls = c.table('r1cls', [result[1]!], (v) => ((v >> 5) === 0 ? 0 : (v >> 5) === 7 ? 1 : 2), [0, 2]);
     const fits14 = c.table('fits14', [signTop, r2cls, r1cls], (x, y, z) => (x === y && y === z && x < 2 ? 1 : 0), [0, 1]);
     const fits30 = c.table('fits30', [r3], (v) => ((v >> 5) === 0 || (v >> 5) === 7 ? 1 : 0), [0, 1]);
-    const wcls = c.table('wcls', [fits14, fits30], (n, t) => (n ? 0 : t ? 1 : 2), [0, 2]);
     const wend = j.eq(3).named('windowEnd');
     const resultOn = c.and(hasRd, c.not(taken));
-    // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT; payload case: 0 r0/r1&63, 1 r2/r3&63, 2 r0/r1, 3 r2/r3, 4 nextW, 5 w+1, 6 a0.
-    const plan = (f: number, tk: number, res: number, wc: number, we: number): [number, number] => {
+    // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT; payload case: 0 r0/r1&63, 1 r2/r3&63, 2 r0/r1, 3 r2/r3, 4 nextW, 5 w+1.
+    const plan = (f: number, tk: number, res: number, n14: number, n30: number, we: number): [number, number] => {
+      const wc = n14 ? 0 : n30 ? 1 : 2;
       if (tk) return [2, 4];
       if (!res) return we ? [2, 5] : [5, 0];
       if (f === 0) return wc === 0 ? (we ? [4, 0] : [0, 0]) : [1, 2];
@@ -286,16 +286,19 @@ export function cpuCircuit(opts: CpuOptions) {
       if (f === 2) return we ? [2, 5] : [5, 0];
       return [2, 5]; // fed K: re-base after the window end
     };
-    const outKind0 = c.table('outKind', [fedC, taken, resultOn, wcls, wend], (f, tk, res, wc, we) => plan(f, tk, res, wc, we)[0], [0, 7]);
+    const planIn = [fedC, taken, resultOn, fits14, fits30, wend];
+    const outKind0 = c.table('outKind', planIn, (...a) => plan(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!)[0], [0, 7]);
     const outKind = c.select(a7is93, 7, outKind0);
-    const pcase = c.table('pcase', [fedC, taken, resultOn, wcls, wend], (f, tk, res, wc, we) => plan(f, tk, res, wc, we)[1], [0, 6]);
+    // One bit per payload case straight from the plan (one FFN layer, no compare after it).
+    const caseBits = Array.from({ length: 6 }, (_, k) =>
+      c.table(`pcase${k}`, planIn, (...a) => (plan(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!)[1] === k ? 1 : 0), [0, 1]));
+    const ca = (k: number) => caseBits[k]!;
     const outJ = c.table('outJ', [j], (v) => (v + 1) & 3, [0, 3]);
     const r1lo = c.table('r1lo', [result[1]!], (v) => v & 63, [0, 63]);
     const r3lo = c.table('r3lo', [result[3]!], (v) => v & 63, [0, 63]);
     const seq = addSmall(c, w, [1, 0], 'seq'); // w + 1
     const seqLo = c.linear(seq.slice(0, 8).map((x, k) => [x, 2 ** k] as [Sig, number]));
     const seqHi = c.linear(seq.slice(8, 15).map((x, k) => [x, 2 ** k] as [Sig, number]));
-    const ca = (k: number) => pcase.eq(k);
     const p0 = c.linear([
       [c.select(ca(0), result[0]!, 0), 1], [c.select(ca(1), result[2]!, 0), 1], [c.select(ca(2), result[0]!, 0), 1],
       [c.select(ca(3), result[2]!, 0), 1], [c.select(ca(4), nextWlo, 0), 1], [c.select(ca(5), seqLo, 0), 1],

@@ -15,6 +15,7 @@ import { cpuCircuit, CODE_BASE } from '../../circuits/rv32im/cpu.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { goldenTokens } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
+import { Interpreter } from '../ir/interpret.ts';
 
 export interface ChipProgram {
   entry: number;
@@ -62,8 +63,35 @@ export function runOnChip(
   applyRamContents(ex, res, placement, prog.code);
   const prompt = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
   const t0 = performance.now();
+  const first = argmax(ex.prefill(prompt)[0]!);
+  return follow(prompt, first, (t) => argmax(ex.decode(t)), opts, t0);
+}
+
+/**
+ * The same run in the IR interpreter (the oracle one link up the chain): no weights, any code
+ * size — for programs whose code does not fit a target's code RAM.
+ */
+export function runOnInterpreter(
+  prog: ChipProgram, opts: { maxTokens: number; golden?: Int32Array | number[]; onToken?: (t: number) => void },
+): RunResult {
+  const ir = buildCircuit(cpuCircuit({ codeWords: prog.codeWords }), 'circuits/rv32im/cpu.ts');
+  const interp = new Interpreter(ir);
+  const code = ir.rams.findIndex((r) => r.name === 'code');
+  for (const [row, v] of prog.code) interp.setRamRow(code, row, v);
+  const prompt = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
+  const t0 = performance.now();
+  interp.step(prompt[0]!);
+  let next = interp.step(prompt[1]!).emitted!;
+  return follow(prompt, next, (t) => interp.step(t).emitted!, opts, t0);
+}
+
+/** Feed each generated token back until HALT, a divergence from the golden stream, or the limit. */
+function follow(
+  prompt: number[], first: number, step: (t: number) => number,
+  opts: { maxTokens: number; golden?: Int32Array | number[]; onToken?: (t: number) => void }, t0: number,
+): RunResult {
   const tokens = [...prompt];
-  let next = argmax(ex.prefill(prompt)[0]!);
+  let next = first;
   let instructions = 1;
   let divergence: RunResult['divergence'] = null;
   let exitCode: number | null = null;
@@ -80,7 +108,7 @@ export function runOnChip(
       break;
     }
     if (d.kind === 'E' || d.kind === 'N' || d.kind === 'OUT' || d.kind === 'J') instructions++;
-    next = argmax(ex.decode(next));
+    next = step(next);
   }
   return { tokens, halted: exitCode !== null, exitCode, instructions, divergence, seconds: (performance.now() - t0) / 1000 };
 }

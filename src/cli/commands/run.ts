@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import chalk from 'chalk';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { compileChip, goldenTokens, programOf, runOnChip } from '../../chip/run.ts';
+import { compileChip, goldenTokens, programOf, runOnChip, runOnInterpreter } from '../../chip/run.ts';
 import { formatToken } from '../../../riscv/protocol.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
@@ -21,6 +21,7 @@ interface RunCliOptions {
   maxTokens: string;
   profile: string;
   trace?: boolean;
+  engine: string;
   json?: boolean;
 }
 
@@ -34,6 +35,7 @@ export function registerRun(program: Command, run: Runner): void {
     .option('--max-tokens <n>', 'stop after this many tokens', '100000')
     .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
     .option('--trace', 'print every generated token')
+    .option('--engine <e>', 'weights (the compiled chip in the reference executor) or ir (the chip circuit in the IR interpreter)', 'weights')
     .option('--json', 'print one JSON document')
     .action((file: string, o: RunCliOptions) =>
       run(() => {
@@ -43,18 +45,28 @@ export function registerRun(program: Command, run: Runner): void {
         if (!Number.isInteger(maxTokens) || maxTokens < 3) throw new ChipcError('cli.max-tokens', '--max-tokens must be an integer ≥ 3');
         if (!fs.existsSync(file)) throw new ChipcError('cli.file', `${file} does not exist`);
         const elf = fs.readFileSync(file);
+        if (o.engine !== 'weights' && o.engine !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${o.engine}"`);
         const prog = programOf(elf);
-        const target = resolveTarget(o.target);
-        const t0 = performance.now();
-        const res = compileChip(prog.codeWords, target.config);
-        const compileS = (performance.now() - t0) / 1000;
         const golden = o.check ? goldenTokens(elf, { maxInstructions: maxTokens }).tokens : undefined;
-        const r = runOnChip(res, prog, {
-          profile: o.profile, maxTokens, golden,
-          onToken: o.trace && !o.json ? (t) => out.line(formatToken(t)) : undefined,
-        });
-        out.emit({ ...r, tokensPerInstruction: r.tokens.length / Math.max(1, r.instructions), compileSeconds: compileS, layers: res.layers.length });
-        out.line(`${file}: chip compiled for ${target.name} in ${compileS.toFixed(1)} s (${res.layers.length} layers); ` +
+        const onToken = o.trace && !o.json ? (t: number) => out.line(formatToken(t)) : undefined;
+        let r;
+        let where: string;
+        let compileS = 0;
+        let layers: number | null = null;
+        if (o.engine === 'ir') {
+          r = runOnInterpreter(prog, { maxTokens, golden, onToken });
+          where = 'chip circuit in the IR interpreter';
+        } else {
+          const target = resolveTarget(o.target);
+          const t0 = performance.now();
+          const res = compileChip(prog.codeWords, target.config);
+          compileS = (performance.now() - t0) / 1000;
+          layers = res.layers.length;
+          r = runOnChip(res, prog, { profile: o.profile, maxTokens, golden, onToken });
+          where = `chip compiled for ${target.name} in ${compileS.toFixed(1)} s (${layers} layers)`;
+        }
+        out.emit({ ...r, engine: o.engine, tokensPerInstruction: r.tokens.length / Math.max(1, r.instructions), compileSeconds: compileS, layers });
+        out.line(`${file}: ${where}; ` +
           `${fmtInt(r.tokens.length)} tokens, ${fmtInt(r.instructions)} instructions ` +
           `(${(r.tokens.length / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s`);
         if (r.divergence) {

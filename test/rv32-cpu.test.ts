@@ -180,4 +180,25 @@ describe('chipc run', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
+
+  it('--engine ir runs the chip circuit in the interpreter against the golden trace', async () => {
+    const { main } = await import('../src/cli/main.ts');
+    const { vi } = await import('vitest');
+    let out = '';
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
+      out += String(s);
+      return true;
+    });
+    let code: number;
+    try {
+      code = await main(['node', 'chipc', 'run', 'fixtures/isa/zba.exit.elf', '--check', '--engine', 'ir', '--json']);
+    } finally {
+      spy.mockRestore();
+    }
+    const doc = JSON.parse(out);
+    expect(doc.divergence).toBeNull();
+    expect(doc.engine).toBe('ir');
+    expect(doc.tokens.length).toBe(goldenTokens(fs.readFileSync('fixtures/isa/zba.exit.elf'), {}).tokens.length);
+    expect(code).toBe(0);
+  }, 120_000);
 });

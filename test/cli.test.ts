@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { afterAll, describe, expect, it, vi } from 'vitest';
-import { main } from '../src/cli/main.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cli } from './helpers/cli.ts';
 import { denseSource, writeSafetensors } from '../src/safetensors/writer.ts';
 import { openCheckpoint } from '../src/safetensors/checkpoint.ts';
 import { loadModel } from '../src/model/load-weights.ts';
@@ -11,27 +11,6 @@ import { Executor } from '../src/exec/executor.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-cli-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-/** Run the CLI in-process; returns exit code and captured stdout/stderr. */
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const so = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-    out += String(s);
-    return true;
-  });
-  const se = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => {
-    err += String(s);
-    return true;
-  });
-  try {
-    const code = await main(['node', 'chipc', ...args]);
-    return { code, out, err };
-  } finally {
-    so.mockRestore();
-    se.mockRestore();
-  }
-}
 
 function writeF32(file: string, tensors: Record<string, number[]>): void {
   writeSafetensors(file, Object.entries(tensors).map(([n, v]) => denseSource(n, 'F32', [v.length], new Float32Array(v))));

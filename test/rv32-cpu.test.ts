@@ -22,6 +22,7 @@ import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 import { decodeToken, encodeToken, formatToken, type TokenKind } from '../riscv/protocol.ts';
 import type { CircuitIR } from '../src/ir/types.ts';
+import { cli } from './helpers/cli.ts';
 
 function codeContents(elf: Uint8Array, words: number): Map<number, number[]> {
   const prog = loadElf(elf, { size: 65536 });
@@ -146,8 +147,6 @@ describe('chipc run', () => {
   it('runs a program through the compiled chip with --check and exits with its exit code', async () => {
     const os = await import('node:os');
     const path = await import('node:path');
-    const { main } = await import('../src/cli/main.ts');
-    const { vi } = await import('vitest');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-run-'));
     try {
       const file = path.join(dir, 'prog.elf');
@@ -160,17 +159,7 @@ describe('chipc run', () => {
         addi x17, x0, 93
         ecall
       `).elf);
-      let out = '';
-      const spy = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-        out += String(s);
-        return true;
-      });
-      let code: number;
-      try {
-        code = await main(['node', 'chipc', 'run', file, '--check', '--json']);
-      } finally {
-        spy.mockRestore();
-      }
+      const { code, out } = await cli('run', file, '--check', '--json');
       const doc = JSON.parse(out);
       expect(doc.divergence).toBeNull();
       expect(doc.exitCode).toBe(7);
@@ -182,19 +171,7 @@ describe('chipc run', () => {
   }, 120_000);
 
   it('--engine ir runs the chip circuit in the interpreter against the golden trace', async () => {
-    const { main } = await import('../src/cli/main.ts');
-    const { vi } = await import('vitest');
-    let out = '';
-    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => {
-      out += String(s);
-      return true;
-    });
-    let code: number;
-    try {
-      code = await main(['node', 'chipc', 'run', 'fixtures/isa/zba.exit.elf', '--check', '--engine', 'ir', '--json']);
-    } finally {
-      spy.mockRestore();
-    }
+    const { code, out } = await cli('run', 'fixtures/isa/zba.exit.elf', '--check', '--engine', 'ir', '--json');
     const doc = JSON.parse(out);
     expect(doc.divergence).toBeNull();
     expect(doc.engine).toBe('ir');

@@ -44,18 +44,27 @@ export function compileChip(codeWords: number, target: ModelConfig): CompileResu
   return compileCircuit(buildCircuit(cpuCircuit({ codeWords }), 'circuits/rv32im/cpu.ts'), target);
 }
 
+export interface GoldenOptions {
+  maxTokens: number;
+  /** The expected token stream (riscv/golden-trace.ts) and, per token, its instruction's pc. */
+  golden?: ArrayLike<number>;
+  goldenPc?: ArrayLike<number>;
+  onToken?: (t: number) => void;
+}
+
 export interface RunResult {
   tokens: number[];
   halted: boolean;
   exitCode: number | null;
   /** Instructions started (positions fed E, N, OUT or J). */
   instructions: number;
-  divergence: { position: number; expected: string; got: string; pc: number } | null;
+  /** The first token that differs from the golden trace, with the pc of the instruction it belongs to. */
+  divergence: { position: number; expected: string; got: string; pc: number | null } | null;
   seconds: number;
 }
 
 export function runOnChip(
-  res: CompileResult, prog: ChipProgram, opts: ExecOptions & { maxTokens: number; golden?: Int32Array | number[]; onToken?: (t: number) => void },
+  res: CompileResult, prog: ChipProgram, opts: ExecOptions & GoldenOptions,
 ): RunResult {
   const ex = new Executor(res.weights, opts);
   const placement = res.rams.find((r) => r.name === 'code');
@@ -72,7 +81,7 @@ export function runOnChip(
  * size — for programs whose code does not fit a target's code RAM.
  */
 export function runOnInterpreter(
-  prog: ChipProgram, opts: { maxTokens: number; golden?: Int32Array | number[]; onToken?: (t: number) => void },
+  prog: ChipProgram, opts: GoldenOptions,
 ): RunResult {
   const ir = buildCircuit(cpuCircuit({ codeWords: prog.codeWords }), 'circuits/rv32im/cpu.ts');
   const interp = new Interpreter(ir);
@@ -88,7 +97,7 @@ export function runOnInterpreter(
 /** Feed each generated token back until HALT, a divergence from the golden stream, or the limit. */
 function follow(
   prompt: number[], first: number, step: (t: number) => number,
-  opts: { maxTokens: number; golden?: Int32Array | number[]; onToken?: (t: number) => void }, t0: number,
+  opts: GoldenOptions, t0: number,
 ): RunResult {
   const tokens = [...prompt];
   let next = first;
@@ -97,7 +106,7 @@ function follow(
   let exitCode: number | null = null;
   for (let pos = prompt.length; pos < opts.maxTokens; pos++) {
     if (opts.golden && pos < opts.golden.length && next !== opts.golden[pos]) {
-      divergence = { position: pos, expected: formatToken(opts.golden[pos]!), got: formatToken(next), pc: 0 };
+      divergence = { position: pos, expected: formatToken(opts.golden[pos]!), got: formatToken(next), pc: opts.goldenPc?.[pos] ?? null };
       break;
     }
     tokens.push(next);

@@ -47,14 +47,16 @@ export function registerRun(program: Command, run: Runner): void {
         const elf = fs.readFileSync(file);
         if (o.engine !== 'weights' && o.engine !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${o.engine}"`);
         const prog = programOf(elf);
-        const golden = o.check ? goldenTokens(elf, { maxInstructions: maxTokens }).tokens : undefined;
+        const trace = o.check ? goldenTokens(elf, { maxInstructions: maxTokens }) : undefined;
+        const golden = trace?.tokens;
+        const goldenPc = trace?.tokenPc;
         const onToken = o.trace && !o.json ? (t: number) => out.line(formatToken(t)) : undefined;
         let r;
         let where: string;
         let compileS = 0;
         let layers: number | null = null;
         if (o.engine === 'ir') {
-          r = runOnInterpreter(prog, { maxTokens, golden, onToken });
+          r = runOnInterpreter(prog, { maxTokens, golden, goldenPc, onToken });
           where = 'chip circuit in the IR interpreter';
         } else {
           const target = resolveTarget(o.target);
@@ -62,7 +64,7 @@ export function registerRun(program: Command, run: Runner): void {
           const res = compileChip(prog.codeWords, target.config);
           compileS = (performance.now() - t0) / 1000;
           layers = res.layers.length;
-          r = runOnChip(res, prog, { profile: o.profile, maxTokens, golden, onToken });
+          r = runOnChip(res, prog, { profile: o.profile, maxTokens, golden, goldenPc, onToken });
           where = `chip compiled for ${target.name} in ${compileS.toFixed(1)} s (${layers} layers)`;
         }
         out.emit({ ...r, engine: o.engine, tokensPerInstruction: r.tokens.length / Math.max(1, r.instructions), compileSeconds: compileS, layers });
@@ -70,7 +72,8 @@ export function registerRun(program: Command, run: Runner): void {
           `${fmtInt(r.tokens.length)} tokens, ${fmtInt(r.instructions)} instructions ` +
           `(${(r.tokens.length / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s`);
         if (r.divergence) {
-          out.line(chalk.red(`divergence at token ${r.divergence.position}: expected ${r.divergence.expected}, got ${r.divergence.got}`));
+          out.line(chalk.red(`divergence at token ${r.divergence.position}: expected ${r.divergence.expected}, got ${r.divergence.got}` +
+            (r.divergence.pc !== null ? ` (instruction at pc 0x${r.divergence.pc.toString(16)})` : '')));
           return EXIT_DIFFERENT;
         }
         if (o.check && golden) out.line(chalk.green(`0 divergences from the golden trace (${fmtInt(r.tokens.length)} tokens)`));

@@ -6,12 +6,12 @@
  * tokens per instruction, overall and per instruction class.
  */
 import { ChipcError } from '../src/util/errors.ts';
-import { CONSOLE_ADDR, hex, type MemoryOptions } from './memory.ts';
+import { CONSOLE_ADDR, hex, type Memory, type MemoryOptions } from './memory.ts';
 import { OPC, immB, immJ, immS } from './decode.ts';
 import { cpuForProgram, loadElf } from './elf.ts';
 import type { HaltReason, TraceEvent } from './cpu.ts';
 import {
-  BOS_ID, codeWord, decodeToken, encodeToken, fits14, fits30, splitResult, type TokenKind,
+  BOS_ID, PROTOCOL_VERSION, codeWord, decodeToken, encodeToken, fits14, fits30, splitResult, type TokenKind,
 } from './protocol.ts';
 
 export const INSTR_CLASSES = [
@@ -95,6 +95,8 @@ interface Retired {
   jumps: boolean;
   /** Statically known jump target (taken branch, JAL); null for JALR and non-jumps. */
   target: number | null;
+  /** A sub-word store to RAM (v2): the word it left in memory rides on D + H (no register commit). */
+  storeWord: number | null;
 }
 
 /** HALT payload for an exit code: the code itself when in 0…255, else 255 (as `chipc emu`'s exit status). */
@@ -163,6 +165,12 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
         // At the window end OUT(0, b) outputs b and starts nothing (v1 decision; OUT(0, ·) is otherwise never emitted).
         out(encodeToken({ kind: 'OUT', j: windowEnd ? 0 : j + 1, b: r.consoleByte }));
         consoleOut.push(r.consoleByte);
+      } else if (r.storeWord !== null) {
+        // v2: SB / SH carry the whole word they leave in memory; the chip writes it at the H position.
+        const { lo, hi16 } = splitResult(r.storeWord);
+        out(encodeToken({ kind: 'D', v: lo }));
+        out(encodeToken({ kind: 'H', v: hi16 }));
+        if (!windowEnd) out(encodeToken({ kind: 'N', j: j + 1 }));
       } else if (r.result !== null) {
         const v = r.result;
         const { lo, hi14, hi16 } = splitResult(v);
@@ -195,8 +203,11 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
   };
 
   let pending: Retired | null = null;
+  // Registers before the instruction being inspected (a load may overwrite its own base register).
+  let before = Int32Array.from(regs);
   const onRetire = (e: TraceEvent): void => {
-    const r = inspect(e, regs);
+    const r = inspect(e, before, program.memory, program.tohost);
+    before.set(regs);
     if (pending !== null) emit(pending, e.pc, null, null);
     pending = r;
   };
@@ -239,8 +250,8 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
   };
 }
 
-/** Classify one retired instruction, reading the registers it used (an instruction without rd leaves them as they were). */
-function inspect(e: TraceEvent, regs: Int32Array): Retired {
+/** Classify one retired instruction from the registers before it, and those (and memory) after it. */
+function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number | null): Retired {
   const w = e.word;
   const cls = classifyInstruction(w);
   const opcode = w & 0x7f;
@@ -248,14 +259,29 @@ function inspect(e: TraceEvent, regs: Int32Array): Retired {
   const rs2 = (w >>> 20) & 31;
   const f3 = (w >>> 12) & 7;
   let consoleByte: number | null = null;
+  let storeWord: number | null = null;
   let jumps = false;
   let target: number | null = null;
   if (w === 0x00000073 && regs[17] === 64) {
     throw new ChipcError('protocol.unsupported',
       `ecall write (a7 = 64) at pc 0x${hex(e.pc)} has no token in protocol v1; print through the console device (a store to 0x${hex(CONSOLE_ADDR)})`);
   }
-  if (opcode === OPC.STORE && ((regs[rs1]! + immS(w)) >>> 0) === CONSOLE_ADDR) {
-    consoleByte = regs[rs2]! & 0xff;
+  if (opcode === OPC.LOAD || opcode === OPC.STORE) {
+    const addr = (regs[rs1]! + (opcode === OPC.LOAD ? (w >> 20) : immS(w))) >>> 0;
+    const n = 1 << (f3 & 3);
+    const where = `${opcode === OPC.LOAD ? 'load' : 'store'} of ${n} byte(s) at 0x${hex(addr)} (pc 0x${hex(e.pc)})`;
+    if (addr !== CONSOLE_ADDR && (addr & 3) + n > 4) {
+      throw new ChipcError('protocol.unsupported',
+        `${where} crosses an aligned word; protocol ${PROTOCOL_VERSION} has no token sequence for it (the chip reads and writes one aligned word per instruction)`);
+    }
+    if (opcode === OPC.STORE) {
+      const hitsTohost = tohost !== null && (((addr - tohost) >>> 0) < 4 || ((tohost - addr) >>> 0) < n);
+      if (hitsTohost && memory.read32(tohost) !== 0 && !(n === 4 && addr === tohost)) {
+        throw new ChipcError('protocol.unsupported', `${where} halts through tohost but is not a word store to tohost itself (0x${hex(tohost)}); protocol ${PROTOCOL_VERSION} halts only on that`);
+      }
+      if (addr === CONSOLE_ADDR) consoleByte = regs[rs2]! & 0xff;
+      else if (n < 4 && memory.contains(addr & ~3, 4)) storeWord = memory.read32(addr & ~3) >>> 0;
+    }
   } else if (opcode === OPC.BRANCH) {
     const a = regs[rs1]!, b = regs[rs2]!;
     const taken = f3 === 0 ? a === b : f3 === 1 ? a !== b : f3 === 4 ? a < b : f3 === 5 ? a >= b
@@ -271,5 +297,5 @@ function inspect(e: TraceEvent, regs: Int32Array): Retired {
     jumps = true;
   }
   const result = jumps || e.rd === null ? null : e.rdValue;
-  return { pc: e.pc, word: w, cls, result, consoleByte, jumps, target };
+  return { pc: e.pc, word: w, cls, result, consoleByte, jumps, target, storeWord };
 }

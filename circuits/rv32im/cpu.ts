@@ -10,6 +10,7 @@
  * carries into the register named by the previous position's decoded rd (a delay line).
  */
 import { defineCircuit, type CircuitBuilder, type Sig } from '../../src/dsl/index.ts';
+import { ChipcError } from '../../src/util/errors.ts';
 import { add32, constWord, eq32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
 
 // ── token alphabet (docs/token-protocol.md v1) ─────────────────────────────────────────────────
@@ -51,9 +52,16 @@ function wideCommit(t: number): number {
 }
 
 export interface CpuOptions {
-  /** Code RAM words (rows), from CODE_BASE. */
+  /** Code RAM words (rows), from CODE_BASE: what fetch can read. */
   codeWords: number;
+  /** Data RAM words (rows), from CODE_BASE: what loads and stores reach (default 8,192 = 32 KiB). */
+  memWords?: number;
+  /** Address of the `tohost` word (a nonzero word stored there halts), or null / absent for none. */
+  tohost?: number | null;
 }
+
+/** The console device: a store of any width to this address outputs the low byte of rs2. */
+export const CONSOLE_ADDR = 0x1000_0000;
 
 function bitsWord(c: CircuitBuilder, bits: Sig[]): Word {
   return [0, 1, 2, 3].map((b) => c.linear(bits.slice(8 * b, 8 * b + 8).map((s, k) => [s, 2 ** k] as [Sig, number])));
@@ -71,10 +79,15 @@ function wordFromSpec(c: CircuitBuilder, ins: Sig[], spec: (number | null)[]): W
   });
 }
 
-function immSpec(kind: 'I' | 'B' | 'U' | 'J'): (number | null)[] {
+function immSpec(kind: 'I' | 'S' | 'B' | 'U' | 'J'): (number | null)[] {
   const s: (number | null)[] = new Array(32).fill(null);
   const sign = (from: number) => { for (let k = from; k < 32; k++) s[k] = 31; };
   if (kind === 'I') { for (let k = 0; k < 11; k++) s[k] = 20 + k; sign(11); }
+  if (kind === 'S') {
+    for (let k = 0; k <= 4; k++) s[k] = 7 + k; // imm[4:0] = ins[11:7]
+    for (let k = 5; k <= 10; k++) s[k] = 20 + k; // imm[10:5] = ins[30:25]
+    sign(11);
+  }
   if (kind === 'B') {
     for (let k = 1; k <= 4; k++) s[k] = 7 + k; // imm[4:1] = ins[11:8]
     for (let k = 5; k <= 10; k++) s[k] = 20 + k; // imm[10:5] = ins[30:25]
@@ -117,16 +130,28 @@ function addSmall(c: CircuitBuilder, bits: Sig[], addend: (Sig | number)[], tag:
 
 export function cpuCircuit(opts: CpuOptions) {
   const addrBits = Math.max(1, Math.ceil(Math.log2(opts.codeWords)));
-  return defineCircuit({ name: 'rv32-v0', vocab: VOCAB, bos: TOK.BOS }, (c) => {
+  const memWords = opts.memWords ?? 8192;
+  const memBits = Math.max(1, Math.ceil(Math.log2(memWords)));
+  if (memBits > 22) throw new ChipcError('chip.mem', `data RAM of ${memWords} words is larger than the 16 MiB the chip addresses`);
+  return defineCircuit({ name: 'rv32-v1', vocab: VOCAB, bos: TOK.BOS }, (c) => {
     // ── token fields ───────────────────────────────────────────────────────────────────────
-    const kind = c.tokenField('kind', (t) => tokenKind(t).kind, [0, 8]);
     const is = (k: Kind, name: string) => c.tokenField(name, (t) => (tokenKind(t).kind === k ? 1 : 0), [0, 1]);
     const isE = is(Kind.E, 'isE');
     const isD = is(Kind.D, 'isD');
     const isJ = is(Kind.J, 'isJ');
     const isH = is(Kind.H, 'isH');
     const isK = is(Kind.K, 'isK');
-    const isStart = c.tokenField('isStart', (t) => ([Kind.E, Kind.N, Kind.OUT, Kind.J].includes(tokenKind(t).kind) ? 1 : 0), [0, 1]);
+    // OUT(0, b) is the window-end console store: it starts nothing (docs/token-protocol.md).
+    const startsInstruction = (t: number) => {
+      const { kind: k, j: jj } = tokenKind(t);
+      return k === Kind.E || k === Kind.N || k === Kind.J || (k === Kind.OUT && jj >= 1);
+    };
+    const isStart = c.tokenField('isStart', (t) => (startsInstruction(t) ? 1 : 0), [0, 1]);
+    // What the fed token asks of the pending instruction: 0 start one, 1 fed D, 2 fed H, 3 emit the window-end J (K, OUT(0, ·)).
+    const fedC = c.tokenField('fedC', (t) => {
+      const k = tokenKind(t).kind;
+      return k === Kind.D ? 1 : k === Kind.H ? 2 : k === Kind.K || (k === Kind.OUT && !startsInstruction(t)) ? 3 : 0;
+    }, [0, 3]);
     const tj = [0, 1].map((k) => c.tokenField(`tj${k}`, (t) => (tokenKind(t).kind === Kind.J ? 0 : bit(tokenKind(t).j, k)), [0, 1]));
     const jw = Array.from({ length: 15 }, (_, k) => c.tokenField(`jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v, k) : 0), [0, 1]));
     const cvN = Array.from({ length: 32 }, (_, k) => c.tokenField(`cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
@@ -158,17 +183,22 @@ export function cpuCircuit(opts: CpuOptions) {
     const opcode = field(0, 7, 'opcode');
     const funct3 = field(12, 3, 'funct3');
     const rd = field(7, 5, 'rd');
-    // Classes: 0 OP-IMM, 1 OP, 2 LUI, 3 AUIPC, 4 JAL, 5 JALR, 6 BRANCH, 7 SYSTEM/FENCE/other.
-    const CLASS: Record<number, number> = { 0x13: 0, 0x33: 1, 0x37: 2, 0x17: 3, 0x6f: 4, 0x67: 5, 0x63: 6 };
-    const cls = c.table('class', [opcode], (op) => CLASS[op] ?? 7, [0, 7]);
+    // Classes: 0 OP-IMM, 1 OP, 2 LUI, 3 AUIPC, 4 JAL, 5 JALR, 6 BRANCH, 7 SYSTEM/FENCE/other, 8 LOAD, 9 STORE.
+    const CLASS: Record<number, number> = { 0x13: 0, 0x33: 1, 0x37: 2, 0x17: 3, 0x6f: 4, 0x67: 5, 0x63: 6, 0x03: 8, 0x23: 9 };
+    const cls = c.table('class', [opcode], (op) => CLASS[op] ?? 7, [0, 9]);
     const isClass = (k: number, name: string) => cls.eq(k).named(name);
     const isOp = isClass(1, 'isOp');
     const isJal = isClass(4, 'isJal');
     const isJalr = isClass(5, 'isJalr');
     const isBranch = isClass(6, 'isBranch');
+    const isStore = c.table('isStore', [opcode], (op) => (op === 0x23 ? 1 : 0), [0, 1]);
+    // Memory access shape from funct3 (loads and stores alike): 0 byte, 1 half, 2 word; 4, 5 unsigned byte/half.
     const isSystem = c.table('isEcall', [opcode], (op) => (op === 0x73 ? 1 : 0), [0, 1]);
-    // ALU op: 0 add 1 sub 2 sll 3 slt 4 sltu 5 xor 6 srl 7 sra 8 or 9 and 10 sh1add 11 sh2add 12 sh3add 13 lui 14 auipc 15 link
+    // Result: 0 add 1 sub 2 sll 3 slt 4 sltu 5 xor 6 srl 7 sra 8 or 9 and 10 sh1add 11 sh2add 12 sh3add 13 lui 14 auipc 15 link
+    // 16 loaded value 17 the word a sub-word store leaves in memory
     const aluOp = c.table('aluOp', [cls, funct3, ins[30]!, ins[29]!], (k, f3, b30, b29) => {
+      if (k === 8) return 16;
+      if (k === 9) return 17;
       if (k === 2) return 13;
       if (k === 3) return 14;
       if (k === 4 || k === 5) return 15;
@@ -179,8 +209,8 @@ export function cpuCircuit(opts: CpuOptions) {
         return [0, 2, 3, 4, 5, 6, 8, 9][f3]!;
       }
       return 0;
-    }, [0, 15]);
-    const writesRd = c.table('writesRd', [cls], (k) => (k <= 5 ? 1 : 0), [0, 1]);
+    }, [0, 17]);
+    const writesRd = c.table('writesRd', [cls], (k) => (k <= 5 || k === 8 ? 1 : 0), [0, 1]);
     const hasRd = c.and(writesRd, rd.ne(0)).named('hasRd');
 
     // ── register file: commit (previous instruction's rd) then read rs1 / rs2 ─────────────────
@@ -210,7 +240,9 @@ export function cpuCircuit(opts: CpuOptions) {
 
     // ── execute ────────────────────────────────────────────────────────────────────────────
     const immI = wordFromSpec(c, ins, immSpec('I'));
-    const opB = muxWord(c, isOp, B, immI);
+    // Stores add their S-immediate: `sum` is then the effective address of every load and store.
+    const immIS = muxWord(c, isStore, wordFromSpec(c, ins, immSpec('S')), immI);
+    const opB = muxWord(c, isOp, B, immIS);
     const sum = add32(c, A, opB, 0, 'sum').sum;
     const diff = sub32(c, A, opB, 'diff').diff;
     const shamt = shiftAmount(c, c.linear([0, 1, 2, 3, 4].map((k) => [c.select(isOp, b[k]!, ins[20 + k]!), 2 ** k] as [Sig, number])));
@@ -228,9 +260,70 @@ export function cpuCircuit(opts: CpuOptions) {
     const auipc = add32(c, pcWord, immU, 0, 'auipc').sum;
     const shadd = [1, 2, 3].map((k) => shAdd(c, A, B, k as 1 | 2 | 3, `sh${k}`));
     const zero = c.constant(0);
+
+    // ── data memory: one aligned 32-bit word per row at CODE_BASE + 4·row ─────────────────────
+    // `sum` is the effective address. Its bits 2… address the row; offset = bits 0, 1. An address
+    // outside [CODE_BASE, CODE_BASE + 4·memWords) reads 0 and writes nothing (the enable).
+    const addrBit = (k: number) => c.table(`ea${k}`, [sum[k >> 3]!], (v) => (v >> (k & 7)) & 1, [0, 1]);
+    const rowBits = Array.from({ length: memBits }, (_, k) => addrBit(2 + k));
+    const off = c.linear([[addrBit(0), 1], [addrBit(1), 2]]).named('offset');
+    const highOk = [1, 2].map((b) => {
+      const mask = 0xff & ~((1 << Math.max(0, Math.min(8, 2 + memBits - 8 * b))) - 1);
+      return c.table(`eaHigh${b}`, [sum[b]!], (v) => ((v & mask) === 0 ? 1 : 0), [0, 1]);
+    });
+    const top = c.table('eaTop', [sum[3]!], (v) => (v === 0x80 ? 1 : 0), [0, 1]);
+    const inRam = c.table('inRam', [top, highOk[0]!, highOk[1]!], (x, y, z) => x & y & z, [0, 1]);
+    const row = c.linear(rowBits.map((x, k) => [x, 2 ** k] as [Sig, number])).named('memRow');
+    // Which bytes of the word a sub-word store replaces and with which byte of rs2 (0 keep, 1 rs2 byte 0, 2 rs2 byte 1).
+    const laneSrc = (lane: number, f3: number, o: number): number => {
+      if (f3 === 0) return o === lane ? 1 : 0;
+      if (f3 === 1) return o === lane ? 1 : o + 1 === lane ? 2 : 0;
+      return 0;
+    };
+    const isSW = c.table('isSW', [isStore, funct3], (st, f3) => (st && f3 === 2 ? 1 : 0), [0, 1]);
+    const fedH = fedC.eq(2).named('fedH');
+    // SW writes at its own position; SB / SH write the merged word the H token brings back.
+    const memWrite = c.table('memWrite', [inRam, isStore, isSW, fedH], (r, st, sw, h) => (r && st && (sw || h) ? 1 : 0), [0, 1]);
+    const hBits = cvW; // the H payload's bits (bits 16…31 of the merged word) at a position fed H
+    const storeBits = Array.from({ length: 32 }, (_, k) =>
+      c.select(isSW, b[k]!, k < 16 ? prevDLo[k]! : hBits[k - 16]!));
+    const mem = c.ram('mem', { rows: memWords, fields: Array.from({ length: 32 }, () => 2) });
+    mem.write(row, storeBits, memWrite);
+    const old = mem.read(row, inRam);
+    const oldByte = bitsWord(c, old);
+    const pick = (name: string, f: (lane: number, f3: number, o: number) => number) =>
+      [0, 1, 2, 3].map((lane) => c.table(`${name}${lane}`, [funct3, off], (f3, o) => f(lane, f3, o), [0, 1]));
+    const fromByte = (sel: Sig[], bytes: Sig[]) => sel.map((s, lane) => [c.select(s, bytes[lane]!, 0), 1] as [Sig, number]);
+    // Loads (LB LH LW LBU LHU, within one word): byte i of the value is lane off + i; the
+    // sign-extension byte is 255 · bit 7 of the value's top lane when the load is signed.
+    const lane0 = pick('ld0_', (l, f3, o) => (o === l ? 1 : 0));
+    const lane1 = pick('ld1_', (l, f3, o) => ((f3 & 3) >= 1 && o + 1 === l ? 1 : 0));
+    const lane23 = pick('ldW', (l, f3) => ((f3 & 3) === 2 && l >= 2 ? 1 : 0));
+    const signLane = (bytesFromTop: number[]) => pick(`sx${bytesFromTop.join('')}`, (l, f3, o) =>
+      (f3 < 4 && bytesFromTop.includes(f3 & 3) && o + (f3 & 3) === l ? 1 : 0));
+    const ext = (sel: Sig[]) => fromByte(sel, old.filter((_, k) => k % 8 === 7).map((bit) => c.linear([[bit, 255]])));
+    const sx1 = signLane([0]); // LB: bytes 1…3 are the sign
+    const sx23 = signLane([0, 1]); // LB, LH: bytes 2, 3 are the sign
+    const loaded: Word = [
+      c.linear(fromByte(lane0, oldByte), 0, [0, 255]),
+      c.linear([...fromByte(lane1, oldByte), ...ext(sx1)], 0, [0, 255]),
+      c.linear([[c.select(lane23[2]!, oldByte[2]!, 0), 1], ...ext(sx23)], 0, [0, 255]),
+      c.linear([[c.select(lane23[3]!, oldByte[3]!, 0), 1], ...ext(sx23)], 0, [0, 255]),
+    ].map((x, i) => x.named(`load${i}`));
+    // SB / SH: the word they leave in memory (old bytes outside the stored lanes).
+    const keep = pick('keep', (l, f3, o) => (laneSrc(l, f3, o) === 0 ? 1 : 0));
+    const byB0 = pick('stB0_', (l, f3, o) => (laneSrc(l, f3, o) === 1 ? 1 : 0));
+    const byB1 = pick('stB1_', (l, f3, o) => (laneSrc(l, f3, o) === 2 ? 1 : 0));
+    const merged: Word = [0, 1, 2, 3].map((lane) => c.linear([
+      [c.select(keep[lane]!, oldByte[lane]!, 0), 1], [c.select(byB0[lane]!, B[0]!, 0), 1], [c.select(byB1[lane]!, B[1]!, 0), 1],
+    ], 0, [0, 255]).named(`merged${lane}`));
+    const isSubStore = c.table('isSubStore', [isStore, funct3], (st, f3) => (st && f3 < 2 ? 1 : 0), [0, 1]);
+    const isConsole = c.and(isStore, eq32(c, sum, constWord(c, CONSOLE_ADDR), 'eaConsole')).named('isConsole');
+    const memStore = c.and(isSubStore, c.not(isConsole)).named('subStore');
+
     const candidates: Word[] = [
       sum, diff, sll, [lt, zero, zero, zero], [ltu, zero, zero, zero], xorW, srl, sra, orW, andW,
-      shadd[0]!, shadd[1]!, shadd[2]!, immU, auipc, link,
+      shadd[0]!, shadd[1]!, shadd[2]!, immU, auipc, link, loaded, merged,
     ];
     const sel = candidates.map((_, k) => aluOp.eq(k));
     const result: Word = [0, 1, 2, 3].map((byte) =>
@@ -263,35 +356,53 @@ export function cpuCircuit(opts: CpuOptions) {
     const nextWlo = c.linear([[tw0, 1], [c.table('tw1lo', [tw1], (v) => v & 3, [0, 3]), 64]]);
     const nextWhi = c.linear([[c.table('tw1hi', [tw1], (v) => v >> 2, [0, 63]), 1], [tw2, 64]]);
 
-    // ── halt ───────────────────────────────────────────────────────────────────────────────
+    // ── halt: ecall with a7 = 93 (code a0), or a nonzero word stored to tohost (code value >>> 1);
+    //    the code is clipped to 255 outside 0…255 (docs/token-protocol.md) ─────────────────────
     const a7is93 = c.and(eq32(c, A, constWord(c, 93), 'a7'), isSystem).named('exit');
+    const bHigh = c.table('haltHi', [B[1]!], (v) => (v === 0 ? 0 : v === 1 ? 1 : 2), [0, 2]);
+    const bTopZero = c.table('haltTop', [B[2]!, c.table('haltB3', [B[3]!], (v) => (v === 0 ? 1 : 0), [0, 1])],
+      (v, z3) => (v === 0 && z3 === 1 ? 1 : 0), [0, 1]);
+    const exitCode = c.table('exitCode', [bTopZero, bHigh, B[0]!], (z, h, v) => (z && h === 0 ? v : 255), [0, 255]);
+    let halting = a7is93;
+    let haltPay = c.select(a7is93, exitCode, 0);
+    if (opts.tohost !== undefined && opts.tohost !== null) {
+      const nonZero = c.not(eq32(c, B, constWord(c, 0), 'tohostZero'));
+      const atTohost = c.and(isSW, eq32(c, sum, constWord(c, opts.tohost >>> 0), 'eaTohost'));
+      const tohostHalt = c.and(atTohost, nonZero).named('tohostHalt');
+      const tohostCode = c.table('tohostCode', [bTopZero, bHigh, B[0]!], (z, h, v) => (z && h <= 1 ? (v >> 1) | (h << 7) : 255), [0, 255]);
+      halting = c.or(a7is93, tohostHalt).named('halting');
+      haltPay = c.linear([[haltPay, 1], [c.select(tohostHalt, tohostCode, 0), 1]], 0, [0, 255]);
+    }
 
     // ── what to emit ───────────────────────────────────────────────────────────────────────
-    const fedC = c.table('fedC', [kind], (k) => (k === Kind.D ? 1 : k === Kind.H ? 2 : k === Kind.K ? 3 : 0), [0, 3]);
     const r3 = result[3]!;
     const signTop = c.table('r3cls', [r3], (v) => (v === 0 ? 0 : v === 255 ? 1 : 2), [0, 2]);
     const r2cls = c.table('r2cls', [result[2]!], (v) => (v === 0 ? 0 : v === 255 ? 1 : 2), [0, 2]);
     const r1cls = c.table('r1cls', [result[1]!], (v) => ((v >> 5) === 0 ? 0 : (v >> 5) === 7 ? 1 : 2), [0, 2]);
-    const fits14 = c.table('fits14', [signTop, r2cls, r1cls], (x, y, z) => (x === y && y === z && x < 2 ? 1 : 0), [0, 1]);
-    const fits30 = c.table('fits30', [r3], (v) => ((v >> 5) === 0 || (v >> 5) === 7 ? 1 : 0), [0, 1]);
+    // A sub-word store's word always takes the full form (D, H), so it never "fits".
+    const fits14 = c.table('fits14', [signTop, r2cls, r1cls, memStore], (x, y, z, st) => (!st && x === y && y === z && x < 2 ? 1 : 0), [0, 1]);
+    const fits30 = c.table('fits30', [r3, memStore], (v, st) => (!st && ((v >> 5) === 0 || (v >> 5) === 7) ? 1 : 0), [0, 1]);
     const wend = j.eq(3).named('windowEnd');
-    const resultOn = c.and(hasRd, c.not(taken));
-    // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT; payload case: 0 r0/r1&63, 1 r2/r3&63, 2 r0/r1, 3 r2/r3, 4 nextW, 5 w+1.
-    const plan = (f: number, tk: number, res: number, n14: number, n30: number, we: number): [number, number] => {
+    const resultOn = c.table('resultOn', [hasRd, taken, memStore], (h, tk, st) => ((h && !tk) || st ? 1 : 0), [0, 1]);
+    // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT; payload case: 0 r0/r1&63, 1 r2/r3&63, 2 r0/r1,
+    // 3 r2/r3, 4 nextW, 5 w+1, 6 console byte.
+    const plan = (f: number, tk: number, res: number, n14: number, n30: number, we: number, con: number): [number, number] => {
       const wc = n14 ? 0 : n30 ? 1 : 2;
       if (tk) return [2, 4];
+      if (con) return f === 0 ? [6, 6] : [2, 5]; // OUT(j+1, b), or OUT(0, b) then J at the window end
       if (!res) return we ? [2, 5] : [5, 0];
       if (f === 0) return wc === 0 ? (we ? [4, 0] : [0, 0]) : [1, 2];
       if (f === 1) return wc === 1 ? (we ? [4, 1] : [0, 1]) : [3, 3];
       if (f === 2) return we ? [2, 5] : [5, 0];
-      return [2, 5]; // fed K: re-base after the window end
+      return [2, 5]; // fed K or OUT(0, ·): re-base after the window end
     };
-    const planIn = [fedC, taken, resultOn, fits14, fits30, wend];
-    const outKind0 = c.table('outKind', planIn, (...a) => plan(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!)[0], [0, 7]);
-    const outKind = c.select(a7is93, 7, outKind0);
+    const planIn = [fedC, taken, resultOn, fits14, fits30, wend, isConsole];
+    const planOf = (a: number[]) => plan(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!);
+    const outKind0 = c.table('outKind', planIn, (...a) => planOf(a)[0], [0, 7]);
+    const outKind = c.select(halting, 7, outKind0);
     // One bit per payload case straight from the plan (one FFN layer, no compare after it).
-    const caseBits = Array.from({ length: 6 }, (_, k) =>
-      c.table(`pcase${k}`, planIn, (...a) => (plan(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!)[1] === k ? 1 : 0), [0, 1]));
+    const caseBits = Array.from({ length: 7 }, (_, k) =>
+      c.table(`pcase${k}`, planIn, (...a) => (planOf(a)[1] === k ? 1 : 0), [0, 1]));
     const ca = (k: number) => caseBits[k]!;
     const outJ = c.table('outJ', [j], (v) => (v + 1) & 3, [0, 3]);
     const r1lo = c.table('r1lo', [result[1]!], (v) => v & 63, [0, 63]);
@@ -302,13 +413,13 @@ export function cpuCircuit(opts: CpuOptions) {
     const p0 = c.linear([
       [c.select(ca(0), result[0]!, 0), 1], [c.select(ca(1), result[2]!, 0), 1], [c.select(ca(2), result[0]!, 0), 1],
       [c.select(ca(3), result[2]!, 0), 1], [c.select(ca(4), nextWlo, 0), 1], [c.select(ca(5), seqLo, 0), 1],
+      [c.select(ca(6), B[0]!, 0), 1],
     ], 0, [0, 255]);
     const p1 = c.linear([
       [c.select(ca(0), r1lo, 0), 1], [c.select(ca(1), r3lo, 0), 1], [c.select(ca(2), result[1]!, 0), 1],
       [c.select(ca(3), result[3]!, 0), 1], [c.select(ca(4), nextWhi, 0), 1], [c.select(ca(5), seqHi, 0), 1],
     ], 0, [0, 255]);
-    const halt0 = c.select(a7is93, B[0]!, 0);
-    const pay0 = c.select(a7is93, halt0, p0);
+    const pay0 = c.select(halting, haltPay, p0);
     // Rows: each token and the field values it requires.
     const rows: { token: number; values: (number | null)[] }[] = [];
     for (let jj = 0; jj < 4; jj++) for (let v = 0; v < 1 << 14; v++) rows.push({ token: TOK.E + (jj << 14) + v, values: [0, jj, v & 255, v >> 8] });
@@ -317,9 +428,10 @@ export function cpuCircuit(opts: CpuOptions) {
     for (let v = 0; v < 1 << 16; v++) rows.push({ token: TOK.H + v, values: [3, null, v & 255, v >> 8] });
     for (let v = 0; v < 1 << 14; v++) rows.push({ token: TOK.K + v, values: [4, null, v & 255, v >> 8] });
     for (let jj = 0; jj < 4; jj++) rows.push({ token: TOK.N + jj, values: [5, jj, null, null] });
+    for (let jj = 0; jj < 4; jj++) for (let v = 0; v < 256; v++) rows.push({ token: TOK.OUT + 256 * jj + v, values: [6, jj, v, null] });
     for (let v = 0; v < 256; v++) rows.push({ token: TOK.HALT + v, values: [7, null, v, null] });
     c.emitRows([outKind, outJ, pay0, p1], rows);
   });
 }
 
-export default cpuCircuit({ codeWords: 1024 });
+export default cpuCircuit({ codeWords: 1024, memWords: 8192 });

@@ -1,8 +1,9 @@
 /**
  * Running an RV32 program on the compiled chip (`chipc run`): compile the chip for a target with a
- * code RAM sized to the program, load the program's code into the GDN state (the state-file
- * path), feed the prompt [BOS, J(entry)] and let the model generate until HALT — optionally
- * beside the golden emulator's token trace, stopping at the first divergence.
+ * code RAM sized to the program and a data RAM of the chosen size, load the program's image into
+ * both RAMs' GDN state (the state-file path), feed the prompt [BOS, J(entry)] and let the model
+ * generate until HALT — optionally beside the golden emulator's token trace, stopping at the
+ * first divergence.
  */
 import { buildCircuit } from '../dsl/load.ts';
 import { compileCircuit, type CompileResult } from '../compile.ts';
@@ -11,7 +12,7 @@ import { Executor, argmax } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
 import { applyRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
-import { cpuCircuit, CODE_BASE } from '../../circuits/rv32im/cpu.ts';
+import { cpuCircuit, CODE_BASE, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { goldenTokens } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
@@ -21,27 +22,59 @@ export interface ChipProgram {
   entry: number;
   /** Code words from CODE_BASE, as 32 bit-values each. */
   code: Map<number, number[]>;
-  codeWords: number;
+  /** Nonzero words of the whole image (every PT_LOAD segment) from CODE_BASE: the data RAM's contents. */
+  data: Map<number, number[]>;
+  /** Initial registers: sp (x2) = the top of the data RAM, as the golden emulator resets it. */
+  regs: Map<number, number[]>;
+  /** Data RAM size in bytes (the golden emulator must run with the same RAM). */
+  memBytes: number;
+  /** The chip options this program needs: code RAM rows (a power of two ≥ 64), data RAM rows, tohost. */
+  chip: Required<CpuOptions>;
 }
 
-/** The code words of an ELF: from CODE_BASE to the end of its last executable segment. */
-export function programOf(elf: Uint8Array): ChipProgram {
+/** Default data RAM: 32 KiB from CODE_BASE (the firmware memory map, docs/firmware.md). */
+export const DEFAULT_MEM_BYTES = 32 * 1024;
+
+const bitsOfWord = (wd: number) => Array.from({ length: 32 }, (_, k) => (wd >>> k) & 1);
+
+/**
+ * The chip image of an ELF: code words from CODE_BASE to the end of its last executable segment,
+ * and every nonzero word of its segments for the data RAM of `memBytes` bytes. ChipcError
+ * 'chip.mem' when a segment lies outside [CODE_BASE, CODE_BASE + memBytes).
+ */
+export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES): ChipProgram {
+  if (!Number.isInteger(memBytes) || memBytes < 4 || memBytes % 4 !== 0) {
+    throw new ChipcError('chip.mem', `data RAM size ${memBytes} is not a positive multiple of 4 bytes`);
+  }
   const p = loadElf(elf);
-  let end = CODE_BASE;
-  for (const s of p.image.segments) if (s.flags & 1) end = Math.max(end, s.vaddr + s.filesz);
-  const used = Math.max(1, Math.ceil((end - CODE_BASE) / 4));
+  let codeEnd = CODE_BASE;
+  for (const s of p.image.segments) {
+    if (s.flags & 1) codeEnd = Math.max(codeEnd, s.vaddr + s.filesz);
+    if (s.vaddr < CODE_BASE || s.vaddr + s.memsz > CODE_BASE + memBytes) {
+      throw new ChipcError('chip.mem',
+        `segment [0x${s.vaddr.toString(16)}, 0x${(s.vaddr + s.memsz).toString(16)}) does not fit the chip's ${memBytes}-byte data RAM ` +
+        `[0x${CODE_BASE.toString(16)}, 0x${(CODE_BASE + memBytes).toString(16)}); compile a bigger one (--mem-size)`);
+    }
+  }
+  const used = Math.max(1, Math.ceil((codeEnd - CODE_BASE) / 4));
   let codeWords = 64;
   while (codeWords < used) codeWords *= 2;
   const code = new Map<number, number[]>();
-  for (let i = 0; i < used; i++) {
-    const wd = p.memory.read32(CODE_BASE + 4 * i) >>> 0;
-    code.set(i, Array.from({ length: 32 }, (_, k) => (wd >>> k) & 1));
+  for (let i = 0; i < used; i++) code.set(i, bitsOfWord(p.memory.read32(CODE_BASE + 4 * i) >>> 0));
+  const data = new Map<number, number[]>();
+  for (const s of p.image.segments) {
+    for (let a = (s.vaddr - CODE_BASE) & ~3; a < s.vaddr - CODE_BASE + s.filesz; a += 4) {
+      const wd = p.memory.read32(CODE_BASE + a) >>> 0;
+      if (wd !== 0) data.set(a / 4, bitsOfWord(wd));
+    }
   }
-  return { entry: p.entry, code, codeWords };
+  const regs = new Map([[2, bitsOfWord((CODE_BASE + memBytes) & ~15)]]);
+  return { entry: p.entry, code, data, regs, memBytes, chip: { codeWords, memWords: memBytes / 4, tohost: p.tohost } };
 }
 
-export function compileChip(codeWords: number, target: ModelConfig): CompileResult {
-  return compileCircuit(buildCircuit(cpuCircuit({ codeWords }), 'circuits/rv32im/cpu.ts'), target);
+/** Compile the chip circuit with `opts` for `target`. */
+export function compileChip(opts: Required<CpuOptions>, target: ModelConfig): CompileResult {
+  return compileCircuit(buildCircuit(cpuCircuit(opts), 'circuits/rv32im/cpu.ts'), target);
 }
 
 export interface GoldenOptions {
@@ -67,9 +100,11 @@ export function runOnChip(
   res: CompileResult, prog: ChipProgram, opts: ExecOptions & GoldenOptions,
 ): RunResult {
   const ex = new Executor(res.weights, opts);
-  const placement = res.rams.find((r) => r.name === 'code');
-  if (!placement) throw new ChipcError('chip.code', 'the compiled chip has no code RAM');
-  applyRamContents(ex, res, placement, prog.code);
+  for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
+    const placement = res.rams.find((r) => r.name === name);
+    if (!placement) throw new ChipcError('chip.ram', `the compiled chip has no RAM "${name}"`);
+    applyRamContents(ex, res, placement, rows);
+  }
   const prompt = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
   const t0 = performance.now();
   const first = argmax(ex.prefill(prompt)[0]!);
@@ -83,10 +118,12 @@ export function runOnChip(
 export function runOnInterpreter(
   prog: ChipProgram, opts: GoldenOptions,
 ): RunResult {
-  const ir = buildCircuit(cpuCircuit({ codeWords: prog.codeWords }), 'circuits/rv32im/cpu.ts');
+  const ir = buildCircuit(cpuCircuit(prog.chip), 'circuits/rv32im/cpu.ts');
   const interp = new Interpreter(ir);
-  const code = ir.rams.findIndex((r) => r.name === 'code');
-  for (const [row, v] of prog.code) interp.setRamRow(code, row, v);
+  for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
+    const ram = ir.rams.findIndex((r) => r.name === name);
+    for (const [row, v] of rows) interp.setRamRow(ram, row, v);
+  }
   const prompt = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
   const t0 = performance.now();
   interp.step(prompt[0]!);

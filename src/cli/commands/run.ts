@@ -47,7 +47,7 @@ export function registerRun(program: Command, run: Runner): void {
         const elf = fs.readFileSync(file);
         if (o.engine !== 'weights' && o.engine !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${o.engine}"`);
         const prog = programOf(elf);
-        const trace = o.check ? goldenTokens(elf, { maxInstructions: maxTokens }) : undefined;
+        const trace = o.check ? goldenTokens(elf, { maxInstructions: maxTokens, mem: { size: prog.memBytes } }) : undefined;
         const golden = trace?.tokens;
         const goldenPc = trace?.tokenPc;
         const onToken = o.trace && !o.json ? (t: number) => out.line(formatToken(t)) : undefined;
@@ -61,7 +61,7 @@ export function registerRun(program: Command, run: Runner): void {
         } else {
           const target = resolveTarget(o.target);
           const t0 = performance.now();
-          const res = compileChip(prog.codeWords, target.config);
+          const res = compileChip(prog.chip, target.config);
           compileS = (performance.now() - t0) / 1000;
           layers = res.layers.length;
           r = runOnChip(res, prog, { profile: o.profile, maxTokens, golden, goldenPc, onToken });

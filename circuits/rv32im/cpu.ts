@@ -192,13 +192,15 @@ export function cpuCircuit(opts: CpuOptions) {
     const isJalr = isClass(5, 'isJalr');
     const isBranch = isClass(6, 'isBranch');
     const isStore = c.table('isStore', [opcode], (op) => (op === 0x23 ? 1 : 0), [0, 1]);
+    const isLoad = c.table('isLoad', [opcode], (op) => (op === 0x03 ? 1 : 0), [0, 1]);
+    // The ALU's view of the class (loads, stores and the rest as 7) keeps aluOp's table within one index.
+    const clsAlu = c.table('classAlu', [opcode], (op) => Math.min(7, CLASS[op] ?? 7), [0, 7]);
     // Memory access shape from funct3 (loads and stores alike): 0 byte, 1 half, 2 word; 4, 5 unsigned byte/half.
     const isSystem = c.table('isEcall', [opcode], (op) => (op === 0x73 ? 1 : 0), [0, 1]);
     // Result: 0 add 1 sub 2 sll 3 slt 4 sltu 5 xor 6 srl 7 sra 8 or 9 and 10 sh1add 11 sh2add 12 sh3add 13 lui 14 auipc 15 link
-    // 16 loaded value 17 the word a sub-word store leaves in memory
-    const aluOp = c.table('aluOp', [cls, funct3, ins[30]!, ins[29]!], (k, f3, b30, b29) => {
-      if (k === 8) return 16;
-      if (k === 9) return 17;
+    // 16 none (the results 16 loaded value and 17 the word a sub-word store leaves are chosen by isLoad / isStore)
+    const aluOp = c.table('aluOp', [clsAlu, funct3, ins[30]!, ins[29]!], (k, f3, b30, b29) => {
+      if (k === 7) return 16;
       if (k === 2) return 13;
       if (k === 3) return 14;
       if (k === 4 || k === 5) return 15;
@@ -209,7 +211,7 @@ export function cpuCircuit(opts: CpuOptions) {
         return [0, 2, 3, 4, 5, 6, 8, 9][f3]!;
       }
       return 0;
-    }, [0, 17]);
+    }, [0, 16]);
     const writesRd = c.table('writesRd', [cls], (k) => (k <= 5 || k === 8 ? 1 : 0), [0, 1]);
     const hasRd = c.and(writesRd, rd.ne(0)).named('hasRd');
 
@@ -325,7 +327,7 @@ export function cpuCircuit(opts: CpuOptions) {
       sum, diff, sll, [lt, zero, zero, zero], [ltu, zero, zero, zero], xorW, srl, sra, orW, andW,
       shadd[0]!, shadd[1]!, shadd[2]!, immU, auipc, link, loaded, merged,
     ];
-    const sel = candidates.map((_, k) => aluOp.eq(k));
+    const sel = candidates.map((_, k) => (k === 16 ? isLoad : k === 17 ? isStore : aluOp.eq(k)));
     const result: Word = [0, 1, 2, 3].map((byte) =>
       c.linear(candidates.map((cw, k) => [c.select(sel[k]!, cw[byte]!, 0), 1] as [Sig, number]), 0, [0, 255]).named(`r${byte}`));
 
@@ -362,26 +364,30 @@ export function cpuCircuit(opts: CpuOptions) {
     const bHigh = c.table('haltHi', [B[1]!], (v) => (v === 0 ? 0 : v === 1 ? 1 : 2), [0, 2]);
     const bTopZero = c.table('haltTop', [B[2]!, c.table('haltB3', [B[3]!], (v) => (v === 0 ? 1 : 0), [0, 1])],
       (v, z3) => (v === 0 && z3 === 1 ? 1 : 0), [0, 1]);
-    const exitCode = c.table('exitCode', [bTopZero, bHigh, B[0]!], (z, h, v) => (z && h === 0 ? v : 255), [0, 255]);
+    const exitSmall = c.table('exitSmall', [bTopZero, bHigh], (z, h) => (z && h === 0 ? 1 : 0), [0, 1]);
+    const exitCode = c.select(exitSmall, B[0]!, 255);
     let halting = a7is93;
     let haltPay = c.select(a7is93, exitCode, 0);
     if (opts.tohost !== undefined && opts.tohost !== null) {
       const nonZero = c.not(eq32(c, B, constWord(c, 0), 'tohostZero'));
       const atTohost = c.and(isSW, eq32(c, sum, constWord(c, opts.tohost >>> 0), 'eaTohost'));
       const tohostHalt = c.and(atTohost, nonZero).named('tohostHalt');
-      const tohostCode = c.table('tohostCode', [bTopZero, bHigh, B[0]!], (z, h, v) => (z && h <= 1 ? (v >> 1) | (h << 7) : 255), [0, 255]);
+      const tohostSmall = c.table('tohostSmall', [bTopZero, bHigh], (z, h) => (z && h <= 1 ? 1 : 0), [0, 1]);
+      const half = c.linear([[c.table('tohostHalf', [B[0]!], (v) => v >> 1, [0, 127]), 1], [c.table('tohostBit8', [bHigh], (h) => (h === 1 ? 1 : 0), [0, 1]), 128]]);
+      const tohostCode = c.select(tohostSmall, half, 255);
       halting = c.or(a7is93, tohostHalt).named('halting');
       haltPay = c.linear([[haltPay, 1], [c.select(tohostHalt, tohostCode, 0), 1]], 0, [0, 255]);
     }
 
     // ── what to emit ───────────────────────────────────────────────────────────────────────
     const r3 = result[3]!;
-    const signTop = c.table('r3cls', [r3], (v) => (v === 0 ? 0 : v === 255 ? 1 : 2), [0, 2]);
+    // r3: 0 is 0x00, 1 is 0xff, 2 other with bits 31…29 equal (fits 30 bits), 3 other.
+    const signTop = c.table('r3cls', [r3], (v) => (v === 0 ? 0 : v === 255 ? 1 : (v >> 5) === 0 || (v >> 5) === 7 ? 2 : 3), [0, 3]);
     const r2cls = c.table('r2cls', [result[2]!], (v) => (v === 0 ? 0 : v === 255 ? 1 : 2), [0, 2]);
     const r1cls = c.table('r1cls', [result[1]!], (v) => ((v >> 5) === 0 ? 0 : (v >> 5) === 7 ? 1 : 2), [0, 2]);
     // A sub-word store's word always takes the full form (D, H), so it never "fits".
     const fits14 = c.table('fits14', [signTop, r2cls, r1cls, memStore], (x, y, z, st) => (!st && x === y && y === z && x < 2 ? 1 : 0), [0, 1]);
-    const fits30 = c.table('fits30', [r3, memStore], (v, st) => (!st && ((v >> 5) === 0 || (v >> 5) === 7) ? 1 : 0), [0, 1]);
+    const fits30 = c.table('fits30', [signTop, memStore], (x, st) => (!st && x <= 2 ? 1 : 0), [0, 1]);
     const wend = j.eq(3).named('windowEnd');
     const resultOn = c.table('resultOn', [hasRd, taken, memStore], (h, tk, st) => ((h && !tk) || st ? 1 : 0), [0, 1]);
     // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT; payload case: 0 r0/r1&63, 1 r2/r3&63, 2 r0/r1,

@@ -18,6 +18,7 @@ import { moeForward, swiglu } from './mlp.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
 import { rmsNorm1p } from './norms.ts';
 import type { ExecOptions, LayerHook, LayerHookEvent } from './types.ts';
+import { phaseEnd, phaseStart, setActiveTimes, type PhaseTimes } from './profile.ts';
 
 const f32 = Math.fround;
 
@@ -153,6 +154,7 @@ export class Executor {
   private pos = 0;
   private hooks: LayerHook[] = [];
   private buffers: ForwardBuffers | null = null;
+  private phaseTimes: PhaseTimes | null = null;
 
   constructor(weights: ModelWeights, opts: ExecOptions = {}) {
     validateWeights(weights);
@@ -201,6 +203,14 @@ export class Executor {
     return s;
   }
 
+  /**
+   * Accumulate wall-clock milliseconds per phase of every later forward call into `t` (null: off,
+   * the default; off costs one null test per probe). Phase names: docs/executor.md.
+   */
+  setPhaseTimes(t: PhaseTimes | null): void {
+    this.phaseTimes = t;
+  }
+
   /** First forward on an empty cache. Returns logits per position if allLogits, else only the last. */
   prefill(idsIn: ArrayLike<number>, opts: { allLogits?: boolean } = {}): Float32Array[] {
     // A typed array's map() would keep its element type: work on a plain array of ids.
@@ -209,13 +219,13 @@ export class Executor {
       throw new ChipcError('EXEC_NOT_EMPTY', `prefill needs an empty cache, but ${this.pos} tokens were consumed (call reset())`);
     }
     if (ids.length === 0) throw new ChipcError('EXEC_EMPTY_PROMPT', 'prefill needs at least one token');
-    return this.forward(ids, 'prefill', opts.allLogits === true);
+    return this.timedForward(ids, 'prefill', opts.allLogits === true);
   }
 
   /** One cached single-token decode step (recurrent GDN). */
   decode(id: number): Float32Array {
     if (this.pos === 0) throw new ChipcError('EXEC_EMPTY_CACHE', 'decode needs a prefill first (the first forward uses the chunked kernel)');
-    return this.forward([id], 'decode', false)[0];
+    return this.timedForward([id], 'decode', false)[0];
   }
 
   /** Greedy decoding: prefill(prompt) then n−1 decode steps; returns the n generated ids. */
@@ -230,6 +240,16 @@ export class Executor {
       out.push(last);
     }
     return out;
+  }
+
+  private timedForward(ids: number[], mode: 'prefill' | 'decode', allLogits: boolean): Float32Array[] {
+    if (this.phaseTimes === null) return this.forward(ids, mode, allLogits);
+    setActiveTimes(this.phaseTimes);
+    try {
+      return this.forward(ids, mode, allLogits);
+    } finally {
+      setActiveTimes(null);
+    }
   }
 
   private forward(ids: number[], mode: 'prefill' | 'decode', allLogits: boolean): Float32Array[] {
@@ -249,11 +269,13 @@ export class Executor {
     // A single-token call keeps its residual vectors in the executor's buffers (no allocation);
     // hooks get copies and the logits are always a fresh array.
     const buf = L === 1 ? (this.buffers ??= newForwardBuffers(H)) : null;
+    let t0 = phaseStart();
     let hs = ids.map((id) => {
       const row = buf ? matrixRowInto(this.weights.embedTokens, id, buf.x[0]) : matrixRow(this.weights.embedTokens, id);
       for (let i = 0; i < H; i++) row[i] = ctx.act(row[i]);
       return row;
     });
+    t0 = phaseEnd('embed', t0);
     for (let li = 0; li < c.numLayers; li++) {
       const lw = this.weights.layers[li];
       const normed = hs.map((x) => {
@@ -261,6 +283,7 @@ export class Executor {
         rmsNorm1p(ctx, x, 0, H, lw.inputLayernorm, c.rmsNormEps, o, 0);
         return o;
       });
+      t0 = phaseEnd('norm', t0);
       let mix: Float32Array[];
       let gdnStates: (Float32Array[] | null)[] | null = null;
       let probs: (Float32Array[] | undefined)[] | null = null;
@@ -269,6 +292,7 @@ export class Executor {
         const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, normed, mode, path, hooked, stats);
         mix = r.out;
         gdnStates = r.states;
+        t0 = phaseStart();
       } else {
         const kv = this.kv[li] as KvCache;
         mix = [];
@@ -278,21 +302,26 @@ export class Executor {
           mix.push(r.out);
           probs.push(r.probs);
         }
+        t0 = phaseEnd('attention', t0);
       }
       const next: Float32Array[] = [];
       for (let t = 0; t < L; t++) {
         const x = hs[t];
         const mid = buf ? buf.mid : new Float32Array(H);
         for (let i = 0; i < H; i++) mid[i] = ctx.act(f32(x[i] + mix[t][i]));
+        t0 = phaseEnd('residual', t0);
         const n2 = buf ? buf.n2 : new Float32Array(H);
         rmsNorm1p(ctx, mid, 0, H, lw.postAttentionLayernorm, c.rmsNormEps, n2, 0);
+        t0 = phaseEnd('norm', t0);
         const f = lw.mlp;
         const ff = f.kind === 'dense'
           ? swiglu(ctx, f, n2, path, stats, buf ? buf.ff : undefined)
           : moeForward(ctx, f, n2, (c.moe ?? { numExpertsPerTok: 0 }).numExpertsPerTok, c.moe?.normTopkProb ?? false, H, path, stats);
         // ping-pong: layer li reads x[li & 1] and writes x[(li + 1) & 1]
         const y = buf ? buf.x[(li + 1) & 1] : new Float32Array(H);
+        t0 = phaseStart();
         for (let i = 0; i < H; i++) y[i] = ctx.act(f32(mid[i] + ff[i]));
+        t0 = phaseEnd('residual', t0);
         next.push(y);
         if (hooked) {
           const ev: LayerHookEvent = {
@@ -303,6 +332,7 @@ export class Executor {
           const pr = probs?.[t];
           if (pr) ev.attentionProbs = pr;
           for (const h of [...this.hooks]) h(ev);
+          t0 = phaseStart();
         }
       }
       hs = next;
@@ -311,8 +341,12 @@ export class Executor {
     const outIdx = allLogits ? hs.map((_, i) => i) : [L - 1];
     return outIdx.map((t) => {
       const n = buf ? buf.normed : new Float32Array(H);
+      t0 = phaseStart();
       rmsNorm1p(ctx, hs[t], 0, H, this.weights.norm, c.rmsNormEps, n, 0);
-      return linear(ctx, this.weights.lmHead, n, path, { stats });
+      t0 = phaseEnd('finalNorm', t0);
+      const logits = linear(ctx, this.weights.lmHead, n, path, { stats });
+      phaseEnd('lmHead', t0);
+      return logits;
     });
   }
 }

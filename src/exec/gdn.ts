@@ -30,10 +30,11 @@ import type { ModelConfig } from '../model/config.ts';
 import type { GdnWeights } from '../model/weights.ts';
 import { chunkGatedDeltaRule } from './gdn-chunked.ts';
 import { gdnDims } from '../model/naming.ts';
-import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
+import { allPlusZero, linear, type MatmulPath, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32, softplus32 } from './numeric.ts';
 import { gatedRmsNorm, l2norm } from './norms.ts';
+import { phaseEnd, phaseStart } from './profile.ts';
 
 const f32 = Math.fround;
 
@@ -74,6 +75,10 @@ export interface GdnCache {
   rowNonZero: Uint8Array[];
   /** Buffers of single-token calls (decode), reused so a step allocates nothing; created on first use. */
   buffers?: GdnBuffers;
+  /** 1 when every conv state entry is known to be +0 (bit pattern 0); 0 = unknown. See idleStep. */
+  convZero?: number;
+  /** The mixer output of an idle step (see idleStep), once one has run; valid for these weights only. */
+  idleOut?: { weights: GdnWeights; out: Float32Array };
 }
 
 /** Per-layer scratch of a single-token GDN call (every array is fully rewritten before it is read). */
@@ -133,17 +138,28 @@ function prepareToken(
   ctx: ExecNumericContext, d: GdnDimsX, w: GdnWeights, cache: GdnCache, x: Float32Array,
   path: MatmulPath, stats?: MatmulStats, buf?: GdnBuffers,
 ): GdnToken {
+  let t0 = phaseStart();
   const mixed = linear(ctx, w.inProjQkv, x, path, { stats, out: buf?.mixed });
   const z = linear(ctx, w.inProjZ, x, path, { stats, out: buf?.z });
   const b = linear(ctx, w.inProjB, x, path, { stats, out: buf?.b });
   const a = linear(ctx, w.inProjA, x, path, { stats, out: buf?.a });
+  t0 = phaseEnd('gdn.proj', t0);
   const { K, convDim } = d;
   const conv = cache.conv;
   const conved = buf ? buf.conved : new Float32Array(convDim);
   const sequential = ctx.order.kind === 'sequential';
   const cw = w.conv1d;
+  const cz = sequential ? convZeroOf(w, convDim, K) : null;
+  const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, convDim);
+  const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
   for (let c = 0; c < convDim; c++) {
     const base = c * K;
+    if (cz !== null && mixedBits[c] === 0 && cz.finite[c] === 1) {
+      // Cold channel: input and state all +0 stay all +0 after the shift; output precomputed.
+      let cold = true;
+      for (let j = 0; j < K; j++) if (convBits[base + j] !== 0) { cold = false; break; }
+      if (cold) { conved[c] = cz.out[c]; continue; }
+    }
     for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
     conv[base + K - 1] = mixed[c];
     let y: number;
@@ -155,6 +171,7 @@ function prepareToken(
     y = ctx.act(y);
     conved[c] = ctx.act(silu32(y, ctx.siluForm));
   }
+  t0 = phaseEnd('gdn.conv', t0);
   const { hk, hv, dk, keyDim } = d;
   const scale = f32(Math.pow(dk, -0.5)); // HF: query.shape[-1] ** -0.5, used as a float32 scalar
   const q = buf ? buf.q : new Float32Array(keyDim);
@@ -171,7 +188,38 @@ function prepareToken(
     beta[h] = ctx.act(sigmoid32(b[h]));
     g[h] = f32(-exp32(w.aLog[h]) * softplus32(f32(a[h] + w.dtBias[h])));
   }
+  phaseEnd('gdn.qkGates', t0);
   return { q, k, v, z, beta, g };
+}
+
+/**
+ * Per channel of a conv1d weight: whether its K taps are finite, and the conv + SiLU output of a
+ * channel whose state (current input included) is all +0: y = Σ_j fl(w_j·(+0)) from −0 is −0 iff
+ * every tap has its sign bit set (else +0), and act(±0) = ±0, silu(±0) = ±0, so the output is y.
+ * Cached per weight array.
+ */
+const convZeroCache = new WeakMap<Float32Array, { finite: Uint8Array; out: Float32Array }>();
+
+function convZeroOf(w: GdnWeights, convDim: number, K: number): { finite: Uint8Array; out: Float32Array } {
+  let z = convZeroCache.get(w.conv1d);
+  if (z === undefined) {
+    const finite = new Uint8Array(convDim);
+    const out = new Float32Array(convDim);
+    for (let c = 0; c < convDim; c++) {
+      let ok = true;
+      let y = -0;
+      for (let j = 0; j < K; j++) {
+        const wj = w.conv1d[c * K + j];
+        if (!Number.isFinite(wj)) ok = false;
+        y = f32(y + f32(wj * 0));
+      }
+      finite[c] = ok ? 1 : 0;
+      out[c] = y;
+    }
+    z = { finite, out };
+    convZeroCache.set(w.conv1d, z);
+  }
+  return z;
 }
 
 /** True when the state has no −0 and no non-finite entry (see the skip rule in the header). */
@@ -439,12 +487,84 @@ export function gdnForward(
   mode: 'prefill' | 'decode', path: MatmulPath, wantStates: boolean, stats?: MatmulStats,
 ): GdnRunResult {
   const d = gdnDimsOf(cfg);
-  const { hv, dk, dv, r, valueDim } = d;
   const L = xs.length;
   // A single-token call reuses the layer's buffers: its outputs are consumed before the next call.
   let buf: GdnBuffers | undefined;
   if (L === 1) buf = cache.buffers ??= gdnBuffers(d, w.outProj.rows);
+  const idle = mode === 'decode' && L === 1 && path === 'sparse' && ctx.order.kind === 'sequential'
+    && idlePreconditions(d, w, cache, xs[0]);
+  if (idle && cache.idleOut && cache.idleOut.weights === w) {
+    const o = (buf as GdnBuffers).out;
+    o.set(cache.idleOut.out);
+    if (stats) stats.sparse += 5;
+    phaseEnd('gdn.idle', phaseStart());
+    return { out: [o], states: [wantStates ? cache.S.map((s) => s.slice()) : null] };
+  }
+  const r = gdnForwardFull(ctx, cfg, w, cache, xs, mode, path, wantStates, d, buf, stats);
+  if (idle) {
+    // Keep the output only if the step left the state as it found it (it does: see idleStep).
+    cache.convZero = allPlusZeroBits(cache.conv) ? 1 : 0;
+    let zero = cache.convZero === 1;
+    for (let h = 0; h < d.hv && zero; h++) if (cache.kind[h] !== STATE_ZERO) zero = false;
+    if (zero) cache.idleOut = { weights: w, out: r.out[0].slice() };
+  } else cache.convZero = 0;
+  return r;
+}
+
+/**
+ * Idle step (sparse path, sequential order, decode). A layer whose in_proj_qkv / z / b / a are all
+ * +0 (isIdleLayer) maps a finite input with at least one activation of clear sign bit to mixed,
+ * z, b, a = +0 exactly, whatever the input (matmul.ts rule 2). If moreover the conv state is all
+ * +0 and every head's state is all +0 (kind STATE_ZERO, not handed out), the whole step is a pure
+ * function of the weights alone: its output is the same vector every time, and it leaves the conv
+ * state (shifted +0s) and S unchanged — checked after the first such step actually ran (the
+ * output is stored only if the conv state is still all +0 and every head is still STATE_ZERO).
+ * Later idle steps copy that output. Hooks still get copies of the (unchanged) states.
+ */
+function idlePreconditions(d: GdnDimsX, w: GdnWeights, cache: GdnCache, x: Float32Array): boolean {
+  if (!isIdleLayer(w)) return false;
+  let someClear = false;
+  for (let i = 0; i < x.length; i++) {
+    const v = x[i];
+    if (v - v !== 0) return false;
+    if (!someClear && (v > 0 || (v === 0 && 1 / v > 0))) someClear = true;
+  }
+  if (!someClear) return false;
+  for (let h = 0; h < d.hv; h++) if (cache.kind[h] !== STATE_ZERO || cache.exposed[h]) return false;
+  if (cache.convZero !== 1) {
+    cache.convZero = allPlusZeroBits(cache.conv) ? 1 : 0;
+    if (cache.convZero !== 1) return false;
+  }
+  return true;
+}
+
+const idleLayers = new WeakMap<GdnWeights, boolean>();
+
+/** True when in_proj_qkv, in_proj_z, in_proj_b and in_proj_a hold only +0 weights (cached). */
+export function isIdleLayer(w: GdnWeights): boolean {
+  let v = idleLayers.get(w);
+  if (v === undefined) {
+    v = allPlusZero(w.inProjQkv) && allPlusZero(w.inProjZ) && allPlusZero(w.inProjB) && allPlusZero(w.inProjA);
+    idleLayers.set(w, v);
+  }
+  return v;
+}
+
+function allPlusZeroBits(a: Float32Array): boolean {
+  const u = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  for (let i = 0; i < u.length; i++) if (u[i] !== 0) return false;
+  return true;
+}
+
+function gdnForwardFull(
+  ctx: ExecNumericContext, cfg: ModelConfig, w: GdnWeights, cache: GdnCache, xs: Float32Array[],
+  mode: 'prefill' | 'decode', path: MatmulPath, wantStates: boolean, d: GdnDimsX, buf: GdnBuffers | undefined,
+  stats?: MatmulStats,
+): GdnRunResult {
+  const { hv, dk, dv, r, valueDim } = d;
+  const L = xs.length;
   const toks = xs.map((x) => prepareToken(ctx, d, w, cache, x, path, stats, buf));
+  let t0 = phaseStart();
   const core: Float32Array[] = buf ? [buf.core] : toks.map(() => new Float32Array(valueDim));
   const states: (Float32Array[] | null)[] = toks.map(() => null);
   if (mode === 'prefill') {
@@ -504,13 +624,16 @@ export function gdnForward(
     cache.kind.fill(STATE_ANY);
     for (const rows of cache.rowNonZero) rows.fill(1);
   }
+  t0 = phaseEnd(mode === 'prefill' ? 'gdn.chunked' : 'gdn.recurrent', t0);
   const out: Float32Array[] = [];
   const normed = buf ? buf.normed : new Float32Array(valueDim);
   for (let t = 0; t < L; t++) {
     for (let h = 0; h < hv; h++) {
       gatedRmsNorm(ctx, core[t], h * dv, toks[t].z, h * dv, dv, w.norm, cfg.rmsNormEps, normed, h * dv);
     }
+    t0 = phaseEnd('gdn.gatedNorm', t0);
     out.push(linear(ctx, w.outProj, normed, path, { stats, out: buf?.out }));
+    t0 = phaseEnd('gdn.outProj', t0);
   }
   return { out, states };
 }

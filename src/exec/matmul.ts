@@ -151,6 +151,115 @@ function sparsePlanOf(m: Matrix): SparsePlan {
 }
 
 /**
+ * Column-major copy of a CSR matrix for the scatter form of the sparse path (built once per
+ * matrix, cached): colPtr[c]..colPtr[c+1] index rowIdx/values, rows ascending within a column.
+ * Null when some CSR row does not list its columns in strictly ascending order (the scatter form
+ * sums each row in ascending column order, which is the CSR walk's order only for sorted rows).
+ */
+interface CscPlan {
+  colPtr: Uint32Array;
+  rowIdx: Uint32Array;
+  values: Float32Array;
+  /** The largest number of stored entries in one row. */
+  maxRowNnz: number;
+}
+
+const cscPlans = new WeakMap<Matrix, CscPlan | null>();
+
+function cscPlanOf(m: Matrix, csr: CsrMatrix): CscPlan | null {
+  let p = cscPlans.get(m);
+  if (p !== undefined) return p;
+  const { rowPtr, colIdx, values } = csr;
+  const nnz = rowPtr[m.rows];
+  const colPtr = new Uint32Array(m.cols + 1);
+  let sorted = true;
+  let maxRowNnz = 0;
+  for (let r = 0; r < m.rows && sorted; r++) {
+    const k0 = rowPtr[r];
+    const k1 = rowPtr[r + 1];
+    if (k1 - k0 > maxRowNnz) maxRowNnz = k1 - k0;
+    for (let k = k0; k < k1; k++) {
+      if (k > k0 && colIdx[k] <= colIdx[k - 1]) { sorted = false; break; }
+      colPtr[colIdx[k] + 1]++;
+    }
+  }
+  if (!sorted) {
+    cscPlans.set(m, null);
+    return null;
+  }
+  for (let c = 0; c < m.cols; c++) colPtr[c + 1] += colPtr[c];
+  const next = colPtr.slice(0, m.cols);
+  const rowIdx = new Uint32Array(nnz);
+  const cv = new Float32Array(nnz);
+  for (let r = 0; r < m.rows; r++) {
+    for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
+      const at = next[colIdx[k]]++;
+      rowIdx[at] = r;
+      cv[at] = values[k];
+    }
+  }
+  p = { colPtr, rowIdx, values: cv, maxRowNnz };
+  cscPlans.set(m, p);
+  return p;
+}
+
+/**
+ * The scatter form of the sparse path, for a CSR-only matrix (or one whose dense form has no −0)
+ * with sorted rows, finite weights and a finite input x with few non-zeros. Preconditions
+ * (checked by the caller): every row has fewer stored entries than the input has activations with
+ * a clear sign bit (maxRowNnz < cols − negTotal), so a row whose terms are all ±0 has at least one
+ * +0 term (an absent weight times such an activation) and its sum is +0.
+ *
+ * For each column c in ascending order with x_c ≠ 0, every stored w_rc adds t = fl(w_rc·x_c) to
+ * out[r] when t ≠ 0: acc_r = fl(acc_r + t), from +0. Per row this is the CSR walk's recursion over
+ * its non-zero terms in ascending column order; it starts from +0 instead of −0, which changes
+ * nothing once the first non-zero term is added (±0 + t = t) and, for a row without non-zero
+ * terms, gives the +0 the precondition makes the right value. Rows reached by no column keep +0.
+ * In the bf16 profile each reached row is then rounded once with ctx.act (act is idempotent, so
+ * rounding a row reached from several columns more than once is harmless), and act(+0) = +0.
+ * `outIsZero`: out[0..rows) is already all +0 (a fresh array), so the fill is skipped.
+ */
+function scatterLinear(
+  ctx: ExecNumericContext, m: Matrix, csc: CscPlan, x: Float32Array, xOff: number, out: Float32Array, outIsZero: boolean,
+): void {
+  if (!outIsZero) out.fill(0, 0, m.rows);
+  const { colPtr, rowIdx, values } = csc;
+  const cols = m.cols;
+  for (let c = 0; c < cols; c++) {
+    const xc = x[xOff + c];
+    if (xc === 0) continue;
+    const k1 = colPtr[c + 1];
+    for (let k = colPtr[c]; k < k1; k++) {
+      const t = f32(values[k] * xc);
+      if (t !== 0) {
+        const r = rowIdx[k];
+        out[r] = f32(out[r] + t);
+      }
+    }
+  }
+  if (ctx.profile !== 'f32') {
+    for (let c = 0; c < cols; c++) {
+      if (x[xOff + c] === 0) continue;
+      const k1 = colPtr[c + 1];
+      for (let k = colPtr[c]; k < k1; k++) out[rowIdx[k]] = ctx.act(out[rowIdx[k]]);
+    }
+  }
+}
+
+/**
+ * True when every weight of the matrix is +0 (bit pattern 0): no CSR entry and, if there is a
+ * dense form, no −0 in it. On the sparse path such a matrix maps any finite input that has at
+ * least one activation with a clear sign bit to act(+0) = +0 in every row (rule 2 of the module
+ * comment). Cached with the matrix's sparse plan.
+ */
+export function allPlusZero(m: Matrix): boolean {
+  const p = sparsePlanOf(m);
+  if (p.nonEmptyRows.length > 0) return false;
+  if (p.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (p.denseNegZeroRow[r]) return false;
+  return true;
+}
+
+/**
  * The sparse path over a plan (see the module comment); `negTotal` = number of sign-bit-set
  * activations. Rows without stored entries are all-±0-term rows: −0 iff every activation has its
  * sign bit set (absent weights are +0), unless the dense form has a −0 in that row (dense row).
@@ -219,6 +328,25 @@ function sparseLinear(
 }
 
 /**
+ * Whether the scatter form applies (see scatterLinear) and walks fewer entries than the row walk:
+ * only matrices with many stored entries are considered (the LM head), and only
+ * when the stored entries in the columns of the non-zero activations, plus a share for the fill
+ * of the output, are well under the row walk's count.
+ */
+function useScatter(m: Matrix, plan: SparsePlan, x: Float32Array, xOff: number, negTotal: number): boolean {
+  const nnz = plan.csr.rowPtr[m.rows];
+  if (nnz < 65536) return false;
+  if (plan.denseNegZeroRow) {
+    for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) return false;
+  }
+  const csc = cscPlanOf(m, plan.csr);
+  if (!csc || csc.maxRowNnz >= m.cols - negTotal) return false;
+  let work = m.rows >> 3;
+  for (let c = 0; c < m.cols; c++) if (x[xOff + c] !== 0) work += csc.colPtr[c + 1] - csc.colPtr[c];
+  return 2 * work < nnz;
+}
+
+/**
  * y = x[xOff .. xOff+cols)·Wᵀ (see the module comment for the two paths). `path` 'sparse' is
  * honoured only in sequential order with finite weights and activations; otherwise the dense math
  * runs. A dense-only matrix asked for the sparse path gets a CSR derived once from its dense form.
@@ -229,6 +357,7 @@ export function linearEx(
 ): LinearResult {
   const xOff = opts.xOff ?? 0;
   checkShapes(m, x, xOff);
+  const outIsZero = opts.out === undefined;
   const out = opts.out ?? new Float32Array(m.rows);
   if (out.length < m.rows) throw new ChipcError('EXEC_SHAPE', `linear: output buffer has ${out.length} slots, need ${m.rows}`);
   if (path === 'sparse' && ctx.order.kind === 'sequential') {
@@ -244,6 +373,11 @@ export function linearEx(
     if (finite) {
       const plan = sparsePlanOf(m);
       if (plan.finite) {
+        if (useScatter(m, plan, x, xOff, negTotal)) {
+          scatterLinear(ctx, m, cscPlanOf(m, plan.csr) as CscPlan, x, xOff, out, outIsZero);
+          if (opts.stats) opts.stats.sparse++;
+          return { out, usedSparse: true };
+        }
         sparseLinear(ctx, m, plan, x, xOff, out, negTotal, opts.stats);
         if (opts.stats) opts.stats.sparse++;
         return { out, usedSparse: true };

@@ -13,6 +13,7 @@ import type { Matrix, MoeMlpWeights } from '../model/weights.ts';
 import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32 } from './numeric.ts';
+import { phaseEnd, phaseStart } from './profile.ts';
 
 const f32 = Math.fround;
 
@@ -33,11 +34,16 @@ export function swiglu(
     uScratch = new Float32Array(n);
   }
   // g, u and h live only inside this call: module scratch (no re-entrancy), sliced to the width.
+  let t0 = phaseStart();
   const g = linear(ctx, m.gateProj, x, path, { stats, out: gScratch.subarray(0, n) });
   const u = linear(ctx, m.upProj, x, path, { stats, out: uScratch.subarray(0, n) });
+  t0 = phaseEnd('ffn.gateUp', t0);
   const h = g;
   for (let i = 0; i < n; i++) h[i] = ctx.act(f32(ctx.act(silu32(g[i], ctx.siluForm)) * u[i]));
-  return linear(ctx, m.downProj, h, path, { stats, out });
+  t0 = phaseEnd('ffn.act', t0);
+  const y = linear(ctx, m.downProj, h, path, { stats, out });
+  phaseEnd('ffn.down', t0);
+  return y;
 }
 
 /** Float32 softmax with max subtraction: p_i = fl(fl(exp(fl(x_i − max))) · fl(1/Σ)). */

@@ -11,6 +11,7 @@
  */
 import { defineCircuit, type CircuitBuilder, type Sig } from '../../src/dsl/index.ts';
 import { ChipcError } from '../../src/util/errors.ts';
+import { mulBytes } from './mul.ts';
 import { add32, constWord, eq32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
 
 // ── token alphabet (docs/token-protocol.md v1) ─────────────────────────────────────────────────
@@ -194,13 +195,17 @@ export function cpuCircuit(opts: CpuOptions) {
     const isStore = c.table('isStore', [opcode], (op) => (op === 0x23 ? 1 : 0), [0, 1]);
     const isLoad = c.table('isLoad', [opcode], (op) => (op === 0x03 ? 1 : 0), [0, 1]);
     // The ALU's view of the class (loads, stores and the rest as 7) keeps aluOp's table within one index.
-    const clsAlu = c.table('classAlu', [opcode], (op) => Math.min(7, CLASS[op] ?? 7), [0, 7]);
+    // 6 is the M extension (OP with funct7 = 1; bit 25 set), which the full class table has no room for.
+    const clsAlu = c.table('classAlu', [opcode, ins[25]!], (op, b25) =>
+      (op === 0x33 && b25 === 1 ? 6 : Math.min(7, CLASS[op] === 6 ? 7 : CLASS[op] ?? 7)), [0, 7]);
     // Memory access shape from funct3 (loads and stores alike): 0 byte, 1 half, 2 word; 4, 5 unsigned byte/half.
     const isSystem = c.table('isEcall', [opcode], (op) => (op === 0x73 ? 1 : 0), [0, 1]);
     // Result: 0 add 1 sub 2 sll 3 slt 4 sltu 5 xor 6 srl 7 sra 8 or 9 and 10 sh1add 11 sh2add 12 sh3add 13 lui 14 auipc 15 link
     // 16 none (the results 16 loaded value and 17 the word a sub-word store leaves are chosen by isLoad / isStore)
+    // 18 mul 19 mulh 20 mulhsu 21 mulhu (div / rem: none yet)
     const aluOp = c.table('aluOp', [clsAlu, funct3, ins[30]!, ins[29]!], (k, f3, b30, b29) => {
       if (k === 7) return 16;
+      if (k === 6) return f3 < 4 ? 18 + f3 : 16;
       if (k === 2) return 13;
       if (k === 3) return 14;
       if (k === 4 || k === 5) return 15;
@@ -211,7 +216,7 @@ export function cpuCircuit(opts: CpuOptions) {
         return [0, 2, 3, 4, 5, 6, 8, 9][f3]!;
       }
       return 0;
-    }, [0, 16]);
+    }, [0, 21]);
     const writesRd = c.table('writesRd', [cls], (k) => (k <= 5 || k === 8 ? 1 : 0), [0, 1]);
     const hasRd = c.and(writesRd, rd.ne(0)).named('hasRd');
 
@@ -323,9 +328,21 @@ export function cpuCircuit(opts: CpuOptions) {
     const isConsole = c.and(isStore, eq32(c, sum, constWord(c, CONSOLE_ADDR), 'eaConsole')).named('isConsole');
     const memStore = c.and(isSubStore, c.not(isConsole)).named('subStore');
 
+    // ── M extension: one unsigned 32×32 → 64 multiplier (mul.ts); the signed high words by
+    //    MULH = MULHU − [a < 0]·b − [b < 0]·a and MULHSU = MULHU − [a < 0]·b (mod 2^32), the
+    //    correction summed beside the multiplier and subtracted after it ────────────────────
+    const product = mulBytes(c, A, B, false, false, 8, 'mul');
+    const aNeg = c.table('mulANeg', [A[3]!], (v) => (v >= 128 ? 1 : 0), [0, 1]);
+    const bNeg = c.table('mulBNeg', [B[3]!], (v) => (v >= 128 ? 1 : 0), [0, 1]);
+    const corrBOn = c.table('mulCorrB', [aNeg, aluOp], (n, op) => (n && (op === 19 || op === 20) ? 1 : 0), [0, 1]);
+    const corrAOn = c.table('mulCorrA', [bNeg, aluOp], (n, op) => (n && op === 19 ? 1 : 0), [0, 1]);
+    const corr = add32(c, muxWord(c, corrBOn, B, constWord(c, 0)), muxWord(c, corrAOn, A, constWord(c, 0)), 0, 'mulCorr').sum;
+    const mulHigh = sub32(c, product.slice(4), corr, 'mulHigh').diff;
+
     const candidates: Word[] = [
       sum, diff, sll, [lt, zero, zero, zero], [ltu, zero, zero, zero], xorW, srl, sra, orW, andW,
       shadd[0]!, shadd[1]!, shadd[2]!, immU, auipc, link, loaded, merged,
+      product.slice(0, 4), mulHigh, mulHigh, mulHigh,
     ];
     const sel = candidates.map((_, k) => (k === 16 ? isLoad : k === 17 ? isStore : aluOp.eq(k)));
     const result: Word = [0, 1, 2, 3].map((byte) =>

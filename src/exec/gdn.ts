@@ -149,27 +149,32 @@ function prepareToken(
   const conved = buf ? buf.conved : new Float32Array(convDim);
   const sequential = ctx.order.kind === 'sequential';
   const cw = w.conv1d;
-  const cz = sequential ? convZeroOf(w, convDim, K) : null;
-  const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, convDim);
-  const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
-  for (let c = 0; c < convDim; c++) {
-    const base = c * K;
-    if (cz !== null && mixedBits[c] === 0 && cz.finite[c] === 1) {
-      // Cold channel: input and state all +0 stay all +0 after the shift; output precomputed.
-      let cold = true;
-      for (let j = 0; j < K; j++) if (convBits[base + j] !== 0) { cold = false; break; }
-      if (cold) { conved[c] = cz.out[c]; continue; }
+  if (sequential && ctx.profile === 'f32' && ctx.siluForm === 'mul') {
+    const cz = convZeroOf(w, convDim, K);
+    convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
+  } else {
+    const cz = sequential ? convZeroOf(w, convDim, K) : null;
+    const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, convDim);
+    const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
+    for (let c = 0; c < convDim; c++) {
+      const base = c * K;
+      if (cz !== null && mixedBits[c] === 0 && cz.finite[c] === 1) {
+        // Cold channel: input and state all +0 stay all +0 after the shift; output precomputed.
+        let cold = true;
+        for (let j = 0; j < K; j++) if (convBits[base + j] !== 0) { cold = false; break; }
+        if (cold) { conved[c] = cz.out[c]; continue; }
+      }
+      for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
+      conv[base + K - 1] = mixed[c];
+      let y: number;
+      if (sequential) {
+        // ctx.dot in sequential order, inlined (acc = −0, then fl(acc + fl(w·s)) in tap order)
+        y = -0;
+        for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
+      } else y = ctx.dot(cw, base, 1, conv, base, 1, K);
+      y = ctx.act(y);
+      conved[c] = ctx.act(silu32(y, ctx.siluForm));
     }
-    for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
-    conv[base + K - 1] = mixed[c];
-    let y: number;
-    if (sequential) {
-      // ctx.dot in sequential order, inlined (acc = −0, then fl(acc + fl(w·s)) in tap order)
-      y = -0;
-      for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
-    } else y = ctx.dot(cw, base, 1, conv, base, 1, K);
-    y = ctx.act(y);
-    conved[c] = ctx.act(silu32(y, ctx.siluForm));
   }
   t0 = phaseEnd('gdn.conv', t0);
   const { hk, hv, dk, keyDim } = d;
@@ -177,6 +182,13 @@ function prepareToken(
   const q = buf ? buf.q : new Float32Array(keyDim);
   const k = buf ? buf.k : new Float32Array(keyDim);
   for (let h = 0; h < hk; h++) {
+    if (sequential && allZero(conved, h * dk, dk) && allZero(conved, keyDim + h * dk, dk)) {
+      // l2norm of ±0s: Σ fl(x²) = +0, r = rsqrt(fl(1e−6)) > 0 finite, so fl(x·r) = x and then
+      // fl(x·scale) = x (same-sign zeros). Sequential order only (a shuffled sum counts calls).
+      q.set(conved.subarray(h * dk, (h + 1) * dk), h * dk);
+      k.set(conved.subarray(keyDim + h * dk, keyDim + (h + 1) * dk), h * dk);
+      continue;
+    }
     l2norm(ctx, conved, h * dk, dk, q, h * dk);
     for (let i = 0; i < dk; i++) q[h * dk + i] = f32(q[h * dk + i] * scale);
     l2norm(ctx, conved, keyDim + h * dk, dk, k, h * dk);
@@ -190,6 +202,39 @@ function prepareToken(
   }
   phaseEnd('gdn.qkGates', t0);
   return { q, k, v, z, beta, g };
+}
+
+/**
+ * The conv + SiLU of prepareToken for the f32 profile, sequential order, silu 'mul' (the same
+ * float operations, act being the identity there), in a small monomorphic function: channels whose
+ * input and state are all +0 (bit patterns) with finite taps keep their all-+0 state and output
+ * zeroOut[c] (convZeroOf); the others shift, sum the taps from −0 in order and apply silu.
+ */
+function convStepF32(
+  convDim: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array, conved: Float32Array,
+  finite: Uint8Array, zeroOut: Float32Array,
+): void {
+  const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, convDim);
+  const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
+  for (let c = 0; c < convDim; c++) {
+    const base = c * K;
+    if (mixedBits[c] === 0 && finite[c] === 1) {
+      let cold = true;
+      for (let j = 0; j < K; j++) if (convBits[base + j] !== 0) { cold = false; break; }
+      if (cold) { conved[c] = zeroOut[c]; continue; }
+    }
+    for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
+    conv[base + K - 1] = mixed[c];
+    let y = -0;
+    for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
+    conved[c] = silu32(y, 'mul');
+  }
+}
+
+/** True when x[off .. off+n) holds only ±0. */
+function allZero(x: Float32Array, off: number, n: number): boolean {
+  for (let i = off; i < off + n; i++) if (x[i] !== 0) return false;
+  return true;
 }
 
 /**

@@ -51,11 +51,19 @@ export interface MatmulStats {
   dense: number;
   /** Sparse-path rows that fell back to a dense row to decide the sign of a zero. */
   denseRowFallbacks: number;
+  /** Sparse-path matmuls that ran in the column-scatter form (counted in `sparse` too). */
+  scatter: number;
 }
 
 export function newMatmulStats(): MatmulStats {
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0 };
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0 };
 }
+
+/**
+ * Size threshold of the scatter form (stored entries of the matrix): below it the row walk is
+ * used. A knob for tests, which lower it to exercise the scatter form on small models.
+ */
+export const sparseTuning = { scatterMinNnz: 65536 };
 
 const csrFinite = new WeakMap<CsrMatrix, boolean>();
 const derivedCsr = new WeakMap<Float32Array, CsrMatrix>();
@@ -335,7 +343,7 @@ function sparseLinear(
  */
 function useScatter(m: Matrix, plan: SparsePlan, x: Float32Array, xOff: number, negTotal: number): boolean {
   const nnz = plan.csr.rowPtr[m.rows];
-  if (nnz < 65536) return false;
+  if (nnz < sparseTuning.scatterMinNnz) return false;
   if (plan.denseNegZeroRow) {
     for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) return false;
   }
@@ -375,7 +383,7 @@ export function linearEx(
       if (plan.finite) {
         if (useScatter(m, plan, x, xOff, negTotal)) {
           scatterLinear(ctx, m, cscPlanOf(m, plan.csr) as CscPlan, x, xOff, out, outIsZero);
-          if (opts.stats) opts.stats.sparse++;
+          if (opts.stats) { opts.stats.sparse++; opts.stats.scatter++; }
           return { out, usedSparse: true };
         }
         sparseLinear(ctx, m, plan, x, xOff, out, negTotal, opts.stats);
@@ -387,6 +395,53 @@ export function linearEx(
   denseLinear(ctx, m, x, xOff, out);
   if (opts.stats) opts.stats.dense++;
   return { out, usedSparse: false };
+}
+
+/**
+ * linear() on the sparse path for an input known to be +0 (bit pattern 0) outside the positions
+ * support[0..n): the finiteness and sign-bit scan of the activations visits only those (a +0 is
+ * finite and has a clear sign bit), then the same sparse row walk runs. Falls back to linear()
+ * outside sequential order or with non-finite weights / activations. Returns out.
+ */
+export function linearOnSupport(
+  ctx: ExecNumericContext, m: Matrix, x: Float32Array, support: Int32Array, n: number, path: MatmulPath,
+  out: Float32Array, stats?: MatmulStats,
+): Float32Array {
+  if (path === 'sparse' && ctx.order.kind === 'sequential' && x.length >= m.cols && out.length >= m.rows && !m.dense) {
+    let negTotal = 0;
+    let finite = true;
+    for (let t = 0; t < n; t++) {
+      const v = x[support[t]];
+      if (v - v !== 0) { finite = false; break; }
+      if (v < 0 || (v === 0 && 1 / v < 0)) negTotal++;
+    }
+    if (finite) {
+      const plan = sparsePlanOf(m);
+      if (plan.finite) {
+        sparseLinear(ctx, m, plan, x, 0, out, negTotal, stats);
+        if (stats) stats.sparse++;
+        return out;
+      }
+    }
+  }
+  return linear(ctx, m, x, path, { out, stats });
+}
+
+/** Sorted union of the non-empty rows of two matrices with the same row count (cached per pair's first matrix). */
+const rowUnions = new WeakMap<Matrix, { other: Matrix; rows: Int32Array }>();
+export function nonEmptyRowUnion(a: Matrix, b: Matrix): Int32Array {
+  const c = rowUnions.get(a);
+  if (c && c.other === b) return c.rows;
+  const pa = sparsePlanOf(a);
+  const pb = sparsePlanOf(b);
+  const mark = new Uint8Array(a.rows);
+  for (const r of pa.nonEmptyRows) mark[r] = 1;
+  for (const r of pb.nonEmptyRows) mark[r] = 1;
+  const rows: number[] = [];
+  for (let r = 0; r < a.rows; r++) if (mark[r]) rows.push(r);
+  const out = Int32Array.from(rows);
+  rowUnions.set(a, { other: b, rows: out });
+  return out;
 }
 
 /** linearEx returning only the output. */

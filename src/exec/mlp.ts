@@ -10,7 +10,7 @@
  */
 import { ChipcError } from '../util/errors.ts';
 import type { Matrix, MoeMlpWeights } from '../model/weights.ts';
-import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
+import { linear, linearEx, linearOnSupport, nonEmptyRowUnion, type MatmulPath, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32 } from './numeric.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
@@ -19,6 +19,17 @@ const f32 = Math.fround;
 
 let gScratch = new Float32Array(0);
 let uScratch = new Float32Array(0);
+
+/** Per down-projection matrix: an input buffer that stays +0 outside the gate/up row union. */
+const supportBuffers = new WeakMap<Matrix, Float32Array>();
+function supportBufferOf(down: Matrix, n: number): Float32Array {
+  let b = supportBuffers.get(down);
+  if (!b || b.length !== n) {
+    b = new Float32Array(n);
+    supportBuffers.set(down, b);
+  }
+  return b;
+}
 
 /** SwiGLU MLP: down(silu(gate(x)) ⊙ up(x)), into `out` when given (else a fresh array). */
 export function swiglu(
@@ -35,9 +46,28 @@ export function swiglu(
   }
   // g, u and h live only inside this call: module scratch (no re-entrancy), sliced to the width.
   let t0 = phaseStart();
-  const g = linear(ctx, m.gateProj, x, path, { stats, out: gScratch.subarray(0, n) });
-  const u = linear(ctx, m.upProj, x, path, { stats, out: uScratch.subarray(0, n) });
+  const gr = linearEx(ctx, m.gateProj, x, path, { stats, out: gScratch.subarray(0, n) });
+  const ur = linearEx(ctx, m.upProj, x, path, { stats, out: uScratch.subarray(0, n) });
+  const g = gr.out;
+  const u = ur.out;
   t0 = phaseEnd('ffn.gateUp', t0);
+  if (gr.usedSparse && ur.usedSparse && !m.gateProj.dense && !m.upProj.dense && !m.downProj.dense) {
+    // Rows empty in both gate and up: g = u = E, the call's one empty-row value (±0, the same for
+    // both since they read the same x), so h = act(fl(act(silu(E))·E)) = act(fl(E·E)) = +0
+    // (silu(±0) = ±0, (±0)·(±0) with equal signs = +0). Only the union U of their non-empty rows
+    // is computed; the down projection reads h from a per-matrix buffer that is +0 outside U.
+    const U = nonEmptyRowUnion(m.gateProj, m.upProj);
+    const h = supportBufferOf(m.downProj, n);
+    for (let t = 0; t < U.length; t++) {
+      const i = U[t];
+      const gi = g[i];
+      h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, ctx.siluForm))) * u[i]));
+    }
+    t0 = phaseEnd('ffn.act', t0);
+    const y = linearOnSupport(ctx, m.downProj, h, U, U.length, path, out ?? new Float32Array(m.downProj.rows), stats);
+    phaseEnd('ffn.down', t0);
+    return y;
+  }
   const h = g;
   for (let i = 0; i < n; i++) h[i] = ctx.act(f32(ctx.act(silu32(g[i], ctx.siluForm)) * u[i]));
   t0 = phaseEnd('ffn.act', t0);

@@ -97,6 +97,38 @@ interface Retired {
   target: number | null;
   /** A sub-word store to RAM (v2): the word it left in memory rides on D + H (no register commit). */
   storeWord: number | null;
+  /** DIV / DIVU / REM / REMU (v2): the division-step tokens Q(s, q), D, H emitted before the result. */
+  divTokens: number[] | null;
+}
+
+/**
+ * The v2 division steps of DIV/DIVU/REM/REMU on rs1 = a, rs2 = b (docs/token-protocol.md): radix-16
+ * long division on the magnitudes (signed ops) or the unsigned values, from step s0 = the number
+ * of leading zero nibbles of the dividend (capped at 7), or s0 = 0 when the divisor is 0 (whose
+ * steps give digits 15 and so the all-ones quotient) or a signed dividend is negative. Step s: X = 16·R + nibble (7 − s) of the dividend,
+ * q = min(15, ⌊X / divisor⌋) (15 for divisor 0), R ← (X − q·divisor) mod 2^32; it emits
+ * Q(s, q), D(R mod 2^16), H(R >>> 16).
+ */
+export function divisionSteps(a: number, b: number, signed: boolean): { tokens: number[]; quotient: number; remainder: number } {
+  const mag = (x: number) => (signed && x < 0 ? -x : x >>> 0); // |INT_MIN| = 2^31
+  const ma = mag(a | 0);
+  const mb = mag(b | 0);
+  let s0 = 0;
+  if (mb !== 0 && !(signed && (a | 0) < 0)) while (s0 < 7 && ((ma >>> (4 * (7 - s0))) & 15) === 0) s0++;
+  const tokens: number[] = [];
+  let R = 0;
+  let Q = 0;
+  for (let s = s0; s < 8; s++) {
+    const X = 16 * R + ((ma >>> (4 * (7 - s))) & 15);
+    const q = mb === 0 ? 15 : Math.min(15, Math.floor(X / mb));
+    R = (X - q * mb) % 2 ** 32;
+    Q = Q * 16 + q;
+    tokens.push(encodeToken({ kind: 'Q', s, q }), encodeToken({ kind: 'D', v: R & 0xffff }), encodeToken({ kind: 'H', v: R >>> 16 }));
+  }
+  if (mb !== 0 && (Q !== Math.floor(ma / mb) || R !== ma % mb)) {
+    throw new Error(`golden trace: division steps of ${ma} / ${mb} gave ${Q} rem ${R}`);
+  }
+  return { tokens, quotient: Q, remainder: R };
 }
 
 /** HALT payload for an exit code: the code itself when in 0…255, else 255 (as `chipc emu`'s exit status). */
@@ -161,6 +193,8 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
         throw new Error(`golden trace: sequential instruction at 0x${hex(r.pc)} was followed by 0x${hex(nextPc)}`);
       }
       const windowEnd = j === 3;
+      // v2: a division first emits its steps; its result (or N / J when rd = x0) follows as usual.
+      if (r.divTokens !== null) for (const id of r.divTokens) out(id);
       if (r.consoleByte !== null) {
         // At the window end OUT(0, b) outputs b and starts nothing (v1 decision; OUT(0, ·) is otherwise never emitted).
         out(encodeToken({ kind: 'OUT', j: windowEnd ? 0 : j + 1, b: r.consoleByte }));
@@ -225,7 +259,7 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
   }
 
   const generated = tokens.length - PROMPT_LENGTH;
-  const byKind: Record<TokenKind, number> = { E: 0, D: 0, J: 0, H: 0, K: 0, N: 0, OUT: 0, HALT: 0, BOS: 0 };
+  const byKind: Record<TokenKind, number> = { E: 0, D: 0, J: 0, H: 0, K: 0, N: 0, OUT: 0, HALT: 0, BOS: 0, Q: 0 };
   for (let i = PROMPT_LENGTH; i < tokens.length; i++) byKind[decodeToken(tokens[i]!).kind]++;
   for (const c of INSTR_CLASSES) {
     const k = byClass[c];
@@ -260,6 +294,7 @@ function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number
   const f3 = (w >>> 12) & 7;
   let consoleByte: number | null = null;
   let storeWord: number | null = null;
+  let divTokens: number[] | null = null;
   let jumps = false;
   let target: number | null = null;
   if (w === 0x00000073 && regs[17] === 64) {
@@ -290,6 +325,8 @@ function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number
       jumps = true;
       target = (e.pc + immB(w)) >>> 0;
     }
+  } else if (opcode === OPC.OP && (w >>> 25) === 1 && f3 >= 4) {
+    divTokens = divisionSteps(regs[rs1]!, regs[rs2]!, f3 === 4 || f3 === 6).tokens;
   } else if (opcode === OPC.JAL) {
     jumps = true;
     target = (e.pc + immJ(w)) >>> 0;
@@ -297,5 +334,5 @@ function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number
     jumps = true;
   }
   const result = jumps || e.rd === null ? null : e.rdValue;
-  return { pc: e.pc, word: w, cls, result, consoleByte, jumps, target, storeWord };
+  return { pc: e.pc, word: w, cls, result, consoleByte, jumps, target, storeWord, divTokens };
 }

@@ -30,8 +30,11 @@ export const HALT_BASE = OUT_BASE + OUT_COUNT; // 246,788
 export const HALT_COUNT = 256;
 /** The beginning-of-sequence token the driver feeds first (v1 decision: the first spare id after HALT). */
 export const BOS_ID = HALT_BASE + HALT_COUNT; // 247,044
-/** Number of ids the v1 alphabet uses: [0, PROTOCOL_ALPHABET_SIZE). */
-export const PROTOCOL_ALPHABET_SIZE = BOS_ID + 1; // 247,045
+/** v2: a division step Q(s, q) — step s ∈ 0…7 of radix-16 long division emitted quotient digit q. */
+export const Q_BASE = BOS_ID + 1; // 247,045
+export const Q_COUNT = 8 * 16;
+/** Number of ids the v2 alphabet uses: [0, PROTOCOL_ALPHABET_SIZE). */
+export const PROTOCOL_ALPHABET_SIZE = Q_BASE + Q_COUNT; // 247,173
 /** Qwen3.5's vocabulary size: every token id must be below it. */
 export const QWEN_VOCAB_SIZE = 248_320;
 
@@ -40,7 +43,7 @@ export const CODE_BASE = 0x80000000;
 export const CODE_WORDS = J_COUNT;
 export const CODE_BYTES = 4 * CODE_WORDS;
 
-export type TokenKind = 'E' | 'D' | 'J' | 'H' | 'K' | 'N' | 'OUT' | 'HALT' | 'BOS';
+export type TokenKind = 'E' | 'D' | 'J' | 'H' | 'K' | 'N' | 'OUT' | 'HALT' | 'BOS' | 'Q';
 
 /** A decoded token. E and K carry a signed 14-bit v; D and H an unsigned 16-bit v. */
 export type Token =
@@ -52,7 +55,8 @@ export type Token =
   | { kind: 'N'; j: number }
   | { kind: 'OUT'; j: number; b: number }
   | { kind: 'HALT'; code: number }
-  | { kind: 'BOS' };
+  | { kind: 'BOS' }
+  | { kind: 'Q'; s: number; q: number };
 
 /** What encodeToken accepts: a kind and exactly the fields that kind has. */
 export interface TokenFields {
@@ -62,10 +66,12 @@ export interface TokenFields {
   w?: number;
   b?: number;
   code?: number;
+  s?: number;
+  q?: number;
 }
 
 const FIELDS: Record<TokenKind, readonly (keyof TokenFields)[]> = {
-  E: ['j', 'v'], D: ['v'], J: ['w'], H: ['v'], K: ['v'], N: ['j'], OUT: ['j', 'b'], HALT: ['code'], BOS: [],
+  E: ['j', 'v'], D: ['v'], J: ['w'], H: ['v'], K: ['v'], N: ['j'], OUT: ['j', 'b'], HALT: ['code'], BOS: [], Q: ['s', 'q'],
 };
 
 /** The low 14 bits of x as a signed number: ((x mod 2^14) xor 2^13) − 2^13, in [−8192, 8191]. */
@@ -135,7 +141,7 @@ function checkField(kind: TokenKind, name: string, x: number | undefined, lo: nu
 export function encodeToken(t: TokenFields): number {
   const fields = FIELDS[t.kind];
   if (fields === undefined) throw new ChipcError('protocol.token', `unknown token kind ${JSON.stringify(t.kind)}`);
-  for (const k of ['j', 'v', 'w', 'b', 'code'] as const) {
+  for (const k of ['j', 'v', 'w', 'b', 'code', 's', 'q'] as const) {
     if (t[k] !== undefined && !fields.includes(k)) {
       throw new ChipcError('protocol.token', `${t.kind} token has no field ${k} (its fields: ${fields.join(', ') || 'none'})`);
     }
@@ -150,6 +156,7 @@ export function encodeToken(t: TokenFields): number {
     case 'OUT': return OUT_BASE + checkField('OUT', 'j', t.j, 0, 3) * 256 + checkField('OUT', 'b', t.b, 0, 255);
     case 'HALT': return HALT_BASE + checkField('HALT', 'code', t.code, 0, 255);
     case 'BOS': return BOS_ID;
+    case 'Q': return Q_BASE + checkField('Q', 's', t.s, 0, 7) * 16 + checkField('Q', 'q', t.q, 0, 15);
   }
 }
 
@@ -166,12 +173,13 @@ export function decodeToken(id: number): Token {
   if (id < OUT_BASE) return { kind: 'N', j: id - N_BASE };
   if (id < HALT_BASE) return { kind: 'OUT', j: (id - OUT_BASE) >> 8, b: (id - OUT_BASE) & 0xff };
   if (id < BOS_ID) return { kind: 'HALT', code: id - HALT_BASE };
-  return { kind: 'BOS' };
+  if (id === BOS_ID) return { kind: 'BOS' };
+  return { kind: 'Q', s: (id - Q_BASE) >> 4, q: (id - Q_BASE) & 15 };
 }
 
 const hex = (x: number, width: number): string => `0x${x.toString(16).padStart(width, '0')}`;
 
-/** Human form of a token id: E(2, -17), D(0x1234), J(0x40), H(0xbeef), K(5), N(1), OUT(1, 0x41), HALT(0), BOS. */
+/** Human form of a token id: E(2, -17), D(0x1234), J(0x40), H(0xbeef), K(5), N(1), OUT(1, 0x41), HALT(0), BOS, Q(3, 9). */
 export function formatToken(id: number): string {
   const t = decodeToken(id);
   switch (t.kind) {
@@ -184,5 +192,6 @@ export function formatToken(id: number): string {
     case 'OUT': return `OUT(${t.j}, ${hex(t.b, 2)})`;
     case 'HALT': return `HALT(${t.code})`;
     case 'BOS': return 'BOS';
+    case 'Q': return `Q(${t.s}, ${t.q})`;
   }
 }

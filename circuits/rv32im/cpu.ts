@@ -12,16 +12,17 @@
 import { defineCircuit, type CircuitBuilder, type Sig } from '../../src/dsl/index.ts';
 import { ChipcError } from '../../src/util/errors.ts';
 import { mulBytes } from './mul.ts';
-import { add32, constWord, eq32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
+import { divStep, negWord, signedResult } from './div.ts';
+import { add32, wordFromNibbles, wordNibbles, constWord, eq32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
 
 // ── token alphabet (docs/token-protocol.md v1) ─────────────────────────────────────────────────
 export const TOK = {
-  E: 0, D: 65_536, J: 131_072, H: 163_840, K: 229_376, N: 245_760, OUT: 245_764, HALT: 246_788, BOS: 247_044,
+  E: 0, D: 65_536, J: 131_072, H: 163_840, K: 229_376, N: 245_760, OUT: 245_764, HALT: 246_788, BOS: 247_044, Q: 247_045,
 } as const;
-export const VOCAB = TOK.BOS + 1;
+export const VOCAB = TOK.Q + 128;
 export const CODE_BASE = 0x8000_0000;
 
-export const enum Kind { E, D, J, H, K, N, OUT, HALT, BOS }
+export const enum Kind { E, D, J, H, K, N, OUT, HALT, BOS, Q }
 
 /** The kind and payload of a token id (the embedding's view). */
 export function tokenKind(t: number): { kind: Kind; j: number; v: number } {
@@ -33,7 +34,8 @@ export function tokenKind(t: number): { kind: Kind; j: number; v: number } {
   if (t < TOK.OUT) return { kind: Kind.N, j: t - TOK.N, v: 0 };
   if (t < TOK.HALT) return { kind: Kind.OUT, j: (t - TOK.OUT) >> 8, v: (t - TOK.OUT) & 255 };
   if (t < TOK.BOS) return { kind: Kind.HALT, j: 0, v: t - TOK.HALT };
-  return { kind: Kind.BOS, j: 0, v: 0 };
+  if (t === TOK.BOS) return { kind: Kind.BOS, j: 0, v: 0 };
+  return { kind: Kind.Q, j: 0, v: t - TOK.Q };
 }
 
 const sext = (v: number, bits: number) => (v << (32 - bits)) >> (32 - bits);
@@ -148,11 +150,15 @@ export function cpuCircuit(opts: CpuOptions) {
       return k === Kind.E || k === Kind.N || k === Kind.J || (k === Kind.OUT && jj >= 1);
     };
     const isStart = c.tokenField('isStart', (t) => (startsInstruction(t) ? 1 : 0), [0, 1]);
-    // What the fed token asks of the pending instruction: 0 start one, 1 fed D, 2 fed H, 3 emit the window-end J (K, OUT(0, ·)).
+    // What the fed token asks of the pending instruction: 0 start one, 1 fed D, 2 fed H, 3 emit the
+    // window-end J (K, OUT(0, ·)), 4 fed Q (a division step).
     const fedC = c.tokenField('fedC', (t) => {
       const k = tokenKind(t).kind;
-      return k === Kind.D ? 1 : k === Kind.H ? 2 : k === Kind.K || (k === Kind.OUT && !startsInstruction(t)) ? 3 : 0;
-    }, [0, 3]);
+      return k === Kind.D ? 1 : k === Kind.H ? 2 : k === Kind.K || (k === Kind.OUT && !startsInstruction(t)) ? 3 : k === Kind.Q ? 4 : 0;
+    }, [0, 4]);
+    const isQ = is(Kind.Q, 'isQ');
+    const qStep = c.tokenField('qStep', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v >> 4 : 0), [0, 7]);
+    const qDigit = c.tokenField('qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v & 15 : 0), [0, 15]);
     const tj = [0, 1].map((k) => c.tokenField(`tj${k}`, (t) => (tokenKind(t).kind === Kind.J ? 0 : bit(tokenKind(t).j, k)), [0, 1]));
     const jw = Array.from({ length: 15 }, (_, k) => c.tokenField(`jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v, k) : 0), [0, 1]));
     const cvN = Array.from({ length: 32 }, (_, k) => c.tokenField(`cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
@@ -202,10 +208,10 @@ export function cpuCircuit(opts: CpuOptions) {
     const isSystem = c.table('isEcall', [opcode], (op) => (op === 0x73 ? 1 : 0), [0, 1]);
     // Result: 0 add 1 sub 2 sll 3 slt 4 sltu 5 xor 6 srl 7 sra 8 or 9 and 10 sh1add 11 sh2add 12 sh3add 13 lui 14 auipc 15 link
     // 16 none (the results 16 loaded value and 17 the word a sub-word store leaves are chosen by isLoad / isStore)
-    // 18 mul 19 mulh 20 mulhsu 21 mulhu (div / rem: none yet)
+    // 18 mul 19 mulh 20 mulhsu 21 mulhu 22 div 23 divu 24 rem 25 remu
     const aluOp = c.table('aluOp', [clsAlu, funct3, ins[30]!, ins[29]!], (k, f3, b30, b29) => {
       if (k === 7) return 16;
-      if (k === 6) return f3 < 4 ? 18 + f3 : 16;
+      if (k === 6) return 18 + f3;
       if (k === 2) return 13;
       if (k === 3) return 14;
       if (k === 4 || k === 5) return 15;
@@ -216,7 +222,7 @@ export function cpuCircuit(opts: CpuOptions) {
         return [0, 2, 3, 4, 5, 6, 8, 9][f3]!;
       }
       return 0;
-    }, [0, 21]);
+    }, [0, 25]);
     const writesRd = c.table('writesRd', [cls], (k) => (k <= 5 || k === 8 ? 1 : 0), [0, 1]);
     const hasRd = c.and(writesRd, rd.ne(0)).named('hasRd');
 
@@ -230,7 +236,13 @@ export function cpuCircuit(opts: CpuOptions) {
     const prevDLo = c.previousAll(dLo);
     const commitLink = c.and(isJ, prevIsJump!).named('commitLink');
     const commitValue = c.or(c.or(isE, isK), isH).named('commitValue');
-    const commitEn = c.and(c.or(commitValue, commitLink), prevHasRd!).named('commitEn');
+    // Division steps (v2): the H of a step brings back the partial remainder and commits nothing. It
+    // is the H two positions after a Q.
+    const prevIsQ = c.previous(isQ).named('prevIsQ');
+    const ppQ = c.previous(prevIsQ).named('prevPrevIsQ');
+    const remTransfer = c.and(isH, ppQ).named('remTransfer');
+    const commitEn = c.table('commitEn', [commitValue, commitLink, prevHasRd!, remTransfer],
+      (v, l, h, rt) => ((v || l) && h && !rt ? 1 : 0), [0, 1]);
     const commitBits = Array.from({ length: 32 }, (_, k) => {
       const fromToken = k < 16 ? c.select(prevWasD!, prevDLo[k]!, cvN[k]!) : c.select(prevWasD!, cvW[k - 16]!, cvN[k]!);
       return c.select(commitLink, prevLink[k]!, fromToken);
@@ -339,10 +351,73 @@ export function cpuCircuit(opts: CpuOptions) {
     const corr = add32(c, muxWord(c, corrBOn, B, constWord(c, 0)), muxWord(c, corrAOn, A, constWord(c, 0)), 0, 'mulCorr').sum;
     const mulHigh = sub32(c, product.slice(4), corr, 'mulHigh').diff;
 
+    // ── M extension: division by radix-16 steps, one per position (docs/token-protocol.md v2) ──
+    //    Latches written from tokens: the step s (Q), the digits q_s (Q), the partial remainder
+    //    R (the step's H, with the D latch); all three cleared / reset when a division starts.
+    const isDivOp = c.table('isDivOp', [clsAlu, funct3], (k, f3) => (k === 6 && f3 >= 4 ? 1 : 0), [0, 1]);
+    const signedDiv = c.table('signedDiv', [clsAlu, funct3], (k, f3) => (k === 6 && (f3 === 4 || f3 === 6) ? 1 : 0), [0, 1]);
+    const divStart = c.and(isStart, isDivOp).named('divStart');
+    const sRam = c.ram('divS', { rows: 1, fields: [8] });
+    sRam.write(c.constant(0), [qStep], isQ);
+    const [sLatch] = sRam.read(c.constant(0));
+    const digits = Array.from({ length: 8 }, (_, i) => {
+      const d = c.ram(`divQ${i}`, { rows: 1, fields: [16] });
+      d.write(c.constant(0), [qDigit], c.table(`divQ${i}en`, [isQ, qStep, divStart], (q, st, ds) => ((q && st === i) || ds ? 1 : 0), [0, 1]));
+      return d.read(c.constant(0))[0]!;
+    });
+    const rRam = c.ram('divR', { rows: 1, fields: Array.from({ length: 32 }, () => 2) });
+    const rIn = Array.from({ length: 32 }, (_, k) => c.and(isH, k < 16 ? prevDLo[k]! : cvW[k - 16]!));
+    rRam.write(c.constant(0), rIn, c.or(remTransfer, divStart));
+    const remLatch = bitsWord(c, rRam.read(c.constant(0)));
+    // Operands: magnitudes for DIV / REM, the values for DIVU / REMU.
+    const nA = wordNibbles(c, A);
+    const nB = wordNibbles(c, B);
+    const negA = c.table('divNegA', [nA[7]!, signedDiv], (n, sg) => (sg && n >= 8 ? 1 : 0), [0, 1]);
+    const negB = c.table('divNegB', [nB[7]!, signedDiv], (n, sg) => (sg && n >= 8 ? 1 : 0), [0, 1]);
+    const magOf = (n: Sig[], neg: Sig, w: Word, tag: string) => {
+      const nn = wordNibbles(c, negWord(c, w, tag));
+      return n.map((x, j) => c.select(neg, nn[j]!, x).named(`${tag}${j}`));
+    };
+    const magA = magOf(nA, negA, A, 'divMagA');
+    const magB = wordFromNibbles(c, magOf(nB, negB, B, 'divMagB'));
+    const bZero = eq32(c, B, constWord(c, 0), 'divBZero');
+    // The step this position runs: at the start s0 (the leading zero nibbles of a non-negative
+    // dividend, at most 7; 0 for a negative one or a zero divisor), after a step's H s + 1, else s.
+    const zeroNib = nA.map((x, i) => x.eq(0).named(`divZ${i}`));
+    const startGe = [divStart, ...Array.from({ length: 7 }, (_, m) => {
+      const k = m + 1;
+      const form = c.linear([...zeroNib.slice(8 - k).map((z) => [z, 1] as [Sig, number]), [negA, -8], [bZero, -8], [divStart, -32]], 32);
+      return form.eq(k).named(`divS0ge${k}`);
+    }), c.constant(0)];
+    const stepSel = Array.from({ length: 8 }, (_, k) => {
+      const later = c.table(`divStep${k}`, [fedC, sLatch!], (f, sl) => (f !== 0 && (f === 2 ? sl + 1 : sl) === k ? 1 : 0), [0, 1]);
+      return c.linear([[startGe[k]!, 1], [startGe[k + 1]!, -1], [later, 1]], 0, [0, 1]).named(`divSel${k}`);
+    });
+    const nib = c.linear(stepSel.map((sel, k) => [c.select(sel, magA[7 - k]!, 0), 1] as [Sig, number]), 0, [0, 15]).named('divNib');
+    const step = divStep(c, remLatch, nib, magB, 'div');
+    const sUse = c.linear(stepSel.map((sel, k) => [sel, k] as [Sig, number]), 0, [0, 7]);
+    const Qword = wordFromNibbles(c, Array.from({ length: 8 }, (_, j) => digits[7 - j]!));
+    const divRes = signedResult(c, Qword, remLatch, negA, negB, bZero, 'sdiv');
+    // Stepping: this position emits Q(s, q) (at the start and after a step's H), D(R lo) (fed Q)
+    // or H(R hi) (fed the step's D); the result follows the last step's H like any result.
+    const stepping = c.table('stepping', [isDivOp, fedC, prevIsQ, ppQ, sLatch!], (dv, f, pq, ppq, sl) =>
+      (dv && (f === 0 || f === 4 || (f === 1 && pq) || (f === 2 && ppq && sl < 7)) ? 1 : 0), [0, 1]);
+    const stepKind = c.tokenField('divStepKind', (t) => {
+      const k = tokenKind(t).kind;
+      return k === Kind.Q ? 1 : k === Kind.D ? 2 : 0; // emits: 0 Q (at the start, after H), 1 D (fed Q), 2 H (fed D)
+    }, [0, 2]);
+    const emitQ = c.table('divEmitQ', [fedC], (f) => (f === 0 || f === 2 ? 1 : 0), [0, 1]);
+    const emitD = fedC.eq(4).named('divEmitD');
+    const emitH = fedC.eq(1).named('divEmitH');
+    const divP0 = c.linear([
+      [c.select(emitQ, c.linear([[sUse, 16], [step.q, 1]]), 0), 1], [c.select(emitD, step.rem[0]!, 0), 1], [c.select(emitH, step.rem[2]!, 0), 1],
+    ], 0, [0, 255]);
+    const divP1 = c.linear([[c.select(emitD, step.rem[1]!, 0), 1], [c.select(emitH, step.rem[3]!, 0), 1]], 0, [0, 255]);
+
     const candidates: Word[] = [
       sum, diff, sll, [lt, zero, zero, zero], [ltu, zero, zero, zero], xorW, srl, sra, orW, andW,
       shadd[0]!, shadd[1]!, shadd[2]!, immU, auipc, link, loaded, merged,
-      product.slice(0, 4), mulHigh, mulHigh, mulHigh,
+      product.slice(0, 4), mulHigh, mulHigh, mulHigh, divRes.quot, Qword, divRes.rem, remLatch,
     ];
     const sel = candidates.map((_, k) => (k === 16 ? isLoad : k === 17 ? isStore : aluOp.eq(k)));
     const result: Word = [0, 1, 2, 3].map((byte) =>
@@ -363,7 +438,8 @@ export function cpuCircuit(opts: CpuOptions) {
         default: return 0;
       }
     }, [0, 1]);
-    const taken = c.or(c.or(isJal, isJalr), c.and(isBranch, cond)).named('taken');
+    // A division step takes the jump's place in the emit plan (J, payload case 4), then kind and payload are swapped.
+    const taken = c.table('taken', [c.or(isJal, isJalr), isBranch, cond, stepping], (jp, br, cd, st) => (jp || (br && cd) || st ? 1 : 0), [0, 1]);
     const targetB = add32(c, pcWord, wordFromSpec(c, ins, immSpec('B')), 0, 'tb').sum;
     const targetJ = add32(c, pcWord, wordFromSpec(c, ins, immSpec('J')), 0, 'tj').sum;
     const targetR = add32(c, A, immI, 0, 'tr').sum;
@@ -372,8 +448,8 @@ export function cpuCircuit(opts: CpuOptions) {
     const tw0 = c.table('tw0', [target[0]!], (v) => v >> 2, [0, 63]);
     const tw1 = target[1]!;
     const tw2 = c.table('tw2', [target[2]!], (v) => v & 1, [0, 1]);
-    const nextWlo = c.linear([[tw0, 1], [c.table('tw1lo', [tw1], (v) => v & 3, [0, 3]), 64]]);
-    const nextWhi = c.linear([[c.table('tw1hi', [tw1], (v) => v >> 2, [0, 63]), 1], [tw2, 64]]);
+    const nextWlo = c.select(stepping, divP0, c.linear([[tw0, 1], [c.table('tw1lo', [tw1], (v) => v & 3, [0, 3]), 64]]));
+    const nextWhi = c.select(stepping, divP1, c.linear([[c.table('tw1hi', [tw1], (v) => v >> 2, [0, 63]), 1], [tw2, 64]]));
 
     // ── halt: ecall with a7 = 93 (code a0), or a nonzero word stored to tohost (code value >>> 1);
     //    the code is clipped to 255 outside 0…255 (docs/token-protocol.md) ─────────────────────
@@ -419,10 +495,12 @@ export function cpuCircuit(opts: CpuOptions) {
       if (f === 2) return we ? [2, 5] : [5, 0];
       return [2, 5]; // fed K or OUT(0, ·): re-base after the window end
     };
-    const planIn = [fedC, taken, resultOn, fits14, fits30, wend, isConsole];
+    // The division's result phase starts at its last step's H: plan it as a start.
+    const planFed = c.table('planFed', [fedC, ppQ], (f, ppq) => (f === 4 || (f === 2 && ppq) ? 0 : f), [0, 3]);
+    const planIn = [planFed, taken, resultOn, fits14, fits30, wend, isConsole];
     const planOf = (a: number[]) => plan(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!);
     const outKind0 = c.table('outKind', planIn, (...a) => planOf(a)[0], [0, 7]);
-    const outKind = c.select(halting, 7, outKind0);
+    const outKind = c.table('outKindFinal', [halting, stepping, stepKind, outKind0], (h, st, sk, k) => (h ? 7 : st ? [8, 1, 3][sk]! : k), [0, 8]);
     // One bit per payload case straight from the plan (one FFN layer, no compare after it).
     const caseBits = Array.from({ length: 7 }, (_, k) =>
       c.table(`pcase${k}`, planIn, (...a) => (planOf(a)[1] === k ? 1 : 0), [0, 1]));
@@ -453,6 +531,7 @@ export function cpuCircuit(opts: CpuOptions) {
     for (let jj = 0; jj < 4; jj++) rows.push({ token: TOK.N + jj, values: [5, jj, null, null] });
     for (let jj = 0; jj < 4; jj++) for (let v = 0; v < 256; v++) rows.push({ token: TOK.OUT + 256 * jj + v, values: [6, jj, v, null] });
     for (let v = 0; v < 256; v++) rows.push({ token: TOK.HALT + v, values: [7, null, v, null] });
+    for (let v = 0; v < 128; v++) rows.push({ token: TOK.Q + v, values: [8, null, v, null] });
     c.emitRows([outKind, outJ, pay0, p1], rows);
   });
 }

@@ -1,146 +1,176 @@
 /**
- * The chip v0 (circuits/rv32im/cpu.ts): RV32I + Zba without memory, on token protocol v1.
- * - The IR interpreter, fed the prompt [BOS, J(entry)] and then its own emitted tokens, generates
- *   exactly the golden token trace that riscv/golden-trace.ts derives from the golden emulator,
- *   for chipc's own self-checking ISA programs (alu, branch, zba — exit variants) and a hand
- *   program; the run ends in HALT(0) (the programs' self-checks passed).
+ * The RV32IM+Zba chip (circuits/rv32im/cpu.ts) on token protocol v2.
+ * - The IR interpreter, fed the prompt [BOS, J(entry)] and then its own emitted tokens, with the
+ *   program image in its code and data RAMs and sp in its register file, generates exactly the
+ *   golden token trace that riscv/golden-trace.ts derives from the golden emulator: chipc's own
+ *   self-checking ISA programs (alu, branch, zba, mul, div — ending in HALT(0), i.e. their checks
+ *   passed) and the hello firmware (console bytes through OUT tokens).
  * - The compiled weights follow the interpreter bit for bit (every placed signal at every
- *   sublayer, every emitted token) on a hand program, in f32 and bf16; the code RAM is loaded
- *   directly into the GDN state (state-file path) on the weights side.
+ *   sublayer, every emitted token) on a hand program that uses memory of every width, the
+ *   console, MUL/MULH and signed/unsigned division, in f32 and bf16; the RAMs are loaded directly
+ *   into the GDN state (state-file path) on the weights side.
  */
 import fs from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildCircuit } from '../src/dsl/load.ts';
-import { Interpreter } from '../src/ir/interpret.ts';
 import { compileCircuit, type CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { checkCompiled } from '../src/verify/check.ts';
 import { applyRamContents } from '../src/load/ram-state.ts';
-import { cpuCircuit, CODE_BASE } from '../circuits/rv32im/cpu.ts';
-import { loadElf } from '../riscv/elf.ts';
+import { programOf, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
+import { cpuCircuit } from '../circuits/rv32im/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
-import { decodeToken, encodeToken, formatToken, type TokenKind } from '../riscv/protocol.ts';
-import type { CircuitIR } from '../src/ir/types.ts';
+import { decodeToken, encodeToken, type TokenKind } from '../riscv/protocol.ts';
 import { cli } from './helpers/cli.ts';
 
-function codeContents(elf: Uint8Array, words: number): Map<number, number[]> {
-  const prog = loadElf(elf, { size: 65536 });
-  const m = new Map<number, number[]>();
-  for (let i = 0; i < words; i++) {
-    const wd = prog.memory.read32(CODE_BASE + 4 * i) >>> 0;
-    m.set(i, Array.from({ length: 32 }, (_, k) => (wd >>> k) & 1));
-  }
-  return m;
+const MEM = 32 * 1024;
+
+/** Run a program's image on the chip circuit in the interpreter against its golden stream. */
+function againstGolden(elf: Uint8Array, memBytes = MEM) {
+  const prog = programOf(elf, memBytes);
+  const trace = goldenTokens(elf, { maxInstructions: 50_000, mem: { size: memBytes } });
+  const r = runOnInterpreter(prog, { maxTokens: trace.tokens.length + 5, golden: trace.tokens, goldenPc: trace.tokenPc });
+  return { r, trace };
 }
 
-/** Feed the golden prompt, then the interpreter's own tokens; compare with the golden stream. */
-function generateAgainstGolden(ir: CircuitIR, elf: Uint8Array, words: number): { tokens: number; firstMismatch: string | null } {
-  const golden = goldenTokens(elf, { maxInstructions: 20_000 }).tokens;
-  const interp = new Interpreter(ir);
-  const code = ir.rams.findIndex((r) => r.name === 'code');
-  for (const [row, v] of codeContents(elf, words)) interp.setRamRow(code, row, v);
-  interp.step(golden[0]!);
-  let next = interp.step(golden[1]!).emitted!;
-  for (let i = 2; i < golden.length; i++) {
-    if (next !== golden[i]) return { tokens: i, firstMismatch: `token ${i}: want ${formatToken(golden[i]!)}, got ${formatToken(next)}` };
-    next = interp.step(next).emitted!;
-  }
-  return { tokens: golden.length, firstMismatch: null };
-}
-
-const HAND = `
-  addi x1, x0, 5
-  addi x2, x1, -7
-  add x3, x1, x2
-  lui x4, 0x12345
-  addi x4, x4, 0x678
-  slli x5, x1, 3
-  sub x6, x0, x4
-  beq x1, x1, skip
-  addi x7, x0, 99
-skip:
-  sh2add x8, x1, x2
-  jal x9, next
-next:
-  addi x10, x0, 42
-  addi x17, x0, 93
-  ecall
-`;
-
-describe('chip v0 in the IR interpreter = the golden token trace', () => {
-  let ir: CircuitIR;
-  beforeAll(() => {
-    ir = buildCircuit(cpuCircuit({ codeWords: 4096 }), 'cpu');
+describe('the chip in the IR interpreter = the golden token trace', () => {
+  it.each(['branch', 'zba', 'mul', 'div'])('ISA program %s: every token, ending in HALT(0)', (name) => {
+    const { r, trace } = againstGolden(fs.readFileSync(`fixtures/isa/${name}.exit.elf`));
+    expect(r.divergence).toBeNull();
+    expect(r.tokens).toEqual(Array.from(trace.tokens));
+    expect(r.exitCode).toBe(0);
   }, 120_000);
 
-  it.each(['alu', 'branch', 'zba'])('ISA program %s: every token, ending in HALT(0)', (name) => {
-    const elf = fs.readFileSync(`fixtures/isa/${name}.exit.elf`);
-    const r = generateAgainstGolden(ir, elf, 4096);
-    expect(r.firstMismatch).toBeNull();
-    const golden = goldenTokens(elf, { maxInstructions: 20_000 }).tokens;
-    expect(golden[golden.length - 1]).toBe(encodeToken({ kind: 'HALT', code: 0 }));
-  });
+  it('tohost halting: the alu program\'s tohost variant ends in HALT(0) from its store', () => {
+    const { r, trace } = againstGolden(fs.readFileSync('fixtures/isa/alu.elf'));
+    expect(trace.halt.reason).toBe('tohost');
+    expect(r.divergence).toBeNull();
+    expect(r.exitCode).toBe(0);
+  }, 120_000);
 
-  it('a hand program with narrow, 30-bit and full 32-bit results, a taken branch, sh2add and jal', () => {
-    const { elf } = assembleElf(HAND);
-    const r = generateAgainstGolden(ir, elf, 4096);
-    expect(r.firstMismatch).toBeNull();
-    // The stream really contains each token kind the v1 table uses.
-    const kinds = new Set(Array.from(goldenTokens(elf, {}).tokens, (t) => decodeToken(t).kind));
-    for (const k of ['E', 'D', 'J', 'HALT'] as TokenKind[]) expect(kinds.has(k as TokenKind)).toBe(true);
-    expect(kinds.has('K') || kinds.has('H')).toBe(true);
-  });
+  it('the hello firmware: console bytes through OUT tokens, sub-word stores, byte loads', () => {
+    const elf = fs.readFileSync('fixtures/firmware/hello.elf');
+    const { r, trace } = againstGolden(elf);
+    expect(r.divergence).toBeNull();
+    const out = r.tokens.map((t) => decodeToken(t)).flatMap((t) => (t.kind === 'OUT' ? [t.b] : []));
+    expect(Buffer.from(out).toString('latin1')).toBe(Buffer.from(trace.console).toString('latin1'));
+    expect(out.length).toBeGreaterThan(20);
+  }, 120_000);
+
+  it('self-modifying code is not seen by fetch: the fence program diverges where it runs a patched word', () => {
+    const { r } = againstGolden(fs.readFileSync('fixtures/isa/fence.exit.elf'));
+    expect(r.divergence).not.toBeNull();
+  }, 120_000);
 
   it('catches a wrong instruction: a changed ISA program diverges from the unchanged golden trace', () => {
     const elf = fs.readFileSync('fixtures/isa/zba.exit.elf');
-    const golden = goldenTokens(elf, { maxInstructions: 20_000 }).tokens;
+    const trace = goldenTokens(elf, { maxInstructions: 20_000, mem: { size: MEM } });
     const bad = new Uint8Array(elf);
     // Flip an immediate bit of the program's first addi-like word in the code segment.
     const view = new DataView(bad.buffer);
     const codeOff = [...Array(bad.length).keys()].find((o) => o % 4 === 0 && o + 4 <= bad.length && (view.getUint32(o, true) & 0x7f) === 0x13 && view.getUint32(o, true) >>> 20 !== 0)!;
     view.setUint32(codeOff, view.getUint32(codeOff, true) ^ (1 << 21), true);
-    const interp = new Interpreter(ir);
-    const code = ir.rams.findIndex((r) => r.name === 'code');
-    for (const [row, v] of codeContents(bad, 4096)) interp.setRamRow(code, row, v);
-    interp.step(golden[0]!);
-    let next = interp.step(golden[1]!).emitted!;
-    let diverged = false;
-    for (let i = 2; i < golden.length && !diverged; i++) {
-      diverged = next !== golden[i];
-      next = interp.step(next).emitted!;
-    }
-    expect(diverged).toBe(true);
-  });
+    const r = runOnInterpreter(programOf(bad, MEM), { maxTokens: trace.tokens.length, golden: trace.tokens });
+    expect(r.divergence).not.toBeNull();
+  }, 120_000);
 });
 
-describe('chip v0 through the compiled weights = the interpreter, bit for bit', () => {
+// Memory of every width (aligned, and sub-word at every offset within a word), the console,
+// MUL / MULH / MULHU, DIV / DIVU / REM / REMU with a negative operand, a zero divisor and
+// INT_MIN / -1, and a taken branch; exit code = a checksum the golden emulator also computes.
+const HAND = `
+  li t0, 0x12345678
+  sw t0, -16(sp)
+  li t1, -2
+  sb t1, -15(sp)
+  sh t1, -14(sp)
+  lw a0, -16(sp)
+  lb a1, -15(sp)
+  lbu a2, -13(sp)
+  lh a3, -14(sp)
+  lhu a4, -16(sp)
+  li t2, 0x10000000
+  li t3, 72
+  sb t3, 0(t2)
+  li t3, 105
+  sw t3, 0(t2)
+  mul a5, t0, t1
+  mulh a6, t0, t1
+  mulhu a7, t0, t1
+  li t4, -100
+  li t5, 7
+  div s2, t4, t5
+  rem s3, t4, t5
+  divu s4, t0, t5
+  remu s5, t0, t5
+  div s6, t4, zero
+  li t6, 0x80000000
+  li s7, -1
+  div s8, t6, s7
+  rem s9, t6, s7
+  add a0, a0, a1
+  xor a0, a0, a2
+  add a0, a0, a3
+  xor a0, a0, a4
+  add a0, a0, a5
+  xor a0, a0, a6
+  add a0, a0, a7
+  xor a0, a0, s2
+  add a0, a0, s3
+  xor a0, a0, s4
+  add a0, a0, s5
+  xor a0, a0, s6
+  add a0, a0, s8
+  xor a0, a0, s9
+  bne a0, zero, done
+  addi a0, a0, 1
+done:
+  andi a0, a0, 255
+  li a7, 93
+  ecall
+`;
+
+describe('the chip through the compiled weights = the interpreter, bit for bit', () => {
   let res: CompileResult;
+  let prog: ChipProgram;
   const tiny = resolveTarget('tiny').config;
   const target = {
-    ...tiny, vocabSize: 247_045, intermediateSize: 16_384,
+    ...tiny, vocabSize: 247_173, intermediateSize: 16_384,
     linearNumKeyHeads: 8, linearNumValueHeads: 16, linearKeyHeadDim: 64, linearValueHeadDim: 64,
   };
+  const elf = assembleElf(HAND).elf;
   beforeAll(() => {
-    res = compileCircuit(buildCircuit(cpuCircuit({ codeWords: 64 }), 'cpu'), target);
+    prog = programOf(elf, 1024);
+    res = compileCircuit(buildCircuit(cpuCircuit(prog.chip), 'cpu'), target);
+  }, 180_000);
+
+  it('the hand program uses what it should and the interpreter follows its golden trace', () => {
+    const { r, trace } = againstGolden(elf, 1024);
+    expect(r.divergence).toBeNull();
+    const kinds = new Set(Array.from(trace.tokens, (t) => decodeToken(t).kind));
+    for (const k of ['E', 'D', 'H', 'N', 'OUT', 'Q', 'HALT'] as TokenKind[]) expect(kinds.has(k)).toBe(true);
+    expect(Buffer.from(trace.console).toString('latin1')).toBe('Hi');
   }, 120_000);
 
   it.each(['f32', 'bf16'] as const)('hand program, plain generation after [BOS, J(entry)], %s', (profile) => {
-    const { elf } = assembleElf(HAND);
-    const golden = goldenTokens(elf, {}).tokens;
-    const contents = codeContents(elf, 64);
-    const code = res.ir.rams.findIndex((r) => r.name === 'code');
-    const placement = res.rams.find((r) => r.name === 'code')!;
+    const golden = goldenTokens(elf, { mem: { size: 1024 } }).tokens;
+    const ramRows: [string, Map<number, number[]>][] = [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]];
     const r = checkCompiled(res, golden.slice(0, 2), {
       profile, mode: 'generate', prompt: 2, length: golden.length, prefill: 2,
       setup: (ex, interp) => {
-        applyRamContents(ex, res, placement, contents);
-        for (const [row, v] of contents) interp.setRamRow(code, row, v);
+        for (const [name, rows] of ramRows) {
+          const placement = res.rams.find((p) => p.name === name)!;
+          applyRamContents(ex, res, placement, rows);
+          const idx = res.ir.rams.findIndex((x) => x.name === name);
+          for (const [row, v] of rows) interp.setRamRow(idx, row, v);
+        }
       },
     });
     expect(r.mismatches).toEqual([]);
     expect(r.emitted.slice(1, -1)).toEqual(Array.from(golden.slice(2)));
-  }, 120_000);
+    expect(golden[golden.length - 1]).not.toBe(encodeToken({ kind: 'HALT', code: 0 }));
+  }, 300_000);
 });
 
 describe('chipc run', () => {

@@ -1,7 +1,8 @@
 /**
- * `chipc run FILE.elf [--target T] [--check] [--max-tokens N]`: compile the RV32 chip (v0:
- * RV32I + Zba without memory, docs/token-protocol.md), load the program's code into its GDN state
- * and generate token by token in the reference executor until HALT; `--check` compares every
+ * `chipc run FILE.elf [--target T] [--mem-size BYTES] [--check] [--max-tokens N]`: compile the RV32
+ * chip (circuits/rv32im/cpu.ts, token protocol v2: docs/token-protocol.md) with a data RAM of the
+ * given size, load the program's image into its GDN state and generate token by token in the
+ * reference executor until HALT, printing the console output live; `--check` compares every
  * token with the golden emulator's trace and stops at the first divergence. Exit status: the
  * program's exit code, 1 on a divergence or when no HALT came, 2 on an error.
  */
@@ -10,8 +11,8 @@ import type { Command } from 'commander';
 import chalk from 'chalk';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { compileChip, goldenTokens, programOf, runOnChip, runOnInterpreter } from '../../chip/run.ts';
-import { formatToken } from '../../../riscv/protocol.ts';
+import { DEFAULT_MEM_BYTES, compileChip, goldenTokens, programOf, runOnChip, runOnInterpreter } from '../../chip/run.ts';
+import { decodeToken, formatToken } from '../../../riscv/protocol.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
 
@@ -22,15 +23,17 @@ interface RunCliOptions {
   profile: string;
   trace?: boolean;
   engine: string;
+  memSize: string;
   json?: boolean;
 }
 
 export function registerRun(program: Command, run: Runner): void {
   program
     .command('run')
-    .description('run an RV32 ELF on the compiled chip (v0: RV32I + Zba, no memory yet), token by token')
-    .argument('<elf>', 'an RV32IM+Zba ELF (code from 0x80000000)')
-    .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 247,045 token ids)', 'chip-test')
+    .description('run an RV32IM+Zba ELF on the compiled chip, token by token, printing its console output')
+    .argument('<elf>', 'an RV32IM+Zba ELF (code and data from 0x80000000)')
+    .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 247,173 token ids)', 'chip-test')
+    .option('--mem-size <bytes>', 'data RAM size from 0x80000000 (a program outside it is refused)', String(DEFAULT_MEM_BYTES))
     .option('--check', 'compare every token with the golden emulator\'s trace; stop at the first divergence')
     .option('--max-tokens <n>', 'stop after this many tokens', '100000')
     .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
@@ -46,11 +49,22 @@ export function registerRun(program: Command, run: Runner): void {
         if (!fs.existsSync(file)) throw new ChipcError('cli.file', `${file} does not exist`);
         const elf = fs.readFileSync(file);
         if (o.engine !== 'weights' && o.engine !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${o.engine}"`);
-        const prog = programOf(elf);
+        const memBytes = Number(o.memSize);
+        if (!Number.isInteger(memBytes) || memBytes < 64 || memBytes % 4 !== 0) throw new ChipcError('cli.mem-size', `--mem-size must be a multiple of 4 bytes ≥ 64, not "${o.memSize}"`);
+        const prog = programOf(elf, memBytes);
         const trace = o.check ? goldenTokens(elf, { maxInstructions: maxTokens, mem: { size: prog.memBytes } }) : undefined;
         const golden = trace?.tokens;
         const goldenPc = trace?.tokenPc;
-        const onToken = o.trace && !o.json ? (t: number) => out.line(formatToken(t)) : undefined;
+        // The console: OUT bytes go to stdout as they are generated (with --trace, the tokens instead).
+        const consoleBytes: number[] = [];
+        const onToken = (t: number) => {
+          const d = decodeToken(t);
+          if (d.kind === 'OUT') {
+            consoleBytes.push(d.b);
+            if (!o.json && !o.trace) process.stdout.write(Buffer.from([d.b]));
+          }
+          if (o.trace && !o.json) out.line(formatToken(t));
+        };
         let r;
         let where: string;
         let compileS = 0;
@@ -67,7 +81,8 @@ export function registerRun(program: Command, run: Runner): void {
           r = runOnChip(res, prog, { profile: o.profile, maxTokens, golden, goldenPc, onToken });
           where = `chip compiled for ${target.name} in ${compileS.toFixed(1)} s (${layers} layers)`;
         }
-        out.emit({ ...r, engine: o.engine, tokensPerInstruction: r.tokens.length / Math.max(1, r.instructions), compileSeconds: compileS, layers });
+        if (!o.json && !o.trace && consoleBytes.length > 0 && consoleBytes[consoleBytes.length - 1] !== 10) process.stdout.write('\n');
+        out.emit({ ...r, console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, tokensPerInstruction: r.tokens.length / Math.max(1, r.instructions), compileSeconds: compileS, layers });
         out.line(`${file}: ${where}; ` +
           `${fmtInt(r.tokens.length)} tokens, ${fmtInt(r.instructions)} instructions ` +
           `(${(r.tokens.length / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s`);

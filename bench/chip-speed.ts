@@ -6,8 +6,13 @@
  *
  *   npx chipc compile circuits/rv32im/cpu.ts --target chip-test -o DIR    # makes a checkpoint dir
  *   npx tsx bench/chip-speed.ts DIR [--tokens N] [--profile f32|bf16] [--no-phases] [--json]
+ *   npx tsx bench/chip-speed.ts --elf fixtures/firmware/hello.elf [--tokens N] ...
  *
  * With an empty code RAM the chip executes all-zero instructions, which is fine for timing.
+ * `--elf FILE` instead compiles the chip for the program (chip-test target, as `chipc run` does),
+ * loads its RAM images and prompt [BOS, J(entry)], and decodes until HALT or N steps (the real
+ * workload of `chipc run`, RAM heads live).
+ * Each decode step uses Executor.decodeArgmax (what `chipc run` uses).
  * Prints ms/token and tokens/s of the decode steps (prefill excluded) and the phase table.
  */
 import fs from 'node:fs';
@@ -15,11 +20,17 @@ import path from 'node:path';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { loadModel } from '../src/model/load-weights.ts';
+import type { ModelWeights } from '../src/model/weights.ts';
+import { compileChip, programOf } from '../src/chip/run.ts';
+import { applyRamContents } from '../src/load/ram-state.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import { CODE_BASE } from '../circuits/rv32im/cpu.ts';
+import { BOS_ID, decodeToken, encodeToken } from '../riscv/protocol.ts';
 
-const PROMPT = [247044, 131072];
+let PROMPT = [247044, 131072];
 
 function usage(msg: string): never {
-  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR [--tokens N] [--profile f32|bf16] [--no-phases] [--json]`);
+  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--tokens N] [--profile f32|bf16] [--no-phases] [--json]`);
   process.exit(2);
 }
 
@@ -29,47 +40,69 @@ let tokens = 300;
 let profile: 'f32' | 'bf16' = 'f32';
 let phases = true;
 let json = false;
+let elf: string | undefined;
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
   if (a === '--tokens') tokens = Number(argv[++i]);
   else if (a === '--profile') profile = argv[++i] as 'f32' | 'bf16';
   else if (a === '--no-phases') phases = false;
   else if (a === '--json') json = true;
+  else if (a === '--elf') elf = argv[++i];
   else if (a.startsWith('--')) usage(`unknown option ${a}`);
   else if (dir === undefined) dir = a;
   else usage(`unexpected argument ${a}`);
 }
-if (dir === undefined) usage('missing checkpoint directory');
+if (dir === undefined && elf === undefined) usage('missing checkpoint directory (or --elf FILE)');
+if (dir !== undefined && elf !== undefined) usage('give a checkpoint directory or --elf FILE, not both');
 if (!Number.isInteger(tokens) || tokens < 1) usage('--tokens must be a positive integer');
 if (profile !== 'f32' && profile !== 'bf16') usage('--profile must be f32 or bf16');
-if (!fs.existsSync(path.join(dir, 'config.json'))) usage(`${dir} has no config.json (compile a checkpoint first)`);
+if (dir !== undefined && !fs.existsSync(path.join(dir, 'config.json'))) usage(`${dir} has no config.json (compile a checkpoint first)`);
+if (elf !== undefined && !fs.existsSync(elf)) usage(`${elf} does not exist`);
 
 const t0 = performance.now();
-const weights = loadModel(dir, { mode: 'sparse' });
+let weights: ModelWeights;
+/** Loads the program's RAM images into a fresh executor (--elf), else nothing. */
+let loadRams: (ex: Executor) => void = () => {};
+if (elf !== undefined) {
+  const prog = programOf(fs.readFileSync(elf));
+  const res = compileChip(prog.chip, resolveTarget('chip-test').config);
+  weights = res.weights;
+  PROMPT = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
+  loadRams = (ex) => {
+    for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
+      const placement = res.rams.find((r) => r.name === name);
+      if (!placement) throw new Error(`the compiled chip has no RAM "${name}"`);
+      applyRamContents(ex, res, placement, rows);
+    }
+  };
+} else weights = loadModel(dir as string, { mode: 'sparse' });
 const loadMs = performance.now() - t0;
 
 /** Prefill + `n` greedy decode steps; returns the decode ms, the prefill ms and the emitted ids. */
-function run(n: number, times: PhaseTimes | null): { decodeMs: number; prefillMs: number; ids: number[] } {
+function run(n: number, times: PhaseTimes | null): { decodeMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number } {
   const ex = new Executor(weights, { profile, order: { kind: 'sequential' }, path: 'sparse' });
+  loadRams(ex);
   const p0 = performance.now();
   let last = argmax(ex.prefill(PROMPT)[0]);
   const prefillMs = performance.now() - p0;
   ex.setPhaseTimes(times);
   const ids = [last];
   const d0 = performance.now();
-  for (let i = 0; i < n; i++) {
-    const logits = ex.decode(last);
-    const a0 = times ? performance.now() : 0;
-    last = argmax(logits);
-    if (times) times.argmax = (times.argmax ?? 0) + (performance.now() - a0);
+  const c0 = process.cpuUsage();
+  let steps = 0;
+  for (; steps < n; steps++) {
+    if (elf !== undefined && decodeToken(last).kind === 'HALT') break;
+    last = ex.decodeArgmax(last);
     ids.push(last);
   }
-  return { decodeMs: performance.now() - d0, prefillMs, ids };
+  const cpu = process.cpuUsage(c0);
+  return { decodeMs: performance.now() - d0, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps };
 }
 
 run(Math.min(tokens, 20), null); // JIT warm-up
 const plain = run(tokens, null);
-const msPerToken = plain.decodeMs / tokens;
+const steps = plain.steps;
+const msPerToken = plain.decodeMs / steps;
 let times: PhaseTimes | null = null;
 let profiledMs = 0;
 if (phases) {
@@ -82,18 +115,18 @@ const c = weights.config;
 const distinct = new Set(plain.ids).size;
 if (json) {
   console.log(JSON.stringify({
-    dir: path.basename(path.resolve(dir)), profile, tokens, loadMs, prefillMs: plain.prefillMs, msPerToken,
-    tokensPerSecond: 1000 / msPerToken, phasesMsPerToken: times && Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v / tokens])),
+    dir: path.basename(path.resolve(dir ?? elf ?? '')), profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
+    tokensPerSecond: 1000 / msPerToken, phasesMsPerToken: times && Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v / steps])),
   }));
 } else {
   console.log(`checkpoint: ${c.numLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}, FFN ${c.intermediateSize} (loaded in ${Math.round(loadMs)} ms)`);
-  console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] prefill ${plain.prefillMs.toFixed(1)} ms; ${tokens} decode steps (${distinct} distinct ids)`);
-  console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s`);
+  console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] prefill ${plain.prefillMs.toFixed(1)} ms; ${steps} decode steps (${distinct} distinct ids)`);
+  console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);
   if (times) {
-    console.log(`phases (profiled run: ${(profiledMs / tokens).toFixed(3)} ms/token):`);
+    console.log(`phases (profiled run: ${(profiledMs / steps).toFixed(3)} ms/token):`);
     const rows = Object.entries(times).sort((a, b) => b[1] - a[1]);
     for (const [k, v] of rows) {
-      console.log(`  ${k.padEnd(16)} ${(v / tokens).toFixed(4).padStart(9)} ms/token  ${(100 * v / profiledMs).toFixed(1).padStart(5)} %`);
+      console.log(`  ${k.padEnd(16)} ${(v / steps).toFixed(4).padStart(9)} ms/token  ${(100 * v / profiledMs).toFixed(1).padStart(5)} %`);
     }
   }
 }

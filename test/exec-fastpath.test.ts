@@ -8,13 +8,21 @@
  *    empty in gate and up (the row-union FFN), and the scatter LM head; logits and every residual
  *    bit for bit, f32 and bf16, with and without a live-state write into the idle layer;
  *  - the same with dense+CSR weights holding −0 (the fast paths must step aside);
- *  - a compiled example circuit (regfile, tiny target) over 40 decode steps.
+ *  - a compiled example circuit (regfile, tiny target) over 40 decode steps;
+ *  - round 2: the SwiGLU in scatter form (swigluScatter, with its silu memo) against the dense
+ *    SwiGLU; linearArgmax / Executor.decodeArgmax against argmax of the plain logits (untouched
+ *    +0 rows, ties, −0, NaN); recurrentStepSparse's restricted column dots and all-±0 δ skip
+ *    against recurrentStep; the sign of a cold conv channel's output against a plain loop.
  * Every check compares Float32Array bit patterns (NaNs mapped to one value).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Executor, argmax } from '../src/exec/executor.ts';
-import { linearEx, newMatmulStats, sparseTuning } from '../src/exec/matmul.ts';
+import { linearArgmax, linearEx, newMatmulStats, sparseTuning } from '../src/exec/matmul.ts';
+import { swiglu } from '../src/exec/mlp.ts';
+import {
+  convStepF32, convZeroOf, newSparseStepScratch, recurrentStep, recurrentStepSparse, STATE_CLEAN, STATE_ZERO, classifyState,
+} from '../src/exec/gdn.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { loadCircuitFile } from '../src/dsl/load.ts';
@@ -234,5 +242,208 @@ describe('decode fast paths on whole executors (sparse vs dense path)', () => {
       expect(recS).toEqual(recD);
       expect(s.stats.dense).toBe(0);
     }
+  });
+});
+
+/** Deterministic LCG in [0, 1). */
+function lcg(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => { s = (Math.imul(s, 1103515245) + 12345) >>> 0; return s / 4294967296; };
+}
+
+const SPECIAL = [0, -0, 1, -1, 1e-30, -1e-30, 3e3, -2.5, 0.1, 1e-20, 20, -90];
+
+/** A rows×cols matrix with at most `perRow` entries per row (some rows empty), dense and CSR-only forms. */
+function fewPerRow(rnd: () => number, rows: number, cols: number, perRow: number): { dense: Matrix; csr: Matrix } {
+  const d = new Float32Array(rows * cols);
+  for (let r = 0; r < rows; r++) {
+    if (rnd() < 0.3) continue;
+    const k = 1 + Math.floor(rnd() * perRow);
+    for (let t = 0; t < k; t++) d[r * cols + Math.floor(rnd() * cols)] = SPECIAL[Math.floor(rnd() * SPECIAL.length)] || 0.75;
+  }
+  return { dense: { rows, cols, dense: d }, csr: { rows, cols, csr: sparsifyMatrix({ rows, cols, dense: d }).csr } };
+}
+
+describe('round 2: SwiGLU scatter form', () => {
+  it('is bit-identical to the dense SwiGLU over changing inputs (f32, bf16), and runs in scatter form', () => {
+    const rnd = lcg(5);
+    const H = 24;
+    const n = 64;
+    const gate = fewPerRow(rnd, n, H, 3);
+    const up = fewPerRow(rnd, n, H, 3);
+    const down = fewPerRow(rnd, H, n, 4);
+    const sparseM = { gateProj: gate.csr, upProj: up.csr, downProj: down.csr };
+    const denseM = { gateProj: gate.dense, upProj: up.dense, downProj: down.dense };
+    // one input sequence for both profiles (a memo from the f32 context must not leak into bf16):
+    // mostly repeated inputs (memo hits) with a few changes, ±0 and negatives
+    const xs: Float32Array[] = [];
+    let x = new Float32Array(H);
+    for (let step = 0; step < 30; step++) {
+      if (step % 3 !== 1) {
+        x = x.slice();
+        for (let c = 0; c < H; c++) if (rnd() < 0.25) x[c] = rnd() < 0.4 ? (rnd() < 0.5 ? -0 : 0) : SPECIAL[Math.floor(rnd() * SPECIAL.length)];
+      }
+      xs.push(x);
+    }
+    for (const profile of ['f32', 'bf16'] as const) {
+      const ctx = makeNumericContext({ profile });
+      for (const x of xs) {
+        const stats = newMatmulStats();
+        const a = swiglu(ctx, sparseM, x, 'sparse', stats, new Float32Array(H).fill(9));
+        const b = swiglu(ctx, denseM, x, 'dense');
+        expect(bits(a)).toEqual(bits(b));
+        expect(stats.scatter).toBe(3); // gate, up and down all in scatter form
+        expect(stats.dense).toBe(0);
+      }
+    }
+  });
+});
+
+describe('round 2: argmax-only LM head', () => {
+  const plainArgmax = (m: Matrix, x: Float32Array, profile: 'f32' | 'bf16'): number =>
+    argmax(linearEx(makeNumericContext({ profile }), m, x, 'dense').out);
+
+  it('linearArgmax equals argmax of the dense logits: negative maxima (untouched +0 row wins), ties, −0, NaN', () => {
+    const rows = 12;
+    const cols = 6;
+    const mk = (entries: [number, number, number][]): { dense: Matrix; csr: Matrix } => {
+      const d = new Float32Array(rows * cols);
+      for (const [r, c, v] of entries) d[r * cols + c] = v;
+      return { dense: { rows, cols, dense: d }, csr: { rows, cols, csr: sparsifyMatrix({ rows, cols, dense: d }).csr } };
+    };
+    const x = Float32Array.from([1, 0, 0, 2, 0, 0]);
+    const cases: { name: string; e: [number, number, number][]; want: number }[] = [
+      // every reached row negative: the lowest unreached row (+0) is the maximum
+      { name: 'negative', e: [[0, 0, -1], [1, 3, -2], [3, 0, -0.5]], want: 2 },
+      // reached rows cover 0..2 with negatives, row 3 unreached
+      { name: 'negative-low', e: [[0, 0, -1], [1, 0, -1], [2, 3, -3]], want: 3 },
+      // a tie between reached rows: the lower id
+      { name: 'tie', e: [[7, 0, 2], [4, 3, 1], [9, 0, 2]], want: 4 },
+      // a reached row cancelling to +0 ties with unreached +0 rows: lowest id among them
+      { name: 'cancel', e: [[0, 0, -1], [1, 0, 2], [1, 3, -1], [2, 0, -1]], want: 1 },
+      // NaN never wins (inf·… cancellation is avoided; a NaN weight makes the row NaN)
+      { name: 'nan', e: [[0, 0, NaN], [5, 3, 0.25]], want: 5 },
+    ];
+    for (const profile of ['f32', 'bf16'] as const) {
+      for (const c of cases) {
+        const m = mk(c.e);
+        const plain = plainArgmax(m.dense, x, profile);
+        expect(plain, c.name).toBe(c.want); // the hand-derived answer
+        const stats = newMatmulStats();
+        const got = linearArgmax(makeNumericContext({ profile }), m.csr, x, 'sparse', new Float32Array(rows), stats);
+        expect(got, c.name).toBe(c.want);
+        if (c.name !== 'nan') expect(stats.scatter, c.name).toBe(1); // scatter form used (NaN weights: not finite)
+      }
+    }
+    // all NaN: the same error as argmax
+    const allNaN = mk(Array.from({ length: rows }, (_, r) => [r, 0, NaN] as [number, number, number]));
+    expect(() => linearArgmax(makeNumericContext({}), allNaN.csr, x, 'sparse', new Float32Array(rows))).toThrow(/NaN/);
+  });
+
+  it('property: linearArgmax = argmax(dense linear) on random sparse matrices and inputs', () => {
+    fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.boolean(), (seed, bf16) => {
+      const rnd = lcg(seed);
+      const rows = 1 + Math.floor(rnd() * 40);
+      const cols = 2 + Math.floor(rnd() * 10);
+      const m = fewPerRow(rnd, rows, cols, Math.max(1, cols >> 2));
+      const x = new Float32Array(cols);
+      for (let c = 0; c < cols; c++) x[c] = rnd() < 0.5 ? (rnd() < 0.3 ? -0 : 0) : SPECIAL[Math.floor(rnd() * SPECIAL.length)];
+      const profile = bf16 ? 'bf16' : 'f32';
+      let want: number | string;
+      try { want = plainArgmax(m.dense, x, profile); } catch (e) { want = String(e); }
+      let got: number | string;
+      try { got = linearArgmax(makeNumericContext({ profile }), m.csr, x, 'sparse', new Float32Array(rows)); } catch (e) { got = String(e); }
+      expect(got).toEqual(want);
+    }), { numRuns: 400 });
+  });
+
+  it('Executor.decodeArgmax = argmax(decode) step for step, with identical logits afterwards (f32, bf16)', () => {
+    const w = chipLikeModel(13, false);
+    for (const profile of ['f32', 'bf16'] as const) {
+      const a = new Executor(w, { path: 'sparse', profile });
+      const b = new Executor(w, { path: 'sparse', profile });
+      const d = new Executor(w, { path: 'dense', profile });
+      let ta = argmax(a.prefill([3, 1])[0]);
+      b.prefill([3, 1]);
+      d.prefill([3, 1]);
+      for (let i = 0; i < 16; i++) {
+        const id = i % 4 === 3 ? (i * 53) % w.config.vocabSize : ta;
+        const na = a.decodeArgmax(id);
+        const lb = b.decode(id);
+        const ld = d.decode(id);
+        expect(bits(lb)).toEqual(bits(ld));
+        expect(na).toBe(argmax(ld));
+        ta = na;
+      }
+      // the states moved identically: a plain decode on both gives the same logits
+      expect(bits(a.decode(2))).toEqual(bits(b.decode(2)));
+      expect(a.position).toBe(b.position);
+    }
+  });
+});
+
+describe('round 2: recurrent step shortcuts (restricted column dots, all-±0 δ)', () => {
+  it('recurrentStepSparse = recurrentStep on states with +0 rows and dense keys, including δ = ±0', () => {
+    const ctx = makeNumericContext({});
+    const dk = 16;
+    const dv = 8;
+    const rnd = lcg(77);
+    const val = (): number => SPECIAL[Math.floor(rnd() * SPECIAL.length)];
+    let skipsSeen = 0;
+    for (let trial = 0; trial < 300; trial++) {
+      const S0 = new Float32Array(dk * dv);
+      const mode = trial % 3; // 0: all +0 state, 1: a few non-zero rows, 2: random clean
+      if (mode > 0) for (let i = 0; i < dk; i++) if (mode === 2 || rnd() < 0.2) for (let j = 0; j < dv; j++) S0[i * dv + j] = rnd() < 0.5 ? 0 : Math.abs(val()) || 0.5;
+      const k = new Float32Array(dk);
+      const q = new Float32Array(dk);
+      for (let i = 0; i < dk; i++) { k[i] = rnd() < 0.8 ? val() : 0; q[i] = rnd() < 0.7 ? val() : -0; }
+      const v = new Float32Array(dv);
+      const vZero = trial % 2 === 0; // v = ±0 and an all-+0 state: every δ_j is ±0
+      for (let j = 0; j < dv; j++) v[j] = vZero ? (rnd() < 0.5 ? 0 : -0) : val();
+      const g = rnd() < 0.5 ? 0 : -0.5;
+      const beta = rnd() < 0.5 ? 0.5 : 1;
+      const Sa = S0.slice();
+      const Sb = S0.slice();
+      const oa = new Float32Array(dv);
+      const ob = new Float32Array(dv);
+      recurrentStep(ctx, dk, dv, Sa, q, 0, k, 0, v, 0, g, beta, oa, 0, false);
+      const rows = new Uint8Array(dk);
+      const kind = classifyState(Sb, rows);
+      if (kind === STATE_ZERO && vZero) skipsSeen++;
+      const kindOut = recurrentStepSparse(dk, dv, Sb, kind, rows, q, 0, k, 0, v, 0, g, beta, ob, 0, newSparseStepScratch(dk, dv));
+      expect(bits(Sb)).toEqual(bits(Sa));
+      expect(bits(ob)).toEqual(bits(oa));
+      // the reported kind and +0 rows are true of the new state
+      const rowsCheck = new Uint8Array(dk);
+      const trueKind = classifyState(Sa, rowsCheck);
+      expect(kindOut === STATE_ZERO ? trueKind === STATE_ZERO : kindOut === STATE_CLEAN ? trueKind !== 0 : true).toBe(true);
+      for (let i = 0; i < dk; i++) if (rows[i] === 0) expect(rowsCheck[i]).toBe(0);
+    }
+    expect(skipsSeen).toBeGreaterThan(20);
+  });
+});
+
+describe('round 2: cold conv channels', () => {
+  it('a cold channel outputs Σ fl(w_j·(+0)) from −0: −0 iff every tap has its sign bit set (plain loop as reference)', () => {
+    const K = 4;
+    const taps = [
+      [-1, -2, -0.5, -3], // all negative: −0
+      [-1, -2, 0.5, -3], // one positive: +0
+      [-0, -0, -0, -0], // all −0: −0
+      [-1, 0, -1, -1], // a +0 tap: +0
+      [1, 2, 3, 4], // +0
+    ];
+    const convDim = taps.length;
+    const cw = Float32Array.from(taps.flat());
+    const conv = new Float32Array(convDim * K); // all +0 state
+    const mixed = new Float32Array(convDim); // all +0 input
+    const conved = new Float32Array(convDim).fill(5);
+    const cz = convZeroOf({ conv1d: cw } as Parameters<typeof convZeroOf>[0], convDim, K);
+    convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
+    // independent reference: shift, sum from −0 in tap order, silu(±0) = ±0
+    const want = taps.map((t) => { let y = -0; for (const wj of t) y = Math.fround(y + Math.fround(wj * 0)); return y; });
+    expect(bits(conved)).toEqual(bits(Float32Array.from(want)));
+    expect(bits(conved)).toEqual([0x80000000, 0, 0x80000000, 0, 0]); // hand derivation of the above
+    expect(bits(conv)).toEqual(new Array(convDim * K).fill(0)); // the state stays all +0
   });
 });

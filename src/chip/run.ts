@@ -108,7 +108,7 @@ export function runOnChip(
   const prompt = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
   const t0 = performance.now();
   const first = argmax(ex.prefill(prompt)[0]!);
-  return follow(prompt, first, (t) => argmax(ex.decode(t)), opts, t0);
+  return follow(prompt, first, (t) => ex.decodeArgmax(t), opts, t0);
 }
 
 /**

@@ -13,7 +13,7 @@ import { isMoeLayer, type ModelConfig } from '../model/config.ts';
 import type { Matrix, ModelWeights } from '../model/weights.ts';
 import { attentionStep, KvCache, ropeInvFreq } from './attention.ts';
 import { gdnDimsOf, gdnForward, newGdnCache, type GdnCache } from './gdn.ts';
-import { linear, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
+import { linear, linearArgmax, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { moeForward, swiglu } from './mlp.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
 import { rmsNorm1p } from './norms.ts';
@@ -155,6 +155,8 @@ export class Executor {
   private hooks: LayerHook[] = [];
   private buffers: ForwardBuffers | null = null;
   private phaseTimes: PhaseTimes | null = null;
+  /** decodeArgmax's logits buffer when the LM head cannot run in scatter form (created on first use). */
+  private logitsBuffer: Float32Array | null = null;
 
   constructor(weights: ModelWeights, opts: ExecOptions = {}) {
     validateWeights(weights);
@@ -228,6 +230,30 @@ export class Executor {
     return this.timedForward([id], 'decode', false)[0];
   }
 
+  /**
+   * One decode step returning only the greedy next token: exactly argmax(decode(id)) (lowest id
+   * among the maximal logits, NaN never wins, EXEC_NAN_LOGITS when all are NaN), with the same
+   * state changes, stats and hooks, but without materialising a fresh logits array. On the sparse
+   * path in sequential order the LM head runs in scatter form into a reused sparse buffer
+   * (matmul.ts `linearArgmax`): rows no column reaches are exactly +0 and only the lowest such row
+   * competes for the maximum; otherwise the logits go to a reused buffer and argmax scans it.
+   */
+  decodeArgmax(id: number): number {
+    if (this.pos === 0) throw new ChipcError('EXEC_EMPTY_CACHE', 'decode needs a prefill first (the first forward uses the chunked kernel)');
+    return this.timed(() => {
+      const hs = this.forward([id], 'decode');
+      const c = this.config;
+      const H = c.hiddenSize;
+      const n = (this.buffers as ForwardBuffers).normed;
+      let t0 = phaseStart();
+      rmsNorm1p(this.ctx, hs[0], 0, H, this.weights.norm, c.rmsNormEps, n, 0);
+      t0 = phaseEnd('finalNorm', t0);
+      const best = linearArgmax(this.ctx, this.weights.lmHead, n, this.path, (this.logitsBuffer ??= new Float32Array(c.vocabSize)), this.stats);
+      phaseEnd('lmHead', t0);
+      return best;
+    });
+  }
+
   /** Greedy decoding: prefill(prompt) then n−1 decode steps; returns the n generated ids. */
   generate(prompt: number[], n: number): number[] {
     if (!Number.isInteger(n) || n < 0) throw new ChipcError('EXEC_BAD_ARGUMENT', `generate: n must be a non-negative integer, got ${n}`);
@@ -243,16 +269,25 @@ export class Executor {
   }
 
   private timedForward(ids: number[], mode: 'prefill' | 'decode', allLogits: boolean): Float32Array[] {
-    if (this.phaseTimes === null) return this.forward(ids, mode, allLogits);
+    return this.timed(() => {
+      const hs = this.forward(ids, mode);
+      return this.logitsOf(hs, allLogits ? hs.map((_, i) => i) : [hs.length - 1]);
+    });
+  }
+
+  /** Runs f with this executor's phase accounting installed (if any). */
+  private timed<T>(f: () => T): T {
+    if (this.phaseTimes === null) return f();
     setActiveTimes(this.phaseTimes);
     try {
-      return this.forward(ids, mode, allLogits);
+      return f();
     } finally {
       setActiveTimes(null);
     }
   }
 
-  private forward(ids: number[], mode: 'prefill' | 'decode', allLogits: boolean): Float32Array[] {
+  /** The residual stream after the last layer, per position (advances the position). */
+  private forward(ids: number[], mode: 'prefill' | 'decode'): Float32Array[] {
     const c = this.config;
     const ctx = this.ctx;
     const H = c.hiddenSize;
@@ -338,13 +373,20 @@ export class Executor {
       hs = next;
     }
     this.pos += L;
-    const outIdx = allLogits ? hs.map((_, i) => i) : [L - 1];
+    return hs;
+  }
+
+  /** Final norm + LM head of hidden states hs at the positions `outIdx` (fresh logits arrays). */
+  private logitsOf(hs: Float32Array[], outIdx: number[]): Float32Array[] {
+    const c = this.config;
+    const H = c.hiddenSize;
+    const buf = hs.length === 1 ? this.buffers : null;
     return outIdx.map((t) => {
       const n = buf ? buf.normed : new Float32Array(H);
-      t0 = phaseStart();
-      rmsNorm1p(ctx, hs[t], 0, H, this.weights.norm, c.rmsNormEps, n, 0);
+      let t0 = phaseStart();
+      rmsNorm1p(this.ctx, hs[t], 0, H, this.weights.norm, c.rmsNormEps, n, 0);
       t0 = phaseEnd('finalNorm', t0);
-      const logits = linear(ctx, this.weights.lmHead, n, path, { stats });
+      const logits = linear(this.ctx, this.weights.lmHead, n, this.path, { stats: this.stats });
       phaseEnd('lmHead', t0);
       return logits;
     });

@@ -210,7 +210,7 @@ function prepareToken(
  * input and state are all +0 (bit patterns) with finite taps keep their all-+0 state and output
  * zeroOut[c] (convZeroOf); the others shift, sum the taps from −0 in order and apply silu.
  */
-function convStepF32(
+export function convStepF32(
   convDim: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array, conved: Float32Array,
   finite: Uint8Array, zeroOut: Float32Array,
 ): void {
@@ -245,7 +245,7 @@ function allZero(x: Float32Array, off: number, n: number): boolean {
  */
 const convZeroCache = new WeakMap<Float32Array, { finite: Uint8Array; out: Float32Array }>();
 
-function convZeroOf(w: GdnWeights, convDim: number, K: number): { finite: Uint8Array; out: Float32Array } {
+export function convZeroOf(w: GdnWeights, convDim: number, K: number): { finite: Uint8Array; out: Float32Array } {
   let z = convZeroCache.get(w.conv1d);
   if (z === undefined) {
     const finite = new Uint8Array(convDim);
@@ -314,12 +314,20 @@ export function recurrentStep(
 export interface SparseStepScratch {
   kIdx: Int32Array;
   qIdx: Int32Array;
+  /** The entries of kIdx / qIdx a column dot visits (see nonZeroIndices). */
+  kDot: Int32Array;
+  qDot: Int32Array;
+  /** [count of the dot list, 1 if every entry is finite]. */
+  dotCount: Int32Array;
   nzRows: Int32Array;
   delta: Float32Array;
 }
 
 export function newSparseStepScratch(dk: number, dv: number): SparseStepScratch {
-  return { kIdx: new Int32Array(dk), qIdx: new Int32Array(dk), nzRows: new Int32Array(dk), delta: new Float32Array(dv) };
+  return {
+    kIdx: new Int32Array(dk), qIdx: new Int32Array(dk), kDot: new Int32Array(dk), qDot: new Int32Array(dk),
+    dotCount: new Int32Array(2), nzRows: new Int32Array(dk), delta: new Float32Array(dv),
+  };
 }
 
 /** Sign bit of a float (true for −0 and negative values, and for NaNs with the bit set). */
@@ -367,16 +375,31 @@ function listRows(rowNonZero: Uint8Array, out: Int32Array): number {
 /**
  * Indices of the non-zero entries of x[xOff .. xOff+dk) into idx; returns their count, and in
  * `negOff[0]` whether every entry of a row NOT in nzRows (rowNonZero[i] = 0) has its sign bit set.
+ * With dotIdx, also lists there (count in `dotCount[0]`) the non-zero entries a column dot over S
+ * must visit: those in rows not known to be all +0, and any non-finite one. A finite x_i in an
+ * all-+0 row gives the term fl(+0·x_i) = ±0, which sparseColumnDot skips anyway (its sign is
+ * covered by negOff). `allFinite[0]`: every entry is finite.
  */
-function nonZeroIndices(x: Float32Array, xOff: number, dk: number, idx: Int32Array, rowNonZero: Uint8Array, negOff: boolean[]): number {
+function nonZeroIndices(
+  x: Float32Array, xOff: number, dk: number, idx: Int32Array, rowNonZero: Uint8Array, negOff: boolean[],
+  dotIdx?: Int32Array, dotCount?: Int32Array,
+): number {
   let n = 0;
+  let nd = 0;
   let allNeg = true;
+  let finite = true;
   for (let i = 0; i < dk; i++) {
     const v = x[xOff + i];
-    if (v !== 0) idx[n++] = i;
+    if (v !== 0) {
+      idx[n++] = i;
+      const fin = v - v === 0;
+      if (!fin) finite = false;
+      if (dotIdx && (rowNonZero[i] || !fin)) dotIdx[nd++] = i;
+    }
     if (!rowNonZero[i] && !signBit(v)) allNeg = false;
   }
   negOff[0] = allNeg;
+  if (dotCount) { dotCount[0] = nd; dotCount[1] = finite ? 1 : 0; }
   return n;
 }
 
@@ -415,19 +438,24 @@ export function recurrentStepSparse(
     // not dirty ⇒ eg finite (a +0 row times inf would be NaN), so +0 rows stayed +0
     kind = dirty ? STATE_ANY : nonZero ? STATE_CLEAN : STATE_ZERO;
   }
-  const { kIdx, qIdx, nzRows, delta } = scratch;
+  const { kIdx, qIdx, kDot, qDot, dotCount, nzRows, delta } = scratch;
   const finiteState = kind !== STATE_ANY;
   let allDeltaFinite = true;
+  let allDeltaZero = true;
+  let kFinite = false;
   let kn = 0;
   if (finiteState) {
-    kn = nonZeroIndices(k, kOff, dk, kIdx, rowNonZero, negOffScratch);
+    kn = nonZeroIndices(k, kOff, dk, kIdx, rowNonZero, negOffScratch, kDot, dotCount);
     const kNegOff = negOffScratch[0];
+    const kdn = dotCount[0];
+    kFinite = dotCount[1] === 1;
     const nzn = listRows(rowNonZero, nzRows);
     for (let j = 0; j < dv; j++) {
-      const kv = sparseColumnDot(S, dv, j, k, kOff, kIdx, kn, nzRows, nzn, kNegOff);
+      const kv = sparseColumnDot(S, dv, j, k, kOff, kDot, kdn, nzRows, nzn, kNegOff);
       const dj = f32(f32(v[vOff + j] - kv) * beta);
       delta[j] = dj;
       if (dj - dj !== 0) allDeltaFinite = false;
+      if (dj !== 0) allDeltaZero = false;
     }
   } else {
     for (let j = 0; j < dv; j++) {
@@ -436,7 +464,9 @@ export function recurrentStepSparse(
       delta[j] = f32(f32(v[vOff + j] - kv) * beta);
     }
   }
-  if (finiteState && allDeltaFinite) {
+  if (finiteState && allDeltaZero && kFinite) {
+    // every δ_j = ±0 and k finite: fl(k_i·δ_j) = ±0, and S_ij + (±0) = S_ij since S holds no −0
+  } else if (finiteState && allDeltaFinite) {
     let nonZero = kind === STATE_CLEAN;
     let dirty = false;
     for (let t = 0; t < kn; t++) {
@@ -460,10 +490,11 @@ export function recurrentStepSparse(
     kind = classifyState(S, rowNonZero);
   }
   if (kind !== STATE_ANY) {
-    const qn = nonZeroIndices(q, qOff, dk, qIdx, rowNonZero, negOffScratch);
+    nonZeroIndices(q, qOff, dk, qIdx, rowNonZero, negOffScratch, qDot, dotCount);
     const qNegOff = negOffScratch[0];
+    const qdn = dotCount[0];
     const nzn = listRows(rowNonZero, nzRows);
-    for (let j = 0; j < dv; j++) o[oOff + j] = sparseColumnDot(S, dv, j, q, qOff, qIdx, qn, nzRows, nzn, qNegOff);
+    for (let j = 0; j < dv; j++) o[oOff + j] = sparseColumnDot(S, dv, j, q, qOff, qDot, qdn, nzRows, nzn, qNegOff);
   } else {
     for (let j = 0; j < dv; j++) {
       let acc = -0;

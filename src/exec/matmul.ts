@@ -398,6 +398,153 @@ export function linearEx(
 }
 
 /**
+ * A linear's output kept sparse across calls (scatterInto): `out` is +0 (bit pattern 0) outside
+ * the rows touched[0..n), which are distinct; `mark[r]` = 1 exactly for those rows.
+ */
+export interface SparseOut {
+  out: Float32Array;
+  mark: Uint8Array;
+  touched: Int32Array;
+  n: number;
+}
+
+export function newSparseOut(rows: number): SparseOut {
+  return { out: new Float32Array(rows), mark: new Uint8Array(rows), touched: new Int32Array(rows), n: 0 };
+}
+
+/** Resets a SparseOut to all +0 with no touched rows (O(touched)). */
+export function clearSparseOut(so: SparseOut): void {
+  const { out, mark, touched } = so;
+  for (let t = 0; t < so.n; t++) { const r = touched[t]; out[r] = 0; mark[r] = 0; }
+  so.n = 0;
+}
+
+/**
+ * The finiteness / sign scan of the sparse path plus the non-zero positions: for x[xOff ..
+ * xOff+cols), writes the columns with x_c ≠ 0 (ascending) into nz and returns their count, and the
+ * count of sign-bit-set activations (x < 0 or −0) in `neg[0]`; returns −1 when some x_c is not finite.
+ */
+export function scanActivations(x: Float32Array, xOff: number, cols: number, nz: Int32Array, neg: Int32Array): number {
+  let n = 0;
+  let negTotal = 0;
+  for (let c = 0; c < cols; c++) {
+    const v = x[xOff + c];
+    if (v - v !== 0) return -1;
+    if (v !== 0) { nz[n++] = c; if (v < 0) negTotal++; } else if (1 / v < 0) negTotal++;
+  }
+  neg[0] = negTotal;
+  return n;
+}
+
+/**
+ * The scatter form (scatterLinear's math and argument) into a SparseOut, visiting only the
+ * columns nz[0..nzn) (the non-zero activations, ascending; `negTotal` = sign-bit-set activations
+ * among all cols): clears the rows touched by the previous call, then for each listed column c
+ * and stored w_rc with t = fl(w_rc·x_c) ≠ 0, out[r] = fl(out[r] + t) from +0, recording r as
+ * touched; bf16 rounds the touched rows once. Every row not touched is +0, which is its exact
+ * value: its terms are all ±0 and one of them is +0 (precondition below). Returns false and does
+ * nothing when the form does not apply: sequential order, CSR-only matrix (or one whose dense
+ * form has no −0) with finite weights and sorted rows, and maxRowNnz < cols − negTotal are
+ * needed; `maxWork` caps the entries walked (checked before any change; −1: no cap).
+ */
+export function scatterInto(
+  ctx: ExecNumericContext, m: Matrix, x: Float32Array, xOff: number, nz: Int32Array, nzn: number, negTotal: number,
+  so: SparseOut, maxWork: number, stats?: MatmulStats,
+): boolean {
+  if (ctx.order.kind !== 'sequential' || so.out.length < m.rows || xOff + m.cols > x.length) return false;
+  const plan = sparsePlanOf(m);
+  if (!plan.finite) return false;
+  if (plan.denseNegZeroRow) {
+    for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) return false;
+  }
+  const csc = cscPlanOf(m, plan.csr);
+  if (!csc || csc.maxRowNnz >= m.cols - negTotal) return false;
+  const { colPtr, rowIdx, values } = csc;
+  if (maxWork >= 0) {
+    let work = 0;
+    for (let t = 0; t < nzn; t++) work += colPtr[nz[t] + 1] - colPtr[nz[t]];
+    if (work > maxWork) return false;
+  }
+  clearSparseOut(so);
+  const { out, mark, touched } = so;
+  let n = 0;
+  for (let t = 0; t < nzn; t++) {
+    const c = nz[t];
+    const xc = x[xOff + c];
+    const k1 = colPtr[c + 1];
+    for (let k = colPtr[c]; k < k1; k++) {
+      const p = f32(values[k] * xc);
+      if (p !== 0) {
+        const r = rowIdx[k];
+        out[r] = f32(out[r] + p);
+        if (mark[r] === 0) { mark[r] = 1; touched[n++] = r; }
+      }
+    }
+  }
+  so.n = n;
+  if (ctx.profile !== 'f32') for (let t = 0; t < n; t++) out[touched[t]] = ctx.act(out[touched[t]]);
+  if (stats) { stats.sparse++; stats.scatter++; }
+  return true;
+}
+
+/** Per matrix: linearArgmax's sparse output and activation scratch. */
+const argmaxStates = new WeakMap<Matrix, { so: SparseOut; nz: Int32Array; neg: Int32Array }>();
+
+/**
+ * argmax of y = x·Wᵀ (lowest index among the maximal values; NaN never wins; ChipcError
+ * EXEC_NAN_LOGITS when every value is NaN) — exactly executor.ts `argmax(linear(ctx, m, x, path))`.
+ * Sparse path, sequential order: when scatterInto applies, only the touched rows and the lowest
+ * untouched row (exactly +0, like every untouched row, which all lose ties to it) are compared.
+ * Otherwise the product is written into `buf` (length ≥ rows) and scanned.
+ */
+export function linearArgmax(
+  ctx: ExecNumericContext, m: Matrix, x: Float32Array, path: MatmulPath, buf: Float32Array, stats?: MatmulStats,
+): number {
+  if (path === 'sparse' && ctx.order.kind === 'sequential' && x.length >= m.cols) {
+    let st = argmaxStates.get(m);
+    if (!st || st.so.out.length !== m.rows) {
+      st = { so: newSparseOut(m.rows), nz: new Int32Array(m.cols), neg: new Int32Array(1) };
+      argmaxStates.set(m, st);
+    }
+    const nzn = scanActivations(x, 0, m.cols, st.nz, st.neg);
+    if (nzn >= 0 && scatterInto(ctx, m, x, 0, st.nz, nzn, st.neg[0], st.so, storedEntries(m), stats)) {
+      const { out, mark, touched } = st.so;
+      let best = -1;
+      let bv = 0;
+      for (let t = 0; t < st.so.n; t++) {
+        const r = touched[t];
+        const v = out[r];
+        if (v !== v) continue;
+        if (best < 0 || v > bv || (v === bv && r < best)) { best = r; bv = v; }
+      }
+      if (st.so.n < m.rows) {
+        let r = 0;
+        while (mark[r] === 1) r++;
+        if (best < 0 || 0 > bv || (0 === bv && r < best)) best = r;
+      }
+      if (best < 0) throw new ChipcError('EXEC_NAN_LOGITS', 'argmax: every logit is NaN (or there are none)');
+      return best;
+    }
+  }
+  if (buf.length < m.rows) throw new ChipcError('EXEC_SHAPE', `linearArgmax: buffer has ${buf.length} slots, need ${m.rows}`);
+  const y = linear(ctx, m, x, path, { stats, out: buf.subarray(0, m.rows) });
+  let best = -1;
+  let bv = -Infinity;
+  for (let i = 0; i < y.length; i++) {
+    const v = y[i];
+    if (v > bv || (best < 0 && v === -Infinity)) { bv = v; best = i; }
+  }
+  if (best < 0) throw new ChipcError('EXEC_NAN_LOGITS', 'argmax: every logit is NaN (or there are none)');
+  return best;
+}
+
+/** Stored entries of the matrix (its CSR's, own or derived). */
+export function storedEntries(m: Matrix): number {
+  const p = sparsePlanOf(m);
+  return p.csr.rowPtr[m.rows];
+}
+
+/**
  * linear() on the sparse path for an input known to be +0 (bit pattern 0) outside the positions
  * support[0..n): the finiteness and sign-bit scan of the activations visits only those (a +0 is
  * finite and has a clear sign bit), then the same sparse row walk runs. Falls back to linear()

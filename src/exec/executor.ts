@@ -12,7 +12,7 @@ import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer, type ModelConfig } from '../model/config.ts';
 import type { Matrix, ModelWeights } from '../model/weights.ts';
 import { attentionStep, KvCache, ropeInvFreq } from './attention.ts';
-import { gdnDimsOf, gdnForward, newGdnCache, type GdnCache } from './gdn.ts';
+import { classifyState, gdnDimsOf, gdnForward, newGdnCache, type GdnCache } from './gdn.ts';
 import { linear, linearArgmax, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { moeForward, swiglu } from './mlp.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
@@ -203,6 +203,23 @@ export class Executor {
     // The caller may write S at any time from now on: the decode step stops trusting its tracked kind.
     c.exposed[valueHead] = 1;
     return s;
+  }
+
+  /**
+   * Overwrite the recurrent state of (layer, value head) with a copy of `state` (dk·dv entries,
+   * S[i,j] at i·dv + j) without handing the live array out: the decode step keeps trusting the
+   * state's tracked kind, re-derived here, so the sparse shortcuts stay on (a loader's path).
+   */
+  setGdnState(layer: number, valueHead: number, state: Float32Array): void {
+    const c = this.gdn[layer];
+    if (!c) {
+      throw new ChipcError('EXEC_BAD_LAYER', `layer ${layer} is not a linear_attention layer (0..${this.config.numLayers - 1})`);
+    }
+    const s = c.S[valueHead];
+    if (!s) throw new ChipcError('EXEC_BAD_HEAD', `value head ${valueHead} out of range [0, ${c.S.length})`);
+    if (state.length !== s.length) throw new ChipcError('EXEC_BAD_STATE', `state of ${state.length} entries for a head of ${s.length}`);
+    s.set(state);
+    c.kind[valueHead] = classifyState(s, c.rowNonZero[valueHead]);
   }
 
   /**

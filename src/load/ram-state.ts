@@ -199,7 +199,7 @@ function checkExecutor(executor: Executor, res: CompileResult): void {
 export function applyRamContents(executor: Executor, res: CompileResult, placement: RamPlacement, contents: RamContents): void {
   checkExecutor(executor, res);
   const rows = ramStateRows(placement, contents, ramStateConfig(res, placement, executor.ctx.profile));
-  for (const h of rows.heads) executor.gdnState(rows.layer, h.valueHead).set(h.state);
+  for (const h of rows.heads) executor.setGdnState(rows.layer, h.valueHead, h.state);
 }
 
 const u32 = new Uint32Array(1);

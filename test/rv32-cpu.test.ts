@@ -17,7 +17,7 @@ import { compileCircuit, type CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { checkCompiled } from '../src/verify/check.ts';
 import { applyRamContents } from '../src/load/ram-state.ts';
-import { programOf, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
+import { chipExecutor, programOf, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
 import { cpuCircuit } from '../circuits/rv32im/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
@@ -47,6 +47,15 @@ describe('the chip in the IR interpreter = the golden token trace', () => {
     expect(trace.halt.reason).toBe('tohost');
     expect(r.divergence).toBeNull();
     expect(r.exitCode).toBe(0);
+  }, 120_000);
+
+  it('the hello firmware loaded by prompt: the same stream after the loader prompt', () => {
+    const elf = fs.readFileSync('fixtures/firmware/hello.elf');
+    const prog = programOf(elf, MEM);
+    const trace = goldenTokens(elf, { maxInstructions: 50_000, mem: { size: MEM } });
+    const r = runOnInterpreter(prog, { maxTokens: trace.tokens.length + 5, golden: trace.tokens, load: 'prompt' });
+    expect(r.divergence).toBeNull();
+    expect(r.tokens.slice(r.promptLength)).toEqual(Array.from(trace.tokens.slice(2)));
   }, 120_000);
 
   it('the hello firmware: console bytes through OUT tokens, sub-word stores, byte loads', () => {
@@ -170,6 +179,41 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
     expect(r.mismatches).toEqual([]);
     expect(r.emitted.slice(1, -1)).toEqual(Array.from(golden.slice(2)));
     expect(golden[golden.length - 1]).not.toBe(encodeToken({ kind: 'HALT', code: 0 }));
+  }, 300_000);
+
+  it('loading by prompt leaves the RAMs bit-identical to the state file, and generation is the same', () => {
+    const golden = goldenTokens(elf, { mem: { size: 1024 } }).tokens;
+    const viaState = chipExecutor(res, prog, { load: 'state' });
+    viaState.decodeArgmax(golden[0]!);
+    const stateNext = viaState.decodeArgmax(golden[1]!);
+    const viaPrompt = chipExecutor(res, prog, { load: 'prompt' });
+    let promptNext = -1;
+    for (const t of prog.loader) promptNext = viaPrompt.decodeArgmax(t);
+    expect(prog.loader.length).toBeGreaterThan(3 * prog.data.size);
+    expect(promptNext).toBe(stateNext);
+    expect(promptNext).toBe(golden[2]);
+    const r = target.linearNumValueHeads / target.linearNumKeyHeads;
+    let compared = 0;
+    for (const name of ['code', 'mem', 'regs']) {
+      const placement = res.rams.find((x) => x.name === name)!;
+      for (const kh of placement.keyHeads) {
+        for (let j = 0; j < r; j++) {
+          const a = new Uint32Array(Float32Array.from(viaState.gdnState(placement.layer, kh * r + j)).buffer);
+          const b = new Uint32Array(Float32Array.from(viaPrompt.gdnState(placement.layer, kh * r + j)).buffer);
+          expect(b).toEqual(a);
+          compared += a.length;
+        }
+      }
+    }
+    expect(compared).toBeGreaterThan(0);
+    // And the run goes on identically: 40 more tokens from each.
+    let x = stateNext, y = promptNext;
+    for (let i = 0; i < 40; i++) {
+      x = viaState.decodeArgmax(x);
+      y = viaPrompt.decodeArgmax(y);
+      expect(y).toBe(x);
+      expect(x).toBe(golden[3 + i]);
+    }
   }, 300_000);
 });
 

@@ -135,7 +135,7 @@ export function cpuCircuit(opts: CpuOptions) {
   const addrBits = Math.max(1, Math.ceil(Math.log2(opts.codeWords)));
   const memWords = opts.memWords ?? 8192;
   const memBits = Math.max(1, Math.ceil(Math.log2(memWords)));
-  if (memBits > 22) throw new ChipcError('chip.mem', `data RAM of ${memWords} words is larger than the 16 MiB the chip addresses`);
+  if (memBits > 15) throw new ChipcError('chip.mem', `data RAM of ${memWords} words is larger than the 128 KiB (32,768 words) the loader addresses`);
   return defineCircuit({ name: 'rv32-v1', vocab: VOCAB, bos: TOK.BOS }, (c) => {
     // ── token fields ───────────────────────────────────────────────────────────────────────
     const is = (k: Kind, name: string) => c.tokenField(name, (t) => (tokenKind(t).kind === k ? 1 : 0), [0, 1]);
@@ -164,12 +164,26 @@ export function cpuCircuit(opts: CpuOptions) {
     const cvN = Array.from({ length: 32 }, (_, k) => c.tokenField(`cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
     const cvW = Array.from({ length: 16 }, (_, k) => c.tokenField(`cvW${k}`, (t) => bit(wideCommit(t), 16 + k), [0, 1]));
     const dLo = Array.from({ length: 16 }, (_, k) => c.tokenField(`dLo${k}`, (t) => (tokenKind(t).kind === Kind.D ? bit(tokenKind(t).v, k) : 0), [0, 1]));
+    const dLoPrev = c.previousAll(dLo); // the D latch: the previous position's D payload
 
     // ── PC: the window base (J's word index) latched by J; PC = base + j at instruction starts,
     //    latched so that positions fed D, H or K re-execute the same instruction ───────────────
-    const baseRam = c.ram('base', { rows: 1, fields: jw.map(() => 2) });
-    baseRam.write(c.constant(0), jw, isJ);
-    const base = baseRam.read(c.constant(0));
+    // The same latch remembers that a J came: before the first J the chip is in loader mode.
+    const baseRam = c.ram('base', { rows: 1, fields: [...jw.map(() => 2), 2] });
+    baseRam.write(c.constant(0), [...jw, c.constant(1)], isJ);
+    const baseRead = baseRam.read(c.constant(0));
+    const base = baseRead.slice(0, 15);
+    const loading = c.linear([[baseRead[15]!, -1]], 1).named('loading');
+
+    // ── loader (docs/token-protocol.md "Loading by prompt"): before the first J, E(p) latches a
+    //    load address p (bit 15: register p mod 32, else word p of memory) and the H of D(lo),
+    //    H(hi) writes {hi, lo} there ─────────────────────────────────────────────────────────
+    const la = Array.from({ length: 16 }, (_, k) => c.tokenField(`loadAddr${k}`, (t) => (tokenKind(t).kind === Kind.E ? bit(t - TOK.E, k) : 0), [0, 1]));
+    const laRam = c.ram('loadAddr', { rows: 1, fields: la.map(() => 2) });
+    laRam.write(c.constant(0), la, isE);
+    const loadAddr = laRam.read(c.constant(0));
+    const loadWord = c.table('loadWord', [loading, isH, loadAddr[15]!], (l, h, r) => (l && h && !r ? 1 : 0), [0, 1]);
+    const loadReg = c.table('loadReg', [loading, isH, loadAddr[15]!], (l, h, r) => (l && h && r ? 1 : 0), [0, 1]);
     const start = addSmall(c, base, tj, 'pc');
     // The latch also keeps the instruction's window index j for the positions that re-execute it.
     const pcl = c.ram('pc', { rows: 1, fields: Array.from({ length: 17 }, () => 2) });
@@ -181,7 +195,10 @@ export function cpuCircuit(opts: CpuOptions) {
     // ── fetch ──────────────────────────────────────────────────────────────────────────────
     const code = c.ram('code', { rows: opts.codeWords, fields: Array.from({ length: 32 }, () => 2) });
     const codeAddr = c.linear(w.slice(0, addrBits).map((b, k) => [b, 2 ** k] as [Sig, number]));
-    code.write(c.constant(0), Array.from({ length: 32 }, () => c.constant(0)), c.constant(0));
+    const loadBits = [...dLoPrev, ...cvW]; // {H payload, D latch} at a position fed H
+    const codeWriteEn = addrBits >= 15 ? loadWord
+      : c.table('codeLoad', [loadWord, c.linear(loadAddr.slice(addrBits, 15).map((x) => [x, 1] as [Sig, number]))], (lw, hi) => (lw && hi === 0 ? 1 : 0), [0, 1]);
+    code.write(c.linear(loadAddr.slice(0, addrBits).map((x, k) => [x, 2 ** k] as [Sig, number])), loadBits, codeWriteEn);
     const ins = code.read(codeAddr);
 
     // ── decode ─────────────────────────────────────────────────────────────────────────────
@@ -233,7 +250,7 @@ export function cpuCircuit(opts: CpuOptions) {
     const link = add32(c, pcWord, constWord(c, 4), 0, 'link').sum;
     const linkBits = link.flatMap((byte, b) => Array.from({ length: 8 }, (_, k) => c.table(`link${8 * b + k}`, [byte], (v) => (v >> k) & 1, [0, 1])));
     const prevLink = c.previousAll(linkBits);
-    const prevDLo = c.previousAll(dLo);
+    const prevDLo = dLoPrev;
     const commitLink = c.and(isJ, prevIsJump!).named('commitLink');
     const commitValue = c.or(c.or(isE, isK), isH).named('commitValue');
     // Division steps (v2): the H of a step brings back the partial remainder and commits nothing. It
@@ -241,14 +258,16 @@ export function cpuCircuit(opts: CpuOptions) {
     const prevIsQ = c.previous(isQ).named('prevIsQ');
     const ppQ = c.previous(prevIsQ).named('prevPrevIsQ');
     const remTransfer = c.and(isH, ppQ).named('remTransfer');
-    const commitEn = c.table('commitEn', [commitValue, commitLink, prevHasRd!, remTransfer],
-      (v, l, h, rt) => ((v || l) && h && !rt ? 1 : 0), [0, 1]);
+    // In loader mode only the loader's register words are written (their bits are {H, D latch}, as a D + H commit).
+    const commitEn = c.table('commitEn', [commitValue, commitLink, prevHasRd!, remTransfer, loading, loadReg],
+      (v, l, h, rt, ld, lr) => (ld ? lr : (v || l) && h && !rt ? 1 : 0), [0, 1]);
     const commitBits = Array.from({ length: 32 }, (_, k) => {
       const fromToken = k < 16 ? c.select(prevWasD!, prevDLo[k]!, cvN[k]!) : c.select(prevWasD!, cvW[k - 16]!, cvN[k]!);
       return c.select(commitLink, prevLink[k]!, fromToken);
     });
     const regs = c.ram('regs', { rows: 32, fields: Array.from({ length: 32 }, () => 2) });
-    regs.write(c.linear([[prevRd0!, 1], [prevRd1!, 2], [prevRd2!, 4], [prevRd3!, 8], [prevRd4!, 16]]), commitBits, commitEn);
+    const commitRow = c.linear([[prevRd0!, 1], [prevRd1!, 2], [prevRd2!, 4], [prevRd3!, 8], [prevRd4!, 16]]);
+    regs.write(c.select(loading, c.linear(loadAddr.slice(0, 5).map((x, k) => [x, 2 ** k] as [Sig, number])), commitRow), commitBits, commitEn);
     // ecall reads a7 (x17) and a0 (x10) instead of rs1 / rs2.
     const rs1 = c.select(isSystem, 17, field(15, 5, 'rs1'));
     const rs2 = c.select(isSystem, 10, field(20, 5, 'rs2'));
@@ -299,15 +318,17 @@ export function cpuCircuit(opts: CpuOptions) {
       if (f3 === 1) return o === lane ? 1 : o + 1 === lane ? 2 : 0;
       return 0;
     };
-    const isSW = c.table('isSW', [isStore, funct3], (st, f3) => (st && f3 === 2 ? 1 : 0), [0, 1]);
+    const isSW = c.table('isSW', [isStore, funct3, loading], (st, f3, ld) => (st && f3 === 2 && !ld ? 1 : 0), [0, 1]);
     const fedH = fedC.eq(2).named('fedH');
     // SW writes at its own position; SB / SH write the merged word the H token brings back.
-    const memWrite = c.table('memWrite', [inRam, isStore, isSW, fedH], (r, st, sw, h) => (r && st && (sw || h) ? 1 : 0), [0, 1]);
+    const memWrite = c.table('memWrite', [inRam, isStore, isSW, fedH, loading, loadWord],
+      (r, st, sw, h, ld, lw) => (ld ? lw : r && st && (sw || h) ? 1 : 0), [0, 1]);
     const hBits = cvW; // the H payload's bits (bits 16…31 of the merged word) at a position fed H
     const storeBits = Array.from({ length: 32 }, (_, k) =>
       c.select(isSW, b[k]!, k < 16 ? prevDLo[k]! : hBits[k - 16]!));
     const mem = c.ram('mem', { rows: memWords, fields: Array.from({ length: 32 }, () => 2) });
-    mem.write(row, storeBits, memWrite);
+    const loadRow = c.linear(loadAddr.slice(0, Math.min(memBits, 15)).map((x, k) => [x, 2 ** k] as [Sig, number]));
+    mem.write(c.select(loading, loadRow, row), storeBits, memWrite);
     const old = mem.read(row, inRam);
     const oldByte = bitsWord(c, old);
     const pick = (name: string, f: (lane: number, f3: number, o: number) => number) =>
@@ -356,7 +377,7 @@ export function cpuCircuit(opts: CpuOptions) {
     //    R (the step's H, with the D latch); all three cleared / reset when a division starts.
     const isDivOp = c.table('isDivOp', [clsAlu, funct3], (k, f3) => (k === 6 && f3 >= 4 ? 1 : 0), [0, 1]);
     const signedDiv = c.table('signedDiv', [clsAlu, funct3], (k, f3) => (k === 6 && (f3 === 4 || f3 === 6) ? 1 : 0), [0, 1]);
-    const divStart = c.and(isStart, isDivOp).named('divStart');
+    const divStart = c.table('divStart', [isStart, isDivOp, loading], (st, dv, ld) => (st && dv && !ld ? 1 : 0), [0, 1]);
     const sRam = c.ram('divS', { rows: 1, fields: [8] });
     sRam.write(c.constant(0), [qStep], isQ);
     const [sLatch] = sRam.read(c.constant(0));

@@ -17,6 +17,7 @@ import { loadElf } from '../../riscv/elf.ts';
 import { goldenTokens } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
 import { Interpreter } from '../ir/interpret.ts';
+import { FastEvaluator } from '../ir/evaluate-fast.ts';
 
 export interface ChipProgram {
   entry: number;
@@ -26,6 +27,11 @@ export interface ChipProgram {
   data: Map<number, number[]>;
   /** Initial registers: sp (x2) = the top of the data RAM, as the golden emulator resets it. */
   regs: Map<number, number[]>;
+  /**
+   * The same image as a prompt of loader tokens (docs/token-protocol.md, "Loading by prompt"):
+   * BOS, then E(address), D(lo), H(hi) per nonzero word and for sp, then J(entry).
+   */
+  loader: number[];
   /** Data RAM size in bytes (the golden emulator must run with the same RAM). */
   memBytes: number;
   /** The chip options this program needs: code RAM rows (a power of two ≥ 64), data RAM rows, tohost. */
@@ -59,17 +65,30 @@ export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES): ChipPr
   const used = Math.max(1, Math.ceil((codeEnd - CODE_BASE) / 4));
   let codeWords = 64;
   while (codeWords < used) codeWords *= 2;
-  const code = new Map<number, number[]>();
-  for (let i = 0; i < used; i++) code.set(i, bitsOfWord(p.memory.read32(CODE_BASE + 4 * i) >>> 0));
+  // Nonzero words only (an unwritten row reads 0): the state the loader prompt leaves, exactly.
   const data = new Map<number, number[]>();
+  const words: [number, number][] = [];
   for (const s of p.image.segments) {
     for (let a = (s.vaddr - CODE_BASE) & ~3; a < s.vaddr - CODE_BASE + s.filesz; a += 4) {
       const wd = p.memory.read32(CODE_BASE + a) >>> 0;
-      if (wd !== 0) data.set(a / 4, bitsOfWord(wd));
+      if (wd !== 0 && !data.has(a / 4)) {
+        data.set(a / 4, bitsOfWord(wd));
+        words.push([a / 4, wd]);
+      }
     }
   }
-  const regs = new Map([[2, bitsOfWord((CODE_BASE + memBytes) & ~15)]]);
-  return { entry: p.entry, code, data, regs, memBytes, chip: { codeWords, memWords: memBytes / 4, tohost: p.tohost } };
+  const code = new Map([...data].filter(([row]) => row < codeWords));
+  const sp = (CODE_BASE + memBytes) & ~15;
+  const regs = new Map([[2, bitsOfWord(sp)]]);
+  // Loader prompt: E(word) or E(0x8000 + register), D(lo), H(hi) per nonzero word (sorted by address), then J(entry).
+  const loader: number[] = [BOS_ID];
+  const put = (p: number, v: number) => loader.push(
+    encodeToken({ kind: 'E', j: p >> 14, v: ((p & 0x3fff) ^ 0x2000) - 0x2000 }),
+    encodeToken({ kind: 'D', v: v & 0xffff }), encodeToken({ kind: 'H', v: v >>> 16 }));
+  for (const [row, wd] of words.sort((x, y) => x[0] - y[0])) put(row, wd);
+  put(0x8000 + 2, sp);
+  loader.push(encodeToken({ kind: 'J', w: (p.entry - CODE_BASE) / 4 }));
+  return { entry: p.entry, code, data, regs, loader, memBytes, chip: { codeWords, memWords: memBytes / 4, tohost: p.tohost } };
 }
 
 /** Compile the chip circuit with `opts` for `target`. */
@@ -83,6 +102,12 @@ export interface GoldenOptions {
   golden?: ArrayLike<number>;
   goldenPc?: ArrayLike<number>;
   onToken?: (t: number) => void;
+  /**
+   * How the image gets into the chip: 'state' (default) writes the RAMs' GDN state directly and
+   * feeds [BOS, J(entry)]; 'prompt' feeds the loader prompt (prog.loader) token by token instead.
+   * Both leave bit-identical RAM state (test/rv32-cpu.test.ts) and generate the same stream.
+   */
+  load?: 'state' | 'prompt';
 }
 
 export interface RunResult {
@@ -94,41 +119,64 @@ export interface RunResult {
   /** The first token that differs from the golden trace, with the pc of the instruction it belongs to. */
   divergence: { position: number; expected: string; got: string; pc: number | null } | null;
   seconds: number;
+  /** Tokens of the prompt at the start of `tokens` (2, or the loader prompt's length). */
+  promptLength: number;
 }
 
 export function runOnChip(
   res: CompileResult, prog: ChipProgram, opts: ExecOptions & GoldenOptions,
 ): RunResult {
+  const ex = chipExecutor(res, prog, opts);
+  const prompt = opts.load === 'prompt' ? prog.loader : [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
+  const t0 = performance.now();
+  // The loader prompt is fed by decode steps: RAM reads are exact there (a chunked prefill's are
+  // not guaranteed, docs/gadgets-gdn.md), and the loader's writes depend on latch reads.
+  let first = argmax(ex.prefill(prompt.slice(0, opts.load === 'prompt' ? 1 : prompt.length))[0]!);
+  if (opts.load === 'prompt') for (const t of prompt.slice(1)) first = ex.decodeArgmax(t);
+  return follow(prompt, first, (t) => ex.decodeArgmax(t), opts, t0);
+}
+
+/** An executor for the compiled chip; with load 'state' (the default) the program's RAM rows are written into its GDN state. */
+export function chipExecutor(res: CompileResult, prog: ChipProgram, opts: ExecOptions & { load?: 'state' | 'prompt' }): Executor {
   const ex = new Executor(res.weights, opts);
+  if (opts.load === 'prompt') return ex;
   for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
     const placement = res.rams.find((r) => r.name === name);
     if (!placement) throw new ChipcError('chip.ram', `the compiled chip has no RAM "${name}"`);
     applyRamContents(ex, res, placement, rows);
   }
-  const prompt = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
-  const t0 = performance.now();
-  const first = argmax(ex.prefill(prompt)[0]!);
-  return follow(prompt, first, (t) => ex.decodeArgmax(t), opts, t0);
+  return ex;
 }
 
 /**
- * The same run in the IR interpreter (the oracle one link up the chain): no weights, any code
- * size — for programs whose code does not fit a target's code RAM.
+ * The same run on the chip circuit without weights (the oracle one link up the chain), any RAM
+ * size: in the FastEvaluator (the IR compiled to JavaScript, equal to the IR interpreter node for
+ * node: test/ir-fast.test.ts), or with `evaluator: 'interpreter'` in the IR interpreter itself.
  */
 export function runOnInterpreter(
-  prog: ChipProgram, opts: GoldenOptions,
+  prog: ChipProgram, opts: GoldenOptions & { evaluator?: 'fast' | 'interpreter' },
 ): RunResult {
   const ir = buildCircuit(cpuCircuit(prog.chip), 'circuits/rv32im/cpu.ts');
-  const interp = new Interpreter(ir);
-  for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
-    const ram = ir.rams.findIndex((r) => r.name === name);
-    for (const [row, v] of rows) interp.setRamRow(ram, row, v);
+  const interp: { step(t: number): number | null; setRamRow(ram: number, row: number, v: readonly number[]): void } =
+    opts.evaluator === 'interpreter' ? interpreterStepper(new Interpreter(ir)) : new FastEvaluator(ir);
+  if (opts.load !== 'prompt') {
+    for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
+      const ram = ir.rams.findIndex((r) => r.name === name);
+      for (const [row, v] of rows) interp.setRamRow(ram, row, v);
+    }
   }
-  const prompt = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
+  const prompt = opts.load === 'prompt' ? prog.loader : [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
   const t0 = performance.now();
-  interp.step(prompt[0]!);
-  let next = interp.step(prompt[1]!).emitted!;
-  return follow(prompt, next, (t) => interp.step(t).emitted!, opts, t0);
+  let next = 0;
+  for (const t of prompt) next = interp.step(t)!;
+  return follow(prompt, next, (t) => interp.step(t)!, opts, t0);
+}
+
+function interpreterStepper(interp: Interpreter) {
+  return {
+    step: (t: number) => interp.step(t).emitted,
+    setRamRow: (ram: number, row: number, v: readonly number[]) => interp.setRamRow(ram, row, v),
+  };
 }
 
 /** Feed each generated token back until HALT, a divergence from the golden stream, or the limit. */
@@ -137,13 +185,16 @@ function follow(
   opts: GoldenOptions, t0: number,
 ): RunResult {
   const tokens = [...prompt];
+  // The golden stream starts with the 2-token prompt [BOS, J(entry)]; generated tokens line up after it.
+  const shift = prompt.length - 2;
   let next = first;
   let instructions = 1;
   let divergence: RunResult['divergence'] = null;
   let exitCode: number | null = null;
-  for (let pos = prompt.length; pos < opts.maxTokens; pos++) {
-    if (opts.golden && pos < opts.golden.length && next !== opts.golden[pos]) {
-      divergence = { position: pos, expected: formatToken(opts.golden[pos]!), got: formatToken(next), pc: opts.goldenPc?.[pos] ?? null };
+  for (let pos = prompt.length; pos < opts.maxTokens + shift; pos++) {
+    const g = pos - shift;
+    if (opts.golden && g < opts.golden.length && next !== opts.golden[g]) {
+      divergence = { position: pos, expected: formatToken(opts.golden[g]!), got: formatToken(next), pc: opts.goldenPc?.[g] ?? null };
       break;
     }
     tokens.push(next);
@@ -156,7 +207,7 @@ function follow(
     if (d.kind === 'E' || d.kind === 'N' || d.kind === 'OUT' || d.kind === 'J') instructions++;
     next = step(next);
   }
-  return { tokens, halted: exitCode !== null, exitCode, instructions, divergence, seconds: (performance.now() - t0) / 1000 };
+  return { tokens, halted: exitCode !== null, exitCode, instructions, divergence, seconds: (performance.now() - t0) / 1000, promptLength: prompt.length };
 }
 
 export { goldenTokens };

@@ -24,6 +24,7 @@ interface RunCliOptions {
   trace?: boolean;
   engine: string;
   memSize: string;
+  load: string;
   json?: boolean;
 }
 
@@ -34,11 +35,12 @@ export function registerRun(program: Command, run: Runner): void {
     .argument('<elf>', 'an RV32IM+Zba ELF (code and data from 0x80000000)')
     .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 247,173 token ids)', 'chip-test')
     .option('--mem-size <bytes>', 'data RAM size from 0x80000000 (a program outside it is refused)', String(DEFAULT_MEM_BYTES))
+    .option('--load <how>', 'state (write the image into the GDN state directly) or prompt (feed the loader prompt of write tokens)', 'state')
     .option('--check', 'compare every token with the golden emulator\'s trace; stop at the first divergence')
     .option('--max-tokens <n>', 'stop after this many tokens', '100000')
     .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
     .option('--trace', 'print every generated token')
-    .option('--engine <e>', 'weights (the compiled chip in the reference executor) or ir (the chip circuit in the IR interpreter)', 'weights')
+    .option('--engine <e>', 'weights (the compiled chip in the reference executor) or ir (the chip circuit, no weights: the IR fast evaluator)', 'weights')
     .option('--json', 'print one JSON document')
     .action((file: string, o: RunCliOptions) =>
       run(() => {
@@ -51,6 +53,8 @@ export function registerRun(program: Command, run: Runner): void {
         if (o.engine !== 'weights' && o.engine !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${o.engine}"`);
         const memBytes = Number(o.memSize);
         if (!Number.isInteger(memBytes) || memBytes < 64 || memBytes % 4 !== 0) throw new ChipcError('cli.mem-size', `--mem-size must be a multiple of 4 bytes ≥ 64, not "${o.memSize}"`);
+        if (o.load !== 'state' && o.load !== 'prompt') throw new ChipcError('cli.load', `--load must be state or prompt, not "${o.load}"`);
+        const load = o.load;
         const prog = programOf(elf, memBytes);
         const trace = o.check ? goldenTokens(elf, { maxInstructions: maxTokens, mem: { size: prog.memBytes } }) : undefined;
         const golden = trace?.tokens;
@@ -70,22 +74,23 @@ export function registerRun(program: Command, run: Runner): void {
         let compileS = 0;
         let layers: number | null = null;
         if (o.engine === 'ir') {
-          r = runOnInterpreter(prog, { maxTokens, golden, goldenPc, onToken });
-          where = 'chip circuit in the IR interpreter';
+          r = runOnInterpreter(prog, { maxTokens, golden, goldenPc, onToken, load });
+          where = 'chip circuit in the IR (fast evaluator)';
         } else {
           const target = resolveTarget(o.target);
           const t0 = performance.now();
           const res = compileChip(prog.chip, target.config);
           compileS = (performance.now() - t0) / 1000;
           layers = res.layers.length;
-          r = runOnChip(res, prog, { profile: o.profile, maxTokens, golden, goldenPc, onToken });
+          r = runOnChip(res, prog, { profile: o.profile, maxTokens, golden, goldenPc, onToken, load });
           where = `chip compiled for ${target.name} in ${compileS.toFixed(1)} s (${layers} layers)`;
         }
         if (!o.json && !o.trace && consoleBytes.length > 0 && consoleBytes[consoleBytes.length - 1] !== 10) process.stdout.write('\n');
-        out.emit({ ...r, console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, tokensPerInstruction: r.tokens.length / Math.max(1, r.instructions), compileSeconds: compileS, layers });
+        const generated = r.tokens.length - r.promptLength;
+        out.emit({ ...r, generated, console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, load, tokensPerInstruction: generated / Math.max(1, r.instructions), compileSeconds: compileS, layers });
         out.line(`${file}: ${where}; ` +
-          `${fmtInt(r.tokens.length)} tokens, ${fmtInt(r.instructions)} instructions ` +
-          `(${(r.tokens.length / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s`);
+          `${fmtInt(generated)} generated tokens after a ${fmtInt(r.promptLength)}-token prompt (${load}), ${fmtInt(r.instructions)} instructions ` +
+          `(${(generated / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s`);
         if (r.divergence) {
           out.line(chalk.red(`divergence at token ${r.divergence.position}: expected ${r.divergence.expected}, got ${r.divergence.got}` +
             (r.divergence.pc !== null ? ` (instruction at pc 0x${r.divergence.pc.toString(16)})` : '')));

@@ -327,8 +327,9 @@ export function cpuCircuit(opts: CpuOptions) {
     const storeBits = Array.from({ length: 32 }, (_, k) =>
       c.select(isSW, b[k]!, k < 16 ? prevDLo[k]! : hBits[k - 16]!));
     const mem = c.ram('mem', { rows: memWords, fields: Array.from({ length: 32 }, () => 2) });
-    const loadRow = c.linear(loadAddr.slice(0, Math.min(memBits, 15)).map((x, k) => [x, 2 ** k] as [Sig, number]));
-    mem.write(c.select(loading, loadRow, row), storeBits, memWrite);
+    // In loader mode the write goes to the loader's address (bit by bit: a row number can exceed a slot's ±256).
+    const writeRow = c.linear(rowBits.map((x, k) => [c.select(loading, loadAddr[k]!, x), 2 ** k] as [Sig, number]));
+    mem.write(writeRow, storeBits, memWrite);
     const old = mem.read(row, inRam);
     const oldByte = bitsWord(c, old);
     const pick = (name: string, f: (lane: number, f3: number, o: number) => number) =>

@@ -17,6 +17,7 @@ import { loadElf } from '../../riscv/elf.ts';
 import { goldenTokens } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
 import { Interpreter } from '../ir/interpret.ts';
+import type { CircuitIR } from '../ir/types.ts';
 import { FastEvaluator } from '../ir/evaluate-fast.ts';
 
 export interface ChipProgram {
@@ -93,7 +94,7 @@ export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES): ChipPr
 
 /** Compile the chip circuit with `opts` for `target`. */
 export function compileChip(opts: Required<CpuOptions>, target: ModelConfig): CompileResult {
-  return compileCircuit(buildCircuit(cpuCircuit(opts), 'circuits/rv32im/cpu.ts'), target);
+  return compileCircuit(chipIr(opts), target);
 }
 
 export interface GoldenOptions {
@@ -156,9 +157,15 @@ export function chipExecutor(res: CompileResult, prog: ChipProgram, opts: ExecOp
 export function runOnInterpreter(
   prog: ChipProgram, opts: GoldenOptions & { evaluator?: 'fast' | 'interpreter' },
 ): RunResult {
-  const ir = buildCircuit(cpuCircuit(prog.chip), 'circuits/rv32im/cpu.ts');
-  const interp: { step(t: number): number | null; setRamRow(ram: number, row: number, v: readonly number[]): void } =
-    opts.evaluator === 'interpreter' ? interpreterStepper(new Interpreter(ir)) : new FastEvaluator(ir);
+  const ir = chipIr(prog.chip);
+  let interp: { step(t: number): number | null; setRamRow(ram: number, row: number, v: readonly number[]): void };
+  if (opts.evaluator === 'interpreter') interp = interpreterStepper(new Interpreter(ir));
+  else {
+    const fe = fastEvaluators.get(ir) ?? new FastEvaluator(ir);
+    fastEvaluators.set(ir, fe);
+    fe.reset();
+    interp = fe;
+  }
   if (opts.load !== 'prompt') {
     for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
       const ram = ir.rams.findIndex((r) => r.name === name);
@@ -170,6 +177,22 @@ export function runOnInterpreter(
   let next = 0;
   for (const t of prompt) next = interp.step(t)!;
   return follow(prompt, next, (t) => interp.step(t)!, opts, t0);
+}
+
+// Building the chip circuit takes seconds (its token fields span 247,173 ids): keep the last few.
+const irCache = new Map<string, CircuitIR>();
+const fastEvaluators = new WeakMap<CircuitIR, FastEvaluator>();
+
+/** The chip circuit's IR for these options (memoised: the 4 most recent option sets). */
+export function chipIr(opts: Required<CpuOptions>): CircuitIR {
+  const key = JSON.stringify([opts.codeWords, opts.memWords, opts.tohost]);
+  let ir = irCache.get(key);
+  if (ir === undefined) {
+    ir = buildCircuit(cpuCircuit(opts), 'circuits/rv32im/cpu.ts');
+    if (irCache.size >= 4) irCache.delete(irCache.keys().next().value!);
+    irCache.set(key, ir);
+  }
+  return ir;
 }
 
 function interpreterStepper(interp: Interpreter) {

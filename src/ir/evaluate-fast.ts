@@ -15,7 +15,7 @@ import { ChipcError } from '../util/errors.ts';
 import { fmtLoc } from '../dsl/source-loc.ts';
 import { topoOrder } from './deps.ts';
 import type { CircuitIR, IrNode, NodeId, Range } from './types.ts';
-import type { PositionResult } from './interpret.ts';
+import { checkRamRow, type PositionResult } from './interpret.ts';
 
 export interface FastEvaluatorOptions {
   /** Check every node value against its range (as the Interpreter does). Default true. */
@@ -442,21 +442,8 @@ export class FastEvaluator {
 
   /** As Interpreter.setRamRow: preload a RAM row; bad indices or values are a ChipcError `interp.ram`. */
   setRamRow(ram: number, row: number, values: readonly number[]): void {
-    const r = this.ir.rams[ram];
-    if (!Number.isInteger(ram) || !r) throw new ChipcError('interp.ram', `RAM index ${ram} is outside [0, ${this.ir.rams.length})`);
-    if (!Number.isInteger(row) || row < 0 || row >= r.rows) {
-      throw new ChipcError('interp.ram', `RAM "${r.name}": row ${row} is outside [0, ${r.rows})`);
-    }
-    if (values.length !== r.fields.length) {
-      throw new ChipcError('interp.ram', `RAM "${r.name}" row ${row}: ${values.length} values given, the word has ${r.fields.length} fields`);
-    }
-    values.forEach((x, i) => {
-      const f = r.fields[i]!;
-      if (!Number.isInteger(x) || x < f.lo || x > f.hi) {
-        throw new ChipcError('interp.ram', `RAM "${r.name}" row ${row} field ${i}: value ${x} is outside [${f.lo}, ${f.hi}]`);
-      }
-    });
-    this.ram[ram]!.set(values, row * r.fields.length);
+    checkRamRow(this.ir, ram, row, values);
+    this.ram[ram]!.set(values, row * this.ir.rams[ram]!.fields.length);
   }
 }
 

@@ -254,20 +254,28 @@ export class Interpreter {
    * between steps. Bad indices or values are a ChipcError `interp.ram`.
    */
   setRamRow(ram: number, row: number, values: readonly number[]): void {
-    const r = this.ir.rams[ram];
-    if (!Number.isInteger(ram) || !r) throw new ChipcError('interp.ram', `RAM index ${ram} is outside [0, ${this.ir.rams.length})`);
-    if (!Number.isInteger(row) || row < 0 || row >= r.rows) {
-      throw new ChipcError('interp.ram', `RAM "${r.name}": row ${row} is outside [0, ${r.rows})`);
-    }
-    if (values.length !== r.fields.length) {
-      throw new ChipcError('interp.ram', `RAM "${r.name}" row ${row}: ${values.length} values given, the word has ${r.fields.length} fields`);
-    }
-    values.forEach((x, i) => {
-      const f = r.fields[i]!;
-      if (!Number.isInteger(x) || x < f.lo || x > f.hi) {
-        throw new ChipcError('interp.ram', `RAM "${r.name}" row ${row} field ${i}: value ${x} is outside [${f.lo}, ${f.hi}]`);
-      }
-    });
+    checkRamRow(this.ir, ram, row, values);
     this.ram[ram]![row]!.set(values);
   }
+}
+
+/**
+ * Checks a preload of RAM `ram`'s row `row` (as Interpreter.setRamRow and FastEvaluator.setRamRow
+ * take it): a ChipcError `interp.ram` names a bad RAM index, row, field count or field value.
+ */
+export function checkRamRow(ir: CircuitIR, ram: number, row: number, values: readonly number[]): void {
+  const r = ir.rams[ram];
+  if (!Number.isInteger(ram) || !r) throw new ChipcError('interp.ram', `RAM index ${ram} is outside [0, ${ir.rams.length})`);
+  if (!Number.isInteger(row) || row < 0 || row >= r.rows) {
+    throw new ChipcError('interp.ram', `RAM "${r.name}": row ${row} is outside [0, ${r.rows})`);
+  }
+  if (values.length !== r.fields.length) {
+    throw new ChipcError('interp.ram', `RAM "${r.name}" row ${row}: ${values.length} values given, the word has ${r.fields.length} fields`);
+  }
+  values.forEach((x, i) => {
+    const f = r.fields[i]!;
+    if (!Number.isInteger(x) || x < f.lo || x > f.hi) {
+      throw new ChipcError('interp.ram', `RAM "${r.name}" row ${row} field ${i}: value ${x} is outside [${f.lo}, ${f.hi}]`);
+    }
+  });
 }

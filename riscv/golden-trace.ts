@@ -95,8 +95,13 @@ interface Retired {
   jumps: boolean;
   /** Statically known jump target (taken branch, JAL); null for JALR and non-jumps. */
   target: number | null;
-  /** A sub-word store to RAM (v2): the word it left in memory rides on D + H (no register commit). */
-  storeWord: number | null;
+  /**
+   * A store to RAM that is not an aligned SW (v2): the aligned word(s) it left in memory — one, or
+   * two for a store that crosses a word boundary — each riding on D + H (no register commit).
+   */
+  storeWords: number[] | null;
+  /** A load that crosses a word boundary (v2): the D payload of its first step (the bytes of the word read first). */
+  loadPrefix: number | null;
   /** DIV / DIVU / REM / REMU (v2): the division-step tokens Q(s, q), D, H emitted before the result. */
   divTokens: number[] | null;
 }
@@ -199,18 +204,23 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
         // At the window end OUT(0, b) outputs b and starts nothing (v1 decision; OUT(0, ·) is otherwise never emitted).
         out(encodeToken({ kind: 'OUT', j: windowEnd ? 0 : j + 1, b: r.consoleByte }));
         consoleOut.push(r.consoleByte);
-      } else if (r.storeWord !== null) {
-        // v2: SB / SH carry the whole word they leave in memory; the chip writes it at the H position.
-        const { lo, hi16 } = splitResult(r.storeWord);
-        out(encodeToken({ kind: 'D', v: lo }));
-        out(encodeToken({ kind: 'H', v: hi16 }));
+      } else if (r.storeWords !== null) {
+        // v2: a sub-word or misaligned store carries each whole word it leaves in memory; the chip
+        // writes it at the H position.
+        for (const word of r.storeWords) {
+          const { lo, hi16 } = splitResult(word);
+          out(encodeToken({ kind: 'D', v: lo }));
+          out(encodeToken({ kind: 'H', v: hi16 }));
+        }
         if (!windowEnd) out(encodeToken({ kind: 'N', j: j + 1 }));
       } else if (r.result !== null) {
         const v = r.result;
         const { lo, hi14, hi16 } = splitResult(v);
         const commit = (payload: number): number =>
           encodeToken(windowEnd ? { kind: 'K', v: payload } : { kind: 'E', j: j + 1, v: payload });
-        if (fits14(v)) {
+        // v2: a word-crossing load first brings back the bytes it read first, then always the wide form.
+        if (r.loadPrefix !== null) out(encodeToken({ kind: 'D', v: r.loadPrefix }));
+        if (fits14(v) && r.loadPrefix === null) {
           out(commit(v | 0));
         } else if (fits30(v)) {
           out(encodeToken({ kind: 'D', v: lo }));
@@ -220,8 +230,9 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
           out(encodeToken({ kind: 'H', v: hi16 }));
           if (!windowEnd) out(encodeToken({ kind: 'N', j: j + 1 }));
         }
-      } else if (!windowEnd) {
-        out(encodeToken({ kind: 'N', j: j + 1 }));
+      } else {
+        if (r.loadPrefix !== null) out(encodeToken({ kind: 'D', v: r.loadPrefix }));
+        if (!windowEnd) out(encodeToken({ kind: 'N', j: j + 1 }));
       }
       if (windowEnd) {
         out(encodeToken({ kind: 'J', w: codeWord(nextPc) }));
@@ -293,7 +304,8 @@ function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number
   const rs2 = (w >>> 20) & 31;
   const f3 = (w >>> 12) & 7;
   let consoleByte: number | null = null;
-  let storeWord: number | null = null;
+  let storeWords: number[] | null = null;
+  let loadPrefix: number | null = null;
   let divTokens: number[] | null = null;
   let jumps = false;
   let target: number | null = null;
@@ -305,17 +317,30 @@ function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number
     const addr = (regs[rs1]! + (opcode === OPC.LOAD ? (w >> 20) : immS(w))) >>> 0;
     const n = 1 << (f3 & 3);
     const where = `${opcode === OPC.LOAD ? 'load' : 'store'} of ${n} byte(s) at 0x${hex(addr)} (pc 0x${hex(e.pc)})`;
-    if (addr !== CONSOLE_ADDR && (addr & 3) + n > 4) {
-      throw new ChipcError('protocol.unsupported',
-        `${where} crosses an aligned word; protocol ${PROTOCOL_VERSION} has no token sequence for it (the chip reads and writes one aligned word per instruction)`);
+    const off = addr & 3;
+    const crossing = off + n > 4;
+    if (crossing && ((addr & ~3) >>> 0) + 4 === CONSOLE_ADDR) {
+      throw new ChipcError('protocol.unsupported', `${where} crosses into the console address; protocol ${PROTOCOL_VERSION} has no token sequence for it`);
     }
     if (opcode === OPC.STORE) {
       const hitsTohost = tohost !== null && (((addr - tohost) >>> 0) < 4 || ((tohost - addr) >>> 0) < n);
       if (hitsTohost && memory.read32(tohost) !== 0 && !(n === 4 && addr === tohost)) {
         throw new ChipcError('protocol.unsupported', `${where} halts through tohost but is not a word store to tohost itself (0x${hex(tohost)}); protocol ${PROTOCOL_VERSION} halts only on that`);
       }
+      const w0 = (addr & ~3) >>> 0;
       if (addr === CONSOLE_ADDR) consoleByte = regs[rs2]! & 0xff;
-      else if (n < 4 && memory.contains(addr & ~3, 4)) storeWord = memory.read32(addr & ~3) >>> 0;
+      else if ((n < 4 || off !== 0) && memory.contains(w0, crossing ? 8 : 4)) {
+        storeWords = [memory.read32(w0) >>> 0];
+        if (crossing) storeWords.push(memory.read32(w0 + 4) >>> 0);
+      }
+    } else if (crossing && memory.contains((addr & ~3) >>> 0, 8)) {
+      // The side with at most two of the load's bytes is read first: the word at addr & ~3 unless
+      // it holds three (LW at offset 1), then the next word.
+      const k1 = 4 - off;
+      const first = k1 <= 2 ? addr : ((addr & ~3) + 4) >>> 0;
+      const count = k1 <= 2 ? k1 : n - k1;
+      loadPrefix = 0;
+      for (let i = 0; i < count; i++) loadPrefix |= memory.read8(first + i) << (8 * i);
     }
   } else if (opcode === OPC.BRANCH) {
     const a = regs[rs1]!, b = regs[rs2]!;
@@ -334,5 +359,5 @@ function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number
     jumps = true;
   }
   const result = jumps || e.rd === null ? null : e.rdValue;
-  return { pc: e.pc, word: w, cls, result, consoleByte, jumps, target, storeWord, divTokens };
+  return { pc: e.pc, word: w, cls, result, consoleByte, jumps, target, storeWords, loadPrefix, divTokens };
 }

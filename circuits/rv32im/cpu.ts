@@ -54,6 +54,40 @@ function wideCommit(t: number): number {
   return 0;
 }
 
+// ── word-crossing accesses (protocol v2): which byte goes where ─────────────────────────────────
+/** Width in bytes of a load/store funct3 (0 for an invalid one). */
+const widthOf = (f3: number): number => ((f3 & 3) === 3 ? 0 : 1 << (f3 & 3));
+/** Does an access of funct3 `f3` at offset `o` in its word cross into the next word? */
+export const crosses = (f3: number, o: number): boolean => widthOf(f3) > 0 && o + widthOf(f3) > 4;
+/**
+ * Where byte i of a load's value comes from: 'old<L>' = lane L of the word read at this position,
+ * 'latch<j>' = byte j of the first position's D payload (crossing loads), null = not a value byte.
+ * A crossing load reads first the word holding at most two of its bytes (the word of the address
+ * unless it holds three, i.e. LW at offset 1), and the other word at its later positions.
+ */
+export function loadByteSource(f3: number, o: number, i: number): string | null {
+  const n = widthOf(f3);
+  if (i >= n) return null;
+  if (!crosses(f3, o)) return `old${o + i}`;
+  const firstIsNext = 4 - o > 2;
+  const a = o + i;
+  const inNext = a >= 4;
+  if (inNext === firstIsNext) return `latch${firstIsNext ? a - 4 : i}`;
+  return `old${inNext ? a - 4 : a}`;
+}
+/** The lane of the word read first that goes into byte j of a crossing load's D payload, or −1. */
+export function loadPrefixLane(f3: number, o: number, j: number): number {
+  if (!crosses(f3, o)) return -1;
+  const k1 = 4 - o;
+  return k1 <= 2 ? (j < k1 ? o + j : -1) : (j < widthOf(f3) - k1 ? j : -1);
+}
+/** The byte of rs2 a store puts into lane L of the word it merges (the next word when `second`), or −1 to keep it. */
+export function storeByteSource(f3: number, o: number, second: number, lane: number): number {
+  const n = widthOf(f3);
+  const i = crosses(f3, o) && second ? lane + 4 - o : lane - o;
+  return i >= 0 && i < n ? i : -1;
+}
+
 export interface CpuOptions {
   /** Code RAM words (rows), from CODE_BASE: what fetch can read. */
   codeWords: number;
@@ -311,16 +345,26 @@ export function cpuCircuit(opts: CpuOptions) {
     });
     const top = c.table('eaTop', [sum[3]!], (v) => (v === 0x80 ? 1 : 0), [0, 1]);
     const inRam = c.table('inRam', [top, highOk[0]!, highOk[1]!], (x, y, z) => x & y & z, [0, 1]);
-    const row = c.linear(rowBits.map((x, k) => [x, 2 ** k] as [Sig, number])).named('memRow');
-    // Which bytes of the word a sub-word store replaces and with which byte of rs2 (0 keep, 1 rs2 byte 0, 2 rs2 byte 1).
-    const laneSrc = (lane: number, f3: number, o: number): number => {
-      if (f3 === 0) return o === lane ? 1 : 0;
-      if (f3 === 1) return o === lane ? 1 : o + 1 === lane ? 2 : 0;
-      return 0;
-    };
-    const isSW = c.table('isSW', [isStore, funct3, loading], (st, f3, ld) => (st && f3 === 2 && !ld ? 1 : 0), [0, 1]);
+    // A word-crossing access (v2) touches word w = row and w + 1 = the row of `sum4` (sum + 4,
+    // added beside `sum`) over several positions; where it is in that sequence comes from delay
+    // lines of the fed tokens' kinds.
+    const sum4 = add32(c, A, add32(c, immIS, constWord(c, 4), 0, 'imm4').sum, 0, 'ea4').sum;
+    const rowBits4 = Array.from({ length: memBits }, (_, k) =>
+      c.table(`ea4_${k}`, [sum4[(k + 2) >> 3]!], (v) => (v >> ((k + 2) & 7)) & 1, [0, 1]));
+    const [prevWasStart, prevWasH] = c.previousAll([isStart, isH]);
+    const [ppStart, ppH] = c.previousAll([prevWasStart!, prevWasH!]);
+    const fedD = fedC.eq(1).named('fedD');
     const fedH = fedC.eq(2).named('fedH');
-    // SW writes at its own position; SB / SH write the merged word the H token brings back.
+    const atStart = fedC.eq(0).named('atStart');
+    // Second word of a crossing store: fed its first H (two after the start) or the D after it.
+    const secondPhase = c.table('secondPhase', [fedC, ppStart!, prevWasH!], (f, ps, ph) => ((f === 2 && ps) || (f === 1 && ph) ? 1 : 0), [0, 1]);
+    const writeSecond = c.and(fedH, ppH!).named('writeSecond');
+    const readNext = c.table('readNext', [isStore, funct3, off, atStart, secondPhase], (st, f3, o, at, sp) =>
+      (!crosses(f3, o) ? 0 : st ? sp : at ? (4 - o > 2 ? 1 : 0) : (4 - o > 2 ? 0 : 1)), [0, 1]);
+    const row = c.linear(rowBits.map((x, k) => [c.select(readNext, rowBits4[k]!, x), 2 ** k] as [Sig, number])).named('memRow');
+    const isSW = c.table('isSW', [isStore, funct3, loading, off], (st, f3, ld, o) => (st && f3 === 2 && !ld && o === 0 ? 1 : 0), [0, 1]);
+    // An aligned SW writes at its own position; any other store writes each merged word at the H
+    // that brings it back (the second word of a crossing store at the second H).
     const memWrite = c.table('memWrite', [inRam, isStore, isSW, fedH, loading, loadWord],
       (r, st, sw, h, ld, lw) => (ld ? lw : r && st && (sw || h) ? 1 : 0), [0, 1]);
     const hBits = cvW; // the H payload's bits (bits 16…31 of the merged word) at a position fed H
@@ -328,39 +372,52 @@ export function cpuCircuit(opts: CpuOptions) {
       c.select(isSW, b[k]!, k < 16 ? prevDLo[k]! : hBits[k - 16]!));
     const mem = c.ram('mem', { rows: memWords, fields: Array.from({ length: 32 }, () => 2) });
     // In loader mode the write goes to the loader's address (bit by bit: a row number can exceed a slot's ±256).
-    const writeRow = c.linear(rowBits.map((x, k) => [c.select(loading, loadAddr[k]!, x), 2 ** k] as [Sig, number]));
+    const writeRow = c.linear(rowBits.map((x, k) => [c.table(`memWRow${k}`, [loading, loadAddr[k]!, writeSecond, x, rowBits4[k]!],
+      (ld, la, ws, r0, r1) => (ld ? la : ws ? r1 : r0), [0, 1]), 2 ** k] as [Sig, number]));
     mem.write(writeRow, storeBits, memWrite);
     const old = mem.read(row, inRam);
     const oldByte = bitsWord(c, old);
     const pick = (name: string, f: (lane: number, f3: number, o: number) => number) =>
       [0, 1, 2, 3].map((lane) => c.table(`${name}${lane}`, [funct3, off], (f3, o) => f(lane, f3, o), [0, 1]));
     const fromByte = (sel: Sig[], bytes: Sig[]) => sel.map((s, lane) => [c.select(s, bytes[lane]!, 0), 1] as [Sig, number]);
-    // Loads (LB LH LW LBU LHU, within one word): byte i of the value is lane off + i; the
-    // sign-extension byte is 255 · bit 7 of the value's top lane when the load is signed.
-    const lane0 = pick('ld0_', (l, f3, o) => (o === l ? 1 : 0));
-    const lane1 = pick('ld1_', (l, f3, o) => ((f3 & 3) >= 1 && o + 1 === l ? 1 : 0));
-    const lane23 = pick('ldW', (l, f3) => ((f3 & 3) === 2 && l >= 2 ? 1 : 0));
-    const signLane = (bytesFromTop: number[]) => pick(`sx${bytesFromTop.join('')}`, (l, f3, o) =>
-      (f3 < 4 && bytesFromTop.includes(f3 & 3) && o + (f3 & 3) === l ? 1 : 0));
-    const ext = (sel: Sig[]) => fromByte(sel, old.filter((_, k) => k % 8 === 7).map((bit) => c.linear([[bit, 255]])));
-    const sx1 = signLane([0]); // LB: bytes 1…3 are the sign
-    const sx23 = signLane([0, 1]); // LB, LH: bytes 2, 3 are the sign
-    const loaded: Word = [
-      c.linear(fromByte(lane0, oldByte), 0, [0, 255]),
-      c.linear([...fromByte(lane1, oldByte), ...ext(sx1)], 0, [0, 255]),
-      c.linear([[c.select(lane23[2]!, oldByte[2]!, 0), 1], ...ext(sx23)], 0, [0, 255]),
-      c.linear([[c.select(lane23[3]!, oldByte[3]!, 0), 1], ...ext(sx23)], 0, [0, 255]),
-    ].map((x, i) => x.named(`load${i}`));
-    // SB / SH: the word they leave in memory (old bytes outside the stored lanes).
-    const keep = pick('keep', (l, f3, o) => (laneSrc(l, f3, o) === 0 ? 1 : 0));
-    const byB0 = pick('stB0_', (l, f3, o) => (laneSrc(l, f3, o) === 1 ? 1 : 0));
-    const byB1 = pick('stB1_', (l, f3, o) => (laneSrc(l, f3, o) === 2 ? 1 : 0));
-    const merged: Word = [0, 1, 2, 3].map((lane) => c.linear([
-      [c.select(keep[lane]!, oldByte[lane]!, 0), 1], [c.select(byB0[lane]!, B[0]!, 0), 1], [c.select(byB1[lane]!, B[1]!, 0), 1],
-    ], 0, [0, 255]).named(`merged${lane}`));
-    const isSubStore = c.table('isSubStore', [isStore, funct3], (st, f3) => (st && f3 < 2 ? 1 : 0), [0, 1]);
+    // Loads (LB LH LW LBU LHU): byte i of the value is at address byte off + i — lane off + i of the
+    // word read, or for a crossing load (second and third positions) either a lane of the word read
+    // now or a byte of the first position's D payload (fed now at the second position, the previous
+    // position's at the third).
+    const latch = [0, 1].map((jb) => c.linear(Array.from({ length: 8 }, (_, k) =>
+      [c.select(prevWasStart!, dLo[8 * jb + k]!, prevDLo[8 * jb + k]!), 2 ** k] as [Sig, number])).named(`latch${jb}`));
+    const loaded: Word = [0, 1, 2, 3].map((i) => {
+      const fromOld = pick(`ld${i}_`, (l, f3, o) => (loadByteSource(f3, o, i) === `old${l}` ? 1 : 0));
+      const fromLatch = [0, 1].map((jb) => c.table(`ld${i}L${jb}`, [funct3, off], (f3, o) => (loadByteSource(f3, o, i) === `latch${jb}` ? 1 : 0), [0, 1]));
+      // Sign extension: 255 · bit 7 of the value's top byte (always a lane of the word read now).
+      const sx = pick(`sx${i}_`, (l, f3, o) => (f3 < 4 && i >= 1 << (f3 & 3) && loadByteSource(f3, o, (1 << (f3 & 3)) - 1) === `old${l}` ? 1 : 0));
+      return c.linear([
+        ...fromByte(fromOld, oldByte),
+        ...fromLatch.map((sl, jb) => [c.select(sl, latch[jb]!, 0), 1] as [Sig, number]),
+        ...fromByte(sx, old.filter((_, k) => k % 8 === 7).map((bit) => c.linear([[bit, 255]]))),
+      ], 0, [0, 255]).named(`load${i}`);
+    });
+    // The first position of a crossing load brings back the bytes of the word it read (at most two).
+    const prefix = [0, 1].map((jb) => c.linear(fromByte(
+      pick(`ldA${jb}_`, (l, f3, o) => (loadPrefixLane(f3, o, jb) === l ? 1 : 0)), oldByte), 0, [0, 255]));
+    // Stores other than an aligned SW: the word they leave in memory (old bytes outside the stored
+    // lanes); for a crossing store, the first or the second word.
+    const merged: Word = [0, 1, 2, 3].map((lane) => {
+      const keep = c.table(`keep${lane}`, [funct3, off, secondPhase], (f3, o, sp) => (storeByteSource(f3, o, sp, lane) === -1 ? 1 : 0), [0, 1]);
+      const from = [0, 1, 2, 3].map((i) => c.table(`st${lane}B${i}`, [funct3, off, secondPhase], (f3, o, sp) => (storeByteSource(f3, o, sp, lane) === i ? 1 : 0), [0, 1]));
+      return c.linear([[c.select(keep, oldByte[lane]!, 0), 1], ...from.map((sl, i) => [c.select(sl, B[i]!, 0), 1] as [Sig, number])], 0, [0, 255]).named(`merged${lane}`);
+    });
+    const isSubStore = c.table('isSubStore', [isStore, funct3, off], (st, f3, o) => (st && (f3 < 2 || o !== 0) ? 1 : 0), [0, 1]);
     const isConsole = c.and(isStore, eq32(c, sum, constWord(c, CONSOLE_ADDR), 'eaConsole')).named('isConsole');
     const memStore = c.and(isSubStore, c.not(isConsole)).named('subStore');
+    const crossing = c.table('crossing', [funct3, off], (f3, o) => (crosses(f3, o) ? 1 : 0), [0, 1]);
+    // Overrides of the emit plan: a crossing load's first position emits D(prefix); a crossing
+    // store's first H position emits D(second word's low half); a crossing load's second position
+    // is planned as a start whose value must take the wide form.
+    const xLoadFirst = c.table('xLoadFirst', [isLoad, crossing, atStart], (ld, x, at) => (ld && x && at ? 1 : 0), [0, 1]);
+    const xStoreSecond = c.table('xStoreSecond', [memStore, crossing, fedH, ppStart!], (st, x, h, ps) => (st && x && h && ps ? 1 : 0), [0, 1]);
+    const xLoadSecond = c.table('xLoadSecond', [isLoad, crossing, fedD, prevWasStart!], (ld, x, d, ps) => (ld && x && d && ps ? 1 : 0), [0, 1]);
+    const xLoad = c.and(isLoad, crossing).named('xLoad');
 
     // ── M extension: one unsigned 32×32 → 64 multiplier (mul.ts); the signed high words by
     //    MULH = MULHU − [a < 0]·b − [b < 0]·a and MULHSU = MULHU − [a < 0]·b (mod 2^32), the
@@ -461,7 +518,9 @@ export function cpuCircuit(opts: CpuOptions) {
       }
     }, [0, 1]);
     // A division step takes the jump's place in the emit plan (J, payload case 4), then kind and payload are swapped.
-    const taken = c.table('taken', [c.or(isJal, isJalr), isBranch, cond, stepping], (jp, br, cd, st) => (jp || (br && cd) || st ? 1 : 0), [0, 1]);
+    // So do the D tokens a crossing access emits out of turn (xLoadFirst, xStoreSecond).
+    const taken = c.table('taken', [c.or(isJal, isJalr), isBranch, cond, stepping, xLoadFirst, xStoreSecond],
+      (jp, br, cd, st, xl, xs) => (jp || (br && cd) || st || xl || xs ? 1 : 0), [0, 1]);
     const targetB = add32(c, pcWord, wordFromSpec(c, ins, immSpec('B')), 0, 'tb').sum;
     const targetJ = add32(c, pcWord, wordFromSpec(c, ins, immSpec('J')), 0, 'tj').sum;
     const targetR = add32(c, A, immI, 0, 'tr').sum;
@@ -470,8 +529,15 @@ export function cpuCircuit(opts: CpuOptions) {
     const tw0 = c.table('tw0', [target[0]!], (v) => v >> 2, [0, 63]);
     const tw1 = target[1]!;
     const tw2 = c.table('tw2', [target[2]!], (v) => v & 1, [0, 1]);
-    const nextWlo = c.select(stepping, divP0, c.linear([[tw0, 1], [c.table('tw1lo', [tw1], (v) => v & 3, [0, 3]), 64]]));
-    const nextWhi = c.select(stepping, divP1, c.linear([[c.table('tw1hi', [tw1], (v) => v >> 2, [0, 63]), 1], [tw2, 64]]));
+    const noOverride = c.table('noOverride', [stepping, xLoadFirst, xStoreSecond], (st, xl, xs) => (st || xl || xs ? 0 : 1), [0, 1]);
+    const nextWlo = c.linear([
+      [c.select(noOverride, c.linear([[tw0, 1], [c.table('tw1lo', [tw1], (v) => v & 3, [0, 3]), 64]]), 0), 1],
+      [c.select(stepping, divP0, 0), 1], [c.select(xLoadFirst, prefix[0]!, 0), 1], [c.select(xStoreSecond, result[0]!, 0), 1],
+    ], 0, [0, 255]);
+    const nextWhi = c.linear([
+      [c.select(noOverride, c.linear([[c.table('tw1hi', [tw1], (v) => v >> 2, [0, 63]), 1], [tw2, 64]]), 0), 1],
+      [c.select(stepping, divP1, 0), 1], [c.select(xLoadFirst, prefix[1]!, 0), 1], [c.select(xStoreSecond, result[1]!, 0), 1],
+    ], 0, [0, 255]);
 
     // ── halt: ecall with a7 = 93 (code a0), or a nonzero word stored to tohost (code value >>> 1);
     //    the code is clipped to 255 outside 0…255 (docs/token-protocol.md) ─────────────────────
@@ -501,7 +567,8 @@ export function cpuCircuit(opts: CpuOptions) {
     const r2cls = c.table('r2cls', [result[2]!], (v) => (v === 0 ? 0 : v === 255 ? 1 : 2), [0, 2]);
     const r1cls = c.table('r1cls', [result[1]!], (v) => ((v >> 5) === 0 ? 0 : (v >> 5) === 7 ? 1 : 2), [0, 2]);
     // A sub-word store's word always takes the full form (D, H), so it never "fits".
-    const fits14 = c.table('fits14', [signTop, r2cls, r1cls, memStore], (x, y, z, st) => (!st && x === y && y === z && x < 2 ? 1 : 0), [0, 1]);
+    // Nor does a crossing load's value (its second position always emits D).
+    const fits14 = c.table('fits14', [signTop, r2cls, r1cls, memStore, xLoad], (x, y, z, st, xl) => (!st && !xl && x === y && y === z && x < 2 ? 1 : 0), [0, 1]);
     const fits30 = c.table('fits30', [signTop, memStore], (x, st) => (!st && x <= 2 ? 1 : 0), [0, 1]);
     const wend = j.eq(3).named('windowEnd');
     const resultOn = c.table('resultOn', [hasRd, taken, memStore], (h, tk, st) => ((h && !tk) || st ? 1 : 0), [0, 1]);
@@ -518,11 +585,14 @@ export function cpuCircuit(opts: CpuOptions) {
       return [2, 5]; // fed K or OUT(0, ·): re-base after the window end
     };
     // The division's result phase starts at its last step's H: plan it as a start.
-    const planFed = c.table('planFed', [fedC, ppQ], (f, ppq) => (f === 4 || (f === 2 && ppq) ? 0 : f), [0, 3]);
+    // So does a crossing load's second position.
+    const planFed = c.table('planFed', [fedC, ppQ, xLoadSecond], (f, ppq, xl) => (f === 4 || (f === 2 && ppq) || xl ? 0 : f), [0, 3]);
     const planIn = [planFed, taken, resultOn, fits14, fits30, wend, isConsole];
     const planOf = (a: number[]) => plan(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!);
     const outKind0 = c.table('outKind', planIn, (...a) => planOf(a)[0], [0, 7]);
-    const outKind = c.table('outKindFinal', [halting, stepping, stepKind, outKind0], (h, st, sk, k) => (h ? 7 : st ? [8, 1, 3][sk]! : k), [0, 8]);
+    const outOfTurnD = c.or(xLoadFirst, xStoreSecond);
+    const outKind = c.table('outKindFinal', [halting, stepping, stepKind, outOfTurnD, outKind0],
+      (h, st, sk, xd, k) => (h ? 7 : st ? [8, 1, 3][sk]! : xd ? 1 : k), [0, 8]);
     // One bit per payload case straight from the plan (one FFN layer, no compare after it).
     const caseBits = Array.from({ length: 7 }, (_, k) =>
       c.table(`pcase${k}`, planIn, (...a) => (planOf(a)[1] === k ? 1 : 0), [0, 1]));

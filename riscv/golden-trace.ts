@@ -11,7 +11,7 @@ import { OPC, immB, immJ, immS } from './decode.ts';
 import { cpuForProgram, loadElf } from './elf.ts';
 import type { HaltReason, TraceEvent } from './cpu.ts';
 import {
-  BOS_ID, PROTOCOL_VERSION, codeWord, decodeToken, encodeToken, fits14, fits30, splitResult, type TokenKind,
+  A_COUNT, BOS_ID, CODE_BASE, PROTOCOL_VERSION, codeWord, decodeToken, encodeToken, fits14, fits30, splitResult, type TokenKind,
 } from './protocol.ts';
 
 export const INSTR_CLASSES = [
@@ -102,6 +102,8 @@ interface Retired {
   storeWords: number[] | null;
   /** A load that crosses a word boundary (v2): the D payload of its first step (the bytes of the word read first). */
   loadPrefix: number | null;
+  /** A store into the program's code (v2): the code word index it writes, carried by A(w) first. */
+  codeStore: number | null;
   /** DIV / DIVU / REM / REMU (v2): the division-step tokens Q(s, q), D, H emitted before the result. */
   divTokens: number[] | null;
 }
@@ -136,6 +138,17 @@ export function divisionSteps(a: number, b: number, signed: boolean): { tokens: 
   return { tokens, quotient: Q, remainder: R };
 }
 
+/**
+ * The program's code in words from 0x80000000: up to the end of its last executable PT_LOAD
+ * segment (file part). Stores into it are code stores (v2: A(w) first); the chip's fetch RAM
+ * holds at least these words.
+ */
+export function codeEndWords(p: { image: { segments: { vaddr: number; filesz: number; flags: number }[] } }): number {
+  let end = CODE_BASE;
+  for (const s of p.image.segments) if (s.flags & 1) end = Math.max(end, s.vaddr + s.filesz);
+  return Math.max(1, Math.ceil((end - CODE_BASE) / 4));
+}
+
 /** HALT payload for an exit code: the code itself when in 0…255, else 255 (as `chipc emu`'s exit status). */
 export function haltCode(exitCode: number): number {
   return exitCode >= 0 && exitCode <= 255 ? exitCode : 255;
@@ -149,6 +162,7 @@ export function haltCode(exitCode: number): number {
  */
 export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}): GoldenTrace {
   const program = loadElf(elfBytes, opts.mem ?? {});
+  const codeEnd = codeEndWords(program);
   const cpu = cpuForProgram(program);
   const regs = cpu.regs;
 
@@ -207,6 +221,7 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
       } else if (r.storeWords !== null) {
         // v2: a sub-word or misaligned store carries each whole word it leaves in memory; the chip
         // writes it at the H position.
+        if (r.codeStore !== null) out(encodeToken({ kind: 'A', w: r.codeStore }));
         for (const word of r.storeWords) {
           const { lo, hi16 } = splitResult(word);
           out(encodeToken({ kind: 'D', v: lo }));
@@ -251,7 +266,7 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
   // Registers before the instruction being inspected (a load may overwrite its own base register).
   let before = Int32Array.from(regs);
   const onRetire = (e: TraceEvent): void => {
-    const r = inspect(e, before, program.memory, program.tohost);
+    const r = inspect(e, before, program.memory, program.tohost, codeEnd);
     before.set(regs);
     if (pending !== null) emit(pending, e.pc, null, null);
     pending = r;
@@ -270,7 +285,7 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
   }
 
   const generated = tokens.length - PROMPT_LENGTH;
-  const byKind: Record<TokenKind, number> = { E: 0, D: 0, J: 0, H: 0, K: 0, N: 0, OUT: 0, HALT: 0, BOS: 0, Q: 0 };
+  const byKind: Record<TokenKind, number> = { E: 0, D: 0, J: 0, H: 0, K: 0, N: 0, OUT: 0, HALT: 0, BOS: 0, Q: 0, A: 0 };
   for (let i = PROMPT_LENGTH; i < tokens.length; i++) byKind[decodeToken(tokens[i]!).kind]++;
   for (const c of INSTR_CLASSES) {
     const k = byClass[c];
@@ -296,7 +311,7 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
 }
 
 /** Classify one retired instruction from the registers before it, and those (and memory) after it. */
-function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number | null): Retired {
+function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number | null, codeEnd: number): Retired {
   const w = e.word;
   const cls = classifyInstruction(w);
   const opcode = w & 0x7f;
@@ -306,6 +321,7 @@ function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number
   let consoleByte: number | null = null;
   let storeWords: number[] | null = null;
   let loadPrefix: number | null = null;
+  let codeStore: number | null = null;
   let divTokens: number[] | null = null;
   let jumps = false;
   let target: number | null = null;
@@ -328,8 +344,15 @@ function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number
         throw new ChipcError('protocol.unsupported', `${where} halts through tohost but is not a word store to tohost itself (0x${hex(tohost)}); protocol ${PROTOCOL_VERSION} halts only on that`);
       }
       const w0 = (addr & ~3) >>> 0;
+      const inCode = w0 - CODE_BASE >= 0 && w0 - CODE_BASE < 4 * codeEnd;
+      if (inCode && (crossing || w0 - CODE_BASE >= 4 * A_COUNT)) {
+        throw new ChipcError('protocol.unsupported',
+          `${where} writes code ${crossing ? 'across a word boundary' : `beyond the first ${A_COUNT} code words`}; protocol ${PROTOCOL_VERSION} has no code-store sequence for it`);
+      }
       if (addr === CONSOLE_ADDR) consoleByte = regs[rs2]! & 0xff;
-      else if ((n < 4 || off !== 0) && memory.contains(w0, crossing ? 8 : 4)) {
+      else if ((n < 4 || off !== 0 || inCode) && memory.contains(w0, crossing ? 8 : 4)) {
+        // v2: a store into the program's code (its executable segments) first names the code word (A).
+        if (inCode) codeStore = (w0 - CODE_BASE) / 4;
         storeWords = [memory.read32(w0) >>> 0];
         if (crossing) storeWords.push(memory.read32(w0 + 4) >>> 0);
       }
@@ -359,5 +382,5 @@ function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number
     jumps = true;
   }
   const result = jumps || e.rd === null ? null : e.rdValue;
-  return { pc: e.pc, word: w, cls, result, consoleByte, jumps, target, storeWords, loadPrefix, divTokens };
+  return { pc: e.pc, word: w, cls, result, consoleByte, jumps, target, storeWords, loadPrefix, codeStore, divTokens };
 }

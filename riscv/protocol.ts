@@ -33,8 +33,11 @@ export const BOS_ID = HALT_BASE + HALT_COUNT; // 247,044
 /** v2: a division step Q(s, q) — step s ∈ 0…7 of radix-16 long division emitted quotient digit q. */
 export const Q_BASE = BOS_ID + 1; // 247,045
 export const Q_COUNT = 8 * 16;
+/** v2: a code store A(w) — the pending store writes code word w (the first 1,024 words are reachable). */
+export const A_BASE = Q_BASE + Q_COUNT; // 247,173
+export const A_COUNT = 1024;
 /** Number of ids the v2 alphabet uses: [0, PROTOCOL_ALPHABET_SIZE). */
-export const PROTOCOL_ALPHABET_SIZE = Q_BASE + Q_COUNT; // 247,173
+export const PROTOCOL_ALPHABET_SIZE = A_BASE + A_COUNT; // 248,197
 /** Qwen3.5's vocabulary size: every token id must be below it. */
 export const QWEN_VOCAB_SIZE = 248_320;
 
@@ -43,7 +46,7 @@ export const CODE_BASE = 0x80000000;
 export const CODE_WORDS = J_COUNT;
 export const CODE_BYTES = 4 * CODE_WORDS;
 
-export type TokenKind = 'E' | 'D' | 'J' | 'H' | 'K' | 'N' | 'OUT' | 'HALT' | 'BOS' | 'Q';
+export type TokenKind = 'E' | 'D' | 'J' | 'H' | 'K' | 'N' | 'OUT' | 'HALT' | 'BOS' | 'Q' | 'A';
 
 /** A decoded token. E and K carry a signed 14-bit v; D and H an unsigned 16-bit v. */
 export type Token =
@@ -56,7 +59,8 @@ export type Token =
   | { kind: 'OUT'; j: number; b: number }
   | { kind: 'HALT'; code: number }
   | { kind: 'BOS' }
-  | { kind: 'Q'; s: number; q: number };
+  | { kind: 'Q'; s: number; q: number }
+  | { kind: 'A'; w: number };
 
 /** What encodeToken accepts: a kind and exactly the fields that kind has. */
 export interface TokenFields {
@@ -71,7 +75,7 @@ export interface TokenFields {
 }
 
 const FIELDS: Record<TokenKind, readonly (keyof TokenFields)[]> = {
-  E: ['j', 'v'], D: ['v'], J: ['w'], H: ['v'], K: ['v'], N: ['j'], OUT: ['j', 'b'], HALT: ['code'], BOS: [], Q: ['s', 'q'],
+  E: ['j', 'v'], D: ['v'], J: ['w'], H: ['v'], K: ['v'], N: ['j'], OUT: ['j', 'b'], HALT: ['code'], BOS: [], Q: ['s', 'q'], A: ['w'],
 };
 
 /** The low 14 bits of x as a signed number: ((x mod 2^14) xor 2^13) − 2^13, in [−8192, 8191]. */
@@ -157,6 +161,7 @@ export function encodeToken(t: TokenFields): number {
     case 'HALT': return HALT_BASE + checkField('HALT', 'code', t.code, 0, 255);
     case 'BOS': return BOS_ID;
     case 'Q': return Q_BASE + checkField('Q', 's', t.s, 0, 7) * 16 + checkField('Q', 'q', t.q, 0, 15);
+    case 'A': return A_BASE + checkField('A', 'w', t.w, 0, A_COUNT - 1);
   }
 }
 
@@ -174,7 +179,8 @@ export function decodeToken(id: number): Token {
   if (id < HALT_BASE) return { kind: 'OUT', j: (id - OUT_BASE) >> 8, b: (id - OUT_BASE) & 0xff };
   if (id < BOS_ID) return { kind: 'HALT', code: id - HALT_BASE };
   if (id === BOS_ID) return { kind: 'BOS' };
-  return { kind: 'Q', s: (id - Q_BASE) >> 4, q: (id - Q_BASE) & 15 };
+  if (id < A_BASE) return { kind: 'Q', s: (id - Q_BASE) >> 4, q: (id - Q_BASE) & 15 };
+  return { kind: 'A', w: id - A_BASE };
 }
 
 const hex = (x: number, width: number): string => `0x${x.toString(16).padStart(width, '0')}`;
@@ -193,5 +199,6 @@ export function formatToken(id: number): string {
     case 'HALT': return `HALT(${t.code})`;
     case 'BOS': return 'BOS';
     case 'Q': return `Q(${t.s}, ${t.q})`;
+    case 'A': return `A(${hex(t.w, 1)})`;
   }
 }

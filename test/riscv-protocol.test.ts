@@ -31,13 +31,14 @@ const OUT = (j: number, b: number): number => 245764 + 256 * j + b;
 const HALT = (c: number): number => 246788 + c;
 const BOS = 247044;
 const Q = (st: number, q: number): number => 247045 + 16 * st + q;
+const A = (w: number): number => 247173 + w;
 /** J payload of a code address (docs: w = (pc − 0x80000000) / 4). */
 const Jpc = (pc: number): number => J((pc - 0x80000000) / 4);
 
 
 describe('alphabet', () => {
-  it('fits the 248,320-id vocabulary; v2 adds the 128 division-step ids after BOS', () => {
-    expect(PROTOCOL_ALPHABET_SIZE).toBe(247045 + 128);
+  it('fits the 248,320-id vocabulary; v2 adds the 128 division-step ids and 1,024 code-store ids after BOS', () => {
+    expect(PROTOCOL_ALPHABET_SIZE).toBe(247045 + 128 + 1024);
     expect(PROTOCOL_ALPHABET_SIZE).toBeLessThanOrEqual(QWEN_VOCAB_SIZE);
     expect(QWEN_VOCAB_SIZE).toBe(248320);
     expect(BOS_ID).toBe(BOS);
@@ -50,7 +51,7 @@ describe('alphabet', () => {
       counts[t.kind] = (counts[t.kind] ?? 0) + 1;
       if (encodeToken(t) !== id) expect.fail(`id ${id} (${formatToken(id)}) does not round-trip`);
     }
-    expect(counts).toEqual({ E: 65536, D: 65536, J: 32768, H: 65536, K: 16384, N: 4, OUT: 1024, HALT: 256, BOS: 1, Q: 128 });
+    expect(counts).toEqual({ E: 65536, D: 65536, J: 32768, H: 65536, K: 16384, N: 4, OUT: 1024, HALT: 256, BOS: 1, Q: 128, A: 1024 });
   });
 
   it('range boundaries (first and last id of every kind)', () => {
@@ -66,6 +67,7 @@ describe('alphabet', () => {
       [{ kind: 'HALT', code: 0 }, 246788], [{ kind: 'HALT', code: 255 }, 247043],
       [{ kind: 'BOS' }, 247044],
       [{ kind: 'Q', s: 0, q: 0 }, 247045], [{ kind: 'Q', s: 7, q: 15 }, 247172],
+      [{ kind: 'A', w: 0 }, 247173], [{ kind: 'A', w: 1023 }, 248196],
     ];
     for (const [fields, id] of cases) {
       expect(encodeToken(fields)).toBe(id);
@@ -89,6 +91,7 @@ describe('alphabet', () => {
       fc.record({ kind: fc.constant('HALT' as const), code: byte }),
       fc.constant({ kind: 'BOS' as const }),
       fc.record({ kind: fc.constant('Q' as const), s: fc.integer({ min: 0, max: 7 }), q: fc.integer({ min: 0, max: 15 }) }),
+      fc.record({ kind: fc.constant('A' as const), w: fc.integer({ min: 0, max: 1023 }) }),
     );
     const literal = (t: Token): number => {
       switch (t.kind) {
@@ -102,6 +105,7 @@ describe('alphabet', () => {
         case 'HALT': return HALT(t.code);
         case 'BOS': return BOS;
         case 'Q': return Q(t.s, t.q);
+        case 'A': return A(t.w);
       }
     };
     fc.assert(fc.property(token, (t) => {
@@ -125,7 +129,7 @@ describe('alphabet', () => {
       { kind: 'H', v: 65536 }, { kind: 'K', v: 8192 }, { kind: 'N', j: -1 }, { kind: 'OUT', j: 0, b: 256 },
       { kind: 'HALT', code: 256 }, { kind: 'HALT', code: -1 }, { kind: 'HALT' },
       { kind: 'D', v: 1, j: 0 }, { kind: 'J', w: 1, v: 0 }, { kind: 'BOS', code: 0 }, { kind: 'N', j: 0, b: 1 },
-      { kind: 'Q', s: 8, q: 0 }, { kind: 'Q', s: 0, q: 16 }, { kind: 'Q', s: 0 },
+      { kind: 'Q', s: 8, q: 0 }, { kind: 'Q', s: 0, q: 16 }, { kind: 'Q', s: 0 }, { kind: 'A', w: 1024 }, { kind: 'A' },
       { kind: 'X' as TokenFields['kind'] },
     ];
     for (const t of bad) expectChipcError(() => encodeToken(t), 'protocol.token');
@@ -233,7 +237,7 @@ describe('golden token trace: hand-built programs', () => {
     expect(t.summary.byClass['alu-imm']).toEqual({ instructions: 4, tokens: 4, tokensPerInstruction: 1 });
     expect(t.summary.byClass.store).toEqual({ instructions: 1, tokens: 1, tokensPerInstruction: 1 });
     expect(t.summary.byClass.system).toEqual({ instructions: 1, tokens: 1, tokensPerInstruction: 1 });
-    expect(t.summary.byKind).toEqual({ E: 3, D: 0, J: 1, H: 0, K: 0, N: 1, OUT: 0, HALT: 1, BOS: 0, Q: 0 });
+    expect(t.summary.byKind).toEqual({ E: 3, D: 0, J: 1, H: 0, K: 0, N: 1, OUT: 0, HALT: 1, BOS: 0, Q: 0, A: 0 });
   });
 
   it('v2: a sub-word store carries the word it leaves in memory on D, H; then N', () => {
@@ -308,6 +312,29 @@ describe('golden token trace: hand-built programs', () => {
     expectStream(t, [D(0x5000), E(1, 0x1234), D(0x5678), E(2, 0x1234), N(3), D(0xe000), H(0x9abc), Jpc(0x80000010),
       D(0xdef0), H(0x9abc), N(1), N(2), D(0x0012), D(0xf012), E(3, -1), D(0x00f0), D(0x3456), K(-4078), Jpc(0x80000020),
       E(1, 93), HALT(255)]);
+  });
+
+  it('v2: a store into the program\'s code names the code word (A) before its word comes back (D, H)', () => {
+    // slot is instruction 6 (la = auipc + addi, li = lui + addi, sw, fence.i); the new word is
+    // addi a3, zero, 42 = (42 << 20) | (13 << 7) | 0x13 = 0x02a00693.
+    const t = trace(`
+      _start:
+        la a1, slot
+        li a2, 0x02a00693
+        sw a2, 0(a1)
+        fence.i
+      slot:
+        addi a3, zero, 1
+        mv a0, a3
+        li a7, 93
+        ecall
+    `);
+    const ids = Array.from(t.tokens);
+    const at = ids.indexOf(A(6));
+    expect(at).toBeGreaterThan(0);
+    expect(ids.slice(at, at + 3)).toEqual([A(6), D(0x0693), H(0x02a0)]);
+    expect(t.halt.exitCode).toBe(42);
+    expect(t.summary.byKind.A).toBe(1);
   });
 
   it('v2: a word-crossing store carries both words it leaves in memory (D, H each), then N', () => {
@@ -523,7 +550,8 @@ function replay(tokens: Int32Array, wordAt: (i: number) => number): Replayed {
     // After D only E/H/K; after H only N/J (after a division step's H: the next step or the result);
     // after Q only D; after K or OUT(0, ·) only J.
     const transfer = prev === 'D' && prevPrev === 'Q'; // this H brings back a partial remainder
-    if (prev === 'Q') expect(t.kind).toBe('D');
+    if (prev === 'Q' || prev === 'A') expect(t.kind).toBe('D');
+    if (t.kind === 'A') expect(['E', 'N', 'J', 'OUT'].includes(prev) && (wordAt(cur()) & 0x7f) === 0x23).toBe(true);
     // v2: a word-crossing load's first D (right after the start) is followed by a second D; a
     // word-crossing store's first H by the D of its second word.
     const isStore = (wordAt(cur()) & 0x7f) === 0x23;
@@ -545,7 +573,7 @@ function replay(tokens: Int32Array, wordAt: (i: number) => number): Replayed {
         if (!transfer && (wordAt(cur()) & 0x7f) !== 0x23) commit(t.v * 65536 + wide!);
         break;
       }
-      case 'Q': break;
+      case 'Q': case 'A': break;
       case 'N': started.push(base + 4 * t.j); break;
       case 'J': {
         const op = wordAt(cur()) & 0x7f;

@@ -18,11 +18,14 @@ import { add32, wordFromNibbles, wordNibbles, constWord, eq32, shAdd, shiftAmoun
 // ── token alphabet (docs/token-protocol.md v1) ─────────────────────────────────────────────────
 export const TOK = {
   E: 0, D: 65_536, J: 131_072, H: 163_840, K: 229_376, N: 245_760, OUT: 245_764, HALT: 246_788, BOS: 247_044, Q: 247_045,
+  A: 247_173,
 } as const;
-export const VOCAB = TOK.Q + 128;
+/** Code words a store can reach through A(w) (the first 4 KiB of code). */
+export const CODE_STORE_WORDS = 1024;
+export const VOCAB = TOK.A + CODE_STORE_WORDS;
 export const CODE_BASE = 0x8000_0000;
 
-export const enum Kind { E, D, J, H, K, N, OUT, HALT, BOS, Q }
+export const enum Kind { E, D, J, H, K, N, OUT, HALT, BOS, Q, A }
 
 /** The kind and payload of a token id (the embedding's view). */
 export function tokenKind(t: number): { kind: Kind; j: number; v: number } {
@@ -35,7 +38,8 @@ export function tokenKind(t: number): { kind: Kind; j: number; v: number } {
   if (t < TOK.HALT) return { kind: Kind.OUT, j: (t - TOK.OUT) >> 8, v: (t - TOK.OUT) & 255 };
   if (t < TOK.BOS) return { kind: Kind.HALT, j: 0, v: t - TOK.HALT };
   if (t === TOK.BOS) return { kind: Kind.BOS, j: 0, v: 0 };
-  return { kind: Kind.Q, j: 0, v: t - TOK.Q };
+  if (t < TOK.A) return { kind: Kind.Q, j: 0, v: t - TOK.Q };
+  return { kind: Kind.A, j: 0, v: t - TOK.A };
 }
 
 const sext = (v: number, bits: number) => (v << (32 - bits)) >> (32 - bits);
@@ -91,6 +95,11 @@ export function storeByteSource(f3: number, o: number, second: number, lane: num
 export interface CpuOptions {
   /** Code RAM words (rows), from CODE_BASE: what fetch can read. */
   codeWords: number;
+  /**
+   * The program's code in words (its executable segments, riscv/golden-trace.ts codeEndWords):
+   * a store below it is a code store (A(w), then the word through D + H). Default: codeWords.
+   */
+  codeEnd?: number;
   /** Data RAM words (rows), from CODE_BASE: what loads and stores reach (default 8,192 = 32 KiB). */
   memWords?: number;
   /** Address of the `tohost` word (a nonzero word stored there halts), or null / absent for none. */
@@ -185,11 +194,13 @@ export function cpuCircuit(opts: CpuOptions) {
     };
     const isStart = c.tokenField('isStart', (t) => (startsInstruction(t) ? 1 : 0), [0, 1]);
     // What the fed token asks of the pending instruction: 0 start one, 1 fed D, 2 fed H, 3 emit the
-    // window-end J (K, OUT(0, ·)), 4 fed Q (a division step).
+    // window-end J (K, OUT(0, ·)), 4 fed Q (a division step), 5 fed A (a code store's word index).
     const fedC = c.tokenField('fedC', (t) => {
       const k = tokenKind(t).kind;
-      return k === Kind.D ? 1 : k === Kind.H ? 2 : k === Kind.K || (k === Kind.OUT && !startsInstruction(t)) ? 3 : k === Kind.Q ? 4 : 0;
-    }, [0, 4]);
+      return k === Kind.D ? 1 : k === Kind.H ? 2 : k === Kind.K || (k === Kind.OUT && !startsInstruction(t)) ? 3 : k === Kind.Q ? 4 : k === Kind.A ? 5 : 0;
+    }, [0, 5]);
+    const isA = is(Kind.A, 'isA');
+    const aW = Array.from({ length: 10 }, (_, k) => c.tokenField(`aW${k}`, (t) => (tokenKind(t).kind === Kind.A ? bit(tokenKind(t).v, k) : 0), [0, 1]));
     const isQ = is(Kind.Q, 'isQ');
     const qStep = c.tokenField('qStep', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v >> 4 : 0), [0, 7]);
     const qDigit = c.tokenField('qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v & 15 : 0), [0, 15]);
@@ -232,7 +243,17 @@ export function cpuCircuit(opts: CpuOptions) {
     const loadBits = [...dLoPrev, ...cvW]; // {H payload, D latch} at a position fed H
     const codeWriteEn = addrBits >= 15 ? loadWord
       : c.table('codeLoad', [loadWord, c.linear(loadAddr.slice(addrBits, 15).map((x) => [x, 1] as [Sig, number]))], (lw, hi) => (lw && hi === 0 ? 1 : 0), [0, 1]);
-    code.write(c.linear(loadAddr.slice(0, addrBits).map((x, k) => [x, 2 ** k] as [Sig, number])), loadBits, codeWriteEn);
+    // Code stores (v2): A(w) latches w; the H two positions later writes {H, D latch} to code word w
+    // (the same position writes it to the data RAM), so fetch sees the new instruction.
+    const smcRam = c.ram('codeStoreAddr', { rows: 1, fields: aW.map(() => 2) });
+    smcRam.write(c.constant(0), aW, isA);
+    const smcAddr = smcRam.read(c.constant(0));
+    const [prevIsA] = c.previousAll([isA]);
+    const [ppA] = c.previousAll([prevIsA!]);
+    const smcWrite = c.and(isH, ppA!).named('codeStoreWrite');
+    const codeRow = Array.from({ length: addrBits }, (_, k) =>
+      c.table(`codeWRow${k}`, [smcWrite, k < 10 ? smcAddr[k]! : c.constant(0), loadAddr[k]!], (sw, a, l) => (sw ? a : l), [0, 1]));
+    code.write(c.linear(codeRow.map((x, k) => [x, 2 ** k] as [Sig, number])), loadBits, c.or(codeWriteEn, smcWrite));
     const ins = code.read(codeAddr);
 
     // ── decode ─────────────────────────────────────────────────────────────────────────────
@@ -409,8 +430,18 @@ export function cpuCircuit(opts: CpuOptions) {
     });
     const isSubStore = c.table('isSubStore', [isStore, funct3, off], (st, f3, o) => (st && (f3 < 2 || o !== 0) ? 1 : 0), [0, 1]);
     const isConsole = c.and(isStore, eq32(c, sum, constWord(c, CONSOLE_ADDR), 'eaConsole')).named('isConsole');
-    const memStore = c.and(isSubStore, c.not(isConsole)).named('subStore');
     const crossing = c.table('crossing', [funct3, off], (f3, o) => (crosses(f3, o) ? 1 : 0), [0, 1]);
+    // A store into the program's code (row < codeEnd, at most CODE_STORE_WORDS): A(w) first, then
+    // the word it leaves through D + H like a sub-word store.
+    const smcEnd = Math.min(opts.codeEnd ?? opts.codeWords, CODE_STORE_WORDS);
+    const rowLo = c.linear(rowBits.slice(0, 8).map((x, k) => [x, 2 ** k] as [Sig, number]));
+    const rowHi = c.linear(rowBits.slice(8).map((x, k) => [x, 2 ** k] as [Sig, number]));
+    const hiCmp = c.table('codeStoreHi', [rowHi], (h) => (h < smcEnd >> 8 ? 2 : h === smcEnd >> 8 ? 1 : 0), [0, 2]);
+    const loLt = c.table('codeStoreLo', [rowLo], (l) => (l < (smcEnd & 255) ? 1 : 0), [0, 1]);
+    const codeStore = c.table('codeStore', [isStore, inRam, crossing, hiCmp, loLt, loading],
+      (st, r, x, h, l, ld) => (st && r && !x && !ld && (h === 2 || (h === 1 && l)) ? 1 : 0), [0, 1]);
+    const memStore = c.table('memStore', [isSubStore, codeStore, isConsole], (sb, cs, con) => ((sb || cs) && !con ? 1 : 0), [0, 1]);
+    const codeA = c.and(codeStore, atStart).named('codeStoreA');
     // Overrides of the emit plan: a crossing load's first position emits D(prefix); a crossing
     // store's first H position emits D(second word's low half); a crossing load's second position
     // is planned as a start whose value must take the wide form.
@@ -519,8 +550,8 @@ export function cpuCircuit(opts: CpuOptions) {
     }, [0, 1]);
     // A division step takes the jump's place in the emit plan (J, payload case 4), then kind and payload are swapped.
     // So do the D tokens a crossing access emits out of turn (xLoadFirst, xStoreSecond).
-    const taken = c.table('taken', [c.or(isJal, isJalr), isBranch, cond, stepping, xLoadFirst, xStoreSecond],
-      (jp, br, cd, st, xl, xs) => (jp || (br && cd) || st || xl || xs ? 1 : 0), [0, 1]);
+    const taken = c.table('taken', [c.or(isJal, isJalr), isBranch, cond, stepping, xLoadFirst, xStoreSecond, codeA],
+      (jp, br, cd, st, xl, xs, ca) => (jp || (br && cd) || st || xl || xs || ca ? 1 : 0), [0, 1]);
     const targetB = add32(c, pcWord, wordFromSpec(c, ins, immSpec('B')), 0, 'tb').sum;
     const targetJ = add32(c, pcWord, wordFromSpec(c, ins, immSpec('J')), 0, 'tj').sum;
     const targetR = add32(c, A, immI, 0, 'tr').sum;
@@ -529,14 +560,16 @@ export function cpuCircuit(opts: CpuOptions) {
     const tw0 = c.table('tw0', [target[0]!], (v) => v >> 2, [0, 63]);
     const tw1 = target[1]!;
     const tw2 = c.table('tw2', [target[2]!], (v) => v & 1, [0, 1]);
-    const noOverride = c.table('noOverride', [stepping, xLoadFirst, xStoreSecond], (st, xl, xs) => (st || xl || xs ? 0 : 1), [0, 1]);
+    const noOverride = c.table('noOverride', [stepping, xLoadFirst, xStoreSecond, codeA], (st, xl, xs, ca) => (st || xl || xs || ca ? 0 : 1), [0, 1]);
     const nextWlo = c.linear([
       [c.select(noOverride, c.linear([[tw0, 1], [c.table('tw1lo', [tw1], (v) => v & 3, [0, 3]), 64]]), 0), 1],
       [c.select(stepping, divP0, 0), 1], [c.select(xLoadFirst, prefix[0]!, 0), 1], [c.select(xStoreSecond, result[0]!, 0), 1],
+      [c.select(codeA, rowLo, 0), 1],
     ], 0, [0, 255]);
     const nextWhi = c.linear([
       [c.select(noOverride, c.linear([[c.table('tw1hi', [tw1], (v) => v >> 2, [0, 63]), 1], [tw2, 64]]), 0), 1],
       [c.select(stepping, divP1, 0), 1], [c.select(xLoadFirst, prefix[1]!, 0), 1], [c.select(xStoreSecond, result[1]!, 0), 1],
+      [c.select(codeA, c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3]), 0), 1],
     ], 0, [0, 255]);
 
     // ── halt: ecall with a7 = 93 (code a0), or a nonzero word stored to tohost (code value >>> 1);
@@ -586,13 +619,15 @@ export function cpuCircuit(opts: CpuOptions) {
     };
     // The division's result phase starts at its last step's H: plan it as a start.
     // So does a crossing load's second position.
-    const planFed = c.table('planFed', [fedC, ppQ, xLoadSecond], (f, ppq, xl) => (f === 4 || (f === 2 && ppq) || xl ? 0 : f), [0, 3]);
+    const planFed = c.table('planFed', [fedC, ppQ, xLoadSecond], (f, ppq, xl) => (f === 4 || f === 5 || (f === 2 && ppq) || xl ? 0 : f), [0, 3]);
     const planIn = [planFed, taken, resultOn, fits14, fits30, wend, isConsole];
     const planOf = (a: number[]) => plan(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!);
     const outKind0 = c.table('outKind', planIn, (...a) => planOf(a)[0], [0, 7]);
-    const outOfTurnD = c.or(xLoadFirst, xStoreSecond);
-    const outKind = c.table('outKindFinal', [halting, stepping, stepKind, outOfTurnD, outKind0],
-      (h, st, sk, xd, k) => (h ? 7 : st ? [8, 1, 3][sk]! : xd ? 1 : k), [0, 8]);
+    // Out-of-turn kinds: 0 none, 1 Q, 2 D, 3 H (division steps); 0 none, 1 D (crossing accesses), 2 A (code store).
+    const stepOut = c.table('stepOut', [stepping, stepKind], (st, sk) => (st ? sk + 1 : 0), [0, 3]);
+    const otherOut = c.table('otherOut', [xLoadFirst, xStoreSecond, codeA], (xl, xs, ca) => (ca ? 2 : xl || xs ? 1 : 0), [0, 2]);
+    const outKind = c.table('outKindFinal', [halting, stepOut, otherOut, outKind0],
+      (h, so, oo, k) => (h ? 7 : so ? [8, 1, 3][so - 1]! : oo ? [1, 10][oo - 1]! : k), [0, 10]);
     // One bit per payload case straight from the plan (one FFN layer, no compare after it).
     const caseBits = Array.from({ length: 7 }, (_, k) =>
       c.table(`pcase${k}`, planIn, (...a) => (planOf(a)[1] === k ? 1 : 0), [0, 1]));
@@ -624,6 +659,7 @@ export function cpuCircuit(opts: CpuOptions) {
     for (let jj = 0; jj < 4; jj++) for (let v = 0; v < 256; v++) rows.push({ token: TOK.OUT + 256 * jj + v, values: [6, jj, v, null] });
     for (let v = 0; v < 256; v++) rows.push({ token: TOK.HALT + v, values: [7, null, v, null] });
     for (let v = 0; v < 128; v++) rows.push({ token: TOK.Q + v, values: [8, null, v, null] });
+    for (let v = 0; v < CODE_STORE_WORDS; v++) rows.push({ token: TOK.A + v, values: [10, null, v & 255, v >> 8] });
     c.emitRows([outKind, outJ, pay0, p1], rows);
   });
 }

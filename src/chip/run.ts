@@ -14,7 +14,7 @@ import { applyRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
 import { cpuCircuit, CODE_BASE, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
 import { loadElf } from '../../riscv/elf.ts';
-import { goldenTokens } from '../../riscv/golden-trace.ts';
+import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
 import { Interpreter } from '../ir/interpret.ts';
 import type { CircuitIR } from '../ir/types.ts';
@@ -54,16 +54,14 @@ export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES): ChipPr
     throw new ChipcError('chip.mem', `data RAM size ${memBytes} is not a positive multiple of 4 bytes`);
   }
   const p = loadElf(elf);
-  let codeEnd = CODE_BASE;
   for (const s of p.image.segments) {
-    if (s.flags & 1) codeEnd = Math.max(codeEnd, s.vaddr + s.filesz);
     if (s.vaddr < CODE_BASE || s.vaddr + s.memsz > CODE_BASE + memBytes) {
       throw new ChipcError('chip.mem',
         `segment [0x${s.vaddr.toString(16)}, 0x${(s.vaddr + s.memsz).toString(16)}) does not fit the chip's ${memBytes}-byte data RAM ` +
         `[0x${CODE_BASE.toString(16)}, 0x${(CODE_BASE + memBytes).toString(16)}); compile a bigger one (--mem-size)`);
     }
   }
-  const used = Math.max(1, Math.ceil((codeEnd - CODE_BASE) / 4));
+  const used = codeEndWords(p);
   let codeWords = 64;
   while (codeWords < used) codeWords *= 2;
   // Nonzero words only (an unwritten row reads 0): the state the loader prompt leaves, exactly.
@@ -89,7 +87,7 @@ export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES): ChipPr
   for (const [row, wd] of words.sort((x, y) => x[0] - y[0])) put(row, wd);
   put(0x8000 + 2, sp);
   loader.push(encodeToken({ kind: 'J', w: (p.entry - CODE_BASE) / 4 }));
-  return { entry: p.entry, code, data, regs, loader, memBytes, chip: { codeWords, memWords: memBytes / 4, tohost: p.tohost } };
+  return { entry: p.entry, code, data, regs, loader, memBytes, chip: { codeWords, codeEnd: used, memWords: memBytes / 4, tohost: p.tohost } };
 }
 
 /** Compile the chip circuit with `opts` for `target`. */
@@ -185,7 +183,7 @@ const fastEvaluators = new WeakMap<CircuitIR, FastEvaluator>();
 
 /** The chip circuit's IR for these options (memoised: the 4 most recent option sets). */
 export function chipIr(opts: Required<CpuOptions>): CircuitIR {
-  const key = JSON.stringify([opts.codeWords, opts.memWords, opts.tohost]);
+  const key = JSON.stringify([opts.codeWords, opts.codeEnd, opts.memWords, opts.tohost]);
   let ir = irCache.get(key);
   if (ir === undefined) {
     ir = buildCircuit(cpuCircuit(opts), 'circuits/rv32im/cpu.ts');

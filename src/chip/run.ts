@@ -177,7 +177,7 @@ export function runOnInterpreter(
   return follow(prompt, next, (t) => interp.step(t)!, opts, t0);
 }
 
-// Building the chip circuit takes seconds (its token fields span 247,173 ids): keep the last few.
+// Building the chip circuit takes seconds (its token fields span 248,197 ids): keep the last few.
 const irCache = new Map<string, CircuitIR>();
 const fastEvaluators = new WeakMap<CircuitIR, FastEvaluator>();
 

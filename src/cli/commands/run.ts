@@ -33,7 +33,7 @@ export function registerRun(program: Command, run: Runner): void {
     .command('run')
     .description('run an RV32IM+Zba ELF on the compiled chip, token by token, printing its console output')
     .argument('<elf>', 'an RV32IM+Zba ELF (code and data from 0x80000000)')
-    .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 247,173 token ids)', 'chip-test')
+    .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 248,197 token ids)', 'chip-test')
     .option('--mem-size <bytes>', 'data RAM size from 0x80000000 (a program outside it is refused)', String(DEFAULT_MEM_BYTES))
     .option('--load <how>', 'state (write the image into the GDN state directly) or prompt (feed the loader prompt of write tokens)', 'state')
     .option('--check', 'compare every token with the golden emulator\'s trace; stop at the first divergence')

@@ -18,7 +18,9 @@ import { compileCircuit, type CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { checkCompiled } from '../src/verify/check.ts';
 import { applyRamContents } from '../src/load/ram-state.ts';
-import { chipExecutor, programOf, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
+import fc from 'fast-check';
+import { randomProgram } from '../riscv/random-program.ts';
+import { chipExecutor, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
 import { cpuCircuit } from '../circuits/rv32im/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
@@ -175,6 +177,22 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
     expect(r.mismatches).toEqual([]);
     expect(r.emitted.slice(1, -1)).toEqual(Array.from(golden.slice(2)));
     expect(golden[golden.length - 1]).not.toBe(encodeToken({ kind: 'HALT', code: 0 }));
+  }, 300_000);
+
+  const program = randomProgram();
+
+  // Sequential order (the executor's fast paths); the shuffled and FMA orders run in
+  // bench/chip-orders.ts (about 1 s per token without the fast paths).
+  it.each(['f32', 'bf16'] as const)('random programs (fast-check) through the weights, %s: the golden stream', (profile) => {
+    fc.assert(fc.property(program, (src) => {
+      const elfR = assembleElf(src).elf;
+      const progR = programOf(elfR, 1024);
+      expect(progR.chip.codeWords).toBe(prog.chip.codeWords);
+      const golden = goldenTokens(elfR, { mem: { size: 1024 } });
+      const r = runOnChip(res, progR, { profile, maxTokens: golden.tokens.length + 2, golden: golden.tokens, goldenPc: golden.tokenPc });
+      expect(r.divergence).toBeNull();
+      expect(r.exitCode).toBe(golden.halt.exitCode! & 255);
+    }), { numRuns: 4, seed: 20261129 });
   }, 300_000);
 
   it('loading by prompt leaves the RAMs bit-identical to the state file, and generation is the same', () => {

@@ -1,13 +1,19 @@
 /**
- * The RV32I(+Zba) chip, v0: fetch, decode, register file, ALU, branches and jumps, `ecall` exit,
- * speaking token protocol v1 (docs/token-protocol.md): PC = base + 4·j, base latched by J tokens.
- * Not yet here (docs/cpu-plan.md): loads and stores, the console, the M extension, self-modifying
- * code. Code is loaded into the code RAM directly (a state file); the prompt is [BOS, J(entry)].
+ * The RV32IM+Zba chip, v1, speaking token protocol v2 (docs/token-protocol.md): fetch (a code
+ * RAM), decode, register file (a RAM with two read ports), ALU and Zba, branches and jumps
+ * (PC = base + 4·j, base latched by J tokens), a data RAM with loads and stores of every width and
+ * alignment, the console (OUT), `ecall` exit and `tohost` (HALT), one 32×32 → 64 multiplier for
+ * MUL*, radix-16 division steps for DIV/REM (Q tokens), code stores that reach fetch (A tokens),
+ * and a loader mode before the first J (loading by prompt). docs/cpu-plan.md has the status.
  *
- * One position is one micro-step. Positions fed E, N, OUT or J start the instruction at their PC;
- * positions fed D, H or K re-execute the pending one (same PC, same register reads: nothing was
- * committed since) to emit the rest of its tokens. Each position also commits what its token
- * carries into the register named by the previous position's decoded rd (a delay line).
+ * One position is one micro-step. Positions fed E, N, OUT(j ≥ 1) or J start the instruction at
+ * their PC; positions fed D, H, K, Q, A or OUT(0) re-execute the pending one (same PC, same
+ * register reads: nothing was committed since) to emit the rest of its tokens. Each position also
+ * commits what its token carries into the register named by the previous position's decoded rd
+ * (a delay line). Late results reach the next position only through the emitted token, so
+ * multi-position sequences (wide results, stores that write back a merged word, word-crossing
+ * accesses, division steps) keep their state in tokens, delay lines of the fed kinds and latches
+ * written from token fields.
  */
 import { defineCircuit, type CircuitBuilder, type Sig } from '../../src/dsl/index.ts';
 import { ChipcError } from '../../src/util/errors.ts';

@@ -2,8 +2,10 @@
  * Random RV32IM+Zba programs (riscv/random-program.ts) through the compiled chip's weights in the
  * executor's other summation orders — shuffled (a seeded random permutation of every reduction)
  * and FMA (one rounding per product) — and the bf16 profile, against the golden token stream.
- * These orders run without the sequential fast paths (about 1 s per token), so they are a bench,
- * not a test. The chip is compiled once (code RAM 64 words, data RAM 1 KiB) for a `tiny`-derived
+ * These orders run without the sequential fast paths — the shuffled order permutes every one of
+ * the LM head's 248,197 rows at every token, 20 s or more per token on a 2-vCPU machine — so they
+ * are a bench, not a test. Static evidence covers every order: the compile report's
+ * order-invariance analysis finds all 110 matmuls of the chip exact in any summation order. The chip is compiled once (code RAM 64 words, data RAM 1 KiB) for a `tiny`-derived
  * target with the protocol's vocabulary.
  *   npx tsx bench/chip-orders.ts [--programs N] [--seed S]
  * Prints per program and mode: tokens, divergences, seconds; exit 1 on any divergence.
@@ -23,10 +25,10 @@ function arg(name: string, dflt: number): number {
   const i = process.argv.indexOf(name);
   return i >= 0 ? Number(process.argv[i + 1]) : dflt;
 }
-const programs = arg('--programs', 2);
+const programs = arg('--programs', 1);
 const seed = arg('--seed', 20261129);
 
-const sources = fc.sample(randomProgram(6, 10), { numRuns: programs, seed });
+const sources = fc.sample(randomProgram(2, 4), { numRuns: programs, seed });
 const first = programOf(assembleElf(sources[0]!).elf, 1024);
 const tiny = resolveTarget('tiny').config;
 const target = {

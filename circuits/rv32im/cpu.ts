@@ -246,7 +246,8 @@ export function cpuCircuit(opts: CpuOptions) {
     // ── fetch ──────────────────────────────────────────────────────────────────────────────
     const code = c.ram('code', { rows: opts.codeWords, fields: Array.from({ length: 32 }, () => 2) });
     const codeAddr = c.linear(w.slice(0, addrBits).map((b, k) => [b, 2 ** k] as [Sig, number]));
-    const loadBits = [...dLoPrev, ...cvW]; // {H payload, D latch} at a position fed H
+    // The 32-bit word a D, H pair brings back: {H payload, D latch} at a position fed H.
+    const tokenWord = [...dLoPrev, ...cvW];
     const codeWriteEn = addrBits >= 15 ? loadWord
       : c.table('codeLoad', [loadWord, c.linear(loadAddr.slice(addrBits, 15).map((x) => [x, 1] as [Sig, number]))], (lw, hi) => (lw && hi === 0 ? 1 : 0), [0, 1]);
     // Code stores (v2): A(w) latches w; the H two positions later writes {H, D latch} to code word w
@@ -259,7 +260,7 @@ export function cpuCircuit(opts: CpuOptions) {
     const smcWrite = c.and(isH, ppA!).named('codeStoreWrite');
     const codeRow = Array.from({ length: addrBits }, (_, k) =>
       c.table(`codeWRow${k}`, [smcWrite, k < 10 ? smcAddr[k]! : c.constant(0), loadAddr[k]!], (sw, a, l) => (sw ? a : l), [0, 1]));
-    code.write(c.linear(codeRow.map((x, k) => [x, 2 ** k] as [Sig, number])), loadBits, c.or(codeWriteEn, smcWrite));
+    code.write(c.linear(codeRow.map((x, k) => [x, 2 ** k] as [Sig, number])), tokenWord, c.or(codeWriteEn, smcWrite));
     const ins = code.read(codeAddr);
 
     // ── decode ─────────────────────────────────────────────────────────────────────────────
@@ -394,9 +395,7 @@ export function cpuCircuit(opts: CpuOptions) {
     // that brings it back (the second word of a crossing store at the second H).
     const memWrite = c.table('memWrite', [inRam, isStore, isSW, fedH, loading, loadWord],
       (r, st, sw, h, ld, lw) => (ld ? lw : r && st && (sw || h) ? 1 : 0), [0, 1]);
-    const hBits = cvW; // the H payload's bits (bits 16…31 of the merged word) at a position fed H
-    const storeBits = Array.from({ length: 32 }, (_, k) =>
-      c.select(isSW, b[k]!, k < 16 ? prevDLo[k]! : hBits[k - 16]!));
+    const storeBits = Array.from({ length: 32 }, (_, k) => c.select(isSW, b[k]!, tokenWord[k]!));
     const mem = c.ram('mem', { rows: memWords, fields: Array.from({ length: 32 }, () => 2) });
     // In loader mode the write goes to the loader's address (bit by bit: a row number can exceed a slot's ±256).
     const writeRow = c.linear(rowBits.map((x, k) => [c.table(`memWRow${k}`, [loading, loadAddr[k]!, writeSecond, x, rowBits4[k]!],

@@ -16,7 +16,6 @@ import { cpuCircuit, CODE_BASE, type CpuOptions } from '../../circuits/rv32im/cp
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
-import { Interpreter } from '../ir/interpret.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import { FastEvaluator } from '../ir/evaluate-fast.ts';
 
@@ -149,21 +148,14 @@ export function chipExecutor(res: CompileResult, prog: ChipProgram, opts: ExecOp
 
 /**
  * The same run on the chip circuit without weights (the oracle one link up the chain), any RAM
- * size: in the FastEvaluator (the IR compiled to JavaScript, equal to the IR interpreter node for
- * node: test/ir-fast.test.ts), or with `evaluator: 'interpreter'` in the IR interpreter itself.
+ * size, in the FastEvaluator (the IR compiled to JavaScript, equal to the IR interpreter node for
+ * node: test/ir-fast.test.ts).
  */
-export function runOnInterpreter(
-  prog: ChipProgram, opts: GoldenOptions & { evaluator?: 'fast' | 'interpreter' },
-): RunResult {
+export function runOnInterpreter(prog: ChipProgram, opts: GoldenOptions): RunResult {
   const ir = chipIr(prog.chip);
-  let interp: { step(t: number): number | null; setRamRow(ram: number, row: number, v: readonly number[]): void };
-  if (opts.evaluator === 'interpreter') interp = interpreterStepper(new Interpreter(ir));
-  else {
-    const fe = fastEvaluators.get(ir) ?? new FastEvaluator(ir);
-    fastEvaluators.set(ir, fe);
-    fe.reset();
-    interp = fe;
-  }
+  const interp = fastEvaluators.get(ir) ?? new FastEvaluator(ir);
+  fastEvaluators.set(ir, interp);
+  interp.reset();
   if (opts.load !== 'prompt') {
     for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
       const ram = ir.rams.findIndex((r) => r.name === name);
@@ -193,12 +185,6 @@ export function chipIr(opts: Required<CpuOptions>): CircuitIR {
   return ir;
 }
 
-function interpreterStepper(interp: Interpreter) {
-  return {
-    step: (t: number) => interp.step(t).emitted,
-    setRamRow: (ram: number, row: number, v: readonly number[]) => interp.setRamRow(ram, row, v),
-  };
-}
 
 /** Feed each generated token back until HALT, a divergence from the golden stream, or the limit. */
 function follow(

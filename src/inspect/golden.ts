@@ -1,0 +1,267 @@
+/**
+ * Golden hashes of a checkpoint (`chipc diff DIR --golden FILE` / `--write-golden FILE`): per
+ * tensor the dtype, shape and sha256 of its raw little-endian bytes, plus the sha256 of
+ * `config.json`, so a pipeline can check an emitted checkpoint without keeping a copy of it.
+ * Hashes are computed streaming (bounded chunks), so memory stays bounded whatever the size, and
+ * they do not depend on sharding or on the tensors' order inside the files.
+ *
+ * File format (deterministic: names sorted by code point, one tensor per line, trailing newline):
+ *   { "format": "chipc-checkpoint-golden", "version": 1,
+ *     "config": { "sha256": HEX } | null,
+ *     "tensors": { NAME: { "dtype": D, "shape": [..], "sha256": HEX }, ... } }
+ */
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import type { DType, TensorStore } from '../safetensors/types.ts';
+import { openCheckpoint } from '../safetensors/checkpoint.ts';
+import { isDType } from '../safetensors/dtype.ts';
+import { compareCodePoints, isJsonObject, JsonNumber, parseStrictJson, type JsonValue } from '../safetensors/reader.ts';
+import { ChipcError } from '../util/errors.ts';
+import { DEFAULT_DIFF_CHUNK_BYTES, readConfigFile, type DiffOptions } from './diff.ts';
+
+export const GOLDEN_FORMAT = 'chipc-checkpoint-golden';
+export const GOLDEN_VERSION = 1;
+
+export interface GoldenTensor {
+  dtype: DType;
+  shape: number[];
+  /** Lower-case hex sha256 of the tensor's raw bytes. */
+  sha256: string;
+}
+
+export interface CheckpointGolden {
+  format: typeof GOLDEN_FORMAT;
+  version: typeof GOLDEN_VERSION;
+  /** sha256 of config.json's bytes; null when the checkpoint has none (or is a single file). */
+  config: { sha256: string } | null;
+  /** By tensor name. */
+  tensors: Record<string, GoldenTensor>;
+}
+
+export interface GoldenTensorCheck {
+  name: string;
+  status: 'identical' | 'dtype' | 'shape' | 'different';
+  expected: GoldenTensor;
+  actual: GoldenTensor;
+}
+
+export interface GoldenConfigCheck {
+  status: 'identical' | 'different' | 'missing' | 'extra' | 'absent';
+  expected: string | null;
+  actual: string | null;
+}
+
+export interface GoldenCheck {
+  identical: boolean;
+  /** Recorded in the golden file, absent from the checkpoint. */
+  missing: string[];
+  /** In the checkpoint, not recorded. */
+  extra: string[];
+  /** Every tensor present on both sides, names ascending. */
+  tensors: GoldenTensorCheck[];
+  config: GoldenConfigCheck;
+  /** Bytes and elements hashed (tensors of the recorded dtype and shape). */
+  bytesHashed: number;
+  elementsHashed: number;
+}
+
+const HEX64 = /^[0-9a-f]{64}$/;
+
+/** Hex sha256 of a tensor's raw bytes, streamed in chunks of at most `chunkBytes`. */
+export function tensorSha256(store: TensorStore, name: string, chunkBytes = DEFAULT_DIFF_CHUNK_BYTES): string {
+  const h = createHash('sha256');
+  const total = store.info(name).byteLength;
+  for (let s = 0; s < total; s += chunkBytes) h.update(store.readBytes(name, s, Math.min(total, s + chunkBytes)));
+  return h.digest('hex');
+}
+
+function sha256Hex(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** config.json's sha256 when `p` is a directory that has one, else null. */
+function configSha(p: string): string | null {
+  if (!isDirectory(p)) return null;
+  const bytes = readConfigFile(p);
+  return bytes === null ? null : sha256Hex(bytes);
+}
+
+/** Hashes every tensor of the checkpoint at `p` (file or directory) and its config.json. */
+export function computeGolden(p: string, opts: DiffOptions = {}): CheckpointGolden {
+  const store = openCheckpoint(p);
+  try {
+    const tensors: Record<string, GoldenTensor> = Object.create(null); // a tensor may be named "__proto__"
+    for (const name of [...store.names].sort(compareCodePoints)) {
+      const info = store.info(name);
+      tensors[name] = { dtype: info.dtype, shape: [...info.shape], sha256: tensorSha256(store, name, opts.chunkBytes) };
+    }
+    const c = configSha(p);
+    return { format: GOLDEN_FORMAT, version: GOLDEN_VERSION, config: c === null ? null : { sha256: c }, tensors };
+  } finally {
+    store.close();
+  }
+}
+
+/** The golden file's text: deterministic (sorted names, fixed key order, one tensor per line). */
+export function serializeGolden(g: CheckpointGolden): string {
+  const names = Object.keys(g.tensors).sort(compareCodePoints);
+  const lines = names.map((n) => {
+    const t = g.tensors[n]!;
+    return `    ${JSON.stringify(n)}: {"dtype": ${JSON.stringify(t.dtype)}, "shape": [${t.shape.join(', ')}], "sha256": ${JSON.stringify(t.sha256)}}`;
+  });
+  const config = g.config === null ? 'null' : `{"sha256": ${JSON.stringify(g.config.sha256)}}`;
+  const body = names.length === 0 ? '{}' : `{\n${lines.join(',\n')}\n  }`;
+  return `{\n  "format": ${JSON.stringify(GOLDEN_FORMAT)},\n  "version": ${GOLDEN_VERSION},\n  "config": ${config},\n  "tensors": ${body}\n}\n`;
+}
+
+/** Writes `g` to `file` atomically (temporary sibling, then rename). */
+export function writeGoldenFile(file: string, g: CheckpointGolden): void {
+  const dir = path.dirname(path.resolve(file));
+  fs.mkdirSync(dir, { recursive: true });
+  const tmp = path.join(dir, `.${path.basename(file)}.tmp-${process.pid}-${Date.now()}`);
+  try {
+    fs.writeFileSync(tmp, serializeGolden(g));
+    fs.renameSync(tmp, file);
+  } catch (e) {
+    fs.rmSync(tmp, { force: true });
+    if (e instanceof ChipcError) throw e;
+    throw new ChipcError('GOLDEN_WRITE', `${file}: cannot write the golden file: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/**
+ * Parses and validates a golden file's text. Anything malformed (bad JSON, duplicate keys, wrong
+ * format or version, unknown fields, bad dtype / shape / hash) is a ChipcError GOLDEN_FORMAT
+ * naming the file and the problem.
+ */
+export function parseGolden(text: string, label: string): CheckpointGolden {
+  const bad = (msg: string): never => {
+    throw new ChipcError('GOLDEN_FORMAT', `${label}: not a valid golden file: ${msg}`);
+  };
+  const root = parseStrictJson(text, (_code, msg) => bad(msg.replace('the header', 'the file')));
+  if (!isJsonObject(root)) return bad('the top level is not a JSON object');
+  const allowed = new Set(['format', 'version', 'config', 'tensors']);
+  for (const k of root.keys) if (!allowed.has(k)) bad(`unknown field ${JSON.stringify(k)}`);
+  const format = root.map.get('format');
+  if (format !== GOLDEN_FORMAT) bad(`"format" must be ${JSON.stringify(GOLDEN_FORMAT)}, got ${show(format)}`);
+  const version = root.map.get('version');
+  if (!(version instanceof JsonNumber) || version.raw !== String(GOLDEN_VERSION)) {
+    bad(`"version" must be ${GOLDEN_VERSION} (the only version this chipc reads), got ${show(version)}`);
+  }
+  const cfg = root.map.get('config');
+  let config: CheckpointGolden['config'];
+  if (cfg === null) config = null;
+  else if (isJsonObject(cfg)) {
+    for (const k of cfg.keys) if (k !== 'sha256') bad(`"config" has unknown field ${JSON.stringify(k)}`);
+    config = { sha256: hash(cfg.map.get('sha256'), '"config.sha256"', bad) };
+  } else return bad(`"config" must be null or {"sha256": HEX}, got ${show(cfg)}`);
+  const ts = root.map.get('tensors');
+  if (!isJsonObject(ts)) return bad(`"tensors" must be an object, got ${show(ts)}`);
+  const tensors: Record<string, GoldenTensor> = Object.create(null);
+  for (const name of ts.keys) {
+    const where = `tensor ${JSON.stringify(name)}`;
+    const t = ts.map.get(name);
+    if (!isJsonObject(t)) return bad(`${where} must be an object`);
+    for (const k of t.keys) if (k !== 'dtype' && k !== 'shape' && k !== 'sha256') bad(`${where} has unknown field ${JSON.stringify(k)}`);
+    const dtype = t.map.get('dtype');
+    if (!isDType(dtype)) return bad(`${where}: "dtype" must be a safetensors dtype, got ${show(dtype)}`);
+    const shape = t.map.get('shape');
+    if (!Array.isArray(shape)) return bad(`${where}: "shape" must be an array of non-negative integers, got ${show(shape)}`);
+    const dims = shape.map((d) => {
+      if (!(d instanceof JsonNumber) || !/^(0|[1-9][0-9]*)$/.test(d.raw) || !Number.isSafeInteger(d.value)) {
+        return bad(`${where}: "shape" must be an array of non-negative integers, got element ${show(d)}`);
+      }
+      return d.value;
+    });
+    tensors[name] = { dtype, shape: dims, sha256: hash(t.map.get('sha256'), `${where}: "sha256"`, bad) };
+  }
+  return { format: GOLDEN_FORMAT, version: GOLDEN_VERSION, config, tensors };
+}
+
+function hash(v: JsonValue | undefined, where: string, bad: (m: string) => never): string {
+  if (typeof v !== 'string' || !HEX64.test(v)) return bad(`${where} must be 64 lower-case hex digits, got ${show(v)}`);
+  return v;
+}
+
+function show(v: JsonValue | undefined): string {
+  if (v === undefined) return 'nothing (missing)';
+  if (v instanceof JsonNumber) return v.raw;
+  if (isJsonObject(v)) return 'an object';
+  if (Array.isArray(v)) return 'an array';
+  const s = JSON.stringify(v);
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+/** Reads and validates a golden file. */
+export function readGoldenFile(file: string): CheckpointGolden {
+  let bytes: Buffer;
+  try {
+    bytes = fs.readFileSync(file);
+  } catch (e) {
+    throw new ChipcError('GOLDEN_READ', `${file}: cannot read the golden file: ${(e as Error).message}`, { cause: e });
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new ChipcError('GOLDEN_FORMAT', `${file}: not a valid golden file: not UTF-8 text`);
+  }
+  return parseGolden(text, file);
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+/**
+ * Checks the checkpoint at `p` against `golden`: every recorded tensor must be present with the
+ * recorded dtype, shape and sha256, no other tensor may be present, and config.json must have
+ * the recorded sha256 (or be absent when null was recorded). Tensors whose dtype or shape differ
+ * are not hashed.
+ */
+export function checkGolden(p: string, golden: CheckpointGolden, opts: DiffOptions = {}): GoldenCheck {
+  const store = openCheckpoint(p);
+  try {
+    const recorded = Object.keys(golden.tensors).sort(compareCodePoints);
+    const present = new Set(store.names);
+    const missing = recorded.filter((n) => !present.has(n));
+    const extra = [...store.names].filter((n) => !Object.hasOwn(golden.tensors, n)).sort(compareCodePoints);
+    const tensors: GoldenTensorCheck[] = [];
+    let bytesHashed = 0;
+    let elementsHashed = 0;
+    for (const name of recorded) {
+      if (!present.has(name)) continue;
+      const expected = golden.tensors[name]!;
+      const info = store.info(name);
+      const actual: GoldenTensor = { dtype: info.dtype, shape: [...info.shape], sha256: '' };
+      let status: GoldenTensorCheck['status'];
+      if (info.dtype !== expected.dtype) status = 'dtype';
+      else if (!sameShape(info.shape, expected.shape)) status = 'shape';
+      else {
+        actual.sha256 = tensorSha256(store, name, opts.chunkBytes);
+        bytesHashed += info.byteLength;
+        elementsHashed += info.numel;
+        status = actual.sha256 === expected.sha256 ? 'identical' : 'different';
+      }
+      tensors.push({ name, status, expected, actual });
+    }
+    const exp = golden.config === null ? null : golden.config.sha256;
+    const act = configSha(p);
+    const cstatus: GoldenConfigCheck['status'] =
+      exp === null && act === null ? 'absent' : exp === null ? 'extra' : act === null ? 'missing' : exp === act ? 'identical' : 'different';
+    const identical = missing.length === 0 && extra.length === 0 && tensors.every((t) => t.status === 'identical') &&
+      (cstatus === 'identical' || cstatus === 'absent');
+    return { identical, missing, extra, tensors, config: { status: cstatus, expected: exp, actual: act }, bytesHashed, elementsHashed };
+  } finally {
+    store.close();
+  }
+}

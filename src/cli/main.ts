@@ -16,6 +16,7 @@ import { registerBuild } from './commands/build.ts';
 import { registerCompile } from './commands/compile.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerRun } from './commands/run.ts';
+import { registerChipfile } from './commands/chipfile.ts';
 
 export type CommandResult = Promise<number> | number;
 
@@ -44,6 +45,7 @@ export function buildProgram(sink: ExitSink): Command {
   registerCompile(program, run);
   registerCheck(program, run);
   registerRun(program, run);
+  registerChipfile(program, run);
   return program;
 }
 

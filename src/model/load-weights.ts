@@ -11,6 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { openCheckpoint } from '../safetensors/checkpoint.ts';
+import { openChipFile } from '../chipfile/read.ts';
 import { parseHfConfig } from './hf-config.ts';
 import { isMoeLayer, type ModelConfig } from './config.ts';
 import type { TensorStore } from '../safetensors/types.ts';
@@ -344,22 +345,43 @@ export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: Loa
 }
 
 /**
- * Open a checkpoint directory written by saveModel (or any HF text checkpoint of either family):
- * parse its `config.json`, load the tensors, close the files.
+ * Open a checkpoint written by saveModel (or any HF text checkpoint of either family): a
+ * directory, or a `.chip` file (the compact sparse form, docs/chip-file.md, whose embedded
+ * `config.json` is used; any regular file is opened as one). Parse the config, load the tensors, close the files.
  */
 export function loadModel(dir: string, opts: LoadOptions): ModelWeights {
+  if (fs.statSync(dir, { throwIfNoEntry: false })?.isFile()) {
+    const chip = openChipFile(dir);
+    try {
+      if (!chip.hasFile('config.json')) throw new ChipcError('BAD_CONFIG', `${dir}: the .chip file holds no config.json`);
+      const cfg = parseConfigText(new TextDecoder().decode(chip.readFile('config.json')), `${dir}: config.json`);
+      return loadModelWeights(chip, cfg, opts);
+    } finally {
+      chip.close();
+    }
+  }
   const configPath = path.join(dir, 'config.json');
-  let json: unknown;
+  let text: string;
   try {
-    json = JSON.parse(fs.readFileSync(configPath, 'utf8'));
+    text = fs.readFileSync(configPath, 'utf8');
   } catch (e) {
     throw new ChipcError('BAD_CONFIG', `cannot read ${configPath}: ${(e as Error).message}`, { cause: e });
   }
-  const cfg = parseHfConfig(json);
+  const cfg = parseConfigText(text, configPath);
   const store = openCheckpoint(dir);
   try {
     return loadModelWeights(store, cfg, opts);
   } finally {
     store.close();
   }
+}
+
+function parseConfigText(text: string, label: string): ModelConfig {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new ChipcError('BAD_CONFIG', `cannot read ${label}: ${(e as Error).message}`, { cause: e });
+  }
+  return parseHfConfig(json);
 }

@@ -1,0 +1,210 @@
+/**
+ * Dense checkpoint directory → `.chip` file (docs/chip-file.md). Streaming: each tensor is read
+ * in chunks through the TensorStore and scanned for non-zero blocks (scan.ts), whose bytes go to
+ * a temporary payload file; then the final file (prefix, manifest, payload, checksum) is written
+ * under a temporary name and renamed into place. On any error both temporaries are removed.
+ */
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ChipcError } from '../util/errors.ts';
+import { openCheckpoint, ShardedStore, SINGLE_FILE_NAME } from '../safetensors/checkpoint.ts';
+import { compareCodePoints, DEFAULT_CHUNK_BYTES, openSafetensors, SafetensorsFile } from '../safetensors/reader.ts';
+import {
+  CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSION, DEFAULT_MIN_GAP, encodeBlockTable, FORMAT_NAME, isPlainFileName, PREFIX_BYTES,
+  serializeManifest, type ChipFileEntry, type ChipManifest, type ChipTensor, type Range,
+} from './format.ts';
+import { BufferedWriter, readExactly, tempSibling, writeFully } from './io.ts';
+import { BlockScanner } from './scan.ts';
+
+/** Largest accepted minGap (a gap is bridged with zeros sliced from the 1 MiB shared buffer). */
+export const MAX_MIN_GAP = 65536;
+
+export interface CompactOptions {
+  /** Replace an existing file at the target (default: refuse). */
+  overwrite?: boolean;
+  /** Zero runs shorter than this many bytes stay inside a block (default 8). */
+  minGap?: number;
+  /** Bytes per streamed chunk (default 16 MiB). */
+  chunkBytes?: number;
+}
+
+export interface CompactResult {
+  path: string;
+  files: number;
+  tensors: number;
+  blocks: number;
+  /** Sum of the directory's file sizes. */
+  denseBytes: number;
+  /** Size of the .chip file. */
+  chipBytes: number;
+  /** Tensor bytes stored in blocks (non-zero bytes plus the short zero runs inside blocks). */
+  blockBytes: number;
+}
+
+/** The directory's entries, sorted by code point; anything but a plain regular file is refused. */
+export function listCheckpointFiles(dir: string): string[] {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(dir);
+  } catch (e) {
+    throw new ChipcError('CHIP_DIR', `${dir}: no such directory`, { cause: e });
+  }
+  if (!st.isDirectory()) throw new ChipcError('CHIP_DIR', `${dir}: not a directory (compact takes a checkpoint directory)`);
+  const names = fs.readdirSync(dir).sort(compareCodePoints);
+  for (const n of names) {
+    const lst = fs.lstatSync(path.join(dir, n));
+    if (!lst.isFile() || !isPlainFileName(n)) {
+      throw new ChipcError('CHIP_DIR_ENTRY', `${dir}: entry ${JSON.stringify(n)} is not a regular file (a .chip stands for a flat directory of files)`);
+    }
+  }
+  return names;
+}
+
+/**
+ * Writes the `.chip` form of the checkpoint directory `dir` to `target`. The directory must open
+ * as a checkpoint (openCheckpoint validates shards and index), and every `*.safetensors` file in
+ * it must be part of that checkpoint. All other files are stored verbatim.
+ */
+export function compactCheckpoint(dir: string, target: string, opts: CompactOptions = {}): CompactResult {
+  const minGap = opts.minGap ?? DEFAULT_MIN_GAP;
+  if (!Number.isSafeInteger(minGap) || minGap < 1 || minGap > MAX_MIN_GAP) throw new ChipcError('CHIP_OPTION', `minGap must be an integer in [1, ${MAX_MIN_GAP}], got ${minGap}`);
+  const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1) throw new ChipcError('CHIP_OPTION', `chunkBytes must be a positive integer, got ${chunkBytes}`);
+  const names = listCheckpointFiles(dir);
+  // Validate the directory as a checkpoint and find its tensor files.
+  const ckpt = openCheckpoint(dir);
+  let shardFiles: Set<string>;
+  try {
+    shardFiles = ckpt instanceof ShardedStore ? new Set(ckpt.shards.map((s) => path.basename(s.path))) : new Set([SINGLE_FILE_NAME]);
+  } finally {
+    ckpt.close();
+  }
+  for (const n of names) {
+    if (n.endsWith('.safetensors') && !shardFiles.has(n)) {
+      throw new ChipcError('CHIP_STRAY_SHARD', `${dir}: ${n} is not part of the checkpoint (not ${SINGLE_FILE_NAME} and not in the index); remove it`);
+    }
+  }
+
+  const out = path.resolve(target);
+  if (fs.existsSync(out)) {
+    if (!fs.statSync(out).isFile()) throw new ChipcError('CHIP_TARGET_EXISTS', `${target}: exists and is not a regular file`);
+    if (!opts.overwrite) throw new ChipcError('CHIP_TARGET_EXISTS', `${target}: file exists (pass overwrite to replace it)`);
+  }
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  const payloadTmp = tempSibling(out, 'payload');
+  const finalTmp = tempSibling(out, 'tmp');
+  let pfd: number | null = null;
+  let ffd: number | null = null;
+  try {
+    pfd = fs.openSync(payloadTmp, 'wx+');
+    const payload = new BufferedWriter(pfd);
+    const files: ChipFileEntry[] = [];
+    let denseBytes = 0;
+    let blocks = 0;
+    let blockBytes = 0;
+    let tensorCount = 0;
+    const range = (start: number): Range => [start, payload.position - start];
+    for (const name of names) {
+      const full = path.join(dir, name);
+      const hash = crypto.createHash('sha256');
+      if (!shardFiles.has(name)) {
+        const start = payload.position;
+        const fd = fs.openSync(full, 'r');
+        let size: number;
+        try {
+          size = fs.fstatSync(fd).size;
+          for (let at = 0; at < size; at += chunkBytes) {
+            const bytes = readExactly(fd, at, Math.min(chunkBytes, size - at), full);
+            hash.update(bytes);
+            payload.write(bytes);
+          }
+        } finally {
+          fs.closeSync(fd);
+        }
+        files.push({ name, kind: 'raw', size, sha256: hash.digest('hex'), data: range(start) });
+        denseBytes += size;
+        continue;
+      }
+      const st: SafetensorsFile = openSafetensors(full);
+      try {
+        const headerStart = payload.position;
+        const fd = fs.openSync(full, 'r');
+        let headerBytes: Uint8Array;
+        try {
+          headerBytes = readExactly(fd, 0, st.dataStart, full);
+        } finally {
+          fs.closeSync(fd);
+        }
+        hash.update(headerBytes);
+        payload.write(headerBytes);
+        const header = range(headerStart);
+        const tensors: ChipTensor[] = [];
+        for (const info of st.infos()) {
+          const dataStart = payload.position;
+          const scanner = new BlockScanner(minGap, (b) => payload.write(b));
+          let seen = 0;
+          for (const chunk of st.chunks(info.name, chunkBytes)) {
+            hash.update(chunk);
+            scanner.push(chunk);
+            seen += chunk.length;
+          }
+          scanner.finish();
+          if (seen !== info.byteLength) throw new ChipcError('CHIP_SOURCE_SIZE', `${full}: tensor ${JSON.stringify(info.name)} streamed ${seen} bytes, expected ${info.byteLength}`);
+          const data = range(dataStart);
+          const tableStart = payload.position;
+          payload.write(encodeBlockTable(scanner.starts, scanner.lengths, scanner.starts.length));
+          tensors.push({
+            name: info.name, dtype: info.dtype, shape: info.shape, dataOffsets: info.dataOffsets,
+            data, table: range(tableStart), blocks: scanner.starts.length,
+          });
+          blocks += scanner.starts.length;
+          blockBytes += scanner.storedBytes;
+        }
+        tensorCount += tensors.length;
+        const size = st.dataStart + st.dataSize;
+        files.push({ name, kind: 'safetensors', size, sha256: hash.digest('hex'), header, tensors });
+        denseBytes += size;
+      } finally {
+        st.close();
+      }
+    }
+    payload.flush();
+    const manifest: ChipManifest = { format: FORMAT_NAME, version: CHIP_VERSION, minGap, payloadSize: payload.position, files };
+    const manifestBytes = new TextEncoder().encode(serializeManifest(manifest));
+
+    ffd = fs.openSync(finalTmp, 'wx');
+    const sum = crypto.createHash('sha256');
+    const fin = new BufferedWriter(ffd, [sum]);
+    const prefix = new Uint8Array(PREFIX_BYTES);
+    prefix.set(CHIP_MAGIC, 0);
+    const dv = new DataView(prefix.buffer);
+    dv.setUint32(8, CHIP_VERSION, true);
+    dv.setUint32(12, 0, true);
+    dv.setBigUint64(16, BigInt(manifestBytes.length), true);
+    fin.write(prefix);
+    fin.write(manifestBytes);
+    for (let at = 0; at < payload.position; at += 1 << 22) {
+      fin.write(readExactly(pfd, at, Math.min(1 << 22, payload.position - at), payloadTmp));
+    }
+    fin.write(sum.copy().digest());
+    fin.flush();
+    fs.fsyncSync(ffd);
+    fs.closeSync(ffd);
+    ffd = null;
+    fs.closeSync(pfd);
+    pfd = null;
+    fs.rmSync(payloadTmp, { force: true });
+    fs.renameSync(finalTmp, out);
+    return {
+      path: target, files: files.length, tensors: tensorCount, blocks, denseBytes,
+      chipBytes: PREFIX_BYTES + manifestBytes.length + payload.position + CHECKSUM_BYTES, blockBytes,
+    };
+  } catch (e) {
+    if (pfd !== null) fs.closeSync(pfd);
+    if (ffd !== null) fs.closeSync(ffd);
+    fs.rmSync(payloadTmp, { force: true });
+    fs.rmSync(finalTmp, { force: true });
+    throw e;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * `.chip` file → the dense checkpoint directory it was made from, byte for byte. Streaming:
+ * verbatim files and block bytes are copied in bounded pieces, zero runs are written from one
+ * shared zero buffer. Every file's SHA-256 is computed while writing and checked against the
+ * manifest. The directory is written as a temporary sibling and renamed into place, so it is
+ * complete or absent.
+ */
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ChipcError } from '../util/errors.ts';
+import { openChipFile, type ChipFile } from './read.ts';
+import { BufferedWriter, tempSibling } from './io.ts';
+
+export interface ExpandOptions {
+  /** Replace an existing non-empty directory (default: refuse). */
+  overwrite?: boolean;
+}
+
+export interface ExpandResult {
+  dir: string;
+  files: string[];
+  /** Bytes written in all. */
+  bytes: number;
+}
+
+/** Bytes of stored data read per positional read. */
+const COPY_BYTES = 4 << 20;
+
+function copyPayload(chip: ChipFile, w: BufferedWriter, offset: number, length: number): void {
+  for (let at = 0; at < length; at += COPY_BYTES) w.write(chip.readPayload(offset + at, Math.min(COPY_BYTES, length - at)));
+}
+
+/** Writes the directory that the open `chip` stands for into `dir` (see the module comment). */
+export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}): ExpandResult {
+  const target = path.resolve(dir);
+  if (fs.existsSync(target)) {
+    if (!fs.statSync(target).isDirectory()) throw new ChipcError('CHIP_TARGET_EXISTS', `${dir}: exists and is not a directory`);
+    if (fs.readdirSync(target).length > 0 && !opts.overwrite) throw new ChipcError('CHIP_TARGET_EXISTS', `${dir}: directory exists and is not empty (pass overwrite to replace it)`);
+  }
+  fs.mkdirSync(path.dirname(target), { recursive: true });
+  const tmpDir = tempSibling(target, 'tmpdir');
+  fs.mkdirSync(tmpDir);
+  let bytes = 0;
+  try {
+    for (const f of chip.manifest.files) {
+      const file = path.join(tmpDir, f.name);
+      const hash = crypto.createHash('sha256');
+      const fd = fs.openSync(file, 'wx');
+      try {
+        const w = new BufferedWriter(fd, [hash]);
+        if (f.kind === 'raw') {
+          copyPayload(chip, w, f.data[0], f.data[1]);
+        } else {
+          copyPayload(chip, w, f.header[0], f.header[1]);
+          for (const t of f.tensors) {
+            const { starts, lengths, dataPos } = chip.blocks(t.name);
+            const byteLength = t.dataOffsets[1] - t.dataOffsets[0];
+            let pos = 0;
+            // Block bytes are contiguous in the payload: copy them in big pieces, splitting at block ends.
+            let k = 0;
+            while (k < starts.length) {
+              w.writeZeros(starts[k] - pos);
+              if (lengths[k] > COPY_BYTES) {
+                copyPayload(chip, w, t.data[0] + dataPos[k], lengths[k]);
+                pos = starts[k] + lengths[k];
+                k++;
+                continue;
+              }
+              let runEnd = k + 1;
+              let stored = lengths[k];
+              while (runEnd < starts.length && stored + lengths[runEnd] <= COPY_BYTES) stored += lengths[runEnd++];
+              const data = chip.readPayload(t.data[0] + dataPos[k], stored);
+              let off = 0;
+              for (let j = k; j < runEnd; j++) {
+                if (j > k) w.writeZeros(starts[j] - (starts[j - 1] + lengths[j - 1]));
+                w.write(data.subarray(off, off + lengths[j]));
+                off += lengths[j];
+              }
+              pos = starts[runEnd - 1] + lengths[runEnd - 1];
+              k = runEnd;
+            }
+            w.writeZeros(byteLength - pos);
+          }
+        }
+        w.flush();
+        if (w.position !== f.size) throw new ChipcError('CHIP_EXPAND_MISMATCH', `${chip.path}: regenerated ${f.name} has ${w.position} bytes, the manifest says ${f.size}`);
+        const sha = hash.digest('hex');
+        if (sha !== f.sha256) throw new ChipcError('CHIP_EXPAND_MISMATCH', `${chip.path}: regenerated ${f.name} has SHA-256 ${sha}, the manifest says ${f.sha256}`);
+        fs.fsyncSync(fd);
+        bytes += w.position;
+      } finally {
+        fs.closeSync(fd);
+      }
+    }
+    if (fs.existsSync(target)) {
+      const old = tempSibling(target, 'old');
+      fs.renameSync(target, old);
+      try {
+        fs.renameSync(tmpDir, target);
+      } catch (e) {
+        fs.renameSync(old, target);
+        throw e;
+      }
+      fs.rmSync(old, { recursive: true, force: true });
+    } else {
+      fs.renameSync(tmpDir, target);
+    }
+  } catch (e) {
+    fs.rmSync(tmpDir, { recursive: true, force: true });
+    throw e;
+  }
+  return { dir, files: chip.fileNames(), bytes };
+}
+
+/** Opens `chipPath`, validates it, writes its directory to `dir`, closes it. */
+export function expandChipFile(chipPath: string, dir: string, opts: ExpandOptions = {}): ExpandResult {
+  const chip = openChipFile(chipPath);
+  try {
+    return expandChip(chip, dir, opts);
+  } finally {
+    chip.close();
+  }
+}

@@ -1,0 +1,283 @@
+/**
+ * The `.chip` file: a compact, sparse, byte-exact image of a dense checkpoint directory
+ * (layout: docs/chip-file.md). This module holds the constants, the manifest's shape, its one
+ * canonical serialisation and its validation, and the block-table codec (LEB128 varints).
+ *
+ *   magic (8) · version u32 LE · reserved u32 (0) · manifest length u64 LE · manifest (UTF-8 JSON)
+ *   · payload (manifest.payloadSize bytes) · SHA-256 of every preceding byte (32)
+ */
+import { ChipcError } from '../util/errors.ts';
+import type { DType } from '../safetensors/types.ts';
+import { byteSizeOf, isDType } from '../safetensors/dtype.ts';
+import { compareCodePoints } from '../safetensors/reader.ts';
+
+/** 0x89 "CHIP" CR LF 0x1A: a non-ASCII first byte and a CR LF catch text-mode transfers (as PNG). */
+export const CHIP_MAGIC = Uint8Array.of(0x89, 0x43, 0x48, 0x49, 0x50, 0x0d, 0x0a, 0x1a);
+export const CHIP_VERSION = 1;
+/** magic + version + reserved + manifest length. */
+export const PREFIX_BYTES = 24;
+export const CHECKSUM_BYTES = 32;
+export const FORMAT_NAME = 'chipc-sparse-checkpoint';
+/** Default minimum zero run (bytes) that separates two blocks; shorter runs stay inside a block. */
+export const DEFAULT_MIN_GAP = 8;
+/** Upper bound on the manifest length accepted when reading (bytes). */
+export const MAX_MANIFEST_BYTES = 256 * 1024 * 1024;
+
+/** [offset, length] of a byte range of the payload. */
+export type Range = [number, number];
+
+export interface ChipTensor {
+  name: string;
+  dtype: DType;
+  shape: number[];
+  /** As in the shard's header: [begin, end) within its data buffer. */
+  dataOffsets: [number, number];
+  /** The concatenated bytes of the tensor's blocks, in the payload. */
+  data: Range;
+  /** The block table (varint pairs) in the payload, and the number of blocks it holds. */
+  table: Range;
+  blocks: number;
+}
+
+export interface ChipRawFile {
+  name: string;
+  kind: 'raw';
+  size: number;
+  sha256: string;
+  /** The file's bytes, verbatim, in the payload. */
+  data: Range;
+}
+
+export interface ChipSafetensorsFile {
+  name: string;
+  kind: 'safetensors';
+  size: number;
+  sha256: string;
+  /** The file's first 8 + N bytes (length prefix and header JSON with its padding), verbatim. */
+  header: Range;
+  /** In data-offset order (the order they are stored in the shard). */
+  tensors: ChipTensor[];
+}
+
+export type ChipFileEntry = ChipRawFile | ChipSafetensorsFile;
+
+export interface ChipManifest {
+  format: typeof FORMAT_NAME;
+  version: number;
+  minGap: number;
+  payloadSize: number;
+  /** Every file of the directory, sorted by name (code points). */
+  files: ChipFileEntry[];
+}
+
+/** The canonical manifest text: JSON with a fixed key order and no whitespace. */
+export function serializeManifest(m: ChipManifest): string {
+  const r = (x: Range): string => `[${x[0]},${x[1]}]`;
+  const files = m.files.map((f) => {
+    const head = `{"name":${JSON.stringify(f.name)},"kind":"${f.kind}","size":${f.size},"sha256":"${f.sha256}"`;
+    if (f.kind === 'raw') return `${head},"data":${r(f.data)}}`;
+    const tensors = f.tensors.map((t) => `{"name":${JSON.stringify(t.name)},"dtype":"${t.dtype}","shape":[${t.shape.join(',')}],` +
+      `"dataOffsets":${r(t.dataOffsets)},"data":${r(t.data)},"table":${r(t.table)},"blocks":${t.blocks}}`);
+    return `${head},"header":${r(f.header)},"tensors":[${tensors.join(',')}]}`;
+  });
+  return `{"format":"${m.format}","version":${m.version},"minGap":${m.minGap},"payloadSize":${m.payloadSize},"files":[${files.join(',')}]}`;
+}
+
+/** A plain file name: no directory part, not `.`/`..`, no NUL. */
+export function isPlainFileName(name: string): boolean {
+  return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes('\\') && !name.includes('\0');
+}
+
+/**
+ * Validates a parsed manifest and returns it typed. Checks types, that file names are plain,
+ * unique and sorted, that tensors tile their shard's data buffer, and that the payload ranges
+ * tile [0, payloadSize) exactly in manifest order (so no two ranges overlap and no byte is
+ * unaccounted for). Finally the text must be the canonical serialisation (no duplicate keys,
+ * extra fields or whitespace). `label` starts every message.
+ */
+export function validateManifest(text: string, label: string): ChipManifest {
+  const bad = (msg: string): never => {
+    throw new ChipcError('CHIP_MANIFEST', `${label}: manifest: ${msg}`);
+  };
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    return bad(`not valid JSON (${(e as Error).message})`);
+  }
+  const obj = (x: unknown, what: string): Record<string, unknown> => {
+    if (typeof x !== 'object' || x === null || Array.isArray(x)) bad(`${what} is not an object`);
+    return x as Record<string, unknown>;
+  };
+  const int = (x: unknown, what: string): number => {
+    if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) bad(`${what} is ${JSON.stringify(x)}, not a non-negative integer`);
+    return x as number;
+  };
+  const str = (x: unknown, what: string): string => {
+    if (typeof x !== 'string') bad(`${what} is not a string`);
+    return x as string;
+  };
+  const arr = (x: unknown, what: string): unknown[] => {
+    if (!Array.isArray(x)) bad(`${what} is not an array`);
+    return x as unknown[];
+  };
+  const pair = (x: unknown, what: string): [number, number] => {
+    const a = arr(x, what);
+    if (a.length !== 2) bad(`${what} must be [a, b]`);
+    return [int(a[0], `${what}[0]`), int(a[1], `${what}[1]`)];
+  };
+  const root = obj(v, 'the manifest');
+  if (root.format !== FORMAT_NAME) bad(`format is ${JSON.stringify(root.format)}, expected ${JSON.stringify(FORMAT_NAME)}`);
+  const version = int(root.version, 'version');
+  if (version !== CHIP_VERSION) bad(`version ${version} does not match the file's version ${CHIP_VERSION}`);
+  const minGap = int(root.minGap, 'minGap');
+  if (minGap < 1) bad('minGap must be at least 1');
+  const payloadSize = int(root.payloadSize, 'payloadSize');
+  let cursor = 0;
+  const range = (x: unknown, what: string): Range => {
+    const r = pair(x, what);
+    if (r[0] !== cursor) bad(`${what} starts at payload offset ${r[0]}, expected ${cursor} (ranges must follow each other without gap or overlap)`);
+    if (r[0] + r[1] > payloadSize) bad(`${what} [${r[0]}, +${r[1]}) runs past the payload of ${payloadSize} bytes`);
+    cursor = r[0] + r[1];
+    return r;
+  };
+  const files: ChipFileEntry[] = [];
+  const tensorNames = new Set<string>();
+  for (const [i, fv] of arr(root.files, 'files').entries()) {
+    const f = obj(fv, `files[${i}]`);
+    const name = str(f.name, `files[${i}].name`);
+    const q = JSON.stringify(name);
+    if (!isPlainFileName(name)) bad(`file name ${q} is not a plain file name`);
+    if (files.length > 0 && compareCodePoints(files[files.length - 1].name, name) >= 0) bad(`file ${q} is out of order or repeated (names must be sorted and unique)`);
+    const size = int(f.size, `file ${q} size`);
+    const sha256 = str(f.sha256, `file ${q} sha256`);
+    if (!/^[0-9a-f]{64}$/.test(sha256)) bad(`file ${q} sha256 is not 64 lowercase hex digits`);
+    if (f.kind === 'raw') {
+      const data = range(f.data, `file ${q} data`);
+      if (data[1] !== size) bad(`file ${q}: data holds ${data[1]} bytes but size is ${size}`);
+      files.push({ name, kind: 'raw', size, sha256, data });
+      continue;
+    }
+    if (f.kind !== 'safetensors') bad(`file ${q} kind is ${JSON.stringify(f.kind)}, expected "raw" or "safetensors"`);
+    if (!name.endsWith('.safetensors')) bad(`file ${q} is of kind safetensors but its name does not end in .safetensors`);
+    const header = range(f.header, `file ${q} header`);
+    if (header[1] < 8) bad(`file ${q} header is ${header[1]} bytes, shorter than the 8-byte length prefix`);
+    const tensors: ChipTensor[] = [];
+    let end = 0;
+    for (const [j, tv] of arr(f.tensors, `file ${q} tensors`).entries()) {
+      const t = obj(tv, `file ${q} tensors[${j}]`);
+      const tname = str(t.name, `file ${q} tensors[${j}].name`);
+      const tq = `tensor ${JSON.stringify(tname)}`;
+      if (tensorNames.has(tname)) bad(`${tq} appears twice`);
+      tensorNames.add(tname);
+      const dtype = t.dtype;
+      if (!isDType(dtype)) return bad(`${tq} dtype ${JSON.stringify(dtype)} is unknown`);
+      const shape = arr(t.shape, `${tq} shape`).map((d, k) => int(d, `${tq} shape[${k}]`));
+      const dataOffsets = pair(t.dataOffsets, `${tq} dataOffsets`);
+      let numel = 1n;
+      for (const d of shape) numel *= BigInt(d);
+      const bytes = byteSizeOf(dtype, numel);
+      if (bytes === null || bytes !== BigInt(dataOffsets[1] - dataOffsets[0])) bad(`${tq}: dataOffsets [${dataOffsets[0]}, ${dataOffsets[1]}] do not hold shape [${shape.join(', ')}] of ${dtype}`);
+      if (dataOffsets[0] !== end) bad(`${tq} begins at ${dataOffsets[0]} but the previous tensor ends at ${end}`);
+      end = dataOffsets[1];
+      const data = range(t.data, `${tq} data`);
+      const table = range(t.table, `${tq} table`);
+      const blocks = int(t.blocks, `${tq} blocks`);
+      if (data[1] > dataOffsets[1] - dataOffsets[0]) bad(`${tq} stores ${data[1]} block bytes, more than its ${dataOffsets[1] - dataOffsets[0]} bytes`);
+      if ((blocks === 0) !== (data[1] === 0) || (blocks === 0) !== (table[1] === 0)) bad(`${tq}: blocks, data and table must be all empty or all non-empty`);
+      tensors.push({ name: tname, dtype, shape, dataOffsets, data, table, blocks });
+    }
+    if (header[1] + end !== size) bad(`file ${q}: header ${header[1]} + data ${end} bytes ≠ size ${size}`);
+    files.push({ name, kind: 'safetensors', size, sha256, header, tensors });
+  }
+  if (cursor !== payloadSize) bad(`the ranges cover ${cursor} bytes of the ${payloadSize}-byte payload`);
+  const m: ChipManifest = { format: FORMAT_NAME, version, minGap, payloadSize, files };
+  if (serializeManifest(m) !== text) bad('not in canonical form (unexpected fields, key order, duplicates or whitespace)');
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Block tables
+
+/**
+ * Appends `x` (a safe non-negative integer) as unsigned LEB128: 7 bits per byte, low first,
+ * high bit set on every byte but the last.
+ */
+export function pushVarint(out: number[], x: number): void {
+  while (x >= 0x80) {
+    out.push((x % 0x80) | 0x80);
+    x = Math.floor(x / 0x80);
+  }
+  out.push(x);
+}
+
+/** A tensor's blocks: starts (byte offset in the tensor) and lengths, ascending. */
+export interface BlockTable {
+  starts: Float64Array;
+  lengths: Float64Array;
+  /** Offset of each block's bytes within the tensor's data range (prefix sums of lengths). */
+  dataPos: Float64Array;
+}
+
+/**
+ * Encodes blocks as varint pairs (gap, length): gap = start for the first block, else start minus
+ * the previous block's end. Non-overlap is structural: a decoded block can never start before
+ * the previous one ends.
+ */
+export function encodeBlockTable(starts: ArrayLike<number>, lengths: ArrayLike<number>, count: number): Uint8Array {
+  const out: number[] = [];
+  let end = 0;
+  for (let k = 0; k < count; k++) {
+    pushVarint(out, starts[k] - end);
+    pushVarint(out, lengths[k]);
+    end = starts[k] + lengths[k];
+  }
+  return Uint8Array.from(out);
+}
+
+/**
+ * Decodes and checks a block table of `count` blocks for a tensor of `byteLength` bytes whose
+ * blocks hold `dataLength` bytes in all: every varint canonical (no over-long encoding), every
+ * length ≥ 1, every gap after the first ≥ minGap, the last end ≤ byteLength, the lengths summing
+ * to dataLength, and no byte of the table left over. `fail` must throw.
+ */
+export function decodeBlockTable(bytes: Uint8Array, count: number, byteLength: number, dataLength: number, minGap: number,
+  fail: (msg: string) => never): BlockTable {
+  const starts = new Float64Array(count);
+  const lengths = new Float64Array(count);
+  const dataPos = new Float64Array(count);
+  let p = 0;
+  const varint = (what: string): number => {
+    let x = 0;
+    let scale = 1;
+    for (let i = 0; ; i++) {
+      if (p >= bytes.length) fail(`block table ends inside ${what}`);
+      if (i >= 8) fail(`${what} has more than 8 varint bytes`);
+      const b = bytes[p++];
+      x += (b & 0x7f) * scale;
+      scale *= 0x80;
+      if ((b & 0x80) === 0) {
+        if (b === 0 && i > 0) fail(`${what} is an over-long varint`);
+        return x;
+      }
+    }
+  };
+  let end = 0;
+  let sum = 0;
+  for (let k = 0; k < count; k++) {
+    const gap = varint(`block ${k}'s gap`);
+    const len = varint(`block ${k}'s length`);
+    if (len < 1) fail(`block ${k} is empty`);
+    if (k > 0 && gap < minGap) fail(`block ${k} starts ${gap} bytes after block ${k - 1} ends, less than minGap ${minGap} (blocks overlap or touch)`);
+    const start = end + gap;
+    if (start + len > byteLength) fail(`block ${k} [${start}, ${start + len}) runs past the tensor's ${byteLength} bytes`);
+    starts[k] = start;
+    lengths[k] = len;
+    dataPos[k] = sum;
+    sum += len;
+    end = start + len;
+  }
+  if (p !== bytes.length) fail(`block table has ${bytes.length - p} bytes after its ${count} blocks`);
+  if (sum !== dataLength) fail(`blocks hold ${sum} bytes but the tensor's block data is ${dataLength} bytes`);
+  return { starts, lengths, dataPos };
+}

@@ -1,0 +1,5 @@
+/** The compact sparse checkpoint form, `.chip` (docs/chip-file.md): format, compact, expand, store. */
+export * from './format.ts';
+export { compactCheckpoint, listCheckpointFiles, MAX_MIN_GAP, type CompactOptions, type CompactResult } from './compact.ts';
+export { expandChip, expandChipFile, type ExpandOptions, type ExpandResult } from './expand.ts';
+export { ChipFile, isChipFile, openChipFile } from './read.ts';

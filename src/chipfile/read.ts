@@ -1,0 +1,258 @@
+/**
+ * Opening a `.chip` file (docs/chip-file.md): the whole file is checked on open (magic, version,
+ * reserved field, sizes, the SHA-256 over every preceding byte, the manifest, every stored
+ * safetensors header against the manifest, every block table), then it serves as a TensorStore:
+ * tensor bytes are rebuilt on demand from the blocks (zeros elsewhere) with positional reads.
+ */
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import { ChipcError } from '../util/errors.ts';
+import type { TensorInfo, TensorStore } from '../safetensors/types.ts';
+import { compareCodePoints, DEFAULT_CHUNK_BYTES, parseHeader } from '../safetensors/reader.ts';
+import { decodeToF32 } from '../safetensors/dtype.ts';
+import {
+  CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSION, decodeBlockTable, MAX_MANIFEST_BYTES, PREFIX_BYTES, validateManifest,
+  type BlockTable, type ChipFileEntry, type ChipManifest, type ChipSafetensorsFile, type ChipTensor,
+} from './format.ts';
+import { readExactly } from './io.ts';
+
+interface TensorEntry {
+  tensor: ChipTensor;
+  info: TensorInfo;
+  table: BlockTable;
+}
+
+/** An open, fully validated `.chip` file; a TensorStore over the checkpoint it stands for. */
+export class ChipFile implements TensorStore {
+  readonly names: readonly string[];
+  readonly metadata: Readonly<Record<string, string>>;
+  /** Absolute file position of the payload. */
+  readonly payloadStart: number;
+  private readonly byName = new Map<string, TensorEntry>();
+  private readonly files = new Map<string, ChipFileEntry>();
+  private closed = false;
+
+  constructor(readonly path: string, private readonly fd: number, readonly manifest: ChipManifest, payloadStart: number,
+    metadata: Record<string, string>, entries: TensorEntry[]) {
+    this.payloadStart = payloadStart;
+    for (const f of manifest.files) this.files.set(f.name, f);
+    for (const e of entries) this.byName.set(e.info.name, e);
+    this.names = Object.freeze([...this.byName.keys()].sort(compareCodePoints));
+    this.metadata = Object.freeze({ ...metadata });
+  }
+
+  /** File names of the directory this file stands for, sorted. */
+  fileNames(): string[] {
+    return this.manifest.files.map((f) => f.name);
+  }
+
+  hasFile(name: string): boolean {
+    return this.files.has(name);
+  }
+
+  /** The bytes of a stored verbatim file (config.json, the index, chipc-manifest.json, …). */
+  readFile(name: string): Uint8Array {
+    const f = this.files.get(name);
+    if (f === undefined) throw new ChipcError('CHIP_NO_FILE', `${this.path}: holds no file named ${JSON.stringify(name)}`);
+    if (f.kind !== 'raw') throw new ChipcError('CHIP_NO_FILE', `${this.path}: ${name} is a safetensors file; read its tensors`);
+    return this.readPayload(f.data[0], f.data[1]);
+  }
+
+  /** `length` bytes at payload offset `offset`. */
+  readPayload(offset: number, length: number): Uint8Array {
+    this.checkOpen();
+    return readExactly(this.fd, this.payloadStart + offset, length, this.path);
+  }
+
+  /** The decoded block table of tensor `name`. */
+  blocks(name: string): BlockTable {
+    return this.get(name).table;
+  }
+
+  has(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  info(name: string): TensorInfo {
+    const t = this.get(name).info;
+    return { ...t, shape: [...t.shape], dataOffsets: [t.dataOffsets[0], t.dataOffsets[1]] };
+  }
+
+  /** Bytes [start, end) of the tensor: zeros, with the blocks that meet the range copied in. */
+  readBytes(name: string, start?: number, end?: number): Uint8Array {
+    this.checkOpen();
+    const { tensor, info, table } = this.get(name);
+    const s = start ?? 0;
+    const e = end ?? info.byteLength;
+    if (!Number.isSafeInteger(s) || !Number.isSafeInteger(e) || s < 0 || e < s || e > info.byteLength) {
+      throw new ChipcError('ST_RANGE', `${this.path}: byte range [${s}, ${e}) is outside tensor ${JSON.stringify(name)} of ${info.byteLength} bytes`);
+    }
+    const out = new Uint8Array(e - s);
+    const { starts, lengths, dataPos } = table;
+    // First block ending after s (binary search on ends, which ascend with starts).
+    let lo = 0;
+    let hi = starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (starts[mid] + lengths[mid] <= s) lo = mid + 1;
+      else hi = mid;
+    }
+    let last = lo;
+    while (last < starts.length && starts[last] < e) last++;
+    if (last === lo) return out;
+    // The blocks [lo, last) are contiguous in the payload: one read covers them.
+    const from = Math.max(s, starts[lo]);
+    const dataFrom = dataPos[lo] + (from - starts[lo]);
+    const to = Math.min(e, starts[last - 1] + lengths[last - 1]);
+    const dataTo = dataPos[last - 1] + (to - starts[last - 1]);
+    const stored = this.readPayload(tensor.data[0] + dataFrom, dataTo - dataFrom);
+    for (let k = lo; k < last; k++) {
+      const bs = Math.max(s, starts[k]);
+      const be = Math.min(e, starts[k] + lengths[k]);
+      const src = dataPos[k] + (bs - starts[k]) - dataFrom;
+      out.set(stored.subarray(src, src + (be - bs)), bs - s);
+    }
+    return out;
+  }
+
+  readF32(name: string): Float32Array {
+    const t = this.get(name).info;
+    return decodeToF32(t.dtype, this.readBytes(name), `${this.path}: tensor ${JSON.stringify(name)}`);
+  }
+
+  *chunks(name: string, chunkBytes: number = DEFAULT_CHUNK_BYTES): Iterable<Uint8Array> {
+    if (!Number.isSafeInteger(chunkBytes) || chunkBytes <= 0) throw new ChipcError('ST_RANGE', `chunk size must be a positive integer, got ${chunkBytes}`);
+    const t = this.get(name).info;
+    for (let s = 0; s < t.byteLength; s += chunkBytes) yield this.readBytes(name, s, Math.min(t.byteLength, s + chunkBytes));
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    fs.closeSync(this.fd);
+  }
+
+  private get(name: string): TensorEntry {
+    const t = this.byName.get(name);
+    if (t === undefined) throw new ChipcError('ST_NO_TENSOR', `${this.path}: no tensor named ${JSON.stringify(name)}`);
+    return t;
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new ChipcError('ST_CLOSED', `${this.path}: the file was closed`);
+  }
+}
+
+/** Whether the file at `p` starts with the .chip magic (false for directories and short files). */
+export function isChipFile(p: string): boolean {
+  try {
+    if (!fs.statSync(p).isFile()) return false;
+    const fd = fs.openSync(p, 'r');
+    try {
+      const b = new Uint8Array(CHIP_MAGIC.length);
+      const got = fs.readSync(fd, b, 0, b.length, 0);
+      return got === b.length && b.every((x, i) => x === CHIP_MAGIC[i]);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Opens and validates the `.chip` file at `p`; every problem is a ChipcError whose code starts
+ * with CHIP_ and whose message names the file and the problem.
+ */
+export function openChipFile(p: string): ChipFile {
+  let fd: number;
+  try {
+    fd = fs.openSync(p, 'r');
+  } catch (e) {
+    throw new ChipcError('CHIP_OPEN', `${p}: cannot open: ${(e as Error).message}`, { cause: e });
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) throw new ChipcError('CHIP_OPEN', `${p}: not a regular file`);
+    return validate(p, fd, st.size);
+  } catch (e) {
+    fs.closeSync(fd);
+    throw e;
+  }
+}
+
+function validate(p: string, fd: number, size: number): ChipFile {
+  const fail = (code: string, msg: string): never => {
+    throw new ChipcError(code, `${p}: ${msg}`);
+  };
+  if (size < PREFIX_BYTES + CHECKSUM_BYTES) fail('CHIP_TRUNCATED', `file is ${size} bytes, shorter than the ${PREFIX_BYTES + CHECKSUM_BYTES} bytes of an empty .chip file`);
+  const prefix = readExactly(fd, 0, PREFIX_BYTES, p);
+  if (!CHIP_MAGIC.every((x, i) => prefix[i] === x)) fail('CHIP_MAGIC', 'not a .chip file (bad magic bytes)');
+  const dv = new DataView(prefix.buffer);
+  const version = dv.getUint32(8, true);
+  if (version !== CHIP_VERSION) fail('CHIP_VERSION', `format version ${version} is not supported (this chipc reads version ${CHIP_VERSION})`);
+  if (dv.getUint32(12, true) !== 0) fail('CHIP_RESERVED', 'the reserved field after the version is not zero');
+  const m64 = dv.getBigUint64(16, true);
+  if (m64 > BigInt(MAX_MANIFEST_BYTES)) fail('CHIP_MANIFEST_SIZE', `manifest length ${m64} exceeds the limit of ${MAX_MANIFEST_BYTES} bytes`);
+  const manifestLength = Number(m64);
+  if (PREFIX_BYTES + manifestLength + CHECKSUM_BYTES > size) fail('CHIP_TRUNCATED', `manifest of ${manifestLength} bytes runs past the end of the ${size}-byte file`);
+
+  // Checksum first: everything after it can trust that the bytes are the ones written.
+  const body = size - CHECKSUM_BYTES;
+  const hash = crypto.createHash('sha256');
+  const STEP = 4 << 20;
+  for (let at = 0; at < body; at += STEP) hash.update(readExactly(fd, at, Math.min(STEP, body - at), p));
+  const stored = readExactly(fd, body, CHECKSUM_BYTES, p);
+  const actual = hash.digest();
+  if (!actual.equals(stored)) fail('CHIP_CHECKSUM', 'SHA-256 checksum mismatch: the file is corrupted or truncated');
+
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(readExactly(fd, PREFIX_BYTES, manifestLength, p));
+  } catch (e) {
+    if (e instanceof ChipcError) throw e;
+    return fail('CHIP_MANIFEST', 'manifest is not valid UTF-8');
+  }
+  const manifest = validateManifest(text, p);
+  const payloadStart = PREFIX_BYTES + manifestLength;
+  if (payloadStart + manifest.payloadSize + CHECKSUM_BYTES !== size) {
+    fail('CHIP_SIZE', `file is ${size} bytes but prefix, manifest, payload (${manifest.payloadSize}) and checksum need ${payloadStart + manifest.payloadSize + CHECKSUM_BYTES}`);
+  }
+  const payload = (offset: number, length: number): Uint8Array => readExactly(fd, payloadStart + offset, length, p);
+
+  const entries: TensorEntry[] = [];
+  let metadata: Record<string, string> | null = null;
+  const shards = manifest.files.filter((f): f is ChipSafetensorsFile => f.kind === 'safetensors');
+  for (const f of shards) {
+    // The stored header must be a valid safetensors header describing exactly the manifest's tensors.
+    const headerBytes = payload(f.header[0], f.header[1]);
+    const readAt = (position: number, length: number): Uint8Array => {
+      if (position + length > headerBytes.length) fail('CHIP_HEADER', `${f.name}: stored header of ${headerBytes.length} bytes is shorter than its length prefix says`);
+      return headerBytes.subarray(position, position + length);
+    };
+    let parsed;
+    try {
+      parsed = parseHeader(readAt, f.size, f.name);
+    } catch (e) {
+      if (e instanceof ChipcError && !e.code.startsWith('CHIP_')) throw new ChipcError('CHIP_HEADER', `${p}: stored header of ${f.name} is invalid: ${e.message}`, { cause: e });
+      throw e;
+    }
+    if (8 + parsed.headerSize !== headerBytes.length) fail('CHIP_HEADER', `${f.name}: stored header is ${headerBytes.length} bytes but its length prefix says ${8 + parsed.headerSize}`);
+    if (parsed.tensors.length !== f.tensors.length) fail('CHIP_HEADER', `${f.name}: header lists ${parsed.tensors.length} tensors, the manifest ${f.tensors.length}`);
+    parsed.tensors.forEach((h, i) => {
+      const t = f.tensors[i];
+      if (h.name !== t.name || h.dtype !== t.dtype || h.shape.join(',') !== t.shape.join(',') || h.dataOffsets[0] !== t.dataOffsets[0] || h.dataOffsets[1] !== t.dataOffsets[1]) {
+        fail('CHIP_HEADER', `${f.name}: tensor ${i} of the header (${JSON.stringify(h.name)}) does not match the manifest's (${JSON.stringify(t.name)})`);
+      }
+    });
+    metadata ??= parsed.metadata;
+    for (const t of f.tensors) {
+      const byteLength = t.dataOffsets[1] - t.dataOffsets[0];
+      const table = decodeBlockTable(payload(t.table[0], t.table[1]), t.blocks, byteLength, t.data[1], manifest.minGap,
+        (msg) => fail('CHIP_BLOCKS', `tensor ${JSON.stringify(t.name)}: ${msg}`));
+      const numel = t.shape.reduce((a, d) => a * d, 1);
+      entries.push({ tensor: t, table, info: { name: t.name, dtype: t.dtype, shape: [...t.shape], dataOffsets: [t.dataOffsets[0], t.dataOffsets[1]], numel, byteLength } });
+    }
+  }
+  return new ChipFile(p, fd, manifest, payloadStart, metadata ?? {}, entries);
+}

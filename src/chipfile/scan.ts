@@ -1,0 +1,103 @@
+/**
+ * Finds a tensor's non-zero blocks while its bytes stream past in chunks. A block starts at a
+ * non-zero byte and ends after a non-zero byte; two non-zero bytes separated by a zero run
+ * shorter than `minGap` bytes belong to the same block (the zeros are stored), a run of `minGap`
+ * or more zeros separates blocks. The block bytes go to `sink` as they are found, so memory is
+ * the current chunk plus the (start, length) table.
+ */
+import { ZEROS } from './io.ts';
+
+export class BlockScanner {
+  /** Block starts and lengths (byte offsets within the tensor), ascending. */
+  starts: number[] = [];
+  lengths: number[] = [];
+  /** Bytes given to the sink so far. */
+  storedBytes = 0;
+  private pos = 0; // tensor offset of the current chunk's first byte
+  private open = false;
+  private blockStart = 0; // absolute start of the open block
+  private blockEnd = 0; // absolute end of the open block's last non-zero byte + 1
+  private written = 0; // absolute end of the open block's bytes given to the sink
+  private chunk: Uint8Array = ZEROS;
+  private pendingFrom = -1; // chunk offset where the not-yet-sunk part of the open block starts, or −1
+
+  constructor(private readonly minGap: number, private readonly sink: (bytes: Uint8Array) => void) {}
+
+  /** Scans the next `chunk` of the tensor's bytes. */
+  push(chunk: Uint8Array): void {
+    this.chunk = chunk;
+    this.pendingFrom = -1;
+    const n = chunk.length;
+    const head = Math.min(n, (4 - (chunk.byteOffset & 3)) & 3);
+    for (let i = 0; i < head; i++) if (chunk[i] !== 0) this.span(i, i + 1);
+    const words = (n - head) >>> 2;
+    if (words > 0) {
+      const w = new Int32Array(chunk.buffer, chunk.byteOffset + head, words);
+      for (let k = 0; k < words; k++) {
+        if (w[k] === 0) continue;
+        const b = head + 4 * k;
+        if (this.minGap <= 2) {
+          // A zero run inside the word (at most 2 bytes) may separate blocks: go byte by byte.
+          for (let i = b; i < b + 4; i++) if (chunk[i] !== 0) this.span(i, i + 1);
+          continue;
+        }
+        // The first and last non-zero byte of this word (memory order); the ≤ 2 zeros between stay inside.
+        let s = b;
+        while (chunk[s] === 0) s++;
+        let e = b + 4;
+        while (chunk[e - 1] === 0) e--;
+        this.span(s, e);
+      }
+    }
+    for (let i = head + 4 * words; i < n; i++) if (chunk[i] !== 0) this.span(i, i + 1);
+    this.flushPending();
+    this.pos += n;
+  }
+
+  /** Ends the tensor: closes the open block. */
+  finish(): void {
+    this.close();
+  }
+
+  /** [s, e) of the current chunk starts and ends with a non-zero byte. */
+  private span(s: number, e: number): void {
+    const S = this.pos + s;
+    if (this.open && S - this.blockEnd < this.minGap) {
+      if (this.pendingFrom < 0) {
+        // The open block's written part ended in an earlier chunk: the bytes up to this chunk are zeros.
+        this.emit(ZEROS.subarray(0, this.pos - this.written)); // < minGap bytes
+        this.pendingFrom = 0;
+      }
+      this.blockEnd = this.pos + e;
+      return;
+    }
+    this.flushPending();
+    this.close();
+    this.open = true;
+    this.blockStart = S;
+    this.blockEnd = this.pos + e;
+    this.written = S;
+    this.pendingFrom = s;
+  }
+
+  private flushPending(): void {
+    if (this.pendingFrom < 0) return;
+    const end = this.blockEnd - this.pos;
+    this.emit(this.chunk.subarray(this.pendingFrom, end));
+    this.pendingFrom = -1;
+  }
+
+  private emit(bytes: Uint8Array): void {
+    if (bytes.length === 0) return;
+    this.sink(bytes);
+    this.written += bytes.length;
+    this.storedBytes += bytes.length;
+  }
+
+  private close(): void {
+    if (!this.open) return;
+    this.starts.push(this.blockStart);
+    this.lengths.push(this.blockEnd - this.blockStart);
+    this.open = false;
+  }
+}

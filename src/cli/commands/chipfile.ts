@@ -1,0 +1,67 @@
+/**
+ * `chipc compact DIR -o FILE.chip` and `chipc expand FILE.chip -o DIR`: between a dense
+ * checkpoint directory and its compact sparse `.chip` form (docs/chip-file.md), both streaming
+ * and atomic; expand regenerates the directory byte for byte.
+ */
+import type { Command } from 'commander';
+import { compactCheckpoint } from '../../chipfile/compact.ts';
+import { expandChipFile } from '../../chipfile/expand.ts';
+import { ChipcError } from '../../util/errors.ts';
+import { fmtBytes, fmtInt, makeOut } from '../output.ts';
+import type { Runner } from '../main.ts';
+
+interface CompactCliOptions {
+  output: string;
+  minGap: string;
+  overwrite?: boolean;
+  json?: boolean;
+}
+
+interface ExpandCliOptions {
+  output: string;
+  overwrite?: boolean;
+  json?: boolean;
+}
+
+export function registerChipfile(program: Command, run: Runner): void {
+  program
+    .command('compact')
+    .description('write the compact sparse .chip form of a checkpoint directory (only non-zero blocks + manifest)')
+    .argument('<dir>', 'a checkpoint directory (safetensors, index, config.json, …)')
+    .requiredOption('-o, --output <file>', 'the .chip file to write')
+    .option('--min-gap <bytes>', 'zero runs shorter than this stay inside a block', '8')
+    .option('--overwrite', 'replace an existing output file')
+    .option('--json', 'print one JSON document')
+    .action((dir: string, o: CompactCliOptions) =>
+      run(() => {
+        const out = makeOut(Boolean(o.json));
+        const minGap = Number(o.minGap);
+        if (!Number.isSafeInteger(minGap) || minGap < 1) throw new ChipcError('cli.min-gap', `--min-gap must be a positive integer, not "${o.minGap}"`);
+        const t0 = performance.now();
+        const r = compactCheckpoint(dir, o.output, { overwrite: Boolean(o.overwrite), minGap });
+        const ms = performance.now() - t0;
+        out.emit({ input: dir, output: r.path, files: r.files, tensors: r.tensors, blocks: r.blocks, denseBytes: r.denseBytes, chipBytes: r.chipBytes, blockBytes: r.blockBytes, ms });
+        out.line(`wrote ${r.path}: ${fmtBytes(r.chipBytes)} for ${fmtBytes(r.denseBytes)} dense ` +
+          `(${r.files} files, ${fmtInt(r.tensors)} tensors, ${fmtInt(r.blocks)} blocks, ratio ${(r.denseBytes / r.chipBytes).toFixed(1)}×) in ${ms.toFixed(0)} ms`);
+        return 0;
+      })(),
+    );
+  program
+    .command('expand')
+    .description('regenerate the dense checkpoint directory of a .chip file, byte for byte')
+    .argument('<file>', 'a .chip file')
+    .requiredOption('-o, --output <dir>', 'the checkpoint directory to write')
+    .option('--overwrite', 'replace an existing non-empty output directory')
+    .option('--json', 'print one JSON document')
+    .action((file: string, o: ExpandCliOptions) =>
+      run(() => {
+        const out = makeOut(Boolean(o.json));
+        const t0 = performance.now();
+        const r = expandChipFile(file, o.output, { overwrite: Boolean(o.overwrite) });
+        const ms = performance.now() - t0;
+        out.emit({ input: file, output: r.dir, files: r.files, bytes: r.bytes, ms });
+        out.line(`wrote ${r.files.join(', ')} (${fmtBytes(r.bytes)}) to ${r.dir} in ${ms.toFixed(0)} ms`);
+        return 0;
+      })(),
+    );
+}

@@ -1,0 +1,451 @@
+/**
+ * The compact sparse `.chip` form (src/chipfile, docs/chip-file.md): compact → expand regenerates
+ * every file of a compiled checkpoint byte for byte (f32 and bf16, single file and sharded),
+ * compaction is deterministic and independent of the chunk size, blocks match a naive byte-level
+ * reference, a model loaded from the .chip is bit-identical to one loaded from the directory and
+ * runs the same tokens, corrupted or truncated files are refused with a ChipcError, and failed
+ * writes leave nothing behind.
+ */
+import * as crypto from 'node:crypto';
+import fs from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { loadCircuitFile } from '../src/dsl/load.ts';
+import { compileCircuit, type CompileResult } from '../src/compile.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import { saveModel } from '../src/model/save-weights.ts';
+import { loadModel } from '../src/model/load-weights.ts';
+import { Executor } from '../src/exec/executor.ts';
+import { openCheckpoint } from '../src/safetensors/checkpoint.ts';
+import { denseSource, writeCheckpoint } from '../src/safetensors/writer.ts';
+import { compactCheckpoint } from '../src/chipfile/compact.ts';
+import { expandChipFile } from '../src/chipfile/expand.ts';
+import { openChipFile } from '../src/chipfile/read.ts';
+import { BlockScanner } from '../src/chipfile/scan.ts';
+import { CHECKSUM_BYTES, PREFIX_BYTES } from '../src/chipfile/format.ts';
+import { ChipcError } from '../src/util/errors.ts';
+import { cli } from './helpers/cli.ts';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-chipfile-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** Every file of a flat directory: name → bytes. */
+function readDir(dir: string): Map<string, Buffer> {
+  return new Map(fs.readdirSync(dir).sort().map((n) => [n, fs.readFileSync(path.join(dir, n))]));
+}
+
+function expectSameDir(a: string, b: string): void {
+  const fa = readDir(a);
+  const fb = readDir(b);
+  expect([...fb.keys()]).toEqual([...fa.keys()]);
+  for (const [n, bytes] of fa) {
+    expect(fb.get(n)!.length, n).toBe(bytes.length);
+    expect(fb.get(n)!.equals(bytes), `${n} differs`).toBe(true);
+  }
+}
+
+/** Naive reference: blocks of a byte array, one byte at a time (non-zero bytes; zero runs < minGap bridged). */
+function naiveBlocks(bytes: Uint8Array, minGap: number): [number, number][] {
+  const out: [number, number][] = [];
+  let start = -1;
+  let end = -1;
+  for (let i = 0; i < bytes.length; i++) {
+    if (bytes[i] === 0) continue;
+    if (start >= 0 && i - end < minGap) { end = i + 1; continue; }
+    if (start >= 0) out.push([start, end - start]);
+    start = i;
+    end = i + 1;
+  }
+  if (start >= 0) out.push([start, end - start]);
+  return out;
+}
+
+function chipError(f: () => unknown): ChipcError {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(ChipcError);
+    return e as ChipcError;
+  }
+  return expect.fail('expected a ChipcError');
+}
+
+/** Entries of `dir` whose name starts with '.' (the temporaries of an atomic write). */
+function hiddenEntries(dir: string): string[] {
+  return fs.readdirSync(dir).filter((n) => n.startsWith('.'));
+}
+
+const VARIANTS = [
+  { label: 'f32 single file', dtype: 'F32' as const, maxShardSize: undefined },
+  { label: 'bf16 single file', dtype: 'BF16' as const, maxShardSize: undefined },
+  { label: 'f32 sharded', dtype: 'F32' as const, maxShardSize: 150_000 },
+  { label: 'bf16 sharded', dtype: 'BF16' as const, maxShardSize: 60_000 },
+];
+
+let res: CompileResult;
+beforeAll(async () => {
+  res = compileCircuit(await loadCircuitFile('circuits/examples/counter.ts'), resolveTarget('tiny').config);
+  for (const v of VARIANTS) {
+    saveModel(path.join(tmp, v.label), res.weights, {
+      dtype: v.dtype, maxShardSize: v.maxShardSize, metadata: { chipc_circuit: 'counter' },
+      extraFiles: { 'chipc-manifest.json': JSON.stringify({ circuit: 'counter' }) + '\n' },
+    });
+  }
+});
+
+describe.each(VARIANTS)('compiled counter, $label', (v) => {
+  const dir = (): string => path.join(tmp, v.label);
+  const chip = (): string => path.join(tmp, `${v.label}.chip`);
+
+  it('compact then expand regenerates every file byte for byte', () => {
+    const r = compactCheckpoint(dir(), chip());
+    const files = fs.readdirSync(dir());
+    if (v.maxShardSize !== undefined) expect(files).toContain('model.safetensors.index.json');
+    expect(files.filter((n) => n.endsWith('.safetensors')).length).toBe(v.maxShardSize === undefined ? 1 : files.length - 3);
+    expect(r.files).toBe(files.length);
+    expect(r.chipBytes).toBe(fs.statSync(chip()).size);
+    expect(r.chipBytes * 5).toBeLessThan(r.denseBytes);
+    const out = path.join(tmp, `${v.label}-expanded`);
+    expandChipFile(chip(), out);
+    expectSameDir(dir(), out);
+    expect(hiddenEntries(tmp)).toEqual([]);
+  });
+
+  it('is deterministic and does not depend on the chunk size (odd chunk size: unaligned chunk starts)', () => {
+    const a = path.join(tmp, `${v.label}-a.chip`);
+    const b = path.join(tmp, `${v.label}-b.chip`);
+    const c = path.join(tmp, `${v.label}-c.chip`);
+    compactCheckpoint(dir(), a);
+    compactCheckpoint(dir(), b);
+    compactCheckpoint(dir(), c, { chunkBytes: 4093 });
+    const bytes = fs.readFileSync(a);
+    expect(fs.readFileSync(b).equals(bytes)).toBe(true);
+    expect(fs.readFileSync(c).equals(bytes)).toBe(true);
+  });
+
+  it('stores exactly the blocks a naive byte-level scan finds, and serves every byte range as the directory does', () => {
+    const f = openChipFile(chip());
+    const d = openCheckpoint(dir());
+    try {
+      expect(f.names).toEqual(d.names);
+      expect(f.metadata).toEqual(d.metadata);
+      for (const n of d.names) {
+        expect(f.info(n)).toEqual(d.info(n));
+        const dense = d.readBytes(n);
+        const want = naiveBlocks(dense, f.manifest.minGap);
+        const t = f.blocks(n);
+        expect([...t.starts].map((s, k) => [s, t.lengths[k]])).toEqual(want);
+        expect(Buffer.from(f.readBytes(n)).equals(Buffer.from(dense))).toBe(true);
+        const len = dense.length;
+        for (const [s, e] of [[0, 1], [1, 3], [len >> 1, len], [len - 1, len], [3, 3], [5, Math.min(len, 777)]]) {
+          if (s > e || e > len) continue;
+          expect(Buffer.from(f.readBytes(n, s, e)).equals(Buffer.from(dense.subarray(s, e))), `${n} [${s}, ${e})`).toBe(true);
+        }
+        const chunks = [...f.chunks(n, 333)];
+        expect(Buffer.concat(chunks).equals(Buffer.from(dense))).toBe(true);
+      }
+    } finally {
+      f.close();
+      d.close();
+    }
+  });
+
+  it('loads as the same model (every array bit-identical) and runs the same tokens', () => {
+    for (const mode of ['dense', 'sparse'] as const) {
+      const fromDir = loadModel(dir(), { mode });
+      const fromChip = loadModel(chip(), { mode });
+      const arrays = (m: unknown, at: string, out: [string, ArrayBufferView][]): [string, ArrayBufferView][] => {
+        if (ArrayBuffer.isView(m)) out.push([at, m]);
+        else if (Array.isArray(m)) m.forEach((x, i) => arrays(x, `${at}[${i}]`, out));
+        else if (m !== null && typeof m === 'object') for (const [k, x] of Object.entries(m)) arrays(x, `${at}.${k}`, out);
+        return out;
+      };
+      const a = arrays(fromDir, 'w', []);
+      const b = arrays(fromChip, 'w', []);
+      expect(b.map(([k]) => k)).toEqual(a.map(([k]) => k));
+      expect(a.length).toBeGreaterThan(10);
+      a.forEach(([k, x], i) => {
+        const y = b[i][1];
+        const u = (z: ArrayBufferView) => new Uint8Array(z.buffer, z.byteOffset, z.byteLength);
+        expect(y.constructor, k).toBe(x.constructor);
+        expect(Buffer.from(u(y)).equals(Buffer.from(u(x))), k).toBe(true);
+        if (x instanceof Float32Array) {
+          expect(new Uint32Array(y.buffer, y.byteOffset, (y as Float32Array).length)).toEqual(new Uint32Array(x.buffer, x.byteOffset, x.length));
+        }
+      });
+      expect(fromChip.config).toEqual(fromDir.config);
+      // The counter emits (input + 1) mod 16 with BOS (16) counting as 0: greedy from BOS counts 1, 2, …
+      if (mode === 'sparse') {
+        const expected = Array.from({ length: 18 }, (_, i) => (i + 1) % 16);
+        const profile = v.dtype === 'BF16' ? 'bf16' : 'f32';
+        expect(new Executor(fromChip, { profile }).generate([16], 18)).toEqual(expected);
+        expect(new Executor(fromDir, { profile }).generate([16], 18)).toEqual(expected);
+      }
+    }
+  });
+});
+
+describe('the block scanner', () => {
+  it('finds the hand-derived blocks of a small tensor', () => {
+    // 1.0f = 00 00 80 3f, 2.0f = 00 00 00 40 (little-endian): non-zero bytes at 2, 3 and 31.
+    const bytes = new Uint8Array(new Float32Array([1, 0, 0, 0, 0, 0, 0, 2]).buffer);
+    const run = (minGap: number): [number, number][] => {
+      const s = new BlockScanner(minGap, () => {});
+      s.push(bytes);
+      s.finish();
+      return s.starts.map((x, k) => [x, s.lengths[k]]);
+    };
+    expect(run(8)).toEqual([[2, 2], [31, 1]]);
+    expect(run(27)).toEqual([[2, 2], [31, 1]]); // the gap [4, 31) is exactly 27 zeros
+    expect(run(28)).toEqual([[2, 30]]);
+  });
+
+  it('agrees with the naive scan for random sparse bytes, chunkings and gaps', () => {
+    fc.assert(fc.property(
+      fc.array(fc.oneof(fc.constant(0), fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 255 })), { maxLength: 300 }),
+      fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 20 }),
+      fc.integer({ min: 1, max: 20 }),
+      fc.integer({ min: 0, max: 3 }),
+      (vals, cuts, minGap, shift) => {
+        // `shift` offsets the data inside its buffer so word-aligned and unaligned chunk starts both occur.
+        const backing = new Uint8Array(vals.length + shift);
+        backing.set(vals, shift);
+        const bytes = backing.subarray(shift);
+        const sunk: number[] = [];
+        const s = new BlockScanner(minGap, (b) => sunk.push(...b));
+        let at = 0;
+        for (let i = 0; at < bytes.length; i++) {
+          const n = cuts[i % cuts.length];
+          s.push(bytes.subarray(at, Math.min(bytes.length, at + n)));
+          at += n;
+        }
+        s.finish();
+        const want = naiveBlocks(bytes, minGap);
+        expect(s.starts.map((x, k) => [x, s.lengths[k]])).toEqual(want);
+        expect(sunk).toEqual(want.flatMap(([st, len]) => [...bytes.subarray(st, st + len)]));
+      },
+    ), { numRuns: 400 });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Corruption and truncation
+
+/** Splits a .chip image into its manifest text and payload, and reassembles + reseals it. */
+function parts(bytes: Uint8Array): { manifest: string; payload: Uint8Array } {
+  const m = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(16, true));
+  return {
+    manifest: new TextDecoder().decode(bytes.subarray(PREFIX_BYTES, PREFIX_BYTES + m)),
+    payload: bytes.subarray(PREFIX_BYTES + m, bytes.length - CHECKSUM_BYTES),
+  };
+}
+function assemble(prefixFrom: Uint8Array, manifest: string, payload: Uint8Array): Uint8Array {
+  const mb = new TextEncoder().encode(manifest);
+  const out = new Uint8Array(PREFIX_BYTES + mb.length + payload.length + CHECKSUM_BYTES);
+  out.set(prefixFrom.subarray(0, 16));
+  new DataView(out.buffer).setBigUint64(16, BigInt(mb.length), true);
+  out.set(mb, PREFIX_BYTES);
+  out.set(payload, PREFIX_BYTES + mb.length);
+  return reseal(out);
+}
+/** Recomputes the trailing SHA-256 (what an attacker or a buggy writer could do). */
+function reseal(bytes: Uint8Array): Uint8Array {
+  const body = bytes.subarray(0, bytes.length - CHECKSUM_BYTES);
+  bytes.set(crypto.createHash('sha256').update(body).digest(), bytes.length - CHECKSUM_BYTES);
+  return bytes;
+}
+
+describe('refusing bad .chip files', () => {
+  const small = path.join(tmp, 'small');
+  const smallChip = path.join(tmp, 'small.chip');
+  let good: Uint8Array;
+  const probe = path.join(tmp, 'probe.chip');
+  const open = (bytes: Uint8Array): ChipcError => {
+    fs.writeFileSync(probe, bytes);
+    return chipError(() => openChipFile(probe).close());
+  };
+
+  beforeAll(() => {
+    writeCheckpoint(small, [
+      denseSource('a', 'F32', [8], new Float32Array([1, 0, 0, 0, 0, 0, 0, 2])),
+      denseSource('b', 'BF16', [2, 3], new Float32Array([0, 0, 0, 0, -3, 0])),
+      denseSource('z', 'F32', [4], new Float32Array(4)),
+    ], { extraFiles: { 'config.json': '{"x":1}\n' } });
+    compactCheckpoint(small, smallChip);
+    good = new Uint8Array(fs.readFileSync(smallChip));
+  });
+
+  it('the small file is valid and expands to its directory', () => {
+    const f = openChipFile(smallChip);
+    expect(f.names).toEqual(['a', 'b', 'z']);
+    expect(f.blocks('z').starts.length).toBe(0);
+    expect([...f.blocks('a').starts]).toEqual([2, 31]);
+    f.close();
+    const out = path.join(tmp, 'small-expanded');
+    expandChipFile(smallChip, out);
+    expectSameDir(small, out);
+  });
+
+  it('refuses a flipped bit at every byte position', () => {
+    expect(good.length).toBeLessThan(4000);
+    for (let i = 0; i < good.length; i++) {
+      const bad = good.slice();
+      bad[i] ^= 1 << (i % 8);
+      const e = open(bad);
+      expect(e.code, `byte ${i}`).toMatch(/^CHIP_/);
+    }
+  });
+
+  it('refuses truncation at many lengths (every one near either end) and appended bytes', () => {
+    const lengths = [...Array(good.length).keys()].filter((n) => n < 64 || n > good.length - 64 || n % 5 === 0);
+    for (const n of lengths) {
+      expect(open(good.subarray(0, n)).code, `length ${n}`).toMatch(/^CHIP_(TRUNCATED|CHECKSUM|MAGIC)$/);
+    }
+    const longer = new Uint8Array(good.length + 1);
+    longer.set(good);
+    expect(open(longer).code).toBe('CHIP_CHECKSUM');
+  });
+
+  it('names the problem: magic, version, reserved field, checksum', () => {
+    const m = good.slice();
+    m[1] = 0x44;
+    expect(open(m).code).toBe('CHIP_MAGIC');
+    const v = good.slice();
+    v[8] = 2;
+    const ev = open(v);
+    expect(ev.code).toBe('CHIP_VERSION');
+    expect(ev.message).toContain('version 2');
+    const r = good.slice();
+    r[13] = 1;
+    expect(open(r).code).toBe('CHIP_RESERVED');
+    const c = good.slice();
+    c[c.length - 1] ^= 0xff;
+    expect(open(c).code).toBe('CHIP_CHECKSUM');
+    expect(open(c).message).toContain('checksum');
+  });
+
+  it('refuses resealed files whose manifest or block tables are inconsistent', () => {
+    const { manifest, payload } = parts(good);
+    expect(() => openChipFile(smallChip).close()).not.toThrow();
+    fs.writeFileSync(probe, assemble(good, manifest, payload));
+    openChipFile(probe).close(); // reassembly alone gives a valid file
+    const m = JSON.parse(manifest);
+    const a = m.files.find((f: { name: string }) => f.name === 'model.safetensors').tensors.find((t: { name: string }) => t.name === 'a');
+    const edit = (from: string, to: string): Uint8Array => {
+      expect(manifest).toContain(from);
+      return assemble(good, manifest.replace(from, to), payload);
+    };
+    // A range that overlaps its predecessor.
+    const e1 = open(edit(`"table":[${a.table[0]},`, `"table":[${a.table[0] - 1},`));
+    expect(e1.code).toBe('CHIP_MANIFEST');
+    expect(e1.message).toMatch(/expected \d+ \(ranges must follow/);
+    // A payload size that does not match the file.
+    expect(open(edit(`"payloadSize":${m.payloadSize}`, `"payloadSize":${m.payloadSize + 1}`)).code).toBe('CHIP_MANIFEST');
+    // Non-canonical text (whitespace) and an unknown format.
+    expect(open(edit('{"format"', '{ "format"')).message).toContain('canonical');
+    expect(open(edit('"format":"chipc-sparse-checkpoint"', '"format":"other"')).code).toBe('CHIP_MANIFEST');
+    // A manifest tensor that disagrees with the stored safetensors header.
+    expect(open(edit('"dtype":"F32","shape":[8]', '"dtype":"I32","shape":[8]')).code).toBe('CHIP_HEADER');
+    // Block tables: tensor a's table is the varints (2, 2), (27, 1) — hand-derived above.
+    const table = payload.subarray(a.table[0], a.table[0] + a.table[1]);
+    expect([...table]).toEqual([2, 2, 27, 1]);
+    const withTable = (bytes: number[]): Uint8Array => {
+      const p = payload.slice();
+      p.set(bytes, a.table[0]);
+      return assemble(good, manifest, p);
+    };
+    const touch = open(withTable([2, 2, 0, 1]));
+    expect(touch.code).toBe('CHIP_BLOCKS');
+    expect(touch.message).toMatch(/overlap or touch/);
+    expect(open(withTable([2, 2, 100, 1])).message).toMatch(/runs past the tensor's 32 bytes/);
+    expect(open(withTable([2, 1, 27, 1])).message).toMatch(/blocks hold 2 bytes but/);
+    expect(open(withTable([2, 2, 27, 0])).message).toMatch(/block 1 is empty/);
+    expect(open(withTable([2, 0x82, 0, 1])).message).toMatch(/over-long varint/);
+  });
+
+  it('expand refuses a file whose regenerated bytes do not match the manifest hash, leaving nothing', () => {
+    const { manifest, payload } = parts(good);
+    const m = JSON.parse(manifest);
+    const st = m.files.find((f: { name: string }) => f.name === 'model.safetensors');
+    const wrong = st.sha256.replace(/^./, (c: string) => (c === '0' ? '1' : '0'));
+    fs.writeFileSync(probe, assemble(good, manifest.replace(st.sha256, wrong), payload));
+    const out = path.join(tmp, 'never');
+    const e = chipError(() => expandChipFile(probe, out));
+    expect(e.code).toBe('CHIP_EXPAND_MISMATCH');
+    expect(fs.existsSync(out)).toBe(false);
+    expect(hiddenEntries(tmp)).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Failed writes, refusals, the CLI
+
+describe('failed writes and refusals', () => {
+  it('refuses stray shards, subdirectories and existing targets; a failed rename leaves no file', () => {
+    const d = path.join(tmp, 'w');
+    writeCheckpoint(d, [denseSource('a', 'F32', [2], new Float32Array([1, 0]))], { extraFiles: { 'config.json': '{}' } });
+    const out = path.join(tmp, 'w.chip');
+    fs.writeFileSync(path.join(d, 'extra.safetensors'), 'x');
+    expect(chipError(() => compactCheckpoint(d, out)).code).toBe('CHIP_STRAY_SHARD');
+    fs.rmSync(path.join(d, 'extra.safetensors'));
+    fs.mkdirSync(path.join(d, 'sub'));
+    expect(chipError(() => compactCheckpoint(d, out)).code).toBe('CHIP_DIR_ENTRY');
+    fs.rmSync(path.join(d, 'sub'), { recursive: true });
+    expect(fs.existsSync(out)).toBe(false);
+
+    // Fail at the final rename: the temporaries must be gone and no output must exist.
+    const real = fs.renameSync;
+    fs.renameSync = () => {
+      throw new Error('injected rename failure');
+    };
+    syncBuiltinESMExports();
+    try {
+      expect(() => compactCheckpoint(d, out)).toThrow('injected rename failure');
+    } finally {
+      fs.renameSync = real;
+      syncBuiltinESMExports();
+    }
+    expect(fs.existsSync(out)).toBe(false);
+    expect(hiddenEntries(tmp)).toEqual([]);
+
+    compactCheckpoint(d, out);
+    expect(chipError(() => compactCheckpoint(d, out)).code).toBe('CHIP_TARGET_EXISTS');
+    compactCheckpoint(d, out, { overwrite: true });
+    const back = path.join(tmp, 'w-back');
+    expandChipFile(out, back);
+    expect(chipError(() => expandChipFile(out, back)).code).toBe('CHIP_TARGET_EXISTS');
+    expandChipFile(out, back, { overwrite: true });
+    expectSameDir(d, back);
+    expect(chipError(() => openChipFile(path.join(d, 'config.json'))).code).toBe('CHIP_TRUNCATED');
+    expect(chipError(() => loadModel(path.join(d, 'model.safetensors'), { mode: 'dense' })).code).toBe('CHIP_MAGIC');
+  });
+
+  it('chipc compact / expand on the command line (--json, --overwrite)', async () => {
+    const d = path.join(tmp, 'f32 single file');
+    const out = path.join(tmp, 'cli.chip');
+    let r = await cli('compact', d, '-o', out, '--json');
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.out);
+    expect(doc.chipBytes).toBe(fs.statSync(out).size);
+    expect(doc.files).toBe(3);
+    r = await cli('compact', d, '-o', out);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('CHIP_TARGET_EXISTS');
+    r = await cli('compact', d, '-o', out, '--overwrite');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/wrote .*cli\.chip/);
+    const back = path.join(tmp, 'cli-back');
+    r = await cli('expand', out, '-o', back, '--json');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out).files).toEqual(['chipc-manifest.json', 'config.json', 'model.safetensors']);
+    expectSameDir(d, back);
+    r = await cli('expand', out, '-o', back);
+    expect(r.code).toBe(2);
+    r = await cli('expand', path.join(d, 'config.json'), '-o', path.join(tmp, 'cli-x'), '--json');
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.out).error.code).toMatch(/^CHIP_/);
+  });
+});

@@ -8,7 +8,7 @@
  */
 import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer, type ModelConfig } from './config.ts';
-import type { TensorSource } from '../safetensors/types.ts';
+import type { TensorSource, WriteProgress } from '../safetensors/types.ts';
 import { writeCheckpoint, type CheckpointWriteResult } from '../safetensors/writer.ts';
 import { hfConfigJson, validateModelConfig } from './hf-config.ts';
 import {
@@ -235,6 +235,8 @@ export interface SaveModelOptions {
   overwrite?: boolean;
   /** More files written into the same directory in the same atomic rename (name → contents). */
   extraFiles?: Record<string, string | Uint8Array>;
+  /** Progress of the write (writeCheckpoint's onProgress); does not change the bytes written. */
+  onProgress?: (p: WriteProgress) => void;
 }
 
 /**
@@ -251,5 +253,6 @@ export function saveModel(dir: string, weights: ModelWeights, opts: SaveModelOpt
     metadata: opts.metadata,
     overwrite: opts.overwrite,
     extraFiles: { ...opts.extraFiles, 'config.json': hfConfigJson(cfg) },
+    onProgress: opts.onProgress,
   });
 }

@@ -58,3 +58,24 @@ export interface CheckpointWriteOptions extends WriteOptions {
   /** Bytes of tensor data per shard (default 5 GB as huggingface_hub). One shard → model.safetensors, no index. */
   maxShardSize?: number;
 }
+
+/**
+ * Progress of a checkpoint write (writer.ts writeCheckpoint `onProgress`). Byte counts are file
+ * bytes (8-byte length + header + tensor data) summed over every shard, so `bytesWritten` ends at
+ * `totalBytes`, the checkpoint's size on disk without the index and extra files.
+ */
+export interface WriteProgress {
+  /** File bytes written so far, over all shards (monotone, never above totalBytes). */
+  bytesWritten: number;
+  /** File bytes of all shards together, known before the first byte is written. */
+  totalBytes: number;
+  /** 1-based index of the shard being written, and the number of shards. */
+  shard: number;
+  shards: number;
+  /** File name of the shard being written. */
+  file: string;
+  /** Tensor whose bytes were just written; null for a shard's header and for the final report. */
+  tensor: string | null;
+  /** True exactly once: the last report, after the directory is complete and in place. */
+  done: boolean;
+}

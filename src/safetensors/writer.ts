@@ -13,7 +13,9 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
-import type { CheckpointWriteOptions, DType, TensorInfo, TensorSource, TensorStore, WriteOptions } from './types.ts';
+import type {
+  CheckpointWriteOptions, DType, TensorInfo, TensorSource, TensorStore, WriteOptions, WriteProgress,
+} from './types.ts';
 import { byteSizeOf, dtypeBytes, dtypeRank, encodeFromF32, ENCODABLE, fmtF32, isDType } from './dtype.ts';
 import { compareCodePoints, MAX_FORMAT_INT } from './reader.ts';
 import { INDEX_FILE_NAME, SINGLE_FILE_NAME } from './checkpoint.ts';
@@ -112,7 +114,16 @@ export interface WriteResult {
   tensors: TensorInfo[];
 }
 
-function writePrepared(target: string, prepared: Prepared[], opts: WriteOptions): WriteResult {
+/** Called after every piece of a file is written: its byte count and the tensor it belongs to (null: the header). */
+type BytesHook = (bytes: number, tensor: string | null) => void;
+
+/** Size on disk of a safetensors file holding `prepared` (8-byte length + padded header + data). */
+function fileSizeOf(prepared: Prepared[], metadata: Record<string, string>): number {
+  const { header, dataSize } = buildHeader(prepared, metadata);
+  return 8 + header.length + dataSize;
+}
+
+function writePrepared(target: string, prepared: Prepared[], opts: WriteOptions, onBytes?: BytesHook): WriteResult {
   const { header, dataSize } = buildHeader(prepared, metadataWithFormat(opts.metadata));
   const tmp = tempName(target, 'tmp');
   let fd: number | null = null;
@@ -122,6 +133,7 @@ function writePrepared(target: string, prepared: Prepared[], opts: WriteOptions)
     new DataView(len.buffer).setBigUint64(0, BigInt(header.length), true);
     writeAll(fd, len);
     writeAll(fd, header);
+    onBytes?.(8 + header.length, null);
     for (const { source, info } of prepared) {
       const q = JSON.stringify(info.name);
       let written = 0;
@@ -132,6 +144,7 @@ function writePrepared(target: string, prepared: Prepared[], opts: WriteOptions)
         }
         writeAll(fd, chunk);
         written += chunk.length;
+        onBytes?.(chunk.length, info.name);
       }
       if (written !== info.byteLength) {
         throw new ChipcError('ST_SOURCE_SIZE', `tensor ${q}: source yielded ${written} bytes but shape ${JSON.stringify(info.shape)} of ${info.dtype} needs ${info.byteLength}`);
@@ -166,6 +179,13 @@ export interface CheckpointDirWriteOptions extends CheckpointWriteOptions {
   overwrite?: boolean;
   /** More files (e.g. config.json) written into the directory before it is renamed into place. */
   extraFiles?: Record<string, string | Uint8Array>;
+  /**
+   * Called after every chunk written to a shard (and once after the shard's header), with the
+   * running byte count over all shards; then once more with `done: true` when the directory is in
+   * place. Synchronous: a slow callback slows the write (throttle inside it, see src/cli/progress.ts).
+   * Has no effect on the bytes written.
+   */
+  onProgress?: (p: WriteProgress) => void;
 }
 
 export interface CheckpointWriteResult {
@@ -292,10 +312,19 @@ export function writeCheckpoint(dir: string, sources: readonly TensorSource[], o
   // The parent may not exist yet (`-o out/model`): create it, as a user expects of an output path.
   fs.mkdirSync(path.dirname(path.resolve(target)), { recursive: true });
   fs.mkdirSync(tmpDir);
+  const onProgress = opts.onProgress;
+  // Sizes of every shard file are known before writing (headers are deterministic), so progress
+  // has a fixed total from the first report on.
+  const totalBytes = onProgress ? shards.reduce((s, shard) => s + fileSizeOf(shard.map((x) => x.p), meta), 0) : 0;
+  let bytesWritten = 0;
   try {
     shards.forEach((shard, i) => {
       const file = n === 1 ? SINGLE_FILE_NAME : shardFileName(i + 1, n);
-      writePrepared(path.join(tmpDir, file), shard.map((s) => s.p), { metadata: meta });
+      const hook: BytesHook | undefined = onProgress && ((bytes, tensor) => {
+        bytesWritten += bytes;
+        onProgress({ bytesWritten, totalBytes, shard: i + 1, shards: n, file, tensor, done: false });
+      });
+      writePrepared(path.join(tmpDir, file), shard.map((s) => s.p), { metadata: meta }, hook);
       for (const s of shard) weightMap[s.name] = file;
       files.push(file);
     });
@@ -324,6 +353,10 @@ export function writeCheckpoint(dir: string, sources: readonly TensorSource[], o
     fs.rmSync(tmpDir, { recursive: true, force: true });
     throw e;
   }
+  if (bytesWritten !== totalBytes) throw new Error(`internal: wrote ${bytesWritten} shard bytes, planned ${totalBytes}`);
+  onProgress?.({
+    bytesWritten, totalBytes, shard: n, shards: n, file: n === 1 ? SINGLE_FILE_NAME : shardFileName(n, n), tensor: null, done: true,
+  });
   return { dir, files, totalSize, totalParameters, weightMap };
 }
 

@@ -1,7 +1,8 @@
 /**
  * `chipc compile CIRCUIT --target T [-o DIR] [--report] [--svg FILE]`: build, validate and
  * compile a circuit; emit the checkpoint (safetensors in T's family layout, config.json, the
- * manifest) atomically; print the per-layer report.
+ * manifest) atomically, streaming, with progress on stderr (src/cli/progress.ts); print the
+ * per-layer report.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,6 +16,7 @@ import { buildManifest, compileReport, MANIFEST_FILE } from '../../emit/manifest
 import { allocationSvg } from '../../emit/svg.ts';
 import { ChipcError } from '../../util/errors.ts';
 import { fmtInt, makeOut, table } from '../output.ts';
+import { makeProgressReporter } from '../progress.ts';
 import type { Runner } from '../main.ts';
 
 interface CompileCliOptions {
@@ -26,6 +28,8 @@ interface CompileCliOptions {
   hidden?: string;
   overwrite?: boolean;
   json?: boolean;
+  /** undefined: on unless --json; true / false: --progress / --no-progress. */
+  progress?: boolean;
 }
 
 export function registerCompile(program: Command, run: Runner): void {
@@ -41,6 +45,8 @@ export function registerCompile(program: Command, run: Runner): void {
     .option('--hidden <n>', 'hidden size to emit (default: the target\'s, widened only as needed)')
     .option('--overwrite', 'replace an existing output directory')
     .option('--json', 'print one JSON document')
+    .option('--progress', 'report write progress on stderr even with --json')
+    .option('--no-progress', 'do not report write progress')
     .action((file: string, o: CompileCliOptions) =>
       run(async () => {
         const out = makeOut(Boolean(o.json));
@@ -56,13 +62,19 @@ export function registerCompile(program: Command, run: Runner): void {
         const report = compileReport(res);
         let written: string[] = [];
         if (o.output) {
-          const w = saveModel(o.output, res.weights, {
-            dtype: o.dtype === 'bf16' ? 'BF16' : 'F32',
-            overwrite: Boolean(o.overwrite),
-            metadata: { chipc_circuit: ir.name, chipc_target: target.name },
-            extraFiles: { [MANIFEST_FILE]: JSON.stringify(manifest, null, 1) + '\n' },
-          });
-          written = w.files;
+          const progress = (o.progress ?? !o.json) ? makeProgressReporter({ label: `writing ${o.output}` }) : null;
+          try {
+            const w = saveModel(o.output, res.weights, {
+              dtype: o.dtype === 'bf16' ? 'BF16' : 'F32',
+              overwrite: Boolean(o.overwrite),
+              metadata: { chipc_circuit: ir.name, chipc_target: target.name },
+              extraFiles: { [MANIFEST_FILE]: JSON.stringify(manifest, null, 1) + '\n' },
+              onProgress: progress ? (p) => progress.update(p) : undefined,
+            });
+            written = w.files;
+          } finally {
+            progress?.finish();
+          }
         }
         if (o.svg) {
           const budget = { units: target.config.intermediateSize, gdnHeads: target.config.linearNumKeyHeads, attnHeads: target.config.numKeyValueHeads };

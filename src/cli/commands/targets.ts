@@ -1,18 +1,131 @@
-/** `chipc targets [NAME|config.json]`: the built-in model shapes, or one target in detail. */
+/**
+ * `chipc targets [NAME|config.json]`: the built-in model shapes, or one target in detail.
+ * `chipc targets --fit CIRCUIT [NAME|config.json]`: compiles the circuit for every built-in target
+ * (or the one given) and reports per target whether it fits — and if not, the resource that ran
+ * out (the `fit.*` code of the compiler's ChipcError) — and what it costs.
+ */
 import type { Command } from 'commander';
 import { describeTarget, formatTargetSummary, listTargets, resolveTarget } from '../../model/targets.ts';
-import { makeOut, table } from '../output.ts';
+import { loadCircuitFile } from '../../dsl/load.ts';
+import { readIR } from '../../ir/serialize.ts';
+import { compileCircuit, type CompileResult } from '../../compile.ts';
+import type { CircuitIR } from '../../ir/types.ts';
+import type { Matrix } from '../../model/weights.ts';
+import { ChipcError } from '../../util/errors.ts';
+import { EXIT_DIFFERENT, EXIT_OK, makeOut, table } from '../output.ts';
 import type { Runner } from '../main.ts';
+
+/** What compiling one circuit for one target gives. */
+export type FitResult =
+  | {
+    target: string;
+    fits: true;
+    layers: number;
+    /** Hidden size emitted, the target's own, and whether the circuit needed it widened. */
+    hidden: number;
+    targetHidden: number;
+    widened: boolean;
+    slots: number;
+    gdnKeyHeads: number;
+    attentionHeads: number;
+    ffnUnits: number;
+    /** Non-zeros of the compiled layers, and of the embedding + LM head. */
+    layerNonZeros: number;
+    embeddingLmHeadNonZeros: number;
+    nonZeros: number;
+    compileMs: number;
+  }
+  | { target: string; fits: false; code: string; resource: string; message: string };
+
+/** `fit.heads` → `heads`, `fit.lookup.margin` → `lookup.margin`. */
+function resourceOf(code: string): string {
+  return code.slice('fit.'.length);
+}
+
+function matrixNonZeros(m: Matrix): number {
+  if (m.csr) {
+    let n = 0;
+    for (const v of m.csr.values) if (v !== 0) n++;
+    return n;
+  }
+  let n = 0;
+  for (const v of m.dense ?? []) if (v !== 0) n++;
+  return n;
+}
+
+function costOf(name: string, res: CompileResult, targetHidden: number, compileMs: number): FitResult {
+  const w = res.weights;
+  const layerNonZeros = res.layers.reduce((s, l) => s + l.nonZeros, 0);
+  const io = matrixNonZeros(w.embedTokens) + (w.config.tieWordEmbeddings || w.lmHead === w.embedTokens ? 0 : matrixNonZeros(w.lmHead));
+  let normNz = 0;
+  for (const v of w.norm) if (v !== 0) normNz++;
+  return {
+    target: name,
+    fits: true,
+    layers: res.layers.length,
+    hidden: res.frame.hidden,
+    targetHidden,
+    widened: res.frame.hidden > targetHidden,
+    slots: res.packing.slotsUsed,
+    gdnKeyHeads: res.layers.filter((l) => l.type === 'linear_attention').reduce((s, l) => s + l.heads, 0),
+    attentionHeads: res.layers.filter((l) => l.type === 'full_attention').reduce((s, l) => s + l.heads, 0),
+    ffnUnits: res.layers.reduce((s, l) => s + l.units, 0),
+    layerNonZeros,
+    embeddingLmHeadNonZeros: io,
+    nonZeros: layerNonZeros + io + normNz,
+    compileMs: Math.round(compileMs),
+  };
+}
+
+/**
+ * Compiles `ir` for target `name` (a built-in name or a config.json path). A ChipcError whose code
+ * starts with `fit.` is a "does not fit" answer; any other error propagates (a broken circuit or
+ * target is not a fit question).
+ */
+export function fitCircuit(ir: CircuitIR, name: string): FitResult {
+  const t = resolveTarget(name);
+  const t0 = performance.now();
+  try {
+    const res = compileCircuit(ir, t.config);
+    return costOf(t.name, res, t.config.hiddenSize, performance.now() - t0);
+  } catch (e) {
+    if (e instanceof ChipcError && e.code.startsWith('fit.')) {
+      return { target: t.name, fits: false, code: e.code, resource: resourceOf(e.code), message: e.message };
+    }
+    throw e;
+  }
+}
 
 export function registerTargets(program: Command, run: Runner): void {
   program
     .command('targets')
-    .description('list the built-in targets, or describe one (a name or a config.json of either family)')
+    .description('list the built-in targets, or describe one (a name or a config.json of either family); ' +
+      'with --fit CIRCUIT, whether the circuit fits each target and what it costs')
     .argument('[target]', 'a built-in target name or a config.json path')
+    .option('--fit <circuit>', 'compile this circuit (.ts or .chip-ir) for every built-in target (or the one given)')
     .option('--json', 'print one JSON document')
-    .action((target: string | undefined, opts: { json?: boolean }) =>
-      run(() => {
+    .action((target: string | undefined, opts: { json?: boolean; fit?: string }) =>
+      run(async () => {
         const out = makeOut(Boolean(opts.json));
+        if (opts.fit !== undefined) {
+          const file = opts.fit;
+          const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file);
+          // Resolve every target first, so a bad name fails before any slow compile.
+          const names = target === undefined ? listTargets() : [resolveTarget(target).name];
+          const results = names.map((n) => fitCircuit(ir, n));
+          out.emit({ circuit: ir.name, results });
+          out.line(`${ir.name}: fit per target (non-zeros = compiled layers + embedding / LM head)`);
+          out.line(table(
+            ['target', 'fits', 'layers', 'hidden', 'slots', 'GDN heads', 'attn heads', 'FFN units', 'non-zeros'],
+            results.map((r) => r.fits
+              ? [r.target, 'yes', r.layers, r.widened ? `${r.hidden} (widened from ${r.targetHidden})` : String(r.hidden),
+                r.slots, r.gdnKeyHeads, r.attentionHeads, r.ffnUnits, r.nonZeros]
+              : [r.target, `no: ${r.resource}`, '', '', '', '', '', '', '']),
+          ));
+          for (const r of results) if (!r.fits) out.line(`${r.target}: does not fit [${r.code}]: ${r.message}`);
+          // One named target: exit 1 when it does not fit (a check). The whole list is a report.
+          return target !== undefined && !results[0]!.fits ? EXIT_DIFFERENT : EXIT_OK;
+        }
         const names = target === undefined ? listTargets() : [target];
         const rows = names.map((n) => {
           const t = resolveTarget(n);

@@ -9,7 +9,7 @@
  *    bit for bit, f32 and bf16, with and without a live-state write into the idle layer;
  *  - the same with dense+CSR weights holding −0 (the fast paths must step aside);
  *  - a compiled example circuit (regfile, tiny target) over 40 decode steps;
- *  - round 2: the SwiGLU in scatter form (swigluScatter, with its silu memo) against the dense
+ *  - the SwiGLU in incremental form (mlp.ts swigluDelta) against the dense
  *    SwiGLU; linearArgmax / Executor.decodeArgmax against argmax of the plain logits (untouched
  *    +0 rows, ties, −0, NaN); recurrentStepSparse's restricted column dots and all-±0 δ skip
  *    against recurrentStep; the sign of a cold conv channel's output against a plain loop.
@@ -21,7 +21,7 @@ import { Executor, argmax } from '../src/exec/executor.ts';
 import { linearArgmax, linearEx, newMatmulStats, sparseTuning } from '../src/exec/matmul.ts';
 import { swiglu } from '../src/exec/mlp.ts';
 import {
-  convStepF32, convZeroOf, newSparseStepScratch, recurrentStep, recurrentStepSparse, STATE_CLEAN, STATE_ZERO, classifyState,
+  convStepF32, convZeroOf, newSparseStepScratch, recurrentStep, recurrentStepSparse, STATE_CLEAN, STATE_POS, STATE_ZERO, classifyState,
 } from '../src/exec/gdn.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
@@ -264,8 +264,8 @@ function fewPerRow(rnd: () => number, rows: number, cols: number, perRow: number
   return { dense: { rows, cols, dense: d }, csr: { rows, cols, csr: sparsifyMatrix({ rows, cols, dense: d }).csr } };
 }
 
-describe('round 2: SwiGLU scatter form', () => {
-  it('is bit-identical to the dense SwiGLU over changing inputs (f32, bf16), and runs in scatter form', () => {
+describe('SwiGLU incremental form', () => {
+  it('is bit-identical to the dense SwiGLU over changing inputs (f32, bf16), and runs in delta form', () => {
     const rnd = lcg(5);
     const H = 24;
     const n = 64;
@@ -292,7 +292,7 @@ describe('round 2: SwiGLU scatter form', () => {
         const a = swiglu(ctx, sparseM, x, 'sparse', stats, new Float32Array(H).fill(9));
         const b = swiglu(ctx, denseM, x, 'dense');
         expect(bits(a)).toEqual(bits(b));
-        expect(stats.scatter).toBe(3); // gate, up and down all in scatter form
+        expect(stats.delta).toBe(3); // gate, up and down all incremental
         expect(stats.dense).toBe(0);
       }
     }
@@ -416,7 +416,8 @@ describe('round 2: recurrent step shortcuts (restricted column dots, all-±0 δ)
       // the reported kind and +0 rows are true of the new state
       const rowsCheck = new Uint8Array(dk);
       const trueKind = classifyState(Sa, rowsCheck);
-      expect(kindOut === STATE_ZERO ? trueKind === STATE_ZERO : kindOut === STATE_CLEAN ? trueKind !== 0 : true).toBe(true);
+      expect(kindOut === STATE_ZERO ? trueKind === STATE_ZERO : kindOut === STATE_CLEAN ? trueKind !== 0
+        : kindOut === STATE_POS ? trueKind === STATE_POS || trueKind === STATE_ZERO : true).toBe(true);
       for (let i = 0; i < dk; i++) if (rows[i] === 0) expect(rowsCheck[i]).toBe(0);
     }
     expect(skipsSeen).toBeGreaterThan(20);

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
   addRoundOnce, exp32, makeDot, makeNumericContext, makeSum, roundBf16, rsqrt32, sigmoid32, silu32, softplus32,
+  sigmoidFormula, siluFormula,
 } from '../src/exec/numeric.ts';
 
 const f32 = Math.fround;
@@ -168,6 +169,28 @@ describe('bf16 and activations', () => {
     const ctx = makeNumericContext({ profile: 'bf16' });
     expect(ctx.act(257)).toBe(256);
     expect(makeNumericContext({}).act(257)).toBe(257);
+  });
+
+  it('the saturation shortcuts of sigmoid32 / silu32 equal the plain formulas bit for bit', () => {
+    const f = new Float32Array(1);
+    const u = new Uint32Array(f.buffer);
+    const bitsOf = (x: number): number => { f[0] = x; return u[0]; };
+    const xs: number[] = [Infinity, -Infinity, NaN, 0, -0, 16, 16.5, 16.63553, 16.64, 17, 18, 88, 88.72, 88.73, 89, 90, 1e30, 3.4e38];
+    // every float32 in a band around each shortcut threshold, and a geometric sweep beyond
+    for (const t of [17, -17, 89, -89]) {
+      f[0] = t;
+      const b = u[0];
+      for (let d = -4096; d <= 4096; d++) { u[0] = b + d; xs.push(f[0]); }
+    }
+    for (let x = 1; x < 3e38; x *= 1.01) { xs.push(Math.fround(x)); xs.push(Math.fround(-x)); }
+    let checked = 0;
+    for (const x of xs) {
+      expect(bitsOf(sigmoid32(x))).toBe(bitsOf(sigmoidFormula(x)));
+      expect(bitsOf(silu32(x, 'mul'))).toBe(bitsOf(x === 0 ? x : siluFormula(x, 'mul')));
+      expect(bitsOf(silu32(x, 'div'))).toBe(bitsOf(x === 0 ? x : siluFormula(x, 'div')));
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(30000);
   });
 
   it('saturated regions (numerics-findings §0)', () => {

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import {
-  classifyState, newSparseStepScratch, recurrentStep, recurrentStepSparse, STATE_ANY, STATE_CLEAN, STATE_ZERO,
+  classifyState, newSparseStepScratch, recurrentStep, recurrentStepSparse, STATE_ANY, STATE_CLEAN, STATE_POS, STATE_ZERO,
 } from '../src/exec/gdn.ts';
 import { linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { exp32, makeNumericContext, roundBf16, silu32 } from '../src/exec/numeric.ts';
@@ -47,6 +47,8 @@ describe('recurrentStepSparse', () => {
     S: fc.oneof(
       fc.constant(new Array<number>(dk * dv).fill(0)),
       fc.array(stateVal, { minLength: dk * dv, maxLength: dk * dv }),
+      // sign-bit-free states (STATE_POS), as pinned RAM heads hold: +0 and positive values
+      fc.array(fc.constantFrom(0, 0, 0, 1, 0.5, 181), { minLength: dk * dv, maxLength: dk * dv }),
     ),
     q: fc.array(vecVal, { minLength: dk, maxLength: dk }),
     k: fc.oneof(
@@ -78,12 +80,15 @@ describe('recurrentStepSparse', () => {
       const truth = classifyState(Sb, truthRows);
       if (kindOut === STATE_ZERO) expect(truth).toBe(STATE_ZERO);
       if (kindOut === STATE_CLEAN) expect(truth).not.toBe(STATE_ANY);
+      // a state reported free of sign bits is (+0 and positive finite entries only)
+      if (kindOut === STATE_POS) expect([STATE_POS, STATE_ZERO]).toContain(truth);
       // a row reported all +0 is all +0
       for (let i = 0; i < dk; i++) if (!rows[i]) expect(truthRows[i]).toBe(0);
       seen.add(`${kindIn}>${kindOut}`);
     }), { numRuns: 3000 });
     // every kind was exercised on the way in and on the way out
-    for (const key of [`${STATE_ZERO}>${STATE_ZERO}`, `${STATE_CLEAN}>${STATE_CLEAN}`, `${STATE_ANY}>${STATE_ANY}`, `${STATE_ZERO}>${STATE_CLEAN}`]) {
+    for (const key of [`${STATE_ZERO}>${STATE_ZERO}`, `${STATE_CLEAN}>${STATE_CLEAN}`, `${STATE_ANY}>${STATE_ANY}`, `${STATE_ZERO}>${STATE_CLEAN}`,
+      `${STATE_POS}>${STATE_POS}`, `${STATE_ZERO}>${STATE_POS}`]) {
       expect(seen.has(key)).toBe(true);
     }
   });
@@ -101,7 +106,7 @@ describe('recurrentStepSparse', () => {
     expect(Object.is(S[3], 0)).toBe(true);
     expect(o[0]).toBe(24);
     expect(Object.is(o[1], 0)).toBe(true);
-    expect(kind).toBe(STATE_CLEAN);
+    expect(kind).toBe(STATE_POS); // S holds +0 and 6 only
     // all-zero state, zero key, q all sign-bit-set: o = −0 (every term +0·(−x) = −0), state untouched
     const S2 = new Float32Array(6);
     const o2 = new Float32Array(2);
@@ -112,9 +117,11 @@ describe('recurrentStepSparse', () => {
     expect(Object.is(o2[0], -0) && Object.is(o2[1], -0)).toBe(true);
   });
 
-  it('classifyState: +0 only → ZERO; any −0 or non-finite → ANY; else CLEAN', () => {
+  it('classifyState: +0 only → ZERO; any −0 or non-finite → ANY; +0 and positive → POS; else CLEAN', () => {
     expect(classifyState(new Float32Array([0, 0]))).toBe(STATE_ZERO);
-    expect(classifyState(new Float32Array([0, 1.5]))).toBe(STATE_CLEAN);
+    expect(classifyState(new Float32Array([0, 1.5]))).toBe(STATE_POS);
+    expect(classifyState(new Float32Array([0, -1.5, 2]))).toBe(STATE_CLEAN);
+    expect(classifyState(new Float32Array([-(2 ** -140)]))).toBe(STATE_CLEAN);
     expect(classifyState(new Float32Array([1, -0]))).toBe(STATE_ANY);
     expect(classifyState(new Float32Array([1, Infinity]))).toBe(STATE_ANY);
     expect(classifyState(new Float32Array([NaN, 0]))).toBe(STATE_ANY);

@@ -34,6 +34,7 @@ import { allPlusZero, linear, type MatmulPath, type MatmulStats } from './matmul
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32, softplus32 } from './numeric.ts';
 import { gatedRmsNorm, l2norm } from './norms.ts';
+import { deltaLinear } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 
 const f32 = Math.fround;
@@ -53,11 +54,14 @@ export function gdnDimsOf(cfg: ModelConfig): GdnDimsX {
  * What is known about one head's state S, for the sparse decode step (recurrentStepSparse):
  *  - STATE_ANY: nothing (it may hold −0 or non-finite entries);
  *  - STATE_CLEAN: no −0 and no non-finite entry (so S·(±0) = ±0 and S + (±0) = S everywhere);
- *  - STATE_ZERO: every entry is +0 (bit pattern 0), which implies STATE_CLEAN.
+ *  - STATE_ZERO: every entry is +0 (bit pattern 0), which implies STATE_POS;
+ *  - STATE_POS: STATE_CLEAN and no entry has its sign bit set (every entry is +0 or positive
+ *    finite), so S_ij·x has the sign of x for every ±0 x (a pinned RAM holds only +0 and T > 0).
  */
 export const STATE_ANY = 0;
 export const STATE_CLEAN = 1;
 export const STATE_ZERO = 2;
+export const STATE_POS = 3;
 
 /** Per-layer GDN cache: conv state (channel c at c·K + j, j = K−1 newest) and one state per value head. */
 export interface GdnCache {
@@ -75,6 +79,8 @@ export interface GdnCache {
   rowNonZero: Uint8Array[];
   /** Buffers of single-token calls (decode), reused so a step allocates nothing; created on first use. */
   buffers?: GdnBuffers;
+  /** What gdnDecodeTracked knows about the last decode step; undefined = nothing (rebuilt by a full step). */
+  track?: GdnTrack;
   /** 1 when every conv state entry is known to be +0 (bit pattern 0); 0 = unknown. See idleStep. */
   convZero?: number;
   /** The mixer output of an idle step (see idleStep), once one has run; valid for these weights only. */
@@ -86,6 +92,11 @@ interface GdnBuffers {
   mixed: Float32Array; z: Float32Array; b: Float32Array; a: Float32Array; conved: Float32Array;
   q: Float32Array; k: Float32Array; beta: Float32Array; g: Float32Array;
   core: Float32Array; normed: Float32Array; out: Float32Array; step: SparseStepScratch;
+  /**
+   * Per value head: the (core, z) bit patterns `normed` was last computed from (2·dv words per
+   * head), valid where normMemoValid is 1. `normed` is written only by that computation.
+   */
+  normMemo: Uint32Array; normMemoValid: Uint8Array;
 }
 
 function gdnBuffers(d: GdnDimsX, H: number): GdnBuffers {
@@ -94,6 +105,7 @@ function gdnBuffers(d: GdnDimsX, H: number): GdnBuffers {
     conved: new Float32Array(d.convDim), q: new Float32Array(d.keyDim), k: new Float32Array(d.keyDim),
     beta: new Float32Array(d.hv), g: new Float32Array(d.hv), core: new Float32Array(d.valueDim),
     normed: new Float32Array(d.valueDim), out: new Float32Array(H), step: newSparseStepScratch(d.dk, d.dv),
+    normMemo: new Uint32Array(2 * d.valueDim), normMemoValid: new Uint8Array(d.hv),
   };
 }
 
@@ -113,6 +125,7 @@ export function newGdnCache(d: GdnDimsX): GdnCache {
 export function classifyState(S: Float32Array, rowNonZero?: Uint8Array): number {
   const u = new Uint32Array(S.buffer, S.byteOffset, S.length);
   let kind = STATE_ZERO;
+  let neg = false;
   if (rowNonZero) rowNonZero.fill(0);
   const dv = rowNonZero ? S.length / rowNonZero.length : 0;
   for (let i = 0; i < u.length; i++) {
@@ -120,9 +133,12 @@ export function classifyState(S: Float32Array, rowNonZero?: Uint8Array): number 
     if (b === 0) continue;
     if (rowNonZero) rowNonZero[Math.floor(i / dv)] = 1;
     if (b === 0x80000000 || (b & 0x7f800000) === 0x7f800000) kind = STATE_ANY;
-    else if (kind === STATE_ZERO) kind = STATE_CLEAN;
+    else {
+      if (b >>> 31 === 1) neg = true;
+      if (kind === STATE_ZERO) kind = STATE_CLEAN;
+    }
   }
-  return kind;
+  return kind === STATE_CLEAN && !neg ? STATE_POS : kind;
 }
 
 /** Per-token quantities after projections, conv, gates and q/k normalisation. */
@@ -321,12 +337,14 @@ export interface SparseStepScratch {
   dotCount: Int32Array;
   nzRows: Int32Array;
   delta: Float32Array;
+  /** Set by recurrentStepSparse: [0] = 1 if the step may have changed S, else 0. */
+  modified: Uint8Array;
 }
 
 export function newSparseStepScratch(dk: number, dv: number): SparseStepScratch {
   return {
     kIdx: new Int32Array(dk), qIdx: new Int32Array(dk), kDot: new Int32Array(dk), qDot: new Int32Array(dk),
-    dotCount: new Int32Array(2), nzRows: new Int32Array(dk), delta: new Float32Array(dv),
+    dotCount: new Int32Array(2), nzRows: new Int32Array(dk), delta: new Float32Array(dv), modified: new Uint8Array(1),
   };
 }
 
@@ -346,7 +364,7 @@ function signBit(x: number): boolean {
  */
 function sparseColumnDot(
   S: Float32Array, dv: number, j: number, x: Float32Array, xOff: number, idx: Int32Array, n: number,
-  nzRows: Int32Array, nzn: number, xNegOffRows: boolean,
+  nzRows: Int32Array, nzn: number, xNegOffRows: boolean, signOfX: number,
 ): number {
   let acc = -0;
   let anyNonZero = false;
@@ -357,6 +375,8 @@ function sparseColumnDot(
   }
   if (acc !== 0 || Number.isNaN(acc)) return acc;
   if (anyNonZero || !xNegOffRows) return 0;
+  // S with no sign bit set (STATE_POS / STATE_ZERO): every ±0 term has the sign of its x_i
+  if (signOfX >= 0) return signOfX === 1 ? -0 : 0;
   for (let t = 0; t < nzn; t++) {
     const i = nzRows[t];
     const p = f32(S[i * dv + j] * x[xOff + i]); // ±0 here
@@ -374,7 +394,8 @@ function listRows(rowNonZero: Uint8Array, out: Int32Array): number {
 
 /**
  * Indices of the non-zero entries of x[xOff .. xOff+dk) into idx; returns their count, and in
- * `negOff[0]` whether every entry of a row NOT in nzRows (rowNonZero[i] = 0) has its sign bit set.
+ * `negOff[0]` whether every entry of a row NOT in nzRows (rowNonZero[i] = 0) has its sign bit set,
+ * in `allNeg[0]` whether every entry has it.
  * With dotIdx, also lists there (count in `dotCount[0]`) the non-zero entries a column dot over S
  * must visit: those in rows not known to be all +0, and any non-finite one. A finite x_i in an
  * all-+0 row gives the term fl(+0·x_i) = ±0, which sparseColumnDot skips anyway (its sign is
@@ -387,6 +408,7 @@ function nonZeroIndices(
   let n = 0;
   let nd = 0;
   let allNeg = true;
+  let everyNeg = true;
   let finite = true;
   for (let i = 0; i < dk; i++) {
     const v = x[xOff + i];
@@ -396,14 +418,15 @@ function nonZeroIndices(
       if (!fin) finite = false;
       if (dotIdx && (rowNonZero[i] || !fin)) dotIdx[nd++] = i;
     }
-    if (!rowNonZero[i] && !signBit(v)) allNeg = false;
+    if (!signBit(v)) { everyNeg = false; if (!rowNonZero[i]) allNeg = false; }
   }
   negOff[0] = allNeg;
+  negOff[1] = everyNeg;
   if (dotCount) { dotCount[0] = nd; dotCount[1] = finite ? 1 : 0; }
   return n;
 }
 
-const negOffScratch = [false];
+const negOffScratch = [false, false];
 
 /**
  * recurrentStep in sequential order, bit-identical to it, for a state whose STATE_* kind and
@@ -427,16 +450,19 @@ export function recurrentStepSparse(
   g: number, beta: number, o: Float32Array, oOff: number, scratch: SparseStepScratch,
 ): number {
   const eg = exp32(g);
+  scratch.modified[0] = 0;
   if (eg !== 1 && !(kind === STATE_ZERO && Number.isFinite(eg))) {
+    scratch.modified[0] = 1;
     let nonZero = false;
     let dirty = false;
+    let neg = false;
     for (let i = 0; i < S.length; i++) {
       const y = f32(S[i] * eg);
       S[i] = y;
-      if (y !== 0) { nonZero = true; if (y - y !== 0) dirty = true; } else if (1 / y < 0) dirty = true;
+      if (y !== 0) { nonZero = true; if (y - y !== 0) dirty = true; else if (y < 0) neg = true; } else if (1 / y < 0) dirty = true;
     }
     // not dirty ⇒ eg finite (a +0 row times inf would be NaN), so +0 rows stayed +0
-    kind = dirty ? STATE_ANY : nonZero ? STATE_CLEAN : STATE_ZERO;
+    kind = dirty ? STATE_ANY : nonZero ? (neg ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
   }
   const { kIdx, qIdx, kDot, qDot, dotCount, nzRows, delta } = scratch;
   const finiteState = kind !== STATE_ANY;
@@ -447,11 +473,12 @@ export function recurrentStepSparse(
   if (finiteState) {
     kn = nonZeroIndices(k, kOff, dk, kIdx, rowNonZero, negOffScratch, kDot, dotCount);
     const kNegOff = negOffScratch[0];
+    const kSign = kind === STATE_POS || kind === STATE_ZERO ? (negOffScratch[1] ? 1 : 0) : -1;
     const kdn = dotCount[0];
     kFinite = dotCount[1] === 1;
-    const nzn = listRows(rowNonZero, nzRows);
+    const nzn = kSign >= 0 ? 0 : listRows(rowNonZero, nzRows);
     for (let j = 0; j < dv; j++) {
-      const kv = sparseColumnDot(S, dv, j, k, kOff, kDot, kdn, nzRows, nzn, kNegOff);
+      const kv = sparseColumnDot(S, dv, j, k, kOff, kDot, kdn, nzRows, nzn, kNegOff, kSign);
       const dj = f32(f32(v[vOff + j] - kv) * beta);
       delta[j] = dj;
       if (dj - dj !== 0) allDeltaFinite = false;
@@ -467,8 +494,11 @@ export function recurrentStepSparse(
   if (finiteState && allDeltaZero && kFinite) {
     // every δ_j = ±0 and k finite: fl(k_i·δ_j) = ±0, and S_ij + (±0) = S_ij since S holds no −0
   } else if (finiteState && allDeltaFinite) {
-    let nonZero = kind === STATE_CLEAN;
+    let nonZero = kind !== STATE_ZERO;
     let dirty = false;
+    // negative entries outside the updated rows may remain unless the state had none
+    let neg = kind === STATE_CLEAN;
+    if (kn > 0) scratch.modified[0] = 1;
     for (let t = 0; t < kn; t++) {
       const i = kIdx[t];
       const ki = k[kOff + i];
@@ -477,11 +507,12 @@ export function recurrentStepSparse(
       for (let j = 0; j < dv; j++) {
         const y = f32(S[row + j] + f32(ki * delta[j]));
         S[row + j] = y;
-        if (y !== 0) { nonZero = true; if (y - y !== 0) dirty = true; } else if (1 / y < 0) dirty = true;
+        if (y !== 0) { nonZero = true; if (y - y !== 0) dirty = true; else if (y < 0) neg = true; } else if (1 / y < 0) dirty = true;
       }
     }
-    kind = dirty ? STATE_ANY : nonZero ? STATE_CLEAN : STATE_ZERO;
+    kind = dirty ? STATE_ANY : nonZero ? (neg ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
   } else {
+    scratch.modified[0] = 1;
     for (let i = 0; i < dk; i++) {
       const ki = k[kOff + i];
       const row = i * dv;
@@ -492,9 +523,10 @@ export function recurrentStepSparse(
   if (kind !== STATE_ANY) {
     nonZeroIndices(q, qOff, dk, qIdx, rowNonZero, negOffScratch, qDot, dotCount);
     const qNegOff = negOffScratch[0];
+    const qSign = kind === STATE_POS || kind === STATE_ZERO ? (negOffScratch[1] ? 1 : 0) : -1;
     const qdn = dotCount[0];
-    const nzn = listRows(rowNonZero, nzRows);
-    for (let j = 0; j < dv; j++) o[oOff + j] = sparseColumnDot(S, dv, j, q, qOff, qDot, qdn, nzRows, nzn, qNegOff);
+    const nzn = qSign >= 0 ? 0 : listRows(rowNonZero, nzRows);
+    for (let j = 0; j < dv; j++) o[oOff + j] = sparseColumnDot(S, dv, j, q, qOff, qDot, qdn, nzRows, nzn, qNegOff, qSign);
   } else {
     for (let j = 0; j < dv; j++) {
       let acc = -0;
@@ -576,6 +608,15 @@ export function gdnForward(
     phaseEnd('gdn.idle', phaseStart());
     return { out: [o], states: [wantStates ? cache.S.map((s) => s.slice()) : null] };
   }
+  if (!idle && buf !== undefined && mode === 'decode' && path === 'sparse' && ctx.order.kind === 'sequential'
+    && ctx.profile === 'f32' && ctx.siluForm === 'mul') {
+    const o = gdnDecodeTracked(ctx, cfg, w, cache, xs[0], d, buf, stats);
+    if (o !== null) {
+      cache.convZero = 0;
+      return { out: [o], states: [wantStates ? cache.S.map((s) => s.slice()) : null] };
+    }
+  }
+  cache.track = undefined;
   const r = gdnForwardFull(ctx, cfg, w, cache, xs, mode, path, wantStates, d, buf, stats);
   if (idle) {
     // Keep the output only if the step left the state as it found it (it does: see idleStep).
@@ -704,12 +745,228 @@ function gdnForwardFull(
   const out: Float32Array[] = [];
   const normed = buf ? buf.normed : new Float32Array(valueDim);
   for (let t = 0; t < L; t++) {
-    for (let h = 0; h < hv; h++) {
-      gatedRmsNorm(ctx, core[t], h * dv, toks[t].z, h * dv, dv, w.norm, cfg.rmsNormEps, normed, h * dv);
+    if (buf !== undefined) {
+      // The gated norm of a head is a pure function of its (core, z) bit patterns (fixed weights and
+      // numeric context per cache): a head whose inputs repeat bit for bit keeps its last output.
+      const memo = buf.normMemo;
+      const cb = new Uint32Array(core[t].buffer, core[t].byteOffset, valueDim);
+      const zb = new Uint32Array(toks[t].z.buffer, toks[t].z.byteOffset, valueDim);
+      for (let h = 0; h < hv; h++) {
+        const o0 = h * dv;
+        const m0 = 2 * o0;
+        let same = buf.normMemoValid[h] === 1;
+        if (same) {
+          for (let j = 0; j < dv; j++) {
+            if (memo[m0 + j] !== cb[o0 + j] || memo[m0 + dv + j] !== zb[o0 + j]) { same = false; break; }
+          }
+        }
+        if (same) continue; // normed[o0 ..) still holds this head's output
+        gatedRmsNorm(ctx, core[t], o0, toks[t].z, o0, dv, w.norm, cfg.rmsNormEps, normed, o0);
+        for (let j = 0; j < dv; j++) { memo[m0 + j] = cb[o0 + j]; memo[m0 + dv + j] = zb[o0 + j]; }
+        buf.normMemoValid[h] = 1;
+      }
+    } else {
+      for (let h = 0; h < hv; h++) {
+        gatedRmsNorm(ctx, core[t], h * dv, toks[t].z, h * dv, dv, w.norm, cfg.rmsNormEps, normed, h * dv);
+      }
     }
     t0 = phaseEnd('gdn.gatedNorm', t0);
     out.push(linear(ctx, w.outProj, normed, path, { stats, out: buf?.out }));
     t0 = phaseEnd('gdn.outProj', t0);
   }
   return { out, states };
+}
+
+/**
+ * What the last tracked decode step of a layer left behind (gdnDecodeTracked). Invariants between
+ * tracked steps of one cache:
+ *  - a conv channel not `inActive` is settled: its K state taps are bit-identical and `conved[c]`
+ *    (the layer buffer) is the conv + SiLU of that state;
+ *  - buf.q / buf.k hold the l2-normalised queries / keys of buf.conved, buf.beta / buf.g the gates
+ *    of the last step, buf.core each value head's last output, buf.normed its gated norm with
+ *    the last z, and `headModified[h]` says whether the last step may have changed S of head h.
+ */
+export interface GdnTrack {
+  weights: GdnWeights;
+  active: Int32Array;
+  nActive: number;
+  inActive: Uint8Array;
+  /** Per key head: its q / k inputs (conved) changed this step. Per value head: v changed. */
+  qkDirty: Uint8Array;
+  vDirty: Uint8Array;
+  /** Per value head: S may have changed in the last step; core output changed this step. */
+  headModified: Uint8Array;
+  coreChanged: Uint8Array;
+  /** Scratch: a value head's previous output; normed entries that changed this step. */
+  oldCore: Float32Array;
+  normedChanged: Int32Array;
+}
+
+function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
+  return {
+    weights: w, active: new Int32Array(d.convDim), nActive: 0, inActive: new Uint8Array(d.convDim),
+    qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
+    coreChanged: new Uint8Array(d.hv), oldCore: new Float32Array(d.dv), normedChanged: new Int32Array(d.valueDim),
+  };
+}
+
+/** True when the K taps of channel `base` are bit-identical. */
+function tapsSettled(convBits: Uint32Array, base: number, K: number): boolean {
+  const b = convBits[base];
+  for (let j = 1; j < K; j++) if (convBits[base + j] !== b) return false;
+  return true;
+}
+
+/**
+ * One decode step of the GDN mixer that recomputes only what changed since the previous step
+ * (sparse path, sequential order, f32 profile, silu 'mul'; bit-identical to gdnForwardFull, by
+ * purity: every recomputed quantity is a pure function of inputs that are compared bit for bit):
+ *  - the projections through delta.ts (rows of changed input columns);
+ *  - conv: a channel whose taps are all equal (bits) and whose new input equals them keeps its
+ *    state and output; the others shift and recompute as convStepF32 does, and become settled
+ *    once their taps are equal;
+ *  - q / k of a key head are re-normalised only when one of its conv outputs changed;
+ *  - a value head's recurrent step runs only when its q, k, v, β or g changed, or the previous step
+ *    may have changed S (a write), or S was handed out: otherwise the step would repeat the
+ *    previous one on the same S — same output, S unchanged;
+ *  - the gated norm runs for heads whose output or z changed; out_proj through delta.ts with the
+ *    changed normed entries as candidates.
+ * The first step on a cache (or after any untracked call) runs every part in full. Returns the
+ * output (buf.out), or null when a projection's delta form does not apply (nothing changed yet).
+ */
+function gdnDecodeTracked(
+  ctx: ExecNumericContext, cfg: ModelConfig, w: GdnWeights, cache: GdnCache, x: Float32Array, d: GdnDimsX,
+  buf: GdnBuffers, stats?: MatmulStats,
+): Float32Array | null {
+  let t0 = phaseStart();
+  const qkvS = deltaLinear(ctx, w.inProjQkv, x, 0, null, 0, stats);
+  const zS = qkvS && deltaLinear(ctx, w.inProjZ, x, 0, null, 0, stats);
+  const bS = zS && deltaLinear(ctx, w.inProjB, x, 0, null, 0, stats);
+  const aS = bS && deltaLinear(ctx, w.inProjA, x, 0, null, 0, stats);
+  if (qkvS === null || zS === null || bS === null || aS === null) return null;
+  t0 = phaseEnd('gdn.proj', t0);
+  phaseEnd('gdn.tracked', phaseStart()); // marks (with profiling on) that a tracked step ran
+  const { K, convDim, hk, hv, dk, dv, r, keyDim, valueDim } = d;
+  let tr = cache.track;
+  const fresh = tr === undefined || tr.weights !== w;
+  const mixed = qkvS.y;
+  const conv = cache.conv;
+  const conved = buf.conved;
+  const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
+  const conBits = new Uint32Array(conved.buffer, conved.byteOffset, convDim);
+  const cw = w.conv1d;
+  if (fresh) {
+    tr = newGdnTrack(w, d);
+    const cz = convZeroOf(w, convDim, K);
+    convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
+    for (let c = 0; c < convDim; c++) {
+      if (!tapsSettled(convBits, c * K, K)) { tr.inActive[c] = 1; tr.active[tr.nActive++] = c; }
+    }
+    tr.qkDirty.fill(1);
+    tr.vDirty.fill(1);
+    cache.track = tr;
+  } else {
+    const t = tr as GdnTrack;
+    t.qkDirty.fill(0);
+    t.vDirty.fill(0);
+    const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, convDim);
+    const { active, inActive } = t;
+    let n = t.nActive;
+    // settled channels whose input differs from their (equal) taps join the active list
+    if (qkvS.full) {
+      for (let c = 0; c < convDim; c++) if (inActive[c] === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { inActive[c] = 1; active[n++] = c; }
+    } else {
+      for (let i = 0; i < qkvS.nRows; i++) {
+        const c = qkvS.rows[i];
+        if (inActive[c] === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { inActive[c] = 1; active[n++] = c; }
+      }
+    }
+    let m = 0;
+    for (let i = 0; i < n; i++) {
+      const c = active[i];
+      const base = c * K;
+      for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
+      conv[base + K - 1] = mixed[c];
+      let y = -0;
+      for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
+      const before = conBits[c];
+      conved[c] = silu32(y, 'mul');
+      if (conBits[c] !== before) {
+        if (c < 2 * keyDim) t.qkDirty[Math.floor((c < keyDim ? c : c - keyDim) / dk)] = 1;
+        else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
+      }
+      if (tapsSettled(convBits, base, K)) inActive[c] = 0;
+      else active[m++] = c;
+    }
+    t.nActive = m;
+  }
+  const t = tr as GdnTrack;
+  t0 = phaseEnd('gdn.conv', t0);
+  const scale = f32(Math.pow(dk, -0.5));
+  const { q, k } = buf;
+  for (let h = 0; h < hk; h++) {
+    if (t.qkDirty[h] === 0) continue;
+    if (allZero(conved, h * dk, dk) && allZero(conved, keyDim + h * dk, dk)) {
+      q.set(conved.subarray(h * dk, (h + 1) * dk), h * dk);
+      k.set(conved.subarray(keyDim + h * dk, keyDim + (h + 1) * dk), h * dk);
+      continue;
+    }
+    l2norm(ctx, conved, h * dk, dk, q, h * dk);
+    for (let i = 0; i < dk; i++) q[h * dk + i] = f32(q[h * dk + i] * scale);
+    l2norm(ctx, conved, keyDim + h * dk, dk, k, h * dk);
+  }
+  const v = conved.subarray(2 * keyDim);
+  const { beta, g } = buf;
+  const bv = bS.y;
+  const av = aS.y;
+  const gateDirty = t.vDirty; // β / g changes are folded into the per-value-head dirty flags
+  for (let h = 0; h < hv; h++) {
+    const nb = sigmoid32(bv[h]);
+    const ng = f32(-exp32(w.aLog[h]) * softplus32(f32(av[h] + w.dtBias[h])));
+    if (fresh || !Object.is(nb, beta[h]) || !Object.is(ng, g[h]) || nb !== nb || ng !== ng) gateDirty[h] = 1;
+    beta[h] = nb;
+    g[h] = ng;
+  }
+  t0 = phaseEnd('gdn.qkGates', t0);
+  const core = buf.core;
+  const scratch = buf.step;
+  const { oldCore, coreChanged, headModified } = t;
+  for (let h = 0; h < hv; h++) {
+    const kh = Math.floor(h / r);
+    coreChanged[h] = 0;
+    if (!fresh && t.vDirty[h] === 0 && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0) continue;
+    const S = cache.S[h];
+    const rows = cache.rowNonZero[h];
+    const kind = cache.exposed[h] ? classifyState(S, rows) : cache.kind[h];
+    const o0 = h * dv;
+    for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
+    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, v, h * dv, g[h], beta[h], core, o0, scratch);
+    headModified[h] = scratch.modified[0];
+    for (let j = 0; j < dv; j++) if (!Object.is(core[o0 + j], oldCore[j])) { coreChanged[h] = 1; break; }
+  }
+  t0 = phaseEnd('gdn.recurrent', t0);
+  // gated norm of the heads whose output or z changed
+  const z = zS.y;
+  if (!fresh && !zS.full) {
+    for (let i = 0; i < zS.nRows; i++) coreChanged[Math.floor(zS.rows[i] / dv)] = 1;
+  }
+  const normed = buf.normed;
+  const nb = new Uint32Array(normed.buffer, normed.byteOffset, valueDim);
+  const changedList = t.normedChanged;
+  let nc = 0;
+  for (let h = 0; h < hv; h++) {
+    if (!fresh && !zS.full && coreChanged[h] === 0) continue;
+    const o0 = h * dv;
+    for (let j = 0; j < dv; j++) oldCore[j] = normed[o0 + j];
+    gatedRmsNorm(ctx, core, o0, z, o0, dv, w.norm, cfg.rmsNormEps, normed, o0);
+    const ob = new Uint32Array(oldCore.buffer, oldCore.byteOffset, dv);
+    for (let j = 0; j < dv; j++) if (nb[o0 + j] !== ob[j]) changedList[nc++] = o0 + j;
+  }
+  buf.normMemoValid.fill(0); // the untracked path's memo no longer describes `normed`
+  t0 = phaseEnd('gdn.gatedNorm', t0);
+  const os = deltaLinear(ctx, w.outProj, normed, 0, fresh || zS.full ? null : changedList, nc, stats);
+  if (os !== null) buf.out.set(os.y.subarray(0, w.outProj.rows));
+  else linear(ctx, w.outProj, normed, 'sparse', { stats, out: buf.out });
+  phaseEnd('gdn.outProj', t0);
+  return buf.out;
 }

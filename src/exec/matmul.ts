@@ -53,10 +53,14 @@ export interface MatmulStats {
   denseRowFallbacks: number;
   /** Sparse-path matmuls that ran in the column-scatter form (counted in `sparse` too). */
   scatter: number;
+  /** Sparse-path matmuls that ran incrementally (delta.ts; counted in `sparse` too). */
+  delta: number;
+  /** linearArgmax calls answered by its memo (counted in `sparse` and `scatter` too). */
+  argmaxMemoHits: number;
 }
 
 export function newMatmulStats(): MatmulStats {
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0 };
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0 };
 }
 
 /**
@@ -131,7 +135,7 @@ function denseLinear(ctx: ExecNumericContext, m: Matrix, x: Float32Array, xOff: 
  * form, which rows hold a −0 there (only those need the dense row to decide the sign of a zero
  * result; a dense row without −0 has +0 wherever the CSR has no entry, like a CSR-only row).
  */
-interface SparsePlan {
+export interface SparsePlan {
   csr: CsrMatrix;
   finite: boolean;
   nonEmptyRows: Uint32Array;
@@ -141,7 +145,7 @@ interface SparsePlan {
 
 const sparsePlans = new WeakMap<Matrix, SparsePlan>();
 
-function sparsePlanOf(m: Matrix): SparsePlan {
+export function sparsePlanOf(m: Matrix): SparsePlan {
   let p = sparsePlans.get(m);
   if (p && p.csr === (m.csr ?? p.csr) && (m.dense !== undefined) === (p.denseNegZeroRow !== null)) return p;
   const csr = csrOf(m);
@@ -164,7 +168,7 @@ function sparsePlanOf(m: Matrix): SparsePlan {
  * Null when some CSR row does not list its columns in strictly ascending order (the scatter form
  * sums each row in ascending column order, which is the CSR walk's order only for sorted rows).
  */
-interface CscPlan {
+export interface CscPlan {
   colPtr: Uint32Array;
   rowIdx: Uint32Array;
   values: Float32Array;
@@ -174,7 +178,7 @@ interface CscPlan {
 
 const cscPlans = new WeakMap<Matrix, CscPlan | null>();
 
-function cscPlanOf(m: Matrix, csr: CsrMatrix): CscPlan | null {
+export function cscPlanOf(m: Matrix, csr: CsrMatrix): CscPlan | null {
   let p = cscPlans.get(m);
   if (p !== undefined) return p;
   const { rowPtr, colIdx, values } = csr;
@@ -487,6 +491,44 @@ export function scatterInto(
   return true;
 }
 
+/**
+ * linearArgmax's memo (per numeric context and matrix): the greedy token for a key = the list of
+ * (column, bit pattern) of the non-zero activations in columns that hold weights. Valid only
+ * where the scatter precondition holds (the caller checks maxRowNnz < cols − negTotal; the matrix
+ * itself must qualify — `cscMaxRowNnz` is +inf otherwise): then every row is a pure function of
+ * those activations (scatterInto), so is the argmax. Keys are compared in full (no hash trust).
+ */
+interface ArgmaxMemo {
+  colHasEntries: Uint8Array;
+  cscMaxRowNnz: number;
+  map: Map<number, { key: Uint32Array; best: number }[]>;
+  entries: number;
+  scratch: Uint32Array;
+}
+const ARGMAX_MEMO_MAX = 1 << 16;
+const argmaxMemos = new WeakMap<ExecNumericContext, WeakMap<Matrix, ArgmaxMemo>>();
+
+function argmaxMemoOf(ctx: ExecNumericContext, m: Matrix): ArgmaxMemo | null {
+  if (ctx.order.kind !== 'sequential') return null;
+  let byM = argmaxMemos.get(ctx);
+  if (byM === undefined) { byM = new WeakMap(); argmaxMemos.set(ctx, byM); }
+  let memo = byM.get(m);
+  if (memo === undefined) {
+    const plan = sparsePlanOf(m);
+    const csc = cscPlanOf(m, plan.csr);
+    let ok = plan.finite && csc !== null;
+    if (ok && plan.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) { ok = false; break; }
+    const colHasEntries = new Uint8Array(m.cols);
+    if (csc) for (let c = 0; c < m.cols; c++) colHasEntries[c] = csc.colPtr[c + 1] > csc.colPtr[c] ? 1 : 0;
+    memo = {
+      colHasEntries, cscMaxRowNnz: ok && csc ? csc.maxRowNnz : Infinity, map: new Map(), entries: 0,
+      scratch: new Uint32Array(2 * m.cols),
+    };
+    byM.set(m, memo);
+  }
+  return memo;
+}
+
 /** Per matrix: linearArgmax's sparse output and activation scratch. */
 const argmaxStates = new WeakMap<Matrix, { so: SparseOut; nz: Int32Array; neg: Int32Array }>();
 
@@ -507,6 +549,37 @@ export function linearArgmax(
       argmaxStates.set(m, st);
     }
     const nzn = scanActivations(x, 0, m.cols, st.nz, st.neg);
+    const memo = nzn >= 0 ? argmaxMemoOf(ctx, m) : null;
+    let key: Uint32Array | null = null;
+    let hash = 0;
+    if (memo !== null && memo.cscMaxRowNnz < m.cols - st.neg[0]) {
+      // under the scatter precondition the logits are a pure function of the non-zero activations
+      // in columns that hold weights: look that key up
+      const xb = new Uint32Array(x.buffer, x.byteOffset, m.cols);
+      let kn = 0;
+      hash = 0x811c9dc5;
+      for (let t = 0; t < nzn; t++) {
+        const c = st.nz[t];
+        if (memo.colHasEntries[c] === 0) continue;
+        memo.scratch[kn++] = c;
+        memo.scratch[kn++] = xb[c];
+        hash = Math.imul(hash ^ c, 0x01000193);
+        hash = Math.imul(hash ^ xb[c], 0x01000193);
+      }
+      key = memo.scratch.subarray(0, kn);
+      const bucket = memo.map.get(hash);
+      if (bucket !== undefined) {
+        for (const e of bucket) {
+          if (e.key.length !== kn) continue;
+          let same = true;
+          for (let i = 0; i < kn; i++) if (e.key[i] !== key[i]) { same = false; break; }
+          if (same) {
+            if (stats) { stats.sparse++; stats.scatter++; stats.argmaxMemoHits++; }
+            return e.best;
+          }
+        }
+      }
+    }
     if (nzn >= 0 && scatterInto(ctx, m, x, 0, st.nz, nzn, st.neg[0], st.so, storedEntries(m), stats)) {
       const { out, mark, touched } = st.so;
       let best = -1;
@@ -523,6 +596,14 @@ export function linearArgmax(
         if (best < 0 || 0 > bv || (0 === bv && r < best)) best = r;
       }
       if (best < 0) throw new ChipcError('EXEC_NAN_LOGITS', 'argmax: every logit is NaN (or there are none)');
+      if (memo !== null && key !== null) {
+        if (memo.entries >= ARGMAX_MEMO_MAX) { memo.map.clear(); memo.entries = 0; }
+        const bucket = memo.map.get(hash);
+        const e = { key: key.slice(), best };
+        if (bucket === undefined) memo.map.set(hash, [e]);
+        else bucket.push(e);
+        memo.entries++;
+      }
       return best;
     }
   }

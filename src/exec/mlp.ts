@@ -11,11 +11,11 @@
 import { ChipcError } from '../util/errors.ts';
 import type { Matrix, MoeMlpWeights } from '../model/weights.ts';
 import {
-  linear, linearEx, linearOnSupport, newSparseOut, nonEmptyRowUnion, scanActivations, scatterInto, storedEntries, clearSparseOut,
-  type MatmulPath, type MatmulStats, type SparseOut,
+  linear, linearEx, linearOnSupport, nonEmptyRowUnion, type MatmulPath, type MatmulStats,
 } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32 } from './numeric.ts';
+import { deltaLinear } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 
 const f32 = Math.fround;
@@ -34,98 +34,73 @@ function supportBufferOf(down: Matrix, n: number): Float32Array {
   return b;
 }
 
-/** Per SwiGLU block (keyed by its gate matrix): the sparse outputs of swigluScatter. */
-interface ScatterFfnState {
-  g: SparseOut; u: SparseOut; h: SparseOut; y: SparseOut;
-  nzX: Int32Array; nzH: Int32Array; neg: Int32Array;
-  /** Per row: the bit patterns of g_i and u_i h_i was last computed from, and that h_i (memo; valid where hasMemo). */
-  memoG: Uint32Array; memoU: Uint32Array; memoH: Float32Array; hasMemo: Uint8Array;
-  /** The numeric context the memo was computed in (another context clears it). */
-  memoCtx: ExecNumericContext | null;
-}
-const scatterFfnStates = new WeakMap<Matrix, ScatterFfnState>();
+/** Per numeric context and gate matrix: swigluDelta's h and the gate/up memo versions it reflects. */
+interface FfnDeltaState { h: Float32Array; valid: boolean; changed: Int32Array; gVer: number; uVer: number }
+const ffnDeltaStates = new WeakMap<ExecNumericContext, WeakMap<Matrix, FfnDeltaState>>();
 
 /**
- * The SwiGLU in scatter form (sparse path, sequential order, CSR-only matrices, finite input):
- * gate and up are scatterInto over the non-zero columns of x, so both are exact and +0 outside
- * their touched rows; h_i = act(fl(act(silu(g_i))·u_i)) is computed on the union of those rows
- * (elsewhere g = u = +0, so h = act(fl(+0·+0)) = +0: silu(+0) = +0), and the down projection is
- * scatterInto over the non-zero h_i in ascending i (the sign-bit count of h includes its −0s).
- * Each product is the one the row walk computes (both equal the dense sum, matmul.ts). Returns
- * false, having written nothing to `out`, when a precondition of scatterInto fails or the scatter
- * would walk more entries than the row walk.
+ * The SwiGLU through delta.ts's incremental matmuls (sparse path, sequential order, CSR-only
+ * matrices): gate and up keep their outputs across calls and recompute the rows of changed input
+ * columns; h_i = act(fl(act(silu(g_i))·u_i)) (g_i = ±0 passes through: silu(±0) = ±0) is
+ * recomputed on those rows only (rows no column reaches have g = u = +0, so h = act(fl(+0·+0)) = +0)
+ * — it is a pure function of (g_i, u_i), and the h it keeps was
+ * computed from the gate/up outputs of the previous call (checked by their versions; otherwise
+ * every row is recomputed); the down projection gets the rows whose h bit pattern changed as its
+ * candidate columns. Each matmul equals linear()'s (delta.ts, module comment). Returns false,
+ * having written nothing to `out`, when a delta precondition fails.
  */
-function swigluScatter(
+function swigluDelta(
   ctx: ExecNumericContext, m: { gateProj: Matrix; upProj: Matrix; downProj: Matrix }, x: Float32Array,
   stats: MatmulStats | undefined, out: Float32Array,
 ): boolean {
   const n = m.gateProj.rows;
   const H = m.gateProj.cols;
   if (m.downProj.cols !== n || m.upProj.cols !== H || out.length < m.downProj.rows || x.length < H) return false;
-  let st = scatterFfnStates.get(m.gateProj);
-  if (!st || st.g.out.length !== n || st.y.out.length !== m.downProj.rows) {
-    st = {
-      g: newSparseOut(n), u: newSparseOut(n), h: newSparseOut(n), y: newSparseOut(m.downProj.rows),
-      nzX: new Int32Array(H), nzH: new Int32Array(n), neg: new Int32Array(1),
-      memoG: new Uint32Array(n), memoU: new Uint32Array(n), memoH: new Float32Array(n), hasMemo: new Uint8Array(n), memoCtx: null,
-    };
-    scatterFfnStates.set(m.gateProj, st);
+  let byM = ffnDeltaStates.get(ctx);
+  if (byM === undefined) { byM = new WeakMap(); ffnDeltaStates.set(ctx, byM); }
+  let st = byM.get(m.gateProj);
+  if (st === undefined || st.h.length !== n) {
+    st = { h: new Float32Array(n), valid: false, changed: new Int32Array(n), gVer: -1, uVer: -1 };
+    byM.set(m.gateProj, st);
   }
-  const nzn = scanActivations(x, 0, H, st.nzX, st.neg);
-  if (nzn < 0) return false;
   let t0 = phaseStart();
-  if (!scatterInto(ctx, m.gateProj, x, 0, st.nzX, nzn, st.neg[0], st.g, storedEntries(m.gateProj), stats)) return false;
-  if (!scatterInto(ctx, m.upProj, x, 0, st.nzX, nzn, st.neg[0], st.u, storedEntries(m.upProj), stats)) return false;
+  const gs = deltaLinear(ctx, m.gateProj, x, 0, null, 0, stats);
+  const us = gs === null ? null : deltaLinear(ctx, m.upProj, x, 0, null, 0, stats);
   t0 = phaseEnd('ffn.gateUp', t0);
-  const { g, u, h } = st;
-  clearSparseOut(h);
-  const hm = h.mark;
-  const ht = h.touched;
-  let hn = 0;
-  // the union of the touched rows of g and u, marked in h.mark
-  for (let t = 0; t < g.n; t++) { const i = g.touched[t]; hm[i] = 1; ht[hn++] = i; }
-  for (let t = 0; t < u.n; t++) { const i = u.touched[t]; if (hm[i] === 0) { hm[i] = 1; ht[hn++] = i; } }
-  h.n = hn;
-  const go = g.out;
-  const uo = u.out;
-  const ho = h.out;
-  // h_i is a pure function of (g_i, u_i): rows whose inputs repeat bit for bit reuse it (no exp)
-  const gb = new Uint32Array(go.buffer, go.byteOffset, n);
-  const ub = new Uint32Array(uo.buffer, uo.byteOffset, n);
-  const { memoG, memoU, memoH, hasMemo } = st;
-  if (st.memoCtx !== ctx) { hasMemo.fill(0); st.memoCtx = ctx; }
-  for (let t = 0; t < hn; t++) {
-    const i = ht[t];
-    if (hasMemo[i] === 1 && memoG[i] === gb[i] && memoU[i] === ub[i]) { ho[i] = memoH[i]; continue; }
-    const gi = go[i];
-    const hi = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, ctx.siluForm))) * uo[i]));
-    ho[i] = hi;
-    memoG[i] = gb[i]; memoU[i] = ub[i]; memoH[i] = hi; hasMemo[i] = 1;
-  }
-  // non-zero h in ascending order (the down scatter sums each row in column order)
-  const nzH = st.nzH;
-  let nzh = 0;
-  let negH = 0;
-  if (hn > n >> 5) {
+  if (gs === null || us === null) { st.valid = false; return false; }
+  const h = st.h;
+  const go = gs.y;
+  const uo = us.y;
+  const form = ctx.siluForm;
+  let nch = 0;
+  let cand: Int32Array | null = null;
+  if (!st.valid || gs.full || us.full || st.gVer !== gs.version - 1 || st.uVer !== us.version - 1) {
     for (let i = 0; i < n; i++) {
-      if (hm[i] === 0) continue;
-      const v = ho[i];
-      if (v !== 0) { nzH[nzh++] = i; if (v < 0) negH++; } else if (1 / v < 0) negH++;
+      const gi = go[i];
+      h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * uo[i]));
     }
   } else {
-    const sorted = ht.subarray(0, hn).slice().sort();
-    for (let t = 0; t < hn; t++) {
-      const i = sorted[t];
-      const v = ho[i];
-      if (v !== 0) { nzH[nzh++] = i; if (v < 0) negH++; } else if (1 / v < 0) negH++;
+    const hb = new Uint32Array(h.buffer, h.byteOffset, n);
+    const changed = st.changed;
+    for (let pass = 0; pass < 2; pass++) {
+      const s = pass === 0 ? gs : us;
+      for (let t = 0; t < s.nRows; t++) {
+        const i = s.rows[t];
+        const gi = go[i];
+        const old = hb[i];
+        h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * uo[i]));
+        if (hb[i] !== old) changed[nch++] = i;
+      }
     }
+    cand = changed;
   }
+  st.gVer = gs.version;
+  st.uVer = us.version;
+  st.valid = true;
   t0 = phaseEnd('ffn.act', t0);
-  let ok = false;
-  for (let t = 0; t < nzh; t++) if (ho[nzH[t]] - ho[nzH[t]] !== 0) { nzh = -1; break; }
-  if (nzh >= 0) ok = scatterInto(ctx, m.downProj, ho, 0, nzH, nzh, negH, st.y, storedEntries(m.downProj), stats);
-  if (ok) out.set(st.y.out.subarray(0, m.downProj.rows));
-  else linear(ctx, m.downProj, ho, 'sparse', { stats, out });
+  const ds = deltaLinear(ctx, m.downProj, h, 0, cand, nch, stats);
+  if (ds !== null) out.set(ds.y.subarray(0, m.downProj.rows));
+  else linear(ctx, m.downProj, h, 'sparse', { stats, out });
   phaseEnd('ffn.down', t0);
   return true;
 }
@@ -146,7 +121,7 @@ export function swiglu(
   // g, u and h live only inside this call: module scratch (no re-entrancy), sliced to the width.
   if (path === 'sparse' && ctx.order.kind === 'sequential' && !m.gateProj.dense && !m.upProj.dense && !m.downProj.dense) {
     const y = out ?? new Float32Array(m.downProj.rows);
-    if (swigluScatter(ctx, m, x, stats, y)) return y;
+    if (swigluDelta(ctx, m, x, stats, y)) return y;
   }
   let t0 = phaseStart();
   const gr = linearEx(ctx, m.gateProj, x, path, { stats, out: gScratch.subarray(0, n) });

@@ -48,6 +48,14 @@ export function exp32(x: number): number {
  * is absorbed by 1), exactly +0 for x < −88.72283 (exp(−x) = inf).
  */
 export function sigmoid32(x: number): number {
+  // the saturated ends without the exp (pinned circuits hit them every step): e^−17 < 2^−24, e^89 > 2^128
+  if (x >= 17) return 1;
+  if (x <= -89) return 0;
+  return sigmoidFormula(x);
+}
+
+/** sigmoid32's formula without the saturation shortcuts (the reference the shortcuts are tested against). */
+export function sigmoidFormula(x: number): number {
   return f32(1 / f32(1 + f32(Math.exp(-x))));
 }
 
@@ -58,7 +66,16 @@ export function sigmoid32(x: number): number {
 export function silu32(x: number, form: 'mul' | 'div'): number {
   // ±0 in, ±0 out in both forms (±0·0.5, ±0/2): skips the exp, which unused units hit every step.
   if (x === 0) return x;
-  if (form === 'mul') return f32(x * sigmoid32(x));
+  // saturated ends (see sigmoid32): x·1 = x, x/1 = x; x·(+0) = x/inf = −0 for finite x < 0
+  // (−inf is excluded: −inf·0 and −inf/inf are NaN)
+  if (x >= 17) return x;
+  if (x <= -89 && x !== -Infinity) return -0;
+  return siluFormula(x, form);
+}
+
+/** silu32's formulas without any shortcut (the reference the shortcuts are tested against). */
+export function siluFormula(x: number, form: 'mul' | 'div'): number {
+  if (form === 'mul') return f32(x * sigmoidFormula(x));
   return f32(x / f32(1 + f32(Math.exp(-x))));
 }
 

@@ -1,0 +1,183 @@
+/**
+ * Incremental decode (src/exec/delta.ts and the tracked GDN step of gdn.ts) against the plain
+ * computation, bit for bit:
+ *  - deltaLinear over sequences of inputs that change a few columns at a time (with ±0, negatives,
+ *    tiny and huge values, and inputs that break the precondition or are not finite), with and
+ *    without candidate lists, against the dense linear; f32 and bf16;
+ *  - linearArgmax's memo against argmax of the dense logits over repeated inputs;
+ *  - whole executors on compiled circuits with GDN RAM (regfile) and on the RV32 chip: the sparse
+ *    path (tracked GDN steps, incremental FFN and LM head) against the dense path, every residual
+ *    and GDN state at every layer and position, including a live-state write and setGdnState.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { deltaLinear } from '../src/exec/delta.ts';
+import { Executor, argmax } from '../src/exec/executor.ts';
+import { linearArgmax, linearEx, newMatmulStats } from '../src/exec/matmul.ts';
+import { makeNumericContext } from '../src/exec/numeric.ts';
+import type { PhaseTimes } from '../src/exec/profile.ts';
+import { loadCircuitFile } from '../src/dsl/load.ts';
+import { compileCircuit } from '../src/compile.ts';
+import { sparsifyMatrix } from '../src/model/random-weights.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import type { Matrix } from '../src/model/weights.ts';
+
+const bits = (a: Float32Array): number[] =>
+  Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
+
+function lcg(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => { s = (Math.imul(s, 1103515245) + 12345) >>> 0; return s / 4294967296; };
+}
+
+const WEIGHTS = [1, -1, 0.5, -2.5, 3, 1e-20, -1e-20, 2 ** 100, 0.1, 7];
+const ACTS = [0, -0, 1, 2, 0.25, -1, 1e-30, -1e-30, 3e38, 2 ** -140, 5];
+
+/** A rows × cols matrix with ≤ perRow entries per row (some rows empty): dense and CSR-only forms. */
+function sparseMatrix(rnd: () => number, rows: number, cols: number, perRow: number): { dense: Matrix; csr: Matrix } {
+  const d = new Float32Array(rows * cols);
+  for (let r = 0; r < rows; r++) {
+    if (rnd() < 0.25) continue;
+    const k = 1 + Math.floor(rnd() * perRow);
+    for (let t = 0; t < k; t++) d[r * cols + Math.floor(rnd() * cols)] = WEIGHTS[Math.floor(rnd() * WEIGHTS.length)];
+  }
+  return { dense: { rows, cols, dense: d }, csr: { rows, cols, csr: sparsifyMatrix({ rows, cols, dense: d }).csr } };
+}
+
+describe('deltaLinear', () => {
+  it('property: equals the dense linear over changing inputs (f32, bf16), with and without candidates', () => {
+    let deltaCalls = 0;
+    let partialCalls = 0;
+    fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.boolean(), fc.boolean(), (seed, bf16, useCand) => {
+      const rnd = lcg(seed);
+      const rows = 1 + Math.floor(rnd() * 30);
+      const cols = 4 + Math.floor(rnd() * 12);
+      const m = sparseMatrix(rnd, rows, cols, Math.max(1, cols >> 2));
+      const ctx = makeNumericContext({ profile: bf16 ? 'bf16' : 'f32' });
+      const plain = makeNumericContext({ profile: bf16 ? 'bf16' : 'f32' });
+      let x = new Float32Array(cols);
+      for (let step = 0; step < 12; step++) {
+        const prev = x;
+        x = x.slice();
+        const changedCols: number[] = [];
+        for (let c = 0; c < cols; c++) {
+          if (rnd() < 0.2) {
+            const r = rnd();
+            // mostly non-negative (the precondition), sometimes many negatives or a non-finite value
+            x[c] = r < 0.03 ? NaN : r < 0.05 ? Infinity : r < 0.3 ? -ACTS[Math.floor(rnd() * ACTS.length)] : ACTS[Math.floor(rnd() * ACTS.length)];
+            changedCols.push(c);
+          }
+        }
+        // candidates: every changed column plus some unchanged ones and a repeat
+        const cand = Int32Array.from([...changedCols, ...changedCols.slice(0, 1), Math.floor(rnd() * cols)]);
+        const stats = newMatmulStats();
+        const st = deltaLinear(ctx, m.csr, x, 0, useCand ? cand : null, cand.length, stats);
+        const want = linearEx(plain, m.dense, x, 'dense').out;
+        if (st !== null) {
+          deltaCalls++;
+          expect(bits(st.y)).toEqual(bits(want));
+          expect(stats.delta).toBe(1);
+          if (!st.full) {
+            partialCalls++;
+            // the recomputed rows cover every row whose value changed
+            const before = linearEx(plain, m.dense, prev, 'dense').out;
+            const rowsSet = new Set(Array.from(st.rows.subarray(0, st.nRows)));
+            for (let r = 0; r < rows; r++) if (bits(before.subarray(r, r + 1))[0] !== bits(want.subarray(r, r + 1))[0]) expect(rowsSet.has(r)).toBe(true);
+          }
+        } else {
+          // not applicable: some activation is not finite, or too many have the sign bit set
+          let neg = 0;
+          let finite = true;
+          for (const v of x) { if (!Number.isFinite(v)) finite = false; if (v < 0 || Object.is(v, -0)) neg++; }
+          let maxRow = 0;
+          const csr = m.csr.csr!;
+          for (let r = 0; r < rows; r++) maxRow = Math.max(maxRow, csr.rowPtr[r + 1] - csr.rowPtr[r]);
+          expect(!finite || maxRow >= cols - neg).toBe(true);
+        }
+      }
+    }), { numRuns: 300 });
+    expect(deltaCalls).toBeGreaterThan(1000);
+    expect(partialCalls).toBeGreaterThan(500);
+  });
+});
+
+describe('linearArgmax memo', () => {
+  it('repeated and near-repeated inputs give argmax of the dense logits (ties, negative maxima, ±0, unused columns)', () => {
+    let hits = 0;
+    let checked = 0;
+    for (let seed = 1; seed <= 40; seed++) {
+      const rnd = lcg(seed * 7919);
+      const rows = 5 + Math.floor(rnd() * 60);
+      const cols = 8;
+      const d = new Float32Array(rows * cols);
+      // column 7 holds no weight: its activation must not matter
+      for (let r = 0; r < rows; r++) {
+        if (rnd() < 0.4) continue;
+        d[r * cols + Math.floor(rnd() * 7)] = [1, -1, 2, -0.5, 1][Math.floor(rnd() * 5)];
+      }
+      const dense: Matrix = { rows, cols, dense: d };
+      const csr: Matrix = { rows, cols, csr: sparsifyMatrix(dense).csr };
+      const ctx = makeNumericContext({});
+      const pool = [Float32Array.from([1, 0, 0, 2, 0, 1, 0, 0]), Float32Array.from([0, 0, 3, 0, 0, 0, 0, 1]), Float32Array.from([1, -0, 0, 2, 0, 1, 0, 7])];
+      for (let step = 0; step < 30; step++) {
+        const x = pool[Math.floor(rnd() * pool.length)].slice();
+        if (rnd() < 0.3) x[Math.floor(rnd() * cols)] = [0, -0, 1, 2, 0.5, 3][Math.floor(rnd() * 6)];
+        const want = argmax(linearEx(makeNumericContext({}), dense, x, 'dense').out);
+        const stats = newMatmulStats();
+        const before = stats.sparse;
+        const got = linearArgmax(ctx, csr, x, 'sparse', new Float32Array(rows), stats);
+        expect(got).toBe(want);
+        if (stats.sparse > before) checked++;
+        hits += stats.argmaxMemoHits;
+      }
+    }
+    expect(checked).toBeGreaterThan(1000);
+    expect(hits).toBeGreaterThan(500); // most inputs repeat a key: answered by the memo
+  });
+});
+
+/** Residuals and GDN states of every layer and position, as bit patterns, in event order. */
+function recorder(ex: Executor): number[][] {
+  const rec: number[][] = [];
+  ex.addHook((ev) => {
+    rec.push([ev.layer, ev.position], bits(ev.residualIn), bits(ev.residualMid), bits(ev.residualOut));
+    for (const a of ev.gdnState ?? []) rec.push(bits(a));
+  });
+  return rec;
+}
+
+describe('incremental decode on whole executors', () => {
+  it('regfile (GDN RAM, tiny target): sparse (tracked) = dense, every residual and state, with live-state writes', async () => {
+    const tiny = resolveTarget('tiny').config;
+    const ir = await loadCircuitFile('circuits/examples/regfile.ts');
+    const res = compileCircuit(ir, tiny);
+    const bos = ir.bos ?? 0;
+    const rnd = lcg(99);
+    const stream = [bos, ...Array.from({ length: 60 }, () => Math.floor(rnd() * bos))];
+    const li = res.weights.config.layerTypes.indexOf('linear_attention');
+    for (const writeAt of [-1, 20]) {
+      const s = new Executor(res.weights, { path: 'sparse', profile: 'f32' });
+      const d = new Executor(res.weights, { path: 'dense', profile: 'f32' });
+      const times: PhaseTimes = {};
+      s.setPhaseTimes(times);
+      const recS = recorder(s);
+      const recD = recorder(d);
+      s.prefill([stream[0]]);
+      d.prefill([stream[0]]);
+      for (let i = 1; i < stream.length; i++) {
+        if (i === writeAt) {
+          // setGdnState (the loader's path) and a handed-out live state written afterwards
+          const S0 = new Float32Array(s.gdnState(li, 0).length);
+          S0[3] = 181.01934814453125;
+          for (const ex of [s, d]) ex.setGdnState(li, 0, S0);
+          for (const ex of [s, d]) { const S = ex.gdnState(li, 1); S[5] = 0.75; }
+        }
+        expect(s.decodeArgmax(stream[i])).toBe(argmax(d.decode(stream[i])));
+      }
+      expect(recS.length).toBeGreaterThan(stream.length);
+      expect(recS).toEqual(recD);
+      expect(s.stats.delta).toBeGreaterThan(0);
+      expect(times['gdn.tracked']).toBeGreaterThan(0); // the tracked GDN step ran
+    }
+  });
+});

@@ -389,7 +389,11 @@ export function cpuCircuit(opts: CpuOptions) {
     const writeSecond = c.and(fedH, ppH!).named('writeSecond');
     const readNext = c.table('readNext', [isStore, funct3, off, atStart, secondPhase], (st, f3, o, at, sp) =>
       (!crosses(f3, o) ? 0 : st ? sp : at ? (4 - o > 2 ? 1 : 0) : (4 - o > 2 ? 0 : 1)), [0, 1]);
-    const row = c.linear(rowBits.map((x, k) => [c.select(readNext, rowBits4[k]!, x), 2 ** k] as [Sig, number])).named('memRow');
+    // The read address is forced to row 0 when the read is disabled (it is unused then): a
+    // disabled port's q projection then stays constant from one instruction to the next, which the
+    // executor's incremental decode turns into skipped work (docs/executor.md, round 3).
+    const row = c.linear(rowBits.map((x, k) => [c.table(`memRRow${k}`, [inRam, readNext, rowBits4[k]!, x],
+      (en, rn, r1, r0) => (en ? (rn ? r1 : r0) : 0), [0, 1]), 2 ** k] as [Sig, number])).named('memRow');
     const isSW = c.table('isSW', [isStore, funct3, loading, off], (st, f3, ld, o) => (st && f3 === 2 && !ld && o === 0 ? 1 : 0), [0, 1]);
     // An aligned SW writes at its own position; any other store writes each merged word at the H
     // that brings it back (the second word of a crossing store at the second H).
@@ -397,9 +401,10 @@ export function cpuCircuit(opts: CpuOptions) {
       (r, st, sw, h, ld, lw) => (ld ? lw : r && st && (sw || h) ? 1 : 0), [0, 1]);
     const storeBits = Array.from({ length: 32 }, (_, k) => c.select(isSW, b[k]!, tokenWord[k]!));
     const mem = c.ram('mem', { rows: memWords, fields: Array.from({ length: 32 }, () => 2) });
-    // In loader mode the write goes to the loader's address (bit by bit: a row number can exceed a slot's ±256).
-    const writeRow = c.linear(rowBits.map((x, k) => [c.table(`memWRow${k}`, [loading, loadAddr[k]!, writeSecond, x, rowBits4[k]!],
-      (ld, la, ws, r0, r1) => (ld ? la : ws ? r1 : r0), [0, 1]), 2 ** k] as [Sig, number]));
+    // In loader mode the write goes to the loader's address (bit by bit: a row number can exceed a
+    // slot's ±256); row 0 when nothing is written (constant k projection, as for the read).
+    const writeRow = c.linear(rowBits.map((x, k) => [c.table(`memWRow${k}`, [memWrite, loading, loadAddr[k]!, writeSecond, x, rowBits4[k]!],
+      (en, ld, la, ws, r0, r1) => (!en ? 0 : ld ? la : ws ? r1 : r0), [0, 1]), 2 ** k] as [Sig, number]));
     mem.write(writeRow, storeBits, memWrite);
     const old = mem.read(row, inRam);
     const oldByte = bitsWord(c, old);

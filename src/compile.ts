@@ -23,6 +23,22 @@ import { analyzeOrderInvariance, type InvarianceReport } from './passes/order-in
 export interface CompileOptions {
   /** Hidden size to use (default: the target's, widened only as far as the circuit needs). */
   hidden?: number;
+  /**
+   * Vocabulary size to emit (default: the target's, widened to the next multiple of 256 when the
+   * circuit's token ids do not fit, as a merge extends the host's vocabulary). A given size
+   * smaller than the circuit's alphabet is a `fit.vocab` error.
+   */
+  vocab?: number;
+}
+
+/** The vocabulary a compile emits for `ir` at `target` (see CompileOptions.vocab). */
+export function vocabFor(ir: CircuitIR, target: ModelConfig, vocab?: number): number {
+  if (vocab !== undefined) {
+    if (!Number.isInteger(vocab) || vocab < 1) throw new ChipcError('fit.vocab', `vocabulary size ${vocab} is not a positive integer`);
+    if (vocab < ir.vocab) throw new ChipcError('fit.vocab', `the circuit uses ${ir.vocab} token ids; the requested vocabulary has ${vocab}`);
+    return vocab;
+  }
+  return target.vocabSize >= ir.vocab ? target.vocabSize : Math.ceil(ir.vocab / 256) * 256;
 }
 
 export interface SignalPlacement {
@@ -107,7 +123,9 @@ export function layerNonZeros(w: ModelWeights, i: number): number {
   return n;
 }
 
-export function compileCircuit(ir: CircuitIR, target: ModelConfig, opts: CompileOptions = {}): CompileResult {
+export function compileCircuit(ir: CircuitIR, host: ModelConfig, opts: CompileOptions = {}): CompileResult {
+  const vocabSize = vocabFor(ir, host, opts.vocab);
+  const target: ModelConfig = vocabSize === host.vocabSize ? host : { ...host, vocabSize };
   const lowered = lower(ir, target);
   // Schedule and pack; when the slot clears packing adds overflow a layer's FFN, reserve that
   // many units there and schedule again (a fixpoint: reservations only grow).

@@ -123,10 +123,14 @@ describe('a circuit that does not fit names the resource', () => {
     expect(e.message).toMatch(/FFN units.*the target has 32/);
   });
 
-  it('vocabulary', () => {
-    const e = compileError(() => compileCircuit(buildCircuit(wideTable), { ...tiny, vocabSize: 100 }));
+  it('vocabulary: an explicit size below the alphabet is refused; the default widens to a multiple of 256', () => {
+    const e = compileError(() => compileCircuit(buildCircuit(wideTable), tiny, { vocab: 100 }));
     expect(e.code).toBe('fit.vocab');
-    expect(e.message).toMatch(/200 token ids.*vocabulary has 100/);
+    expect(e.message).toMatch(/200 token ids.*requested vocabulary has 100/);
+    const widened = compileCircuit(buildCircuit(wideTable), { ...tiny, vocabSize: 100 });
+    expect(widened.weights.config.vocabSize).toBe(256);
+    expect(widened.weights.embedTokens.rows).toBe(256);
+    expect(widened.weights.lmHead.rows).toBe(256);
   });
 
   it('GDN heads and d_k rows (a RAM larger than a layer holds)', () => {

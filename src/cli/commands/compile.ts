@@ -26,6 +26,7 @@ interface CompileCliOptions {
   report?: boolean;
   svg?: string;
   hidden?: string;
+  vocab?: string;
   overwrite?: boolean;
   json?: boolean;
   /** undefined: on unless --json; true / false: --progress / --no-progress. */
@@ -43,6 +44,7 @@ export function registerCompile(program: Command, run: Runner): void {
     .option('--report', 'print dims, live maximum, slots, heads, units and non-zeros per layer')
     .option('--svg <file>', 'draw the slot allocation and per-layer resource use')
     .option('--hidden <n>', 'hidden size to emit (default: the target\'s, widened only as needed)')
+    .option('--vocab <n>', 'vocabulary size to emit (default: the target\'s, widened to a multiple of 256 only as needed)')
     .option('--overwrite', 'replace an existing output directory')
     .option('--json', 'print one JSON document')
     .option('--progress', 'report write progress on stderr even with --json')
@@ -53,10 +55,12 @@ export function registerCompile(program: Command, run: Runner): void {
         if (o.dtype !== 'bf16' && o.dtype !== 'f32') throw new ChipcError('cli.dtype', `--dtype must be bf16 or f32, not "${o.dtype}"`);
         const hidden = o.hidden === undefined ? undefined : Number(o.hidden);
         if (hidden !== undefined && (!Number.isInteger(hidden) || hidden < 8)) throw new ChipcError('cli.hidden', '--hidden must be an integer ≥ 8');
+        const vocab = o.vocab === undefined ? undefined : Number(o.vocab);
+        if (vocab !== undefined && (!Number.isInteger(vocab) || vocab < 1)) throw new ChipcError('cli.vocab', '--vocab must be a positive integer');
         const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file);
         const target = resolveTarget(o.target);
         const t0 = performance.now();
-        const res = compileCircuit(ir, target.config, { hidden });
+        const res = compileCircuit(ir, target.config, { hidden, vocab });
         const compileMs = performance.now() - t0;
         const manifest = buildManifest(res, target.name);
         const report = compileReport(res);
@@ -84,7 +88,9 @@ export function registerCompile(program: Command, run: Runner): void {
           fs.renameSync(tmp, o.svg);
         }
         out.emit({ circuit: ir.name, target: target.name, compileMs, output: o.output ?? null, files: written, report });
-        out.line(`${ir.name} → ${target.name}: ${res.layers.length} layer(s), hidden ${res.frame.hidden}, ` +
+        const vocabNote = res.weights.config.vocabSize !== target.config.vocabSize
+          ? `, vocabulary ${fmtInt(res.weights.config.vocabSize)} (the target's ${fmtInt(target.config.vocabSize)})` : '';
+        out.line(`${ir.name} → ${target.name}: ${res.layers.length} layer(s), hidden ${res.frame.hidden}${vocabNote}, ` +
           `${report.slotsUsed} slots (live max ${report.liveMax}), ${fmtInt(report.units)} FFN units, ${report.heads} heads, ` +
           `${fmtInt(report.nonZeros)} non-zeros, compiled in ${compileMs.toFixed(0)} ms`);
         if (o.report) {

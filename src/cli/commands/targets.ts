@@ -25,6 +25,10 @@ export type FitResult =
     hidden: number;
     targetHidden: number;
     widened: boolean;
+    /** Vocabulary emitted and the target's own (widened when the circuit's token ids do not fit). */
+    vocab: number;
+    targetVocab: number;
+    vocabWidened: boolean;
     slots: number;
     gdnKeyHeads: number;
     attentionHeads: number;
@@ -53,7 +57,7 @@ function matrixNonZeros(m: Matrix): number {
   return n;
 }
 
-function costOf(name: string, res: CompileResult, targetHidden: number, compileMs: number): FitResult {
+function costOf(name: string, res: CompileResult, targetHidden: number, targetVocab: number, compileMs: number): FitResult {
   const w = res.weights;
   const layerNonZeros = res.layers.reduce((s, l) => s + l.nonZeros, 0);
   const io = matrixNonZeros(w.embedTokens) + (w.config.tieWordEmbeddings || w.lmHead === w.embedTokens ? 0 : matrixNonZeros(w.lmHead));
@@ -66,6 +70,9 @@ function costOf(name: string, res: CompileResult, targetHidden: number, compileM
     hidden: res.frame.hidden,
     targetHidden,
     widened: res.frame.hidden > targetHidden,
+    vocab: res.weights.config.vocabSize,
+    targetVocab,
+    vocabWidened: res.weights.config.vocabSize > targetVocab,
     slots: res.packing.slotsUsed,
     gdnKeyHeads: res.layers.filter((l) => l.type === 'linear_attention').reduce((s, l) => s + l.heads, 0),
     attentionHeads: res.layers.filter((l) => l.type === 'full_attention').reduce((s, l) => s + l.heads, 0),
@@ -87,7 +94,7 @@ export function fitCircuit(ir: CircuitIR, name: string): FitResult {
   const t0 = performance.now();
   try {
     const res = compileCircuit(ir, t.config);
-    return costOf(t.name, res, t.config.hiddenSize, performance.now() - t0);
+    return costOf(t.name, res, t.config.hiddenSize, t.config.vocabSize, performance.now() - t0);
   } catch (e) {
     if (e instanceof ChipcError && e.code.startsWith('fit.')) {
       return { target: t.name, fits: false, code: e.code, resource: resourceOf(e.code), message: e.message };
@@ -116,11 +123,12 @@ export function registerTargets(program: Command, run: Runner): void {
           out.emit({ circuit: ir.name, results });
           out.line(`${ir.name}: fit per target (non-zeros = compiled layers + embedding / LM head)`);
           out.line(table(
-            ['target', 'fits', 'layers', 'hidden', 'slots', 'GDN heads', 'attn heads', 'FFN units', 'non-zeros'],
+            ['target', 'fits', 'layers', 'hidden', 'vocab', 'slots', 'GDN heads', 'attn heads', 'FFN units', 'non-zeros'],
             results.map((r) => r.fits
               ? [r.target, 'yes', r.layers, r.widened ? `${r.hidden} (widened from ${r.targetHidden})` : String(r.hidden),
+                r.vocabWidened ? `${r.vocab} (widened from ${r.targetVocab})` : String(r.vocab),
                 r.slots, r.gdnKeyHeads, r.attentionHeads, r.ffnUnits, r.nonZeros]
-              : [r.target, `no: ${r.resource}`, '', '', '', '', '', '', '']),
+              : [r.target, `no: ${r.resource}`, '', '', '', '', '', '', '', '']),
           ));
           for (const r of results) if (!r.fits) out.line(`${r.target}: does not fit [${r.code}]: ${r.message}`);
           // One named target: exit 1 when it does not fit (a check). The whole list is a report.

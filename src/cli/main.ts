@@ -17,6 +17,7 @@ import { registerCompile } from './commands/compile.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerRun } from './commands/run.ts';
 import { registerChipfile } from './commands/chipfile.ts';
+import { registerMerge } from './commands/merge.ts';
 import { registerTrace } from './commands/trace.ts';
 
 export type CommandResult = Promise<number> | number;
@@ -47,6 +48,7 @@ export function buildProgram(sink: ExitSink): Command {
   registerCheck(program, run);
   registerRun(program, run);
   registerChipfile(program, run);
+  registerMerge(program, run);
   registerTrace(program, run);
   return program;
 }

@@ -20,7 +20,8 @@ import { checkCompiled } from '../src/verify/check.ts';
 import { applyRamContents } from '../src/load/ram-state.ts';
 import fc from 'fast-check';
 import { randomProgram } from '../riscv/random-program.ts';
-import { chipExecutor, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
+import { chipExecutor, locateDivergence, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
+import type { Matrix } from '../src/model/weights.ts';
 import { cpuCircuit } from '../circuits/rv32im/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
@@ -229,6 +230,46 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
       expect(y).toBe(x);
       expect(x).toBe(golden[3 + i]);
     }
+  }, 300_000);
+  it('locateDivergence names where perturbed weights first differ from the circuit (LM head row; last-layer FFN)', () => {
+    const trace = goldenTokens(elf, { mem: { size: 1024 } });
+    const w = res.weights;
+    const L = w.config.numLayers;
+    const scaleCsr = (m: Matrix, f: (v: number, row: number) => number): Matrix => {
+      const csr = m.csr!;
+      const values = Float32Array.from(csr.values);
+      for (let r = 0; r < m.rows; r++) for (let k = csr.rowPtr[r]!; k < csr.rowPtr[r + 1]!; k++) values[k] = f(values[k]!, r);
+      return { rows: m.rows, cols: m.cols, csr: { ...csr, values } };
+    };
+    // 1. The LM head row of the HALT token the program ends with, zeroed: the residual still agrees
+    //    with the circuit everywhere; only the emitted token differs, at the HALT position.
+    const halt = trace.tokens[trace.tokens.length - 1]!;
+    expect(decodeToken(halt).kind).toBe('HALT');
+    const noHalt = { ...res, weights: { ...w, lmHead: scaleCsr(w.lmHead, (v, r) => (r === halt ? 0 : v)) } };
+    const r1 = runOnChip(noHalt, prog, { maxTokens: trace.tokens.length, golden: trace.tokens, goldenPc: trace.tokenPc });
+    expect(r1.divergence?.position).toBe(trace.tokens.length - 1);
+    const m1 = locateDivergence(noHalt, prog, r1.tokens, r1.divergence!.position, {});
+    expect(m1.map((m) => m.what)).toEqual(['token']);
+    expect(m1[0]!.sublayer).toBe(2 * L);
+    expect(m1[0]!.expected).toBe(halt);
+    // 2. The last layer's FFN down projection negated: its outputs (read only by the LM head) are
+    //    wrong from the first position that uses them; the first mismatch is after that FFN.
+    const lastMlp = w.layers[L - 1]!.mlp;
+    if (lastMlp.kind !== 'dense') throw new Error('expected a dense MLP');
+    const doubled = {
+      ...res,
+      weights: { ...w, layers: w.layers.map((l, i) => (i === L - 1 ? { ...l, mlp: { ...lastMlp, downProj: scaleCsr(lastMlp.downProj, (v) => -v) } } : l)) },
+    };
+    const r2 = runOnChip(doubled, prog, { maxTokens: trace.tokens.length, golden: trace.tokens, goldenPc: trace.tokenPc });
+    expect(r2.divergence).not.toBeNull();
+    const m2 = locateDivergence(doubled, prog, r2.tokens, r2.divergence!.position, {});
+    expect(m2.length).toBeGreaterThan(0);
+    expect(m2[0]!.sublayer).toBe(2 * (L - 1) + 1);
+    expect(m2[0]!.what).not.toBe('token');
+    // 3. The unperturbed weights: no divergence to locate, and at any position nothing differs.
+    const ok = runOnChip(res, prog, { maxTokens: 12, golden: trace.tokens });
+    expect(ok.divergence).toBeNull();
+    expect(locateDivergence(res, prog, ok.tokens, 10, {})).toEqual([]);
   }, 300_000);
 });
 

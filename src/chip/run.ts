@@ -18,6 +18,8 @@ import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import { FastEvaluator } from '../ir/evaluate-fast.ts';
+import type { LayerHookEvent } from '../exec/types.ts';
+import { comparePosition, type Mismatch } from '../verify/check.ts';
 
 export interface ChipProgram {
   entry: number;
@@ -132,6 +134,56 @@ export function runOnChip(
   let first = argmax(ex.prefill(prompt.slice(0, opts.load === 'prompt' ? 1 : prompt.length))[0]!);
   if (opts.load === 'prompt') for (const t of prompt.slice(1)) first = ex.decodeArgmax(t);
   return follow(prompt, first, (t) => ex.decodeArgmax(t), opts, t0);
+}
+
+/**
+ * Where a divergence of runOnChip starts. `tokens` are the run's tokens (RunResult.tokens: the
+ * prompt and the generated tokens before the divergent one) and `position` the divergent token's
+ * position, so the forward that produced it consumed tokens[position − 1]. Replays the run — the
+ * same loading, the same prefill and decode calls — through the weights and, beside it, through
+ * the chip circuit (FastEvaluator), and compares at that position every placed signal after every
+ * sublayer with the circuit's values (verify/check.ts comparePosition). Returns the mismatches,
+ * earliest sublayer first: empty when the weights agree with the circuit everywhere (then the
+ * circuit itself differs from the golden trace), only `token` when the residual agrees but the LM
+ * head picks another token.
+ */
+export function locateDivergence(
+  res: CompileResult, prog: ChipProgram, tokens: readonly number[], position: number,
+  opts: ExecOptions & { load?: 'state' | 'prompt' },
+): Mismatch[] {
+  const target = position - 1;
+  if (!Number.isInteger(target) || target < 0 || target >= tokens.length) {
+    throw new ChipcError('chip.locate', `position ${position} is outside the run's ${tokens.length} tokens`);
+  }
+  const fast = new FastEvaluator(res.ir);
+  if (opts.load !== 'prompt') {
+    for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
+      const ram = res.ir.rams.findIndex((r) => r.name === name);
+      for (const [row, v] of rows) fast.setRamRow(ram, row, v);
+    }
+  }
+  let ref = fast.stepResult(tokens[0]!);
+  for (let i = 1; i <= target; i++) {
+    if (i === target) ref = fast.stepResult(tokens[i]!);
+    else fast.step(tokens[i]!);
+  }
+  const ex = chipExecutor(res, prog, opts);
+  const afterSub: Float32Array[] = [];
+  const hook = (ev: LayerHookEvent) => {
+    if (ev.position !== target) return;
+    if (ev.layer === 0) afterSub[0] = ev.residualIn.slice();
+    afterSub[2 * ev.layer + 1] = ev.residualMid.slice();
+    afterSub[2 * ev.layer + 2] = ev.residualOut.slice();
+  };
+  const prefillLen = opts.load === 'prompt' ? 1 : Math.min(2, tokens.length);
+  if (target < prefillLen) ex.addHook(hook);
+  const logits = ex.prefill(tokens.slice(0, prefillLen), { allLogits: true });
+  let got = target < prefillLen ? argmax(logits[target]!) : -1;
+  for (let i = prefillLen; i <= target; i++) {
+    if (i === target) ex.addHook(hook);
+    got = ex.decodeArgmax(tokens[i]!);
+  }
+  return comparePosition(res, ref.values, ref.emitted, afterSub, got, target).mismatches;
 }
 
 /** An executor for the compiled chip; with load 'state' (the default) the program's RAM rows are written into its GDN state. */

@@ -78,7 +78,6 @@ export function checkCompiled(res: CompileResult, tokensIn: ArrayLike<number>, o
   const ex = new Executor(res.weights, opts);
   const interp = new Interpreter(res.ir);
   opts.setup?.(ex, interp);
-  const L = res.weights.config.numLayers;
   // afterSub[pos][s + 1]: the residual after sublayer s (s = −1: the embedding).
   const afterSub: Float32Array[][] = [];
   ex.addHook((ev) => {
@@ -103,25 +102,39 @@ export function checkCompiled(res: CompileResult, tokensIn: ArrayLike<number>, o
     const logits = pos < prefillN ? prefillLogits[pos]! : ex.decode(tok);
     const got = argmax(logits);
     emitted.push(got);
-    // This position's mismatches, earliest sublayer first (where the residual first differs);
-    // the emitted token counts as read after the last sublayer.
-    const here: Mismatch[] = [];
-    if (ref.emitted !== null && got !== ref.emitted) {
-      here.push({ position: pos, what: 'token', sublayer: 2 * L, expected: ref.emitted, got });
-    }
-    for (const sig of res.signals) {
-      if (sig.node < 0) continue; // internal temporaries (the is-BOS flag): no IR value to compare
-      const want = expectedValue(res, sig, ref.values[sig.node]!, pos);
-      const dim = res.slotDim(sig.slot);
-      for (let s = -1; s < 2 * L; s++) {
-        if (!presentAfter(sig, s)) continue;
-        const x = afterSub[pos]![s + 1]![dim]!;
-        compared++;
-        if (f32bits(x) !== f32bits(want)) here.push({ position: pos, what: sig.name, sublayer: s, expected: want, got: x });
-      }
-    }
-    here.sort((a, b) => a.sublayer - b.sublayer);
-    mismatches.push(...here.slice(0, maxMis - mismatches.length));
+    const cmp = comparePosition(res, ref.values, ref.emitted, afterSub[pos]!, got, pos);
+    compared += cmp.compared;
+    mismatches.push(...cmp.mismatches.slice(0, maxMis - mismatches.length));
   }
   return { positions: fed.length, tokens: fed, emitted, signalsCompared: compared, mismatches };
+}
+
+/**
+ * One position's comparison: the emitted token and every placed signal present after each
+ * sublayer, the residual after sublayer s being afterSub[s + 1] (s = −1: the embedding), against
+ * the IR's node values at that position. Mismatches come earliest sublayer first (where the
+ * residual first differs); the emitted token counts as read after the last sublayer.
+ */
+export function comparePosition(
+  res: CompileResult, values: ArrayLike<number>, refEmitted: number | null, afterSub: Float32Array[], got: number, pos: number,
+): { compared: number; mismatches: Mismatch[] } {
+  const L = res.weights.config.numLayers;
+  const here: Mismatch[] = [];
+  let compared = 0;
+  if (refEmitted !== null && got !== refEmitted) {
+    here.push({ position: pos, what: 'token', sublayer: 2 * L, expected: refEmitted, got });
+  }
+  for (const sig of res.signals) {
+    if (sig.node < 0) continue; // internal temporaries (the is-BOS flag): no IR value to compare
+    const want = expectedValue(res, sig, values[sig.node]!, pos);
+    const dim = res.slotDim(sig.slot);
+    for (let s = -1; s < 2 * L; s++) {
+      if (!presentAfter(sig, s)) continue;
+      const x = afterSub[s + 1]![dim]!;
+      compared++;
+      if (f32bits(x) !== f32bits(want)) here.push({ position: pos, what: sig.name, sublayer: s, expected: want, got: x });
+    }
+  }
+  here.sort((a, b) => a.sublayer - b.sublayer);
+  return { compared, mismatches: here };
 }

@@ -11,7 +11,8 @@ import type { Command } from 'commander';
 import chalk from 'chalk';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { DEFAULT_MEM_BYTES, compileChip, goldenTokens, programOf, runOnChip, runOnInterpreter } from '../../chip/run.ts';
+import { DEFAULT_MEM_BYTES, compileChip, goldenTokens, locateDivergence, programOf, runOnChip, runOnInterpreter } from '../../chip/run.ts';
+import type { Mismatch } from '../../verify/check.ts';
 import { decodeToken, formatToken } from '../../../riscv/protocol.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
@@ -73,6 +74,8 @@ export function registerRun(program: Command, run: Runner): void {
         let where: string;
         let compileS = 0;
         let layers: number | null = null;
+        let located: Mismatch[] | null = null;
+        let numLayers = 0;
         if (o.engine === 'ir') {
           r = runOnInterpreter(prog, { maxTokens, golden, goldenPc, onToken, load });
           where = 'chip circuit in the IR (fast evaluator)';
@@ -84,16 +87,35 @@ export function registerRun(program: Command, run: Runner): void {
           layers = res.layers.length;
           r = runOnChip(res, prog, { profile: o.profile, maxTokens, golden, goldenPc, onToken, load });
           where = `chip compiled for ${target.name} in ${compileS.toFixed(1)} s (${layers} layers)`;
+          numLayers = res.weights.config.numLayers;
+          if (r.divergence) {
+            // Replay the run beside the chip circuit to find the first sublayer whose residual differs.
+            if (!o.json) out.line(chalk.yellow(`divergence at token ${r.divergence.position}: replaying to locate it…`));
+            located = locateDivergence(res, prog, r.tokens, r.divergence.position, { profile: o.profile, load });
+          }
         }
         if (!o.json && !o.trace && consoleBytes.length > 0 && consoleBytes[consoleBytes.length - 1] !== 10) process.stdout.write('\n');
         const generated = r.tokens.length - r.promptLength;
-        out.emit({ ...r, generated, console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, load, tokensPerInstruction: generated / Math.max(1, r.instructions), compileSeconds: compileS, layers });
+        const sublayerName = (sub: number) => sub < 0 ? 'the embedding' : sub >= 2 * numLayers ? 'the LM head'
+          : `layer ${Math.floor(sub / 2)} ${sub % 2 === 0 ? 'mixer' : 'FFN'}`;
+        out.emit({ ...r, generated, firstDifference: located === null ? null : located.slice(0, 5).map((m) => ({ ...m, where: sublayerName(m.sublayer) })), console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, load, tokensPerInstruction: generated / Math.max(1, r.instructions), compileSeconds: compileS, layers });
         out.line(`${file}: ${where}; ` +
           `${fmtInt(generated)} generated tokens after a ${fmtInt(r.promptLength)}-token prompt (${load}), ${fmtInt(r.instructions)} instructions ` +
           `(${(generated / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s`);
         if (r.divergence) {
           out.line(chalk.red(`divergence at token ${r.divergence.position}: expected ${r.divergence.expected}, got ${r.divergence.got}` +
             (r.divergence.pc !== null ? ` (instruction at pc 0x${r.divergence.pc.toString(16)})` : '')));
+          if (located !== null) {
+            if (located.length === 0) {
+              out.line('the weights agree with the chip circuit at every sublayer there: the circuit itself differs from the golden emulator (`--engine ir` shows the same divergence)');
+            } else {
+              const m = located[0]!;
+              out.line(`first difference from the chip circuit: after ${sublayerName(m.sublayer)}, ` +
+                (m.what === 'token' ? `the emitted token (circuit ${formatToken(m.expected)}, weights ${formatToken(m.got)}; every placed signal agrees)`
+                  : `signal ${m.what} = ${m.got} (circuit: ${m.expected})`) +
+                (located.length > 1 ? `; ${located.length - 1} more mismatch(es) after it` : ''));
+            }
+          }
           return EXIT_DIFFERENT;
         }
         if (o.check && golden) out.line(chalk.green(`0 divergences from the golden trace (${fmtInt(r.tokens.length)} tokens)`));

@@ -5,7 +5,11 @@
  * the .chip size, the save / compact / expand wall times and the peak RSS. Temp files are removed.
  *
  *   npx tsx bench/chip-file.ts [--targets chip-test,qwen3.5-4b] [--dtype bf16|f32] [--code-words 1024]
- *                              [--mem-bytes chip-test=32768,qwen3.5-4b=8192] [--json]
+ *                              [--mem-bytes chip-test=32768,qwen3.5-4b=8192] [--direct] [--json]
+ *
+ * `--direct`: no dense checkpoint at all: writes the `.chip` straight from the compiled weights
+ * (saveModelChip, as `chipc compile --chip`), opens it (full validation) and prints its size, the
+ * write wall time and the peak RSS; for targets whose dense form is too big to write here.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -14,7 +18,8 @@ import * as path from 'node:path';
 import { compileCircuit } from '../src/compile.ts';
 import { buildCircuit } from '../src/dsl/load.ts';
 import { resolveTarget } from '../src/model/targets.ts';
-import { saveModel } from '../src/model/save-weights.ts';
+import { saveModel, saveModelChip } from '../src/model/save-weights.ts';
+import { openChipFile } from '../src/chipfile/read.ts';
 import { compactCheckpoint } from '../src/chipfile/compact.ts';
 import { expandChipFile } from '../src/chipfile/expand.ts';
 import { cpuCircuit } from '../circuits/rv32im/cpu.ts';
@@ -32,6 +37,7 @@ const memBytes = new Map(arg('--mem-bytes', 'chip-test=32768,qwen3.5-4b=8192').s
   return [k!, Number(v)] as const;
 }));
 const json = process.argv.includes('--json');
+const direct = process.argv.includes('--direct');
 
 const dirBytes = (d: string): number => fs.readdirSync(d).reduce((s, n) => s + fs.statSync(path.join(d, n)).size, 0);
 const mb = (n: number): string => (n / 1e6).toFixed(2);
@@ -46,6 +52,21 @@ for (const name of targets) {
     const ir = buildCircuit(cpuCircuit({ codeWords, memWords: mem / 4, tohost: null }), 'circuits/rv32im/cpu.ts');
     const res = compileCircuit(ir, target.config);
     const t1 = performance.now();
+    if (direct) {
+      const chip = path.join(tmp, 'direct.chip');
+      const c = saveModelChip(chip, res.weights, { dtype });
+      const t2 = performance.now();
+      const f = openChipFile(chip);
+      f.close();
+      const t3 = performance.now();
+      rows.push({
+        target: name, dtype, mode: 'direct', files: c.files, tensors: c.tensors, blocks: c.blocks,
+        denseBytes: c.denseBytes, chipBytes: c.chipBytes, blockBytes: c.blockBytes,
+        compileS: +((t1 - t0) / 1000).toFixed(2), chipWriteS: +((t2 - t1) / 1000).toFixed(2), openS: +((t3 - t2) / 1000).toFixed(2),
+        peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
+      });
+      continue;
+    }
     const dense = path.join(tmp, 'dense');
     saveModel(dense, res.weights, { dtype });
     const t2 = performance.now();
@@ -74,6 +95,12 @@ if (json) {
   console.log(JSON.stringify(rows));
 } else {
   for (const r of rows) {
+    if (r.mode === 'direct') {
+      console.log(`${r.target} (${r.dtype}), compile --chip: .chip ${mb(r.chipBytes as number)} MB for a ${mb(r.denseBytes as number)} MB dense form ` +
+        `(${r.files} files, ${r.tensors} tensors, ${r.blocks} blocks, ${mb(r.blockBytes as number)} MB of block bytes); ` +
+        `compile ${r.compileS} s, .chip write ${r.chipWriteS} s, open+validate ${r.openS} s; peak RSS ${r.peakRssMiB} MiB`);
+      continue;
+    }
     console.log(`${r.target} (${r.dtype}): dense ${mb(r.denseBytes as number)} MB in ${r.files} files → .chip ${mb(r.chipBytes as number)} MB ` +
       `(${r.tensors} tensors, ${r.blocks} blocks, ${mb(r.blockBytes as number)} MB of block bytes, ratio ${((r.denseBytes as number) / (r.chipBytes as number)).toFixed(0)}×); ` +
       `compile ${r.compileS} s, save ${r.saveS} s, compact ${r.compactS} s, expand ${r.expandS} s; ` +

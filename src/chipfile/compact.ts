@@ -14,7 +14,7 @@ import {
   CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSION, DEFAULT_MIN_GAP, encodeBlockTable, FORMAT_NAME, isPlainFileName, PREFIX_BYTES,
   serializeManifest, type ChipFileEntry, type ChipManifest, type ChipTensor, type Range,
 } from './format.ts';
-import { BufferedWriter, readExactly, tempSibling, writeFully } from './io.ts';
+import { BufferedWriter, readExactly, tempSibling } from './io.ts';
 import { BlockScanner } from './scan.ts';
 
 /** Largest accepted minGap (a gap is bridged with zeros sliced from the 1 MiB shared buffer). */
@@ -95,7 +95,6 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
   const payloadTmp = tempSibling(out, 'payload');
   const finalTmp = tempSibling(out, 'tmp');
   let pfd: number | null = null;
-  let ffd: number | null = null;
   try {
     pfd = fs.openSync(payloadTmp, 'wx+');
     const payload = new BufferedWriter(pfd);
@@ -171,8 +170,31 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
     }
     payload.flush();
     const manifest: ChipManifest = { format: FORMAT_NAME, version: CHIP_VERSION, minGap, payloadSize: payload.position, files };
-    const manifestBytes = new TextEncoder().encode(serializeManifest(manifest));
+    const payloadFd = pfd;
+    pfd = null; // finishChipFile closes it
+    const manifestBytes = finishChipFile(out, manifest, payloadFd, payloadTmp, finalTmp);
+    return {
+      path: target, files: files.length, tensors: tensorCount, blocks, denseBytes,
+      chipBytes: PREFIX_BYTES + manifestBytes.length + payload.position + CHECKSUM_BYTES, blockBytes,
+    };
+  } catch (e) {
+    if (pfd !== null) fs.closeSync(pfd);
+    fs.rmSync(payloadTmp, { force: true });
+    fs.rmSync(finalTmp, { force: true });
+    throw e;
+  }
+}
 
+/**
+ * Writes prefix, manifest, the payload (copied from the temporary payload file `pfd`, which this
+ * closes and removes) and the checksum to `finalTmp`, fsyncs and renames it to `out`. Shared by
+ * every .chip writer so the container bytes come from one place. On error the caller removes
+ * `finalTmp` and `payloadTmp`; the descriptors are closed here either way.
+ */
+export function finishChipFile(out: string, manifest: ChipManifest, pfd: number, payloadTmp: string, finalTmp: string): Uint8Array {
+  const manifestBytes = new TextEncoder().encode(serializeManifest(manifest));
+  let ffd: number | null = null;
+  try {
     ffd = fs.openSync(finalTmp, 'wx');
     const sum = crypto.createHash('sha256');
     const fin = new BufferedWriter(ffd, [sum]);
@@ -184,27 +206,18 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
     dv.setBigUint64(16, BigInt(manifestBytes.length), true);
     fin.write(prefix);
     fin.write(manifestBytes);
-    for (let at = 0; at < payload.position; at += 1 << 22) {
-      fin.write(readExactly(pfd, at, Math.min(1 << 22, payload.position - at), payloadTmp));
+    const size = manifest.payloadSize;
+    for (let at = 0; at < size; at += 1 << 22) {
+      fin.write(readExactly(pfd, at, Math.min(1 << 22, size - at), payloadTmp));
     }
     fin.write(sum.copy().digest());
     fin.flush();
     fs.fsyncSync(ffd);
-    fs.closeSync(ffd);
-    ffd = null;
-    fs.closeSync(pfd);
-    pfd = null;
-    fs.rmSync(payloadTmp, { force: true });
-    fs.renameSync(finalTmp, out);
-    return {
-      path: target, files: files.length, tensors: tensorCount, blocks, denseBytes,
-      chipBytes: PREFIX_BYTES + manifestBytes.length + payload.position + CHECKSUM_BYTES, blockBytes,
-    };
-  } catch (e) {
-    if (pfd !== null) fs.closeSync(pfd);
+  } finally {
     if (ffd !== null) fs.closeSync(ffd);
-    fs.rmSync(payloadTmp, { force: true });
-    fs.rmSync(finalTmp, { force: true });
-    throw e;
+    fs.closeSync(pfd);
   }
+  fs.rmSync(payloadTmp, { force: true });
+  fs.renameSync(finalTmp, out);
+  return manifestBytes;
 }

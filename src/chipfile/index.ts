@@ -3,3 +3,5 @@ export * from './format.ts';
 export { compactCheckpoint, listCheckpointFiles, MAX_MIN_GAP, type CompactOptions, type CompactResult } from './compact.ts';
 export { expandChip, expandChipFile, type ExpandOptions, type ExpandResult } from './expand.ts';
 export { ChipFile, isChipFile, openChipFile } from './read.ts';
+export { writeChipFromSources, type ChipFromSourcesOptions } from './from-sources.ts';
+export { openCheckpointOrChip, readCheckpointFile } from './open.ts';

@@ -8,12 +8,12 @@
  * layout and chunking never have to agree. Equal chunks are recognised with one memcmp
  * (Buffer.compare); only unequal 4 KiB blocks are scanned element by element.
  *
- * When both sides are checkpoint directories, their `config.json` files are compared too.
+ * When both sides are checkpoint directories or `.chip` files, their `config.json` files are compared too.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { DType, TensorStore } from '../safetensors/types.ts';
-import { openCheckpoint } from '../safetensors/checkpoint.ts';
+import { isCheckpointDirOrChip, openCheckpointOrChip, readCheckpointFile } from '../chipfile/open.ts';
 import { ChipcError } from '../util/errors.ts';
 import { decodeElement } from './elements.ts';
 import { dtypeBits } from '../safetensors/dtype.ts';
@@ -171,8 +171,9 @@ export function diffStores(a: TensorStore, b: TensorStore, opts: DiffOptions = {
   return { identical, onlyInA, onlyInB, tensors, compared: tensors.length, bytesCompared, elementsCompared, config: null };
 }
 
-/** Reads `dir/config.json`, or null when there is none. */
+/** Reads `dir/config.json` (or a .chip file's stored config.json), or null when there is none. */
 export function readConfigFile(dir: string): Uint8Array | null {
+  if (!isDirectory(dir)) return readCheckpointFile(dir, 'config.json');
   const p = path.join(dir, 'config.json');
   let st: fs.Stats;
   try {
@@ -218,7 +219,7 @@ function jsonDiffPaths(a: unknown, b: unknown, prefix: string, out: string[]): v
   if (JSON.stringify(a) !== JSON.stringify(b)) out.push(prefix === '' ? '(whole file)' : prefix);
 }
 
-/** Compares the config.json of two checkpoint directories: presence, bytes, and which keys differ. */
+/** Compares the config.json of two checkpoint directories (or .chip files): presence, bytes, and which keys differ. */
 export function diffConfigs(dirA: string, dirB: string): ConfigDiff {
   const ca = readConfigFile(dirA);
   const cb = readConfigFile(dirB);
@@ -247,16 +248,16 @@ function isDirectory(p: string): boolean {
 }
 
 /**
- * Opens and compares two checkpoints (files or directories); compares config.json too when both
- * are directories. A config.json difference makes the result not identical.
+ * Opens and compares two checkpoints (.safetensors files, directories or .chip files); compares
+ * config.json too when both are directories or .chip files. A config.json difference makes the result not identical.
  */
 export function diffCheckpoints(pathA: string, pathB: string, opts: DiffOptions = {}): StoreDiff {
-  const sa = openCheckpoint(pathA);
+  const sa = openCheckpointOrChip(pathA);
   try {
-    const sb = openCheckpoint(pathB);
+    const sb = openCheckpointOrChip(pathB);
     try {
       const d = diffStores(sa, sb, opts);
-      if (isDirectory(pathA) && isDirectory(pathB)) {
+      if (isCheckpointDirOrChip(pathA) && isCheckpointDirOrChip(pathB)) {
         d.config = diffConfigs(pathA, pathB);
         if (d.config.status !== 'identical' && d.config.status !== 'absent') d.identical = false;
       }

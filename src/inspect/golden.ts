@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { DType, TensorStore } from '../safetensors/types.ts';
-import { openCheckpoint } from '../safetensors/checkpoint.ts';
+import { isCheckpointDirOrChip, openCheckpointOrChip } from '../chipfile/open.ts';
 import { isDType } from '../safetensors/dtype.ts';
 import { compareCodePoints, isJsonObject, JsonNumber, parseStrictJson, type JsonValue } from '../safetensors/reader.ts';
 import { ChipcError } from '../util/errors.ts';
@@ -80,24 +80,16 @@ function sha256Hex(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-function isDirectory(p: string): boolean {
-  try {
-    return fs.statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-/** config.json's sha256 when `p` is a directory that has one, else null. */
+/** config.json's sha256 when `p` is a directory or .chip file that has one, else null. */
 function configSha(p: string): string | null {
-  if (!isDirectory(p)) return null;
+  if (!isCheckpointDirOrChip(p)) return null;
   const bytes = readConfigFile(p);
   return bytes === null ? null : sha256Hex(bytes);
 }
 
-/** Hashes every tensor of the checkpoint at `p` (file or directory) and its config.json. */
+/** Hashes every tensor of the checkpoint at `p` (.safetensors file, directory or .chip file) and its config.json. */
 export function computeGolden(p: string, opts: DiffOptions = {}): CheckpointGolden {
-  const store = openCheckpoint(p);
+  const store = openCheckpointOrChip(p);
   try {
     const tensors: Record<string, GoldenTensor> = Object.create(null); // a tensor may be named "__proto__"
     for (const name of [...store.names].sort(compareCodePoints)) {
@@ -229,7 +221,7 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
  * are not hashed.
  */
 export function checkGolden(p: string, golden: CheckpointGolden, opts: DiffOptions = {}): GoldenCheck {
-  const store = openCheckpoint(p);
+  const store = openCheckpointOrChip(p);
   try {
     const recorded = Object.keys(golden.tensors).sort(compareCodePoints);
     const present = new Set(store.names);

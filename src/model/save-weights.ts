@@ -1,7 +1,7 @@
 /**
  * ModelWeights → TensorSources in the family's on-disk names and layouts (Qwen3-Next: rows
  * re-interleaved into `in_proj_qkvz` / `in_proj_ba`, spec §2.4), and `saveModel`, which writes the
- * checkpoint plus its `config.json`.
+ * checkpoint plus its `config.json` (`saveModelChip`: the same checkpoint as one `.chip` file).
  *
  * Sources stream row batches: a matrix held only as CSR is never expanded to a dense matrix, only
  * to one batch of rows at a time. BF16 emission refuses any value that would round.
@@ -10,6 +10,8 @@ import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer, type ModelConfig } from './config.ts';
 import type { TensorSource, WriteProgress } from '../safetensors/types.ts';
 import { writeCheckpoint, type CheckpointWriteResult } from '../safetensors/writer.ts';
+import { writeChipFromSources } from '../chipfile/from-sources.ts';
+import type { CompactResult } from '../chipfile/compact.ts';
 import { hfConfigJson, validateModelConfig } from './hf-config.ts';
 import {
   MODEL_PREFIX, baDiskToNeutral, expectedTensors, gdnDims, qkvzDiskToNeutral, type TensorSpec,
@@ -246,13 +248,39 @@ export interface SaveModelOptions {
  * directory that is renamed into place (writeCheckpoint), so the directory is complete or absent.
  */
 export function saveModel(dir: string, weights: ModelWeights, opts: SaveModelOptions): CheckpointWriteResult {
-  const cfg: ModelConfig = { ...weights.config, dtype: opts.dtype === 'BF16' ? 'bfloat16' : 'float32' };
-  const sources = modelWeightsToSources(weights, opts.dtype);
+  const { sources, extraFiles } = modelCheckpointParts(weights, opts.dtype, opts.extraFiles);
   return writeCheckpoint(dir, sources, {
     maxShardSize: opts.maxShardSize,
     metadata: opts.metadata,
     overwrite: opts.overwrite,
-    extraFiles: { ...opts.extraFiles, 'config.json': hfConfigJson(cfg) },
+    extraFiles,
+    onProgress: opts.onProgress,
+  });
+}
+
+/**
+ * What saveModel hands to writeCheckpoint: the tensors' sources and the extra files (the caller's
+ * plus `config.json`, toHfConfig of the weights' config with `dtype` set to the emitted dtype).
+ */
+export function modelCheckpointParts(weights: ModelWeights, dtype: EmitDType, extra: Record<string, string | Uint8Array> = {}):
+  { sources: TensorSource[]; extraFiles: Record<string, string | Uint8Array> } {
+  const cfg: ModelConfig = { ...weights.config, dtype: dtype === 'BF16' ? 'bfloat16' : 'float32' };
+  const sources = modelWeightsToSources(weights, dtype);
+  return { sources, extraFiles: { ...extra, 'config.json': hfConfigJson(cfg) } };
+}
+
+/**
+ * Writes the `.chip` file (docs/chip-file.md) of the checkpoint `saveModel(dir, weights, opts)`
+ * would write, straight from the weights' sources, without writing the dense directory: the
+ * same bytes as `compactCheckpoint` of that directory. Atomic; `overwrite` replaces a file.
+ */
+export function saveModelChip(file: string, weights: ModelWeights, opts: SaveModelOptions): CompactResult {
+  const { sources, extraFiles } = modelCheckpointParts(weights, opts.dtype, opts.extraFiles);
+  return writeChipFromSources(file, sources, {
+    maxShardSize: opts.maxShardSize,
+    metadata: opts.metadata,
+    overwrite: opts.overwrite,
+    extraFiles,
     onProgress: opts.onProgress,
   });
 }

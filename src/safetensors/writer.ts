@@ -497,3 +497,76 @@ export function sha256OfTensor(store: TensorStore, name: string): string {
   for (const c of store.chunks(name)) h.update(c);
   return h.digest('hex');
 }
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoint layout without writing (for writers of other containers, e.g. the .chip file)
+
+/** One file of a checkpoint directory as writeCheckpoint would write it. */
+export type LaidOutFile =
+  | { name: string; kind: 'raw'; bytes: Uint8Array }
+  | {
+    name: string;
+    kind: 'safetensors';
+    /** The file's first 8 + N bytes: the u64 header length and the padded header JSON. */
+    header: Uint8Array;
+    /** Tensors in file (data-offset) order, each with its source and its header entry. */
+    tensors: { source: TensorSource; info: TensorInfo }[];
+    /** 8 + N + the data buffer's length. */
+    size: number;
+  };
+
+export interface CheckpointLayout {
+  /** Every file writeCheckpoint would write, sorted by name (code points). */
+  files: LaidOutFile[];
+  totalSize: number;
+  totalParameters: number;
+  weightMap: Record<string, string>;
+}
+
+/**
+ * The files `writeCheckpoint(dir, sources, opts)` writes, with the same shard plan, headers,
+ * index text and extra files, but nothing written and no tensor streamed: each safetensors file
+ * is given as its header bytes and its tensors' sources in file order. Same validation and
+ * errors as writeCheckpoint (except those about the target directory).
+ */
+export function layoutCheckpoint(sources: readonly TensorSource[], opts: CheckpointDirWriteOptions = {}): CheckpointLayout {
+  const max = opts.maxShardSize ?? DEFAULT_MAX_SHARD_SIZE;
+  if (!Number.isSafeInteger(max) || max <= 0) throw new ChipcError('ST_WRITE_SHARD_SIZE', `maxShardSize must be a positive integer, got ${max}`);
+  const prepared = prepare(sources);
+  const meta = metadataWithFormat(opts.metadata);
+  const shards = planShards(prepared.map((p) => ({ name: p.info.name, byteLength: p.info.byteLength, p })), max);
+  const n = shards.length;
+  const files: LaidOutFile[] = [];
+  const weightMap: Record<string, string> = {};
+  let totalSize = 0;
+  let totalParameters = 0;
+  for (const p of prepared) {
+    totalSize += p.info.byteLength;
+    totalParameters += p.info.numel;
+  }
+  const extra = Object.entries(opts.extraFiles ?? {});
+  for (const [name] of extra) {
+    if (name === '' || name !== path.basename(name) || name === '.' || name === '..' || name.includes('\\') || name.endsWith('.safetensors') || name === INDEX_FILE_NAME) {
+      throw new ChipcError('CKPT_EXTRA_FILE', `extra file name ${JSON.stringify(name)} must be a plain file name that is not a shard or the index`);
+    }
+  }
+  shards.forEach((shard, i) => {
+    const file = n === 1 ? SINGLE_FILE_NAME : shardFileName(i + 1, n);
+    const members = shard.map((s) => s.p);
+    const { header, dataSize } = buildHeader(members, meta); // sorts `members` into file order
+    const full = new Uint8Array(8 + header.length);
+    new DataView(full.buffer).setBigUint64(0, BigInt(header.length), true);
+    full.set(header, 8);
+    files.push({
+      name: file, kind: 'safetensors', header: full, size: full.length + dataSize,
+      tensors: members.map((m) => ({ source: m.source, info: { ...m.info, shape: [...m.info.shape], dataOffsets: [m.info.dataOffsets[0], m.info.dataOffsets[1]] } })),
+    });
+    for (const s of shard) weightMap[s.name] = file;
+  });
+  if (n > 1) files.push({ name: INDEX_FILE_NAME, kind: 'raw', bytes: new TextEncoder().encode(indexJson(totalSize, totalParameters, weightMap)) });
+  for (const [name, content] of extra) {
+    files.push({ name, kind: 'raw', bytes: typeof content === 'string' ? new Uint8Array(Buffer.from(content, 'utf8')) : content });
+  }
+  files.sort((a, b) => compareCodePoints(a.name, b.name));
+  return { files, totalSize, totalParameters, weightMap };
+}

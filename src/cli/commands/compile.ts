@@ -1,8 +1,9 @@
 /**
- * `chipc compile CIRCUIT --target T [-o DIR] [--report] [--svg FILE]`: build, validate and
- * compile a circuit; emit the checkpoint (safetensors in T's family layout, config.json, the
- * manifest) atomically, streaming, with progress on stderr (src/cli/progress.ts); print the
- * per-layer report.
+ * `chipc compile CIRCUIT --target T [-o DIR] [--chip FILE] [--report] [--svg FILE]`: build,
+ * validate and compile a circuit; emit the checkpoint (safetensors in T's family layout,
+ * config.json, the manifest) atomically, streaming, with progress on stderr (src/cli/progress.ts),
+ * as a directory (-o) and/or straight as its compact `.chip` file (--chip, never writing the dense
+ * form); print the per-layer report.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +12,7 @@ import { loadCircuitFile } from '../../dsl/load.ts';
 import { readIR } from '../../ir/serialize.ts';
 import { compileCircuit } from '../../compile.ts';
 import { resolveTarget } from '../../model/targets.ts';
-import { saveModel } from '../../model/save-weights.ts';
+import { saveModel, saveModelChip } from '../../model/save-weights.ts';
 import { buildManifest, compileReport, MANIFEST_FILE } from '../../emit/manifest.ts';
 import { allocationSvg } from '../../emit/svg.ts';
 import { ChipcError } from '../../util/errors.ts';
@@ -22,6 +23,8 @@ import type { Runner } from '../main.ts';
 interface CompileCliOptions {
   target: string;
   output?: string;
+  chip?: string;
+  maxShardSize?: string;
   dtype: string;
   report?: boolean;
   svg?: string;
@@ -40,12 +43,14 @@ export function registerCompile(program: Command, run: Runner): void {
     .argument('<circuit>', 'a circuit file (.ts) or a built IR file (.chip-ir)')
     .option('--target <name|config.json>', 'target model shape', 'tiny')
     .option('-o, --output <dir>', 'write the checkpoint directory (safetensors, config.json, manifest)')
+    .option('--chip <file>', 'write the compact .chip file of the checkpoint directly (no dense directory; byte-identical to `chipc compact` of it)')
+    .option('--max-shard-size <bytes>', 'tensor bytes per safetensors shard (default 5000000000, as huggingface_hub)')
     .option('--dtype <d>', 'emitted weight dtype: bf16 or f32 (weights are bf16-exact either way)', 'bf16')
     .option('--report', 'print dims, live maximum, slots, heads, units and non-zeros per layer')
     .option('--svg <file>', 'draw the slot allocation and per-layer resource use')
     .option('--hidden <n>', 'hidden size to emit (default: the target\'s, widened only as needed)')
     .option('--vocab <n>', 'vocabulary size to emit (default: the target\'s, widened to a multiple of 256 only as needed)')
-    .option('--overwrite', 'replace an existing output directory')
+    .option('--overwrite', 'replace an existing output directory or .chip file')
     .option('--json', 'print one JSON document')
     .option('--progress', 'report write progress on stderr even with --json')
     .option('--no-progress', 'do not report write progress')
@@ -57,6 +62,10 @@ export function registerCompile(program: Command, run: Runner): void {
         if (hidden !== undefined && (!Number.isInteger(hidden) || hidden < 8)) throw new ChipcError('cli.hidden', '--hidden must be an integer ≥ 8');
         const vocab = o.vocab === undefined ? undefined : Number(o.vocab);
         if (vocab !== undefined && (!Number.isInteger(vocab) || vocab < 1)) throw new ChipcError('cli.vocab', '--vocab must be a positive integer');
+        const maxShardSize = o.maxShardSize === undefined ? undefined : Number(o.maxShardSize);
+        if (maxShardSize !== undefined && (!Number.isSafeInteger(maxShardSize) || maxShardSize < 1 || !/^\d+$/.test(o.maxShardSize!))) {
+          throw new ChipcError('cli.max-shard-size', `--max-shard-size must be a positive integer number of bytes, not "${o.maxShardSize}"`);
+        }
         const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file);
         const target = resolveTarget(o.target);
         const t0 = performance.now();
@@ -65,17 +74,29 @@ export function registerCompile(program: Command, run: Runner): void {
         const manifest = buildManifest(res, target.name);
         const report = compileReport(res);
         let written: string[] = [];
+        const saveOpts = {
+          dtype: o.dtype === 'bf16' ? 'BF16' as const : 'F32' as const,
+          maxShardSize,
+          overwrite: Boolean(o.overwrite),
+          metadata: { chipc_circuit: ir.name, chipc_target: target.name },
+          extraFiles: { [MANIFEST_FILE]: JSON.stringify(manifest, null, 1) + '\n' },
+        };
+        const showProgress = o.progress ?? !o.json;
         if (o.output) {
-          const progress = (o.progress ?? !o.json) ? makeProgressReporter({ label: `writing ${o.output}` }) : null;
+          const progress = showProgress ? makeProgressReporter({ label: `writing ${o.output}` }) : null;
           try {
-            const w = saveModel(o.output, res.weights, {
-              dtype: o.dtype === 'bf16' ? 'BF16' : 'F32',
-              overwrite: Boolean(o.overwrite),
-              metadata: { chipc_circuit: ir.name, chipc_target: target.name },
-              extraFiles: { [MANIFEST_FILE]: JSON.stringify(manifest, null, 1) + '\n' },
-              onProgress: progress ? (p) => progress.update(p) : undefined,
-            });
+            const w = saveModel(o.output, res.weights, { ...saveOpts, onProgress: progress ? (p) => progress.update(p) : undefined });
             written = w.files;
+          } finally {
+            progress?.finish();
+          }
+        }
+        let chip: { path: string; bytes: number; denseBytes: number; blocks: number } | null = null;
+        if (o.chip) {
+          const progress = showProgress ? makeProgressReporter({ label: `writing ${o.chip}` }) : null;
+          try {
+            const c = saveModelChip(o.chip, res.weights, { ...saveOpts, onProgress: progress ? (p) => progress.update(p) : undefined });
+            chip = { path: o.chip, bytes: c.chipBytes, denseBytes: c.denseBytes, blocks: c.blocks };
           } finally {
             progress?.finish();
           }
@@ -87,7 +108,7 @@ export function registerCompile(program: Command, run: Runner): void {
           fs.writeFileSync(tmp, allocationSvg(res, budget));
           fs.renameSync(tmp, o.svg);
         }
-        out.emit({ circuit: ir.name, target: target.name, compileMs, output: o.output ?? null, files: written, report });
+        out.emit({ circuit: ir.name, target: target.name, compileMs, output: o.output ?? null, files: written, chip, report });
         const vocabNote = res.weights.config.vocabSize !== target.config.vocabSize
           ? `, vocabulary ${fmtInt(res.weights.config.vocabSize)} (the target's ${fmtInt(target.config.vocabSize)})` : '';
         out.line(`${ir.name} → ${target.name}: ${res.layers.length} layer(s), hidden ${res.frame.hidden}${vocabNote}, ` +
@@ -104,6 +125,7 @@ export function registerCompile(program: Command, run: Runner): void {
             (inv.notInvariant.length ? `; not provable: ${inv.notInvariant.join(', ')}` : ''));
         }
         if (o.output) out.line(`wrote ${written.join(', ')} to ${o.output}`);
+        if (chip) out.line(`wrote ${chip.path}: ${fmtInt(chip.bytes)} bytes (${fmtInt(chip.blocks)} blocks; dense form ${fmtInt(chip.denseBytes)} bytes)`);
         if (o.svg) out.line(`wrote ${o.svg}`);
         return 0;
       })(),

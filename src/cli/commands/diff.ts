@@ -3,7 +3,7 @@
  * whatever their size; sharding may differ), plus config.json when both are directories.
  * `chipc diff DIR --golden FILE`: check against recorded per-tensor hashes;
  * `chipc diff DIR --write-golden FILE`: record them. Exit 0 identical (or written), 1 different,
- * 2 error — the contract CI pipelines rely on.
+ * 2 error — the contract CI pipelines rely on. A `.chip` file is accepted wherever a directory is.
  */
 import type { Command } from 'commander';
 import chalk from 'chalk';
@@ -23,8 +23,8 @@ export function registerDiff(program: Command, run: Runner): void {
   program
     .command('diff')
     .description('compare two checkpoints tensor by tensor, bit for bit, or one against golden hashes (exit 0 identical, 1 different, 2 error)')
-    .argument('<a>', 'a .safetensors file or checkpoint directory')
-    .argument('[b]', 'the .safetensors file or checkpoint directory to compare with (not with --golden / --write-golden)')
+    .argument('<a>', 'a .safetensors file, checkpoint directory or .chip file')
+    .argument('[b]', 'the .safetensors file, checkpoint directory or .chip file to compare with (not with --golden / --write-golden)')
     .option('--golden <file>', 'compare A against recorded per-tensor sha256 hashes instead of a second checkpoint')
     .option('--write-golden <file>', "record A's per-tensor sha256 hashes (and config.json's) to FILE")
     .option('--json', 'print one JSON document')

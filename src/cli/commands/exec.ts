@@ -1,12 +1,13 @@
 /**
- * `chipc exec PATH --tokens 1,2,3`: run a checkpoint in the reference executor on given token
+ * `chipc exec PATH --tokens 1,2,3`: run a checkpoint (directory, .safetensors or .chip) in the reference executor on given token
  * ids; prints the top next tokens of the last position (and greedy continuations with
  * `--generate N`).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { openCheckpoint } from '../../safetensors/checkpoint.ts';
+import { isChipFile, openChipFile } from '../../chipfile/read.ts';
+import { openCheckpointOrChip } from '../../chipfile/open.ts';
 import { parseHfConfig } from '../../model/hf-config.ts';
 import { resolveTarget } from '../../model/targets.ts';
 import { loadModelWeights } from '../../model/load-weights.ts';
@@ -34,9 +35,26 @@ export function parseOrder(s: string): OrderMode {
   throw new ChipcError('cli.order', `--order must be sequential, fma or shuffled[:SEED], not "${s}"`);
 }
 
-/** The model config for a checkpoint: its own config.json, else the --target given. */
+/** The model config for a checkpoint: its own config.json (a .chip's stored one), else the --target given. */
 export function configFor(p: string, target: string | undefined): ModelConfig {
   if (target !== undefined) return resolveTarget(target).config;
+  if (isChipFile(p)) {
+    const chip = openChipFile(p);
+    let text: string;
+    try {
+      if (!chip.hasFile('config.json')) throw new ChipcError('cli.config', `${p} holds no config.json; pass --target NAME|config.json`);
+      text = new TextDecoder().decode(chip.readFile('config.json'));
+    } finally {
+      chip.close();
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (e) {
+      throw new ChipcError('cli.config', `config.json stored in ${p} is not valid JSON: ${(e as Error).message}`);
+    }
+    return parseHfConfig(json);
+  }
   const dir = fs.existsSync(p) && fs.statSync(p).isDirectory() ? p : path.dirname(p);
   const cfgPath = path.join(dir, 'config.json');
   if (!fs.existsSync(cfgPath)) {
@@ -66,7 +84,7 @@ export function registerExec(program: Command, run: Runner): void {
   program
     .command('exec')
     .description('run a checkpoint in the reference executor on token ids')
-    .argument('<path>', 'checkpoint directory (with config.json) or .safetensors file')
+    .argument('<path>', 'checkpoint directory (with config.json), .chip file or .safetensors file')
     .requiredOption('-t, --tokens <ids>', 'comma-separated prompt token ids, e.g. 1,2,3')
     .option('-g, --generate <n>', 'greedily generate n tokens after the prompt')
     .option('--target <name|config.json>', 'model config when PATH has no config.json')
@@ -93,7 +111,7 @@ export function registerExec(program: Command, run: Runner): void {
         for (const t of tokens) {
           if (t >= cfg.vocabSize) throw new ChipcError('cli.tokens', `token id ${t} is outside the vocabulary (size ${cfg.vocabSize})`);
         }
-        const store = openCheckpoint(p);
+        const store = openCheckpointOrChip(p);
         const t0 = performance.now();
         let weights;
         try {

@@ -1,8 +1,9 @@
-/** `chipc inspect PATH`: tensors, dtypes, shapes, non-zeros, sha256, and a per-layer summary. */
+/** `chipc inspect PATH` (a .safetensors file, a checkpoint directory or a .chip file): tensors, dtypes, shapes, non-zeros, sha256, and a per-layer summary. */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { openCheckpoint } from '../../safetensors/checkpoint.ts';
+import { openCheckpointOrChip, readCheckpointFile } from '../../chipfile/open.ts';
+import { isChipFile } from '../../chipfile/read.ts';
 import { layerIndexOf, tensorStats, type TensorStats } from '../../inspect/stats.ts';
 import { fmtBytes, fmtInt, makeOut, table } from '../output.ts';
 import type { Runner } from '../main.ts';
@@ -15,13 +16,19 @@ interface LayerSummary {
   nonZeros: number;
 }
 
-/** layer_types from a config.json next to the checkpoint, when there is one. */
+/** layer_types from the checkpoint's config.json (beside a .safetensors file, inside a .chip), when there is one. */
 function readLayerTypes(p: string): string[] | null {
-  const dir = fs.statSync(p).isDirectory() ? p : path.dirname(p);
-  const cfgPath = path.join(dir, 'config.json');
-  if (!fs.existsSync(cfgPath)) return null;
+  let bytes: Uint8Array | null;
+  if (isChipFile(p)) {
+    bytes = readCheckpointFile(p, 'config.json');
+  } else {
+    const dir = fs.statSync(p).isDirectory() ? p : path.dirname(p);
+    const cfgPath = path.join(dir, 'config.json');
+    bytes = fs.existsSync(cfgPath) ? fs.readFileSync(cfgPath) : null;
+  }
+  if (bytes === null) return null;
   try {
-    const cfg = JSON.parse(fs.readFileSync(cfgPath, 'utf8')) as Record<string, unknown>;
+    const cfg = JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
     const text = (cfg['text_config'] as Record<string, unknown> | undefined) ?? cfg;
     const lt = text['layer_types'];
     return Array.isArray(lt) ? lt.map(String) : null;
@@ -34,13 +41,13 @@ export function registerInspect(program: Command, run: Runner): void {
   program
     .command('inspect')
     .description('list the tensors of a safetensors file or sharded checkpoint directory')
-    .argument('<path>', 'a .safetensors file or a checkpoint directory')
+    .argument('<path>', 'a .safetensors file, a checkpoint directory or a .chip file')
     .option('--json', 'print one JSON document')
     .option('--summary', 'only the totals and the per-layer summary')
     .action((p: string, opts: { json?: boolean; summary?: boolean }) =>
       run(() => {
         const out = makeOut(Boolean(opts.json));
-        const store = openCheckpoint(p);
+        const store = openCheckpointOrChip(p);
         try {
           const stats: TensorStats[] = store.names.map((n) => tensorStats(store, n));
           const layerTypes = readLayerTypes(p);

@@ -1,0 +1,145 @@
+/**
+ * TensorSources → `.chip` file directly (docs/chip-file.md, "Writing straight from a compile"):
+ * the checkpoint is laid out exactly as writeCheckpoint would write it (layoutCheckpoint: same
+ * shard plan, headers, index and extra files), and each tensor's bytes stream from its source
+ * through the SHA-256 of its file and the block scanner, whose block bytes go to a temporary
+ * payload file. No dense file or directory is written, and memory is one source chunk plus the
+ * current tensor's block table. The result is byte-identical to `compactCheckpoint` of the
+ * directory writeCheckpoint would have written (same manifest, same blocks: the scanner's output
+ * depends only on the bytes, not on how they are chunked). Atomic: temporaries, then a rename.
+ */
+import * as crypto from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ChipcError } from '../util/errors.ts';
+import type { TensorSource, WriteProgress } from '../safetensors/types.ts';
+import { layoutCheckpoint, type CheckpointDirWriteOptions } from '../safetensors/writer.ts';
+import {
+  CHECKSUM_BYTES, CHIP_VERSION, DEFAULT_MIN_GAP, encodeBlockTable, FORMAT_NAME, PREFIX_BYTES,
+  type ChipFileEntry, type ChipManifest, type ChipTensor, type Range,
+} from './format.ts';
+import { BufferedWriter, tempSibling } from './io.ts';
+import { BlockScanner } from './scan.ts';
+import { finishChipFile, MAX_MIN_GAP, type CompactResult } from './compact.ts';
+
+export interface ChipFromSourcesOptions {
+  /** Bytes of tensor data per shard (writeCheckpoint's maxShardSize; default 5 GB). */
+  maxShardSize?: number;
+  /** Extra `__metadata__` strings (format: "pt" is always written). */
+  metadata?: Record<string, string>;
+  /** More files of the checkpoint (config.json, chipc-manifest.json, …): name → contents. */
+  extraFiles?: Record<string, string | Uint8Array>;
+  /** Replace an existing file at the target (default: refuse). */
+  overwrite?: boolean;
+  /** Zero runs shorter than this many bytes stay inside a block (default 8). */
+  minGap?: number;
+  /**
+   * Progress in dense bytes: the same reports writeCheckpoint's onProgress would give for the
+   * directory (bytesWritten counts the shard bytes streamed through the scanner).
+   */
+  onProgress?: (p: WriteProgress) => void;
+}
+
+/**
+ * Writes the `.chip` file of the checkpoint `writeCheckpoint(dir, sources, opts)` would write,
+ * at `target`, without writing the directory. Each source is iterated once.
+ */
+export function writeChipFromSources(target: string, sources: readonly TensorSource[], opts: ChipFromSourcesOptions = {}): CompactResult {
+  const minGap = opts.minGap ?? DEFAULT_MIN_GAP;
+  if (!Number.isSafeInteger(minGap) || minGap < 1 || minGap > MAX_MIN_GAP) throw new ChipcError('CHIP_OPTION', `minGap must be an integer in [1, ${MAX_MIN_GAP}], got ${minGap}`);
+  const layoutOpts: CheckpointDirWriteOptions = { maxShardSize: opts.maxShardSize, metadata: opts.metadata, extraFiles: opts.extraFiles };
+  const layout = layoutCheckpoint(sources, layoutOpts);
+  const out = path.resolve(target);
+  if (fs.existsSync(out)) {
+    if (!fs.statSync(out).isFile()) throw new ChipcError('CHIP_TARGET_EXISTS', `${target}: exists and is not a regular file`);
+    if (!opts.overwrite) throw new ChipcError('CHIP_TARGET_EXISTS', `${target}: file exists (pass overwrite to replace it)`);
+  }
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  const shardFiles = layout.files.filter((f) => f.kind === 'safetensors');
+  const totalBytes = shardFiles.reduce((s, f) => s + f.size, 0);
+  const onProgress = opts.onProgress;
+  let bytesWritten = 0;
+  const payloadTmp = tempSibling(out, 'payload');
+  const finalTmp = tempSibling(out, 'tmp');
+  let pfd: number | null = null;
+  try {
+    pfd = fs.openSync(payloadTmp, 'wx+');
+    const payload = new BufferedWriter(pfd);
+    const files: ChipFileEntry[] = [];
+    let denseBytes = 0;
+    let blocks = 0;
+    let blockBytes = 0;
+    let tensorCount = 0;
+    const range = (start: number): Range => [start, payload.position - start];
+    for (const f of layout.files) {
+      const hash = crypto.createHash('sha256');
+      if (f.kind === 'raw') {
+        const start = payload.position;
+        hash.update(f.bytes);
+        payload.write(f.bytes);
+        files.push({ name: f.name, kind: 'raw', size: f.bytes.length, sha256: hash.digest('hex'), data: range(start) });
+        denseBytes += f.bytes.length;
+        continue;
+      }
+      const shard = shardFiles.indexOf(f) + 1;
+      const report = (tensor: string | null): void =>
+        onProgress?.({ bytesWritten, totalBytes, shard, shards: shardFiles.length, file: f.name, tensor, done: false });
+      const headerStart = payload.position;
+      hash.update(f.header);
+      payload.write(f.header);
+      const header = range(headerStart);
+      bytesWritten += f.header.length;
+      report(null);
+      const tensors: ChipTensor[] = [];
+      for (const { source, info } of f.tensors) {
+        const q = JSON.stringify(info.name);
+        const dataStart = payload.position;
+        const scanner = new BlockScanner(minGap, (b) => payload.write(b));
+        let seen = 0;
+        for (const chunk of source.chunks()) {
+          if (!(chunk instanceof Uint8Array)) throw new ChipcError('ST_SOURCE_CHUNK', `tensor ${q}: source yielded a ${Object.prototype.toString.call(chunk)}, not a Uint8Array`);
+          if (seen + chunk.length > info.byteLength) {
+            throw new ChipcError('ST_SOURCE_SIZE', `tensor ${q}: source yielded more than the ${info.byteLength} bytes its shape ${JSON.stringify(info.shape)} of ${info.dtype} needs`);
+          }
+          hash.update(chunk);
+          scanner.push(chunk);
+          seen += chunk.length;
+          bytesWritten += chunk.length;
+          report(info.name);
+        }
+        if (seen !== info.byteLength) {
+          throw new ChipcError('ST_SOURCE_SIZE', `tensor ${q}: source yielded ${seen} bytes but shape ${JSON.stringify(info.shape)} of ${info.dtype} needs ${info.byteLength}`);
+        }
+        scanner.finish();
+        const data = range(dataStart);
+        const tableStart = payload.position;
+        payload.write(encodeBlockTable(scanner.starts, scanner.lengths, scanner.starts.length));
+        tensors.push({
+          name: info.name, dtype: info.dtype, shape: info.shape, dataOffsets: info.dataOffsets,
+          data, table: range(tableStart), blocks: scanner.starts.length,
+        });
+        blocks += scanner.starts.length;
+        blockBytes += scanner.storedBytes;
+      }
+      tensorCount += tensors.length;
+      files.push({ name: f.name, kind: 'safetensors', size: f.size, sha256: hash.digest('hex'), header, tensors });
+      denseBytes += f.size;
+    }
+    payload.flush();
+    const manifest: ChipManifest = { format: FORMAT_NAME, version: CHIP_VERSION, minGap, payloadSize: payload.position, files };
+    const payloadFd = pfd;
+    pfd = null; // finishChipFile closes it
+    const manifestBytes = finishChipFile(out, manifest, payloadFd, payloadTmp, finalTmp);
+    const last = shardFiles[shardFiles.length - 1];
+    onProgress?.({ bytesWritten, totalBytes, shard: shardFiles.length, shards: shardFiles.length, file: last ? last.name : '', tensor: null, done: true });
+    return {
+      path: target, files: files.length, tensors: tensorCount, blocks, denseBytes,
+      chipBytes: PREFIX_BYTES + manifestBytes.length + manifest.payloadSize + CHECKSUM_BYTES, blockBytes,
+    };
+  } catch (e) {
+    if (pfd !== null) fs.closeSync(pfd);
+    fs.rmSync(payloadTmp, { force: true });
+    fs.rmSync(finalTmp, { force: true });
+    throw e;
+  }
+}

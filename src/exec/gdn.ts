@@ -197,18 +197,7 @@ function prepareToken(
   const scale = f32(Math.pow(dk, -0.5)); // HF: query.shape[-1] ** -0.5, used as a float32 scalar
   const q = buf ? buf.q : new Float32Array(keyDim);
   const k = buf ? buf.k : new Float32Array(keyDim);
-  for (let h = 0; h < hk; h++) {
-    if (sequential && allZero(conved, h * dk, dk) && allZero(conved, keyDim + h * dk, dk)) {
-      // l2norm of ±0s: Σ fl(x²) = +0, r = rsqrt(fl(1e−6)) > 0 finite, so fl(x·r) = x and then
-      // fl(x·scale) = x (same-sign zeros). Sequential order only (a shuffled sum counts calls).
-      q.set(conved.subarray(h * dk, (h + 1) * dk), h * dk);
-      k.set(conved.subarray(keyDim + h * dk, keyDim + (h + 1) * dk), h * dk);
-      continue;
-    }
-    l2norm(ctx, conved, h * dk, dk, q, h * dk);
-    for (let i = 0; i < dk; i++) q[h * dk + i] = f32(q[h * dk + i] * scale);
-    l2norm(ctx, conved, keyDim + h * dk, dk, k, h * dk);
-  }
+  for (let h = 0; h < hk; h++) normalizeQk(ctx, conved, q, k, h, dk, keyDim, scale, sequential);
   const v = buf ? conved.subarray(2 * keyDim) : conved.slice(2 * keyDim);
   const beta = buf ? buf.beta : new Float32Array(hv);
   const g = buf ? buf.g : new Float32Array(hv);
@@ -245,6 +234,26 @@ export function convStepF32(
     for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
     conved[c] = silu32(y, 'mul');
   }
+}
+
+/**
+ * q and k of key head h from the conv outputs: q = fl(l2norm(q_conv)·scale), k = l2norm(k_conv)
+ * (HF order). In sequential order a head whose q and k inputs are all ±0 copies them: l2norm of
+ * ±0s has Σ fl(x²) = +0 and r = rsqrt(fl(1e−6)) > 0 finite, so fl(x·r) = x and fl(x·scale) = x
+ * (same-sign zeros); a shuffled sum counts its calls, so it always runs there.
+ */
+function normalizeQk(
+  ctx: ExecNumericContext, conved: Float32Array, q: Float32Array, k: Float32Array, h: number, dk: number,
+  keyDim: number, scale: number, sequential: boolean,
+): void {
+  if (sequential && allZero(conved, h * dk, dk) && allZero(conved, keyDim + h * dk, dk)) {
+    q.set(conved.subarray(h * dk, (h + 1) * dk), h * dk);
+    k.set(conved.subarray(keyDim + h * dk, keyDim + (h + 1) * dk), h * dk);
+    return;
+  }
+  l2norm(ctx, conved, h * dk, dk, q, h * dk);
+  for (let i = 0; i < dk; i++) q[h * dk + i] = f32(q[h * dk + i] * scale);
+  l2norm(ctx, conved, keyDim + h * dk, dk, k, h * dk);
 }
 
 /** True when x[off .. off+n) holds only ±0. */
@@ -904,17 +913,7 @@ function gdnDecodeTracked(
   t0 = phaseEnd('gdn.conv', t0);
   const scale = f32(Math.pow(dk, -0.5));
   const { q, k } = buf;
-  for (let h = 0; h < hk; h++) {
-    if (t.qkDirty[h] === 0) continue;
-    if (allZero(conved, h * dk, dk) && allZero(conved, keyDim + h * dk, dk)) {
-      q.set(conved.subarray(h * dk, (h + 1) * dk), h * dk);
-      k.set(conved.subarray(keyDim + h * dk, keyDim + (h + 1) * dk), h * dk);
-      continue;
-    }
-    l2norm(ctx, conved, h * dk, dk, q, h * dk);
-    for (let i = 0; i < dk; i++) q[h * dk + i] = f32(q[h * dk + i] * scale);
-    l2norm(ctx, conved, keyDim + h * dk, dk, k, h * dk);
-  }
+  for (let h = 0; h < hk; h++) if (t.qkDirty[h] === 1) normalizeQk(ctx, conved, q, k, h, dk, keyDim, scale, true);
   const v = conved.subarray(2 * keyDim);
   const { beta, g } = buf;
   const bv = bS.y;

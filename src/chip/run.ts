@@ -3,8 +3,12 @@
  * code RAM sized to the program and a data RAM of the chosen size, load the program's image into
  * both RAMs' GDN state (the state-file path), feed the prompt [BOS, J(entry)] and let the model
  * generate until HALT — optionally beside the golden emulator's token trace, stopping at the
- * first divergence.
+ * first divergence. Or run a saved checkpoint of the chip (`chipc run --model`: the chip alone, or
+ * merged into a host model with its ids offset, docs/merge.md "Running"): the program is loaded
+ * by its loader prompt and the model decoded greedily, with no compile.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { buildCircuit } from '../dsl/load.ts';
 import { compileCircuit, type CompileResult } from '../compile.ts';
 import type { ModelConfig } from '../model/config.ts';
@@ -12,7 +16,13 @@ import { Executor, argmax } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
 import { applyRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
-import { cpuCircuit, CODE_BASE, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
+import { cpuCircuit, CODE_BASE, VOCAB, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
+import type { ModelWeights } from '../model/weights.ts';
+import { openChipFile } from '../chipfile/read.ts';
+import { MANIFEST_FILE, buildManifest, type Manifest } from '../emit/manifest.ts';
+import { MERGE_INFO_FILE } from '../merge/merge.ts';
+import { saveModel } from '../model/save-weights.ts';
+import { compactCheckpoint } from '../chipfile/compact.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
@@ -129,11 +139,45 @@ export function runOnChip(
   const ex = chipExecutor(res, prog, opts);
   const prompt = opts.load === 'prompt' ? prog.loader : [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
   const t0 = performance.now();
-  // The loader prompt is fed by decode steps: RAM reads are exact there (a chunked prefill's are
-  // not guaranteed, docs/gadgets-gdn.md), and the loader's writes depend on latch reads.
-  let first = argmax(ex.prefill(prompt.slice(0, opts.load === 'prompt' ? 1 : prompt.length))[0]!);
-  if (opts.load === 'prompt') for (const t of prompt.slice(1)) first = ex.decodeArgmax(t);
+  const first = opts.load === 'prompt' ? feedLoaderPrompt(ex, prompt) : argmax(ex.prefill(prompt)[0]!);
   return follow(prompt, first, (t) => ex.decodeArgmax(t), opts, t0);
+}
+
+/**
+ * Feed a loader prompt (docs/token-protocol.md "Loading by prompt") and return the argmax after its
+ * last token: a prefill of its first token (BOS), then one decode step per token. Decode steps
+ * because RAM reads are exact there (a chunked prefill's are not guaranteed, docs/gadgets-gdn.md)
+ * and the loader's writes depend on latch reads. Shared by runOnChip (load 'prompt') and
+ * runOnModel; the ids are the model's (already offset for a merged checkpoint).
+ */
+export function feedLoaderPrompt(ex: Executor, prompt: readonly number[]): number {
+  if (prompt.length === 0) throw new ChipcError('chip.prompt', 'the loader prompt is empty');
+  let next = argmax(ex.prefill([prompt[0]!])[0]!);
+  for (const t of prompt.slice(1)) next = ex.decodeArgmax(t);
+  return next;
+}
+
+/**
+ * Run a program on a loaded checkpoint of the chip: the chip alone (idOffset 0) or merged into a
+ * host model, where chip token t is model id idOffset + t (docs/merge.md). Feeds prog.loader with
+ * every id shifted by idOffset (feedLoaderPrompt), then decodes greedily, mapping each generated
+ * id back to a chip token (id − idOffset). An id below idOffset is a host text token: the host's
+ * token won the argmax; an id at or past idOffset + the chip's alphabet is a padding row. Either
+ * ends the run with a divergence naming it (RunResult.divergence, also without a golden stream).
+ * RunResult.tokens are chip tokens (the prompt unshifted, then the generated chip tokens).
+ */
+export function runOnModel(
+  weights: ModelWeights, prog: ChipProgram, opts: ExecOptions & GoldenOptions & { idOffset?: number },
+): RunResult {
+  const off = opts.idOffset ?? 0;
+  if (!Number.isSafeInteger(off) || off < 0) throw new ChipcError('chip.offset', `the chip id offset must be a non-negative integer, not ${off}`);
+  if (weights.config.vocabSize < off + VOCAB) {
+    throw new ChipcError('chip.vocab', `the model's vocabulary (${weights.config.vocabSize} ids) cannot hold the chip's ${VOCAB} token ids from id ${off}`);
+  }
+  const ex = new Executor(weights, opts);
+  const t0 = performance.now();
+  const first = feedLoaderPrompt(ex, prog.loader.map((t) => t + off));
+  return follow(prog.loader, first - off, (t) => ex.decodeArgmax(t + off) - off, opts, t0, off);
 }
 
 /**
@@ -241,7 +285,7 @@ export function chipIr(opts: Required<CpuOptions>): CircuitIR {
 /** Feed each generated token back until HALT, a divergence from the golden stream, or the limit. */
 function follow(
   prompt: number[], first: number, step: (t: number) => number,
-  opts: GoldenOptions, t0: number,
+  opts: GoldenOptions, t0: number, idOffset = 0,
 ): RunResult {
   const tokens = [...prompt];
   // The golden stream starts with the 2-token prompt [BOS, J(entry)]; generated tokens line up after it.
@@ -252,6 +296,17 @@ function follow(
   let exitCode: number | null = null;
   for (let pos = prompt.length; pos < opts.maxTokens + shift; pos++) {
     const g = pos - shift;
+    // `next` is a chip token; outside the chip's alphabet it was a host id or a padding row of a merged model.
+    if (next < 0 || next >= VOCAB) {
+      const id = next + idOffset;
+      divergence = {
+        position: pos,
+        expected: opts.golden && g < opts.golden.length ? formatToken(opts.golden[g]!) : 'a chip token',
+        got: next < 0 ? `host token id ${id} (the host's token won)` : `id ${id}, outside the chip's ${VOCAB}-token alphabet (a padding row)`,
+        pc: opts.goldenPc?.[g] ?? null,
+      };
+      break;
+    }
     if (opts.golden && g < opts.golden.length && next !== opts.golden[g]) {
       divergence = { position: pos, expected: formatToken(opts.golden[g]!), got: formatToken(next), pc: opts.goldenPc?.[g] ?? null };
       break;
@@ -270,3 +325,154 @@ function follow(
 }
 
 export { goldenTokens };
+
+/**
+ * The manifest of a chip checkpoint written by `chipc run FILE.elf --emit`: the compile manifest
+ * plus `rv32`, the chip options the program needs (code RAM rows, code end, data RAM rows, tohost):
+ * the RV32 chip is compiled per program, and `chipc run --model` checks them.
+ */
+export type RunManifest = Manifest & { rv32?: Required<CpuOptions> };
+
+export function runManifest(res: CompileResult, prog: ChipProgram, targetName: string): RunManifest {
+  const o = prog.chip;
+  return { ...buildManifest(res, targetName), rv32: { codeWords: o.codeWords, codeEnd: o.codeEnd, memWords: o.memWords, tohost: o.tohost } };
+}
+
+/** What `chipc run --model` needs to know about a checkpoint before loading its tensors. */
+export interface ChipCheckpoint {
+  path: string;
+  /** Chip token t is model id idOffset + t: 0 for the chip alone, the host's vocab_size when merged. */
+  idOffset: number;
+  merged: boolean;
+  vocabSize: number;
+  manifest: RunManifest;
+}
+
+function parseJson(bytes: Uint8Array | string, label: string): Record<string, unknown> {
+  let j: unknown;
+  try {
+    j = JSON.parse(typeof bytes === 'string' ? bytes : new TextDecoder().decode(bytes));
+  } catch (e) {
+    throw new ChipcError('run.model', `${label} is not valid JSON: ${(e as Error).message}`, { cause: e });
+  }
+  if (j === null || typeof j !== 'object' || Array.isArray(j)) throw new ChipcError('run.model', `${label} is not a JSON object`);
+  return j as Record<string, unknown>;
+}
+
+/**
+ * Read a checkpoint's config.json, chipc-manifest.json and (merged) chipc-merge.json — a directory
+ * or a `.chip` file — without loading any tensor. ChipcError: missing path (CKPT_NOT_FOUND), no
+ * config (BAD_CONFIG), no chip manifest or disagreeing merge records (run.model).
+ */
+export function readChipCheckpoint(p: string): ChipCheckpoint {
+  const st = fs.statSync(p, { throwIfNoEntry: false });
+  if (st === undefined) throw new ChipcError('CKPT_NOT_FOUND', `${p} does not exist`);
+  const files = new Map<string, Uint8Array | string>();
+  const wanted = ['config.json', MANIFEST_FILE, MERGE_INFO_FILE];
+  if (st.isFile()) {
+    const chip = openChipFile(p);
+    try {
+      for (const f of wanted) if (chip.hasFile(f)) files.set(f, chip.readFile(f));
+    } finally {
+      chip.close();
+    }
+  } else {
+    for (const f of wanted) {
+      const fp = path.join(p, f);
+      if (fs.existsSync(fp)) files.set(f, fs.readFileSync(fp, 'utf8'));
+    }
+  }
+  const cfgBytes = files.get('config.json');
+  if (cfgBytes === undefined) throw new ChipcError('BAD_CONFIG', `${p}: no config.json`);
+  const cfg = parseJson(cfgBytes, `${p}: config.json`);
+  const vocabSize = cfg['vocab_size'];
+  if (typeof vocabSize !== 'number' || !Number.isSafeInteger(vocabSize) || vocabSize < 1) {
+    throw new ChipcError('BAD_CONFIG', `${p}: config.json vocab_size must be a positive integer`);
+  }
+  const m = files.get(MANIFEST_FILE);
+  if (m === undefined) {
+    throw new ChipcError('run.model',
+      `${p} has no ${MANIFEST_FILE}: it is not a compiled chip (or a merge of one); make the chip for this program with \`chipc run FILE.elf --emit DIR\``);
+  }
+  const manifest = parseJson(m, `${p}: ${MANIFEST_FILE}`) as unknown as RunManifest;
+  // The id offset: chipc-merge.json and config.json's chipc_merge block (both written by chipc merge) must agree.
+  const offsets: number[] = [];
+  const offsetOf = (rec: unknown, label: string) => {
+    const off = (rec as { vocab?: { chipIdOffset?: unknown } } | null)?.vocab?.chipIdOffset;
+    if (typeof off !== 'number' || !Number.isSafeInteger(off) || off < 0) {
+      throw new ChipcError('run.model', `${p}: ${label} has no valid vocab.chipIdOffset (got ${JSON.stringify(off)})`);
+    }
+    offsets.push(off);
+  };
+  const info = files.get(MERGE_INFO_FILE);
+  if (info !== undefined) offsetOf(parseJson(info, `${p}: ${MERGE_INFO_FILE}`), MERGE_INFO_FILE);
+  if (cfg['chipc_merge'] !== undefined) offsetOf(cfg['chipc_merge'], 'config.json chipc_merge');
+  if (offsets.length === 2 && offsets[0] !== offsets[1]) {
+    throw new ChipcError('run.model', `${p}: ${MERGE_INFO_FILE} says chip ids start at ${offsets[0]}, config.json chipc_merge says ${offsets[1]}`);
+  }
+  return { path: p, idOffset: offsets[0] ?? 0, merged: offsets.length > 0, vocabSize, manifest };
+}
+
+/**
+ * Refuse (ChipcError, code run.model or run.mem) a checkpoint whose chip cannot run `prog`: not the
+ * RV32 chip (circuit name, alphabet), no recorded chip options, a different data RAM size, a smaller
+ * code RAM, another code end (which stores are code stores) or tohost address, or a vocabulary
+ * that cannot hold the chip's ids after the offset.
+ */
+export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
+  const m = ck.manifest;
+  const remedy = 'make one for this program with `chipc run FILE.elf --emit DIR` (and merge that)';
+  if (m.circuit !== 'rv32-v1') throw new ChipcError('run.model', `${ck.path}: the chip is circuit "${String(m.circuit)}", not the RV32 chip (rv32-v1)`);
+  if (m.vocab?.circuit !== VOCAB) {
+    throw new ChipcError('run.model', `${ck.path}: the chip's alphabet has ${String(m.vocab?.circuit)} tokens; the RV32 chip (protocol v2) has ${VOCAB}`);
+  }
+  if (ck.vocabSize < ck.idOffset + VOCAB) {
+    throw new ChipcError('run.model', `${ck.path}: vocab_size ${ck.vocabSize} cannot hold the chip's ${VOCAB} ids from id ${ck.idOffset}`);
+  }
+  const have = m.rv32;
+  if (have === undefined || typeof have !== 'object') {
+    throw new ChipcError('run.model',
+      `${ck.path}: the chip's manifest does not record the program shape it was compiled for (\`chipc compile circuits/rv32im/cpu.ts\` ` +
+      `compiles the default export, whose code RAM is not sized to a program); ${remedy}`);
+  }
+  const need = prog.chip;
+  if (have.memWords !== need.memWords) {
+    throw new ChipcError('run.mem',
+      `${ck.path}: the chip's data RAM is ${have.memWords * 4} bytes, the run asks for ${need.memWords * 4} (--mem-size); ` +
+      `pass --mem-size ${have.memWords * 4} or ${remedy}`);
+  }
+  const diffs: string[] = [];
+  if (!(have.codeWords >= need.codeWords)) diffs.push(`code RAM ${have.codeWords} rows (the program needs ${need.codeWords})`);
+  if (have.codeEnd !== need.codeEnd) diffs.push(`code end ${have.codeEnd} words (the program's is ${need.codeEnd})`);
+  if ((have.tohost ?? null) !== need.tohost) {
+    const t = (v: number | null | undefined) => (v === null || v === undefined ? 'none' : `0x${(v >>> 0).toString(16)}`);
+    diffs.push(`tohost ${t(have.tohost)} (the program's is ${t(need.tohost)})`);
+  }
+  if (diffs.length > 0) throw new ChipcError('run.model', `${ck.path}: the chip was compiled for a different program shape: ${diffs.join(', ')}; ${remedy}`);
+}
+
+/**
+ * Write the chip compiled for `prog` (`chipc run FILE.elf --emit OUT`) with its run manifest: a
+ * checkpoint directory, or a `.chip` file when OUT ends in `.chip` (written as a directory beside
+ * it, compacted, the directory removed). Refuses an existing OUT unless `overwrite`.
+ */
+export function emitChip(
+  out: string, res: CompileResult, prog: ChipProgram, targetName: string,
+  opts: { dtype: 'F32' | 'BF16'; overwrite?: boolean },
+): string {
+  const extraFiles = { [MANIFEST_FILE]: JSON.stringify(runManifest(res, prog, targetName), null, 2) + '\n' };
+  if (!out.endsWith('.chip')) {
+    saveModel(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles });
+    return out;
+  }
+  if (fs.existsSync(out) && !opts.overwrite) throw new ChipcError('CHIP_TARGET_EXISTS', `${out}: exists (pass --overwrite to replace it)`);
+  const tmp = fs.mkdtempSync(path.join(path.dirname(path.resolve(out)), '.chipc-emit-'));
+  try {
+    const dense = path.join(tmp, 'ckpt');
+    saveModel(dense, res.weights, { dtype: opts.dtype, extraFiles });
+    compactCheckpoint(dense, out, { overwrite: opts.overwrite });
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+  return out;
+}

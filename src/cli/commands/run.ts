@@ -3,29 +3,40 @@
  * chip (circuits/rv32im/cpu.ts, token protocol v2: docs/token-protocol.md) with a data RAM of the
  * given size, load the program's image into its GDN state and generate token by token in the
  * reference executor until HALT, printing the console output live; `--check` compares every
- * token with the golden emulator's trace and stops at the first divergence. Exit status: the
- * program's exit code, 1 on a divergence or when no HALT came, 2 on an error.
+ * token with the golden emulator's trace and stops at the first divergence. `--model CKPT` runs a
+ * saved chip checkpoint instead (the chip alone or merged into a host model: ids offset, loaded by
+ * the loader prompt, plain greedy decoding); `--emit OUT` writes the chip compiled for the program
+ * (so it can be merged) and exits. Exit status: the program's exit code, 1 on a divergence or when
+ * no HALT came, 2 on an error.
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import chalk from 'chalk';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { DEFAULT_MEM_BYTES, compileChip, goldenTokens, locateDivergence, programOf, runOnChip, runOnInterpreter } from '../../chip/run.ts';
+import {
+  DEFAULT_MEM_BYTES, checkChipFits, compileChip, emitChip, goldenTokens, locateDivergence, programOf, readChipCheckpoint,
+  runOnChip, runOnInterpreter, runOnModel,
+} from '../../chip/run.ts';
+import { loadModel } from '../../model/load-weights.ts';
 import type { Mismatch } from '../../verify/check.ts';
 import { decodeToken, formatToken } from '../../../riscv/protocol.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
 
 interface RunCliOptions {
-  target: string;
+  target?: string;
   check?: boolean;
   maxTokens: string;
   profile: string;
   trace?: boolean;
   engine: string;
-  memSize: string;
-  load: string;
+  memSize?: string;
+  load?: string;
+  model?: string;
+  emit?: string;
+  dtype: string;
+  overwrite?: boolean;
   json?: boolean;
 }
 
@@ -34,9 +45,13 @@ export function registerRun(program: Command, run: Runner): void {
     .command('run')
     .description('run an RV32IM+Zba ELF on the compiled chip, token by token, printing its console output')
     .argument('<elf>', 'an RV32IM+Zba ELF (code and data from 0x80000000)')
-    .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 248,197 token ids)', 'chip-test')
-    .option('--mem-size <bytes>', 'data RAM size from 0x80000000 (a program outside it is refused)', String(DEFAULT_MEM_BYTES))
-    .option('--load <how>', 'state (write the image into the GDN state directly) or prompt (feed the loader prompt of write tokens)', 'state')
+    .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 248,197 token ids; default chip-test)')
+    .option('--mem-size <bytes>', `data RAM size from 0x80000000 (a program outside it is refused; default ${DEFAULT_MEM_BYTES}, with --model the chip's)`)
+    .option('--load <how>', 'state (write the image into the GDN state directly) or prompt (feed the loader prompt of write tokens); default state, with --model prompt')
+    .option('--model <ckpt>', 'run this checkpoint (directory or .chip: the chip compiled for the program, alone or merged into a host) instead of compiling')
+    .option('--emit <out>', 'write the chip compiled for this program (directory, or a .chip file) with its manifest, and exit')
+    .option('--dtype <d>', 'with --emit: bf16 or f32', 'bf16')
+    .option('--overwrite', 'with --emit: replace an existing output')
     .option('--check', 'compare every token with the golden emulator\'s trace; stop at the first divergence')
     .option('--max-tokens <n>', 'stop after this many tokens', '100000')
     .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
@@ -52,11 +67,37 @@ export function registerRun(program: Command, run: Runner): void {
         if (!fs.existsSync(file)) throw new ChipcError('cli.file', `${file} does not exist`);
         const elf = fs.readFileSync(file);
         if (o.engine !== 'weights' && o.engine !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${o.engine}"`);
-        const memBytes = Number(o.memSize);
-        if (!Number.isInteger(memBytes) || memBytes < 64 || memBytes % 4 !== 0) throw new ChipcError('cli.mem-size', `--mem-size must be a multiple of 4 bytes ≥ 64, not "${o.memSize}"`);
-        if (o.load !== 'state' && o.load !== 'prompt') throw new ChipcError('cli.load', `--load must be state or prompt, not "${o.load}"`);
-        const load = o.load;
+        if (o.model !== undefined && o.emit !== undefined) throw new ChipcError('cli.model', '--model and --emit exclude each other');
+        if (o.model !== undefined && (o.engine !== 'weights' || o.target !== undefined)) {
+          throw new ChipcError('cli.model', '--model runs the given checkpoint: --engine ir and --target do not apply');
+        }
+        if (o.model !== undefined && o.load === 'state') {
+          throw new ChipcError('cli.load', '--model loads the program by its loader prompt (the RAM placement of a saved checkpoint is not known): --load state does not apply');
+        }
+        if (o.emit !== undefined && o.engine !== 'weights') throw new ChipcError('cli.emit', '--emit writes compiled weights: --engine ir does not apply');
+        if (o.dtype !== 'bf16' && o.dtype !== 'f32') throw new ChipcError('cli.dtype', `--dtype must be bf16 or f32, not "${o.dtype}"`);
+        // With --model the checkpoint's manifest says what the chip was compiled for (checked against the program below).
+        const ck = o.model !== undefined ? readChipCheckpoint(o.model) : null;
+        const chipMem = ck?.manifest.rv32?.memWords;
+        const memSize = o.memSize ?? (typeof chipMem === 'number' ? String(chipMem * 4) : String(DEFAULT_MEM_BYTES));
+        const memBytes = Number(memSize);
+        if (!Number.isInteger(memBytes) || memBytes < 64 || memBytes % 4 !== 0) throw new ChipcError('cli.mem-size', `--mem-size must be a multiple of 4 bytes ≥ 64, not "${memSize}"`);
+        const loadOpt = o.load ?? (ck !== null ? 'prompt' : 'state');
+        if (loadOpt !== 'state' && loadOpt !== 'prompt') throw new ChipcError('cli.load', `--load must be state or prompt, not "${loadOpt}"`);
+        const load = loadOpt;
         const prog = programOf(elf, memBytes);
+        if (ck !== null) checkChipFits(ck, prog);
+        if (o.emit !== undefined) {
+          const target = resolveTarget(o.target ?? 'chip-test');
+          const t0 = performance.now();
+          const res = compileChip(prog.chip, target.config);
+          const compileSeconds = (performance.now() - t0) / 1000;
+          emitChip(o.emit, res, prog, target.name, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32', overwrite: o.overwrite });
+          out.emit({ output: o.emit, target: target.name, chip: prog.chip, layers: res.layers.length, hidden: res.weights.config.hiddenSize, compileSeconds });
+          out.line(`${o.emit}: the chip for ${file} (code RAM ${prog.chip.codeWords} words, code end ${prog.chip.codeEnd}, data RAM ${prog.memBytes} bytes) ` +
+            `compiled for ${target.name} in ${compileSeconds.toFixed(1)} s (${res.layers.length} layers, hidden ${res.weights.config.hiddenSize})`);
+          return 0;
+        }
         const trace = o.check ? goldenTokens(elf, { maxInstructions: maxTokens, mem: { size: prog.memBytes } }) : undefined;
         const golden = trace?.tokens;
         const goldenPc = trace?.tokenPc;
@@ -76,11 +117,18 @@ export function registerRun(program: Command, run: Runner): void {
         let layers: number | null = null;
         let located: Mismatch[] | null = null;
         let numLayers = 0;
-        if (o.engine === 'ir') {
+        if (ck !== null) {
+          const t0 = performance.now();
+          const weights = loadModel(ck.path, { mode: 'sparse' });
+          compileS = (performance.now() - t0) / 1000;
+          numLayers = weights.config.numLayers;
+          r = runOnModel(weights, prog, { profile: o.profile, maxTokens, golden, goldenPc, onToken, idOffset: ck.idOffset });
+          where = `${ck.merged ? `merged checkpoint (chip ids from ${fmtInt(ck.idOffset)})` : 'chip checkpoint'} ${ck.path} loaded in ${compileS.toFixed(1)} s (${numLayers} layers)`;
+        } else if (o.engine === 'ir') {
           r = runOnInterpreter(prog, { maxTokens, golden, goldenPc, onToken, load });
           where = 'chip circuit in the IR (fast evaluator)';
         } else {
-          const target = resolveTarget(o.target);
+          const target = resolveTarget(o.target ?? 'chip-test');
           const t0 = performance.now();
           const res = compileChip(prog.chip, target.config);
           compileS = (performance.now() - t0) / 1000;
@@ -98,13 +146,14 @@ export function registerRun(program: Command, run: Runner): void {
         const generated = r.tokens.length - r.promptLength;
         const sublayerName = (sub: number) => sub < 0 ? 'the embedding' : sub >= 2 * numLayers ? 'the LM head'
           : `layer ${Math.floor(sub / 2)} ${sub % 2 === 0 ? 'mixer' : 'FFN'}`;
-        out.emit({ ...r, generated, firstDifference: located === null ? null : located.slice(0, 5).map((m) => ({ ...m, where: sublayerName(m.sublayer) })), console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, load, tokensPerInstruction: generated / Math.max(1, r.instructions), compileSeconds: compileS, layers });
+        out.emit({ ...r, generated, firstDifference: located === null ? null : located.slice(0, 5).map((m) => ({ ...m, where: sublayerName(m.sublayer) })), console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, load, tokensPerInstruction: generated / Math.max(1, r.instructions), compileSeconds: compileS, layers, model: ck === null ? null : { path: ck.path, merged: ck.merged, idOffset: ck.idOffset } });
         out.line(`${file}: ${where}; ` +
           `${fmtInt(generated)} generated tokens after a ${fmtInt(r.promptLength)}-token prompt (${load}), ${fmtInt(r.instructions)} instructions ` +
           `(${(generated / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s`);
         if (r.divergence) {
           out.line(chalk.red(`divergence at token ${r.divergence.position}: expected ${r.divergence.expected}, got ${r.divergence.got}` +
             (r.divergence.pc !== null ? ` (instruction at pc 0x${r.divergence.pc.toString(16)})` : '')));
+          if (ck !== null) out.line('(run the program without --model to replay it beside the chip circuit and locate the first differing sublayer)');
           if (located !== null) {
             if (located.length === 0) {
               out.line('the weights agree with the chip circuit at every sublayer there: the circuit itself differs from the golden emulator (`--engine ir` shows the same divergence)');

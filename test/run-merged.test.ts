@@ -1,0 +1,227 @@
+/**
+ * `chipc run --model`: running a saved RV32 chip checkpoint — alone, or merged into a host model
+ * with its token ids offset — by its loader prompt and plain greedy decoding (src/chip/run.ts
+ * runOnModel, readChipCheckpoint, checkChipFits; docs/merge.md "Running").
+ * - The compiled chip for a small program, run through runOnModel with offset 0, follows the golden
+ *   trace to the program's exit code, token for token the same as runOnChip's prompt loading.
+ * - The same weights with `off` zero rows put in front of the embedding and LM head (the merged
+ *   model's vocabulary layout: on chip tokens every host logit is exactly 0, docs/merge.md) run
+ *   with idOffset off and give the same chip tokens; a host row that outscores the chip's winner
+ *   is reported as "the host's token won".
+ * - Refusals (ChipcError, exit 2) read only config.json and the manifests: no manifest, another
+ *   circuit, no recorded program shape, another data RAM size, another code end / tohost, a
+ *   smaller code RAM, a vocabulary too small for the offset, disagreeing merge records, --load state.
+ * The full dense path (emit → merge → run) is not exercised here: the RV32 chip at hidden 845 is
+ * ~2 GB dense and ~8 GB merged (hidden 4·845), beyond a unit test (docs/merge.md "Running").
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CompileResult } from '../src/compile.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import type { Matrix, ModelWeights } from '../src/model/weights.ts';
+import {
+  checkChipFits, compileChip, programOf, readChipCheckpoint, runManifest, runOnChip, runOnModel, type ChipProgram,
+} from '../src/chip/run.ts';
+import { VOCAB } from '../circuits/rv32im/cpu.ts';
+import { assembleElf } from '../riscv/asm.ts';
+import { goldenTokens } from '../riscv/golden-trace.ts';
+import { decodeToken } from '../riscv/protocol.ts';
+import { MANIFEST_FILE } from '../src/emit/manifest.ts';
+import { MERGE_INFO_FILE } from '../src/merge/merge.ts';
+import { ChipcError } from '../src/util/errors.ts';
+import { cli } from './helpers/cli.ts';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-run-merged-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+// A store and loads through memory, the console, and an exit code the golden emulator computes.
+const PROG = `
+  li t0, 0x1234
+  sw t0, -8(sp)
+  lw t1, -8(sp)
+  li t2, 0x10000000
+  li t3, 79
+  sb t3, 0(t2)
+  li t3, 107
+  sb t3, 0(t2)
+  srli a0, t1, 4
+  andi a0, a0, 255
+  li a7, 93
+  ecall
+`;
+const MEM = 1024;
+const elf = assembleElf(PROG).elf;
+const elfPath = path.join(tmp, 'prog.elf');
+fs.writeFileSync(elfPath, elf);
+
+/** `m` with `off` zero rows in front (CSR only: the compiled chip's embedding and LM head are sparse). */
+function shiftRows(m: Matrix, off: number): Matrix {
+  if (m.csr === undefined) throw new Error('test: expected a CSR matrix');
+  const rowPtr = new Uint32Array(m.rows + off + 1);
+  rowPtr.set(m.csr.rowPtr, off);
+  return { rows: m.rows + off, cols: m.cols, csr: { rowPtr, colIdx: m.csr.colIdx, values: m.csr.values } };
+}
+
+/** Row r of a CSR matrix as (column, value) pairs. */
+function csrRow(m: Matrix, r: number): [number, number][] {
+  const c = m.csr!;
+  const out: [number, number][] = [];
+  for (let k = c.rowPtr[r]!; k < c.rowPtr[r + 1]!; k++) out.push([c.colIdx[k]!, c.values[k]!]);
+  return out;
+}
+
+/** The chip's weights with `off` host rows (all zero except `hostRows`) in front of its vocabulary. */
+function shifted(w: ModelWeights, off: number, hostRows: Map<number, [number, number][]> = new Map()): ModelWeights {
+  const head = shiftRows(w.lmHead, off);
+  if (hostRows.size > 0) {
+    // Rebuild the head's CSR with the given host rows filled in.
+    const c = head.csr!;
+    const cols: number[] = [];
+    const vals: number[] = [];
+    const rowPtr = new Uint32Array(head.rows + 1);
+    for (let r = 0; r < head.rows; r++) {
+      const row = r < off ? (hostRows.get(r) ?? []) : csrRow(w.lmHead, r - off);
+      for (const [j, v] of row) { cols.push(j); vals.push(v); }
+      rowPtr[r + 1] = cols.length;
+    }
+    head.csr = { rowPtr, colIdx: Uint32Array.from(cols), values: Float32Array.from(vals) };
+    expect(c.rowPtr.length).toBe(rowPtr.length);
+  }
+  return {
+    ...w,
+    config: { ...w.config, vocabSize: w.config.vocabSize + off, tieWordEmbeddings: false },
+    embedTokens: shiftRows(w.embedTokens, off),
+    lmHead: head,
+  };
+}
+
+describe('runOnModel: the compiled chip, alone and with its ids offset', () => {
+  let res: CompileResult;
+  let prog: ChipProgram;
+  const golden = goldenTokens(elf, { mem: { size: MEM } });
+  const tiny = resolveTarget('tiny').config;
+  const target = {
+    ...tiny, vocabSize: VOCAB, intermediateSize: 16_384,
+    linearNumKeyHeads: 8, linearNumValueHeads: 16, linearKeyHeadDim: 64, linearValueHeadDim: 64,
+  };
+  beforeAll(() => {
+    prog = programOf(elf, MEM);
+    res = compileChip(prog.chip, target);
+  }, 120_000);
+
+  it('the program itself: console "Ok", exit code 0x1234 >> 4 & 255 by hand', () => {
+    expect(Buffer.from(golden.console).toString('latin1')).toBe('Ok');
+    expect(golden.halt.exitCode).toBe((0x1234 >> 4) & 255);
+  });
+
+  it('offset 0: 0 divergences, the exit code, the same tokens as runOnChip loading by prompt', () => {
+    const opts = { maxTokens: golden.tokens.length + 5, golden: golden.tokens, goldenPc: golden.tokenPc };
+    const r = runOnModel(res.weights, prog, opts);
+    expect(r.divergence).toBeNull();
+    expect(r.exitCode).toBe(golden.halt.exitCode);
+    expect(r.tokens.slice(r.promptLength)).toEqual(Array.from(golden.tokens.slice(2)));
+    const viaChip = runOnChip(res, prog, { ...opts, load: 'prompt' });
+    expect(r.tokens).toEqual(viaChip.tokens);
+  }, 60_000);
+
+  it('offset 777 (zero host rows in front, as in a merged model): the same chip tokens, 0 divergences', () => {
+    const off = 777;
+    const outBytes: number[] = [];
+    const r = runOnModel(shifted(res.weights, off), prog, {
+      maxTokens: golden.tokens.length + 5, golden: golden.tokens, goldenPc: golden.tokenPc, idOffset: off,
+      onToken: (t) => { const d = decodeToken(t); if (d.kind === 'OUT') outBytes.push(d.b); },
+    });
+    expect(r.divergence).toBeNull();
+    expect(r.exitCode).toBe(golden.halt.exitCode);
+    expect(r.tokens).toEqual([...prog.loader, ...Array.from(golden.tokens.slice(2))]);
+    expect(Buffer.from(outBytes).toString('latin1')).toBe('Ok');
+    // Without the offset the shifted model's argmax is a zero host row's id (every logit there is 0
+    // or the chip's, shifted): the run cannot follow the trace.
+    const wrong = runOnModel(shifted(res.weights, off), prog, { maxTokens: golden.tokens.length + 5, golden: golden.tokens });
+    expect(wrong.divergence).not.toBeNull();
+  }, 90_000);
+
+  it('a host row that outscores the chip\'s winner: the run stops with "the host\'s token won"', () => {
+    const off = 300;
+    // Host id 5 gets twice the LM-head row of the first generated token: where the chip emits that
+    // token (its logit > 0, docs/merge.md), host id 5 scores twice as much and wins.
+    const firstGen = golden.tokens[2]!;
+    const row = csrRow(res.weights.lmHead, firstGen).map(([j, v]) => [j, 2 * v] as [number, number]);
+    const r = runOnModel(shifted(res.weights, off, new Map([[5, row]])), prog, {
+      maxTokens: golden.tokens.length + 5, golden: golden.tokens, idOffset: off,
+    });
+    expect(r.divergence).not.toBeNull();
+    expect(r.divergence!.position).toBe(prog.loader.length);
+    expect(r.divergence!.got).toBe('host token id 5 (the host\'s token won)');
+    expect(r.halted).toBe(false);
+  }, 60_000);
+});
+
+describe('chipc run --model: refusals before any tensor is loaded', () => {
+  const prog = programOf(elf, MEM);
+  const good = { codeWords: prog.chip.codeWords, codeEnd: prog.chip.codeEnd, memWords: MEM / 4, tohost: null };
+  let n = 0;
+  /** A checkpoint directory with only config.json and the given manifest / merge records (enough for the checks). */
+  function fakeCkpt(opts: { vocab?: number; manifest?: unknown; mergeOffset?: number; configOffset?: number }): string {
+    const dir = path.join(tmp, `ckpt-${n++}`);
+    fs.mkdirSync(dir);
+    const cfg: Record<string, unknown> = { model_type: 'qwen3_5_text', vocab_size: opts.vocab ?? 248_320 };
+    if (opts.configOffset !== undefined) cfg['chipc_merge'] = { vocab: { chipIdOffset: opts.configOffset } };
+    fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(cfg));
+    if (opts.manifest !== undefined) fs.writeFileSync(path.join(dir, MANIFEST_FILE), JSON.stringify(opts.manifest));
+    if (opts.mergeOffset !== undefined) fs.writeFileSync(path.join(dir, MERGE_INFO_FILE), JSON.stringify({ vocab: { chipIdOffset: opts.mergeOffset } }));
+    return dir;
+  }
+  const manifest = (rv32: unknown, extra: Record<string, unknown> = {}) => ({ circuit: 'rv32-v1', vocab: { circuit: VOCAB, bos: 0 }, ...(rv32 === undefined ? {} : { rv32 }), ...extra });
+  const refuse = (dir: string, code: string, re: RegExp) => {
+    let err: unknown;
+    try { checkChipFits(readChipCheckpoint(dir), prog); } catch (e) { err = e; }
+    expect(err).toBeInstanceOf(ChipcError);
+    expect((err as ChipcError).code).toBe(code);
+    expect((err as ChipcError).message).toMatch(re);
+  };
+
+  it('a matching chip passes; merged records give the offset', () => {
+    checkChipFits(readChipCheckpoint(fakeCkpt({ manifest: manifest(good) })), prog);
+    const ck = readChipCheckpoint(fakeCkpt({ vocab: 512 + 248_320, manifest: manifest(good), mergeOffset: 512, configOffset: 512 }));
+    expect([ck.merged, ck.idOffset]).toEqual([true, 512]);
+    checkChipFits(ck, prog);
+    // A larger code RAM is accepted (the loader fills the rows it has; fetch never reaches past the program).
+    checkChipFits(readChipCheckpoint(fakeCkpt({ manifest: manifest({ ...good, codeWords: 2 * good.codeWords }) })), prog);
+  });
+
+  it.each([
+    ['no manifest', { manifest: undefined }, 'run.model', /no chipc-manifest\.json.*--emit/],
+    ['another circuit', { manifest: { ...manifest(good), circuit: 'counter' } }, 'run.model', /circuit "counter", not the RV32 chip/],
+    ['another alphabet', { manifest: { ...manifest(good), vocab: { circuit: 512, bos: 0 } } }, 'run.model', /alphabet has 512 tokens/],
+    ['no recorded program shape (chipc compile circuits/rv32im/cpu.ts)', { manifest: manifest(undefined) }, 'run.model', /does not record the program shape.*--emit/],
+    ['another data RAM size', { manifest: manifest({ ...good, memWords: 2048 }) }, 'run.mem', /data RAM is 8192 bytes, the run asks for 1024/],
+    ['another code end', { manifest: manifest({ ...good, codeEnd: good.codeEnd + 1 }) }, 'run.model', /different program shape: code end/],
+    ['a smaller code RAM', { manifest: manifest({ ...good, codeWords: good.codeWords / 2 }) }, 'run.model', /code RAM \d+ rows \(the program needs/],
+    ['a tohost address', { manifest: manifest({ ...good, tohost: 0x80001000 }) }, 'run.model', /tohost 0x80001000 \(the program's is none\)/],
+    ['a vocabulary too small for the offset', { vocab: 248_320, manifest: manifest(good), mergeOffset: 512, configOffset: 512 }, 'run.model', /vocab_size 248320 cannot hold the chip's 248197 ids from id 512/],
+    ['disagreeing merge records', { vocab: 300_000, manifest: manifest(good), mergeOffset: 512, configOffset: 256 }, 'run.model', /chip ids start at 512, config\.json chipc_merge says 256/],
+  ] as const)('%s', (_label, opts, code, re) => {
+    refuse(fakeCkpt(opts as Parameters<typeof fakeCkpt>[0]), code, re);
+  });
+
+  it('through the CLI: exit 2 with the message; --mem-size defaults to the chip\'s; --load state refused', async () => {
+    const dir = fakeCkpt({ manifest: manifest({ ...good, memWords: 2048 }) });
+    // Without --mem-size the chip's 8 KiB is used: the program fits, and the next check (code end) speaks.
+    const other = fakeCkpt({ manifest: manifest({ ...good, memWords: 2048, codeEnd: 99 }) });
+    let r = await cli('run', elfPath, '--model', other);
+    expect(r.code).toBe(2);
+    expect(r.err + r.out).toMatch(/code end 99 words/);
+    r = await cli('run', elfPath, '--model', dir, '--mem-size', String(MEM));
+    expect(r.code).toBe(2);
+    expect(r.err + r.out).toMatch(/data RAM is 8192 bytes, the run asks for 1024/);
+    r = await cli('run', elfPath, '--model', dir, '--load', 'state');
+    expect(r.code).toBe(2);
+    expect(r.err + r.out).toMatch(/--load state does not apply/);
+    r = await cli('run', elfPath, '--model', path.join(tmp, 'absent'));
+    expect(r.code).toBe(2);
+    expect(r.err + r.out).toMatch(/does not exist/);
+  });
+});

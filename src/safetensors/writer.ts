@@ -276,25 +276,24 @@ export function indexJson(totalSize: number, totalParameters: number, weightMap:
   return pythonJsonDumps({ metadata: { total_parameters: totalParameters, total_size: totalSize }, weight_map: weightMap }) + '\n';
 }
 
-/**
- * Writes a checkpoint directory: `model.safetensors` when everything fits in one shard, else
- * `model-0000i-of-0000n.safetensors` shards plus `model.safetensors.index.json`. Atomic-ish: all
- * files are written into a temporary sibling directory that is then renamed to `dir`. An existing
- * non-empty `dir` is refused unless `overwrite: true` (then it is replaced as a whole).
- */
-export function writeCheckpoint(dir: string, sources: readonly TensorSource[], opts: CheckpointDirWriteOptions = {}): CheckpointWriteResult {
+/** The shard plan of a checkpoint directory (shared by writeCheckpoint and layoutCheckpoint). */
+interface CheckpointPlan {
+  meta: Record<string, string>;
+  shards: { file: string; members: Prepared[] }[];
+  weightMap: Record<string, string>;
+  totalSize: number;
+  totalParameters: number;
+  extra: [string, string | Uint8Array][];
+}
+
+/** Validates the options and sources, plans the shards and names their files, checks the extra file names. */
+function planCheckpoint(sources: readonly TensorSource[], opts: CheckpointDirWriteOptions): CheckpointPlan {
   const max = opts.maxShardSize ?? DEFAULT_MAX_SHARD_SIZE;
   if (!Number.isSafeInteger(max) || max <= 0) throw new ChipcError('ST_WRITE_SHARD_SIZE', `maxShardSize must be a positive integer, got ${max}`);
   const prepared = prepare(sources);
   const meta = metadataWithFormat(opts.metadata);
-  const target = path.resolve(dir);
-  if (fs.existsSync(target)) {
-    if (!fs.statSync(target).isDirectory()) throw new ChipcError('CKPT_TARGET_EXISTS', `${dir}: exists and is not a directory`);
-    if (fs.readdirSync(target).length > 0 && !opts.overwrite) throw new ChipcError('CKPT_TARGET_EXISTS', `${dir}: directory exists and is not empty (pass overwrite to replace it)`);
-  }
-  const shards = planShards(prepared.map((p) => ({ name: p.info.name, byteLength: p.info.byteLength, p })), max);
-  const n = shards.length;
-  const files: string[] = [];
+  const planned = planShards(prepared.map((p) => ({ name: p.info.name, byteLength: p.info.byteLength, p })), max);
+  const n = planned.length;
   const weightMap: Record<string, string> = {};
   let totalSize = 0;
   let totalParameters = 0;
@@ -308,6 +307,29 @@ export function writeCheckpoint(dir: string, sources: readonly TensorSource[], o
       throw new ChipcError('CKPT_EXTRA_FILE', `extra file name ${JSON.stringify(name)} must be a plain file name that is not a shard or the index`);
     }
   }
+  const shards = planned.map((shard, i) => {
+    const file = n === 1 ? SINGLE_FILE_NAME : shardFileName(i + 1, n);
+    for (const s of shard) weightMap[s.name] = file;
+    return { file, members: shard.map((s) => s.p) };
+  });
+  return { meta, shards, weightMap, totalSize, totalParameters, extra };
+}
+
+/**
+ * Writes a checkpoint directory: `model.safetensors` when everything fits in one shard, else
+ * `model-0000i-of-0000n.safetensors` shards plus `model.safetensors.index.json`. Atomic-ish: all
+ * files are written into a temporary sibling directory that is then renamed to `dir`. An existing
+ * non-empty `dir` is refused unless `overwrite: true` (then it is replaced as a whole).
+ */
+export function writeCheckpoint(dir: string, sources: readonly TensorSource[], opts: CheckpointDirWriteOptions = {}): CheckpointWriteResult {
+  const { meta, shards, weightMap, totalSize, totalParameters, extra } = planCheckpoint(sources, opts);
+  const n = shards.length;
+  const target = path.resolve(dir);
+  if (fs.existsSync(target)) {
+    if (!fs.statSync(target).isDirectory()) throw new ChipcError('CKPT_TARGET_EXISTS', `${dir}: exists and is not a directory`);
+    if (fs.readdirSync(target).length > 0 && !opts.overwrite) throw new ChipcError('CKPT_TARGET_EXISTS', `${dir}: directory exists and is not empty (pass overwrite to replace it)`);
+  }
+  const files: string[] = [];
   const tmpDir = tempName(target, 'tmpdir');
   // The parent may not exist yet (`-o out/model`): create it, as a user expects of an output path.
   fs.mkdirSync(path.dirname(path.resolve(target)), { recursive: true });
@@ -315,17 +337,16 @@ export function writeCheckpoint(dir: string, sources: readonly TensorSource[], o
   const onProgress = opts.onProgress;
   // Sizes of every shard file are known before writing (headers are deterministic), so progress
   // has a fixed total from the first report on.
-  const totalBytes = onProgress ? shards.reduce((s, shard) => s + fileSizeOf(shard.map((x) => x.p), meta), 0) : 0;
+  const totalBytes = onProgress ? shards.reduce((s, shard) => s + fileSizeOf(shard.members, meta), 0) : 0;
   let bytesWritten = 0;
   try {
     shards.forEach((shard, i) => {
-      const file = n === 1 ? SINGLE_FILE_NAME : shardFileName(i + 1, n);
+      const file = shard.file;
       const hook: BytesHook | undefined = onProgress && ((bytes, tensor) => {
         bytesWritten += bytes;
         onProgress({ bytesWritten, totalBytes, shard: i + 1, shards: n, file, tensor, done: false });
       });
-      writePrepared(path.join(tmpDir, file), shard.map((s) => s.p), { metadata: meta }, hook);
-      for (const s of shard) weightMap[s.name] = file;
+      writePrepared(path.join(tmpDir, file), shard.members, { metadata: meta }, hook);
       files.push(file);
     });
     if (n > 1) {
@@ -530,29 +551,10 @@ export interface CheckpointLayout {
  * errors as writeCheckpoint (except those about the target directory).
  */
 export function layoutCheckpoint(sources: readonly TensorSource[], opts: CheckpointDirWriteOptions = {}): CheckpointLayout {
-  const max = opts.maxShardSize ?? DEFAULT_MAX_SHARD_SIZE;
-  if (!Number.isSafeInteger(max) || max <= 0) throw new ChipcError('ST_WRITE_SHARD_SIZE', `maxShardSize must be a positive integer, got ${max}`);
-  const prepared = prepare(sources);
-  const meta = metadataWithFormat(opts.metadata);
-  const shards = planShards(prepared.map((p) => ({ name: p.info.name, byteLength: p.info.byteLength, p })), max);
+  const { meta, shards, weightMap, totalSize, totalParameters, extra } = planCheckpoint(sources, opts);
   const n = shards.length;
   const files: LaidOutFile[] = [];
-  const weightMap: Record<string, string> = {};
-  let totalSize = 0;
-  let totalParameters = 0;
-  for (const p of prepared) {
-    totalSize += p.info.byteLength;
-    totalParameters += p.info.numel;
-  }
-  const extra = Object.entries(opts.extraFiles ?? {});
-  for (const [name] of extra) {
-    if (name === '' || name !== path.basename(name) || name === '.' || name === '..' || name.includes('\\') || name.endsWith('.safetensors') || name === INDEX_FILE_NAME) {
-      throw new ChipcError('CKPT_EXTRA_FILE', `extra file name ${JSON.stringify(name)} must be a plain file name that is not a shard or the index`);
-    }
-  }
-  shards.forEach((shard, i) => {
-    const file = n === 1 ? SINGLE_FILE_NAME : shardFileName(i + 1, n);
-    const members = shard.map((s) => s.p);
+  for (const { file, members } of shards) {
     const { header, dataSize } = buildHeader(members, meta); // sorts `members` into file order
     const full = new Uint8Array(8 + header.length);
     new DataView(full.buffer).setBigUint64(0, BigInt(header.length), true);
@@ -561,8 +563,7 @@ export function layoutCheckpoint(sources: readonly TensorSource[], opts: Checkpo
       name: file, kind: 'safetensors', header: full, size: full.length + dataSize,
       tensors: members.map((m) => ({ source: m.source, info: { ...m.info, shape: [...m.info.shape], dataOffsets: [m.info.dataOffsets[0], m.info.dataOffsets[1]] } })),
     });
-    for (const s of shard) weightMap[s.name] = file;
-  });
+  }
   if (n > 1) files.push({ name: INDEX_FILE_NAME, kind: 'raw', bytes: new TextEncoder().encode(indexJson(totalSize, totalParameters, weightMap)) });
   for (const [name, content] of extra) {
     files.push({ name, kind: 'raw', bytes: typeof content === 'string' ? new Uint8Array(Buffer.from(content, 'utf8')) : content });

@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { openChipFile, type ChipFile } from './read.ts';
 import { BufferedWriter, tempSibling } from './io.ts';
+import { moveDirIntoPlace } from '../safetensors/writer.ts';
 
 export interface ExpandOptions {
   /** Replace an existing non-empty directory (default: refuse). */
@@ -93,19 +94,7 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
         fs.closeSync(fd);
       }
     }
-    if (fs.existsSync(target)) {
-      const old = tempSibling(target, 'old');
-      fs.renameSync(target, old);
-      try {
-        fs.renameSync(tmpDir, target);
-      } catch (e) {
-        fs.renameSync(old, target);
-        throw e;
-      }
-      fs.rmSync(old, { recursive: true, force: true });
-    } else {
-      fs.renameSync(tmpDir, target);
-    }
+    moveDirIntoPlace(tmpDir, target);
   } catch (e) {
     fs.rmSync(tmpDir, { recursive: true, force: true });
     throw e;

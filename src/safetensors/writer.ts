@@ -276,6 +276,26 @@ export function indexJson(totalSize: number, totalParameters: number, weightMap:
   return pythonJsonDumps({ metadata: { total_parameters: totalParameters, total_size: totalSize }, weight_map: weightMap }) + '\n';
 }
 
+/**
+ * Renames the finished directory `tmpDir` to `target`; an existing `target` is first moved aside
+ * and removed only once the new one is in place (restored if the rename fails).
+ */
+export function moveDirIntoPlace(tmpDir: string, target: string): void {
+  if (fs.existsSync(target)) {
+    const old = tempName(target, 'old');
+    fs.renameSync(target, old);
+    try {
+      fs.renameSync(tmpDir, target);
+    } catch (e) {
+      fs.renameSync(old, target);
+      throw e;
+    }
+    fs.rmSync(old, { recursive: true, force: true });
+  } else {
+    fs.renameSync(tmpDir, target);
+  }
+}
+
 /** The shard plan of a checkpoint directory (shared by writeCheckpoint and layoutCheckpoint). */
 interface CheckpointPlan {
   meta: Record<string, string>;
@@ -357,19 +377,7 @@ export function writeCheckpoint(dir: string, sources: readonly TensorSource[], o
       fs.writeFileSync(path.join(tmpDir, name), content);
       files.push(name);
     }
-    if (fs.existsSync(target)) {
-      const old = tempName(target, 'old');
-      fs.renameSync(target, old);
-      try {
-        fs.renameSync(tmpDir, target);
-      } catch (e) {
-        fs.renameSync(old, target);
-        throw e;
-      }
-      fs.rmSync(old, { recursive: true, force: true });
-    } else {
-      fs.renameSync(tmpDir, target);
-    }
+    moveDirIntoPlace(tmpDir, target);
   } catch (e) {
     fs.rmSync(tmpDir, { recursive: true, force: true });
     throw e;

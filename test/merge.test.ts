@@ -154,6 +154,22 @@ describe.each(CASES)('merge: $label', (c) => {
     for (const f of fs.readdirSync(outDir)) expect(fs.readFileSync(path.join(out2, f)).equals(fs.readFileSync(path.join(outDir, f)))).toBe(true);
   });
 
+  it('an output path ending in .chip writes the compact form of the same merged checkpoint', () => {
+    const mergedChip = path.join(tmp, `merged-${dirCount++}.chip`);
+    const r = mergeCheckpoints(hostDir, chipDir, mergedChip, { maxShardSize: c.shard });
+    expect(r.chipFile?.chipBytes).toBe(fs.statSync(mergedChip).size);
+    expect(r.write.totalParameters).toBe(merged.write.totalParameters);
+    expect(r.write.totalSize).toBe(merged.write.totalSize);
+    // the same bytes as compacting the dense merged directory
+    const viaDir = path.join(tmp, `merged-${dirCount++}.chip`);
+    compactCheckpoint(outDir, viaDir);
+    expect(fs.readFileSync(mergedChip).equals(fs.readFileSync(viaDir))).toBe(true);
+    // an existing .chip output is refused without overwrite, and replaced with it
+    expect(() => mergeCheckpoints(hostDir, chipDir, mergedChip, { maxShardSize: c.shard })).toThrow(/exists/);
+    mergeCheckpoints(hostDir, chipDir, mergedChip, { maxShardSize: c.shard, overwrite: true });
+    expect(fs.readFileSync(mergedChip).equals(fs.readFileSync(viaDir))).toBe(true);
+  });
+
   it.each(MODES)('host logits on random text are bit-identical (prefill and decode); chip rows are exactly 0 ($label)', ({ opts }) => {
     const hostEx = new Executor(loadModel(hostDir, { mode: 'dense' }), opts);
     const mergedEx = new Executor(loadModel(outDir, { mode: 'dense' }), opts);

@@ -18,6 +18,8 @@ import { decodeToF32, dtypeBytes, encodeFromF32 } from '../safetensors/dtype.ts'
 import type { DType, TensorSource, TensorStore, WriteProgress } from '../safetensors/types.ts';
 import { writeCheckpoint, type CheckpointWriteResult } from '../safetensors/writer.ts';
 import { isChipFile, openChipFile } from '../chipfile/read.ts';
+import { writeChipFromSources } from '../chipfile/from-sources.ts';
+import type { CompactResult } from '../chipfile/compact.ts';
 import { MANIFEST_FILE } from '../emit/manifest.ts';
 import { planMerge, type MergePlan } from './plan.ts';
 
@@ -204,7 +206,10 @@ export interface MergeOptions {
 
 export interface MergeResult {
   plan: MergePlan;
+  /** The files written (for a `.chip` output: the one file, with the dense checkpoint's totals). */
   write: CheckpointWriteResult;
+  /** For an output path ending in `.chip`: the compact file written instead of a directory. */
+  chipFile?: CompactResult;
   /** Output dtype of the tensors (the host's embedding dtype). */
   dtype: DType;
 }
@@ -240,7 +245,7 @@ export function mergeCheckpoints(hostDir: string, chipPath: string, outDir: stri
     }
   }
   if (fs.existsSync(out) && !opts.overwrite) {
-    if (!fs.statSync(out).isDirectory() || fs.readdirSync(out).length > 0) {
+    if (path.extname(outDir) === '.chip' || !fs.statSync(out).isDirectory() || fs.readdirSync(out).length > 0) {
       throw new ChipcError('CKPT_TARGET_EXISTS', `${outDir}: exists (pass --overwrite to replace it)`);
     }
   }
@@ -338,12 +343,26 @@ function mergeOpen(host: Side, chip: Side, outDir: string, opts: MergeOptions): 
   if (chip.files[MANIFEST_FILE] !== undefined) extra[MANIFEST_FILE] = chip.files[MANIFEST_FILE];
   extra['config.json'] = JSON.stringify(cfgJson, null, 2) + '\n';
   extra[MERGE_INFO_FILE] = JSON.stringify(info, null, 2) + '\n';
-  const write = writeCheckpoint(outDir, sources, {
+  const writeOpts = {
     maxShardSize: opts.maxShardSize,
     overwrite: opts.overwrite,
     metadata: { chipc_merge: 'v1' },
     extraFiles: extra,
     onProgress: opts.onProgress,
-  });
+  };
+  if (path.extname(outDir) === '.chip') {
+    // The compact form of the merged checkpoint, straight from the same sources (docs/chip-file.md):
+    // `chipc expand` regenerates exactly the directory the dense path writes.
+    const chipFile = writeChipFromSources(outDir, sources, writeOpts);
+    let totalSize = 0;
+    let totalParameters = 0;
+    for (const src of sources) {
+      const numel = src.shape.reduce((a, b) => a * b, 1);
+      totalParameters += numel;
+      totalSize += numel * dtypeBytes(src.dtype);
+    }
+    return { plan, write: { dir: outDir, files: [path.basename(outDir)], totalSize, totalParameters, weightMap: {} }, dtype, chipFile };
+  }
+  const write = writeCheckpoint(outDir, sources, writeOpts);
   return { plan, write, dtype };
 }

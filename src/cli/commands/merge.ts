@@ -27,7 +27,7 @@ export function registerMerge(program: Command, run: Runner): void {
     .requiredOption('--host <dir>', 'host checkpoint directory (config.json + safetensors, sharded or not)')
     .requiredOption('--chip <path>', 'compiled chip: a checkpoint directory from chipc compile, or a .chip file')
     .requiredOption('-o, --output <dir>', 'merged checkpoint directory to write')
-    .option("--overwrite", "replace an existing output (directory, or .chip file)")
+    .option('--overwrite', 'replace an existing output (directory, or .chip file)')
     .option('--max-shard-size <bytes>', 'bytes of tensor data per shard (default 5000000000)')
     .option('--json', 'print one JSON document')
     .option('--progress', 'report write progress on stderr even with --json')

@@ -21,8 +21,7 @@ import type { ModelWeights } from '../model/weights.ts';
 import { openChipFile } from '../chipfile/read.ts';
 import { MANIFEST_FILE, buildManifest, type Manifest } from '../emit/manifest.ts';
 import { MERGE_INFO_FILE } from '../merge/merge.ts';
-import { saveModel } from '../model/save-weights.ts';
-import { compactCheckpoint } from '../chipfile/compact.ts';
+import { saveModel, saveModelChip } from '../model/save-weights.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
@@ -465,14 +464,7 @@ export function emitChip(
     saveModel(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles });
     return out;
   }
-  if (fs.existsSync(out) && !opts.overwrite) throw new ChipcError('CHIP_TARGET_EXISTS', `${out}: exists (pass --overwrite to replace it)`);
-  const tmp = fs.mkdtempSync(path.join(path.dirname(path.resolve(out)), '.chipc-emit-'));
-  try {
-    const dense = path.join(tmp, 'ckpt');
-    saveModel(dense, res.weights, { dtype: opts.dtype, extraFiles });
-    compactCheckpoint(dense, out, { overwrite: opts.overwrite });
-  } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
-  }
+  // straight from the weights' sources: no dense form written (docs/chip-file.md)
+  saveModelChip(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles });
   return out;
 }

@@ -15,6 +15,7 @@ import {
   serializeManifest, type ChipFileEntry, type ChipManifest, type ChipTensor, type Range,
 } from './format.ts';
 import { BufferedWriter, readExactly, tempSibling } from './io.ts';
+import type { TensorInfo } from '../safetensors/types.ts';
 import { BlockScanner } from './scan.ts';
 
 /** Largest accepted minGap (a gap is bridged with zeros sliced from the 1 MiB shared buffer). */
@@ -140,25 +141,11 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
         const header = range(headerStart);
         const tensors: ChipTensor[] = [];
         for (const info of st.infos()) {
-          const dataStart = payload.position;
-          const scanner = new BlockScanner(minGap, (b) => payload.write(b));
-          let seen = 0;
-          for (const chunk of st.chunks(info.name, chunkBytes)) {
-            hash.update(chunk);
-            scanner.push(chunk);
-            seen += chunk.length;
-          }
-          scanner.finish();
-          if (seen !== info.byteLength) throw new ChipcError('CHIP_SOURCE_SIZE', `${full}: tensor ${JSON.stringify(info.name)} streamed ${seen} bytes, expected ${info.byteLength}`);
-          const data = range(dataStart);
-          const tableStart = payload.position;
-          payload.write(encodeBlockTable(scanner.starts, scanner.lengths, scanner.starts.length));
-          tensors.push({
-            name: info.name, dtype: info.dtype, shape: info.shape, dataOffsets: info.dataOffsets,
-            data, table: range(tableStart), blocks: scanner.starts.length,
-          });
-          blocks += scanner.starts.length;
-          blockBytes += scanner.storedBytes;
+          const t = writeTensorBlocks(payload, minGap, info, st.chunks(info.name, chunkBytes), hash);
+          if (t.seen !== info.byteLength) throw new ChipcError('CHIP_SOURCE_SIZE', `${full}: tensor ${JSON.stringify(info.name)} streamed ${t.seen} bytes, expected ${info.byteLength}`);
+          tensors.push(t.tensor);
+          blocks += t.tensor.blocks;
+          blockBytes += t.storedBytes;
         }
         tensorCount += tensors.length;
         const size = st.dataStart + st.dataSize;
@@ -183,6 +170,37 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
     fs.rmSync(finalTmp, { force: true });
     throw e;
   }
+}
+
+/**
+ * Streams one tensor's bytes into the payload as its non-zero blocks (BlockScanner, `minGap`)
+ * followed by their table, hashing every byte into `hash` (the dense file's sha256); `onChunk`
+ * sees each chunk first with the byte count before it (and may refuse it by throwing). Returns the
+ * manifest entry, the bytes seen (the caller checks them against info.byteLength) and the bytes
+ * stored in blocks.
+ */
+export function writeTensorBlocks(
+  payload: BufferedWriter, minGap: number, info: TensorInfo, chunks: Iterable<Uint8Array>, hash: crypto.Hash,
+  onChunk?: (chunk: Uint8Array, seenBefore: number) => void,
+): { tensor: ChipTensor; seen: number; storedBytes: number } {
+  const dataStart = payload.position;
+  const scanner = new BlockScanner(minGap, (b) => payload.write(b));
+  let seen = 0;
+  for (const chunk of chunks) {
+    onChunk?.(chunk, seen);
+    hash.update(chunk);
+    scanner.push(chunk);
+    seen += chunk.length;
+  }
+  scanner.finish();
+  const data: Range = [dataStart, payload.position - dataStart];
+  const tableStart = payload.position;
+  payload.write(encodeBlockTable(scanner.starts, scanner.lengths, scanner.starts.length));
+  const tensor: ChipTensor = {
+    name: info.name, dtype: info.dtype, shape: info.shape, dataOffsets: info.dataOffsets,
+    data, table: [tableStart, payload.position - tableStart], blocks: scanner.starts.length,
+  };
+  return { tensor, seen, storedBytes: scanner.storedBytes };
 }
 
 /**

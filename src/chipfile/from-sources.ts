@@ -15,12 +15,11 @@ import { ChipcError } from '../util/errors.ts';
 import type { TensorSource, WriteProgress } from '../safetensors/types.ts';
 import { layoutCheckpoint, type CheckpointDirWriteOptions } from '../safetensors/writer.ts';
 import {
-  CHECKSUM_BYTES, CHIP_VERSION, DEFAULT_MIN_GAP, encodeBlockTable, FORMAT_NAME, PREFIX_BYTES,
+  CHECKSUM_BYTES, CHIP_VERSION, DEFAULT_MIN_GAP, FORMAT_NAME, PREFIX_BYTES,
   type ChipFileEntry, type ChipManifest, type ChipTensor, type Range,
 } from './format.ts';
 import { BufferedWriter, tempSibling } from './io.ts';
-import { BlockScanner } from './scan.ts';
-import { finishChipFile, MAX_MIN_GAP, type CompactResult } from './compact.ts';
+import { finishChipFile, MAX_MIN_GAP, writeTensorBlocks, type CompactResult } from './compact.ts';
 
 export interface ChipFromSourcesOptions {
   /** Bytes of tensor data per shard (writeCheckpoint's maxShardSize; default 5 GB). */
@@ -93,33 +92,20 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
       const tensors: ChipTensor[] = [];
       for (const { source, info } of f.tensors) {
         const q = JSON.stringify(info.name);
-        const dataStart = payload.position;
-        const scanner = new BlockScanner(minGap, (b) => payload.write(b));
-        let seen = 0;
-        for (const chunk of source.chunks()) {
+        const t = writeTensorBlocks(payload, minGap, info, source.chunks(), hash, (chunk, seen) => {
           if (!(chunk instanceof Uint8Array)) throw new ChipcError('ST_SOURCE_CHUNK', `tensor ${q}: source yielded a ${Object.prototype.toString.call(chunk)}, not a Uint8Array`);
           if (seen + chunk.length > info.byteLength) {
             throw new ChipcError('ST_SOURCE_SIZE', `tensor ${q}: source yielded more than the ${info.byteLength} bytes its shape ${JSON.stringify(info.shape)} of ${info.dtype} needs`);
           }
-          hash.update(chunk);
-          scanner.push(chunk);
-          seen += chunk.length;
           bytesWritten += chunk.length;
           report(info.name);
-        }
-        if (seen !== info.byteLength) {
-          throw new ChipcError('ST_SOURCE_SIZE', `tensor ${q}: source yielded ${seen} bytes but shape ${JSON.stringify(info.shape)} of ${info.dtype} needs ${info.byteLength}`);
-        }
-        scanner.finish();
-        const data = range(dataStart);
-        const tableStart = payload.position;
-        payload.write(encodeBlockTable(scanner.starts, scanner.lengths, scanner.starts.length));
-        tensors.push({
-          name: info.name, dtype: info.dtype, shape: info.shape, dataOffsets: info.dataOffsets,
-          data, table: range(tableStart), blocks: scanner.starts.length,
         });
-        blocks += scanner.starts.length;
-        blockBytes += scanner.storedBytes;
+        if (t.seen !== info.byteLength) {
+          throw new ChipcError('ST_SOURCE_SIZE', `tensor ${q}: source yielded ${t.seen} bytes but shape ${JSON.stringify(info.shape)} of ${info.dtype} needs ${info.byteLength}`);
+        }
+        tensors.push(t.tensor);
+        blocks += t.tensor.blocks;
+        blockBytes += t.storedBytes;
       }
       tensorCount += tensors.length;
       files.push({ name: f.name, kind: 'safetensors', size: f.size, sha256: hash.digest('hex'), header, tensors });

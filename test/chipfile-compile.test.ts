@@ -16,23 +16,13 @@ import { denseSource } from '../src/safetensors/writer.ts';
 import type { TensorSource } from '../src/safetensors/types.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import { cli } from './helpers/cli.ts';
+import { expectSameDir, readDir } from './helpers/dirs.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-chip-compile-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 const CIRCUIT = 'circuits/examples/counter.ts';
 const OTHER = 'circuits/examples/adder.ts';
-
-function readDir(dir: string): Map<string, Buffer> {
-  return new Map(fs.readdirSync(dir).sort().map((n) => [n, fs.readFileSync(path.join(dir, n))]));
-}
-
-function expectSameDir(a: string, b: string): void {
-  const fa = readDir(a);
-  const fb = readDir(b);
-  expect([...fb.keys()]).toEqual([...fa.keys()]);
-  for (const [n, bytes] of fa) expect(fb.get(n)!.equals(bytes), `${n} differs`).toBe(true);
-}
 
 async function ok(...args: string[]): Promise<string> {
   const r = await cli(...args);

@@ -28,24 +28,10 @@ import { BlockScanner } from '../src/chipfile/scan.ts';
 import { CHECKSUM_BYTES, PREFIX_BYTES } from '../src/chipfile/format.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import { cli } from './helpers/cli.ts';
+import { expectSameDir } from './helpers/dirs.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-chipfile-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-/** Every file of a flat directory: name → bytes. */
-function readDir(dir: string): Map<string, Buffer> {
-  return new Map(fs.readdirSync(dir).sort().map((n) => [n, fs.readFileSync(path.join(dir, n))]));
-}
-
-function expectSameDir(a: string, b: string): void {
-  const fa = readDir(a);
-  const fb = readDir(b);
-  expect([...fb.keys()]).toEqual([...fa.keys()]);
-  for (const [n, bytes] of fa) {
-    expect(fb.get(n)!.length, n).toBe(bytes.length);
-    expect(fb.get(n)!.equals(bytes), `${n} differs`).toBe(true);
-  }
-}
 
 /** Naive reference: blocks of a byte array, one byte at a time (non-zero bytes; zero runs < minGap bridged). */
 function naiveBlocks(bytes: Uint8Array, minGap: number): [number, number][] {

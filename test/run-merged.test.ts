@@ -22,7 +22,7 @@ import type { CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix, ModelWeights } from '../src/model/weights.ts';
 import {
-  checkChipFits, compileChip, programOf, readChipCheckpoint, runManifest, runOnChip, runOnModel, type ChipProgram,
+  checkChipFits, compileChip, programOf, readChipCheckpoint, runOnChip, runOnModel, type ChipProgram,
 } from '../src/chip/run.ts';
 import { VOCAB } from '../circuits/rv32im/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';

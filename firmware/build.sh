@@ -2,6 +2,9 @@
 # Builds every demo in firmware/demos into OUTDIR (default: fixtures/firmware) as two images:
 #   <name>.elf        console = sb to the MMIO byte 0x10000000 (the chipc CPU, golden emulator)
 #   <name>.linux.elf  console = Linux write syscall (qemu-riscv32; the golden emulator too)
+# and every service in firmware/services (re-entrant request handlers, docs/firmware.md) as
+#   <name>.elf        linked with runtime/link-service.ld (mmio console only).
+# The libraries in firmware/lib (*.c) are linked into every image (--gc-sections drops what is unused).
 # The build is deterministic: fixed flags, relative source paths, no debug info, no build id,
 # no .comment, so the same compiler version gives byte-identical images on any machine/path.
 # Usage: firmware/build.sh [OUTDIR]        (CROSS=prefix overrides riscv64-unknown-elf-)
@@ -33,7 +36,7 @@ CFLAGS=(
   -march=rv32im_zba -mabi=ilp32 -O2 -std=c11
   -ffreestanding -fno-builtin -fno-tree-loop-distribute-patterns
   -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables -fno-ident
-  -ffile-prefix-map="$FW_DIR"=. -Wall -Wextra -Werror -Iruntime
+  -ffile-prefix-map="$FW_DIR"=. -Wall -Wextra -Werror -Iruntime -Ilib
 )
 LDFLAGS=(
   -nostdlib -nostartfiles -static -T runtime/link.ld
@@ -43,12 +46,24 @@ LDFLAGS=(
 cd "$FW_DIR"   # relative paths only from here on, so no absolute path reaches an image
 demos=()
 for src in demos/*.c; do demos+=("$(basename "$src" .c)"); done
+libs=()
+for src in lib/*.c; do [ -e "$src" ] && libs+=("$src"); done
 
 for name in "${demos[@]}"; do
   for variant in mmio linux; do
     if [ "$variant" = mmio ]; then out="$OUT_DIR/$name.elf"; def=(); else out="$OUT_DIR/$name.linux.elf"; def=(-DCHIPC_CONSOLE_LINUX); fi
-    "$CC" "${CFLAGS[@]}" "${def[@]}" "${LDFLAGS[@]}" runtime/start.S runtime/runtime.c "demos/$name.c" "$LIBGCC" -o "$out"
+    "$CC" "${CFLAGS[@]}" "${def[@]}" "${LDFLAGS[@]}" runtime/start.S runtime/runtime.c "${libs[@]}" "demos/$name.c" "$LIBGCC" -o "$out"
     chmod 0755 "$out"   # qemu-user refuses a non-executable file
   done
   echo "built $name.elf $name.linux.elf"
+done
+
+SERVICE_LDFLAGS=("${LDFLAGS[@]/runtime\/link.ld/runtime/link-service.ld}")
+for src in services/*.c; do
+  [ -e "$src" ] || continue
+  name="$(basename "$src" .c)"
+  out="$OUT_DIR/$name.elf"
+  "$CC" "${CFLAGS[@]}" "${SERVICE_LDFLAGS[@]}" runtime/start.S runtime/runtime.c "${libs[@]}" "$src" "$LIBGCC" -o "$out"
+  chmod 0755 "$out"
+  echo "built $name.elf (service)"
 done

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { cpuForProgram, decode, loadElf, parseElf, type RunResult } from '../riscv/index.ts';
 
 /** The demos, in build order (firmware/demos/<name>.c). */
-export const DEMOS = ['hello', 'crc32', 'sort', 'fixedpoint', 'calc', 'bench'] as const;
+export const DEMOS = ['hello', 'crc32', 'sort', 'fixedpoint', 'calc', 'bench', 'bigfact'] as const;
 export type DemoName = (typeof DEMOS)[number];
 
 /** The memory every demo must fit: [0x80000000, 0x80000000 + 32 KiB) (16 KiB code + 16 KiB data/stack). */

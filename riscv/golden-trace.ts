@@ -9,7 +9,7 @@ import { ChipcError } from '../src/util/errors.ts';
 import { CONSOLE_ADDR, hex, type Memory, type MemoryOptions } from './memory.ts';
 import { OPC, immB, immJ, immS } from './decode.ts';
 import { cpuForProgram, loadElf } from './elf.ts';
-import type { HaltReason, TraceEvent } from './cpu.ts';
+import type { Cpu, HaltReason, TraceEvent } from './cpu.ts';
 import {
   A_COUNT, BOS_ID, CODE_BASE, PROTOCOL_VERSION, codeWord, decodeToken, encodeToken, fits14, fits30, splitResult, type TokenKind,
 } from './protocol.ts';
@@ -162,9 +162,36 @@ export function haltCode(exitCode: number): number {
  */
 export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}): GoldenTrace {
   const program = loadElf(elfBytes, opts.mem ?? {});
-  const codeEnd = codeEndWords(program);
   const cpu = cpuForProgram(program);
+  return goldenRun(cpu, { memory: program.memory, tohost: program.tohost, codeEnd: codeEndWords(program), entry: program.entry },
+    [BOS_ID, encodeToken({ kind: 'J', w: codeWord(program.entry) })], opts);
+}
+
+/** What goldenRun needs to know about the program besides the CPU. */
+export interface GoldenProgram {
+  memory: Memory;
+  tohost: number | null;
+  /** Words of code from CODE_BASE (codeEndWords). */
+  codeEnd: number;
+  /** The pc the prompt's final J starts (the CPU's pc must equal it). */
+  entry: number;
+}
+
+/**
+ * The golden stream of a run of `cpu` from its current state (pc = program.entry, registers and
+ * memory as they are), after `prompt` — whose last token must be the J that starts program.entry.
+ * goldenTokens uses it with the prompt [BOS, J(entry)] on a fresh CPU; a service call
+ * (src/chip/service.ts) with [HALT(previous code), the request's write tokens…, J(entry)] on a CPU
+ * that carries the previous call's registers and memory (protocol v3, re-entry after HALT).
+ */
+export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly number[], opts: GoldenTraceOptions = {}): GoldenTrace {
+  const codeEnd = program.codeEnd;
   const regs = cpu.regs;
+  if ((cpu.pc >>> 0) !== (program.entry >>> 0)) throw new Error(`goldenRun: the CPU's pc 0x${hex(cpu.pc)} is not the entry 0x${hex(program.entry)}`);
+  const lastPrompt = prompt.length === 0 ? null : decodeToken(prompt[prompt.length - 1]!);
+  if (lastPrompt === null || lastPrompt.kind !== 'J' || CODE_BASE + 4 * lastPrompt.w !== (program.entry >>> 0)) {
+    throw new Error('goldenRun: the prompt must end with J(entry)');
+  }
 
   const tokens: number[] = [];
   const tokenInstr: number[] = [];
@@ -179,8 +206,7 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
     tokenInstr.push(instr);
     tokenPc.push(pc);
   };
-  push(BOS_ID, -1, 0);
-  push(encodeToken({ kind: 'J', w: codeWord(program.entry) }), -1, 0);
+  for (const t of prompt) push(t, -1, 0);
 
   // Window state as the chip sees it: base from the last J, j = index of the running instruction.
   let base = program.entry;
@@ -284,9 +310,9 @@ export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}
     throw new Error('golden trace: the OUT bytes differ from the emulator console');
   }
 
-  const generated = tokens.length - PROMPT_LENGTH;
+  const generated = tokens.length - prompt.length;
   const byKind: Record<TokenKind, number> = { E: 0, D: 0, J: 0, H: 0, K: 0, N: 0, OUT: 0, HALT: 0, BOS: 0, Q: 0, A: 0 };
-  for (let i = PROMPT_LENGTH; i < tokens.length; i++) byKind[decodeToken(tokens[i]!).kind]++;
+  for (let i = prompt.length; i < tokens.length; i++) byKind[decodeToken(tokens[i]!).kind]++;
   for (const c of INSTR_CLASSES) {
     const k = byClass[c];
     k.tokensPerInstruction = k.instructions === 0 ? 0 : k.tokens / k.instructions;

@@ -154,6 +154,29 @@ function benchConsole(): string {
   return `primes below 100000: ${count}\nsum: ${sum}\nlargest: ${largest}\nbench: ok\n`;
 }
 
+/** bigfact's console from BigInt (the same numbers the demo computes with firmware/lib/bignum.c). */
+function bigfactConsole(): string {
+  let fact = 1n;
+  for (let k = 2n; k <= 100n; k++) fact *= k;
+  let [fa, fb] = [0n, 1n];
+  for (let i = 0; i < 1000; i++) [fa, fb] = [fb, fa + fb];
+  const pow = 1n << 4096n;
+  const neg = -fa;
+  let fq = neg / fact;
+  if (neg % fact !== 0n && neg < 0n) fq -= 1n; // floor division (fact > 0)
+  return [
+    `100! = ${fact}`,
+    `fib(1000) = ${fa}`,
+    `2^4096 = ${pow}`,
+    `2^4096 mod fib(1000) = ${pow % fa}`,
+    `trunc(-fib(1000) / 100!) = ${neg / fact}`,
+    `  remainder = ${neg % fact}`,
+    `floor(-fib(1000) / 100!) = ${fq}`,
+    `  remainder = ${neg - fq * fact}`,
+    'bigfact: ok',
+  ].join('\n') + '\n';
+}
+
 const DERIVED: Record<string, () => string> = {
   hello: () => 'Hello from chipc: RV32IM+Zba firmware on the golden emulator.\n',
   crc32: crc32Console,
@@ -161,13 +184,16 @@ const DERIVED: Record<string, () => string> = {
   fixedpoint: fixedpointConsole,
   calc: calcConsole,
   bench: benchConsole,
+  bigfact: bigfactConsole,
 };
 
 // ---------------------------------------------------------------------------------------------
 
 describe('firmware fixtures', () => {
-  it('cover exactly the demos, two images each, plus expected.json', () => {
-    const want = DEMOS.flatMap((n) => [imageFiles(n).mmio, imageFiles(n).linux]).concat('expected.json').sort();
+  it('cover exactly the demos (two images each), the services (one image each) and expected.json', () => {
+    const services = fs.readdirSync(path.join(FIXTURE_DIR, '..', '..', 'firmware', 'services')).filter((f) => f.endsWith('.c')).map((f) => `${f.slice(0, -2)}.elf`);
+    expect(services).toContain('accum.elf');
+    const want = DEMOS.flatMap((n) => [imageFiles(n).mmio, imageFiles(n).linux]).concat('expected.json', services).sort();
     expect(fs.readdirSync(FIXTURE_DIR).sort()).toEqual(want);
     expect(Object.keys(expected.demos)).toEqual([...DEMOS]);
     const sources = fs.readdirSync(path.join(FIXTURE_DIR, '..', '..', 'firmware', 'demos')).filter((f) => f.endsWith('.c'));
@@ -244,12 +270,14 @@ describe('firmware fixtures', () => {
     });
   }
 
-  it('instruction budgets: the small demos <= 200k, bench 1M..5M', () => {
+  it('instruction budgets: the small demos <= 200k, bigfact <= 2M, bench 1M..5M', () => {
     for (const name of DEMOS) {
       const n = expected.demos[name]!.instret;
       if (name === 'bench') {
         expect(n).toBeGreaterThanOrEqual(1_000_000);
         expect(n).toBeLessThanOrEqual(5_000_000);
+      } else if (name === 'bigfact') {
+        expect(n).toBeLessThanOrEqual(2_000_000);
       } else {
         expect(n).toBeLessThanOrEqual(200_000);
       }

@@ -1,5 +1,5 @@
 /**
- * The RV32IM+Zba chip (circuits/rv32im/cpu.ts) on token protocol v2.
+ * The RV32IM+Zba chip (circuits/rv32im/cpu.ts) on token protocol v3.
  * - The chip circuit (FastEvaluator), fed the prompt [BOS, J(entry)] and then its own emitted tokens, with the
  *   program image in its code and data RAMs and sp in its register file, generates exactly the
  *   golden token trace that riscv/golden-trace.ts derives from the golden emulator: chipc's own

@@ -180,11 +180,27 @@ function addSmall(c: CircuitBuilder, bits: Sig[], addend: (Sig | number)[], tag:
   return out;
 }
 
+/**
+ * Rows of one data-RAM bank: 8,192 words (32 KiB) is what one GDN layer holds on every built-in
+ * target (e.g. chip-test: 64 key heads × 128 rows of one 32-bit word); a bigger data RAM is split
+ * into banks "mem", "mem1", … placed in different layers.
+ */
+export const MEM_BANK_WORDS = 8192;
+
+/** The data RAM's banks for memWords words: [RAM name, first word, rows]. */
+export function memBanks(memWords: number): [name: string, first: number, rows: number][] {
+  const out: [string, number, number][] = [];
+  for (let b = 0; b * MEM_BANK_WORDS < memWords; b++) out.push([b === 0 ? 'mem' : `mem${b}`, b * MEM_BANK_WORDS, Math.min(MEM_BANK_WORDS, memWords - b * MEM_BANK_WORDS)]);
+  return out;
+}
+
 export function cpuCircuit(opts: CpuOptions) {
   const addrBits = Math.max(1, Math.ceil(Math.log2(opts.codeWords)));
   const memWords = opts.memWords ?? 8192;
   const memBits = Math.max(1, Math.ceil(Math.log2(memWords)));
   if (memBits > 15) throw new ChipcError('chip.mem', `data RAM of ${memWords} words is larger than the 128 KiB (32,768 words) the loader addresses`);
+  const banks = Math.ceil(memWords / MEM_BANK_WORDS);
+  const bankBits = banks === 1 ? memBits : Math.log2(MEM_BANK_WORDS);
   return defineCircuit({ name: 'rv32-v1', vocab: VOCAB, bos: TOK.BOS }, (c) => {
     // ── token fields ───────────────────────────────────────────────────────────────────────
     const is = (k: Kind, name: string) => c.tokenField(name, (t) => (tokenKind(t).kind === k ? 1 : 0), [0, 1]);
@@ -219,9 +235,13 @@ export function cpuCircuit(opts: CpuOptions) {
 
     // ── PC: the window base (J's word index) latched by J; PC = base + j at instruction starts,
     //    latched so that positions fed D, H or K re-execute the same instruction ───────────────
-    // The same latch remembers that a J came: before the first J the chip is in loader mode.
+    // The same latch remembers that a J came: before the first J the chip is in loader mode, and
+    // (v3) a fed HALT clears it, so a request's write tokens and J(entry) can follow a HALT
+    // (re-entry: services, docs/token-protocol.md).
+    // The enable is a token field (free, in the embedding) so the latch is written in the first GDN layer.
+    const isJorHalt = c.tokenField('isJorHALT', (t) => (tokenKind(t).kind === Kind.J || tokenKind(t).kind === Kind.HALT ? 1 : 0), [0, 1]);
     const baseRam = c.ram('base', { rows: 1, fields: [...jw.map(() => 2), 2] });
-    baseRam.write(c.constant(0), [...jw, c.constant(1)], isJ);
+    baseRam.write(c.constant(0), [...jw, isJ], isJorHalt);
     const baseRead = baseRam.read(c.constant(0));
     const base = baseRead.slice(0, 15);
     const loading = c.linear([[baseRead[15]!, -1]], 1).named('loading');
@@ -392,7 +412,7 @@ export function cpuCircuit(opts: CpuOptions) {
     // The read address is forced to row 0 when the read is disabled (it is unused then): a
     // disabled port's q projection then stays constant from one instruction to the next, which the
     // executor's incremental decode turns into skipped work (docs/executor.md, round 3).
-    const row = c.linear(rowBits.map((x, k) => [c.table(`memRRow${k}`, [inRam, readNext, rowBits4[k]!, x],
+    const row = banks > 1 ? null : c.linear(rowBits.map((x, k) => [c.table(`memRRow${k}`, [inRam, readNext, rowBits4[k]!, x],
       (en, rn, r1, r0) => (en ? (rn ? r1 : r0) : 0), [0, 1]), 2 ** k] as [Sig, number])).named('memRow');
     const isSW = c.table('isSW', [isStore, funct3, loading, off], (st, f3, ld, o) => (st && f3 === 2 && !ld && o === 0 ? 1 : 0), [0, 1]);
     // An aligned SW writes at its own position; any other store writes each merged word at the H
@@ -400,13 +420,51 @@ export function cpuCircuit(opts: CpuOptions) {
     const memWrite = c.table('memWrite', [inRam, isStore, isSW, fedH, loading, loadWord],
       (r, st, sw, h, ld, lw) => (ld ? lw : r && st && (sw || h) ? 1 : 0), [0, 1]);
     const storeBits = Array.from({ length: 32 }, (_, k) => c.select(isSW, b[k]!, tokenWord[k]!));
-    const mem = c.ram('mem', { rows: memWords, fields: Array.from({ length: 32 }, () => 2) });
     // In loader mode the write goes to the loader's address (bit by bit: a row number can exceed a
     // slot's ±256); row 0 when nothing is written (constant k projection, as for the read).
-    const writeRow = c.linear(rowBits.map((x, k) => [c.table(`memWRow${k}`, [memWrite, loading, loadAddr[k]!, writeSecond, x, rowBits4[k]!],
+    const writeRow = banks > 1 ? null : c.linear(rowBits.map((x, k) => [c.table(`memWRow${k}`, [memWrite, loading, loadAddr[k]!, writeSecond, x, rowBits4[k]!],
       (en, ld, la, ws, r0, r1) => (!en ? 0 : ld ? la : ws ? r1 : r0), [0, 1]), 2 ** k] as [Sig, number]));
-    mem.write(writeRow, storeBits, memWrite);
-    const old = mem.read(row, inRam);
+    // The data RAM in banks of MEM_BANK_WORDS rows (one GDN layer's worth, docs/cpu-plan.md): bank b
+    // is RAM "mem" (b = 0) or "mem<b>", written and read when the address's bits from bankBits up
+    // equal b. Each bank's enables and row bits are tables over the same inputs as the one-bank row
+    // bits (no extra layer); an idle bank's rows are 0 (constant projections, as above); a disabled
+    // read gives 0, so the word read is the sum of the banks' outputs.
+    const fields32 = Array.from({ length: 32 }, () => 2);
+    let old: Sig[];
+    if (banks === 1) {
+      const mem = c.ram('mem', { rows: memWords, fields: fields32 });
+      mem.write(writeRow!, storeBits, memWrite);
+      old = mem.read(row!, inRam);
+    } else {
+      const hiBits = memBits - bankBits;
+      const bankOf = (bitsHi: number[]) => bitsHi.reduce((a, x, k) => a + (x << k), 0);
+      const outs: Sig[][] = [];
+      // One write row for every bank (a write's row bits would need too many inputs to gate per bank).
+      const wRowLow = c.linear(rowBits.slice(0, bankBits).map((x, k) => [c.table(`memWRow${k}`, [memWrite, loading, loadAddr[k]!, writeSecond, x, rowBits4[k]!],
+        (en, ld, la, ws, r0, r1) => (!en ? 0 : ld ? la : ws ? r1 : r0), [0, 1]), 2 ** k] as [Sig, number]));
+      for (let b = 0; b < banks; b++) {
+        const bank = c.ram(b === 0 ? 'mem' : `mem${b}`, { rows: Math.min(MEM_BANK_WORDS, memWords - b * MEM_BANK_WORDS), fields: fields32 });
+        const wIn = [memWrite, loading, writeSecond, ...loadAddr.slice(bankBits, memBits), ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)];
+        const wen = c.table(`memWBank${b}`, wIn, (...v) => {
+          const [en, ld, ws] = v as [number, number, number];
+          const la = v.slice(3, 3 + hiBits), r0 = v.slice(3 + hiBits, 3 + 2 * hiBits), r1 = v.slice(3 + 2 * hiBits);
+          return en && bankOf(ld ? la : ws ? r1 : r0) === b ? 1 : 0;
+        }, [0, 1]);
+        bank.write(wRowLow, storeBits, wen);
+        const rIn = [inRam, readNext, ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)];
+        const ren = c.table(`memRBank${b}`, rIn, (...v) => {
+          const [en, rn] = v as [number, number];
+          return en && bankOf(rn ? v.slice(2 + hiBits) : v.slice(2, 2 + hiBits)) === b ? 1 : 0;
+        }, [0, 1]);
+        const rRow = c.linear(Array.from({ length: bankBits }, (_, k) => [c.table(`memRRow${k}B${b}`,
+          [rowBits[k]!, rowBits4[k]!, ...rIn], (r0, r1, ...v) => {
+            const [en, rn] = v as [number, number];
+            return en && bankOf(rn ? v.slice(2 + hiBits) : v.slice(2, 2 + hiBits)) === b ? (rn ? r1 : r0) : 0;
+          }, [0, 1]), 2 ** k] as [Sig, number]));
+        outs.push(bank.read(rRow, ren));
+      }
+      old = Array.from({ length: 32 }, (_, k) => c.linear(outs.map((o) => [o[k]!, 1] as [Sig, number]), 0, [0, 1]));
+    }
     const oldByte = bitsWord(c, old);
     const pick = (name: string, f: (lane: number, f3: number, o: number) => number) =>
       [0, 1, 2, 3].map((lane) => c.table(`${name}${lane}`, [funct3, off], (f3, o) => f(lane, f3, o), [0, 1]));

@@ -16,7 +16,7 @@ import { Executor, argmax } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
 import { applyRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
-import { cpuCircuit, CODE_BASE, VOCAB, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
+import { cpuCircuit, memBanks, CODE_BASE, VOCAB, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
 import type { ModelWeights } from '../model/weights.ts';
 import { openChipFile } from '../chipfile/read.ts';
 import { MANIFEST_FILE, buildManifest, type Manifest } from '../emit/manifest.ts';
@@ -98,6 +98,21 @@ export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES): ChipPr
   put(0x8000 + 2, sp);
   loader.push(encodeToken({ kind: 'J', w: (p.entry - CODE_BASE) / 4 }));
   return { entry: p.entry, code, data, regs, loader, memBytes, chip: { codeWords, codeEnd: used, memWords: memBytes / 4, tohost: p.tohost } };
+}
+
+/**
+ * The program's image per RAM of the chip: the code RAM, each data-RAM bank ("mem", "mem1", …:
+ * memBanks, rows renumbered from the bank's first word) and the register file.
+ */
+export function chipRamContents(prog: ChipProgram): [name: string, rows: Map<number, number[]>][] {
+  const out: [string, Map<number, number[]>][] = [['code', prog.code]];
+  for (const [name, first, rows] of memBanks(prog.chip.memWords)) {
+    const m = new Map<number, number[]>();
+    for (const [row, v] of prog.data) if (row >= first && row < first + rows) m.set(row - first, v);
+    out.push([name, m]);
+  }
+  out.push(['regs', prog.regs]);
+  return out;
 }
 
 /** Compile the chip circuit with `opts` for `target`. */
@@ -200,7 +215,7 @@ export function locateDivergence(
   }
   const fast = new FastEvaluator(res.ir);
   if (opts.load !== 'prompt') {
-    for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
+    for (const [name, rows] of chipRamContents(prog)) {
       const ram = res.ir.rams.findIndex((r) => r.name === name);
       for (const [row, v] of rows) fast.setRamRow(ram, row, v);
     }
@@ -233,7 +248,7 @@ export function locateDivergence(
 export function chipExecutor(res: CompileResult, prog: ChipProgram, opts: ExecOptions & { load?: 'state' | 'prompt' }): Executor {
   const ex = new Executor(res.weights, opts);
   if (opts.load === 'prompt') return ex;
-  for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
+  for (const [name, rows] of chipRamContents(prog)) {
     const placement = res.rams.find((r) => r.name === name);
     if (!placement) throw new ChipcError('chip.ram', `the compiled chip has no RAM "${name}"`);
     applyRamContents(ex, res, placement, rows);
@@ -252,7 +267,7 @@ export function runOnInterpreter(prog: ChipProgram, opts: GoldenOptions): RunRes
   fastEvaluators.set(ir, interp);
   interp.reset();
   if (opts.load !== 'prompt') {
-    for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
+    for (const [name, rows] of chipRamContents(prog)) {
       const ram = ir.rams.findIndex((r) => r.name === name);
       for (const [row, v] of rows) interp.setRamRow(ram, row, v);
     }
@@ -423,7 +438,7 @@ export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
   const remedy = 'make one for this program with `chipc run FILE.elf --emit DIR` (and merge that)';
   if (m.circuit !== 'rv32-v1') throw new ChipcError('run.model', `${ck.path}: the chip is circuit "${String(m.circuit)}", not the RV32 chip (rv32-v1)`);
   if (m.vocab?.circuit !== VOCAB) {
-    throw new ChipcError('run.model', `${ck.path}: the chip's alphabet has ${String(m.vocab?.circuit)} tokens; the RV32 chip (protocol v2) has ${VOCAB}`);
+    throw new ChipcError('run.model', `${ck.path}: the chip's alphabet has ${String(m.vocab?.circuit)} tokens; the RV32 chip (protocol v3) has ${VOCAB}`);
   }
   if (ck.vocabSize < ck.idOffset + VOCAB) {
     throw new ChipcError('run.model', `${ck.path}: vocab_size ${ck.vocabSize} cannot hold the chip's ${VOCAB} ids from id ${ck.idOffset}`);

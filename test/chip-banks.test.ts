@@ -1,0 +1,87 @@
+/**
+ * A data RAM larger than one GDN layer holds (circuits/rv32im/cpu.ts, memBanks): 128 KiB as four
+ * banks of 8,192 words in four layers. A program stores and loads words (aligned, sub-word and
+ * word-crossing) in every bank and at the bank edges, through the compiled weights and the IR,
+ * every token equal to the golden trace; the loader prompt reaches every bank.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { MEM_BANK_WORDS, memBanks } from '../circuits/rv32im/cpu.ts';
+import { chipRamContents, compileChip, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
+import type { CompileResult } from '../src/compile.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import { assembleElf } from '../riscv/asm.ts';
+import { goldenTokens } from '../riscv/golden-trace.ts';
+
+const MEM = 128 * 1024;
+
+/** Words at the start and end of each bank, stored then loaded back and summed into a0's checksum. */
+function bankProgram(): string {
+  const lines: string[] = ['lui x5, 0x80000', 'addi x10, x0, 0'];
+  const spots: number[] = [];
+  for (let b = 0; b < 4; b++) spots.push(b * MEM_BANK_WORDS * 4 + 2048, b * MEM_BANK_WORDS * 4 + MEM_BANK_WORDS * 4 - 8);
+  spots.forEach((off, i) => {
+    // x6 = address; x7 = a value that differs per spot.
+    lines.push(`lui x6, ${(0x80000000 + off + 0x800) >>> 12}`, `addi x6, x6, ${((off & 0xfff) ^ 0x800) - 0x800}`);
+    lines.push(`lui x7, ${0x12345 + i}`, `addi x7, x7, ${17 * i}`);
+    lines.push('sw x7, 0(x6)');
+  });
+  // A byte store and a word-crossing load at the edge between bank 0 and bank 1.
+  const edge = MEM_BANK_WORDS * 4;
+  lines.push(`lui x6, ${(0x80000000 + edge) >>> 12}`, 'addi x7, x0, 0x5a', 'sb x7, 0(x6)', 'sb x7, -1(x6)', 'lw x8, -2(x6)', 'add x10, x10, x8');
+  spots.forEach((off) => {
+    lines.push(`lui x6, ${(0x80000000 + off + 0x800) >>> 12}`, `addi x6, x6, ${((off & 0xfff) ^ 0x800) - 0x800}`, 'lw x8, 0(x6)', 'add x10, x10, x8');
+  });
+  lines.push('andi x10, x10, 255', 'addi x17, x0, 93', 'ecall');
+  return lines.join('\n');
+}
+
+describe('memBanks', () => {
+  it('splits a data RAM into banks of MEM_BANK_WORDS rows', () => {
+    expect(memBanks(8192)).toEqual([['mem', 0, 8192]]);
+    expect(memBanks(100)).toEqual([['mem', 0, 100]]);
+    expect(memBanks(32768)).toEqual([['mem', 0, 8192], ['mem1', 8192, 8192], ['mem2', 16384, 8192], ['mem3', 24576, 8192]]);
+    expect(memBanks(8192 + 10)).toEqual([['mem', 0, 8192], ['mem1', 8192, 10]]);
+  });
+});
+
+describe('a 128 KiB data RAM in four banks (chip-test)', () => {
+  const elf = assembleElf(bankProgram()).elf;
+  let prog: ChipProgram;
+  let res: CompileResult;
+  let golden: ReturnType<typeof goldenTokens>;
+  beforeAll(() => {
+    prog = programOf(elf, MEM);
+    golden = goldenTokens(elf, { mem: { size: MEM } });
+    res = compileChip(prog.chip, resolveTarget('chip-test').config);
+  }, 120_000);
+
+  it('places one RAM per bank in different layers', () => {
+    const banks = res.rams.filter((r) => /^mem\d*$/.test(r.name));
+    expect(banks.map((r) => r.name).sort()).toEqual(['mem', 'mem1', 'mem2', 'mem3']);
+    expect(new Set(banks.map((r) => r.layer)).size).toBe(4);
+    expect(chipRamContents(prog).map(([n]) => n)).toEqual(['code', 'mem', 'mem1', 'mem2', 'mem3', 'regs']);
+  });
+
+  it('the golden program halts with its checksum', () => {
+    expect(golden.halt.reason).toBe('exit');
+    // Independent checksum: the 8 stored words, plus the word-crossing load at the bank edge.
+    let sum = 0;
+    for (let i = 0; i < 8; i++) sum = (sum + ((0x12345 + i) << 12) + 17 * i) >>> 0;
+    sum = (sum + 0x5a5a00) >>> 0; // bytes edge−2 … edge+1: 0, 0x5a, 0x5a, 0 (unwritten bytes read 0)
+    expect(golden.halt.exitCode).toBe(sum & 255);
+  });
+
+  it('runs through the weights with every token equal to the golden trace (state and prompt loading)', () => {
+    for (const load of ['state', 'prompt'] as const) {
+      const r = runOnChip(res, prog, { maxTokens: 10_000, golden: golden.tokens, goldenPc: golden.tokenPc, load });
+      expect(r.divergence, load).toBeNull();
+      expect(r.exitCode, load).toBe(golden.halt.exitCode);
+    }
+  }, 300_000);
+
+  it('runs through the IR with every token equal to the golden trace', () => {
+    const r = runOnInterpreter(prog, { maxTokens: 10_000, golden: golden.tokens, goldenPc: golden.tokenPc });
+    expect(r.divergence).toBeNull();
+    expect(r.halted).toBe(true);
+  }, 120_000);
+});

@@ -1,0 +1,96 @@
+/**
+ * Bignum through the chip: the bignum service (fixtures/firmware/bignum.elf, docs/bignum.md)
+ * called with random full-length operands, through the compiled weights (or the IR), every
+ * generated token compared with the golden stream and the result read back from the chip's data
+ * RAM and compared with BigInt. Prints per operation: instructions, request (prompt) tokens,
+ * generated tokens, seconds, tokens/s.
+ *
+ *   npx tsx bench/bignum-chip.ts [--ops umul,udivmod] [--bits 1024,4096] [--engine weights|ir] [--target chip-test] [--json]
+ *
+ * For udivmod the dividend has 2·bits bits and the divisor bits bits.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command } from 'commander';
+import { BignumService, BIGNUM_OPS, operandOf, valueOf, type BignumOp } from '../src/bignum/service.ts';
+import { ChipService, type ServiceEngine } from '../src/chip/service.ts';
+import { compileChip, programOf } from '../src/chip/run.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+
+const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ELF = fs.readFileSync(path.join(ROOT, 'fixtures', 'firmware', 'bignum.elf'));
+const MEM = 32 * 1024;
+
+const opts = new Command()
+  .option('--ops <list>', 'operations', 'umul,udivmod')
+  .option('--bits <list>', 'operand sizes in bits', '1024,4096')
+  .option('--engine <e>', 'weights or ir', 'weights')
+  .option('--target <t>', 'target', 'chip-test')
+  .option('--json', 'print JSON')
+  .parse().opts<{ ops: string; bits: string; engine: ServiceEngine; target: string; json?: boolean }>();
+
+/** xorshift32 stream of random full-length operands (top bit set). */
+let seed = 0x9e3779b9;
+function rand32(): number {
+  seed ^= seed << 13; seed >>>= 0;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5; seed >>>= 0;
+  return seed;
+}
+function randomBits(bits: number): bigint {
+  let x = 0n;
+  for (let i = 0; i < bits / 32; i++) x = (x << 32n) | BigInt(rand32());
+  return x | (1n << BigInt(bits - 1));
+}
+
+const svc = BignumService.load(ELF, MEM);
+const prog = programOf(ELF, MEM);
+const t0 = performance.now();
+const res = compileChip(prog.chip, resolveTarget(opts.target).config);
+const compileSeconds = (performance.now() - t0) / 1000;
+const chip = new ChipService(res, prog, { engine: opts.engine });
+
+/** Reads the number at area word `index` from the chip's data RAM. */
+function chipNumber(mem: Map<number, number[]>, index: number): bigint {
+  const word = (i: number) => {
+    const bits = mem.get((svc.area - 0x80000000) / 4 + i);
+    return bits === undefined ? 0 : bits.reduce((a, b, k) => (a + b * 2 ** k), 0);
+  };
+  const len = word(index + 1);
+  return valueOf(word(index), Array.from({ length: len }, (_, k) => word(index + 2 + k)));
+}
+
+const rows: Record<string, unknown>[] = [];
+for (const bits of opts.bits.split(',').map(Number)) {
+  for (const op of opts.ops.split(',') as BignumOp[]) {
+    const a = randomBits(op === 'udivmod' ? 2 * bits : bits);
+    const b = randomBits(bits);
+    const writes = svc.requestWrites(BIGNUM_OPS[op], operandOf(a), operandOf(b));
+    const call = svc.emu.call(writes, { trace: true });
+    const r = chip.call(call.prompt, { golden: call.trace!.tokens });
+    if (r.divergence !== null) throw new Error(`${op} ${bits}: divergence at generated token ${r.divergence.index}: expected ${r.divergence.expected}, got ${r.divergence.got}`);
+    const mem = chip.captureMemory();
+    const first = chipNumber(mem, 2);
+    const want = op === 'udivmod' ? [a / b, a % b] : op === 'umul' ? [a * b] : op === 'uadd' ? [a + b] : null;
+    if (want === null) throw new Error(`bench: no BigInt reference for ${op}`);
+    const got = [first];
+    if (op === 'udivmod') got.push(chipNumber(mem, 4 + limbCount(first)));
+    for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) throw new Error(`${op} ${bits}: the chip's result ${i} differs from BigInt`);
+    const row = {
+      op, bits, instructions: call.instructions, promptTokens: call.prompt.length, generatedTokens: r.generated.length,
+      seconds: +r.seconds.toFixed(2), tokensPerSecond: Math.round(r.generated.length / r.seconds), divergences: 0, equalsBigInt: true,
+    };
+    rows.push(row);
+    if (!opts.json) console.log(`${op} ${bits} bits: ${call.instructions} instructions, ${call.prompt.length} request tokens, ${r.generated.length} generated tokens, ${row.seconds} s (${row.tokensPerSecond} tokens/s), 0 divergences, equal to BigInt`);
+  }
+}
+
+function limbCount(x: bigint): number {
+  let n = 0;
+  for (let y = x; y > 0n; y >>= 32n) n++;
+  return n;
+}
+
+if (opts.json) console.log(JSON.stringify({ target: opts.target, engine: opts.engine, layers: res.weights.config.numLayers, compileSeconds: +compileSeconds.toFixed(1), rows }, null, 2));
+else console.log(`(${opts.engine}, ${opts.target}: ${res.weights.config.numLayers} layers; compile ${compileSeconds.toFixed(1)} s)`);

@@ -1,0 +1,194 @@
+/**
+ * The store through the compiled weights: a store session on the RV32 chip running the store
+ * service (fixtures/firmware/store.elf, firmware/lib/store.c, docs/store.md "Store firmware
+ * service"). Every operation is a service call (src/chip/service.ts): its request is fed as write
+ * tokens and the chip generates the service's run token by token until HALT(result code); the
+ * answer is decoded from the generated tokens (the OUT bytes and the HALT code), never from the
+ * emulator. Beside it the golden emulator runs the same call, and every generated token is
+ * compared with the golden stream (a divergence is a ChipcError naming the operation and token).
+ *
+ * A store file is imported by writing its rows straight into the chip's data-RAM state (and into
+ * the emulator's memory) — no tokens — and exported by reading the rows back out of that state.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CODE_BASE } from '../../circuits/rv32im/cpu.ts';
+import { ChipService, type ServiceEngine, type ServiceWrite } from '../chip/service.ts';
+import { compileChip, programOf, type ChipProgram } from '../chip/run.ts';
+import type { CompileResult } from '../compile.ts';
+import type { ModelConfig } from '../model/config.ts';
+import type { NumericProfile } from '../exec/types.ts';
+import { ChipcError } from '../util/errors.ts';
+import { decodeToken, formatToken } from '../../riscv/protocol.ts';
+import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type StoreParams } from './model.ts';
+import {
+  FirmwareStore, decodeAnswer, encodeInitRequest, encodeRequest, initValues, memoryWordsFromModel, rowsFromMemory, storeAreaWords,
+  type FirmwareResult, type StoreRequest, type TableRows,
+} from './firmware.ts';
+
+/** The bundled store service image. */
+export const STORE_ELF = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures', 'firmware', 'store.elf');
+
+/** Data-RAM sizes a store session may use: 32 KiB steps up to the 128 KiB the loader addresses. */
+export const STORE_MEM_SIZES = [32 * 1024, 64 * 1024, 96 * 1024, 128 * 1024];
+
+/** Bytes from CODE_BASE to the service area in the bundled image. */
+function areaOffset(elf: Uint8Array): number {
+  return FirmwareStore.load(elf, STORE_MEM_SIZES.at(-1)!, { maxFiles: 1, nameMax: 1, contentMax: 0, chunkSize: 1, chunkPool: 1, vocab: 1 }).base - CODE_BASE;
+}
+
+/**
+ * The smallest data RAM (a multiple of 32 KiB, at most 128 KiB) whose service area holds a store
+ * with these parameters; ChipcError `store.mem` naming what it needs when none does.
+ */
+export function storeMemBytes(p: StoreParams, elf: Uint8Array = fs.readFileSync(STORE_ELF)): number {
+  const need = storeAreaWords(p);
+  const off = areaOffset(elf);
+  for (const m of STORE_MEM_SIZES) if ((m - off) / 4 >= need) return m;
+  throw new ChipcError('store.mem',
+    `a store of ${p.maxFiles} files (N = ${p.nameMax}, M = ${p.contentMax}, C = ${p.chunkSize}, P = ${p.chunkPool}) needs ${need} words ` +
+    `(${4 * need + off} bytes of data RAM with the service); the chip's data RAM is at most ${STORE_MEM_SIZES.at(-1)! / 1024} KiB — lower chunkPool, contentMax or maxFiles`);
+}
+
+export interface ChipStoreOptions {
+  /** Target model shape (default chip-test). */
+  target: ModelConfig;
+  /** weights (default: the compiled chip in the reference executor) or ir (the chip circuit). */
+  engine?: ServiceEngine;
+  profile?: NumericProfile;
+  /** Data RAM bytes (default: storeMemBytes). */
+  memBytes?: number;
+  /** A compiled chip to reuse (must be compiled for this image and memory size). */
+  compiled?: CompileResult;
+  /** Called with each generated token. */
+  onToken?: (t: number) => void;
+}
+
+/** One operation through the chip: its decoded answer and what it cost. */
+export interface ChipStoreCall<R = FirmwareResult> {
+  result: R;
+  /** Tokens fed (the request prompt) and generated (ending with HALT). */
+  promptTokens: number;
+  generatedTokens: number;
+  instructions: number;
+  seconds: number;
+}
+
+/** Console bytes carried by OUT tokens. */
+function outBytes(tokens: readonly number[]): Uint8Array {
+  const b: number[] = [];
+  for (const t of tokens) {
+    const d = decodeToken(t);
+    if (d.kind === 'OUT') b.push(d.b);
+  }
+  return Uint8Array.from(b);
+}
+
+/** A store on the chip, with the golden emulator beside it. */
+export class ChipStore {
+  readonly params: StoreParams;
+  readonly golden: FirmwareStore;
+  readonly chip: ChipService;
+  readonly prog: ChipProgram;
+  readonly res: CompileResult;
+  readonly memBytes: number;
+  private readonly onToken: ((t: number) => void) | undefined;
+
+  private constructor(params: StoreParams, golden: FirmwareStore, chip: ChipService, prog: ChipProgram, res: CompileResult, memBytes: number, onToken?: (t: number) => void) {
+    this.params = params;
+    this.golden = golden;
+    this.chip = chip;
+    this.prog = prog;
+    this.res = res;
+    this.memBytes = memBytes;
+    this.onToken = onToken;
+  }
+
+  /** The chip program and compile for a store of these parameters (reusable across sessions). */
+  static compile(params: StoreParams, target: ModelConfig, memBytes?: number): { prog: ChipProgram; res: CompileResult; memBytes: number } {
+    const elf = fs.readFileSync(STORE_ELF);
+    const mem = memBytes ?? storeMemBytes(params, elf);
+    const prog = programOf(elf, mem);
+    return { prog, res: compileChip(prog.chip, target), memBytes: mem };
+  }
+
+  /**
+   * A session holding `model`'s state (imported straight into the chip's data-RAM state: no
+   * tokens), or a fresh store with parameters `opts` initialised by an init call through the chip.
+   */
+  static open(source: StoreModel | StoreOptions, opts: ChipStoreOptions): ChipStore {
+    const params = source instanceof StoreModel ? source.params : resolveStoreParams(source);
+    const elf = fs.readFileSync(STORE_ELF);
+    const memBytes = opts.memBytes ?? storeMemBytes(params, elf);
+    const golden = FirmwareStore.load(elf, memBytes, params);
+    const prog = programOf(elf, memBytes);
+    const res = opts.compiled ?? compileChip(prog.chip, opts.target);
+    const chip = new ChipService(res, prog, { engine: opts.engine ?? 'weights', ...(opts.profile ? { profile: opts.profile } : {}) });
+    const s = new ChipStore(params, golden, chip, prog, res, memBytes, opts.onToken);
+    if (source instanceof StoreModel) {
+      golden.importModel(source);
+      s.writeWords(memoryWordsFromModel(source, golden.base));
+    } else {
+      const r = s.run(encodeInitRequest(golden.base, initValues(params), golden.areaWords), 'init');
+      if (r.exitCode !== 0) throw new ChipcError('store.bad-request', `the store service refused init (exit code ${r.exitCode})`);
+    }
+    return s;
+  }
+
+  private writeWords(words: readonly ServiceWrite[]): void {
+    const rows = new Map<number, number[]>();
+    for (const [addr, w] of words) rows.set((addr - CODE_BASE) / 4, Array.from({ length: 32 }, (_, k) => (w >>> k) & 1));
+    this.chip.writeMemory(rows);
+  }
+
+  /** One call through the chip beside the emulator; the chip's generated tokens. */
+  private run(writes: readonly ServiceWrite[], what: string): { exitCode: number; generated: number[]; prompt: number[]; instructions: number; seconds: number } {
+    const call = this.golden.emu.call(writes, { trace: true });
+    const r = this.chip.call(call.prompt, { golden: call.trace!.tokens, ...(this.onToken ? { onToken: this.onToken } : {}) });
+    if (r.divergence !== null) {
+      throw new ChipcError('store.divergence',
+        `${what}: the chip's token ${r.divergence.index} of the call (${r.divergence.got}) differs from the golden stream's (${r.divergence.expected})`);
+    }
+    if (r.exitCode === null) throw new ChipcError('store.halt', `${what}: the chip did not halt (last token ${formatToken(r.generated.at(-1) ?? 0)})`);
+    return { exitCode: r.exitCode, generated: r.generated, prompt: call.prompt, instructions: call.instructions, seconds: r.seconds };
+  }
+
+  private op<R extends FirmwareResult>(req: StoreRequest): ChipStoreCall<R> {
+    const r = this.run(encodeRequest(req, this.golden.base, this.params), req.op);
+    const result = decodeAnswer(req.op, r.exitCode, outBytes(r.generated)) as R;
+    return { result, promptTokens: r.prompt.length, generatedTokens: r.generated.length, instructions: r.instructions, seconds: r.seconds };
+  }
+
+  put(name: readonly number[], content: readonly number[]) { return this.op<Extract<FirmwareResult, { op: 'put' }>>({ op: 'put', name, content }); }
+  get(name: readonly number[]) { return this.op<Extract<FirmwareResult, { op: 'get' }>>({ op: 'get', name }); }
+  delete(name: readonly number[]) { return this.op<Extract<FirmwareResult, { op: 'delete' }>>({ op: 'delete', name }); }
+  list() { return this.op<Extract<FirmwareResult, { op: 'list' }>>({ op: 'list' }); }
+
+  /** The store's rows as the chip's data-RAM state holds them. */
+  rows(): TableRows {
+    const mem = this.chip.captureMemory();
+    const read32 = (addr: number) => {
+      const bits = mem.get((addr - CODE_BASE) / 4);
+      return bits === undefined ? 0 : bits.reduce((s, b, k) => s + b * 2 ** k, 0);
+    };
+    return rowsFromMemory(read32, this.golden.base, this.params);
+  }
+
+  /**
+   * The store read back out of the chip's state as a model (for a store file). ChipcError
+   * `store.divergence` if the chip's rows differ from the emulator's (they never should: every
+   * token was checked), `store.corrupt` if they break the store's invariants.
+   */
+  exportModel(): StoreModel {
+    const rows = this.rows();
+    const want = this.golden.rows();
+    for (const t of TABLE_NAMES) {
+      if (JSON.stringify(rows[t]) !== JSON.stringify(want[t])) throw new ChipcError('store.divergence', `the chip's ${t} rows differ from the golden emulator's`);
+    }
+    const m = new StoreModel(this.params);
+    for (const t of TABLE_NAMES) for (const [i, f] of rows[t]) m.setRow(t, i, f);
+    m.checkInvariants();
+    return m;
+  }
+}

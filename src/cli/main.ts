@@ -19,6 +19,7 @@ import { registerRun } from './commands/run.ts';
 import { registerChipfile } from './commands/chipfile.ts';
 import { registerMerge } from './commands/merge.ts';
 import { registerTrace } from './commands/trace.ts';
+import { registerStore } from './commands/store.ts';
 
 export type CommandResult = Promise<number> | number;
 
@@ -50,6 +51,7 @@ export function buildProgram(sink: ExitSink): Command {
   registerChipfile(program, run);
   registerMerge(program, run);
   registerTrace(program, run);
+  registerStore(program, run);
   return program;
 }
 

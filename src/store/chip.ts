@@ -30,6 +30,13 @@ import {
 /** The bundled store service image. */
 export const STORE_ELF = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures', 'firmware', 'store.elf');
 
+/**
+ * Default parameters of a store on the chip (`chipc store init`): 512 files in a 128 KiB data RAM
+ * (names ≤ 32 tokens, contents ≤ 1,024, 1,024 chunks of 16 tokens). The reference model's own
+ * defaults (contents ≤ 4,096, 2,048 chunks) need more than the 128 KiB the chip addresses.
+ */
+export const CHIP_STORE_DEFAULTS = { maxFiles: 512, nameMax: 32, contentMax: 1024, chunkSize: 16, chunkPool: 1024, vocab: 248_320 } as const;
+
 /** Data-RAM sizes a store session may use: 32 KiB steps up to the 128 KiB the loader addresses. */
 export const STORE_MEM_SIZES = [32 * 1024, 64 * 1024, 96 * 1024, 128 * 1024];
 
@@ -75,6 +82,8 @@ export interface ChipStoreCall<R = FirmwareResult> {
   seconds: number;
 }
 
+const compileCache = new Map<string, { prog: ChipProgram; res: CompileResult; memBytes: number }>();
+
 /** Console bytes carried by OUT tokens. */
 function outBytes(tokens: readonly number[]): Uint8Array {
   const b: number[] = [];
@@ -105,12 +114,23 @@ export class ChipStore {
     this.onToken = onToken;
   }
 
-  /** The chip program and compile for a store of these parameters (reusable across sessions). */
+  /**
+   * The chip program and compile for a store of these parameters (reusable across sessions; the
+   * chip depends only on the data-RAM size and the target, and the two most recent compiles are
+   * kept in memory, so the commands of one process compile once).
+   */
   static compile(params: StoreParams, target: ModelConfig, memBytes?: number): { prog: ChipProgram; res: CompileResult; memBytes: number } {
     const elf = fs.readFileSync(STORE_ELF);
     const mem = memBytes ?? storeMemBytes(params, elf);
-    const prog = programOf(elf, mem);
-    return { prog, res: compileChip(prog.chip, target), memBytes: mem };
+    const key = `${mem}|${JSON.stringify(target)}|${elf.length}`;
+    let hit = compileCache.get(key);
+    if (hit === undefined) {
+      const prog = programOf(elf, mem);
+      hit = { prog, res: compileChip(prog.chip, target), memBytes: mem };
+      if (compileCache.size >= 2) compileCache.delete(compileCache.keys().next().value!);
+      compileCache.set(key, hit);
+    }
+    return hit;
   }
 
   /**
@@ -122,8 +142,8 @@ export class ChipStore {
     const elf = fs.readFileSync(STORE_ELF);
     const memBytes = opts.memBytes ?? storeMemBytes(params, elf);
     const golden = FirmwareStore.load(elf, memBytes, params);
-    const prog = programOf(elf, memBytes);
-    const res = opts.compiled ?? compileChip(prog.chip, opts.target);
+    const { prog, res: compiled } = opts.compiled ? { prog: programOf(elf, memBytes), res: opts.compiled } : ChipStore.compile(params, opts.target, memBytes);
+    const res = compiled;
     const chip = new ChipService(res, prog, { engine: opts.engine ?? 'weights', ...(opts.profile ? { profile: opts.profile } : {}) });
     const s = new ChipStore(params, golden, chip, prog, res, memBytes, opts.onToken);
     if (source instanceof StoreModel) {

@@ -1,0 +1,227 @@
+/**
+ * `chipc store …`: the hashed filesystem store (docs/store.md) on a store file, operated through
+ * the compiled weights. Each command loads the file, imports its rows straight into the chip's
+ * data-RAM state, runs the operation as a service call token by token (checked against the
+ * golden emulator), and — for put and delete, unless --ephemeral — saves the rows read back out
+ * of the chip's state to the file atomically.
+ *
+ *   chipc store init FILE [--max-files F --name-max N --content-max M --chunk-size C --chunk-pool P --vocab V]
+ *   chipc store put FILE NAME CONTENT      chipc store get FILE NAME      chipc store delete FILE NAME
+ *   chipc store list FILE                  chipc store dump FILE           chipc store export FILE -o OUT
+ *   chipc store import FILE [-o OUT]
+ *
+ * NAME and CONTENT are comma-separated token ids ("" is empty), or UTF-8 text with --text (one
+ * token per byte). Exit status: 0 when the store answers OK, 1 for any other result code
+ * (NOT_FOUND, FULL, …: printed), 2 for a ChipcError.
+ */
+import fs from 'node:fs';
+import type { Command } from 'commander';
+import { ChipStore, CHIP_STORE_DEFAULTS, storeMemBytes, type ChipStoreCall } from '../../store/chip.ts';
+import { encodeStore, loadStoreFile, saveStoreFile, writeFileAtomic } from '../../store/file.ts';
+import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type StoreParams } from '../../store/model.ts';
+import { storeAreaWords, type FirmwareResult } from '../../store/firmware.ts';
+import { resolveTarget } from '../../model/targets.ts';
+import type { ServiceEngine } from '../../chip/service.ts';
+import { ChipcError } from '../../util/errors.ts';
+import { fmtBytes, fmtInt, makeOut, type Out } from '../output.ts';
+import type { Runner } from '../main.ts';
+
+interface CommonOptions {
+  text?: boolean;
+  engine: string;
+  target: string;
+  profile: string;
+  ephemeral?: boolean;
+  json?: boolean;
+}
+
+function parseTokens(s: string, text: boolean, what: string): number[] {
+  if (text) return [...Buffer.from(s, 'utf8')];
+  if (s.trim() === '') return [];
+  return s.split(',').map((x) => {
+    const v = Number(x.trim());
+    if (x.trim() === '' || !Number.isSafeInteger(v) || v < 0) throw new ChipcError('cli.tokens', `${what}: "${x}" is not a token id (use comma-separated non-negative integers, or --text)`);
+    return v;
+  });
+}
+
+function showTokens(ids: readonly number[], text: boolean): string {
+  return text ? JSON.stringify(Buffer.from(ids.map((t) => t & 255)).toString('utf8')) : ids.join(',');
+}
+
+function engineOf(s: string): ServiceEngine {
+  if (s !== 'weights' && s !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${s}"`);
+  return s;
+}
+
+function open(file: string, o: CommonOptions): { model: StoreModel; store: ChipStore } {
+  if (!fs.existsSync(file)) throw new ChipcError('store.missing', `${file}: no store file (create one with "chipc store init ${file}")`);
+  const model = loadStoreFile(file);
+  if (o.profile !== 'f32' && o.profile !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
+  const store = ChipStore.open(model, { target: resolveTarget(o.target).config, engine: engineOf(o.engine), profile: o.profile });
+  return { model, store };
+}
+
+function costLine(c: ChipStoreCall): string {
+  return `${fmtInt(c.promptTokens)} request + ${fmtInt(c.generatedTokens)} generated tokens, ${fmtInt(c.instructions)} instructions, ${c.seconds.toFixed(2)} s`;
+}
+
+function costDoc(c: ChipStoreCall) {
+  return { promptTokens: c.promptTokens, generatedTokens: c.generatedTokens, instructions: c.instructions, seconds: +c.seconds.toFixed(3) };
+}
+
+/** Saves the chip's rows unless ephemeral; returns whether it wrote. */
+function save(file: string, store: ChipStore, o: CommonOptions): boolean {
+  if (o.ephemeral) return false;
+  saveStoreFile(file, store.exportModel());
+  return true;
+}
+
+function limits(p: StoreParams): Record<string, number> {
+  return {
+    maxFiles: p.maxFiles, dirSlots: p.dirSlots, nameMax: p.nameMax, contentMax: p.contentMax, chunkSize: p.chunkSize,
+    chunkPool: p.chunkPool, tokenCapacity: p.chunkPool * p.chunkSize, vocab: p.vocab, areaWords: storeAreaWords(p), chipMemBytes: storeMemBytes(p),
+  };
+}
+
+function printLimits(out: Out, p: StoreParams): void {
+  const l = limits(p);
+  out.line(`  files ≤ ${fmtInt(l.maxFiles!)} (${fmtInt(l.dirSlots!)} directory slots), names ≤ ${fmtInt(l.nameMax!)} tokens, contents ≤ ${fmtInt(l.contentMax!)} tokens`);
+  out.line(`  ${fmtInt(l.chunkPool!)} chunks of ${l.chunkSize} tokens (${fmtInt(l.tokenCapacity!)} tokens of names + contents in all), token ids < ${fmtInt(l.vocab!)}`);
+  out.line(`  on the chip: ${fmtInt(l.areaWords!)} words of service area, a ${l.chipMemBytes! / 1024} KiB data RAM`);
+}
+
+function common(cmd: Command): Command {
+  return cmd
+    .option('--text', 'NAME and CONTENT are UTF-8 text, one token per byte (default: comma-separated token ids)')
+    .option('--engine <e>', 'weights (the compiled chip in the reference executor) or ir (the chip circuit)', 'weights')
+    .option('--target <name|config.json>', 'target model shape', 'chip-test')
+    .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
+    .option('--ephemeral', 'do not write the store file back (the result is printed, nothing is saved)')
+    .option('--json', 'print one JSON document');
+}
+
+export function registerStore(program: Command, run: Runner): void {
+  const store = program.command('store').description('the hashed filesystem store on a store file, through the compiled weights (docs/store.md)');
+
+  store
+    .command('init')
+    .description('create an empty store file and print its limits')
+    .argument('<file>', 'the store file to create')
+    .option('--max-files <n>', 'files the store holds', String(CHIP_STORE_DEFAULTS.maxFiles))
+    .option('--name-max <n>', 'longest name in tokens', String(CHIP_STORE_DEFAULTS.nameMax))
+    .option('--content-max <n>', 'longest content in tokens', String(CHIP_STORE_DEFAULTS.contentMax))
+    .option('--chunk-size <n>', 'tokens per chunk', String(CHIP_STORE_DEFAULTS.chunkSize))
+    .option('--chunk-pool <n>', 'chunks in all (default: as many as 4·files, at least one maximum-size file)', String(CHIP_STORE_DEFAULTS.chunkPool))
+    .option('--vocab <n>', 'token ids are < this', String(CHIP_STORE_DEFAULTS.vocab))
+    .option('--overwrite', 'replace an existing store file')
+    .option('--json', 'print one JSON document')
+    .action((file: string, o: Record<string, string | boolean | undefined>) =>
+      run(() => {
+        const out = makeOut(Boolean(o.json));
+        if (fs.existsSync(file) && !o.overwrite) throw new ChipcError('store.exists', `${file} exists (use --overwrite to replace it)`);
+        const num = (k: string, flag: string) => {
+          const v = Number(o[k]);
+          if (!Number.isSafeInteger(v)) throw new ChipcError('cli.option', `${flag} must be an integer, not "${String(o[k])}"`);
+          return v;
+        };
+        const opts: StoreOptions = {
+          maxFiles: num('maxFiles', '--max-files'), nameMax: num('nameMax', '--name-max'), contentMax: num('contentMax', '--content-max'),
+          chunkSize: num('chunkSize', '--chunk-size'), chunkPool: num('chunkPool', '--chunk-pool'), vocab: num('vocab', '--vocab'),
+        };
+        const p = resolveStoreParams(opts);
+        const l = limits(p); // also refuses a store the chip cannot hold (store.mem, store.params)
+        const model = new StoreModel(p);
+        saveStoreFile(file, model);
+        const bytes = encodeStore(model).length;
+        out.emit({ file, bytes, limits: l });
+        out.line(`wrote ${file} (${fmtBytes(bytes)}): an empty store`);
+        printLimits(out, p);
+        return 0;
+      })(),
+    );
+
+  const op = (name: string, desc: string, args: string[], fn: (s: ChipStore, a: string[], o: CommonOptions) => ChipStoreCall, mutates: boolean) => {
+    const cmd = common(store.command(name).description(desc).argument('<file>', 'the store file'));
+    for (const a of args) cmd.argument(`<${a}>`);
+    cmd.action((file: string, ...rest: unknown[]) =>
+      run(() => {
+        const o = rest[args.length] as CommonOptions;
+        const out = makeOut(Boolean(o.json));
+        const { store: s } = open(file, o);
+        const c = fn(s, rest.slice(0, args.length) as string[], o);
+        const r = c.result as FirmwareResult;
+        const saved = mutates && r.code === 'OK' ? save(file, s, o) : false;
+        const doc: Record<string, unknown> = { file, op: name, code: r.code, ...costDoc(c), saved };
+        if (r.code === 'OK') {
+          if (r.op === 'put') Object.assign(doc, { slot: r.slot, replaced: r.replaced });
+          if (r.op === 'get') doc.content = r.content;
+          if (r.op === 'list') doc.names = r.names;
+        }
+        out.emit(doc);
+        if (r.code !== 'OK') out.line(`${name}: ${r.code}`);
+        else if (r.op === 'put') out.line(`put: OK (${r.replaced ? 'replaced' : 'new'}, slot ${r.slot})`);
+        else if (r.op === 'get') out.line(showTokens(r.content, Boolean(o.text)));
+        else if (r.op === 'list') for (const n of r.names) out.line(showTokens(n, Boolean(o.text)));
+        else out.line(`${name}: OK`);
+        out.line(`  (${costLine(c)}${saved ? `; saved ${file}` : mutates && r.code === 'OK' ? '; ephemeral: not saved' : ''})`);
+        return r.code === 'OK' ? 0 : 1;
+      })(),
+    );
+  };
+  op('put', 'store CONTENT under NAME (replacing an existing file)', ['name', 'content'],
+    (s, [n, c], o) => s.put(parseTokens(n!, Boolean(o.text), 'NAME'), parseTokens(c!, Boolean(o.text), 'CONTENT')), true);
+  op('get', 'print the content stored under NAME', ['name'], (s, [n], o) => s.get(parseTokens(n!, Boolean(o.text), 'NAME')), false);
+  op('delete', 'delete the file NAME', ['name'], (s, [n], o) => s.delete(parseTokens(n!, Boolean(o.text), 'NAME')), true);
+  op('list', 'print every name, in directory order', [], (s) => s.list(), false);
+
+  common(store.command('dump').description('print the limits, counters and every file (name, content) as the chip holds them')
+    .argument('<file>', 'the store file'))
+    .action((file: string, o: CommonOptions) =>
+      run(() => {
+        const out = makeOut(Boolean(o.json));
+        const { store: s } = open(file, o);
+        const l = s.list();
+        if (l.result.code !== 'OK') throw new ChipcError('store.corrupt', `${file}: list answered ${l.result.code}`);
+        const files = l.result.names.map((name) => {
+          const g = s.get(name);
+          if (g.result.code !== 'OK') throw new ChipcError('store.corrupt', `${file}: a listed name is not found (${g.result.code})`);
+          return { name, content: g.result.content };
+        });
+        const m = s.exportModel();
+        const rows = Object.fromEntries(TABLE_NAMES.map((t) => [t, [...m.rows(t)].length]));
+        out.emit({ file, limits: limits(s.params), files, rows });
+        out.line(`${file}: ${files.length} file(s)`);
+        printLimits(out, s.params);
+        for (const f of files) out.line(`  ${showTokens(f.name, Boolean(o.text))}  (${f.content.length} tokens): ${showTokens(f.content, Boolean(o.text))}`);
+        return 0;
+      })(),
+    );
+
+  const roundTrip = (file: string, output: string | undefined, o: CommonOptions & { output?: string }, verb: string) => {
+    const out = makeOut(Boolean(o.json));
+    const { model, store: s } = open(file, o);
+    const back = s.exportModel();
+    const want = encodeStore(model);
+    const got = encodeStore(back);
+    // The chip's state holds no written-but-zero rows: compare the nonzero rows, table by table.
+    for (const t of TABLE_NAMES) {
+      const a = JSON.stringify([...model.rows(t)].filter(([, f]) => f.some((v) => v !== 0)));
+      const b = JSON.stringify([...back.rows(t)]);
+      if (a !== b) throw new ChipcError('store.divergence', `${file}: the ${t} rows read back from the chip differ from the file's`);
+    }
+    if (output !== undefined) writeFileAtomic(output, got);
+    out.emit({ file, output: output ?? null, fileBytes: want.length, exportedBytes: got.length, rows: Object.fromEntries(TABLE_NAMES.map((t) => [t, [...back.rows(t)].length])) });
+    out.line(`${verb} ${file}: every nonzero row is bit-identical in the chip's state (${fmtBytes(want.length)} file)` +
+      (output !== undefined ? `; wrote ${output} (${fmtBytes(got.length)}) from the chip's state` : ''));
+    return 0;
+  };
+  common(store.command('export').description("write the store rows read back out of a chip session's state to a store file")
+    .argument('<file>', 'the store file loaded into the session'))
+    .requiredOption('-o, --output <file>', 'the store file to write (atomically)')
+    .action((file: string, o: CommonOptions & { output: string }) => run(() => roundTrip(file, o.output, o, 'exported'))());
+  common(store.command('import').description("load a store file into a fresh chip session's state and check every row bit for bit")
+    .argument('<file>', 'the store file'))
+    .option('-o, --output <file>', 'also write the rows read back from the chip')
+    .action((file: string, o: CommonOptions & { output?: string }) => run(() => roundTrip(file, o.output, o, 'imported'))());
+}

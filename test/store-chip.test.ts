@@ -1,0 +1,200 @@
+/**
+ * The store through the chip (src/store/chip.ts, `chipc store`): a random workload run as service
+ * calls through the compiled weights and through the chip circuit (IR), every generated token equal
+ * to the golden stream, every answer — decoded from the chip's own tokens — equal to the reference
+ * model's, and the rows read back out of the chip's state equal to the model's; a store file
+ * imported into a session and exported again bit for bit; importing leaves every other head of the
+ * session bit-identical; the CLI on store files, with its errors.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChipStore, storeMemBytes } from '../src/store/chip.ts';
+import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreParams } from '../src/store/model.ts';
+import { encodeStore, loadStoreFile, saveStoreFile } from '../src/store/file.ts';
+import { memoryWordsFromModel, rowsFromModel, type FirmwareResult, type StoreRequest } from '../src/store/firmware.ts';
+import { storeWorkload } from '../src/store/workload.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import type { CompileResult } from '../src/compile.ts';
+import { cli } from './helpers/cli.ts';
+
+const SMALL = resolveStoreParams({ maxFiles: 8, nameMax: 6, contentMax: 40, chunkSize: 4, chunkPool: 32, vocab: 300 });
+const TARGET = resolveTarget('chip-test').config;
+
+type ModelResult = ReturnType<StoreModel['put']> | ReturnType<StoreModel['get']> | ReturnType<StoreModel['delete']> | ReturnType<StoreModel['list']>;
+
+/** The model's answer as the service reports it: no cost; get and delete carry no slot. */
+function expected(r: ModelResult): FirmwareResult {
+  const { cost: _cost, ...rest } = r as ModelResult & { slot?: number };
+  if (r.op === 'get' || r.op === 'delete') delete (rest as { slot?: number }).slot;
+  return rest as FirmwareResult;
+}
+
+function onModel(m: StoreModel, q: StoreRequest): ModelResult {
+  switch (q.op) {
+    case 'put': return m.put(q.name, q.content);
+    case 'get': return m.get(q.name);
+    case 'delete': return m.delete(q.name);
+    default: return m.list();
+  }
+}
+
+function onChip(s: ChipStore, q: StoreRequest) {
+  switch (q.op) {
+    case 'put': return s.put(q.name, q.content);
+    case 'get': return s.get(q.name);
+    case 'delete': return s.delete(q.name);
+    default: return s.list();
+  }
+}
+
+let compiled: CompileResult;
+let tmp: string;
+beforeAll(() => {
+  compiled = ChipStore.compile(SMALL, TARGET).res;
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-store-chip-'));
+}, 120_000);
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+function runWorkload(engine: 'weights' | 'ir', seed: number, count: number, p: StoreParams = SMALL): { codes: Set<string>; store: ChipStore; model: StoreModel } {
+  const store = ChipStore.open(p, { target: TARGET, engine, compiled });
+  const model = new StoreModel(p);
+  const codes = new Set<string>();
+  storeWorkload(seed, count, p).forEach((q, i) => {
+    const got = onChip(store, q).result;
+    const want = expected(onModel(model, q));
+    expect(got, `operation ${i} (${q.op})`).toEqual(want);
+    codes.add(got.code);
+  });
+  expect(store.rows()).toEqual(rowsFromModel(model));
+  return { codes, store, model };
+}
+
+describe('the store on the chip (small capacity)', () => {
+  it('needs a 32 KiB data RAM', () => {
+    expect(storeMemBytes(SMALL)).toBe(32 * 1024);
+  });
+
+  it('through the IR: 300 random operations equal the reference model, rows and answers', () => {
+    const { codes } = runWorkload('ir', 7, 300);
+    // The workload reaches the interesting answers.
+    for (const c of ['OK', 'NOT_FOUND', 'FULL', 'NAME_EMPTY', 'NAME_TOO_LONG', 'CONTENT_TOO_LONG', 'BAD_TOKEN']) expect(codes, c).toContain(c);
+  }, 240_000);
+
+  it('through the weights: random operations equal the reference model, every token the golden stream', () => {
+    const { store, model } = runWorkload('weights', 11, 12);
+    // Export from the chip's state: the same rows as the model, as a store file too.
+    const back = store.exportModel();
+    for (const t of TABLE_NAMES) expect([...back.rows(t)]).toEqual([...model.rows(t)].filter(([, f]) => f.some((v) => v !== 0)));
+  }, 300_000);
+
+  it('a store file imported into a session is exported bit for bit, and import touches only its rows', () => {
+    const model = new StoreModel(SMALL);
+    for (const q of storeWorkload(3, 60, SMALL)) onModel(model, q);
+    expect(model.fileCount).toBeGreaterThan(0);
+    const s = ChipStore.open(model, { target: TARGET, engine: 'weights', compiled });
+    // Rows read back from the chip's GDN state equal the file's nonzero rows …
+    const back = s.exportModel();
+    for (const t of TABLE_NAMES) expect([...back.rows(t)]).toEqual([...model.rows(t)].filter(([, f]) => f.some((v) => v !== 0)));
+    // … and the session answers from them: get every listed file through the weights.
+    const l = s.list();
+    expect(l.result).toEqual(expected(model.list()));
+    const first = model.list().names[0]!;
+    expect(s.get(first).result).toEqual(expected(model.get(first)));
+
+    // Import into a live session: every head outside the data RAM's layer, and every data-RAM
+    // row outside the store's area, keeps its bits.
+    const fresh = ChipStore.open(SMALL, { target: TARGET, engine: 'weights', compiled });
+    const ex = fresh.chip.executor;
+    const cfg = compiled.weights.config;
+    const snap = () => {
+      const out: Uint32Array[] = [];
+      for (let l = 0; l < cfg.numLayers; l++) {
+        if (cfg.layerTypes[l] !== 'linear_attention') continue;
+        for (let h = 0; h < cfg.linearNumValueHeads; h++) out.push(new Uint32Array(ex.gdnState(l, h).slice().buffer));
+      }
+      return out;
+    };
+    const before = snap();
+    const memBefore = fresh.chip.captureMemory();
+    const areaFirst = (fresh.golden.base - 0x80000000) / 4;
+    const words = new Map<number, number[]>();
+    // The words a store file writes into the area (the import path of ChipStore.open).
+    for (const [addr, w] of memoryWordsFromModel(model, fresh.golden.base)) words.set((addr - 0x80000000) / 4, Array.from({ length: 32 }, (_, k) => (w >>> k) & 1));
+    fresh.chip.writeMemory(words);
+    const memAfter = fresh.chip.captureMemory();
+    for (const [row, v] of memBefore) if (row < areaFirst) expect(memAfter.get(row), `row ${row}`).toEqual(v);
+    for (const [row] of memAfter) if (row < areaFirst) expect(memBefore.has(row), `row ${row}`).toBe(true);
+    const after = snap();
+    const memLayers = new Set(compiled.rams.filter((r) => /^mem\d*$/.test(r.name)).map((r) => r.layer));
+    let k = 0;
+    for (let l = 0; l < cfg.numLayers; l++) {
+      if (cfg.layerTypes[l] !== 'linear_attention') continue;
+      for (let h = 0; h < cfg.linearNumValueHeads; h++, k++) {
+        if (!memLayers.has(l)) expect(before[k]!.every((x, i) => x === after[k]![i]), `layer ${l} head ${h}`).toBe(true);
+      }
+    }
+  }, 300_000);
+});
+
+describe('chipc store', () => {
+  it('init, put, get, list, delete, dump, export and import on a store file (IR engine)', async () => {
+    const file = path.join(tmp, 'a.cst');
+    const init = await cli('store', 'init', file, '--max-files', '8', '--name-max', '6', '--content-max', '40', '--chunk-size', '4', '--chunk-pool', '32', '--vocab', '300', '--json');
+    expect(init.code).toBe(0);
+    expect(JSON.parse(init.out).limits).toMatchObject({ maxFiles: 8, dirSlots: 16, chipMemBytes: 32768 });
+    expect((await cli('store', 'init', file)).code).toBe(2); // exists
+    const E = ['--engine', 'ir'];
+    const put = await cli('store', 'put', file, '1,2', '5,6,7', ...E, '--json');
+    expect(put.code).toBe(0);
+    expect(JSON.parse(put.out)).toMatchObject({ code: 'OK', replaced: false, saved: true });
+    expect((await cli('store', 'put', file, 'hi', 'there', '--text', ...E)).code).toBe(0);
+    const get = await cli('store', 'get', file, '1,2', ...E, '--json');
+    expect(JSON.parse(get.out).content).toEqual([5, 6, 7]);
+    const text = await cli('store', 'get', file, 'hi', '--text', ...E);
+    expect(text.out.split('\n')[0]).toBe('"there"');
+    const list = await cli('store', 'list', file, ...E, '--json');
+    expect(JSON.parse(list.out).names.map((n: number[]) => n.join(',')).sort()).toEqual(['1,2', '104,105']);
+    // A non-OK answer: printed, exit 1, file untouched.
+    const bytes = fs.readFileSync(file);
+    const long = await cli('store', 'put', file, '9', Array.from({ length: 41 }, () => '1').join(','), ...E);
+    expect(long.code).toBe(1);
+    expect(long.out).toContain('CONTENT_TOO_LONG');
+    expect(fs.readFileSync(file).equals(bytes)).toBe(true);
+    // --ephemeral: OK, nothing written.
+    const eph = await cli('store', 'delete', file, '1,2', '--ephemeral', ...E, '--json');
+    expect(JSON.parse(eph.out)).toMatchObject({ code: 'OK', saved: false });
+    expect(fs.readFileSync(file).equals(bytes)).toBe(true);
+    expect((await cli('store', 'delete', file, '1,2', ...E)).code).toBe(0);
+    expect((await cli('store', 'get', file, '1,2', ...E)).code).toBe(1);
+    const dump = await cli('store', 'dump', file, ...E, '--json');
+    expect(JSON.parse(dump.out).files).toEqual([{ name: [104, 105], content: [...Buffer.from('there')] }]);
+    // export / import: through the chip's state and back, the same rows; the file equals the model's.
+    const out = path.join(tmp, 'b.cst');
+    expect((await cli('store', 'export', file, '-o', out, ...E)).code).toBe(0);
+    const a = loadStoreFile(file), b = loadStoreFile(out);
+    for (const t of TABLE_NAMES) expect([...b.rows(t)]).toEqual([...a.rows(t)].filter(([, f]) => f.some((v) => v !== 0)));
+    expect((await cli('store', 'import', out, ...E)).code).toBe(0);
+    // No temporary files left behind by the atomic saves.
+    expect(fs.readdirSync(tmp).filter((f) => f !== 'a.cst' && f !== 'b.cst')).toEqual([]);
+  }, 240_000);
+
+  it('refuses a missing, corrupted or oversized store with a clear error', async () => {
+    expect((await cli('store', 'list', path.join(tmp, 'none.cst'), '--engine', 'ir')).err).toMatch(/no store file/);
+    const file = path.join(tmp, 'c.cst');
+    saveStoreFile(file, new StoreModel(SMALL));
+    const b = fs.readFileSync(file);
+    b[b.length - 40] ^= 0x10;
+    fs.writeFileSync(file, b);
+    const r = await cli('store', 'list', file, '--engine', 'ir');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/checksum|corrupt|format/);
+    const big = await cli('store', 'init', path.join(tmp, 'd.cst'), '--max-files', '4096');
+    expect(big.code).toBe(2);
+    expect(big.err).toMatch(/store\.mem|KiB/);
+    expect(fs.existsSync(path.join(tmp, 'd.cst'))).toBe(false);
+    fs.rmSync(file);
+    expect(encodeStore(new StoreModel(SMALL)).length).toBeGreaterThan(0);
+  });
+});

@@ -15,7 +15,6 @@ import {
   BIGNUM_EXIT, BIGNUM_OPS, BN_MAX_LIMBS, BignumService, encodeRequest, operandOf, valueOf,
   type BignumOp, type DecodedNumber, type RawOperand,
 } from '../src/bignum/service.ts';
-import { runImage } from '../firmware/expected.ts';
 import { ChipcError } from '../src/util/errors.ts';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'firmware');
@@ -320,38 +319,4 @@ describe('bignum instruction counts', () => {
 // The bigfact demo.
 
 /** bigfact's console, from BigInt: the same numbers and lines as firmware/demos/bigfact.c. */
-function bigfactConsole(): string {
-  let fact = 1n;
-  for (let k = 2n; k <= 100n; k++) fact *= k;
-  let [fa, fb] = [0n, 1n];
-  for (let i = 0; i < 1000; i++) [fa, fb] = [fb, fa + fb];
-  const pow = 1n << 4096n;
-  const neg = -fa;
-  const [fq, fr] = floorDivmod(neg, fact);
-  return [
-    `100! = ${fact}`,
-    `fib(1000) = ${fa}`,
-    `2^4096 = ${pow}`,
-    `2^4096 mod fib(1000) = ${pow % fa}`,
-    `trunc(-fib(1000) / 100!) = ${neg / fact}`,
-    `  remainder = ${neg % fact}`,
-    `floor(-fib(1000) / 100!) = ${fq}`,
-    `  remainder = ${fr}`,
-    'bigfact: ok',
-  ].join('\n') + '\n';
-}
-
-describe('bigfact demo', () => {
-  it('prints 100!, fib(1000), 2^4096 and the divisions as BigInt computes them; exits 0', () => {
-    // Anchors: 100! has 158 digits, fib(1000) 209, 2^4096 1234.
-    const want = bigfactConsole();
-    expect(want).toContain('100! = 93326215443944152681699238856266700490715968264381621468592963895217599993229915608941463976156518286253697920827223758251185210916864' + '0'.repeat(24) + '\n');
-    for (const file of ['bigfact.elf', 'bigfact.linux.elf']) {
-      const r = runImage(new Uint8Array(fs.readFileSync(path.join(FIXTURES, file))));
-      expect(r.reason, file).toBe('exit');
-      expect(r.exitCode, file).toBe(0);
-      expect(r.console, file).toBe(want);
-      expect(r.instret, file).toBeLessThan(2_000_000);
-    }
-  });
-});
+// The bigfact demo's console is checked against BigInt in test/firmware.test.ts (DERIVED).

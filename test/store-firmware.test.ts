@@ -6,6 +6,7 @@
  * into a fresh session; a default-size store (F = 512) in 128 KiB.
  */
 import fc from 'fast-check';
+import { storeWorkloadArbitrary } from './helpers/store-workload.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -46,32 +47,7 @@ function apply(fw: FirmwareStore, m: StoreModel, op: StoreRequest): { want: Stor
 
 // ---- the workload (the mix of test/store-model.test.ts, plus non-integer token values) ----
 
-function workload(o: { N: number; M: number; V: number }): fc.Arbitrary<StoreRequest> {
-  // [0,62], [1,31], [2,0] share a fingerprint: the name comparison must tell them apart.
-  const pool: number[][] = [[0, 62], [1, 31], [2, 0], [5], [7], [3, 3, 3], Array.from({ length: o.N }, (_, i) => (i * 7) % o.V), Array.from({ length: o.N }, (_, i) => (i * 7 + 1) % o.V)];
-  const token = fc.oneof(
-    { weight: 24, arbitrary: fc.integer({ min: 0, max: o.V - 1 }) },
-    { weight: 2, arbitrary: fc.integer({ min: o.V, max: o.V + 3 }) },
-    { weight: 1, arbitrary: fc.constantFrom(-1, 1.5, 2 ** 32, 2 ** 32 + 5, Number.NaN) },
-  );
-  const name = fc.oneof(
-    { weight: 6, arbitrary: fc.constantFrom(...pool) },
-    { weight: 3, arbitrary: fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: o.N }) },
-    { weight: 1, arbitrary: fc.array(token, { minLength: 0, maxLength: o.N + 2 }) },
-    { weight: 1, arbitrary: fc.array(fc.integer({ min: 0, max: 3 }), { minLength: o.N - 1, maxLength: o.N + 2 }) },
-  );
-  const content = fc.oneof(
-    { weight: 5, arbitrary: fc.array(fc.integer({ min: 0, max: o.V - 1 }), { maxLength: o.M }) },
-    { weight: 1, arbitrary: fc.array(token, { maxLength: o.M }) },
-    { weight: 1, arbitrary: fc.array(fc.integer({ min: 0, max: o.V - 1 }), { minLength: o.M - 1, maxLength: o.M + 2 }) },
-  );
-  return fc.oneof(
-    { weight: 5, arbitrary: fc.record({ op: fc.constant('put' as const), name, content }) },
-    { weight: 3, arbitrary: fc.record({ op: fc.constant('get' as const), name }) },
-    { weight: 3, arbitrary: fc.record({ op: fc.constant('delete' as const), name }) },
-    { weight: 1, arbitrary: fc.record({ op: fc.constant('list' as const) }) },
-  );
-}
+const workload = (o: { N: number; M: number; V: number }): fc.Arbitrary<StoreRequest> => storeWorkloadArbitrary({ ...o, oddTokens: true });
 
 describe('store firmware vs the reference model', () => {
   it('10,000 random operations: identical results and identical rows after every operation', () => {

@@ -4,6 +4,7 @@
  * invariants re-derived from the raw rows after every operation.
  */
 import fc from 'fast-check';
+import { storeWorkloadArbitrary } from './helpers/store-workload.ts';
 import { describe, expect, it } from 'vitest';
 import { ChipcError } from '../src/util/errors.ts';
 import { StoreModel, TABLE_NAMES, type StoreOptions, type StoreResult } from '../src/store/model.ts';
@@ -130,28 +131,9 @@ type Op =
   | { kind: 'delete'; name: number[] }
   | { kind: 'list' };
 
+/** The shared workload (test/helpers/store-workload.ts) in this file's Op form. */
 function workload(o: { N: number; M: number; V: number }): fc.Arbitrary<Op> {
-  // A small pool so overwrites, delete/reinsert and probe clusters are frequent. [0,62], [1,31]
-  // and [2,0] share a fingerprint (31a + b + 32 = 94): the name comparison must tell them apart.
-  const pool: number[][] = [[0, 62], [1, 31], [2, 0], [5], [7], [3, 3, 3], Array.from({ length: o.N }, (_, i) => (i * 7) % o.V), Array.from({ length: o.N }, (_, i) => (i * 7 + 1) % o.V)];
-  const token = fc.oneof({ weight: 12, arbitrary: fc.integer({ min: 0, max: o.V - 1 }) }, { weight: 1, arbitrary: fc.integer({ min: o.V, max: o.V + 3 }) });
-  const name = fc.oneof(
-    { weight: 6, arbitrary: fc.constantFrom(...pool) },
-    { weight: 3, arbitrary: fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: o.N }) },
-    { weight: 1, arbitrary: fc.array(token, { minLength: 0, maxLength: o.N + 2 }) },
-    { weight: 1, arbitrary: fc.array(fc.integer({ min: 0, max: 3 }), { minLength: o.N - 1, maxLength: o.N + 2 }) },
-  );
-  const content = fc.oneof(
-    { weight: 5, arbitrary: fc.array(fc.integer({ min: 0, max: o.V - 1 }), { maxLength: o.M }) },
-    { weight: 1, arbitrary: fc.array(token, { maxLength: o.M }) },
-    { weight: 1, arbitrary: fc.array(fc.integer({ min: 0, max: o.V - 1 }), { minLength: o.M - 1, maxLength: o.M + 2 }) },
-  );
-  return fc.oneof(
-    { weight: 5, arbitrary: fc.record({ kind: fc.constant('put' as const), name, content }) },
-    { weight: 3, arbitrary: fc.record({ kind: fc.constant('get' as const), name }) },
-    { weight: 3, arbitrary: fc.record({ kind: fc.constant('delete' as const), name }) },
-    { weight: 1, arbitrary: fc.record({ kind: fc.constant('list' as const) }) },
-  );
+  return storeWorkloadArbitrary(o).map((r): Op => (r.op === 'put' ? { kind: 'put', name: r.name, content: r.content } : r.op === 'list' ? { kind: 'list' } : { kind: r.op, name: r.name }));
 }
 
 function runWorkload(opts: Required<Pick<StoreOptions, 'maxFiles' | 'nameMax' | 'contentMax' | 'chunkSize' | 'chunkPool' | 'vocab'>>, ops: Op[], seen: Map<string, number>): void {

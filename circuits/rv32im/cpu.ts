@@ -228,7 +228,10 @@ export function cpuCircuit(opts: CpuOptions) {
     const qDigit = c.tokenField('qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v & 15 : 0), [0, 15]);
     const tj = [0, 1].map((k) => c.tokenField(`tj${k}`, (t) => (tokenKind(t).kind === Kind.J ? 0 : bit(tokenKind(t).j, k)), [0, 1]));
     const jw = Array.from({ length: 15 }, (_, k) => c.tokenField(`jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v, k) : 0), [0, 1]));
-    const cvN = Array.from({ length: 32 }, (_, k) => c.tokenField(`cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
+    // The narrow commit value is sign-extended from 14 bits: bits 13…31 are one field (the
+    // embedding carries each token's bits once, not 19 copies of its sign).
+    const cvNLow = Array.from({ length: 14 }, (_, k) => c.tokenField(`cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
+    const cvN = [...cvNLow, ...Array.from({ length: 18 }, () => cvNLow[13]!)];
     const cvW = Array.from({ length: 16 }, (_, k) => c.tokenField(`cvW${k}`, (t) => bit(wideCommit(t), 16 + k), [0, 1]));
     const dLo = Array.from({ length: 16 }, (_, k) => c.tokenField(`dLo${k}`, (t) => (tokenKind(t).kind === Kind.D ? bit(tokenKind(t).v, k) : 0), [0, 1]));
     const dLoPrev = c.previousAll(dLo); // the D latch: the previous position's D payload
@@ -249,7 +252,9 @@ export function cpuCircuit(opts: CpuOptions) {
     // ── loader (docs/token-protocol.md "Loading by prompt"): before the first J, E(p) latches a
     //    load address p (bit 15: register p mod 32, else word p of memory) and the H of D(lo),
     //    H(hi) writes {hi, lo} there ─────────────────────────────────────────────────────────
-    const la = Array.from({ length: 16 }, (_, k) => c.tokenField(`loadAddr${k}`, (t) => (tokenKind(t).kind === Kind.E ? bit(t - TOK.E, k) : 0), [0, 1]));
+    // E(p)'s id is p itself: bits 0…13 are the narrow payload bits (cvN) and bits 14, 15 the
+    // window index j (tj), so the loader address needs no token fields of its own.
+    const la = [...cvNLow, ...tj];
     const laRam = c.ram('loadAddr', { rows: 1, fields: la.map(() => 2) });
     laRam.write(c.constant(0), la, isE);
     const loadAddr = laRam.read(c.constant(0));

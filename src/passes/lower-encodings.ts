@@ -34,6 +34,13 @@ export function bitsOf(ctx: LowerContext, id: NodeId, base: number, width: numbe
       ctx.fail(n, 'lower.bits', `signal "${n.name}" with range [${r.lo}, ${r.hi}] does not fit ${width} bits above ${base}`);
     }
     const bit = (v: number, j: number) => Math.floor((v - base) / 2 ** j) % 2;
+    // A 0/1 signal (base 0) is its own bit 0: its scalar dim serves, the higher bits are the
+    // constant-0 dim — no second copy in the embedding, no table.
+    if (base === 0 && r.lo >= 0 && r.hi <= 1 && n.op !== 'const') {
+      return Array.from({ length: width }, (_, j) => (j === 0
+        ? ctx.scalarDim(n.id)
+        : ctx.encoding('const0', () => [ctx.embedDim(-1, 'scalar', 0, 0, 0, 'zero', () => 0)])[0]!));
+    }
     if (n.op === 'token_field' || n.op === 'const') {
       const valueOf = n.op === 'const' ? () => n.value : (t: number) => n.values[t] ?? r.lo;
       const dims = Array.from({ length: width }, (_, j) =>

@@ -119,6 +119,16 @@ describe('a service through the compiled weights (chip-test)', () => {
     });
   }, 300_000);
 
+  it('bf16 profile: the same streams through the weights', () => {
+    const emu = ServiceEmulator.load(ELF, MEM);
+    const area = emu.symbol('__service_area');
+    const chip = new ChipService(res, prog, { profile: 'bf16' });
+    for (const [op, v] of CALLS.slice(0, 3)) {
+      const c = emu.call([[area, op], [area + 4, v]], { trace: true });
+      expect(chip.call(c.prompt, { golden: c.trace!.tokens }).divergence).toBeNull();
+    }
+  }, 120_000);
+
   it('the IR engine generates the same streams', () => {
     const emu = ServiceEmulator.load(ELF, MEM);
     const area = emu.symbol('__service_area');

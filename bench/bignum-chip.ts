@@ -51,12 +51,9 @@ const res = compileChip(prog.chip, resolveTarget(opts.target).config);
 const compileSeconds = (performance.now() - t0) / 1000;
 const chip = new ChipService(res, prog, { engine: opts.engine });
 
-/** Reads the number at area word `index` from the chip's data RAM. */
-function chipNumber(mem: Map<number, number[]>, index: number): bigint {
-  const word = (i: number) => {
-    const bits = mem.get((svc.area - 0x80000000) / 4 + i);
-    return bits === undefined ? 0 : bits.reduce((a, b, k) => (a + b * 2 ** k), 0);
-  };
+/** Reads the number at area word `index` from the chip's data RAM (memoryReader). */
+function chipNumber(read32: (address: number) => number, index: number): bigint {
+  const word = (i: number) => read32(svc.area + 4 * i);
   const len = word(index + 1);
   return valueOf(word(index), Array.from({ length: len }, (_, k) => word(index + 2 + k)));
 }
@@ -70,7 +67,7 @@ for (const bits of opts.bits.split(',').map(Number)) {
     const call = svc.emu.call(writes, { trace: true });
     const r = chip.call(call.prompt, { golden: call.trace!.tokens });
     if (r.divergence !== null) throw new Error(`${op} ${bits}: divergence at generated token ${r.divergence.index}: expected ${r.divergence.expected}, got ${r.divergence.got}`);
-    const mem = chip.captureMemory();
+    const mem = chip.memoryReader();
     const first = chipNumber(mem, 2);
     const want = op === 'udivmod' ? [a / b, a % b] : op === 'umul' ? [a * b] : op === 'uadd' ? [a + b] : null;
     if (want === null) throw new Error(`bench: no BigInt reference for ${op}`);

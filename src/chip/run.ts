@@ -115,6 +115,14 @@ export function chipRamContents(prog: ChipProgram): [name: string, rows: Map<num
   return out;
 }
 
+/** Write the program's image into the RAMs of a fast evaluator of the chip circuit (the IR's state-file path). */
+export function preloadFast(fast: FastEvaluator, prog: ChipProgram): void {
+  for (const [name, rows] of chipRamContents(prog)) {
+    const ram = fast.ir.rams.findIndex((r) => r.name === name);
+    for (const [row, v] of rows) fast.setRamRow(ram, row, v);
+  }
+}
+
 /** Compile the chip circuit with `opts` for `target`. */
 export function compileChip(opts: Required<CpuOptions>, target: ModelConfig): CompileResult {
   return compileCircuit(chipIr(opts), target);
@@ -214,12 +222,7 @@ export function locateDivergence(
     throw new ChipcError('chip.locate', `position ${position} is outside the run's ${tokens.length} tokens`);
   }
   const fast = new FastEvaluator(res.ir);
-  if (opts.load !== 'prompt') {
-    for (const [name, rows] of chipRamContents(prog)) {
-      const ram = res.ir.rams.findIndex((r) => r.name === name);
-      for (const [row, v] of rows) fast.setRamRow(ram, row, v);
-    }
-  }
+  if (opts.load !== 'prompt') preloadFast(fast, prog);
   let ref = fast.stepResult(tokens[0]!);
   for (let i = 1; i <= target; i++) {
     if (i === target) ref = fast.stepResult(tokens[i]!);
@@ -266,12 +269,7 @@ export function runOnInterpreter(prog: ChipProgram, opts: GoldenOptions): RunRes
   const interp = fastEvaluators.get(ir) ?? new FastEvaluator(ir);
   fastEvaluators.set(ir, interp);
   interp.reset();
-  if (opts.load !== 'prompt') {
-    for (const [name, rows] of chipRamContents(prog)) {
-      const ram = ir.rams.findIndex((r) => r.name === name);
-      for (const [row, v] of rows) interp.setRamRow(ram, row, v);
-    }
-  }
+  if (opts.load !== 'prompt') preloadFast(interp, prog);
   const prompt = opts.load === 'prompt' ? prog.loader : [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
   const t0 = performance.now();
   let next = 0;

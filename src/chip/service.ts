@@ -33,7 +33,7 @@ import { FastEvaluator } from '../ir/evaluate-fast.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import { applyRamContents, captureRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
-import { chipExecutor, chipRamContents, type ChipProgram } from './run.ts';
+import { chipExecutor, preloadFast, type ChipProgram } from './run.ts';
 
 /** One request word: a 4-aligned byte address in the data RAM and the 32-bit word to store there. */
 export type ServiceWrite = readonly [address: number, word: number];
@@ -190,10 +190,7 @@ export class ChipService {
       this.fast = null;
     } else {
       const fast = new FastEvaluator(opts.ir ?? res.ir);
-      for (const [name, rows] of chipRamContents(prog)) {
-        const ram = fast.ir.rams.findIndex((r) => r.name === name);
-        for (const [row, v] of rows) fast.setRamRow(ram, row, v);
-      }
+      preloadFast(fast, prog);
       this.ex = null;
       this.fast = fast;
     }
@@ -298,6 +295,25 @@ export class ChipService {
       }
       applyRamContents(this.ex!, this.res, placement, merged);
     }
+  }
+
+  /**
+   * The data RAM as 32-bit words, read once from the state now: a function of a byte address in
+   * [CODE_BASE, CODE_BASE + 4·memWords) (unwritten words read 0).
+   */
+  memoryReader(): (address: number) => number {
+    const mem = this.captureMemory();
+    return (address) => {
+      const bits = mem.get((address - CODE_BASE) / 4);
+      return bits === undefined ? 0 : bits.reduce((s, b, k) => s + b * 2 ** k, 0);
+    };
+  }
+
+  /** writeMemory for 32-bit words at byte addresses (e.g. a service's state, memoryWordsFromModel). */
+  writeWords(words: readonly ServiceWrite[]): void {
+    const rows = new Map<number, number[]>();
+    for (const [addr, w] of words) rows.set((addr - CODE_BASE) / 4, Array.from({ length: 32 }, (_, k) => (w >>> k) & 1));
+    this.writeMemory(rows);
   }
 
   private placement(name: string) {

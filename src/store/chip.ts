@@ -21,9 +21,10 @@ import type { ModelConfig } from '../model/config.ts';
 import type { NumericProfile } from '../exec/types.ts';
 import { ChipcError } from '../util/errors.ts';
 import { decodeToken, formatToken } from '../../riscv/protocol.ts';
+import { loadElf } from '../../riscv/elf.ts';
 import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type StoreParams } from './model.ts';
 import {
-  FirmwareStore, decodeAnswer, encodeInitRequest, encodeRequest, initValues, memoryWordsFromModel, rowsFromMemory, storeAreaWords,
+  FirmwareStore, SERVICE_AREA_SYMBOL, decodeAnswer, encodeInitRequest, encodeRequest, initValues, memoryWordsFromModel, rowsFromMemory, storeAreaWords,
   type FirmwareResult, type StoreRequest, type TableRows,
 } from './firmware.ts';
 
@@ -42,7 +43,9 @@ export const STORE_MEM_SIZES = [32 * 1024, 64 * 1024, 96 * 1024, 128 * 1024];
 
 /** Bytes from CODE_BASE to the service area in the bundled image. */
 function areaOffset(elf: Uint8Array): number {
-  return FirmwareStore.load(elf, STORE_MEM_SIZES.at(-1)!, { maxFiles: 1, nameMax: 1, contentMax: 0, chunkSize: 1, chunkPool: 1, vocab: 1 }).base - CODE_BASE;
+  const area = loadElf(elf, { base: CODE_BASE, size: STORE_MEM_SIZES.at(-1)! }).symbols.get(SERVICE_AREA_SYMBOL);
+  if (area === undefined) throw new ChipcError('service.symbol', `the store image has no symbol "${SERVICE_AREA_SYMBOL}"`);
+  return area - CODE_BASE;
 }
 
 /**
@@ -142,24 +145,17 @@ export class ChipStore {
     const elf = fs.readFileSync(STORE_ELF);
     const memBytes = opts.memBytes ?? storeMemBytes(params, elf);
     const golden = FirmwareStore.load(elf, memBytes, params);
-    const { prog, res: compiled } = opts.compiled ? { prog: programOf(elf, memBytes), res: opts.compiled } : ChipStore.compile(params, opts.target, memBytes);
-    const res = compiled;
+    const { prog, res } = opts.compiled ? { prog: programOf(elf, memBytes), res: opts.compiled } : ChipStore.compile(params, opts.target, memBytes);
     const chip = new ChipService(res, prog, { engine: opts.engine ?? 'weights', ...(opts.profile ? { profile: opts.profile } : {}) });
     const s = new ChipStore(params, golden, chip, prog, res, memBytes, opts.onToken);
     if (source instanceof StoreModel) {
       golden.importModel(source);
-      s.writeWords(memoryWordsFromModel(source, golden.base));
+      chip.writeWords(memoryWordsFromModel(source, golden.base));
     } else {
       const r = s.run(encodeInitRequest(golden.base, initValues(params), golden.areaWords), 'init');
       if (r.exitCode !== 0) throw new ChipcError('store.bad-request', `the store service refused init (exit code ${r.exitCode})`);
     }
     return s;
-  }
-
-  private writeWords(words: readonly ServiceWrite[]): void {
-    const rows = new Map<number, number[]>();
-    for (const [addr, w] of words) rows.set((addr - CODE_BASE) / 4, Array.from({ length: 32 }, (_, k) => (w >>> k) & 1));
-    this.chip.writeMemory(rows);
   }
 
   /** One call through the chip beside the emulator; the chip's generated tokens. */
@@ -187,12 +183,7 @@ export class ChipStore {
 
   /** The store's rows as the chip's data-RAM state holds them. */
   rows(): TableRows {
-    const mem = this.chip.captureMemory();
-    const read32 = (addr: number) => {
-      const bits = mem.get((addr - CODE_BASE) / 4);
-      return bits === undefined ? 0 : bits.reduce((s, b, k) => s + b * 2 ** k, 0);
-    };
-    return rowsFromMemory(read32, this.golden.base, this.params);
+    return rowsFromMemory(this.chip.memoryReader(), this.golden.base, this.params);
   }
 
   /**

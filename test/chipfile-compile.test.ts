@@ -4,7 +4,7 @@
  * byte for byte `chipc compact` of the directory `chipc compile -o` writes (f32 and bf16, one
  * file and sharded), and expands to that directory byte for byte; `chipc exec`, `inspect` and
  * `diff` (both sides, --golden, --write-golden) give on a `.chip` what they give on the directory;
- * failed writes leave nothing behind.
+ * failed writes leave nothing behind; `--codec none` writes version 1 (= `compact --codec none`).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -63,6 +63,25 @@ describe('chipc compile --chip', () => {
       }
     });
   }
+
+  it('--codec none writes version 1, equal to compact --codec none of the directory; the default is version 2', async () => {
+    const { dir, chip } = await compileBoth('codec-none', CIRCUIT, ['--dtype', 'f32', '--codec', 'none']);
+    const bytes = fs.readFileSync(chip);
+    expect(bytes.readUInt32LE(8)).toBe(1);
+    const compacted = path.join(tmp, 'codec-none-compacted.chip');
+    await ok('compact', dir, '-o', compacted, '--codec', 'none');
+    expect(bytes.equals(fs.readFileSync(compacted))).toBe(true);
+    const back = path.join(tmp, 'codec-none-expanded');
+    await ok('expand', chip, '-o', back);
+    expectSameDir(dir, back);
+    const br = path.join(tmp, 'codec-br.chip');
+    await ok('compact', dir, '-o', br);
+    expect(fs.readFileSync(br).readUInt32LE(8)).toBe(2);
+    expect(fs.statSync(br).size).toBeLessThan(bytes.length);
+    const bad = await cli('compile', CIRCUIT, '--target', 'tiny', '--chip', path.join(tmp, 'x.chip'), '--codec', 'gz', '--no-progress');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--codec must be br or none');
+  });
 
   it('-o and --chip together write both, consistently; an existing .chip is kept unless --overwrite', async () => {
     const dir = path.join(tmp, 'both-dir');

@@ -300,10 +300,10 @@ describe('refusing bad .chip files', () => {
     m[1] = 0x44;
     expect(open(m).code).toBe('CHIP_MAGIC');
     const v = good.slice();
-    v[8] = 2;
+    v[8] = 3;
     const ev = open(v);
     expect(ev.code).toBe('CHIP_VERSION');
-    expect(ev.message).toContain('version 2');
+    expect(ev.message).toContain('version 3');
     const r = good.slice();
     r[13] = 1;
     expect(open(r).code).toBe('CHIP_RESERVED');

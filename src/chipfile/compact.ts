@@ -11,9 +11,11 @@ import { ChipcError } from '../util/errors.ts';
 import { openCheckpoint, ShardedStore, SINGLE_FILE_NAME } from '../safetensors/checkpoint.ts';
 import { compareCodePoints, DEFAULT_CHUNK_BYTES, openSafetensors, SafetensorsFile } from '../safetensors/reader.ts';
 import {
-  CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSION, DEFAULT_MIN_GAP, encodeBlockTable, FORMAT_NAME, isPlainFileName, PREFIX_BYTES,
-  serializeManifest, type ChipFileEntry, type ChipManifest, type ChipTensor, type Range,
+  CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSION, CHIP_VERSION_PLAIN, DEFAULT_FRAME_SIZE, DEFAULT_MIN_GAP, encodeBlockTable, FORMAT_NAME,
+  isPlainFileName, MAX_FRAME_SIZE, PREFIX_BYTES, serializeManifest, type ChipCodec, type ChipFileEntry, type ChipManifest,
+  type ChipTensor, type Range,
 } from './format.ts';
+import { encodeFrameIndex, FrameEncoder } from './codec.ts';
 import { BufferedWriter, readExactly, tempSibling } from './io.ts';
 import type { TensorInfo } from '../safetensors/types.ts';
 import { BlockScanner } from './scan.ts';
@@ -28,6 +30,33 @@ export interface CompactOptions {
   minGap?: number;
   /** Bytes per streamed chunk (default 16 MiB). */
   chunkBytes?: number;
+  /** `br` (default): version 2, frames brotli-compressed where that pays; `none`: version 1, all verbatim. */
+  codec?: ChipCodec;
+  /** Decoded bytes per frame with codec br (default 1 MiB). Part of the file's bytes. */
+  frameSize?: number;
+}
+
+/** The codec settings every .chip writer resolves its options to. */
+export interface ChipWriteCodec {
+  codec: ChipCodec;
+  frameSize: number;
+}
+
+/** Checks and defaults the codec options (`codec` br unless "none"; `frameSize` 1 MiB). */
+export function resolveCodec(opts: { codec?: ChipCodec; frameSize?: number }): ChipWriteCodec {
+  const codec = opts.codec ?? 'br';
+  if (codec !== 'br' && codec !== 'none') throw new ChipcError('CHIP_OPTION', `codec must be "br" or "none", got ${JSON.stringify(codec)}`);
+  const frameSize = opts.frameSize ?? DEFAULT_FRAME_SIZE;
+  if (!Number.isSafeInteger(frameSize) || frameSize < 1 || frameSize > MAX_FRAME_SIZE) {
+    throw new ChipcError('CHIP_OPTION', `frameSize must be an integer in [1, ${MAX_FRAME_SIZE}], got ${frameSize}`);
+  }
+  return { codec, frameSize };
+}
+
+/** The manifest of a finished payload, in the version the codec asks for. */
+export function chipManifest(wc: ChipWriteCodec, minGap: number, payloadSize: number, files: ChipFileEntry[]): ChipManifest {
+  const plain = wc.codec === 'none';
+  return { format: FORMAT_NAME, version: plain ? CHIP_VERSION_PLAIN : CHIP_VERSION, minGap, frameSize: plain ? 0 : wc.frameSize, payloadSize, files };
 }
 
 export interface CompactResult {
@@ -72,6 +101,7 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
   if (!Number.isSafeInteger(minGap) || minGap < 1 || minGap > MAX_MIN_GAP) throw new ChipcError('CHIP_OPTION', `minGap must be an integer in [1, ${MAX_MIN_GAP}], got ${minGap}`);
   const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
   if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1) throw new ChipcError('CHIP_OPTION', `chunkBytes must be a positive integer, got ${chunkBytes}`);
+  const wc = resolveCodec(opts);
   const names = listCheckpointFiles(dir);
   // Validate the directory as a checkpoint and find its tensor files.
   const ckpt = openCheckpoint(dir);
@@ -141,7 +171,7 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
         const header = range(headerStart);
         const tensors: ChipTensor[] = [];
         for (const info of st.infos()) {
-          const t = writeTensorBlocks(payload, minGap, info, st.chunks(info.name, chunkBytes), hash);
+          const t = writeTensorBlocks(payload, minGap, wc, info, st.chunks(info.name, chunkBytes), hash);
           if (t.seen !== info.byteLength) throw new ChipcError('CHIP_SOURCE_SIZE', `${full}: tensor ${JSON.stringify(info.name)} streamed ${t.seen} bytes, expected ${info.byteLength}`);
           tensors.push(t.tensor);
           blocks += t.tensor.blocks;
@@ -156,7 +186,7 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
       }
     }
     payload.flush();
-    const manifest: ChipManifest = { format: FORMAT_NAME, version: CHIP_VERSION, minGap, payloadSize: payload.position, files };
+    const manifest = chipManifest(wc, minGap, payload.position, files);
     const payloadFd = pfd;
     pfd = null; // finishChipFile closes it
     const manifestBytes = finishChipFile(out, manifest, payloadFd, payloadTmp, finalTmp);
@@ -175,16 +205,20 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
 /**
  * Streams one tensor's bytes into the payload as its non-zero blocks (BlockScanner, `minGap`)
  * followed by their table, hashing every byte into `hash` (the dense file's sha256); `onChunk`
- * sees each chunk first with the byte count before it (and may refuse it by throwing). Returns the
- * manifest entry, the bytes seen (the caller checks them against info.byteLength) and the bytes
- * stored in blocks.
+ * sees each chunk first with the byte count before it (and may refuse it by throwing). With codec
+ * br both segments go through a FrameEncoder and the frame index follows the table; when no frame
+ * was worth compressing the tensor is stored as codec none (the payload bytes are then exactly
+ * the verbatim segments, and no index is written). Returns the manifest entry, the bytes seen
+ * (the caller checks them against info.byteLength) and the (decoded) bytes stored in blocks.
  */
 export function writeTensorBlocks(
-  payload: BufferedWriter, minGap: number, info: TensorInfo, chunks: Iterable<Uint8Array>, hash: crypto.Hash,
+  payload: BufferedWriter, minGap: number, wc: ChipWriteCodec, info: TensorInfo, chunks: Iterable<Uint8Array>, hash: crypto.Hash,
   onChunk?: (chunk: Uint8Array, seenBefore: number) => void,
 ): { tensor: ChipTensor; seen: number; storedBytes: number } {
+  const framed = wc.codec === 'br';
   const dataStart = payload.position;
-  const scanner = new BlockScanner(minGap, (b) => payload.write(b));
+  const dataFrames = framed ? new FrameEncoder(wc.frameSize, (b) => payload.write(b)) : null;
+  const scanner = new BlockScanner(minGap, dataFrames ? (b) => dataFrames.push(b) : (b) => payload.write(b));
   let seen = 0;
   for (const chunk of chunks) {
     onChunk?.(chunk, seen);
@@ -193,12 +227,28 @@ export function writeTensorBlocks(
     seen += chunk.length;
   }
   scanner.finish();
+  dataFrames?.finish();
   const data: Range = [dataStart, payload.position - dataStart];
   const tableStart = payload.position;
-  payload.write(encodeBlockTable(scanner.starts, scanner.lengths, scanner.starts.length));
+  const tableBytes = encodeBlockTable(scanner.starts, scanner.lengths, scanner.starts.length);
+  let codec: ChipCodec = 'none';
+  let stored: number[] = [];
+  if (dataFrames) {
+    const tableFrames = new FrameEncoder(wc.frameSize, (b) => payload.write(b));
+    tableFrames.push(tableBytes);
+    tableFrames.finish();
+    if (dataFrames.compressed || tableFrames.compressed) codec = 'br';
+    stored = [...dataFrames.stored, ...tableFrames.stored];
+  } else {
+    payload.write(tableBytes);
+  }
+  const table: Range = [tableStart, payload.position - tableStart];
+  const indexStart = payload.position;
+  if (codec === 'br') payload.write(encodeFrameIndex(stored));
+  const frames: Range = [indexStart, payload.position - indexStart];
   const tensor: ChipTensor = {
-    name: info.name, dtype: info.dtype, shape: info.shape, dataOffsets: info.dataOffsets,
-    data, table: [tableStart, payload.position - tableStart], blocks: scanner.starts.length,
+    name: info.name, dtype: info.dtype, shape: info.shape, dataOffsets: info.dataOffsets, codec,
+    data, dataSize: scanner.storedBytes, table, tableSize: tableBytes.length, frames, blocks: scanner.starts.length,
   };
   return { tensor, seen, storedBytes: scanner.storedBytes };
 }
@@ -219,7 +269,7 @@ export function finishChipFile(out: string, manifest: ChipManifest, pfd: number,
     const prefix = new Uint8Array(PREFIX_BYTES);
     prefix.set(CHIP_MAGIC, 0);
     const dv = new DataView(prefix.buffer);
-    dv.setUint32(8, CHIP_VERSION, true);
+    dv.setUint32(8, manifest.version, true);
     dv.setUint32(12, 0, true);
     dv.setBigUint64(16, BigInt(manifestBytes.length), true);
     fin.write(prefix);

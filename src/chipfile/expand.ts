@@ -58,12 +58,14 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
             const { starts, lengths, dataPos } = chip.blocks(t.name);
             const byteLength = t.dataOffsets[1] - t.dataOffsets[0];
             let pos = 0;
-            // Block bytes are contiguous in the payload: copy them in big pieces, splitting at block ends.
+            // Block bytes are contiguous in the block data: copy them in big pieces, splitting at block ends.
             let k = 0;
             while (k < starts.length) {
               w.writeZeros(starts[k] - pos);
               if (lengths[k] > COPY_BYTES) {
-                copyPayload(chip, w, t.data[0] + dataPos[k], lengths[k]);
+                for (let at = 0; at < lengths[k]; at += COPY_BYTES) {
+                  w.write(chip.readBlockData(t.name, dataPos[k] + at, dataPos[k] + Math.min(lengths[k], at + COPY_BYTES)));
+                }
                 pos = starts[k] + lengths[k];
                 k++;
                 continue;
@@ -71,7 +73,7 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
               let runEnd = k + 1;
               let stored = lengths[k];
               while (runEnd < starts.length && stored + lengths[runEnd] <= COPY_BYTES) stored += lengths[runEnd++];
-              const data = chip.readPayload(t.data[0] + dataPos[k], stored);
+              const data = chip.readBlockData(t.name, dataPos[k], dataPos[k] + stored);
               let off = 0;
               for (let j = k; j < runEnd; j++) {
                 if (j > k) w.writeZeros(starts[j] - (starts[j - 1] + lengths[j - 1]));

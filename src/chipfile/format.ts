@@ -5,6 +5,11 @@
  *
  *   magic (8) · version u32 LE · reserved u32 (0) · manifest length u64 LE · manifest (UTF-8 JSON)
  *   · payload (manifest.payloadSize bytes) · SHA-256 of every preceding byte (32)
+ *
+ * Version 1 stores every tensor's block bytes and block table verbatim. Version 2 adds a codec per
+ * tensor: `br` cuts each segment (block bytes, block table) into frames of `frameSize` decoded
+ * bytes, each stored brotli-compressed or verbatim, with a frame index (varints) so a reader
+ * inflates only the frames a byte range meets (codec.ts).
  */
 import { ChipcError } from '../util/errors.ts';
 import type { DType } from '../safetensors/types.ts';
@@ -13,7 +18,14 @@ import { compareCodePoints } from '../safetensors/reader.ts';
 
 /** 0x89 "CHIP" CR LF 0x1A: a non-ASCII first byte and a CR LF catch text-mode transfers (as PNG). */
 export const CHIP_MAGIC = Uint8Array.of(0x89, 0x43, 0x48, 0x49, 0x50, 0x0d, 0x0a, 0x1a);
-export const CHIP_VERSION = 1;
+/** The newest format version (written with codec `br`); version 1 (CHIP_VERSION_PLAIN) is still read and written. */
+export const CHIP_VERSION = 2;
+/** Version 1: every segment verbatim, no codec fields (what `--codec none` writes). */
+export const CHIP_VERSION_PLAIN = 1;
+/** Default decoded bytes per brotli frame (version 2). */
+export const DEFAULT_FRAME_SIZE = 1 << 20;
+/** Accepted frame sizes: [1, MAX_FRAME_SIZE] bytes (a reader holds whole inflated frames). */
+export const MAX_FRAME_SIZE = 16 << 20;
 /** magic + version + reserved + manifest length. */
 export const PREFIX_BYTES = 24;
 export const CHECKSUM_BYTES = 32;
@@ -26,16 +38,27 @@ export const MAX_MANIFEST_BYTES = 256 * 1024 * 1024;
 /** [offset, length] of a byte range of the payload. */
 export type Range = [number, number];
 
+/** How a tensor's segments are stored: verbatim, or as frames of brotli / verbatim bytes. */
+export type ChipCodec = 'none' | 'br';
+
 export interface ChipTensor {
   name: string;
   dtype: DType;
   shape: number[];
   /** As in the shard's header: [begin, end) within its data buffer. */
   dataOffsets: [number, number];
-  /** The concatenated bytes of the tensor's blocks, in the payload. */
+  /** `none` in a version 1 file (not serialised there). */
+  codec: ChipCodec;
+  /** The concatenated bytes of the tensor's blocks (stored form), in the payload. */
   data: Range;
-  /** The block table (varint pairs) in the payload, and the number of blocks it holds. */
+  /** Decoded length of `data` (= data[1] for codec none; serialised only for br). */
+  dataSize: number;
+  /** The block table (varint pairs, stored form) in the payload, and the number of blocks it holds. */
   table: Range;
+  /** Decoded length of `table` (= table[1] for codec none; serialised only for br). */
+  tableSize: number;
+  /** The frame index (codec br: one varint per frame of data, then of table); [end of table, 0] for none. */
+  frames: Range;
   blocks: number;
 }
 
@@ -65,6 +88,8 @@ export interface ChipManifest {
   format: typeof FORMAT_NAME;
   version: number;
   minGap: number;
+  /** Decoded bytes per frame (version 2; 0 in version 1, where it is not serialised). */
+  frameSize: number;
   payloadSize: number;
   /** Every file of the directory, sorted by name (code points). */
   files: ChipFileEntry[];
@@ -76,11 +101,17 @@ export function serializeManifest(m: ChipManifest): string {
   const files = m.files.map((f) => {
     const head = `{"name":${JSON.stringify(f.name)},"kind":"${f.kind}","size":${f.size},"sha256":"${f.sha256}"`;
     if (f.kind === 'raw') return `${head},"data":${r(f.data)}}`;
-    const tensors = f.tensors.map((t) => `{"name":${JSON.stringify(t.name)},"dtype":"${t.dtype}","shape":[${t.shape.join(',')}],` +
-      `"dataOffsets":${r(t.dataOffsets)},"data":${r(t.data)},"table":${r(t.table)},"blocks":${t.blocks}}`);
+    const tensors = f.tensors.map((t) => {
+      const id = `{"name":${JSON.stringify(t.name)},"dtype":"${t.dtype}","shape":[${t.shape.join(',')}],"dataOffsets":${r(t.dataOffsets)}`;
+      if (m.version === CHIP_VERSION_PLAIN) return `${id},"data":${r(t.data)},"table":${r(t.table)},"blocks":${t.blocks}}`;
+      if (t.codec === 'none') return `${id},"codec":"none","data":${r(t.data)},"table":${r(t.table)},"blocks":${t.blocks}}`;
+      return `${id},"codec":"br","data":${r(t.data)},"dataSize":${t.dataSize},"table":${r(t.table)},"tableSize":${t.tableSize},` +
+        `"frames":${r(t.frames)},"blocks":${t.blocks}}`;
+    });
     return `${head},"header":${r(f.header)},"tensors":[${tensors.join(',')}]}`;
   });
-  return `{"format":"${m.format}","version":${m.version},"minGap":${m.minGap},"payloadSize":${m.payloadSize},"files":[${files.join(',')}]}`;
+  const frame = m.version === CHIP_VERSION_PLAIN ? '' : `"frameSize":${m.frameSize},`;
+  return `{"format":"${m.format}","version":${m.version},"minGap":${m.minGap},${frame}"payloadSize":${m.payloadSize},"files":[${files.join(',')}]}`;
 }
 
 /** A plain file name: no directory part, not `.`/`..`, no NUL. */
@@ -95,7 +126,7 @@ export function isPlainFileName(name: string): boolean {
  * unaccounted for). Finally the text must be the canonical serialisation (no duplicate keys,
  * extra fields or whitespace). `label` starts every message.
  */
-export function validateManifest(text: string, label: string): ChipManifest {
+export function validateManifest(text: string, label: string, fileVersion: number): ChipManifest {
   const bad = (msg: string): never => {
     throw new ChipcError('CHIP_MANIFEST', `${label}: manifest: ${msg}`);
   };
@@ -129,9 +160,14 @@ export function validateManifest(text: string, label: string): ChipManifest {
   const root = obj(v, 'the manifest');
   if (root.format !== FORMAT_NAME) bad(`format is ${JSON.stringify(root.format)}, expected ${JSON.stringify(FORMAT_NAME)}`);
   const version = int(root.version, 'version');
-  if (version !== CHIP_VERSION) bad(`version ${version} does not match the file's version ${CHIP_VERSION}`);
+  if (version !== fileVersion) bad(`version ${version} does not match the file's version ${fileVersion}`);
   const minGap = int(root.minGap, 'minGap');
   if (minGap < 1) bad('minGap must be at least 1');
+  let frameSize = 0;
+  if (version !== CHIP_VERSION_PLAIN) {
+    frameSize = int(root.frameSize, 'frameSize');
+    if (frameSize < 1 || frameSize > MAX_FRAME_SIZE) bad(`frameSize ${frameSize} is outside [1, ${MAX_FRAME_SIZE}]`);
+  }
   const payloadSize = int(root.payloadSize, 'payloadSize');
   let cursor = 0;
   const range = (x: unknown, what: string): Range => {
@@ -180,18 +216,31 @@ export function validateManifest(text: string, label: string): ChipManifest {
       if (bytes === null || bytes !== BigInt(dataOffsets[1] - dataOffsets[0])) bad(`${tq}: dataOffsets [${dataOffsets[0]}, ${dataOffsets[1]}] do not hold shape [${shape.join(', ')}] of ${dtype}`);
       if (dataOffsets[0] !== end) bad(`${tq} begins at ${dataOffsets[0]} but the previous tensor ends at ${end}`);
       end = dataOffsets[1];
+      let codec: ChipCodec = 'none';
+      if (version !== CHIP_VERSION_PLAIN) {
+        if (t.codec !== 'none' && t.codec !== 'br') bad(`${tq} codec is ${JSON.stringify(t.codec)}, expected "none" or "br"`);
+        codec = t.codec as ChipCodec;
+      }
       const data = range(t.data, `${tq} data`);
+      const dataSize = codec === 'br' ? int(t.dataSize, `${tq} dataSize`) : data[1];
       const table = range(t.table, `${tq} table`);
+      const tableSize = codec === 'br' ? int(t.tableSize, `${tq} tableSize`) : table[1];
+      const frames = codec === 'br' ? range(t.frames, `${tq} frames`) : [cursor, 0] as Range;
       const blocks = int(t.blocks, `${tq} blocks`);
-      if (data[1] > dataOffsets[1] - dataOffsets[0]) bad(`${tq} stores ${data[1]} block bytes, more than its ${dataOffsets[1] - dataOffsets[0]} bytes`);
-      if ((blocks === 0) !== (data[1] === 0) || (blocks === 0) !== (table[1] === 0)) bad(`${tq}: blocks, data and table must be all empty or all non-empty`);
-      tensors.push({ name: tname, dtype, shape, dataOffsets, data, table, blocks });
+      if (dataSize > dataOffsets[1] - dataOffsets[0]) bad(`${tq} stores ${dataSize} block bytes, more than its ${dataOffsets[1] - dataOffsets[0]} bytes`);
+      if ((blocks === 0) !== (dataSize === 0) || (blocks === 0) !== (tableSize === 0)) bad(`${tq}: blocks, data and table must be all empty or all non-empty`);
+      if (codec === 'br') {
+        // A stored frame is never longer than its decoded bytes, so neither is a segment.
+        if (data[1] > dataSize || table[1] > tableSize) bad(`${tq}: a stored segment is longer than its decoded size`);
+        if (blocks === 0 || frames[1] === 0) bad(`${tq}: codec br needs blocks and a frame index`);
+      }
+      tensors.push({ name: tname, dtype, shape, dataOffsets, codec, data, dataSize, table, tableSize, frames, blocks });
     }
     if (header[1] + end !== size) bad(`file ${q}: header ${header[1]} + data ${end} bytes ≠ size ${size}`);
     files.push({ name, kind: 'safetensors', size, sha256, header, tensors });
   }
   if (cursor !== payloadSize) bad(`the ranges cover ${cursor} bytes of the ${payloadSize}-byte payload`);
-  const m: ChipManifest = { format: FORMAT_NAME, version, minGap, payloadSize, files };
+  const m: ChipManifest = { format: FORMAT_NAME, version, minGap, frameSize, payloadSize, files };
   if (serializeManifest(m) !== text) bad('not in canonical form (unexpected fields, key order, duplicates or whitespace)');
   return m;
 }

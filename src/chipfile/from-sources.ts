@@ -14,12 +14,9 @@ import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import type { TensorSource, WriteProgress } from '../safetensors/types.ts';
 import { layoutCheckpoint, type CheckpointDirWriteOptions } from '../safetensors/writer.ts';
-import {
-  CHECKSUM_BYTES, CHIP_VERSION, DEFAULT_MIN_GAP, FORMAT_NAME, PREFIX_BYTES,
-  type ChipFileEntry, type ChipManifest, type ChipTensor, type Range,
-} from './format.ts';
+import { CHECKSUM_BYTES, DEFAULT_MIN_GAP, PREFIX_BYTES, type ChipCodec, type ChipFileEntry, type ChipTensor, type Range } from './format.ts';
 import { BufferedWriter, tempSibling } from './io.ts';
-import { finishChipFile, MAX_MIN_GAP, writeTensorBlocks, type CompactResult } from './compact.ts';
+import { chipManifest, finishChipFile, MAX_MIN_GAP, resolveCodec, writeTensorBlocks, type CompactResult } from './compact.ts';
 
 export interface ChipFromSourcesOptions {
   /** Bytes of tensor data per shard (writeCheckpoint's maxShardSize; default 5 GB). */
@@ -32,6 +29,10 @@ export interface ChipFromSourcesOptions {
   overwrite?: boolean;
   /** Zero runs shorter than this many bytes stay inside a block (default 8). */
   minGap?: number;
+  /** `br` (default): version 2, frames brotli-compressed where that pays; `none`: version 1, all verbatim. */
+  codec?: ChipCodec;
+  /** Decoded bytes per frame with codec br (default 1 MiB). */
+  frameSize?: number;
   /**
    * Progress in dense bytes: the same reports writeCheckpoint's onProgress would give for the
    * directory (bytesWritten counts the shard bytes streamed through the scanner).
@@ -46,6 +47,7 @@ export interface ChipFromSourcesOptions {
 export function writeChipFromSources(target: string, sources: readonly TensorSource[], opts: ChipFromSourcesOptions = {}): CompactResult {
   const minGap = opts.minGap ?? DEFAULT_MIN_GAP;
   if (!Number.isSafeInteger(minGap) || minGap < 1 || minGap > MAX_MIN_GAP) throw new ChipcError('CHIP_OPTION', `minGap must be an integer in [1, ${MAX_MIN_GAP}], got ${minGap}`);
+  const wc = resolveCodec(opts);
   const layoutOpts: CheckpointDirWriteOptions = { maxShardSize: opts.maxShardSize, metadata: opts.metadata, extraFiles: opts.extraFiles };
   const layout = layoutCheckpoint(sources, layoutOpts);
   const out = path.resolve(target);
@@ -92,7 +94,7 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
       const tensors: ChipTensor[] = [];
       for (const { source, info } of f.tensors) {
         const q = JSON.stringify(info.name);
-        const t = writeTensorBlocks(payload, minGap, info, source.chunks(), hash, (chunk, seen) => {
+        const t = writeTensorBlocks(payload, minGap, wc, info, source.chunks(), hash, (chunk, seen) => {
           if (!(chunk instanceof Uint8Array)) throw new ChipcError('ST_SOURCE_CHUNK', `tensor ${q}: source yielded a ${Object.prototype.toString.call(chunk)}, not a Uint8Array`);
           if (seen + chunk.length > info.byteLength) {
             throw new ChipcError('ST_SOURCE_SIZE', `tensor ${q}: source yielded more than the ${info.byteLength} bytes its shape ${JSON.stringify(info.shape)} of ${info.dtype} needs`);
@@ -112,7 +114,7 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
       denseBytes += f.size;
     }
     payload.flush();
-    const manifest: ChipManifest = { format: FORMAT_NAME, version: CHIP_VERSION, minGap, payloadSize: payload.position, files };
+    const manifest = chipManifest(wc, minGap, payload.position, files);
     const payloadFd = pfd;
     pfd = null; // finishChipFile closes it
     const manifestBytes = finishChipFile(out, manifest, payloadFd, payloadTmp, finalTmp);

@@ -1,8 +1,10 @@
 /**
  * Opening a `.chip` file (docs/chip-file.md): the whole file is checked on open (magic, version,
  * reserved field, sizes, the SHA-256 over every preceding byte, the manifest, every stored
- * safetensors header against the manifest, every block table), then it serves as a TensorStore:
- * tensor bytes are rebuilt on demand from the blocks (zeros elsewhere) with positional reads.
+ * safetensors header against the manifest, every frame index and block table), then it serves as
+ * a TensorStore: tensor bytes are rebuilt on demand from the blocks (zeros elsewhere) with
+ * positional reads; brotli frames (version 2) are inflated only where a range meets them and kept
+ * in a bounded LRU cache.
  */
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
@@ -11,15 +13,51 @@ import type { TensorInfo, TensorStore } from '../safetensors/types.ts';
 import { compareCodePoints, DEFAULT_CHUNK_BYTES, parseHeader } from '../safetensors/reader.ts';
 import { decodeToF32 } from '../safetensors/dtype.ts';
 import {
-  CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSION, decodeBlockTable, MAX_MANIFEST_BYTES, PREFIX_BYTES, validateManifest,
+  CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSION, CHIP_VERSION_PLAIN, decodeBlockTable, MAX_MANIFEST_BYTES, PREFIX_BYTES, validateManifest,
   type BlockTable, type ChipFileEntry, type ChipManifest, type ChipSafetensorsFile, type ChipTensor,
 } from './format.ts';
+import { decodeFrameIndex, FrameCache, inflateFrame, type FrameList } from './codec.ts';
 import { readExactly } from './io.ts';
+
+/** Default bound on the inflated frames a ChipFile keeps (decoded bytes). */
+export const DEFAULT_FRAME_CACHE_BYTES = 64 << 20;
+
+export interface OpenChipOptions {
+  /** Bound on the cache of inflated frames, in decoded bytes (default 64 MiB; 0 disables it). */
+  frameCacheBytes?: number;
+}
 
 interface TensorEntry {
   tensor: ChipTensor;
   info: TensorInfo;
   table: BlockTable;
+  /** Codec br: where the block-data frames are; null for codec none. */
+  dataFrames: FrameList | null;
+}
+
+/**
+ * Decoded bytes [from, to) of a segment of `size` decoded bytes stored at payload offset `at`:
+ * verbatim (frames null) or as frames of `frameSize` (verbatim frames read in place, brotli
+ * frames inflated through `inflate`).
+ */
+function readSegment(read: (offset: number, length: number) => Uint8Array, at: number, size: number, frames: FrameList | null,
+  frameSize: number, from: number, to: number, inflate: (k: number, stored: Uint8Array, decoded: number) => Uint8Array): Uint8Array {
+  if (frames === null) return read(at + from, to - from);
+  if (to <= from) return new Uint8Array(0);
+  const out = new Uint8Array(to - from);
+  for (let k = Math.floor(from / frameSize); k * frameSize < to; k++) {
+    const f0 = k * frameSize;
+    const decoded = Math.min(frameSize, size - f0);
+    const s = Math.max(from, f0);
+    const e = Math.min(to, f0 + decoded);
+    if (frames.stored[k] === decoded) {
+      out.set(read(frames.offsets[k] + (s - f0), e - s), s - from);
+    } else {
+      const frame = inflate(k, read(frames.offsets[k], frames.stored[k]), decoded);
+      out.set(frame.subarray(s - f0, e - f0), s - from);
+    }
+  }
+  return out;
 }
 
 /** An open, fully validated `.chip` file; a TensorStore over the checkpoint it stands for. */
@@ -30,11 +68,13 @@ export class ChipFile implements TensorStore {
   readonly payloadStart: number;
   private readonly byName = new Map<string, TensorEntry>();
   private readonly files = new Map<string, ChipFileEntry>();
+  private readonly cache: FrameCache;
   private closed = false;
 
   constructor(readonly path: string, private readonly fd: number, readonly manifest: ChipManifest, payloadStart: number,
-    metadata: Record<string, string>, entries: TensorEntry[]) {
+    metadata: Record<string, string>, entries: TensorEntry[], frameCacheBytes: number = DEFAULT_FRAME_CACHE_BYTES) {
     this.payloadStart = payloadStart;
+    this.cache = new FrameCache(frameCacheBytes);
     for (const f of manifest.files) this.files.set(f.name, f);
     for (const e of entries) this.byName.set(e.info.name, e);
     this.names = Object.freeze([...this.byName.keys()].sort(compareCodePoints));
@@ -64,6 +104,28 @@ export class ChipFile implements TensorStore {
     return readExactly(this.fd, this.payloadStart + offset, length, this.path);
   }
 
+  /**
+   * Bytes [from, to) of tensor `name`'s block data (all its blocks' bytes concatenated, decoded):
+   * a positional read, or the brotli frames the range meets, inflated (through the cache).
+   */
+  readBlockData(name: string, from: number, to: number): Uint8Array {
+    this.checkOpen();
+    const { tensor, dataFrames } = this.get(name);
+    if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0 || to < from || to > tensor.dataSize) {
+      throw new ChipcError('ST_RANGE', `${this.path}: block data range [${from}, ${to}) is outside tensor ${JSON.stringify(name)}'s ${tensor.dataSize} bytes`);
+    }
+    const label = `${this.path}: tensor ${JSON.stringify(name)} block data`;
+    return readSegment((o, l) => this.readPayload(o, l), tensor.data[0], tensor.dataSize, dataFrames, this.manifest.frameSize, from, to,
+      (k, stored, decoded) => {
+        const key = `${name}\0${k}`;
+        const hit = this.cache.get(key);
+        if (hit !== undefined) return hit;
+        const frame = inflateFrame(stored, decoded, `${label} frame ${k}`);
+        this.cache.set(key, frame);
+        return frame;
+      });
+  }
+
   /** The decoded block table of tensor `name`. */
   blocks(name: string): BlockTable {
     return this.get(name).table;
@@ -81,7 +143,7 @@ export class ChipFile implements TensorStore {
   /** Bytes [start, end) of the tensor: zeros, with the blocks that meet the range copied in. */
   readBytes(name: string, start?: number, end?: number): Uint8Array {
     this.checkOpen();
-    const { tensor, info, table } = this.get(name);
+    const { info, table } = this.get(name);
     const s = start ?? 0;
     const e = end ?? info.byteLength;
     if (!Number.isSafeInteger(s) || !Number.isSafeInteger(e) || s < 0 || e < s || e > info.byteLength) {
@@ -100,12 +162,12 @@ export class ChipFile implements TensorStore {
     let last = lo;
     while (last < starts.length && starts[last] < e) last++;
     if (last === lo) return out;
-    // The blocks [lo, last) are contiguous in the payload: one read covers them.
+    // The blocks [lo, last) are contiguous in the block data: one read covers them.
     const from = Math.max(s, starts[lo]);
     const dataFrom = dataPos[lo] + (from - starts[lo]);
     const to = Math.min(e, starts[last - 1] + lengths[last - 1]);
     const dataTo = dataPos[last - 1] + (to - starts[last - 1]);
-    const stored = this.readPayload(tensor.data[0] + dataFrom, dataTo - dataFrom);
+    const stored = this.readBlockData(name, dataFrom, dataTo);
     for (let k = lo; k < last; k++) {
       const bs = Math.max(s, starts[k]);
       const be = Math.min(e, starts[k] + lengths[k]);
@@ -129,6 +191,7 @@ export class ChipFile implements TensorStore {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.cache.clear();
     fs.closeSync(this.fd);
   }
 
@@ -164,7 +227,9 @@ export function isChipFile(p: string): boolean {
  * Opens and validates the `.chip` file at `p`; every problem is a ChipcError whose code starts
  * with CHIP_ and whose message names the file and the problem.
  */
-export function openChipFile(p: string): ChipFile {
+export function openChipFile(p: string, opts: OpenChipOptions = {}): ChipFile {
+  const cacheBytes = opts.frameCacheBytes ?? DEFAULT_FRAME_CACHE_BYTES;
+  if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new ChipcError('CHIP_OPTION', `frameCacheBytes must be a non-negative integer, got ${cacheBytes}`);
   let fd: number;
   try {
     fd = fs.openSync(p, 'r');
@@ -174,14 +239,14 @@ export function openChipFile(p: string): ChipFile {
   try {
     const st = fs.fstatSync(fd);
     if (!st.isFile()) throw new ChipcError('CHIP_OPEN', `${p}: not a regular file`);
-    return validate(p, fd, st.size);
+    return validate(p, fd, st.size, cacheBytes);
   } catch (e) {
     fs.closeSync(fd);
     throw e;
   }
 }
 
-function validate(p: string, fd: number, size: number): ChipFile {
+function validate(p: string, fd: number, size: number, cacheBytes: number): ChipFile {
   const fail = (code: string, msg: string): never => {
     throw new ChipcError(code, `${p}: ${msg}`);
   };
@@ -190,7 +255,9 @@ function validate(p: string, fd: number, size: number): ChipFile {
   if (!CHIP_MAGIC.every((x, i) => prefix[i] === x)) fail('CHIP_MAGIC', 'not a .chip file (bad magic bytes)');
   const dv = new DataView(prefix.buffer);
   const version = dv.getUint32(8, true);
-  if (version !== CHIP_VERSION) fail('CHIP_VERSION', `format version ${version} is not supported (this chipc reads version ${CHIP_VERSION})`);
+  if (version !== CHIP_VERSION && version !== CHIP_VERSION_PLAIN) {
+    fail('CHIP_VERSION', `format version ${version} is not supported (this chipc reads versions ${CHIP_VERSION_PLAIN} and ${CHIP_VERSION})`);
+  }
   if (dv.getUint32(12, true) !== 0) fail('CHIP_RESERVED', 'the reserved field after the version is not zero');
   const m64 = dv.getBigUint64(16, true);
   if (m64 > BigInt(MAX_MANIFEST_BYTES)) fail('CHIP_MANIFEST_SIZE', `manifest length ${m64} exceeds the limit of ${MAX_MANIFEST_BYTES} bytes`);
@@ -213,7 +280,7 @@ function validate(p: string, fd: number, size: number): ChipFile {
     if (e instanceof ChipcError) throw e;
     return fail('CHIP_MANIFEST', 'manifest is not valid UTF-8');
   }
-  const manifest = validateManifest(text, p);
+  const manifest = validateManifest(text, p, version);
   const payloadStart = PREFIX_BYTES + manifestLength;
   if (payloadStart + manifest.payloadSize + CHECKSUM_BYTES !== size) {
     fail('CHIP_SIZE', `file is ${size} bytes but prefix, manifest, payload (${manifest.payloadSize}) and checksum need ${payloadStart + manifest.payloadSize + CHECKSUM_BYTES}`);
@@ -247,12 +314,23 @@ function validate(p: string, fd: number, size: number): ChipFile {
     });
     metadata ??= parsed.metadata;
     for (const t of f.tensors) {
+      const tq = `tensor ${JSON.stringify(t.name)}`;
       const byteLength = t.dataOffsets[1] - t.dataOffsets[0];
-      const table = decodeBlockTable(payload(t.table[0], t.table[1]), t.blocks, byteLength, t.data[1], manifest.minGap,
-        (msg) => fail('CHIP_BLOCKS', `tensor ${JSON.stringify(t.name)}: ${msg}`));
+      let dataFrames: FrameList | null = null;
+      let tableFrames: FrameList | null = null;
+      if (t.codec === 'br') {
+        [dataFrames, tableFrames] = decodeFrameIndex(payload(t.frames[0], t.frames[1]), manifest.frameSize, [
+          { at: t.data[0], stored: t.data[1], size: t.dataSize, what: 'data' },
+          { at: t.table[0], stored: t.table[1], size: t.tableSize, what: 'table' },
+        ], (msg) => fail('CHIP_CODEC', `${tq}: ${msg}`));
+      }
+      const tableBytes = readSegment(payload, t.table[0], t.tableSize, tableFrames, manifest.frameSize, 0, t.tableSize,
+        (k, stored, decoded) => inflateFrame(stored, decoded, `${p}: ${tq} block table frame ${k}`));
+      const table = decodeBlockTable(tableBytes, t.blocks, byteLength, t.dataSize, manifest.minGap,
+        (msg) => fail('CHIP_BLOCKS', `${tq}: ${msg}`));
       const numel = t.shape.reduce((a, d) => a * d, 1);
-      entries.push({ tensor: t, table, info: { name: t.name, dtype: t.dtype, shape: [...t.shape], dataOffsets: [t.dataOffsets[0], t.dataOffsets[1]], numel, byteLength } });
+      entries.push({ tensor: t, table, dataFrames, info: { name: t.name, dtype: t.dtype, shape: [...t.shape], dataOffsets: [t.dataOffsets[0], t.dataOffsets[1]], numel, byteLength } });
     }
   }
-  return new ChipFile(p, fd, manifest, payloadStart, metadata ?? {}, entries);
+  return new ChipFile(p, fd, manifest, payloadStart, metadata ?? {}, entries, cacheBytes);
 }

@@ -6,6 +6,7 @@
 import type { Command } from 'commander';
 import { compactCheckpoint } from '../../chipfile/compact.ts';
 import { expandChipFile } from '../../chipfile/expand.ts';
+import type { ChipCodec } from '../../chipfile/format.ts';
 import { ChipcError } from '../../util/errors.ts';
 import { fmtBytes, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
@@ -13,6 +14,7 @@ import type { Runner } from '../main.ts';
 interface CompactCliOptions {
   output: string;
   minGap: string;
+  codec: string;
   overwrite?: boolean;
   json?: boolean;
 }
@@ -23,6 +25,12 @@ interface ExpandCliOptions {
   json?: boolean;
 }
 
+/** The value of a `--codec` option: "br" or "none" (a ChipcError otherwise). */
+export function parseChipCodec(v: string): ChipCodec {
+  if (v !== 'br' && v !== 'none') throw new ChipcError('cli.codec', `--codec must be br or none, not "${v}"`);
+  return v;
+}
+
 export function registerChipfile(program: Command, run: Runner): void {
   program
     .command('compact')
@@ -30,6 +38,7 @@ export function registerChipfile(program: Command, run: Runner): void {
     .argument('<dir>', 'a checkpoint directory (safetensors, index, config.json, …)')
     .requiredOption('-o, --output <file>', 'the .chip file to write')
     .option('--min-gap <bytes>', 'zero runs shorter than this stay inside a block', '8')
+    .option('--codec <codec>', 'br: format version 2, 1 MiB frames brotli-compressed where that saves ≥ 1/8; none: version 1, all verbatim', 'br')
     .option('--overwrite', 'replace an existing output file')
     .option('--json', 'print one JSON document')
     .action((dir: string, o: CompactCliOptions) =>
@@ -37,8 +46,9 @@ export function registerChipfile(program: Command, run: Runner): void {
         const out = makeOut(Boolean(o.json));
         const minGap = Number(o.minGap);
         if (!Number.isSafeInteger(minGap) || minGap < 1) throw new ChipcError('cli.min-gap', `--min-gap must be a positive integer, not "${o.minGap}"`);
+        const codec = parseChipCodec(o.codec);
         const t0 = performance.now();
-        const r = compactCheckpoint(dir, o.output, { overwrite: Boolean(o.overwrite), minGap });
+        const r = compactCheckpoint(dir, o.output, { overwrite: Boolean(o.overwrite), minGap, codec });
         const ms = performance.now() - t0;
         out.emit({ input: dir, output: r.path, files: r.files, tensors: r.tensors, blocks: r.blocks, denseBytes: r.denseBytes, chipBytes: r.chipBytes, blockBytes: r.blockBytes, ms });
         out.line(`wrote ${r.path}: ${fmtBytes(r.chipBytes)} for ${fmtBytes(r.denseBytes)} dense ` +

@@ -12,7 +12,9 @@ import { loadCircuitFile } from '../../dsl/load.ts';
 import { readIR } from '../../ir/serialize.ts';
 import { compileCircuit } from '../../compile.ts';
 import { resolveTarget } from '../../model/targets.ts';
-import { saveModel, saveModelChip } from '../../model/save-weights.ts';
+import { modelCheckpointParts, saveModel } from '../../model/save-weights.ts';
+import { writeChipFromSources } from '../../chipfile/from-sources.ts';
+import { parseChipCodec } from './chipfile.ts';
 import { buildManifest, compileReport, MANIFEST_FILE } from '../../emit/manifest.ts';
 import { allocationSvg } from '../../emit/svg.ts';
 import { ChipcError } from '../../util/errors.ts';
@@ -24,6 +26,7 @@ interface CompileCliOptions {
   target: string;
   output?: string;
   chip?: string;
+  codec: string;
   maxShardSize?: string;
   dtype: string;
   report?: boolean;
@@ -44,6 +47,7 @@ export function registerCompile(program: Command, run: Runner): void {
     .option('--target <name|config.json>', 'target model shape', 'tiny')
     .option('-o, --output <dir>', 'write the checkpoint directory (safetensors, config.json, manifest)')
     .option('--chip <file>', 'write the compact .chip file of the checkpoint directly (no dense directory; byte-identical to `chipc compact` of it)')
+    .option('--codec <codec>', 'with --chip: br (format version 2, brotli frames) or none (version 1, verbatim)', 'br')
     .option('--max-shard-size <bytes>', 'tensor bytes per safetensors shard (default 5000000000, as huggingface_hub)')
     .option('--dtype <d>', 'emitted weight dtype: bf16 or f32 (weights are bf16-exact either way)', 'bf16')
     .option('--report', 'print dims, live maximum, slots, heads, units and non-zeros per layer')
@@ -66,6 +70,7 @@ export function registerCompile(program: Command, run: Runner): void {
         if (maxShardSize !== undefined && (!Number.isSafeInteger(maxShardSize) || maxShardSize < 1 || !/^\d+$/.test(o.maxShardSize!))) {
           throw new ChipcError('cli.max-shard-size', `--max-shard-size must be a positive integer number of bytes, not "${o.maxShardSize}"`);
         }
+        const codec = parseChipCodec(o.codec);
         const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file);
         const target = resolveTarget(o.target);
         const t0 = performance.now();
@@ -95,7 +100,12 @@ export function registerCompile(program: Command, run: Runner): void {
         if (o.chip) {
           const progress = showProgress ? makeProgressReporter({ label: `writing ${o.chip}` }) : null;
           try {
-            const c = saveModelChip(o.chip, res.weights, { ...saveOpts, onProgress: progress ? (p) => progress.update(p) : undefined });
+            // saveModelChip's steps, with the codec option it does not carry.
+            const { sources, extraFiles } = modelCheckpointParts(res.weights, saveOpts.dtype, saveOpts.extraFiles);
+            const c = writeChipFromSources(o.chip, sources, {
+              maxShardSize, metadata: saveOpts.metadata, overwrite: saveOpts.overwrite, extraFiles, codec,
+              onProgress: progress ? (p) => progress.update(p) : undefined,
+            });
             chip = { path: o.chip, bytes: c.chipBytes, denseBytes: c.denseBytes, blocks: c.blocks };
           } finally {
             progress?.finish();

@@ -1,0 +1,193 @@
+/**
+ * The version 2 frame codec of the `.chip` file (docs/chip-file.md, "Version 2"): a segment
+ * (a tensor's block bytes or its block table) is cut into frames of `frameSize` decoded bytes
+ * (the last one shorter); each frame is stored brotli-compressed when that saves at least an
+ * eighth of it, else verbatim. The frame index lists each frame's stored length as a varint; a
+ * stored length equal to the frame's decoded length means "verbatim", a shorter one "brotli".
+ * Brotli parameters are fixed (BROTLI_PARAMS), so the stored bytes depend only on the segment's
+ * bytes, the frame size and the brotli encoder bundled with Node.
+ */
+import * as zlib from 'node:zlib';
+import { ChipcError } from '../util/errors.ts';
+import { pushVarint } from './format.ts';
+
+/** Fixed brotli encoder parameters of a frame of `length` decoded bytes. */
+export function brotliParams(length: number): Record<number, number> {
+  const c = zlib.constants;
+  return {
+    [c.BROTLI_PARAM_QUALITY]: 5,
+    [c.BROTLI_PARAM_LGWIN]: 22,
+    [c.BROTLI_PARAM_MODE]: c.BROTLI_MODE_GENERIC,
+    [c.BROTLI_PARAM_SIZE_HINT]: length,
+  };
+}
+
+/** Whether a frame of `decoded` bytes whose brotli form has `compressed` bytes is stored compressed: it must save ≥ 1/8. */
+export function worthCompressing(compressed: number, decoded: number): boolean {
+  return 8 * compressed <= 7 * decoded;
+}
+
+/** The stored form of one frame: brotli when worthCompressing, else the bytes themselves. */
+export function encodeFrame(frame: Uint8Array): Uint8Array {
+  const br = zlib.brotliCompressSync(frame, { params: brotliParams(frame.length) });
+  return worthCompressing(br.length, frame.length) ? new Uint8Array(br.buffer, br.byteOffset, br.length) : frame;
+}
+
+/**
+ * Collects one segment's bytes (pushed in pieces of any size) into frames of `frameSize` bytes
+ * and hands each frame's stored form to `sink` as it is complete; remembers the stored lengths.
+ * Memory: one frame buffer.
+ */
+export class FrameEncoder {
+  /** Stored length of each frame so far. */
+  readonly stored: number[] = [];
+  /** Decoded bytes pushed so far. */
+  size = 0;
+  /** Whether any frame was stored compressed. */
+  compressed = false;
+  private readonly buf: Uint8Array;
+  private fill = 0;
+
+  constructor(frameSize: number, private readonly sink: (bytes: Uint8Array) => void) {
+    this.buf = new Uint8Array(frameSize);
+  }
+
+  push(bytes: Uint8Array): void {
+    let at = 0;
+    while (at < bytes.length) {
+      const k = Math.min(bytes.length - at, this.buf.length - this.fill);
+      this.buf.set(bytes.subarray(at, at + k), this.fill);
+      this.fill += k;
+      at += k;
+      if (this.fill === this.buf.length) this.flushFrame();
+    }
+    this.size += bytes.length;
+  }
+
+  /** Ends the segment: the last, shorter frame. */
+  finish(): void {
+    if (this.fill > 0) this.flushFrame();
+  }
+
+  private flushFrame(): void {
+    const frame = this.buf.subarray(0, this.fill);
+    const out = encodeFrame(frame);
+    if (out !== frame) this.compressed = true;
+    this.sink(out);
+    this.stored.push(out.length);
+    this.fill = 0;
+  }
+}
+
+/** The frame index bytes: each stored length as an unsigned LEB128 varint, in order. */
+export function encodeFrameIndex(stored: readonly number[]): Uint8Array {
+  const out: number[] = [];
+  for (const s of stored) pushVarint(out, s);
+  return Uint8Array.from(out);
+}
+
+/** Where one segment's frames are: payload offset and stored length of each (decoded frame k is [k·frameSize, …)). */
+export interface FrameList {
+  offsets: Float64Array;
+  stored: Float64Array;
+}
+
+/** Number of frames of a segment of `size` decoded bytes. */
+export function frameCount(size: number, frameSize: number): number {
+  return Math.ceil(size / frameSize);
+}
+
+/**
+ * Decodes and checks a frame index for two segments (data, then table) of the given decoded
+ * sizes, stored at payload offsets `dataAt` (`dataStored` bytes) and `tableAt` (`tableStored`
+ * bytes): exactly one canonical varint (≤ 8 bytes) per frame, no byte left over, every stored
+ * length in [1, the frame's decoded length], and the stored lengths of each segment summing to
+ * its stored length. `fail` must throw.
+ */
+export function decodeFrameIndex(bytes: Uint8Array, frameSize: number,
+  segs: { at: number; stored: number; size: number; what: string }[], fail: (msg: string) => never): FrameList[] {
+  let p = 0;
+  const varint = (what: string): number => {
+    let x = 0;
+    let scale = 1;
+    for (let i = 0; ; i++) {
+      if (p >= bytes.length) fail(`frame index ends inside ${what}`);
+      if (i >= 8) fail(`${what} has more than 8 varint bytes`);
+      const b = bytes[p++];
+      x += (b & 0x7f) * scale;
+      scale *= 0x80;
+      if ((b & 0x80) === 0) {
+        if (b === 0 && i > 0) fail(`${what} is an over-long varint`);
+        return x;
+      }
+    }
+  };
+  const lists = segs.map((seg) => {
+    const n = frameCount(seg.size, frameSize);
+    const offsets = new Float64Array(n);
+    const stored = new Float64Array(n);
+    let at = seg.at;
+    for (let k = 0; k < n; k++) {
+      const what = `${seg.what} frame ${k}'s stored length`;
+      const s = varint(what);
+      const decoded = Math.min(frameSize, seg.size - k * frameSize);
+      if (s < 1 || s > decoded) fail(`${what} is ${s}, outside [1, its ${decoded} decoded bytes]`);
+      offsets[k] = at;
+      stored[k] = s;
+      at += s;
+    }
+    if (at - seg.at !== seg.stored) fail(`${seg.what} frames hold ${at - seg.at} stored bytes but the segment is ${seg.stored} bytes`);
+    return { offsets, stored };
+  });
+  if (p !== bytes.length) fail(`frame index has ${bytes.length - p} bytes after its frames`);
+  return lists;
+}
+
+/**
+ * Inflates one brotli frame that must decode to exactly `decoded` bytes; any brotli error, or
+ * output of another length, is a CHIP_CODEC error naming `label` (the tensor and frame).
+ */
+export function inflateFrame(stored: Uint8Array, decoded: number, label: string): Uint8Array {
+  let out: Buffer;
+  try {
+    out = zlib.brotliDecompressSync(stored, { maxOutputLength: decoded });
+  } catch (e) {
+    const why = (e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? `decodes to more than ${decoded} bytes` : `does not decode (${(e as Error).message})`;
+    throw new ChipcError('CHIP_CODEC', `${label}: brotli frame ${why}`, { cause: e });
+  }
+  if (out.length !== decoded) throw new ChipcError('CHIP_CODEC', `${label}: brotli frame decodes to ${out.length} bytes, expected ${decoded}`);
+  return new Uint8Array(out.buffer, out.byteOffset, out.length);
+}
+
+/** A bounded least-recently-used cache of inflated frames (by key), counted in decoded bytes. */
+export class FrameCache {
+  private readonly map = new Map<string, Uint8Array>();
+  private bytes = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  get(key: string): Uint8Array | undefined {
+    const v = this.map.get(key);
+    if (v !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, v);
+    }
+    return v;
+  }
+
+  set(key: string, v: Uint8Array): void {
+    if (v.length > this.maxBytes) return;
+    this.map.set(key, v);
+    this.bytes += v.length;
+    for (const [k, old] of this.map) {
+      if (this.bytes <= this.maxBytes) break;
+      this.map.delete(k);
+      this.bytes -= old.length;
+    }
+  }
+
+  clear(): void {
+    this.map.clear();
+    this.bytes = 0;
+  }
+}

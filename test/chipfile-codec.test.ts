@@ -1,0 +1,387 @@
+/**
+ * `.chip` format version 2 (src/chipfile/codec.ts, docs/chip-file.md "Version 2"): brotli frames
+ * round-trip bit for bit (compact → expand, every byte range through readBytes, fast-check), a
+ * tensor larger than one frame is read through arbitrary ranges with and without the frame cache,
+ * frames are exactly brotli with the documented parameters (re-derived here from zlib), version 1
+ * files (a fixture written by the version-1 chipc) still read and `codec: 'none'` still writes
+ * them byte for byte, corrupted frames and lying frame indexes are refused with CHIP_CODEC,
+ * writes are deterministic, and `chipc compact --codec` works.
+ */
+import * as crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as zlib from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { denseSource, writeCheckpoint, zerosSource } from '../src/safetensors/writer.ts';
+import type { TensorSource } from '../src/safetensors/types.ts';
+import { compactCheckpoint } from '../src/chipfile/compact.ts';
+import { writeChipFromSources } from '../src/chipfile/from-sources.ts';
+import { expandChipFile } from '../src/chipfile/expand.ts';
+import { openChipFile } from '../src/chipfile/read.ts';
+import { decodeFrameIndex, encodeFrame, inflateFrame, worthCompressing } from '../src/chipfile/codec.ts';
+import { CHECKSUM_BYTES, PREFIX_BYTES } from '../src/chipfile/format.ts';
+import { ChipcError } from '../src/util/errors.ts';
+import { cli } from './helpers/cli.ts';
+import { expectSameDir } from './helpers/dirs.ts';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-chipcodec-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+function chipError(f: () => unknown): ChipcError {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(ChipcError);
+    return e as ChipcError;
+  }
+  return expect.fail('expected a ChipcError');
+}
+
+/** Manifest text and payload of a .chip image. */
+function parts(bytes: Uint8Array): { manifest: string; payload: Uint8Array } {
+  const m = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(16, true));
+  return {
+    manifest: new TextDecoder().decode(bytes.subarray(PREFIX_BYTES, PREFIX_BYTES + m)),
+    payload: bytes.subarray(PREFIX_BYTES + m, bytes.length - CHECKSUM_BYTES),
+  };
+}
+/** Rebuilds a .chip image from a prefix, manifest text and payload, with a recomputed checksum. */
+function assemble(prefixFrom: Uint8Array, manifest: string, payload: Uint8Array): Uint8Array {
+  const mb = new TextEncoder().encode(manifest);
+  const out = new Uint8Array(PREFIX_BYTES + mb.length + payload.length + CHECKSUM_BYTES);
+  out.set(prefixFrom.subarray(0, 16));
+  new DataView(out.buffer).setBigUint64(16, BigInt(mb.length), true);
+  out.set(mb, PREFIX_BYTES);
+  out.set(payload, PREFIX_BYTES + mb.length);
+  out.set(crypto.createHash('sha256').update(out.subarray(0, out.length - CHECKSUM_BYTES)).digest(), out.length - CHECKSUM_BYTES);
+  return out;
+}
+/** Independent LEB128 reader: all varints of `bytes`. */
+function varints(bytes: Uint8Array): number[] {
+  const out: number[] = [];
+  let x = 0;
+  let scale = 1;
+  for (const b of bytes) {
+    x += (b & 0x7f) * scale;
+    scale *= 128;
+    if ((b & 0x80) === 0) { out.push(x); x = 0; scale = 1; }
+  }
+  return out;
+}
+function leb(xs: number[]): number[] {
+  const out: number[] = [];
+  for (let x of xs) {
+    while (x >= 128) { out.push((x % 128) | 128); x = Math.floor(x / 128); }
+    out.push(x);
+  }
+  return out;
+}
+
+interface TensorJson { name: string; codec?: string; data: [number, number]; dataSize?: number; table: [number, number]; tableSize?: number; frames?: [number, number]; blocks: number }
+function tensorOf(manifest: string, name: string): TensorJson {
+  const m = JSON.parse(manifest) as { files: { tensors?: TensorJson[] }[] };
+  for (const f of m.files) for (const t of f.tensors ?? []) if (t.name === name) return t;
+  return expect.fail(`no tensor ${name}`);
+}
+
+// The checkpoint: "pat" (3.1 MB, periodic small integers, every 7th zero: compressible, > 3 frames
+// of 1 MiB), "rnd" (1.5 MiB of pseudo-random bytes: incompressible), a tiny and an all-zero tensor.
+const PAT_N = 3 * (1 << 18) + 12345;
+const pat = new Float32Array(PAT_N);
+for (let i = 0; i < PAT_N; i++) pat[i] = i % 7 === 0 ? 0 : ((i * 37) % 13) + 1;
+const rnd = new Uint8Array(3 << 19);
+{
+  let s = 0x9e3779b9;
+  for (let i = 0; i < rnd.length; i++) {
+    s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+    rnd[i] = s & 0xff;
+  }
+}
+const patBytes = new Uint8Array(pat.buffer);
+const DENSE: Record<string, Uint8Array> = { pat: patBytes, rnd, tiny: new Uint8Array(new Float32Array([0, 1, 0, 0]).buffer), zero: new Uint8Array(64) };
+const sources = (): TensorSource[] => [
+  denseSource('pat', 'F32', [PAT_N], pat),
+  denseSource('rnd', 'U8', [rnd.length], rnd),
+  denseSource('tiny', 'F32', [4], new Float32Array([0, 1, 0, 0])),
+  zerosSource('zero', 'F32', [16]),
+];
+const SMALL_FRAME = 4099;
+const dir = path.join(tmp, 'ckpt');
+const chipA = path.join(tmp, 'a.chip'); // default: br, 1 MiB frames
+const chipS = path.join(tmp, 's.chip'); // br, 4099-byte frames (odd: frames cut blocks anywhere)
+const chipN = path.join(tmp, 'n.chip'); // codec none: version 1
+
+beforeAll(() => {
+  writeCheckpoint(dir, sources(), { extraFiles: { 'config.json': '{"x":1}\n' } });
+  compactCheckpoint(dir, chipA);
+  compactCheckpoint(dir, chipS, { frameSize: SMALL_FRAME });
+  compactCheckpoint(dir, chipN, { codec: 'none' });
+});
+
+describe('version 2: brotli frames', () => {
+  it('writes version 2 with br where it pays (pat) and none where not (rnd, tiny), and expands bit for bit', () => {
+    const a = fs.readFileSync(chipA);
+    expect(a.readUInt32LE(8)).toBe(2);
+    const { manifest } = parts(a);
+    expect(manifest).toContain('"frameSize":1048576');
+    const p = tensorOf(manifest, 'pat');
+    expect(p.codec).toBe('br');
+    expect(p.dataSize!).toBeGreaterThan(3 << 20); // more than 3 frames
+    expect(p.data[1] * 20).toBeLessThan(p.dataSize!);
+    expect(tensorOf(manifest, 'rnd').codec).toBe('none');
+    expect(tensorOf(manifest, 'tiny').codec).toBe('none');
+    expect(tensorOf(manifest, 'zero').blocks).toBe(0);
+    expect(a.length).toBeLessThan(fs.statSync(chipN).size - (3 << 20)); // pat shrinks from 3 MiB to a few kB
+    for (const c of [chipA, chipS, chipN]) {
+      const out = path.join(tmp, `exp-${path.basename(c)}`);
+      expandChipFile(c, out);
+      expectSameDir(dir, out);
+    }
+  });
+
+  it('frames are exactly brotli (quality 5, lgwin 22, generic, size hint) of the block data, or verbatim', () => {
+    // Independent derivation: the block data of pat is the tensor bytes from its first non-zero
+    // byte to its last: one block, since its longest zero run is 6 bytes (a zero element and the two
+    // zero low bytes of the small integer after it).
+    let first = 0;
+    while (patBytes[first] === 0) first++;
+    let last = patBytes.length;
+    while (patBytes[last - 1] === 0) last--;
+    const f = openChipFile(chipA);
+    expect(f.blocks('pat').starts.length).toBe(1);
+    f.close();
+    const blockData = patBytes.subarray(first, last);
+    const { manifest, payload } = parts(fs.readFileSync(chipA));
+    const t = tensorOf(manifest, 'pat');
+    expect(t.dataSize).toBe(blockData.length);
+    const stored = varints(payload.subarray(t.frames![0], t.frames![0] + t.frames![1]));
+    const F = 1 << 20;
+    expect(stored.length).toBe(Math.ceil(blockData.length / F) + 1); // data frames, then the one table frame
+    let at = t.data[0];
+    for (let k = 0; k * F < blockData.length; k++) {
+      const frame = blockData.subarray(k * F, Math.min(blockData.length, (k + 1) * F));
+      const c = zlib.constants;
+      const br = zlib.brotliCompressSync(frame, { params: { [c.BROTLI_PARAM_QUALITY]: 5, [c.BROTLI_PARAM_LGWIN]: 22, [c.BROTLI_PARAM_MODE]: c.BROTLI_MODE_GENERIC, [c.BROTLI_PARAM_SIZE_HINT]: frame.length } });
+      expect(stored[k]).toBe(br.length);
+      expect(Buffer.from(payload.subarray(at, at + stored[k])).equals(br), `frame ${k}`).toBe(true);
+      at += stored[k];
+    }
+    expect(at).toBe(t.data[0] + t.data[1]);
+    // The table (one block: varints first, length) is 1 frame, too short to pay: verbatim.
+    expect(stored[stored.length - 1]).toBe(t.tableSize);
+    expect([...payload.subarray(t.table[0], t.table[0] + t.table[1])]).toEqual(leb([first, last - first]));
+  });
+
+  it('every byte range of every tensor equals the dense bytes (1 MiB and 4099-byte frames, cached and uncached)', () => {
+    const files = [openChipFile(chipA), openChipFile(chipS), openChipFile(chipS, { frameCacheBytes: 0 }), openChipFile(chipN)];
+    try {
+      for (const f of files) {
+        expect(Buffer.from(f.readBytes('pat')).equals(patBytes)).toBe(true);
+        const f32 = f.readF32('pat'); // bit patterns, compared as bytes
+        expect(Buffer.from(f32.buffer, f32.byteOffset, f32.byteLength).equals(patBytes)).toBe(true);
+      }
+      fc.assert(fc.property(
+        fc.constantFrom('pat', 'rnd', 'tiny', 'zero'), fc.nat(), fc.nat(), fc.nat({ max: 3 }),
+        (name, a, b, which) => {
+          const dense = DENSE[name];
+          const s = a % (dense.length + 1);
+          const e = s + (b % (Math.min(dense.length - s, 3 << 18) + 1));
+          const got = files[which].readBytes(name, s, e);
+          return Buffer.from(got).equals(dense.subarray(s, e));
+        },
+      ), { numRuns: 300 });
+      // chunks() streams the same bytes in order, across frame boundaries.
+      const parts_: Uint8Array[] = [...files[1].chunks('pat', 100_003)];
+      expect(Buffer.concat(parts_).equals(patBytes)).toBe(true);
+    } finally {
+      for (const f of files) f.close();
+    }
+  });
+
+  it('is deterministic, and compact equals writeChipFromSources (br and none)', () => {
+    const again = path.join(tmp, 'again.chip');
+    compactCheckpoint(dir, again);
+    expect(fs.readFileSync(again).equals(fs.readFileSync(chipA))).toBe(true);
+    const direct = path.join(tmp, 'direct.chip');
+    writeChipFromSources(direct, sources(), { extraFiles: { 'config.json': '{"x":1}\n' } });
+    expect(fs.readFileSync(direct).equals(fs.readFileSync(chipA))).toBe(true);
+    writeChipFromSources(direct, sources(), { extraFiles: { 'config.json': '{"x":1}\n' }, frameSize: SMALL_FRAME, overwrite: true });
+    expect(fs.readFileSync(direct).equals(fs.readFileSync(chipS))).toBe(true);
+    writeChipFromSources(direct, sources(), { extraFiles: { 'config.json': '{"x":1}\n' }, codec: 'none', overwrite: true });
+    expect(fs.readFileSync(direct).equals(fs.readFileSync(chipN))).toBe(true);
+    expect(chipError(() => compactCheckpoint(dir, again, { overwrite: true, frameSize: 0 })).code).toBe('CHIP_OPTION');
+    expect(chipError(() => compactCheckpoint(dir, again, { overwrite: true, codec: 'zip' as 'br' })).code).toBe('CHIP_OPTION');
+  });
+});
+
+describe('version 1', () => {
+  // Written by the version-1 chipc (before version 2 existed) from the checkpoint built below.
+  const V1_FIXTURE =
+    'iUNISVANChoBAAAAAAAAALoCAAAAAAAAeyJmb3JtYXQiOiJjaGlwYy1zcGFyc2UtY2hlY2twb2ludCIsInZlcnNpb24iOjEsIm1pbkdhcCI6OCwicGF5bG9hZFNpemUiOjIyNywiZmlsZXMiOlt7Im5hbWUiOiJjb25maWcuanNvbiIsImtpbmQiOiJyYXciLCJzaXplIjo4LCJzaGEyNTYiOiJiYjE1Nzg2MWExNjRlMzVjZGRlOWQ3MjZiMGFmOWNlMjc2NWE4ZjUzMGMzNWQ5ZTQ1NzMyYjk0ZWU2NWU5NTU3IiwiZGF0YSI6WzAsOF19LHsibmFtZSI6Im1vZGVsLnNhZmV0ZW5zb3JzIiwia2luZCI6InNhZmV0ZW5zb3JzIiwic2l6ZSI6MjY4LCJzaGEyNTYiOiI1NzZhZjJhNzZiYjcyZTA0NGY4NzY2NzE4MmM0NWY3YzU5OGM4OTVjY2NlYTAxZGMzOTcxZTlmMzJlMjA3MjBjIiwiaGVhZGVyIjpbOCwyMDhdLCJ0ZW5zb3JzIjpbeyJuYW1lIjoiYSIsImR0eXBlIjoiRjMyIiwic2hhcGUiOls4XSwiZGF0YU9mZnNldHMiOlswLDMyXSwiZGF0YSI6WzIxNiwzXSwidGFibGUiOlsyMTksNF0sImJsb2NrcyI6Mn0seyJuYW1lIjoieiIsImR0eXBlIjoiRjMyIiwic2hhcGUiOls0XSwiZGF0YU9mZnNldHMiOlszMiw0OF0sImRhdGEiOlsyMjMsMF0sInRhYmxlIjpbMjIzLDBdLCJibG9ja3MiOjB9LHsibmFtZSI6ImIiLCJkdHlwZSI6IkJGMTYiLCJzaGFwZSI6WzIsM10sImRhdGFPZmZzZXRzIjpbNDgsNjBdLCJkYXRhIjpbMjIzLDJdLCJ0YWJsZSI6WzIyNSwyXSwiYmxvY2tzIjoxfV19XX17IngiOjF9CsgAAAAAAAAAeyJfX21ldGFkYXRhX18iOnsiZm9ybWF0IjoicHQifSwiYSI6eyJkdHlwZSI6IkYzMiIsInNoYXBlIjpbOF0sImRhdGFfb2Zmc2V0cyI6WzAsMzJdfSwieiI6eyJkdHlwZSI6IkYzMiIsInNoYXBlIjpbNF0sImRhdGFfb2Zmc2V0cyI6WzMyLDQ4XX0sImIiOnsiZHR5cGUiOiJCRjE2Iiwic2hhcGUiOlsyLDNdLCJkYXRhX29mZnNldHMiOls0OCw2MF19fSCAP0ACAhsBQMAIAvxyCOmRi1De96HDRwoILaIUaxywR5TE/4UA6Te/i+0Y';
+  const small = path.join(tmp, 'small');
+
+  beforeAll(() => {
+    writeCheckpoint(small, [
+      denseSource('a', 'F32', [8], new Float32Array([1, 0, 0, 0, 0, 0, 0, 2])),
+      denseSource('b', 'BF16', [2, 3], new Float32Array([0, 0, 0, 0, -3, 0])),
+      denseSource('z', 'F32', [4], new Float32Array(4)),
+    ], { extraFiles: { 'config.json': '{"x":1}\n' } });
+  });
+
+  it('a file of the version-1 writer still opens and expands to its directory; codec none writes it byte for byte', () => {
+    const v1 = Buffer.from(V1_FIXTURE, 'base64');
+    expect(v1.readUInt32LE(8)).toBe(1);
+    const file = path.join(tmp, 'fixture-v1.chip');
+    fs.writeFileSync(file, v1);
+    const f = openChipFile(file);
+    expect(f.manifest.version).toBe(1);
+    expect([...f.readBytes('a')]).toEqual([...new Uint8Array(new Float32Array([1, 0, 0, 0, 0, 0, 0, 2]).buffer)]);
+    f.close();
+    const out = path.join(tmp, 'fixture-v1-expanded');
+    expandChipFile(file, out);
+    expectSameDir(small, out);
+    const none = path.join(tmp, 'small-none.chip');
+    compactCheckpoint(small, none, { codec: 'none' });
+    expect(fs.readFileSync(none).equals(v1)).toBe(true);
+  });
+});
+
+describe('frame rules and refusing bad frames', () => {
+  let good: Uint8Array;
+  const probe = path.join(tmp, 'probe.chip');
+  let t: TensorJson;
+  let stored: number[];
+  let nData: number;
+  beforeAll(() => {
+    good = new Uint8Array(fs.readFileSync(chipS));
+    const { manifest, payload } = parts(good);
+    t = tensorOf(manifest, 'pat');
+    stored = varints(payload.subarray(t.frames![0], t.frames![0] + t.frames![1]));
+    nData = Math.ceil(t.dataSize! / SMALL_FRAME);
+  });
+  /** The file with the frame index of pat replaced by `lengths` (same encoded length). */
+  const withIndex = (lengths: number[]): Uint8Array => {
+    const { manifest, payload } = parts(good);
+    const bytes = leb(lengths);
+    expect(bytes.length).toBe(t.frames![1]);
+    const p = payload.slice();
+    p.set(bytes, t.frames![0]);
+    return assemble(good, manifest, p);
+  };
+
+  it('a corrupted brotli frame (checksum recomputed) is refused with CHIP_CODEC naming the tensor and frame', () => {
+    const { manifest, payload } = parts(good);
+    const k = 2;
+    expect(stored[k]).toBeLessThan(SMALL_FRAME); // a brotli frame
+    const at = t.data[0] + stored.slice(0, k).reduce((x, y) => x + y, 0);
+    const p = payload.slice();
+    p.fill(0xff, at + (stored[k] >> 1), at + stored[k]); // overwrite its second half
+    fs.writeFileSync(probe, assemble(good, manifest, p));
+    const f = openChipFile(probe); // frames are inflated lazily: opening succeeds
+    try {
+      expect(Buffer.from(f.readBytes('pat', 0, 2 * SMALL_FRAME - 100)).equals(patBytes.subarray(0, 2 * SMALL_FRAME - 100))).toBe(true);
+      const e = chipError(() => f.readBytes('pat'));
+      expect(e.code).toBe('CHIP_CODEC');
+      expect(e.message).toContain('tensor "pat" block data frame 2');
+    } finally {
+      f.close();
+    }
+    const out = path.join(tmp, 'never');
+    expect(chipError(() => expandChipFile(probe, out)).code).toBe('CHIP_CODEC');
+    expect(fs.existsSync(out)).toBe(false);
+  });
+
+  it('a frame index that lies about lengths is refused (at open where the index is inconsistent, else on reading)', () => {
+    const open = (bytes: Uint8Array): ChipcError => {
+      fs.writeFileSync(probe, bytes);
+      return chipError(() => openChipFile(probe).close());
+    };
+    // Find two adjacent brotli data frames whose lengths ±1 keep the index length.
+    let k = 0;
+    while (!(leb([stored[k] + 1, stored[k + 1] - 1]).length === leb([stored[k], stored[k + 1]]).length && stored[k] < SMALL_FRAME - 1)) k++;
+    expect(k + 1).toBeLessThan(nData - 1);
+    // Shifted boundary: the sums still match, so opening succeeds, and the shifted frame fails to decode.
+    const shifted = stored.slice();
+    shifted[k] += 1;
+    shifted[k + 1] -= 1;
+    fs.writeFileSync(probe, withIndex(shifted));
+    const f = openChipFile(probe);
+    try {
+      const e = chipError(() => f.readBytes('pat'));
+      expect(e.code).toBe('CHIP_CODEC');
+      expect(e.message).toContain('tensor "pat"');
+    } finally {
+      f.close();
+    }
+    // Lengths that do not sum to the stored segment.
+    const sum = stored.slice();
+    sum[k] += 1;
+    const es = open(withIndex(sum));
+    expect(es.code).toBe('CHIP_CODEC');
+    expect(es.message).toMatch(/data frames hold \d+ stored bytes but the segment is \d+ bytes/);
+  });
+
+  it('decodeFrameIndex: stored lengths in [1, decoded], one varint per frame, nothing left over', () => {
+    const fail = (msg: string): never => { throw new ChipcError('CHIP_CODEC', msg); };
+    // Two segments: 10 decoded bytes in frames of 4 (4, 4, 2) stored in 9 bytes; 3 bytes in 1 frame stored verbatim.
+    const segs = [{ at: 100, stored: 9, size: 10, what: 'data' }, { at: 109, stored: 3, size: 3, what: 'table' }];
+    const [d, t3] = decodeFrameIndex(Uint8Array.from([4, 3, 2, 3]), 4, segs, fail);
+    expect([...d.offsets]).toEqual([100, 104, 107]);
+    expect([...d.stored]).toEqual([4, 3, 2]);
+    expect([...t3.offsets]).toEqual([109]);
+    const msg = (bytes: number[]): string => chipError(() => decodeFrameIndex(Uint8Array.from(bytes), 4, segs, fail)).message;
+    expect(msg([4, 3, 2, 3, 0])).toBe('frame index has 1 bytes after its frames');
+    expect(msg([5, 2, 2, 3])).toBe("data frame 0's stored length is 5, outside [1, its 4 decoded bytes]");
+    expect(msg([0, 4, 2, 3])).toBe("data frame 0's stored length is 0, outside [1, its 4 decoded bytes]");
+    expect(msg([4, 3, 3, 3])).toBe("data frame 2's stored length is 3, outside [1, its 2 decoded bytes]");
+    expect(msg([4, 3, 1, 3])).toBe('data frames hold 8 stored bytes but the segment is 9 bytes');
+    expect(msg([4, 3, 2])).toBe("frame index ends inside table frame 0's stored length");
+    expect(msg([0x84, 0, 3, 2, 3])).toBe("data frame 0's stored length is an over-long varint");
+  });
+
+  it('a frame is stored compressed exactly when brotli saves at least an eighth of it', () => {
+    expect([worthCompressing(7, 8), worthCompressing(8, 8), worthCompressing(70, 80), worthCompressing(71, 80)]).toEqual([true, false, true, false]);
+    const c = zlib.constants;
+    const br = (frame: Uint8Array): number => zlib.brotliCompressSync(frame, { params: { [c.BROTLI_PARAM_QUALITY]: 5, [c.BROTLI_PARAM_LGWIN]: 22, [c.BROTLI_PARAM_MODE]: c.BROTLI_MODE_GENERIC, [c.BROTLI_PARAM_SIZE_HINT]: frame.length } }).length;
+    // Pseudo-random bytes below 100 (≈ 6.6 bits each): brotli saves between 1/8 and 1/4.
+    const mid = new Uint8Array(20000);
+    let x = 12345;
+    for (let i = 0; i < mid.length; i++) { x = (x * 1103515245 + 12345) % 2147483648; mid[i] = (x >>> 8) % 100; }
+    const m = br(mid);
+    expect(8 * m).toBeLessThanOrEqual(7 * mid.length);
+    expect(8 * m).toBeGreaterThan(6 * mid.length);
+    expect(encodeFrame(mid).length).toBe(m);
+    // The incompressible bytes of rnd: verbatim (the same bytes).
+    const r = rnd.subarray(0, 20000);
+    expect(8 * br(r)).toBeGreaterThan(7 * r.length);
+    expect(encodeFrame(r)).toBe(r);
+  });
+
+  it('inflateFrame checks the decoded length exactly and wraps brotli errors', () => {
+    const ten = zlib.brotliCompressSync(Buffer.from('0123456789'));
+    expect(Buffer.from(inflateFrame(ten, 10, 'x')).toString()).toBe('0123456789');
+    const longer = chipError(() => inflateFrame(ten, 9, 'tensor "q" block data frame 0'));
+    expect(longer.code).toBe('CHIP_CODEC');
+    expect(longer.message).toBe('tensor "q" block data frame 0: brotli frame decodes to more than 9 bytes');
+    expect(chipError(() => inflateFrame(ten, 11, 'y')).message).toBe('y: brotli frame decodes to 10 bytes, expected 11');
+    expect(chipError(() => inflateFrame(ten.subarray(0, ten.length - 2), 10, 'z')).message).toMatch(/^z: brotli frame does not decode/);
+  });
+});
+
+describe('the command line', () => {
+  it('chipc compact --codec none writes version 1, --codec br (default) version 2; a bad codec is refused', async () => {
+    const none = path.join(tmp, 'cli-none.chip');
+    let r = await cli('compact', dir, '-o', none, '--codec', 'none', '--json');
+    expect(r.code, r.err).toBe(0);
+    expect(fs.readFileSync(none).equals(fs.readFileSync(chipN))).toBe(true);
+    const br = path.join(tmp, 'cli-br.chip');
+    r = await cli('compact', dir, '-o', br);
+    expect(r.code, r.err).toBe(0);
+    expect(fs.readFileSync(br).equals(fs.readFileSync(chipA))).toBe(true);
+    r = await cli('compact', dir, '-o', path.join(tmp, 'cli-x.chip'), '--codec', 'zip', '--json');
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.out).error.code).toBe('cli.codec');
+  });
+});

@@ -13,6 +13,7 @@ import { clear } from './gadgets/ffn.ts';
 import { chooseHidden, CONST_ONES, makeFrame, anchorPlan, type ResidualFrame } from './lower/frame.ts';
 import type { AttnKvHeadSpec, FfnUnit, GdnKeyHeadSpec, LayerSpec } from './lower/forms.ts';
 import type { LoweredCircuit } from './lower/lowered.ts';
+import { fuseTables } from './passes/fuse-tables.ts';
 import type { GdnRamLowering } from './gadgets/gdn-ram.ts';
 import { lower } from './passes/lower.ts';
 import { schedule, type Schedule } from './passes/schedule.ts';
@@ -126,7 +127,7 @@ export function layerNonZeros(w: ModelWeights, i: number): number {
 export function compileCircuit(ir: CircuitIR, host: ModelConfig, opts: CompileOptions = {}): CompileResult {
   const vocabSize = vocabFor(ir, host, opts.vocab);
   const target: ModelConfig = vocabSize === host.vocabSize ? host : { ...host, vocabSize };
-  const lowered = lower(ir, target);
+  const lowered = fuseTables(lower(ir, target));
   // Schedule and pack; when the slot clears packing adds overflow a layer's FFN, reserve that
   // many units there and schedule again (a fixpoint: reservations only grow).
   const reserve: number[] = [];

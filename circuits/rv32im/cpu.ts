@@ -19,7 +19,7 @@ import { defineCircuit, type CircuitBuilder, type Sig } from '../../src/dsl/inde
 import { ChipcError } from '../../src/util/errors.ts';
 import { mulBytes } from './mul.ts';
 import { divStep, negWord, signedResult } from './div.ts';
-import { add32, wordFromNibbles, wordNibbles, constWord, eq32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
+import { add32, byteFromNibbles, wordFromNibbles, wordNibbles, constWord, eq32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
 
 // ── token alphabet (docs/token-protocol.md v1) ─────────────────────────────────────────────────
 export const TOK = {
@@ -116,7 +116,10 @@ export interface CpuOptions {
 export const CONSOLE_ADDR = 0x1000_0000;
 
 function bitsWord(c: CircuitBuilder, bits: Sig[]): Word {
-  return [0, 1, 2, 3].map((b) => c.linear(bits.slice(8 * b, 8 * b + 8).map((s, k) => [s, 2 ** k] as [Sig, number])));
+  // Each byte is built from two nibbles that are linear forms of its bits, so a consumer that wants
+  // the nibbles (multiplier, divider, adders) gets them free instead of through a split layer.
+  const nib = (from: number) => c.linear(bits.slice(from, from + 4).map((s, k) => [s, 2 ** k] as [Sig, number]));
+  return [0, 1, 2, 3].map((b) => byteFromNibbles(c, nib(8 * b), nib(8 * b + 4)));
 }
 
 /** A word from instruction bit positions (null = 0, 'S' = the sign bit 31). */
@@ -228,6 +231,9 @@ export function cpuCircuit(opts: CpuOptions) {
     const qDigit = c.tokenField('qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v & 15 : 0), [0, 15]);
     const tj = [0, 1].map((k) => c.tokenField(`tj${k}`, (t) => (tokenKind(t).kind === Kind.J ? 0 : bit(tokenKind(t).j, k)), [0, 1]));
     const jw = Array.from({ length: 15 }, (_, k) => c.tokenField(`jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v, k) : 0), [0, 1]));
+    // J's word index shifted right by 2, plus 1 (mod 2^13): the high bits of base + j when j carries
+    // out of the low two (so PC = base + j is one table layer, not an adder's two).
+    const jwUp = Array.from({ length: 13 }, (_, k) => c.tokenField(`jwUp${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(((tokenKind(t).v >> 2) + 1) & 0x1fff, k) : 0), [0, 1]));
     // The narrow commit value is sign-extended from 14 bits: bits 13…31 are one field (the
     // embedding carries each token's bits once, not 19 copies of its sign).
     const cvNLow = Array.from({ length: 14 }, (_, k) => c.tokenField(`cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
@@ -243,11 +249,12 @@ export function cpuCircuit(opts: CpuOptions) {
     // (re-entry: services, docs/token-protocol.md).
     // The enable is a token field (free, in the embedding) so the latch is written in the first GDN layer.
     const isJorHalt = c.tokenField('isJorHALT', (t) => (tokenKind(t).kind === Kind.J || tokenKind(t).kind === Kind.HALT ? 1 : 0), [0, 1]);
-    const baseRam = c.ram('base', { rows: 1, fields: [...jw.map(() => 2), 2] });
-    baseRam.write(c.constant(0), [...jw, isJ], isJorHalt);
+    const baseRam = c.ram('base', { rows: 1, fields: [...jw.map(() => 2), ...jwUp.map(() => 2), 2] });
+    baseRam.write(c.constant(0), [...jw, ...jwUp, isJ], isJorHalt);
     const baseRead = baseRam.read(c.constant(0));
     const base = baseRead.slice(0, 15);
-    const loading = c.linear([[baseRead[15]!, -1]], 1).named('loading');
+    const baseUp = baseRead.slice(15, 28);
+    const loading = c.linear([[baseRead[28]!, -1]], 1).named('loading');
 
     // ── loader (docs/token-protocol.md "Loading by prompt"): before the first J, E(p) latches a
     //    load address p (bit 15: register p mod 32, else word p of memory) and the H of D(lo),
@@ -260,7 +267,12 @@ export function cpuCircuit(opts: CpuOptions) {
     const loadAddr = laRam.read(c.constant(0));
     const loadWord = c.table('loadWord', [loading, isH, loadAddr[15]!], (l, h, r) => (l && h && !r ? 1 : 0), [0, 1]);
     const loadReg = c.table('loadReg', [loading, isH, loadAddr[15]!], (l, h, r) => (l && h && r ? 1 : 0), [0, 1]);
-    const start = addSmall(c, base, tj, 'pc');
+    // PC = base + j (mod 2^15): the low two bits from a table, each higher bit base's or baseUp's
+    // (= (base >> 2) + 1) by the carry out of the low two bits — one table per bit.
+    const start = Array.from({ length: 15 }, (_, k) => k < 2
+      ? c.table(`pc${k}`, [base[0]!, base[1]!, tj[0]!, tj[1]!], (b0, b1, t0, t1) => ((b0 + 2 * b1 + t0 + 2 * t1) >> k) & 1, [0, 1])
+      : c.table(`pc${k}`, [base[0]!, base[1]!, tj[0]!, tj[1]!, base[k]!, baseUp[k - 2]!],
+        (b0, b1, t0, t1, bk, uk) => (b0 + 2 * b1 + t0 + 2 * t1 >= 4 ? uk : bk), [0, 1]));
     // The latch also keeps the instruction's window index j for the positions that re-execute it.
     const pcl = c.ram('pc', { rows: 1, fields: Array.from({ length: 17 }, () => 2) });
     pcl.write(c.constant(0), [...start, ...tj], isStart);
@@ -273,8 +285,9 @@ export function cpuCircuit(opts: CpuOptions) {
     const codeAddr = c.linear(w.slice(0, addrBits).map((b, k) => [b, 2 ** k] as [Sig, number]));
     // The 32-bit word a D, H pair brings back: {H payload, D latch} at a position fed H.
     const tokenWord = [...dLoPrev, ...cvW];
-    const codeWriteEn = addrBits >= 15 ? loadWord
-      : c.table('codeLoad', [loadWord, c.linear(loadAddr.slice(addrBits, 15).map((x) => [x, 1] as [Sig, number]))], (lw, hi) => (lw && hi === 0 ? 1 : 0), [0, 1]);
+    // Written by the loader (a word below the code RAM's end) or by a code store; both enables and
+    // the row from the raw signals (tables over the latches and token fields: fetch waits for them).
+    const loadHigh = addrBits >= 15 ? c.constant(0) : c.linear(loadAddr.slice(addrBits, 15).map((x) => [x, 1] as [Sig, number]));
     // Code stores (v2): A(w) latches w; the H two positions later writes {H, D latch} to code word w
     // (the same position writes it to the data RAM), so fetch sees the new instruction.
     const smcRam = c.ram('codeStoreAddr', { rows: 1, fields: aW.map(() => 2) });
@@ -282,10 +295,11 @@ export function cpuCircuit(opts: CpuOptions) {
     const smcAddr = smcRam.read(c.constant(0));
     const [prevIsA] = c.previousAll([isA]);
     const [ppA] = c.previousAll([prevIsA!]);
-    const smcWrite = c.and(isH, ppA!).named('codeStoreWrite');
+    const codeEn = c.table('codeWrite', [loading, isH, loadAddr[15]!, loadHigh, ppA!],
+      (ld, h, r, hi, pa) => ((ld && h && !r && hi === 0) || (h && pa) ? 1 : 0), [0, 1]);
     const codeRow = Array.from({ length: addrBits }, (_, k) =>
-      c.table(`codeWRow${k}`, [smcWrite, k < 10 ? smcAddr[k]! : c.constant(0), loadAddr[k]!], (sw, a, l) => (sw ? a : l), [0, 1]));
-    code.write(c.linear(codeRow.map((x, k) => [x, 2 ** k] as [Sig, number])), tokenWord, c.or(codeWriteEn, smcWrite));
+      c.table(`codeWRow${k}`, [isH, ppA!, k < 10 ? smcAddr[k]! : c.constant(0), loadAddr[k]!], (h, pa, a, l) => (h && pa ? a : l), [0, 1]));
+    code.write(c.linear(codeRow.map((x, k) => [x, 2 ** k] as [Sig, number])), tokenWord, codeEn);
     const ins = code.read(codeAddr);
 
     // ── decode ─────────────────────────────────────────────────────────────────────────────
@@ -327,37 +341,50 @@ export function cpuCircuit(opts: CpuOptions) {
       }
       return 0;
     }, [0, 25]);
-    const writesRd = c.table('writesRd', [cls], (k) => (k <= 5 || k === 8 ? 1 : 0), [0, 1]);
-    const hasRd = c.and(writesRd, rd.ne(0)).named('hasRd');
+    // Straight from the opcode (not through the class): these start the register commit's path.
+    const writesRd = c.table('writesRd', [opcode], (op) => { const k = CLASS[op] ?? 7; return k <= 5 || k === 8 ? 1 : 0; }, [0, 1]);
+    const isJump = c.table('isJump', [opcode], (op) => (op === 0x6f || op === 0x67 ? 1 : 0), [0, 1]);
+    const hasRd = c.and(writesRd, rd.ne(0)).named('hasRd'); // for the emit plan (the commit uses its parts)
 
     // ── register file: commit (previous instruction's rd) then read rs1 / rs2 ─────────────────
-    const [prevRd0, prevRd1, prevRd2, prevRd3, prevRd4, prevHasRd, prevWasD, prevIsJump] =
-      c.previousAll([...ins.slice(7, 12), hasRd, isD, c.or(isJal, isJalr)]);
+    // One delay for everything the commit needs from the previous position's decode (all ready
+    // right after fetch); the commit enable and each committed bit are then one table each.
+    const rdNZ = rd.ne(0).named('rdNonZero');
+    const [prevRd0, prevRd1, prevRd2, prevRd3, prevRd4, prevWasD, prevWritesRd, prevRdNZ, prevIsJump] =
+      c.previousAll([...ins.slice(7, 12), isD, writesRd, rdNZ, isJump]);
+    // The link (PC + 4) from the word index + 1 over 16 bits (a carry out of bit 14 lands in bit 17).
+    const seq16 = addSmall(c, [...w, c.constant(0)], [1, 0], 'seq');
+    const linkBits = [c.constant(0), c.constant(0), ...seq16, ...Array.from({ length: 13 }, () => c.constant(0)), c.constant(1)];
+    const link = bitsWord(c, linkBits);
     const pcWord = bitsWord(c, [c.constant(0), c.constant(0), ...w, ...Array.from({ length: 14 }, () => c.constant(0)), c.constant(1)].slice(0, 32));
-    const link = add32(c, pcWord, constWord(c, 4), 0, 'link').sum;
-    const linkBits = link.flatMap((byte, b) => Array.from({ length: 8 }, (_, k) => c.table(`link${8 * b + k}`, [byte], (v) => (v >> k) & 1, [0, 1])));
-    const prevLink = c.previousAll(linkBits);
+    const prevLink = c.previousAll(linkBits.slice(2, 18));
     const prevDLo = dLoPrev;
     const commitLink = c.and(isJ, prevIsJump!).named('commitLink');
-    const commitValue = c.or(c.or(isE, isK), isH).named('commitValue');
+    const commitValue = c.tokenField('commitsValue', (t) => { const k = tokenKind(t).kind; return k === Kind.E || k === Kind.K || k === Kind.H ? 1 : 0; }, [0, 1]);
     // Division steps (v2): the H of a step brings back the partial remainder and commits nothing. It
     // is the H two positions after a Q.
     const prevIsQ = c.previous(isQ).named('prevIsQ');
     const ppQ = c.previous(prevIsQ).named('prevPrevIsQ');
     const remTransfer = c.and(isH, ppQ).named('remTransfer');
     // In loader mode only the loader's register words are written (their bits are {H, D latch}, as a D + H commit).
-    const commitEn = c.table('commitEn', [commitValue, commitLink, prevHasRd!, remTransfer, loading, loadReg],
-      (v, l, h, rt, ld, lr) => (ld ? lr : (v || l) && h && !rt ? 1 : 0), [0, 1]);
+    const commitEn = c.table('commitEn', [commitValue, isJ, prevIsJump!, prevWritesRd!, prevRdNZ!, remTransfer, loading, loadReg],
+      (v, jj, pj, wr, nz, rt, ld, lr) => (ld ? lr : (v || (jj && pj)) && wr && nz && !rt ? 1 : 0), [0, 1]);
     const commitBits = Array.from({ length: 32 }, (_, k) => {
-      const fromToken = k < 16 ? c.select(prevWasD!, prevDLo[k]!, cvN[k]!) : c.select(prevWasD!, cvW[k - 16]!, cvN[k]!);
-      return c.select(commitLink, prevLink[k]!, fromToken);
+      const linkBit = k >= 2 && k < 18 ? prevLink[k - 2]! : c.constant(k === 31 ? 1 : 0);
+      const wide = k < 16 ? prevDLo[k]! : cvW[k - 16]!;
+      return c.table(`commit${k}`, [isJ, prevIsJump!, linkBit, prevWasD!, wide, cvN[k]!],
+        (jj, pj, l, wd, x, n) => (jj && pj ? l : wd ? x : n), [0, 1]);
     });
     const regs = c.ram('regs', { rows: 32, fields: Array.from({ length: 32 }, () => 2) });
-    const commitRow = c.linear([[prevRd0!, 1], [prevRd1!, 2], [prevRd2!, 4], [prevRd3!, 8], [prevRd4!, 16]]);
-    regs.write(c.select(loading, c.linear(loadAddr.slice(0, 5).map((x, k) => [x, 2 ** k] as [Sig, number])), commitRow), commitBits, commitEn);
+    const prevRd = [prevRd0!, prevRd1!, prevRd2!, prevRd3!, prevRd4!];
+    const commitRow = c.linear(prevRd.map((x, k) => [c.table(`commitRow${k}`, [loading, loadAddr[k]!, x], (ld, la, r) => (ld ? la : r), [0, 1]), 2 ** k] as [Sig, number]));
+    regs.write(commitRow, commitBits, commitEn);
     // ecall reads a7 (x17) and a0 (x10) instead of rs1 / rs2.
-    const rs1 = c.select(isSystem, 17, field(15, 5, 'rs1'));
-    const rs2 = c.select(isSystem, 10, field(20, 5, 'rs2'));
+    // Each address bit is one table over (opcode, the instruction's bit): straight after fetch.
+    const regAddr = (from: number, sys: number, name: string) => c.linear(Array.from({ length: 5 }, (_, k) =>
+      [c.table(`${name}b${k}`, [opcode, ins[from + k]!], (op, x) => (op === 0x73 ? (sys >> k) & 1 : x), [0, 1]), 2 ** k] as [Sig, number])).named(name);
+    const rs1 = regAddr(15, 17, 'rs1');
+    const rs2 = regAddr(20, 10, 'rs2');
     const a = regs.read(rs1);
     const b = regs.read(rs2);
     const A = bitsWord(c, a);
@@ -389,21 +416,32 @@ export function cpuCircuit(opts: CpuOptions) {
     // ── data memory: one aligned 32-bit word per row at CODE_BASE + 4·row ─────────────────────
     // `sum` is the effective address. Its bits 2… address the row; offset = bits 0, 1. An address
     // outside [CODE_BASE, CODE_BASE + 4·memWords) reads 0 and writes nothing (the enable).
-    const addrBit = (k: number) => c.table(`ea${k}`, [sum[k >> 3]!], (v) => (v >> (k & 7)) & 1, [0, 1]);
+    // The address has its own adder, A + immIS, beside the ALU's A + opB: no operand mux before it.
+    // Its offset (bits 0, 1) comes straight from the operands' low bits, two layers before the sum.
+    // Its immediate from the instruction's bits: I and S agree from bit 5 up; bits 0…4 follow
+    // opcode bit 5 (0 load, 1 store; the address only matters to those two).
+    const eaImmBits = Array.from({ length: 32 }, (_, k) => k < 5
+      ? c.table(`eaImm${k}`, [ins[5]!, ins[7 + k]!, ins[20 + k]!], (st, sb, ib) => (st ? sb : ib), [0, 1])
+      : ins[Math.min(20 + k, 31)]!);
+    const ea = add32(c, A, bitsWord(c, eaImmBits), 0, 'ea').sum;
+    const addrBit = (k: number) => c.table(`ea${k}`, [ea[k >> 3]!], (v) => (v >> (k & 7)) & 1, [0, 1]);
     const rowBits = Array.from({ length: memBits }, (_, k) => addrBit(2 + k));
-    const off = c.linear([[addrBit(0), 1], [addrBit(1), 2]]).named('offset');
+    const off = c.table('offset', [a[0]!, a[1]!, ins[20]!, ins[21]!, ins[7]!, ins[8]!, isStore],
+      (a0, a1, i20, i21, i7, i8, st) => (a0 + 2 * a1 + (st ? i7 + 2 * i8 : i20 + 2 * i21)) & 3, [0, 3]);
     const highOk = [1, 2].map((b) => {
       const mask = 0xff & ~((1 << Math.max(0, Math.min(8, 2 + memBits - 8 * b))) - 1);
-      return c.table(`eaHigh${b}`, [sum[b]!], (v) => ((v & mask) === 0 ? 1 : 0), [0, 1]);
+      return c.table(`eaHigh${b}`, [ea[b]!], (v) => ((v & mask) === 0 ? 1 : 0), [0, 1]);
     });
-    const top = c.table('eaTop', [sum[3]!], (v) => (v === 0x80 ? 1 : 0), [0, 1]);
-    const inRam = c.table('inRam', [top, highOk[0]!, highOk[1]!], (x, y, z) => x & y & z, [0, 1]);
-    // A word-crossing access (v2) touches word w = row and w + 1 = the row of `sum4` (sum + 4,
-    // added beside `sum`) over several positions; where it is in that sequence comes from delay
-    // lines of the fed tokens' kinds.
-    const sum4 = add32(c, A, add32(c, immIS, constWord(c, 4), 0, 'imm4').sum, 0, 'ea4').sum;
-    const rowBits4 = Array.from({ length: memBits }, (_, k) =>
-      c.table(`ea4_${k}`, [sum4[(k + 2) >> 3]!], (v) => (v >> ((k + 2) & 7)) & 1, [0, 1]));
+    const top = c.table('eaTop', [ea[3]!], (v) => (v === 0x80 ? 1 : 0), [0, 1]);
+    // In RAM ⇔ all three checks hold ⇔ their count is 3: tables read the count (no AND layer).
+    const inRamCount = c.linear([[top, 1], [highOk[0]!, 1], [highOk[1]!, 1]]).named('inRamCount');
+    const inRam = c.table('inRam', [inRamCount], (n) => (n === 3 ? 1 : 0), [0, 1]);
+    // A word-crossing access (v2) touches word w = row and w + 1 (row + 1: bit k flips when every
+    // bit below it is 1, i.e. when the count of ones below it is k — the row tables read that
+    // count beside bit k, so row + 1 costs no layer of its own).
+    const onesBelow = rowBits.map((_, k) => c.linear(rowBits.slice(0, k).map((x) => [x, 1] as [Sig, number])));
+    const rowPlus1 = (x: number, below: number, k: number) => x ^ (below === k ? 1 : 0);
+    const rowBits4 = rowBits.map((x, k) => c.table(`row1_${k}`, [x, onesBelow[k]!], (v, lo) => rowPlus1(v, lo, k), [0, 1]));
     const [prevWasStart, prevWasH] = c.previousAll([isStart, isH]);
     const [ppStart, ppH] = c.previousAll([prevWasStart!, prevWasH!]);
     const fedD = fedC.eq(1).named('fedD');
@@ -417,18 +455,27 @@ export function cpuCircuit(opts: CpuOptions) {
     // The read address is forced to row 0 when the read is disabled (it is unused then): a
     // disabled port's q projection then stays constant from one instruction to the next, which the
     // executor's incremental decode turns into skipped work (docs/executor.md, round 3).
-    const row = banks > 1 ? null : c.linear(rowBits.map((x, k) => [c.table(`memRRow${k}`, [inRam, readNext, rowBits4[k]!, x],
-      (en, rn, r1, r0) => (en ? (rn ? r1 : r0) : 0), [0, 1]), 2 ** k] as [Sig, number])).named('memRow');
+    const row = banks > 1 ? null : c.linear(rowBits.map((x, k) => [c.table(`memRRow${k}`, [inRamCount, readNext, x, onesBelow[k]!],
+      (n, rn, r0, lo) => (n === 3 ? (rn ? rowPlus1(r0, lo, k) : r0) : 0), [0, 1]), 2 ** k] as [Sig, number])).named('memRow');
     const isSW = c.table('isSW', [isStore, funct3, loading, off], (st, f3, ld, o) => (st && f3 === 2 && !ld && o === 0 ? 1 : 0), [0, 1]);
     // An aligned SW writes at its own position; any other store writes each merged word at the H
     // that brings it back (the second word of a crossing store at the second H).
-    const memWrite = c.table('memWrite', [inRam, isStore, isSW, fedH, loading, loadWord],
-      (r, st, sw, h, ld, lw) => (ld ? lw : r && st && (sw || h) ? 1 : 0), [0, 1]);
+    const memWrite = c.table('memWrite', [inRamCount, isStore, isSW, fedH, loading, loadWord],
+      (n, st, sw, h, ld, lw) => (ld ? lw : n === 3 && st && (sw || h) ? 1 : 0), [0, 1]);
+    // memWrite without the in-RAM check (which comes a layer later), folded into the write row's
+    // source below: isSW from its parts (SW shape, offset 0, not loading) so no table waits for another.
+    const swShape = c.table('swShape', [isStore, funct3], (st, f3) => (st && f3 === 2 ? 1 : 0), [0, 1]);
     const storeBits = Array.from({ length: 32 }, (_, k) => c.select(isSW, b[k]!, tokenWord[k]!));
     // In loader mode the write goes to the loader's address (bit by bit: a row number can exceed a
-    // slot's ±256); row 0 when nothing is written (constant k projection, as for the read).
-    const writeRow = banks > 1 ? null : c.linear(rowBits.map((x, k) => [c.table(`memWRow${k}`, [memWrite, loading, loadAddr[k]!, writeSecond, x, rowBits4[k]!],
-      (en, ld, la, ws, r0, r1) => (!en ? 0 : ld ? la : ws ? r1 : r0), [0, 1]), 2 ** k] as [Sig, number]));
+    // slot's ±256). Row 0 when no store is under way (constant k projection, as for the read); a
+    // store outside the RAM (console, tohost) keeps its row but writes nothing (memWrite = 0).
+    // The write row's source: 0 none, 1 the loader's address, 2 row + 1 (a crossing store's second word), 3 row.
+    const writeSrc = c.table('memWriteSrc', [isStore, swShape, off, fedH, loading, loadWord, writeSecond], (st, sws, o, h, ld, lw, ws) => {
+      const en = ld ? lw : st && ((sws && o === 0) || h);
+      return !en ? 0 : ld ? 1 : ws ? 2 : 3;
+    }, [0, 3]);
+    const writeRow = banks > 1 ? null : c.linear(rowBits.map((x, k) => [c.table(`memWRow${k}`, [writeSrc, loadAddr[k]!, x, onesBelow[k]!],
+      (src, la, r0, lo) => (src === 0 ? 0 : src === 1 ? la : src === 2 ? rowPlus1(r0, lo, k) : r0), [0, 1]), 2 ** k] as [Sig, number]));
     // The data RAM in banks of MEM_BANK_WORDS rows (one GDN layer's worth, docs/cpu-plan.md): bank b
     // is RAM "mem" (b = 0) or "mem<b>", written and read when the address's bits from bankBits up
     // equal b. Each bank's enables and row bits are tables over the same inputs as the one-bank row
@@ -445,8 +492,8 @@ export function cpuCircuit(opts: CpuOptions) {
       const bankOf = (bitsHi: number[]) => bitsHi.reduce((a, x, k) => a + (x << k), 0);
       const outs: Sig[][] = [];
       // One write row for every bank (a write's row bits would need too many inputs to gate per bank).
-      const wRowLow = c.linear(rowBits.slice(0, bankBits).map((x, k) => [c.table(`memWRow${k}`, [memWrite, loading, loadAddr[k]!, writeSecond, x, rowBits4[k]!],
-        (en, ld, la, ws, r0, r1) => (!en ? 0 : ld ? la : ws ? r1 : r0), [0, 1]), 2 ** k] as [Sig, number]));
+      const wRowLow = c.linear(rowBits.slice(0, bankBits).map((x, k) => [c.table(`memWRow${k}`, [writeSrc, loadAddr[k]!, x, onesBelow[k]!],
+        (src, la, r0, lo) => (src === 0 ? 0 : src === 1 ? la : src === 2 ? rowPlus1(r0, lo, k) : r0), [0, 1]), 2 ** k] as [Sig, number]));
       for (let b = 0; b < banks; b++) {
         const bank = c.ram(b === 0 ? 'mem' : `mem${b}`, { rows: Math.min(MEM_BANK_WORDS, memWords - b * MEM_BANK_WORDS), fields: fields32 });
         const wIn = [memWrite, loading, writeSecond, ...loadAddr.slice(bankBits, memBits), ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)];
@@ -471,8 +518,10 @@ export function cpuCircuit(opts: CpuOptions) {
       old = Array.from({ length: 32 }, (_, k) => c.linear(outs.map((o) => [o[k]!, 1] as [Sig, number]), 0, [0, 1]));
     }
     const oldByte = bitsWord(c, old);
+    // Every lane choice is gated by the access kind (isLoad / isStore), so `loaded` and `merged` are 0
+    // outside their instructions and enter the result sum without a select of their own.
     const pick = (name: string, f: (lane: number, f3: number, o: number) => number) =>
-      [0, 1, 2, 3].map((lane) => c.table(`${name}${lane}`, [funct3, off], (f3, o) => f(lane, f3, o), [0, 1]));
+      [0, 1, 2, 3].map((lane) => c.table(`${name}${lane}`, [funct3, off, isLoad], (f3, o, ld) => (ld ? f(lane, f3, o) : 0), [0, 1]));
     const fromByte = (sel: Sig[], bytes: Sig[]) => sel.map((s, lane) => [c.select(s, bytes[lane]!, 0), 1] as [Sig, number]);
     // Loads (LB LH LW LBU LHU): byte i of the value is at address byte off + i — lane off + i of the
     // word read, or for a crossing load (second and third positions) either a lane of the word read
@@ -482,7 +531,7 @@ export function cpuCircuit(opts: CpuOptions) {
       [c.select(prevWasStart!, dLo[8 * jb + k]!, prevDLo[8 * jb + k]!), 2 ** k] as [Sig, number])).named(`latch${jb}`));
     const loaded: Word = [0, 1, 2, 3].map((i) => {
       const fromOld = pick(`ld${i}_`, (l, f3, o) => (loadByteSource(f3, o, i) === `old${l}` ? 1 : 0));
-      const fromLatch = [0, 1].map((jb) => c.table(`ld${i}L${jb}`, [funct3, off], (f3, o) => (loadByteSource(f3, o, i) === `latch${jb}` ? 1 : 0), [0, 1]));
+      const fromLatch = [0, 1].map((jb) => c.table(`ld${i}L${jb}`, [funct3, off, isLoad], (f3, o, ld) => (ld && loadByteSource(f3, o, i) === `latch${jb}` ? 1 : 0), [0, 1]));
       // Sign extension: 255 · bit 7 of the value's top byte (always a lane of the word read now).
       const sx = pick(`sx${i}_`, (l, f3, o) => (f3 < 4 && i >= 1 << (f3 & 3) && loadByteSource(f3, o, (1 << (f3 & 3)) - 1) === `old${l}` ? 1 : 0));
       return c.linear([
@@ -497,12 +546,14 @@ export function cpuCircuit(opts: CpuOptions) {
     // Stores other than an aligned SW: the word they leave in memory (old bytes outside the stored
     // lanes); for a crossing store, the first or the second word.
     const merged: Word = [0, 1, 2, 3].map((lane) => {
-      const keep = c.table(`keep${lane}`, [funct3, off, secondPhase], (f3, o, sp) => (storeByteSource(f3, o, sp, lane) === -1 ? 1 : 0), [0, 1]);
-      const from = [0, 1, 2, 3].map((i) => c.table(`st${lane}B${i}`, [funct3, off, secondPhase], (f3, o, sp) => (storeByteSource(f3, o, sp, lane) === i ? 1 : 0), [0, 1]));
+      const keep = c.table(`keep${lane}`, [funct3, off, secondPhase, isStore], (f3, o, sp, st) => (st && storeByteSource(f3, o, sp, lane) === -1 ? 1 : 0), [0, 1]);
+      const from = [0, 1, 2, 3].map((i) => c.table(`st${lane}B${i}`, [funct3, off, secondPhase, isStore], (f3, o, sp, st) => (st && storeByteSource(f3, o, sp, lane) === i ? 1 : 0), [0, 1]));
       return c.linear([[c.select(keep, oldByte[lane]!, 0), 1], ...from.map((sl, i) => [c.select(sl, B[i]!, 0), 1] as [Sig, number])], 0, [0, 255]).named(`merged${lane}`);
     });
     const isSubStore = c.table('isSubStore', [isStore, funct3, off], (st, f3, o) => (st && (f3 < 2 || o !== 0) ? 1 : 0), [0, 1]);
-    const isConsole = c.and(isStore, eq32(c, sum, constWord(c, CONSOLE_ADDR), 'eaConsole')).named('isConsole');
+    // A store whose four address bytes all equal the console's: one compare over the byte tests and isStore.
+    const consoleWord = constWord(c, CONSOLE_ADDR);
+    const isConsole = c.linear([...[0, 1, 2, 3].map((k) => [ea[k]!.eq(consoleWord[k]!), 1] as [Sig, number]), [isStore, 1]]).eq(5).named('isConsole');
     const crossing = c.table('crossing', [funct3, off], (f3, o) => (crosses(f3, o) ? 1 : 0), [0, 1]);
     // A store into the program's code (row < codeEnd, at most CODE_STORE_WORDS): A(w) first, then
     // the word it leaves through D + H like a sub-word store.
@@ -511,28 +562,44 @@ export function cpuCircuit(opts: CpuOptions) {
     const rowHi = c.linear(rowBits.slice(8).map((x, k) => [x, 2 ** k] as [Sig, number]));
     const hiCmp = c.table('codeStoreHi', [rowHi], (h) => (h < smcEnd >> 8 ? 2 : h === smcEnd >> 8 ? 1 : 0), [0, 2]);
     const loLt = c.table('codeStoreLo', [rowLo], (l) => (l < (smcEnd & 255) ? 1 : 0), [0, 1]);
-    const codeStore = c.table('codeStore', [isStore, inRam, crossing, hiCmp, loLt, loading],
-      (st, r, x, h, l, ld) => (st && r && !x && !ld && (h === 2 || (h === 1 && l)) ? 1 : 0), [0, 1]);
+    const codeStore = c.table('codeStore', [isStore, inRamCount, crossing, hiCmp, loLt, loading],
+      (st, n, x, h, l, ld) => (st && n === 3 && !x && !ld && (h === 2 || (h === 1 && l)) ? 1 : 0), [0, 1]);
     const memStore = c.table('memStore', [isSubStore, codeStore, isConsole], (sb, cs, con) => ((sb || cs) && !con ? 1 : 0), [0, 1]);
-    const codeA = c.and(codeStore, atStart).named('codeStoreA');
     // Overrides of the emit plan: a crossing load's first position emits D(prefix); a crossing
     // store's first H position emits D(second word's low half); a crossing load's second position
     // is planned as a start whose value must take the wide form.
     const xLoadFirst = c.table('xLoadFirst', [isLoad, crossing, atStart], (ld, x, at) => (ld && x && at ? 1 : 0), [0, 1]);
-    const xStoreSecond = c.table('xStoreSecond', [memStore, crossing, fedH, ppStart!], (st, x, h, ps) => (st && x && h && ps ? 1 : 0), [0, 1]);
+    // memStore inline, less its code-store term (a code store never crosses): one table less on the
+    // way to the emit plan.
+    const xStoreSecond = c.table('xStoreSecond', [isSubStore, isConsole, crossing, fedH, ppStart!],
+      (sb, con, x, h, ps) => (sb && !con && x && h && ps ? 1 : 0), [0, 1]);
     const xLoadSecond = c.table('xLoadSecond', [isLoad, crossing, fedD, prevWasStart!], (ld, x, d, ps) => (ld && x && d && ps ? 1 : 0), [0, 1]);
     const xLoad = c.and(isLoad, crossing).named('xLoad');
 
     // ── M extension: one unsigned 32×32 → 64 multiplier (mul.ts); the signed high words by
     //    MULH = MULHU − [a < 0]·b − [b < 0]·a and MULHSU = MULHU − [a < 0]·b (mod 2^32), the
     //    correction summed beside the multiplier and subtracted after it ────────────────────
-    const product = mulBytes(c, A, B, false, false, 8, 'mul');
-    const aNeg = c.table('mulANeg', [A[3]!], (v) => (v >= 128 ? 1 : 0), [0, 1]);
-    const bNeg = c.table('mulBNeg', [B[3]!], (v) => (v >= 128 ? 1 : 0), [0, 1]);
-    const corrBOn = c.table('mulCorrB', [aNeg, aluOp], (n, op) => (n && (op === 19 || op === 20) ? 1 : 0), [0, 1]);
-    const corrAOn = c.table('mulCorrA', [bNeg, aluOp], (n, op) => (n && op === 19 ? 1 : 0), [0, 1]);
-    const corr = add32(c, muxWord(c, corrBOn, B, constWord(c, 0)), muxWord(c, corrAOn, A, constWord(c, 0)), 0, 'mulCorr').sum;
-    const mulHigh = sub32(c, product.slice(4), corr, 'mulHigh').diff;
+    // The corrections enter the multiplier's own column sums: −[a < 0]·b·2^32 ≡ [a < 0]·(~b + 1)·2^32
+    // (mod 2^64), so the nibbles of ~b (gated) go into columns 8…15 and the +1 into column 8,
+    // likewise for a; the high word is then read straight off the product (no subtractor after it).
+    const aNeg = a[31]!;
+    const bNeg = b[31]!;
+    // MULH (funct3 1) and MULHSU (2) from the ALU class and funct3 (not through aluOp: a layer sooner).
+    const corrBSel = c.table('mulCorrBSel', [clsAlu, funct3], (k, f3) => (k === 6 && (f3 === 1 || f3 === 2) ? 1 : 0), [0, 1]);
+    const corrASel = c.table('mulCorrASel', [clsAlu, funct3], (k, f3) => (k === 6 && f3 === 1 ? 1 : 0), [0, 1]);
+    const corrBOn = c.table('mulCorrB', [aNeg, corrBSel], (n, s) => n & s, [0, 1]);
+    const corrAOn = c.table('mulCorrA', [bNeg, corrASel], (n, s) => n & s, [0, 1]);
+    const product = mulBytes(c, A, B, false, false, 8, 'mul', (na, nb) => {
+      const cols: [Sig | number, number][][] = Array.from({ length: 16 }, () => []);
+      for (let j = 0; j < 8; j++) {
+        // The nibble is the fastest input: the values are then 0, then one straight run (3 ramps).
+        cols[8 + j]!.push([c.table(`mulNotB${j}`, [aNeg, corrBSel, nb[j]!], (n, s, x) => (n && s ? 15 - x : 0), [0, 15]), 1]);
+        cols[8 + j]!.push([c.table(`mulNotA${j}`, [bNeg, corrASel, na[j]!], (n, s, x) => (n && s ? 15 - x : 0), [0, 15]), 1]);
+      }
+      cols[8]!.push([corrBOn, 1], [corrAOn, 1]);
+      return cols;
+    });
+    const mulHigh = product.slice(4);
 
     // ── M extension: division by radix-16 steps, one per position (docs/token-protocol.md v2) ──
     //    Latches written from tokens: the step s (Q), the digits q_s (Q), the partial remainder
@@ -563,7 +630,7 @@ export function cpuCircuit(opts: CpuOptions) {
     };
     const magA = magOf(nA, negA, A, 'divMagA');
     const magB = wordFromNibbles(c, magOf(nB, negB, B, 'divMagB'));
-    const bZero = eq32(c, B, constWord(c, 0), 'divBZero');
+    const bZero = c.linear(b.map((x) => [x, 1] as [Sig, number])).eq(0).named('divBZero');
     // The step this position runs: at the start s0 (the leading zero nibbles of a non-negative
     // dividend, at most 7; 0 for a negative one or a zero divisor), after a step's H s + 1, else s.
     const zeroNib = nA.map((x, i) => x.eq(0).named(`divZ${i}`));
@@ -589,22 +656,19 @@ export function cpuCircuit(opts: CpuOptions) {
       const k = tokenKind(t).kind;
       return k === Kind.Q ? 1 : k === Kind.D ? 2 : 0; // emits: 0 Q (at the start, after H), 1 D (fed Q), 2 H (fed D)
     }, [0, 2]);
-    const emitQ = c.table('divEmitQ', [fedC], (f) => (f === 0 || f === 2 ? 1 : 0), [0, 1]);
-    const emitD = fedC.eq(4).named('divEmitD');
-    const emitH = fedC.eq(1).named('divEmitH');
-    const divP0 = c.linear([
-      [c.select(emitQ, c.linear([[sUse, 16], [step.q, 1]]), 0), 1], [c.select(emitD, step.rem[0]!, 0), 1], [c.select(emitH, step.rem[2]!, 0), 1],
-    ], 0, [0, 255]);
-    const divP1 = c.linear([[c.select(emitD, step.rem[1]!, 0), 1], [c.select(emitH, step.rem[3]!, 0), 1]], 0, [0, 255]);
+    // A step's payloads are cases of the emit plan (mode 7 / 8 / 9 from stepKind): Q(s, q) carries
+    // 16·s + q, D the remainder's low half, H its high half.
+    const divQPay = c.linear([[sUse, 16], [step.q, 1]], 0, [0, 255]).named('divQPay');
 
     const candidates: Word[] = [
       sum, diff, sll, [lt, zero, zero, zero], [ltu, zero, zero, zero], xorW, srl, sra, orW, andW,
       shadd[0]!, shadd[1]!, shadd[2]!, immU, auipc, link, loaded, merged,
       product.slice(0, 4), mulHigh, mulHigh, mulHigh, divRes.quot, Qword, divRes.rem, remLatch,
     ];
-    const sel = candidates.map((_, k) => (k === 16 ? isLoad : k === 17 ? isStore : aluOp.eq(k)));
+    // loaded (16) and merged (17) are already 0 outside loads / stores (their lane tables are gated).
+    const sel = candidates.map((_, k) => aluOp.eq(k));
     const result: Word = [0, 1, 2, 3].map((byte) =>
-      c.linear(candidates.map((cw, k) => [c.select(sel[k]!, cw[byte]!, 0), 1] as [Sig, number]), 0, [0, 255]).named(`r${byte}`));
+      c.linear(candidates.map((cw, k) => (k === 16 || k === 17 ? [cw[byte]!, 1] : [c.select(sel[k]!, cw[byte]!, 0), 1]) as [Sig, number]), 0, [0, 255]).named(`r${byte}`));
 
     // ── control flow ───────────────────────────────────────────────────────────────────────
     const eq = eq32(c, A, B, 'beq');
@@ -621,10 +685,9 @@ export function cpuCircuit(opts: CpuOptions) {
         default: return 0;
       }
     }, [0, 1]);
-    // A division step takes the jump's place in the emit plan (J, payload case 4), then kind and payload are swapped.
-    // So do the D tokens a crossing access emits out of turn (xLoadFirst, xStoreSecond).
-    const taken = c.table('taken', [c.or(isJal, isJalr), isBranch, cond, stepping, xLoadFirst, xStoreSecond, codeA],
-      (jp, br, cd, st, xl, xs, ca) => (jp || (br && cd) || st || xl || xs || ca ? 1 : 0), [0, 1]);
+    // A jump or branch that is taken (the division steps and the out-of-turn D / A tokens are modes
+    // of their own in the emit plan below).
+    const jumpTaken = c.table('jumpTaken', [c.or(isJal, isJalr), isBranch, cond], (jp, br, cd) => (jp || (br && cd) ? 1 : 0), [0, 1]);
     const targetB = add32(c, pcWord, wordFromSpec(c, ins, immSpec('B')), 0, 'tb').sum;
     const targetJ = add32(c, pcWord, wordFromSpec(c, ins, immSpec('J')), 0, 'tj').sum;
     const targetR = add32(c, A, immI, 0, 'tr').sum;
@@ -633,17 +696,8 @@ export function cpuCircuit(opts: CpuOptions) {
     const tw0 = c.table('tw0', [target[0]!], (v) => v >> 2, [0, 63]);
     const tw1 = target[1]!;
     const tw2 = c.table('tw2', [target[2]!], (v) => v & 1, [0, 1]);
-    const noOverride = c.table('noOverride', [stepping, xLoadFirst, xStoreSecond, codeA], (st, xl, xs, ca) => (st || xl || xs || ca ? 0 : 1), [0, 1]);
-    const nextWlo = c.linear([
-      [c.select(noOverride, c.linear([[tw0, 1], [c.table('tw1lo', [tw1], (v) => v & 3, [0, 3]), 64]]), 0), 1],
-      [c.select(stepping, divP0, 0), 1], [c.select(xLoadFirst, prefix[0]!, 0), 1], [c.select(xStoreSecond, result[0]!, 0), 1],
-      [c.select(codeA, rowLo, 0), 1],
-    ], 0, [0, 255]);
-    const nextWhi = c.linear([
-      [c.select(noOverride, c.linear([[c.table('tw1hi', [tw1], (v) => v >> 2, [0, 63]), 1], [tw2, 64]]), 0), 1],
-      [c.select(stepping, divP1, 0), 1], [c.select(xLoadFirst, prefix[1]!, 0), 1], [c.select(xStoreSecond, result[1]!, 0), 1],
-      [c.select(codeA, c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3]), 0), 1],
-    ], 0, [0, 255]);
+    const twLo = c.linear([[tw0, 1], [c.table('tw1lo', [tw1], (v) => v & 3, [0, 3]), 64]]);
+    const twHi = c.linear([[c.table('tw1hi', [tw1], (v) => v >> 2, [0, 63]), 1], [tw2, 64]]);
 
     // ── halt: ecall with a7 = 93 (code a0), or a nonzero word stored to tohost (code value >>> 1);
     //    the code is clipped to 255 outside 0…255 (docs/token-protocol.md) ─────────────────────
@@ -657,7 +711,7 @@ export function cpuCircuit(opts: CpuOptions) {
     let haltPay = c.select(a7is93, exitCode, 0);
     if (opts.tohost !== undefined && opts.tohost !== null) {
       const nonZero = c.not(eq32(c, B, constWord(c, 0), 'tohostZero'));
-      const atTohost = c.and(isSW, eq32(c, sum, constWord(c, opts.tohost >>> 0), 'eaTohost'));
+      const atTohost = c.and(isSW, eq32(c, ea, constWord(c, opts.tohost >>> 0), 'eaTohost'));
       const tohostHalt = c.and(atTohost, nonZero).named('tohostHalt');
       const tohostSmall = c.table('tohostSmall', [bTopZero, bHigh], (z, h) => (z && h <= 1 ? 1 : 0), [0, 1]);
       const half = c.linear([[c.table('tohostHalf', [B[0]!], (v) => v >> 1, [0, 127]), 1], [c.table('tohostBit8', [bHigh], (h) => (h === 1 ? 1 : 0), [0, 1]), 128]]);
@@ -674,17 +728,35 @@ export function cpuCircuit(opts: CpuOptions) {
     const r1cls = c.table('r1cls', [result[1]!], (v) => ((v >> 5) === 0 ? 0 : (v >> 5) === 7 ? 1 : 2), [0, 2]);
     // A sub-word store's word always takes the full form (D, H), so it never "fits".
     // Nor does a crossing load's value (its second position always emits D).
-    const fits14 = c.table('fits14', [signTop, r2cls, r1cls, memStore, xLoad], (x, y, z, st, xl) => (!st && !xl && x === y && y === z && x < 2 ? 1 : 0), [0, 1]);
-    const fits30 = c.table('fits30', [signTop, memStore], (x, st) => (!st && x <= 2 ? 1 : 0), [0, 1]);
+    // Width class: 0 the value fits 14 bits (E / K), 1 it fits 30 bits, 2 neither (D then H).
+    const widthClass = c.table('widthClass', [signTop, r2cls, r1cls, memStore, xLoad],
+      (x, y, z, st, xl) => (!st && !xl && x === y && y === z && x < 2 ? 0 : !st && x <= 2 ? 1 : 2), [0, 2]);
     const wend = j.eq(3).named('windowEnd');
-    const resultOn = c.table('resultOn', [hasRd, taken, memStore], (h, tk, st) => ((h && !tk) || st ? 1 : 0), [0, 1]);
-    // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT; payload case: 0 r0/r1&63, 1 r2/r3&63, 2 r0/r1,
-    // 3 r2/r3, 4 nextW, 5 w+1, 6 console byte.
-    const plan = (f: number, tk: number, res: number, n14: number, n30: number, we: number, con: number): [number, number] => {
-      const wc = n14 ? 0 : n30 ? 1 : 2;
-      if (tk) return [2, 4];
-      if (con) return f === 0 ? [6, 6] : [2, 5]; // OUT(j+1, b), or OUT(0, b) then J at the window end
-      if (!res) return we ? [2, 5] : [5, 0];
+    // The mode of this position, by priority (the out-of-turn modes never coincide): 6 a halt, 5 a
+    // taken jump, 7 / 8 / 9 a division step emitting Q / D / H, 10 a crossing load's first D, 11 a
+    // crossing store's second-word D, 12 a code store's A, 4 a console store, else 2 / 3 an
+    // instruction with a result (or a memory store's word) to emit, 0 / 1 one without (odd: at the
+    // window end). Built from four small signals so that the plan over (fed, mode, width class)
+    // stays one table, and every payload is one case of one select layer after it.
+    const resW = c.table('resultWindow', [hasRd, isSubStore, codeStore, isConsole, wend],
+      (h, sb, cs, con, we) => (con ? 4 : (h || ((sb || cs) && !con) ? 2 : 0) + we), [0, 4]);
+    const haltOrJump = c.linear([[halting, 1], [jumpTaken, 2]], 0, [0, 2]).named('haltOrJump'); // never both
+    const stepK = c.table('stepMode', [stepping, stepKind], (st, sk) => (st ? 1 + sk : 0), [0, 3]);
+    const otherK = c.table('otherMode', [xLoadFirst, xStoreSecond, codeStore, atStart], (xl, xs, cs, at) => (xl ? 1 : xs ? 2 : cs && at ? 3 : 0), [0, 3]);
+    const mode = c.table('mode', [haltOrJump, stepK, otherK, resW],
+      (hj, sk, ok, rw) => (hj === 1 ? 6 : hj === 2 ? 5 : sk ? 6 + sk : ok ? 9 + ok : rw), [0, 12]);
+    // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT (the out-of-turn kinds Q / D / H / A are set
+    // after the plan); payload case: 0 r0/r1&63, 1 r2/r3&63, 2 r0/r1, 3 r2/r3, 4 the jump target word,
+    // 5 w+1, 6 console byte, 7 the halt's exit code, 8 a division step's Q, 9 a crossing load's
+    // prefix, 10 a crossing store's second word (low half), 11 a code store's word index, 12 a
+    // division step's D (remainder low half), 13 its H (remainder high half).
+    const plan = (f: number, md: number, wc: number): [number, number] => {
+      if (md === 6) return [7, 7];
+      if (md === 5) return [2, 4];
+      if (md >= 7) return [2, [8, 12, 13, 9, 10, 11][md - 7]!];
+      if (md === 4) return f === 0 ? [6, 6] : [2, 5]; // OUT(j+1, b), or OUT(0, b) then J at the window end
+      const we = md & 1;
+      if (md <= 1) return we ? [2, 5] : [5, 0];
       if (f === 0) return wc === 0 ? (we ? [4, 0] : [0, 0]) : [1, 2];
       if (f === 1) return wc === 1 ? (we ? [4, 1] : [0, 1]) : [3, 3];
       if (f === 2) return we ? [2, 5] : [5, 0];
@@ -693,34 +765,35 @@ export function cpuCircuit(opts: CpuOptions) {
     // The division's result phase starts at its last step's H: plan it as a start.
     // So does a crossing load's second position.
     const planFed = c.table('planFed', [fedC, ppQ, xLoadSecond], (f, ppq, xl) => (f === 4 || f === 5 || (f === 2 && ppq) || xl ? 0 : f), [0, 3]);
-    const planIn = [planFed, taken, resultOn, fits14, fits30, wend, isConsole];
-    const planOf = (a: number[]) => plan(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!);
+    const planIn = [planFed, mode, widthClass];
+    const planOf = (a: number[]) => plan(a[0]!, a[1]!, a[2]!);
     const outKind0 = c.table('outKind', planIn, (...a) => planOf(a)[0], [0, 7]);
-    // Out-of-turn kinds: 0 none, 1 Q, 2 D, 3 H (division steps); 0 none, 1 D (crossing accesses), 2 A (code store).
-    const stepOut = c.table('stepOut', [stepping, stepKind], (st, sk) => (st ? sk + 1 : 0), [0, 3]);
-    const otherOut = c.table('otherOut', [xLoadFirst, xStoreSecond, codeA], (xl, xs, ca) => (ca ? 2 : xl || xs ? 1 : 0), [0, 2]);
-    const outKind = c.table('outKindFinal', [halting, stepOut, otherOut, outKind0],
-      (h, so, oo, k) => (h ? 7 : so ? [8, 1, 3][so - 1]! : oo ? [1, 10][oo - 1]! : k), [0, 10]);
+    // Out-of-turn kinds: a division step emits Q, D, H; crossing accesses D; a code store A.
+    const outKind = c.table('outKindFinal', [mode, outKind0],
+      (md, k) => (md >= 7 && md <= 9 ? [8, 1, 3][md - 7]! : md === 10 || md === 11 ? 1 : md === 12 ? 10 : k), [0, 10]);
     // One bit per payload case straight from the plan (one FFN layer, no compare after it).
-    const caseBits = Array.from({ length: 7 }, (_, k) =>
+    const caseBits = Array.from({ length: 14 }, (_, k) =>
       c.table(`pcase${k}`, planIn, (...a) => (planOf(a)[1] === k ? 1 : 0), [0, 1]));
     const ca = (k: number) => caseBits[k]!;
     const outJ = c.table('outJ', [j], (v) => (v + 1) & 3, [0, 3]);
     const r1lo = c.table('r1lo', [result[1]!], (v) => v & 63, [0, 63]);
     const r3lo = c.table('r3lo', [result[3]!], (v) => v & 63, [0, 63]);
-    const seq = addSmall(c, w, [1, 0], 'seq'); // w + 1
+    const seq = seq16.slice(0, 15); // w + 1
     const seqLo = c.linear(seq.slice(0, 8).map((x, k) => [x, 2 ** k] as [Sig, number]));
     const seqHi = c.linear(seq.slice(8, 15).map((x, k) => [x, 2 ** k] as [Sig, number]));
     const p0 = c.linear([
       [c.select(ca(0), result[0]!, 0), 1], [c.select(ca(1), result[2]!, 0), 1], [c.select(ca(2), result[0]!, 0), 1],
-      [c.select(ca(3), result[2]!, 0), 1], [c.select(ca(4), nextWlo, 0), 1], [c.select(ca(5), seqLo, 0), 1],
-      [c.select(ca(6), B[0]!, 0), 1],
+      [c.select(ca(3), result[2]!, 0), 1], [c.select(ca(4), twLo, 0), 1], [c.select(ca(5), seqLo, 0), 1],
+      [c.select(ca(6), B[0]!, 0), 1], [c.select(ca(7), haltPay, 0), 1], [c.select(ca(8), divQPay, 0), 1], [c.select(ca(12), step.rem[0]!, 0), 1], [c.select(ca(13), step.rem[2]!, 0), 1],
+      [c.select(ca(9), prefix[0]!, 0), 1], [c.select(ca(10), result[0]!, 0), 1], [c.select(ca(11), rowLo, 0), 1],
     ], 0, [0, 255]);
     const p1 = c.linear([
       [c.select(ca(0), r1lo, 0), 1], [c.select(ca(1), r3lo, 0), 1], [c.select(ca(2), result[1]!, 0), 1],
-      [c.select(ca(3), result[3]!, 0), 1], [c.select(ca(4), nextWhi, 0), 1], [c.select(ca(5), seqHi, 0), 1],
+      [c.select(ca(3), result[3]!, 0), 1], [c.select(ca(4), twHi, 0), 1], [c.select(ca(5), seqHi, 0), 1],
+      [c.select(ca(12), step.rem[1]!, 0), 1], [c.select(ca(13), step.rem[3]!, 0), 1], [c.select(ca(9), prefix[1]!, 0), 1], [c.select(ca(10), result[1]!, 0), 1],
+      [c.select(ca(11), c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3]), 0), 1],
     ], 0, [0, 255]);
-    const pay0 = c.select(halting, haltPay, p0);
+    const pay0 = p0;
     // Rows: each token and the field values it requires.
     const rows: { token: number; values: (number | null)[] }[] = [];
     for (let jj = 0; jj < 4; jj++) for (let v = 0; v < 1 << 14; v++) rows.push({ token: TOK.E + (jj << 14) + v, values: [0, jj, v & 255, v >> 8] });

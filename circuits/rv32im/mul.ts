@@ -55,12 +55,18 @@ function columnBias(signedPairs: [number, number][]): number[] {
  */
 export function mulBytes(
   c: CircuitBuilder, a: Word, b: Word, signedA: boolean, signedB: boolean, bytes: 4 | 8, tag: string,
+  columnExtra?: (na: Sig[], nb: Sig[]) => [Sig | number, number][][],
 ): Word {
   const na = wordNibbles(c, a);
   const nb = wordNibbles(c, b);
   const cols = 2 * bytes; // nibble columns that matter (the low `bytes` bytes of the product)
   const lTerms: [Sig | number, number][][] = Array.from({ length: cols }, () => []);
   const hTerms: [Sig | number, number][][] = Array.from({ length: cols }, () => []);
+  // Extra addends per nibble column (weight 16^k), computed beside the partial products from the
+  // operands' nibbles: the caller's way to add a multiple of a power of 16 to the product mod
+  // 2^(8·bytes) at no extra depth, as long as every column sum stays within [0, 255] (checked below).
+  const extra = columnExtra?.(na, nb) ?? [];
+  for (const [k, terms] of extra.entries()) if (k < cols) hTerms[k]!.push(...terms);
   const signedPairs: [number, number][] = [];
   // layer 1: the partial products' digits
   for (let i = 0; i < 8; i++) {

@@ -12,11 +12,13 @@
 import type { NodeId } from '../ir/types.ts';
 import type { AttnKvHeadSpec, FfnUnit, GdnKeyHeadSpec, VDim } from './forms.ts';
 import type { GdnRamLowering } from '../gadgets/gdn-ram.ts';
+import type { IntInput, RampOutput } from '../gadgets/ffn-core.ts';
 
 /**
  * How a dim encodes its signal's value v: 'scalar' v; 'bits' bit `index` of (v − base); 'onehot'
- * [v = lo + index]; a delay line's 'delayed' (v − base from position 1 on, 0 at position 0) and
- * 'valid' (0 at position 0, then 1).
+ * [v = lo + index]; a delay line's 'delayed' (v − base from position d on, 0 before) and 'valid'
+ * (0 before position d, then 1), d = the conv tap it reads: index 0 for d = 1 (one delay), else
+ * index = d (2 or 3: a delay of delays).
  */
 export type Encoding = 'scalar' | 'bits' | 'onehot' | 'delayed' | 'valid';
 
@@ -49,6 +51,8 @@ interface OpBase {
 export interface FfnOp extends OpBase {
   kind: 'ffn';
   units: FfnUnit[];
+  /** For a lookup table: its index input and values per output dim (what fuse-tables merges). */
+  table?: { input: IntInput; outs: RampOutput[] };
 }
 
 export interface GdnOp extends OpBase {

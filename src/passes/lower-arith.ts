@@ -36,8 +36,10 @@ function emitFfn(ctx: LowerContext, n: IrNode, units: FfnUnit[], out: VDim, what
 function lowerTable(ctx: LowerContext, n: TableNode, values: number[], inputs: number[]): VDim {
   const out = ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name);
   const { f, span } = indexForm(ctx, inputs);
-  const units = atNode(ctx, n.id, 'the table', () => rampTable(input(f, 0, span - 1), [{ dim: out, values }], n.name));
-  return emitFfn(ctx, n, units, out, `${n.op} "${n.name}"`);
+  const x = input(f, 0, span - 1);
+  const units = atNode(ctx, n.id, 'the table', () => rampTable(x, [{ dim: out, values }], n.name));
+  ctx.addOp({ kind: 'ffn', what: `${n.op} "${n.name}"`, units, reads: opReads(units), writes: [out], table: { input: x, outs: [{ dim: out, values }] } });
+  return out;
 }
 
 function lowerCompare(ctx: LowerContext, n: CompareNode): VDim {

@@ -39,7 +39,12 @@ function opCost(op: LoweredOp): { units: number; gdn: number; attn: number } {
   }
 }
 
-/** Ops in dependency order (an op after the writers of everything it reads), ties by id. */
+/**
+ * Ops in dependency order (an op after the writers of everything it reads). Among the ops whose
+ * inputs are all placed, the one with the longest path still ahead of it (its height, in
+ * sublayers, to the ops that read nothing it feeds) goes first, ties by id: when a layer's FFN
+ * units or heads run short, the ops on the critical path get them and the ops with slack wait.
+ */
 export function opOrder(lc: LoweredCircuit): LoweredOp[] {
   const writer = new Int32Array(lc.dims.length).fill(-1);
   for (const op of lc.ops) {
@@ -51,7 +56,8 @@ export function opOrder(lc: LoweredCircuit): LoweredOp[] {
   for (const d of lc.embedDims) {
     if (writer[d] !== -1) throw new Error(`internal: vdim ${lc.dims[d]?.name} written by the embedding and an op`);
   }
-  const indeg = new Int32Array(lc.ops.length);
+  const n = lc.ops.length;
+  const indeg = new Int32Array(n);
   const users: number[][] = lc.ops.map(() => []);
   for (const op of lc.ops) {
     const deps = new Set<number>();
@@ -61,15 +67,59 @@ export function opOrder(lc: LoweredCircuit): LoweredOp[] {
       users[w]!.push(op.id);
     }
   }
-  const ready = lc.ops.filter((o) => indeg[o.id] === 0).map((o) => o.id);
-  const out: LoweredOp[] = [];
-  while (ready.length > 0) {
-    ready.sort((a, b) => a - b);
-    const id = ready.shift()!;
-    out.push(lc.ops[id]!);
-    for (const u of users[id]!) if (--indeg[u] === 0) ready.push(u);
+  // A topological order (Kahn, by id) to compute heights from the sinks back.
+  const topo: number[] = [];
+  const deg = indeg.slice();
+  for (let i = 0; i < n; i++) if (deg[i] === 0) topo.push(i);
+  for (let k = 0; k < topo.length; k++) for (const u of users[topo[k]!]!) if (--deg[u] === 0) topo.push(u);
+  if (topo.length !== n) throw new Error('internal: lowered ops have a cycle');
+  // height(o) = max over readers u of height(u) + gap, gap 2 between two FFN ops or two mixer ops
+  // (same sublayer parity), 1 between an FFN op and a mixer op; 0 for an op nothing reads.
+  const height = new Int32Array(n);
+  const isFfn = (id: number) => lc.ops[id]!.kind === 'ffn';
+  for (let k = n - 1; k >= 0; k--) {
+    const o = topo[k]!;
+    let h = 0;
+    for (const u of users[o]!) h = Math.max(h, height[u]! + (isFfn(o) === isFfn(u) ? 2 : 1));
+    height[o] = h;
   }
-  if (out.length !== lc.ops.length) throw new Error('internal: lowered ops have a cycle');
+  // Kahn again with a binary heap on (−height, id).
+  const before = (a: number, b: number) => (height[a] !== height[b] ? height[a]! > height[b]! : a < b);
+  const heap: number[] = [];
+  const push = (x: number) => {
+    heap.push(x);
+    for (let i = heap.length - 1; i > 0;) {
+      const p = (i - 1) >> 1;
+      if (!before(heap[i]!, heap[p]!)) break;
+      [heap[i], heap[p]] = [heap[p]!, heap[i]!];
+      i = p;
+    }
+  };
+  const pop = (): number => {
+    const top = heap[0]!;
+    const last = heap.pop()!;
+    if (heap.length > 0) {
+      heap[0] = last;
+      for (let i = 0; ;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < heap.length && before(heap[l]!, heap[m]!)) m = l;
+        if (r < heap.length && before(heap[r]!, heap[m]!)) m = r;
+        if (m === i) break;
+        [heap[i], heap[m]] = [heap[m]!, heap[i]!];
+        i = m;
+      }
+    }
+    return top;
+  };
+  for (let i = 0; i < n; i++) if (indeg[i] === 0) push(i);
+  const out: LoweredOp[] = [];
+  while (heap.length > 0) {
+    const id = pop();
+    out.push(lc.ops[id]!);
+    for (const u of users[id]!) if (--indeg[u] === 0) push(u);
+  }
   return out;
 }
 

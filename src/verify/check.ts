@@ -44,10 +44,12 @@ export interface CheckOptions extends ExecOptions {
 
 function expectedValue(res: CompileResult, s: SignalPlacement, v: number, position: number): number {
   switch (s.encoding) {
+    // A delay's dims hold the source from its tap (index = tap offset d ≥ 1; 0 in older IR = 1):
+    // 0 before position d, then the source at t − d, which is the delay node's own value there.
     case 'delayed':
-      return position === 0 ? 0 : v - (s.base ?? 0);
+      return position < Math.max(1, s.index) ? 0 : v - (s.base ?? 0);
     case 'valid':
-      return position === 0 ? 0 : 1;
+      return position < Math.max(1, s.index) ? 0 : 1;
     case 'scalar':
       return v;
     case 'bits':

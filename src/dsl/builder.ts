@@ -110,6 +110,11 @@ export interface CircuitMeta {
   vocab: number;
   /** The token that starts every sequence; required when the circuit uses lookups. */
   bos?: number;
+  /**
+   * Lines describing the circuit's configuration (sizes, capacities, limits) for its users:
+   * carried in the IR and printed by `chipc compile --report`.
+   */
+  notes?: string[];
 }
 
 export interface CircuitDef {
@@ -655,6 +660,7 @@ export class CircuitBuilder {
       lookups: this.lookups,
       emit: this.emitDecl,
       source,
+      ...(this.meta.notes && this.meta.notes.length ? { notes: [...this.meta.notes] } : {}),
     };
   }
 }

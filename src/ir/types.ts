@@ -206,6 +206,8 @@ export interface CircuitIR {
   emit: EmitDecl | null;
   /** The circuit file the IR was built from (relative path as given). */
   source: string;
+  /** The circuit's own description lines (CircuitMeta.notes), printed by `chipc compile --report`. */
+  notes?: string[];
 }
 
 /** Largest magnitude a single residual slot holds exactly in every profile (bf16: 8 significant bits). */

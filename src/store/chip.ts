@@ -61,6 +61,26 @@ export function storeMemBytes(p: StoreParams, elf: Uint8Array = fs.readFileSync(
     `(${4 * need + off} bytes of data RAM with the service); the chip's data RAM is at most ${STORE_MEM_SIZES.at(-1)! / 1024} KiB — lower chunkPool, contentMax or maxFiles`);
 }
 
+/** A store's limits and its footprint on the chip (what `chipc store init` and the store circuit print). */
+export function storeLimits(p: StoreParams, elf?: Uint8Array): Record<string, number> {
+  return {
+    maxFiles: p.maxFiles, dirSlots: p.dirSlots, nameMax: p.nameMax, contentMax: p.contentMax, chunkSize: p.chunkSize,
+    chunkPool: p.chunkPool, tokenCapacity: p.chunkPool * p.chunkSize, vocab: p.vocab, areaWords: storeAreaWords(p),
+    chipMemBytes: storeMemBytes(p, elf),
+  };
+}
+
+/** The limits as three lines of text. */
+export function storeLimitLines(p: StoreParams, elf?: Uint8Array): string[] {
+  const l = storeLimits(p, elf);
+  const n = (x: number | undefined) => x!.toLocaleString('en-US');
+  return [
+    `files ≤ ${n(l.maxFiles)} (${n(l.dirSlots)} directory slots), names ≤ ${n(l.nameMax)} tokens, contents ≤ ${n(l.contentMax)} tokens`,
+    `${n(l.chunkPool)} chunks of ${l.chunkSize} tokens (${n(l.tokenCapacity)} tokens of names + contents in all), token ids < ${n(l.vocab)}`,
+    `on the chip: ${n(l.areaWords)} words of service area, a ${l.chipMemBytes! / 1024} KiB data RAM`,
+  ];
+}
+
 export interface ChipStoreOptions {
   /** Target model shape (default chip-test). */
   target: ModelConfig;

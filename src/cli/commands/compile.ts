@@ -118,13 +118,14 @@ export function registerCompile(program: Command, run: Runner): void {
           fs.writeFileSync(tmp, allocationSvg(res, budget));
           fs.renameSync(tmp, o.svg);
         }
-        out.emit({ circuit: ir.name, target: target.name, compileMs, output: o.output ?? null, files: written, chip, report });
+        out.emit({ circuit: ir.name, target: target.name, compileMs, output: o.output ?? null, files: written, chip, report, notes: ir.notes ?? [] });
         const vocabNote = res.weights.config.vocabSize !== target.config.vocabSize
           ? `, vocabulary ${fmtInt(res.weights.config.vocabSize)} (the target's ${fmtInt(target.config.vocabSize)})` : '';
         out.line(`${ir.name} → ${target.name}: ${res.layers.length} layer(s), hidden ${res.frame.hidden}${vocabNote}, ` +
           `${report.slotsUsed} slots (live max ${report.liveMax}), ${fmtInt(report.units)} FFN units, ${report.heads} heads, ` +
           `${fmtInt(report.nonZeros)} non-zeros, compiled in ${compileMs.toFixed(0)} ms`);
         if (o.report) {
+          for (const n of ir.notes ?? []) out.line(`${ir.name}: ${n}`);
           out.line();
           out.line(table(['layer', 'type', 'heads', 'units', 'clears', 'live in', 'non-zeros'],
             res.layers.map((l) => [l.layer, l.type, l.heads, l.units, l.clearUnits, l.liveIn, l.nonZeros])));

@@ -16,10 +16,10 @@
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { ChipStore, CHIP_STORE_DEFAULTS, storeMemBytes, type ChipStoreCall } from '../../store/chip.ts';
+import { ChipStore, CHIP_STORE_DEFAULTS, storeLimitLines, storeLimits, type ChipStoreCall } from '../../store/chip.ts';
 import { encodeStore, loadStoreFile, saveStoreFile, writeFileAtomic } from '../../store/file.ts';
 import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type StoreParams } from '../../store/model.ts';
-import { storeAreaWords, type FirmwareResult } from '../../store/firmware.ts';
+import type { FirmwareResult } from '../../store/firmware.ts';
 import { resolveTarget } from '../../model/targets.ts';
 import type { ServiceEngine } from '../../chip/service.ts';
 import { ChipcError } from '../../util/errors.ts';
@@ -78,17 +78,11 @@ function save(file: string, store: ChipStore, o: CommonOptions): boolean {
 }
 
 function limits(p: StoreParams): Record<string, number> {
-  return {
-    maxFiles: p.maxFiles, dirSlots: p.dirSlots, nameMax: p.nameMax, contentMax: p.contentMax, chunkSize: p.chunkSize,
-    chunkPool: p.chunkPool, tokenCapacity: p.chunkPool * p.chunkSize, vocab: p.vocab, areaWords: storeAreaWords(p), chipMemBytes: storeMemBytes(p),
-  };
+  return storeLimits(p);
 }
 
 function printLimits(out: Out, p: StoreParams): void {
-  const l = limits(p);
-  out.line(`  files ≤ ${fmtInt(l.maxFiles!)} (${fmtInt(l.dirSlots!)} directory slots), names ≤ ${fmtInt(l.nameMax!)} tokens, contents ≤ ${fmtInt(l.contentMax!)} tokens`);
-  out.line(`  ${fmtInt(l.chunkPool!)} chunks of ${l.chunkSize} tokens (${fmtInt(l.tokenCapacity!)} tokens of names + contents in all), token ids < ${fmtInt(l.vocab!)}`);
-  out.line(`  on the chip: ${fmtInt(l.areaWords!)} words of service area, a ${l.chipMemBytes! / 1024} KiB data RAM`);
+  for (const line of storeLimitLines(p)) out.line(`  ${line}`);
 }
 
 function common(cmd: Command): Command {

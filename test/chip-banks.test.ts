@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MEM_BANK_WORDS, memBanks } from '../circuits/rv32im/cpu.ts';
-import { chipRamContents, compileChip, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
+import { chipRamContents, compileChip, memBankWordsFor, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { assembleElf } from '../riscv/asm.ts';
@@ -15,10 +15,10 @@ import { goldenTokens } from '../riscv/golden-trace.ts';
 const MEM = 128 * 1024;
 
 /** Words at the start and end of each bank, stored then loaded back and summed into a0's checksum. */
-function bankProgram(): string {
+function bankProgram(bankWords = MEM_BANK_WORDS, banks = 4): string {
   const lines: string[] = ['lui x5, 0x80000', 'addi x10, x0, 0'];
   const spots: number[] = [];
-  for (let b = 0; b < 4; b++) spots.push(b * MEM_BANK_WORDS * 4 + 2048, b * MEM_BANK_WORDS * 4 + MEM_BANK_WORDS * 4 - 8);
+  for (let b = 0; b < banks; b++) spots.push(b * bankWords * 4 + 2048, b * bankWords * 4 + bankWords * 4 - 8);
   spots.forEach((off, i) => {
     // x6 = address; x7 = a value that differs per spot.
     lines.push(`lui x6, ${(0x80000000 + off + 0x800) >>> 12}`, `addi x6, x6, ${((off & 0xfff) ^ 0x800) - 0x800}`);
@@ -26,7 +26,7 @@ function bankProgram(): string {
     lines.push('sw x7, 0(x6)');
   });
   // A byte store and a word-crossing load at the edge between bank 0 and bank 1.
-  const edge = MEM_BANK_WORDS * 4;
+  const edge = bankWords * 4;
   lines.push(`lui x6, ${(0x80000000 + edge) >>> 12}`, 'addi x7, x0, 0x5a', 'sb x7, 0(x6)', 'sb x7, -1(x6)', 'lw x8, -2(x6)', 'add x10, x10, x8');
   spots.forEach((off) => {
     lines.push(`lui x6, ${(0x80000000 + off + 0x800) >>> 12}`, `addi x6, x6, ${((off & 0xfff) ^ 0x800) - 0x800}`, 'lw x8, 0(x6)', 'add x10, x10, x8');
@@ -41,7 +41,32 @@ describe('memBanks', () => {
     expect(memBanks(100)).toEqual([['mem', 0, 100]]);
     expect(memBanks(32768)).toEqual([['mem', 0, 8192], ['mem1', 8192, 8192], ['mem2', 16384, 8192], ['mem3', 24576, 8192]]);
     expect(memBanks(8192 + 10)).toEqual([['mem', 0, 8192], ['mem1', 8192, 10]]);
+    expect(memBanks(4096 + 10, 2048)).toEqual([['mem', 0, 2048], ['mem1', 2048, 2048], ['mem2', 4096, 10]]);
   });
+  it('sizes the banks to what one GDN layer of the target holds', () => {
+    // One row per key-head row: key heads × key head dim (one 32-bit word per row).
+    expect(memBankWordsFor(resolveTarget('chip-test').config)).toBe(64 * 128);
+    expect(memBankWordsFor(resolveTarget('qwen3.5-4b').config)).toBe(16 * 128);
+    expect(programOf(assembleElf('ecall').elf, 32768, resolveTarget('qwen3.5-4b').config).chip.memBankWords).toBe(2048);
+    expect(programOf(assembleElf('ecall').elf, 32768).chip.memBankWords).toBe(MEM_BANK_WORDS);
+  });
+});
+
+describe('a 16 KiB data RAM at qwen3.5-4b: two banks of 2,048 words', () => {
+  const MEM4B = 16 * 1024;
+  const elf = assembleElf(bankProgram(2048, 2)).elf;
+  const target = resolveTarget('qwen3.5-4b').config;
+  it('runs through the weights with every token equal to the golden trace', () => {
+    const prog = programOf(elf, MEM4B, target);
+    const golden = goldenTokens(elf, { mem: { size: MEM4B } });
+    expect(golden.halt.reason).toBe('exit');
+    const res = compileChip(prog.chip, target);
+    const banks = res.rams.filter((r) => /^mem\d*$/.test(r.name));
+    expect(banks.map((r) => r.name).sort()).toEqual(['mem', 'mem1']);
+    const r = runOnChip(res, prog, { maxTokens: 10_000, golden: golden.tokens, goldenPc: golden.tokenPc, load: 'prompt' });
+    expect(r.divergence).toBeNull();
+    expect(r.exitCode).toBe(golden.halt.exitCode);
+  }, 300_000);
 });
 
 describe('a 128 KiB data RAM in four banks (chip-test)', () => {

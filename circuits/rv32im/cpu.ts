@@ -108,6 +108,11 @@ export interface CpuOptions {
   codeEnd?: number;
   /** Data RAM words (rows), from CODE_BASE: what loads and stores reach (default 8,192 = 32 KiB). */
   memWords?: number;
+  /**
+   * Rows of one data-RAM bank (a power of two, default MEM_BANK_WORDS): what one GDN layer of the
+   * target holds (src/chip/run.ts memBankWordsFor: 8,192 at chip-test, 2,048 at qwen3.5-4b).
+   */
+  memBankWords?: number;
   /** Address of the `tohost` word (a nonzero word stored there halts), or null / absent for none. */
   tohost?: number | null;
 }
@@ -184,16 +189,17 @@ function addSmall(c: CircuitBuilder, bits: Sig[], addend: (Sig | number)[], tag:
 }
 
 /**
- * Rows of one data-RAM bank: 8,192 words (32 KiB) is what one GDN layer holds on every built-in
- * target (e.g. chip-test: 64 key heads × 128 rows of one 32-bit word); a bigger data RAM is split
- * into banks "mem", "mem1", … placed in different layers.
+ * Default rows of one data-RAM bank: 8,192 words (32 KiB), what one GDN layer holds at chip-test
+ * (64 key heads × 128 rows of one 32-bit word); qwen3.5-4b's layer holds 2,048 (16 × 128), so a
+ * chip for it uses 2,048-word banks (CpuOptions.memBankWords). A data RAM larger than one bank is
+ * split into banks "mem", "mem1", … placed in different layers.
  */
 export const MEM_BANK_WORDS = 8192;
 
 /** The data RAM's banks for memWords words: [RAM name, first word, rows]. */
-export function memBanks(memWords: number): [name: string, first: number, rows: number][] {
+export function memBanks(memWords: number, bankWords: number = MEM_BANK_WORDS): [name: string, first: number, rows: number][] {
   const out: [string, number, number][] = [];
-  for (let b = 0; b * MEM_BANK_WORDS < memWords; b++) out.push([b === 0 ? 'mem' : `mem${b}`, b * MEM_BANK_WORDS, Math.min(MEM_BANK_WORDS, memWords - b * MEM_BANK_WORDS)]);
+  for (let b = 0; b * bankWords < memWords; b++) out.push([b === 0 ? 'mem' : `mem${b}`, b * bankWords, Math.min(bankWords, memWords - b * bankWords)]);
   return out;
 }
 
@@ -202,8 +208,10 @@ export function cpuCircuit(opts: CpuOptions) {
   const memWords = opts.memWords ?? 8192;
   const memBits = Math.max(1, Math.ceil(Math.log2(memWords)));
   if (memBits > 15) throw new ChipcError('chip.mem', `data RAM of ${memWords} words is larger than the 128 KiB (32,768 words) the loader addresses`);
-  const banks = Math.ceil(memWords / MEM_BANK_WORDS);
-  const bankBits = banks === 1 ? memBits : Math.log2(MEM_BANK_WORDS);
+  const bankWords = opts.memBankWords ?? MEM_BANK_WORDS;
+  if (!Number.isInteger(Math.log2(bankWords)) || bankWords < 1) throw new ChipcError('chip.mem', `a data-RAM bank of ${bankWords} words is not a power of two`);
+  const banks = Math.ceil(memWords / bankWords);
+  const bankBits = banks === 1 ? memBits : Math.log2(bankWords);
   return defineCircuit({ name: 'rv32-v1', vocab: VOCAB, bos: TOK.BOS }, (c) => {
     // ── token fields ───────────────────────────────────────────────────────────────────────
     const is = (k: Kind, name: string) => c.tokenField(name, (t) => (tokenKind(t).kind === k ? 1 : 0), [0, 1]);
@@ -495,7 +503,7 @@ export function cpuCircuit(opts: CpuOptions) {
       const wRowLow = c.linear(rowBits.slice(0, bankBits).map((x, k) => [c.table(`memWRow${k}`, [writeSrc, loadAddr[k]!, x, onesBelow[k]!],
         (src, la, r0, lo) => (src === 0 ? 0 : src === 1 ? la : src === 2 ? rowPlus1(r0, lo, k) : r0), [0, 1]), 2 ** k] as [Sig, number]));
       for (let b = 0; b < banks; b++) {
-        const bank = c.ram(b === 0 ? 'mem' : `mem${b}`, { rows: Math.min(MEM_BANK_WORDS, memWords - b * MEM_BANK_WORDS), fields: fields32 });
+        const bank = c.ram(b === 0 ? 'mem' : `mem${b}`, { rows: Math.min(bankWords, memWords - b * bankWords), fields: fields32 });
         const wIn = [memWrite, loading, writeSecond, ...loadAddr.slice(bankBits, memBits), ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)];
         const wen = c.table(`memWBank${b}`, wIn, (...v) => {
           const [en, ld, ws] = v as [number, number, number];

@@ -16,7 +16,7 @@ import { Executor, argmax } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
 import { applyRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
-import { cpuCircuit, memBanks, CODE_BASE, VOCAB, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
+import { cpuCircuit, memBanks, CODE_BASE, MEM_BANK_WORDS, VOCAB, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
 import type { ModelWeights } from '../model/weights.ts';
 import { openChipFile } from '../chipfile/read.ts';
 import { MANIFEST_FILE, buildManifest, type Manifest } from '../emit/manifest.ts';
@@ -59,7 +59,21 @@ const bitsOfWord = (wd: number) => Array.from({ length: 32 }, (_, k) => (wd >>> 
  * and every nonzero word of its segments for the data RAM of `memBytes` bytes. ChipcError
  * 'chip.mem' when a segment lies outside [CODE_BASE, CODE_BASE + memBytes).
  */
-export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES): ChipProgram {
+/**
+ * Rows of one data-RAM bank for a target: what one GDN layer holds of one 32-bit word per row
+ * (key heads × key head dim, rounded down to a power of two, at most MEM_BANK_WORDS).
+ */
+export function memBankWordsFor(target: ModelConfig): number {
+  const rows = Math.min(MEM_BANK_WORDS, target.linearNumKeyHeads * target.linearKeyHeadDim);
+  return 2 ** Math.floor(Math.log2(Math.max(1, rows)));
+}
+
+/**
+ * The chip a program needs: code RAM sized to its code, `memBytes` of data RAM (in banks of what
+ * one GDN layer of `target` holds; MEM_BANK_WORDS without a target), its tohost, the loader
+ * prompt and the RAM images.
+ */
+export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES, target?: ModelConfig): ChipProgram {
   if (!Number.isInteger(memBytes) || memBytes < 4 || memBytes % 4 !== 0) {
     throw new ChipcError('chip.mem', `data RAM size ${memBytes} is not a positive multiple of 4 bytes`);
   }
@@ -97,7 +111,8 @@ export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES): ChipPr
   for (const [row, wd] of words.sort((x, y) => x[0] - y[0])) put(row, wd);
   put(0x8000 + 2, sp);
   loader.push(encodeToken({ kind: 'J', w: (p.entry - CODE_BASE) / 4 }));
-  return { entry: p.entry, code, data, regs, loader, memBytes, chip: { codeWords, codeEnd: used, memWords: memBytes / 4, tohost: p.tohost } };
+  const memBankWords = target === undefined ? MEM_BANK_WORDS : memBankWordsFor(target);
+  return { entry: p.entry, code, data, regs, loader, memBytes, chip: { codeWords, codeEnd: used, memWords: memBytes / 4, memBankWords, tohost: p.tohost } };
 }
 
 /**
@@ -106,7 +121,7 @@ export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES): ChipPr
  */
 export function chipRamContents(prog: ChipProgram): [name: string, rows: Map<number, number[]>][] {
   const out: [string, Map<number, number[]>][] = [['code', prog.code]];
-  for (const [name, first, rows] of memBanks(prog.chip.memWords)) {
+  for (const [name, first, rows] of memBanks(prog.chip.memWords, prog.chip.memBankWords)) {
     const m = new Map<number, number[]>();
     for (const [row, v] of prog.data) if (row >= first && row < first + rows) m.set(row - first, v);
     out.push([name, m]);
@@ -283,7 +298,7 @@ const fastEvaluators = new WeakMap<CircuitIR, FastEvaluator>();
 
 /** The chip circuit's IR for these options (memoised: the 4 most recent option sets). */
 export function chipIr(opts: Required<CpuOptions>): CircuitIR {
-  const key = JSON.stringify([opts.codeWords, opts.codeEnd, opts.memWords, opts.tohost]);
+  const key = JSON.stringify([opts.codeWords, opts.codeEnd, opts.memWords, opts.memBankWords, opts.tohost]);
   let ir = irCache.get(key);
   if (ir === undefined) {
     ir = buildCircuit(cpuCircuit(opts), 'circuits/rv32im/cpu.ts');
@@ -347,7 +362,7 @@ export type RunManifest = Manifest & { rv32?: Required<CpuOptions> };
 
 export function runManifest(res: CompileResult, prog: ChipProgram, targetName: string): RunManifest {
   const o = prog.chip;
-  return { ...buildManifest(res, targetName), rv32: { codeWords: o.codeWords, codeEnd: o.codeEnd, memWords: o.memWords, tohost: o.tohost } };
+  return { ...buildManifest(res, targetName), rv32: { codeWords: o.codeWords, codeEnd: o.codeEnd, memWords: o.memWords, memBankWords: o.memBankWords, tohost: o.tohost } };
 }
 
 /** What `chipc run --model` needs to know about a checkpoint before loading its tensors. */
@@ -454,6 +469,7 @@ export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
       `pass --mem-size ${have.memWords * 4} or ${remedy}`);
   }
   const diffs: string[] = [];
+  if ((have.memBankWords ?? MEM_BANK_WORDS) !== need.memBankWords) diffs.push(`data-RAM banks of ${have.memBankWords ?? MEM_BANK_WORDS} rows (the run's are ${need.memBankWords})`);
   if (!(have.codeWords >= need.codeWords)) diffs.push(`code RAM ${have.codeWords} rows (the program needs ${need.codeWords})`);
   if (have.codeEnd !== need.codeEnd) diffs.push(`code end ${have.codeEnd} words (the program's is ${need.codeEnd})`);
   if ((have.tohost ?? null) !== need.tohost) {

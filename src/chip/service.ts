@@ -253,7 +253,7 @@ export class ChipService {
   /** The data RAM's rows as the chip holds them now (word index → 32 bits, nonzero rows only), over every bank. */
   captureMemory(): Map<number, number[]> {
     const out = new Map<number, number[]>();
-    for (const [name, first, rows] of memBanks(this.prog.chip.memWords)) {
+    for (const [name, first, rows] of memBanks(this.prog.chip.memWords, this.prog.chip.memBankWords)) {
       if (this.fast !== null) {
         const ram = this.fast.ir.rams.findIndex((r) => r.name === name);
         for (let row = 0; row < rows; row++) {
@@ -279,7 +279,7 @@ export class ChipService {
         throw new ChipcError('service.write', `data-RAM row ${row} is outside the chip's ${this.prog.chip.memWords} words`);
       }
     }
-    for (const [name, first, count] of memBanks(this.prog.chip.memWords)) {
+    for (const [name, first, count] of memBanks(this.prog.chip.memWords, this.prog.chip.memBankWords)) {
       const mine = [...rows].filter(([row]) => row >= first && row < first + count);
       if (mine.length === 0) continue;
       if (this.fast !== null) {

@@ -148,7 +148,7 @@ export class ChipStore {
     const key = `${mem}|${JSON.stringify(target)}|${elf.length}`;
     let hit = compileCache.get(key);
     if (hit === undefined) {
-      const prog = programOf(elf, mem);
+      const prog = programOf(elf, mem, target);
       hit = { prog, res: compileChip(prog.chip, target), memBytes: mem };
       if (compileCache.size >= 2) compileCache.delete(compileCache.keys().next().value!);
       compileCache.set(key, hit);
@@ -165,7 +165,7 @@ export class ChipStore {
     const elf = fs.readFileSync(STORE_ELF);
     const memBytes = opts.memBytes ?? storeMemBytes(params, elf);
     const golden = FirmwareStore.load(elf, memBytes, params);
-    const { prog, res } = opts.compiled ? { prog: programOf(elf, memBytes), res: opts.compiled } : ChipStore.compile(params, opts.target, memBytes);
+    const { prog, res } = opts.compiled ? { prog: programOf(elf, memBytes, opts.target), res: opts.compiled } : ChipStore.compile(params, opts.target, memBytes);
     const chip = new ChipService(res, prog, { engine: opts.engine ?? 'weights', ...(opts.profile ? { profile: opts.profile } : {}) });
     const s = new ChipStore(params, golden, chip, prog, res, memBytes, opts.onToken);
     if (source instanceof StoreModel) {

@@ -85,8 +85,13 @@ export function registerRun(program: Command, run: Runner): void {
         const loadOpt = o.load ?? (ck !== null ? 'prompt' : 'state');
         if (loadOpt !== 'state' && loadOpt !== 'prompt') throw new ChipcError('cli.load', `--load must be state or prompt, not "${loadOpt}"`);
         const load = loadOpt;
-        const prog = programOf(elf, memBytes);
-        if (ck !== null) checkChipFits(ck, prog);
+        // The data RAM's banks hold what one GDN layer of the target holds (a saved chip: as recorded).
+        const prog = programOf(elf, memBytes, ck === null ? resolveTarget(o.target ?? 'chip-test').config : undefined);
+        if (ck !== null) {
+          const banked = ck.manifest.rv32?.memBankWords;
+          if (typeof banked === 'number') prog.chip.memBankWords = banked;
+          checkChipFits(ck, prog);
+        }
         if (o.emit !== undefined) {
           const target = resolveTarget(o.target ?? 'chip-test');
           const t0 = performance.now();

@@ -7,7 +7,6 @@
  * them byte for byte, corrupted frames and lying frame indexes are refused with CHIP_CODEC,
  * writes are deterministic, and `chipc compact --codec` works.
  */
-import * as crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,43 +20,15 @@ import { writeChipFromSources } from '../src/chipfile/from-sources.ts';
 import { expandChipFile } from '../src/chipfile/expand.ts';
 import { openChipFile } from '../src/chipfile/read.ts';
 import { decodeFrameIndex, encodeFrame, inflateFrame, worthCompressing } from '../src/chipfile/codec.ts';
-import { CHECKSUM_BYTES, PREFIX_BYTES } from '../src/chipfile/format.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import { cli } from './helpers/cli.ts';
 import { expectSameDir } from './helpers/dirs.ts';
+import { assemble, parts, writeSmallCheckpoint } from './helpers/chip-image.ts';
+import { chipError } from './helpers/assert.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-chipcodec-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-function chipError(f: () => unknown): ChipcError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ChipcError);
-    return e as ChipcError;
-  }
-  return expect.fail('expected a ChipcError');
-}
-
-/** Manifest text and payload of a .chip image. */
-function parts(bytes: Uint8Array): { manifest: string; payload: Uint8Array } {
-  const m = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(16, true));
-  return {
-    manifest: new TextDecoder().decode(bytes.subarray(PREFIX_BYTES, PREFIX_BYTES + m)),
-    payload: bytes.subarray(PREFIX_BYTES + m, bytes.length - CHECKSUM_BYTES),
-  };
-}
-/** Rebuilds a .chip image from a prefix, manifest text and payload, with a recomputed checksum. */
-function assemble(prefixFrom: Uint8Array, manifest: string, payload: Uint8Array): Uint8Array {
-  const mb = new TextEncoder().encode(manifest);
-  const out = new Uint8Array(PREFIX_BYTES + mb.length + payload.length + CHECKSUM_BYTES);
-  out.set(prefixFrom.subarray(0, 16));
-  new DataView(out.buffer).setBigUint64(16, BigInt(mb.length), true);
-  out.set(mb, PREFIX_BYTES);
-  out.set(payload, PREFIX_BYTES + mb.length);
-  out.set(crypto.createHash('sha256').update(out.subarray(0, out.length - CHECKSUM_BYTES)).digest(), out.length - CHECKSUM_BYTES);
-  return out;
-}
 /** Independent LEB128 reader: all varints of `bytes`. */
 function varints(bytes: Uint8Array): number[] {
   const out: number[] = [];
@@ -223,11 +194,7 @@ describe('version 1', () => {
   const small = path.join(tmp, 'small');
 
   beforeAll(() => {
-    writeCheckpoint(small, [
-      denseSource('a', 'F32', [8], new Float32Array([1, 0, 0, 0, 0, 0, 0, 2])),
-      denseSource('b', 'BF16', [2, 3], new Float32Array([0, 0, 0, 0, -3, 0])),
-      denseSource('z', 'F32', [4], new Float32Array(4)),
-    ], { extraFiles: { 'config.json': '{"x":1}\n' } });
+    writeSmallCheckpoint(small);
   });
 
   it('a file of the version-1 writer still opens and expands to its directory; codec none writes it byte for byte', () => {

@@ -6,7 +6,6 @@
  * runs the same tokens, corrupted or truncated files are refused with a ChipcError, and failed
  * writes leave nothing behind.
  */
-import * as crypto from 'node:crypto';
 import fs from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
@@ -25,10 +24,11 @@ import { compactCheckpoint } from '../src/chipfile/compact.ts';
 import { expandChipFile } from '../src/chipfile/expand.ts';
 import { openChipFile } from '../src/chipfile/read.ts';
 import { BlockScanner } from '../src/chipfile/scan.ts';
-import { CHECKSUM_BYTES, PREFIX_BYTES } from '../src/chipfile/format.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import { cli } from './helpers/cli.ts';
 import { expectSameDir } from './helpers/dirs.ts';
+import { assemble, parts, writeSmallCheckpoint } from './helpers/chip-image.ts';
+import { chipError } from './helpers/assert.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-chipfile-'));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -47,16 +47,6 @@ function naiveBlocks(bytes: Uint8Array, minGap: number): [number, number][] {
   }
   if (start >= 0) out.push([start, end - start]);
   return out;
-}
-
-function chipError(f: () => unknown): ChipcError {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ChipcError);
-    return e as ChipcError;
-  }
-  return expect.fail('expected a ChipcError');
 }
 
 /** Entries of `dir` whose name starts with '.' (the temporaries of an atomic write). */
@@ -220,30 +210,6 @@ describe('the block scanner', () => {
 // ---------------------------------------------------------------------------------------------
 // Corruption and truncation
 
-/** Splits a .chip image into its manifest text and payload, and reassembles + reseals it. */
-function parts(bytes: Uint8Array): { manifest: string; payload: Uint8Array } {
-  const m = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(16, true));
-  return {
-    manifest: new TextDecoder().decode(bytes.subarray(PREFIX_BYTES, PREFIX_BYTES + m)),
-    payload: bytes.subarray(PREFIX_BYTES + m, bytes.length - CHECKSUM_BYTES),
-  };
-}
-function assemble(prefixFrom: Uint8Array, manifest: string, payload: Uint8Array): Uint8Array {
-  const mb = new TextEncoder().encode(manifest);
-  const out = new Uint8Array(PREFIX_BYTES + mb.length + payload.length + CHECKSUM_BYTES);
-  out.set(prefixFrom.subarray(0, 16));
-  new DataView(out.buffer).setBigUint64(16, BigInt(mb.length), true);
-  out.set(mb, PREFIX_BYTES);
-  out.set(payload, PREFIX_BYTES + mb.length);
-  return reseal(out);
-}
-/** Recomputes the trailing SHA-256 (what an attacker or a buggy writer could do). */
-function reseal(bytes: Uint8Array): Uint8Array {
-  const body = bytes.subarray(0, bytes.length - CHECKSUM_BYTES);
-  bytes.set(crypto.createHash('sha256').update(body).digest(), bytes.length - CHECKSUM_BYTES);
-  return bytes;
-}
-
 describe('refusing bad .chip files', () => {
   const small = path.join(tmp, 'small');
   const smallChip = path.join(tmp, 'small.chip');
@@ -255,11 +221,7 @@ describe('refusing bad .chip files', () => {
   };
 
   beforeAll(() => {
-    writeCheckpoint(small, [
-      denseSource('a', 'F32', [8], new Float32Array([1, 0, 0, 0, 0, 0, 0, 2])),
-      denseSource('b', 'BF16', [2, 3], new Float32Array([0, 0, 0, 0, -3, 0])),
-      denseSource('z', 'F32', [4], new Float32Array(4)),
-    ], { extraFiles: { 'config.json': '{"x":1}\n' } });
+    writeSmallCheckpoint(small);
     compactCheckpoint(small, smallChip);
     good = new Uint8Array(fs.readFileSync(smallChip));
   });

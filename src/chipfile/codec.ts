@@ -9,7 +9,7 @@
  */
 import * as zlib from 'node:zlib';
 import { ChipcError } from '../util/errors.ts';
-import { pushVarint } from './format.ts';
+import { pushVarint, varintReader } from './format.ts';
 
 /** Fixed brotli encoder parameters of a frame of `length` decoded bytes. */
 export function brotliParams(length: number): Record<number, number> {
@@ -106,22 +106,8 @@ export function frameCount(size: number, frameSize: number): number {
  */
 export function decodeFrameIndex(bytes: Uint8Array, frameSize: number,
   segs: { at: number; stored: number; size: number; what: string }[], fail: (msg: string) => never): FrameList[] {
-  let p = 0;
-  const varint = (what: string): number => {
-    let x = 0;
-    let scale = 1;
-    for (let i = 0; ; i++) {
-      if (p >= bytes.length) fail(`frame index ends inside ${what}`);
-      if (i >= 8) fail(`${what} has more than 8 varint bytes`);
-      const b = bytes[p++];
-      x += (b & 0x7f) * scale;
-      scale *= 0x80;
-      if ((b & 0x80) === 0) {
-        if (b === 0 && i > 0) fail(`${what} is an over-long varint`);
-        return x;
-      }
-    }
-  };
+  const reader = varintReader(bytes, 'frame index', fail);
+  const varint = reader.next;
   const lists = segs.map((seg) => {
     const n = frameCount(seg.size, frameSize);
     const offsets = new Float64Array(n);
@@ -139,7 +125,7 @@ export function decodeFrameIndex(bytes: Uint8Array, frameSize: number,
     if (at - seg.at !== seg.stored) fail(`${seg.what} frames hold ${at - seg.at} stored bytes but the segment is ${seg.stored} bytes`);
     return { offsets, stored };
   });
-  if (p !== bytes.length) fail(`frame index has ${bytes.length - p} bytes after its frames`);
+  if (reader.offset() !== bytes.length) fail(`frame index has ${bytes.length - reader.offset()} bytes after its frames`);
   return lists;
 }
 

@@ -285,6 +285,30 @@ export function encodeBlockTable(starts: ArrayLike<number>, lengths: ArrayLike<n
 }
 
 /**
+ * A reader of canonical unsigned LEB128 varints (at most 8 bytes, no over-long encoding) from
+ * `bytes`; `what` names the structure in errors ("<what> ends inside …"). `fail` must throw.
+ */
+export function varintReader(bytes: Uint8Array, what: string, fail: (msg: string) => never): { next: (item: string) => number; offset: () => number } {
+  let p = 0;
+  const next = (item: string): number => {
+    let x = 0;
+    let scale = 1;
+    for (let i = 0; ; i++) {
+      if (p >= bytes.length) fail(`${what} ends inside ${item}`);
+      if (i >= 8) fail(`${item} has more than 8 varint bytes`);
+      const b = bytes[p++]!;
+      x += (b & 0x7f) * scale;
+      scale *= 0x80;
+      if ((b & 0x80) === 0) {
+        if (b === 0 && i > 0) fail(`${item} is an over-long varint`);
+        return x;
+      }
+    }
+  };
+  return { next, offset: () => p };
+}
+
+/**
  * Decodes and checks a block table of `count` blocks for a tensor of `byteLength` bytes whose
  * blocks hold `dataLength` bytes in all: every varint canonical (no over-long encoding), every
  * length ≥ 1, every gap after the first ≥ minGap, the last end ≤ byteLength, the lengths summing
@@ -295,22 +319,8 @@ export function decodeBlockTable(bytes: Uint8Array, count: number, byteLength: n
   const starts = new Float64Array(count);
   const lengths = new Float64Array(count);
   const dataPos = new Float64Array(count);
-  let p = 0;
-  const varint = (what: string): number => {
-    let x = 0;
-    let scale = 1;
-    for (let i = 0; ; i++) {
-      if (p >= bytes.length) fail(`block table ends inside ${what}`);
-      if (i >= 8) fail(`${what} has more than 8 varint bytes`);
-      const b = bytes[p++];
-      x += (b & 0x7f) * scale;
-      scale *= 0x80;
-      if ((b & 0x80) === 0) {
-        if (b === 0 && i > 0) fail(`${what} is an over-long varint`);
-        return x;
-      }
-    }
-  };
+  const reader = varintReader(bytes, 'block table', fail);
+  const varint = reader.next;
   let end = 0;
   let sum = 0;
   for (let k = 0; k < count; k++) {
@@ -326,7 +336,7 @@ export function decodeBlockTable(bytes: Uint8Array, count: number, byteLength: n
     sum += len;
     end = start + len;
   }
-  if (p !== bytes.length) fail(`block table has ${bytes.length - p} bytes after its ${count} blocks`);
+  if (reader.offset() !== bytes.length) fail(`block table has ${bytes.length - reader.offset()} bytes after its ${count} blocks`);
   if (sum !== dataLength) fail(`blocks hold ${sum} bytes but the tensor's block data is ${dataLength} bytes`);
   return { starts, lengths, dataPos };
 }

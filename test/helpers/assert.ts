@@ -23,3 +23,14 @@ export function expectChipcError(f: () => unknown, code: string): void {
   }
   expect.fail(`expected ChipcError ${code}`);
 }
+
+/** `f` must throw a ChipcError; returns it (for checks of its code and message). */
+export function chipError(f: () => unknown): ChipcError {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(ChipcError);
+    return e as ChipcError;
+  }
+  return expect.fail('expected a ChipcError');
+}

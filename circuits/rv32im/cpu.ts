@@ -219,7 +219,6 @@ export function cpuCircuit(opts: CpuOptions) {
     const isD = is(Kind.D, 'isD');
     const isJ = is(Kind.J, 'isJ');
     const isH = is(Kind.H, 'isH');
-    const isK = is(Kind.K, 'isK');
     // OUT(0, b) is the window-end console store: it starts nothing (docs/token-protocol.md).
     const startsInstruction = (t: number) => {
       const { kind: k, j: jj } = tokenKind(t);
@@ -367,7 +366,6 @@ export function cpuCircuit(opts: CpuOptions) {
     const pcWord = bitsWord(c, [c.constant(0), c.constant(0), ...w, ...Array.from({ length: 14 }, () => c.constant(0)), c.constant(1)].slice(0, 32));
     const prevLink = c.previousAll(linkBits.slice(2, 18));
     const prevDLo = dLoPrev;
-    const commitLink = c.and(isJ, prevIsJump!).named('commitLink');
     const commitValue = c.tokenField('commitsValue', (t) => { const k = tokenKind(t).kind; return k === Kind.E || k === Kind.K || k === Kind.H ? 1 : 0; }, [0, 1]);
     // Division steps (v2): the H of a step brings back the partial remainder and commits nothing. It
     // is the H two positions after a Q.

@@ -13,6 +13,7 @@
 import { rampTable } from '../gadgets/ffn-core.ts';
 import type { FfnOp, LoweredCircuit, LoweredOp } from '../lower/lowered.ts';
 import { opReads } from '../lower/op-io.ts';
+import { ChipcError } from '../util/errors.ts';
 
 function keyOf(op: FfnOp): string {
   const { form, lo, hi } = op.table!.input;
@@ -37,8 +38,9 @@ export function fuseTables(lc: LoweredCircuit): LoweredCircuit {
     let units;
     try {
       units = rampTable(g[0]!.table!.input, outs, g.map((o) => o.what).join(' + '));
-    } catch {
-      continue; // a bound of the fused form fails: keep the tables apart
+    } catch (e) {
+      if (e instanceof ChipcError) continue; // a bound of the fused form fails: keep the tables apart
+      throw e;
     }
     if (units.length >= g.reduce((s, o) => s + o.units.length, 0)) continue;
     const fused: FfnOp = {

@@ -2,6 +2,9 @@
 # Builds every demo in firmware/demos into OUTDIR (default: fixtures/firmware) as two images:
 #   <name>.elf        console = sb to the MMIO byte 0x10000000 (the chipc CPU, golden emulator)
 #   <name>.linux.elf  console = Linux write syscall (qemu-riscv32; the golden emulator too)
+# The chip images (.elf and services) are built with -DCHIPC_BN_UNIT: firmware/lib/bignum.c then
+# runs its limb loops on the chip's bignum unit (bn.mac, custom-0), which qemu-user does not have;
+# the .linux.elf images keep the portable C loops.
 # and every service in firmware/services (re-entrant request handlers, docs/firmware.md) as
 #   <name>.elf        linked with runtime/link-service.ld (mmio console only).
 # The libraries in firmware/lib (*.c) are linked into every image (--gc-sections drops what is unused).
@@ -51,7 +54,7 @@ for src in lib/*.c; do [ -e "$src" ] && libs+=("$src"); done
 
 for name in "${demos[@]}"; do
   for variant in mmio linux; do
-    if [ "$variant" = mmio ]; then out="$OUT_DIR/$name.elf"; def=(); else out="$OUT_DIR/$name.linux.elf"; def=(-DCHIPC_CONSOLE_LINUX); fi
+    if [ "$variant" = mmio ]; then out="$OUT_DIR/$name.elf"; def=(-DCHIPC_BN_UNIT); else out="$OUT_DIR/$name.linux.elf"; def=(-DCHIPC_CONSOLE_LINUX); fi
     "$CC" "${CFLAGS[@]}" "${def[@]}" "${LDFLAGS[@]}" runtime/start.S runtime/runtime.c "${libs[@]}" "demos/$name.c" "$LIBGCC" -o "$out"
     chmod 0755 "$out"   # qemu-user refuses a non-executable file
   done
@@ -63,7 +66,7 @@ for src in services/*.c; do
   [ -e "$src" ] || continue
   name="$(basename "$src" .c)"
   out="$OUT_DIR/$name.elf"
-  "$CC" "${CFLAGS[@]}" "${SERVICE_LDFLAGS[@]}" runtime/start.S runtime/runtime.c "${libs[@]}" "$src" "$LIBGCC" -o "$out"
+  "$CC" "${CFLAGS[@]}" -DCHIPC_BN_UNIT "${SERVICE_LDFLAGS[@]}" runtime/start.S runtime/runtime.c "${libs[@]}" "$src" "$LIBGCC" -o "$out"
   chmod 0755 "$out"
   echo "built $name.elf (service)"
 done

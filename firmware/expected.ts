@@ -47,7 +47,7 @@ export function imageSizes(bytes: Uint8Array): { codeBytes: number; dataBytes: n
   return { codeBytes, dataBytes };
 }
 
-/** Mnemonic counts of the M and Zba instructions inside the image's function symbols (rodata excluded). */
+/** Mnemonic counts of the M, Zba and bignum-unit (bn.mac) instructions inside the image's function symbols (rodata excluded). */
 export function mZbaCounts(bytes: Uint8Array): Record<string, number> {
   const img = parseElf(bytes);
   const counts: Record<string, number> = {};
@@ -61,7 +61,7 @@ export function mZbaCounts(bytes: Uint8Array): Record<string, number> {
       if (seen.has(a)) continue;
       seen.add(a);
       const d = decode(dv.getUint32(a - seg.vaddr, true));
-      if (d && /^(mul|div|rem|sh[123]add)/.test(d.spec.name)) counts[d.spec.name] = (counts[d.spec.name] ?? 0) + 1;
+      if (d && /^(mul|div|rem|sh[123]add|bn\.)/.test(d.spec.name)) counts[d.spec.name] = (counts[d.spec.name] ?? 0) + 1;
     }
   }
   return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => (a < b ? -1 : 1)));

@@ -77,6 +77,16 @@ export function mulhu32(a: number, b: number): number {
   const carry = ((lo >>> 16) + (m1 & 0xffff) + (m2 & 0xffff)) >>> 16;
   return (ah * bh + (m1 >>> 16) + (m2 >>> 16) + carry) | 0;
 }
+/**
+ * The bignum unit's multiply-accumulate: t = a·b + acc + carry with all four read as unsigned
+ * 32-bit; returns [t mod 2^32, ⌊t / 2^32⌋] as unsigned 32-bit numbers. t < 2^64 always
+ * ((2^32 − 1)² + 2·(2^32 − 1) = 2^64 − 1), so the high word never overflows.
+ */
+export function bnMac(a: number, b: number, acc: number, carry: number): [lo: number, hi: number] {
+  const low = (Math.imul(a, b) >>> 0) + (acc >>> 0) + (carry >>> 0); // < 3·2^32: exact in a float64
+  const lo = low % 0x1_0000_0000;
+  return [lo, ((mulhu32(a, b) >>> 0) + (low - lo) / 0x1_0000_0000) >>> 0];
+}
 /** High 32 bits of signed(a)·signed(b): mulhu − (a<0 ? b : 0) − (b<0 ? a : 0)  (mod 2^32). */
 export function mulh32(a: number, b: number): number {
   return (mulhu32(a, b) - (a < 0 ? b : 0) - (b < 0 ? a : 0)) | 0;
@@ -92,6 +102,8 @@ export class Cpu {
   pc: number;
   instret = 0;
   tohost: number | null;
+  /** The bignum unit's carry C (unsigned 32-bit): bn.mac adds it and leaves its high word here. 0 at reset. */
+  bnCarry = 0;
   private readonly consoleOut: number[] = [];
   private finished: RunResult | null = null;
 
@@ -333,6 +345,13 @@ export class Cpu {
             illegal = true;
           }
           if (!illegal && rd !== 0) regs[rd] = v;
+          break;
+        }
+        case 0x0b: { // custom-0: the bignum unit's bn.mac (docs/bignum-unit.md)
+          if (f3 !== 0 || (w >>> 25) !== 0) { illegal = true; break; }
+          const [lo, hi] = bnMac(regs[rs1], regs[(w >>> 20) & 31], regs[rd], this.bnCarry);
+          if (rd !== 0) regs[rd] = lo | 0;
+          this.bnCarry = hi;
           break;
         }
         case 0x0f: // MISC-MEM: FENCE and FENCE.I are no-ops (one hart, fetch always reads memory)

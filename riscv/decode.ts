@@ -1,5 +1,5 @@
 /**
- * RV32IM + Zba instruction set description: one table of every supported instruction (format,
+ * RV32IM + Zba instruction set description (plus the chip's bignum unit, `bn.mac` on custom-0): one table of every supported instruction (format,
  * opcode, funct3, funct7), the immediate extractors of the unprivileged spec, a decoder that
  * returns null for every encoding outside the supported set, and the disassembler used by traces.
  *
@@ -23,6 +23,8 @@ export interface InstrSpec {
 export const OPC = {
   LOAD: 0x03, MISC_MEM: 0x0f, OP_IMM: 0x13, AUIPC: 0x17, STORE: 0x23, OP: 0x33, LUI: 0x37,
   BRANCH: 0x63, JALR: 0x67, JAL: 0x6f, SYSTEM: 0x73,
+  /** custom-0: the chip's bignum unit (bn.mac, docs/bignum-unit.md). */
+  CUSTOM0: 0x0b,
 } as const;
 
 const R = (name: string, funct3: number, funct7: number): InstrSpec => ({ name, format: 'R', opcode: OPC.OP, funct3, funct7 });
@@ -54,6 +56,8 @@ export const INSTRUCTIONS: readonly InstrSpec[] = [
   R('mul', 0, 0x01), R('mulh', 1, 0x01), R('mulhsu', 2, 0x01), R('mulhu', 3, 0x01),
   R('div', 4, 0x01), R('divu', 5, 0x01), R('rem', 6, 0x01), R('remu', 7, 0x01),
   R('sh1add', 2, 0x10), R('sh2add', 4, 0x10), R('sh3add', 6, 0x10),
+  // The chip's bignum unit (custom-0): rd ← lo(rs1·rs2 + rd + C), C ← hi(…) (docs/bignum-unit.md).
+  { name: 'bn.mac', format: 'R', opcode: OPC.CUSTOM0, funct3: 0, funct7: 0x00 },
   I('fence', OPC.MISC_MEM, 0),
   { name: 'fence.i', format: 'I', opcode: OPC.MISC_MEM, funct3: 1, funct7: -1 },
   { name: 'ecall', format: 'FIXED', opcode: OPC.SYSTEM, funct3: 0, funct7: -1, word: 0x00000073 },

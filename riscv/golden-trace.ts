@@ -9,13 +9,13 @@ import { ChipcError } from '../src/util/errors.ts';
 import { CONSOLE_ADDR, hex, type Memory, type MemoryOptions } from './memory.ts';
 import { OPC, immB, immJ, immS } from './decode.ts';
 import { cpuForProgram, loadElf } from './elf.ts';
-import type { Cpu, HaltReason, TraceEvent } from './cpu.ts';
+import { bnMac, type Cpu, type HaltReason, type TraceEvent } from './cpu.ts';
 import {
   A_COUNT, BOS_ID, CODE_BASE, PROTOCOL_VERSION, codeWord, decodeToken, encodeToken, fits14, fits30, splitResult, type TokenKind,
 } from './protocol.ts';
 
 export const INSTR_CLASSES = [
-  'alu-imm', 'alu-reg', 'lui/auipc', 'load', 'store', 'branch', 'jal/jalr', 'mul/div', 'system',
+  'alu-imm', 'alu-reg', 'lui/auipc', 'load', 'store', 'branch', 'jal/jalr', 'mul/div', 'system', 'bignum',
 ] as const;
 export type InstrClass = (typeof INSTR_CLASSES)[number];
 
@@ -78,6 +78,7 @@ export function classifyInstruction(word: number): InstrClass {
     case OPC.BRANCH: return 'branch';
     case OPC.JAL: case OPC.JALR: return 'jal/jalr';
     case OPC.MISC_MEM: case OPC.SYSTEM: return 'system';
+    case OPC.CUSTOM0: return 'bignum';
     default: throw new ChipcError('protocol.internal', `word 0x${hex(word)} has no instruction class`);
   }
 }
@@ -106,6 +107,11 @@ interface Retired {
   codeStore: number | null;
   /** DIV / DIVU / REM / REMU (v2): the division-step tokens Q(s, q), D, H emitted before the result. */
   divTokens: number[] | null;
+  /**
+   * bn.mac (v4): the new carry, emitted (D, H) before the low word, which is then always emitted
+   * in the wide form (D, H, N) — even for rd = x0 (`result` holds it then too).
+   */
+  bnCarry: number | null;
 }
 
 /**
@@ -240,7 +246,15 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
       const windowEnd = j === 3;
       // v2: a division first emits its steps; its result (or N / J when rd = x0) follows as usual.
       if (r.divTokens !== null) for (const id of r.divTokens) out(id);
-      if (r.consoleByte !== null) {
+      if (r.bnCarry !== null) {
+        // v4: bn.mac emits its new carry, then its low word, each as D + H, then N (J at the window end).
+        for (const word of [r.bnCarry, r.result!]) {
+          const { lo, hi16 } = splitResult(word);
+          out(encodeToken({ kind: 'D', v: lo }));
+          out(encodeToken({ kind: 'H', v: hi16 }));
+        }
+        if (!windowEnd) out(encodeToken({ kind: 'N', j: j + 1 }));
+      } else if (r.consoleByte !== null) {
         // At the window end OUT(0, b) outputs b and starts nothing (v1 decision; OUT(0, ·) is otherwise never emitted).
         out(encodeToken({ kind: 'OUT', j: windowEnd ? 0 : j + 1, b: r.consoleByte }));
         consoleOut.push(r.consoleByte);
@@ -291,9 +305,12 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
   let pending: Retired | null = null;
   // Registers before the instruction being inspected (a load may overwrite its own base register).
   let before = Int32Array.from(regs);
+  let carryBefore = cpu.bnCarry;
   const onRetire = (e: TraceEvent): void => {
-    const r = inspect(e, before, program.memory, program.tohost, codeEnd);
+    const r = inspect(e, before, carryBefore, program.memory, program.tohost, codeEnd);
+    if (r.bnCarry !== null && r.bnCarry !== cpu.bnCarry) throw new Error(`golden trace: bn.mac at 0x${hex(e.pc)} left carry 0x${hex(cpu.bnCarry)}, expected 0x${hex(r.bnCarry)}`);
     before.set(regs);
+    carryBefore = cpu.bnCarry;
     if (pending !== null) emit(pending, e.pc, null, null);
     pending = r;
   };
@@ -337,7 +354,7 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
 }
 
 /** Classify one retired instruction from the registers before it, and those (and memory) after it. */
-function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number | null, codeEnd: number): Retired {
+function inspect(e: TraceEvent, regs: Int32Array, carry: number, memory: Memory, tohost: number | null, codeEnd: number): Retired {
   const w = e.word;
   const cls = classifyInstruction(w);
   const opcode = w & 0x7f;
@@ -349,6 +366,8 @@ function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number
   let loadPrefix: number | null = null;
   let codeStore: number | null = null;
   let divTokens: number[] | null = null;
+  let bnCarry: number | null = null;
+  let bnLow: number | null = null;
   let jumps = false;
   let target: number | null = null;
   if (w === 0x00000073 && regs[17] === 64) {
@@ -401,12 +420,14 @@ function inspect(e: TraceEvent, regs: Int32Array, memory: Memory, tohost: number
     }
   } else if (opcode === OPC.OP && (w >>> 25) === 1 && f3 >= 4) {
     divTokens = divisionSteps(regs[rs1]!, regs[rs2]!, f3 === 4 || f3 === 6).tokens;
+  } else if (opcode === OPC.CUSTOM0) {
+    [bnLow, bnCarry] = bnMac(regs[rs1]!, regs[rs2]!, regs[(w >>> 7) & 31]!, carry);
   } else if (opcode === OPC.JAL) {
     jumps = true;
     target = (e.pc + immJ(w)) >>> 0;
   } else if (opcode === OPC.JALR) {
     jumps = true;
   }
-  const result = jumps || e.rd === null ? null : e.rdValue;
-  return { pc: e.pc, word: w, cls, result, consoleByte, jumps, target, storeWords, loadPrefix, codeStore, divTokens };
+  const result = bnLow ?? (jumps || e.rd === null ? null : e.rdValue);
+  return { pc: e.pc, word: w, cls, result, consoleByte, jumps, target, storeWords, loadPrefix, codeStore, divTokens, bnCarry };
 }

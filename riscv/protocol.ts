@@ -9,7 +9,7 @@
  */
 import { ChipcError } from '../src/util/errors.ts';
 
-export const PROTOCOL_VERSION = 'v3';
+export const PROTOCOL_VERSION = 'v4';
 
 /** First id of each kind and the number of ids it owns (ranges are contiguous, in this order). */
 export const E_BASE = 0;

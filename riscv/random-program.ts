@@ -1,5 +1,5 @@
 /**
- * Random straight-line RV32IM+Zba programs for differential tests of the chip (fast-check
+ * Random straight-line RV32IM+Zba programs (and the chip's bn.mac) for differential tests of the chip (fast-check
  * arbitraries): registers initialised from the generator, then ALU, shift, LUI, MUL/DIV and loads
  * and stores of every width at any offset in the 40 bytes below sp (word-crossing accesses
  * included), then exit with the low byte of the xor of the registers. Assembled by riscv/asm.ts.
@@ -8,7 +8,7 @@ import fc from 'fast-check';
 
 const REGS = ['t0', 't1', 't2', 'a0', 'a1', 'a2'];
 const R_OPS = ['add', 'sub', 'sll', 'slt', 'sltu', 'xor', 'srl', 'sra', 'or', 'and', 'mul', 'mulh', 'mulhsu', 'mulhu',
-  'div', 'divu', 'rem', 'remu', 'sh1add', 'sh2add', 'sh3add'];
+  'div', 'divu', 'rem', 'remu', 'sh1add', 'sh2add', 'sh3add', 'bn.mac'];
 
 const reg = fc.constantFrom(...REGS);
 

@@ -25,7 +25,7 @@ describe('chipc trace', () => {
       const doc = JSON.parse(fs.readFileSync(out, 'utf8'));
       const elf = fs.readFileSync(elfPath);
       const prog = programOf(elf);
-      expect(doc).toMatchObject({ format: 'chipc-trace', version: 1, protocol: 'v3', memBytes: prog.memBytes, halted: true });
+      expect(doc).toMatchObject({ format: 'chipc-trace', version: 1, protocol: 'v4', memBytes: prog.memBytes, halted: true });
       // the prompt: BOS … J(entry), the loader prompt of the image
       expect(doc.prompt).toEqual(prog.loader);
       expect(doc.prompt[0]).toBe(BOS_ID);

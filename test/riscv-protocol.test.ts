@@ -517,6 +517,8 @@ interface Replayed {
   started: number[];
   /** Value committed for instruction i (unsigned), or undefined. */
   commits: Map<number, number>;
+  /** v4: the carry a bn.mac (instruction i) brings back before its low word. */
+  carries: Map<number, number>;
   console: number[];
   halt: number | null;
 }
@@ -533,6 +535,8 @@ function replay(tokens: Int32Array, wordAt: (i: number) => number): Replayed {
   let base = 0x80000000 + 4 * first.w;
   const started = [base];
   const commits = new Map<number, number>();
+  const carries = new Map<number, number>();
+  let hSeen = 0; // H tokens since the current instruction started
   const out: number[] = [];
   let lo: number | null = null;
   let prev = 'J';
@@ -555,14 +559,17 @@ function replay(tokens: Int32Array, wordAt: (i: number) => number): Replayed {
     // v2: a word-crossing load's first D (right after the start) is followed by a second D; a
     // word-crossing store's first H by the D of its second word.
     const isStore = (wordAt(cur()) & 0x7f) === 0x23;
+    // v4: bn.mac brings back its carry (D, H; commits nothing), then its low word (D, H).
+    const isBn = (wordAt(cur()) & 0x7f) === 0x0b;
     const afterStart = ['E', 'N', 'J', 'OUT'].includes(prevPrev);
     if (prev === 'D') expect(afterStart && (wordAt(cur()) & 0x7f) === 0x03 ? ['E', 'H', 'K', 'D'] : ['E', 'H', 'K']).toContain(t.kind);
     if (prev === 'H' && !(prevPrev === 'D')) expect.fail('H must follow D');
-    if (prev === 'H') expect(lastWasTransfer ? ['Q', 'E', 'D', 'K', 'N', 'J'] : isStore ? ['N', 'J', 'D'] : ['N', 'J']).toContain(t.kind);
+    if (prev === 'H') expect(lastWasTransfer ? ['Q', 'E', 'D', 'K', 'N', 'J'] : isStore ? ['N', 'J', 'D'] : isBn && hSeen === 1 ? ['D'] : ['N', 'J']).toContain(t.kind);
     if (t.kind === 'Q') expect(prev === 'H' ? lastWasTransfer : prev === 'J' || prev === 'E' || prev === 'N' || prev === 'OUT').toBe(true);
     if (prev === 'K' || prev === 'OUT0') expect(t.kind).toBe('J');
     const wide = lo;
     lo = null;
+    const instrBefore = started.length - 1;
     switch (t.kind) {
       case 'E': commit(wide === null ? t.v : t.v * 65536 + wide); started.push(base + 4 * t.j); break;
       case 'K': commit(wide === null ? t.v : t.v * 65536 + wide); break;
@@ -570,7 +577,10 @@ function replay(tokens: Int32Array, wordAt: (i: number) => number): Replayed {
       case 'H': {
         expect(wide).not.toBe(null);
         // A sub-word store's H writes memory; a division step's H a partial remainder: neither commits.
-        if (!transfer && (wordAt(cur()) & 0x7f) !== 0x23) commit(t.v * 65536 + wide!);
+        hSeen++;
+        if (isBn && hSeen === 1) carries.set(cur(), (t.v * 65536 + wide!) >>> 0);
+        else if (isBn) { if (((wordAt(cur()) >>> 7) & 31) !== 0) commit(t.v * 65536 + wide!); }
+        else if (!transfer && (wordAt(cur()) & 0x7f) !== 0x23) commit(t.v * 65536 + wide!);
         break;
       }
       case 'Q': case 'A': break;
@@ -587,10 +597,11 @@ function replay(tokens: Int32Array, wordAt: (i: number) => number): Replayed {
       case 'BOS': expect.fail('BOS inside the stream');
     }
     lastWasTransfer = t.kind === 'H' && transfer;
+    if (started.length - 1 !== instrBefore) hSeen = 0;
     prevPrev = prev;
     prev = t.kind === 'OUT' && t.j === 0 ? 'OUT0' : t.kind;
   }
-  return { started, commits, console: out, halt };
+  return { started, commits, carries, console: out, halt };
 }
 
 function fixtureElfs(dir: string, names?: string[]): string[] {
@@ -612,8 +623,9 @@ describe('golden token trace: fixture programs replayed against the emulator', (
       const elf = fs.readFileSync(path.join(root, file));
       const t = goldenTokens(elf, { mem: MEM });
       const events: TraceEvent[] = [];
+      const carryAfter: number[] = [];
       const cpu = cpuForProgram(loadElf(elf, MEM));
-      const res = cpu.run({ trace: (e) => events.push(e) });
+      const res = cpu.run({ trace: (e) => { events.push(e); carryAfter.push(cpu.bnCarry); } });
       expect(['exit', 'tohost']).toContain(res.reason);
 
       const r = replay(t.tokens, (i) => events[i]!.word);
@@ -628,6 +640,11 @@ describe('golden token trace: fixture programs replayed against the emulator', (
         } else if (r.commits.get(i) !== e.rdValue) {
           expect.fail(`${file}: instruction ${i} (${e.disasm}) committed ${r.commits.get(i)}, emulator wrote ${e.rdValue}`);
         }
+      }
+      // v4: each bn.mac brings back the carry the emulator's unit holds after it; nothing else does.
+      for (let i = 0; i < events.length; i++) {
+        if ((events[i]!.word & 0x7f) === 0x0b) expect(r.carries.get(i), `${file}: carry of instruction ${i}`).toBe(carryAfter[i]);
+        else expect(r.carries.has(i)).toBe(false);
       }
       expect(r.console).toEqual([...res.consoleBytes]);
       expect(r.halt).toBe(res.exitCode! >= 0 && res.exitCode! <= 255 ? res.exitCode : 255);

@@ -1,5 +1,5 @@
 /**
- * The RV32IM+Zba chip (circuits/rv32im/cpu.ts) on token protocol v3.
+ * The RV32IM+Zba chip (circuits/rv32im/cpu.ts) on token protocol v4.
  * - The chip circuit (FastEvaluator), fed the prompt [BOS, J(entry)] and then its own emitted tokens, with the
  *   program image in its code and data RAMs and sp in its register file, generates exactly the
  *   golden token trace that riscv/golden-trace.ts derives from the golden emulator: chipc's own
@@ -39,7 +39,7 @@ function againstGolden(elf: Uint8Array, memBytes = MEM) {
 }
 
 describe('the chip in the IR interpreter = the golden token trace', () => {
-  it.each(['branch', 'zba', 'mul', 'div', 'load_store', 'fence'])('ISA program %s: every token, ending in HALT(0)', (name) => {
+  it.each(['branch', 'zba', 'mul', 'div', 'load_store', 'fence', 'bn'])('ISA program %s: every token, ending in HALT(0)', (name) => {
     const { r, trace } = againstGolden(fs.readFileSync(`fixtures/isa/${name}.exit.elf`));
     expect(r.divergence).toBeNull();
     expect(r.tokens).toEqual(Array.from(trace.tokens));
@@ -86,7 +86,7 @@ describe('the chip in the IR interpreter = the golden token trace', () => {
 
 // Memory of every width (aligned, and sub-word at every offset within a word), the console,
 // MUL / MULH / MULHU, DIV / DIVU / REM / REMU with a negative operand, a zero divisor and
-// INT_MIN / -1, and a taken branch; exit code = a checksum the golden emulator also computes.
+// INT_MIN / -1, the bignum unit's bn.mac (low words and the carry), and a taken branch; exit code = a checksum the golden emulator also computes.
 const HAND = `
   li t0, 0x12345678
   sw t0, -16(sp)
@@ -131,6 +131,13 @@ const HAND = `
   xor a0, a0, s6
   add a0, a0, s8
   xor a0, a0, s9
+  li s10, 0xfedcba98
+  bn.mac s10, t0, t6
+  bn.mac s10, t0, s7
+  li s11, 0
+  bn.mac s11, zero, zero
+  add a0, a0, s10
+  xor a0, a0, s11
   bne a0, zero, done
   addi a0, a0, 1
 done:

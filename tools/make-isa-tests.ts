@@ -22,6 +22,8 @@ export interface IsaIndexEntry {
   exitFile: string;
   summary: string;
   covers: string[];
+  /** Uses the chip's custom-0 bignum unit: runs on the golden emulator and the chip, not under qemu-user. */
+  chipOnly?: boolean;
   /** Instructions retired on the golden emulator until the pass report (tohost store / exit ecall). */
   instret: number;
   exitInstret: number;
@@ -61,7 +63,7 @@ export function makeIsaTests(): Map<string, Uint8Array> {
     files.set(file, t.elf);
     files.set(exitFile, e.elf);
     tests.push({
-      name: g.name, file, exitFile, summary: g.summary, covers: g.covers,
+      name: g.name, file, exitFile, summary: g.summary, covers: g.covers, ...(g.chipOnly ? { chipOnly: true } : {}),
       instret: measure(g, 'tohost', t.elf), exitInstret: measure(g, 'exit', e.elf),
       codeBytes: t.codeBytes, dataBytes: t.dataBytes,
       cases: g.checks.map((c) => c.desc),

@@ -30,6 +30,8 @@ export const TOK = {
 export const CODE_STORE_WORDS = 1024;
 export const VOCAB = TOK.A + CODE_STORE_WORDS;
 export const CODE_BASE = 0x8000_0000;
+/** The bignum unit's opcode: custom-0 (bn.mac, docs/bignum-unit.md). */
+export const BN_OPCODE = 0x0b;
 
 export const enum Kind { E, D, J, H, K, N, OUT, HALT, BOS, Q, A }
 
@@ -325,10 +327,13 @@ export function cpuCircuit(opts: CpuOptions) {
     const isBranch = isClass(6, 'isBranch');
     const isStore = c.table('isStore', [opcode], (op) => (op === 0x23 ? 1 : 0), [0, 1]);
     const isLoad = c.table('isLoad', [opcode], (op) => (op === 0x03 ? 1 : 0), [0, 1]);
+    // The bignum unit's multiply-accumulate (custom-0, docs/bignum-unit.md): MUL with two more addends.
+    const isBn = c.table('isBnMac', [opcode], (op) => (op === BN_OPCODE ? 1 : 0), [0, 1]);
     // The ALU's view of the class (loads, stores and the rest as 7) keeps aluOp's table within one index.
     // 6 is the M extension (OP with funct7 = 1; bit 25 set), which the full class table has no room for.
+    // bn.mac (custom-0, funct3 0) is MUL's class too: its low word is the MUL candidate.
     const clsAlu = c.table('classAlu', [opcode, ins[25]!], (op, b25) =>
-      (op === 0x33 && b25 === 1 ? 6 : Math.min(7, CLASS[op] === 6 ? 7 : CLASS[op] ?? 7)), [0, 7]);
+      ((op === 0x33 && b25 === 1) || op === BN_OPCODE ? 6 : Math.min(7, CLASS[op] === 6 ? 7 : CLASS[op] ?? 7)), [0, 7]);
     // Memory access shape from funct3 (loads and stores alike): 0 byte, 1 half, 2 word; 4, 5 unsigned byte/half.
     const isSystem = c.table('isEcall', [opcode], (op) => (op === 0x73 ? 1 : 0), [0, 1]);
     // Result: 0 add 1 sub 2 sll 3 slt 4 sltu 5 xor 6 srl 7 sra 8 or 9 and 10 sh1add 11 sh2add 12 sh3add 13 lui 14 auipc 15 link
@@ -349,7 +354,7 @@ export function cpuCircuit(opts: CpuOptions) {
       return 0;
     }, [0, 25]);
     // Straight from the opcode (not through the class): these start the register commit's path.
-    const writesRd = c.table('writesRd', [opcode], (op) => { const k = CLASS[op] ?? 7; return k <= 5 || k === 8 ? 1 : 0; }, [0, 1]);
+    const writesRd = c.table('writesRd', [opcode], (op) => { const k = CLASS[op] ?? 7; return k <= 5 || k === 8 || op === BN_OPCODE ? 1 : 0; }, [0, 1]);
     const isJump = c.table('isJump', [opcode], (op) => (op === 0x6f || op === 0x67 ? 1 : 0), [0, 1]);
     const hasRd = c.and(writesRd, rd.ne(0)).named('hasRd'); // for the emit plan (the commit uses its parts)
 
@@ -357,8 +362,8 @@ export function cpuCircuit(opts: CpuOptions) {
     // One delay for everything the commit needs from the previous position's decode (all ready
     // right after fetch); the commit enable and each committed bit are then one table each.
     const rdNZ = rd.ne(0).named('rdNonZero');
-    const [prevRd0, prevRd1, prevRd2, prevRd3, prevRd4, prevWasD, prevWritesRd, prevRdNZ, prevIsJump] =
-      c.previousAll([...ins.slice(7, 12), isD, writesRd, rdNZ, isJump]);
+    const [prevRd0, prevRd1, prevRd2, prevRd3, prevRd4, prevWasD, prevWritesRd, prevRdNZ, prevIsJump, prevIsBn] =
+      c.previousAll([...ins.slice(7, 12), isD, writesRd, rdNZ, isJump, isBn]);
     // The link (PC + 4) from the word index + 1 over 16 bits (a carry out of bit 14 lands in bit 17).
     const seq16 = addSmall(c, [...w, c.constant(0)], [1, 0], 'seq');
     const linkBits = [c.constant(0), c.constant(0), ...seq16, ...Array.from({ length: 13 }, () => c.constant(0)), c.constant(1)];
@@ -372,9 +377,27 @@ export function cpuCircuit(opts: CpuOptions) {
     const prevIsQ = c.previous(isQ).named('prevIsQ');
     const ppQ = c.previous(prevIsQ).named('prevPrevIsQ');
     const remTransfer = c.and(isH, ppQ).named('remTransfer');
+    // bn.mac emits its new carry first (D, H) and its low word after (D, H, N): the carry's H — fed
+    // two positions after the start — commits nothing and latches the carry as pending; the low
+    // word's H (two after that H) commits rd and moves the pending carry into the carry latch, so
+    // every position of the instruction recomputes the same t = rs1·rs2 + rd + carry.
+    const [prevWasStart, prevWasH] = c.previousAll([isStart, isH]);
+    const [ppStart, ppH] = c.previousAll([prevWasStart!, prevWasH!]);
+    const bnCarryIn = c.table('bnCarryIn', [isH, ppStart!, prevIsBn!, loading], (h, ps, pb, ld) => (h && ps && pb && !ld ? 1 : 0), [0, 1]);
+    const bnCarryMove = c.table('bnCarryMove', [isH, ppH!, prevIsBn!, loading], (h, ph, pb, ld) => (h && ph && pb && !ld ? 1 : 0), [0, 1]);
+    // What the fed token may commit: 0 nothing (also a division step's H, two after a Q), 1 a value
+    // (E, K, H), 2 the link (J), 3 a value unless the pending instruction is bn.mac (an H two after
+    // a start: bn.mac's carry). From token fields and their delays only (no layer of its own).
+    const commitTok = c.table('commitTok', [commitValue, isJ, isH, ppQ, ppStart!], (v, jj, h, q, ps) =>
+      (jj ? 2 : !v || (h && q) ? 0 : h && ps ? 3 : 1), [0, 3]);
+    // Loader mode: 0 off, 1 on, 2 on and this H writes a register (loadReg implies loading).
+    const loaderCase = c.linear([[loading, 1], [loadReg, 1]], 0, [0, 2]).named('loaderCase');
     // In loader mode only the loader's register words are written (their bits are {H, D latch}, as a D + H commit).
-    const commitEn = c.table('commitEn', [commitValue, isJ, prevIsJump!, prevWritesRd!, prevRdNZ!, remTransfer, loading, loadReg],
-      (v, jj, pj, wr, nz, rt, ld, lr) => (ld ? lr : (v || (jj && pj)) && wr && nz && !rt ? 1 : 0), [0, 1]);
+    const commitEn = c.table('commitEn', [commitTok, prevIsJump!, prevIsBn!, prevWritesRd!, prevRdNZ!, loaderCase], (ct, pj, pb, wr, nz, lc) => {
+      if (lc !== 0) return lc === 2 ? 1 : 0;
+      const commits = ct === 1 || (ct === 3 && !pb) || (ct === 2 && pj);
+      return commits && wr && nz ? 1 : 0;
+    }, [0, 1]);
     const commitBits = Array.from({ length: 32 }, (_, k) => {
       const linkBit = k >= 2 && k < 18 ? prevLink[k - 2]! : c.constant(k === 31 ? 1 : 0);
       const wide = k < 16 ? prevDLo[k]! : cvW[k - 16]!;
@@ -395,6 +418,14 @@ export function cpuCircuit(opts: CpuOptions) {
     const b = regs.read(rs2);
     const A = bitsWord(c, a);
     const B = bitsWord(c, b);
+    // bn.mac's accumulator input: a third read port at the instruction's rd (0 unless bn.mac), and
+    // the carry latch (pending → carry at the low word's H; read as 0 unless bn.mac).
+    const acc = regs.read(rd, isBn);
+    const bnPending = c.ram('bnPending', { rows: 1, fields: Array.from({ length: 32 }, () => 2) });
+    bnPending.write(c.constant(0), [...dLoPrev, ...cvW], bnCarryIn);
+    const bnCarryRam = c.ram('bnCarry', { rows: 1, fields: Array.from({ length: 32 }, () => 2) });
+    bnCarryRam.write(c.constant(0), bnPending.read(c.constant(0)), bnCarryMove);
+    const carryIn = bnCarryRam.read(c.constant(0), isBn);
 
     // ── execute ────────────────────────────────────────────────────────────────────────────
     const immI = wordFromSpec(c, ins, immSpec('I'));
@@ -448,8 +479,6 @@ export function cpuCircuit(opts: CpuOptions) {
     const onesBelow = rowBits.map((_, k) => c.linear(rowBits.slice(0, k).map((x) => [x, 1] as [Sig, number])));
     const rowPlus1 = (x: number, below: number, k: number) => x ^ (below === k ? 1 : 0);
     const rowBits4 = rowBits.map((x, k) => c.table(`row1_${k}`, [x, onesBelow[k]!], (v, lo) => rowPlus1(v, lo, k), [0, 1]));
-    const [prevWasStart, prevWasH] = c.previousAll([isStart, isH]);
-    const [ppStart, ppH] = c.previousAll([prevWasStart!, prevWasH!]);
     const fedD = fedC.eq(1).named('fedD');
     const fedH = fedC.eq(2).named('fedH');
     const atStart = fedC.eq(0).named('atStart');
@@ -603,6 +632,8 @@ export function cpuCircuit(opts: CpuOptions) {
         cols[8 + j]!.push([c.table(`mulNotA${j}`, [bNeg, corrASel, na[j]!], (n, s, x) => (n && s ? 15 - x : 0), [0, 15]), 1]);
       }
       cols[8]!.push([corrBOn, 1], [corrAOn, 1]);
+      // bn.mac: + rd + carry in the low columns (both read as 0 for every other instruction).
+      for (let m = 0; m < 32; m++) cols[m >> 2]!.push([acc[m]!, 2 ** (m & 3)], [carryIn[m]!, 2 ** (m & 3)]);
       return cols;
     });
     const mulHigh = product.slice(4);
@@ -735,8 +766,9 @@ export function cpuCircuit(opts: CpuOptions) {
     // A sub-word store's word always takes the full form (D, H), so it never "fits".
     // Nor does a crossing load's value (its second position always emits D).
     // Width class: 0 the value fits 14 bits (E / K), 1 it fits 30 bits, 2 neither (D then H).
-    const widthClass = c.table('widthClass', [signTop, r2cls, r1cls, memStore, xLoad],
-      (x, y, z, st, xl) => (!st && !xl && x === y && y === z && x < 2 ? 0 : !st && x <= 2 ? 1 : 2), [0, 2]);
+    // bn.mac's low word always takes the full form too (a fixed five-token sequence).
+    const widthClass = c.table('widthClass', [signTop, r2cls, r1cls, memStore, xLoad, isBn],
+      (x, y, z, st, xl, bn) => (!st && !xl && !bn && x === y && y === z && x < 2 ? 0 : !st && !bn && x <= 2 ? 1 : 2), [0, 2]);
     const wend = j.eq(3).named('windowEnd');
     // The mode of this position, by priority (the out-of-turn modes never coincide): 6 a halt, 5 a
     // taken jump, 7 / 8 / 9 a division step emitting Q / D / H, 10 a crossing load's first D, 11 a
@@ -744,21 +776,26 @@ export function cpuCircuit(opts: CpuOptions) {
     // instruction with a result (or a memory store's word) to emit, 0 / 1 one without (odd: at the
     // window end). Built from four small signals so that the plan over (fed, mode, width class)
     // stays one table, and every payload is one case of one select layer after it.
-    const resW = c.table('resultWindow', [hasRd, isSubStore, codeStore, isConsole, wend],
-      (h, sb, cs, con, we) => (con ? 4 : (h || ((sb || cs) && !con) ? 2 : 0) + we), [0, 4]);
+    // bn.mac emits its low word even for rd = x0 (the carry moves at that word's H).
+    const resW = c.table('resultWindow', [hasRd, isSubStore, codeStore, isConsole, wend, isBn],
+      (h, sb, cs, con, we, bn) => (con ? 4 : (h || bn || ((sb || cs) && !con) ? 2 : 0) + we), [0, 4]);
     const haltOrJump = c.linear([[halting, 1], [jumpTaken, 2]], 0, [0, 2]).named('haltOrJump'); // never both
     const stepK = c.table('stepMode', [stepping, stepKind], (st, sk) => (st ? 1 + sk : 0), [0, 3]);
-    const otherK = c.table('otherMode', [xLoadFirst, xStoreSecond, codeStore, atStart], (xl, xs, cs, at) => (xl ? 1 : xs ? 2 : cs && at ? 3 : 0), [0, 3]);
+    const otherK = c.table('otherMode', [xLoadFirst, xStoreSecond, codeStore, fedC, isBn, prevWasStart!],
+      (xl, xs, cs, f, bn, ps) => (xl ? 1 : xs ? 2 : cs && f === 0 ? 3 : bn && f === 0 ? 4 : bn && f === 1 && ps ? 5 : 0), [0, 5]);
     const mode = c.table('mode', [haltOrJump, stepK, otherK, resW],
-      (hj, sk, ok, rw) => (hj === 1 ? 6 : hj === 2 ? 5 : sk ? 6 + sk : ok ? 9 + ok : rw), [0, 12]);
+      (hj, sk, ok, rw) => (hj === 1 ? 6 : hj === 2 ? 5 : sk ? 6 + sk : ok ? 9 + ok : rw), [0, 14]);
     // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT (the out-of-turn kinds Q / D / H / A are set
     // after the plan); payload case: 0 r0/r1&63, 1 r2/r3&63, 2 r0/r1, 3 r2/r3, 4 the jump target word,
     // 5 w+1, 6 console byte, 7 the halt's exit code, 8 a division step's Q, 9 a crossing load's
     // prefix, 10 a crossing store's second word (low half), 11 a code store's word index, 12 a
-    // division step's D (remainder low half), 13 its H (remainder high half).
+    // division step's D (remainder low half), 13 its H (remainder high half), 14 bn.mac's new
+    // carry, low half (D), 15 its high half (H).
     const plan = (f: number, md: number, wc: number): [number, number] => {
       if (md === 6) return [7, 7];
       if (md === 5) return [2, 4];
+      if (md === 13) return [1, 14];
+      if (md === 14) return [3, 15];
       if (md >= 7) return [2, [8, 12, 13, 9, 10, 11][md - 7]!];
       if (md === 4) return f === 0 ? [6, 6] : [2, 5]; // OUT(j+1, b), or OUT(0, b) then J at the window end
       const we = md & 1;
@@ -770,7 +807,9 @@ export function cpuCircuit(opts: CpuOptions) {
     };
     // The division's result phase starts at its last step's H: plan it as a start.
     // So does a crossing load's second position.
-    const planFed = c.table('planFed', [fedC, ppQ, xLoadSecond], (f, ppq, xl) => (f === 4 || f === 5 || (f === 2 && ppq) || xl ? 0 : f), [0, 3]);
+    // So does bn.mac's low word, after its carry's H.
+    const planFed = c.table('planFed', [fedC, ppQ, xLoadSecond, ppStart!, isBn],
+      (f, ppq, xl, ps, bn) => (f === 4 || f === 5 || (f === 2 && (ppq || (ps && bn))) || xl ? 0 : f), [0, 3]);
     const planIn = [planFed, mode, widthClass];
     const planOf = (a: number[]) => plan(a[0]!, a[1]!, a[2]!);
     const outKind0 = c.table('outKind', planIn, (...a) => planOf(a)[0], [0, 7]);
@@ -778,7 +817,7 @@ export function cpuCircuit(opts: CpuOptions) {
     const outKind = c.table('outKindFinal', [mode, outKind0],
       (md, k) => (md >= 7 && md <= 9 ? [8, 1, 3][md - 7]! : md === 10 || md === 11 ? 1 : md === 12 ? 10 : k), [0, 10]);
     // One bit per payload case straight from the plan (one FFN layer, no compare after it).
-    const caseBits = Array.from({ length: 14 }, (_, k) =>
+    const caseBits = Array.from({ length: 16 }, (_, k) =>
       c.table(`pcase${k}`, planIn, (...a) => (planOf(a)[1] === k ? 1 : 0), [0, 1]));
     const ca = (k: number) => caseBits[k]!;
     const outJ = c.table('outJ', [j], (v) => (v + 1) & 3, [0, 3]);
@@ -792,12 +831,14 @@ export function cpuCircuit(opts: CpuOptions) {
       [c.select(ca(3), result[2]!, 0), 1], [c.select(ca(4), twLo, 0), 1], [c.select(ca(5), seqLo, 0), 1],
       [c.select(ca(6), B[0]!, 0), 1], [c.select(ca(7), haltPay, 0), 1], [c.select(ca(8), divQPay, 0), 1], [c.select(ca(12), step.rem[0]!, 0), 1], [c.select(ca(13), step.rem[2]!, 0), 1],
       [c.select(ca(9), prefix[0]!, 0), 1], [c.select(ca(10), result[0]!, 0), 1], [c.select(ca(11), rowLo, 0), 1],
+      [c.select(ca(14), mulHigh[0]!, 0), 1], [c.select(ca(15), mulHigh[2]!, 0), 1],
     ], 0, [0, 255]);
     const p1 = c.linear([
       [c.select(ca(0), r1lo, 0), 1], [c.select(ca(1), r3lo, 0), 1], [c.select(ca(2), result[1]!, 0), 1],
       [c.select(ca(3), result[3]!, 0), 1], [c.select(ca(4), twHi, 0), 1], [c.select(ca(5), seqHi, 0), 1],
       [c.select(ca(12), step.rem[1]!, 0), 1], [c.select(ca(13), step.rem[3]!, 0), 1], [c.select(ca(9), prefix[1]!, 0), 1], [c.select(ca(10), result[1]!, 0), 1],
       [c.select(ca(11), c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3]), 0), 1],
+      [c.select(ca(14), mulHigh[1]!, 0), 1], [c.select(ca(15), mulHigh[3]!, 0), 1],
     ], 0, [0, 255]);
     const pay0 = p0;
     // Rows: each token and the field values it requires.

@@ -8,6 +8,22 @@
 #include "bignum.h"
 #include "chipc.h"
 
+#ifdef CHIPC_BN_UNIT
+/*
+ * The chip's bignum unit (docs/bignum-unit.md): bn.mac rd, rs1, rs2 (custom-0) computes
+ * t = rs1 * rs2 + rd + C over unsigned 32-bit values, rd = t mod 2^32, C = t >> 32, where C is the
+ * unit's carry register. volatile: C is state the compiler cannot see, so the order stays.
+ */
+static inline uint32_t bn_mac(uint32_t acc, uint32_t a, uint32_t b) {
+  __asm__ volatile(".insn r 0x0b, 0, 0, %0, %z1, %z2" : "+r"(acc) : "rJ"(a), "rJ"(b));
+  return acc;
+}
+/* C = 0 (t = C, so the new carry is 0). */
+static inline void bn_carry_clear(void) { __asm__ volatile(".insn r 0x0b, 0, 0, zero, zero, zero"); }
+/* acc + C (mod 2^32), and C = 0 after it (for C + acc < 2^32, as everywhere below). */
+static inline uint32_t bn_carry_take(uint32_t acc) { return bn_mac(acc, 0, 0); }
+#endif
+
 static inline uint32_t mulhu(uint32_t a, uint32_t b) {
   return (uint32_t)(((uint64_t)a * b) >> 32);
 }
@@ -79,6 +95,72 @@ uint32_t bnu_sub(uint32_t *r, const uint32_t *a, uint32_t an, const uint32_t *b,
   return c;
 }
 
+#ifdef CHIPC_BN_UNIT
+/*
+ * The limb loops on the bignum unit, unrolled by four: limbs are reached by immediate offsets
+ * (an address is a 32-bit value, so each pointer step costs a wide result on the chip).
+ */
+uint32_t bnu_mul_1(uint32_t *r, const uint32_t *a, uint32_t n, uint32_t m, uint32_t c) {
+  bn_carry_clear();
+  for (; n >= 4; n -= 4, a += 4, r += 4) {
+    r[0] = bn_mac(c, a[0], m);
+    r[1] = bn_mac(0, a[1], m);
+    r[2] = bn_mac(0, a[2], m);
+    r[3] = bn_mac(0, a[3], m);
+    c = 0;
+  }
+  for (; n > 0; n--, a++, r++) {
+    r[0] = bn_mac(c, a[0], m);
+    c = 0;
+  }
+  return bn_carry_take(c);
+}
+
+/* r[0..n) += a[0..n) * m + C (the unit's carry as it stands); the carry out is left in C. */
+static void addmul_run(uint32_t *r, const uint32_t *a, uint32_t n, uint32_t m) {
+  for (; n >= 4; n -= 4, a += 4, r += 4) {
+    r[0] = bn_mac(r[0], a[0], m);
+    r[1] = bn_mac(r[1], a[1], m);
+    r[2] = bn_mac(r[2], a[2], m);
+    r[3] = bn_mac(r[3], a[3], m);
+  }
+  for (; n > 0; n--, a++, r++) r[0] = bn_mac(r[0], a[0], m);
+}
+
+/* r[0..n) += a[0..n) * m, returns the carry limb. */
+static uint32_t addmul_1(uint32_t *r, const uint32_t *a, uint32_t n, uint32_t m) {
+  bn_carry_clear();
+  addmul_run(r, a, n, m);
+  return bn_carry_take(0);
+}
+
+/*
+ * r[0..n) -= v * m with v given complemented, nv[i] = ~v[i]; returns the borrow limb.
+ * With B = 2^32: r - m*v = r + m*(B^n - 1 - v) + m - m*B^n, and B^n - 1 - v is the number whose
+ * limbs are nv. So an addmul over nv that starts with C = m leaves the low limbs of r - m*v in r
+ * and m + floor((r - m*v) / B^n) in C: the borrow is m - C. (C = m from m*(B - 1) + m = m*B.)
+ */
+static uint32_t submul_1c(uint32_t *r, const uint32_t *nv, uint32_t n, uint32_t m) {
+  bn_carry_clear();
+  (void)bn_mac(m, m, 0xffffffffu);
+  addmul_run(r, nv, n, m);
+  return m - bn_carry_take(0);
+}
+
+/* r[0..n) += v with v given complemented (nv[i] = ~v[i]); returns the carry out. */
+static uint32_t add_1c(uint32_t *r, const uint32_t *nv, uint32_t n) {
+  uint32_t c = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t x = ~nv[i];
+    uint32_t s = r[i] + x;
+    uint32_t c1 = s < x;
+    s += c;
+    c = c1 + (s < c);
+    r[i] = s;
+  }
+  return c;
+}
+#else
 uint32_t bnu_mul_1(uint32_t *r, const uint32_t *a, uint32_t n, uint32_t m, uint32_t c) {
   for (uint32_t i = 0; i < n; i++) {
     uint32_t x = a[i];
@@ -116,6 +198,7 @@ static uint32_t submul_1(uint32_t *r, const uint32_t *a, uint32_t n, uint32_t m)
   }
   return c;
 }
+#endif
 
 void bnu_mul(uint32_t *r, const uint32_t *a, uint32_t an, const uint32_t *b, uint32_t nb) {
   if (an == 0 || nb == 0) {
@@ -208,6 +291,9 @@ int bnu_divmod(uint32_t *q, uint32_t *r, const uint32_t *a, uint32_t an, const u
   bnu_shl(vn, b, nb, s);
   bnu_shl(un, a, an, s);
   uint32_t vtop = vn[nb - 1], vnext = nb >= 2 ? vn[nb - 2] : 0;
+#ifdef CHIPC_BN_UNIT
+  for (uint32_t i = 0; i < nb; i++) vn[i] = ~vn[i]; /* submul_1c and add_1c take the divisor complemented */
+#endif
   for (uint32_t j = an - nb + 1; j > 0;) {
     j--;
     uint32_t u2 = un[j + nb], u1 = un[j + nb - 1];
@@ -232,11 +318,19 @@ int bnu_divmod(uint32_t *q, uint32_t *r, const uint32_t *a, uint32_t an, const u
         rhat = nr;
       }
     }
+#ifdef CHIPC_BN_UNIT
+    uint32_t borrow = submul_1c(un + j, vn, nb, qhat);
+#else
     uint32_t borrow = submul_1(un + j, vn, nb, qhat);
+#endif
     un[j + nb] = u2 - borrow;
     if (u2 < borrow) { /* qhat was one too large: add the divisor back */
       qhat--;
+#ifdef CHIPC_BN_UNIT
+      un[j + nb] += add_1c(un + j, vn, nb);
+#else
       un[j + nb] += bnu_add(un + j, un + j, nb, vn, nb);
+#endif
     }
     q[j] = qhat;
   }

@@ -9,7 +9,8 @@ import { branchGroup } from './branch.ts';
 import { loadStoreGroup } from './load-store.ts';
 import { divGroup, mulGroup, zbaGroup } from './mul-div-zba.ts';
 import { fenceGroup } from './fence.ts';
+import { bnGroup } from './bignum-unit.ts';
 
-export const ISA_TEST_GROUPS: readonly TestGroup[] = [aluGroup, branchGroup, loadStoreGroup, mulGroup, divGroup, zbaGroup, fenceGroup];
+export const ISA_TEST_GROUPS: readonly TestGroup[] = [aluGroup, branchGroup, loadStoreGroup, mulGroup, divGroup, zbaGroup, fenceGroup, bnGroup];
 
 export { buildProgram, casePrefix, CODE_BASE, DATA_BASE, RAM_SIZE, type BuildOptions, type BuiltProgram, type Check, type ExitMode, type TestGroup } from './program.ts';

@@ -72,6 +72,8 @@ export interface TestGroup {
   data?: string[];
   /** The program stores into its own code (fence.i tests): code segment is R+W+X. */
   writesCode?: boolean;
+  /** Uses the chip's own custom-0 bignum unit (bn.mac): not an RV32IM+Zba program, so not run under qemu-user. */
+  chipOnly?: boolean;
 }
 
 export type ExitMode = 'tohost' | 'exit';

@@ -451,7 +451,7 @@ export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
   const remedy = 'make one for this program with `chipc run FILE.elf --emit DIR` (and merge that)';
   if (m.circuit !== 'rv32-v1') throw new ChipcError('run.model', `${ck.path}: the chip is circuit "${String(m.circuit)}", not the RV32 chip (rv32-v1)`);
   if (m.vocab?.circuit !== VOCAB) {
-    throw new ChipcError('run.model', `${ck.path}: the chip's alphabet has ${String(m.vocab?.circuit)} tokens; the RV32 chip (protocol v3) has ${VOCAB}`);
+    throw new ChipcError('run.model', `${ck.path}: the chip's alphabet has ${String(m.vocab?.circuit)} tokens; the RV32 chip (protocol v4) has ${VOCAB}`);
   }
   if (ck.vocabSize < ck.idOffset + VOCAB) {
     throw new ChipcError('run.model', `${ck.path}: vocab_size ${ck.vocabSize} cannot hold the chip's ${VOCAB} ids from id ${ck.idOffset}`);

@@ -1,6 +1,6 @@
 /**
  * `chipc run FILE.elf [--target T] [--mem-size BYTES] [--check] [--max-tokens N]`: compile the RV32
- * chip (circuits/rv32im/cpu.ts, token protocol v3: docs/token-protocol.md) with a data RAM of the
+ * chip (circuits/rv32im/cpu.ts, token protocol v4: docs/token-protocol.md) with a data RAM of the
  * given size, load the program's image into its GDN state and generate token by token in the
  * reference executor until HALT, printing the console output live; `--check` compares every
  * token with the golden emulator's trace and stops at the first divergence. `--model CKPT` runs a

@@ -1,7 +1,7 @@
 /**
  * `chipc trace FILE.elf -o TRACE.json [--mem-size BYTES] [--max-instructions N]`: writes what an
  * outside engine needs to run a program on an emitted chip checkpoint by plain greedy decoding and
- * check it (tools/hf_check.py): the loader prompt (token protocol v3, "Loading by prompt": BOS,
+ * check it (tools/hf_check.py): the loader prompt (token protocol v4, "Loading by prompt": BOS,
  * then E/D/H write tokens for every non-zero word and sp, then J(entry)) and the golden emulator's
  * generated tokens up to HALT. Atomic write (temporary name, then rename).
  */

@@ -24,7 +24,7 @@ const fixDir = path.join(repoRoot, 'fixtures', 'isa');
 
 interface IndexEntry {
   name: string; file: string; exitFile: string; summary: string; covers: string[];
-  instret: number; exitInstret: number; codeBytes: number; dataBytes: number; cases: string[];
+  instret: number; exitInstret: number; codeBytes: number; dataBytes: number; cases: string[]; chipOnly?: boolean;
 }
 const index = JSON.parse(fs.readFileSync(path.join(fixDir, 'index.json'), 'utf8')) as { memSize: number; tests: IndexEntry[] };
 const readFix = (name: string) => new Uint8Array(fs.readFileSync(path.join(fixDir, name)));

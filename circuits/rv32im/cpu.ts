@@ -3,7 +3,7 @@
  * RAM), decode, register file (a RAM with two read ports), ALU and Zba, branches and jumps
  * (PC = base + 4·j, base latched by J tokens), a data RAM with loads and stores of every width and
  * alignment, the console (OUT), `ecall` exit and `tohost` (HALT), one 32×32 → 64 multiplier for
- * MUL*, radix-16 division steps for DIV/REM (Q tokens), code stores that reach fetch (A tokens),
+ * MUL* and the bignum unit's bn.mac (circuits/bignum/mac-unit.ts), radix-16 division steps for DIV/REM (Q tokens), code stores that reach fetch (A tokens),
  * and a loader mode before the first J (loading by prompt). docs/cpu-plan.md has the status.
  *
  * One position is one micro-step. Positions fed E, N, OUT(j ≥ 1) or J start the instruction at
@@ -19,6 +19,7 @@ import { defineCircuit, type CircuitBuilder, type Sig } from '../../src/dsl/inde
 import { ChipcError } from '../../src/util/errors.ts';
 import { mulBytes } from './mul.ts';
 import { divStep, negWord, signedResult } from './div.ts';
+import { BN_OPCODE, macUnit } from '../bignum/mac-unit.ts';
 import { add32, byteFromNibbles, wordFromNibbles, wordNibbles, constWord, eq32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
 
 // ── token alphabet (docs/token-protocol.md v1) ─────────────────────────────────────────────────
@@ -30,8 +31,6 @@ export const TOK = {
 export const CODE_STORE_WORDS = 1024;
 export const VOCAB = TOK.A + CODE_STORE_WORDS;
 export const CODE_BASE = 0x8000_0000;
-/** The bignum unit's opcode: custom-0 (bn.mac, docs/bignum-unit.md). */
-export const BN_OPCODE = 0x0b;
 
 export const enum Kind { E, D, J, H, K, N, OUT, HALT, BOS, Q, A }
 
@@ -418,14 +417,8 @@ export function cpuCircuit(opts: CpuOptions) {
     const b = regs.read(rs2);
     const A = bitsWord(c, a);
     const B = bitsWord(c, b);
-    // bn.mac's accumulator input: a third read port at the instruction's rd (0 unless bn.mac), and
-    // the carry latch (pending → carry at the low word's H; read as 0 unless bn.mac).
-    const acc = regs.read(rd, isBn);
-    const bnPending = c.ram('bnPending', { rows: 1, fields: Array.from({ length: 32 }, () => 2) });
-    bnPending.write(c.constant(0), [...dLoPrev, ...cvW], bnCarryIn);
-    const bnCarryRam = c.ram('bnCarry', { rows: 1, fields: Array.from({ length: 32 }, () => 2) });
-    bnCarryRam.write(c.constant(0), bnPending.read(c.constant(0)), bnCarryMove);
-    const carryIn = bnCarryRam.read(c.constant(0), isBn);
+    // The bignum unit (circuits/bignum/mac-unit.ts): rd through a third read port, the carry latches.
+    const mac = macUnit(c, { regs, rd, isMac: isBn, tokenWord: [...dLoPrev, ...cvW], carryIn: bnCarryIn, carryMove: bnCarryMove });
 
     // ── execute ────────────────────────────────────────────────────────────────────────────
     const immI = wordFromSpec(c, ins, immSpec('I'));
@@ -632,8 +625,7 @@ export function cpuCircuit(opts: CpuOptions) {
         cols[8 + j]!.push([c.table(`mulNotA${j}`, [bNeg, corrASel, na[j]!], (n, s, x) => (n && s ? 15 - x : 0), [0, 15]), 1]);
       }
       cols[8]!.push([corrBOn, 1], [corrAOn, 1]);
-      // bn.mac: + rd + carry in the low columns (both read as 0 for every other instruction).
-      for (let m = 0; m < 32; m++) cols[m >> 2]!.push([acc[m]!, 2 ** (m & 3)], [carryIn[m]!, 2 ** (m & 3)]);
+      mac.columns(cols); // bn.mac: + rd + C in the low columns (both 0 for every other instruction)
       return cols;
     });
     const mulHigh = product.slice(4);

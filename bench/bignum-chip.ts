@@ -5,9 +5,13 @@
  * RAM and compared with BigInt. Prints per operation: instructions, request (prompt) tokens,
  * generated tokens, seconds, tokens/s.
  *
- *   npx tsx bench/bignum-chip.ts [--ops umul,udivmod] [--bits 1024,4096] [--engine weights|ir] [--target chip-test] [--json]
+ *   npx tsx bench/bignum-chip.ts [--ops umul,udivmod] [--bits 1024,4096] [--engine weights|ir|golden] [--target chip-test]
+ *                                [--elf FILE] [--json]
  *
- * For udivmod the dividend has 2·bits bits and the divisor bits bits.
+ * For udivmod the dividend has 2·bits bits and the divisor bits bits. `--engine golden` runs no chip:
+ * the golden emulator's stream gives the tokens the chip would generate (seconds are then the
+ * emulator's), fast enough for 4,096-bit operands; `--elf` takes another service image (for
+ * example one built before a firmware change, to compare token counts on the same operands).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,16 +23,18 @@ import { compileChip, programOf } from '../src/chip/run.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
-const ELF = fs.readFileSync(path.join(ROOT, 'fixtures', 'firmware', 'bignum.elf'));
 const MEM = 32 * 1024;
 
 const opts = new Command()
   .option('--ops <list>', 'operations', 'umul,udivmod')
   .option('--bits <list>', 'operand sizes in bits', '1024,4096')
-  .option('--engine <e>', 'weights or ir', 'weights')
+  .option('--engine <e>', 'weights, ir or golden', 'weights')
   .option('--target <t>', 'target', 'chip-test')
+  .option('--elf <file>', 'service image', path.join(ROOT, 'fixtures', 'firmware', 'bignum.elf'))
   .option('--json', 'print JSON')
-  .parse().opts<{ ops: string; bits: string; engine: ServiceEngine; target: string; json?: boolean }>();
+  .parse().opts<{ ops: string; bits: string; engine: ServiceEngine | 'golden'; target: string; elf: string; json?: boolean }>();
+const ELF = fs.readFileSync(opts.elf);
+const golden = opts.engine === 'golden';
 
 /** xorshift32 stream of random full-length operands (top bit set). */
 let seed = 0x9e3779b9;
@@ -47,9 +53,9 @@ function randomBits(bits: number): bigint {
 const svc = BignumService.load(ELF, MEM);
 const prog = programOf(ELF, MEM);
 const t0 = performance.now();
-const res = compileChip(prog.chip, resolveTarget(opts.target).config);
+const res = golden ? null : compileChip(prog.chip, resolveTarget(opts.target).config);
 const compileSeconds = (performance.now() - t0) / 1000;
-const chip = new ChipService(res, prog, { engine: opts.engine });
+const chip = res === null ? null : new ChipService(res, prog, { engine: opts.engine as ServiceEngine });
 
 /** Reads the number at area word `index` from the chip's data RAM (memoryReader). */
 function chipNumber(read32: (address: number) => number, index: number): bigint {
@@ -64,10 +70,13 @@ for (const bits of opts.bits.split(',').map(Number)) {
     const a = randomBits(op === 'udivmod' ? 2 * bits : bits);
     const b = randomBits(bits);
     const writes = svc.requestWrites(BIGNUM_OPS[op], operandOf(a), operandOf(b));
+    const tc = performance.now();
     const call = svc.emu.call(writes, { trace: true });
-    const r = chip.call(call.prompt, { golden: call.trace!.tokens });
+    const r = chip === null
+      ? { generated: call.trace!.tokens.slice(call.prompt.length), seconds: (performance.now() - tc) / 1000, divergence: null }
+      : chip.call(call.prompt, { golden: call.trace!.tokens });
     if (r.divergence !== null) throw new Error(`${op} ${bits}: divergence at generated token ${r.divergence.index}: expected ${r.divergence.expected}, got ${r.divergence.got}`);
-    const mem = chip.memoryReader();
+    const mem = chip === null ? (addr: number) => svc.emu.memory.read32(addr) : chip.memoryReader();
     const first = chipNumber(mem, 2);
     const want = op === 'udivmod' ? [a / b, a % b] : op === 'umul' ? [a * b] : op === 'uadd' ? [a + b] : null;
     if (want === null) throw new Error(`bench: no BigInt reference for ${op}`);
@@ -89,5 +98,6 @@ function limbCount(x: bigint): number {
   return n;
 }
 
-if (opts.json) console.log(JSON.stringify({ target: opts.target, engine: opts.engine, layers: res.weights.config.numLayers, compileSeconds: +compileSeconds.toFixed(1), rows }, null, 2));
-else console.log(`(${opts.engine}, ${opts.target}: ${res.weights.config.numLayers} layers; compile ${compileSeconds.toFixed(1)} s)`);
+const layers = res === null ? null : res.weights.config.numLayers;
+if (opts.json) console.log(JSON.stringify({ target: golden ? null : opts.target, engine: opts.engine, layers, compileSeconds: +compileSeconds.toFixed(1), rows }, null, 2));
+else console.log(golden ? '(golden emulator: the tokens the chip generates; seconds are the emulator\'s)' : `(${opts.engine}, ${opts.target}: ${layers} layers; compile ${compileSeconds.toFixed(1)} s)`);

@@ -581,26 +581,31 @@ export function cpuCircuit(opts: CpuOptions) {
     const isSubStore = c.table('isSubStore', [isStore, funct3, off], (st, f3, o) => (st && (f3 < 2 || o !== 0) ? 1 : 0), [0, 1]);
     // A store whose four address bytes all equal the console's: one compare over the byte tests and isStore.
     const consoleWord = constWord(c, CONSOLE_ADDR);
-    const isConsole = c.linear([...[0, 1, 2, 3].map((k) => [ea[k]!.eq(consoleWord[k]!), 1] as [Sig, number]), [isStore, 1]]).eq(5).named('isConsole');
+    // consoleCount = 5 ⇔ a store to the console: the tables that need "console store" read the count
+    // (a free sum of the byte tests) rather than a compare after it.
+    const consoleCount = c.linear([...[0, 1, 2, 3].map((k) => [ea[k]!.eq(consoleWord[k]!), 1] as [Sig, number]), [isStore, 1]]).named('consoleCount');
     const crossing = c.table('crossing', [funct3, off], (f3, o) => (crosses(f3, o) ? 1 : 0), [0, 1]);
     // A store into the program's code (row < codeEnd, at most CODE_STORE_WORDS): A(w) first, then
     // the word it leaves through D + H like a sub-word store.
     const smcEnd = Math.min(opts.codeEnd ?? opts.codeWords, CODE_STORE_WORDS);
     const rowLo = c.linear(rowBits.slice(0, 8).map((x, k) => [x, 2 ** k] as [Sig, number]));
     const rowHi = c.linear(rowBits.slice(8).map((x, k) => [x, 2 ** k] as [Sig, number]));
-    const hiCmp = c.table('codeStoreHi', [rowHi], (h) => (h < smcEnd >> 8 ? 2 : h === smcEnd >> 8 ? 1 : 0), [0, 2]);
-    const loLt = c.table('codeStoreLo', [rowLo], (l) => (l < (smcEnd & 255) ? 1 : 0), [0, 1]);
-    const codeStore = c.table('codeStore', [isStore, inRamCount, crossing, hiCmp, loLt, loading],
-      (st, n, x, h, l, ld) => (st && n === 3 && !x && !ld && (h === 2 || (h === 1 && l)) ? 1 : 0), [0, 1]);
-    const memStore = c.table('memStore', [isSubStore, codeStore, isConsole], (sb, cs, con) => ((sb || cs) && !con ? 1 : 0), [0, 1]);
+    // From the address bytes (not its bits: a layer sooner). Code words lie below 4 KiB, so a code
+    // store's address is 0x80000000 + 4·w with w < smcEnd ≤ 1,024: byte 3 is 0x80, byte 2 is 0,
+    // byte 1's high nibble is 0, and w = (byte 1's low nibble)·64 + byte 0 / 4.
+    const smcWords = Math.min(smcEnd, memWords);
+    const hiCmp = c.table('codeStoreHi', [ea[1]!], (v) => (v >> 4 !== 0 ? 0 : (v & 15) < smcWords >> 6 ? 2 : (v & 15) === smcWords >> 6 ? 1 : 0), [0, 2]);
+    const loLt = c.table('codeStoreLo', [ea[0]!], (v) => ((v >> 2) < (smcWords & 63) ? 1 : 0), [0, 1]);
+    const ea2Zero = c.table('codeStoreB2', [ea[2]!], (v) => (v === 0 ? 1 : 0), [0, 1]);
+    const codeStore = c.table('codeStore', [isStore, top, ea2Zero, crossing, hiCmp, loLt, loading],
+      (st, t, z, x, h, l, ld) => (st && t && z && !x && !ld && (h === 2 || (h === 1 && l)) ? 1 : 0), [0, 1]);
     // Overrides of the emit plan: a crossing load's first position emits D(prefix); a crossing
     // store's first H position emits D(second word's low half); a crossing load's second position
     // is planned as a start whose value must take the wide form.
     const xLoadFirst = c.table('xLoadFirst', [isLoad, crossing, atStart], (ld, x, at) => (ld && x && at ? 1 : 0), [0, 1]);
-    // memStore inline, less its code-store term (a code store never crosses): one table less on the
-    // way to the emit plan.
-    const xStoreSecond = c.table('xStoreSecond', [isSubStore, isConsole, crossing, fedH, ppStart!],
-      (sb, con, x, h, ps) => (sb && !con && x && h && ps ? 1 : 0), [0, 1]);
+    // A crossing sub-word store that is not to the console (a code store never crosses).
+    const xStoreSecond = c.table('xStoreSecond', [isSubStore, consoleCount, crossing, fedH, ppStart!],
+      (sb, cc, x, h, ps) => (sb && cc !== 5 && x && h && ps ? 1 : 0), [0, 1]);
     const xLoadSecond = c.table('xLoadSecond', [isLoad, crossing, fedD, prevWasStart!], (ld, x, d, ps) => (ld && x && d && ps ? 1 : 0), [0, 1]);
     const xLoad = c.and(isLoad, crossing).named('xLoad');
 
@@ -755,22 +760,25 @@ export function cpuCircuit(opts: CpuOptions) {
     const signTop = c.table('r3cls', [r3], (v) => (v === 0 ? 0 : v === 255 ? 1 : (v >> 5) === 0 || (v >> 5) === 7 ? 2 : 3), [0, 3]);
     const r2cls = c.table('r2cls', [result[2]!], (v) => (v === 0 ? 0 : v === 255 ? 1 : 2), [0, 2]);
     const r1cls = c.table('r1cls', [result[1]!], (v) => ((v >> 5) === 0 ? 0 : (v >> 5) === 7 ? 1 : 2), [0, 2]);
-    // A sub-word store's word always takes the full form (D, H), so it never "fits".
+    // A store's word always takes the full form (D, H), so it never "fits" (the class of a store
+    // that emits no word is not read: the plan's store modes ignore it).
     // Nor does a crossing load's value (its second position always emits D).
     // Width class: 0 the value fits 14 bits (E / K), 1 it fits 30 bits, 2 neither (D then H).
     // bn.mac's low word always takes the full form too (a fixed five-token sequence).
-    const widthClass = c.table('widthClass', [signTop, r2cls, r1cls, memStore, xLoad, isBn],
+    const widthClass = c.table('widthClass', [signTop, r2cls, r1cls, isStore, xLoad, isBn],
       (x, y, z, st, xl, bn) => (!st && !xl && !bn && x === y && y === z && x < 2 ? 0 : !st && !bn && x <= 2 ? 1 : 2), [0, 2]);
     const wend = j.eq(3).named('windowEnd');
     // The mode of this position, by priority (the out-of-turn modes never coincide): 6 a halt, 5 a
     // taken jump, 7 / 8 / 9 a division step emitting Q / D / H, 10 a crossing load's first D, 11 a
     // crossing store's second-word D, 12 a code store's A, 4 a console store, else 2 / 3 an
     // instruction with a result (or a memory store's word) to emit, 0 / 1 one without (odd: at the
-    // window end). Built from four small signals so that the plan over (fed, mode, width class)
-    // stays one table, and every payload is one case of one select layer after it.
+    // window end). Built from four small signals so that the kind over (fed, mode, width class)
+    // stays one table; the payload case is a table over (fed, mode) alone (E and K carry their
+    // high byte sign-extended, as the value holds it), so the selects need not wait for the width
+    // class; every payload is one case of one select layer after it.
     // bn.mac emits its low word even for rd = x0 (the carry moves at that word's H).
-    const resW = c.table('resultWindow', [hasRd, isSubStore, codeStore, isConsole, wend, isBn],
-      (h, sb, cs, con, we, bn) => (con ? 4 : (h || bn || ((sb || cs) && !con) ? 2 : 0) + we), [0, 4]);
+    const resW = c.table('resultWindow', [hasRd, isSubStore, codeStore, consoleCount, wend, isBn],
+      (h, sb, cs, cc, we, bn) => (cc === 5 ? 4 : (h || bn || sb || cs ? 2 : 0) + we), [0, 4]);
     const haltOrJump = c.linear([[halting, 1], [jumpTaken, 2]], 0, [0, 2]).named('haltOrJump'); // never both
     const stepK = c.table('stepMode', [stepping, stepKind], (st, sk) => (st ? 1 + sk : 0), [0, 3]);
     const otherK = c.table('otherMode', [xLoadFirst, xStoreSecond, codeStore, fedC, isBn, prevWasStart!],
@@ -778,7 +786,8 @@ export function cpuCircuit(opts: CpuOptions) {
     const mode = c.table('mode', [haltOrJump, stepK, otherK, resW],
       (hj, sk, ok, rw) => (hj === 1 ? 6 : hj === 2 ? 5 : sk ? 6 + sk : ok ? 9 + ok : rw), [0, 14]);
     // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT (the out-of-turn kinds Q / D / H / A are set
-    // after the plan); payload case: 0 r0/r1&63, 1 r2/r3&63, 2 r0/r1, 3 r2/r3, 4 the jump target word,
+    // in the kind table beside the plan); payload case: 0 / 1 unused (were E's masked forms), 2
+    // r0/r1 (E, D and K from a start), 3 r2/r3 (E, K or H after a D), 4 the jump target word,
     // 5 w+1, 6 console byte, 7 the halt's exit code, 8 a division step's Q, 9 a crossing load's
     // prefix, 10 a crossing store's second word (low half), 11 a code store's word index, 12 a
     // division step's D (remainder low half), 13 its H (remainder high half), 14 bn.mac's new
@@ -791,10 +800,12 @@ export function cpuCircuit(opts: CpuOptions) {
       if (md >= 7) return [2, [8, 12, 13, 9, 10, 11][md - 7]!];
       if (md === 4) return f === 0 ? [6, 6] : [2, 5]; // OUT(j+1, b), or OUT(0, b) then J at the window end
       const we = md & 1;
-      if (md <= 1) return we ? [2, 5] : [5, 0];
-      if (f === 0) return wc === 0 ? (we ? [4, 0] : [0, 0]) : [1, 2];
-      if (f === 1) return wc === 1 ? (we ? [4, 1] : [0, 1]) : [3, 3];
-      if (f === 2) return we ? [2, 5] : [5, 0];
+      if (md <= 1) return we ? [2, 5] : [5, 2];
+      // E / K carry their 14 bits as (low byte, sign-extended high byte): the same payload bytes as
+      // D / H's (r0, r1) or (r2, r3), so the payload case does not wait for the width class.
+      if (f === 0) return wc === 0 ? (we ? [4, 2] : [0, 2]) : [1, 2];
+      if (f === 1) return wc === 1 ? (we ? [4, 3] : [0, 3]) : [3, 3];
+      if (f === 2) return we ? [2, 5] : [5, 2];
       return [2, 5]; // fed K or OUT(0, ·): re-base after the window end
     };
     // The division's result phase starts at its last step's H: plan it as a start.
@@ -804,29 +815,32 @@ export function cpuCircuit(opts: CpuOptions) {
       (f, ppq, xl, ps, bn) => (f === 4 || f === 5 || (f === 2 && (ppq || (ps && bn))) || xl ? 0 : f), [0, 3]);
     const planIn = [planFed, mode, widthClass];
     const planOf = (a: number[]) => plan(a[0]!, a[1]!, a[2]!);
-    const outKind0 = c.table('outKind', planIn, (...a) => planOf(a)[0], [0, 7]);
     // Out-of-turn kinds: a division step emits Q, D, H; crossing accesses D; a code store A.
-    const outKind = c.table('outKindFinal', [mode, outKind0],
-      (md, k) => (md >= 7 && md <= 9 ? [8, 1, 3][md - 7]! : md === 10 || md === 11 ? 1 : md === 12 ? 10 : k), [0, 10]);
+    const outKind = c.table('outKind', planIn, (...a) => {
+      const md = a[1]!;
+      return md >= 7 && md <= 9 ? [8, 1, 3][md - 7]! : md === 10 || md === 11 ? 1 : md === 12 ? 10 : planOf(a)[0];
+    }, [0, 10]);
     // One bit per payload case straight from the plan (one FFN layer, no compare after it).
+    // The payload case never depends on the width class (checked here), so its tables skip it.
+    for (let f = 0; f < 4; f++) for (let md = 0; md <= 14; md++) {
+      if (new Set([0, 1, 2].map((wc) => plan(f, md, wc)[1])).size !== 1) throw new ChipcError('internal', `payload case of (${f}, ${md}) depends on the width class`);
+    }
     const caseBits = Array.from({ length: 16 }, (_, k) =>
-      c.table(`pcase${k}`, planIn, (...a) => (planOf(a)[1] === k ? 1 : 0), [0, 1]));
+      k <= 1 ? c.constant(0) : c.table(`pcase${k}`, [planFed, mode], (f, md) => (plan(f, md, 0)[1] === k ? 1 : 0), [0, 1]));
     const ca = (k: number) => caseBits[k]!;
     const outJ = c.table('outJ', [j], (v) => (v + 1) & 3, [0, 3]);
-    const r1lo = c.table('r1lo', [result[1]!], (v) => v & 63, [0, 63]);
-    const r3lo = c.table('r3lo', [result[3]!], (v) => v & 63, [0, 63]);
     const seq = seq16.slice(0, 15); // w + 1
     const seqLo = c.linear(seq.slice(0, 8).map((x, k) => [x, 2 ** k] as [Sig, number]));
     const seqHi = c.linear(seq.slice(8, 15).map((x, k) => [x, 2 ** k] as [Sig, number]));
     const p0 = c.linear([
-      [c.select(ca(0), result[0]!, 0), 1], [c.select(ca(1), result[2]!, 0), 1], [c.select(ca(2), result[0]!, 0), 1],
+      [c.select(ca(2), result[0]!, 0), 1],
       [c.select(ca(3), result[2]!, 0), 1], [c.select(ca(4), twLo, 0), 1], [c.select(ca(5), seqLo, 0), 1],
       [c.select(ca(6), B[0]!, 0), 1], [c.select(ca(7), haltPay, 0), 1], [c.select(ca(8), divQPay, 0), 1], [c.select(ca(12), step.rem[0]!, 0), 1], [c.select(ca(13), step.rem[2]!, 0), 1],
       [c.select(ca(9), prefix[0]!, 0), 1], [c.select(ca(10), result[0]!, 0), 1], [c.select(ca(11), rowLo, 0), 1],
       [c.select(ca(14), mulHigh[0]!, 0), 1], [c.select(ca(15), mulHigh[2]!, 0), 1],
     ], 0, [0, 255]);
     const p1 = c.linear([
-      [c.select(ca(0), r1lo, 0), 1], [c.select(ca(1), r3lo, 0), 1], [c.select(ca(2), result[1]!, 0), 1],
+      [c.select(ca(2), result[1]!, 0), 1],
       [c.select(ca(3), result[3]!, 0), 1], [c.select(ca(4), twHi, 0), 1], [c.select(ca(5), seqHi, 0), 1],
       [c.select(ca(12), step.rem[1]!, 0), 1], [c.select(ca(13), step.rem[3]!, 0), 1], [c.select(ca(9), prefix[1]!, 0), 1], [c.select(ca(10), result[1]!, 0), 1],
       [c.select(ca(11), c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3]), 0), 1],
@@ -835,11 +849,14 @@ export function cpuCircuit(opts: CpuOptions) {
     const pay0 = p0;
     // Rows: each token and the field values it requires.
     const rows: { token: number; values: (number | null)[] }[] = [];
-    for (let jj = 0; jj < 4; jj++) for (let v = 0; v < 1 << 14; v++) rows.push({ token: TOK.E + (jj << 14) + v, values: [0, jj, v & 255, v >> 8] });
+    // E / K: the payload's high byte sign-extended (bits 8…13 and copies of bit 13), as the value's
+    // own byte 1 (or 3) holds it when the value fits 14 (or 30) bits.
+    const sxHi = (v: number) => (sext(v, 14) >> 8) & 255;
+    for (let jj = 0; jj < 4; jj++) for (let v = 0; v < 1 << 14; v++) rows.push({ token: TOK.E + (jj << 14) + v, values: [0, jj, v & 255, sxHi(v)] });
     for (let v = 0; v < 1 << 16; v++) rows.push({ token: TOK.D + v, values: [1, null, v & 255, v >> 8] });
     for (let v = 0; v < 1 << 15; v++) rows.push({ token: TOK.J + v, values: [2, null, v & 255, v >> 8] });
     for (let v = 0; v < 1 << 16; v++) rows.push({ token: TOK.H + v, values: [3, null, v & 255, v >> 8] });
-    for (let v = 0; v < 1 << 14; v++) rows.push({ token: TOK.K + v, values: [4, null, v & 255, v >> 8] });
+    for (let v = 0; v < 1 << 14; v++) rows.push({ token: TOK.K + v, values: [4, null, v & 255, sxHi(v)] });
     for (let jj = 0; jj < 4; jj++) rows.push({ token: TOK.N + jj, values: [5, jj, null, null] });
     for (let jj = 0; jj < 4; jj++) for (let v = 0; v < 256; v++) rows.push({ token: TOK.OUT + 256 * jj + v, values: [6, jj, v, null] });
     for (let v = 0; v < 256; v++) rows.push({ token: TOK.HALT + v, values: [7, null, v, null] });

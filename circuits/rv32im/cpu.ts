@@ -744,13 +744,16 @@ export function cpuCircuit(opts: CpuOptions) {
     let halting = a7is93;
     let haltPay = c.select(a7is93, exitCode, 0);
     if (opts.tohost !== undefined && opts.tohost !== null) {
+      // One compare over a count (the address byte tests, isSW, B ≠ 0): a layer after the address
+      // bytes, so the halt reaches the mode table with the other address tests.
       const nonZero = c.not(eq32(c, B, constWord(c, 0), 'tohostZero'));
-      const atTohost = c.and(isSW, eq32(c, ea, constWord(c, opts.tohost >>> 0), 'eaTohost'));
-      const tohostHalt = c.and(atTohost, nonZero).named('tohostHalt');
+      const tohostWord = constWord(c, opts.tohost >>> 0);
+      const tohostHalt = c.linear([...[0, 1, 2, 3].map((k) => [ea[k]!.eq(tohostWord[k]!), 1] as [Sig, number]), [isSW, 1], [nonZero, 1]])
+        .eq(6).named('tohostHalt');
       const tohostSmall = c.table('tohostSmall', [bTopZero, bHigh], (z, h) => (z && h <= 1 ? 1 : 0), [0, 1]);
       const half = c.linear([[c.table('tohostHalf', [B[0]!], (v) => v >> 1, [0, 127]), 1], [c.table('tohostBit8', [bHigh], (h) => (h === 1 ? 1 : 0), [0, 1]), 128]]);
       const tohostCode = c.select(tohostSmall, half, 255);
-      halting = c.or(a7is93, tohostHalt).named('halting');
+      halting = c.linear([[a7is93, 1], [tohostHalt, 1]], 0, [0, 1]).named('halting'); // never both (ecall vs a store)
       haltPay = c.linear([[haltPay, 1], [c.select(tohostHalt, tohostCode, 0), 1]], 0, [0, 255]);
     }
 

@@ -102,8 +102,11 @@ export class Cpu {
   pc: number;
   instret = 0;
   tohost: number | null;
-  /** The bignum unit's carry C (unsigned 32-bit): bn.mac adds it and leaves its high word here. 0 at reset. */
-  bnCarry = 0;
+  /**
+   * The bignum unit's carry registers C0, C1 (unsigned 32-bit): bn.mac (funct7 0) adds C0 and leaves
+   * its high word there, bn.mac1 (funct7 1) likewise with C1. 0 at reset.
+   */
+  readonly bnCarry: number[] = [0, 0];
   private readonly consoleOut: number[] = [];
   private finished: RunResult | null = null;
 
@@ -347,11 +350,12 @@ export class Cpu {
           if (!illegal && rd !== 0) regs[rd] = v;
           break;
         }
-        case 0x0b: { // custom-0: the bignum unit's bn.mac (docs/bignum-unit.md)
-          if (f3 !== 0 || (w >>> 25) !== 0) { illegal = true; break; }
-          const [lo, hi] = bnMac(regs[rs1], regs[(w >>> 20) & 31], regs[rd], this.bnCarry);
+        case 0x0b: { // custom-0: the bignum unit's bn.mac / bn.mac1 (docs/bignum-unit.md)
+          const bank = w >>> 25;
+          if (f3 !== 0 || bank > 1) { illegal = true; break; }
+          const [lo, hi] = bnMac(regs[rs1], regs[(w >>> 20) & 31], regs[rd], this.bnCarry[bank]!);
           if (rd !== 0) regs[rd] = lo | 0;
-          this.bnCarry = hi;
+          this.bnCarry[bank] = hi;
           break;
         }
         case 0x0f: // MISC-MEM: FENCE and FENCE.I are no-ops (one hart, fetch always reads memory)

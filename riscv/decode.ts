@@ -56,8 +56,10 @@ export const INSTRUCTIONS: readonly InstrSpec[] = [
   R('mul', 0, 0x01), R('mulh', 1, 0x01), R('mulhsu', 2, 0x01), R('mulhu', 3, 0x01),
   R('div', 4, 0x01), R('divu', 5, 0x01), R('rem', 6, 0x01), R('remu', 7, 0x01),
   R('sh1add', 2, 0x10), R('sh2add', 4, 0x10), R('sh3add', 6, 0x10),
-  // The chip's bignum unit (custom-0): rd ← lo(rs1·rs2 + rd + C), C ← hi(…) (docs/bignum-unit.md).
+  // The chip's bignum unit (custom-0): rd ← lo(rs1·rs2 + rd + C), C ← hi(…), with carry C0 (bn.mac)
+  // or C1 (bn.mac1) (docs/bignum-unit.md).
   { name: 'bn.mac', format: 'R', opcode: OPC.CUSTOM0, funct3: 0, funct7: 0x00 },
+  { name: 'bn.mac1', format: 'R', opcode: OPC.CUSTOM0, funct3: 0, funct7: 0x01 },
   I('fence', OPC.MISC_MEM, 0),
   { name: 'fence.i', format: 'I', opcode: OPC.MISC_MEM, funct3: 1, funct7: -1 },
   { name: 'ecall', format: 'FIXED', opcode: OPC.SYSTEM, funct3: 0, funct7: -1, word: 0x00000073 },

@@ -305,12 +305,13 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
   let pending: Retired | null = null;
   // Registers before the instruction being inspected (a load may overwrite its own base register).
   let before = Int32Array.from(regs);
-  let carryBefore = cpu.bnCarry;
+  const carryBefore = [...cpu.bnCarry];
   const onRetire = (e: TraceEvent): void => {
     const r = inspect(e, before, carryBefore, program.memory, program.tohost, codeEnd);
-    if (r.bnCarry !== null && r.bnCarry !== cpu.bnCarry) throw new Error(`golden trace: bn.mac at 0x${hex(e.pc)} left carry 0x${hex(cpu.bnCarry)}, expected 0x${hex(r.bnCarry)}`);
+    const bank = e.word >>> 25;
+    if (r.bnCarry !== null && r.bnCarry !== cpu.bnCarry[bank]) throw new Error(`golden trace: bn.mac at 0x${hex(e.pc)} left carry 0x${hex(cpu.bnCarry[bank]!)}, expected 0x${hex(r.bnCarry)}`);
     before.set(regs);
-    carryBefore = cpu.bnCarry;
+    carryBefore.splice(0, carryBefore.length, ...cpu.bnCarry);
     if (pending !== null) emit(pending, e.pc, null, null);
     pending = r;
   };
@@ -354,7 +355,7 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
 }
 
 /** Classify one retired instruction from the registers before it, and those (and memory) after it. */
-function inspect(e: TraceEvent, regs: Int32Array, carry: number, memory: Memory, tohost: number | null, codeEnd: number): Retired {
+function inspect(e: TraceEvent, regs: Int32Array, carries: readonly number[], memory: Memory, tohost: number | null, codeEnd: number): Retired {
   const w = e.word;
   const cls = classifyInstruction(w);
   const opcode = w & 0x7f;
@@ -421,7 +422,7 @@ function inspect(e: TraceEvent, regs: Int32Array, carry: number, memory: Memory,
   } else if (opcode === OPC.OP && (w >>> 25) === 1 && f3 >= 4) {
     divTokens = divisionSteps(regs[rs1]!, regs[rs2]!, f3 === 4 || f3 === 6).tokens;
   } else if (opcode === OPC.CUSTOM0) {
-    [bnLow, bnCarry] = bnMac(regs[rs1]!, regs[rs2]!, regs[(w >>> 7) & 31]!, carry);
+    [bnLow, bnCarry] = bnMac(regs[rs1]!, regs[rs2]!, regs[(w >>> 7) & 31]!, carries[w >>> 25]!);
   } else if (opcode === OPC.JAL) {
     jumps = true;
     target = (e.pc + immJ(w)) >>> 0;

@@ -32,7 +32,7 @@ function runAsm(src: string, regs: Record<number, number>, carry = 0): Cpu {
   mem.write32(BASE + bytes.length, 0x00100073); // ebreak
   const cpu = new Cpu(mem, { pc: BASE });
   for (const [r, v] of Object.entries(regs)) cpu.regs[Number(r)] = v | 0;
-  cpu.bnCarry = carry;
+  cpu.bnCarry[0] = carry;
   const r = cpu.run({ maxInstructions: 100 });
   expect(r.reason).toBe('ebreak');
   return cpu;
@@ -44,7 +44,7 @@ describe('bn.mac on the golden emulator = the BigInt model', () => {
       const cpu = runAsm('bn.mac a3, a1, a2', { 11: a, 12: b, 13: acc }, carry);
       const t = BigInt(a) * BigInt(b) + BigInt(acc) + BigInt(carry);
       expect(BigInt(cpu.regs[13]! >>> 0)).toBe(t % M32);
-      expect(BigInt(cpu.bnCarry)).toBe(t / M32);
+      expect(BigInt(cpu.bnCarry[0]!)).toBe(t / M32);
     }), { numRuns: 2000, seed: 20261130 });
   });
 
@@ -58,21 +58,37 @@ describe('bn.mac on the golden emulator = the BigInt model', () => {
       const want = val(r) + val(a) * BigInt(m);
       const got = val([18, 19, 20, 21, 16].map((k) => cpu.regs[k]!));
       expect(got).toBe(want);
-      expect(cpu.bnCarry).toBe(0); // the last bn.mac read the carry out and cleared it
+      expect(cpu.bnCarry[0]).toBe(0); // the last bn.mac read the carry out and cleared it
     }), { numRuns: 300, seed: 7 });
   });
 
   it('rd = x0 changes only the carry; x0 reads as 0 in every operand', () => {
     const cpu = runAsm('bn.mac zero, a1, a2', { 11: 0xffffffff, 12: 0xffffffff }, 5);
     expect(cpu.regs[0]).toBe(0);
-    expect(BigInt(cpu.bnCarry)).toBe((0xffffffffn * 0xffffffffn + 5n) / M32);
+    expect(BigInt(cpu.bnCarry[0]!)).toBe((0xffffffffn * 0xffffffffn + 5n) / M32);
   });
 
-  it('every other custom-0 encoding is illegal (funct3 ≠ 0 or funct7 ≠ 0), in the CPU and in decode()', () => {
+  it('bn.mac1 uses the second carry bank; the banks do not disturb each other', () => {
+    fc.assert(fc.property(u32, u32, u32, u32, u32, (a, b, acc, c0, c1) => {
+      const mem = new Memory({ base: BASE, size: 4096 });
+      mem.bytes.set(assemble('bn.mac1 a3, a1, a2\nebreak').bytes);
+      const cpu = new Cpu(mem, { pc: BASE });
+      cpu.regs[11] = a | 0; cpu.regs[12] = b | 0; cpu.regs[13] = acc | 0;
+      cpu.bnCarry[0] = c0; cpu.bnCarry[1] = c1;
+      expect(cpu.run({ maxInstructions: 10 }).reason).toBe('ebreak');
+      const t = BigInt(a) * BigInt(b) + BigInt(acc) + BigInt(c1);
+      expect(BigInt(cpu.regs[13]! >>> 0)).toBe(t % M32);
+      expect(BigInt(cpu.bnCarry[1]!)).toBe(t / M32);
+      expect(cpu.bnCarry[0]).toBe(c0);
+    }), { numRuns: 500, seed: 11 });
+  });
+
+  it('every other custom-0 encoding is illegal (funct3 ≠ 0 or funct7 > 1), in the CPU and in decode()', () => {
     const mac = new DataView(assemble('bn.mac a3, a1, a2').bytes.buffer).getUint32(0, true);
     expect(decode(mac)?.spec.name).toBe('bn.mac');
     expect(disassemble(mac)).toBe('bn.mac a3, a1, a2');
-    for (const w of [mac | (1 << 12), mac | (7 << 12), mac | (1 << 25), mac | (0x40 << 25)]) {
+    expect(disassemble(mac | (1 << 25))).toBe('bn.mac1 a3, a1, a2');
+    for (const w of [mac | (1 << 12), mac | (7 << 12), mac | (2 << 25), mac | (0x40 << 25), mac | (1 << 25) | (1 << 12)]) {
       expect(decode(w)).toBeNull();
       const mem = new Memory({ base: BASE, size: 4096 });
       mem.write32(BASE, w);

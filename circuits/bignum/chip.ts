@@ -23,7 +23,7 @@ export default {
     ...chip.meta,
     name: 'bignum',
     notes: [
-      'bignum unit: bn.mac rd, rs1, rs2 (custom-0, funct3 0, funct7 0): t = rs1*rs2 + rd + C, rd = t mod 2^32, C = t >> 32 (5 tokens: D, H of C; D, H of rd; N)',
+      'bignum unit: bn.mac rd, rs1, rs2 (custom-0, funct3 0, funct7 0): t = rs1*rs2 + rd + C0, rd = t mod 2^32, C0 = t >> 32; bn.mac1 (funct7 1) the same with carry bank C1 (5 tokens each: D, H of C; D, H of rd; N)',
       `bignum service: add, sub, mul, divmod, fdivmod, cmp (signed and unsigned), operands up to ${BN_MAX_BITS.toLocaleString('en-US')} bits, in a ${BIGNUM_MEM_BYTES / 1024} KiB data RAM`,
       'firmware: fixtures/firmware/bignum.elf (a service: loaded once, called per request; docs/bignum.md)',
     ],

@@ -19,7 +19,7 @@ import { defineCircuit, type CircuitBuilder, type Sig } from '../../src/dsl/inde
 import { ChipcError } from '../../src/util/errors.ts';
 import { mulBytes } from './mul.ts';
 import { divStep, negWord, signedResult } from './div.ts';
-import { BN_OPCODE, macUnit } from '../bignum/mac-unit.ts';
+import { BN_BANKS, BN_OPCODE, macUnit } from '../bignum/mac-unit.ts';
 import { add32, byteFromNibbles, wordFromNibbles, wordNibbles, constWord, eq32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
 
 // ── token alphabet (docs/token-protocol.md v1) ─────────────────────────────────────────────────
@@ -361,8 +361,8 @@ export function cpuCircuit(opts: CpuOptions) {
     // One delay for everything the commit needs from the previous position's decode (all ready
     // right after fetch); the commit enable and each committed bit are then one table each.
     const rdNZ = rd.ne(0).named('rdNonZero');
-    const [prevRd0, prevRd1, prevRd2, prevRd3, prevRd4, prevWasD, prevWritesRd, prevRdNZ, prevIsJump, prevIsBn] =
-      c.previousAll([...ins.slice(7, 12), isD, writesRd, rdNZ, isJump, isBn]);
+    const [prevRd0, prevRd1, prevRd2, prevRd3, prevRd4, prevWasD, prevWritesRd, prevRdNZ, prevIsJump, prevIsBn, prevBnBank] =
+      c.previousAll([...ins.slice(7, 12), isD, writesRd, rdNZ, isJump, isBn, ins[25]!]);
     // The link (PC + 4) from the word index + 1 over 16 bits (a carry out of bit 14 lands in bit 17).
     const seq16 = addSmall(c, [...w, c.constant(0)], [1, 0], 'seq');
     const linkBits = [c.constant(0), c.constant(0), ...seq16, ...Array.from({ length: 13 }, () => c.constant(0)), c.constant(1)];
@@ -383,7 +383,9 @@ export function cpuCircuit(opts: CpuOptions) {
     const [prevWasStart, prevWasH] = c.previousAll([isStart, isH]);
     const [ppStart, ppH] = c.previousAll([prevWasStart!, prevWasH!]);
     const bnCarryIn = c.table('bnCarryIn', [isH, ppStart!, prevIsBn!, loading], (h, ps, pb, ld) => (h && ps && pb && !ld ? 1 : 0), [0, 1]);
-    const bnCarryMove = c.table('bnCarryMove', [isH, ppH!, prevIsBn!, loading], (h, ph, pb, ld) => (h && ph && pb && !ld ? 1 : 0), [0, 1]);
+    // The carry bank (funct7 bit 0) of the instruction whose low word's H this is.
+    const bnCarryMoves = Array.from({ length: BN_BANKS }, (_, b) => c.table(`bnCarryMove${b}`, [isH, ppH!, prevIsBn!, loading, prevBnBank!],
+      (h, ph, pb, ld, bk) => (h && ph && pb && !ld && bk === b ? 1 : 0), [0, 1]));
     // What the fed token may commit: 0 nothing (also a division step's H, two after a Q), 1 a value
     // (E, K, H), 2 the link (J), 3 a value unless the pending instruction is bn.mac (an H two after
     // a start: bn.mac's carry). From token fields and their delays only (no layer of its own).
@@ -418,7 +420,8 @@ export function cpuCircuit(opts: CpuOptions) {
     const A = bitsWord(c, a);
     const B = bitsWord(c, b);
     // The bignum unit (circuits/bignum/mac-unit.ts): rd through a third read port, the carry latches.
-    const mac = macUnit(c, { regs, rd, isMac: isBn, tokenWord: [...dLoPrev, ...cvW], carryIn: bnCarryIn, carryMove: bnCarryMove });
+    const bnBankRead = Array.from({ length: BN_BANKS }, (_, b) => c.table(`isBnMac${b}`, [opcode, ins[25]!], (op, b25) => (op === BN_OPCODE && b25 === b ? 1 : 0), [0, 1]));
+    const mac = macUnit(c, { regs, rd, isMac: isBn, bankRead: bnBankRead, bankMove: bnCarryMoves, tokenWord: [...dLoPrev, ...cvW], carryIn: bnCarryIn });
 
     // ── execute ────────────────────────────────────────────────────────────────────────────
     const immI = wordFromSpec(c, ins, immSpec('I'));

@@ -11,17 +11,24 @@
 #ifdef CHIPC_BN_UNIT
 /*
  * The chip's bignum unit (docs/bignum-unit.md): bn.mac rd, rs1, rs2 (custom-0) computes
- * t = rs1 * rs2 + rd + C over unsigned 32-bit values, rd = t mod 2^32, C = t >> 32, where C is the
- * unit's carry register. volatile: C is state the compiler cannot see, so the order stays.
+ * t = rs1 * rs2 + rd + C0 over unsigned 32-bit values, rd = t mod 2^32, C0 = t >> 32, where C0 is
+ * one of the unit's two carry registers; bn.mac1 (funct7 1) does the same with C1. volatile: the
+ * carries are state the compiler cannot see, so the order stays.
  */
 static inline uint32_t bn_mac(uint32_t acc, uint32_t a, uint32_t b) {
   __asm__ volatile(".insn r 0x0b, 0, 0, %0, %z1, %z2" : "+r"(acc) : "rJ"(a), "rJ"(b));
   return acc;
 }
-/* C = 0 (t = C, so the new carry is 0). */
+static inline uint32_t bn_mac1(uint32_t acc, uint32_t a, uint32_t b) {
+  __asm__ volatile(".insn r 0x0b, 0, 1, %0, %z1, %z2" : "+r"(acc) : "rJ"(a), "rJ"(b));
+  return acc;
+}
+/* C0 = 0 (t = C0, so the new carry is 0); likewise C1. */
 static inline void bn_carry_clear(void) { __asm__ volatile(".insn r 0x0b, 0, 0, zero, zero, zero"); }
-/* acc + C (mod 2^32), and C = 0 after it (for C + acc < 2^32, as everywhere below). */
+static inline void bn_carry_clear1(void) { __asm__ volatile(".insn r 0x0b, 0, 1, zero, zero, zero"); }
+/* acc + C0 (mod 2^32), and C0 = 0 after it (for C0 + acc < 2^32, as everywhere below); likewise C1. */
 static inline uint32_t bn_carry_take(uint32_t acc) { return bn_mac(acc, 0, 0); }
+static inline uint32_t bn_carry_take1(uint32_t acc) { return bn_mac1(acc, 0, 0); }
 #endif
 
 static inline uint32_t mulhu(uint32_t a, uint32_t b) {
@@ -135,6 +142,43 @@ static uint32_t addmul_1(uint32_t *r, const uint32_t *a, uint32_t n, uint32_t m)
 }
 
 /*
+ * Two rows at once, one carry bank each: r[0..n+2) = r[0..n) + a[0..n) * (m0 + m1 * 2^32), n >= 1
+ * (r[n], r[n+1] are written, not read). Each a[i] is loaded once for both rows: row 0 finishes
+ * r[i] (its accumulator v already holds row 1's term from the step before), then row 1 starts on
+ * r[i+1]. The sum fits n + 2 limbs, so the last limb is C1 plus row 0's final carry-out, with no
+ * carry beyond it.
+ */
+static void addmul_2(uint32_t *r, const uint32_t *a, uint32_t n, uint32_t m0, uint32_t m1) {
+  bn_carry_clear();
+  bn_carry_clear1();
+  uint32_t v = r[0];
+  for (; n > 4; n -= 4, a += 4, r += 4) {
+    uint32_t x = a[0];
+    r[0] = bn_mac(v, x, m0);
+    v = bn_mac1(r[1], x, m1);
+    x = a[1];
+    r[1] = bn_mac(v, x, m0);
+    v = bn_mac1(r[2], x, m1);
+    x = a[2];
+    r[2] = bn_mac(v, x, m0);
+    v = bn_mac1(r[3], x, m1);
+    x = a[3];
+    r[3] = bn_mac(v, x, m0);
+    v = bn_mac1(r[4], x, m1);
+  }
+  for (; n > 1; n--, a++, r++) {
+    uint32_t x = a[0];
+    r[0] = bn_mac(v, x, m0);
+    v = bn_mac1(r[1], x, m1);
+  }
+  uint32_t x = a[0];
+  r[0] = bn_mac(v, x, m0);
+  v = bn_mac1(0, x, m1);
+  r[1] = bn_mac(v, 0, 0);                 /* + C0; C0 becomes its carry-out (0 or 1) */
+  r[2] = bn_carry_take(bn_carry_take1(0)); /* C1 + C0 */
+}
+
+/*
  * r[0..n) -= v * m with v given complemented, nv[i] = ~v[i]; returns the borrow limb.
  * With B = 2^32: r - m*v = r + m*(B^n - 1 - v) + m - m*B^n, and B^n - 1 - v is the number whose
  * limbs are nv. So an addmul over nv that starts with C = m leaves the low limbs of r - m*v in r
@@ -206,7 +250,13 @@ void bnu_mul(uint32_t *r, const uint32_t *a, uint32_t an, const uint32_t *b, uin
     return;
   }
   r[an] = bnu_mul_1(r, a, an, b[0], 0);
+#ifdef CHIPC_BN_UNIT
+  uint32_t j = 1;
+  for (; j + 1 < nb; j += 2) addmul_2(r + j, a, an, b[j], b[j + 1]);
+  if (j < nb) r[an + j] = addmul_1(r + j, a, an, b[j]);
+#else
   for (uint32_t j = 1; j < nb; j++) r[an + j] = addmul_1(r + j, a, an, b[j]);
+#endif
 }
 
 void bnu_shl(uint32_t *r, const uint32_t *a, uint32_t n, unsigned s) {

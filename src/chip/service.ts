@@ -99,8 +99,8 @@ export class ServiceEmulator {
   readonly program: LoadedProgram;
   readonly memBytes: number;
   private regs: Int32Array | null = null;
-  /** The bignum unit's carry, kept across calls like the registers (the chip's latch keeps it too). */
-  private bnCarry = 0;
+  /** The bignum unit's carries, kept across calls like the registers (the chip's latches keep them too). */
+  private bnCarry = [0, 0];
   private nextFirst = BOS_ID;
   private calls = 0;
 
@@ -135,7 +135,7 @@ export class ServiceEmulator {
     for (const [addr, word] of writes) this.memory.write32(addr, word);
     const cpu = new Cpu(this.memory, { pc: this.entry, tohost: this.program.tohost });
     if (this.regs !== null) cpu.regs.set(this.regs);
-    cpu.bnCarry = this.bnCarry;
+    cpu.bnCarry.splice(0, 2, ...this.bnCarry);
     const budget = opts.maxInstructions ?? SERVICE_MAX_INSTRUCTIONS;
     let trace: GoldenTrace | undefined;
     let reason: string;
@@ -156,7 +156,7 @@ export class ServiceEmulator {
       throw new ChipcError('service.halt', `service call ${this.calls + 1} did not halt by exit: ${message}`);
     }
     this.regs = Int32Array.from(cpu.regs);
-    this.bnCarry = cpu.bnCarry;
+    this.bnCarry = [...cpu.bnCarry];
     this.nextFirst = encodeToken({ kind: 'HALT', code: haltCode(code) });
     this.calls++;
     return { exitCode: code, console: consoleBytes, instructions: cpu.instret, prompt, ...(trace ? { trace } : {}) };

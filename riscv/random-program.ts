@@ -8,7 +8,7 @@ import fc from 'fast-check';
 
 const REGS = ['t0', 't1', 't2', 'a0', 'a1', 'a2'];
 const R_OPS = ['add', 'sub', 'sll', 'slt', 'sltu', 'xor', 'srl', 'sra', 'or', 'and', 'mul', 'mulh', 'mulhsu', 'mulhu',
-  'div', 'divu', 'rem', 'remu', 'sh1add', 'sh2add', 'sh3add', 'bn.mac'];
+  'div', 'divu', 'rem', 'remu', 'sh1add', 'sh2add', 'sh3add', 'bn.mac', 'bn.mac1'];
 
 const reg = fc.constantFrom(...REGS);
 

@@ -134,8 +134,10 @@ const HAND = `
   li s10, 0xfedcba98
   bn.mac s10, t0, t6
   bn.mac s10, t0, s7
+  bn.mac1 s10, s10, t6
   li s11, 0
   bn.mac s11, zero, zero
+  bn.mac1 s11, zero, zero
   add a0, a0, s10
   xor a0, a0, s11
   bne a0, zero, done

@@ -3,8 +3,9 @@
  * RAM), decode, register file (a RAM with two read ports), ALU and Zba, branches and jumps
  * (PC = base + 4·j, base latched by J tokens), a data RAM with loads and stores of every width and
  * alignment, the console (OUT), `ecall` exit and `tohost` (HALT), one 32×32 → 64 multiplier for
- * MUL* and the bignum unit's bn.mac (circuits/bignum/mac-unit.ts), radix-16 division steps for DIV/REM (Q tokens), code stores that reach fetch (A tokens),
- * and a loader mode before the first J (loading by prompt). docs/cpu-plan.md has the status.
+ * MUL* and the bignum unit's bn.mac / bn.mac1 (circuits/bignum/mac-unit.ts), radix-16 division
+ * steps for DIV/REM (Q tokens), code stores that reach fetch (A tokens), and a loader mode before
+ * the first J (loading by prompt). docs/cpu-plan.md has the status.
  *
  * One position is one micro-step. Positions fed E, N, OUT(j ≥ 1) or J start the instruction at
  * their PC; positions fed D, H, K, Q, A or OUT(0) re-execute the pending one (same PC, same
@@ -378,8 +379,8 @@ export function cpuCircuit(opts: CpuOptions) {
     const remTransfer = c.and(isH, ppQ).named('remTransfer');
     // bn.mac emits its new carry first (D, H) and its low word after (D, H, N): the carry's H — fed
     // two positions after the start — commits nothing and latches the carry as pending; the low
-    // word's H (two after that H) commits rd and moves the pending carry into the carry latch, so
-    // every position of the instruction recomputes the same t = rs1·rs2 + rd + carry.
+    // word's H (two after that H) commits rd and moves the pending carry into the instruction's
+    // carry bank, so every position of the instruction recomputes the same t = rs1·rs2 + rd + carry.
     const [prevWasStart, prevWasH] = c.previousAll([isStart, isH]);
     const [ppStart, ppH] = c.previousAll([prevWasStart!, prevWasH!]);
     const bnCarryIn = c.table('bnCarryIn', [isH, ppStart!, prevIsBn!, loading], (h, ps, pb, ld) => (h && ps && pb && !ld ? 1 : 0), [0, 1]);
@@ -419,8 +420,10 @@ export function cpuCircuit(opts: CpuOptions) {
     const b = regs.read(rs2);
     const A = bitsWord(c, a);
     const B = bitsWord(c, b);
-    // The bignum unit (circuits/bignum/mac-unit.ts): rd through a third read port, the carry latches.
-    const bnBankRead = Array.from({ length: BN_BANKS }, (_, b) => c.table(`isBnMac${b}`, [opcode, ins[25]!], (op, b25) => (op === BN_OPCODE && b25 === b ? 1 : 0), [0, 1]));
+    // The bignum unit (circuits/bignum/mac-unit.ts): rd through a third read port, the carry banks
+    // (funct7 bit 0 picks one; the other custom-0 encodings are illegal and never decoded here).
+    const bnBankRead = Array.from({ length: BN_BANKS }, (_, b) =>
+      c.table(`isBnMac${b}`, [opcode, ins[25]!], (op, b25) => (op === BN_OPCODE && b25 === b ? 1 : 0), [0, 1]));
     const mac = macUnit(c, { regs, rd, isMac: isBn, bankRead: bnBankRead, bankMove: bnCarryMoves, tokenWord: [...dLoPrev, ...cvW], carryIn: bnCarryIn });
 
     // ── execute ────────────────────────────────────────────────────────────────────────────

@@ -8,6 +8,7 @@
  * `chipc compile circuits/bignum/chip.ts --target chip-test --report` prints the interface and limits.
  */
 import fs from 'node:fs';
+import type { CircuitDef, TargetShape } from '../../src/dsl/index.ts';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpuCircuit } from '../rv32im/cpu.ts';
@@ -15,17 +16,18 @@ import { programOf } from '../../src/chip/run.ts';
 import { BIGNUM_MEM_BYTES, BN_MAX_BITS } from '../../src/bignum/service.ts';
 
 const ELF_PATH = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures', 'firmware', 'bignum.elf');
-const chip = cpuCircuit(programOf(fs.readFileSync(ELF_PATH), BIGNUM_MEM_BYTES).chip);
+const ELF = fs.readFileSync(ELF_PATH);
 
-export default {
-  ...chip,
-  meta: {
-    ...chip.meta,
-    name: 'bignum',
-    notes: [
-      'bignum unit: bn.mac rd, rs1, rs2 (custom-0, funct3 0, funct7 0): t = rs1*rs2 + rd + C0, rd = t mod 2^32, C0 = t >> 32; bn.mac1 (funct7 1) the same with carry bank C1 (5 tokens each: D, H of C; D, H of rd; N)',
-      `bignum service: add, sub, mul, divmod, fdivmod, cmp (signed and unsigned), operands up to ${BN_MAX_BITS.toLocaleString('en-US')} bits, in a ${BIGNUM_MEM_BYTES / 1024} KiB data RAM`,
-      'firmware: fixtures/firmware/bignum.elf (a service: loaded once, called per request; docs/bignum.md)',
-    ],
-  },
-};
+/** The bignum chip, its data RAM in banks that fit one layer of `target` (or of chip-test without one). */
+function bignumChip(target?: TargetShape): CircuitDef {
+  const chip = cpuCircuit(programOf(ELF, BIGNUM_MEM_BYTES, target).chip);
+  return { ...chip, meta: { ...chip.meta, name: 'bignum', notes: NOTES } };
+}
+
+const NOTES = [
+  'bignum unit: bn.mac rd, rs1, rs2 (custom-0, funct3 0, funct7 0): t = rs1*rs2 + rd + C0, rd = t mod 2^32, C0 = t >> 32; bn.mac1 (funct7 1) the same with carry bank C1 (5 tokens each: D, H of C; D, H of rd; N)',
+  `bignum service: add, sub, mul, divmod, fdivmod, cmp (signed and unsigned), operands up to ${BN_MAX_BITS.toLocaleString('en-US')} bits, in a ${BIGNUM_MEM_BYTES / 1024} KiB data RAM`,
+  'firmware: fixtures/firmware/bignum.elf (a service: loaded once, called per request; docs/bignum.md)',
+];
+
+export default { ...bignumChip(), retarget: (t: TargetShape) => bignumChip(t) } satisfies CircuitDef;

@@ -16,7 +16,7 @@
  * accesses, division steps) keep their state in tokens, delay lines of the fed kinds and latches
  * written from token fields.
  */
-import { defineCircuit, type CircuitBuilder, type Sig } from '../../src/dsl/index.ts';
+import { defineCircuit, type CircuitBuilder, type CircuitDef, type Sig, type TargetShape } from '../../src/dsl/index.ts';
 import { ChipcError } from '../../src/util/errors.ts';
 import { mulBytes } from './mul.ts';
 import { divStep, negWord, signedResult } from './div.ts';
@@ -112,7 +112,7 @@ export interface CpuOptions {
   memWords?: number;
   /**
    * Rows of one data-RAM bank (a power of two, default MEM_BANK_WORDS): what one GDN layer of the
-   * target holds (src/chip/run.ts memBankWordsFor: 8,192 at chip-test, 2,048 at qwen3.5-4b).
+   * target holds (memBankWordsFor: 8,192 at chip-test, 2,048 at qwen3.5-4b).
    */
   memBankWords?: number;
   /** Address of the `tohost` word (a nonzero word stored there halts), or null / absent for none. */
@@ -197,6 +197,15 @@ function addSmall(c: CircuitBuilder, bits: Sig[], addend: (Sig | number)[], tag:
  * split into banks "mem", "mem1", … placed in different layers.
  */
 export const MEM_BANK_WORDS = 8192;
+
+/**
+ * Rows of one data-RAM bank for a target: what one GDN layer holds of one 32-bit word per row
+ * (key heads × key head dim, rounded down to a power of two, at most MEM_BANK_WORDS).
+ */
+export function memBankWordsFor(target: TargetShape): number {
+  const rows = Math.min(MEM_BANK_WORDS, target.linearNumKeyHeads * target.linearKeyHeadDim);
+  return 2 ** Math.floor(Math.log2(Math.max(1, rows)));
+}
 
 /** The data RAM's banks for memWords words: [RAM name, first word, rows]. */
 export function memBanks(memWords: number, bankWords: number = MEM_BANK_WORDS): [name: string, first: number, rows: number][] {
@@ -875,4 +884,13 @@ export function cpuCircuit(opts: CpuOptions) {
   });
 }
 
-export default cpuCircuit({ codeWords: 1024, memWords: 8192 });
+/**
+ * The chip with a 4 KiB code RAM and a 32 KiB data RAM; compiled for a target (`chipc compile
+ * circuits/rv32im/cpu.ts --target T`), its data RAM is split into banks that fit that target's layers.
+ */
+const DEFAULT_SHAPE: CpuOptions = { codeWords: 1024, memWords: 8192 };
+const defaultChip: CircuitDef = {
+  ...cpuCircuit(DEFAULT_SHAPE),
+  retarget: (t) => cpuCircuit({ ...DEFAULT_SHAPE, memBankWords: memBankWordsFor(t) }),
+};
+export default defaultChip;

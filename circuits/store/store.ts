@@ -8,6 +8,7 @@
  * init`). `chipc compile circuits/store/store.ts --target chip-test --report` prints the limits.
  */
 import fs from 'node:fs';
+import type { CircuitDef, TargetShape } from '../../src/dsl/index.ts';
 import { cpuCircuit } from '../rv32im/cpu.ts';
 import { programOf } from '../../src/chip/run.ts';
 import { CHIP_STORE_DEFAULTS, STORE_ELF, storeLimitLines, storeMemBytes } from '../../src/store/chip.ts';
@@ -15,9 +16,11 @@ import { resolveStoreParams } from '../../src/store/model.ts';
 
 const elf = fs.readFileSync(STORE_ELF);
 const params = resolveStoreParams({ ...CHIP_STORE_DEFAULTS });
-const chip = cpuCircuit(programOf(elf, storeMemBytes(params, elf)).chip);
+const notes = [...storeLimitLines(params, elf), 'firmware: fixtures/firmware/store.elf (a service: loaded once, called per request)'];
+/** The store chip, its data RAM in banks that fit one layer of `target` (or of chip-test without one). */
+function storeChip(target?: TargetShape): CircuitDef {
+  const chip = cpuCircuit(programOf(elf, storeMemBytes(params, elf), target).chip);
+  return { ...chip, meta: { ...chip.meta, name: 'store', notes } };
+}
 
-export default {
-  ...chip,
-  meta: { ...chip.meta, name: 'store', notes: [...storeLimitLines(params, elf), 'firmware: fixtures/firmware/store.elf (a service: loaded once, called per request)'] },
-};
+export default { ...storeChip(), retarget: (t: TargetShape) => storeChip(t) } satisfies CircuitDef;

@@ -16,7 +16,7 @@ import { Executor, argmax } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
 import { applyRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
-import { cpuCircuit, memBanks, CODE_BASE, MEM_BANK_WORDS, VOCAB, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
+import { cpuCircuit, memBanks, memBankWordsFor, CODE_BASE, MEM_BANK_WORDS, VOCAB, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
 import type { ModelWeights } from '../model/weights.ts';
 import { openChipFile } from '../chipfile/read.ts';
 import { MANIFEST_FILE, buildManifest, type Manifest } from '../emit/manifest.ts';
@@ -26,6 +26,7 @@ import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
 import type { CircuitIR } from '../ir/types.ts';
+import type { TargetShape } from '../dsl/index.ts';
 import { FastEvaluator } from '../ir/evaluate-fast.ts';
 import type { LayerHookEvent } from '../exec/types.ts';
 import { comparePosition, type Mismatch } from '../verify/check.ts';
@@ -54,26 +55,14 @@ export const DEFAULT_MEM_BYTES = 32 * 1024;
 
 const bitsOfWord = (wd: number) => Array.from({ length: 32 }, (_, k) => (wd >>> k) & 1);
 
-/**
- * The chip image of an ELF: code words from CODE_BASE to the end of its last executable segment,
- * and every nonzero word of its segments for the data RAM of `memBytes` bytes. ChipcError
- * 'chip.mem' when a segment lies outside [CODE_BASE, CODE_BASE + memBytes).
- */
-/**
- * Rows of one data-RAM bank for a target: what one GDN layer holds of one 32-bit word per row
- * (key heads × key head dim, rounded down to a power of two, at most MEM_BANK_WORDS).
- */
-export function memBankWordsFor(target: ModelConfig): number {
-  const rows = Math.min(MEM_BANK_WORDS, target.linearNumKeyHeads * target.linearKeyHeadDim);
-  return 2 ** Math.floor(Math.log2(Math.max(1, rows)));
-}
+export { memBankWordsFor };
 
 /**
  * The chip a program needs: code RAM sized to its code, `memBytes` of data RAM (in banks of what
  * one GDN layer of `target` holds; MEM_BANK_WORDS without a target), its tohost, the loader
  * prompt and the RAM images.
  */
-export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES, target?: ModelConfig): ChipProgram {
+export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES, target?: TargetShape): ChipProgram {
   if (!Number.isInteger(memBytes) || memBytes < 4 || memBytes % 4 !== 0) {
     throw new ChipcError('chip.mem', `data RAM size ${memBytes} is not a positive multiple of 4 bytes`);
   }

@@ -121,6 +121,18 @@ export interface CircuitDef {
   kind: 'chipc-circuit';
   meta: CircuitMeta;
   build: (c: CircuitBuilder) => void;
+  /**
+   * The same circuit shaped for a target, when its shape depends on one (for example RAM banks
+   * sized to what one GDN layer of the target holds). The CLI calls it with the target's config
+   * whenever it compiles a circuit file for a target (`loadCircuitFile(file, target)`).
+   */
+  retarget?: (target: TargetShape) => CircuitDef;
+}
+
+/** What a circuit may read of a target to shape itself: its GDN key heads and their dimension. */
+export interface TargetShape {
+  linearNumKeyHeads: number;
+  linearKeyHeadDim: number;
 }
 
 export function defineCircuit(meta: CircuitMeta, build: (c: CircuitBuilder) => void): CircuitDef {

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { ChipcError } from '../util/errors.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import { validate } from '../passes/validate.ts';
-import { CircuitBuilder, type CircuitDef } from './builder.ts';
+import { CircuitBuilder, type CircuitDef, type TargetShape } from './builder.ts';
 
 export function buildCircuit(def: CircuitDef, source = '<inline>'): CircuitIR {
   const c = new CircuitBuilder(def.meta);
@@ -18,7 +18,11 @@ export function buildCircuit(def: CircuitDef, source = '<inline>'): CircuitIR {
   return ir;
 }
 
-export async function loadCircuitFile(file: string): Promise<CircuitIR> {
+/**
+ * Import a circuit file and build its default export; with a target, the circuit's `retarget`
+ * form for it when the circuit has one.
+ */
+export async function loadCircuitFile(file: string, target?: TargetShape): Promise<CircuitIR> {
   const abs = path.resolve(file);
   if (!fs.existsSync(abs)) throw new ChipcError('circuit.file', `circuit file ${file} does not exist`);
   let mod: { default?: unknown };
@@ -31,5 +35,7 @@ export async function loadCircuitFile(file: string): Promise<CircuitIR> {
   if (!def || def.kind !== 'chipc-circuit') {
     throw new ChipcError('circuit.export', `${file} must default-export defineCircuit(…)`);
   }
-  return buildCircuit(def, path.relative(process.cwd(), abs));
+  const shaped = target !== undefined && def.retarget !== undefined ? def.retarget(target) : def;
+  if (shaped.kind !== 'chipc-circuit') throw new ChipcError('circuit.export', `${file}: retarget must return defineCircuit(…)`);
+  return buildCircuit(shaped, path.relative(process.cwd(), abs));
 }

@@ -48,7 +48,7 @@ export function registerCheck(program: Command, run: Runner): void {
         const out = makeOut(Boolean(o.json));
         if (o.profile !== 'f32' && o.profile !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
         if (o.path !== 'dense' && o.path !== 'sparse') throw new ChipcError('cli.path', `--path must be dense or sparse, not "${o.path}"`);
-        const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file);
+        const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file, resolveTarget(o.target).config);
         let tokens: number[];
         if (o.tokens !== undefined) tokens = parseTokenList(o.tokens);
         else {

@@ -71,8 +71,8 @@ export function registerCompile(program: Command, run: Runner): void {
           throw new ChipcError('cli.max-shard-size', `--max-shard-size must be a positive integer number of bytes, not "${o.maxShardSize}"`);
         }
         const codec = parseChipCodec(o.codec);
-        const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file);
         const target = resolveTarget(o.target);
+        const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file, target.config);
         const t0 = performance.now();
         const res = compileCircuit(ir, target.config, { hidden, vocab });
         const compileMs = performance.now() - t0;

@@ -116,10 +116,17 @@ export function registerTargets(program: Command, run: Runner): void {
         const out = makeOut(Boolean(opts.json));
         if (opts.fit !== undefined) {
           const file = opts.fit;
-          const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file);
           // Resolve every target first, so a bad name fails before any slow compile.
           const names = target === undefined ? listTargets() : [resolveTarget(target).name];
-          const results = names.map((n) => fitCircuit(ir, n));
+          // A circuit file is built once per target (its `retarget` form, when it has one).
+          const irFor = async (n: string) => (file.endsWith('.chip-ir') ? readIR(file) : loadCircuitFile(file, resolveTarget(n).config));
+          const results: FitResult[] = [];
+          let ir: CircuitIR | null = null;
+          for (const n of names) {
+            ir = await irFor(n);
+            results.push(fitCircuit(ir, n));
+          }
+          if (ir === null) throw new ChipcError('cli.targets', 'no target to fit');
           out.emit({ circuit: ir.name, results });
           out.line(`${ir.name}: fit per target (non-zeros = compiled layers + embedding / LM head)`);
           out.line(table(

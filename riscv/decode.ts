@@ -1,7 +1,8 @@
 /**
- * RV32IM + Zba instruction set description (plus the chip's bignum unit, `bn.mac` on custom-0): one table of every supported instruction (format,
- * opcode, funct3, funct7), the immediate extractors of the unprivileged spec, a decoder that
- * returns null for every encoding outside the supported set, and the disassembler used by traces.
+ * RV32IM + Zba instruction set description (plus the chip's bignum unit, `bn.mac` / `bn.mac1` on
+ * custom-0): one table of every supported instruction (format, opcode, funct3, funct7), the
+ * immediate extractors of the unprivileged spec, a decoder that returns null for every encoding
+ * outside the supported set, and the disassembler used by traces.
  *
  * The CPU (cpu.ts) has its own hand-written switch for speed; tests check that both agree on
  * which words are legal.

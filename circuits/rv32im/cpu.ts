@@ -850,20 +850,22 @@ export function cpuCircuit(opts: CpuOptions) {
     const seq = seq16.slice(0, 15); // w + 1
     const seqLo = c.linear(seq.slice(0, 8).map((x, k) => [x, 2 ** k] as [Sig, number]));
     const seqHi = c.linear(seq.slice(8, 15).map((x, k) => [x, 2 ** k] as [Sig, number]));
-    const p0 = c.linear([
-      [c.select(ca(2), result[0]!, 0), 1],
-      [c.select(ca(3), result[2]!, 0), 1], [c.select(ca(4), twLo, 0), 1], [c.select(ca(5), seqLo, 0), 1],
-      [c.select(ca(6), B[0]!, 0), 1], [c.select(ca(7), haltPay, 0), 1], [c.select(ca(8), divQPay, 0), 1], [c.select(ca(12), step.rem[0]!, 0), 1], [c.select(ca(13), step.rem[2]!, 0), 1],
-      [c.select(ca(9), prefix[0]!, 0), 1], [c.select(ca(10), result[0]!, 0), 1], [c.select(ca(11), rowLo, 0), 1],
-      [c.select(ca(14), mulHigh[0]!, 0), 1], [c.select(ca(15), mulHigh[2]!, 0), 1],
-    ], 0, [0, 255]);
-    const p1 = c.linear([
-      [c.select(ca(2), result[1]!, 0), 1],
-      [c.select(ca(3), result[3]!, 0), 1], [c.select(ca(4), twHi, 0), 1], [c.select(ca(5), seqHi, 0), 1],
-      [c.select(ca(12), step.rem[1]!, 0), 1], [c.select(ca(13), step.rem[3]!, 0), 1], [c.select(ca(9), prefix[1]!, 0), 1], [c.select(ca(10), result[1]!, 0), 1],
-      [c.select(ca(11), c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3]), 0), 1],
-      [c.select(ca(14), mulHigh[1]!, 0), 1], [c.select(ca(15), mulHigh[3]!, 0), 1],
-    ], 0, [0, 255]);
+    // Cases 2 and 10 both emit (r0, r1): one case of each choice on their sum (never both).
+    const caR01 = c.linear([[ca(2), 1], [ca(10), 1]], 0, [0, 1]).named('pcaseR01');
+    const p0 = c.choose([
+      [caR01, result[0]!],
+      [ca(3), result[2]!], [ca(4), twLo], [ca(5), seqLo],
+      [ca(6), B[0]!], [ca(7), haltPay], [ca(8), divQPay], [ca(12), step.rem[0]!], [ca(13), step.rem[2]!],
+      [ca(9), prefix[0]!], [ca(11), rowLo],
+      [ca(14), mulHigh[0]!], [ca(15), mulHigh[2]!],
+    ], [0, 255]);
+    const p1 = c.choose([
+      [caR01, result[1]!],
+      [ca(3), result[3]!], [ca(4), twHi], [ca(5), seqHi],
+      [ca(12), step.rem[1]!], [ca(13), step.rem[3]!], [ca(9), prefix[1]!],
+      [ca(11), c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3])],
+      [ca(14), mulHigh[1]!], [ca(15), mulHigh[3]!],
+    ], [0, 255]);
     const pay0 = p0;
     // Rows: each token and the field values it requires.
     const rows: { token: number; values: (number | null)[] }[] = [];

@@ -372,6 +372,25 @@ export class CircuitBuilder {
     return this.push({ op: 'select', cond: sc.id, then: sa.id, else: sb.id, range }, loc);
   }
 
+  /**
+   * The value of the one case whose condition holds, 0 when none does: Σ_k select(cond_k, value_k, 0).
+   * At most one condition may hold at any position (the interpreters check it). Lowered as that
+   * sum of selects; as an emit field its one-hot comes straight from the conditions and values
+   * (one FFN layer after them instead of two: passes/lower-encodings.ts).
+   */
+  choose(cases: [Sig, SigLike][], range?: [number, number]): Sig {
+    const loc = callerLoc();
+    if (cases.length === 0) {
+      this.problem('choose.empty', 'choose needs at least one case', loc);
+      return this.constant(0, loc);
+    }
+    const terms = cases.map(([cond, value]) => [this.select(cond, value, 0), 1] as [Sig, number]);
+    const out = this.linearAt(terms, 0, loc, range);
+    const n = this.node(out.id);
+    if (n.op === 'linear') n.choice = true;
+    return out;
+  }
+
   private logic(op: LogicOp, args: SigLike[]): Sig {
     const loc = callerLoc();
     const ss = args.map((x) => this.sig(x, loc));

@@ -171,6 +171,11 @@ export class FastEvaluator {
             if (!Number.isInteger(t.coef)) exact = false;
           }
           if (exact && Math.max(Math.abs(lo), Math.abs(hi)) < 2 ** 52) proven = { lo, hi };
+          if (n.choice) {
+            // at most one case of a choice holds (always checked, like the interpreter)
+            const conds = n.terms.map((t) => { const sel = ir.nodes[t.node]!; return sel.op === 'select' ? `(v[${sel.cond}] !== 0 ? 1 : 0)` : '0'; });
+            pre += `if (${conds.join(' + ')} > 1) E.choice(${id}); `;
+          }
           break;
         }
         case 'table': {
@@ -327,6 +332,17 @@ export class FastEvaluator {
       range: (id: NodeId, val: number): never => {
         const n = ir.nodes[id]!;
         throw new ChipcError('interp.range', `${fmtLoc(n.loc)}: signal "${n.name}" is ${val}, outside its range [${n.range.lo}, ${n.range.hi}] (position ${this.pos})`);
+      },
+      choice: (id: NodeId): never => {
+        const n = ir.nodes[id]!;
+        const held: string[] = [];
+        if (n.op === 'linear') {
+          n.terms.forEach((t, k) => {
+            const sel = ir.nodes[t.node]!;
+            if (sel.op === 'select' && v[sel.cond] !== 0) held.push(`${k} ("${ir.nodes[sel.cond]!.name}")`);
+          });
+        }
+        throw new ChipcError('interp.choice', `${fmtLoc(n.loc)}: choose "${n.name}": cases ${held.slice(0, 2).join(' and ')} both hold (position ${this.pos})`);
       },
       ramWriteAddr: (ramId: number, addr: number): never => {
         const r = ir.rams[ramId]!;

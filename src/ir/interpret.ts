@@ -7,7 +7,7 @@
 import { ChipcError } from '../util/errors.ts';
 import { fmtLoc } from '../dsl/source-loc.ts';
 import { topoOrder } from './deps.ts';
-import type { CircuitIR, CompareOp, IrNode, NodeId } from './types.ts';
+import type { CircuitIR, CompareOp, IrNode, LinearNode, NodeId, SelectNode } from './types.ts';
 
 export interface PositionResult {
   position: number;
@@ -82,6 +82,20 @@ export class Interpreter {
 
   private fail(n: { loc: { file: string; line: number; col: number } }, code: string, msg: string): never {
     throw new ChipcError(code, `${fmtLoc(n.loc)}: ${msg} (position ${this.pos})`);
+  }
+
+  /** A choice (c.choose) with two conditions that hold is an error naming both cases. */
+  private checkChoice(n: LinearNode, v: Int32Array): void {
+    let first = -1;
+    n.terms.forEach((t, k) => {
+      const sel = this.ir.nodes[t.node]!;
+      if (sel.op !== 'select' || v[sel.cond] === 0) return;
+      if (first >= 0) {
+        const name = (i: number) => `"${this.ir.nodes[(this.ir.nodes[n.terms[i]!.node] as SelectNode).cond]!.name}"`;
+        this.fail(n, 'interp.choice', `choose "${n.name}": cases ${first} (${name(first)}) and ${k} (${name(k)}) both hold`);
+      }
+      first = k;
+    });
   }
 
   /** Run one position with input `token`. */
@@ -184,6 +198,7 @@ export class Interpreter {
       case 'linear': {
         let s = n.bias;
         for (const t of n.terms) s += t.coef * v[t.node]!;
+        if (n.choice) this.checkChoice(n, v);
         return s;
       }
       case 'table':

@@ -56,6 +56,11 @@ export interface LinearNode extends NodeBase {
   op: 'linear';
   terms: { node: NodeId; coef: number }[];
   bias: number;
+  /**
+   * A choice (`c.choose`): every term is a select(cond, value, 0) with coefficient 1, the bias is 0,
+   * and at most one cond holds at any position (the interpreters check it).
+   */
+  choice?: true;
 }
 export interface TableNode extends NodeBase {
   op: 'table';

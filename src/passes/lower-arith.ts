@@ -16,7 +16,7 @@ import { opReads } from '../lower/op-io.ts';
 import { atNode } from './lower-encodings.ts';
 
 /** A mixed-radix index over the inputs' ranges (first input slowest), and its span. */
-function indexForm(ctx: LowerContext, inputs: number[]): { f: Form; span: number } {
+export function indexForm(ctx: LowerContext, inputs: number[]): { f: Form; span: number } {
   let f = constForm(0);
   let span = 1;
   for (let i = inputs.length - 1; i >= 0; i--) {

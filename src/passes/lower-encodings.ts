@@ -5,9 +5,10 @@
  */
 import type { NodeId } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
-import { input, rampTable } from '../gadgets/ffn-core.ts';
+import { input, linUnit, rampTable } from '../gadgets/ffn-core.ts';
+import { combine, constForm, form, type FfnUnit, type Form, type VDim } from '../lower/forms.ts';
+import { indexForm } from './lower-arith.ts';
 import type { LowerContext } from '../lower/context.ts';
-import type { VDim } from '../lower/forms.ts';
 import { opReads } from '../lower/op-io.ts';
 
 /** Run a gadget constructor; a gadget's bound violation becomes a circuit error at the node. */
@@ -83,7 +84,16 @@ function binaryTerms(ctx: LowerContext, id: NodeId, base: number, width: number)
   });
 }
 
-/** One-hot of the value: dim j is [value = lo + j]. */
+/**
+ * One-hot of the value: dim j is [value = lo + j]. Token fields and constants: embedding dims.
+ * A table: the indicator columns of the table itself, over its own index (one FFN layer after its
+ * inputs, like the table; fuse-tables merges it with the scalar table when both are used).
+ * A choice (c.choose) Σ_k select(cond_k, value_k, 0): per case, the one-hot of value_k with every
+ * unit gated off by cond_k (rampTable's gate-off), all cases writing the same dims — at most one
+ * case holds, so the dims hold the one-hot of the chosen value, or all 0 (value 0 not in range is
+ * impossible: 0 is the value when no case holds, and then the dim of 0 must read 1, see below).
+ * Otherwise: a shared-ramp table over the scalar form (one FFN layer after the value).
+ */
 export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
   const n = ctx.resolve(id);
   return ctx.encoding(`onehot:${n.id}`, () => {
@@ -96,9 +106,101 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
         ctx.embedDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`, (t) => (valueOf(t) === r.lo + j ? 1 : 0)));
     }
     const dims = Array.from({ length: count }, (_, j) => ctx.newDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`));
+    if (n.op === 'table') {
+      const { f, span } = indexForm(ctx, n.inputs);
+      const x = input(f, 0, span - 1);
+      const outs = dims.map((d, j) => ({ dim: d, values: n.values.map((v) => (v === r.lo + j ? 1 : 0)) }));
+      const units = atNode(ctx, n.id, 'the one-hot table', () => rampTable(x, outs, `${n.name}.onehot`));
+      ctx.addOp({ kind: 'ffn', what: `one-hot table "${n.name}"`, units, reads: opReads(units), writes: dims, table: { input: x, outs } });
+      return dims;
+    }
+    if (n.op === 'linear' && n.choice) {
+      const units = atNode(ctx, n.id, 'the one-hot of the choice', () => choiceOneHot(ctx, n.terms.map((t) => t.node), dims, r.lo, n.name));
+      ctx.addOp({ kind: 'ffn', what: `one-hot of choice "${n.name}"`, units, reads: opReads(units), writes: dims });
+      return dims;
+    }
     const units = atNode(ctx, n.id, 'the one-hot decode', () =>
       rampTable(input(ctx.formOf(n.id), r.lo, r.hi), dims.map((d, j) => ({ dim: d, values: Array.from({ length: count }, (_, i) => (i === j ? 1 : 0)) })), `${n.name}.onehot`));
     ctx.addOp({ kind: 'ffn', what: `one-hot of "${n.name}"`, units, reads: opReads(units), writes: dims });
     return dims;
   });
+}
+
+/** A choice case's value read through more dims than this is read from its own slot. */
+const WIDE_FORM = 4;
+
+/** Gate-off margin of a choice case's units (≥ every ramp's argument + 1; as table2's). */
+const CHOICE_MARGIN = 512;
+
+/**
+ * Units of a choice's one-hot: dims[v − lo] += [cond_k = 1 ∧ value_k = v] for every case k, plus
+ * dims[0 − lo] += [no cond holds] (the choice is 0 then). The second term is 1 − Σ_k cond_k (at
+ * most one cond holds): one LIN unit of the constant and −1 per cond, so the dims always hold
+ * exactly one 1.
+ */
+function choiceOneHot(ctx: LowerContext, selects: NodeId[], dims: VDim[], lo: number, name: string): FfnUnit[] {
+  const units: FfnUnit[] = [];
+  const cases = selects.map((sid, k) => {
+    const sel = ctx.resolve(sid);
+    if (sel.op !== 'select') throw new Error(`internal: choice "${name}" term ${k} is not a select`);
+    return { value: sel.then, range: ctx.resolve(sel.then).range, vf: ctx.formOf(sel.then), cond: input(ctx.formOf(sel.cond), 0, 1) };
+  });
+  // Every unit of a case reads its value: a value spread over many dims (a sum of selects) is read
+  // from its own slot instead (one LIN unit) when that slot is ready by the time the last case's
+  // inputs are (an ASAP estimate), so the one-hot is not delayed by it.
+  const ready = readyEstimator(ctx);
+  const readyOf = (f: Form) => Math.max(0, ...f.terms.map((t) => ready(t.dim)));
+  const ffnAt = (r: number) => (r % 2 === 1 ? r : r + 1);
+  const at = ffnAt(Math.max(0, ...cases.map((cs) => Math.max(readyOf(cs.vf), readyOf(cs.cond.form)))));
+  const conds: Form[] = [];
+  cases.forEach((cs, k) => {
+    const vr = cs.range;
+    conds.push(cs.cond.form);
+    const outs = [];
+    for (let v = vr.lo; v <= vr.hi; v++) {
+      const j = v - lo;
+      if (j < 0 || j >= dims.length) continue; // outside the choice's declared range: never chosen
+      outs.push({ dim: dims[j]!, values: Array.from({ length: vr.hi - vr.lo + 1 }, (_, i) => (i === v - vr.lo ? 1 : 0)) });
+    }
+    if (!outs.length) return;
+    const slot = cs.vf.terms.length > WIDE_FORM && ffnAt(readyOf(cs.vf)) + 2 <= at;
+    const value = slot ? form([{ dim: ctx.scalarDim(cs.value), coef: 1 }], 0) : cs.vf;
+    units.push(...rampTable(input(value, vr.lo, vr.hi), outs, `${name}.case${k}`, { bit: cs.cond, margin: CHOICE_MARGIN }));
+  });
+  if (lo <= 0 && 0 - lo < dims.length) {
+    // [no case holds] = 1 − Σ cond_k
+    let none = constForm(1);
+    for (const c of conds) none = combine(1, none, -1, c);
+    units.push(linUnit(input(none, 0, 1), [{ dim: dims[0 - lo]!, k: 1 }], `${name}.none`));
+  }
+  return units;
+}
+
+/**
+ * An ASAP estimate of the sublayer from which each dim can be read, over the ops lowered so far
+ * (the schedule's parity: sequence mixers at even sublayers, FFNs at odd): 0 for an embedded dim,
+ * its latest writer's sublayer + 1 otherwise. The real schedule may place ops later.
+ */
+function readyEstimator(ctx: LowerContext): (d: VDim) => number {
+  const writers = new Map<VDim, number[]>();
+  for (const op of ctx.ops) for (const d of op.writes) {
+    const w = writers.get(d);
+    if (w) w.push(op.id);
+    else writers.set(d, [op.id]);
+  }
+  const opAt = new Map<number, number>();
+  const ready = (d: VDim): number => Math.max(0, ...(writers.get(d) ?? []).map((id) => sublayerOf(id) + 1));
+  const sublayerOf = (id: number): number => {
+    const memo = opAt.get(id);
+    if (memo !== undefined) return memo;
+    opAt.set(id, 0); // a cycle (through a delay) counts from 0
+    const op = ctx.ops[id]!;
+    let r = 0;
+    for (const d of op.reads) r = Math.max(r, ready(d));
+    const parity = op.kind === 'ffn' ? 1 : 0;
+    const s = r % 2 === parity ? r : r + 1;
+    opAt.set(id, s);
+    return s;
+  };
+  return ready;
 }

@@ -1,0 +1,109 @@
+/**
+ * One-hots of emit fields built one layer early (src/passes/lower-encodings.ts `oneHotOf`):
+ *  - a table field's one-hot is a table of indicator columns over the table's own index, in the
+ *    table's layer, instead of a one-hot decode of its scalar a layer later;
+ *  - a choice field (`c.choose`) gets per-case one-hots gated off by their conditions, in one
+ *    layer after the conditions and values, instead of selects and then a one-hot decode.
+ * A small circuit (two fields read straight from the token, a table of them, a choice among
+ * three cases or none) compiles to the number of layers its hand schedule says; the same circuit
+ * with the choice spelled as a plain sum of selects needs one more. Both emit, through the weights
+ * (f32, bf16), what the interpreter emits at every position, and the interpreter what plain
+ * arithmetic says. c.choose's at-most-one rule is checked by both interpreters.
+ */
+import { describe, expect, it } from 'vitest';
+import { defineCircuit } from '../src/dsl/index.ts';
+import type { CircuitDef, Sig } from '../src/dsl/index.ts';
+import { buildCircuit } from '../src/dsl/load.ts';
+import { compileCircuit } from '../src/compile.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import { checkCompiled } from '../src/verify/check.ts';
+import { Interpreter } from '../src/ir/interpret.ts';
+import { FastEvaluator } from '../src/ir/evaluate-fast.ts';
+import { ChipcError } from '../src/util/errors.ts';
+
+const VOCAB = 1024; // token t < 256: x = t >> 4, y = t & 15; 1023 is BOS
+const BOS = 1023;
+
+/** kind: 0 when x < 5, 1 when x < 10, 2 when x < 13, else 3 (no case: the choice is 0). */
+const kindOf = (x: number) => (x < 5 ? 0 : x < 10 ? 1 : x < 13 ? 2 : 3);
+/** The chosen value: 3y, y + x, 15 − y, or 0. */
+const payOf = (x: number, y: number) => [3 * y, y + x, 15 - y, 0][kindOf(x)]!;
+
+function circuit(useChoose: boolean, overlap = false) {
+  return defineCircuit({ name: useChoose ? 'choose-demo' : 'select-sum-demo', vocab: VOCAB, bos: BOS }, (c) => {
+    const x = c.tokenField('x', (t) => (t < 256 ? t >> 4 : 0), [0, 15]);
+    const y = c.tokenField('y', (t) => (t < 256 ? t & 15 : 0), [0, 15]);
+    const kind = c.table('kind', [x], kindOf, [0, 3]);
+    const is = (k: number): Sig => c.table(`is${k}`, [x], (v) => (kindOf(v) === k || (overlap && k === 1 && v === 4) ? 1 : 0), [0, 1]);
+    const values: Sig[] = [
+      c.table('v0', [y], (b) => 3 * b, [0, 45]),
+      c.table('v1', [x, y], (a, b) => a + b, [0, 30]),
+      c.table('v2', [y], (b) => 15 - b, [0, 15]),
+    ];
+    const cases: [Sig, Sig][] = [0, 1, 2].map((k) => [is(k), values[k]!]);
+    const pay = useChoose
+      ? c.choose(cases, [0, 45])
+      : c.linear(cases.map(([cond, v]) => [c.select(cond, v, 0), 1] as [Sig, number]), 0, [0, 45]);
+    c.emit([kind, pay.named('pay')], (k, p) => 46 * k + p); // 184 ids
+  });
+}
+
+const target = { ...resolveTarget('tiny').config, vocabSize: VOCAB };
+const compile = (def: CircuitDef) => compileCircuit(buildCircuit(def, 'emit-onehot'), target);
+const TOKENS = [BOS, ...Array.from({ length: 256 }, (_, t) => (t * 101) % 256)];
+
+describe('emit one-hots from tables and choices', () => {
+  const chosen = compile(circuit(true));
+  const plain = compile(circuit(false));
+
+  it('the choice circuit takes the hand schedule: cond / value tables, then the one-hots (2 layers); selects first cost one more', () => {
+    // tables at FFN sublayer 1 (the inputs are embedded), the choice's and kind's one-hots at 3
+    expect(chosen.schedule.numLayers).toBe(2);
+    expect(plain.schedule.numLayers).toBe(3);
+    const what = chosen.lowered.ops.map((o) => o.what);
+    expect(what.some((w) => w.startsWith('one-hot of choice "pay"'))).toBe(true);
+    // kind is read only by the emit: its one-hot is a table of its own (maybe fused with others)
+    expect(what.some((w) => w.includes('one-hot table "kind"'))).toBe(true);
+    expect(what.some((w) => w === 'one-hot of "kind"')).toBe(false);
+  });
+
+  it('emits what the interpreter emits, bit for bit (f32, bf16), and the interpreter the arithmetic', () => {
+    for (const res of [chosen, plain]) {
+      for (const profile of ['f32', 'bf16'] as const) {
+        const chk = checkCompiled(res, TOKENS, { profile });
+        expect(chk.mismatches).toEqual([]);
+      }
+    }
+    const steps = new Interpreter(chosen.ir).run(TOKENS);
+    for (let p = 1; p < TOKENS.length; p++) {
+      const t = TOKENS[p]!;
+      expect(steps[p]!.emitted).toBe(46 * kindOf(t >> 4) + payOf(t >> 4, t & 15));
+    }
+  });
+
+  it('two cases that hold at once are an error in both interpreters, naming the choice and the cases', () => {
+    const ir = buildCircuit(circuit(true, true), 'overlap');
+    const fine = 0x30; // x = 3: only case 0
+    const both = 0x45; // x = 4: cases 0 and 1
+    const interp = new Interpreter(ir);
+    interp.step(BOS);
+    interp.step(fine);
+    expect(() => interp.step(both)).toThrow(ChipcError);
+    expect(() => new Interpreter(ir).run([BOS, both])).toThrow(/choose "pay": cases 0 \("is0"\) and 1 \("is1"\) both hold \(position 1\)/);
+    const fe = new FastEvaluator(ir);
+    fe.step(BOS);
+    expect(() => fe.step(both)).toThrow(/interp\.choice|choose "pay": cases 0 \("is0"\) and 1 \("is1"\) both hold \(position 1\)/);
+  });
+
+  it('c.choose without cases, or with a condition that is not a bit, is a circuit error', () => {
+    const empty = defineCircuit({ name: 'empty-choice', vocab: 16 }, (c) => {
+      c.emit([c.choose([])], (v) => v);
+    });
+    expect(() => buildCircuit(empty, 'empty')).toThrow(/choose needs at least one case/);
+    const notBit = defineCircuit({ name: 'wide-cond', vocab: 16 }, (c) => {
+      const x = c.tokenField('x', (t) => t, [0, 15]);
+      c.emit([c.choose([[x, 3]])], (v) => v);
+    });
+    expect(() => buildCircuit(notBit, 'wide')).toThrow(/must be a bit/);
+  });
+});

@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { deltaLinear } from '../src/exec/delta.ts';
+import { deltaLinear, lowbit32 } from '../src/exec/delta.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { linearArgmax, linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
@@ -98,6 +98,72 @@ describe('deltaLinear', () => {
     }), { numRuns: 300 });
     expect(deltaCalls).toBeGreaterThan(1000);
     expect(partialCalls).toBeGreaterThan(500);
+  });
+
+  it('exact rows are updated, not refolded, on circuit-like values — and refolded where a fold would round', () => {
+    // Weights and activations as compiled circuits have them (small integers, powers of two, big
+    // biases on tiny activations), plus rows that cross 2^24 (where float32 sums start to round),
+    // products whose lowest set bit falls below the row's (a new, finer value) and tiny values.
+    const W = [1, -1, 2, -3, 0.5, 2 ** 31, -(2 ** 33), 2 ** 22, 3 * 2 ** 21, -2432, 2 ** -10];
+    const X = [0, 1, 2, 3, 2 ** -24, 3 * 2 ** -24, 2 ** -26, 0.75, 2 ** 23, 1 + 2 ** -20, 2 ** -149];
+    let updated = 0;
+    let refolded = 0;
+    let compared = 0;
+    for (let seed = 1; seed <= 60; seed++) {
+      const rnd = lcg(seed * 104729);
+      const rows = 40, cols = 24;
+      const d = new Float32Array(rows * cols);
+      for (let r = 0; r < rows; r++) for (let t = 0; t < 1 + Math.floor(rnd() * 6); t++) d[r * cols + Math.floor(rnd() * cols)] = W[Math.floor(rnd() * W.length)]!;
+      const dense: Matrix = { rows, cols, dense: d };
+      const csr: Matrix = { rows, cols, csr: sparsifyMatrix(dense).csr };
+      for (const profile of ['f32', 'bf16'] as const) {
+        const ctx = makeNumericContext({ profile });
+        let x = new Float32Array(cols);
+        for (let c = 0; c < cols; c++) x[c] = X[Math.floor(rnd() * 4)]!; // start with plain integers
+        for (let step = 0; step < 40; step++) {
+          x = x.slice();
+          for (let k = 0; k < 3; k++) x[Math.floor(rnd() * cols)] = X[Math.floor(rnd() * X.length)]!;
+          const st = deltaLinear(ctx, csr, x, 0, null, 0);
+          expect(st).not.toBeNull();
+          const want = linearEx(makeNumericContext({ profile }), dense, x, 'dense').out;
+          expect(bits(st!.y)).toEqual(bits(want));
+          compared++;
+          if (!st!.full) { updated += st!.nUpdated; refolded += st!.nRows - st!.nUpdated; }
+        }
+      }
+    }
+    expect(compared).toBe(60 * 2 * 40);
+    // both paths are taken many times
+    expect(updated).toBeGreaterThan(2000);
+    expect(refolded).toBeGreaterThan(200);
+  });
+
+  it('a row whose sum grows past 2^(23+g) is refolded: float32 rounds twice where the exact sum would not', () => {
+    // columns in fold order: 1, 3·2^21 ×3, 1. Turned on one at a time, the fold reaches
+    // 18,874,369 → 18,874,368 and then 18,874,369 → 18,874,368 again; the exact sum is 18,874,370.
+    // (three more columns without weights: the scatter form needs a +0 term in every row)
+    const w = Float32Array.from([1, 3 * 2 ** 21, 3 * 2 ** 21, 3 * 2 ** 21, 1, 0, 0, 0]);
+    const dense: Matrix = { rows: 1, cols: 8, dense: w };
+    const csr: Matrix = { rows: 1, cols: 8, csr: sparsifyMatrix(dense).csr };
+    for (const order of [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [1, 2, 0, 3, 4]]) {
+      const ctx = makeNumericContext({});
+      const x = new Float32Array(8);
+      expect(deltaLinear(ctx, csr, x, 0, null, 0)).not.toBeNull();
+      for (const c of order) {
+        x[c] = 1;
+        const st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+        expect(bits(st.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
+      }
+      expect(deltaLinear(ctx, csr, x, 0, null, 0)!.y[0]).toBe(18874368);
+    }
+  });
+
+  it('lowbit32: the exponent of the lowest set bit of a float32', () => {
+    const f = new Float32Array(1);
+    const u = new Uint32Array(f.buffer);
+    const lb = (v: number) => { f[0] = v; return lowbit32(u[0]!); };
+    expect([lb(1), lb(2), lb(3), lb(6), lb(0.75), lb(-2432), lb(2 ** -149), lb(3 * 2 ** -149), lb(2 ** -126), lb(2 ** 127), lb(1 + 2 ** -23)])
+      .toEqual([0, 1, 0, 1, -2, 7, -149, -149, -126, 127, -23]);
   });
 });
 

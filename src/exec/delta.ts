@@ -14,6 +14,22 @@
  * columns changed (bit pattern) has the same value, and only the rows of the changed columns are
  * recomputed with the formula above. The state is a memo of y for the input bits it records:
  * correct for any caller using the same numeric context (states are kept per context).
+ *
+ * Exact rows: update instead of refold. A row's fold is the exact real sum Σ_c w_rc·x_c whenever
+ * every product and every partial sum is a float32, and then the new value is the old one plus
+ * Σ over the changed columns of w·(x_new − x_old): the cost of a changed column is its stored
+ * entries, not the full rows it reaches. A row is *exact* when, for g = a lower bound on the
+ * lowest set bit (the exponent of its last significant bit) of every non-zero product w·x in it,
+ *     g ≥ −149,   S = Σ|w·x| < T = min(2^(23+g), 2^126).
+ * Then each product and each partial sum is an integer multiple of 2^g below 2^(23+g) in
+ * magnitude — a float32 (a ≤ 23-bit integer times 2^g, g ≥ −149, below 2^126) — so every
+ * rounding in the fold is exact and it equals the exact sum (+0 when that is 0: the fold starts at
+ * +0 and exact cancellation gives +0). The state keeps, per row, the exact sum yD and S in double,
+ * g and T. A changed column updates an exact row only when its new product p has lowbit(p) ≥ g
+ * and |p| < T (lowbit(w·x) = lowbit(w) + lowbit(x): odd × odd is odd); otherwise the row is
+ * refolded from scratch, which recomputes yD, S and g. Under those checks every value the update
+ * touches is a multiple of 2^g below 2^(43+g) (at most 2^20 terms each below 2^(23+g)), exact in
+ * double, and the row stays exact iff the updated S < T. Rows that are not exact are refolded.
  */
 import type { Matrix } from '../model/weights.ts';
 import { cscPlanOf, sparsePlanOf, type MatmulStats } from './matmul.ts';
@@ -25,6 +41,8 @@ const f32 = Math.fround;
 export interface DeltaLinearState {
   /** The input bit patterns y was computed from. */
   xBits: Uint32Array;
+  /** xBits as float32 values (the same memory). */
+  xVals: Float32Array;
   /** How many of those inputs have their sign bit set (x < 0 or −0). */
   negTotal: number;
   /** The output for xBits (all rows). */
@@ -35,6 +53,7 @@ export interface DeltaLinearState {
   /** The rows recomputed by the last call (a superset of the rows whose value changed), rows[0..nRows). */
   rows: Int32Array;
   nRows: number;
+  /** Per row, during a call: 0 not reached, 1 reached and updated, 2 reached and to be refolded. */
   mark: Uint8Array;
   /** The input columns whose bit pattern changed in the last call, changed[0..nChanged). */
   changed: Int32Array;
@@ -43,6 +62,36 @@ export interface DeltaLinearState {
   usable: number;
   /** Counts the calls that changed y (a consumer's derived data is current iff it saw the last one). */
   version: number;
+  /**
+   * Per row r, at 4r … 4r+3 (one record, so an update touches one cache line): the exact sum
+   * Σ w·x, S = Σ|w·x|, T = boundOf(g), and g, a lower bound on the lowest set bit of the row's
+   * non-zero products. T = 0 marks a row that is not exact (S < T never holds).
+   */
+  rowExact: Float64Array;
+  /** The previous input values of the changed columns (scratch, changed order). */
+  oldX: Float32Array;
+  /** Rows updated without a refold by the last call (a statistic). */
+  nUpdated: number;
+}
+
+/** Per matrix: the lowest set bit of each stored weight, in CSR and in CSC (cscPlanOf) order. */
+const weightLowbits = new WeakMap<Matrix, { csr: Int16Array; csc: Int16Array }>();
+
+/**
+ * The exponent of the lowest set bit of a finite non-zero float32 given by its bits
+ * (x = odd integer · 2^lowbit): −149 … 104. Not meaningful for ±0.
+ */
+export function lowbit32(b: number): number {
+  const e = (b >>> 23) & 0xff;
+  const m = e === 0 ? b & 0x7fffff : (b & 0x7fffff) | 0x800000;
+  return (e === 0 ? -149 : e - 150) + 31 - Math.clz32(m & -m);
+}
+
+/** 2^(23+g) for g = −149 … 103, at g + 149. */
+const BOUNDS = Float64Array.from({ length: 253 }, (_, i) => 2 ** (i - 126));
+/** T = min(2^(23+g), 2^126) (g ≥ −149): the bound an exact row's Σ|w·x| stays below. */
+function boundOf(g: number): number {
+  return g >= 103 ? BOUNDS[252] : BOUNDS[g + 149];
 }
 
 const statesByCtx = new WeakMap<ExecNumericContext, WeakMap<Matrix, DeltaLinearState>>();
@@ -52,10 +101,12 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
   if (byM === undefined) { byM = new WeakMap(); statesByCtx.set(ctx, byM); }
   let st = byM.get(m);
   if (st === undefined) {
+    const xBits = new Uint32Array(m.cols);
     st = {
-      xBits: new Uint32Array(m.cols), negTotal: 0, y: new Float32Array(m.rows), valid: false, full: false,
+      xBits, xVals: new Float32Array(xBits.buffer), negTotal: 0, y: new Float32Array(m.rows), valid: false, full: false,
       rows: new Int32Array(m.rows), nRows: 0, mark: new Uint8Array(m.rows), changed: new Int32Array(m.cols), nChanged: 0, usable: 0,
       version: 0,
+      rowExact: new Float64Array(4 * m.rows), oldX: new Float32Array(m.cols), nUpdated: 0,
     };
     byM.set(m, st);
   }
@@ -70,6 +121,50 @@ export function invalidateDelta(ctx: ExecNumericContext, m: Matrix): void {
 
 function signSet(b: number): number {
   return b >>> 31;
+}
+
+/**
+ * Refolds row r from the current input: y_r = act(fold) (module comment) and, for the exact-row
+ * update, the row's exact sum, Σ|w·x|, the lowest set bit of its non-zero products and whether it
+ * is exact.
+ */
+function refoldRow(
+  ctx: ExecNumericContext, st: DeltaLinearState, r: number, rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array,
+  values: Float32Array, x: Float32Array, xOff: number, xb: Uint32Array, wLowCsr: Int16Array, bf16: boolean,
+): void {
+  let acc = 0;
+  let exactSum = 0;
+  let sumAbs = 0;
+  let g = 32767;
+  for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
+    const c = colIdx[k];
+    const xv = x[xOff + c];
+    if (xv === 0) continue;
+    const w = values[k];
+    const p = f32(w * xv);
+    if (p !== 0) acc = f32(acc + p);
+    const pd = w * xv; // exact in double (24 × 24 bits)
+    if (pd === 0) continue;
+    exactSum += pd;
+    sumAbs += Math.abs(pd);
+    const lb = lowbit32(xb[c]) + wLowCsr[k];
+    if (lb < g) g = lb;
+  }
+  st.y[r] = bf16 ? ctx.act(acc) : acc;
+  // exactSum and sumAbs are exact when the row is exact (same argument as the update's)
+  const bound = g >= -149 ? boundOf(g) : 0;
+  const e = st.rowExact;
+  e[4 * r] = exactSum;
+  e[4 * r + 1] = sumAbs;
+  e[4 * r + 2] = sumAbs < bound ? bound : 0;
+  e[4 * r + 3] = g;
+}
+
+const bitsScratch = new Float32Array(1);
+const bitsScratchU = new Uint32Array(bitsScratch.buffer);
+function floatBits(v: number): number {
+  bitsScratch[0] = v;
+  return bitsScratchU[0];
 }
 
 /**
@@ -98,8 +193,19 @@ export function deltaLinear(
   const cols = m.cols;
   const xb = new Uint32Array(x.buffer, x.byteOffset + 4 * xOff, cols);
   const { rowPtr, colIdx, values } = plan.csr;
-  const y = st.y;
   const bf16 = ctx.profile !== 'f32';
+  let lows = weightLowbits.get(m);
+  if (lows === undefined) {
+    const lowsOf = (v: Float32Array): Int16Array => {
+      const out = new Int16Array(v.length);
+      for (let k = 0; k < v.length; k++) out[k] = v[k] === 0 ? 0 : lowbit32(floatBits(v[k]));
+      return out;
+    };
+    lows = { csr: lowsOf(values), csc: lowsOf(csc.values) };
+    weightLowbits.set(m, lows);
+  }
+  const wLow = lows.csc;
+  const wLowCsr = lows.csr;
   if (!st.valid) {
     let negTotal = 0;
     for (let c = 0; c < cols; c++) {
@@ -108,27 +214,23 @@ export function deltaLinear(
       negTotal += signSet(xb[c]);
     }
     if (csc.maxRowNnz >= cols - negTotal) return null;
-    for (let r = 0; r < m.rows; r++) {
-      let acc = 0;
-      for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
-        const p = f32(values[k] * x[xOff + colIdx[k]]);
-        if (p !== 0) acc = f32(acc + p);
-      }
-      y[r] = bf16 ? ctx.act(acc) : acc;
-    }
+    for (let r = 0; r < m.rows; r++) refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
     st.xBits.set(xb);
     st.negTotal = negTotal;
     st.valid = true;
     st.full = true;
     st.nRows = 0;
     st.nChanged = 0;
+    st.nUpdated = 0;
     st.version++;
     if (stats) { stats.sparse++; stats.delta++; }
     return st;
   }
   // the changed columns (xBits updated as found, so a repeated candidate counts once)
   const old = st.xBits;
+  const oldF = st.xVals;
   const changed = st.changed;
+  const oldX = st.oldX;
   let nc = 0;
   let negTotal = st.negTotal;
   const n = cand === null ? cols : nCand;
@@ -139,35 +241,54 @@ export function deltaLinear(
     const v = x[xOff + c];
     if (v - v !== 0) { st.valid = false; return null; }
     negTotal += signSet(b) - signSet(old[c]);
+    oldX[nc] = oldF[c];
     old[c] = b;
     changed[nc++] = c;
   }
   st.negTotal = negTotal;
   if (csc.maxRowNnz >= cols - negTotal) { st.valid = false; return null; }
   const { colPtr, rowIdx } = csc;
+  const cv = csc.values;
   const mark = st.mark;
   const rows = st.rows;
+  const e = st.rowExact;
   let nr = 0;
   for (let t = 0; t < nc; t++) {
     const c = changed[t];
+    const xn = x[xOff + c];
+    const xo = oldX[t];
+    const lx = xn === 0 ? 0 : lowbit32(xb[c]);
     for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
       const r = rowIdx[k];
-      if (mark[r] === 0) { mark[r] = 1; rows[nr++] = r; }
+      let f = mark[r];
+      if (f === 0) { f = e[4 * r + 2] > 0 ? 1 : 2; mark[r] = f; rows[nr++] = r; }
+      if (f === 2) continue;
+      const w = cv[k];
+      const pn = w * xn;
+      const po = w * xo;
+      if (pn !== 0 && (wLow[k] + lx < e[4 * r + 3] || Math.abs(pn) >= e[4 * r + 2])) { mark[r] = 2; continue; }
+      e[4 * r] += pn - po;
+      e[4 * r + 1] += Math.abs(pn) - Math.abs(po);
     }
   }
+  let nUpdated = 0;
   for (let t = 0; t < nr; t++) {
     const r = rows[t];
+    const f = mark[r];
     mark[r] = 0;
-    let acc = 0;
-    for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
-      const p = f32(values[k] * x[xOff + colIdx[k]]);
-      if (p !== 0) acc = f32(acc + p);
+    if (f === 1 && e[4 * r + 1] < e[4 * r + 2]) {
+      const v = e[4 * r];
+      const acc = v === 0 ? 0 : v; // the exact sum is a float32; an exact 0 folds to +0
+      st.y[r] = bf16 ? ctx.act(acc) : acc;
+      nUpdated++;
+    } else {
+      refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
     }
-    y[r] = bf16 ? ctx.act(acc) : acc;
   }
   st.full = false;
   st.nRows = nr;
   st.nChanged = nc;
+  st.nUpdated = nUpdated;
   st.version++;
   if (stats) { stats.sparse++; stats.delta++; }
   return st;

@@ -804,7 +804,8 @@ export function cpuCircuit(opts: CpuOptions) {
     const mode = c.table('mode', [haltOrJump, stepK, otherK, resW],
       (hj, sk, ok, rw) => (hj === 1 ? 6 : hj === 2 ? 5 : sk ? 6 + sk : ok ? 9 + ok : rw), [0, 14]);
     // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT (the out-of-turn kinds Q / D / H / A are set
-    // in the kind table beside the plan); payload case: 0 / 1 unused (were E's masked forms), 2
+    // in the kind table beside the plan); payload case: 0 none (payload 0: N, whose row reads no
+    // payload, so the LM head's argmax memo sees one key per N token), 1 unused, 2
     // r0/r1 (E, D and K from a start), 3 r2/r3 (E, K or H after a D), 4 the jump target word,
     // 5 w+1, 6 console byte, 7 the halt's exit code, 8 a division step's Q, 9 a crossing load's
     // prefix, 10 a crossing store's second word (low half), 11 a code store's word index, 12 a
@@ -818,12 +819,12 @@ export function cpuCircuit(opts: CpuOptions) {
       if (md >= 7) return [2, [8, 12, 13, 9, 10, 11][md - 7]!];
       if (md === 4) return f === 0 ? [6, 6] : [2, 5]; // OUT(j+1, b), or OUT(0, b) then J at the window end
       const we = md & 1;
-      if (md <= 1) return we ? [2, 5] : [5, 2];
+      if (md <= 1) return we ? [2, 5] : [5, 0];
       // E / K carry their 14 bits as (low byte, sign-extended high byte): the same payload bytes as
       // D / H's (r0, r1) or (r2, r3), so the payload case does not wait for the width class.
       if (f === 0) return wc === 0 ? (we ? [4, 2] : [0, 2]) : [1, 2];
       if (f === 1) return wc === 1 ? (we ? [4, 3] : [0, 3]) : [3, 3];
-      if (f === 2) return we ? [2, 5] : [5, 2];
+      if (f === 2) return we ? [2, 5] : [5, 0];
       return [2, 5]; // fed K or OUT(0, ·): re-base after the window end
     };
     // The division's result phase starts at its last step's H: plan it as a start.

@@ -55,12 +55,14 @@ export interface MatmulStats {
   scatter: number;
   /** Sparse-path matmuls that ran incrementally (delta.ts; counted in `sparse` too). */
   delta: number;
+  /** linearArgmax calls answered by its bounded form (small columns only; counted in `sparse` and `scatter` too). */
+  argmaxBounded: number;
   /** linearArgmax calls answered by its memo (counted in `sparse` and `scatter` too). */
   argmaxMemoHits: number;
 }
 
 export function newMatmulStats(): MatmulStats {
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0 };
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0 };
 }
 
 /**
@@ -504,6 +506,10 @@ interface ArgmaxMemo {
   map: Map<number, { key: Uint32Array; best: number }[]>;
   entries: number;
   scratch: Uint32Array;
+  /** boundedArgmax's per-column weight extremes and row scratch (made on first use). */
+  colExtremes?: { max: Float32Array; min: Float32Array };
+  rowMark?: Uint8Array;
+  rowList?: Int32Array;
 }
 const ARGMAX_MEMO_MAX = 1 << 16;
 const argmaxMemos = new WeakMap<ExecNumericContext, WeakMap<Matrix, ArgmaxMemo>>();
@@ -580,6 +586,14 @@ export function linearArgmax(
         }
       }
     }
+    if (memo !== null && key !== null && ctx.profile === 'f32') {
+      const best = boundedArgmax(m, x, st.nz, nzn, memo);
+      if (best >= 0) {
+        if (stats) { stats.sparse++; stats.scatter++; stats.argmaxBounded++; }
+        memoStore(memo, hash, key, best);
+        return best;
+      }
+    }
     if (nzn >= 0 && scatterInto(ctx, m, x, 0, st.nz, nzn, st.neg[0], st.so, storedEntries(m), stats)) {
       const { out, mark, touched } = st.so;
       let best = -1;
@@ -596,14 +610,7 @@ export function linearArgmax(
         if (best < 0 || 0 > bv || (0 === bv && r < best)) best = r;
       }
       if (best < 0) throw new ChipcError('EXEC_NAN_LOGITS', 'argmax: every logit is NaN (or there are none)');
-      if (memo !== null && key !== null) {
-        if (memo.entries >= ARGMAX_MEMO_MAX) { memo.map.clear(); memo.entries = 0; }
-        const bucket = memo.map.get(hash);
-        const e = { key: key.slice(), best };
-        if (bucket === undefined) memo.map.set(hash, [e]);
-        else bucket.push(e);
-        memo.entries++;
-      }
+      if (memo !== null && key !== null) memoStore(memo, hash, key, best);
       return best;
     }
   }
@@ -617,6 +624,101 @@ export function linearArgmax(
   }
   if (best < 0) throw new ChipcError('EXEC_NAN_LOGITS', 'argmax: every logit is NaN (or there are none)');
   return best;
+}
+
+function memoStore(memo: ArgmaxMemo, hash: number, key: Uint32Array, best: number): void {
+  if (memo.entries >= ARGMAX_MEMO_MAX) { memo.map.clear(); memo.entries = 0; }
+  const bucket = memo.map.get(hash);
+  const e = { key: key.slice(), best };
+  if (bucket === undefined) memo.map.set(hash, [e]);
+  else bucket.push(e);
+  memo.entries++;
+}
+
+/** A column with more stored entries than this is "big" for boundedArgmax. */
+const BIG_COLUMN = 2048;
+
+/**
+ * The argmax without walking big columns (f32 profile, under the scatter precondition, which the
+ * caller has checked), or −1 when it cannot be decided that way. The rows T reached by the small
+ * non-zero columns get their exact value (the row fold over all their stored entries, as
+ * scatterInto computes it); every other row holds only products of the big columns (or none:
+ * +0), and its fold is at most U = (1 + 2^−23)^B·Σ_big max(0, max_r fl(w_rc·x_c)) for B big
+ * columns: fl is monotone, and a fold's partial sums stay below the sum of its positive terms
+ * times (1 + 2^−24) per addition (a negative term only lowers them). If the best row of T is
+ * strictly above U it is the argmax (no other row reaches or ties it). Otherwise the smallest big
+ * column joins the small ones (its rows join T, U loses its term) and the test repeats while two
+ * or more big columns are left; then −1 (the caller scatters everything).
+ */
+function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo): number {
+  const plan = sparsePlanOf(m);
+  const csc = cscPlanOf(m, plan.csr);
+  if (csc === null) return -1;
+  const { colPtr, rowIdx } = csc;
+  const big: number[] = [];
+  for (let t = 0; t < nzn; t++) { const c = nz[t]; if (colPtr[c + 1] - colPtr[c] > BIG_COLUMN) big.push(c); }
+  if (big.length === 0) return -1; // nothing to save: the scatter is small
+  // the big columns, largest first: the smallest are absorbed into T first (pop)
+  big.sort((a, b) => (colPtr[b + 1] - colPtr[b]) - (colPtr[a + 1] - colPtr[a]) || a - b);
+  const ext = memo.colExtremes ??= columnExtremes(m, csc);
+  const mark = memo.rowMark ??= new Uint8Array(m.rows);
+  const rows = memo.rowList ??= new Int32Array(m.rows);
+  const { rowPtr, colIdx, values } = plan.csr;
+  let nr = 0;
+  let folded = 0;
+  let best = -1;
+  let bv = 0;
+  /** Marks the rows of column c as in T. */
+  const absorb = (c: number) => {
+    for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
+      const r = rowIdx[k];
+      if (mark[r] === 0) { mark[r] = 1; rows[nr++] = r; }
+    }
+  };
+  /** Folds the rows added to T since the last call; T's best row in (best, bv). */
+  const foldNew = () => {
+    for (; folded < nr; folded++) {
+      const r = rows[folded];
+      let acc = 0;
+      for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
+        const p = f32(values[k] * x[colIdx[k]]);
+        if (p !== 0) acc = f32(acc + p);
+      }
+      if (best < 0 || acc > bv || (acc === bv && r < best)) { best = r; bv = acc; }
+    }
+  };
+  const bigSet = new Set(big);
+  for (let t = 0; t < nzn; t++) if (!bigSet.has(nz[t])) absorb(nz[t]);
+  let answer = -1;
+  for (;;) {
+    foldNew();
+    let bound = 0;
+    for (const c of big) {
+      const xv = x[c];
+      const top = f32((xv > 0 ? ext.max[c] : ext.min[c]) * xv);
+      if (top > 0) bound += top;
+    }
+    bound *= (1 + 2 ** -23) ** big.length;
+    if (best >= 0 && bv > bound) { answer = best; break; }
+    // too close: absorb the smallest big column while that stays cheaper than the full scatter
+    if (big.length <= 1) break;
+    absorb(big.pop()!);
+  }
+  for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
+  return answer;
+}
+
+/** Per column: the largest and smallest stored weight (+0 for a column without entries). */
+function columnExtremes(m: Matrix, csc: CscPlan): { max: Float32Array; min: Float32Array } {
+  const max = new Float32Array(m.cols);
+  const min = new Float32Array(m.cols);
+  for (let c = 0; c < m.cols; c++) {
+    let hi = -Infinity, lo = Infinity;
+    for (let k = csc.colPtr[c]; k < csc.colPtr[c + 1]; k++) { const w = csc.values[k]; if (w > hi) hi = w; if (w < lo) lo = w; }
+    max[c] = hi === -Infinity ? 0 : hi;
+    min[c] = lo === Infinity ? 0 : lo;
+  }
+  return { max, min };
 }
 
 /** Stored entries of the matrix (its CSR's, own or derived). */

@@ -106,24 +106,39 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
         ctx.embedDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`, (t) => (valueOf(t) === r.lo + j ? 1 : 0)));
     }
     const dims = Array.from({ length: count }, (_, j) => ctx.newDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`));
+    // The early forms below fall back to the decode of the scalar when their gadget's bounds fail.
     if (n.op === 'table') {
       const { f, span } = indexForm(ctx, n.inputs);
       const x = input(f, 0, span - 1);
       const outs = dims.map((d, j) => ({ dim: d, values: n.values.map((v) => (v === r.lo + j ? 1 : 0)) }));
-      const units = atNode(ctx, n.id, 'the one-hot table', () => rampTable(x, outs, `${n.name}.onehot`));
-      ctx.addOp({ kind: 'ffn', what: `one-hot table "${n.name}"`, units, reads: opReads(units), writes: dims, table: { input: x, outs } });
-      return dims;
+      const units = unlessBound(() => rampTable(x, outs, `${n.name}.onehot`));
+      if (units) {
+        ctx.addOp({ kind: 'ffn', what: `one-hot table "${n.name}"`, units, reads: opReads(units), writes: dims, table: { input: x, outs } });
+        return dims;
+      }
     }
     if (n.op === 'linear' && n.choice) {
-      const units = atNode(ctx, n.id, 'the one-hot of the choice', () => choiceOneHot(ctx, n.terms.map((t) => t.node), dims, r.lo, n.name));
-      ctx.addOp({ kind: 'ffn', what: `one-hot of choice "${n.name}"`, units, reads: opReads(units), writes: dims });
-      return dims;
+      const units = unlessBound(() => choiceOneHot(ctx, n.terms.map((t) => t.node), dims, r.lo, n.name));
+      if (units) {
+        ctx.addOp({ kind: 'ffn', what: `one-hot of choice "${n.name}"`, units, reads: opReads(units), writes: dims });
+        return dims;
+      }
     }
     const units = atNode(ctx, n.id, 'the one-hot decode', () =>
       rampTable(input(ctx.formOf(n.id), r.lo, r.hi), dims.map((d, j) => ({ dim: d, values: Array.from({ length: count }, (_, i) => (i === j ? 1 : 0)) })), `${n.name}.onehot`));
     ctx.addOp({ kind: 'ffn', what: `one-hot of "${n.name}"`, units, reads: opReads(units), writes: dims });
     return dims;
   });
+}
+
+/** make()'s units, or null when a gadget bound (a ChipcError `ffn.*`) fails. */
+function unlessBound(make: () => FfnUnit[]): FfnUnit[] | null {
+  try {
+    return make();
+  } catch (e) {
+    if (e instanceof ChipcError && e.code.startsWith('ffn.')) return null;
+    throw e;
+  }
 }
 
 /** A choice case's value read through more dims than this is read from its own slot. */

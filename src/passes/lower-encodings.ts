@@ -89,10 +89,11 @@ function binaryTerms(ctx: LowerContext, id: NodeId, base: number, width: number)
  * A table: the indicator columns of the table itself, over its own index (one FFN layer after its
  * inputs, like the table; fuse-tables merges it with the scalar table when both are used).
  * A choice (c.choose) Σ_k select(cond_k, value_k, 0): per case, the one-hot of value_k with every
- * unit gated off by cond_k (rampTable's gate-off), all cases writing the same dims — at most one
- * case holds, so the dims hold the one-hot of the chosen value, or all 0 (value 0 not in range is
- * impossible: 0 is the value when no case holds, and then the dim of 0 must read 1, see below).
- * Otherwise: a shared-ramp table over the scalar form (one FFN layer after the value).
+ * unit gated off by cond_k (rampTable's gate-off), all cases writing the same dims (at most one
+ * case holds), and a LIN unit writing [no case holds] into the dim of 0 — the choice's value then
+ * (a 0 outside its range fails the interpreters' range check first) — one FFN layer after the
+ * conditions and values. Otherwise: a shared-ramp table over the scalar form (one FFN layer
+ * after the value).
  */
 export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
   const n = ctx.resolve(id);

@@ -27,9 +27,9 @@ function circuit() {
     const hi = c.table('hi', [x, y], (a, b) => (a * b) >> 4, [0, 14]);
     const par = c.table('par', [x, y], (a, b) => (a + b) & 1, [0, 1]);
     const other = c.table('other', [y, x], (b, a) => (a > b ? 1 : 0), [0, 1]); // another index order
-    // One emit field over all four (emitting the tables themselves would read their one-hots,
-    // which are tables of their own: lower-encodings.ts).
-    c.emit([c.linear([[lo, 1], [hi, 16], [par, 240], [other, 480]])], (v) => v); // 960 ids
+    // Emit fields over the tables' values (emitting the tables themselves would read their
+    // one-hots, which are tables of their own: lower-encodings.ts).
+    c.emit([c.linear([[lo, 1], [hi, 16]]), c.linear([[par, 1], [other, 2]])], (v, w) => v + 240 * w); // 960 ids
   });
 }
 

@@ -687,8 +687,7 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
       if (best < 0 || acc > bv || (acc === bv && r < best)) { best = r; bv = acc; }
     }
   };
-  const bigSet = new Set(big);
-  for (let t = 0; t < nzn; t++) if (!bigSet.has(nz[t])) absorb(nz[t]);
+  for (let t = 0; t < nzn; t++) { const c = nz[t]; if (colPtr[c + 1] - colPtr[c] <= BIG_COLUMN) absorb(c); }
   let answer = -1;
   for (;;) {
     foldNew();
@@ -700,7 +699,7 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
     }
     bound *= (1 + 2 ** -23) ** big.length;
     if (best >= 0 && bv > bound) { answer = best; break; }
-    // too close: absorb the smallest big column while that stays cheaper than the full scatter
+    // too close: the smallest big column joins T (with one big column left, the caller scatters)
     if (big.length <= 1) break;
     absorb(big.pop()!);
   }

@@ -421,10 +421,15 @@ export function cpuCircuit(opts: CpuOptions) {
     regs.write(commitRow, commitBits, commitEn);
     // ecall reads a7 (x17) and a0 (x10) instead of rs1 / rs2.
     // Each address bit is one table over (opcode, the instruction's bit): straight after fetch.
-    const regAddr = (from: number, sys: number, name: string) => c.linear(Array.from({ length: 5 }, (_, k) =>
-      [c.table(`${name}b${k}`, [opcode, ins[from + k]!], (op, x) => (op === 0x73 ? (sys >> k) & 1 : x), [0, 1]), 2 ** k] as [Sig, number])).named(name);
-    const rs1 = regAddr(15, 17, 'rs1');
-    const rs2 = regAddr(20, 10, 'rs2');
+    // An instruction without an rs2 field (its bits 20… are immediate bits) reads x0 there: B is
+    // then 0 rather than an unrelated register, so the tables over B's bits (the multiplier's
+    // nibble products, the comparators) see no change across runs of such instructions, which
+    // incremental decode skips (the value is unused: B feeds only OP, STORE, BRANCH and bn.mac).
+    const usesRs2 = (op: number) => op === 0x33 || op === 0x23 || op === 0x63 || op === BN_OPCODE;
+    const regAddr = (from: number, sys: number, name: string, used: (op: number) => boolean) => c.linear(Array.from({ length: 5 }, (_, k) =>
+      [c.table(`${name}b${k}`, [opcode, ins[from + k]!], (op, x) => (op === 0x73 ? (sys >> k) & 1 : used(op) ? x : 0), [0, 1]), 2 ** k] as [Sig, number])).named(name);
+    const rs1 = regAddr(15, 17, 'rs1', () => true);
+    const rs2 = regAddr(20, 10, 'rs2', usesRs2);
     const a = regs.read(rs1);
     const b = regs.read(rs2);
     const A = bitsWord(c, a);
@@ -480,7 +485,13 @@ export function cpuCircuit(opts: CpuOptions) {
     const top = c.table('eaTop', [ea[3]!], (v) => (v === 0x80 ? 1 : 0), [0, 1]);
     // In RAM ⇔ all three checks hold ⇔ their count is 3: tables read the count (no AND layer).
     const inRamCount = c.linear([[top, 1], [highOk[0]!, 1], [highOk[1]!, 1]]).named('inRamCount');
-    const inRam = c.table('inRam', [inRamCount], (n) => (n === 3 ? 1 : 0), [0, 1]);
+    // The word read (`old`) feeds only loads and the stores that keep old bytes (sub-word or
+    // word-crossing; an aligned SW writes its whole word): every other instruction's read is
+    // disabled, so its row stays 0 and the read port's q projection stays constant across runs of
+    // such instructions (much less work for incremental decode, docs/executor.md round 3).
+    const readsOld = c.table('readsOld', [isLoad, isStore, funct3, off], (ld, st, f3, o) =>
+      (ld || (st && (f3 < 2 || o !== 0)) ? 1 : 0), [0, 1]);
+    const inRam = c.table('inRam', [inRamCount, readsOld], (n, ro) => (n === 3 && ro ? 1 : 0), [0, 1]);
     // A word-crossing access (v2) touches word w = row and w + 1 (row + 1: bit k flips when every
     // bit below it is 1, i.e. when the count of ones below it is k — the row tables read that
     // count beside bit k, so row + 1 costs no layer of its own).
@@ -498,8 +509,8 @@ export function cpuCircuit(opts: CpuOptions) {
     // The read address is forced to row 0 when the read is disabled (it is unused then): a
     // disabled port's q projection then stays constant from one instruction to the next, which the
     // executor's incremental decode turns into skipped work (docs/executor.md, round 3).
-    const row = banks > 1 ? null : c.linear(rowBits.map((x, k) => [c.table(`memRRow${k}`, [inRamCount, readNext, x, onesBelow[k]!],
-      (n, rn, r0, lo) => (n === 3 ? (rn ? rowPlus1(r0, lo, k) : r0) : 0), [0, 1]), 2 ** k] as [Sig, number])).named('memRow');
+    const row = banks > 1 ? null : c.linear(rowBits.map((x, k) => [c.table(`memRRow${k}`, [inRamCount, readsOld, readNext, x, onesBelow[k]!],
+      (n, ro, rn, r0, lo) => (n === 3 && ro ? (rn ? rowPlus1(r0, lo, k) : r0) : 0), [0, 1]), 2 ** k] as [Sig, number])).named('memRow');
     const isSW = c.table('isSW', [isStore, funct3, loading, off], (st, f3, ld, o) => (st && f3 === 2 && !ld && o === 0 ? 1 : 0), [0, 1]);
     // An aligned SW writes at its own position; any other store writes each merged word at the H
     // that brings it back (the second word of a crossing store at the second H).

@@ -253,8 +253,10 @@ export function deltaLinear(
   const rows = st.rows;
   const e = st.rowExact;
   let nr = 0;
+  let walked = 0;
   for (let t = 0; t < nc; t++) {
     const c = changed[t];
+    walked += colPtr[c + 1] - colPtr[c];
     const xn = x[xOff + c];
     const xo = oldX[t];
     const lx = xn === 0 ? 0 : lowbit32(xb[c]);
@@ -290,6 +292,12 @@ export function deltaLinear(
   st.nChanged = nc;
   st.nUpdated = nUpdated;
   st.version++;
-  if (stats) { stats.sparse++; stats.delta++; }
+  if (stats) {
+    stats.sparse++;
+    stats.delta++;
+    stats.deltaEntries += walked;
+    stats.deltaRows += nr;
+    stats.deltaRefolds += nr - nUpdated;
+  }
   return st;
 }

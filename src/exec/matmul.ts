@@ -59,10 +59,18 @@ export interface MatmulStats {
   argmaxBounded: number;
   /** linearArgmax calls answered by its memo (counted in `sparse` and `scatter` too). */
   argmaxMemoHits: number;
+  /**
+   * The incremental matmuls' work (delta.ts, calls after the first): stored entries walked over
+   * the changed input columns, rows reached, and of those the rows refolded (not updated). A
+   * deterministic measure of a decode step's cost, unlike a timing.
+   */
+  deltaEntries: number;
+  deltaRows: number;
+  deltaRefolds: number;
 }
 
 export function newMatmulStats(): MatmulStats {
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0 };
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0 };
 }
 
 /**

@@ -10,7 +10,7 @@
  * the fused units holds; each fused op writes all the group's dims and sits where its first
  * member was. Adds to the lowered circuit: fewer, wider table ops (renumbered ids).
  */
-import { rampTable } from '../gadgets/ffn-core.ts';
+import { rampTable, withDimBounds } from '../gadgets/ffn-core.ts';
 import type { FfnOp, LoweredCircuit, LoweredOp } from '../lower/lowered.ts';
 import { opReads } from '../lower/op-io.ts';
 import { ChipcError } from '../util/errors.ts';
@@ -23,6 +23,14 @@ function keyOf(op: FfnOp): string {
 
 /** Fuse the table ops of `lc` that share an index; returns a new circuit (ops renumbered). */
 export function fuseTables(lc: LoweredCircuit): LoweredCircuit {
+  // The fused units' bounds use the dims' real ranges, as lowering did (a bit is charged 1, not 256).
+  return withDimBounds((d) => {
+    const info = lc.dims[d];
+    return info ? Math.max(Math.abs(info.lo), Math.abs(info.hi)) : Infinity;
+  }, () => fuseIn(lc));
+}
+
+function fuseIn(lc: LoweredCircuit): LoweredCircuit {
   const groups = new Map<string, FfnOp[]>();
   for (const op of lc.ops) {
     if (op.kind !== 'ffn' || op.table === undefined) continue;

@@ -7,7 +7,7 @@ import type { NodeId } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
 import { input, linUnit, rampTable } from '../gadgets/ffn-core.ts';
 import { combine, constForm, form, type FfnUnit, type Form, type VDim } from '../lower/forms.ts';
-import { indexForm } from './lower-arith.ts';
+import { cheapestTableOrder } from './lower-arith.ts';
 import type { LowerContext } from '../lower/context.ts';
 import { opReads } from '../lower/op-io.ts';
 
@@ -109,11 +109,11 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
     const dims = Array.from({ length: count }, (_, j) => ctx.newDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`));
     // The early forms below fall back to the decode of the scalar when their gadget's bounds fail.
     if (n.op === 'table') {
-      const { f, span } = indexForm(ctx, n.inputs);
-      const x = input(f, 0, span - 1);
-      const outs = dims.map((d, j) => ({ dim: d, values: n.values.map((v) => (v === r.lo + j ? 1 : 0)) }));
-      const units = unlessBound(() => rampTable(x, outs, `${n.name}.onehot`));
-      if (units) {
+      const oneHotOver = (at: Int32Array) => dims.map((d, j) => ({ dim: d, values: Array.from(at, (i) => (n.values[i] === r.lo + j ? 1 : 0)) }));
+      const best = unlessBound(() => cheapestTableOrder(ctx, n.inputs, (ix, at) => rampTable(ix, oneHotOver(at), `${n.name}.onehot`)));
+      if (best) {
+        const { x, units } = best;
+        const outs = oneHotOver(best.at);
         ctx.addOp({ kind: 'ffn', what: `one-hot table "${n.name}"`, units, reads: opReads(units), writes: dims, table: { input: x, outs } });
         return dims;
       }
@@ -132,8 +132,8 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
   });
 }
 
-/** make()'s units, or null when a gadget bound (a ChipcError `ffn.*`) fails. */
-function unlessBound(make: () => FfnUnit[]): FfnUnit[] | null {
+/** make()'s result, or null when a gadget bound (a ChipcError `ffn.*`) fails. */
+function unlessBound<T>(make: () => T): T | null {
   try {
     return make();
   } catch (e) {

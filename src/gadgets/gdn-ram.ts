@@ -7,12 +7,15 @@
  *
  * Math per token (the layer is pinned by the assembler: g = −0, exp(g) = 1, conv tap 1.0):
  *  - key row i of a key head holding address A(i):
- *      k_pre_i = S·(Σ_b s_b·a_b + zeros(A) − nbits + 1 + 2·(en − 1)),  s_b = +1 if bit b of A else −1
- *    = S·(1 − mismatching bits) − 2S·(1 − en): S for the addressed row with en = 1, 0 for one
- *    wrong bit, ≤ −S otherwise. S = 128 (a power of two ≥ 89): silu(S) = S, silu(0) = 0,
- *    silu(≤ −128) = −0, and L2 (Σk² = S² = 4^7, eps absorbed) gives k = e_A exactly, or k = ±0.
- *    q the same from a read port's address bits and enable (then q = fl(1/√dk)·e_A).
- *  - β pre-activation b = 256·en − 128 (or 128 without enable): β = sigmoid(b) ∈ {1, +0}.
+ *      k_pre_i = S·(Σ_b s_b·a_b + zeros(A) − nbits + 1),  s_b = +1 if bit b of A else −1
+ *    = S·(1 − mismatching bits): S for the addressed row, 0 for one wrong bit, ≤ −S otherwise.
+ *    S = 128 (a power of two ≥ 89): silu(S) = S, silu(0) = 0, silu(≤ −128) = −0, and L2
+ *    (Σk² = S² = 4^7, eps absorbed) gives k = e_A exactly, or k = ±0 in the other key heads.
+ *    q the same from a read port's address bits, plus 2S·(en − 1) for its enable (a disabled
+ *    read: every q_pre ≤ −S, q = ±0; an enabled one: q = fl(1/√dk)·e_A).
+ *  - β pre-activation b = 256·en − 128 (or 128 without enable): β = sigmoid(b) ∈ {1, +0}. The
+ *    write enable is in β only: with β = +0, δ = fl((v − kv)·β) = ±0 and S + k·δ = S (S holds no
+ *    −0: +0 + (±0) = +0), so a disabled write changes nothing though its key is one-hot.
  *  - a row is G = dv/4 base-4 digit groups of 4 columns per value head; the word's bits are packed
  *    LSB first (fields in order), 2 bits per group, unused bits are constant 0. Column (g, d):
  *      v_pre = T − P·(number of the group's bits that differ from the bits of d)
@@ -436,7 +439,9 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnDims, opts: G
         const A = b * rowsPerKeyHead + i;
         const live = i < rowsPerKeyHead && A < ram.rows;
         q.push(live ? decode(rd.addr.addrBits, rd.addr.enable, A) : zeroForm());
-        k.push(live && io.write ? decode(io.write.addrBits, io.write.enable, A) : zeroForm());
+        // The write enable lives in β alone (β = +0 writes nothing): a key that also read it would
+        // make every key channel of the RAM change with it, which incremental decode pays for.
+        k.push(live && io.write ? decode(io.write.addrBits, null, A) : zeroForm());
       }
       for (let w = 0; w < wordParts; w++) {
         const values: (GdnValueHeadSpec | null)[] = [];

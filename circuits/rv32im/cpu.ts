@@ -432,6 +432,16 @@ export function cpuCircuit(opts: CpuOptions) {
     const rs2 = regAddr(20, 10, 'rs2', usesRs2);
     const a = regs.read(rs1);
     const b = regs.read(rs2);
+    // The multiplier's operands through two more read ports that read x0 unless the instruction
+    // multiplies (MUL…MULHU, bn.mac): its 64 digit-pair tables and everything after them then
+    // see constant operands across runs of other instructions (incremental decode skips them).
+    // (ALU class 6 is the M extension and bn.mac; funct3 < 4 the multiplies among them.)
+    const mulAddr = (from: number, name: string) => c.linear(Array.from({ length: 5 }, (_, k) =>
+      [c.table(`${name}b${k}`, [clsAlu, ins[14]!, ins[from + k]!], (cls, f3hi, x) => (cls === 6 && f3hi === 0 ? x : 0), [0, 1]), 2 ** k] as [Sig, number])).named(name);
+    const am = regs.read(mulAddr(15, 'rs1m'));
+    const bm = regs.read(mulAddr(20, 'rs2m'));
+    const Am = bitsWord(c, am);
+    const Bm = bitsWord(c, bm);
     const A = bitsWord(c, a);
     const B = bitsWord(c, b);
     // The bignum unit (circuits/bignum/mac-unit.ts): rd through a third read port, the carry banks
@@ -641,14 +651,14 @@ export function cpuCircuit(opts: CpuOptions) {
     // The corrections enter the multiplier's own column sums: −[a < 0]·b·2^32 ≡ [a < 0]·(~b + 1)·2^32
     // (mod 2^64), so the nibbles of ~b (gated) go into columns 8…15 and the +1 into column 8,
     // likewise for a; the high word is then read straight off the product (no subtractor after it).
-    const aNeg = a[31]!;
-    const bNeg = b[31]!;
+    const aNeg = am[31]!;
+    const bNeg = bm[31]!;
     // MULH (funct3 1) and MULHSU (2) from the ALU class and funct3 (not through aluOp: a layer sooner).
     const corrBSel = c.table('mulCorrBSel', [clsAlu, funct3], (k, f3) => (k === 6 && (f3 === 1 || f3 === 2) ? 1 : 0), [0, 1]);
     const corrASel = c.table('mulCorrASel', [clsAlu, funct3], (k, f3) => (k === 6 && f3 === 1 ? 1 : 0), [0, 1]);
     const corrBOn = c.table('mulCorrB', [aNeg, corrBSel], (n, s) => n & s, [0, 1]);
     const corrAOn = c.table('mulCorrA', [bNeg, corrASel], (n, s) => n & s, [0, 1]);
-    const product = mulBytes(c, A, B, false, false, 8, 'mul', (na, nb) => {
+    const product = mulBytes(c, Am, Bm, false, false, 8, 'mul', (na, nb) => {
       const cols: [Sig | number, number][][] = Array.from({ length: 16 }, () => []);
       for (let j = 0; j < 8; j++) {
         // The nibble is the fastest input: the values are then 0, then one straight run (3 ramps).

@@ -7,11 +7,14 @@
  *  - linearArgmax's memo against argmax of the dense logits over repeated inputs;
  *  - whole executors on compiled circuits with GDN RAM (regfile) and on the RV32 chip: the sparse
  *    path (tracked GDN steps, incremental FFN and LM head) against the dense path, every residual
- *    and GDN state at every layer and position, including a live-state write and setGdnState.
+ *    and GDN state at every layer and position, including a live-state write and setGdnState;
+ *  - the tracked step's lazy single-tap conv channels: the conv state they stand for (and the one
+ *    left when the track is dropped) equals the dense path's at every step.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { deltaLinear, lowbit32 } from '../src/exec/delta.ts';
+import { gdnConvSnapshot, materializeLazyConv, type GdnCache } from '../src/exec/gdn.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { linearArgmax, linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
@@ -284,5 +287,47 @@ describe('incremental decode on whole executors', () => {
       expect(s.stats.delta).toBeGreaterThan(0);
       expect(times['gdn.tracked']).toBeGreaterThan(0); // the tracked GDN step ran
     }
+  });
+
+  it('lazy single-tap conv channels: the state they stand for = the dense path\'s, every step, and after a dropped track', async () => {
+    const tiny = resolveTarget('tiny').config;
+    const ir = await loadCircuitFile('circuits/examples/regfile.ts');
+    const res = compileCircuit(ir, tiny);
+    const bos = ir.bos ?? 0;
+    const rnd = lcg(7);
+    const stream = [bos, ...Array.from({ length: 80 }, () => Math.floor(rnd() * bos))];
+    const K = tiny.linearConvKernelDim;
+    const layers = res.weights.config.layerTypes.flatMap((t, i) => (t === 'linear_attention' ? [i] : []));
+    const s = new Executor(res.weights, { path: 'sparse', profile: 'f32' });
+    const d = new Executor(res.weights, { path: 'dense', profile: 'f32' });
+    const recS = recorder(s);
+    const recD = recorder(d);
+    const cacheOf = (ex: Executor, li: number) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+    s.prefill([stream[0]!]);
+    d.prefill([stream[0]!]);
+    let lazySeen = 0;
+    for (let i = 1; i < stream.length; i++) {
+      expect(s.decodeArgmax(stream[i]!)).toBe(argmax(d.decode(stream[i]!)));
+      for (const li of layers) {
+        const cs = cacheOf(s, li);
+        const t = cs.track;
+        if (t) for (let k = 0; k < t.nLazy; k++) if (t.lazySince[t.lazyList[k]!]! >= 0) lazySeen++;
+        expect(bits(gdnConvSnapshot(cs, K))).toEqual(bits(cacheOf(d, li).conv));
+        // and every channel's conv output (kept by the tracked step, rewritten by the dense one)
+        const co = cs.buffers?.conved;
+        if (co) expect(bits(co)).toEqual(bits(cacheOf(d, li).buffers!.conved));
+      }
+      if (i === 50) {
+        // drop every track as gdnForward does before an untracked step: the next step starts fresh
+        for (const li of layers) {
+          const cs = cacheOf(s, li);
+          materializeLazyConv(cs, K);
+          cs.track = undefined;
+          expect(bits(cs.conv)).toEqual(bits(cacheOf(d, li).conv));
+        }
+      }
+    }
+    expect(lazySeen).toBeGreaterThan(0); // channels did go lazy
+    expect(recS).toEqual(recD);
   });
 });

@@ -625,6 +625,7 @@ export function gdnForward(
       return { out: [o], states: [wantStates ? cache.S.map((s) => s.slice()) : null] };
     }
   }
+  materializeLazyConv(cache, d.K);
   cache.track = undefined;
   const r = gdnForwardFull(ctx, cfg, w, cache, xs, mode, path, wantStates, d, buf, stats);
   if (idle) {
@@ -809,6 +810,19 @@ export interface GdnTrack {
   /** Scratch: a value head's previous output; normed entries that changed this step. */
   oldCore: Float32Array;
   normedChanged: Int32Array;
+  /** Tracked steps completed on this track (the conv step index of the next one). */
+  step: number;
+  /**
+   * Per conv channel: −1, or the step at which a single-tap channel went *lazy*: its output is
+   * fixed while its input stays, and its state lags behind by the shifts of that input since
+   * (`catchUpChannel`, `materializeLazyConv`). The lazy channels, lazyList[0..nLazy) (may hold
+   * channels that have since caught up: lazySince tells).
+   */
+  lazySince: Int32Array;
+  lazyList: Int32Array;
+  nLazy: number;
+  /** Per conv channel: 1 while it is in lazyList. */
+  inLazyList: Uint8Array;
 }
 
 function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
@@ -816,7 +830,73 @@ function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
     weights: w, active: new Int32Array(d.convDim), nActive: 0, inActive: new Uint8Array(d.convDim),
     qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     coreChanged: new Uint8Array(d.hv), oldCore: new Float32Array(d.dv), normedChanged: new Int32Array(d.valueDim),
+    step: 0, lazySince: new Int32Array(d.convDim).fill(-1), lazyList: new Int32Array(d.convDim), nLazy: 0,
+    inLazyList: new Uint8Array(d.convDim),
   };
+}
+
+/** Per conv weight tensor: 1 for a channel whose taps 0…K−2 are ±0 (only the newest tap weighs). */
+const singleTapCache = new WeakMap<Float32Array, Uint8Array>();
+function singleTapOf(cw: Float32Array, convDim: number, K: number): Uint8Array {
+  let st = singleTapCache.get(cw);
+  if (st === undefined) {
+    st = new Uint8Array(convDim);
+    for (let c = 0; c < convDim; c++) {
+      let one = 1;
+      for (let j = 0; j < K - 1; j++) if (cw[c * K + j] !== 0) { one = 0; break; }
+      st[c] = one;
+    }
+    singleTapCache.set(cw, st);
+  }
+  return st;
+}
+
+/**
+ * Brings a lazy channel's state up to the end of the last completed step: the shifts of its
+ * (unchanged) last input that were skipped, at most K − 1 (then every tap holds it).
+ */
+function catchUpChannel(t: GdnTrack, conv: Float32Array, c: number, K: number): void {
+  const since = t.lazySince[c]!;
+  if (since < 0) return;
+  t.lazySince[c] = -1;
+  replayShifts(conv, c * K, K, Math.min(t.step - 1 - since, K - 1));
+}
+
+/** n shifts of channel `base`'s state, each bringing in its newest tap again. */
+function replayShifts(conv: Float32Array, base: number, K: number, n: number): void {
+  const x = conv[base + K - 1]!;
+  for (let s = 0; s < n; s++) {
+    for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1]!;
+    conv[base + K - 1] = x;
+  }
+}
+
+/**
+ * The conv state as the plain step would hold it: a copy of cache.conv with every lazy channel's
+ * skipped shifts applied (for tests; the cache is not touched).
+ */
+export function gdnConvSnapshot(cache: GdnCache, K: number): Float32Array {
+  const out = cache.conv.slice();
+  const t = cache.track;
+  if (t === undefined) return out;
+  for (let i = 0; i < t.nLazy; i++) {
+    const c = t.lazyList[i]!;
+    const since = t.lazySince[c]!;
+    if (since >= 0) replayShifts(out, c * K, K, Math.min(t.step - 1 - since, K - 1));
+  }
+  return out;
+}
+
+/** Catches up every lazy channel and ends their laziness (the caller then drops the track). */
+export function materializeLazyConv(cache: GdnCache, K: number): void {
+  const t = cache.track;
+  if (t === undefined) return;
+  for (let i = 0; i < t.nLazy; i++) {
+    const c = t.lazyList[i]!;
+    catchUpChannel(t, cache.conv, c, K);
+    t.inLazyList[c] = 0;
+  }
+  t.nLazy = 0;
 }
 
 /** True when the K taps of channel `base` are bit-identical. */
@@ -865,6 +945,7 @@ function gdnDecodeTracked(
   const conBits = new Uint32Array(conved.buffer, conved.byteOffset, convDim);
   const cw = w.conv1d;
   if (fresh) {
+    materializeLazyConv(cache, K);
     tr = newGdnTrack(w, d);
     const cz = convZeroOf(w, convDim, K);
     convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
@@ -873,6 +954,7 @@ function gdnDecodeTracked(
     }
     tr.qkDirty.fill(1);
     tr.vDirty.fill(1);
+    tr.step = 1;
     cache.track = tr;
   } else {
     const t = tr as GdnTrack;
@@ -890,10 +972,13 @@ function gdnDecodeTracked(
         if (inActive[c] === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { inActive[c] = 1; active[n++] = c; }
       }
     }
+    const single = singleTapOf(cw, convDim, K);
+    const { lazySince, lazyList, inLazyList } = t;
     let m = 0;
     for (let i = 0; i < n; i++) {
       const c = active[i];
       const base = c * K;
+      if (lazySince[c] >= 0) catchUpChannel(t, conv, c, K);
       for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
       conv[base + K - 1] = mixed[c];
       let y = -0;
@@ -905,9 +990,19 @@ function gdnDecodeTracked(
         else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
       }
       if (tapsSettled(convBits, base, K)) inActive[c] = 0;
-      else active[m++] = c;
+      else if (single[c] === 1 && y !== 0 && y - y === 0) {
+        // Lazy: the older taps weigh ±0 and are finite (else y would be NaN), so while the input
+        // stays, every step's fold is −0 + (±0)… + p = p ≠ 0: the same y, whatever the older
+        // taps hold. Their shifts are replayed when the channel next runs (catchUpChannel) or
+        // before anything else reads the state (materializeLazyConv).
+        inActive[c] = 0;
+        lazySince[c] = t.step;
+        if (inLazyList[c] === 0) { inLazyList[c] = 1; lazyList[t.nLazy++] = c; }
+      } else active[m++] = c;
     }
     t.nActive = m;
+    t.step++;
+    if (stats) stats.convChannels += n;
   }
   const t = tr as GdnTrack;
   t0 = phaseEnd('gdn.conv', t0);

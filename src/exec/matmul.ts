@@ -67,10 +67,12 @@ export interface MatmulStats {
   deltaEntries: number;
   deltaRows: number;
   deltaRefolds: number;
+  /** Conv channels the tracked GDN steps recomputed (gdn.ts; the rest kept their state and output). */
+  convChannels: number;
 }
 
 export function newMatmulStats(): MatmulStats {
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0 };
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, convChannels: 0 };
 }
 
 /**

@@ -13,7 +13,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { deltaLinear, lowbit32 } from '../src/exec/delta.ts';
+import { deltaLinear, lowbit32, nextInputStamp } from '../src/exec/delta.ts';
 import { gdnConvSnapshot, materializeLazyConv, type GdnCache } from '../src/exec/gdn.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { linearArgmax, linearEx, newMatmulStats } from '../src/exec/matmul.ts';
@@ -48,6 +48,39 @@ function sparseMatrix(rnd: () => number, rows: number, cols: number, perRow: num
 }
 
 describe('deltaLinear', () => {
+  it('property: a matmul that takes its peer\'s changed columns (DeltaShare) equals the dense linear, calls skipped or failed included', () => {
+    let shared = 0;
+    fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (seed) => {
+      const rnd = lcg(seed);
+      const cols = 4 + Math.floor(rnd() * 12);
+      const a = sparseMatrix(rnd, 1 + Math.floor(rnd() * 20), cols, Math.max(1, cols >> 2));
+      const b = sparseMatrix(rnd, 1 + Math.floor(rnd() * 20), cols, Math.max(1, cols >> 2));
+      const ctx = makeNumericContext({ profile: 'f32' });
+      const plain = makeNumericContext({ profile: 'f32' });
+      let x = new Float32Array(cols);
+      for (let step = 0; step < 16; step++) {
+        x = x.slice();
+        for (let c = 0; c < cols; c++) {
+          if (rnd() < 0.25) {
+            const r = rnd();
+            x[c] = r < 0.03 ? Infinity : r < 0.2 ? -ACTS[Math.floor(rnd() * ACTS.length)] : ACTS[Math.floor(rnd() * ACTS.length)];
+          }
+        }
+        const stamp = nextInputStamp();
+        const stats = newMatmulStats();
+        // the peer is skipped now and then (then b's previous input is not the peer's previous)
+        const sa = rnd() < 0.85 ? deltaLinear(ctx, a.csr, x, 0, null, 0, stats, { stamp }) : null;
+        // and b now and then (then its own previous input is older than the peer's)
+        if (rnd() < 0.15) continue;
+        const sb = deltaLinear(ctx, b.csr, x, 0, null, 0, stats, { stamp, peer: sa });
+        shared += stats.deltaShared;
+        if (sb !== null) expect(bits(sb.y)).toEqual(bits(linearEx(plain, b.dense, x, 'dense').out));
+        if (sa !== null) expect(bits(sa.y)).toEqual(bits(linearEx(plain, a.dense, x, 'dense').out));
+      }
+    }), { numRuns: 300 });
+    expect(shared).toBeGreaterThan(500); // the shared scan was taken, not just allowed
+  });
+
   it('property: equals the dense linear over changing inputs (f32, bf16), with and without candidates', () => {
     let deltaCalls = 0;
     let partialCalls = 0;
@@ -285,6 +318,7 @@ describe('incremental decode on whole executors', () => {
       expect(recS.length).toBeGreaterThan(stream.length);
       expect(recS).toEqual(recD);
       expect(s.stats.delta).toBeGreaterThan(0);
+      expect(s.stats.deltaShared).toBeGreaterThan(0);
       expect(times['gdn.tracked']).toBeGreaterThan(0); // the tracked GDN step ran
     }
   });

@@ -72,6 +72,31 @@ export interface DeltaLinearState {
   oldX: Float32Array;
   /** Rows updated without a refold by the last call (a statistic). */
   nUpdated: number;
+  /**
+   * The caller's stamp of the input of the last call (`DeltaShare`), and of the call before it;
+   * −1 when none was given or the call failed.
+   */
+  stamp: number;
+  prevStamp: number;
+}
+
+/**
+ * Matmuls that read the same input vector (the GDN projections; SwiGLU's gate and up) can share
+ * the change scan: `stamp` names the input (a fresh `nextInputStamp()` per vector, not mutated
+ * while it is used) and `peer` is the state of a matmul just called on it. When this matrix's
+ * previous input is the peer's previous input (their stamps match) and the peer ran
+ * incrementally, the columns that changed for the peer are exactly those that changed here, and
+ * they become this call's candidates instead of a scan over every column.
+ */
+export interface DeltaShare {
+  stamp: number;
+  peer?: DeltaLinearState | null;
+}
+
+let inputStamps = 0;
+/** A fresh stamp for an input vector (DeltaShare). */
+export function nextInputStamp(): number {
+  return ++inputStamps;
 }
 
 /** Per matrix: the lowest set bit of each stored weight, in CSR and in CSC (cscPlanOf) order. */
@@ -106,7 +131,7 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
       xBits, xVals: new Float32Array(xBits.buffer), negTotal: 0, y: new Float32Array(m.rows), valid: false, full: false,
       rows: new Int32Array(m.rows), nRows: 0, mark: new Uint8Array(m.rows), changed: new Int32Array(m.cols), nChanged: 0, usable: 0,
       version: 0,
-      rowExact: new Float64Array(4 * m.rows), oldX: new Float32Array(m.cols), nUpdated: 0,
+      rowExact: new Float64Array(4 * m.rows), oldX: new Float32Array(m.cols), nUpdated: 0, stamp: -1, prevStamp: -1,
     };
     byM.set(m, st);
   }
@@ -176,10 +201,29 @@ function floatBits(v: number): number {
  */
 export function deltaLinear(
   ctx: ExecNumericContext, m: Matrix, x: Float32Array, xOff: number, cand: Int32Array | null, nCand: number,
-  stats?: MatmulStats,
+  stats?: MatmulStats, share?: DeltaShare,
 ): DeltaLinearState | null {
   if (ctx.order.kind !== 'sequential' || xOff + m.cols > x.length) return null;
   const st = stateOf(ctx, m);
+  const stamp = share?.stamp ?? -1;
+  const peer = share?.peer;
+  if (cand === null && peer && peer !== st && stamp !== -1 && peer.valid && !peer.full && peer.stamp === stamp
+    && st.valid && st.stamp !== -1 && peer.prevStamp === st.stamp && peer.xBits.length === m.cols) {
+    cand = peer.changed;
+    nCand = peer.nChanged;
+    if (stats) stats.deltaShared++;
+  }
+  st.prevStamp = st.stamp;
+  st.stamp = -1; // set again below when the call succeeds
+  const r = deltaLinearIn(ctx, m, st, x, xOff, cand, nCand, stats);
+  if (r !== null) st.stamp = stamp;
+  return r;
+}
+
+function deltaLinearIn(
+  ctx: ExecNumericContext, m: Matrix, st: DeltaLinearState, x: Float32Array, xOff: number, cand: Int32Array | null, nCand: number,
+  stats?: MatmulStats,
+): DeltaLinearState | null {
   if (st.usable === 0) {
     const plan = sparsePlanOf(m);
     let ok = plan.finite && cscPlanOf(m, plan.csr) !== null;

@@ -34,7 +34,7 @@ import { allPlusZero, linear, type MatmulPath, type MatmulStats } from './matmul
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32, softplus32 } from './numeric.ts';
 import { gatedRmsNorm, l2norm } from './norms.ts';
-import { deltaLinear } from './delta.ts';
+import { deltaLinear, nextInputStamp } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 
 const f32 = Math.fround;
@@ -928,10 +928,13 @@ function gdnDecodeTracked(
   buf: GdnBuffers, stats?: MatmulStats,
 ): Float32Array | null {
   let t0 = phaseStart();
-  const qkvS = deltaLinear(ctx, w.inProjQkv, x, 0, null, 0, stats);
-  const zS = qkvS && deltaLinear(ctx, w.inProjZ, x, 0, null, 0, stats);
-  const bS = zS && deltaLinear(ctx, w.inProjB, x, 0, null, 0, stats);
-  const aS = bS && deltaLinear(ctx, w.inProjA, x, 0, null, 0, stats);
+  // the four projections read the same x: z, b and a take qkv's changed columns (DeltaShare)
+  const stamp = nextInputStamp();
+  const qkvS = deltaLinear(ctx, w.inProjQkv, x, 0, null, 0, stats, { stamp });
+  const share = { stamp, peer: qkvS };
+  const zS = qkvS && deltaLinear(ctx, w.inProjZ, x, 0, null, 0, stats, share);
+  const bS = zS && deltaLinear(ctx, w.inProjB, x, 0, null, 0, stats, share);
+  const aS = bS && deltaLinear(ctx, w.inProjA, x, 0, null, 0, stats, share);
   if (qkvS === null || zS === null || bS === null || aS === null) return null;
   t0 = phaseEnd('gdn.proj', t0);
   phaseEnd('gdn.tracked', phaseStart()); // marks (with profiling on) that a tracked step ran

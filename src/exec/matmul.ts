@@ -69,10 +69,12 @@ export interface MatmulStats {
   deltaRefolds: number;
   /** Conv channels the tracked GDN steps recomputed (gdn.ts; the rest kept their state and output). */
   convChannels: number;
+  /** Incremental matmuls that took a peer's changed columns instead of scanning their input (delta.ts DeltaShare). */
+  deltaShared: number;
 }
 
 export function newMatmulStats(): MatmulStats {
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, convChannels: 0 };
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, convChannels: 0, deltaShared: 0 };
 }
 
 /**

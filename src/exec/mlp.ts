@@ -15,7 +15,7 @@ import {
 } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32 } from './numeric.ts';
-import { deltaLinear } from './delta.ts';
+import { deltaLinear, nextInputStamp } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 
 const f32 = Math.fround;
@@ -64,8 +64,10 @@ function swigluDelta(
     byM.set(m.gateProj, st);
   }
   let t0 = phaseStart();
-  const gs = deltaLinear(ctx, m.gateProj, x, 0, null, 0, stats);
-  const us = gs === null ? null : deltaLinear(ctx, m.upProj, x, 0, null, 0, stats);
+  // gate and up read the same x: up takes gate's changed columns (DeltaShare)
+  const stamp = nextInputStamp();
+  const gs = deltaLinear(ctx, m.gateProj, x, 0, null, 0, stats, { stamp });
+  const us = gs === null ? null : deltaLinear(ctx, m.upProj, x, 0, null, 0, stats, { stamp, peer: gs });
   t0 = phaseEnd('ffn.gateUp', t0);
   if (gs === null || us === null) { st.valid = false; return false; }
   const h = st.h;

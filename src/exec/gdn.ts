@@ -859,7 +859,12 @@ function catchUpChannel(t: GdnTrack, conv: Float32Array, c: number, K: number): 
   const since = t.lazySince[c]!;
   if (since < 0) return;
   t.lazySince[c] = -1;
-  replayShifts(conv, c * K, K, Math.min(t.step - 1 - since, K - 1));
+  replayShifts(conv, c * K, K, skippedShifts(t, since, K));
+}
+
+/** The shifts a channel that went lazy at step `since` has skipped by the end of the last completed step. */
+function skippedShifts(t: GdnTrack, since: number, K: number): number {
+  return Math.min(t.step - 1 - since, K - 1);
 }
 
 /** n shifts of channel `base`'s state, each bringing in its newest tap again. */
@@ -882,7 +887,7 @@ export function gdnConvSnapshot(cache: GdnCache, K: number): Float32Array {
   for (let i = 0; i < t.nLazy; i++) {
     const c = t.lazyList[i]!;
     const since = t.lazySince[c]!;
-    if (since >= 0) replayShifts(out, c * K, K, Math.min(t.step - 1 - since, K - 1));
+    if (since >= 0) replayShifts(out, c * K, K, skippedShifts(t, since, K));
   }
   return out;
 }

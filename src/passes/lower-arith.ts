@@ -70,15 +70,15 @@ function candidateOrders(k: number): number[][] {
 export function cheapestTableOrder(
   ctx: LowerContext, inputs: number[], build: (x: IntInput, at: Int32Array) => FfnUnit[],
 ): { x: IntInput; at: Int32Array; units: FfnUnit[] } {
-  const ranges = inputs.map((id) => ctx.resolve(id).range);
-  const spans = ranges.map((r) => r.hi - r.lo + 1);
+  const spans = inputs.map((id) => { const r = ctx.resolve(id).range; return r.hi - r.lo + 1; });
   const total = spans.reduce((a, b) => a * b, 1);
   // the original strides: first input slowest
   const stride = new Array<number>(inputs.length);
   for (let i = inputs.length - 1, s = 1; i >= 0; i--) { stride[i] = s; s *= spans[i]!; }
   let best: { x: IntInput; at: Int32Array; units: FfnUnit[] } | null = null;
   let firstError: unknown = null;
-  const orders = total > MAX_DOMAIN ? [candidateOrders(inputs.length)[0]!] : candidateOrders(inputs.length);
+  // beyond the ramp engine's domain only the given order is tried (its error is the one to report)
+  const orders = total > MAX_DOMAIN ? [inputs.map((_, i) => i)] : candidateOrders(inputs.length);
   for (const order of orders) {
     const { f, span } = indexForm(ctx, order.map((i) => inputs[i]!));
     const at = new Int32Array(span);
@@ -112,9 +112,10 @@ function emitFfn(ctx: LowerContext, n: IrNode, units: FfnUnit[], out: VDim, what
 
 function lowerTable(ctx: LowerContext, n: TableNode, values: number[], inputs: number[]): VDim {
   const out = ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name);
+  const outsOver = (at: Int32Array) => [{ dim: out, values: Array.from(at, (i) => values[i]!) }];
   const { x, at, units } = atNode(ctx, n.id, 'the table', () =>
-    cheapestTableOrder(ctx, inputs, (ix, pos) => rampTable(ix, [{ dim: out, values: Array.from(pos, (i) => values[i]!) }], n.name)));
-  const outs = [{ dim: out, values: Array.from(at, (i) => values[i]!) }];
+    cheapestTableOrder(ctx, inputs, (ix, pos) => rampTable(ix, outsOver(pos), n.name)));
+  const outs = outsOver(at);
   ctx.addOp({ kind: 'ffn', what: `${n.op} "${n.name}"`, units, reads: opReads(units), writes: [out], table: { input: x, outs } });
   return out;
 }

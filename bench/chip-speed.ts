@@ -82,7 +82,7 @@ if (elf !== undefined) {
 const loadMs = performance.now() - t0;
 
 /** Prefill + `n` greedy decode steps; returns the decode ms, the prefill ms and the emitted ids. */
-interface Work { entries: number; rows: number; refolds: number; conv: number }
+interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number }
 function run(n: number, times: PhaseTimes | null): { decodeMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work } {
   const ex = new Executor(weights, { profile, order: { kind: 'sequential' }, path: 'sparse' });
   loadRams(ex);
@@ -91,7 +91,7 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; cpuMs: nu
   const prefillMs = performance.now() - p0;
   ex.setPhaseTimes(times);
   const ids = [last];
-  const w0 = { entries: ex.stats.deltaEntries, rows: ex.stats.deltaRows, refolds: ex.stats.deltaRefolds, conv: ex.stats.convChannels };
+  const w0 = { entries: ex.stats.deltaEntries, rows: ex.stats.deltaRows, refolds: ex.stats.deltaRefolds, refoldEntries: ex.stats.deltaRefoldEntries, conv: ex.stats.convChannels };
   const d0 = performance.now();
   const c0 = process.cpuUsage();
   let steps = 0;
@@ -104,6 +104,7 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; cpuMs: nu
   const decodeMs = performance.now() - d0;
   const work = {
     entries: ex.stats.deltaEntries - w0.entries, rows: ex.stats.deltaRows - w0.rows, refolds: ex.stats.deltaRefolds - w0.refolds,
+    refoldEntries: ex.stats.deltaRefoldEntries - w0.refoldEntries,
     conv: ex.stats.convChannels - w0.conv,
   };
   return { decodeMs, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps, work };
@@ -127,7 +128,7 @@ if (json) {
   console.log(JSON.stringify({
     dir: path.basename(path.resolve(dir ?? elf ?? '')), profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
     tokensPerSecond: 1000 / msPerToken,
-    workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, convChannels: plain.work.conv / steps },
+    workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps },
     phasesMsPerToken: times && Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v / steps])),
   }));
 } else {
@@ -135,7 +136,7 @@ if (json) {
   console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] prefill ${plain.prefillMs.toFixed(1)} ms; ${steps} decode steps (${distinct} distinct ids)`);
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);
   const per = (v: number) => Math.round(v / steps).toLocaleString('en-US');
-  console.log(`work per token (deterministic): ${per(plain.work.entries)} stored entries walked, ${per(plain.work.rows)} rows reached, ${per(plain.work.refolds)} refolded; ${per(plain.work.conv)} conv channels recomputed`);
+  console.log(`work per token (deterministic): ${per(plain.work.entries)} stored entries walked, ${per(plain.work.rows)} rows reached, ${per(plain.work.refolds)} refolded (${per(plain.work.refoldEntries)} entries); ${per(plain.work.conv)} conv channels recomputed`);
   if (times) {
     console.log(`phases (profiled run: ${(profiledMs / steps).toFixed(3)} ms/token):`);
     const rows = Object.entries(times).sort((a, b) => b[1] - a[1]);

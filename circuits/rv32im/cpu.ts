@@ -502,6 +502,12 @@ export function cpuCircuit(opts: CpuOptions) {
     const readsOld = c.table('readsOld', [isLoad, isStore, funct3, off], (ld, st, f3, o) =>
       (ld || (st && (f3 < 2 || o !== 0)) ? 1 : 0), [0, 1]);
     const inRam = c.table('inRam', [inRamCount, readsOld], (n, ro) => (n === 3 && ro ? 1 : 0), [0, 1]);
+    // The read port's enable is 0 only for a load outside the RAM (which must read 0). An idle port
+    // stays enabled at row 0, and so does a store outside the RAM (the console's SB: it writes
+    // nothing, so the old word it would merge is unused); every consumer of the word read is gated
+    // by the access kind. The q projection then does not move when a read starts or ends: 8,192
+    // channels on a 32 KiB RAM (docs/cpu-plan.md, "Less work per token").
+    const readEnable = c.table('memReadEnable', [inRamCount, isLoad], (n, ld) => (ld && n !== 3 ? 0 : 1), [0, 1]);
     // A word-crossing access (v2) touches word w = row and w + 1 (row + 1: bit k flips when every
     // bit below it is 1, i.e. when the count of ones below it is k — the row tables read that
     // count beside bit k, so row + 1 costs no layer of its own).
@@ -529,7 +535,13 @@ export function cpuCircuit(opts: CpuOptions) {
     // memWrite without the in-RAM check (which comes a layer later), folded into the write row's
     // source below: isSW from its parts (SW shape, offset 0, not loading) so no table waits for another.
     const swShape = c.table('swShape', [isStore, funct3], (st, f3) => (st && f3 === 2 ? 1 : 0), [0, 1]);
-    const storeBits = Array.from({ length: 32 }, (_, k) => c.select(isSW, b[k]!, tokenWord[k]!));
+    // The word written: B for an aligned SW, else the token's payload (a merged word at H, the
+    // loader's word) — and 0 while nothing is written, so that the RAM's v projection stays put
+    // across the instructions that do not store (less work for incremental decode).
+    const tokenOn = c.table('memTokenWord', [isStore, swShape, off, fedH, loading, loadWord],
+      (st, sws, o, h, ld, lw) => (ld ? lw : st && h && !(sws && o === 0) ? 1 : 0), [0, 1]);
+    const storeBits = Array.from({ length: 32 }, (_, k) => c.table(`memWord${k}`, [isSW, tokenOn, b[k]!, tokenWord[k]!],
+      (sw, on, bk, tk) => (sw ? bk : on ? tk : 0), [0, 1]));
     // In loader mode the write goes to the loader's address (bit by bit: a row number can exceed a
     // slot's ±256). Row 0 when no store is under way (constant k projection, as for the read); a
     // store outside the RAM (console, tohost) keeps its row but writes nothing (memWrite = 0).
@@ -550,7 +562,7 @@ export function cpuCircuit(opts: CpuOptions) {
     if (banks === 1) {
       const mem = c.ram('mem', { rows: memWords, fields: fields32 });
       mem.write(writeRow!, storeBits, memWrite);
-      old = mem.read(row!, inRam);
+      old = mem.read(row!, readEnable);
     } else {
       const hiBits = memBits - bankBits;
       const bankOf = (bitsHi: number[]) => bitsHi.reduce((a, x, k) => a + (x << k), 0);
@@ -568,9 +580,12 @@ export function cpuCircuit(opts: CpuOptions) {
         }, [0, 1]);
         bank.write(wRowLow, storeBits, wen);
         const rIn = [inRam, readNext, ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)];
-        const ren = c.table(`memRBank${b}`, rIn, (...v) => {
-          const [en, rn] = v as [number, number];
-          return en && bankOf(rn ? v.slice(2 + hiBits) : v.slice(2, 2 + hiBits)) === b ? 1 : 0;
+        // Bank 0 also reads (row 0, output ignored) when no read is needed or a store is outside the
+        // RAM, as for one bank.
+        const ren = c.table(`memRBank${b}`, [inRamCount, readsOld, isLoad, ...rIn.slice(1)], (...v) => {
+          const [n, ro, ld, rn] = v as [number, number, number, number];
+          if (!ro || (!ld && n !== 3)) return b === 0 ? 1 : 0;
+          return n === 3 && bankOf(rn ? v.slice(4 + hiBits) : v.slice(4, 4 + hiBits)) === b ? 1 : 0;
         }, [0, 1]);
         const rRow = c.linear(Array.from({ length: bankBits }, (_, k) => [c.table(`memRRow${k}B${b}`,
           [rowBits[k]!, rowBits4[k]!, ...rIn], (r0, r1, ...v) => {

@@ -318,6 +318,7 @@ function deltaLinearIn(
     }
   }
   let nUpdated = 0;
+  let refoldEntries = 0;
   for (let t = 0; t < nr; t++) {
     const r = rows[t];
     const f = mark[r];
@@ -328,6 +329,7 @@ function deltaLinearIn(
       st.y[r] = bf16 ? ctx.act(acc) : acc;
       nUpdated++;
     } else {
+      refoldEntries += rowPtr[r + 1] - rowPtr[r];
       refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
     }
   }
@@ -342,6 +344,7 @@ function deltaLinearIn(
     stats.deltaEntries += walked;
     stats.deltaRows += nr;
     stats.deltaRefolds += nr - nUpdated;
+    stats.deltaRefoldEntries += refoldEntries;
   }
   return st;
 }

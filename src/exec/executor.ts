@@ -316,6 +316,7 @@ export class Executor {
       }
     }
     const L = ids.length;
+    const f32Profile = ctx.profile === 'f32'; // act is the identity
     const pos0 = this.pos;
     const hooked = this.hooks.length > 0;
     // A single-token call keeps its residual vectors in the executor's buffers (no allocation);
@@ -360,7 +361,9 @@ export class Executor {
       for (let t = 0; t < L; t++) {
         const x = hs[t];
         const mid = buf ? buf.mid : new Float32Array(H);
-        for (let i = 0; i < H; i++) mid[i] = ctx.act(f32(x[i] + mix[t][i]));
+        const mx = mix[t];
+        if (f32Profile) for (let i = 0; i < H; i++) mid[i] = f32(x[i] + mx[i]);
+        else for (let i = 0; i < H; i++) mid[i] = ctx.act(f32(x[i] + mx[i]));
         t0 = phaseEnd('residual', t0);
         const n2 = buf ? buf.n2 : new Float32Array(H);
         rmsNorm1p(ctx, mid, 0, H, lw.postAttentionLayernorm, c.rmsNormEps, n2, 0);
@@ -372,7 +375,8 @@ export class Executor {
         // ping-pong: layer li reads x[li & 1] and writes x[(li + 1) & 1]
         const y = buf ? buf.x[(li + 1) & 1] : new Float32Array(H);
         t0 = phaseStart();
-        for (let i = 0; i < H; i++) y[i] = ctx.act(f32(mid[i] + ff[i]));
+        if (f32Profile) for (let i = 0; i < H; i++) y[i] = f32(mid[i] + ff[i]);
+        else for (let i = 0; i < H; i++) y[i] = ctx.act(f32(mid[i] + ff[i]));
         t0 = phaseEnd('residual', t0);
         next.push(y);
         if (hooked) {

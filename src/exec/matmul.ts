@@ -67,6 +67,8 @@ export interface MatmulStats {
   deltaEntries: number;
   deltaRows: number;
   deltaRefolds: number;
+  /** Stored entries walked by those refolds (whole rows). */
+  deltaRefoldEntries: number;
   /** Conv channels the tracked GDN steps recomputed (gdn.ts; the rest kept their state and output). */
   convChannels: number;
   /** Incremental matmuls that took a peer's changed columns instead of scanning their input (delta.ts DeltaShare). */
@@ -74,7 +76,7 @@ export interface MatmulStats {
 }
 
 export function newMatmulStats(): MatmulStats {
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, convChannels: 0, deltaShared: 0 };
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, deltaShared: 0 };
 }
 
 /**

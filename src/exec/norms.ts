@@ -34,11 +34,39 @@ export function rmsNorm1p(
   ctx: ExecNumericContext, x: ArrayLike<number>, xOff: number, n: number, w: Float32Array, eps: number,
   out: Float32Array, outOff: number,
 ): void {
+  if (ctx.profile === 'f32' && ctx.order.kind !== 'shuffled' && x instanceof Float32Array) {
+    rmsNorm1pF32(ctx, x, xOff, n, w, eps, out, outOff);
+    return;
+  }
   const mean = meanOf(ctx, sumSquares(ctx, x, xOff, n), n);
   const r = rsqrt32(f32(mean + f32(eps)));
   for (let i = 0; i < n; i++) {
     out[outOff + i] = ctx.act(f32(f32(x[xOff + i] * r) * f32(1 + w[i])));
   }
+}
+
+/** fl(1 + w_i) per norm weight vector (weights are not mutated after their first use). */
+const onePlusCache = new WeakMap<Float32Array, Float32Array>();
+
+/**
+ * rmsNorm1p for the f32 profile in index order (sequential and fma orders: the sum of squares
+ * has no product to fuse), in one monomorphic pass each: the same operations, rounded the same
+ * way (act is the identity in f32), without the per-element calls of the generic form.
+ */
+function rmsNorm1pF32(
+  ctx: ExecNumericContext, x: Float32Array, xOff: number, n: number, w: Float32Array, eps: number,
+  out: Float32Array, outOff: number,
+): void {
+  let w1 = onePlusCache.get(w);
+  if (w1 === undefined || w1.length !== w.length) {
+    w1 = new Float32Array(w.length);
+    for (let i = 0; i < w.length; i++) w1[i] = f32(1 + w[i]);
+    onePlusCache.set(w, w1);
+  }
+  let acc = -0;
+  for (let i = 0; i < n; i++) { const v = x[xOff + i]; acc = f32(acc + f32(v * v)); }
+  const r = rsqrt32(f32(meanOf(ctx, acc, n) + f32(eps)));
+  for (let i = 0; i < n; i++) out[outOff + i] = f32(f32(x[xOff + i] * r) * w1[i]);
 }
 
 /**

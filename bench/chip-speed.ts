@@ -14,7 +14,7 @@
  * workload of `chipc run`, RAM heads live).
  * Each decode step uses Executor.decodeArgmax (what `chipc run` uses).
  * Prints ms/token and tokens/s of the decode steps (prefill excluded), the work per token of the
- * incremental matmuls (stored entries walked, rows reached and refolded) and of the tracked GDN
+ * incremental matmuls (stored entries walked, rows reached and refolded, and the entries the refolds walk) and of the tracked GDN
  * steps (conv channels recomputed) — deterministic, so it compares two builds on a noisy machine
  * where timings cannot — and the phase table.
  */

@@ -215,3 +215,34 @@ describe('bf16 and activations', () => {
     expect(Object.is(f32(-exp32(0) * softplus32(-128)), -0)).toBe(true);
   });
 });
+
+describe('rmsNorm1p', () => {
+  // The formula written out with the generic numeric context's own pieces (ctx.sum, ctx.act),
+  // element by element: the f32 fast path of norms.ts must give the same bits.
+  const reference = (ctx: ReturnType<typeof makeNumericContext>, x: Float32Array, w: Float32Array, eps: number): Float32Array => {
+    const sq = x.map((v) => f32(v * v));
+    const sum = ctx.sum(sq, 0, 1, x.length);
+    const mean = ctx.meanMode === 'div' ? f32(sum / x.length) : f32(sum * f32(1 / x.length));
+    const r = rsqrt32(f32(mean + f32(eps)));
+    return x.map((v, i) => ctx.act(f32(f32(v * r) * f32(1 + w[i]))));
+  };
+  const special = [0, -0, 1, -1, 1e-40, -3e-39, 65504, 2 ** 60, -(2 ** -20), 3.4e38];
+  const vec = (n: number) => fc.array(fc.oneof(fc.float({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom(...special)), { minLength: n, maxLength: n })
+    .map((a) => Float32Array.from(a));
+  it('equals the written-out formula bit for bit (f32 sequential, fma and mean modes, offsets)', async () => {
+    const { rmsNorm1p } = await import('../src/exec/norms.ts');
+    fc.assert(fc.property(fc.integer({ min: 1, max: 40 }).chain((n) => fc.tuple(vec(n), vec(n), fc.constantFrom(1e-6, 1e-5))),
+      fc.constantFrom('sequential', 'fma'), fc.constantFrom('div', 'mulrecip'), fc.integer({ min: 0, max: 3 }),
+      ([x, w, eps], order, meanMode, off) => {
+        const ctx = makeNumericContext({ order: { kind: order } as never, meanMode: meanMode as 'div' | 'mulrecip' });
+        const xo = new Float32Array(off + x.length);
+        xo.set(x, off);
+        const out = new Float32Array(off + x.length + 2).fill(7);
+        rmsNorm1p(ctx, xo, off, x.length, w, eps, out, off + 1);
+        const want = reference(ctx, x, w, eps);
+        expect([...new Uint32Array(out.buffer).slice(off + 1, off + 1 + x.length)]).toEqual([...new Uint32Array(want.buffer)]);
+        expect(out[off]).toBe(7); // nothing written outside the range
+        expect(out[off + x.length + 1]).toBe(7);
+      }), { numRuns: 400 });
+  });
+});

@@ -71,6 +71,13 @@ function wideCommit(t: number): number {
 const widthOf = (f3: number): number => ((f3 & 3) === 3 ? 0 : 1 << (f3 & 3));
 /** Does an access of funct3 `f3` at offset `o` in its word cross into the next word? */
 export const crosses = (f3: number, o: number): boolean => widthOf(f3) > 0 && o + widthOf(f3) > 4;
+/** The data RAM's row bits split into digits of `width` bits from bit 0 up (the last may be narrower). */
+export function rowDigits(bits: number, width = 3): { lo: number; width: number }[] {
+  const out: { lo: number; width: number }[] = [];
+  for (let lo = 0; lo < bits; lo += width) out.push({ lo, width: Math.min(width, bits - lo) });
+  return out;
+}
+
 /**
  * Where byte i of a load's value comes from: 'old<L>' = lane L of the word read at this position,
  * 'latch<j>' = byte j of the first position's D payload (crossing loads), null = not a value byte.
@@ -525,8 +532,33 @@ export function cpuCircuit(opts: CpuOptions) {
     // The read address is forced to row 0 when the read is disabled (it is unused then): a
     // disabled port's q projection then stays constant from one instruction to the next, which the
     // executor's incremental decode turns into skipped work (docs/executor.md, round 3).
-    const row = banks > 1 ? null : c.linear(rowBits.map((x, k) => [c.table(`memRRow${k}`, [inRamCount, readsOld, readNext, x, onesBelow[k]!],
-      (n, ro, rn, r0, lo) => (n === 3 && ro ? (rn ? rowPlus1(r0, lo, k) : r0) : 0), [0, 1]), 2 ** k] as [Sig, number])).named('memRow');
+    // One bank: the row as digits of about 3 bits, each a table over the digit's bits (a free
+    // linear of them) and the carry of row + 1 into it, so that the RAM reads each digit through
+    // its one-hot (passes/lower-ram.ts addrDigitsOf): a changed digit then moves 2 × 8,192/8 query
+    // channels where a changed bit moved all 8,192 (docs/cpu-plan.md, "One-hot address digits").
+    const rowDigitSpans = rowDigits(memBits);
+    const digitOf = (bits: Sig[], d: { lo: number; width: number }) =>
+      c.linear(bits.slice(d.lo, d.lo + d.width).map((x, j) => [x, 2 ** j] as [Sig, number]));
+    // Row + 1 carries into the digit at row bit lo iff row bits 0 … lo−1 (address bits 2 … lo+1)
+    // are all 1: a count of per-byte tests over the address bytes (a table layer before the bits'
+    // consumers, like the bits themselves), full iff it equals the bytes tested. Its few values
+    // keep the digit tables small (onesBelow has lo + 1).
+    const carryInto = (lo: number): { count: Sig; full: number } => {
+      const tests: [Sig, number][] = [];
+      for (let byte = 0; 8 * byte < lo + 2; byte++) {
+        const from = Math.max(2, 8 * byte), to = Math.min(lo + 2, 8 * byte + 8); // address bits [from, to)
+        if (from >= to) continue;
+        const mask = ((1 << (to - from)) - 1) << (from - 8 * byte);
+        tests.push([c.table(`rowCarry${lo}B${byte}`, [ea[byte]!], (v) => ((v & mask) === mask ? 1 : 0), [0, 1]), 1]);
+      }
+      return { count: tests.length === 0 ? c.constant(0) : c.linear(tests), full: tests.length };
+    };
+    const row = banks > 1 ? null : c.linear(rowDigitSpans.map((d, g) => {
+      const mask = 2 ** d.width - 1;
+      const carry = carryInto(d.lo);
+      return [c.table(`memRDigit${g}`, [inRamCount, readsOld, readNext, digitOf(rowBits, d), carry.count],
+        (n, ro, rn, v, cc) => (n === 3 && ro ? (rn && cc === carry.full ? (v + 1) & mask : v) : 0), [0, mask]), 2 ** d.lo] as [Sig, number];
+    })).named('memRow');
     const isSW = c.table('isSW', [isStore, funct3, loading, off], (st, f3, ld, o) => (st && f3 === 2 && !ld && o === 0 ? 1 : 0), [0, 1]);
     // An aligned SW writes at its own position; any other store writes each merged word at the H
     // that brings it back (the second word of a crossing store at the second H).
@@ -550,8 +582,15 @@ export function cpuCircuit(opts: CpuOptions) {
       const en = ld ? lw : st && ((sws && o === 0) || h);
       return !en ? 0 : ld ? 1 : ws ? 2 : 3;
     }, [0, 3]);
-    const writeRow = banks > 1 ? null : c.linear(rowBits.map((x, k) => [c.table(`memWRow${k}`, [writeSrc, loadAddr[k]!, x, onesBelow[k]!],
-      (src, la, r0, lo) => (src === 0 ? 0 : src === 1 ? la : src === 2 ? rowPlus1(r0, lo, k) : r0), [0, 1]), 2 ** k] as [Sig, number]));
+    // The write row as digits too, of 2 bits: a table over the source, the loader's digit, the
+    // row's digit and the carry of row + 1 has 4 × 4 × 4 × 3 cases (3-bit digits would need 768,
+    // past what one exact ramp table spans).
+    const writeRow = banks > 1 ? null : c.linear(rowDigits(memBits, 2).map((d, g) => {
+      const mask = 2 ** d.width - 1;
+      const carry = carryInto(d.lo);
+      return [c.table(`memWDigit${g}`, [writeSrc, digitOf(loadAddr, d), digitOf(rowBits, d), carry.count],
+        (src, la, v, cc) => (src === 0 ? 0 : src === 1 ? la : src === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number];
+    }));
     // The data RAM in banks of MEM_BANK_WORDS rows (one GDN layer's worth, docs/cpu-plan.md): bank b
     // is RAM "mem" (b = 0) or "mem<b>", written and read when the address's bits from bankBits up
     // equal b. Each bank's enables and row bits are tables over the same inputs as the one-bank row

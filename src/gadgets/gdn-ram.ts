@@ -57,9 +57,27 @@ export function gdnDimsOf(cfg: ModelConfig): GdnDims {
   };
 }
 
+/**
+ * One address digit given as a one-hot group instead of bits: address bits [lo, lo + width) read
+ * as the value v = Σ_j 2^j·bit_{lo+j}, and oneHot[v] is 1 exactly for the current v (exactly one
+ * dim of the group is 1 at every position; null = a value that never occurs, read as 0). A digit
+ * costs 2^width dims where bits cost width, but a change of the digit moves two of its dims, each
+ * read by the rows with that digit only (1/2^width of them), where a changed bit is read by every
+ * row: the decode's work per changed address is about 2^width/width times smaller
+ * (docs/gadgets-gdn.md, "Address digits").
+ */
+export interface RamAddrDigit {
+  lo: number;
+  width: number;
+  oneHot: (VDim | null)[];
+}
+
 /** Input vdims of the write port (all 0/1, LSB first). */
 export interface RamWriteVDims {
+  /** The address bits; entries covered by `addrDigits` are ignored (may be any dim). */
   addrBits: VDim[];
+  /** Address bits given as one-hot digits instead (disjoint bit spans; default none). */
+  addrDigits?: RamAddrDigit[];
   /** Write enable (0/1); null = always write. */
   enable: VDim | null;
   /** fieldBits[f][j]: bit j of field f's value (ceil(log2(hi + 1)) bits per field). */
@@ -69,6 +87,7 @@ export interface RamWriteVDims {
 /** Input vdims of one read port. */
 export interface RamReadVDims {
   addrBits: VDim[];
+  addrDigits?: RamAddrDigit[];
   /** Read enable (0/1); null = always read. A disabled read outputs 0 (valid 0). */
   enable: VDim | null;
 }
@@ -315,11 +334,22 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnDims, opts: G
     bad('ram.io', `RAM ${name}: write port ${ram.write ? 'declared but no write vdims given' : 'vdims given but the RAM has none'}`);
   }
   if (ports !== ram.reads.length) bad('ram.io', `RAM ${name}: ${ram.reads.length} read ports declared, ${ports} given`);
-  const checkAddr = (bits: VDim[], what: string) => {
+  const checkAddr = (bits: VDim[], what: string, digits: RamAddrDigit[] | undefined) => {
     if (bits.length !== nbits) bad('ram.io', `RAM ${name}: ${what} has ${bits.length} address bits; ${ram.rows} rows need ${nbits}`);
+    const covered = new Array<boolean>(nbits).fill(false);
+    for (const dg of digits ?? []) {
+      if (!Number.isInteger(dg.lo) || !Number.isInteger(dg.width) || dg.width < 1 || dg.lo < 0 || dg.lo + dg.width > nbits) {
+        bad('ram.io', `RAM ${name}: ${what} has an address digit over bits [${dg.lo}, ${dg.lo + dg.width}) outside the ${nbits} address bits`);
+      }
+      if (dg.oneHot.length !== 2 ** dg.width) bad('ram.io', `RAM ${name}: ${what}'s digit over bits [${dg.lo}, ${dg.lo + dg.width}) has ${dg.oneHot.length} one-hot dims; it needs ${2 ** dg.width}`);
+      for (let b = dg.lo; b < dg.lo + dg.width; b++) {
+        if (covered[b]) bad('ram.io', `RAM ${name}: ${what}'s address digits overlap at bit ${b}`);
+        covered[b] = true;
+      }
+    }
   };
   if (io.write) {
-    checkAddr(io.write.addrBits, 'write port');
+    checkAddr(io.write.addrBits, 'write port', io.write.addrDigits);
     if ((ram.write!.enable === null) !== (io.write.enable === null)) {
       bad('ram.io', `RAM ${name}: write enable ${io.write.enable === null ? 'missing' : 'given but not declared'}`);
     }
@@ -333,7 +363,7 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnDims, opts: G
     });
   }
   io.reads.forEach((rd, p) => {
-    checkAddr(rd.addr.addrBits, `read port ${p}`);
+    checkAddr(rd.addr.addrBits, `read port ${p}`, rd.addr.addrDigits);
     if ((ram.reads[p]!.enable === null) !== (rd.addr.enable === null)) {
       bad('ram.io', `RAM ${name}: read port ${p} enable ${rd.addr.enable === null ? 'missing' : 'given but not declared'}`);
     }
@@ -367,16 +397,27 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnDims, opts: G
   if (!isPow2(hotOut)) throw new Error('internal: RAM hot output is not a power of two');
 
   // ---- forms ------------------------------------------------------------------------------
-  /** Decode form S·(1 − mismatches(addr, A)) − 2S·(1 − en) over the address bits. */
-  const decode = (bits: VDim[], en: VDim | null, A: number): Form => {
+  /**
+   * Decode form S·(1 − mismatches(addr, A)) − 2S·(1 − en): a bit mismatches when it differs from
+   * A's (x for a wanted 0, 1 − x for a wanted 1), a one-hot digit when its dim for A's digit is
+   * not 1 (1 − oneHot[d]; a missing dim is a constant 0, always a mismatch).
+   */
+  const decode = (bits: VDim[], digits: RamAddrDigit[] | undefined, en: VDim | null, A: number): Form => {
     const terms: Term[] = [];
-    let zeros = 0;
+    let constant = S;
+    const inDigit = new Array<boolean>(nbits).fill(false);
+    for (const dg of digits ?? []) {
+      for (let b = dg.lo; b < dg.lo + dg.width; b++) inDigit[b] = true;
+      const dim = dg.oneHot[(A >> dg.lo) & (2 ** dg.width - 1)];
+      constant -= S;
+      if (dim !== null && dim !== undefined) terms.push({ dim, coef: S });
+    }
     bits.forEach((d, b) => {
+      if (inDigit[b]) return;
       const one = (A >> b) & 1;
-      if (!one) zeros++;
+      if (one) constant -= S;
       terms.push({ dim: d, coef: one ? S : -S });
     });
-    let constant = S * (zeros - nbits + 1);
     if (en !== null) {
       terms.push({ dim: en, coef: 2 * S });
       constant -= 2 * S;
@@ -438,10 +479,10 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnDims, opts: G
       for (let i = 0; i < dk; i++) {
         const A = b * rowsPerKeyHead + i;
         const live = i < rowsPerKeyHead && A < ram.rows;
-        q.push(live ? decode(rd.addr.addrBits, rd.addr.enable, A) : zeroForm());
+        q.push(live ? decode(rd.addr.addrBits, rd.addr.addrDigits, rd.addr.enable, A) : zeroForm());
         // The write enable lives in β alone (β = +0 writes nothing): a key that also read it would
         // make every key channel of the RAM change with it, which incremental decode pays for.
-        k.push(live && io.write ? decode(io.write.addrBits, null, A) : zeroForm());
+        k.push(live && io.write ? decode(io.write.addrBits, io.write.addrDigits, null, A) : zeroForm());
       }
       for (let w = 0; w < wordParts; w++) {
         const values: (GdnValueHeadSpec | null)[] = [];

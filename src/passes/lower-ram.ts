@@ -1,7 +1,8 @@
 /**
  * Pass (part of lowering) — RAM to pinned Gated DeltaNet heads. One GDN op per RAM: its inputs are
- * the bits of the write address and of every field of the written word, the write enable, and per
- * read port the bits of the read address and the read enable; its outputs are the read values
+ * the bits (or one-hot digits, addrDigitsOf) of the write address and the bits of every field of
+ * the written word, the write enable, and per read port the bits or digits of the read address and
+ * the read enable; its outputs are the read values
  * (gadgets/gdn-ram.ts does the address decode, the row layout and the read-out).
  */
 import type { RamDecl } from '../ir/types.ts';
@@ -11,7 +12,9 @@ import type { ModelConfig } from '../model/config.ts';
 import type { LowerContext } from '../lower/context.ts';
 import type { VDim } from '../lower/forms.ts';
 import { gdnReads } from '../lower/op-io.ts';
-import { bitsOf } from './lower-encodings.ts';
+import { bitsOf, oneHotOf } from './lower-encodings.ts';
+import type { NodeId } from '../ir/types.ts';
+import type { RamAddrDigit } from '../gadgets/gdn-ram.ts';
 
 function ceilLog2(x: number): number {
   let b = 0;
@@ -19,15 +22,60 @@ function ceilLog2(x: number): number {
   return b;
 }
 
+/**
+ * The address as digits, when it is a linear node Σ_g 2^lo_g·x_g (bias 0) over signals x_g with
+ * ranges within [0, 2^w_g) on disjoint bit spans inside the address width, and at least one x_g
+ * spans two or more bits: each such x_g is read through its one-hot (`oneHotOf`: for a table, the
+ * table's own indicator columns, one FFN layer after its inputs like the table), each 0/1 x_g as
+ * its bit; a bit no term covers is the constant-0 dim. Otherwise null (the plain bits of the
+ * address). A digit's one-hot changes in two dims when the digit changes, each read by the rows
+ * with that digit only (gadgets/gdn-ram.ts RamAddrDigit): much less work for incremental decode
+ * than bits that every row reads.
+ */
+function addrDigitsOf(ctx: LowerContext, id: NodeId, width: number): { addrBits: VDim[]; addrDigits: RamAddrDigit[] } | null {
+  const n = ctx.resolve(id);
+  if (n.op !== 'linear' || n.bias !== 0) return null;
+  const covered = new Array<boolean>(width).fill(false);
+  const spans: { lo: number; w: number; node: NodeId }[] = [];
+  for (const t of n.terms) {
+    const lo = Math.log2(t.coef);
+    const r = ctx.resolve(t.node).range;
+    if (!Number.isInteger(lo) || lo < 0 || r.lo < 0 || !Number.isInteger(r.hi)) return null;
+    const w = Math.max(1, ceilLog2(r.hi + 1));
+    if (lo + w > width) return null;
+    for (let b = lo; b < lo + w; b++) {
+      if (covered[b]) return null;
+      covered[b] = true;
+    }
+    spans.push({ lo, w, node: t.node });
+  }
+  if (!spans.some((sp) => sp.w >= 2)) return null;
+  const zero = ctx.encoding('const0', () => [ctx.embedDim(-1, 'scalar', 0, 0, 0, 'zero', () => 0)])[0]!;
+  const addrBits: VDim[] = new Array<VDim>(width).fill(zero);
+  const addrDigits: RamAddrDigit[] = [];
+  for (const sp of spans) {
+    if (sp.w === 1) {
+      addrBits[sp.lo] = ctx.scalarDim(sp.node);
+      continue;
+    }
+    const r = ctx.resolve(sp.node).range;
+    const dims = oneHotOf(ctx, sp.node);
+    addrDigits.push({ lo: sp.lo, width: sp.w, oneHot: Array.from({ length: 2 ** sp.w }, (_, v) => (v >= r.lo && v <= r.hi ? dims[v - r.lo]! : null)) });
+  }
+  return { addrBits, addrDigits };
+}
+
 /** Lower one RAM; sets the scalar dims of all its read results. */
 export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): void {
   const addrBits = ceilLog2(ram.rows);
   const fieldBits = ram.fields.map((f) => (f.hi <= 0 ? 0 : ceilLog2(f.hi + 1)));
   const enableDim = (id: number | null): VDim | null => (id === null ? null : ctx.scalarDim(id));
+  const addrOf = (id: NodeId): { addrBits: VDim[]; addrDigits?: RamAddrDigit[] } =>
+    addrDigitsOf(ctx, id, addrBits) ?? { addrBits: bitsOf(ctx, id, 0, addrBits) };
   const io: GdnRamIo = {
     write: ram.write
       ? {
-          addrBits: bitsOf(ctx, ram.write.addr, 0, addrBits),
+          ...addrOf(ram.write.addr),
           enable: enableDim(ram.write.enable),
           fieldBits: ram.write.values.map((v, f) => bitsOf(ctx, v, 0, fieldBits[f]!)),
         }
@@ -39,7 +87,7 @@ export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): 
         ctx.setScalarDim(rid, d);
         return d;
       });
-      return { addr: { addrBits: bitsOf(ctx, p.addr, 0, addrBits), enable: enableDim(p.enable) }, out: { values } };
+      return { addr: { ...addrOf(p.addr), enable: enableDim(p.enable) }, out: { values } };
     }),
   };
   const low = (() => {

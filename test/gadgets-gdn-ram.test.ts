@@ -47,6 +47,8 @@ interface RamCase {
   writeEnable: boolean;
   readEnable: boolean;
   keyScale?: number;
+  /** Address bits given as one-hot digits (RamAddrDigit) on both ports; the other bits stay bits. */
+  digits?: { lo: number; width: number }[];
 }
 
 interface Op {
@@ -71,16 +73,19 @@ function buildCase(c: RamCase): Built {
   const nb = bitsOfRows(c.rows);
   const widths = c.fields.map(widthOf);
   const waddr = take(nb);
+  // one-hot digit dims, allocated beside the bits (the bits a digit covers are ignored)
+  const digitDims = () => (c.digits ?? []).map((d) => ({ ...d, oneHot: take(2 ** d.width) }));
+  const wdigits = digitDims();
   const wen = c.writeEnable ? take(1)[0]! : null;
   const wbits = widths.map((w) => take(w));
   const reads = Array.from({ length: c.ports }, () => ({
-    addrBits: take(nb), enable: c.readEnable ? take(1)[0]! : null,
+    addrBits: take(nb), addrDigits: digitDims(), enable: c.readEnable ? take(1)[0]! : null,
   }));
   const outs = reads.map(() => ({
     values: c.fields.map(() => take(1)[0]!), bits: widths.map((w) => take(w)), valid: take(1)[0]!,
   }));
   const io: GdnRamIo = {
-    write: { addrBits: waddr, enable: wen, fieldBits: wbits },
+    write: { addrBits: waddr, addrDigits: wdigits, enable: wen, fieldBits: wbits },
     reads: reads.map((addr, p) => ({ addr, out: outs[p]! })),
   };
   const loc = { file: 'test', line: 1, col: 1 };
@@ -94,11 +99,17 @@ function buildCase(c: RamCase): Built {
   const encode = (op: Op) => {
     const e: { dim: VDim; value: number }[] = [];
     const put = (dim: VDim, v: number) => { if (v !== 0) e.push({ dim, value: v }); };
-    waddr.forEach((d, b) => put(d, (op.waddr >> b) & 1));
+    // a digit's bits are left 0 in the bit dims (the decode must not read them)
+    const inDigit = (b: number) => (c.digits ?? []).some((d) => b >= d.lo && b < d.lo + d.width);
+    const putAddr = (bits: VDim[], digits: { lo: number; width: number; oneHot: VDim[] }[], a: number) => {
+      bits.forEach((d, b) => { if (!inDigit(b)) put(d, (a >> b) & 1); });
+      for (const dg of digits) put(dg.oneHot[(a >> dg.lo) & (2 ** dg.width - 1)]!, 1);
+    };
+    putAddr(waddr, wdigits, op.waddr);
     if (wen !== null) put(wen, op.wen);
     wbits.forEach((ds, f) => ds.forEach((d, j) => put(d, (op.wvals[f]! >> j) & 1)));
     reads.forEach((rp, p) => {
-      rp.addrBits.forEach((d, b) => put(d, (op.reads[p]!.addr >> b) & 1));
+      putAddr(rp.addrBits, rp.addrDigits, op.reads[p]!.addr);
       if (rp.enable !== null) put(rp.enable, op.reads[p]!.en);
     });
     return e;
@@ -362,6 +373,33 @@ describe('random op streams (decode steps) equal the Map model bit for bit: read
       expect(seen.hits).toBeGreaterThan(5);
     });
   }
+  for (const profile of ['f32', 'bf16'] as const) {
+    it(`address digits: bits 0–2 and 4–5 as one-hot digits, bit 3 a bit, 2 ports over 2 row blocks — ${profile}`, () => {
+      const c: RamCase = { ...WIDE16, rows: 48, fields: [15, 1], target: target({ linearNumKeyHeads: 8, linearNumValueHeads: 8 }), digits: [{ lo: 0, width: 3 }, { lo: 4, width: 2 }] };
+      const b = buildCase(c);
+      // a q/k row reads one dim per digit where it read each of the digit's bits: 5 bits → 2 dims
+      const qkv = (bc: Built) => (harnessFor(bc, [noop(bc.c)]).weights.layers[0]!.mixer as GdnWeights).inProjQkv;
+      const rowNnz = (m: Matrix, r: number) => m.csr!.rowPtr[r + 1]! - m.csr!.rowPtr[r]!;
+      const plain = qkv(buildCase({ ...c, digits: undefined }));
+      const withDigits = qkv(b);
+      expect(rowNnz(plain, 0) - rowNnz(withDigits, 0)).toBe(3);
+      seen.hits = 0;
+      fc.assert(fc.property(streamArb(c, 50), (ops) => mismatches(b, ops, { profile }) === 0), { numRuns: 3, seed: 40 });
+      expect(seen.hits).toBeGreaterThan(20);
+    });
+  }
+  it('address digits are checked: overlapping spans and a one-hot of the wrong size are errors', () => {
+    const c: RamCase = { ...WIDE16, digits: [{ lo: 0, width: 3 }] };
+    const b = buildCase(c);
+    const wr = b.io.write!;
+    const bad = (digits: { lo: number; width: number; oneHot: (VDim | null)[] }[]) => () => lowerRamToGdn(
+      { id: 0, name: 'mem', rows: 32, fields: WIDE16.fields.map((hi) => ({ lo: 0, hi })), write: { addr: 0, values: WIDE16.fields.map(() => 0), enable: 0, loc: { file: 't', line: 1, col: 1 } },
+        reads: b.io.reads.map(() => ({ addr: 0, enable: 0, results: [], loc: { file: 't', line: 1, col: 1 } })), loc: { file: 't', line: 1, col: 1 } },
+      { ...b.io, write: { ...wr, addrDigits: digits } }, gdnDimsOf(WIDE16.target));
+    expect(bad([{ lo: 0, width: 3, oneHot: [0, 1, 2, 3, 4, 5, 6, 7] }, { lo: 2, width: 2, oneHot: [0, 1, 2, 3] }])).toThrow(/overlap at bit 2/);
+    expect(bad([{ lo: 0, width: 3, oneHot: [0, 1, 2, 3] }])).toThrow(/4 one-hot dims; it needs 8/);
+    expect(bad([{ lo: 4, width: 3, oneHot: [0, 1, 2, 3, 4, 5, 6, 7] }])).toThrow(/outside the 5 address bits/);
+  });
   it('dk = dv = 128: 2 read ports, 100 rows, a 9-bit field — shuffled (bf16) and fma (f32)', () => {
     const b = buildCase(PORTS128);
     fc.assert(fc.property(streamArb(PORTS128, 30), (ops) => mismatches(b, ops, { profile: 'bf16', order: { kind: 'shuffled', seed: 3 } }) === 0), { numRuns: 1, seed: 4 });

@@ -71,7 +71,10 @@ function wideCommit(t: number): number {
 const widthOf = (f3: number): number => ((f3 & 3) === 3 ? 0 : 1 << (f3 & 3));
 /** Does an access of funct3 `f3` at offset `o` in its word cross into the next word? */
 export const crosses = (f3: number, o: number): boolean => widthOf(f3) > 0 && o + widthOf(f3) > 4;
-/** The data RAM's row bits split into digits of `width` bits from bit 0 up (the last may be narrower). */
+/**
+ * The data RAM's row bits split into digits of `width` bits from bit 0 up; the last (top) may be
+ * narrower (a remainder at the bottom instead measured worse: row bit 0 flips more often).
+ */
 export function rowDigits(bits: number, width = 3): { lo: number; width: number }[] {
   const out: { lo: number; width: number }[] = [];
   for (let lo = 0; lo < bits; lo += width) out.push({ lo, width: Math.min(width, bits - lo) });
@@ -543,7 +546,10 @@ export function cpuCircuit(opts: CpuOptions) {
     // are all 1: a count of per-byte tests over the address bytes (a table layer before the bits'
     // consumers, like the bits themselves), full iff it equals the bytes tested. Its few values
     // keep the digit tables small (onesBelow has lo + 1).
+    const carries = new Map<number, { count: Sig; full: number }>();
     const carryInto = (lo: number): { count: Sig; full: number } => {
+      const known = carries.get(lo);
+      if (known) return known;
       const tests: [Sig, number][] = [];
       for (let byte = 0; 8 * byte < lo + 2; byte++) {
         const from = Math.max(2, 8 * byte), to = Math.min(lo + 2, 8 * byte + 8); // address bits [from, to)
@@ -551,8 +557,16 @@ export function cpuCircuit(opts: CpuOptions) {
         const mask = ((1 << (to - from)) - 1) << (from - 8 * byte);
         tests.push([c.table(`rowCarry${lo}B${byte}`, [ea[byte]!], (v) => ((v & mask) === mask ? 1 : 0), [0, 1]), 1]);
       }
-      return { count: tests.length === 0 ? c.constant(0) : c.linear(tests), full: tests.length };
+      const r = { count: tests.length === 0 ? c.constant(0) : c.linear(tests), full: tests.length };
+      carries.set(lo, r);
+      return r;
     };
+    // The row a port reads or writes when idle, as digits. The write port idles at the middle row
+    // (only the top row bit set): stores go mostly to the stack, in the top half, in every demo
+    // (golden traces), and the top bit is a one-bit digit that every channel reads. Loads are
+    // split between the stack and the data below; the read port idles at row 0 (measured better).
+    const idleDigit = (idleRow: number, d: { lo: number; width: number }) => Math.floor(idleRow / 2 ** d.lo) & (2 ** d.width - 1);
+    const writeIdleRow = 2 ** (memBits - 1);
     const row = banks > 1 ? null : c.linear(rowDigitSpans.map((d, g) => {
       const mask = 2 ** d.width - 1;
       const carry = carryInto(d.lo);
@@ -589,7 +603,7 @@ export function cpuCircuit(opts: CpuOptions) {
       const mask = 2 ** d.width - 1;
       const carry = carryInto(d.lo);
       return [c.table(`memWDigit${g}`, [writeSrc, digitOf(loadAddr, d), digitOf(rowBits, d), carry.count],
-        (src, la, v, cc) => (src === 0 ? 0 : src === 1 ? la : src === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number];
+        (src, la, v, cc) => (src === 0 ? idleDigit(writeIdleRow, d) : src === 1 ? la : src === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number];
     }));
     // The data RAM in banks of MEM_BANK_WORDS rows (one GDN layer's worth, docs/cpu-plan.md): bank b
     // is RAM "mem" (b = 0) or "mem<b>", written and read when the address's bits from bankBits up

@@ -532,8 +532,8 @@ export function cpuCircuit(opts: CpuOptions) {
     const writeSecond = c.and(fedH, ppH!).named('writeSecond');
     const readNext = c.table('readNext', [isStore, funct3, off, atStart, secondPhase], (st, f3, o, at, sp) =>
       (!crosses(f3, o) ? 0 : st ? sp : at ? (4 - o > 2 ? 1 : 0) : (4 - o > 2 ? 0 : 1)), [0, 1]);
-    // The read address is forced to row 0 when the read is disabled (it is unused then): a
-    // disabled port's q projection then stays constant from one instruction to the next, which the
+    // The read address is row 0 when no read is needed (the word is unused then): an idle
+    // port's q projection then stays constant from one instruction to the next, which the
     // executor's incremental decode turns into skipped work (docs/executor.md, round 3).
     // One bank: the row as digits of about 3 bits, each a table over the digit's bits (a free
     // linear of them) and the carry of row + 1 into it, so that the RAM reads each digit through
@@ -589,7 +589,7 @@ export function cpuCircuit(opts: CpuOptions) {
     const storeBits = Array.from({ length: 32 }, (_, k) => c.table(`memWord${k}`, [isSW, tokenOn, b[k]!, tokenWord[k]!],
       (sw, on, bk, tk) => (sw ? bk : on ? tk : 0), [0, 1]));
     // In loader mode the write goes to the loader's address (bit by bit: a row number can exceed a
-    // slot's ±256). Row 0 when no store is under way (constant k projection, as for the read); a
+    // slot's ±256). The idle row when no store is under way (constant k projection, as for the read); a
     // store outside the RAM (console, tohost) keeps its row but writes nothing (memWrite = 0).
     // The write row's source: 0 none, 1 the loader's address, 2 row + 1 (a crossing store's second word), 3 row.
     const writeSrc = c.table('memWriteSrc', [isStore, swShape, off, fedH, loading, loadWord, writeSecond], (st, sws, o, h, ld, lw, ws) => {

@@ -13,7 +13,9 @@
  * loads its RAM images and prompt [BOS, J(entry)], and decodes until HALT or N steps (the real
  * workload of `chipc run`, RAM heads live).
  * Each decode step uses Executor.decodeArgmax (what `chipc run` uses).
- * Prints ms/token and tokens/s of the decode steps (prefill excluded), the work per token of the
+ * Prints ms/token and tokens/s of the decode steps (prefill excluded); with --elf also the
+ * instructions started in them, instructions/s through the weights and the golden emulator's
+ * instructions/s on the same program in the same process (the reference); the work per token of the
  * incremental matmuls (stored entries walked, rows reached and refolded, and the entries the refolds walk) and of the tracked GDN
  * steps (conv channels recomputed) — deterministic, so it compares two builds on a noisy machine
  * where timings cannot — and the phase table.
@@ -29,6 +31,7 @@ import { applyRamContents } from '../src/load/ram-state.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { CODE_BASE } from '../circuits/rv32im/cpu.ts';
 import { BOS_ID, decodeToken, encodeToken } from '../riscv/protocol.ts';
+import { cpuForProgram, loadElf } from '../riscv/elf.ts';
 
 let PROMPT = [247044, 131072];
 
@@ -83,7 +86,7 @@ const loadMs = performance.now() - t0;
 
 /** Prefill + `n` greedy decode steps; returns the decode ms, the prefill ms and the emitted ids. */
 interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number }
-function run(n: number, times: PhaseTimes | null): { decodeMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work } {
+function run(n: number, times: PhaseTimes | null): { decodeMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number } {
   const ex = new Executor(weights, { profile, order: { kind: 'sequential' }, path: 'sparse' });
   loadRams(ex);
   const p0 = performance.now();
@@ -102,12 +105,30 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; cpuMs: nu
   }
   const cpu = process.cpuUsage(c0);
   const decodeMs = performance.now() - d0;
+  // instructions started in the decode steps (as chipc run counts them: positions fed E, N, OUT or J)
+  let instructions = 0;
+  for (const t of ids.slice(0, steps)) { const k = decodeToken(t).kind; if (k === 'E' || k === 'N' || k === 'OUT' || k === 'J') instructions++; }
   const work = {
     entries: ex.stats.deltaEntries - w0.entries, rows: ex.stats.deltaRows - w0.rows, refolds: ex.stats.deltaRefolds - w0.refolds,
     refoldEntries: ex.stats.deltaRefoldEntries - w0.refoldEntries,
     conv: ex.stats.convChannels - w0.conv,
   };
-  return { decodeMs, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps, work };
+  return { decodeMs, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps, work, instructions };
+}
+
+/** The golden emulator's instructions/s on the same program (--elf), run whole, repeated for ≥ 0.3 s. */
+function goldenRate(file: string): { instructions: number; perSecond: number } {
+  const bytes = fs.readFileSync(file);
+  let total = 0;
+  let ms = 0;
+  for (let rep = 0; rep < 1000 && ms < 300; rep++) {
+    const cpu = cpuForProgram(loadElf(bytes, { size: 32 * 1024 }));
+    const t = performance.now();
+    const r = cpu.run({ maxInstructions: 10_000_000 });
+    ms += performance.now() - t;
+    total += r.instret;
+  }
+  return { instructions: total, perSecond: total / (ms / 1000) };
 }
 
 run(Math.min(tokens, 20), null); // JIT warm-up
@@ -124,10 +145,14 @@ if (phases) {
 }
 const c = weights.config;
 const distinct = new Set(plain.ids).size;
+const instrPerSecond = plain.instructions / (plain.decodeMs / 1000);
+const golden = elf !== undefined ? goldenRate(elf) : null;
 if (json) {
   console.log(JSON.stringify({
     dir: path.basename(path.resolve(dir ?? elf ?? '')), profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
     tokensPerSecond: 1000 / msPerToken,
+    instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
+    goldenInstructionsPerSecond: golden?.perSecond ?? null,
     workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps },
     phasesMsPerToken: times && Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v / steps])),
   }));
@@ -135,6 +160,11 @@ if (json) {
   console.log(`checkpoint: ${c.numLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}, FFN ${c.intermediateSize} (loaded in ${Math.round(loadMs)} ms)`);
   console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] prefill ${plain.prefillMs.toFixed(1)} ms; ${steps} decode steps (${distinct} distinct ids)`);
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);
+  if (elf !== undefined && golden) {
+    console.log(`instructions: ${plain.instructions} started in the decode steps (${(steps / plain.instructions).toFixed(2)} tokens/instruction), `
+      + `${instrPerSecond.toFixed(1)} instructions/s through the weights; golden emulator on the same program: `
+      + `${Math.round(golden.perSecond).toLocaleString('en-US')} instructions/s (same process)`);
+  }
   const per = (v: number) => Math.round(v / steps).toLocaleString('en-US');
   console.log(`work per token (deterministic): ${per(plain.work.entries)} stored entries walked, ${per(plain.work.rows)} rows reached, ${per(plain.work.refolds)} refolded (${per(plain.work.refoldEntries)} entries); ${per(plain.work.conv)} conv channels recomputed`);
   if (times) {

@@ -20,7 +20,7 @@ import { linearArgmax, linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { loadCircuitFile } from '../src/dsl/load.ts';
-import { compileCircuit } from '../src/compile.ts';
+import { compileCircuit, type CompileResult } from '../src/compile.ts';
 import { sparsifyMatrix } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix } from '../src/model/weights.ts';
@@ -287,14 +287,20 @@ function recorder(ex: Executor): number[][] {
   return rec;
 }
 
+/** The regfile example compiled for tiny (once), and BOS then `n` random tokens from seed. */
+let regfile: Promise<CompileResult> | null = null;
+async function regfileStream(seed: number, n: number) {
+  const tiny = resolveTarget('tiny').config;
+  regfile ??= loadCircuitFile('circuits/examples/regfile.ts').then((ir) => compileCircuit(ir, tiny));
+  const res = await regfile;
+  const bos = res.ir.bos ?? 0;
+  const rnd = lcg(seed);
+  return { tiny, res, stream: [bos, ...Array.from({ length: n }, () => Math.floor(rnd() * bos))] };
+}
+
 describe('incremental decode on whole executors', () => {
   it('regfile (GDN RAM, tiny target): sparse (tracked) = dense, every residual and state, with live-state writes', async () => {
-    const tiny = resolveTarget('tiny').config;
-    const ir = await loadCircuitFile('circuits/examples/regfile.ts');
-    const res = compileCircuit(ir, tiny);
-    const bos = ir.bos ?? 0;
-    const rnd = lcg(99);
-    const stream = [bos, ...Array.from({ length: 60 }, () => Math.floor(rnd() * bos))];
+    const { res, stream } = await regfileStream(99, 60);
     const li = res.weights.config.layerTypes.indexOf('linear_attention');
     for (const writeAt of [-1, 20]) {
       const s = new Executor(res.weights, { path: 'sparse', profile: 'f32' });
@@ -324,12 +330,7 @@ describe('incremental decode on whole executors', () => {
   });
 
   it('lazy single-tap conv channels: the state they stand for = the dense path\'s, every step, and after a dropped track', async () => {
-    const tiny = resolveTarget('tiny').config;
-    const ir = await loadCircuitFile('circuits/examples/regfile.ts');
-    const res = compileCircuit(ir, tiny);
-    const bos = ir.bos ?? 0;
-    const rnd = lcg(7);
-    const stream = [bos, ...Array.from({ length: 80 }, () => Math.floor(rnd() * bos))];
+    const { tiny, res, stream } = await regfileStream(7, 80);
     const K = tiny.linearConvKernelDim;
     const layers = res.weights.config.layerTypes.flatMap((t, i) => (t === 'linear_attention' ? [i] : []));
     const s = new Executor(res.weights, { path: 'sparse', profile: 'f32' });

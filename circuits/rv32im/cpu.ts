@@ -511,19 +511,12 @@ export function cpuCircuit(opts: CpuOptions) {
     // such instructions (much less work for incremental decode, docs/executor.md round 3).
     const readsOld = c.table('readsOld', [isLoad, isStore, funct3, off], (ld, st, f3, o) =>
       (ld || (st && (f3 < 2 || o !== 0)) ? 1 : 0), [0, 1]);
-    const inRam = c.table('inRam', [inRamCount, readsOld], (n, ro) => (n === 3 && ro ? 1 : 0), [0, 1]);
     // The read port's enable is 0 only for a load outside the RAM (which must read 0). An idle port
     // stays enabled at row 0, and so does a store outside the RAM (the console's SB: it writes
     // nothing, so the old word it would merge is unused); every consumer of the word read is gated
     // by the access kind. The q projection then does not move when a read starts or ends: 8,192
     // channels on a 32 KiB RAM (docs/cpu-plan.md, "Less work per token").
     const readEnable = c.table('memReadEnable', [inRamCount, isLoad], (n, ld) => (ld && n !== 3 ? 0 : 1), [0, 1]);
-    // A word-crossing access (v2) touches word w = row and w + 1 (row + 1: bit k flips when every
-    // bit below it is 1, i.e. when the count of ones below it is k — the row tables read that
-    // count beside bit k, so row + 1 costs no layer of its own).
-    const onesBelow = rowBits.map((_, k) => c.linear(rowBits.slice(0, k).map((x) => [x, 1] as [Sig, number])));
-    const rowPlus1 = (x: number, below: number, k: number) => x ^ (below === k ? 1 : 0);
-    const rowBits4 = rowBits.map((x, k) => c.table(`row1_${k}`, [x, onesBelow[k]!], (v, lo) => rowPlus1(v, lo, k), [0, 1]));
     const fedD = fedC.eq(1).named('fedD');
     const fedH = fedC.eq(2).named('fedH');
     const atStart = fedC.eq(0).named('atStart');
@@ -545,7 +538,7 @@ export function cpuCircuit(opts: CpuOptions) {
     // Row + 1 carries into the digit at row bit lo iff row bits 0 … lo−1 (address bits 2 … lo+1)
     // are all 1: a count of per-byte tests over the address bytes (a table layer before the bits'
     // consumers, like the bits themselves), full iff it equals the bytes tested. Its few values
-    // keep the digit tables small (onesBelow has lo + 1).
+    // keep the digit tables small (a count of the ones below bit lo would have lo + 1).
     const carries = new Map<number, { count: Sig; full: number }>();
     const carryInto = (lo: number): { count: Sig; full: number } => {
       const known = carries.get(lo);
@@ -617,6 +610,14 @@ export function cpuCircuit(opts: CpuOptions) {
       mem.write(writeRow!, storeBits, memWrite);
       old = mem.read(row!, readEnable);
     } else {
+      // A read in the RAM that the instruction needs.
+      const inRam = c.table('inRam', [inRamCount, readsOld], (n, ro) => (n === 3 && ro ? 1 : 0), [0, 1]);
+      // A word-crossing access (v2) touches word w = row and w + 1 (row + 1: bit k flips when every
+      // bit below it is 1, i.e. when the count of ones below it is k — the row tables read that
+      // count beside bit k, so row + 1 costs no layer of its own).
+      const onesBelow = rowBits.map((_, k) => c.linear(rowBits.slice(0, k).map((x) => [x, 1] as [Sig, number])));
+      const rowPlus1 = (x: number, below: number, k: number) => x ^ (below === k ? 1 : 0);
+      const rowBits4 = rowBits.map((x, k) => c.table(`row1_${k}`, [x, onesBelow[k]!], (v, lo) => rowPlus1(v, lo, k), [0, 1]));
       const hiBits = memBits - bankBits;
       const bankOf = (bitsHi: number[]) => bitsHi.reduce((a, x, k) => a + (x << k), 0);
       const outs: Sig[][] = [];

@@ -405,15 +405,15 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnDims, opts: G
   const decode = (bits: VDim[], digits: RamAddrDigit[] | undefined, en: VDim | null, A: number): Form => {
     const terms: Term[] = [];
     let constant = S;
-    const inDigit = new Array<boolean>(nbits).fill(false);
+    let inDigit = 0; // the bits the digits cover (checkAddr: disjoint, inside nbits ≤ 31)
     for (const dg of digits ?? []) {
-      for (let b = dg.lo; b < dg.lo + dg.width; b++) inDigit[b] = true;
+      inDigit |= (2 ** dg.width - 1) << dg.lo;
       const dim = dg.oneHot[(A >> dg.lo) & (2 ** dg.width - 1)];
       constant -= S;
       if (dim !== null && dim !== undefined) terms.push({ dim, coef: S });
     }
     bits.forEach((d, b) => {
-      if (inDigit[b]) return;
+      if ((inDigit >> b) & 1) return;
       const one = (A >> b) & 1;
       if (one) constant -= S;
       terms.push({ dim: d, coef: one ? S : -S });

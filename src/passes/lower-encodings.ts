@@ -38,9 +38,7 @@ export function bitsOf(ctx: LowerContext, id: NodeId, base: number, width: numbe
     // A 0/1 signal (base 0) is its own bit 0: its scalar dim serves, the higher bits are the
     // constant-0 dim — no second copy in the embedding, no table.
     if (base === 0 && r.lo >= 0 && r.hi <= 1 && n.op !== 'const') {
-      return Array.from({ length: width }, (_, j) => (j === 0
-        ? ctx.scalarDim(n.id)
-        : ctx.encoding('const0', () => [ctx.embedDim(-1, 'scalar', 0, 0, 0, 'zero', () => 0)])[0]!));
+      return Array.from({ length: width }, (_, j) => (j === 0 ? ctx.scalarDim(n.id) : zeroDim(ctx)));
     }
     if (n.op === 'token_field' || n.op === 'const') {
       const valueOf = n.op === 'const' ? () => n.value : (t: number) => n.values[t] ?? r.lo;
@@ -79,9 +77,13 @@ function binaryTerms(ctx: LowerContext, id: NodeId, base: number, width: number)
   }
   return Array.from({ length: width }, (_, k) => {
     const src = byPower.get(k);
-    if (src !== undefined) return ctx.scalarDim(src);
-    return ctx.encoding('const0', () => [ctx.embedDim(-1, 'scalar', 0, 0, 0, 'zero', () => 0)])[0]!;
+    return src !== undefined ? ctx.scalarDim(src) : zeroDim(ctx);
   });
+}
+
+/** The constant-0 dim (one embedding dim shared by every user). */
+export function zeroDim(ctx: LowerContext): VDim {
+  return ctx.encoding('const0', () => [ctx.embedDim(-1, 'scalar', 0, 0, 0, 'zero', () => 0)])[0]!;
 }
 
 /**

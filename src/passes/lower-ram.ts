@@ -12,7 +12,7 @@ import type { ModelConfig } from '../model/config.ts';
 import type { LowerContext } from '../lower/context.ts';
 import type { VDim } from '../lower/forms.ts';
 import { gdnReads } from '../lower/op-io.ts';
-import { bitsOf, oneHotOf } from './lower-encodings.ts';
+import { bitsOf, oneHotOf, zeroDim } from './lower-encodings.ts';
 import type { NodeId } from '../ir/types.ts';
 import type { RamAddrDigit } from '../gadgets/gdn-ram.ts';
 
@@ -50,8 +50,7 @@ function addrDigitsOf(ctx: LowerContext, id: NodeId, width: number): { addrBits:
     spans.push({ lo, w, node: t.node });
   }
   if (!spans.some((sp) => sp.w >= 2)) return null;
-  const zero = ctx.encoding('const0', () => [ctx.embedDim(-1, 'scalar', 0, 0, 0, 'zero', () => 0)])[0]!;
-  const addrBits: VDim[] = new Array<VDim>(width).fill(zero);
+  const addrBits: VDim[] = new Array<VDim>(width).fill(zeroDim(ctx));
   const addrDigits: RamAddrDigit[] = [];
   for (const sp of spans) {
     if (sp.w === 1) {

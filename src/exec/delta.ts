@@ -91,6 +91,32 @@ export interface DeltaLinearState {
 export interface DeltaShare {
   stamp: number;
   peer?: DeltaLinearState | null;
+  /**
+   * The producer's account of how the input changed: every column that may differ between the
+   * vector stamped `prevStamp` and this one is in changed[0..nChanged). A matmul whose previous
+   * input was stamped `prevStamp` takes them as its candidates (when no peer applies).
+   */
+  since?: InputChanges | null;
+}
+
+/** A superset of the columns where the vector stamped `prevStamp` and the current one differ. */
+export interface InputChanges {
+  prevStamp: number;
+  changed: Int32Array;
+  nChanged: number;
+}
+
+/**
+ * A producer's output as a versioned vector (a DeltaLinearState is one): each call that may change
+ * it bumps `version`, and unless `full`, rows[0..nRows) holds every index where it may differ from
+ * the previous version. A consumer that saw version v of the same source knows the changes when
+ * the version is v + 1 (those rows) or v (none); otherwise any index may have changed.
+ */
+export interface OutputSource {
+  readonly version: number;
+  readonly full: boolean;
+  readonly rows: Int32Array;
+  readonly nRows: number;
 }
 
 let inputStamps = 0;
@@ -211,6 +237,12 @@ export function deltaLinear(
     && st.valid && st.stamp !== -1 && peer.prevStamp === st.stamp && peer.xBits.length === m.cols) {
     cand = peer.changed;
     nCand = peer.nChanged;
+    if (stats) stats.deltaShared++;
+  }
+  const since = share?.since;
+  if (cand === null && since && stamp !== -1 && st.valid && st.stamp !== -1 && st.stamp === since.prevStamp) {
+    cand = since.changed;
+    nCand = since.nChanged;
     if (stats) stats.deltaShared++;
   }
   st.prevStamp = st.stamp;

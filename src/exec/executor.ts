@@ -19,6 +19,8 @@ import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
 import { rmsNorm1p } from './norms.ts';
 import type { ExecOptions, LayerHook, LayerHookEvent } from './types.ts';
 import { phaseEnd, phaseStart, setActiveTimes, type PhaseTimes } from './profile.ts';
+import { addTracked, ResidualTrack } from './residual-track.ts';
+import type { SwigluIo } from './mlp.ts';
 
 const f32 = Math.fround;
 
@@ -157,6 +159,14 @@ export class Executor {
   private phaseTimes: PhaseTimes | null = null;
   /** decodeArgmax's logits buffer when the LM head cannot run in scatter form (created on first use). */
   private logitsBuffer: Float32Array | null = null;
+  /**
+   * The incremental residual stream of decode steps (residual-track.ts; sparse path, sequential
+   * order), or null when it does not apply.
+   */
+  private readonly track: ResidualTrack | null;
+  /** The final-norm output of the last forward when the tracked step ran it, else null. */
+  private trackedNormed: Float32Array | null = null;
+  private embedRow: Float32Array | null = null;
 
   constructor(weights: ModelWeights, opts: ExecOptions = {}) {
     validateWeights(weights);
@@ -168,6 +178,10 @@ export class Executor {
     }
     this.path = opts.path ?? (allMatrices(weights).every((m) => m.csr && !m.dense) ? 'sparse' : 'dense');
     this.rope = ropeInvFreq(this.config);
+    const c = this.config;
+    this.track = this.path === 'sparse' && this.ctx.order.kind === 'sequential'
+      ? new ResidualTrack(c.hiddenSize, weights.layers.map((l) => ({ input: l.inputLayernorm, post: l.postAttentionLayernorm })), weights.norm, c.rmsNormEps)
+      : null;
     this.reset();
   }
 
@@ -182,6 +196,7 @@ export class Executor {
     this.gdn = c.layerTypes.map((t) => (t === 'linear_attention' ? newGdnCache(gdnDimsOf(c)) : null));
     this.kv = c.layerTypes.map((t) => (t === 'full_attention' ? new KvCache(c.numKeyValueHeads * c.headDim) : null));
     this.pos = 0;
+    this.track?.invalidate();
   }
 
   addHook(h: LayerHook): () => void {
@@ -261,9 +276,12 @@ export class Executor {
       const hs = this.forward([id], 'decode');
       const c = this.config;
       const H = c.hiddenSize;
-      const n = (this.buffers as ForwardBuffers).normed;
       let t0 = phaseStart();
-      rmsNorm1p(this.ctx, hs[0], 0, H, this.weights.norm, c.rmsNormEps, n, 0);
+      let n = this.trackedNormed;
+      if (n === null) {
+        n = (this.buffers as ForwardBuffers).normed;
+        rmsNorm1p(this.ctx, hs[0], 0, H, this.weights.norm, c.rmsNormEps, n, 0);
+      }
       t0 = phaseEnd('finalNorm', t0);
       const best = linearArgmax(this.ctx, this.weights.lmHead, n, this.path, (this.logitsBuffer ??= new Float32Array(c.vocabSize)), this.stats);
       phaseEnd('lmHead', t0);
@@ -316,6 +334,9 @@ export class Executor {
       }
     }
     const L = ids.length;
+    this.trackedNormed = null;
+    if (L === 1 && mode === 'decode' && this.track !== null) return [this.forwardTracked(ids[0])];
+    this.track?.invalidate();
     const f32Profile = ctx.profile === 'f32'; // act is the identity
     const pos0 = this.pos;
     const hooked = this.hooks.length > 0;
@@ -397,15 +418,104 @@ export class Executor {
     return hs;
   }
 
+  /**
+   * One decode step through the incremental residual stream (residual-track.ts): the same values
+   * as forward()'s loop, recomputed where they changed. Runs the final norm too (trackedNormed).
+   * Returns the last layer's output.
+   */
+  private forwardTracked(id: number): Float32Array {
+    const c = this.config;
+    const ctx = this.ctx;
+    const H = c.hiddenSize;
+    const path = this.path;
+    const stats = this.stats;
+    const tr = this.track as ResidualTrack;
+    const fresh = !tr.valid;
+    tr.valid = false; // until the step completes
+    const pos = this.pos;
+    const hooked = this.hooks.length > 0;
+    const buf = (this.buffers ??= newForwardBuffers(H));
+    let t0 = phaseStart();
+    const row = matrixRowInto(this.weights.embedTokens, id, (this.embedRow ??= new Float32Array(H)));
+    tr.setEmbedding(ctx, row, fresh);
+    t0 = phaseEnd('embed', t0);
+    let x = tr.x0;
+    const ffIo: SwigluIo = { outSource: null };
+    for (let li = 0; li < c.numLayers; li++) {
+      const lw = this.weights.layers[li];
+      const lt = tr.layers[li];
+      lt.n1.run(ctx, x, fresh);
+      t0 = phaseEnd('norm', t0);
+      const normed = lt.n1.out.v;
+      let mix: Float32Array;
+      let mixChanges: { rows: Int32Array; n: number } | null = null;
+      let gdnStates: Float32Array[] | null = null;
+      let probs: Float32Array[] | undefined;
+      const m = lw.mixer;
+      if (m.kind === 'linear_attention') {
+        const share = { stamp: lt.n1.stamp, since: lt.n1.changes() };
+        const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, [normed], 'decode', path, hooked, stats, share);
+        mix = r.out[0];
+        gdnStates = r.states[0];
+        mixChanges = lt.mixSeen.advance(r.outSource ?? null);
+        t0 = phaseStart();
+      } else {
+        const r = attentionStep(ctx, c, m, this.kv[li] as KvCache, normed, pos, this.rope, path, hooked, stats, true);
+        mix = r.out;
+        probs = r.probs;
+        mixChanges = lt.mixSeen.advance(null);
+        t0 = phaseEnd('attention', t0);
+      }
+      addTracked(ctx, x, mix, mixChanges, lt.mid, fresh);
+      t0 = phaseEnd('residual', t0);
+      lt.n2.run(ctx, lt.mid, fresh);
+      t0 = phaseEnd('norm', t0);
+      const f = lw.mlp;
+      let ff: Float32Array;
+      let ffChanges: { rows: Int32Array; n: number } | null = null;
+      if (f.kind === 'dense') {
+        ffIo.share = { stamp: lt.n2.stamp, since: lt.n2.changes() };
+        ff = swiglu(ctx, f, lt.n2.out.v, path, stats, buf.ff, ffIo);
+        t0 = phaseStart();
+        ffChanges = lt.ffSeen.advance(ffIo.outSource);
+      } else {
+        ff = moeForward(ctx, f, lt.n2.out.v, (c.moe ?? { numExpertsPerTok: 0 }).numExpertsPerTok, c.moe?.normTopkProb ?? false, H, path, stats);
+        t0 = phaseStart();
+        lt.ffSeen.advance(null);
+      }
+      addTracked(ctx, lt.mid, ff, ffChanges, lt.y, fresh);
+      t0 = phaseEnd('residual', t0);
+      if (hooked) {
+        const ev: LayerHookEvent = {
+          layer: li, position: pos, residualIn: x.v.slice(), residualMid: lt.mid.v.slice(), residualOut: lt.y.v.slice(),
+        };
+        if (gdnStates) ev.gdnState = gdnStates;
+        if (probs) ev.attentionProbs = probs;
+        for (const h of [...this.hooks]) h(ev);
+        t0 = phaseStart();
+      }
+      x = lt.y;
+    }
+    tr.finalNorm.run(ctx, x, fresh);
+    this.trackedNormed = tr.finalNorm.out.v;
+    phaseEnd('finalNorm', t0);
+    tr.valid = true;
+    this.pos += 1;
+    return x.v;
+  }
+
   /** Final norm + LM head of hidden states hs at the positions `outIdx` (fresh logits arrays). */
   private logitsOf(hs: Float32Array[], outIdx: number[]): Float32Array[] {
     const c = this.config;
     const H = c.hiddenSize;
     const buf = hs.length === 1 ? this.buffers : null;
     return outIdx.map((t) => {
-      const n = buf ? buf.normed : new Float32Array(H);
       let t0 = phaseStart();
-      rmsNorm1p(this.ctx, hs[t], 0, H, this.weights.norm, c.rmsNormEps, n, 0);
+      let n = hs.length === 1 ? this.trackedNormed : null;
+      if (n === null) {
+        n = buf ? buf.normed : new Float32Array(H);
+        rmsNorm1p(this.ctx, hs[t], 0, H, this.weights.norm, c.rmsNormEps, n, 0);
+      }
       t0 = phaseEnd('finalNorm', t0);
       const logits = linear(this.ctx, this.weights.lmHead, n, this.path, { stats: this.stats });
       phaseEnd('lmHead', t0);

@@ -34,7 +34,7 @@ import { allPlusZero, linear, type MatmulPath, type MatmulStats } from './matmul
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32, softplus32 } from './numeric.ts';
 import { gatedRmsNorm, l2norm } from './norms.ts';
-import { deltaLinear, nextInputStamp } from './delta.ts';
+import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 
 const f32 = Math.fround;
@@ -84,7 +84,8 @@ export interface GdnCache {
   /** 1 when every conv state entry is known to be +0 (bit pattern 0); 0 = unknown. See idleStep. */
   convZero?: number;
   /** The mixer output of an idle step (see idleStep), once one has run; valid for these weights only. */
-  idleOut?: { weights: GdnWeights; out: Float32Array };
+  /** The idle step's output; `source` names it as a vector that never changes (OutputSource). */
+  idleOut?: { weights: GdnWeights; out: Float32Array; source: OutputSource };
 }
 
 /** Per-layer scratch of a single-token GDN call (every array is fully rewritten before it is read). */
@@ -551,6 +552,11 @@ export interface GdnRunResult {
   out: Float32Array[];
   /** Per token: states after that token (copies), or null where not available. Only filled when wantStates. */
   states: (Float32Array[] | null)[];
+  /**
+   * Single-token decode: the versioned vector out[0] equals (delta.ts OutputSource), so a consumer
+   * can tell which entries changed since the previous step; null when the step cannot tell.
+   */
+  outSource?: OutputSource | null;
 }
 
 /**
@@ -601,7 +607,7 @@ function chunkMemo(
 
 export function gdnForward(
   ctx: ExecNumericContext, cfg: ModelConfig, w: GdnWeights, cache: GdnCache, xs: Float32Array[],
-  mode: 'prefill' | 'decode', path: MatmulPath, wantStates: boolean, stats?: MatmulStats,
+  mode: 'prefill' | 'decode', path: MatmulPath, wantStates: boolean, stats?: MatmulStats, share?: DeltaShare,
 ): GdnRunResult {
   const d = gdnDimsOf(cfg);
   const L = xs.length;
@@ -615,14 +621,14 @@ export function gdnForward(
     o.set(cache.idleOut.out);
     if (stats) stats.sparse += 5;
     phaseEnd('gdn.idle', phaseStart());
-    return { out: [o], states: [wantStates ? cache.S.map((s) => s.slice()) : null] };
+    return { out: [o], states: [wantStates ? cache.S.map((s) => s.slice()) : null], outSource: cache.idleOut.source };
   }
   if (!idle && buf !== undefined && mode === 'decode' && path === 'sparse' && ctx.order.kind === 'sequential'
     && ctx.profile === 'f32' && ctx.siluForm === 'mul') {
-    const o = gdnDecodeTracked(ctx, cfg, w, cache, xs[0], d, buf, stats);
+    const o = gdnDecodeTracked(ctx, cfg, w, cache, xs[0], d, buf, stats, share);
     if (o !== null) {
       cache.convZero = 0;
-      return { out: [o], states: [wantStates ? cache.S.map((s) => s.slice()) : null] };
+      return { out: [o.out], states: [wantStates ? cache.S.map((s) => s.slice()) : null], outSource: o.source };
     }
   }
   materializeLazyConv(cache, d.K);
@@ -633,7 +639,7 @@ export function gdnForward(
     cache.convZero = allPlusZeroBits(cache.conv) ? 1 : 0;
     let zero = cache.convZero === 1;
     for (let h = 0; h < d.hv && zero; h++) if (cache.kind[h] !== STATE_ZERO) zero = false;
-    if (zero) cache.idleOut = { weights: w, out: r.out[0].slice() };
+    if (zero) cache.idleOut = { weights: w, out: r.out[0].slice(), source: { version: 0, full: false, rows: new Int32Array(0), nRows: 0 } };
   } else cache.convZero = 0;
   return r;
 }
@@ -930,12 +936,12 @@ function tapsSettled(convBits: Uint32Array, base: number, K: number): boolean {
  */
 function gdnDecodeTracked(
   ctx: ExecNumericContext, cfg: ModelConfig, w: GdnWeights, cache: GdnCache, x: Float32Array, d: GdnDimsX,
-  buf: GdnBuffers, stats?: MatmulStats,
-): Float32Array | null {
+  buf: GdnBuffers, stats?: MatmulStats, inShare?: DeltaShare,
+): { out: Float32Array; source: OutputSource | null } | null {
   let t0 = phaseStart();
   // the four projections read the same x: z, b and a take qkv's changed columns (DeltaShare)
-  const stamp = nextInputStamp();
-  const qkvS = deltaLinear(ctx, w.inProjQkv, x, 0, null, 0, stats, { stamp });
+  const stamp = inShare?.stamp ?? nextInputStamp();
+  const qkvS = deltaLinear(ctx, w.inProjQkv, x, 0, null, 0, stats, { stamp, since: inShare?.since });
   const share = { stamp, peer: qkvS };
   const zS = qkvS && deltaLinear(ctx, w.inProjZ, x, 0, null, 0, stats, share);
   const bS = zS && deltaLinear(ctx, w.inProjB, x, 0, null, 0, stats, share);
@@ -1070,5 +1076,5 @@ function gdnDecodeTracked(
   if (os !== null) buf.out.set(os.y.subarray(0, w.outProj.rows));
   else linear(ctx, w.outProj, normed, 'sparse', { stats, out: buf.out });
   phaseEnd('gdn.outProj', t0);
-  return buf.out;
+  return { out: buf.out, source: os };
 }

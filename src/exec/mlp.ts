@@ -15,7 +15,7 @@ import {
 } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32 } from './numeric.ts';
-import { deltaLinear, nextInputStamp } from './delta.ts';
+import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 
 const f32 = Math.fround;
@@ -51,7 +51,7 @@ const ffnDeltaStates = new WeakMap<ExecNumericContext, WeakMap<Matrix, FfnDeltaS
  */
 function swigluDelta(
   ctx: ExecNumericContext, m: { gateProj: Matrix; upProj: Matrix; downProj: Matrix }, x: Float32Array,
-  stats: MatmulStats | undefined, out: Float32Array,
+  stats: MatmulStats | undefined, out: Float32Array, io?: SwigluIo,
 ): boolean {
   const n = m.gateProj.rows;
   const H = m.gateProj.cols;
@@ -65,8 +65,8 @@ function swigluDelta(
   }
   let t0 = phaseStart();
   // gate and up read the same x: up takes gate's changed columns (DeltaShare)
-  const stamp = nextInputStamp();
-  const gs = deltaLinear(ctx, m.gateProj, x, 0, null, 0, stats, { stamp });
+  const stamp = io?.share?.stamp ?? nextInputStamp();
+  const gs = deltaLinear(ctx, m.gateProj, x, 0, null, 0, stats, { stamp, since: io?.share?.since });
   const us = gs === null ? null : deltaLinear(ctx, m.upProj, x, 0, null, 0, stats, { stamp, peer: gs });
   t0 = phaseEnd('ffn.gateUp', t0);
   if (gs === null || us === null) { st.valid = false; return false; }
@@ -103,15 +103,30 @@ function swigluDelta(
   const ds = deltaLinear(ctx, m.downProj, h, 0, cand, nch, stats);
   if (ds !== null) out.set(ds.y.subarray(0, m.downProj.rows));
   else linear(ctx, m.downProj, h, 'sparse', { stats, out });
+  if (io) io.outSource = ds;
   phaseEnd('ffn.down', t0);
   return true;
 }
 
-/** SwiGLU MLP: down(silu(gate(x)) ⊙ up(x)), into `out` when given (else a fresh array). */
+/**
+ * A decode step's exchange with the incremental SwiGLU: in, the input's stamp and changes
+ * (delta.ts DeltaShare); out, the versioned vector the output equals (OutputSource), or null
+ * when the step cannot tell.
+ */
+export interface SwigluIo {
+  share?: DeltaShare;
+  outSource: OutputSource | null;
+}
+
+/**
+ * SwiGLU MLP: down(silu(gate(x)) ⊙ up(x)), into `out` when given (else a fresh array). `io` (a
+ * decode step's incremental exchange) gets outSource set (null unless the incremental form ran).
+ */
 export function swiglu(
   ctx: ExecNumericContext, m: { gateProj: Matrix; upProj: Matrix; downProj: Matrix }, x: Float32Array,
-  path: MatmulPath, stats?: MatmulStats, out?: Float32Array,
+  path: MatmulPath, stats?: MatmulStats, out?: Float32Array, io?: SwigluIo,
 ): Float32Array {
+  if (io) io.outSource = null;
   const n = m.gateProj.rows;
   if (m.upProj.rows !== n) {
     throw new ChipcError('EXEC_BAD_WEIGHTS', `SwiGLU: up_proj has ${m.upProj.rows} rows but gate_proj has ${n}`);
@@ -123,7 +138,7 @@ export function swiglu(
   // g, u and h live only inside this call: module scratch (no re-entrancy), sliced to the width.
   if (path === 'sparse' && ctx.order.kind === 'sequential' && !m.gateProj.dense && !m.upProj.dense && !m.downProj.dense) {
     const y = out ?? new Float32Array(m.downProj.rows);
-    if (swigluDelta(ctx, m, x, stats, y)) return y;
+    if (swigluDelta(ctx, m, x, stats, y, io)) return y;
   }
   let t0 = phaseStart();
   const gr = linearEx(ctx, m.gateProj, x, path, { stats, out: gScratch.subarray(0, n) });

@@ -1,0 +1,289 @@
+/**
+ * The incremental residual stream of single-token decode steps (sparse path, sequential order):
+ * the residual adds and the RMSNorms recomputed only where their inputs changed, bit for bit
+ * equal to the plain loops of executor.ts / norms.ts.
+ *
+ * A compiled circuit changes a few dozen of its ~1,000 residual dims per token, and its anchors
+ * keep every RMSNorm factor constant. Each vector of the stream (the layer inputs, the mid-layer
+ * sums, the normalised vectors) is kept per site across steps with the list of indices the last
+ * step changed, so a step costs O(changed dims) instead of O(width) per site:
+ *
+ * - **Add** `out_i = act(fl(a_i + b_i))` is a pure function of (a_i, b_i): it is recomputed at the
+ *   indices where a or b may have changed, and out's list holds those whose bits changed. When
+ *   either input's changes are unknown, every index is recomputed and compared (the list is still
+ *   exact).
+ * - **RMSNorm** `r = rsqrt(fl(mean(P_{n−1}) + fl(eps)))`, `out_i = act(fl(fl(x_i·r)·fl(1 + w_i)))`,
+ *   where P_i = fl(P_{i−1} + fl(x_i²)) from P_{−1} = −0 is the sequential sum of squares. The site
+ *   keeps every prefix P_i. A step re-folds from the lowest changed index j, starting at the kept
+ *   P_{j−1} (the prefix before j is unchanged), and stops as soon as the fold reaches an index at
+ *   or past every changed index it has walked with a value equal to the kept P_i: from there the
+ *   inputs are the ones the kept prefixes were computed from, up to the next changed index, where
+ *   it resumes. On the chip the anchor's square comes first and absorbs every later square, so
+ *   each changed index costs one step. If r keeps its bits, only the changed indices' outputs are
+ *   recomputed (out_i is a pure function of x_i, r and w_i); otherwise all of them are.
+ *   The walk compares with ===: no P_i is −0 (a sum of fl(x²) ≥ +0 from −0 is +0 after one term),
+ *   and a NaN never compares equal, so the fold then runs to the end.
+ *
+ * The normalised vector gets a fresh stamp (delta.ts `DeltaShare`) every step, and its change list
+ * is handed to the matmuls that read it as `since` candidates: a matmul whose previous input was
+ * the previous step's vector walks only those columns.
+ */
+import type { ExecNumericContext } from './numeric.ts';
+import { rsqrt32 } from './numeric.ts';
+import { meanOf } from './norms.ts';
+import { nextInputStamp, type InputChanges, type OutputSource } from './delta.ts';
+
+const f32 = Math.fround;
+
+/** A vector kept across decode steps, with the indices the last step may have changed. */
+export class TrackedVector {
+  readonly v: Float32Array;
+  readonly bits: Uint32Array;
+  /** changed[0..n): the indices whose bits the last step changed (when !all). */
+  readonly changed: Int32Array;
+  n = 0;
+  /** True when the last step's changes are unknown (any index may have changed). */
+  all = true;
+
+  constructor(width: number) {
+    this.v = new Float32Array(width);
+    this.bits = new Uint32Array(this.v.buffer);
+    this.changed = new Int32Array(width);
+  }
+}
+
+/** What a consumer remembers of a producer's output (OutputSource) between steps. */
+export class SourceSeen {
+  private src: OutputSource | null = null;
+  private version = -1;
+
+  /**
+   * The indices where `src`'s current output may differ from the one seen last time — rows when
+   * one version passed, none when the same version is seen again, null when unknown — and
+   * remembers the current version.
+   */
+  advance(src: OutputSource | null): { rows: Int32Array; n: number } | null {
+    const prev = this.src;
+    const pv = this.version;
+    this.src = src;
+    this.version = src === null ? -1 : src.version;
+    if (src === null || prev !== src) return null;
+    if (src.version === pv) return { rows: src.rows, n: 0 };
+    if (src.version === pv + 1 && !src.full) return { rows: src.rows, n: src.nRows };
+    return null;
+  }
+
+  forget(): void {
+    this.src = null;
+    this.version = -1;
+  }
+}
+
+/**
+ * out = act(fl(a + b)) elementwise (act = identity in f32). `fresh`: out holds nothing from the
+ * previous step (every index is recomputed and out.all is set). Otherwise the indices in a's
+ * change list and in bChanges (null: unknown, every index) are recomputed, and out's list gets
+ * those whose bits changed.
+ */
+export function addTracked(
+  ctx: ExecNumericContext, a: TrackedVector, b: Float32Array, bChanges: { rows: Int32Array; n: number } | null,
+  out: TrackedVector, fresh: boolean,
+): void {
+  const f32Profile = ctx.profile === 'f32';
+  const H = out.v.length;
+  const x = a.v;
+  const o = out.v;
+  const ob = out.bits;
+  if (fresh) {
+    if (f32Profile) for (let i = 0; i < H; i++) o[i] = f32(x[i] + b[i]);
+    else for (let i = 0; i < H; i++) o[i] = ctx.act(f32(x[i] + b[i]));
+    out.all = true;
+    out.n = 0;
+    return;
+  }
+  const ch = out.changed;
+  let n = 0;
+  if (a.all || bChanges === null) {
+    for (let i = 0; i < H; i++) {
+      const old = ob[i];
+      o[i] = f32Profile ? f32(x[i] + b[i]) : ctx.act(f32(x[i] + b[i]));
+      if (ob[i] !== old) ch[n++] = i;
+    }
+  } else {
+    for (let pass = 0; pass < 2; pass++) {
+      const list = pass === 0 ? a.changed : bChanges.rows;
+      const m = pass === 0 ? a.n : bChanges.n;
+      for (let t = 0; t < m; t++) {
+        const i = list[t];
+        const old = ob[i];
+        o[i] = f32Profile ? f32(x[i] + b[i]) : ctx.act(f32(x[i] + b[i]));
+        if (ob[i] !== old) ch[n++] = i; // a repeated index is unchanged the second time
+      }
+    }
+  }
+  out.all = false;
+  out.n = n;
+}
+
+/** A zero-centred RMSNorm site kept across steps (module comment). */
+export class NormSite {
+  readonly out: TrackedVector;
+  /** P_i: the sequential sum of squares of x[0..i]. */
+  readonly prefix: Float32Array;
+  /** fl(1 + w_i). */
+  readonly w1: Float32Array;
+  readonly eps: number;
+  private r = Number.NaN;
+  private sorted: Int32Array;
+  /** The stamp of out's current content and of the previous step's (DeltaShare). */
+  stamp = -1;
+  prevStamp = -1;
+  /** Fold steps taken by the last run (a statistic: H on a full fold). */
+  walked = 0;
+  private readonly since: InputChanges;
+
+  constructor(w: Float32Array, eps: number) {
+    const H = w.length;
+    this.out = new TrackedVector(H);
+    this.prefix = new Float32Array(H);
+    this.w1 = new Float32Array(H);
+    for (let i = 0; i < H; i++) this.w1[i] = f32(1 + w[i]);
+    this.eps = eps;
+    this.sorted = new Int32Array(H);
+    this.since = { prevStamp: -1, changed: this.out.changed, nChanged: 0 };
+  }
+
+  /** How out changed since the previous step's vector (DeltaShare `since`), or null when unknown. */
+  changes(): InputChanges | null {
+    if (this.out.all || this.prevStamp === -1) return null;
+    this.since.prevStamp = this.prevStamp;
+    this.since.nChanged = this.out.n;
+    return this.since;
+  }
+
+  /**
+   * Normalises x into out. `fresh`: nothing is kept from the previous step (everything is
+   * recomputed and out.all is set); otherwise x's change list must be a superset of the indices
+   * where x differs from the previous step's x (or x.all).
+   */
+  run(ctx: ExecNumericContext, x: TrackedVector, fresh: boolean): void {
+    const H = this.prefix.length;
+    const xv = x.v;
+    const P = this.prefix;
+    let walked = 0;
+    if (fresh || x.all) {
+      let acc = -0;
+      for (let i = 0; i < H; i++) { const v = xv[i]; acc = f32(acc + f32(v * v)); P[i] = acc; }
+      walked = H;
+    } else if (x.n > 0) {
+      const s = this.sorted;
+      const m = x.n;
+      s.set(x.changed.subarray(0, m));
+      const cs = s.subarray(0, m);
+      cs.sort();
+      let t = 0;
+      while (t < m) {
+        let j = cs[t];
+        let acc = j === 0 ? -0 : P[j - 1];
+        for (;;) {
+          const v = xv[j];
+          acc = f32(acc + f32(v * v));
+          const same = acc === P[j];
+          P[j] = acc;
+          j++;
+          walked++;
+          while (t < m && cs[t] < j) t++;
+          if (same || j === H) break;
+        }
+      }
+    }
+    this.walked = walked;
+    const r = rsqrt32(f32(meanOf(ctx, P[H - 1], H) + f32(this.eps)));
+    const o = this.out;
+    const ov = o.v;
+    const ob = o.bits;
+    const w1 = this.w1;
+    const f32Profile = ctx.profile === 'f32';
+    this.prevStamp = fresh ? -1 : this.stamp;
+    this.stamp = nextInputStamp();
+    if (fresh) {
+      for (let i = 0; i < H; i++) ov[i] = f32Profile ? f32(f32(xv[i] * r) * w1[i]) : ctx.act(f32(f32(xv[i] * r) * w1[i]));
+      o.all = true;
+      o.n = 0;
+      this.r = r;
+      return;
+    }
+    const ch = o.changed;
+    let n = 0;
+    if (x.all || !Object.is(r, this.r) || r - r !== 0) {
+      for (let i = 0; i < H; i++) {
+        const old = ob[i];
+        ov[i] = f32Profile ? f32(f32(xv[i] * r) * w1[i]) : ctx.act(f32(f32(xv[i] * r) * w1[i]));
+        if (ob[i] !== old) ch[n++] = i;
+      }
+    } else {
+      const xc = x.changed;
+      for (let t = 0; t < x.n; t++) {
+        const i = xc[t];
+        const old = ob[i];
+        ov[i] = f32Profile ? f32(f32(xv[i] * r) * w1[i]) : ctx.act(f32(f32(xv[i] * r) * w1[i]));
+        if (ob[i] !== old) ch[n++] = i;
+      }
+    }
+    o.all = false;
+    o.n = n;
+    this.r = r;
+  }
+}
+
+/** The tracked vectors of one decoder layer. */
+export interface LayerTrack {
+  /** Normalised layer input (mixer input). */
+  n1: NormSite;
+  /** x + mixer output. */
+  mid: TrackedVector;
+  /** Normalised mid (FFN input). */
+  n2: NormSite;
+  /** The layer output (the next layer's input). */
+  y: TrackedVector;
+  mixSeen: SourceSeen;
+  ffSeen: SourceSeen;
+}
+
+/** The whole stream of one executor: the embedding row, every layer, the final norm. */
+export class ResidualTrack {
+  readonly x0: TrackedVector;
+  readonly layers: LayerTrack[];
+  readonly finalNorm: NormSite;
+  /** True when every vector holds the previous decode step's values. */
+  valid = false;
+
+  constructor(H: number, layerNorms: { input: Float32Array; post: Float32Array }[], finalNorm: Float32Array, eps: number) {
+    this.x0 = new TrackedVector(H);
+    this.layers = layerNorms.map((w) => ({
+      n1: new NormSite(w.input, eps), mid: new TrackedVector(H), n2: new NormSite(w.post, eps), y: new TrackedVector(H),
+      mixSeen: new SourceSeen(), ffSeen: new SourceSeen(),
+    }));
+    this.finalNorm = new NormSite(finalNorm, eps);
+  }
+
+  /** Drops what the vectors hold (the next step recomputes everything). */
+  invalidate(): void {
+    this.valid = false;
+    for (const l of this.layers) { l.mixSeen.forget(); l.ffSeen.forget(); }
+  }
+
+  /** x0 = act(row) with its change list against the previous step's row (exact, by bits). */
+  setEmbedding(ctx: ExecNumericContext, row: Float32Array, fresh: boolean): void {
+    const x = this.x0;
+    const H = x.v.length;
+    let n = 0;
+    for (let i = 0; i < H; i++) {
+      const old = x.bits[i];
+      x.v[i] = ctx.act(row[i]);
+      if (!fresh && x.bits[i] !== old) x.changed[n++] = i;
+    }
+    x.all = fresh;
+    x.n = n;
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * exec/residual-track.ts: the incremental residual adds and RMSNorms of decode steps, bit for bit
+ * against the plain loops (norms.ts rmsNorm1p through the generic context, and fl(a + b)), on
+ * streams of vectors that change a few entries per step: an anchor that absorbs every later square
+ * (the chip's case: a short walk), sums that do not stick (the walk runs on), a changed anchor (r
+ * changes), ±0, NaN and infinities, f32 and bf16.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { makeNumericContext } from '../src/exec/numeric.ts';
+import { rmsNorm1p } from '../src/exec/norms.ts';
+import { addTracked, NormSite, SourceSeen, TrackedVector } from '../src/exec/residual-track.ts';
+
+const f32 = Math.fround;
+const bits = (v: Float32Array): Uint32Array => new Uint32Array(v.buffer, v.byteOffset, v.length);
+
+/** Indices whose bits differ between two vectors. */
+function diff(a: Float32Array, b: Float32Array): number[] {
+  const x = bits(a), y = bits(b);
+  const out: number[] = [];
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) out.push(i);
+  return out;
+}
+
+const special = [0, -0, Number.NaN, Infinity, -Infinity, 1e-30, -3.5, 2 ** -140];
+
+/** A random stream of vectors: step 0 random, later steps change a few entries. */
+function streamArb(H: number, anchor: boolean) {
+  const val = fc.oneof(
+    { weight: 8, arbitrary: fc.float({ min: -4, max: 4, noNaN: true }) },
+    { weight: 1, arbitrary: fc.constantFrom(...special) },
+  );
+  const edit = fc.record({ i: fc.integer({ min: 0, max: H - 1 }), v: val });
+  return fc.record({
+    first: fc.array(fc.float({ min: -4, max: 4, noNaN: true }), { minLength: H, maxLength: H }),
+    steps: fc.array(fc.array(edit, { maxLength: 6 }), { minLength: 1, maxLength: 12 }),
+  }).map(({ first, steps }) => {
+    const xs: Float32Array[] = [Float32Array.from(first, f32)];
+    if (anchor) xs[0][0] = 2 ** 20;
+    for (const st of steps) {
+      const x = xs[xs.length - 1].slice();
+      for (const e of st) if (!(anchor && e.i === 0)) x[e.i] = e.v;
+      xs.push(x);
+    }
+    return xs;
+  });
+}
+
+describe('NormSite', () => {
+  for (const profile of ['f32', 'bf16'] as const) {
+    for (const anchor of [true, false]) {
+      it(`equals rmsNorm1p bit for bit on a changing stream (${profile}, ${anchor ? 'anchored' : 'no anchor'})`, () => {
+        const ctx = makeNumericContext({ profile, order: { kind: 'sequential' } });
+        const H = 23;
+        fc.assert(fc.property(streamArb(H, anchor), fc.array(fc.float({ min: -1, max: 1, noNaN: true }), { minLength: H, maxLength: H }), (xs, wl) => {
+          const w = Float32Array.from(wl, f32);
+          const site = new NormSite(w, 1e-6);
+          const x = new TrackedVector(H);
+          let prev: Float32Array | null = null;
+          let prevOut: Float32Array | null = null;
+          for (let s = 0; s < xs.length; s++) {
+            const fresh = s === 0;
+            const old = x.v.slice();
+            x.v.set(xs[s]);
+            const d = diff(old, x.v);
+            x.changed.set(d);
+            x.n = d.length;
+            x.all = fresh;
+            site.run(ctx, x, fresh);
+            const want = new Float32Array(H);
+            rmsNorm1p(ctx, Array.from(xs[s]), 0, H, w, 1e-6, want, 0); // generic path (plain array)
+            expect(Array.from(bits(site.out.v))).toEqual(Array.from(bits(want)));
+            if (!fresh && prevOut !== null) {
+              // the change list covers every changed output
+              const listed = new Set(Array.from(site.out.changed.subarray(0, site.out.n)));
+              if (!site.out.all) for (const i of diff(prevOut, want)) expect(listed.has(i)).toBe(true);
+              const ch = site.changes();
+              if (ch !== null) expect(ch.prevStamp).not.toBe(site.stamp);
+            }
+            prev = xs[s];
+            prevOut = want;
+          }
+          return prev !== null;
+        }), { numRuns: 150 });
+      });
+    }
+  }
+
+  it('an anchor that absorbs every later square: one fold step per changed entry', () => {
+    const ctx = makeNumericContext({ profile: 'f32', order: { kind: 'sequential' } });
+    const H = 1000;
+    const w = new Float32Array(H);
+    const site = new NormSite(w, 1e-6);
+    const x = new TrackedVector(H);
+    x.v[0] = 2 ** 24;
+    for (let i = 1; i < H; i++) x.v[i] = (i % 7) - 3;
+    site.run(ctx, x, true);
+    expect(site.walked).toBe(H);
+    x.v[500] = 2; x.v[900] = -1; x.v[10] = 0.5;
+    x.changed.set([900, 10, 500]);
+    x.n = 3;
+    x.all = false;
+    site.run(ctx, x, false);
+    expect(site.walked).toBe(3);
+    const want = new Float32Array(H);
+    rmsNorm1p(ctx, Array.from(x.v), 0, H, w, 1e-6, want, 0);
+    expect(Array.from(bits(site.out.v))).toEqual(Array.from(bits(want)));
+    expect(Array.from(site.out.changed.subarray(0, site.out.n)).sort((a, b) => a - b)).toEqual([10, 500, 900]);
+  });
+
+  it('a sum that does not stick: the fold walks on past the changed entry until it meets the kept prefix', () => {
+    const ctx = makeNumericContext({ profile: 'f32', order: { kind: 'sequential' } });
+    const H = 8;
+    const site = new NormSite(new Float32Array(H), 1e-6);
+    const x = new TrackedVector(H);
+    x.v.set([1, 2, 3, 4, 5, 6, 7, 8]);
+    site.run(ctx, x, true);
+    x.v[2] = 1;
+    x.changed[0] = 2; x.n = 1; x.all = false;
+    site.run(ctx, x, false);
+    expect(site.walked).toBe(6); // every later prefix changed
+    const want = new Float32Array(H);
+    rmsNorm1p(ctx, Array.from(x.v), 0, H, new Float32Array(H), 1e-6, want, 0);
+    expect(Array.from(bits(site.out.v))).toEqual(Array.from(bits(want)));
+    expect(site.out.n).toBe(H); // r changed: every output changed
+  });
+});
+
+describe('addTracked', () => {
+  it('equals fl(a + b) and lists exactly the changed entries (f32 and bf16)', () => {
+    for (const profile of ['f32', 'bf16'] as const) {
+      const ctx = makeNumericContext({ profile, order: { kind: 'sequential' } });
+      const H = 17;
+      fc.assert(fc.property(streamArb(H, false), streamArb(H, false), fc.boolean(), (as, bs, unknownB) => {
+        const n = Math.min(as.length, bs.length);
+        const a = new TrackedVector(H);
+        const out = new TrackedVector(H);
+        for (let s = 0; s < n; s++) {
+          const old = a.v.slice();
+          a.v.set(as[s]);
+          const d = diff(old, a.v);
+          a.changed.set(d); a.n = d.length; a.all = s === 0;
+          const bd = s === 0 ? [] : diff(bs[s - 1], bs[s]);
+          const before = out.v.slice();
+          addTracked(ctx, a, bs[s], unknownB ? null : { rows: Int32Array.from(bd), n: bd.length }, out, s === 0);
+          const want = Float32Array.from(as[s], (v, i) => ctx.act(f32(v + bs[s][i])));
+          expect(Array.from(bits(out.v))).toEqual(Array.from(bits(want)));
+          if (s > 0) {
+            expect(out.all).toBe(false);
+            expect(Array.from(out.changed.subarray(0, out.n)).sort((p, q) => p - q)).toEqual(diff(before, want));
+          }
+        }
+      }), { numRuns: 100 });
+    }
+  });
+});
+
+describe('SourceSeen', () => {
+  it('tells rows after one version, none for the same version, unknown otherwise', () => {
+    const rows = Int32Array.from([3, 5]);
+    const src = { version: 4, full: false, rows, nRows: 2 };
+    const seen = new SourceSeen();
+    expect(seen.advance(src)).toBeNull(); // first sight
+    expect(seen.advance(src)?.n).toBe(0); // same version
+    src.version = 5;
+    expect(seen.advance(src)?.n).toBe(2);
+    src.version = 7;
+    expect(seen.advance(src)).toBeNull(); // two versions passed
+    src.version = 8; src.full = true;
+    expect(seen.advance(src)).toBeNull(); // a full recompute
+    src.version = 9; src.full = false;
+    expect(seen.advance({ ...src })).toBeNull(); // another source
+    expect(seen.advance(null)).toBeNull();
+  });
+});

@@ -3,13 +3,21 @@
  * against the plain loops (norms.ts rmsNorm1p through the generic context, and fl(a + b)), on
  * streams of vectors that change a few entries per step: an anchor that absorbs every later square
  * (the chip's case: a short walk), sums that do not stick (the walk runs on), a changed anchor (r
- * changes), ±0, NaN and infinities, f32 and bf16.
+ * changes), ±0, NaN and infinities, f32 and bf16. And whole executors: a random model whose
+ * every matrix is sparse, so each decode step runs the tracked stream, the tracked GDN step (β and
+ * g only for the heads whose b / a rows changed) and the incremental SwiGLU, against the dense
+ * path, bit for bit.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import { rmsNorm1p } from '../src/exec/norms.ts';
 import { addTracked, NormSite, SourceSeen, TrackedVector } from '../src/exec/residual-track.ts';
+import { Executor, argmax } from '../src/exec/executor.ts';
+import type { PhaseTimes } from '../src/exec/profile.ts';
+import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/random-weights.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import type { Matrix, ModelWeights } from '../src/model/weights.ts';
 
 const f32 = Math.fround;
 const bits = (v: Float32Array): Uint32Array => new Uint32Array(v.buffer, v.byteOffset, v.length);
@@ -172,4 +180,69 @@ describe('SourceSeen', () => {
     expect(seen.advance({ ...src })).toBeNull(); // another source
     expect(seen.advance(null)).toBeNull();
   });
+});
+
+/** The tiny target's random model with about a third of every matrix's entries kept, CSR only. */
+function sparseRandomModel(seed: number): ModelWeights {
+  const w = randomModelWeights(resolveTarget('tiny').config, seed, { normWeightNoise: true });
+  let state = seed * 2654435761 >>> 0;
+  const keep = (): boolean => { state = (Math.imul(state, 1664525) + 1013904223) >>> 0; return state % 3 === 0; };
+  const thin = (m: Matrix): Matrix => {
+    const d = densifyMatrix(m);
+    for (let i = 0; i < d.dense!.length; i++) if (!keep()) d.dense![i] = 0;
+    return { rows: d.rows, cols: d.cols, csr: sparsifyMatrix(d).csr };
+  };
+  for (const l of w.layers) {
+    const m = l.mixer;
+    if (m.kind === 'linear_attention') {
+      Object.assign(m, {
+        inProjQkv: thin(m.inProjQkv), inProjZ: thin(m.inProjZ), inProjB: thin(m.inProjB), inProjA: thin(m.inProjA), outProj: thin(m.outProj),
+      });
+    } else Object.assign(m, { qProj: thin(m.qProj), kProj: thin(m.kProj), vProj: thin(m.vProj), oProj: thin(m.oProj) });
+    const f = l.mlp;
+    if (f.kind === 'dense') Object.assign(f, { gateProj: thin(f.gateProj), upProj: thin(f.upProj), downProj: thin(f.downProj) });
+  }
+  const lm = thin(w.lmHead);
+  return { ...w, embedTokens: thin(w.embedTokens), lmHead: lm };
+}
+
+describe('tracked decode on whole executors', () => {
+  const bitsOf = (a: Float32Array): number[] =>
+    Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
+
+  for (const profile of ['f32', 'bf16'] as const) {
+    it(`sparse random model: logits, residuals and GDN states equal the dense path (${profile})`, () => {
+      const w = sparseRandomModel(5);
+      const s = new Executor(w, { path: 'sparse', profile });
+      const d = new Executor(w, { path: 'dense', profile });
+      const times: PhaseTimes = {};
+      s.setPhaseTimes(times);
+      const rec = (ex: Executor): number[][] => {
+        const out: number[][] = [];
+        ex.addHook((ev) => {
+          out.push([ev.layer, ev.position], bitsOf(ev.residualIn), bitsOf(ev.residualMid), bitsOf(ev.residualOut));
+          for (const a of ev.gdnState ?? []) out.push(bitsOf(a));
+        });
+        return out;
+      };
+      const rs = rec(s);
+      const rd = rec(d);
+      let ts = argmax(s.prefill([3, 1])[0]);
+      let td = argmax(d.prefill([3, 1])[0]);
+      for (let i = 0; i < 30; i++) {
+        expect(ts).toBe(td);
+        // a few repeated ids (little changes), others spread over the vocabulary
+        const id = i % 4 === 3 ? ts : (i * 53 + 7) % w.config.vocabSize;
+        const ls = s.decode(id);
+        const ld = d.decode(id);
+        expect(bitsOf(ls)).toEqual(bitsOf(ld));
+        ts = argmax(ls);
+        td = argmax(ld);
+      }
+      expect(rs).toEqual(rd);
+      expect(s.stats.dense).toBe(0);
+      if (profile === 'f32') expect(times['gdn.tracked'] ?? 0).toBeGreaterThan(0); // the tracked GDN step ran
+      expect(s.stats.delta).toBeGreaterThan(0);
+    });
+  }
 });

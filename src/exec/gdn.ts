@@ -829,6 +829,9 @@ export interface GdnTrack {
   nLazy: number;
   /** Per conv channel: 1 while it is in lazyList. */
   inLazyList: Uint8Array;
+  /** The versions of in_proj_b / in_proj_a (delta.ts) that β and g were last computed from. */
+  bVer: number;
+  aVer: number;
 }
 
 function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
@@ -837,7 +840,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
     qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     coreChanged: new Uint8Array(d.hv), oldCore: new Float32Array(d.dv), normedChanged: new Int32Array(d.valueDim),
     step: 0, lazySince: new Int32Array(d.convDim).fill(-1), lazyList: new Int32Array(d.convDim), nLazy: 0,
-    inLazyList: new Uint8Array(d.convDim),
+    inLazyList: new Uint8Array(d.convDim), bVer: -1, aVer: -1,
   };
 }
 
@@ -1028,13 +1031,20 @@ function gdnDecodeTracked(
   const bv = bS.y;
   const av = aS.y;
   const gateDirty = t.vDirty; // β / g changes are folded into the per-value-head dirty flags
-  for (let h = 0; h < hv; h++) {
+  // β_h and g_h are pure functions of b_h and a_h: when both projections advanced by one version
+  // since β and g were computed, only the heads of their recomputed rows can change
+  const gateRows = !fresh && !bS.full && !aS.full && t.bVer === bS.version - 1 && t.aVer === aS.version - 1;
+  const nGate = gateRows ? bS.nRows + aS.nRows : hv;
+  for (let i = 0; i < nGate; i++) {
+    const h = !gateRows ? i : i < bS.nRows ? bS.rows[i] : aS.rows[i - bS.nRows];
     const nb = sigmoid32(bv[h]);
     const ng = f32(-exp32(w.aLog[h]) * softplus32(f32(av[h] + w.dtBias[h])));
     if (fresh || !Object.is(nb, beta[h]) || !Object.is(ng, g[h]) || nb !== nb || ng !== ng) gateDirty[h] = 1;
     beta[h] = nb;
     g[h] = ng;
   }
+  t.bVer = bS.version;
+  t.aVer = aS.version;
   t0 = phaseEnd('gdn.qkGates', t0);
   const core = buf.core;
   const scratch = buf.step;

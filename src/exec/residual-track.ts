@@ -125,6 +125,23 @@ export function addTracked(
   out.n = n;
 }
 
+/**
+ * True when, for every listed index j, fl(P_{j−1} + fl(x_j²)) equals the kept P_j, P being the
+ * kept prefixes. Then the new prefixes equal the kept ones: by induction over the listed indices
+ * in ascending order, the prefix before the lowest one is unchanged, each listed step reproduces
+ * its kept prefix from the unchanged one before it, and unlisted steps repeat their kept inputs.
+ * The order of the list does not matter, so no sort is needed (the chip's case: the anchor's
+ * square absorbs every changed square).
+ */
+function absorbedEach(xv: Float32Array, P: Float32Array, list: Int32Array, n: number): boolean {
+  for (let t = 0; t < n; t++) {
+    const j = list[t];
+    const v = xv[j];
+    if (f32((j === 0 ? -0 : P[j - 1]) + f32(v * v)) !== P[j]) return false;
+  }
+  return true;
+}
+
 /** A zero-centred RMSNorm site kept across steps (module comment). */
 export class NormSite {
   readonly out: TrackedVector;
@@ -175,12 +192,13 @@ export class NormSite {
       let acc = -0;
       for (let i = 0; i < H; i++) { const v = xv[i]; acc = f32(acc + f32(v * v)); P[i] = acc; }
       walked = H;
+    } else if (x.n > 0 && absorbedEach(xv, P, x.changed, x.n)) {
+      walked = x.n; // every prefix keeps its value: nothing to write
     } else if (x.n > 0) {
-      const s = this.sorted;
       const m = x.n;
-      s.set(x.changed.subarray(0, m));
-      const cs = s.subarray(0, m);
-      cs.sort();
+      const cs = this.sorted;
+      for (let t = 0; t < m; t++) cs[t] = x.changed[t];
+      cs.subarray(0, m).sort();
       let t = 0;
       while (t < m) {
         let j = cs[t];

@@ -21,6 +21,7 @@ import type { ExecOptions, LayerHook, LayerHookEvent } from './types.ts';
 import { phaseEnd, phaseStart, setActiveTimes, type PhaseTimes } from './profile.ts';
 import { addTracked, ResidualTrack } from './residual-track.ts';
 import type { SwigluIo } from './mlp.ts';
+import type { DeltaShare } from './delta.ts';
 
 const f32 = Math.fround;
 
@@ -440,7 +441,8 @@ export class Executor {
     tr.setEmbedding(ctx, row, fresh);
     t0 = phaseEnd('embed', t0);
     let x = tr.x0;
-    const ffIo: SwigluIo = { outSource: null };
+    const ffIo: SwigluIo = { outSource: null, share: { stamp: -1, since: null } };
+    const mixShare: DeltaShare = { stamp: -1, since: null };
     for (let li = 0; li < c.numLayers; li++) {
       const lw = this.weights.layers[li];
       const lt = tr.layers[li];
@@ -453,8 +455,9 @@ export class Executor {
       let probs: Float32Array[] | undefined;
       const m = lw.mixer;
       if (m.kind === 'linear_attention') {
-        const share = { stamp: lt.n1.stamp, since: lt.n1.changes() };
-        const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, [normed], 'decode', path, hooked, stats, share);
+        mixShare.stamp = lt.n1.stamp;
+        mixShare.since = lt.n1.changes();
+        const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, [normed], 'decode', path, hooked, stats, mixShare);
         mix = r.out[0];
         gdnStates = r.states[0];
         mixChanges = lt.mixSeen.advance(r.outSource ?? null);
@@ -474,7 +477,9 @@ export class Executor {
       let ff: Float32Array;
       let ffChanges: { rows: Int32Array; n: number } | null = null;
       if (f.kind === 'dense') {
-        ffIo.share = { stamp: lt.n2.stamp, since: lt.n2.changes() };
+        const share = ffIo.share as DeltaShare;
+        share.stamp = lt.n2.stamp;
+        share.since = lt.n2.changes();
         ff = swiglu(ctx, f, lt.n2.out.v, path, stats, buf.ff, ffIo);
         t0 = phaseStart();
         ffChanges = lt.ffSeen.advance(ffIo.outSource);

@@ -56,11 +56,13 @@ export class TrackedVector {
 export class SourceSeen {
   private src: OutputSource | null = null;
   private version = -1;
+  /** advance()'s answer (reused: valid until the next call). */
+  private readonly answer: { rows: Int32Array; n: number } = { rows: new Int32Array(0), n: 0 };
 
   /**
    * The indices where `src`'s current output may differ from the one seen last time — rows when
    * one version passed, none when the same version is seen again, null when unknown — and
-   * remembers the current version.
+   * remembers the current version. The answer object is reused: read it before the next call.
    */
   advance(src: OutputSource | null): { rows: Int32Array; n: number } | null {
     const prev = this.src;
@@ -68,9 +70,12 @@ export class SourceSeen {
     this.src = src;
     this.version = src === null ? -1 : src.version;
     if (src === null || prev !== src) return null;
-    if (src.version === pv) return { rows: src.rows, n: 0 };
-    if (src.version === pv + 1 && !src.full) return { rows: src.rows, n: src.nRows };
-    return null;
+    const a = this.answer;
+    a.rows = src.rows;
+    if (src.version === pv) a.n = 0;
+    else if (src.version === pv + 1 && !src.full) a.n = src.nRows;
+    else return null;
+    return a;
   }
 
   forget(): void {

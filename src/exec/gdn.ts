@@ -913,6 +913,12 @@ export function materializeLazyConv(cache: GdnCache, K: number): void {
   t.nLazy = 0;
 }
 
+/** True when taps 0…K−2 of the channel at `base` are finite. */
+function olderTapsFinite(conv: Float32Array, base: number, K: number): boolean {
+  for (let j = 0; j < K - 1; j++) { const v = conv[base + j]; if (v - v !== 0) return false; }
+  return true;
+}
+
 /** True when the K taps of channel `base` are bit-identical. */
 function tapsSettled(convBits: Uint32Array, base: number, K: number): boolean {
   const b = convBits[base];
@@ -998,8 +1004,13 @@ function gdnDecodeTracked(
       if (lazySince[c] >= 0) catchUpChannel(t, conv, c, K);
       for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
       conv[base + K - 1] = mixed[c];
-      let y = -0;
-      for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
+      let y = single[c] === 1 ? f32(cw[base + K - 1] * conv[base + K - 1]) : 0;
+      if (y === 0 || !olderTapsFinite(conv, base, K)) {
+        // the fold itself; a single-tap channel with a product p ≠ 0 and finite older taps folds
+        // −0 + (±0)… + p = p (the older taps weigh ±0), which the line above computed
+        y = -0;
+        for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
+      }
       const before = conBits[c];
       conved[c] = silu32(y, 'mul');
       if (conBits[c] !== before) {

@@ -84,14 +84,27 @@ function swigluDelta(
   } else {
     const hb = new Uint32Array(h.buffer, h.byteOffset, n);
     const changed = st.changed;
+    const f32Profile = ctx.profile === 'f32'; // act is the identity
     for (let pass = 0; pass < 2; pass++) {
       const s = pass === 0 ? gs : us;
-      for (let t = 0; t < s.nRows; t++) {
-        const i = s.rows[t];
-        const gi = go[i];
-        const old = hb[i];
-        h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * uo[i]));
-        if (hb[i] !== old) changed[nch++] = i;
+      const rows = s.rows;
+      const nr = s.nRows;
+      if (f32Profile) {
+        for (let t = 0; t < nr; t++) {
+          const i = rows[t];
+          const gi = go[i];
+          const old = hb[i];
+          h[i] = f32((gi === 0 ? gi : silu32(gi, form)) * uo[i]);
+          if (hb[i] !== old) changed[nch++] = i;
+        }
+      } else {
+        for (let t = 0; t < nr; t++) {
+          const i = rows[t];
+          const gi = go[i];
+          const old = hb[i];
+          h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * uo[i]));
+          if (hb[i] !== old) changed[nch++] = i;
+        }
       }
     }
     cand = changed;

@@ -30,6 +30,7 @@ import { compileCircuit } from '../src/compile.ts';
 import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix, ModelWeights } from '../src/model/weights.ts';
+import { decodeLockstep } from './helpers/lockstep.ts';
 
 const bits = (a: Float32Array): number[] =>
   Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
@@ -226,19 +227,11 @@ describe('decode fast paths on whole executors (sparse vs dense path)', () => {
       const d = new Executor(res.weights, { path: 'dense', profile });
       const recS = residualRecorder(s);
       const recD = residualRecorder(d);
-      let ts = argmax(s.prefill([bos])[0]);
-      let td = argmax(d.prefill([bos])[0]);
       let x = 777;
-      for (let i = 0; i < 40; i++) {
+      decodeLockstep(s, d, [bos], 40, (i, greedy) => {
         x = (x * 1103515245 + 12345) % 2147483648;
-        expect(ts).toBe(td);
-        const id = i % 2 === 0 ? (bos > 0 ? ts % bos : ts) : x % Math.max(bos, 1);
-        const ls = s.decode(id);
-        const ld = d.decode(id);
-        expect(bits(ls)).toEqual(bits(ld));
-        ts = argmax(ls);
-        td = argmax(ld);
-      }
+        return i % 2 === 0 ? (bos > 0 ? greedy % bos : greedy) : x % Math.max(bos, 1);
+      });
       expect(recS).toEqual(recD);
       expect(s.stats.dense).toBe(0);
     }

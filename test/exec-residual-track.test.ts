@@ -13,7 +13,8 @@ import fc from 'fast-check';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import { rmsNorm1p } from '../src/exec/norms.ts';
 import { addTracked, NormSite, SourceSeen, TrackedVector } from '../src/exec/residual-track.ts';
-import { Executor, argmax } from '../src/exec/executor.ts';
+import { Executor } from '../src/exec/executor.ts';
+import { decodeLockstep } from './helpers/lockstep.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
@@ -228,18 +229,8 @@ describe('tracked decode on whole executors', () => {
       };
       const rs = rec(s);
       const rd = rec(d);
-      let ts = argmax(s.prefill([3, 1])[0]);
-      let td = argmax(d.prefill([3, 1])[0]);
-      for (let i = 0; i < 30; i++) {
-        expect(ts).toBe(td);
-        // a few repeated ids (little changes), others spread over the vocabulary
-        const id = i % 4 === 3 ? ts : (i * 53 + 7) % w.config.vocabSize;
-        const ls = s.decode(id);
-        const ld = d.decode(id);
-        expect(bitsOf(ls)).toEqual(bitsOf(ld));
-        ts = argmax(ls);
-        td = argmax(ld);
-      }
+      // a few greedy ids (little changes), others spread over the vocabulary
+      decodeLockstep(s, d, [3, 1], 30, (i, greedy) => (i % 4 === 3 ? greedy : (i * 53 + 7) % w.config.vocabSize));
       expect(rs).toEqual(rd);
       expect(s.stats.dense).toBe(0);
       if (profile === 'f32') expect(times['gdn.tracked'] ?? 0).toBeGreaterThan(0); // the tracked GDN step ran

@@ -29,7 +29,10 @@
  * and |p| < T (lowbit(w·x) = lowbit(w) + lowbit(x): odd × odd is odd); otherwise the row is
  * refolded from scratch, which recomputes yD, S and g. Under those checks every value the update
  * touches is a multiple of 2^g below 2^(43+g) (at most 2^20 terms each below 2^(23+g)), exact in
- * double, and the row stays exact iff the updated S < T. Rows that are not exact are refolded.
+ * double, and the row stays exact iff the updated S < T: checked after each column's update (a row
+ * whose S reaches T is refolded, even if a later column would bring it back), so each accepted
+ * update writes its exact sum to y at once and no pass over the reached rows is needed. Rows that
+ * are not exact are refolded.
  */
 import type { Matrix } from '../model/weights.ts';
 import { cscPlanOf, sparsePlanOf, type MatmulStats } from './matmul.ts';
@@ -53,7 +56,7 @@ export interface DeltaLinearState {
   /** The rows recomputed by the last call (a superset of the rows whose value changed), rows[0..nRows). */
   rows: Int32Array;
   nRows: number;
-  /** Per row, during a call: 0 not reached, 1 reached and updated, 2 reached and to be refolded. */
+  /** Per row, during a call: 0 not reached, 1 reached and exact so far, 2 reached and to be refolded. */
   mark: Uint8Array;
   /** The input columns whose bit pattern changed in the last call, changed[0..nChanged). */
   changed: Int32Array;
@@ -70,6 +73,8 @@ export interface DeltaLinearState {
   rowExact: Float64Array;
   /** The previous input values of the changed columns (scratch, changed order). */
   oldX: Float32Array;
+  /** Scratch: the rows to refold in the current call. */
+  refold: Int32Array;
   /** Rows updated without a refold by the last call (a statistic). */
   nUpdated: number;
   /**
@@ -157,7 +162,7 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
       xBits, xVals: new Float32Array(xBits.buffer), negTotal: 0, y: new Float32Array(m.rows), valid: false, full: false,
       rows: new Int32Array(m.rows), nRows: 0, mark: new Uint8Array(m.rows), changed: new Int32Array(m.cols), nChanged: 0, usable: 0,
       version: 0,
-      rowExact: new Float64Array(4 * m.rows), oldX: new Float32Array(m.cols), nUpdated: 0, stamp: -1, prevStamp: -1,
+      rowExact: new Float64Array(4 * m.rows), refold: new Int32Array(m.rows), oldX: new Float32Array(m.cols), nUpdated: 0, stamp: -1, prevStamp: -1,
     };
     byM.set(m, st);
   }
@@ -328,43 +333,46 @@ function deltaLinearIn(
   const mark = st.mark;
   const rows = st.rows;
   const e = st.rowExact;
+  const yv = st.y;
   let nr = 0;
+  let nf = 0;
   let walked = 0;
+  const refold = st.refold;
+  // mark: 0 not reached, 1 reached and exact so far, 2 to be refolded (listed in `refold`)
   for (let t = 0; t < nc; t++) {
     const c = changed[t];
-    walked += colPtr[c + 1] - colPtr[c];
+    const k0 = colPtr[c];
+    const k1 = colPtr[c + 1];
+    walked += k1 - k0;
     const xn = x[xOff + c];
     const xo = oldX[t];
     const lx = xn === 0 ? 0 : lowbit32(xb[c]);
-    for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
+    for (let k = k0; k < k1; k++) {
       const r = rowIdx[k];
-      let f = mark[r];
-      if (f === 0) { f = e[4 * r + 2] > 0 ? 1 : 2; mark[r] = f; rows[nr++] = r; }
+      const f = mark[r];
       if (f === 2) continue;
+      if (f === 0) { mark[r] = 1; rows[nr++] = r; }
+      const r4 = 4 * r;
+      const T = e[r4 + 2];
       const w = cv[k];
       const pn = w * xn;
       const po = w * xo;
-      if (pn !== 0 && (wLow[k] + lx < e[4 * r + 3] || Math.abs(pn) >= e[4 * r + 2])) { mark[r] = 2; continue; }
-      e[4 * r] += pn - po;
-      e[4 * r + 1] += Math.abs(pn) - Math.abs(po);
+      if (T === 0 || (pn !== 0 && (wLow[k] + lx < e[r4 + 3] || Math.abs(pn) >= T))) { mark[r] = 2; refold[nf++] = r; continue; }
+      const v = (e[r4] += pn - po);
+      if ((e[r4 + 1] += Math.abs(pn) - Math.abs(po)) >= T) { mark[r] = 2; refold[nf++] = r; continue; }
+      yv[r] = v === 0 ? 0 : v; // exact: a float32 (an exact 0 folds to +0)
     }
   }
-  let nUpdated = 0;
+  // rows left exact hold their exact sum in y already; the others are refolded from scratch
   let refoldEntries = 0;
-  for (let t = 0; t < nr; t++) {
-    const r = rows[t];
-    const f = mark[r];
-    mark[r] = 0;
-    if (f === 1 && e[4 * r + 1] < e[4 * r + 2]) {
-      const v = e[4 * r];
-      const acc = v === 0 ? 0 : v; // the exact sum is a float32; an exact 0 folds to +0
-      st.y[r] = bf16 ? ctx.act(acc) : acc;
-      nUpdated++;
-    } else {
-      refoldEntries += rowPtr[r + 1] - rowPtr[r];
-      refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
-    }
+  for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
+  if (bf16) for (let t = 0; t < nr; t++) { const r = rows[t]; yv[r] = ctx.act(yv[r]); }
+  for (let t = 0; t < nf; t++) {
+    const r = refold[t];
+    refoldEntries += rowPtr[r + 1] - rowPtr[r];
+    refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
   }
+  const nUpdated = nr - nf;
   st.full = false;
   st.nRows = nr;
   st.nChanged = nc;

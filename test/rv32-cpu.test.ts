@@ -27,6 +27,7 @@ import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 import { decodeToken, encodeToken, type TokenKind } from '../riscv/protocol.ts';
 import { cli } from './helpers/cli.ts';
+import { ISA_TEST_GROUPS, buildProgram } from '../riscv/isa-tests/index.ts';
 
 const MEM = 32 * 1024;
 
@@ -51,6 +52,18 @@ describe('the chip in the IR interpreter = the golden token trace', () => {
     expect(trace.halt.reason).toBe('tohost');
     expect(r.divergence).toBeNull();
     expect(r.exitCode).toBe(0);
+  }, 120_000);
+
+  it('tohost halting with a failed case: the code is value >>> 1 (here 3), every token as the golden trace', () => {
+    // the alu fixture with case 3's expected constant changed: its check fails and stores 3·2 + 1
+    const good = fs.readFileSync('fixtures/isa/alu.elf');
+    const bad = buildProgram(ISA_TEST_GROUPS[0]!, { mode: 'tohost', mutateCase: 3 }).elf;
+    expect(bad.length).toBe(good.length);
+    const { r, trace } = againstGolden(bad);
+    expect(trace.halt.reason).toBe('tohost');
+    expect(r.divergence).toBeNull();
+    expect(r.tokens).toEqual(Array.from(trace.tokens));
+    expect(r.exitCode).toBe(3);
   }, 120_000);
 
   it('the hello firmware loaded by prompt: the same stream after the loader prompt', () => {

@@ -856,7 +856,12 @@ export function cpuCircuit(opts: CpuOptions) {
       const tohostHalt = c.linear([...[0, 1, 2, 3].map((k) => [ea[k]!.eq(tohostWord[k]!), 1] as [Sig, number]), [isSW, 1], [nonZero, 1]])
         .eq(6).named('tohostHalt');
       const tohostSmall = c.table('tohostSmall', [bTopZero, bHigh], (z, h) => (z && h <= 1 ? 1 : 0), [0, 1]);
-      const half = c.linear([[c.table('tohostHalf', [B[0]!], (v) => v >> 1, [0, 127]), 1], [c.table('tohostBit8', [bHigh], (h) => (h === 1 ? 1 : 0), [0, 1]), 128]]);
+      // (value >>> 1) & 255 from B's bits: bits 1…7 are a linear form (a table over byte 0 would
+      // be 254 ramp units that move with every change of rs2's low byte), bit 8 a table over bHigh
+      const half = c.linear([
+        ...Array.from({ length: 7 }, (_, k) => [b[k + 1]!, 2 ** k] as [Sig, number]),
+        [c.table('tohostBit8', [bHigh], (h) => (h === 1 ? 1 : 0), [0, 1]), 128],
+      ], 0, [0, 255]);
       const tohostCode = c.select(tohostSmall, half, 255);
       halting = c.linear([[a7is93, 1], [tohostHalt, 1]], 0, [0, 1]).named('halting'); // never both (ecall vs a store)
       haltPay = c.linear([[haltPay, 1], [c.select(tohostHalt, tohostCode, 0), 1]], 0, [0, 255]);

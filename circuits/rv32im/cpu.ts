@@ -450,6 +450,11 @@ export function cpuCircuit(opts: CpuOptions) {
       [c.table(`${name}b${k}`, [clsAlu, ins[14]!, ins[from + k]!], (cls, f3hi, x) => (cls === 6 && f3hi === 0 ? x : 0), [0, 1]), 2 ** k] as [Sig, number])).named(name);
     const am = regs.read(mulAddr(15, 'rs1m'));
     const bm = regs.read(mulAddr(20, 'rs2m'));
+    // The effective address's base through one more read port that reads x0 unless the instruction
+    // loads or stores: with its immediate gated the same way (below), the address and every table
+    // over it stay constant across runs of other instructions (incremental decode skips them).
+    const usesEa = (op: number) => op === 0x03 || op === 0x23;
+    const aE = regs.read(regAddr(15, 0, 'rs1e', usesEa));
     const Am = bitsWord(c, am);
     const Bm = bitsWord(c, bm);
     const A = bitsWord(c, a);
@@ -490,14 +495,19 @@ export function cpuCircuit(opts: CpuOptions) {
     // Its offset (bits 0, 1) comes straight from the operands' low bits, two layers before the sum.
     // Its immediate from the instruction's bits: I and S agree from bit 5 up; bits 0…4 follow
     // opcode bit 5 (0 load, 1 store; the address only matters to those two).
+    // Every immediate bit is 0 unless the instruction loads or stores, like the base (aE): the
+    // address of any other instruction is 0.
+    const isMem = c.linear([[isLoad, 1], [isStore, 1]], 0, [0, 1]).named('isMem');
+    const immSign = c.table('eaImmS', [isMem, ins[31]!], (m, x) => (m ? x : 0), [0, 1]);
     const eaImmBits = Array.from({ length: 32 }, (_, k) => k < 5
-      ? c.table(`eaImm${k}`, [ins[5]!, ins[7 + k]!, ins[20 + k]!], (st, sb, ib) => (st ? sb : ib), [0, 1])
-      : ins[Math.min(20 + k, 31)]!);
-    const ea = add32(c, A, bitsWord(c, eaImmBits), 0, 'ea').sum;
+      ? c.table(`eaImm${k}`, [isStore, isLoad, ins[7 + k]!, ins[20 + k]!], (st, ld, sb, ib) => (st ? sb : ld ? ib : 0), [0, 1])
+      : k < 11 ? c.table(`eaImm${k}`, [isMem, ins[20 + k]!], (m, x) => (m ? x : 0), [0, 1]) : immSign);
+    const AE = bitsWord(c, aE);
+    const ea = add32(c, AE, bitsWord(c, eaImmBits), 0, 'ea').sum;
     const addrBit = (k: number) => c.table(`ea${k}`, [ea[k >> 3]!], (v) => (v >> (k & 7)) & 1, [0, 1]);
     const rowBits = Array.from({ length: memBits }, (_, k) => addrBit(2 + k));
-    const off = c.table('offset', [a[0]!, a[1]!, ins[20]!, ins[21]!, ins[7]!, ins[8]!, isStore],
-      (a0, a1, i20, i21, i7, i8, st) => (a0 + 2 * a1 + (st ? i7 + 2 * i8 : i20 + 2 * i21)) & 3, [0, 3]);
+    const off = c.table('offset', [aE[0]!, aE[1]!, eaImmBits[0]!, eaImmBits[1]!],
+      (a0, a1, i0, i1) => (a0 + 2 * a1 + i0 + 2 * i1) & 3, [0, 3]);
     const highOk = [1, 2].map((b) => {
       const mask = 0xff & ~((1 << Math.max(0, Math.min(8, 2 + memBits - 8 * b))) - 1);
       return c.table(`eaHigh${b}`, [ea[b]!], (v) => ((v & mask) === 0 ? 1 : 0), [0, 1]);

@@ -156,7 +156,7 @@ export class NormSite {
   readonly w1: Float32Array;
   readonly eps: number;
   private r = Number.NaN;
-  private sorted: Int32Array;
+  private readonly sorted: Int32Array;
   /** The stamp of out's current content and of the previous step's (DeltaShare). */
   stamp = -1;
   prevStamp = -1;

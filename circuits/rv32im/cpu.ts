@@ -498,6 +498,10 @@ export function cpuCircuit(opts: CpuOptions) {
     // Every immediate bit is 0 unless the instruction loads or stores, like the base (aE): the
     // address of any other instruction is 0.
     const isMem = c.linear([[isLoad, 1], [isStore, 1]], 0, [0, 1]).named('isMem');
+    // funct3 as the memory tables see it: 0 unless the instruction loads or stores. Every table
+    // below is gated by the access kind or depends on the offset, which is 0 then too, so its
+    // value is the same; its units just stop moving with other instructions' funct3.
+    const memF3 = c.table('memFunct3', [isMem, funct3], (m, f) => (m ? f : 0), [0, 7]);
     const immSign = c.table('eaImmS', [isMem, ins[31]!], (m, x) => (m ? x : 0), [0, 1]);
     const eaImmBits = Array.from({ length: 32 }, (_, k) => k < 5
       ? c.table(`eaImm${k}`, [isStore, isLoad, ins[7 + k]!, ins[20 + k]!], (st, ld, sb, ib) => (st ? sb : ld ? ib : 0), [0, 1])
@@ -519,7 +523,7 @@ export function cpuCircuit(opts: CpuOptions) {
     // word-crossing; an aligned SW writes its whole word): every other instruction's read is
     // disabled, so its row stays 0 and the read port's q projection stays constant across runs of
     // such instructions (much less work for incremental decode, docs/executor.md round 3).
-    const readsOld = c.table('readsOld', [isLoad, isStore, funct3, off], (ld, st, f3, o) =>
+    const readsOld = c.table('readsOld', [isLoad, isStore, memF3, off], (ld, st, f3, o) =>
       (ld || (st && (f3 < 2 || o !== 0)) ? 1 : 0), [0, 1]);
     // The read port's enable is 0 only for a load outside the RAM (which must read 0). An idle port
     // stays enabled at row 0, and so does a store outside the RAM (the console's SB: it writes
@@ -533,7 +537,7 @@ export function cpuCircuit(opts: CpuOptions) {
     // Second word of a crossing store: fed its first H (two after the start) or the D after it.
     const secondPhase = c.table('secondPhase', [fedC, ppStart!, prevWasH!], (f, ps, ph) => ((f === 2 && ps) || (f === 1 && ph) ? 1 : 0), [0, 1]);
     const writeSecond = c.and(fedH, ppH!).named('writeSecond');
-    const readNext = c.table('readNext', [isStore, funct3, off, atStart, secondPhase], (st, f3, o, at, sp) =>
+    const readNext = c.table('readNext', [isStore, memF3, off, atStart, secondPhase], (st, f3, o, at, sp) =>
       (!crosses(f3, o) ? 0 : st ? sp : at ? (4 - o > 2 ? 1 : 0) : (4 - o > 2 ? 0 : 1)), [0, 1]);
     // The read address is row 0 when no read is needed (the word is unused then): an idle
     // port's q projection then stays constant from one instruction to the next, which the
@@ -576,14 +580,14 @@ export function cpuCircuit(opts: CpuOptions) {
       return [c.table(`memRDigit${g}`, [inRamCount, readsOld, readNext, digitOf(rowBits, d), carry.count],
         (n, ro, rn, v, cc) => (n === 3 && ro ? (rn && cc === carry.full ? (v + 1) & mask : v) : 0), [0, mask]), 2 ** d.lo] as [Sig, number];
     })).named('memRow');
-    const isSW = c.table('isSW', [isStore, funct3, loading, off], (st, f3, ld, o) => (st && f3 === 2 && !ld && o === 0 ? 1 : 0), [0, 1]);
+    const isSW = c.table('isSW', [isStore, memF3, loading, off], (st, f3, ld, o) => (st && f3 === 2 && !ld && o === 0 ? 1 : 0), [0, 1]);
     // An aligned SW writes at its own position; any other store writes each merged word at the H
     // that brings it back (the second word of a crossing store at the second H).
     const memWrite = c.table('memWrite', [inRamCount, isStore, isSW, fedH, loading, loadWord],
       (n, st, sw, h, ld, lw) => (ld ? lw : n === 3 && st && (sw || h) ? 1 : 0), [0, 1]);
     // memWrite without the in-RAM check (which comes a layer later), folded into the write row's
     // source below: isSW from its parts (SW shape, offset 0, not loading) so no table waits for another.
-    const swShape = c.table('swShape', [isStore, funct3], (st, f3) => (st && f3 === 2 ? 1 : 0), [0, 1]);
+    const swShape = c.table('swShape', [isStore, memF3], (st, f3) => (st && f3 === 2 ? 1 : 0), [0, 1]);
     // The word written: B for an aligned SW, else the token's payload (a merged word at H, the
     // loader's word) — and 0 while nothing is written, so that the RAM's v projection stays put
     // across the instructions that do not store (less work for incremental decode).
@@ -664,7 +668,7 @@ export function cpuCircuit(opts: CpuOptions) {
     // Every lane choice is gated by the access kind (isLoad / isStore), so `loaded` and `merged` are 0
     // outside their instructions and enter the result sum without a select of their own.
     const pick = (name: string, f: (lane: number, f3: number, o: number) => number) =>
-      [0, 1, 2, 3].map((lane) => c.table(`${name}${lane}`, [funct3, off, isLoad], (f3, o, ld) => (ld ? f(lane, f3, o) : 0), [0, 1]));
+      [0, 1, 2, 3].map((lane) => c.table(`${name}${lane}`, [memF3, off, isLoad], (f3, o, ld) => (ld ? f(lane, f3, o) : 0), [0, 1]));
     const fromByte = (sel: Sig[], bytes: Sig[]) => sel.map((s, lane) => [c.select(s, bytes[lane]!, 0), 1] as [Sig, number]);
     // Loads (LB LH LW LBU LHU): byte i of the value is at address byte off + i — lane off + i of the
     // word read, or for a crossing load (second and third positions) either a lane of the word read
@@ -674,7 +678,7 @@ export function cpuCircuit(opts: CpuOptions) {
       [c.select(prevWasStart!, dLo[8 * jb + k]!, prevDLo[8 * jb + k]!), 2 ** k] as [Sig, number])).named(`latch${jb}`));
     const loaded: Word = [0, 1, 2, 3].map((i) => {
       const fromOld = pick(`ld${i}_`, (l, f3, o) => (loadByteSource(f3, o, i) === `old${l}` ? 1 : 0));
-      const fromLatch = [0, 1].map((jb) => c.table(`ld${i}L${jb}`, [funct3, off, isLoad], (f3, o, ld) => (ld && loadByteSource(f3, o, i) === `latch${jb}` ? 1 : 0), [0, 1]));
+      const fromLatch = [0, 1].map((jb) => c.table(`ld${i}L${jb}`, [memF3, off, isLoad], (f3, o, ld) => (ld && loadByteSource(f3, o, i) === `latch${jb}` ? 1 : 0), [0, 1]));
       // Sign extension: 255 · bit 7 of the value's top byte (always a lane of the word read now).
       const sx = pick(`sx${i}_`, (l, f3, o) => (f3 < 4 && i >= 1 << (f3 & 3) && loadByteSource(f3, o, (1 << (f3 & 3)) - 1) === `old${l}` ? 1 : 0));
       return c.linear([
@@ -689,17 +693,17 @@ export function cpuCircuit(opts: CpuOptions) {
     // Stores other than an aligned SW: the word they leave in memory (old bytes outside the stored
     // lanes); for a crossing store, the first or the second word.
     const merged: Word = [0, 1, 2, 3].map((lane) => {
-      const keep = c.table(`keep${lane}`, [funct3, off, secondPhase, isStore], (f3, o, sp, st) => (st && storeByteSource(f3, o, sp, lane) === -1 ? 1 : 0), [0, 1]);
-      const from = [0, 1, 2, 3].map((i) => c.table(`st${lane}B${i}`, [funct3, off, secondPhase, isStore], (f3, o, sp, st) => (st && storeByteSource(f3, o, sp, lane) === i ? 1 : 0), [0, 1]));
+      const keep = c.table(`keep${lane}`, [memF3, off, secondPhase, isStore], (f3, o, sp, st) => (st && storeByteSource(f3, o, sp, lane) === -1 ? 1 : 0), [0, 1]);
+      const from = [0, 1, 2, 3].map((i) => c.table(`st${lane}B${i}`, [memF3, off, secondPhase, isStore], (f3, o, sp, st) => (st && storeByteSource(f3, o, sp, lane) === i ? 1 : 0), [0, 1]));
       return c.linear([[c.select(keep, oldByte[lane]!, 0), 1], ...from.map((sl, i) => [c.select(sl, B[i]!, 0), 1] as [Sig, number])], 0, [0, 255]).named(`merged${lane}`);
     });
-    const isSubStore = c.table('isSubStore', [isStore, funct3, off], (st, f3, o) => (st && (f3 < 2 || o !== 0) ? 1 : 0), [0, 1]);
+    const isSubStore = c.table('isSubStore', [isStore, memF3, off], (st, f3, o) => (st && (f3 < 2 || o !== 0) ? 1 : 0), [0, 1]);
     // A store whose four address bytes all equal the console's: one compare over the byte tests and isStore.
     const consoleWord = constWord(c, CONSOLE_ADDR);
     // consoleCount = 5 ⇔ a store to the console: the tables that need "console store" read the count
     // (a free sum of the byte tests) rather than a compare after it.
     const consoleCount = c.linear([...[0, 1, 2, 3].map((k) => [ea[k]!.eq(consoleWord[k]!), 1] as [Sig, number]), [isStore, 1]]).named('consoleCount');
-    const crossing = c.table('crossing', [funct3, off], (f3, o) => (crosses(f3, o) ? 1 : 0), [0, 1]);
+    const crossing = c.table('crossing', [memF3, off], (f3, o) => (crosses(f3, o) ? 1 : 0), [0, 1]);
     // A store into the program's code (row < codeEnd, at most CODE_STORE_WORDS): A(w) first, then
     // the word it leaves through D + H like a sub-word store.
     const smcEnd = Math.min(opts.codeEnd ?? opts.codeWords, CODE_STORE_WORDS);
@@ -840,7 +844,10 @@ export function cpuCircuit(opts: CpuOptions) {
     const targetB = add32(c, pcWord, wordFromSpec(c, ins, immSpec('B')), 0, 'tb').sum;
     const targetJ = add32(c, pcWord, wordFromSpec(c, ins, immSpec('J')), 0, 'tj').sum;
     const targetR = add32(c, A, immI, 0, 'tr').sum;
-    const target = muxWord(c, isJalr, targetR, muxWord(c, isJal, targetJ, targetB));
+    // One case per kind, 0 for every other instruction: the tables over the target (its word index
+    // for the J payload) then stay put across runs of instructions that do not jump or branch.
+    const target = [0, 1, 2, 3].map((k) =>
+      c.choose([[isJalr, targetR[k]!], [isJal, targetJ[k]!], [isBranch, targetB[k]!]], [0, 255]));
     // Word index of the target: bits 2…16 of (target − CODE_BASE).
     const tw0 = c.table('tw0', [target[0]!], (v) => v >> 2, [0, 63]);
     const tw1 = target[1]!;

@@ -48,6 +48,17 @@ export function rmsNorm1p(
 /** fl(1 + w_i) per norm weight vector (weights are not mutated after their first use). */
 const onePlusCache = new WeakMap<Float32Array, Float32Array>();
 
+/** The vector fl(1 + w_i) of a norm weight vector (cached per vector). */
+export function onePlusWeights(w: Float32Array): Float32Array {
+  let w1 = onePlusCache.get(w);
+  if (w1 === undefined || w1.length !== w.length) {
+    w1 = new Float32Array(w.length);
+    for (let i = 0; i < w.length; i++) w1[i] = f32(1 + w[i]);
+    onePlusCache.set(w, w1);
+  }
+  return w1;
+}
+
 /**
  * rmsNorm1p for the f32 profile in index order (sequential and fma orders: the sum of squares
  * has no product to fuse), in one monomorphic pass each: the same operations, rounded the same
@@ -57,12 +68,7 @@ function rmsNorm1pF32(
   ctx: ExecNumericContext, x: Float32Array, xOff: number, n: number, w: Float32Array, eps: number,
   out: Float32Array, outOff: number,
 ): void {
-  let w1 = onePlusCache.get(w);
-  if (w1 === undefined || w1.length !== w.length) {
-    w1 = new Float32Array(w.length);
-    for (let i = 0; i < w.length; i++) w1[i] = f32(1 + w[i]);
-    onePlusCache.set(w, w1);
-  }
+  const w1 = onePlusWeights(w);
   let acc = -0;
   for (let i = 0; i < n; i++) { const v = x[xOff + i]; acc = f32(acc + f32(v * v)); }
   const r = rsqrt32(f32(meanOf(ctx, acc, n) + f32(eps)));

@@ -30,7 +30,7 @@
  */
 import type { ExecNumericContext } from './numeric.ts';
 import { rsqrt32 } from './numeric.ts';
-import { meanOf } from './norms.ts';
+import { meanOf, onePlusWeights } from './norms.ts';
 import { nextInputStamp, type InputChanges, type OutputSource } from './delta.ts';
 
 const f32 = Math.fround;
@@ -168,8 +168,7 @@ export class NormSite {
     const H = w.length;
     this.out = new TrackedVector(H);
     this.prefix = new Float32Array(H);
-    this.w1 = new Float32Array(H);
-    for (let i = 0; i < H; i++) this.w1[i] = f32(1 + w[i]);
+    this.w1 = onePlusWeights(w);
     this.eps = eps;
     this.sorted = new Int32Array(H);
     this.since = { prevStamp: -1, changed: this.out.changed, nChanged: 0 };

@@ -491,17 +491,12 @@ export function cpuCircuit(opts: CpuOptions) {
     // ── data memory: one aligned 32-bit word per row at CODE_BASE + 4·row ─────────────────────
     // `sum` is the effective address. Its bits 2… address the row; offset = bits 0, 1. An address
     // outside [CODE_BASE, CODE_BASE + 4·memWords) reads 0 and writes nothing (the enable).
-    // The address has its own adder, A + immIS, beside the ALU's A + opB: no operand mux before it.
+    // The address has its own adder, aE + immediate, beside the ALU's A + opB: no operand mux
+    // before it. Base and immediate are both 0 unless the instruction loads or stores (aE from its
+    // own read port; each immediate bit a small table: I and S agree from bit 5 up, bits 0…4 pick
+    // the S or I field), so any other instruction's address is 0 and the tables over it stay put.
     // Its offset (bits 0, 1) comes straight from the operands' low bits, two layers before the sum.
-    // Its immediate from the instruction's bits: I and S agree from bit 5 up; bits 0…4 follow
-    // opcode bit 5 (0 load, 1 store; the address only matters to those two).
-    // Every immediate bit is 0 unless the instruction loads or stores, like the base (aE): the
-    // address of any other instruction is 0.
     const isMem = c.linear([[isLoad, 1], [isStore, 1]], 0, [0, 1]).named('isMem');
-    // funct3 as the memory tables see it: 0 unless the instruction loads or stores. Every table
-    // below is gated by the access kind or depends on the offset, which is 0 then too, so its
-    // value is the same; its units just stop moving with other instructions' funct3.
-    const memF3 = c.table('memFunct3', [isMem, funct3], (m, f) => (m ? f : 0), [0, 7]);
     const immSign = c.table('eaImmS', [isMem, ins[31]!], (m, x) => (m ? x : 0), [0, 1]);
     const eaImmBits = Array.from({ length: 32 }, (_, k) => k < 5
       ? c.table(`eaImm${k}`, [isStore, isLoad, ins[7 + k]!, ins[20 + k]!], (st, ld, sb, ib) => (st ? sb : ld ? ib : 0), [0, 1])
@@ -512,6 +507,10 @@ export function cpuCircuit(opts: CpuOptions) {
     const rowBits = Array.from({ length: memBits }, (_, k) => addrBit(2 + k));
     const off = c.table('offset', [aE[0]!, aE[1]!, eaImmBits[0]!, eaImmBits[1]!],
       (a0, a1, i0, i1) => (a0 + 2 * a1 + i0 + 2 * i1) & 3, [0, 3]);
+    // funct3 as the memory tables see it: 0 unless the instruction loads or stores. Every table
+    // below is gated by the access kind or depends on the offset, which is 0 then too, so its
+    // value is the same; its units just stop moving with other instructions' funct3.
+    const memF3 = c.table('memFunct3', [isMem, funct3], (m, f) => (m ? f : 0), [0, 7]);
     const highOk = [1, 2].map((b) => {
       const mask = 0xff & ~((1 << Math.max(0, Math.min(8, 2 + memBits - 8 * b))) - 1);
       return c.table(`eaHigh${b}`, [ea[b]!], (v) => ((v & mask) === 0 ? 1 : 0), [0, 1]);

@@ -83,8 +83,10 @@ export interface GdnCache {
   track?: GdnTrack;
   /** 1 when every conv state entry is known to be +0 (bit pattern 0); 0 = unknown. See idleStep. */
   convZero?: number;
-  /** The mixer output of an idle step (see idleStep), once one has run; valid for these weights only. */
-  /** The idle step's output; `source` names it as a vector that never changes (OutputSource). */
+  /**
+   * The mixer output of an idle step (see idleStep), once one has run; valid for these weights
+   * only. `source` names it as a vector that never changes (delta.ts OutputSource).
+   */
   idleOut?: { weights: GdnWeights; out: Float32Array; source: OutputSource };
 }
 

@@ -455,6 +455,27 @@ describe('hazards: violated preconditions break exactness', () => {
     expect(mismatches(buildCase({ ...WIDE16, keyScale: 32 }), ops)).toBeGreaterThan(0);
     expect(mismatches(buildCase(WIDE16), ops)).toBe(0);
   });
+  it('a row rewritten and then read inside one chunk: fused products read a residue there (reads stay in decode steps)', () => {
+    // The chunked kernel reads the row as q·S_prev + Σ_j attn·v_new_j, where the rewrite's v_new
+    // holds −T at the old hot column: fl(c·T) + fl(c·(−T)) = 0, but an FMA sum adds the exact
+    // product c·(−T) to the rounded fl(c·T) = 16 and leaves a residue (−8.01e−7 at dk = 128, the
+    // value transformers' torch chunked kernel gives on CPU and CUDA; docs/hf-check.md).
+    const b = buildCase(WIDE128);
+    const vals = (x: number) => Array.from({ length: 9 }, (_, f) => (x * (f + 3)) % 256);
+    const idle = [{ en: 0 as const, addr: 0 }];
+    const ops: Op[] = [
+      { wen: 1, waddr: 5, wvals: vals(1), reads: idle },
+      { wen: 1, waddr: 5, wvals: vals(2), reads: idle },
+      { wen: 0, waddr: 0, wvals: vals(0), reads: [{ en: 1, addr: 5 }] },
+    ];
+    const h = harnessFor(b, ops);
+    const model = new RamModel(b.c);
+    ops.forEach((op) => model.apply(op));
+    const readMismatch = (opts: ExecOptions & { prefill?: number }) => outMismatch(b, h, run(h, ops.length, opts).out[2]!, model, ops[2]!);
+    expect(readMismatch({ order: { kind: 'sequential' }, prefill: 3 })).toBe(0);
+    expect(readMismatch({ order: { kind: 'fma' }, prefill: 3 })).toBeGreaterThan(0);
+    expect(readMismatch({ order: { kind: 'fma' } })).toBe(0); // decode steps: one product per read
+  });
   it('dt_bias −20 (g ≈ −2e−9, not −0): a 64-token write prompt decays the state; −128 is exact', () => {
     const b = buildCase(WIDE16);
     const ops = promptThenReads(WIDE16, 64, 0, 51);

@@ -1,32 +1,46 @@
 #!/usr/bin/env python3
 """Run an emitted chipc checkpoint in Hugging Face transformers and compare its greedy tokens
-with chipc's golden trace (issue 6, item 5).
+with chipc's golden trace (issue 6, item 5; results in docs/hf-check.md).
 
 Used only on a machine with PyTorch and transformers (a version that knows the checkpoint's
-model_type: qwen3_5_text / qwen3_next). The trace comes from chipc:
+model_type: qwen3_5_text / qwen3_next). The checkpoint and the trace come from chipc:
 
-    npx chipc compile circuits/rv32im/cpu.ts --target chip-test -o CKPT     # or a merged model
+    npx chipc run fixtures/firmware/hello.elf --target chip-test --emit CKPT   # the chip for this program
     npx chipc trace fixtures/firmware/hello.elf -o hello.trace.json
-    python tools/hf_check.py CKPT --trace hello.trace.json --dtype float32
-    python tools/hf_check.py CKPT --trace hello.trace.json --dtype bfloat16 --mode stepwise
+    python tools/hf_check.py CKPT --trace hello.trace.json                       # float32, stepwise
+    python tools/hf_check.py CKPT --trace hello.trace.json --dtype bfloat16
+
+The RV32 chip needs the checkpoint compiled for the program (`chipc run --emit` sizes the code RAM
+to it) with the same data RAM size. The prompt is the loader prompt (write tokens), so plain greedy
+decoding runs the program: no state file, no driver.
 
 Without --trace, a token-list check of any checkpoint (e.g. a compiled example circuit):
     python tools/hf_check.py CKPT --tokens 1,2,3 --generate 8 [--expect 4,5,6,...]
 prints the last prompt position's top logits (and the sha256 of the float32 logits vector) as
 `npx chipc exec CKPT --tokens ... --json` does, and the greedy continuation.
 
-The RV32 chip needs a checkpoint compiled for the program (`chipc run` compiles one per program: the
-code RAM is sized to it); `--model` must be that checkpoint. The prompt is the loader prompt (write
-tokens), so plain greedy decoding runs the program: no state file, no driver.
+Modes (--mode; the default is generate for a model with an attention layer, else stepwise):
+  generate  one `model.generate(prompt, do_sample=False)` call. transformers cannot run it on a
+            model whose layers are all linear attention (the chip alone): its cache cannot report
+            a length there, so it is refused for such a model.
+  stepwise  the prompt fed one token at a time with the cache (the recurrent GDN kernel
+            throughout), then greedy decoding. This is the path the chip is exact on.
+  prefill   one forward over the whole prompt (the chunked GDN kernel), then one cached forward
+            per generated token. The chip is NOT exact through transformers' chunked kernel: its
+            matmuls fuse the products of a RAM row written twice within a chunk (docs/hf-check.md,
+            "The chunked kernel"), so this mode shows that hazard rather than checking the chip.
+Positions are passed explicitly and masks are not built (one unpadded sequence). stepwise and
+prefill compare each token as it is generated and stop at the first divergence.
 
-Modes:
-  generate  one `model.generate(prompt, do_sample=False)` call (the prompt goes through the
-            model's prefill; its GDN layers use the chunked kernel there);
-  stepwise  the prompt fed one token at a time with the cache (the recurrent kernel throughout),
-            then greedy decoding, as chipc's executor does.
-Exit status: 0 every generated token matches, 1 a divergence (first one reported), 2 an error.
+Numerics: TF32 is switched off for matmuls and cuDNN convolutions unless --allow-tf32 is given
+(TF32 rounds float32 inputs to 10 mantissa bits, which no exactness argument survives).
+--time-limit S stops after S seconds of prompt and decoding; the report then says how many tokens
+were compared and "complete": false.
+
+Exit status: 0 every compared token matches, 1 a divergence (the first one is reported), 2 an error.
 """
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -52,30 +66,124 @@ def load_trace(path):
     return doc
 
 
-def token_list_check(args, model, device, torch):
+def load_model(args, torch, device):
+    """Loads straight onto the device (no host copy of the upcast weights: several checks can share a host)."""
+    from transformers import AutoModelForCausalLM
+    dtype = torch.float32 if args.dtype == "float32" else torch.bfloat16
+    kwargs = {"attn_implementation": args.attn}
+    try:
+        import accelerate  # noqa: F401 - device_map needs it
+        kwargs["device_map"] = device
+    except ImportError:
+        pass
+    try:
+        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype, **kwargs)
+    except TypeError:  # transformers before `dtype=` (4.56)
+        model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=dtype, **kwargs)
+    return model.to(device).eval()
+
+
+class CachedRunner:
+    """Forward calls on one sequence with the model's cache, positions given explicitly.
+
+    A cache of linear-attention layers only cannot report its length (transformers'
+    get_seq_length raises), so neither positions nor the causal mask can be derived from it; with
+    one unpadded sequence no mask is needed, and passing the mask mapping skips building one.
+    """
+
+    NO_MASKS = {"full_attention": None, "linear_attention": None, "sliding_attention": None}
+
+    def __init__(self, model, device, torch, explicit_masks):
+        self.model, self.device, self.torch = model, device, torch
+        self.explicit_masks = explicit_masks
+        self.past, self.logits, self.pos = None, None, 0
+
+    def forward(self, tokens):
+        torch = self.torch
+        n = len(tokens)
+        kwargs = {}
+        if self.explicit_masks:
+            kwargs["attention_mask"] = self.NO_MASKS
+        r = self.model(
+            torch.tensor([tokens], dtype=torch.long, device=self.device), past_key_values=self.past,
+            position_ids=torch.arange(self.pos, self.pos + n, dtype=torch.long, device=self.device)[None, :],
+            use_cache=True, **kwargs,
+        )
+        self.past, self.logits, self.pos = r.past_key_values, r.logits, self.pos + n
+
+    def argmax(self):
+        return int(self.torch.argmax(self.logits[0, -1]).item())
+
+
+def token_list_check(args, model, device, torch, has_attention):
     """The token-list mode: prefill logits of the last position, then an optional greedy continuation."""
-    import hashlib
-    ids = torch.tensor([[int(t) for t in args.tokens.split(",")]], device=device)
+    prompt = [int(t) for t in args.tokens.split(",")]
+    runner = CachedRunner(model, device, torch, explicit_masks=not has_attention)
     with torch.no_grad():
-        logits = model(ids).logits[0, -1].float().cpu()
-    top = torch.topk(logits, args.top)
-    print(json.dumps({
-        "mode": "prefill", "dtype": args.dtype, "attn": args.attn,
-        "top": [{"token": int(i), "logit": float(v)} for v, i in zip(top.values, top.indices)],
-        "logits_sha256": hashlib.sha256(logits.numpy().tobytes()).hexdigest(),
-    }))
+        runner.forward(prompt)
+        logits = runner.logits[0, -1].float().cpu()
+        top = torch.topk(logits, args.top)
+        print(json.dumps({
+            "mode": "prefill", "dtype": args.dtype, "attn": args.attn,
+            "top": [{"token": int(i), "logit": float(v)} for v, i in zip(top.values, top.indices)],
+            "logits_sha256": hashlib.sha256(logits.numpy().tobytes()).hexdigest(),
+        }))
+        gen = []
+        for _ in range(args.generate):
+            gen.append(runner.argmax())
+            runner.forward([gen[-1]])
     ok = True
     if args.generate > 0:
-        with torch.no_grad():
-            out = model.generate(ids, max_new_tokens=args.generate, do_sample=False, num_beams=1,
-                                 pad_token_id=0, eos_token_id=None)
-        gen = [int(t) for t in out[0, ids.shape[1]:].tolist()]
-        print(json.dumps({"mode": "generate", "dtype": args.dtype, "attn": args.attn, "generated": gen}))
+        print(json.dumps({"mode": "prefill", "dtype": args.dtype, "attn": args.attn, "generated": gen}))
         if args.expect is not None:
             want = [int(t) for t in args.expect.split(",")]
             ok = gen == want
             print(json.dumps({"expected": want, "match": ok}))
     return 0 if ok else 1
+
+
+def check_generate(model, device, torch, prompt, expected):
+    ids = torch.tensor([prompt], dtype=torch.long, device=device)
+    t0 = time.time()
+    out = model.generate(
+        ids, max_new_tokens=len(expected), min_new_tokens=len(expected), do_sample=False, num_beams=1,
+        eos_token_id=None, pad_token_id=0, use_cache=True,
+    )
+    got = out[0, len(prompt):].tolist()
+    first = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), None)
+    if first is None and len(got) != len(expected):
+        first = min(len(got), len(expected))
+    return got, first, None, time.time() - t0
+
+
+def check_cached(args, model, device, torch, prompt, expected, has_attention):
+    runner = CachedRunner(model, device, torch, explicit_masks=not has_attention)
+    t0 = time.time()
+    deadline = None if args.time_limit is None else t0 + args.time_limit
+    got = []
+    first = None
+    if args.mode == "prefill":
+        runner.forward(prompt)
+    else:
+        for t in prompt:
+            runner.forward([t])
+            if deadline is not None and time.time() >= deadline:
+                return got, first, time.time() - t0, 0.0  # the prompt did not finish: nothing compared
+    if device == "cuda":
+        torch.cuda.synchronize()
+    prompt_s = time.time() - t0
+    for i, want in enumerate(expected):
+        nxt = runner.argmax()
+        got.append(nxt)
+        if nxt != want:
+            first = i
+            break
+        if args.progress and (i + 1) % args.progress == 0:
+            print(f"hf_check: {i + 1} tokens match ({time.time() - t0:.1f} s)", file=sys.stderr, flush=True)
+        if i + 1 == len(expected) or (deadline is not None and time.time() >= deadline):
+            break
+        runner.forward([nxt])
+    return got, first, prompt_s, time.time() - t0 - prompt_s
 
 
 def main():
@@ -88,29 +196,46 @@ def main():
     ap.add_argument("--top", type=int, default=5, help="token-list mode: top logits to print")
     ap.add_argument("--attn", default="eager", choices=["eager", "sdpa"], help="attention implementation")
     ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
-    ap.add_argument("--mode", choices=["generate", "stepwise"], default="generate")
+    ap.add_argument("--mode", choices=["generate", "prefill", "stepwise"], default=None,
+                    help="default: generate when the model has an attention layer, else stepwise")
     ap.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     ap.add_argument("--max-new-tokens", type=int, default=None, help="compare only this many generated tokens")
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="stop after this many seconds of prompt and decoding (prefill/stepwise); the report says complete: false")
+    ap.add_argument("--allow-tf32", action="store_true", help="leave TF32 on for matmuls and cuDNN (off by default)")
+    ap.add_argument("--progress", type=int, default=0, help="print a line on stderr every N matching tokens")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     args = ap.parse_args()
     if (args.trace is None) == (args.tokens is None):
         fail("give exactly one of --trace FILE or --tokens IDS")
+    if args.time_limit is not None and args.time_limit <= 0:
+        fail("--time-limit must be positive")
 
     trace = load_trace(args.trace) if args.trace is not None else None
     try:
         import torch
-        from transformers import AutoModelForCausalLM
+        import transformers
     except ImportError as e:
         fail(f"needs PyTorch and transformers ({e})")
+    torch.backends.cuda.matmul.allow_tf32 = args.allow_tf32
+    torch.backends.cudnn.allow_tf32 = args.allow_tf32
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = torch.float32 if args.dtype == "float32" else torch.bfloat16
     t0 = time.time()
-    model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=dtype, attn_implementation=args.attn)
-    model.to(device).eval()
+    model = load_model(args, torch, device)
     load_s = time.time() - t0
+    layer_types = getattr(model.config, "layer_types", None) or []
+    has_attention = any(t != "linear_attention" for t in layer_types) or not layer_types
     if trace is None:
-        sys.exit(token_list_check(args, model, device, torch))
+        sys.exit(token_list_check(args, model, device, torch, has_attention))
+    if args.mode is None:
+        args.mode = "generate" if has_attention else "stepwise"
+    elif args.mode == "generate" and not has_attention:
+        fail("transformers' generate() cannot run a model without an attention layer (its cache cannot report "
+             "its length); use --mode stepwise or prefill")
+    if args.mode == "generate" and args.time_limit is not None:
+        fail("--time-limit applies to --mode prefill and stepwise")
+
     vocab = model.config.vocab_size
     prompt = trace["prompt"]
     expected = trace["expected"]
@@ -119,55 +244,36 @@ def main():
     if max(prompt + expected) >= vocab:
         fail(f"the trace uses token id {max(prompt + expected)} but the model's vocabulary has {vocab}")
 
-    t1 = time.time()
     with torch.no_grad():
         if args.mode == "generate":
-            ids = torch.tensor([prompt], dtype=torch.long, device=device)
-            out = model.generate(
-                ids, max_new_tokens=len(expected), min_new_tokens=len(expected), do_sample=False, num_beams=1,
-                eos_token_id=None, pad_token_id=0, use_cache=True,
-            )
-            got = out[0, len(prompt):].tolist()
+            got, first, prompt_s, decode_s = check_generate(model, device, torch, prompt, expected)
         else:
-            past = None
-            logits = None
-            for t in prompt:
-                r = model(torch.tensor([[t]], dtype=torch.long, device=device), past_key_values=past, use_cache=True)
-                past, logits = r.past_key_values, r.logits
-            got = []
-            for _ in range(len(expected)):
-                nxt = int(torch.argmax(logits[0, -1]).item())
-                got.append(nxt)
-                r = model(torch.tensor([[nxt]], dtype=torch.long, device=device), past_key_values=past, use_cache=True)
-                past, logits = r.past_key_values, r.logits
-    gen_s = time.time() - t1
-
-    first = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), None)
-    if first is None and len(got) != len(expected):
-        first = min(len(got), len(expected))
+            got, first, prompt_s, decode_s = check_cached(args, model, device, torch, prompt, expected, has_attention)
+    compared = len(got) if first is None else first + 1
     result = {
         "model": args.model, "trace": args.trace, "elf": trace.get("elf", {}).get("name"), "dtype": args.dtype,
-        "mode": args.mode, "device": device, "promptTokens": len(prompt), "compared": len(expected),
+        "mode": args.mode, "device": device,
+        "deviceName": torch.cuda.get_device_name(0) if device == "cuda" else None,
+        "tf32": args.allow_tf32, "promptTokens": len(prompt), "expectedTokens": len(expected),
+        "compared": compared, "complete": first is None and len(got) == len(expected),
         "divergence": None if first is None else {
             "index": first, "expected": expected[first] if first < len(expected) else None,
             "got": got[first] if first < len(got) else None,
         },
-        "loadSeconds": round(load_s, 2), "generateSeconds": round(gen_s, 2),
-        "tokensPerSecond": round(len(got) / gen_s, 1) if gen_s > 0 else None,
-        "torch": torch.__version__,
+        "loadSeconds": round(load_s, 2),
+        "promptSeconds": None if prompt_s is None else round(prompt_s, 2),
+        "decodeSeconds": round(decode_s, 2),
+        "decodeTokensPerSecond": round(len(got) / decode_s, 1) if decode_s > 0 else None,
+        "torch": torch.__version__, "transformers": transformers.__version__,
     }
-    try:
-        import transformers
-        result["transformers"] = transformers.__version__
-    except Exception:  # noqa: BLE001 - version reporting only
-        pass
     if args.json:
         print(json.dumps(result))
     else:
-        print(f"{result['elf']}: {len(expected)} tokens compared ({args.mode}, {args.dtype}, {device}), "
-              f"{result['tokensPerSecond']} tokens/s")
+        state = "all" if result["complete"] else "the first"
+        print(f"{result['elf']}: {compared} of {len(expected)} tokens compared ({args.mode}, {args.dtype}, {device}), "
+              f"{result['decodeTokensPerSecond']} tokens/s")
         if first is None:
-            print("0 divergences from the golden trace")
+            print(f"0 divergences from the golden trace in {state} {compared} tokens")
         else:
             print(f"divergence at generated token {first}: expected {result['divergence']['expected']}, "
                   f"got {result['divergence']['got']}")

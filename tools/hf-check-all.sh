@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs the firmware demos on the RV32 chip in Hugging Face transformers, in parallel, and collects
+# tools/hf_check.py's reports (docs/hf-check.md). Needs Python with PyTorch and transformers, and
+# chipc (`npx chipc` by default; set CHIPC to another launcher, e.g. `node bundle.mjs`).
+#
+#   bash tools/hf-check-all.sh OUTDIR [JOBS]
+#
+# JOBS is a list of `program:dtype:mode:seconds[:target]` (default below; target chip-test): for
+# each program and target the chip compiled for it is emitted once (bf16 weights, which every job
+# loads: `float32` jobs compute in float32 over the exact upcast, `bfloat16` jobs in bf16) and the
+# program's golden trace written; every job
+# then runs as its own process, stopped after `seconds` of prompt and decoding (0 = the whole
+# trace). `mode` is stepwise, prefill, or either with `-tf32` (TF32 left on). Each job's JSON report
+# is OUTDIR/PROGRAM-TARGET-DTYPE-MODE.json, its stderr beside it as .log; OUTDIR/summary.txt lists
+# them.
+# Checkpoints go to $HF_CHECK_WORK (default: a temporary directory), removed at the end.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: hf-check-all.sh OUTDIR [JOBS]}
+jobs=${2:-"hello:float32:stepwise:0 hello:bfloat16:stepwise:0 hello:float32:prefill:0 hello:float32:stepwise-tf32:0 calc:float32:stepwise:240 calc:bfloat16:stepwise:240 fixedpoint:float32:stepwise:240 crc32:float32:stepwise:240 sort:float32:stepwise:240 bench:float32:stepwise:240 bigfact:float32:stepwise:240"}
+chipc=${CHIPC:-npx chipc}
+python=${PYTHON:-python3}
+mkdir -p "$out"
+work=${HF_CHECK_WORK:-$(mktemp -d)}
+mkdir -p "$work"
+trap 'rm -rf "$work"/ck-*' EXIT
+
+chips=$(for j in $jobs; do IFS=: read -r p _ _ _ t <<<"$j"; echo "$p:${t:-chip-test}"; done | sort -u)
+echo "hf-check-all: emitting chips for:" $chips >&2
+t0=$(date +%s)
+for p in $(for c in $chips; do echo "${c%%:*}"; done | sort -u); do
+  $chipc trace "fixtures/firmware/$p.elf" -o "$work/$p.trace.json" >"$out/$p-trace.log" 2>&1 ||
+    echo "hf-check-all: the trace of $p failed (see $p-trace.log)" >&2
+done
+for c in $chips; do
+  p=${c%%:*} target=${c#*:}
+  (
+    $chipc run "fixtures/firmware/$p.elf" --target "$target" --emit "$work/ck-$p-$target" --dtype bf16 >"$out/$p-$target-emit.log" 2>&1 ||
+      echo "hf-check-all: emitting $p for $target failed (see $p-$target-emit.log)" >&2
+  ) &
+done
+wait
+echo "hf-check-all: chips emitted in $(( $(date +%s) - t0 )) s" >&2
+
+for j in $jobs; do
+  IFS=: read -r p dtype mode secs target <<<"$j"
+  target=${target:-chip-test}
+  name="$p-$target-$dtype-$mode"
+  extra=()
+  [ "$secs" != 0 ] && extra+=(--time-limit "$secs")
+  case $mode in
+    *-tf32) extra+=(--mode "${mode%-tf32}" --allow-tf32) ;;
+    *) extra+=(--mode "$mode") ;;
+  esac
+  OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 $python tools/hf_check.py "$work/ck-$p-$target" --trace "$work/$p.trace.json" \
+    --dtype "$dtype" --json --progress 5000 "${extra[@]}" >"$out/$name.json" 2>"$out/$name.log" &
+done
+wait
+echo "hf-check-all: all jobs done in $(( $(date +%s) - t0 )) s" >&2
+
+{
+  for j in $jobs; do
+    IFS=: read -r p dtype mode secs target <<<"$j"
+    name="$p-${target:-chip-test}-$dtype-$mode"
+    if [ -s "$out/$name.json" ]; then
+      $python - "$out/$name.json" "$name" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+d = r["divergence"]
+verdict = "0 divergences" if d is None else f"DIVERGES at generated token {d['index']} (expected {d['expected']}, got {d['got']})"
+print(f"{sys.argv[2]}: {r['compared']}/{r['expectedTokens']} tokens, {'complete' if r['complete'] else 'partial'}, "
+      f"{verdict}; load {r['loadSeconds']} s, prompt {r['promptSeconds']} s, decode {r['decodeSeconds']} s "
+      f"({r['decodeTokensPerSecond']} tok/s); {r['deviceName'] or r['device']}, torch {r['torch']}, transformers {r['transformers']}")
+EOF
+    else
+      echo "$name: no report (see $name.log)"
+    fi
+  done
+} | tee "$out/summary.txt"

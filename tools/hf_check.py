@@ -19,12 +19,13 @@ Without --trace, a token-list check of any checkpoint (e.g. a compiled example c
 prints the last prompt position's top logits (and the sha256 of the float32 logits vector) as
 `npx chipc exec CKPT --tokens ... --json` does, and the greedy continuation.
 
-Modes (--mode; the default is generate for a model with an attention layer, else stepwise):
-  generate  one `model.generate(prompt, do_sample=False)` call. transformers cannot run it on a
-            model whose layers are all linear attention (the chip alone): its cache cannot report
-            a length there, so it is refused for such a model.
+Modes (--mode, default stepwise):
   stepwise  the prompt fed one token at a time with the cache (the recurrent GDN kernel
             throughout), then greedy decoding. This is the path the chip is exact on.
+  generate  one `model.generate(prompt, do_sample=False)` call: its prefill uses the chunked
+            kernel (see prefill). transformers cannot run it on a model whose layers are all
+            linear attention (the chip alone): its cache cannot report a length there, so it is
+            refused for such a model.
   prefill   one forward over the whole prompt (the chunked GDN kernel), then one cached forward
             per generated token. The chip is NOT exact through transformers' chunked kernel: its
             matmuls fuse the products of a RAM row written twice within a chunk (docs/hf-check.md,
@@ -153,7 +154,7 @@ def check_generate(model, device, torch, prompt, expected):
     first = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), None)
     if first is None and len(got) != len(expected):
         first = min(len(got), len(expected))
-    return got, first, None, time.time() - t0
+    return got, first, None, time.time() - t0, len(prompt)
 
 
 def check_cached(args, model, device, torch, prompt, expected, has_attention):
@@ -167,8 +168,8 @@ def check_cached(args, model, device, torch, prompt, expected, has_attention):
     else:
         for t in prompt:
             runner.forward([t])
-            if deadline is not None and time.time() >= deadline:
-                return got, first, time.time() - t0, 0.0  # the prompt did not finish: nothing compared
+            if deadline is not None and time.time() >= deadline and runner.pos < len(prompt):
+                return got, first, time.time() - t0, 0.0, runner.pos  # the prompt did not finish: nothing compared
     if device == "cuda":
         torch.cuda.synchronize()
     prompt_s = time.time() - t0
@@ -183,7 +184,7 @@ def check_cached(args, model, device, torch, prompt, expected, has_attention):
         if i + 1 == len(expected) or (deadline is not None and time.time() >= deadline):
             break
         runner.forward([nxt])
-    return got, first, prompt_s, time.time() - t0 - prompt_s
+    return got, first, prompt_s, time.time() - t0 - prompt_s, len(prompt)
 
 
 def main():
@@ -196,8 +197,7 @@ def main():
     ap.add_argument("--top", type=int, default=5, help="token-list mode: top logits to print")
     ap.add_argument("--attn", default="eager", choices=["eager", "sdpa"], help="attention implementation")
     ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
-    ap.add_argument("--mode", choices=["generate", "prefill", "stepwise"], default=None,
-                    help="default: generate when the model has an attention layer, else stepwise")
+    ap.add_argument("--mode", choices=["stepwise", "prefill", "generate"], default="stepwise")
     ap.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     ap.add_argument("--max-new-tokens", type=int, default=None, help="compare only this many generated tokens")
     ap.add_argument("--time-limit", type=float, default=None,
@@ -228,9 +228,7 @@ def main():
     has_attention = any(t != "linear_attention" for t in layer_types) or not layer_types
     if trace is None:
         sys.exit(token_list_check(args, model, device, torch, has_attention))
-    if args.mode is None:
-        args.mode = "generate" if has_attention else "stepwise"
-    elif args.mode == "generate" and not has_attention:
+    if args.mode == "generate" and not has_attention:
         fail("transformers' generate() cannot run a model without an attention layer (its cache cannot report "
              "its length); use --mode stepwise or prefill")
     if args.mode == "generate" and args.time_limit is not None:
@@ -246,15 +244,15 @@ def main():
 
     with torch.no_grad():
         if args.mode == "generate":
-            got, first, prompt_s, decode_s = check_generate(model, device, torch, prompt, expected)
+            got, first, prompt_s, decode_s, fed = check_generate(model, device, torch, prompt, expected)
         else:
-            got, first, prompt_s, decode_s = check_cached(args, model, device, torch, prompt, expected, has_attention)
+            got, first, prompt_s, decode_s, fed = check_cached(args, model, device, torch, prompt, expected, has_attention)
     compared = len(got) if first is None else first + 1
     result = {
         "model": args.model, "trace": args.trace, "elf": trace.get("elf", {}).get("name"), "dtype": args.dtype,
         "mode": args.mode, "device": device,
         "deviceName": torch.cuda.get_device_name(0) if device == "cuda" else None,
-        "tf32": args.allow_tf32, "promptTokens": len(prompt), "expectedTokens": len(expected),
+        "tf32": args.allow_tf32, "promptTokens": len(prompt), "promptFed": fed, "expectedTokens": len(expected),
         "compared": compared, "complete": first is None and len(got) == len(expected),
         "divergence": None if first is None else {
             "index": first, "expected": expected[first] if first < len(expected) else None,
@@ -272,7 +270,9 @@ def main():
         state = "all" if result["complete"] else "the first"
         print(f"{result['elf']}: {compared} of {len(expected)} tokens compared ({args.mode}, {args.dtype}, {device}), "
               f"{result['decodeTokensPerSecond']} tokens/s")
-        if first is None:
+        if fed < len(prompt):
+            print(f"the time limit ran out in the prompt ({fed} of {len(prompt)} tokens fed): nothing compared")
+        elif first is None:
             print(f"0 divergences from the golden trace in {state} {compared} tokens")
         else:
             print(f"divergence at generated token {first}: expected {result['divergence']['expected']}, "

@@ -13,7 +13,8 @@
 # trace). `mode` is stepwise, prefill, or either with `-tf32` (TF32 left on). Each job's JSON report
 # is OUTDIR/PROGRAM-TARGET-DTYPE-MODE.json, its stderr beside it as .log; OUTDIR/summary.txt lists
 # them.
-# Checkpoints go to $HF_CHECK_WORK (default: a temporary directory), removed at the end.
+# Checkpoints and traces go to $HF_CHECK_WORK (the checkpoints are removed at the end), or to a
+# temporary directory removed at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: hf-check-all.sh OUTDIR [JOBS]}
@@ -21,9 +22,14 @@ jobs=${2:-"hello:float32:stepwise:0 hello:bfloat16:stepwise:0 hello:float32:pref
 chipc=${CHIPC:-npx chipc}
 python=${PYTHON:-python3}
 mkdir -p "$out"
-work=${HF_CHECK_WORK:-$(mktemp -d)}
-mkdir -p "$work"
-trap 'rm -rf "$work"/ck-*' EXIT
+if [ -n "${HF_CHECK_WORK:-}" ]; then
+  work=$HF_CHECK_WORK
+  mkdir -p "$work"
+  trap 'rm -rf "$work"/ck-*' EXIT
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 
 chips=$(for j in $jobs; do IFS=: read -r p _ _ _ t <<<"$j"; echo "$p:${t:-chip-test}"; done | sort -u)
 echo "hf-check-all: emitting chips for:" $chips >&2
@@ -67,7 +73,13 @@ echo "hf-check-all: all jobs done in $(( $(date +%s) - t0 )) s" >&2
 import json, sys
 r = json.load(open(sys.argv[1]))
 d = r["divergence"]
-verdict = "0 divergences" if d is None else f"DIVERGES at generated token {d['index']} (expected {d['expected']}, got {d['got']})"
+fed = r.get("promptFed", r["promptTokens"])
+if fed < r["promptTokens"]:
+    verdict = f"the time limit ran out in the prompt ({fed} of {r['promptTokens']} tokens fed)"
+elif d is None:
+    verdict = "0 divergences"
+else:
+    verdict = f"DIVERGES at generated token {d['index']} (expected {d['expected']}, got {d['got']})"
 print(f"{sys.argv[2]}: {r['compared']}/{r['expectedTokens']} tokens, {'complete' if r['complete'] else 'partial'}, "
       f"{verdict}; load {r['loadSeconds']} s, prompt {r['promptSeconds']} s, decode {r['decodeSeconds']} s "
       f"({r['decodeTokensPerSecond']} tok/s); {r['deviceName'] or r['device']}, torch {r['torch']}, transformers {r['transformers']}")

@@ -63,7 +63,11 @@ def main():
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.float32 if args.dtype == "float32" else torch.bfloat16
-    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype).to(device).eval()
+    try:
+        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype)
+    except TypeError:  # transformers before `dtype=` (4.56)
+        model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=dtype)
+    model = model.to(device).eval()
     if model.config.num_hidden_layers != L or model.config.hidden_size != H:
         fail(f"{args.model} has {model.config.num_hidden_layers} layers of {model.config.hidden_size}; the dump {L} of {H}")
     layer_types = getattr(model.config, "layer_types", None) or []

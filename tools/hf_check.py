@@ -67,21 +67,27 @@ def load_trace(path):
     return doc
 
 
-def load_model(args, torch, device):
+def load_model(path, dtype_name, torch, device, attn="eager"):
     """Loads straight onto the device (no host copy of the upcast weights: several checks can share a host)."""
     from transformers import AutoModelForCausalLM
-    dtype = torch.float32 if args.dtype == "float32" else torch.bfloat16
-    kwargs = {"attn_implementation": args.attn}
+    dtype = torch.float32 if dtype_name == "float32" else torch.bfloat16
+    kwargs = {"attn_implementation": attn}
     try:
         import accelerate  # noqa: F401 - device_map needs it
         kwargs["device_map"] = device
     except ImportError:
         pass
     try:
-        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
     except TypeError:  # transformers before `dtype=` (4.56)
-        model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=dtype, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype, **kwargs)
     return model.to(device).eval()
+
+
+def has_attention_layer(config):
+    """False for a model whose layers are all linear attention (the chip alone): see CachedRunner."""
+    layer_types = getattr(config, "layer_types", None) or []
+    return any(t != "linear_attention" for t in layer_types) or not layer_types
 
 
 class CachedRunner:
@@ -222,10 +228,9 @@ def main():
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     t0 = time.time()
-    model = load_model(args, torch, device)
+    model = load_model(args.model, args.dtype, torch, device, args.attn)
     load_s = time.time() - t0
-    layer_types = getattr(model.config, "layer_types", None) or []
-    has_attention = any(t != "linear_attention" for t in layer_types) or not layer_types
+    has_attention = has_attention_layer(model.config)
     if trace is None:
         sys.exit(token_list_check(args, model, device, torch, has_attention))
     if args.mode == "generate" and not has_attention:

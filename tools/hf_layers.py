@@ -18,6 +18,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_check import CachedRunner, has_attention_layer, load_model  # noqa: E402 - the shared transformers driver
+
 
 def fail(msg):
     print(f"hf_layers: error: {msg}", file=sys.stderr)
@@ -45,7 +48,6 @@ def main():
     try:
         import numpy as np
         import torch
-        from transformers import AutoModelForCausalLM
     except ImportError as e:
         fail(f"needs NumPy, PyTorch and transformers ({e})")
     torch.backends.cuda.matmul.allow_tf32 = args.allow_tf32
@@ -62,16 +64,10 @@ def main():
     ours_states = ours_states.reshape(len(gdn_layers), nv * dk * dv).view(np.uint32)
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    dtype = torch.float32 if args.dtype == "float32" else torch.bfloat16
-    try:
-        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=dtype)
-    except TypeError:  # transformers before `dtype=` (4.56)
-        model = AutoModelForCausalLM.from_pretrained(args.model, torch_dtype=dtype)
-    model = model.to(device).eval()
+    model = load_model(args.model, args.dtype, torch, device)
     if model.config.num_hidden_layers != L or model.config.hidden_size != H:
         fail(f"{args.model} has {model.config.num_hidden_layers} layers of {model.config.hidden_size}; the dump {L} of {H}")
-    layer_types = getattr(model.config, "layer_types", None) or []
-    linear_only = bool(layer_types) and all(t == "linear_attention" for t in layer_types)
+    runner = CachedRunner(model, device, torch, explicit_masks=not has_attention_layer(model.config))
 
     captured = {}
 
@@ -83,16 +79,7 @@ def main():
     for i, layer in enumerate(model.model.layers):
         layer.register_forward_hook(hook(i))
 
-    state = {"past": None, "pos": 0}
-    no_masks = {"full_attention": None, "linear_attention": None, "sliding_attention": None}
-
-    def forward(toks):
-        kw = {"attention_mask": no_masks} if linear_only else {}
-        pos = state["pos"]
-        r = model(torch.tensor([toks], device=device), past_key_values=state["past"], use_cache=True,
-                  position_ids=torch.arange(pos, pos + len(toks), device=device)[None, :], **kw)
-        state["past"], state["pos"] = r.past_key_values, pos + len(toks)
-
+    forward = runner.forward
     first = None
 
     def compare(p0, n):
@@ -121,7 +108,7 @@ def main():
             for p in range(prompt_len):
                 forward([tokens[p]])
                 compare(p, 1)
-        cache = state["past"]
+        cache = runner.past
         hf_states = np.stack([
             cache.layers[i].recurrent_states[0][0].float().cpu().numpy().reshape(-1) for i in gdn_layers
         ]).view(np.uint32)

@@ -6,7 +6,7 @@
  *
  * CKPT is a checkpoint directory or .chip of the chip compiled for the program, TRACE the
  * program's `chipc trace`. The loader prompt is fed one token per forward (a prefill of its first
- * token, then decode steps, as `chipc run --model` does), then the first N expected tokens
+ * token, then decode steps: `feedLoaderPrompt`, as `chipc run --model` does), then the first N expected tokens
  * (default 64) as decode steps. Writes, atomically (a temporary directory renamed):
  *   - layers.f32: the residual stream after each layer, float32 little-endian,
  *     [layer][position][hidden], positions counting the prompt from 0;
@@ -17,6 +17,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
+import type { TraceFile } from '../src/cli/commands/trace.ts';
+import { feedLoaderPrompt } from '../src/chip/run.ts';
 import { Executor } from '../src/exec/executor.ts';
 import { loadModel } from '../src/model/load-weights.ts';
 import { ChipcError } from '../src/util/errors.ts';
@@ -38,7 +40,7 @@ function fail(msg: string): never {
 const steps = Number(stepsText);
 if (!Number.isSafeInteger(steps) || steps < 0) fail(`--steps must be a non-negative integer, not ${stepsText}`);
 if (fs.existsSync(output)) fail(`${output} exists; choose a new directory`);
-let trace: { format?: string; prompt?: number[]; expected?: number[] };
+let trace: Partial<TraceFile>;
 try {
   trace = JSON.parse(fs.readFileSync(tracePath, 'utf8'));
 } catch (e) {
@@ -73,8 +75,8 @@ ex.addHook((ev) => {
     ev.gdnState.forEach((s, h) => states.set(s, base + h * s.length));
   }
 });
-ex.prefill([fed[0]!]);
-for (const t of fed.slice(1)) ex.decode(t);
+feedLoaderPrompt(ex, prompt);
+for (const t of fed.slice(prompt.length)) ex.decode(t);
 
 const tmp = `${output}.tmp-${process.pid}`;
 fs.mkdirSync(tmp, { recursive: true });

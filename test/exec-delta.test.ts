@@ -23,7 +23,7 @@ import { loadCircuitFile } from '../src/dsl/load.ts';
 import { compileCircuit, type CompileResult } from '../src/compile.ts';
 import { sparsifyMatrix } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
-import type { Matrix } from '../src/model/weights.ts';
+import type { GdnWeights, Matrix } from '../src/model/weights.ts';
 
 const bits = (a: Float32Array): number[] =>
   Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
@@ -194,6 +194,86 @@ describe('deltaLinear', () => {
     }
   });
 
+  it('bounded rows: their bounds hold for the current input, they update without a record, and a widening that breaks one makes it tracked', () => {
+    // Circuit-like weights and activations; after each call every row still bounded must satisfy
+    // what the unchecked update relies on: Σ|w·x| ≤ B_r < 2^(23+G_r) and every product a multiple
+    // of 2^G_r (recomputed here from the input). Outputs equal the dense linear's bits.
+    const W = [1, -1, 2, -3, 0.5, 2 ** 20, -(2 ** 21), 3 * 2 ** 10];
+    const X = [0, 1, 2, 3, 0.25, 2 ** 12, 5, 2 ** -3, 2 ** 22];
+    const f = new Float32Array(1);
+    const u = new Uint32Array(f.buffer);
+    const lb = (v: number): number => { f[0] = v; return lowbit32(u[0]!); };
+    let boundedSeen = 0;
+    let lost = 0;
+    for (let seed = 1; seed <= 40; seed++) {
+      const rnd = lcg(seed * 7919);
+      const rows = 30, cols = 20;
+      const d = new Float32Array(rows * cols);
+      for (let r = 0; r < rows; r++) for (let t = 0; t < 1 + Math.floor(rnd() * 5); t++) d[r * cols + Math.floor(rnd() * cols)] = W[Math.floor(rnd() * W.length)]!;
+      const dense: Matrix = { rows, cols, dense: d };
+      const csr: Matrix = { rows, cols, csr: sparsifyMatrix(dense).csr };
+      const ctx = makeNumericContext({ profile: 'f32' });
+      let x = new Float32Array(cols);
+      for (let c = 0; c < cols; c++) x[c] = X[Math.floor(rnd() * 3)]!; // small integers first
+      let prevBounded = -1;
+      for (let step = 0; step < 40; step++) {
+        x = x.slice();
+        // early steps stay small; later ones widen the columns (bigger and finer values)
+        for (let k = 0; k < 3; k++) x[Math.floor(rnd() * cols)] = X[Math.floor(rnd() * (step < 20 ? 4 : X.length))]!;
+        const st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+        expect(bits(st.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
+        let nb = 0;
+        for (let r = 0; r < rows; r++) {
+          if ((st.mark[r]! & 1) !== 0) continue;
+          nb++;
+          let sum = 0;
+          let g = 32767;
+          for (let c = 0; c < cols; c++) {
+            const p = d[r * cols + c]! * x[c]!;
+            if (p === 0) continue;
+            sum += Math.abs(p);
+            g = Math.min(g, lb(d[r * cols + c]!) + lb(x[c]!));
+          }
+          expect(sum).toBeLessThanOrEqual(st.rowBound[r]!);
+          if (g !== 32767) {
+            expect(g).toBeGreaterThanOrEqual(st.rowLow[r]!);
+            expect(st.rowBound[r]!).toBeLessThan(2 ** (23 + st.rowLow[r]!));
+          }
+        }
+        expect(nb).toBe(st.nBounded);
+        if (prevBounded >= 0 && nb < prevBounded) lost += prevBounded - nb;
+        // rows never come back: bounded rows only go
+        if (prevBounded >= 0) expect(nb).toBeLessThanOrEqual(prevBounded);
+        prevBounded = nb;
+        boundedSeen += nb;
+      }
+      // the bf16 profile tracks every row
+      const sb = deltaLinear(makeNumericContext({ profile: 'bf16' }), csr, x, 0, null, 0)!;
+      expect(sb.nBounded).toBe(0);
+    }
+    expect(boundedSeen).toBeGreaterThan(10000);
+    expect(lost).toBeGreaterThan(20); // widenings did break bounds
+  });
+
+  it('a bounded row whose column widens past its bound is refolded: 1 + 2^24 rounds to 2^24', () => {
+    // row 0 = x0 + x1 (+ unweighted columns: the scatter form needs a +0 term in every row)
+    const dense: Matrix = { rows: 1, cols: 4, dense: Float32Array.from([1, 1, 0, 0]) };
+    const csr: Matrix = { rows: 1, cols: 4, csr: sparsifyMatrix(dense).csr };
+    const ctx = makeNumericContext({});
+    const x = Float32Array.from([1, 3, 0, 0]);
+    let st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+    expect(st.nBounded).toBe(1); // B = 4 < 2^23
+    x[1] = 2 ** 22;
+    st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+    expect(st.nBounded).toBe(1); // B = 2^22 + 1 < 2^23: still exact
+    expect(st.y[0]).toBe(2 ** 22 + 1);
+    x[1] = 2 ** 24;
+    st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+    expect(st.nBounded).toBe(0); // the widening broke the bound: tracked and refolded
+    expect(st.y[0]).toBe(2 ** 24); // fl(1 + 2^24), not the exact 2^24 + 1
+    expect(bits(st.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
+  });
+
   it('lowbit32: the exponent of the lowest set bit of a float32', () => {
     const f = new Float32Array(1);
     const u = new Uint32Array(f.buffer);
@@ -329,40 +409,93 @@ describe('incremental decode on whole executors', () => {
     }
   });
 
-  it('lazy single-tap conv channels: the state they stand for = the dense path\'s, every step, and after a dropped track', async () => {
-    const { tiny, res, stream } = await regfileStream(7, 80);
-    const K = tiny.linearConvKernelDim;
+  it('setGdnState between tracked steps whose inputs repeat: the next step reads the new state', async () => {
+    // The same token again and again: every head's q, k, v, β and g repeat, so the tracked step
+    // would skip every head (or reuse its kv) — unless it is told of the write.
+    const { res, stream } = await regfileStream(5, 4);
     const layers = res.weights.config.layerTypes.flatMap((t, i) => (t === 'linear_attention' ? [i] : []));
     const s = new Executor(res.weights, { path: 'sparse', profile: 'f32' });
     const d = new Executor(res.weights, { path: 'dense', profile: 'f32' });
     const recS = recorder(s);
     const recD = recorder(d);
-    const cacheOf = (ex: Executor, li: number) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
     s.prefill([stream[0]!]);
     d.prefill([stream[0]!]);
-    let lazySeen = 0;
-    for (let i = 1; i < stream.length; i++) {
-      expect(s.decodeArgmax(stream[i]!)).toBe(argmax(d.decode(stream[i]!)));
-      for (const li of layers) {
-        const cs = cacheOf(s, li);
-        const t = cs.track;
-        if (t) for (let k = 0; k < t.nLazy; k++) if (t.lazySince[t.lazyList[k]!]! >= 0) lazySeen++;
-        expect(bits(gdnConvSnapshot(cs, K))).toEqual(bits(cacheOf(d, li).conv));
-        // and every channel's conv output (kept by the tracked step, rewritten by the dense one)
-        const co = cs.buffers?.conved;
-        if (co) expect(bits(co)).toEqual(bits(cacheOf(d, li).buffers!.conved));
-      }
-      if (i === 50) {
-        // drop every track as gdnForward does before an untracked step: the next step starts fresh
+    const tok = stream[1]!;
+    for (let i = 0; i < 12; i++) {
+      if (i === 6) {
         for (const li of layers) {
-          const cs = cacheOf(s, li);
-          materializeLazyConv(cs, K);
-          cs.track = undefined;
-          expect(bits(cs.conv)).toEqual(bits(cacheOf(d, li).conv));
+          const heads = res.weights.config.linearNumValueHeads;
+          for (let h = 0; h < heads; h++) {
+            const S = new Float32Array(res.weights.config.linearKeyHeadDim * res.weights.config.linearValueHeadDim);
+            for (let e = 0; e < S.length; e++) S[e] = (e + h) % 3 === 0 ? 181.01934814453125 : 0;
+            for (const ex of [s, d]) ex.setGdnState(li, h, S);
+          }
         }
       }
+      expect(s.decodeArgmax(tok)).toBe(argmax(d.decode(tok)));
     }
-    expect(lazySeen).toBeGreaterThan(0); // channels did go lazy
     expect(recS).toEqual(recD);
+  });
+
+  it('lazy conv channels: the state they stand for = the dense path\'s, every step, and after a dropped track (compiled and multi-tap weights)', async () => {
+    const { tiny, res, stream } = await regfileStream(7, 80);
+    const K = tiny.linearConvKernelDim;
+    const layers = res.weights.config.layerTypes.flatMap((t, i) => (t === 'linear_attention' ? [i] : []));
+    // the compiled weights (single-tap channels) and a copy where every third channel also weighs
+    // its older taps, so that a channel's output depends on its past inputs (a lazy channel must
+    // then fold ahead: steadyAhead)
+    const multiTap = {
+      ...res.weights,
+      layers: res.weights.layers.map((l) => {
+        if (l.mixer.kind !== 'linear_attention') return l;
+        const cw = l.mixer.conv1d.slice();
+        for (let c = 0; c * K < cw.length; c += 3) for (let j = 0; j < K - 1; j++) cw[c * K + j] = [0.5, -0.25, -0, 2][(c + j) % 4]!;
+        return { ...l, mixer: { ...l.mixer, conv1d: cw } };
+      }),
+    };
+    for (const weights of [res.weights, multiTap]) {
+      const s = new Executor(weights, { path: 'sparse', profile: 'f32' });
+      const d = new Executor(weights, { path: 'dense', profile: 'f32' });
+      const recS = recorder(s);
+      const recD = recorder(d);
+      const cacheOf = (ex: Executor, li: number) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+      s.prefill([stream[0]!]);
+      d.prefill([stream[0]!]);
+      let lazySeen = 0;
+      let lazyZeroSeen = 0;
+      for (let i = 1; i < stream.length; i++) {
+        expect(s.decodeArgmax(stream[i]!)).toBe(argmax(d.decode(stream[i]!)));
+        for (const li of layers) {
+          const cs = cacheOf(s, li);
+          const t = cs.track;
+          if (t) {
+            const cw = (weights.layers[li]!.mixer as GdnWeights).conv1d;
+            for (let k = 0; k < t.nLazy; k++) {
+              const c = t.lazyList[k]!;
+              if (t.lazySince[c]! < 0) continue;
+              lazySeen++;
+              // a lazy channel whose newest product is ±0 went lazy by folding ahead (steadyAhead)
+              if (cw[c * K + K - 1]! * cs.conv[c * K + K - 1]! === 0) lazyZeroSeen++;
+            }
+          }
+          expect(bits(gdnConvSnapshot(cs, K))).toEqual(bits(cacheOf(d, li).conv));
+          // and every channel's conv output (kept by the tracked step, rewritten by the dense one)
+          const co = cs.buffers?.conved;
+          if (co) expect(bits(co)).toEqual(bits(cacheOf(d, li).buffers!.conved));
+        }
+        if (i === 50) {
+          // drop every track as gdnForward does before an untracked step: the next step starts fresh
+          for (const li of layers) {
+            const cs = cacheOf(s, li);
+            materializeLazyConv(cs, K);
+            cs.track = undefined;
+            expect(bits(cs.conv)).toEqual(bits(cacheOf(d, li).conv));
+          }
+        }
+      }
+      expect(lazySeen).toBeGreaterThan(0); // channels did go lazy
+      expect(lazyZeroSeen).toBeGreaterThan(0); // and some with a zero output
+      expect(recS).toEqual(recD);
+    }
   });
 });

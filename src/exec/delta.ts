@@ -33,9 +33,26 @@
  * whose S reaches T is refolded, even if a later column would bring it back), so each accepted
  * update writes its exact sum to y at once and no pass over the reached rows is needed. Rows that
  * are not exact are refolded.
+ *
+ * Bounded rows: the same update without a per-row record (f32 profile). The state keeps, per
+ * column c, M_c ≥ every |x_c| and L_c ≤ the lowest set bit of every non-zero x_c it has seen
+ * since it was built (widened when a changed column's new value falls outside them), and per row
+ *     B_r ≥ Σ_c |w_rc|·M_c   (each addition rounded to nearest, then scaled by 1 + 2^−50, so B_r
+ *                             stays an upper bound of the real sum however many widenings come),
+ *     G_r = min over r's stored w_rc ≠ 0 with a seen column of (lowbit(w_rc) + L_c).
+ * A row is *bounded* while G_r ≥ −149 and B_r < T(G_r) = min(2^(23+G_r), 2^126) (or it has no
+ * such entry). Then for every input within the column bounds — the old one, the new one and each
+ * mix of the two — S ≤ B_r < T and every product is a multiple of 2^(G_r): the row is exact with
+ * g = G_r, its fold is the exact sum, and that sum is a float32. So a changed column updates a
+ * bounded row by y_r ← y_r + (w·x_new − w·x_old) in double, with no check: both products are
+ * exact (24 × 24 bits), their difference and the new sum are multiples of 2^(G_r) below
+ * 2^(25+G_r) (exact in double), and the new sum is the exact sum of a mixed input (a float32). It
+ * is never −0: y starts as a fold from +0 (never −0) and +0 + (−0) = +0. A widening that breaks a
+ * row's bound makes it a tracked row for good; it is refolded in that call (which builds its
+ * record). Bounded rows are y itself, so the bf16 profile (y = act(sum)) tracks every row.
  */
 import type { Matrix } from '../model/weights.ts';
-import { cscPlanOf, sparsePlanOf, type MatmulStats } from './matmul.ts';
+import { cscPlanOf, sparsePlanOf, type CscPlan, type MatmulStats, type SparsePlan } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 
 const f32 = Math.fround;
@@ -56,7 +73,11 @@ export interface DeltaLinearState {
   /** The rows recomputed by the last call (a superset of the rows whose value changed), rows[0..nRows). */
   rows: Int32Array;
   nRows: number;
-  /** Per row, during a call: 0 not reached, 1 reached and exact so far, 2 reached and to be refolded. */
+  /**
+   * Per row: bit 0 set for a tracked row (one with a `rowExact` record), clear for a bounded row.
+   * During a call, bounded rows are 0 (not reached) or 2 (reached); tracked rows 1 (not reached),
+   * 3 (reached and exact so far) or 5 (reached, to be refolded).
+   */
   mark: Uint8Array;
   /** The input columns whose bit pattern changed in the last call, changed[0..nChanged). */
   changed: Int32Array;
@@ -75,6 +96,29 @@ export interface DeltaLinearState {
   oldX: Float32Array;
   /** Scratch: the rows to refold in the current call. */
   refold: Int32Array;
+  /**
+   * The column and row bounds of the bounded rows (module comment): M_c, L_c (NO_LOW when column
+   * c was never non-zero), B_r and G_r (NO_LOW when row r has no product that can be non-zero).
+   * A row is bounded iff its `mark` bit 0 is clear.
+   */
+  colMax: Float64Array;
+  colLow: Int16Array;
+  rowBound: Float64Array;
+  rowLow: Int16Array;
+  /** Scratch: the changed columns that widened their bounds in the current call. */
+  widened: Int32Array;
+  /** Rows that are bounded (0 in the bf16 profile). */
+  nBounded: number;
+  /** The matrix's sparse plans and weight lowbits, and the storage they were made from. */
+  plan: SparsePlan | null;
+  csc: CscPlan | null;
+  lows: { csr: Int16Array; csc: Int16Array } | null;
+  planCsr: Matrix['csr'];
+  planDense: Matrix['dense'];
+  /** The last input vector and offset, and a view of its bits there. */
+  inSrc: Float32Array | null;
+  inOff: number;
+  inView: Uint32Array | null;
   /** Rows updated without a refold by the last call (a statistic). */
   nUpdated: number;
   /**
@@ -150,6 +194,51 @@ function boundOf(g: number): number {
   return g >= 103 ? BOUNDS[252] : BOUNDS[g + 149];
 }
 
+/** colLow / rowLow of a column never seen non-zero, a row with no product that can be non-zero. */
+const NO_LOW = 32767;
+/** B_r's scale after each rounded addition (module comment: it keeps B_r an upper bound). */
+const BOUND_INFLATE = 1 + 2 ** -50;
+
+/** Whether a row with bound B and lowest bit G is bounded: G ≥ −149 and B < T(G), or no products. */
+function boundedRow(B: number, G: number): boolean {
+  return G === NO_LOW || (G >= -149 && B < boundOf(G));
+}
+
+/**
+ * Builds the column and row bounds from the current input (after a full recompute) and marks each
+ * row bounded or tracked.
+ */
+function buildBounds(
+  st: DeltaLinearState, rows: number, cols: number, x: Float32Array, xOff: number, xb: Uint32Array,
+  rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, wLowCsr: Int16Array,
+): void {
+  const { colMax, colLow, rowBound, rowLow, mark } = st;
+  for (let c = 0; c < cols; c++) {
+    const v = x[xOff + c];
+    colMax[c] = Math.abs(v);
+    colLow[c] = v === 0 ? NO_LOW : lowbit32(xb[c]);
+  }
+  let nBounded = 0;
+  for (let r = 0; r < rows; r++) {
+    let B = 0;
+    let G = NO_LOW;
+    for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
+      const w = values[k];
+      const c = colIdx[k];
+      if (w === 0 || colLow[c] === NO_LOW) continue;
+      B = (B + Math.abs(w) * colMax[c]) * BOUND_INFLATE;
+      const lb = wLowCsr[k] + colLow[c];
+      if (lb < G) G = lb;
+    }
+    rowBound[r] = B;
+    rowLow[r] = G;
+    const bounded = boundedRow(B, G);
+    mark[r] = bounded ? 0 : 1;
+    if (bounded) nBounded++;
+  }
+  st.nBounded = nBounded;
+}
+
 const statesByCtx = new WeakMap<ExecNumericContext, WeakMap<Matrix, DeltaLinearState>>();
 
 function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
@@ -163,6 +252,9 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
       rows: new Int32Array(m.rows), nRows: 0, mark: new Uint8Array(m.rows), changed: new Int32Array(m.cols), nChanged: 0, usable: 0,
       version: 0,
       rowExact: new Float64Array(4 * m.rows), refold: new Int32Array(m.rows), oldX: new Float32Array(m.cols), nUpdated: 0, stamp: -1, prevStamp: -1,
+      colMax: new Float64Array(m.cols), colLow: new Int16Array(m.cols), rowBound: new Float64Array(m.rows), rowLow: new Int16Array(m.rows),
+      widened: new Int32Array(m.cols), nBounded: 0, inSrc: null, inOff: 0, inView: null,
+      plan: null, csc: null, lows: null, planCsr: undefined, planDense: undefined,
     };
     byM.set(m, st);
   }
@@ -173,6 +265,21 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
 export function invalidateDelta(ctx: ExecNumericContext, m: Matrix): void {
   const st = statesByCtx.get(ctx)?.get(m);
   if (st) st.valid = false;
+}
+
+/** The lowest set bits of m's stored weights in CSR and CSC order (kept per matrix). */
+function lowbitsOf(m: Matrix, csrValues: Float32Array, cscValues: Float32Array): { csr: Int16Array; csc: Int16Array } {
+  let lows = weightLowbits.get(m);
+  if (lows === undefined) {
+    const lowsOf = (v: Float32Array): Int16Array => {
+      const out = new Int16Array(v.length);
+      for (let k = 0; k < v.length; k++) out[k] = v[k] === 0 ? 0 : lowbit32(floatBits(v[k]));
+      return out;
+    };
+    lows = { csr: lowsOf(csrValues), csc: lowsOf(cscValues) };
+    weightLowbits.set(m, lows);
+  }
+  return lows;
 }
 
 function signSet(b: number): number {
@@ -268,23 +375,26 @@ function deltaLinearIn(
     st.usable = ok ? 1 : 2;
   }
   if (st.usable !== 1) return null;
-  const plan = sparsePlanOf(m);
-  const csc = cscPlanOf(m, plan.csr);
-  if (csc === null) return null;
+  // the matrix's plans, kept on the state while m's storage is the one they were made from
+  if (st.plan === null || st.planCsr !== m.csr || st.planDense !== m.dense) {
+    const plan = sparsePlanOf(m);
+    const csc = cscPlanOf(m, plan.csr);
+    if (csc === null) return null;
+    st.plan = plan;
+    st.csc = csc;
+    st.lows = lowbitsOf(m, plan.csr.values, csc.values);
+    st.planCsr = m.csr;
+    st.planDense = m.dense;
+  }
+  const plan = st.plan;
+  const csc = st.csc!;
   const cols = m.cols;
-  const xb = new Uint32Array(x.buffer, x.byteOffset + 4 * xOff, cols);
+  // x's bits (a view kept while the caller passes the same vector: decode steps reuse their buffers)
+  if (st.inSrc !== x || st.inOff !== xOff) { st.inView = new Uint32Array(x.buffer, x.byteOffset + 4 * xOff, cols); st.inSrc = x; st.inOff = xOff; }
+  const xb = st.inView!;
   const { rowPtr, colIdx, values } = plan.csr;
   const bf16 = ctx.profile !== 'f32';
-  let lows = weightLowbits.get(m);
-  if (lows === undefined) {
-    const lowsOf = (v: Float32Array): Int16Array => {
-      const out = new Int16Array(v.length);
-      for (let k = 0; k < v.length; k++) out[k] = v[k] === 0 ? 0 : lowbit32(floatBits(v[k]));
-      return out;
-    };
-    lows = { csr: lowsOf(values), csc: lowsOf(csc.values) };
-    weightLowbits.set(m, lows);
-  }
+  const lows = st.lows!;
   const wLow = lows.csc;
   const wLowCsr = lows.csr;
   if (!st.valid) {
@@ -296,6 +406,7 @@ function deltaLinearIn(
     }
     if (csc.maxRowNnz >= cols - negTotal) return null;
     for (let r = 0; r < m.rows; r++) refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
+    if (bf16) { st.mark.fill(1); st.nBounded = 0; } else buildBounds(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr);
     st.xBits.set(xb);
     st.negTotal = negTotal;
     st.valid = true;
@@ -312,7 +423,9 @@ function deltaLinearIn(
   const oldF = st.xVals;
   const changed = st.changed;
   const oldX = st.oldX;
+  const { colMax, colLow, widened } = st;
   let nc = 0;
+  let nw = 0;
   let negTotal = st.negTotal;
   const n = cand === null ? cols : nCand;
   for (let t = 0; t < n; t++) {
@@ -325,6 +438,7 @@ function deltaLinearIn(
     oldX[nc] = oldF[c];
     old[c] = b;
     changed[nc++] = c;
+    if (!bf16 && v !== 0 && (Math.abs(v) > colMax[c] || lowbit32(b) < colLow[c])) widened[nw++] = c;
   }
   st.negTotal = negTotal;
   if (csc.maxRowNnz >= cols - negTotal) { st.valid = false; return null; }
@@ -338,7 +452,34 @@ function deltaLinearIn(
   let nf = 0;
   let walked = 0;
   const refold = st.refold;
-  // mark: 0 not reached, 1 reached and exact so far, 2 to be refolded (listed in `refold`)
+  // widened columns first: their rows' bounds grow, and a bounded row that loses its bound becomes
+  // tracked and is refolded (mark 5) before any update reads it
+  if (nw > 0) {
+    const { rowBound, rowLow } = st;
+    let lost = 0;
+    for (let t = 0; t < nw; t++) {
+      const c = widened[t];
+      const v = x[xOff + c];
+      const mOld = colMax[c];
+      const mNew = Math.max(mOld, Math.abs(v));
+      const lNew = Math.min(colLow[c], lowbit32(xb[c]));
+      colMax[c] = mNew;
+      colLow[c] = lNew;
+      for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
+        const r = rowIdx[k];
+        if (mark[r] !== 0) continue; // tracked for good, or already lost this call
+        const aw = Math.abs(cv[k]);
+        if (aw === 0) continue;
+        const grow = aw * mNew - aw * mOld;
+        if (grow > 0) rowBound[r] = (rowBound[r] + grow) * BOUND_INFLATE;
+        const lb = wLow[k] + lNew;
+        if (lb < rowLow[r]) rowLow[r] = lb;
+        if (!boundedRow(rowBound[r], rowLow[r])) { mark[r] = 5; rows[nr++] = r; refold[nf++] = r; lost++; }
+      }
+    }
+    st.nBounded -= lost;
+  }
+  const allBounded = st.nBounded === m.rows;
   for (let t = 0; t < nc; t++) {
     const c = changed[t];
     const k0 = colPtr[c];
@@ -346,26 +487,33 @@ function deltaLinearIn(
     walked += k1 - k0;
     const xn = x[xOff + c];
     const xo = oldX[t];
-    const lx = xn === 0 ? 0 : lowbit32(xb[c]);
+    const lx = xn === 0 || allBounded ? 0 : lowbit32(xb[c]); // (only tracked rows read it)
     for (let k = k0; k < k1; k++) {
       const r = rowIdx[k];
       const f = mark[r];
-      if (f === 2) continue;
-      if (f === 0) { mark[r] = 1; rows[nr++] = r; }
+      if ((f & 1) === 0) {
+        // a bounded row: the exact update, unchecked (module comment)
+        if (f === 0) { mark[r] = 2; rows[nr++] = r; }
+        const w = cv[k];
+        yv[r] += w * xn - w * xo;
+        continue;
+      }
+      if (f === 5) continue;
+      if (f === 1) { mark[r] = 3; rows[nr++] = r; }
       const r4 = 4 * r;
       const T = e[r4 + 2];
       const w = cv[k];
       const pn = w * xn;
       const po = w * xo;
-      if (T === 0 || (pn !== 0 && (wLow[k] + lx < e[r4 + 3] || Math.abs(pn) >= T))) { mark[r] = 2; refold[nf++] = r; continue; }
+      if (T === 0 || (pn !== 0 && (wLow[k] + lx < e[r4 + 3] || Math.abs(pn) >= T))) { mark[r] = 5; refold[nf++] = r; continue; }
       const v = (e[r4] += pn - po);
-      if ((e[r4 + 1] += Math.abs(pn) - Math.abs(po)) >= T) { mark[r] = 2; refold[nf++] = r; continue; }
+      if ((e[r4 + 1] += Math.abs(pn) - Math.abs(po)) >= T) { mark[r] = 5; refold[nf++] = r; continue; }
       yv[r] = v === 0 ? 0 : v; // exact: a float32 (an exact 0 folds to +0)
     }
   }
   // rows left exact hold their exact sum in y already; the others are refolded from scratch
   let refoldEntries = 0;
-  for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
+  for (let t = 0; t < nr; t++) mark[rows[t]] &= 1;
   if (bf16) for (let t = 0; t < nr; t++) { const r = rows[t]; yv[r] = ctx.act(yv[r]); }
   for (let t = 0; t < nf; t++) {
     const r = refold[t];

@@ -12,7 +12,7 @@ import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer, type ModelConfig } from '../model/config.ts';
 import type { Matrix, ModelWeights } from '../model/weights.ts';
 import { attentionStep, KvCache, ropeInvFreq } from './attention.ts';
-import { classifyState, gdnDimsOf, gdnForward, newGdnCache, type GdnCache } from './gdn.ts';
+import { classifyState, gdnDimsOf, gdnForward, newGdnCache, noteGdnStateWritten, type GdnCache } from './gdn.ts';
 import { linear, linearArgmax, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { moeForward, swiglu } from './mlp.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
@@ -236,6 +236,7 @@ export class Executor {
     if (state.length !== s.length) throw new ChipcError('EXEC_BAD_STATE', `state of ${state.length} entries for a head of ${s.length}`);
     s.set(state);
     c.kind[valueHead] = classifyState(s, c.rowNonZero[valueHead]);
+    noteGdnStateWritten(c, valueHead);
   }
 
   /**

@@ -351,50 +351,81 @@ export interface SparseStepScratch {
   delta: Float32Array;
   /** Set by recurrentStepSparse: [0] = 1 if the step may have changed S, else 0. */
   modified: Uint8Array;
+  /** Scratch of the row-wise column dots: kv_j (without a memo) and per-column flags. */
+  kv: Float32Array;
+  any: Uint8Array;
+}
+
+/**
+ * Per value head of one layer, what a tracked decode step can reuse from the previous one (see
+ * recurrentStepSparse's `memo`): kv_j = dot(S[:,j], k) as that step computed it, at h·dv + j, and
+ * whether it still describes S (valid: computed on a finite-kind state that the step then left
+ * unchanged) and whether k was all finite.
+ */
+export interface KvMemo {
+  kv: Float32Array;
+  valid: Uint8Array;
+  kFinite: Uint8Array;
+  /** 1 when k was all ±0 (no row of S can be updated while δ stays finite). */
+  kZero: Uint8Array;
+}
+
+export function newKvMemo(hv: number, dv: number): KvMemo {
+  return { kv: new Float32Array(hv * dv), valid: new Uint8Array(hv), kFinite: new Uint8Array(hv), kZero: new Uint8Array(hv) };
 }
 
 export function newSparseStepScratch(dk: number, dv: number): SparseStepScratch {
   return {
     kIdx: new Int32Array(dk), qIdx: new Int32Array(dk), kDot: new Int32Array(dk), qDot: new Int32Array(dk),
     dotCount: new Int32Array(2), nzRows: new Int32Array(dk), delta: new Float32Array(dv), modified: new Uint8Array(1),
+    kv: new Float32Array(dv), any: new Uint8Array(dv),
   };
 }
 
 /** Sign bit of a float (true for −0 and negative values, and for NaNs with the bit set). */
 function signBit(x: number): boolean {
-  return x < 0 || (x === 0 && 1 / x < 0);
+  return x < 0 || Object.is(x, -0); // (V8 compiles the −0 test to a bit test, no division)
 }
 
 /**
- * Column dot Σ_i S[i,j]·x[xOff+i] over i < dk in sequential order from −0 (what ctx.dot computes in
- * sequential order), visiting only the n indices idx[0..n) where x is non-zero. Exact when S is
+ * Column dots out[outOff + j] = Σ_i S[i,j]·x[xOff+i] over i < dk for every j < dv, each in
+ * sequential order from −0 (what ctx.dot computes in sequential order), visiting only the n
+ * indices idx[0..n) where x is non-zero. Exact when S is
  * finite (kind ≥ STATE_CLEAN), by matmul.ts's argument: every skipped term S·(±0) is ±0, so a
  * non-zero sum of the visited terms is the full sum, and a zero one is +0 if some visited term was
  * non-zero (exact cancellation). If none was, every term is ±0 and the sum is −0 iff every term is
  * −0: a row known to be all +0 gives +0·x_i, −0 iff x_i has its sign bit set (`xNegOffRows`: true
  * iff that holds for every such row); the other rows (nzRows[0..nzn)) are checked one by one.
+ * The rows are walked one by one (each visited row of S read contiguously), each column's sum
+ * kept in out in idx order; `any` is scratch (dv).
  */
-function sparseColumnDot(
-  S: Float32Array, dv: number, j: number, x: Float32Array, xOff: number, idx: Int32Array, n: number,
-  nzRows: Int32Array, nzn: number, xNegOffRows: boolean, signOfX: number,
-): number {
-  let acc = -0;
-  let anyNonZero = false;
+function columnDotsInto(
+  S: Float32Array, dv: number, x: Float32Array, xOff: number, idx: Int32Array, n: number,
+  nzRows: Int32Array, nzn: number, xNegOffRows: boolean, signOfX: number, out: Float32Array, outOff: number, any: Uint8Array,
+): void {
+  for (let j = 0; j < dv; j++) { out[outOff + j] = -0; any[j] = 0; }
   for (let t = 0; t < n; t++) {
     const i = idx[t];
-    const p = f32(S[i * dv + j] * x[xOff + i]);
-    if (p !== 0) { anyNonZero = true; acc = f32(acc + p); }
+    const xi = x[xOff + i];
+    const row = i * dv;
+    for (let j = 0; j < dv; j++) {
+      const p = f32(S[row + j] * xi);
+      if (p !== 0) { any[j] = 1; out[outOff + j] = f32(out[outOff + j] + p); }
+    }
   }
-  if (acc !== 0 || Number.isNaN(acc)) return acc;
-  if (anyNonZero || !xNegOffRows) return 0;
-  // S with no sign bit set (STATE_POS / STATE_ZERO): every ±0 term has the sign of its x_i
-  if (signOfX >= 0) return signOfX === 1 ? -0 : 0;
-  for (let t = 0; t < nzn; t++) {
-    const i = nzRows[t];
-    const p = f32(S[i * dv + j] * x[xOff + i]); // ±0 here
-    if (1 / p > 0) return 0;
+  for (let j = 0; j < dv; j++) {
+    const acc = out[outOff + j];
+    if (acc !== 0 || Number.isNaN(acc)) continue;
+    if (any[j] === 1 || !xNegOffRows) { out[outOff + j] = 0; continue; }
+    // every term is ±0: as sparseColumnDot decides the sign of the zero
+    if (signOfX >= 0) { out[outOff + j] = signOfX === 1 ? -0 : 0; continue; }
+    let z = -0;
+    for (let t = 0; t < nzn; t++) {
+      const i = nzRows[t];
+      if (1 / f32(S[i * dv + j] * x[xOff + i]) > 0) { z = 0; break; }
+    }
+    out[outOff + j] = z;
   }
-  return -0;
 }
 
 /** Lists the rows marked in rowNonZero into out; returns how many. */
@@ -430,7 +461,8 @@ function nonZeroIndices(
       if (!fin) finite = false;
       if (dotIdx && (rowNonZero[i] || !fin)) dotIdx[nd++] = i;
     }
-    if (!signBit(v)) { everyNeg = false; if (!rowNonZero[i]) allNeg = false; }
+    // (once both flags are false the sign bits no longer matter)
+    if ((everyNeg || allNeg) && !signBit(v)) { everyNeg = false; if (!rowNonZero[i]) allNeg = false; }
   }
   negOff[0] = allNeg;
   negOff[1] = everyNeg;
@@ -455,15 +487,39 @@ const negOffScratch = [false, false];
  *    fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij for S_ij ≠ −0 (+0 + −0 = +0). A one-hot key (a pinned
  *    RAM write) touches one row; an all-zero key (an unused head) touches none.
  * Anything else (a state that may hold −0 or non-finite values, non-finite δ) runs the full update.
+ *
+ * `memo` (a tracked decode step, head h): when `same` — q and k are bit-identical to the previous
+ * call's for this head, S has not changed since then, and o[oOff..] still holds that call's output
+ * — and memo.valid[h], the kv_j are memo.kv's (a pure function of S, k and S's kind and +0 rows,
+ * all unchanged), unless this step decays S. If then every δ_j is ±0 and k is finite, or k was
+ * all ±0 and every δ_j is finite (the update leaves rows with k_i = ±0 alone), nothing changes S,
+ * and o = dot(S[:,j], q) is the previous output: the step returns at once. Any other outcome runs
+ * the step as above, which refreshes the memo (valid only when that step left S unchanged).
  */
 export function recurrentStepSparse(
   dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array,
   q: Float32Array, qOff: number, k: Float32Array, kOff: number, v: Float32Array, vOff: number,
   g: number, beta: number, o: Float32Array, oOff: number, scratch: SparseStepScratch,
+  memo?: KvMemo, h = 0, same = false,
 ): number {
   const eg = exp32(g);
   scratch.modified[0] = 0;
-  if (eg !== 1 && !(kind === STATE_ZERO && Number.isFinite(eg))) {
+  const decays = eg !== 1 && !(kind === STATE_ZERO && Number.isFinite(eg));
+  if (memo && same && !decays && kind !== STATE_ANY && memo.valid[h] === 1 && memo.kFinite[h] === 1) {
+    const kv = memo.kv;
+    const m0 = h * dv;
+    let unchanged = true;
+    if (memo.kZero[h] === 1) {
+      // k all ±0: every δ_j finite leaves S as it is (the update's rows with k_i = ±0 are left alone)
+      for (let j = 0; j < dv; j++) { const dj = f32(f32(v[vOff + j] - kv[m0 + j]) * beta); if (dj - dj !== 0) { unchanged = false; break; } }
+    } else {
+      // δ all ±0, k finite: fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij
+      for (let j = 0; j < dv; j++) if (f32(f32(v[vOff + j] - kv[m0 + j]) * beta) !== 0) { unchanged = false; break; }
+    }
+    if (unchanged) return kind; // S, and so o, stay as they were
+  }
+  if (memo) memo.valid[h] = 0;
+  if (decays) {
     scratch.modified[0] = 1;
     let nonZero = false;
     let dirty = false;
@@ -489,8 +545,12 @@ export function recurrentStepSparse(
     const kdn = dotCount[0];
     kFinite = dotCount[1] === 1;
     const nzn = kSign >= 0 ? 0 : listRows(rowNonZero, nzRows);
+    // kv_j for every j (into the memo, which keeps them for the next step, or into scratch)
+    const kvArr = memo ? memo.kv : scratch.kv;
+    const m0 = memo ? h * dv : 0;
+    columnDotsInto(S, dv, k, kOff, kDot, kdn, nzRows, nzn, kNegOff, kSign, kvArr, m0, scratch.any);
     for (let j = 0; j < dv; j++) {
-      const kv = sparseColumnDot(S, dv, j, k, kOff, kDot, kdn, nzRows, nzn, kNegOff, kSign);
+      const kv = kvArr[m0 + j];
       const dj = f32(f32(v[vOff + j] - kv) * beta);
       delta[j] = dj;
       if (dj - dj !== 0) allDeltaFinite = false;
@@ -532,13 +592,15 @@ export function recurrentStepSparse(
     }
     kind = classifyState(S, rowNonZero);
   }
+  // kv (computed above on a finite state) still describes S when the step left S as it was
+  if (memo && finiteState && scratch.modified[0] === 0) { memo.valid[h] = 1; memo.kFinite[h] = kFinite ? 1 : 0; memo.kZero[h] = kn === 0 ? 1 : 0; }
   if (kind !== STATE_ANY) {
     nonZeroIndices(q, qOff, dk, qIdx, rowNonZero, negOffScratch, qDot, dotCount);
     const qNegOff = negOffScratch[0];
     const qSign = kind === STATE_POS || kind === STATE_ZERO ? (negOffScratch[1] ? 1 : 0) : -1;
     const qdn = dotCount[0];
     const nzn = qSign >= 0 ? 0 : listRows(rowNonZero, nzRows);
-    for (let j = 0; j < dv; j++) o[oOff + j] = sparseColumnDot(S, dv, j, q, qOff, qDot, qdn, nzRows, nzn, qNegOff, qSign);
+    columnDotsInto(S, dv, q, qOff, qDot, qdn, nzRows, nzn, qNegOff, qSign, o, oOff, scratch.any);
   } else {
     for (let j = 0; j < dv; j++) {
       let acc = -0;
@@ -831,6 +893,8 @@ export interface GdnTrack {
   nLazy: number;
   /** Per conv channel: 1 while it is in lazyList. */
   inLazyList: Uint8Array;
+  /** The value heads' kv from their last step (recurrentStepSparse's memo). */
+  kvMemo: KvMemo;
   /** The versions of in_proj_b / in_proj_a (delta.ts) that β and g were last computed from. */
   bVer: number;
   aVer: number;
@@ -842,20 +906,24 @@ function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
     qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     coreChanged: new Uint8Array(d.hv), oldCore: new Float32Array(d.dv), normedChanged: new Int32Array(d.valueDim),
     step: 0, lazySince: new Int32Array(d.convDim).fill(-1), lazyList: new Int32Array(d.convDim), nLazy: 0,
-    inLazyList: new Uint8Array(d.convDim), bVer: -1, aVer: -1,
+    inLazyList: new Uint8Array(d.convDim), kvMemo: newKvMemo(d.hv, d.dv), bVer: -1, aVer: -1,
   };
 }
 
-/** Per conv weight tensor: 1 for a channel whose taps 0…K−2 are ±0 (only the newest tap weighs). */
-const singleTapCache = new WeakMap<Float32Array, Uint8Array>();
-function singleTapOf(cw: Float32Array, convDim: number, K: number): Uint8Array {
+/**
+ * Per conv weight tensor, per channel: the newest tap's weight for a channel whose taps 0…K−2
+ * are ±0 (only the newest tap weighs), NaN for any other channel (or a NaN newest weight, which
+ * the fold handles). Dense, so a step reads one float per channel instead of its K weights.
+ */
+const singleTapCache = new WeakMap<Float32Array, Float32Array>();
+function singleTapOf(cw: Float32Array, convDim: number, K: number): Float32Array {
   let st = singleTapCache.get(cw);
   if (st === undefined) {
-    st = new Uint8Array(convDim);
+    st = new Float32Array(convDim);
     for (let c = 0; c < convDim; c++) {
-      let one = 1;
-      for (let j = 0; j < K - 1; j++) if (cw[c * K + j] !== 0) { one = 0; break; }
-      st[c] = one;
+      let one = true;
+      for (let j = 0; j < K - 1; j++) if (cw[c * K + j] !== 0) { one = false; break; }
+      st[c] = one ? cw[c * K + K - 1]! : NaN;
     }
     singleTapCache.set(cw, st);
   }
@@ -903,6 +971,14 @@ export function gdnConvSnapshot(cache: GdnCache, K: number): Float32Array {
   return out;
 }
 
+/**
+ * Tells the tracked decode step that value head h's S was overwritten from outside (setGdnState):
+ * its next step runs in full instead of repeating the previous one.
+ */
+export function noteGdnStateWritten(cache: GdnCache, h: number): void {
+  if (cache.track) cache.track.headModified[h] = 1;
+}
+
 /** Catches up every lazy channel and ends their laziness (the caller then drops the track). */
 export function materializeLazyConv(cache: GdnCache, K: number): void {
   const t = cache.track;
@@ -918,6 +994,24 @@ export function materializeLazyConv(cache: GdnCache, K: number): void {
 /** True when taps 0…K−2 of the channel at `base` are finite. */
 function olderTapsFinite(conv: Float32Array, base: number, K: number): boolean {
   for (let j = 0; j < K - 1; j++) { const v = conv[base + j]; if (v - v !== 0) return false; }
+  return true;
+}
+
+/**
+ * True when the channel at `base` (its state just shifted in its newest input x, its output fold
+ * y finite) gives y again at each of the next K − 1 steps whose input is x: the fold −0 + Σ_j
+ * fl(w_j·tap_j), in ascending j as convStepF32 computes it, over the window shifted by s = 1 … K−1
+ * (taps j + s of the state, then x) equals y bit for bit. After K − 1 shifts every tap is x and
+ * the window stops changing, so y then holds for as long as the input stays. This covers, e.g., a
+ * single-tap channel whose input fell to 0 (y = ±0), whose zero's sign depends on the older taps.
+ */
+function steadyAhead(cw: Float32Array, conv: Float32Array, base: number, K: number, y: number): boolean {
+  const x = conv[base + K - 1]!;
+  for (let s = 1; s < K; s++) {
+    let v = -0;
+    for (let j = 0; j < K; j++) v = f32(v + f32(cw[base + j]! * (j + s < K ? conv[base + j + s]! : x)));
+    if (!Object.is(v, y)) return false; // finite float32 values: Object.is is bit equality
+  }
   return true;
 }
 
@@ -997,16 +1091,26 @@ function gdnDecodeTracked(
         if (inActive[c] === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { inActive[c] = 1; active[n++] = c; }
       }
     }
-    const single = singleTapOf(cw, convDim, K);
+    const singleW = singleTapOf(cw, convDim, K);
     const { lazySince, lazyList, inLazyList } = t;
     let m = 0;
     for (let i = 0; i < n; i++) {
       const c = active[i];
       const base = c * K;
-      if (lazySince[c] >= 0) catchUpChannel(t, conv, c, K);
-      for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
+      // this step's shift, after the ones a lazy channel skipped (catchUpChannel), in one pass:
+      // after s shifts tap j holds old tap j + s, or the old newest tap once j + s > K − 1
+      const since = lazySince[c];
+      const shifts = since >= 0 ? skippedShifts(t, since, K) + 1 : 1;
+      if (since >= 0) lazySince[c] = -1;
+      if (shifts === 1) for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
+      else {
+        const newest = conv[base + K - 1];
+        for (let j = 0; j < K - 1; j++) conv[base + j] = j + shifts < K ? conv[base + j + shifts] : newest;
+      }
       conv[base + K - 1] = mixed[c];
-      let y = single[c] === 1 ? f32(cw[base + K - 1] * conv[base + K - 1]) : 0;
+      const sw = singleW[c];
+      const single = sw === sw;
+      let y = single ? f32(sw * conv[base + K - 1]) : 0;
       if (y === 0 || !olderTapsFinite(conv, base, K)) {
         // the fold itself; a single-tap channel with a product p ≠ 0 and finite older taps folds
         // −0 + (±0)… + p = p (the older taps weigh ±0), which the line above computed
@@ -1020,11 +1124,12 @@ function gdnDecodeTracked(
         else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
       }
       if (tapsSettled(convBits, base, K)) inActive[c] = 0;
-      else if (single[c] === 1 && y !== 0 && y - y === 0) {
-        // Lazy: the older taps weigh ±0 and are finite (else y would be NaN), so while the input
-        // stays, every step's fold is −0 + (±0)… + p = p ≠ 0: the same y, whatever the older
-        // taps hold. Their shifts are replayed when the channel next runs (catchUpChannel) or
-        // before anything else reads the state (materializeLazyConv).
+      else if ((single && y !== 0 && y - y === 0) || (y - y === 0 && steadyAhead(cw, conv, base, K, y))) {
+        // Lazy: while the input stays, every later step's fold is the same y. A single-tap channel
+        // with y ≠ 0: its older taps weigh ±0 and are finite (else y would be NaN), so the fold is
+        // −0 + (±0)… + p = p whatever they hold. Any other channel: the K − 1 shifted windows were
+        // folded ahead (steadyAhead). The skipped shifts are replayed when the channel next runs
+        // (catchUpChannel) or before anything else reads the state (materializeLazyConv).
         inActive[c] = 0;
         lazySince[c] = t.step;
         if (inLazyList[c] === 0) { inLazyList[c] = 1; lazyList[t.nLazy++] = c; }
@@ -1071,7 +1176,9 @@ function gdnDecodeTracked(
     const kind = cache.exposed[h] ? classifyState(S, rows) : cache.kind[h];
     const o0 = h * dv;
     for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
-    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, v, h * dv, g[h], beta[h], core, o0, scratch);
+    // same q, k and S as this head's previous step (whose output core still holds): kv can be reused
+    const same = !fresh && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0;
+    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, v, h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same);
     headModified[h] = scratch.modified[0];
     for (let j = 0; j < dv; j++) if (!Object.is(core[o0 + j], oldCore[j])) { coreChanged[h] = 1; break; }
   }

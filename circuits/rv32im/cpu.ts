@@ -344,8 +344,11 @@ export function cpuCircuit(opts: CpuOptions) {
     const isJal = isClass(4, 'isJal');
     const isJalr = isClass(5, 'isJalr');
     const isBranch = isClass(6, 'isBranch');
-    const isStore = c.table('isStore', [opcode], (op) => (op === 0x23 ? 1 : 0), [0, 1]);
-    const isLoad = c.table('isLoad', [opcode], (op) => (op === 0x03 ? 1 : 0), [0, 1]);
+    // Loads and stores only outside loader mode: while the loader writes, the word at the pc is not
+    // an instruction, and the effective address must stay 0 (the data RAM's write row reads the
+    // loader's address through the same digits, below).
+    const isStore = c.table('isStore', [opcode, loading], (op, ld) => (!ld && op === 0x23 ? 1 : 0), [0, 1]);
+    const isLoad = c.table('isLoad', [opcode, loading], (op, ld) => (!ld && op === 0x03 ? 1 : 0), [0, 1]);
     // The bignum unit's multiply-accumulate (custom-0, docs/bignum-unit.md): MUL with two more addends.
     const isBn = c.table('isBnMac', [opcode], (op) => (op === BN_OPCODE ? 1 : 0), [0, 1]);
     // The ALU's view of the class (loads, stores and the rest as 7) keeps aluOp's table within one index.
@@ -436,8 +439,12 @@ export function cpuCircuit(opts: CpuOptions) {
     // nibble products, the comparators) see no change across runs of such instructions, which
     // incremental decode skips (the value is unused: B feeds only OP, STORE, BRANCH and bn.mac).
     const usesRs2 = (op: number) => op === 0x33 || op === 0x23 || op === 0x63 || op === BN_OPCODE;
-    const regAddr = (from: number, sys: number, name: string, used: (op: number) => boolean) => c.linear(Array.from({ length: 5 }, (_, k) =>
-      [c.table(`${name}b${k}`, [opcode, ins[from + k]!], (op, x) => (op === 0x73 ? (sys >> k) & 1 : used(op) ? x : 0), [0, 1]), 2 ** k] as [Sig, number])).named(name);
+    // (`off`: x0 while it is 1 — the effective address's port reads x0 in loader mode)
+    const regAddr = (from: number, sys: number, name: string, used: (op: number) => boolean, off?: Sig) => c.linear(Array.from({ length: 5 }, (_, k) =>
+      [off === undefined
+        ? c.table(`${name}b${k}`, [opcode, ins[from + k]!], (op, x) => (op === 0x73 ? (sys >> k) & 1 : used(op) ? x : 0), [0, 1])
+        : c.table(`${name}b${k}`, [opcode, ins[from + k]!, off], (op, x, o) => (o ? 0 : op === 0x73 ? (sys >> k) & 1 : used(op) ? x : 0), [0, 1]),
+      2 ** k] as [Sig, number])).named(name);
     const rs1 = regAddr(15, 17, 'rs1', () => true);
     const rs2 = regAddr(20, 10, 'rs2', usesRs2);
     const a = regs.read(rs1);
@@ -454,7 +461,7 @@ export function cpuCircuit(opts: CpuOptions) {
     // loads or stores: with its immediate gated the same way (below), the address and every table
     // over it stay constant across runs of other instructions (incremental decode skips them).
     const usesEa = (op: number) => op === 0x03 || op === 0x23;
-    const aE = regs.read(regAddr(15, 0, 'rs1e', usesEa));
+    const aE = regs.read(regAddr(15, 0, 'rs1e', usesEa, loading));
     const Am = bitsWord(c, am);
     const Bm = bitsWord(c, bm);
     const A = bitsWord(c, a);
@@ -602,14 +609,20 @@ export function cpuCircuit(opts: CpuOptions) {
       const en = ld ? lw : st && ((sws && o === 0) || h);
       return !en ? 0 : ld ? 1 : ws ? 2 : 3;
     }, [0, 3]);
-    // The write row as digits too, of 2 bits: a table over the source, the loader's digit, the
-    // row's digit and the carry of row + 1 has 4 × 4 × 4 × 3 cases (3-bit digits would need 768,
-    // past what one exact ramp table spans).
-    const writeRow = banks > 1 ? null : c.linear(rowDigits(memBits, 2).map((d, g) => {
+    // The write row as digits too, of 3 bits like the read's: a table over the source, the row's
+    // digit and the carry of row + 1 (4 × 8 × 3 cases). The loader's address comes in through the
+    // row digit: in loader mode the effective address is 0 (no load or store, its port reads x0),
+    // so the digit plus the loader's digit gated by loader mode (a table of its own, layers
+    // earlier) is the one that applies, 0 … 7 either way. (With the loader's digit as a fourth
+    // input, 3-bit digits would need 768 cases, past what one exact ramp table spans; the write
+    // digits were 2 bits wide until the 12th session: twice the key channels per changed digit.)
+    const writeRow = banks > 1 ? null : c.linear(rowDigits(memBits).map((d, g) => {
       const mask = 2 ** d.width - 1;
       const carry = carryInto(d.lo);
-      return [c.table(`memWDigit${g}`, [writeSrc, digitOf(loadAddr, d), digitOf(rowBits, d), carry.count],
-        (src, la, v, cc) => (src === 0 ? idleDigit(writeIdleRow, d) : src === 1 ? la : src === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number];
+      const loaderDigit = c.table(`memLDigit${g}`, [loading, digitOf(loadAddr, d)], (ld, la) => (ld ? la : 0), [0, mask]);
+      const digit = c.linear([[digitOf(rowBits, d), 1], [loaderDigit, 1]], 0, [0, mask]);
+      return [c.table(`memWDigit${g}`, [writeSrc, digit, carry.count],
+        (src, v, cc) => (src === 0 ? idleDigit(writeIdleRow, d) : src === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number];
     }));
     // The data RAM in banks of MEM_BANK_WORDS rows (one GDN layer's worth, docs/cpu-plan.md): bank b
     // is RAM "mem" (b = 0) or "mem<b>", written and read when the address's bits from bankBits up

@@ -433,6 +433,13 @@ describe('incremental decode on whole executors', () => {
         }
       }
       expect(s.decodeArgmax(tok)).toBe(argmax(d.decode(tok)));
+      // gdnStateCopy: the state's bits, a copy (writing it changes nothing), nothing handed out
+      for (const li of layers) {
+        const copy = s.gdnStateCopy(li, 0);
+        expect(bits(copy)).toEqual(bits(d.gdnStateCopy(li, 0)));
+        copy.fill(7);
+        expect(Array.from((s as unknown as { gdn: GdnCache[] }).gdn[li]!.exposed).every((e) => e === 0)).toBe(true);
+      }
     }
     expect(recS).toEqual(recD);
   });

@@ -438,7 +438,8 @@ function deltaLinearIn(
     oldX[nc] = oldF[c];
     old[c] = b;
     changed[nc++] = c;
-    if (!bf16 && v !== 0 && (Math.abs(v) > colMax[c] || lowbit32(b) < colLow[c])) widened[nw++] = c;
+    // (an integer's lowest set bit is ≥ 0: no lowbit needed while the column's bound is ≤ 0)
+    if (!bf16 && v !== 0 && (Math.abs(v) > colMax[c] || ((colLow[c] > 0 || (v | 0) !== v) && lowbit32(b) < colLow[c]))) widened[nw++] = c;
   }
   st.negTotal = negTotal;
   if (csc.maxRowNnz >= cols - negTotal) { st.valid = false; return null; }

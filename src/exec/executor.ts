@@ -210,14 +210,28 @@ export class Executor {
 
   /** The live recurrent state of (layer, value head), S[i,j] at i·dv + j; writes change the executor's state. */
   gdnState(layer: number, valueHead: number): Float32Array {
+    const s = this.liveGdnState(layer, valueHead);
+    // The caller may write S at any time from now on: the decode step stops trusting its tracked kind.
+    this.gdn[layer]!.exposed[valueHead] = 1;
+    return s;
+  }
+
+  /**
+   * A copy of the recurrent state of (layer, value head), S[i,j] at i·dv + j. Unlike gdnState it
+   * hands nothing out, so the decode steps keep their shortcuts for the head (a reader's path:
+   * capturing a RAM's contents between service calls).
+   */
+  gdnStateCopy(layer: number, valueHead: number): Float32Array {
+    return this.liveGdnState(layer, valueHead).slice();
+  }
+
+  private liveGdnState(layer: number, valueHead: number): Float32Array {
     const c = this.gdn[layer];
     if (!c) {
       throw new ChipcError('EXEC_BAD_LAYER', `layer ${layer} is not a linear_attention layer (0..${this.config.numLayers - 1})`);
     }
     const s = c.S[valueHead];
     if (!s) throw new ChipcError('EXEC_BAD_HEAD', `value head ${valueHead} out of range [0, ${c.S.length})`);
-    // The caller may write S at any time from now on: the decode step stops trusting its tracked kind.
-    c.exposed[valueHead] = 1;
     return s;
   }
 

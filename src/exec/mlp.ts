@@ -93,9 +93,11 @@ function swigluDelta(
         for (let t = 0; t < nr; t++) {
           const i = rows[t];
           const gi = go[i];
-          const old = hb[i];
-          h[i] = f32((gi === 0 ? gi : silu32(gi, form)) * uo[i]);
-          if (hb[i] !== old) changed[nch++] = i;
+          const ov = h[i];
+          const nv = f32((gi === 0 ? gi : silu32(gi, form)) * uo[i]);
+          h[i] = nv;
+          // changed bits (a NaN counts as changed: the list may hold more than the changes)
+          if (nv !== ov || nv !== nv || (nv === 0 && !Object.is(nv, ov))) changed[nch++] = i;
         }
       } else {
         for (let t = 0; t < nr; t++) {

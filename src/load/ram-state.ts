@@ -238,7 +238,7 @@ export function captureRamContents(executor: Executor, res: CompileResult, place
     for (let j = 0; j < sh.r; j++) {
       const vh = keyHead * sh.r + j;
       const vi = role.part * sh.r + j;
-      const S = executor.gdnState(placement.layer, vh);
+      const S = executor.gdnStateCopy(placement.layer, vh);
       const U = new Uint32Array(S.buffer, S.byteOffset, S.length);
       for (let i = 0; i < sh.dk; i++) {
         const A = role.block * R + i;

@@ -71,6 +71,9 @@ function wideCommit(t: number): number {
 const widthOf = (f3: number): number => ((f3 & 3) === 3 ? 0 : 1 << (f3 & 3));
 /** Does an access of funct3 `f3` at offset `o` in its word cross into the next word? */
 export const crosses = (f3: number, o: number): boolean => widthOf(f3) > 0 && o + widthOf(f3) > 4;
+/** Bits per digit of the data RAM's write row (the read row's are 3: rowDigits' default). */
+export const WRITE_DIGIT_BITS = 5;
+
 /**
  * The data RAM's row bits split into digits of `width` bits from bit 0 up; the last (top) may be
  * narrower (a remainder at the bottom instead measured worse: row bit 0 flips more often).
@@ -609,14 +612,16 @@ export function cpuCircuit(opts: CpuOptions) {
       const en = ld ? lw : st && ((sws && o === 0) || h);
       return !en ? 0 : ld ? 1 : ws ? 2 : 3;
     }, [0, 3]);
-    // The write row as digits too, of 3 bits like the read's: a table over the source, the row's
-    // digit and the carry of row + 1 (4 × 8 × 3 cases). The loader's address comes in through the
-    // row digit: in loader mode the effective address is 0 (no load or store, its port reads x0),
-    // so the digit plus the loader's digit gated by loader mode (a table of its own, layers
-    // earlier) is the one that applies, 0 … 7 either way. (With the loader's digit as a fourth
-    // input, 3-bit digits would need 768 cases, past what one exact ramp table spans; the write
-    // digits were 2 bits wide until the 12th session: twice the key channels per changed digit.)
-    const writeRow = banks > 1 ? null : c.linear(rowDigits(memBits).map((d, g) => {
+    // The write row as digits too, of 5 bits: a table over the source, the row's digit and the
+    // carry of row + 1 (4 × 32 × 3 = 384 cases, what the read's 3-bit tables span). The loader's
+    // address comes in through the row digit: in loader mode the effective address is 0 (no load
+    // or store, its port reads x0), so the digit plus the loader's digit gated by loader mode (a
+    // table of its own, layers earlier) is the one that applies, 0 … 31 either way. A changed
+    // digit moves 2 × rows/32 key channels: a store's row and the idle row differ in at most 3
+    // digits at 32 KiB. (Until the 12th session the loader's digit was a fourth input, which kept
+    // the digits at 2 bits — 3 bits would have needed 768 cases, past what one exact ramp table
+    // spans — and a changed digit moved 2 × rows/4 channels. `docs/cpu-plan.md`, round 4.)
+    const writeRow = banks > 1 ? null : c.linear(rowDigits(memBits, WRITE_DIGIT_BITS).map((d, g) => {
       const mask = 2 ** d.width - 1;
       const carry = carryInto(d.lo);
       const loaderDigit = c.table(`memLDigit${g}`, [loading, digitOf(loadAddr, d)], (ld, la) => (ld ? la : 0), [0, mask]);

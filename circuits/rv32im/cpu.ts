@@ -71,8 +71,9 @@ function wideCommit(t: number): number {
 const widthOf = (f3: number): number => ((f3 & 3) === 3 ? 0 : 1 << (f3 & 3));
 /** Does an access of funct3 `f3` at offset `o` in its word cross into the next word? */
 export const crosses = (f3: number, o: number): boolean => widthOf(f3) > 0 && o + widthOf(f3) > 4;
-/** Bits per digit of the data RAM's write row (the read row's are 3: rowDigits' default). */
+/** Bits per digit of the data RAM's write and read rows. */
 export const WRITE_DIGIT_BITS = 5;
+export const READ_DIGIT_BITS = 5;
 
 /**
  * The data RAM's row bits split into digits of `width` bits from bit 0 up; the last (top) may be
@@ -551,11 +552,11 @@ export function cpuCircuit(opts: CpuOptions) {
     // The read address is row 0 when no read is needed (the word is unused then): an idle
     // port's q projection then stays constant from one instruction to the next, which the
     // executor's incremental decode turns into skipped work (docs/executor.md, round 3).
-    // One bank: the row as digits of about 3 bits, each a table over the digit's bits (a free
-    // linear of them) and the carry of row + 1 into it, so that the RAM reads each digit through
-    // its one-hot (passes/lower-ram.ts addrDigitsOf): a changed digit then moves 2 × 8,192/8 query
-    // channels where a changed bit moved all 8,192 (docs/cpu-plan.md, "One-hot address digits").
-    const rowDigitSpans = rowDigits(memBits);
+    // One bank: the row as digits of READ_DIGIT_BITS bits, each a table over the digit's bits (a
+    // free linear of them) and the carry of row + 1 into it, so that the RAM reads each digit
+    // through its one-hot (passes/lower-ram.ts addrDigitsOf): a changed digit then moves
+    // 2 × 8,192/32 query channels where a changed bit moved all 8,192 (docs/cpu-plan.md, "One-hot
+    // address digits" and round 4).
     const digitOf = (bits: Sig[], d: { lo: number; width: number }) =>
       c.linear(bits.slice(d.lo, d.lo + d.width).map((x, j) => [x, 2 ** j] as [Sig, number]));
     // Row + 1 carries into the digit at row bit lo iff row bits 0 … lo−1 (address bits 2 … lo+1)
@@ -583,11 +584,17 @@ export function cpuCircuit(opts: CpuOptions) {
     // split between the stack and the data below; the read port idles at row 0 (measured better).
     const idleDigit = (idleRow: number, d: { lo: number; width: number }) => Math.floor(idleRow / 2 ** d.lo) & (2 ** d.width - 1);
     const writeIdleRow = 2 ** (memBits - 1);
-    const row = banks > 1 ? null : c.linear(rowDigitSpans.map((d, g) => {
+    // Each read digit's table reads two sums instead of four gate inputs, so that it spans 5-bit
+    // digits: inRamCount + readsOld is 4 iff the read is in the RAM and needed, readNext + the
+    // carry count is full + 1 iff the row is row + 1 here (5 × (full + 2) × 32 ≤ 640 cases; with
+    // the four inputs, 3-bit digits took 384).
+    const readOn = c.linear([[inRamCount, 1], [readsOld, 1]], 0, [0, 4]).named('memReadOn');
+    const row = banks > 1 ? null : c.linear(rowDigits(memBits, READ_DIGIT_BITS).map((d, g) => {
       const mask = 2 ** d.width - 1;
       const carry = carryInto(d.lo);
-      return [c.table(`memRDigit${g}`, [inRamCount, readsOld, readNext, digitOf(rowBits, d), carry.count],
-        (n, ro, rn, v, cc) => (n === 3 && ro ? (rn && cc === carry.full ? (v + 1) & mask : v) : 0), [0, mask]), 2 ** d.lo] as [Sig, number];
+      const next = c.linear([[readNext, 1], [carry.count, 1]], 0, [0, carry.full + 1]);
+      return [c.table(`memRDigit${g}`, [readOn, next, digitOf(rowBits, d)],
+        (on, nx, v) => (on === 4 ? (nx === carry.full + 1 ? (v + 1) & mask : v) : 0), [0, mask]), 2 ** d.lo] as [Sig, number];
     })).named('memRow');
     const isSW = c.table('isSW', [isStore, memF3, loading, off], (st, f3, ld, o) => (st && f3 === 2 && !ld && o === 0 ? 1 : 0), [0, 1]);
     // An aligned SW writes at its own position; any other store writes each merged word at the H
@@ -613,7 +620,7 @@ export function cpuCircuit(opts: CpuOptions) {
       return !en ? 0 : ld ? 1 : ws ? 2 : 3;
     }, [0, 3]);
     // The write row as digits too, of 5 bits: a table over the source, the row's digit and the
-    // carry of row + 1 (4 × 32 × 3 = 384 cases, what the read's 3-bit tables span). The loader's
+    // carry of row + 1 (4 × 32 × 3 = 384 cases; 6 bits find no exact ramp construction). The loader's
     // address comes in through the row digit: in loader mode the effective address is 0 (no load
     // or store, its port reads x0), so the digit plus the loader's digit gated by loader mode (a
     // table of its own, layers earlier) is the one that applies, 0 … 31 either way. A changed

@@ -47,6 +47,14 @@ function sparseMatrix(rnd: () => number, rows: number, cols: number, perRow: num
   return { dense: { rows, cols, dense: d }, csr: { rows, cols, csr: sparsifyMatrix({ rows, cols, dense: d }).csr } };
 }
 
+/** A rows × cols matrix, 1 … maxPerRow entries per row drawn from W: its array and its dense and CSR-only forms. */
+function weightedMatrix(rnd: () => number, rows: number, cols: number, W: number[], maxPerRow: number): { d: Float32Array; dense: Matrix; csr: Matrix } {
+  const d = new Float32Array(rows * cols);
+  for (let r = 0; r < rows; r++) for (let t = 0; t < 1 + Math.floor(rnd() * maxPerRow); t++) d[r * cols + Math.floor(rnd() * cols)] = W[Math.floor(rnd() * W.length)]!;
+  const dense: Matrix = { rows, cols, dense: d };
+  return { d, dense, csr: { rows, cols, csr: sparsifyMatrix(dense).csr } };
+}
+
 describe('deltaLinear', () => {
   it('property: a matmul that takes its peer\'s changed columns (DeltaShare) equals the dense linear, calls skipped or failed included', () => {
     let shared = 0;
@@ -148,10 +156,7 @@ describe('deltaLinear', () => {
     for (let seed = 1; seed <= 60; seed++) {
       const rnd = lcg(seed * 104729);
       const rows = 40, cols = 24;
-      const d = new Float32Array(rows * cols);
-      for (let r = 0; r < rows; r++) for (let t = 0; t < 1 + Math.floor(rnd() * 6); t++) d[r * cols + Math.floor(rnd() * cols)] = W[Math.floor(rnd() * W.length)]!;
-      const dense: Matrix = { rows, cols, dense: d };
-      const csr: Matrix = { rows, cols, csr: sparsifyMatrix(dense).csr };
+      const { dense, csr } = weightedMatrix(rnd, rows, cols, W, 6);
       for (const profile of ['f32', 'bf16'] as const) {
         const ctx = makeNumericContext({ profile });
         let x = new Float32Array(cols);
@@ -208,10 +213,7 @@ describe('deltaLinear', () => {
     for (let seed = 1; seed <= 40; seed++) {
       const rnd = lcg(seed * 7919);
       const rows = 30, cols = 20;
-      const d = new Float32Array(rows * cols);
-      for (let r = 0; r < rows; r++) for (let t = 0; t < 1 + Math.floor(rnd() * 5); t++) d[r * cols + Math.floor(rnd() * cols)] = W[Math.floor(rnd() * W.length)]!;
-      const dense: Matrix = { rows, cols, dense: d };
-      const csr: Matrix = { rows, cols, csr: sparsifyMatrix(dense).csr };
+      const { d, dense, csr } = weightedMatrix(rnd, rows, cols, W, 5);
       const ctx = makeNumericContext({ profile: 'f32' });
       let x = new Float32Array(cols);
       for (let c = 0; c < cols; c++) x[c] = X[Math.floor(rnd() * 3)]!; // small integers first

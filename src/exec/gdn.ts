@@ -946,13 +946,14 @@ function skippedShifts(t: GdnTrack, since: number, K: number): number {
   return Math.min(t.step - 1 - since, K - 1);
 }
 
-/** n shifts of channel `base`'s state, each bringing in its newest tap again. */
+/**
+ * n shifts of channel `base`'s state, each bringing in its newest tap again, in one pass: after n
+ * shifts tap j holds old tap j + n, or the newest tap once j + n > K − 1.
+ */
 function replayShifts(conv: Float32Array, base: number, K: number, n: number): void {
+  if (n === 0) return;
   const x = conv[base + K - 1]!;
-  for (let s = 0; s < n; s++) {
-    for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1]!;
-    conv[base + K - 1] = x;
-  }
+  for (let j = 0; j < K - 1; j++) conv[base + j] = j + n < K ? conv[base + j + n]! : x;
 }
 
 /**
@@ -1097,16 +1098,11 @@ function gdnDecodeTracked(
     for (let i = 0; i < n; i++) {
       const c = active[i];
       const base = c * K;
-      // this step's shift, after the ones a lazy channel skipped (catchUpChannel), in one pass:
-      // after s shifts tap j holds old tap j + s, or the old newest tap once j + s > K − 1
+      // the shifts a lazy channel skipped (catchUpChannel) and this step's, in one pass: one more
+      // replayed shift with the new input written over the newest tap is this step's shift
       const since = lazySince[c];
-      const shifts = since >= 0 ? skippedShifts(t, since, K) + 1 : 1;
       if (since >= 0) lazySince[c] = -1;
-      if (shifts === 1) for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
-      else {
-        const newest = conv[base + K - 1];
-        for (let j = 0; j < K - 1; j++) conv[base + j] = j + shifts < K ? conv[base + j + shifts] : newest;
-      }
+      replayShifts(conv, base, K, since >= 0 ? skippedShifts(t, since, K) + 1 : 1);
       conv[base + K - 1] = mixed[c];
       const sw = singleW[c];
       const single = sw === sw;

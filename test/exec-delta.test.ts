@@ -1,6 +1,7 @@
 /**
  * Incremental decode (src/exec/delta.ts and the tracked GDN step of gdn.ts) against the plain
  * computation, bit for bit:
+ *  - row stacks (stack-rows.ts) through deltaLinear against their parts' dense linears;
  *  - deltaLinear over sequences of inputs that change a few columns at a time (with ±0, negatives,
  *    tiny and huge values, and inputs that break the precondition or are not finite), with and
  *    without candidate lists, against the dense linear; f32 and bf16;
@@ -13,7 +14,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { deltaLinear, lowbit32, nextInputStamp } from '../src/exec/delta.ts';
+import { deltaLinear, lowbit32 } from '../src/exec/delta.ts';
+import { rowStackOf } from '../src/exec/stack-rows.ts';
 import { gdnConvSnapshot, materializeLazyConv, type GdnCache } from '../src/exec/gdn.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { linearArgmax, linearEx, newMatmulStats } from '../src/exec/matmul.ts';
@@ -56,13 +58,18 @@ function weightedMatrix(rnd: () => number, rows: number, cols: number, W: number
 }
 
 describe('deltaLinear', () => {
-  it('property: a matmul that takes its peer\'s changed columns (DeltaShare) equals the dense linear, calls skipped or failed included', () => {
-    let shared = 0;
+  it('property: a row stack [A; B; …] through deltaLinear equals the parts\' dense linears laid end to end', () => {
+    let incremental = 0;
     fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (seed) => {
       const rnd = lcg(seed);
       const cols = 4 + Math.floor(rnd() * 12);
-      const a = sparseMatrix(rnd, 1 + Math.floor(rnd() * 20), cols, Math.max(1, cols >> 2));
-      const b = sparseMatrix(rnd, 1 + Math.floor(rnd() * 20), cols, Math.max(1, cols >> 2));
+      const parts = Array.from({ length: 1 + Math.floor(rnd() * 4) }, () => sparseMatrix(rnd, 1 + Math.floor(rnd() * 20), cols, Math.max(1, cols >> 2)));
+      // CSR-only parts, or now and then a part in its dense form (no −0 entries: it stacks too)
+      const given = parts.map((p) => (rnd() < 0.2 ? p.dense : p.csr));
+      const stack = rowStackOf(given);
+      expect(stack).not.toBeNull();
+      expect(stack!.offsets).toEqual(given.reduce((o, m) => [...o, o[o.length - 1] + m.rows], [0]));
+      expect(rowStackOf(given)).toBe(stack); // kept while the parts keep their storage
       const ctx = makeNumericContext({ profile: 'f32' });
       const plain = makeNumericContext({ profile: 'f32' });
       let x = new Float32Array(cols);
@@ -74,19 +81,34 @@ describe('deltaLinear', () => {
             x[c] = r < 0.03 ? Infinity : r < 0.2 ? -ACTS[Math.floor(rnd() * ACTS.length)] : ACTS[Math.floor(rnd() * ACTS.length)];
           }
         }
-        const stamp = nextInputStamp();
-        const stats = newMatmulStats();
-        // the peer is skipped now and then (then b's previous input is not the peer's previous)
-        const sa = rnd() < 0.85 ? deltaLinear(ctx, a.csr, x, 0, null, 0, stats, { stamp }) : null;
-        // and b now and then (then its own previous input is older than the peer's)
-        if (rnd() < 0.15) continue;
-        const sb = deltaLinear(ctx, b.csr, x, 0, null, 0, stats, { stamp, peer: sa });
-        shared += stats.deltaShared;
-        if (sb !== null) expect(bits(sb.y)).toEqual(bits(linearEx(plain, b.dense, x, 'dense').out));
-        if (sa !== null) expect(bits(sa.y)).toEqual(bits(linearEx(plain, a.dense, x, 'dense').out));
+        const st = deltaLinear(ctx, stack!.m, x, 0, null, 0);
+        if (st === null) continue;
+        if (!st.full) incremental++;
+        const want = parts.flatMap((p) => bits(linearEx(plain, p.dense, x, 'dense').out));
+        expect(bits(st.y)).toEqual(want);
       }
     }), { numRuns: 300 });
-    expect(shared).toBeGreaterThan(500); // the shared scan was taken, not just allowed
+    expect(incremental).toBeGreaterThan(1000); // the stacks ran incrementally, not only in full
+  });
+
+  it('rowStackOf refuses parts of different widths and dense parts with a −0 entry, and rebuilds for new storage', () => {
+    const rnd = lcg(7);
+    const a = sparseMatrix(rnd, 6, 8, 3);
+    const b = sparseMatrix(rnd, 5, 8, 3);
+    expect(rowStackOf([])).toBeNull();
+    expect(rowStackOf([a.csr, sparseMatrix(rnd, 5, 9, 3).csr])).toBeNull();
+    const negZero = new Float32Array(5 * 8);
+    negZero[3] = -0;
+    negZero[9] = 2;
+    expect(rowStackOf([a.csr, { rows: 5, cols: 8, dense: negZero }])).toBeNull();
+    const s1 = rowStackOf([a.csr, b.csr])!;
+    expect(Array.from(s1.m.csr!.rowPtr)).toEqual([...Array.from(a.csr.csr!.rowPtr), ...Array.from(b.csr.csr!.rowPtr.subarray(1), (k) => k + a.csr.csr!.rowPtr[6])]);
+    // a part given new storage: a new stack holding the new weights
+    const b2 = sparseMatrix(rnd, 5, 8, 3);
+    b.csr.csr = b2.csr.csr;
+    const s2 = rowStackOf([a.csr, b.csr])!;
+    expect(s2).not.toBe(s1);
+    expect(Array.from(s2.m.csr!.values.subarray(a.csr.csr!.rowPtr[6]))).toEqual(Array.from(b2.csr.csr!.values));
   });
 
   it('property: equals the dense linear over changing inputs (f32, bf16), with and without candidates', () => {

@@ -121,29 +121,21 @@ export interface DeltaLinearState {
   inView: Uint32Array | null;
   /** Rows updated without a refold by the last call (a statistic). */
   nUpdated: number;
-  /**
-   * The caller's stamp of the input of the last call (`DeltaShare`), and of the call before it;
-   * −1 when none was given or the call failed.
-   */
+  /** The caller's stamp of the input of the last call (`DeltaShare`); −1 when none was given or the call failed. */
   stamp: number;
-  prevStamp: number;
 }
 
 /**
- * Matmuls that read the same input vector (the GDN projections; SwiGLU's gate and up) can share
- * the change scan: `stamp` names the input (a fresh `nextInputStamp()` per vector, not mutated
- * while it is used) and `peer` is the state of a matmul just called on it. When this matrix's
- * previous input is the peer's previous input (their stamps match) and the peer ran
- * incrementally, the columns that changed for the peer are exactly those that changed here, and
- * they become this call's candidates instead of a scan over every column.
+ * What a caller knows of the input vector: `stamp` names it (a fresh `nextInputStamp()` per
+ * vector, not mutated while it is used). (Matrices that read the same vector are stacked into one
+ * instead: stack-rows.ts.)
  */
 export interface DeltaShare {
   stamp: number;
-  peer?: DeltaLinearState | null;
   /**
    * The producer's account of how the input changed: every column that may differ between the
    * vector stamped `prevStamp` and this one is in changed[0..nChanged). A matmul whose previous
-   * input was stamped `prevStamp` takes them as its candidates (when no peer applies).
+   * input was stamped `prevStamp` takes them as its candidates instead of scanning every column.
    */
   since?: InputChanges | null;
 }
@@ -251,7 +243,7 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
       xBits, xVals: new Float32Array(xBits.buffer), negTotal: 0, y: new Float32Array(m.rows), valid: false, full: false,
       rows: new Int32Array(m.rows), nRows: 0, mark: new Uint8Array(m.rows), changed: new Int32Array(m.cols), nChanged: 0, usable: 0,
       version: 0,
-      rowExact: new Float64Array(4 * m.rows), refold: new Int32Array(m.rows), oldX: new Float32Array(m.cols), nUpdated: 0, stamp: -1, prevStamp: -1,
+      rowExact: new Float64Array(4 * m.rows), refold: new Int32Array(m.rows), oldX: new Float32Array(m.cols), nUpdated: 0, stamp: -1,
       colMax: new Float64Array(m.cols), colLow: new Int16Array(m.cols), rowBound: new Float64Array(m.rows), rowLow: new Int16Array(m.rows),
       widened: new Int32Array(m.cols), nBounded: 0, inSrc: null, inOff: 0, inView: null,
       plan: null, csc: null, lows: null, planCsr: undefined, planDense: undefined,
@@ -344,20 +336,12 @@ export function deltaLinear(
   if (ctx.order.kind !== 'sequential' || xOff + m.cols > x.length) return null;
   const st = stateOf(ctx, m);
   const stamp = share?.stamp ?? -1;
-  const peer = share?.peer;
-  if (cand === null && peer && peer !== st && stamp !== -1 && peer.valid && !peer.full && peer.stamp === stamp
-    && st.valid && st.stamp !== -1 && peer.prevStamp === st.stamp && peer.xBits.length === m.cols) {
-    cand = peer.changed;
-    nCand = peer.nChanged;
-    if (stats) stats.deltaShared++;
-  }
   const since = share?.since;
   if (cand === null && since && stamp !== -1 && st.valid && st.stamp !== -1 && st.stamp === since.prevStamp) {
     cand = since.changed;
     nCand = since.nChanged;
     if (stats) stats.deltaShared++;
   }
-  st.prevStamp = st.stamp;
   st.stamp = -1; // set again below when the call succeeds
   const r = deltaLinearIn(ctx, m, st, x, xOff, cand, nCand, stats);
   if (r !== null) st.stamp = stamp;

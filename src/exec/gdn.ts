@@ -34,20 +34,23 @@ import { allPlusZero, linear, type MatmulPath, type MatmulStats } from './matmul
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32, softplus32 } from './numeric.ts';
 import { gatedRmsNorm, l2norm } from './norms.ts';
-import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
+import { deltaLinear, nextInputStamp, type DeltaShare, type InputChanges, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
+import { rowStackOf } from './stack-rows.ts';
 
 const f32 = Math.fround;
 
 export interface GdnDimsX {
   hk: number; hv: number; dk: number; dv: number; r: number;
   keyDim: number; valueDim: number; convDim: number; K: number;
+  /** The query scale fl(dk^−0.5) (HF: query.shape[-1] ** -0.5, used as a float32 scalar). */
+  qScale: number;
 }
 
 export function gdnDimsOf(cfg: ModelConfig): GdnDimsX {
   const { hk, hv, dk, dv, r, keyDim, valueDim, convDim } = gdnDims(cfg);
   if (r < 1) throw new ChipcError('EXEC_BAD_CONFIG', `linear_num_value_heads (${hv}) must be a multiple of linear_num_key_heads (${hk})`);
-  return { hk, hv, dk, dv, r, keyDim, valueDim, convDim, K: cfg.linearConvKernelDim };
+  return { hk, hv, dk, dv, r, keyDim, valueDim, convDim, K: cfg.linearConvKernelDim, qScale: f32(Math.pow(dk, -0.5)) };
 }
 
 /**
@@ -88,6 +91,13 @@ export interface GdnCache {
    * only. `source` names it as a vector that never changes (delta.ts OutputSource).
    */
   idleOut?: { weights: GdnWeights; out: Float32Array; source: OutputSource };
+  /**
+   * What idlePreconditions learnt of the last input it checked: the stamp (DeltaShare) of an input
+   * found all finite (−1: none), and the index of an entry with a clear sign bit in the last input.
+   */
+  idleInput?: { finiteStamp: number; clearAt: number };
+  /** The layer's dimensions (gdnDimsOf), kept with the cache. */
+  dims?: GdnDimsX;
 }
 
 /** Per-layer scratch of a single-token GDN call (every array is fully rewritten before it is read). */
@@ -117,7 +127,7 @@ export function newGdnCache(d: GdnDimsX): GdnCache {
   for (let h = 0; h < d.hv; h++) S.push(new Float32Array(d.dk * d.dv));
   return {
     conv: new Float32Array(d.convDim * d.K), S, kind: new Uint8Array(d.hv).fill(STATE_ZERO), exposed: new Uint8Array(d.hv),
-    rowNonZero: S.map(() => new Uint8Array(d.dk)),
+    rowNonZero: S.map(() => new Uint8Array(d.dk)), dims: d,
   };
 }
 
@@ -673,13 +683,13 @@ export function gdnForward(
   ctx: ExecNumericContext, cfg: ModelConfig, w: GdnWeights, cache: GdnCache, xs: Float32Array[],
   mode: 'prefill' | 'decode', path: MatmulPath, wantStates: boolean, stats?: MatmulStats, share?: DeltaShare,
 ): GdnRunResult {
-  const d = gdnDimsOf(cfg);
+  const d = cache.dims ??= gdnDimsOf(cfg);
   const L = xs.length;
   // A single-token call reuses the layer's buffers: its outputs are consumed before the next call.
   let buf: GdnBuffers | undefined;
   if (L === 1) buf = cache.buffers ??= gdnBuffers(d, w.outProj.rows);
   const idle = mode === 'decode' && L === 1 && path === 'sparse' && ctx.order.kind === 'sequential'
-    && idlePreconditions(d, w, cache, xs[0]);
+    && idlePreconditions(d, w, cache, xs[0], share);
   if (idle && cache.idleOut && cache.idleOut.weights === w) {
     const o = (buf as GdnBuffers).out;
     o.set(cache.idleOut.out);
@@ -718,15 +728,25 @@ export function gdnForward(
  * output is stored only if the conv state is still all +0 and every head is still STATE_ZERO).
  * Later idle steps copy that output. Hooks still get copies of the (unchanged) states.
  */
-function idlePreconditions(d: GdnDimsX, w: GdnWeights, cache: GdnCache, x: Float32Array): boolean {
+function idlePreconditions(d: GdnDimsX, w: GdnWeights, cache: GdnCache, x: Float32Array, share?: DeltaShare): boolean {
   if (!isIdleLayer(w)) return false;
-  let someClear = false;
-  for (let i = 0; i < x.length; i++) {
-    const v = x[i];
-    if (v - v !== 0) return false;
-    if (!someClear && (v > 0 || (v === 0 && 1 / v > 0))) someClear = true;
+  const seen = cache.idleInput ??= { finiteStamp: -1, clearAt: 0 };
+  // finite: the entries that changed since an input stamped and found finite, else every entry
+  const since = share?.since;
+  const n = since && seen.finiteStamp !== -1 && since.prevStamp === seen.finiteStamp ? since.nChanged : x.length;
+  for (let t = 0; t < n; t++) {
+    const v = x[n === x.length ? t : (since as InputChanges).changed[t]];
+    if (v - v !== 0) { seen.finiteStamp = -1; return false; }
   }
-  if (!someClear) return false;
+  seen.finiteStamp = share?.stamp ?? -1;
+  // an entry with a clear sign bit: the last one found, if it still is
+  const clear = (v: number): boolean => v > 0 || (v === 0 && 1 / v > 0);
+  if (!(seen.clearAt < x.length && clear(x[seen.clearAt]))) {
+    let i = 0;
+    while (i < x.length && !clear(x[i])) i++;
+    if (i === x.length) return false;
+    seen.clearAt = i;
+  }
   for (let h = 0; h < d.hv; h++) if (cache.kind[h] !== STATE_ZERO || cache.exposed[h]) return false;
   if (cache.convZero !== 1) {
     cache.convZero = allPlusZeroBits(cache.conv) ? 1 : 0;
@@ -895,9 +915,8 @@ export interface GdnTrack {
   inLazyList: Uint8Array;
   /** The value heads' kv from their last step (recurrentStepSparse's memo). */
   kvMemo: KvMemo;
-  /** The versions of in_proj_b / in_proj_a (delta.ts) that β and g were last computed from. */
-  bVer: number;
-  aVer: number;
+  /** The version of the stacked input projections (delta.ts) that β and g were last computed from. */
+  projVer: number;
 }
 
 function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
@@ -906,7 +925,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
     qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     coreChanged: new Uint8Array(d.hv), oldCore: new Float32Array(d.dv), normedChanged: new Int32Array(d.valueDim),
     step: 0, lazySince: new Int32Array(d.convDim).fill(-1), lazyList: new Int32Array(d.convDim), nLazy: 0,
-    inLazyList: new Uint8Array(d.convDim), kvMemo: newKvMemo(d.hv, d.dv), bVer: -1, aVer: -1,
+    inLazyList: new Uint8Array(d.convDim), kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
   };
 }
 
@@ -1045,20 +1064,19 @@ function gdnDecodeTracked(
   buf: GdnBuffers, stats?: MatmulStats, inShare?: DeltaShare,
 ): { out: Float32Array; source: OutputSource | null } | null {
   let t0 = phaseStart();
-  // the four projections read the same x: z, b and a take qkv's changed columns (DeltaShare)
+  // the four projections read the same x: one stacked matrix [qkv; z; b; a] (stack-rows.ts)
+  const stack = rowStackOf([w.inProjQkv, w.inProjZ, w.inProjB, w.inProjA]);
+  if (stack === null) return null;
   const stamp = inShare?.stamp ?? nextInputStamp();
-  const qkvS = deltaLinear(ctx, w.inProjQkv, x, 0, null, 0, stats, { stamp, since: inShare?.since });
-  const share = { stamp, peer: qkvS };
-  const zS = qkvS && deltaLinear(ctx, w.inProjZ, x, 0, null, 0, stats, share);
-  const bS = zS && deltaLinear(ctx, w.inProjB, x, 0, null, 0, stats, share);
-  const aS = bS && deltaLinear(ctx, w.inProjA, x, 0, null, 0, stats, share);
-  if (qkvS === null || zS === null || bS === null || aS === null) return null;
+  const ps = deltaLinear(ctx, stack.m, x, 0, null, 0, stats, { stamp, since: inShare?.since });
+  if (ps === null) return null;
+  const [, zOff, bOff, aOff, pEnd] = stack.offsets;
   t0 = phaseEnd('gdn.proj', t0);
   phaseEnd('gdn.tracked', phaseStart()); // marks (with profiling on) that a tracked step ran
   const { K, convDim, hk, hv, dk, dv, r, keyDim, valueDim } = d;
   let tr = cache.track;
   const fresh = tr === undefined || tr.weights !== w;
-  const mixed = qkvS.y;
+  const mixed = ps.y.subarray(0, zOff);
   const conv = cache.conv;
   const conved = buf.conved;
   const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
@@ -1084,12 +1102,12 @@ function gdnDecodeTracked(
     const { active, inActive } = t;
     let n = t.nActive;
     // settled channels whose input differs from their (equal) taps join the active list
-    if (qkvS.full) {
+    if (ps.full) {
       for (let c = 0; c < convDim; c++) if (inActive[c] === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { inActive[c] = 1; active[n++] = c; }
     } else {
-      for (let i = 0; i < qkvS.nRows; i++) {
-        const c = qkvS.rows[i];
-        if (inActive[c] === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { inActive[c] = 1; active[n++] = c; }
+      for (let i = 0; i < ps.nRows; i++) {
+        const c = ps.rows[i];
+        if (c < zOff && inActive[c] === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { inActive[c] = 1; active[n++] = c; }
       }
     }
     const singleW = singleTapOf(cw, convDim, K);
@@ -1137,28 +1155,32 @@ function gdnDecodeTracked(
   }
   const t = tr as GdnTrack;
   t0 = phaseEnd('gdn.conv', t0);
-  const scale = f32(Math.pow(dk, -0.5));
+  const scale = d.qScale;
   const { q, k } = buf;
   for (let h = 0; h < hk; h++) if (t.qkDirty[h] === 1) normalizeQk(ctx, conved, q, k, h, dk, keyDim, scale, true);
   const v = conved.subarray(2 * keyDim);
   const { beta, g } = buf;
-  const bv = bS.y;
-  const av = aS.y;
+  const bv = ps.y.subarray(bOff, aOff);
+  const av = ps.y.subarray(aOff, pEnd);
   const gateDirty = t.vDirty; // β / g changes are folded into the per-value-head dirty flags
-  // β_h and g_h are pure functions of b_h and a_h: when both projections advanced by one version
+  // β_h and g_h are pure functions of b_h and a_h: when the projections advanced by one version
   // since β and g were computed, only the heads of their recomputed rows can change
-  const gateRows = !fresh && !bS.full && !aS.full && t.bVer === bS.version - 1 && t.aVer === aS.version - 1;
-  const nGate = gateRows ? bS.nRows + aS.nRows : hv;
+  const gateRows = !fresh && !ps.full && t.projVer === ps.version - 1;
+  const nGate = gateRows ? ps.nRows : hv;
   for (let i = 0; i < nGate; i++) {
-    const h = !gateRows ? i : i < bS.nRows ? bS.rows[i] : aS.rows[i - bS.nRows];
+    let h = i;
+    if (gateRows) {
+      const r = ps.rows[i];
+      if (r < bOff) continue;
+      h = r < aOff ? r - bOff : r - aOff;
+    }
     const nb = sigmoid32(bv[h]);
     const ng = f32(-exp32(w.aLog[h]) * softplus32(f32(av[h] + w.dtBias[h])));
     if (fresh || !Object.is(nb, beta[h]) || !Object.is(ng, g[h]) || nb !== nb || ng !== ng) gateDirty[h] = 1;
     beta[h] = nb;
     g[h] = ng;
   }
-  t.bVer = bS.version;
-  t.aVer = aS.version;
+  t.projVer = ps.version;
   t0 = phaseEnd('gdn.qkGates', t0);
   const core = buf.core;
   const scratch = buf.step;
@@ -1180,16 +1202,19 @@ function gdnDecodeTracked(
   }
   t0 = phaseEnd('gdn.recurrent', t0);
   // gated norm of the heads whose output or z changed
-  const z = zS.y;
-  if (!fresh && !zS.full) {
-    for (let i = 0; i < zS.nRows; i++) coreChanged[Math.floor(zS.rows[i] / dv)] = 1;
+  const z = ps.y.subarray(zOff, bOff);
+  if (!fresh && !ps.full) {
+    for (let i = 0; i < ps.nRows; i++) {
+      const r = ps.rows[i];
+      if (r >= zOff && r < bOff) coreChanged[Math.floor((r - zOff) / dv)] = 1;
+    }
   }
   const normed = buf.normed;
   const nb = new Uint32Array(normed.buffer, normed.byteOffset, valueDim);
   const changedList = t.normedChanged;
   let nc = 0;
   for (let h = 0; h < hv; h++) {
-    if (!fresh && !zS.full && coreChanged[h] === 0) continue;
+    if (!fresh && !ps.full && coreChanged[h] === 0) continue;
     const o0 = h * dv;
     for (let j = 0; j < dv; j++) oldCore[j] = normed[o0 + j];
     gatedRmsNorm(ctx, core, o0, z, o0, dv, w.norm, cfg.rmsNormEps, normed, o0);
@@ -1198,7 +1223,7 @@ function gdnDecodeTracked(
   }
   buf.normMemoValid.fill(0); // the untracked path's memo no longer describes `normed`
   t0 = phaseEnd('gdn.gatedNorm', t0);
-  const os = deltaLinear(ctx, w.outProj, normed, 0, fresh || zS.full ? null : changedList, nc, stats);
+  const os = deltaLinear(ctx, w.outProj, normed, 0, fresh || ps.full ? null : changedList, nc, stats);
   if (os !== null) buf.out.set(os.y.subarray(0, w.outProj.rows));
   else linear(ctx, w.outProj, normed, 'sparse', { stats, out: buf.out });
   phaseEnd('gdn.outProj', t0);

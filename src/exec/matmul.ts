@@ -71,7 +71,7 @@ export interface MatmulStats {
   deltaRefoldEntries: number;
   /** Conv channels the tracked GDN steps recomputed (gdn.ts; the rest kept their state and output). */
   convChannels: number;
-  /** Incremental matmuls that took a peer's changed columns instead of scanning their input (delta.ts DeltaShare). */
+  /** Incremental matmuls that took their producer's changed columns instead of scanning their input (delta.ts DeltaShare `since`). */
   deltaShared: number;
 }
 

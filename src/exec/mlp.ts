@@ -17,6 +17,7 @@ import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32 } from './numeric.ts';
 import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
+import { rowStackOf } from './stack-rows.ts';
 
 const f32 = Math.fround;
 
@@ -34,8 +35,8 @@ function supportBufferOf(down: Matrix, n: number): Float32Array {
   return b;
 }
 
-/** Per numeric context and gate matrix: swigluDelta's h and the gate/up memo versions it reflects. */
-interface FfnDeltaState { h: Float32Array; valid: boolean; changed: Int32Array; gVer: number; uVer: number }
+/** Per numeric context and gate matrix: swigluDelta's h and the gate/up memo version it reflects. */
+interface FfnDeltaState { h: Float32Array; valid: boolean; changed: Int32Array; ver: number }
 const ffnDeltaStates = new WeakMap<ExecNumericContext, WeakMap<Matrix, FfnDeltaState>>();
 
 /**
@@ -55,28 +56,28 @@ function swigluDelta(
 ): boolean {
   const n = m.gateProj.rows;
   const H = m.gateProj.cols;
-  if (m.downProj.cols !== n || m.upProj.cols !== H || out.length < m.downProj.rows || x.length < H) return false;
+  if (m.downProj.cols !== n || m.upProj.rows !== n || m.upProj.cols !== H || out.length < m.downProj.rows || x.length < H) return false;
   let byM = ffnDeltaStates.get(ctx);
   if (byM === undefined) { byM = new WeakMap(); ffnDeltaStates.set(ctx, byM); }
   let st = byM.get(m.gateProj);
   if (st === undefined || st.h.length !== n) {
-    st = { h: new Float32Array(n), valid: false, changed: new Int32Array(n), gVer: -1, uVer: -1 };
+    st = { h: new Float32Array(n), valid: false, changed: new Int32Array(n), ver: -1 };
     byM.set(m.gateProj, st);
   }
   let t0 = phaseStart();
-  // gate and up read the same x: up takes gate's changed columns (DeltaShare)
+  // gate and up read the same x: one stacked matrix [gate; up] (stack-rows.ts), unit i at rows i, n + i
+  const stack = rowStackOf([m.gateProj, m.upProj]);
   const stamp = io?.share?.stamp ?? nextInputStamp();
-  const gs = deltaLinear(ctx, m.gateProj, x, 0, null, 0, stats, { stamp, since: io?.share?.since });
-  const us = gs === null ? null : deltaLinear(ctx, m.upProj, x, 0, null, 0, stats, { stamp, peer: gs });
+  const gus = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, { stamp, since: io?.share?.since });
   t0 = phaseEnd('ffn.gateUp', t0);
-  if (gs === null || us === null) { st.valid = false; return false; }
+  if (gus === null) { st.valid = false; return false; }
   const h = st.h;
-  const go = gs.y;
-  const uo = us.y;
+  const go = gus.y;
+  const uo = gus.y.subarray(n);
   const form = ctx.siluForm;
   let nch = 0;
   let cand: Int32Array | null = null;
-  if (!st.valid || gs.full || us.full || st.gVer !== gs.version - 1 || st.uVer !== us.version - 1) {
+  if (!st.valid || gus.full || st.ver !== gus.version - 1) {
     for (let i = 0; i < n; i++) {
       const gi = go[i];
       h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * uo[i]));
@@ -85,34 +86,32 @@ function swigluDelta(
     const hb = new Uint32Array(h.buffer, h.byteOffset, n);
     const changed = st.changed;
     const f32Profile = ctx.profile === 'f32'; // act is the identity
-    for (let pass = 0; pass < 2; pass++) {
-      const s = pass === 0 ? gs : us;
-      const rows = s.rows;
-      const nr = s.nRows;
-      if (f32Profile) {
-        for (let t = 0; t < nr; t++) {
-          const i = rows[t];
-          const gi = go[i];
-          const ov = h[i];
-          const nv = f32((gi === 0 ? gi : silu32(gi, form)) * uo[i]);
-          h[i] = nv;
-          // changed bits (a NaN counts as changed: the list may hold more than the changes)
-          if (nv !== ov || nv !== nv || (nv === 0 && !Object.is(nv, ov))) changed[nch++] = i;
-        }
-      } else {
-        for (let t = 0; t < nr; t++) {
-          const i = rows[t];
-          const gi = go[i];
-          const old = hb[i];
-          h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * uo[i]));
-          if (hb[i] !== old) changed[nch++] = i;
-        }
+    const rows = gus.rows;
+    const nr = gus.nRows;
+    if (f32Profile) {
+      for (let t = 0; t < nr; t++) {
+        const r = rows[t];
+        const i = r < n ? r : r - n;
+        const gi = go[i];
+        const ov = h[i];
+        const nv = f32((gi === 0 ? gi : silu32(gi, form)) * uo[i]);
+        h[i] = nv;
+        // changed bits (a NaN counts as changed: the list may hold more than the changes)
+        if (nv !== ov || nv !== nv || (nv === 0 && !Object.is(nv, ov))) changed[nch++] = i;
+      }
+    } else {
+      for (let t = 0; t < nr; t++) {
+        const r = rows[t];
+        const i = r < n ? r : r - n;
+        const gi = go[i];
+        const old = hb[i];
+        h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * uo[i]));
+        if (hb[i] !== old) changed[nch++] = i;
       }
     }
     cand = changed;
   }
-  st.gVer = gs.version;
-  st.uVer = us.version;
+  st.ver = gus.version;
   st.valid = true;
   t0 = phaseEnd('ffn.act', t0);
   const ds = deltaLinear(ctx, m.downProj, h, 0, cand, nch, stats);

@@ -1,0 +1,88 @@
+/**
+ * Row stacks for the incremental decode. Matrices that read the same input vector — the GDN input
+ * projections (qkv, z, b, a), SwiGLU's gate and up — are walked as one CSR matrix
+ * [A; B; …]: A's rows, then B's rows offset by A.rows, and so on. delta.ts keeps one memo per
+ * matrix, so a stack scans the input's changed columns once, checks each column's bounds once and
+ * reaches every part's rows in one walk of the column, where separate calls did all of that once
+ * per part.
+ *
+ * Exactness. Row off_p + r of the stack stores exactly part p's row r (the same entries in the
+ * same order), and each row of x·Wᵀ is a function of its own entries and x alone (matmul.ts), so
+ * the stack's output is the parts' outputs laid end to end, bit for bit. The stack has no dense
+ * form, so a part whose dense form holds a −0 entry (where the dense and CSR row folds may differ
+ * in the sign of a zero) is refused; delta.ts refuses such a part too.
+ */
+import type { CsrMatrix, Matrix } from '../model/weights.ts';
+import { sparsePlanOf } from './matmul.ts';
+
+/** A stack of matrices over the same input: part p owns rows offsets[p] … offsets[p+1) of m. */
+export interface RowStack {
+  m: Matrix;
+  offsets: number[];
+}
+
+interface StackEntry {
+  parts: readonly Matrix[];
+  /** Each part's storage when the stack was built (a part given new storage gets a new stack). */
+  csr: (CsrMatrix | undefined)[];
+  dense: (Float32Array | undefined)[];
+  stack: RowStack | null;
+}
+
+const stacks = new WeakMap<Matrix, StackEntry[]>();
+
+/**
+ * The stack of `parts` (kept while the parts keep their storage), or null when they cannot be
+ * stacked: no parts, different column counts, or a part whose dense form has a −0 entry.
+ */
+export function rowStackOf(parts: readonly Matrix[]): RowStack | null {
+  if (parts.length === 0) return null;
+  let list = stacks.get(parts[0]);
+  if (list === undefined) { list = []; stacks.set(parts[0], list); }
+  for (const e of list) {
+    if (e.parts.length !== parts.length) continue;
+    let same = true;
+    for (let p = 0; p < parts.length && same; p++) {
+      same = e.parts[p] === parts[p] && e.csr[p] === parts[p].csr && e.dense[p] === parts[p].dense;
+    }
+    if (same) return e.stack;
+  }
+  const entry: StackEntry = {
+    parts: parts.slice(), csr: parts.map((m) => m.csr), dense: parts.map((m) => m.dense), stack: buildStack(parts),
+  };
+  // a part with new storage replaces its old entry (the old stack is garbage)
+  const kept = list.filter((e) => e.parts.length !== parts.length || e.parts.some((m, p) => m !== parts[p]));
+  kept.push(entry);
+  stacks.set(parts[0], kept);
+  return entry.stack;
+}
+
+function buildStack(parts: readonly Matrix[]): RowStack | null {
+  const cols = parts[0].cols;
+  const csrs: CsrMatrix[] = [];
+  const offsets = [0];
+  let nnz = 0;
+  for (const m of parts) {
+    if (m.cols !== cols) return null;
+    const plan = sparsePlanOf(m);
+    if (plan.denseNegZeroRow !== null && plan.denseNegZeroRow.includes(1)) return null;
+    csrs.push(plan.csr);
+    offsets.push(offsets[offsets.length - 1] + m.rows);
+    nnz += plan.csr.rowPtr[m.rows];
+  }
+  const rows = offsets[parts.length];
+  const rowPtr = new Uint32Array(rows + 1);
+  const colIdx = new Uint32Array(nnz);
+  const values = new Float32Array(nnz);
+  let k = 0;
+  for (let p = 0; p < parts.length; p++) {
+    const { rowPtr: rp, colIdx: ci, values: v } = csrs[p];
+    const n = parts[p].rows;
+    const base = offsets[p];
+    colIdx.set(ci.subarray(rp[0], rp[n]), k);
+    values.set(v.subarray(rp[0], rp[n]), k);
+    for (let r = 0; r < n; r++) rowPtr[base + r + 1] = k + (rp[r + 1] - rp[0]);
+    k += rp[n] - rp[0];
+  }
+  return { m: { rows, cols, csr: { rowPtr, colIdx, values } }, offsets };
+}

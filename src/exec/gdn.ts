@@ -27,7 +27,7 @@
  */
 import { ChipcError } from '../util/errors.ts';
 import type { ModelConfig } from '../model/config.ts';
-import type { GdnWeights } from '../model/weights.ts';
+import type { GdnWeights, Matrix } from '../model/weights.ts';
 import { chunkGatedDeltaRule } from './gdn-chunked.ts';
 import { gdnDims } from '../model/naming.ts';
 import { allPlusZero, linear, type MatmulPath, type MatmulStats } from './matmul.ts';
@@ -110,14 +110,18 @@ interface GdnBuffers {
    * head), valid where normMemoValid is 1. `normed` is written only by that computation.
    */
   normMemo: Uint32Array; normMemoValid: Uint8Array;
+  /** Bit views of conved, normed and the tracked step's oldCore scratch (made once: a view costs an allocation). */
+  convedBits: Uint32Array; normedBits: Uint32Array;
 }
 
 function gdnBuffers(d: GdnDimsX, H: number): GdnBuffers {
+  const conved = new Float32Array(d.convDim);
+  const normed = new Float32Array(d.valueDim);
   return {
-    mixed: new Float32Array(d.convDim), z: new Float32Array(d.valueDim), b: new Float32Array(d.hv), a: new Float32Array(d.hv),
-    conved: new Float32Array(d.convDim), q: new Float32Array(d.keyDim), k: new Float32Array(d.keyDim),
+    convedBits: new Uint32Array(conved.buffer), normedBits: new Uint32Array(normed.buffer), mixed: new Float32Array(d.convDim), z: new Float32Array(d.valueDim), b: new Float32Array(d.hv), a: new Float32Array(d.hv),
+    conved, q: new Float32Array(d.keyDim), k: new Float32Array(d.keyDim),
     beta: new Float32Array(d.hv), g: new Float32Array(d.hv), core: new Float32Array(d.valueDim),
-    normed: new Float32Array(d.valueDim), out: new Float32Array(H), step: newSparseStepScratch(d.dk, d.dv),
+    normed, out: new Float32Array(H), step: newSparseStepScratch(d.dk, d.dv),
     normMemo: new Uint32Array(2 * d.valueDim), normMemoValid: new Uint8Array(d.hv),
   };
 }
@@ -260,8 +264,7 @@ function normalizeQk(
   keyDim: number, scale: number, sequential: boolean,
 ): void {
   if (sequential && allZero(conved, h * dk, dk) && allZero(conved, keyDim + h * dk, dk)) {
-    q.set(conved.subarray(h * dk, (h + 1) * dk), h * dk);
-    k.set(conved.subarray(keyDim + h * dk, keyDim + (h + 1) * dk), h * dk);
+    for (let i = 0; i < dk; i++) { q[h * dk + i] = conved[h * dk + i]; k[h * dk + i] = conved[keyDim + h * dk + i]; }
     return;
   }
   l2norm(ctx, conved, h * dk, dk, q, h * dk);
@@ -917,13 +920,19 @@ export interface GdnTrack {
   kvMemo: KvMemo;
   /** The version of the stacked input projections (delta.ts) that β and g were last computed from. */
   projVer: number;
+  /** Bit views of the stacked projections' output, of the conv state and of oldCore (remade when their arrays change). */
+  projBits: Uint32Array;
+  convBits: Uint32Array;
+  oldCoreBits: Uint32Array;
 }
 
 function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
+  const oldCore = new Float32Array(d.dv);
   return {
+    projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(oldCore.buffer),
     weights: w, active: new Int32Array(d.convDim), nActive: 0, inActive: new Uint8Array(d.convDim),
     qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
-    coreChanged: new Uint8Array(d.hv), oldCore: new Float32Array(d.dv), normedChanged: new Int32Array(d.valueDim),
+    coreChanged: new Uint8Array(d.hv), oldCore, normedChanged: new Int32Array(d.valueDim),
     step: 0, lazySince: new Int32Array(d.convDim).fill(-1), lazyList: new Int32Array(d.convDim), nLazy: 0,
     inLazyList: new Uint8Array(d.convDim), kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
   };
@@ -1042,6 +1051,17 @@ function tapsSettled(convBits: Uint32Array, base: number, K: number): boolean {
   return true;
 }
 
+const inProjLists = new WeakMap<GdnWeights, Matrix[]>();
+/** [in_proj_qkv, in_proj_z, in_proj_b, in_proj_a] of w, as one array kept per layer (a step allocates nothing). */
+function inProjParts(w: GdnWeights): Matrix[] {
+  let p = inProjLists.get(w);
+  if (p === undefined || p[0] !== w.inProjQkv || p[1] !== w.inProjZ || p[2] !== w.inProjB || p[3] !== w.inProjA) {
+    p = [w.inProjQkv, w.inProjZ, w.inProjB, w.inProjA];
+    inProjLists.set(w, p);
+  }
+  return p;
+}
+
 /**
  * One decode step of the GDN mixer that recomputes only what changed since the previous step
  * (sparse path, sequential order, f32 profile, silu 'mul'; bit-identical to gdnForwardFull, by
@@ -1065,40 +1085,41 @@ function gdnDecodeTracked(
 ): { out: Float32Array; source: OutputSource | null } | null {
   let t0 = phaseStart();
   // the four projections read the same x: one stacked matrix [qkv; z; b; a] (stack-rows.ts)
-  const stack = rowStackOf([w.inProjQkv, w.inProjZ, w.inProjB, w.inProjA]);
+  const stack = rowStackOf(inProjParts(w));
   if (stack === null) return null;
-  const stamp = inShare?.stamp ?? nextInputStamp();
-  const ps = deltaLinear(ctx, stack.m, x, 0, null, 0, stats, { stamp, since: inShare?.since });
+  const ps = deltaLinear(ctx, stack.m, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() });
   if (ps === null) return null;
-  const [, zOff, bOff, aOff, pEnd] = stack.offsets;
+  const [, zOff, bOff, aOff] = stack.offsets;
   t0 = phaseEnd('gdn.proj', t0);
   phaseEnd('gdn.tracked', phaseStart()); // marks (with profiling on) that a tracked step ran
-  const { K, convDim, hk, hv, dk, dv, r, keyDim, valueDim } = d;
-  let tr = cache.track;
-  const fresh = tr === undefined || tr.weights !== w;
-  const mixed = ps.y.subarray(0, zOff);
+  const { K, convDim, hk, hv, dk, dv, r, keyDim } = d;
+  const fresh = cache.track === undefined || cache.track.weights !== w;
+  if (fresh) materializeLazyConv(cache, K);
+  const t = fresh ? newGdnTrack(w, d) : cache.track as GdnTrack;
+  // one output vector: qkv (mixed) at 0, z at zOff, b at bOff, a at aOff
+  const y = ps.y;
+  const mixed = y;
   const conv = cache.conv;
   const conved = buf.conved;
-  const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
-  const conBits = new Uint32Array(conved.buffer, conved.byteOffset, convDim);
+  const conBits = buf.convedBits;
   const cw = w.conv1d;
+  if (t.projBits.buffer !== y.buffer || t.projBits.byteOffset !== y.byteOffset) t.projBits = new Uint32Array(y.buffer, y.byteOffset, y.length);
+  if (t.convBits.buffer !== conv.buffer || t.convBits.byteOffset !== conv.byteOffset) t.convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
+  const convBits = t.convBits;
   if (fresh) {
-    materializeLazyConv(cache, K);
-    tr = newGdnTrack(w, d);
     const cz = convZeroOf(w, convDim, K);
     convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
     for (let c = 0; c < convDim; c++) {
-      if (!tapsSettled(convBits, c * K, K)) { tr.inActive[c] = 1; tr.active[tr.nActive++] = c; }
+      if (!tapsSettled(convBits, c * K, K)) { t.inActive[c] = 1; t.active[t.nActive++] = c; }
     }
-    tr.qkDirty.fill(1);
-    tr.vDirty.fill(1);
-    tr.step = 1;
-    cache.track = tr;
+    t.qkDirty.fill(1);
+    t.vDirty.fill(1);
+    t.step = 1;
+    cache.track = t;
   } else {
-    const t = tr as GdnTrack;
     t.qkDirty.fill(0);
     t.vDirty.fill(0);
-    const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, convDim);
+    const mixedBits = t.projBits;
     const { active, inActive } = t;
     let n = t.nActive;
     // settled channels whose input differs from their (equal) taps join the active list
@@ -1153,15 +1174,12 @@ function gdnDecodeTracked(
     t.step++;
     if (stats) stats.convChannels += n;
   }
-  const t = tr as GdnTrack;
   t0 = phaseEnd('gdn.conv', t0);
   const scale = d.qScale;
   const { q, k } = buf;
   for (let h = 0; h < hk; h++) if (t.qkDirty[h] === 1) normalizeQk(ctx, conved, q, k, h, dk, keyDim, scale, true);
-  const v = conved.subarray(2 * keyDim);
+  const vOff = 2 * keyDim; // v in conved
   const { beta, g } = buf;
-  const bv = ps.y.subarray(bOff, aOff);
-  const av = ps.y.subarray(aOff, pEnd);
   const gateDirty = t.vDirty; // β / g changes are folded into the per-value-head dirty flags
   // β_h and g_h are pure functions of b_h and a_h: when the projections advanced by one version
   // since β and g were computed, only the heads of their recomputed rows can change
@@ -1174,8 +1192,8 @@ function gdnDecodeTracked(
       if (r < bOff) continue;
       h = r < aOff ? r - bOff : r - aOff;
     }
-    const nb = sigmoid32(bv[h]);
-    const ng = f32(-exp32(w.aLog[h]) * softplus32(f32(av[h] + w.dtBias[h])));
+    const nb = sigmoid32(y[bOff + h]);
+    const ng = f32(-exp32(w.aLog[h]) * softplus32(f32(y[aOff + h] + w.dtBias[h])));
     if (fresh || !Object.is(nb, beta[h]) || !Object.is(ng, g[h]) || nb !== nb || ng !== ng) gateDirty[h] = 1;
     beta[h] = nb;
     g[h] = ng;
@@ -1196,13 +1214,12 @@ function gdnDecodeTracked(
     for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
     // same q, k and S as this head's previous step (whose output core still holds): kv can be reused
     const same = !fresh && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0;
-    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, v, h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same);
+    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same);
     headModified[h] = scratch.modified[0];
     for (let j = 0; j < dv; j++) if (!Object.is(core[o0 + j], oldCore[j])) { coreChanged[h] = 1; break; }
   }
   t0 = phaseEnd('gdn.recurrent', t0);
   // gated norm of the heads whose output or z changed
-  const z = ps.y.subarray(zOff, bOff);
   if (!fresh && !ps.full) {
     for (let i = 0; i < ps.nRows; i++) {
       const r = ps.rows[i];
@@ -1210,21 +1227,21 @@ function gdnDecodeTracked(
     }
   }
   const normed = buf.normed;
-  const nb = new Uint32Array(normed.buffer, normed.byteOffset, valueDim);
+  const nb = buf.normedBits;
   const changedList = t.normedChanged;
   let nc = 0;
   for (let h = 0; h < hv; h++) {
     if (!fresh && !ps.full && coreChanged[h] === 0) continue;
     const o0 = h * dv;
     for (let j = 0; j < dv; j++) oldCore[j] = normed[o0 + j];
-    gatedRmsNorm(ctx, core, o0, z, o0, dv, w.norm, cfg.rmsNormEps, normed, o0);
-    const ob = new Uint32Array(oldCore.buffer, oldCore.byteOffset, dv);
+    gatedRmsNorm(ctx, core, o0, y, zOff + o0, dv, w.norm, cfg.rmsNormEps, normed, o0);
+    const ob = t.oldCoreBits;
     for (let j = 0; j < dv; j++) if (nb[o0 + j] !== ob[j]) changedList[nc++] = o0 + j;
   }
   buf.normMemoValid.fill(0); // the untracked path's memo no longer describes `normed`
   t0 = phaseEnd('gdn.gatedNorm', t0);
   const os = deltaLinear(ctx, w.outProj, normed, 0, fresh || ps.full ? null : changedList, nc, stats);
-  if (os !== null) buf.out.set(os.y.subarray(0, w.outProj.rows));
+  if (os !== null) buf.out.set(os.y);
   else linear(ctx, w.outProj, normed, 'sparse', { stats, out: buf.out });
   phaseEnd('gdn.outProj', t0);
   return { out: buf.out, source: os };

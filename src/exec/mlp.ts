@@ -36,8 +36,19 @@ function supportBufferOf(down: Matrix, n: number): Float32Array {
 }
 
 /** Per numeric context and gate matrix: swigluDelta's h and the gate/up memo version it reflects. */
-interface FfnDeltaState { h: Float32Array; valid: boolean; changed: Int32Array; ver: number }
+interface FfnDeltaState { h: Float32Array; hBits: Uint32Array; valid: boolean; changed: Int32Array; ver: number }
 const ffnDeltaStates = new WeakMap<ExecNumericContext, WeakMap<Matrix, FfnDeltaState>>();
+
+const gateUpLists = new WeakMap<object, Matrix[]>();
+/** [gate_proj, up_proj] of m, as one array kept per MLP (a step allocates nothing). */
+function gateUpParts(m: { gateProj: Matrix; upProj: Matrix }): Matrix[] {
+  let p = gateUpLists.get(m);
+  if (p === undefined || p[0] !== m.gateProj || p[1] !== m.upProj) {
+    p = [m.gateProj, m.upProj];
+    gateUpLists.set(m, p);
+  }
+  return p;
+}
 
 /**
  * The SwiGLU through delta.ts's incremental matmuls (sparse path, sequential order, CSR-only
@@ -61,29 +72,28 @@ function swigluDelta(
   if (byM === undefined) { byM = new WeakMap(); ffnDeltaStates.set(ctx, byM); }
   let st = byM.get(m.gateProj);
   if (st === undefined || st.h.length !== n) {
-    st = { h: new Float32Array(n), valid: false, changed: new Int32Array(n), ver: -1 };
+    const h = new Float32Array(n);
+    st = { h, hBits: new Uint32Array(h.buffer), valid: false, changed: new Int32Array(n), ver: -1 };
     byM.set(m.gateProj, st);
   }
   let t0 = phaseStart();
   // gate and up read the same x: one stacked matrix [gate; up] (stack-rows.ts), unit i at rows i, n + i
-  const stack = rowStackOf([m.gateProj, m.upProj]);
-  const stamp = io?.share?.stamp ?? nextInputStamp();
-  const gus = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, { stamp, since: io?.share?.since });
+  const stack = rowStackOf(gateUpParts(m));
+  const gus = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, io?.share ?? { stamp: nextInputStamp() });
   t0 = phaseEnd('ffn.gateUp', t0);
   if (gus === null) { st.valid = false; return false; }
   const h = st.h;
-  const go = gus.y;
-  const uo = gus.y.subarray(n);
+  const go = gus.y; // gate at i, up at n + i
   const form = ctx.siluForm;
   let nch = 0;
   let cand: Int32Array | null = null;
   if (!st.valid || gus.full || st.ver !== gus.version - 1) {
     for (let i = 0; i < n; i++) {
       const gi = go[i];
-      h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * uo[i]));
+      h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * go[n + i]));
     }
   } else {
-    const hb = new Uint32Array(h.buffer, h.byteOffset, n);
+    const hb = st.hBits;
     const changed = st.changed;
     const f32Profile = ctx.profile === 'f32'; // act is the identity
     const rows = gus.rows;
@@ -94,7 +104,7 @@ function swigluDelta(
         const i = r < n ? r : r - n;
         const gi = go[i];
         const ov = h[i];
-        const nv = f32((gi === 0 ? gi : silu32(gi, form)) * uo[i]);
+        const nv = f32((gi === 0 ? gi : silu32(gi, form)) * go[n + i]);
         h[i] = nv;
         // changed bits (a NaN counts as changed: the list may hold more than the changes)
         if (nv !== ov || nv !== nv || (nv === 0 && !Object.is(nv, ov))) changed[nch++] = i;
@@ -105,7 +115,7 @@ function swigluDelta(
         const i = r < n ? r : r - n;
         const gi = go[i];
         const old = hb[i];
-        h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * uo[i]));
+        h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * go[n + i]));
         if (hb[i] !== old) changed[nch++] = i;
       }
     }
@@ -115,7 +125,7 @@ function swigluDelta(
   st.valid = true;
   t0 = phaseEnd('ffn.act', t0);
   const ds = deltaLinear(ctx, m.downProj, h, 0, cand, nch, stats);
-  if (ds !== null) out.set(ds.y.subarray(0, m.downProj.rows));
+  if (ds !== null) out.set(ds.y);
   else linear(ctx, m.downProj, h, 'sparse', { stats, out });
   if (io) io.outSource = ds;
   phaseEnd('ffn.down', t0);

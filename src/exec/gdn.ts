@@ -112,13 +112,15 @@ interface GdnBuffers {
   normMemo: Uint32Array; normMemoValid: Uint8Array;
   /** Bit views of conved, normed and the tracked step's oldCore scratch (made once: a view costs an allocation). */
   convedBits: Uint32Array; normedBits: Uint32Array;
+  /** gdnDecodeTracked's result (rewritten by each call). */
+  tracked: { out: Float32Array; source: OutputSource | null };
 }
 
 function gdnBuffers(d: GdnDimsX, H: number): GdnBuffers {
   const conved = new Float32Array(d.convDim);
   const normed = new Float32Array(d.valueDim);
   return {
-    convedBits: new Uint32Array(conved.buffer), normedBits: new Uint32Array(normed.buffer), mixed: new Float32Array(d.convDim), z: new Float32Array(d.valueDim), b: new Float32Array(d.hv), a: new Float32Array(d.hv),
+    convedBits: new Uint32Array(conved.buffer), normedBits: new Uint32Array(normed.buffer), tracked: { out: conved, source: null }, mixed: new Float32Array(d.convDim), z: new Float32Array(d.valueDim), b: new Float32Array(d.hv), a: new Float32Array(d.hv),
     conved, q: new Float32Array(d.keyDim), k: new Float32Array(d.keyDim),
     beta: new Float32Array(d.hv), g: new Float32Array(d.hv), core: new Float32Array(d.valueDim),
     normed, out: new Float32Array(H), step: newSparseStepScratch(d.dk, d.dv),
@@ -1211,12 +1213,15 @@ function gdnDecodeTracked(
     const rows = cache.rowNonZero[h];
     const kind = cache.exposed[h] ? classifyState(S, rows) : cache.kind[h];
     const o0 = h * dv;
-    for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
     // same q, k and S as this head's previous step (whose output core still holds): kv can be reused
     const same = !fresh && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0;
+    if (!same) for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
     cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same);
     headModified[h] = scratch.modified[0];
-    for (let j = 0; j < dv; j++) if (!Object.is(core[o0 + j], oldCore[j])) { coreChanged[h] = 1; break; }
+    // the output is a function of q and S: with both as before it is as before; a step that wrote S
+    // counts as a change (the gated norm below compares what it recomputes)
+    if (same) coreChanged[h] = scratch.modified[0];
+    else for (let j = 0; j < dv; j++) if (!Object.is(core[o0 + j], oldCore[j])) { coreChanged[h] = 1; break; }
   }
   t0 = phaseEnd('gdn.recurrent', t0);
   // gated norm of the heads whose output or z changed
@@ -1241,8 +1246,11 @@ function gdnDecodeTracked(
   buf.normMemoValid.fill(0); // the untracked path's memo no longer describes `normed`
   t0 = phaseEnd('gdn.gatedNorm', t0);
   const os = deltaLinear(ctx, w.outProj, normed, 0, fresh || ps.full ? null : changedList, nc, stats);
-  if (os !== null) buf.out.set(os.y);
-  else linear(ctx, w.outProj, normed, 'sparse', { stats, out: buf.out });
+  // the incremental output is handed out as it is (its memo is next written by this layer's next step)
+  if (os === null) linear(ctx, w.outProj, normed, 'sparse', { stats, out: buf.out });
   phaseEnd('gdn.outProj', t0);
-  return { out: buf.out, source: os };
+  const res = buf.tracked;
+  res.out = os !== null ? os.y : buf.out;
+  res.source = os;
+  return res;
 }

@@ -524,7 +524,6 @@ interface ArgmaxMemo {
   colExtremes?: { max: Float32Array; min: Float32Array };
   rowMark?: Uint8Array;
   rowList?: Int32Array;
-  rowPos?: Float64Array;
 }
 const ARGMAX_MEMO_MAX = 1 << 16;
 const argmaxMemos = new WeakMap<ExecNumericContext, WeakMap<Matrix, ArgmaxMemo>>();
@@ -656,31 +655,20 @@ const BIG_COLUMN = 2048;
 /**
  * The argmax without walking big columns (f32 profile, under the scatter precondition, which the
  * caller has checked), or −1 when it cannot be decided that way. The rows T reached by the small
- * non-zero columns are candidates; every other row holds only products of the big columns (or
- * none: +0), and its fold is at most U = (1 + 2^−23)^B·Σ_big max(0, max_r fl(w_rc·x_c)) for B big
+ * non-zero columns get their exact value (the row fold over all their stored entries, as
+ * scatterInto computes it); every other row holds only products of the big columns (or none:
+ * +0), and its fold is at most U = (1 + 2^−23)^B·Σ_big max(0, max_r fl(w_rc·x_c)) for B big
  * columns: fl is monotone, and a fold's partial sums stay below the sum of its positive terms
  * times (1 + 2^−24) per addition (a negative term only lowers them). If the best row of T is
  * strictly above U it is the argmax (no other row reaches or ties it). Otherwise the smallest big
  * column joins the small ones (its rows join T, U loses its term) and the test repeats while two
  * or more big columns are left; then −1 (the caller scatters everything).
- *
- * Within T a row is folded (its exact value, the row fold over all its stored entries, as
- * scatterInto computes it) only when its bound reaches the best value folded so far. Its bound:
- * P_r = Σ of its positive products fl(w_rc·x_c) over the columns in T (summed while the columns
- * are walked) plus Σ max(0, top_c) over the big columns not in T, times (1 + 2^−22)^(n+2) for n
- * non-zero columns — above the fold by the same argument (its terms are at most n products) with
- * room for the rounding of P_r in double. The best value only grows and a row's bound only
- * shrinks as big columns join T (a joining column's product moves from its top into P_r), so a
- * row skipped once never needs a fold; a skipped row is strictly below the best, so neither the
- * argmax nor its tie-break (the lowest index) changes. The row with the largest P_r is folded
- * first, for a high best early.
  */
 function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo): number {
   const plan = sparsePlanOf(m);
   const csc = cscPlanOf(m, plan.csr);
   if (csc === null) return -1;
   const { colPtr, rowIdx } = csc;
-  const cv = csc.values;
   const big: number[] = [];
   for (let t = 0; t < nzn; t++) { const c = nz[t]; if (colPtr[c + 1] - colPtr[c] > BIG_COLUMN) big.push(c); }
   if (big.length === 0) return -1; // nothing to save: the scatter is small
@@ -689,52 +677,41 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
   const ext = memo.colExtremes ??= columnExtremes(m, csc);
   const mark = memo.rowMark ??= new Uint8Array(m.rows);
   const rows = memo.rowList ??= new Int32Array(m.rows);
-  const pos = memo.rowPos ??= new Float64Array(m.rows);
   const { rowPtr, colIdx, values } = plan.csr;
-  const slack = (1 + 2 ** -22) ** (nzn + 2);
-  /** A big column's largest product (an upper bound of every fl(w_rc·x_c) in it). */
-  const topOf = (c: number): number => { const xv = x[c]; return f32((xv > 0 ? ext.max[c] : ext.min[c]) * xv); };
   let nr = 0;
-  let seen = 0;
+  let folded = 0;
   let best = -1;
   let bv = 0;
-  /** Adds column c to T: its rows join T, and each row's positive products are summed into pos. */
+  /** Marks the rows of column c as in T. */
   const absorb = (c: number) => {
-    const xv = x[c];
     for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
       const r = rowIdx[k];
-      if (mark[r] === 0) { mark[r] = 1; rows[nr++] = r; pos[r] = 0; }
-      const p = f32(cv[k] * xv);
-      if (p > 0) pos[r] += p;
+      if (mark[r] === 0) { mark[r] = 1; rows[nr++] = r; }
     }
   };
-  const fold = (r: number) => {
-    let acc = 0;
-    for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
-      const p = f32(values[k] * x[colIdx[k]]);
-      if (p !== 0) acc = f32(acc + p);
+  /** Folds the rows added to T since the last call; T's best row in (best, bv). */
+  const foldNew = () => {
+    for (; folded < nr; folded++) {
+      const r = rows[folded];
+      let acc = 0;
+      for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
+        const p = f32(values[k] * x[colIdx[k]]);
+        if (p !== 0) acc = f32(acc + p);
+      }
+      if (best < 0 || acc > bv || (acc === bv && r < best)) { best = r; bv = acc; }
     }
-    if (best < 0 || acc > bv || (acc === bv && r < best)) { best = r; bv = acc; }
-  };
-  /** Evaluates the rows that joined T since the last call; T's best row in (best, bv). */
-  const evalNew = (bigTop: number) => {
-    if (seen === nr) return;
-    let lead = rows[seen];
-    for (let t = seen + 1; t < nr; t++) if (pos[rows[t]] > pos[lead]) lead = rows[t];
-    fold(lead);
-    for (let t = seen; t < nr; t++) {
-      const r = rows[t];
-      if (r !== lead && (pos[r] + bigTop) * slack >= bv) fold(r);
-    }
-    seen = nr;
   };
   for (let t = 0; t < nzn; t++) { const c = nz[t]; if (colPtr[c + 1] - colPtr[c] <= BIG_COLUMN) absorb(c); }
   let answer = -1;
   for (;;) {
-    let bigTop = 0;
-    for (const c of big) { const top = topOf(c); if (top > 0) bigTop += top; }
-    evalNew(bigTop);
-    const bound = bigTop * (1 + 2 ** -23) ** big.length;
+    foldNew();
+    let bound = 0;
+    for (const c of big) {
+      const xv = x[c];
+      const top = f32((xv > 0 ? ext.max[c] : ext.min[c]) * xv);
+      if (top > 0) bound += top;
+    }
+    bound *= (1 + 2 ** -23) ** big.length;
     if (best >= 0 && bv > bound) { answer = best; break; }
     // too close: the smallest big column joins T (with one big column left, the caller scatters)
     if (big.length <= 1) break;

@@ -60,12 +60,20 @@ const f32 = Math.fround;
 /** The memo of one matrix's output (per numeric context). */
 export interface DeltaLinearState {
   /** The input bit patterns y was computed from. */
-  xBits: Uint32Array;
-  /** xBits as float32 values (the same memory). */
-  xVals: Float32Array;
+  /**
+   * One record per input column c, at 4c … 4c+3, so that what a changed column needs lies in one
+   * cache line (these reads were cache misses when they were four arrays): the input bit pattern y
+   * was computed from (`colBits`, the same word as a float in `colVals`), M_c as a float32 (the
+   * largest |x_c| seen is a float32; in `colVals` at 4c+1), L_c (`colInts` at 4c+2) and the first
+   * stored entry of the column in the CSC plan (`colInts` at 4c+3, so column c's entries are
+   * 4c+3 … 4(c+1)+3; 4·cols+3 holds the end).
+   */
+  colBits: Uint32Array;
+  colVals: Float32Array;
+  colInts: Int32Array;
   /** How many of those inputs have their sign bit set (x < 0 or −0). */
   negTotal: number;
-  /** The output for xBits (all rows). */
+  /** The output for the recorded input bits (all rows). */
   y: Float32Array;
   valid: boolean;
   /** True when the last call recomputed every row (then `rows` is not filled). */
@@ -97,12 +105,10 @@ export interface DeltaLinearState {
   /** Scratch: the rows to refold in the current call. */
   refold: Int32Array;
   /**
-   * The column and row bounds of the bounded rows (module comment): M_c, L_c (NO_LOW when column
-   * c was never non-zero), B_r and G_r (NO_LOW when row r has no product that can be non-zero).
-   * A row is bounded iff its `mark` bit 0 is clear.
+   * The row bounds of the bounded rows (module comment; the column bounds M_c and L_c, NO_LOW when
+   * column c was never non-zero, are in the column records): B_r and G_r (NO_LOW when row r has no
+   * product that can be non-zero). A row is bounded iff its `mark` bit 0 is clear.
    */
-  colMax: Float64Array;
-  colLow: Int16Array;
   rowBound: Float64Array;
   rowLow: Int16Array;
   /** Scratch: the changed columns that widened their bounds in the current call. */
@@ -204,11 +210,11 @@ function buildBounds(
   st: DeltaLinearState, rows: number, cols: number, x: Float32Array, xOff: number, xb: Uint32Array,
   rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, wLowCsr: Int16Array,
 ): void {
-  const { colMax, colLow, rowBound, rowLow, mark } = st;
+  const { colVals, colInts, rowBound, rowLow, mark } = st;
   for (let c = 0; c < cols; c++) {
     const v = x[xOff + c];
-    colMax[c] = Math.abs(v);
-    colLow[c] = v === 0 ? NO_LOW : lowbit32(xb[c]);
+    colVals[4 * c + 1] = Math.abs(v);
+    colInts[4 * c + 2] = v === 0 ? NO_LOW : lowbit32(xb[c]);
   }
   let nBounded = 0;
   for (let r = 0; r < rows; r++) {
@@ -217,9 +223,9 @@ function buildBounds(
     for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
       const w = values[k];
       const c = colIdx[k];
-      if (w === 0 || colLow[c] === NO_LOW) continue;
-      B = (B + Math.abs(w) * colMax[c]) * BOUND_INFLATE;
-      const lb = wLowCsr[k] + colLow[c];
+      if (w === 0 || colInts[4 * c + 2] === NO_LOW) continue;
+      B = (B + Math.abs(w) * colVals[4 * c + 1]) * BOUND_INFLATE;
+      const lb = wLowCsr[k] + colInts[4 * c + 2];
       if (lb < G) G = lb;
     }
     rowBound[r] = B;
@@ -238,13 +244,13 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
   if (byM === undefined) { byM = new WeakMap(); statesByCtx.set(ctx, byM); }
   let st = byM.get(m);
   if (st === undefined) {
-    const xBits = new Uint32Array(m.cols);
+    const colBits = new Uint32Array(4 * (m.cols + 1));
     st = {
-      xBits, xVals: new Float32Array(xBits.buffer), negTotal: 0, y: new Float32Array(m.rows), valid: false, full: false,
+      colBits, colVals: new Float32Array(colBits.buffer), colInts: new Int32Array(colBits.buffer), negTotal: 0, y: new Float32Array(m.rows), valid: false, full: false,
       rows: new Int32Array(m.rows), nRows: 0, mark: new Uint8Array(m.rows), changed: new Int32Array(m.cols), nChanged: 0, usable: 0,
       version: 0,
       rowExact: new Float64Array(4 * m.rows), refold: new Int32Array(m.rows), oldX: new Float32Array(m.cols), nUpdated: 0, stamp: -1,
-      colMax: new Float64Array(m.cols), colLow: new Int16Array(m.cols), rowBound: new Float64Array(m.rows), rowLow: new Int16Array(m.rows),
+      rowBound: new Float64Array(m.rows), rowLow: new Int16Array(m.rows),
       widened: new Int32Array(m.cols), nBounded: 0, inSrc: null, inOff: 0, inView: null,
       plan: null, csc: null, lows: null, planCsr: undefined, planDense: undefined,
     };
@@ -369,6 +375,7 @@ function deltaLinearIn(
     st.lows = lowbitsOf(m, plan.csr.values, csc.values);
     st.planCsr = m.csr;
     st.planDense = m.dense;
+    st.valid = false; // y and the column records describe the old storage
   }
   const plan = st.plan;
   const csc = st.csc!;
@@ -391,7 +398,9 @@ function deltaLinearIn(
     if (csc.maxRowNnz >= cols - negTotal) return null;
     for (let r = 0; r < m.rows; r++) refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
     if (bf16) { st.mark.fill(1); st.nBounded = 0; } else buildBounds(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr);
-    st.xBits.set(xb);
+    const { colBits, colInts } = st;
+    for (let c = 0; c < cols; c++) colBits[4 * c] = xb[c];
+    for (let c = 0; c <= cols; c++) colInts[4 * c + 3] = csc.colPtr[c];
     st.negTotal = negTotal;
     st.valid = true;
     st.full = true;
@@ -402,12 +411,11 @@ function deltaLinearIn(
     if (stats) { stats.sparse++; stats.delta++; }
     return st;
   }
-  // the changed columns (xBits updated as found, so a repeated candidate counts once)
-  const old = st.xBits;
-  const oldF = st.xVals;
+  // the changed columns (their recorded bits updated as found, so a repeated candidate counts once)
+  const { colBits, colVals, colInts } = st;
   const changed = st.changed;
   const oldX = st.oldX;
-  const { colMax, colLow, widened } = st;
+  const widened = st.widened;
   let nc = 0;
   let nw = 0;
   let negTotal = st.negTotal;
@@ -415,15 +423,17 @@ function deltaLinearIn(
   for (let t = 0; t < n; t++) {
     const c = cand === null ? t : cand[t];
     const b = xb[c];
-    if (b === old[c]) continue;
+    const c4 = 4 * c;
+    const ob = colBits[c4];
+    if (b === ob) continue;
     const v = x[xOff + c];
     if (v - v !== 0) { st.valid = false; return null; }
-    negTotal += signSet(b) - signSet(old[c]);
-    oldX[nc] = oldF[c];
-    old[c] = b;
+    negTotal += signSet(b) - signSet(ob);
+    oldX[nc] = colVals[c4];
+    colBits[c4] = b;
     changed[nc++] = c;
     // (an integer's lowest set bit is ≥ 0: no lowbit needed while the column's bound is ≤ 0)
-    if (!bf16 && v !== 0 && (Math.abs(v) > colMax[c] || ((colLow[c] > 0 || (v | 0) !== v) && lowbit32(b) < colLow[c]))) widened[nw++] = c;
+    if (!bf16 && v !== 0 && (Math.abs(v) > colVals[c4 + 1] || ((colInts[c4 + 2] > 0 || (v | 0) !== v) && lowbit32(b) < colInts[c4 + 2]))) widened[nw++] = c;
   }
   st.negTotal = negTotal;
   if (csc.maxRowNnz >= cols - negTotal) { st.valid = false; return null; }
@@ -445,11 +455,11 @@ function deltaLinearIn(
     for (let t = 0; t < nw; t++) {
       const c = widened[t];
       const v = x[xOff + c];
-      const mOld = colMax[c];
+      const mOld = colVals[4 * c + 1];
       const mNew = Math.max(mOld, Math.abs(v));
-      const lNew = Math.min(colLow[c], lowbit32(xb[c]));
-      colMax[c] = mNew;
-      colLow[c] = lNew;
+      const lNew = Math.min(colInts[4 * c + 2], lowbit32(xb[c]));
+      colVals[4 * c + 1] = mNew;
+      colInts[4 * c + 2] = lNew;
       for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
         const r = rowIdx[k];
         if (mark[r] !== 0) continue; // tracked for good, or already lost this call
@@ -467,8 +477,8 @@ function deltaLinearIn(
   const allBounded = st.nBounded === m.rows;
   for (let t = 0; t < nc; t++) {
     const c = changed[t];
-    const k0 = colPtr[c];
-    const k1 = colPtr[c + 1];
+    const k0 = colInts[4 * c + 3];
+    const k1 = colInts[4 * c + 7];
     walked += k1 - k0;
     const xn = x[xOff + c];
     const xo = oldX[t];

@@ -524,6 +524,8 @@ interface ArgmaxMemo {
   colExtremes?: { max: Float32Array; min: Float32Array };
   rowMark?: Uint8Array;
   rowList?: Int32Array;
+  /** Per small column, made on first use: its rows with their whole CSR rows (packedRowsOf). */
+  packed?: ({ u: Uint32Array; f: Float32Array } | undefined)[];
 }
 const ARGMAX_MEMO_MAX = 1 << 16;
 const argmaxMemos = new WeakMap<ExecNumericContext, WeakMap<Matrix, ArgmaxMemo>>();
@@ -689,6 +691,29 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
       if (mark[r] === 0) { mark[r] = 1; rows[nr++] = r; }
     }
   };
+  /**
+   * Column c's rows join T and are folded at once, from the column's packed copy of its rows (a
+   * sequential walk instead of a CSR row lookup per row; the same entries in the same order).
+   */
+  const absorbFolding = (c: number) => {
+    const pk = (memo.packed ??= new Array(m.cols))[c] ??= packedRowsOf(plan.csr, colPtr, rowIdx, c);
+    const { u, f } = pk;
+    for (let p = 0; p < u.length;) {
+      const r = u[p];
+      const n = u[p + 1];
+      p += 2;
+      if (mark[r] !== 0) { p += 2 * n; continue; }
+      mark[r] = 1;
+      rows[nr++] = r;
+      let acc = 0;
+      for (const end = p + 2 * n; p < end; p += 2) {
+        const pr = f32(f[p + 1] * x[u[p]]);
+        if (pr !== 0) acc = f32(acc + pr);
+      }
+      if (best < 0 || acc > bv || (acc === bv && r < best)) { best = r; bv = acc; }
+    }
+    folded = nr;
+  };
   /** Folds the rows added to T since the last call; T's best row in (best, bv). */
   const foldNew = () => {
     for (; folded < nr; folded++) {
@@ -701,7 +726,7 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
       if (best < 0 || acc > bv || (acc === bv && r < best)) { best = r; bv = acc; }
     }
   };
-  for (let t = 0; t < nzn; t++) { const c = nz[t]; if (colPtr[c + 1] - colPtr[c] <= BIG_COLUMN) absorb(c); }
+  for (let t = 0; t < nzn; t++) { const c = nz[t]; if (colPtr[c + 1] - colPtr[c] <= BIG_COLUMN) absorbFolding(c); }
   let answer = -1;
   for (;;) {
     foldNew();
@@ -719,6 +744,26 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
   }
   for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
   return answer;
+}
+
+/**
+ * The rows of column c (at most BIG_COLUMN of them) with their whole CSR rows, in column order:
+ * per row r, [r, n, c_1, w_1, …, c_n, w_n] with w as float32 bits (`f` is the float view).
+ */
+function packedRowsOf(csr: CsrMatrix, colPtr: Uint32Array, rowIdx: Uint32Array, c: number): { u: Uint32Array; f: Float32Array } {
+  const { rowPtr, colIdx, values } = csr;
+  let len = 0;
+  for (let k = colPtr[c]; k < colPtr[c + 1]; k++) { const r = rowIdx[k]; len += 2 + 2 * (rowPtr[r + 1] - rowPtr[r]); }
+  const u = new Uint32Array(len);
+  const f = new Float32Array(u.buffer);
+  let p = 0;
+  for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
+    const r = rowIdx[k];
+    u[p++] = r;
+    u[p++] = rowPtr[r + 1] - rowPtr[r];
+    for (let j = rowPtr[r]; j < rowPtr[r + 1]; j++) { u[p++] = colIdx[j]; f[p++] = values[j]; }
+  }
+  return { u, f };
 }
 
 /** Per column: the largest and smallest stored weight (+0 for a column without entries). */

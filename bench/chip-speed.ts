@@ -5,8 +5,12 @@
  * (Executor.setPhaseTimes; the un-profiled run is timed separately so the probes do not inflate it).
  *
  *   npx chipc compile circuits/rv32im/cpu.ts --target chip-test -o DIR    # makes a checkpoint dir
- *   npx tsx bench/chip-speed.ts DIR [--tokens N] [--profile f32|bf16] [--no-phases] [--json]
+ *   npx tsx bench/chip-speed.ts DIR [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json]
  *   npx tsx bench/chip-speed.ts --elf fixtures/firmware/hello.elf [--tokens N] ...
+ *
+ * `--warmup N` (default 2000): untimed decode steps first, on fresh executors of the same weights
+ * and program (repeated when the program halts sooner), so that the timed run measures the JIT's
+ * optimized code (steady state) rather than its compile; 20 before the 13th session.
  *
  * With an empty code RAM the chip executes all-zero instructions, which is fine for timing.
  * `--elf FILE` instead compiles the chip for the program (chip-test target, as `chipc run` does),
@@ -38,7 +42,7 @@ import { cpuForProgram, loadElf } from '../riscv/elf.ts';
 let PROMPT = [247044, 131072];
 
 function usage(msg: string): never {
-  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--tokens N] [--profile f32|bf16] [--no-phases] [--json]`);
+  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json]`);
   process.exit(2);
 }
 
@@ -49,6 +53,7 @@ let profile: 'f32' | 'bf16' = 'f32';
 let phases = true;
 let json = false;
 let elf: string | undefined;
+let warmup = 2000;
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
   if (a === '--tokens') tokens = Number(argv[++i]);
@@ -56,6 +61,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--no-phases') phases = false;
   else if (a === '--json') json = true;
   else if (a === '--elf') elf = argv[++i];
+  else if (a === '--warmup') warmup = Number(argv[++i]);
   else if (a.startsWith('--')) usage(`unknown option ${a}`);
   else if (dir === undefined) dir = a;
   else usage(`unexpected argument ${a}`);
@@ -63,6 +69,7 @@ for (let i = 0; i < argv.length; i++) {
 if (dir === undefined && elf === undefined) usage('missing checkpoint directory (or --elf FILE)');
 if (dir !== undefined && elf !== undefined) usage('give a checkpoint directory or --elf FILE, not both');
 if (!Number.isInteger(tokens) || tokens < 1) usage('--tokens must be a positive integer');
+if (!Number.isInteger(warmup) || warmup < 0) usage('--warmup must be a non-negative integer');
 if (profile !== 'f32' && profile !== 'bf16') usage('--profile must be f32 or bf16');
 if (dir !== undefined && !fs.existsSync(path.join(dir, 'config.json'))) usage(`${dir} has no config.json (compile a checkpoint first)`);
 if (elf !== undefined && !fs.existsSync(elf)) usage(`${elf} does not exist`);
@@ -139,7 +146,15 @@ function goldenRate(file: string): { instructions: number; perSecond: number } {
   return { instructions: total, perSecond: total / (ms / 1000) };
 }
 
-run(Math.min(tokens, 20), null); // JIT warm-up
+// JIT warm-up: untimed decodes of the same program (each on a fresh executor, as the timed run)
+// until `warmup` steps have run. The JIT compiles the decode's functions only once they are hot:
+// with a 20-step warm-up, hello's whole timed run overlapped their optimizing compiles (40 ms for
+// gdnDecodeTracked alone), measuring unoptimized code, not the decode.
+for (let warmed = 0; warmed < warmup;) {
+  const w = run(Math.min(tokens, warmup - warmed), null).steps;
+  if (w === 0) break;
+  warmed += w;
+}
 const plain = run(tokens, null);
 const steps = plain.steps;
 const msPerToken = plain.decodeMs / steps;

@@ -520,12 +520,9 @@ interface ArgmaxMemo {
   map: Map<number, { key: Uint32Array; best: number }[]>;
   entries: number;
   scratch: Uint32Array;
-  /** boundedArgmax's per-column weight extremes and row scratch (made on first use). */
-  colExtremes?: { max: Float32Array; min: Float32Array };
+  /** boundedArgmax's row scratch (made on first use). */
   rowMark?: Uint8Array;
   rowList?: Int32Array;
-  /** Per small column, made on first use: its rows with their whole CSR rows (packedRowsOf). */
-  packed?: ({ u: Uint32Array; f: Float32Array } | undefined)[];
 }
 const ARGMAX_MEMO_MAX = 1 << 16;
 const argmaxMemos = new WeakMap<ExecNumericContext, WeakMap<Matrix, ArgmaxMemo>>();
@@ -651,6 +648,25 @@ function memoStore(memo: ArgmaxMemo, hash: number, key: Uint32Array, best: numbe
   memo.entries++;
 }
 
+/**
+ * What boundedArgmax derives from the weights alone, kept per matrix (per CSC plan) rather than
+ * per memo, so every executor of the same weights shares it: the column extremes, and per small
+ * column, made on first use, its rows with their whole CSR rows (packedRowsOf).
+ */
+interface BoundedPrep {
+  extremes: { max: Float32Array; min: Float32Array };
+  packed: ({ u: Uint32Array; f: Float32Array } | undefined)[];
+}
+const boundedPreps = new WeakMap<CscPlan, BoundedPrep>();
+function boundedPrepOf(m: Matrix, csc: CscPlan): BoundedPrep {
+  let p = boundedPreps.get(csc);
+  if (p === undefined) {
+    p = { extremes: columnExtremes(m, csc), packed: new Array(m.cols) };
+    boundedPreps.set(csc, p);
+  }
+  return p;
+}
+
 /** A column with more stored entries than this is "big" for boundedArgmax. */
 const BIG_COLUMN = 2048;
 
@@ -676,7 +692,8 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
   if (big.length === 0) return -1; // nothing to save: the scatter is small
   // the big columns, largest first: the smallest are absorbed into T first (pop)
   big.sort((a, b) => (colPtr[b + 1] - colPtr[b]) - (colPtr[a + 1] - colPtr[a]) || a - b);
-  const ext = memo.colExtremes ??= columnExtremes(m, csc);
+  const pre = boundedPrepOf(m, csc);
+  const ext = pre.extremes;
   const mark = memo.rowMark ??= new Uint8Array(m.rows);
   const rows = memo.rowList ??= new Int32Array(m.rows);
   const { rowPtr, colIdx, values } = plan.csr;
@@ -696,7 +713,7 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
    * sequential walk instead of a CSR row lookup per row; the same entries in the same order).
    */
   const absorbFolding = (c: number) => {
-    const pk = (memo.packed ??= new Array(m.cols))[c] ??= packedRowsOf(plan.csr, colPtr, rowIdx, c);
+    const pk = pre.packed[c] ??= packedRowsOf(plan.csr, colPtr, rowIdx, c);
     const { u, f } = pk;
     for (let p = 0; p < u.length;) {
       const r = u[p];

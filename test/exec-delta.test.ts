@@ -503,7 +503,7 @@ describe('incremental decode on whole executors', () => {
             const cw = (weights.layers[li]!.mixer as GdnWeights).conv1d;
             for (let k = 0; k < t.nLazy; k++) {
               const c = t.lazyList[k]!;
-              if (t.lazySince[c]! < 0) continue;
+              if (t.chan[4 * c]! < 0) continue; // lazySince
               lazySeen++;
               // a lazy channel whose newest product is ±0 went lazy by folding ahead (steadyAhead)
               if (cw[c * K + K - 1]! * cs.conv[c * K + K - 1]! === 0) lazyZeroSeen++;

@@ -885,7 +885,7 @@ function gdnForwardFull(
 /**
  * What the last tracked decode step of a layer left behind (gdnDecodeTracked). Invariants between
  * tracked steps of one cache:
- *  - a conv channel not `inActive` is settled: its K state taps are bit-identical and `conved[c]`
+ *  - a conv channel not active (CH_ACTIVE) is settled: its K state taps are bit-identical and `conved[c]`
  *    (the layer buffer) is the conv + SiLU of that state;
  *  - buf.q / buf.k hold the l2-normalised queries / keys of buf.conved, buf.beta / buf.g the gates
  *    of the last step, buf.core each value head's last output, buf.normed its gated norm with
@@ -895,7 +895,15 @@ export interface GdnTrack {
   weights: GdnWeights;
   active: Int32Array;
   nActive: number;
-  inActive: Uint8Array;
+  /**
+   * One record per conv channel c, at 4c … 4c+3, so a step reads one cache line per channel
+   * (these were three arrays and the single-tap weights a fourth): `chan[4c]` lazySince (below),
+   * `chan[4c+1]` flags (CH_ACTIVE: in `active`; CH_LISTED: in lazyList), `chanF[4c+2]` the
+   * channel's single-tap weight (singleTapOf; NaN when it is not single-tap). `chanF` is `chan`
+   * as floats.
+   */
+  chan: Int32Array;
+  chanF: Float32Array;
   /** Per key head: its q / k inputs (conved) changed this step. Per value head: v changed. */
   qkDirty: Uint8Array;
   vDirty: Uint8Array;
@@ -908,16 +916,13 @@ export interface GdnTrack {
   /** Tracked steps completed on this track (the conv step index of the next one). */
   step: number;
   /**
-   * Per conv channel: −1, or the step at which a single-tap channel went *lazy*: its output is
-   * fixed while its input stays, and its state lags behind by the shifts of that input since
-   * (`catchUpChannel`, `materializeLazyConv`). The lazy channels, lazyList[0..nLazy) (may hold
-   * channels that have since caught up: lazySince tells).
+   * lazySince (in `chan`), per conv channel: −1, or the step at which the channel went *lazy*: its
+   * output is fixed while its input stays, and its state lags behind by the shifts of that input
+   * since (`catchUpChannel`, `materializeLazyConv`). The lazy channels, lazyList[0..nLazy) (may
+   * hold channels that have since caught up: lazySince tells).
    */
-  lazySince: Int32Array;
   lazyList: Int32Array;
   nLazy: number;
-  /** Per conv channel: 1 while it is in lazyList. */
-  inLazyList: Uint8Array;
   /** The value heads' kv from their last step (recurrentStepSparse's memo). */
   kvMemo: KvMemo;
   /** The version of the stacked input projections (delta.ts) that β and g were last computed from. */
@@ -928,15 +933,23 @@ export interface GdnTrack {
   oldCoreBits: Uint32Array;
 }
 
+/** GdnTrack.chan flags. */
+const CH_ACTIVE = 1;
+const CH_LISTED = 2;
+
 function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
   const oldCore = new Float32Array(d.dv);
+  const chan = new Int32Array(4 * d.convDim);
+  const chanF = new Float32Array(chan.buffer);
+  const singleW = singleTapOf(w.conv1d, d.convDim, d.K);
+  for (let c = 0; c < d.convDim; c++) { chan[4 * c] = -1; chanF[4 * c + 2] = singleW[c]; }
   return {
+    chan, chanF,
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(oldCore.buffer),
-    weights: w, active: new Int32Array(d.convDim), nActive: 0, inActive: new Uint8Array(d.convDim),
+    weights: w, active: new Int32Array(d.convDim), nActive: 0,
     qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     coreChanged: new Uint8Array(d.hv), oldCore, normedChanged: new Int32Array(d.valueDim),
-    step: 0, lazySince: new Int32Array(d.convDim).fill(-1), lazyList: new Int32Array(d.convDim), nLazy: 0,
-    inLazyList: new Uint8Array(d.convDim), kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
+    step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
   };
 }
 
@@ -965,9 +978,9 @@ function singleTapOf(cw: Float32Array, convDim: number, K: number): Float32Array
  * (unchanged) last input that were skipped, at most K − 1 (then every tap holds it).
  */
 function catchUpChannel(t: GdnTrack, conv: Float32Array, c: number, K: number): void {
-  const since = t.lazySince[c]!;
+  const since = t.chan[4 * c];
   if (since < 0) return;
-  t.lazySince[c] = -1;
+  t.chan[4 * c] = -1;
   replayShifts(conv, c * K, K, skippedShifts(t, since, K));
 }
 
@@ -996,7 +1009,7 @@ export function gdnConvSnapshot(cache: GdnCache, K: number): Float32Array {
   if (t === undefined) return out;
   for (let i = 0; i < t.nLazy; i++) {
     const c = t.lazyList[i]!;
-    const since = t.lazySince[c]!;
+    const since = t.chan[4 * c];
     if (since >= 0) replayShifts(out, c * K, K, skippedShifts(t, since, K));
   }
   return out;
@@ -1017,7 +1030,7 @@ export function materializeLazyConv(cache: GdnCache, K: number): void {
   for (let i = 0; i < t.nLazy; i++) {
     const c = t.lazyList[i]!;
     catchUpChannel(t, cache.conv, c, K);
-    t.inLazyList[c] = 0;
+    t.chan[4 * c + 1] &= ~CH_LISTED;
   }
   t.nLazy = 0;
 }
@@ -1112,7 +1125,7 @@ function gdnDecodeTracked(
     const cz = convZeroOf(w, convDim, K);
     convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
     for (let c = 0; c < convDim; c++) {
-      if (!tapsSettled(convBits, c * K, K)) { t.inActive[c] = 1; t.active[t.nActive++] = c; }
+      if (!tapsSettled(convBits, c * K, K)) { t.chan[4 * c + 1] |= CH_ACTIVE; t.active[t.nActive++] = c; }
     }
     t.qkDirty.fill(1);
     t.vDirty.fill(1);
@@ -1122,30 +1135,29 @@ function gdnDecodeTracked(
     t.qkDirty.fill(0);
     t.vDirty.fill(0);
     const mixedBits = t.projBits;
-    const { active, inActive } = t;
+    const { active, chan, chanF } = t;
     let n = t.nActive;
     // settled channels whose input differs from their (equal) taps join the active list
     if (ps.full) {
-      for (let c = 0; c < convDim; c++) if (inActive[c] === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { inActive[c] = 1; active[n++] = c; }
+      for (let c = 0; c < convDim; c++) if ((chan[4 * c + 1] & CH_ACTIVE) === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
     } else {
       for (let i = 0; i < ps.nRows; i++) {
         const c = ps.rows[i];
-        if (c < zOff && inActive[c] === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { inActive[c] = 1; active[n++] = c; }
+        if (c < zOff && (chan[4 * c + 1] & CH_ACTIVE) === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
       }
     }
-    const singleW = singleTapOf(cw, convDim, K);
-    const { lazySince, lazyList, inLazyList } = t;
+    const lazyList = t.lazyList;
     let m = 0;
     for (let i = 0; i < n; i++) {
       const c = active[i];
       const base = c * K;
       // the shifts a lazy channel skipped (catchUpChannel) and this step's, in one pass: one more
       // replayed shift with the new input written over the newest tap is this step's shift
-      const since = lazySince[c];
-      if (since >= 0) lazySince[c] = -1;
+      const since = chan[4 * c];
+      if (since >= 0) chan[4 * c] = -1;
       replayShifts(conv, base, K, since >= 0 ? skippedShifts(t, since, K) + 1 : 1);
       conv[base + K - 1] = mixed[c];
-      const sw = singleW[c];
+      const sw = chanF[4 * c + 2];
       const single = sw === sw;
       let y = single ? f32(sw * conv[base + K - 1]) : 0;
       if (y === 0 || !olderTapsFinite(conv, base, K)) {
@@ -1160,16 +1172,16 @@ function gdnDecodeTracked(
         if (c < 2 * keyDim) t.qkDirty[Math.floor((c < keyDim ? c : c - keyDim) / dk)] = 1;
         else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
       }
-      if (tapsSettled(convBits, base, K)) inActive[c] = 0;
+      if (tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
       else if ((single && y !== 0 && y - y === 0) || (y - y === 0 && steadyAhead(cw, conv, base, K, y))) {
         // Lazy: while the input stays, every later step's fold is the same y. A single-tap channel
         // with y ≠ 0: its older taps weigh ±0 and are finite (else y would be NaN), so the fold is
         // −0 + (±0)… + p = p whatever they hold. Any other channel: the K − 1 shifted windows were
         // folded ahead (steadyAhead). The skipped shifts are replayed when the channel next runs
         // (catchUpChannel) or before anything else reads the state (materializeLazyConv).
-        inActive[c] = 0;
-        lazySince[c] = t.step;
-        if (inLazyList[c] === 0) { inLazyList[c] = 1; lazyList[t.nLazy++] = c; }
+        chan[4 * c] = t.step;
+        if ((chan[4 * c + 1] & CH_LISTED) === 0) lazyList[t.nLazy++] = c;
+        chan[4 * c + 1] = CH_LISTED; // (no longer active)
       } else active[m++] = c;
     }
     t.nActive = m;

@@ -899,8 +899,9 @@ export interface GdnTrack {
    * One record per conv channel c, at 4c … 4c+3, so a step reads one cache line per channel
    * (these were three arrays and the single-tap weights a fourth): `chan[4c]` lazySince (below),
    * `chan[4c+1]` flags (CH_ACTIVE: in `active`; CH_LISTED: in lazyList), `chanF[4c+2]` the
-   * channel's single-tap weight (singleTapOf; NaN when it is not single-tap). `chanF` is `chan`
-   * as floats.
+   * channel's single-tap weight (singleTapOf; NaN when it is not single-tap), `chan[4c+3]` the bit
+   * pattern of the channel's newest state tap (only the tracked step writes the conv state while a
+   * track lives). `chanF` is `chan` as floats.
    */
   chan: Int32Array;
   chanF: Float32Array;
@@ -1125,6 +1126,7 @@ function gdnDecodeTracked(
     const cz = convZeroOf(w, convDim, K);
     convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
     for (let c = 0; c < convDim; c++) {
+      t.chan[4 * c + 3] = convBits[c * K + K - 1];
       if (!tapsSettled(convBits, c * K, K)) { t.chan[4 * c + 1] |= CH_ACTIVE; t.active[t.nActive++] = c; }
     }
     t.qkDirty.fill(1);
@@ -1139,11 +1141,11 @@ function gdnDecodeTracked(
     let n = t.nActive;
     // settled channels whose input differs from their (equal) taps join the active list
     if (ps.full) {
-      for (let c = 0; c < convDim; c++) if ((chan[4 * c + 1] & CH_ACTIVE) === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
+      for (let c = 0; c < convDim; c++) if ((chan[4 * c + 1] & CH_ACTIVE) === 0 && (mixedBits[c] | 0) !== chan[4 * c + 3]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
     } else {
       for (let i = 0; i < ps.nRows; i++) {
         const c = ps.rows[i];
-        if (c < zOff && (chan[4 * c + 1] & CH_ACTIVE) === 0 && mixedBits[c] !== convBits[c * K + K - 1]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
+        if (c < zOff && (chan[4 * c + 1] & CH_ACTIVE) === 0 && (mixedBits[c] | 0) !== chan[4 * c + 3]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
       }
     }
     const lazyList = t.lazyList;
@@ -1157,6 +1159,7 @@ function gdnDecodeTracked(
       if (since >= 0) chan[4 * c] = -1;
       replayShifts(conv, base, K, since >= 0 ? skippedShifts(t, since, K) + 1 : 1);
       conv[base + K - 1] = mixed[c];
+      chan[4 * c + 3] = mixedBits[c];
       const sw = chanF[4 * c + 2];
       const single = sw === sw;
       let y = single ? f32(sw * conv[base + K - 1]) : 0;

@@ -97,7 +97,7 @@ export interface DeltaLinearState {
   /**
    * Per row r, at 4r … 4r+3 (one record, so an update touches one cache line): the exact sum
    * Σ w·x, S = Σ|w·x|, T = boundOf(g), and g, a lower bound on the lowest set bit of the row's
-   * non-zero products. T = 0 marks a row that is not exact (S < T never holds).
+   * non-zero products. T = 0 marks a row that is not exact (S < T never holds; g is then not kept).
    */
   rowExact: Float64Array;
   /** The previous input values of the changed columns (scratch, changed order). */
@@ -296,6 +296,8 @@ function refoldRow(
   let acc = 0;
   let exactSum = 0;
   let sumAbs = 0;
+  // g ≤ the lowest set bit of the first non-zero product, so T(g) ≤ T(that bit): a row whose
+  // Σ|w·x| reaches the latter is not exact, and its g is never read (the walk tests T first)
   let g = 32767;
   for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
     const c = colIdx[k];
@@ -308,12 +310,21 @@ function refoldRow(
     if (pd === 0) continue;
     exactSum += pd;
     sumAbs += Math.abs(pd);
-    const lb = lowbit32(xb[c]) + wLowCsr[k];
-    if (lb < g) g = lb;
+    if (g === 32767) g = lowbit32(xb[c]) + wLowCsr[k];
   }
   st.y[r] = bf16 ? ctx.act(acc) : acc;
   // exactSum and sumAbs are exact when the row is exact (same argument as the update's)
-  const bound = g >= -149 ? boundOf(g) : 0;
+  let bound = g >= -149 ? boundOf(g) : 0;
+  if (sumAbs < bound) {
+    // it may be exact: the lowest bit over every product
+    for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
+      const c = colIdx[k];
+      if (x[xOff + c] === 0 || values[k] === 0) continue;
+      const lb = lowbit32(xb[c]) + wLowCsr[k];
+      if (lb < g) g = lb;
+    }
+    bound = g >= -149 ? boundOf(g) : 0;
+  }
   const e = st.rowExact;
   e[4 * r] = exactSum;
   e[4 * r + 1] = sumAbs;

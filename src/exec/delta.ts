@@ -82,11 +82,14 @@ export interface DeltaLinearState {
   rows: Int32Array;
   nRows: number;
   /**
-   * Per row: bit 0 set for a tracked row (one with a `rowExact` record), clear for a bounded row.
-   * During a call, bounded rows are 0 (not reached) or 2 (reached); tracked rows 1 (not reached),
-   * 3 (reached and exact so far) or 5 (reached, to be refolded).
+   * Per row: bit 0 set for a tracked row (one with a `rowExact` record), clear for a bounded row;
+   * bits 2 … 15 the `epoch` of the call that last reached the row, and bit 1 set when that call
+   * refolds it (a tracked row that failed its exact update, or a bounded row that lost its bound).
+   * A new call takes a new epoch, so nothing has to be cleared after a call.
    */
-  mark: Uint8Array;
+  mark: Uint16Array;
+  /** The current call's epoch (1 … MAX_EPOCH; 0 is never current, the marks' initial value). */
+  epoch: number;
   /** The input columns whose bit pattern changed in the last call, changed[0..nChanged). */
   changed: Int32Array;
   nChanged: number;
@@ -192,6 +195,9 @@ function boundOf(g: number): number {
   return g >= 103 ? BOUNDS[252] : BOUNDS[g + 149];
 }
 
+/** The largest call epoch a mark holds (14 bits); then every mark is reset to its tracked bit. */
+const MAX_EPOCH = (1 << 14) - 1;
+
 /** colLow / rowLow of a column never seen non-zero, a row with no product that can be non-zero. */
 const NO_LOW = 32767;
 /** B_r's scale after each rounded addition (module comment: it keeps B_r an upper bound). */
@@ -247,7 +253,7 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
     const colBits = new Uint32Array(4 * (m.cols + 1));
     st = {
       colBits, colVals: new Float32Array(colBits.buffer), colInts: new Int32Array(colBits.buffer), negTotal: 0, y: new Float32Array(m.rows), valid: false, full: false,
-      rows: new Int32Array(m.rows), nRows: 0, mark: new Uint8Array(m.rows), changed: new Int32Array(m.cols), nChanged: 0, usable: 0,
+      rows: new Int32Array(m.rows), nRows: 0, mark: new Uint16Array(m.rows), epoch: 0, changed: new Int32Array(m.cols), nChanged: 0, usable: 0,
       version: 0,
       rowExact: new Float64Array(4 * m.rows), refold: new Int32Array(m.rows), oldX: new Float32Array(m.cols), nUpdated: 0, stamp: -1,
       rowBound: new Float64Array(m.rows), rowLow: new Int16Array(m.rows),
@@ -451,6 +457,8 @@ function deltaLinearIn(
   const { colPtr, rowIdx } = csc;
   const cv = csc.values;
   const mark = st.mark;
+  if (++st.epoch > MAX_EPOCH) { for (let r = 0; r < m.rows; r++) mark[r] &= 1; st.epoch = 1; }
+  const cur = st.epoch << 2; // a row reached in this call: (mark & ~3) === cur
   const rows = st.rows;
   const e = st.rowExact;
   const yv = st.y;
@@ -459,7 +467,7 @@ function deltaLinearIn(
   let walked = 0;
   const refold = st.refold;
   // widened columns first: their rows' bounds grow, and a bounded row that loses its bound becomes
-  // tracked and is refolded (mark 5) before any update reads it
+  // tracked and is refolded (marked reached and refolding) before any update reads it
   if (nw > 0) {
     const { rowBound, rowLow } = st;
     let lost = 0;
@@ -473,14 +481,14 @@ function deltaLinearIn(
       colInts[4 * c + 2] = lNew;
       for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
         const r = rowIdx[k];
-        if (mark[r] !== 0) continue; // tracked for good, or already lost this call
+        if ((mark[r] & 1) !== 0) continue; // tracked for good, or already lost this call
         const aw = Math.abs(cv[k]);
         if (aw === 0) continue;
         const grow = aw * mNew - aw * mOld;
         if (grow > 0) rowBound[r] = (rowBound[r] + grow) * BOUND_INFLATE;
         const lb = wLow[k] + lNew;
         if (lb < rowLow[r]) rowLow[r] = lb;
-        if (!boundedRow(rowBound[r], rowLow[r])) { mark[r] = 5; rows[nr++] = r; refold[nf++] = r; lost++; }
+        if (!boundedRow(rowBound[r], rowLow[r])) { mark[r] = cur | 3; rows[nr++] = r; refold[nf++] = r; lost++; }
       }
     }
     st.nBounded -= lost;
@@ -499,27 +507,26 @@ function deltaLinearIn(
       const f = mark[r];
       if ((f & 1) === 0) {
         // a bounded row: the exact update, unchecked (module comment)
-        if (f === 0) { mark[r] = 2; rows[nr++] = r; }
+        if (f !== cur) { mark[r] = cur; rows[nr++] = r; }
         const w = cv[k];
         yv[r] += w * xn - w * xo;
         continue;
       }
-      if (f === 5) continue;
-      if (f === 1) { mark[r] = 3; rows[nr++] = r; }
+      if ((f & ~3) !== cur) { mark[r] = cur | 1; rows[nr++] = r; } // a tracked row's first touch
+      else if ((f & 2) !== 0) continue; // to be refolded
       const r4 = 4 * r;
       const T = e[r4 + 2];
       const w = cv[k];
       const pn = w * xn;
       const po = w * xo;
-      if (T === 0 || (pn !== 0 && (wLow[k] + lx < e[r4 + 3] || Math.abs(pn) >= T))) { mark[r] = 5; refold[nf++] = r; continue; }
+      if (T === 0 || (pn !== 0 && (wLow[k] + lx < e[r4 + 3] || Math.abs(pn) >= T))) { mark[r] = cur | 3; refold[nf++] = r; continue; }
       const v = (e[r4] += pn - po);
-      if ((e[r4 + 1] += Math.abs(pn) - Math.abs(po)) >= T) { mark[r] = 5; refold[nf++] = r; continue; }
+      if ((e[r4 + 1] += Math.abs(pn) - Math.abs(po)) >= T) { mark[r] = cur | 3; refold[nf++] = r; continue; }
       yv[r] = v === 0 ? 0 : v; // exact: a float32 (an exact 0 folds to +0)
     }
   }
   // rows left exact hold their exact sum in y already; the others are refolded from scratch
   let refoldEntries = 0;
-  for (let t = 0; t < nr; t++) mark[rows[t]] &= 1;
   if (bf16) for (let t = 0; t < nr; t++) { const r = rows[t]; yv[r] = ctx.act(yv[r]); }
   for (let t = 0; t < nf; t++) {
     const r = refold[t];

@@ -198,7 +198,7 @@ function boundOf(g: number): number {
 /** The largest call epoch a mark holds (14 bits); then every mark is reset to its tracked bit. */
 const MAX_EPOCH = (1 << 14) - 1;
 
-/** colLow / rowLow of a column never seen non-zero, a row with no product that can be non-zero. */
+/** L_c (column records) / rowLow of a column never seen non-zero, a row with no product that can be non-zero. */
 const NO_LOW = 32767;
 /** B_r's scale after each rounded addition (module comment: it keeps B_r an upper bound). */
 const BOUND_INFLATE = 1 + 2 ** -50;

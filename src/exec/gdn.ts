@@ -134,6 +134,9 @@ export function newGdnCache(d: GdnDimsX): GdnCache {
   return {
     conv: new Float32Array(d.convDim * d.K), S, kind: new Uint8Array(d.hv).fill(STATE_ZERO), exposed: new Uint8Array(d.hv),
     rowNonZero: S.map(() => new Uint8Array(d.dk)), dims: d,
+    // every optional field from the start: one object shape for the JIT (fields added later had
+    // each cache change shape, deoptimizing the decode's code when a new executor's caches came)
+    buffers: undefined, track: undefined, convZero: 0, idleOut: undefined, idleInput: undefined,
   };
 }
 

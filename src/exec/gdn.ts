@@ -748,10 +748,9 @@ function idlePreconditions(d: GdnDimsX, w: GdnWeights, cache: GdnCache, x: Float
   }
   seen.finiteStamp = share?.stamp ?? -1;
   // an entry with a clear sign bit: the last one found, if it still is
-  const clear = (v: number): boolean => v > 0 || (v === 0 && 1 / v > 0);
-  if (!(seen.clearAt < x.length && clear(x[seen.clearAt]))) {
+  if (!(seen.clearAt < x.length && signClear(x[seen.clearAt]))) {
     let i = 0;
-    while (i < x.length && !clear(x[i])) i++;
+    while (i < x.length && !signClear(x[i])) i++;
     if (i === x.length) return false;
     seen.clearAt = i;
   }
@@ -761,6 +760,11 @@ function idlePreconditions(d: GdnDimsX, w: GdnWeights, cache: GdnCache, x: Float
     if (cache.convZero !== 1) return false;
   }
   return true;
+}
+
+/** True for +0 and positive values: a clear sign bit (the caller has ruled out NaN). */
+function signClear(v: number): boolean {
+  return v > 0 || (v === 0 && 1 / v > 0);
 }
 
 const idleLayers = new WeakMap<GdnWeights, boolean>();

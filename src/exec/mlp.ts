@@ -52,12 +52,12 @@ function gateUpParts(m: { gateProj: Matrix; upProj: Matrix }): Matrix[] {
 
 /**
  * The SwiGLU through delta.ts's incremental matmuls (sparse path, sequential order, CSR-only
- * matrices): gate and up keep their outputs across calls and recompute the rows of changed input
- * columns; h_i = act(fl(act(silu(g_i))·u_i)) (g_i = ±0 passes through: silu(±0) = ±0) is
- * recomputed on those rows only (rows no column reaches have g = u = +0, so h = act(fl(+0·+0)) = +0)
- * — it is a pure function of (g_i, u_i), and the h it keeps was
- * computed from the gate/up outputs of the previous call (checked by their versions; otherwise
- * every row is recomputed); the down projection gets the rows whose h bit pattern changed as its
+ * matrices): gate and up, stacked into one matrix [gate; up] (stack-rows.ts), keep their outputs
+ * across calls and recompute the rows of changed input columns; h_i = act(fl(act(silu(g_i))·u_i))
+ * (g_i = ±0 passes through: silu(±0) = ±0) is recomputed for the units of those rows only (rows no
+ * column reaches have g = u = +0, so h = act(fl(+0·+0)) = +0) — it is a pure function of
+ * (g_i, u_i), and the h it keeps was computed from the stack's output of the previous call
+ * (checked by its version; otherwise every unit is recomputed); the down projection gets the rows whose h bit pattern changed as its
  * candidate columns. Each matmul equals linear()'s (delta.ts, module comment). Returns false,
  * having written nothing to `out`, when a delta precondition fails.
  */

@@ -170,6 +170,21 @@ describe('deltaLinear', () => {
     expect(partialCalls).toBeGreaterThan(500);
   });
 
+  it('new storage with rows emptied: the rebuild leaves them +0 (only non-empty rows are folded)', () => {
+    const ctx = makeNumericContext({});
+    const plain = makeNumericContext({});
+    const d = Float32Array.from([2, 0, 1, 0, /* row 1 */ 0, 3, -1, 0, /* row 2 */ 0, 0, 0, 0, /* row 3 */ 1, 1, 0, 1]);
+    const m: Matrix = { rows: 4, cols: 4, csr: sparsifyMatrix({ rows: 4, cols: 4, dense: d }).csr };
+    const x = Float32Array.from([1, 2, 3, 4]);
+    expect(bits(deltaLinear(ctx, m, x, 0, null, 0)!.y)).toEqual(bits(linearEx(plain, { rows: 4, cols: 4, dense: d }, x, 'dense').out));
+    // rows 0 and 3 lose every entry, row 2 gains one
+    const d2 = Float32Array.from([0, 0, 0, 0, 0, 3, -1, 0, 0, 4, 0, 0, 0, 0, 0, 0]);
+    m.csr = sparsifyMatrix({ rows: 4, cols: 4, dense: d2 }).csr;
+    const y = deltaLinear(ctx, m, x, 0, null, 0)!.y;
+    expect(bits(y)).toEqual(bits(linearEx(plain, { rows: 4, cols: 4, dense: d2 }, x, 'dense').out));
+    expect(bits(y.subarray(0, 1))).toEqual([0]); // +0, not the old row's 5
+  });
+
   it('exact rows are updated, not refolded, on circuit-like values — and refolded where a fold would round', () => {
     // Weights and activations as compiled circuits have them (small integers, powers of two, big
     // biases on tiny activations), plus rows that cross 2^24 (where float32 sums start to round),

@@ -210,11 +210,12 @@ function boundedRow(B: number, G: number): boolean {
 
 /**
  * Builds the column and row bounds from the current input (after a full recompute) and marks each
- * row bounded or tracked.
+ * non-empty row bounded or tracked (the empty rows, which nothing reaches, count as bounded).
  */
 function buildBounds(
   st: DeltaLinearState, rows: number, cols: number, x: Float32Array, xOff: number, xb: Uint32Array,
   rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, wLowCsr: Int16Array,
+  nonEmpty: Uint32Array,
 ): void {
   const { colVals, colInts, rowBound, rowLow, mark } = st;
   for (let c = 0; c < cols; c++) {
@@ -222,8 +223,9 @@ function buildBounds(
     colVals[4 * c + 1] = Math.abs(v);
     colInts[4 * c + 2] = v === 0 ? NO_LOW : lowbit32(xb[c]);
   }
-  let nBounded = 0;
-  for (let r = 0; r < rows; r++) {
+  let nBounded = rows - nonEmpty.length;
+  for (let i = 0; i < nonEmpty.length; i++) {
+    const r = nonEmpty[i];
     let B = 0;
     let G = NO_LOW;
     for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
@@ -413,8 +415,12 @@ function deltaLinearIn(
       negTotal += signSet(xb[c]);
     }
     if (csc.maxRowNnz >= cols - negTotal) return null;
-    for (let r = 0; r < m.rows; r++) refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
-    if (bf16) { st.mark.fill(1); st.nBounded = 0; } else buildBounds(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr);
+    // Rows with no stored entry are +0 (bf16: act(+0) = +0) and no walk or refold ever reaches
+    // them (nothing else of theirs is read): only the others are folded.
+    const nonEmpty = plan.nonEmptyRows;
+    st.y.fill(0);
+    for (let i = 0; i < nonEmpty.length; i++) refoldRow(ctx, st, nonEmpty[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
+    if (bf16) { st.mark.fill(1); st.nBounded = 0; } else buildBounds(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty);
     const { colBits, colInts } = st;
     for (let c = 0; c < cols; c++) colBits[4 * c] = xb[c];
     for (let c = 0; c <= cols; c++) colInts[4 * c + 3] = csc.colPtr[c];

@@ -24,8 +24,8 @@
  * Then each product and each partial sum is an integer multiple of 2^g below 2^(23+g) in
  * magnitude — a float32 (a ≤ 23-bit integer times 2^g, g ≥ −149, below 2^126) — so every
  * rounding in the fold is exact and it equals the exact sum (+0 when that is 0: the fold starts at
- * +0 and exact cancellation gives +0). The state keeps, per row, the exact sum yD and S in double,
- * g and T. A changed column updates an exact row only when its new product p has lowbit(p) ≥ g
+ * +0 and exact cancellation gives +0). The state keeps, per tracked row, the exact sum yD and S
+ * in double, g and T. A changed column updates an exact row only when its new product p has lowbit(p) ≥ g
  * and |p| < T (lowbit(w·x) = lowbit(w) + lowbit(x): odd × odd is odd); otherwise the row is
  * refolded from scratch, which recomputes yD, S and g. Under those checks every value the update
  * touches is a multiple of 2^g below 2^(43+g) (at most 2^20 terms each below 2^(23+g)), exact in
@@ -98,11 +98,16 @@ export interface DeltaLinearState {
   /** Counts the calls that changed y (a consumer's derived data is current iff it saw the last one). */
   version: number;
   /**
-   * Per row r, at 4r … 4r+3 (one record, so an update touches one cache line): the exact sum
-   * Σ w·x, S = Σ|w·x|, T = boundOf(g), and g, a lower bound on the lowest set bit of the row's
-   * non-zero products. T = 0 marks a row that is not exact (S < T never holds; g is then not kept).
+   * The tracked rows' records: row r's is at 4s … 4s+3 for s = rowSlot[r] (0: none yet; slots
+   * are given out from 1 when a row is first refolded with a record, and kept), one record so that
+   * an update touches one cache line: the exact sum Σ w·x, S = Σ|w·x|, T = boundOf(g), and g, a
+   * lower bound on the lowest set bit of the row's non-zero products. T = 0 marks a row that is not
+   * exact (S < T never holds; g is then not kept). Bounded rows need none: the records of a matrix
+   * whose rows are all bounded take no memory.
    */
   rowExact: Float64Array;
+  rowSlot: Int32Array;
+  nSlots: number;
   /** The previous input values of the changed columns (scratch, changed order). */
   oldX: Float32Array;
   /** Scratch: the rows to refold in the current call. */
@@ -257,7 +262,7 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
       colBits, colVals: new Float32Array(colBits.buffer), colInts: new Int32Array(colBits.buffer), negTotal: 0, y: new Float32Array(m.rows), valid: false, full: false,
       rows: new Int32Array(m.rows), nRows: 0, mark: new Uint16Array(m.rows), epoch: 0, changed: new Int32Array(m.cols), nChanged: 0, usable: 0,
       version: 0,
-      rowExact: new Float64Array(4 * m.rows), refold: new Int32Array(m.rows), oldX: new Float32Array(m.cols), nUpdated: 0, stamp: -1,
+      rowExact: new Float64Array(4 * 16), rowSlot: new Int32Array(m.rows), nSlots: 0, refold: new Int32Array(m.rows), oldX: new Float32Array(m.cols), nUpdated: 0, stamp: -1,
       rowBound: new Float64Array(m.rows), rowLow: new Int16Array(m.rows),
       widened: new Int32Array(m.cols), nBounded: 0, inSrc: null, inOff: 0, inView: null,
       plan: null, csc: null, lows: null, planCsr: undefined, planDense: undefined,
@@ -333,11 +338,32 @@ function refoldRow(
     }
     bound = g >= -149 ? boundOf(g) : 0;
   }
+  let s = st.rowSlot[r];
+  if (s === 0) {
+    s = st.rowSlot[r] = ++st.nSlots;
+    if (4 * s + 4 > st.rowExact.length) {
+      const grown = new Float64Array(2 * st.rowExact.length);
+      grown.set(st.rowExact);
+      st.rowExact = grown;
+    }
+  }
   const e = st.rowExact;
-  e[4 * r] = exactSum;
-  e[4 * r + 1] = sumAbs;
-  e[4 * r + 2] = sumAbs < bound ? bound : 0;
-  e[4 * r + 3] = g;
+  e[4 * s] = exactSum;
+  e[4 * s + 1] = sumAbs;
+  e[4 * s + 2] = sumAbs < bound ? bound : 0;
+  e[4 * s + 3] = g;
+}
+
+/** Row r's fold (module comment) alone, for a bounded row: it needs no record. */
+function foldRow(rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, x: Float32Array, xOff: number, r: number): number {
+  let acc = 0;
+  for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
+    const xv = x[xOff + colIdx[k]];
+    if (xv === 0) continue;
+    const p = f32(values[k] * xv);
+    if (p !== 0) acc = f32(acc + p);
+  }
+  return acc;
 }
 
 const bitsScratch = new Float32Array(1);
@@ -417,10 +443,23 @@ function deltaLinearIn(
     if (csc.maxRowNnz >= cols - negTotal) return null;
     // Rows with no stored entry are +0 (bf16: act(+0) = +0) and no walk or refold ever reaches
     // them (nothing else of theirs is read): only the others are folded.
+    // Bounded rows (f32) are folded alone; tracked ones (every row in bf16) with their records.
     const nonEmpty = plan.nonEmptyRows;
-    st.y.fill(0);
-    for (let i = 0; i < nonEmpty.length; i++) refoldRow(ctx, st, nonEmpty[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
-    if (bf16) { st.mark.fill(1); st.nBounded = 0; } else buildBounds(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty);
+    const y = st.y;
+    y.fill(0);
+    if (bf16) {
+      for (let i = 0; i < nonEmpty.length; i++) refoldRow(ctx, st, nonEmpty[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
+      st.mark.fill(1);
+      st.nBounded = 0;
+    } else {
+      buildBounds(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty);
+      const mark = st.mark;
+      for (let i = 0; i < nonEmpty.length; i++) {
+        const r = nonEmpty[i];
+        if ((mark[r] & 1) !== 0) refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
+        else y[r] = foldRow(rowPtr, colIdx, values, x, xOff, r);
+      }
+    }
     const { colBits, colInts } = st;
     for (let c = 0; c < cols; c++) colBits[4 * c] = xb[c];
     for (let c = 0; c <= cols; c++) colInts[4 * c + 3] = csc.colPtr[c];
@@ -467,6 +506,7 @@ function deltaLinearIn(
   const cur = st.epoch << 2; // a row reached in this call: (mark & ~3) === cur
   const rows = st.rows;
   const e = st.rowExact;
+  const slot = st.rowSlot;
   const yv = st.y;
   let nr = 0;
   let nf = 0;
@@ -520,7 +560,7 @@ function deltaLinearIn(
       }
       if ((f & ~3) !== cur) { mark[r] = cur | 1; rows[nr++] = r; } // a tracked row's first touch
       else if ((f & 2) !== 0) continue; // to be refolded
-      const r4 = 4 * r;
+      const r4 = 4 * slot[r];
       const T = e[r4 + 2];
       const w = cv[k];
       const pn = w * xn;

@@ -103,11 +103,9 @@ function swigluDelta(
         const r = rows[t];
         const i = r < n ? r : r - n;
         const gi = go[i];
-        const ov = h[i];
-        const nv = f32((gi === 0 ? gi : silu32(gi, form)) * go[n + i]);
-        h[i] = nv;
-        // changed bits (a NaN counts as changed: the list may hold more than the changes)
-        if (nv !== ov || nv !== nv || (nv === 0 && !Object.is(nv, ov))) changed[nch++] = i;
+        const old = hb[i];
+        h[i] = (gi === 0 ? gi : silu32(gi, form)) * go[n + i];
+        if (hb[i] !== old) changed[nch++] = i; // changed bits
       }
     } else {
       for (let t = 0; t < nr; t++) {

@@ -672,26 +672,34 @@ const BIG_COLUMN = 2048;
 
 /**
  * The argmax without walking big columns (f32 profile, under the scatter precondition, which the
- * caller has checked), or −1 when it cannot be decided that way. The rows T reached by the small
- * non-zero columns get their exact value (the row fold over all their stored entries, as
- * scatterInto computes it); every other row holds only products of the big columns (or none:
- * +0), and its fold is at most U = (1 + 2^−23)^B·Σ_big max(0, max_r fl(w_rc·x_c)) for B big
- * columns: fl is monotone, and a fold's partial sums stay below the sum of its positive terms
- * times (1 + 2^−24) per addition (a negative term only lowers them). If the best row of T is
- * strictly above U it is the argmax (no other row reaches or ties it). Otherwise the smallest big
- * column joins the small ones (its rows join T, U loses its term) and the test repeats while two
- * or more big columns are left; then −1 (the caller scatters everything).
+ * caller has checked), or −1 when it cannot be decided that way. The non-zero columns are taken
+ * smallest first into A; the rows T they reach get their exact value (the row fold over all their
+ * stored entries, as scatterInto computes it). Every other row holds only products of the columns
+ * not yet in A (or none: +0), and its fold is at most U = (1 + 2^−23)^B·Σ max(0, max_r fl(w_rc·x_c))
+ * over those B columns: fl is monotone, and a fold's partial sums stay below the sum of its
+ * positive terms times (1 + 2^−24) per addition (a negative term only lowers them). After each
+ * column, if the best row of T is strictly above U it is the argmax (no other row reaches or ties
+ * it). A column with more than BIG_COLUMN entries is taken only while another such column is left
+ * out; when the last one would be needed, −1 (the caller scatters everything). So a step whose
+ * emitted token is decided by its rarest field folds only that field's rows.
  */
 function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo): number {
   const plan = sparsePlanOf(m);
   const csc = cscPlanOf(m, plan.csr);
   if (csc === null) return -1;
   const { colPtr, rowIdx } = csc;
-  const big: number[] = [];
-  for (let t = 0; t < nzn; t++) { const c = nz[t]; if (colPtr[c + 1] - colPtr[c] > BIG_COLUMN) big.push(c); }
-  if (big.length === 0) return -1; // nothing to save: the scatter is small
-  // the big columns, largest first: the smallest are absorbed into T first (pop)
-  big.sort((a, b) => (colPtr[b + 1] - colPtr[b]) - (colPtr[a + 1] - colPtr[a]) || a - b);
+  const sizeOf = (c: number) => colPtr[c + 1] - colPtr[c];
+  const order: number[] = [];
+  let nBig = 0;
+  for (let t = 0; t < nzn; t++) {
+    const c = nz[t];
+    const n = sizeOf(c);
+    if (n === 0) continue;
+    order.push(c);
+    if (n > BIG_COLUMN) nBig++;
+  }
+  if (nBig === 0) return -1; // nothing to save: the scatter is small
+  order.sort((a, b) => sizeOf(a) - sizeOf(b) || a - b);
   const pre = boundedPrepOf(m, csc);
   const ext = pre.extremes;
   const mark = memo.rowMark ??= new Uint8Array(m.rows);
@@ -743,21 +751,25 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
       if (best < 0 || acc > bv || (acc === bv && r < best)) { best = r; bv = acc; }
     }
   };
-  for (let t = 0; t < nzn; t++) { const c = nz[t]; if (colPtr[c + 1] - colPtr[c] <= BIG_COLUMN) absorbFolding(c); }
   let answer = -1;
-  for (;;) {
-    foldNew();
+  for (let i = 0; i < order.length; i++) {
+    const c = order[i];
+    if (sizeOf(c) <= BIG_COLUMN) absorbFolding(c);
+    else {
+      if (nBig <= 1) break; // the last big column: the caller scatters
+      nBig--;
+      absorb(c);
+      foldNew();
+    }
     let bound = 0;
-    for (const c of big) {
-      const xv = x[c];
-      const top = f32((xv > 0 ? ext.max[c] : ext.min[c]) * xv);
+    for (let j = i + 1; j < order.length; j++) {
+      const cj = order[j];
+      const xv = x[cj];
+      const top = f32((xv > 0 ? ext.max[cj] : ext.min[cj]) * xv);
       if (top > 0) bound += top;
     }
-    bound *= (1 + 2 ** -23) ** big.length;
+    bound *= (1 + 2 ** -23) ** (order.length - i - 1);
     if (best >= 0 && bv > bound) { answer = best; break; }
-    // too close: the smallest big column joins T (with one big column left, the caller scatters)
-    if (big.length <= 1) break;
-    absorb(big.pop()!);
   }
   for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
   return answer;

@@ -667,8 +667,12 @@ function boundedPrepOf(m: Matrix, csc: CscPlan): BoundedPrep {
   return p;
 }
 
-/** A column with more stored entries than this is "big" for boundedArgmax. */
-const BIG_COLUMN = 2048;
+/**
+ * A column with more stored entries than this is "big" for boundedArgmax (folded through the CSR
+ * rows instead of a packed copy, and never the last one taken). The chip's emit columns: a payload
+ * byte value reaches ≈ 1,000 – 2,300 rows, a token kind 16 k – 65 k.
+ */
+const BIG_COLUMN = 4096;
 
 /**
  * The argmax without walking big columns (f32 profile, under the scatter precondition, which the

@@ -309,8 +309,8 @@ function refoldRow(
   let acc = 0;
   let exactSum = 0;
   let sumAbs = 0;
-  // g ≤ the lowest set bit of the first non-zero product, so T(g) ≤ T(that bit): a row whose
-  // Σ|w·x| reaches the latter is not exact, and its g is never read (the walk tests T first)
+  // g: the lowest set bit over the non-zero products, found in the same pass (the refolded rows
+  // are mostly ones that stay inexact only by that bit, which a second pass had to find)
   let g = 32767;
   for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
     const c = colIdx[k];
@@ -323,21 +323,12 @@ function refoldRow(
     if (pd === 0) continue;
     exactSum += pd;
     sumAbs += Math.abs(pd);
-    if (g === 32767) g = lowbit32(xb[c]) + wLowCsr[k];
+    const lb = lowbit32(xb[c]) + wLowCsr[k];
+    if (lb < g) g = lb;
   }
   st.y[r] = bf16 ? ctx.act(acc) : acc;
   // exactSum and sumAbs are exact when the row is exact (same argument as the update's)
-  let bound = g >= -149 ? boundOf(g) : 0;
-  if (sumAbs < bound) {
-    // it may be exact: the lowest bit over every product
-    for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
-      const c = colIdx[k];
-      if (x[xOff + c] === 0 || values[k] === 0) continue;
-      const lb = lowbit32(xb[c]) + wLowCsr[k];
-      if (lb < g) g = lb;
-    }
-    bound = g >= -149 ? boundOf(g) : 0;
-  }
+  const bound = g >= -149 ? boundOf(g) : 0;
   let s = st.rowSlot[r];
   if (s === 0) {
     s = st.rowSlot[r] = ++st.nSlots;

@@ -79,11 +79,17 @@ export function newMatmulStats(): MatmulStats {
   return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, deltaShared: 0 };
 }
 
-/**
- * Size threshold of the scatter form (stored entries of the matrix): below it the row walk is
- * used. A knob for tests, which lower it to exercise the scatter form on small models.
- */
-export const sparseTuning = { scatterMinNnz: 65536 };
+/** Size thresholds of the sparse path: knobs for tests, which lower them to exercise a form on small models. */
+export const sparseTuning = {
+  /** Stored entries of a matrix below which the row walk is used instead of the scatter form. */
+  scatterMinNnz: 65536,
+  /**
+   * A column with more stored entries than this is "big" for boundedArgmax (folded through the
+   * CSR rows instead of a packed copy, and never the last one taken). The chip's emit columns: a
+   * payload byte value reaches ≈ 1,000 – 2,300 rows, a token kind 16 k – 65 k.
+   */
+  bigColumn: 4096,
+};
 
 const csrFinite = new WeakMap<CsrMatrix, boolean>();
 const derivedCsr = new WeakMap<Float32Array, CsrMatrix>();
@@ -667,12 +673,7 @@ function boundedPrepOf(m: Matrix, csc: CscPlan): BoundedPrep {
   return p;
 }
 
-/**
- * A column with more stored entries than this is "big" for boundedArgmax (folded through the CSR
- * rows instead of a packed copy, and never the last one taken). The chip's emit columns: a payload
- * byte value reaches ≈ 1,000 – 2,300 rows, a token kind 16 k – 65 k.
- */
-const BIG_COLUMN = 4096;
+
 
 /**
  * The argmax without walking big columns (f32 profile, under the scatter precondition, which the
@@ -683,8 +684,8 @@ const BIG_COLUMN = 4096;
  * over those B columns: fl is monotone, and a fold's partial sums stay below the sum of its
  * positive terms times (1 + 2^−24) per addition (a negative term only lowers them). After each
  * column, if the best row of T is strictly above U it is the argmax (no other row reaches or ties
- * it). A column with more than BIG_COLUMN entries is taken only while another such column is left
- * out; when the last one would be needed, −1 (the caller scatters everything). So a step whose
+ * it). A column with more than sparseTuning.bigColumn entries is taken only while another such
+ * is left out; when the last one would be needed, −1 (the caller scatters everything). So a step whose
  * emitted token is decided by its rarest field folds only that field's rows.
  */
 function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo): number {
@@ -700,7 +701,7 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
     const n = sizeOf(c);
     if (n === 0) continue;
     order.push(c);
-    if (n > BIG_COLUMN) nBig++;
+    if (n > sparseTuning.bigColumn) nBig++;
   }
   if (nBig === 0) return -1; // nothing to save: the scatter is small
   order.sort((a, b) => sizeOf(a) - sizeOf(b) || a - b);
@@ -758,7 +759,7 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
   let answer = -1;
   for (let i = 0; i < order.length; i++) {
     const c = order[i];
-    if (sizeOf(c) <= BIG_COLUMN) absorbFolding(c);
+    if (sizeOf(c) <= sparseTuning.bigColumn) absorbFolding(c);
     else {
       if (nBig <= 1) break; // the last big column: the caller scatters
       nBig--;
@@ -780,7 +781,7 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
 }
 
 /**
- * The rows of column c (at most BIG_COLUMN of them) with their whole CSR rows, in column order:
+ * The rows of column c (at most sparseTuning.bigColumn) with their whole CSR rows, in column order:
  * per row r, [r, n, c_1, w_1, …, c_n, w_n] with w as float32 bits (`f` is the float view).
  */
 function packedRowsOf(csr: CsrMatrix, colPtr: Uint32Array, rowIdx: Uint32Array, c: number): { u: Uint32Array; f: Float32Array } {

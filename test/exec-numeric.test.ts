@@ -246,3 +246,32 @@ describe('rmsNorm1p', () => {
       }), { numRuns: 400 });
   });
 });
+
+describe('l2normSeq (gdn.ts: q and k in sequential order)', () => {
+  // norms.ts l2norm with the sequential sum, then fl(·s): the same bits however many zeros, and
+  // for NaN and infinite inputs.
+  const special = [0, -0, 0, -0, 0, 1, -1, 1e-40, -3e-39, 2 ** -80, 2 ** 60, 3.4e38, NaN, Infinity, -Infinity];
+  const vec = fc.integer({ min: 1, max: 160 }).chain((n) => fc.array(fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom(0, -0) },
+    { weight: 2, arbitrary: fc.float({ noNaN: true, noDefaultInfinity: true }) },
+    { weight: 1, arbitrary: fc.constantFrom(...special) },
+  ), { minLength: n, maxLength: n }).map((a) => Float32Array.from(a)));
+  it('equals fl(l2norm(x)·s) bit for bit (zeros copied, NaN and infinities through the formula)', async () => {
+    const { l2norm } = await import('../src/exec/norms.ts');
+    const { l2normSeq } = await import('../src/exec/gdn.ts');
+    const ctx = makeNumericContext({});
+    const bitsOf = (a: Float32Array) => [...new Uint32Array(a.buffer, a.byteOffset, a.length)];
+    fc.assert(fc.property(vec, fc.constantFrom(1, 0.125, 0.08838834764831845, 3), fc.integer({ min: 0, max: 3 }), (x, s, off) => {
+      const xo = new Float32Array(off + x.length);
+      xo.set(x, off);
+      const want = new Float32Array(x.length);
+      l2norm(ctx, x, 0, x.length, want, 0);
+      if (s !== 1) for (let i = 0; i < want.length; i++) want[i] = f32(want[i] * s);
+      const out = new Float32Array(x.length + 2).fill(7);
+      l2normSeq(xo, off, x.length, out, 1, s);
+      expect(bitsOf(out.subarray(1, 1 + x.length))).toEqual(bitsOf(want));
+      expect(out[0]).toBe(7);
+      expect(out[x.length + 1]).toBe(7);
+    }), { numRuns: 600 });
+  });
+});

@@ -32,7 +32,7 @@ import { chunkGatedDeltaRule } from './gdn-chunked.ts';
 import { gdnDims } from '../model/naming.ts';
 import { allPlusZero, linear, type MatmulPath, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
-import { exp32, sigmoid32, silu32, softplus32 } from './numeric.ts';
+import { exp32, rsqrt32, sigmoid32, silu32, softplus32 } from './numeric.ts';
 import { gatedRmsNorm, l2norm } from './norms.ts';
 import { deltaLinear, nextInputStamp, type DeltaShare, type InputChanges, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
@@ -260,16 +260,16 @@ export function convStepF32(
 
 /**
  * q and k of key head h from the conv outputs: q = fl(l2norm(q_conv)·scale), k = l2norm(k_conv)
- * (HF order). In sequential order a head whose q and k inputs are all ±0 copies them: l2norm of
- * ±0s has Σ fl(x²) = +0 and r = rsqrt(fl(1e−6)) > 0 finite, so fl(x·r) = x and fl(x·scale) = x
- * (same-sign zeros); a shuffled sum counts its calls, so it always runs there.
+ * (HF order). In sequential order each goes through l2normSeq (its zeros copied, not multiplied);
+ * a shuffled sum counts its calls, so the plain l2norm always runs there.
  */
 function normalizeQk(
   ctx: ExecNumericContext, conved: Float32Array, q: Float32Array, k: Float32Array, h: number, dk: number,
   keyDim: number, scale: number, sequential: boolean,
 ): void {
-  if (sequential && allZero(conved, h * dk, dk) && allZero(conved, keyDim + h * dk, dk)) {
-    for (let i = 0; i < dk; i++) { q[h * dk + i] = conved[h * dk + i]; k[h * dk + i] = conved[keyDim + h * dk + i]; }
+  if (sequential) {
+    l2normSeq(conved, h * dk, dk, q, h * dk, scale);
+    l2normSeq(conved, keyDim + h * dk, dk, k, h * dk, 1);
     return;
   }
   l2norm(ctx, conved, h * dk, dk, q, h * dk);
@@ -277,10 +277,33 @@ function normalizeQk(
   l2norm(ctx, conved, keyDim + h * dk, dk, k, h * dk);
 }
 
-/** True when x[off .. off+n) holds only ±0. */
-function allZero(x: Float32Array, off: number, n: number): boolean {
-  for (let i = off; i < off + n; i++) if (x[i] !== 0) return false;
-  return true;
+const nzScratch = new Int32Array(1024);
+
+/**
+ * out = fl(fl(x·r)·s) (s = 1: fl(x·r)) for r = rsqrt(fl(Σ fl(x_i²) + fl(1e−6))), the sum folded in
+ * sequential order from −0 — norms.ts l2norm with the sequential sum, and a scale s > 0, in two
+ * passes whatever the zeros: a ±0 square leaves a non-zero partial sum as it is and turns the
+ * starting −0 into +0, which only the all-zero case keeps (and fl(±0 + fl(1e−6)) is the same), so
+ * the fold over the non-zero squares gives the same r; and with r finite and positive, a ±0
+ * input gives fl(±0·r) = ±0 and fl(±0·s) = ±0, its own bits. Any other r (a NaN or infinite
+ * input): the plain formula for every entry.
+ */
+export function l2normSeq(x: Float32Array, xOff: number, n: number, out: Float32Array, outOff: number, s: number): void {
+  const nz = n <= nzScratch.length ? nzScratch : new Int32Array(n);
+  let m = 0;
+  let acc = -0;
+  for (let i = 0; i < n; i++) {
+    const v = x[xOff + i];
+    out[outOff + i] = v;
+    if (v !== 0) { nz[m++] = i; acc = f32(acc + f32(v * v)); }
+  }
+  const r = rsqrt32(f32(acc + f32(1e-6)));
+  if (r - r === 0 && r > 0) {
+    if (s === 1) for (let t = 0; t < m; t++) { const i = nz[t]; out[outOff + i] = f32(x[xOff + i] * r); }
+    else for (let t = 0; t < m; t++) { const i = nz[t]; out[outOff + i] = f32(f32(x[xOff + i] * r) * s); }
+  } else {
+    for (let i = 0; i < n; i++) out[outOff + i] = s === 1 ? f32(x[xOff + i] * r) : f32(f32(x[xOff + i] * r) * s);
+  }
 }
 
 /**

@@ -98,7 +98,7 @@ const fullGc = vm.runInNewContext('gc') as () => void;
 
 /** Prefill + `n` greedy decode steps; returns the decode ms, the prefill ms and the emitted ids. */
 interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number }
-function run(n: number, times: PhaseTimes | null): { decodeMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number } {
+function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number } {
   const ex = new Executor(weights, { profile, order: { kind: 'sequential' }, path: 'sparse' });
   loadRams(ex);
   const p0 = performance.now();
@@ -113,9 +113,11 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; cpuMs: nu
   const d0 = performance.now();
   const c0 = process.cpuUsage();
   let steps = 0;
+  let firstMs = 0;
   for (; steps < n; steps++) {
     if (elf !== undefined && decodeToken(last).kind === 'HALT') break;
     last = ex.decodeArgmax(last);
+    if (steps === 0) firstMs = performance.now() - d0;
     ids.push(last);
   }
   const cpu = process.cpuUsage(c0);
@@ -128,7 +130,7 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; cpuMs: nu
     refoldEntries: ex.stats.deltaRefoldEntries - w0.refoldEntries,
     conv: ex.stats.convChannels - w0.conv,
   };
-  return { decodeMs, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps, work, instructions };
+  return { decodeMs, firstMs, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps, work, instructions };
 }
 
 /** The golden emulator's instructions/s on the same program (--elf), run whole, repeated for ≥ 0.3 s. */
@@ -173,7 +175,7 @@ const golden = elf !== undefined ? goldenRate(elf) : null;
 if (json) {
   console.log(JSON.stringify({
     dir: path.basename(path.resolve(dir ?? elf ?? '')), profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
-    tokensPerSecond: 1000 / msPerToken,
+    tokensPerSecond: 1000 / msPerToken, firstStepMs: plain.firstMs,
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
     workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps },
@@ -183,6 +185,9 @@ if (json) {
   console.log(`checkpoint: ${c.numLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}, FFN ${c.intermediateSize} (loaded in ${Math.round(loadMs)} ms)`);
   console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] prefill ${plain.prefillMs.toFixed(1)} ms; ${steps} decode steps (${distinct} distinct ids)`);
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);
+  // the first step builds the sequence's incremental state (every memo from scratch): part of the
+  // figure above, shown apart because it weighs on short programs
+  if (steps > 1) console.log(`  first decode step ${plain.firstMs.toFixed(1)} ms, the other ${steps - 1}: ${((plain.decodeMs - plain.firstMs) / (steps - 1)).toFixed(3)} ms/token`);
   if (elf !== undefined && golden) {
     console.log(`instructions: ${plain.instructions} started in the decode steps (${(steps / plain.instructions).toFixed(2)} tokens/instruction), `
       + `${instrPerSecond.toFixed(1)} instructions/s through the weights; golden emulator on the same program: `

@@ -96,7 +96,10 @@ const loadMs = performance.now() - t0;
 v8.setFlagsFromString('--expose-gc');
 const fullGc = vm.runInNewContext('gc') as () => void;
 
-/** Prefill + `n` greedy decode steps; returns the decode ms, the prefill ms and the emitted ids. */
+/**
+ * Prefill + `n` greedy decode steps; returns the decode ms (and the first step's), the prefill ms
+ * and the emitted ids.
+ */
 interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number }
 function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number } {
   const ex = new Executor(weights, { profile, order: { kind: 'sequential' }, path: 'sparse' });
@@ -185,8 +188,8 @@ if (json) {
   console.log(`checkpoint: ${c.numLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}, FFN ${c.intermediateSize} (loaded in ${Math.round(loadMs)} ms)`);
   console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] prefill ${plain.prefillMs.toFixed(1)} ms; ${steps} decode steps (${distinct} distinct ids)`);
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);
-  // the first step builds the sequence's incremental state (every memo from scratch): part of the
-  // figure above, shown apart because it weighs on short programs
+  // the first step builds the sequence's incremental decode state (the GDN tracks and in_proj
+  // memos, from scratch): part of the figure above, shown apart because it weighs on short programs
   if (steps > 1) console.log(`  first decode step ${plain.firstMs.toFixed(1)} ms, the other ${steps - 1}: ${((plain.decodeMs - plain.firstMs) / (steps - 1)).toFixed(3)} ms/token`);
   if (elf !== undefined && golden) {
     console.log(`instructions: ${plain.instructions} started in the decode steps (${(steps / plain.instructions).toFixed(2)} tokens/instruction), `

@@ -25,14 +25,14 @@
  * magnitude — a float32 (a ≤ 23-bit integer times 2^g, g ≥ −149, below 2^126) — so every
  * rounding in the fold is exact and it equals the exact sum (+0 when that is 0: the fold starts at
  * +0 and exact cancellation gives +0). The state keeps, per tracked row, the exact sum yD and S
- * in double, g and T. A changed column updates an exact row only when its new product p has lowbit(p) ≥ g
- * and |p| < T (lowbit(w·x) = lowbit(w) + lowbit(x): odd × odd is odd); otherwise the row is
- * refolded from scratch, which recomputes yD, S and g. Under those checks every value the update
- * touches is a multiple of 2^g below 2^(43+g) (at most 2^20 terms each below 2^(23+g)), exact in
- * double, and the row stays exact iff the updated S < T: checked after each column's update (a row
- * whose S reaches T is refolded, even if a later column would bring it back), so each accepted
- * update writes its exact sum to y at once and no pass over the reached rows is needed. Rows that
- * are not exact are refolded.
+ * in double, g and T. A changed column updates an exact row only when its new product p has
+ * lowbit(p) ≥ g and |p| < T (lowbit(w·x) = lowbit(w) + lowbit(x): odd × odd is odd); otherwise
+ * the row is refolded from scratch, which recomputes yD, S and g. Under those checks every value
+ * the update touches is a multiple of 2^g below 2^(43+g) (at most 2^20 terms each below
+ * 2^(23+g)), exact in double, and the row stays exact iff the updated S < T: checked after each
+ * column's update (a row whose S reaches T is refolded, even if a later column would bring it
+ * back), so each accepted update writes its exact sum to y at once and no pass over the reached
+ * rows is needed. Rows that are not exact are refolded.
  *
  * Bounded rows: the same update without a per-row record (f32 profile). The state keeps, per
  * column c, M_c ≥ every |x_c| and L_c ≤ the lowest set bit of every non-zero x_c it has seen
@@ -309,8 +309,8 @@ function refoldRow(
   let acc = 0;
   let exactSum = 0;
   let sumAbs = 0;
-  // g: the lowest set bit over the non-zero products, found in the same pass (the refolded rows
-  // are mostly ones that stay inexact only by that bit, which a second pass had to find)
+  // g: the lowest set bit over the non-zero products, in the same pass (the rows refolded at every
+  // step, the chip's RAM value rows, mostly needed it, and a second pass over the row found it)
   let g = 32767;
   for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
     const c = colIdx[k];
@@ -346,7 +346,9 @@ function refoldRow(
 }
 
 /** Row r's fold (module comment) alone, for a bounded row: it needs no record. */
-function foldRow(rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, x: Float32Array, xOff: number, r: number): number {
+function foldRow(
+  rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, x: Float32Array, xOff: number, r: number,
+): number {
   let acc = 0;
   for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
     const xv = x[xOff + colIdx[k]];

@@ -281,12 +281,12 @@ const nzScratch = new Int32Array(1024);
 
 /**
  * out = fl(fl(x·r)·s) (s = 1: fl(x·r)) for r = rsqrt(fl(Σ fl(x_i²) + fl(1e−6))), the sum folded in
- * sequential order from −0 — norms.ts l2norm with the sequential sum, and a scale s > 0, in two
- * passes whatever the zeros: a ±0 square leaves a non-zero partial sum as it is and turns the
- * starting −0 into +0, which only the all-zero case keeps (and fl(±0 + fl(1e−6)) is the same), so
- * the fold over the non-zero squares gives the same r; and with r finite and positive, a ±0
- * input gives fl(±0·r) = ±0 and fl(±0·s) = ±0, its own bits. Any other r (a NaN or infinite
- * input): the plain formula for every entry.
+ * sequential order from −0: norms.ts l2norm with the sequential sum, then a scale s > 0. One pass
+ * sums the non-zero squares and copies every entry; a second scales the non-zeros only. The same
+ * bits: a ±0 square leaves a non-zero partial sum as it is and turns the starting −0 into +0,
+ * which only the all-zero case keeps (and fl(±0 + fl(1e−6)) is the same), so r is the same; and
+ * for r finite and positive, fl(±0·r) = ±0 and fl(±0·s) = ±0, the entry's own bits. Any other r
+ * (a NaN or infinite input): the plain formula for every entry.
  */
 export function l2normSeq(x: Float32Array, xOff: number, n: number, out: Float32Array, outOff: number, s: number): void {
   const nz = n <= nzScratch.length ? nzScratch : new Int32Array(n);

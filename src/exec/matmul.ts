@@ -673,8 +673,6 @@ function boundedPrepOf(m: Matrix, csc: CscPlan): BoundedPrep {
   return p;
 }
 
-
-
 /**
  * The argmax without walking big columns (f32 profile, under the scatter precondition, which the
  * caller has checked), or −1 when it cannot be decided that way. The non-zero columns are taken
@@ -685,8 +683,8 @@ function boundedPrepOf(m: Matrix, csc: CscPlan): BoundedPrep {
  * positive terms times (1 + 2^−24) per addition (a negative term only lowers them). After each
  * column, if the best row of T is strictly above U it is the argmax (no other row reaches or ties
  * it). A column with more than sparseTuning.bigColumn entries is taken only while another such
- * is left out; when the last one would be needed, −1 (the caller scatters everything). So a step whose
- * emitted token is decided by its rarest field folds only that field's rows.
+ * is left out; when the last one would be needed, −1 (the caller scatters everything). So a step
+ * whose emitted token is decided by its rarest field folds only that field's rows.
  */
 function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo): number {
   const plan = sparsePlanOf(m);

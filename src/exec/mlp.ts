@@ -57,9 +57,10 @@ function gateUpParts(m: { gateProj: Matrix; upProj: Matrix }): Matrix[] {
  * (g_i = ±0 passes through: silu(±0) = ±0) is recomputed for the units of those rows only (rows no
  * column reaches have g = u = +0, so h = act(fl(+0·+0)) = +0) — it is a pure function of
  * (g_i, u_i), and the h it keeps was computed from the stack's output of the previous call
- * (checked by its version; otherwise every unit is recomputed); the down projection gets the rows whose h bit pattern changed as its
- * candidate columns. Each matmul equals linear()'s (delta.ts, module comment). Returns false,
- * having written nothing to `out`, when a delta precondition fails.
+ * (checked by its version; otherwise every unit is recomputed); the down projection gets the
+ * rows whose h bit pattern changed as its candidate columns. Each matmul equals linear()'s
+ * (delta.ts, module comment). Returns false, having written nothing to `out`, when a delta
+ * precondition fails.
  */
 function swigluDelta(
   ctx: ExecNumericContext, m: { gateProj: Matrix; upProj: Matrix; downProj: Matrix }, x: Float32Array,

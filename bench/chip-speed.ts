@@ -95,6 +95,12 @@ const loadMs = performance.now() - t0;
 
 v8.setFlagsFromString('--expose-gc');
 const fullGc = vm.runInNewContext('gc') as () => void;
+/** The pause after the forced GC (ms): the main thread sleeps, the GC's helper threads finish. */
+const SETTLE_MS = 100;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+function settle(ms: number): void {
+  Atomics.wait(sleeper, 0, 0, ms);
+}
 
 /**
  * Prefill + `n` greedy decode steps; returns the decode ms (and the first step's), the prefill ms
@@ -111,8 +117,11 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: 
   const ids = [last];
   const w0 = { entries: ex.stats.deltaEntries, rows: ex.stats.deltaRows, refolds: ex.stats.deltaRefolds, refoldEntries: ex.stats.deltaRefoldEntries, conv: ex.stats.convChannels };
   // a major GC now, not in the timed window (the compile leaves garbage for one to collect, and
-  // its incremental marking, tens of ms, landed inside short runs such as hello's)
+  // its incremental marking, tens of ms, landed inside short runs such as hello's); then a pause
+  // while its helper threads finish: started right after the GC, hello's first decode step (which
+  // allocates the layers' tracks) ran beside them and took about twice as long
   fullGc();
+  settle(SETTLE_MS);
   const d0 = performance.now();
   const c0 = process.cpuUsage();
   let steps = 0;

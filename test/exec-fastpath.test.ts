@@ -21,7 +21,8 @@ import { Executor, argmax } from '../src/exec/executor.ts';
 import { linearArgmax, linearEx, newMatmulStats, sparseTuning } from '../src/exec/matmul.ts';
 import { swiglu } from '../src/exec/mlp.ts';
 import {
-  convStepF32, convZeroOf, newSparseStepScratch, recurrentStep, recurrentStepSparse, STATE_CLEAN, STATE_POS, STATE_ZERO, classifyState,
+  convStepF32, convZeroOf, newSparseStepScratch, recurrentStep, recurrentStepSparse, STATE_CLEAN, STATE_POS, STATE_ZERO,
+  classifyState, type GdnCache,
 } from '../src/exec/gdn.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
@@ -206,6 +207,21 @@ describe('decode fast paths on whole executors (sparse vs dense path)', () => {
       compare(w, profile, true, false);
       compare(w, profile, true, true);
       compare(w, profile, false, true);
+    }
+  });
+
+  it('an idle step\'s output is shared by later executors of the same weights and numeric mode', () => {
+    const w = chipLikeModel(13, false);
+    const li = w.config.layerTypes.indexOf('linear_attention'); // the idle layer
+    const cacheOf = (ex: Executor) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+    for (const profile of ['f32', 'bf16'] as const) {
+      // the first executor of this mode runs the idle step in full (it allocates the layer's buffers)
+      const first = new Executor(w, { path: 'sparse', profile });
+      first.decode(argmax(first.prefill([3, 1])[0]));
+      expect(cacheOf(first).buffers).toBeDefined();
+      // a later one takes the kept output from its first decode step: bit-identical to the dense path
+      const { sparse } = compare(w, profile, true, false);
+      expect(cacheOf(sparse).buffers).toBeUndefined();
     }
   });
 

@@ -13,7 +13,7 @@ import fc from 'fast-check';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import { rmsNorm1p } from '../src/exec/norms.ts';
 import { addTracked, NormSite, SourceSeen, TrackedVector } from '../src/exec/residual-track.ts';
-import { Executor } from '../src/exec/executor.ts';
+import { Executor, argmax } from '../src/exec/executor.ts';
 import { decodeLockstep } from './helpers/lockstep.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/random-weights.ts';
@@ -237,6 +237,48 @@ describe('tracked decode on whole executors', () => {
       expect(s.stats.delta).toBeGreaterThan(0);
     });
   }
+});
+
+describe('first tracked step after a prefill', () => {
+  const bitsOf = (a: Float32Array): number[] =>
+    Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
+  it('first tracked step after a prefill: a conv channel whose qkv row was emptied since is still shifted', () => {
+    // The first tracked step walks only the channels of non-empty qkv rows when every conv step
+    // since the cache was made used the same stacked in_proj (the others held +0 inputs only). Here
+    // the storage changes between the prefill and the first decode step: rows that fed the
+    // prefill's conv states become empty, and those states must still shift in their +0 inputs.
+    const w = sparseRandomModel(14);
+    const cfg = w.config;
+    const K = cfg.linearConvKernelDim;
+    const li = cfg.layerTypes.indexOf('linear_attention'); // (the layer whose steps meet delta.ts's precondition)
+    const m = w.layers[li].mixer;
+    if (m.kind !== 'linear_attention') throw new Error('no GDN layer');
+    const s = new Executor(w, { path: 'sparse', profile: 'f32' });
+    const d = new Executor(w, { path: 'dense', profile: 'f32' });
+    const cacheOf = (ex: Executor) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+    const a = s.prefill([5, 10])[0];
+    expect(bitsOf(a)).toEqual(bitsOf(d.prefill([5, 10])[0]));
+    // empty every qkv row whose channel now holds a non-zero tap (a new Matrix: a new stack)
+    const conv = cacheOf(s).conv;
+    const q = densifyMatrix(m.inProjQkv);
+    let emptied = 0;
+    for (let c = 0; c < q.rows; c++) {
+      let live = false;
+      for (let j = 0; j < K; j++) if (conv[c * K + j] !== 0) live = true;
+      if (live) { q.dense!.fill(0, c * q.cols, (c + 1) * q.cols); emptied++; }
+    }
+    expect(emptied).toBeGreaterThan(0);
+    m.inProjQkv = { rows: q.rows, cols: q.cols, csr: sparsifyMatrix({ rows: q.rows, cols: q.cols, dense: q.dense }).csr };
+    let t = argmax(a);
+    for (let i = 0; i < 6; i++) {
+      const ls = s.decode(t);
+      expect(bitsOf(ls)).toEqual(bitsOf(d.decode(t)));
+      expect(cacheOf(s).track).toBeDefined(); // this layer's step was a tracked one
+      expect(bitsOf(gdnConvSnapshot(cacheOf(s), K))).toEqual(bitsOf(cacheOf(d).conv));
+      t = argmax(ls);
+    }
+  });
+
 });
 
 describe('single-tap conv shortcut', () => {

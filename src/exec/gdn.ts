@@ -27,7 +27,7 @@
  */
 import { ChipcError } from '../util/errors.ts';
 import type { ModelConfig } from '../model/config.ts';
-import type { GdnWeights, Matrix } from '../model/weights.ts';
+import type { CsrMatrix, GdnWeights, Matrix } from '../model/weights.ts';
 import { chunkGatedDeltaRule } from './gdn-chunked.ts';
 import { gdnDims } from '../model/naming.ts';
 import { allPlusZero, linear, type MatmulPath, type MatmulStats } from './matmul.ts';
@@ -66,6 +66,13 @@ export const STATE_CLEAN = 1;
 export const STATE_ZERO = 2;
 export const STATE_POS = 3;
 
+/**
+ * An idle step's output for one cache: `out` (shared between caches, never written), `buf` the
+ * cache's copy handed out by each idle step, `source` naming it as a vector that never changes
+ * (delta.ts OutputSource).
+ */
+interface IdleOut { weights: GdnWeights; out: Float32Array; buf: Float32Array; source: OutputSource }
+
 /** Per-layer GDN cache: conv state (channel c at c·K + j, j = K−1 newest) and one state per value head. */
 export interface GdnCache {
   conv: Float32Array;
@@ -84,13 +91,24 @@ export interface GdnCache {
   buffers?: GdnBuffers;
   /** What gdnDecodeTracked knows about the last decode step; undefined = nothing (rebuilt by a full step). */
   track?: GdnTrack;
-  /** 1 when every conv state entry is known to be +0 (bit pattern 0); 0 = unknown. See idleStep. */
+  /**
+   * 1 when every conv state entry is known to be +0 (bit pattern 0); 0 = unknown. See idleStep.
+   * A new cache starts at 1 (its state is a fresh +0 array); prepareToken keeps it at 1 while its
+   * steps find every channel cold, and the tracked step sets it to 0.
+   */
   convZero?: number;
   /**
-   * The mixer output of an idle step (see idleStep), once one has run; valid for these weights
-   * only. `source` names it as a vector that never changes (delta.ts OutputSource).
+   * The stacked in_proj (stack-rows.ts; the same Matrix object while its parts keep their storage)
+   * through which every conv step since the cache was made got its input: then a channel whose qkv
+   * row is empty there has had only +0 inputs, and its state is all +0 (it started so). undefined
+   * before the first step, null when unknown (a step ran without it, or with another stack).
    */
-  idleOut?: { weights: GdnWeights; out: Float32Array; source: OutputSource };
+  convInputs?: Matrix | null;
+  /**
+   * The mixer output of an idle step (see idleStep), once one has run; valid for these weights
+   * only.
+   */
+  idleOut?: IdleOut;
   /**
    * What idlePreconditions learnt of the last input it checked: the stamp (DeltaShare) of an input
    * found all finite (−1: none), and the index of an entry with a clear sign bit in the last input.
@@ -136,7 +154,7 @@ export function newGdnCache(d: GdnDimsX): GdnCache {
     rowNonZero: S.map(() => new Uint8Array(d.dk)), dims: d,
     // every optional field from the start: one object shape for the JIT (fields added later had
     // each cache change shape, deoptimizing the decode's code when a new executor's caches came)
-    buffers: undefined, track: undefined, convZero: 0, idleOut: undefined, idleInput: undefined,
+    buffers: undefined, track: undefined, convZero: 1, convInputs: undefined, idleOut: undefined, idleInput: undefined,
   };
 }
 
@@ -177,19 +195,19 @@ function prepareToken(
   path: MatmulPath, stats?: MatmulStats, buf?: GdnBuffers,
 ): GdnToken {
   let t0 = phaseStart();
-  const mixed = linear(ctx, w.inProjQkv, x, path, { stats, out: buf?.mixed });
-  const z = linear(ctx, w.inProjZ, x, path, { stats, out: buf?.z });
-  const b = linear(ctx, w.inProjB, x, path, { stats, out: buf?.b });
-  const a = linear(ctx, w.inProjA, x, path, { stats, out: buf?.a });
+  const { mixed, z, b, a, stack } = projectToken(ctx, d, w, x, path, stats, buf);
+  noteConvInputs(cache, stack);
   t0 = phaseEnd('gdn.proj', t0);
   const { K, convDim } = d;
   const conv = cache.conv;
   const conved = buf ? buf.conved : new Float32Array(convDim);
   const sequential = ctx.order.kind === 'sequential';
   const cw = w.conv1d;
+  // channels that shifted (not cold): while none does, an all-+0 state stays all +0 (convZero)
+  let shifted = 0;
   if (sequential && ctx.profile === 'f32' && ctx.siluForm === 'mul') {
     const cz = convZeroOf(w, convDim, K);
-    convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
+    shifted = convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
   } else {
     const cz = sequential ? convZeroOf(w, convDim, K) : null;
     const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, convDim);
@@ -202,6 +220,7 @@ function prepareToken(
         for (let j = 0; j < K; j++) if (convBits[base + j] !== 0) { cold = false; break; }
         if (cold) { conved[c] = cz.out[c]; continue; }
       }
+      shifted++;
       for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
       conv[base + K - 1] = mixed[c];
       let y: number;
@@ -214,6 +233,7 @@ function prepareToken(
       conved[c] = ctx.act(silu32(y, ctx.siluForm));
     }
   }
+  if (shifted !== 0) cache.convZero = 0;
   t0 = phaseEnd('gdn.conv', t0);
   const { hk, hv, dk, keyDim } = d;
   const scale = f32(Math.pow(dk, -0.5)); // HF: query.shape[-1] ** -0.5, used as a float32 scalar
@@ -232,15 +252,64 @@ function prepareToken(
 }
 
 /**
+ * The four input projections of one token: mixed (qkv), z, b, a, each equal to linear()'s. On the
+ * sparse path in sequential order they run as the stacked incremental matmul [qkv; z; b; a] that
+ * the tracked decode step uses (delta.ts, stack-rows.ts; bit-identical to linear()), so the
+ * positions of a prefill keep its memo current and the first decode step walks only the columns
+ * that changed since the last of them, instead of building the memo from scratch. The results are
+ * copies (the memo's output is rewritten by the next call), into `buf`'s arrays when given;
+ * `stack` is the stacked matrix used, or null when the four ran through linear().
+ */
+function projectToken(
+  ctx: ExecNumericContext, d: GdnDimsX, w: GdnWeights, x: Float32Array, path: MatmulPath, stats?: MatmulStats, buf?: GdnBuffers,
+): { mixed: Float32Array; z: Float32Array; b: Float32Array; a: Float32Array; stack: Matrix | null } {
+  if (path === 'sparse' && ctx.order.kind === 'sequential') {
+    const stack = rowStackOf(inProjParts(w));
+    const ps = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, { stamp: nextInputStamp() });
+    if (ps !== null && stack !== null) {
+      const [, zOff, bOff, aOff] = stack.offsets;
+      const y = ps.y;
+      const part = (o: number, n: number, into: Float32Array | undefined): Float32Array => {
+        const v = into ?? new Float32Array(n);
+        v.set(y.subarray(o, o + n));
+        return v;
+      };
+      return {
+        mixed: part(0, d.convDim, buf?.mixed), z: part(zOff, d.valueDim, buf?.z), b: part(bOff, d.hv, buf?.b), a: part(aOff, d.hv, buf?.a),
+        stack: stack.m,
+      };
+    }
+  }
+  return {
+    mixed: linear(ctx, w.inProjQkv, x, path, { stats, out: buf?.mixed }),
+    z: linear(ctx, w.inProjZ, x, path, { stats, out: buf?.z }),
+    b: linear(ctx, w.inProjB, x, path, { stats, out: buf?.b }),
+    a: linear(ctx, w.inProjA, x, path, { stats, out: buf?.a }),
+    stack: null,
+  };
+}
+
+/**
+ * Records which stacked in_proj gave a conv step's input (GdnCache.convInputs): the first step's
+ * stack, kept while every later step uses the same one; null (unknown) once one does not.
+ */
+function noteConvInputs(cache: GdnCache, stack: Matrix | null): void {
+  if (cache.convInputs === undefined) cache.convInputs = stack;
+  else if (cache.convInputs !== stack) cache.convInputs = null;
+}
+
+/**
  * The conv + SiLU of prepareToken for the f32 profile, sequential order, silu 'mul' (the same
  * float operations, act being the identity there), in a small monomorphic function: channels whose
  * input and state are all +0 (bit patterns) with finite taps keep their all-+0 state and output
  * zeroOut[c] (convZeroOf); the others shift, sum the taps from −0 in order and apply silu.
+ * Returns how many channels shifted (were not cold).
  */
 export function convStepF32(
   convDim: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array, conved: Float32Array,
   finite: Uint8Array, zeroOut: Float32Array,
-): void {
+): number {
+  let shifted = 0;
   const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, convDim);
   const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
   for (let c = 0; c < convDim; c++) {
@@ -250,12 +319,14 @@ export function convStepF32(
       for (let j = 0; j < K; j++) if (convBits[base + j] !== 0) { cold = false; break; }
       if (cold) { conved[c] = zeroOut[c]; continue; }
     }
+    shifted++;
     for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
     conv[base + K - 1] = mixed[c];
     let y = -0;
     for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
     conved[c] = silu32(y, 'mul');
   }
+  return shifted;
 }
 
 /**
@@ -716,18 +787,25 @@ export function gdnForward(
 ): GdnRunResult {
   const d = cache.dims ??= gdnDimsOf(cfg);
   const L = xs.length;
+  const idle = mode === 'decode' && L === 1 && path === 'sparse' && ctx.order.kind === 'sequential'
+    && idlePreconditions(d, w, cache, xs[0], share);
+  if (idle) {
+    if (cache.idleOut === undefined || cache.idleOut.weights !== w) {
+      // an idle step of these weights in this numeric mode already ran (in any cache): its output
+      const known = idleOutputs.get(w)?.get(idleModeKey(ctx));
+      if (known !== undefined) cache.idleOut = newIdleOut(w, known);
+    }
+    const io = cache.idleOut;
+    if (io !== undefined && io.weights === w) {
+      io.buf.set(io.out);
+      if (stats) stats.sparse += 5;
+      phaseEnd('gdn.idle', phaseStart());
+      return { out: [io.buf], states: [wantStates ? cache.S.map((s) => s.slice()) : null], outSource: io.source };
+    }
+  }
   // A single-token call reuses the layer's buffers: its outputs are consumed before the next call.
   let buf: GdnBuffers | undefined;
   if (L === 1) buf = cache.buffers ??= gdnBuffers(d, w.outProj.rows);
-  const idle = mode === 'decode' && L === 1 && path === 'sparse' && ctx.order.kind === 'sequential'
-    && idlePreconditions(d, w, cache, xs[0], share);
-  if (idle && cache.idleOut && cache.idleOut.weights === w) {
-    const o = (buf as GdnBuffers).out;
-    o.set(cache.idleOut.out);
-    if (stats) stats.sparse += 5;
-    phaseEnd('gdn.idle', phaseStart());
-    return { out: [o], states: [wantStates ? cache.S.map((s) => s.slice()) : null], outSource: cache.idleOut.source };
-  }
   if (!idle && buf !== undefined && mode === 'decode' && path === 'sparse' && ctx.order.kind === 'sequential'
     && ctx.profile === 'f32' && ctx.siluForm === 'mul') {
     const o = gdnDecodeTracked(ctx, cfg, w, cache, xs[0], d, buf, stats, share);
@@ -741,12 +819,36 @@ export function gdnForward(
   const r = gdnForwardFull(ctx, cfg, w, cache, xs, mode, path, wantStates, d, buf, stats);
   if (idle) {
     // Keep the output only if the step left the state as it found it (it does: see idleStep).
-    cache.convZero = allPlusZeroBits(cache.conv) ? 1 : 0;
+    // prepareToken kept convZero at 1 if every channel stayed cold; else the state is scanned.
+    if (cache.convZero !== 1) cache.convZero = allPlusZeroBits(cache.conv) ? 1 : 0;
     let zero = cache.convZero === 1;
     for (let h = 0; h < d.hv && zero; h++) if (cache.kind[h] !== STATE_ZERO) zero = false;
-    if (zero) cache.idleOut = { weights: w, out: r.out[0].slice(), source: { version: 0, full: false, rows: new Int32Array(0), nRows: 0 } };
-  } else cache.convZero = 0;
+    if (zero) {
+      const out = r.out[0].slice();
+      cache.idleOut = newIdleOut(w, out);
+      let byMode = idleOutputs.get(w);
+      if (byMode === undefined) { byMode = new Map(); idleOutputs.set(w, byMode); }
+      byMode.set(idleModeKey(ctx), out);
+    }
+  }
   return r;
+}
+
+/**
+ * Per GDN weights, per numeric mode (idleModeKey): the output of an idle step (idleStep), kept
+ * once one has run in any cache. The step is a pure function of the weights and the numeric mode
+ * (its preconditions fix every input it reads), so every cache of these weights that meets them
+ * gets this vector; the array is shared and never written.
+ */
+const idleOutputs = new WeakMap<GdnWeights, Map<string, Float32Array>>();
+
+/** What of a numeric context (sequential order) an idle step's output depends on. */
+function idleModeKey(ctx: ExecNumericContext): string {
+  return `${ctx.profile}|${ctx.siluForm}|${ctx.meanMode}`;
+}
+
+function newIdleOut(w: GdnWeights, out: Float32Array): IdleOut {
+  return { weights: w, out, buf: new Float32Array(out.length), source: { version: 0, full: false, rows: new Int32Array(0), nRows: 0 } };
 }
 
 /**
@@ -757,7 +859,8 @@ export function gdnForward(
  * function of the weights alone: its output is the same vector every time, and it leaves the conv
  * state (shifted +0s) and S unchanged — checked after the first such step actually ran (the
  * output is stored only if the conv state is still all +0 and every head is still STATE_ZERO).
- * Later idle steps copy that output. Hooks still get copies of the (unchanged) states.
+ * Later idle steps copy that output, in this cache and in any other cache of the same weights and
+ * numeric mode (idleOutputs). Hooks still get copies of the (unchanged) states.
  */
 function idlePreconditions(d: GdnDimsX, w: GdnWeights, cache: GdnCache, x: Float32Array, share?: DeltaShare): boolean {
   if (!isIdleLayer(w)) return false;
@@ -906,7 +1009,14 @@ function gdnForwardFull(
       }
     }
     t0 = phaseEnd('gdn.gatedNorm', t0);
-    out.push(linear(ctx, w.outProj, normed, path, { stats, out: buf?.out }));
+    // out_proj through its incremental memo where it applies (as the tracked step's), so that the
+    // first tracked step after a prefill reuses it; a copy, as the memo's output is rewritten later
+    const os = path === 'sparse' && ctx.order.kind === 'sequential' ? deltaLinear(ctx, w.outProj, normed, 0, null, 0, stats) : null;
+    if (os !== null) {
+      const o = buf ? buf.out : new Float32Array(w.outProj.rows);
+      o.set(os.y);
+      out.push(o);
+    } else out.push(linear(ctx, w.outProj, normed, path, { stats, out: buf?.out }));
     t0 = phaseEnd('gdn.outProj', t0);
   }
   return { out, states };
@@ -968,12 +1078,11 @@ export interface GdnTrack {
 const CH_ACTIVE = 1;
 const CH_LISTED = 2;
 
+/** A new track; its channel records are written by the first step (freshConvStep). */
 function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
   const oldCore = new Float32Array(d.dv);
   const chan = new Int32Array(4 * d.convDim);
   const chanF = new Float32Array(chan.buffer);
-  const singleW = singleTapOf(w.conv1d, d.convDim, d.K);
-  for (let c = 0; c < d.convDim; c++) { chan[4 * c] = -1; chanF[4 * c + 2] = singleW[c]; }
   return {
     chan, chanF,
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(oldCore.buffer),
@@ -982,6 +1091,79 @@ function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
     coreChanged: new Uint8Array(d.hv), oldCore, normedChanged: new Int32Array(d.valueDim),
     step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
   };
+}
+
+/**
+ * The first tracked step's conv: convStepF32's step (the same operations, so the same state and
+ * output) fused with writing each channel's record (GdnTrack.chan: not lazy, the single-tap
+ * weight, the newest tap's bits, CH_ACTIVE when its taps are not all equal) and listing the
+ * active channels in `active`, in one pass, over channels list[0..n) (null: every channel
+ * 0 … n−1). A cold channel (convStepF32) keeps its all-+0 taps: settled, newest bits 0. Returns
+ * the number of active channels.
+ */
+function freshConvStep(
+  list: Int32Array | null, n: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array, conved: Float32Array,
+  finite: Uint8Array, zeroOut: Float32Array, singleW: Float32Array, chan: Int32Array, active: Int32Array,
+): number {
+  const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, mixed.length);
+  const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
+  const chanF = new Float32Array(chan.buffer, chan.byteOffset, chan.length);
+  let nActive = 0;
+  for (let i = 0; i < n; i++) {
+    const c = list === null ? i : list[i];
+    const base = c * K;
+    chan[4 * c] = -1;
+    chanF[4 * c + 2] = singleW[c];
+    const xb = mixedBits[c];
+    if (xb === 0 && finite[c] === 1) {
+      let cold = true;
+      for (let j = 0; j < K; j++) if (convBits[base + j] !== 0) { cold = false; break; }
+      if (cold) { conved[c] = zeroOut[c]; chan[4 * c + 1] = 0; chan[4 * c + 3] = 0; continue; }
+    }
+    // float copies, as convStepF32 makes them
+    for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
+    conv[base + K - 1] = mixed[c];
+    let y = -0;
+    for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
+    conved[c] = silu32(y, 'mul');
+    const nb = convBits[base + K - 1];
+    chan[4 * c + 3] = nb;
+    let settled = true;
+    for (let j = 0; j < K - 1; j++) if (convBits[base + j] !== nb) { settled = false; break; }
+    if (settled) chan[4 * c + 1] = 0;
+    else { chan[4 * c + 1] = CH_ACTIVE; active[nActive++] = c; }
+  }
+  return nActive;
+}
+
+/**
+ * Per stacked in_proj and conv weight: the channels a conv step can find not cold, and the
+ * records (GdnTrack.chan) of the others. A channel whose qkv row in the stack is empty gets
+ * mixed = +0 from every step (an empty row is +0, matmul.ts), so a state that started all +0
+ * stays all +0 (GdnCache.convInputs); with finite taps the channel is then cold at every step
+ * (convStepF32): it keeps its state, its output is convZeroOf's, and its record is not lazy, not
+ * active, its single-tap weight, newest bits 0 (`template`, every channel's). `list` holds the
+ * others, ascending: a non-empty qkv row or a non-finite tap.
+ */
+interface ConvLive { cw: Float32Array; list: Int32Array; template: Int32Array; singleW: Float32Array }
+const convLiveCache = new WeakMap<Matrix, ConvLive>();
+function convLiveOf(stack: Matrix, cw: Float32Array, convDim: number, K: number, finite: Uint8Array): ConvLive {
+  let cl = convLiveCache.get(stack);
+  if (cl === undefined || cl.cw !== cw) {
+    const rowPtr = (stack.csr as CsrMatrix).rowPtr;
+    const singleW = singleTapOf(cw, convDim, K);
+    const template = new Int32Array(4 * convDim);
+    const templateF = new Float32Array(template.buffer);
+    const live: number[] = [];
+    for (let c = 0; c < convDim; c++) {
+      template[4 * c] = -1;
+      templateF[4 * c + 2] = singleW[c];
+      if (rowPtr[c + 1] > rowPtr[c] || finite[c] !== 1) live.push(c);
+    }
+    cl = { cw, list: Int32Array.from(live), template, singleW };
+    convLiveCache.set(stack, cl);
+  }
+  return cl;
 }
 
 /**
@@ -1135,6 +1317,7 @@ function gdnDecodeTracked(
   if (stack === null) return null;
   const ps = deltaLinear(ctx, stack.m, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() });
   if (ps === null) return null;
+  noteConvInputs(cache, stack.m);
   const [, zOff, bOff, aOff] = stack.offsets;
   t0 = phaseEnd('gdn.proj', t0);
   phaseEnd('gdn.tracked', phaseStart()); // marks (with profiling on) that a tracked step ran
@@ -1154,11 +1337,13 @@ function gdnDecodeTracked(
   const convBits = t.convBits;
   if (fresh) {
     const cz = convZeroOf(w, convDim, K);
-    convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
-    for (let c = 0; c < convDim; c++) {
-      t.chan[4 * c + 3] = convBits[c * K + K - 1];
-      if (!tapsSettled(convBits, c * K, K)) { t.chan[4 * c + 1] |= CH_ACTIVE; t.active[t.nActive++] = c; }
-    }
+    const live = convLiveOf(stack.m, cw, convDim, K, cz.finite);
+    if (cache.convInputs === stack.m) {
+      // the channels off the live list are cold (ConvLive): their records and outputs are copies
+      t.chan.set(live.template);
+      conved.set(cz.out);
+      t.nActive = freshConvStep(live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active);
+    } else t.nActive = freshConvStep(null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active);
     t.qkDirty.fill(1);
     t.vDirty.fill(1);
     t.step = 1;

@@ -168,6 +168,8 @@ export class Executor {
   /** The final-norm output of the last forward when the tracked step ran it, else null. */
   private trackedNormed: Float32Array | null = null;
   private embedRow: Float32Array | null = null;
+  /** forwardTracked's exchange objects (SwiGLU's, the mixer's share, the mixer's input list), made on first use. */
+  private trackedIo: { ff: SwigluIo; mix: DeltaShare; normed: Float32Array[] } | null = null;
 
   constructor(weights: ModelWeights, opts: ExecOptions = {}) {
     validateWeights(weights);
@@ -344,7 +346,8 @@ export class Executor {
     const H = c.hiddenSize;
     const path = this.path;
     const stats = this.stats;
-    for (const id of ids) {
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i];
       if (!Number.isInteger(id) || id < 0 || id >= c.vocabSize) {
         throw new ChipcError('EXEC_BAD_TOKEN', `token id ${id} out of range [0, ${c.vocabSize})`);
       }
@@ -456,8 +459,10 @@ export class Executor {
     tr.setEmbedding(ctx, row, fresh);
     t0 = phaseEnd('embed', t0);
     let x = tr.x0;
-    const ffIo: SwigluIo = { outSource: null, share: { stamp: -1, since: null } };
-    const mixShare: DeltaShare = { stamp: -1, since: null };
+    // the step's exchange objects, kept on the executor (a step allocates none)
+    const io = this.trackedIo ??= { ff: { outSource: null, share: { stamp: -1, since: null } }, mix: { stamp: -1, since: null }, normed: [] };
+    const ffIo = io.ff;
+    const mixShare = io.mix;
     for (let li = 0; li < c.numLayers; li++) {
       const lw = this.weights.layers[li];
       const lt = tr.layers[li];
@@ -472,7 +477,8 @@ export class Executor {
       if (m.kind === 'linear_attention') {
         mixShare.stamp = lt.n1.stamp;
         mixShare.since = lt.n1.changes();
-        const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, [normed], 'decode', path, hooked, stats, mixShare);
+        io.normed[0] = normed;
+        const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, io.normed, 'decode', path, hooked, stats, mixShare);
         mix = r.out[0];
         gdnStates = r.states[0];
         mixChanges = lt.mixSeen.advance(r.outSource ?? null);

@@ -116,6 +116,8 @@ export interface GdnCache {
   idleInput?: { finiteStamp: number; clearAt: number };
   /** The layer's dimensions (gdnDimsOf), kept with the cache. */
   dims?: GdnDimsX;
+  /** The result object of single-token decode steps (singleResult), made on first use. */
+  single?: GdnRunResult;
 }
 
 /** Per-layer scratch of a single-token GDN call (every array is fully rewritten before it is read). */
@@ -154,7 +156,7 @@ export function newGdnCache(d: GdnDimsX): GdnCache {
     rowNonZero: S.map(() => new Uint8Array(d.dk)), dims: d,
     // every optional field from the start: one object shape for the JIT (fields added later had
     // each cache change shape, deoptimizing the decode's code when a new executor's caches came)
-    buffers: undefined, track: undefined, convZero: 1, convInputs: undefined, idleOut: undefined, idleInput: undefined,
+    buffers: undefined, track: undefined, convZero: 1, convInputs: undefined, idleOut: undefined, idleInput: undefined, single: undefined,
   };
 }
 
@@ -800,7 +802,7 @@ export function gdnForward(
       io.buf.set(io.out);
       if (stats) stats.sparse += 5;
       phaseEnd('gdn.idle', phaseStart());
-      return { out: [io.buf], states: [wantStates ? cache.S.map((s) => s.slice()) : null], outSource: io.source };
+      return singleResult(cache, io.buf, wantStates, io.source);
     }
   }
   // A single-token call reuses the layer's buffers: its outputs are consumed before the next call.
@@ -811,7 +813,7 @@ export function gdnForward(
     const o = gdnDecodeTracked(ctx, cfg, w, cache, xs[0], d, buf, stats, share);
     if (o !== null) {
       cache.convZero = 0;
-      return { out: [o.out], states: [wantStates ? cache.S.map((s) => s.slice()) : null], outSource: o.source };
+      return singleResult(cache, o.out, wantStates, o.source);
     }
   }
   materializeLazyConv(cache, d.K);
@@ -831,6 +833,19 @@ export function gdnForward(
       byMode.set(idleModeKey(ctx), out);
     }
   }
+  return r;
+}
+
+/**
+ * The result of a single-token decode step (idle or tracked) in the cache's one result object,
+ * rewritten by each such step (the caller reads it before the layer's next call), so that a
+ * step allocates nothing; the states are copies when wanted.
+ */
+function singleResult(cache: GdnCache, out: Float32Array, wantStates: boolean, source: OutputSource | null): GdnRunResult {
+  const r = cache.single ??= { out: [out], states: [null], outSource: source };
+  r.out[0] = out;
+  r.states[0] = wantStates ? cache.S.map((s) => s.slice()) : null;
+  r.outSource = source;
   return r;
 }
 
@@ -1318,7 +1333,8 @@ function gdnDecodeTracked(
   const ps = deltaLinear(ctx, stack.m, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() });
   if (ps === null) return null;
   noteConvInputs(cache, stack.m);
-  const [, zOff, bOff, aOff] = stack.offsets;
+  const off = stack.offsets;
+  const zOff = off[1], bOff = off[2], aOff = off[3];
   t0 = phaseEnd('gdn.proj', t0);
   phaseEnd('gdn.tracked', phaseStart()); // marks (with profiling on) that a tracked step ran
   const { K, convDim, hk, hv, dk, dv, r, keyDim } = d;

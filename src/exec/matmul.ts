@@ -594,7 +594,8 @@ export function linearArgmax(
       key = memo.scratch.subarray(0, kn);
       const bucket = memo.map.get(hash);
       if (bucket !== undefined) {
-        for (const e of bucket) {
+        for (let b = 0; b < bucket.length; b++) {
+          const e = bucket[b];
           if (e.key.length !== kn) continue;
           let same = true;
           for (let i = 0; i < kn; i++) if (e.key[i] !== key[i]) { same = false; break; }

@@ -39,7 +39,9 @@ export function rowStackOf(parts: readonly Matrix[]): RowStack | null {
   if (parts.length === 0) return null;
   let list = stacks.get(parts[0]);
   if (list === undefined) { list = []; stacks.set(parts[0], list); }
-  for (const e of list) {
+  // (indexed loops: this runs for every decode step's stacks, and must not allocate)
+  for (let i = 0; i < list.length; i++) {
+    const e = list[i];
     if (e.parts.length !== parts.length) continue;
     let same = true;
     for (let p = 0; p < parts.length && same; p++) {

@@ -10,7 +10,9 @@
  *
  * `--warmup N` (default 2000): untimed decode steps first, on fresh executors of the same weights
  * and program (repeated when the program halts sooner), so that the timed run measures the JIT's
- * optimized code (steady state) rather than its compile; 20 before the 13th session.
+ * optimized code (steady state) rather than its compile; 20 before the 13th session. Each timed
+ * run starts after a forced major GC and a 100 ms pause for the GC's helper threads (since the
+ * 15th session).
  *
  * With an empty code RAM the chip executes all-zero instructions, which is fine for timing.
  * `--elf FILE` instead compiles the chip for the program (chip-test target, as `chipc run` does),
@@ -197,8 +199,8 @@ if (json) {
   console.log(`checkpoint: ${c.numLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}, FFN ${c.intermediateSize} (loaded in ${Math.round(loadMs)} ms)`);
   console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] prefill ${plain.prefillMs.toFixed(1)} ms; ${steps} decode steps (${distinct} distinct ids)`);
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);
-  // the first step builds the sequence's incremental decode state (the GDN tracks and in_proj
-  // memos, from scratch): part of the figure above, shown apart because it weighs on short programs
+  // the first step builds the sequence's incremental decode state (the GDN tracks; the projection
+  // memos come from the prefill): part of the figure above, shown apart as it weighs on short programs
   if (steps > 1) console.log(`  first decode step ${plain.firstMs.toFixed(1)} ms, the other ${steps - 1}: ${((plain.decodeMs - plain.firstMs) / (steps - 1)).toFixed(3)} ms/token`);
   if (elf !== undefined && golden) {
     console.log(`instructions: ${plain.instructions} started in the decode steps (${(steps / plain.instructions).toFixed(2)} tokens/instruction), `

@@ -281,6 +281,88 @@ describe('first tracked step after a prefill', () => {
 
 });
 
+describe('out_proj outside its delta form', () => {
+  // One dense row makes out_proj's delta form never apply (a row must leave an unstored column
+  // with a clear-sign input, delta.ts), so the tracked step runs linear() into its buffer, and
+  // keeps that output while no normed entry changes and the matrix keeps its storage.
+  const bitsOf = (a: Float32Array): number[] =>
+    Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
+  /** sparseRandomModel with the first GDN layer's rows of `emptied` (q, v, z) empty and out_proj row 0 dense. */
+  function model(seed: number, emptied: ('q' | 'v' | 'z')[]): { w: ModelWeights; li: number } {
+    const w = sparseRandomModel(seed);
+    const cfg = w.config;
+    const li = cfg.layerTypes.indexOf('linear_attention');
+    const m = w.layers[li].mixer;
+    if (m.kind !== 'linear_attention') throw new Error('no GDN layer');
+    const keyDim = cfg.linearNumKeyHeads * cfg.linearKeyHeadDim;
+    const valueDim = cfg.linearNumValueHeads * cfg.linearValueHeadDim;
+    const empty = (mat: Matrix, from: number, to: number): Matrix => {
+      const d = densifyMatrix(mat);
+      d.dense!.fill(0, from * d.cols, to * d.cols);
+      // (densifyMatrix keeps the CSR it came with: derive a new one from the edited dense form)
+      return { rows: d.rows, cols: d.cols, csr: sparsifyMatrix({ rows: d.rows, cols: d.cols, dense: d.dense }).csr };
+    };
+    if (emptied.includes('q')) m.inProjQkv = empty(m.inProjQkv, 0, keyDim);
+    if (emptied.includes('v')) m.inProjQkv = empty(m.inProjQkv, 2 * keyDim, 2 * keyDim + valueDim);
+    if (emptied.includes('z')) m.inProjZ = empty(m.inProjZ, 0, valueDim);
+    const o = densifyMatrix(m.outProj);
+    for (let c = 0; c < o.cols; c++) o.dense![c] = 0.25 + c / 64;
+    m.outProj = { rows: o.rows, cols: o.cols, csr: sparsifyMatrix({ rows: o.rows, cols: o.cols, dense: o.dense }).csr };
+    return { w, li };
+  }
+
+  it('constant normed (q, v, z rows empty): the output is kept, and recomputed when the matrix gets new storage', () => {
+    const { w, li } = model(21, ['q', 'v', 'z']);
+    const m = w.layers[li].mixer;
+    if (m.kind !== 'linear_attention') throw new Error('no GDN layer');
+    const s = new Executor(w, { path: 'sparse', profile: 'f32' });
+    const d = new Executor(w, { path: 'dense', profile: 'f32' });
+    const cacheOf = (ex: Executor) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+    let t = argmax(s.prefill([5, 10])[0]);
+    expect(t).toBe(argmax(d.prefill([5, 10])[0]));
+    for (let i = 0; i < 16; i++) {
+      if (i === 8) {
+        // new storage, new values (the same Matrix object): a kept output would be stale
+        const o = densifyMatrix(m.outProj);
+        for (let k = 0; k < o.dense!.length; k++) o.dense![k] *= -1.5;
+        m.outProj.csr = sparsifyMatrix({ rows: o.rows, cols: o.cols, dense: o.dense }).csr;
+      }
+      const kept = s.stats.outProjKept;
+      const id = (i * 29 + 3) % w.config.vocabSize;
+      const ls = s.decode(id);
+      expect(bitsOf(ls)).toEqual(bitsOf(d.decode(id)));
+      expect(cacheOf(s).track).toBeDefined(); // the tracked step ran
+      // kept at every step but the first tracked one and the one after the storage change
+      expect(s.stats.outProjKept - kept).toBe(i === 0 || i === 8 ? 0 : 1);
+      t = argmax(ls);
+    }
+  });
+
+  it('normed changing now and then (v rows empty): kept only while it does not, equal to the dense path', () => {
+    // S stays +0, so every core entry is ±0 and normed = ±0 with the signs of z: they change with
+    // the token and stay while it repeats
+    const { w, li } = model(22, ['v']);
+    const s = new Executor(w, { path: 'sparse', profile: 'f32' });
+    const d = new Executor(w, { path: 'dense', profile: 'f32' });
+    const cacheOf = (ex: Executor) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+    let seen = 0;
+    let kept = 0;
+    let computed = 0;
+    decodeLockstep(s, d, [5, 10], 40, (i) => {
+      if (i > 1) {
+        // the previous step (not the first): kept, or computed (its normed changed)
+        if (s.stats.outProjKept > seen) kept++; else computed++;
+      }
+      seen = s.stats.outProjKept;
+      if (i > 0) expect(cacheOf(s).track).toBeDefined();
+      // each id six times in a row: the conv taps settle and normed stops changing, then a new id
+      return (Math.floor(i / 6) * 37 + 11) % w.config.vocabSize;
+    });
+    expect(kept).toBeGreaterThan(0);
+    expect(computed).toBeGreaterThan(0);
+  });
+});
+
 describe('single-tap conv shortcut', () => {
   it('y = fl(w·x) only with finite older taps: an infinite one still gives the fold\'s NaN (sparse = dense)', () => {
     const w = sparseRandomModel(9);

@@ -1083,6 +1083,12 @@ export interface GdnTrack {
   kvMemo: KvMemo;
   /** The version of the stacked input projections (delta.ts) that β and g were last computed from. */
   projVer: number;
+  /**
+   * When the last step's out_proj ran through linear() into buf.out (its delta form did not apply):
+   * the matrix storage it used; null otherwise.
+   */
+  outLinearCsr: CsrMatrix | undefined | null;
+  outLinearDense: Float32Array | undefined | null;
   /** Bit views of the stacked projections' output, of the conv state and of oldCore (remade when their arrays change). */
   projBits: Uint32Array;
   convBits: Uint32Array;
@@ -1105,6 +1111,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
     qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     coreChanged: new Uint8Array(d.hv), oldCore, normedChanged: new Int32Array(d.valueDim),
     step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
+    outLinearCsr: null, outLinearDense: null,
   };
 }
 
@@ -1493,7 +1500,18 @@ function gdnDecodeTracked(
   t0 = phaseEnd('gdn.gatedNorm', t0);
   const os = deltaLinear(ctx, w.outProj, normed, 0, fresh || ps.full ? null : changedList, nc, stats);
   // the incremental output is handed out as it is (its memo is next written by this layer's next step)
-  if (os === null) linear(ctx, w.outProj, normed, 'sparse', { stats, out: buf.out });
+  if (os === null) {
+    // where the delta form does not apply, buf.out keeps linear()'s output of the last step: a pure
+    // function of normed's bits and the matrix, so with no normed entry changed (and the same
+    // storage) it is this step's output too
+    const outProj = w.outProj;
+    const kept = !fresh && !ps.full && nc === 0 && t.outLinearCsr === outProj.csr && t.outLinearDense === outProj.dense;
+    if (!kept) {
+      linear(ctx, outProj, normed, 'sparse', { stats, out: buf.out });
+      t.outLinearCsr = outProj.csr;
+      t.outLinearDense = outProj.dense;
+    } else if (stats) { stats.sparse++; stats.outProjKept++; }
+  } else t.outLinearCsr = t.outLinearDense = null;
   phaseEnd('gdn.outProj', t0);
   const res = buf.tracked;
   res.out = os !== null ? os.y : buf.out;

@@ -73,10 +73,15 @@ export interface MatmulStats {
   convChannels: number;
   /** Incremental matmuls that took their producer's changed columns instead of scanning their input (delta.ts DeltaShare `since`). */
   deltaShared: number;
+  /**
+   * Tracked GDN steps whose out_proj output was kept from the step before: its delta form did not
+   * apply and no entry of its input changed (gdn.ts; counted in `sparse` too).
+   */
+  outProjKept: number;
 }
 
 export function newMatmulStats(): MatmulStats {
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, deltaShared: 0 };
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, deltaShared: 0, outProjKept: 0 };
 }
 
 /** Size thresholds of the sparse path: knobs for tests, which lower them to exercise a form on small models. */

@@ -460,7 +460,9 @@ export class Executor {
     t0 = phaseEnd('embed', t0);
     let x = tr.x0;
     // the step's exchange objects, kept on the executor (a step allocates none)
-    const io = this.trackedIo ??= { ff: { outSource: null, share: { stamp: -1, since: null } }, mix: { stamp: -1, since: null }, normed: [] };
+    const io = this.trackedIo ??= {
+      ff: { outSource: null, share: { stamp: -1, since: null } }, mix: { stamp: -1, since: null }, normed: [],
+    };
     const ffIo = io.ff;
     const mixShare = io.mix;
     for (let li = 0; li < c.numLayers; li++) {

@@ -156,7 +156,8 @@ export function newGdnCache(d: GdnDimsX): GdnCache {
     rowNonZero: S.map(() => new Uint8Array(d.dk)), dims: d,
     // every optional field from the start: one object shape for the JIT (fields added later had
     // each cache change shape, deoptimizing the decode's code when a new executor's caches came)
-    buffers: undefined, track: undefined, convZero: 1, convInputs: undefined, idleOut: undefined, idleInput: undefined, single: undefined,
+    buffers: undefined, track: undefined, convZero: 1, convInputs: undefined, idleOut: undefined, idleInput: undefined,
+    single: undefined,
   };
 }
 
@@ -263,13 +264,14 @@ function prepareToken(
  * `stack` is the stacked matrix used, or null when the four ran through linear().
  */
 function projectToken(
-  ctx: ExecNumericContext, d: GdnDimsX, w: GdnWeights, x: Float32Array, path: MatmulPath, stats?: MatmulStats, buf?: GdnBuffers,
+  ctx: ExecNumericContext, d: GdnDimsX, w: GdnWeights, x: Float32Array, path: MatmulPath,
+  stats?: MatmulStats, buf?: GdnBuffers,
 ): { mixed: Float32Array; z: Float32Array; b: Float32Array; a: Float32Array; stack: Matrix | null } {
   if (path === 'sparse' && ctx.order.kind === 'sequential') {
     const stack = rowStackOf(inProjParts(w));
     const ps = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, { stamp: nextInputStamp() });
     if (ps !== null && stack !== null) {
-      const [, zOff, bOff, aOff] = stack.offsets;
+      const off = stack.offsets;
       const y = ps.y;
       const part = (o: number, n: number, into: Float32Array | undefined): Float32Array => {
         const v = into ?? new Float32Array(n);
@@ -277,8 +279,8 @@ function projectToken(
         return v;
       };
       return {
-        mixed: part(0, d.convDim, buf?.mixed), z: part(zOff, d.valueDim, buf?.z), b: part(bOff, d.hv, buf?.b), a: part(aOff, d.hv, buf?.a),
-        stack: stack.m,
+        mixed: part(0, d.convDim, buf?.mixed), z: part(off[1], d.valueDim, buf?.z),
+        b: part(off[2], d.hv, buf?.b), a: part(off[3], d.hv, buf?.a), stack: stack.m,
       };
     }
   }
@@ -841,7 +843,9 @@ export function gdnForward(
  * rewritten by each such step (the caller reads it before the layer's next call), so that a
  * step allocates nothing; the states are copies when wanted.
  */
-function singleResult(cache: GdnCache, out: Float32Array, wantStates: boolean, source: OutputSource | null): GdnRunResult {
+function singleResult(
+  cache: GdnCache, out: Float32Array, wantStates: boolean, source: OutputSource | null,
+): GdnRunResult {
   const r = cache.single ??= { out: [out], states: [null], outSource: source };
   r.out[0] = out;
   r.states[0] = wantStates ? cache.S.map((s) => s.slice()) : null;
@@ -863,7 +867,8 @@ function idleModeKey(ctx: ExecNumericContext): string {
 }
 
 function newIdleOut(w: GdnWeights, out: Float32Array): IdleOut {
-  return { weights: w, out, buf: new Float32Array(out.length), source: { version: 0, full: false, rows: new Int32Array(0), nRows: 0 } };
+  const source: OutputSource = { version: 0, full: false, rows: new Int32Array(0), nRows: 0 };
+  return { weights: w, out, buf: new Float32Array(out.length), source };
 }
 
 /**
@@ -1026,7 +1031,8 @@ function gdnForwardFull(
     t0 = phaseEnd('gdn.gatedNorm', t0);
     // out_proj through its incremental memo where it applies (as the tracked step's), so that the
     // first tracked step after a prefill reuses it; a copy, as the memo's output is rewritten later
-    const os = path === 'sparse' && ctx.order.kind === 'sequential' ? deltaLinear(ctx, w.outProj, normed, 0, null, 0, stats) : null;
+    const os = path === 'sparse' && ctx.order.kind === 'sequential'
+      ? deltaLinear(ctx, w.outProj, normed, 0, null, 0, stats) : null;
     if (os !== null) {
       const o = buf ? buf.out : new Float32Array(w.outProj.rows);
       o.set(os.y);
@@ -1124,8 +1130,9 @@ function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
  * the number of active channels.
  */
 function freshConvStep(
-  list: Int32Array | null, n: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array, conved: Float32Array,
-  finite: Uint8Array, zeroOut: Float32Array, singleW: Float32Array, chan: Int32Array, active: Int32Array,
+  list: Int32Array | null, n: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array,
+  conved: Float32Array, finite: Uint8Array, zeroOut: Float32Array, singleW: Float32Array, chan: Int32Array,
+  active: Int32Array,
 ): number {
   const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, mixed.length);
   const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
@@ -1365,8 +1372,12 @@ function gdnDecodeTracked(
       // the channels off the live list are cold (ConvLive): their records and outputs are copies
       t.chan.set(live.template);
       conved.set(cz.out);
-      t.nActive = freshConvStep(live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active);
-    } else t.nActive = freshConvStep(null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active);
+      t.nActive = freshConvStep(
+        live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active,
+      );
+    } else {
+      t.nActive = freshConvStep(null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active);
+    }
     t.qkDirty.fill(1);
     t.vDirty.fill(1);
     t.step = 1;

@@ -15,7 +15,7 @@ import { ServiceEmulator } from '../src/chip/service.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import { StoreModel, resolveStoreParams, type StoreResult } from '../src/store/model.ts';
 import {
-  FirmwareStore, MAILBOX_OFFSET, encodeInitRequest, encodeRequest, rowsFromModel, storeAreaWords, storeLayout,
+  FirmwareStore, MAILBOX_OFFSET, decodeAnswer, encodeInitRequest, encodeRequest, rowsFromModel, storeAreaWords, storeLayout,
   type FirmwareCall, type FirmwareResult, type StoreRequest,
 } from '../src/store/firmware.ts';
 
@@ -141,34 +141,36 @@ describe('store firmware: hand-derived answers and memory', () => {
     expect(fw.areaWords).toBe((0x80000000 + 32 * KiB - fw.base) / 4);
   });
 
-  it('answers put/get/list/delete with the documented varints and words', () => {
-    // V = 300 so that a token takes two varint bytes.
+  it('answers put/get/list/delete with the documented 3-byte values and words', () => {
+    // V = 300 so that a token uses a value's second byte.
     const fw = FirmwareStore.load(ELF, 32 * KiB, { ...SMALL, vocab: 300 });
     fw.init();
     const word = (off: number) => fw.emu.memory.read32(fw.base + 4 * off);
-    // put([5], [200]): fp = 31·0 + 5 + 1 = 6, home slot 6; console: slot 6, replaced 0.
-    let r = fw.call(encodeRequest({ op: 'put', name: [5], content: [200] }, fw.base, fw.params));
-    expect([r.exitCode, [...r.console]]).toEqual([0, [6, 0]]);
+    // Every answer value is three console bytes, low byte first.
+    const u24 = (...v: number[]) => v.flatMap((x) => [x & 0xff, (x >> 8) & 0xff, x >> 16]);
+    // put([5], [290]): fp = 31·0 + 5 + 1 = 6, home slot 6; console: slot 6, replaced 0.
+    let r = fw.call(encodeRequest({ op: 'put', name: [5], content: [290] }, fw.base, fw.params));
+    expect([r.exitCode, [...r.console]]).toEqual([0, [6, 0, 0, 0, 0, 0]]);
     // header: magic "STR1", F, D, N, M, C, P, V, offsets.
     expect(Array.from({ length: 16 }, (_, i) => word(i))).toEqual([0x31525453, 8, 16, 6, 40, 4, 32, 300, 65, 68, 100, 228, 260, 292, 0, 0]);
     // counters {1 file, freeTop 0, bump 1}; dir[6] = {1 | 6 << 1 | 1 << 20, 1 | 0 << 16}; chunk 0 = [5, 200, 0, 0]; link 0 = 0.
     expect([word(65), word(66), word(67)]).toEqual([1, 0, 1]);
     expect([word(68 + 12), word(68 + 13)]).toEqual([0x10000d, 1]);
-    expect([word(100), word(101), word(102), word(103)]).toEqual([5, 200, 0, 0]);
-    // get([5]): c = 1, then 200 = 0xc8 → LEB128 [0xc8, 0x01].
+    expect([word(100), word(101), word(102), word(103)]).toEqual([5, 290, 0, 0]);
+    // get([5]): c = 1, then 290 = 0x122 → [0x22, 0x01, 0x00].
     r = fw.call(encodeRequest({ op: 'get', name: [5] }, fw.base, fw.params));
-    expect([r.exitCode, [...r.console]]).toEqual([0, [1, 0xc8, 0x01]]);
+    expect([r.exitCode, [...r.console]]).toEqual([0, [1, 0, 0, 0x22, 0x01, 0x00]]);
     // A second file [1, 2, 3] + [9, 8, 7, 6, 5, 4] (9 tokens → 3 chunks 1, 2, 3); fp = ((2·31 + 3)·31 + 4) = 2019, slot 2019 mod 16 = 3.
     r = fw.call(encodeRequest({ op: 'put', name: [1, 2, 3], content: [9, 8, 7, 6, 5, 4] }, fw.base, fw.params));
-    expect([r.exitCode, [...r.console]]).toEqual([0, [3, 0]]);
+    expect([r.exitCode, [...r.console]]).toEqual([0, u24(3, 0)]);
     expect([word(228 + 1), word(228 + 2), word(228 + 3)]).toEqual([3, 4, 0]);
     expect([word(104), word(107), word(108), word(112), word(113)]).toEqual([1, 9, 8, 4, 0]);
     // list: 2 names in slot order (3 then 6).
     r = fw.call(encodeRequest({ op: 'list' }, fw.base, fw.params));
-    expect([r.exitCode, [...r.console]]).toEqual([0, [2, 3, 1, 2, 3, 1, 5]]);
+    expect([r.exitCode, [...r.console]]).toEqual([0, u24(2, 3, 1, 2, 3, 1, 5)]);
     // Overwrite [5] with no content: old chunk 0 pushed (free[0] = 0), popped again; replaced = 1.
     r = fw.call(encodeRequest({ op: 'put', name: [5], content: [] }, fw.base, fw.params));
-    expect([r.exitCode, [...r.console]]).toEqual([0, [6, 1]]);
+    expect([r.exitCode, [...r.console]]).toEqual([0, u24(6, 1)]);
     expect([word(100), word(101), word(260), word(65), word(66), word(67)]).toEqual([5, 0, 0, 2, 0, 4]);
     // delete [1, 2, 3]: chain 1, 2, 3 pushed on the free stack; nothing on the console.
     r = fw.call(encodeRequest({ op: 'delete', name: [1, 2, 3] }, fw.base, fw.params));
@@ -180,6 +182,30 @@ describe('store firmware: hand-derived answers and memory', () => {
       r = fw.call(encodeRequest(req as StoreRequest, fw.base, fw.params));
       expect([r.exitCode, r.console.length], json(req)).toEqual([code, 0]);
     }
+  });
+});
+
+describe('store firmware: answer decoding', () => {
+  const bytes = (...b: number[]) => Uint8Array.from(b);
+  const msg = (f: () => unknown): string => {
+    try { f(); } catch (e) { expect(e).toBeInstanceOf(ChipcError); expect((e as ChipcError).code).toBe('store.answer'); return (e as Error).message; }
+    throw new Error('no error');
+  };
+
+  it('reads three bytes per value, low byte first, up to 2^24 − 1', () => {
+    expect(decodeAnswer('get', 0, bytes(2, 0, 0, 0xff, 0xff, 0xff, 0x01, 0x02, 0x03))).toEqual({ op: 'get', code: 'OK', content: [0xffffff, 0x030201] });
+    expect(decodeAnswer('put', 0, bytes(0x01, 0x02, 0, 1, 0, 0))).toEqual({ op: 'put', code: 'OK', slot: 0x201, replaced: true });
+    expect(decodeAnswer('list', 0, bytes(1, 0, 0, 1, 0, 0, 7, 0, 0))).toEqual({ op: 'list', code: 'OK', names: [[7]] });
+    expect(decodeAnswer('delete', 1, bytes())).toEqual({ op: 'delete', code: 'NOT_FOUND' });
+  });
+
+  it('refuses answers that end inside or before a value, bytes left over, and impossible codes', () => {
+    expect(msg(() => decodeAnswer('get', 0, bytes(2, 0, 0, 5, 0, 0, 6, 0)))).toMatch(/ends inside a value \(byte 6 of 8\)/);
+    expect(msg(() => decodeAnswer('get', 0, bytes(2, 0, 0, 5, 0, 0)))).toMatch(/ends before a value/);
+    expect(msg(() => decodeAnswer('put', 0, bytes(6, 0, 0, 0, 0, 0, 0)))).toMatch(/1 byte\(s\) left/);
+    expect(msg(() => decodeAnswer('put', 0, bytes(6, 0, 0, 2, 0, 0)))).toMatch(/replaced = 2/);
+    expect(msg(() => decodeAnswer('get', 1, bytes(0)))).toMatch(/1 byte\(s\) left/);
+    expect(msg(() => decodeAnswer('list', 1, bytes()))).toMatch(/exit code 1, which a list cannot give/);
   });
 });
 

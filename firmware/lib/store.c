@@ -153,9 +153,13 @@ int store_put(uint32_t *area, const uint32_t *tokens, uint32_t n, uint32_t c, ui
   uint32_t V = area[STORE_H_V];
   uint32_t fp = name_fp(tokens, n, V);
   if (fp > STORE_FP_MASK) return STORE_BAD_TOKEN;
+  // The content's tokens four at a time: a load and a branch each, one pointer step per four.
   const uint32_t *content = tokens + n, *content_end = content + c;
-  while (content != content_end) {
+  for (uint32_t r = c & 3u; r != 0; r--) {
     if (*content++ >= V) return STORE_BAD_TOKEN;
+  }
+  for (; content != content_end; content += 4) {
+    if (content[0] >= V || content[1] >= V || content[2] >= V || content[3] >= V) return STORE_BAD_TOKEN;
   }
 
   uint32_t *e = lookup(area, tokens, n, fp);
@@ -282,7 +286,11 @@ int store_list(uint32_t *area, const store_sink *sink) {
   sink->value(left);
   for (; left != 0; e += 2) {
     uint32_t w0;
-    while ((w0 = e[0]) == 0) e += 2;  // skip unused slots: 3 instructions each
+    // Skip unused slots four at a time (a load and a branch each, one pointer step per four: the
+    // step's 32-bit address costs three tokens). The used slot that `left` promises stops the scan
+    // inside the table; the loads past it stay within the area (the chunk table follows).
+    while ((e[0] | e[2] | e[4] | e[6]) == 0) e += 8;
+    while ((w0 = e[0]) == 0) e += 2;
     left--;
     uint32_t n = w0 >> 20;
     uint32_t ch = e[1] >> 16;

@@ -2,8 +2,8 @@
  * store: the hashed filesystem store as a service (docs/store.md "Store firmware service";
  * the library is firmware/lib/store.c). The host writes a request into the mailbox at word
  * STORE_MAILBOX of the service area and starts the program; the answer goes to the console as
- * unsigned LEB128 varints and the exit code is the result code (0 … 6 as the model's
- * RESULT_CODES, 7 = bad request).
+ * values of three bytes each (little-endian; every value is < 2^24) and the exit code is the
+ * result code (0 … 6 as the model's RESULT_CODES, 7 = bad request).
  *
  *   mailbox words             op  answer on OK
  *   1 (init) F N M C P V W    W = area words available; nothing
@@ -33,28 +33,44 @@ static inline __attribute__((always_inline)) void out_byte(uint32_t v) {
   __asm__ volatile("sb %0, 0(%1)" : : "r"(v), "r"(CHIPC_CONSOLE) : "memory");
 }
 
-/* v as an unsigned LEB128 varint: 7 bits per byte, low group first, high bit on all but the last. */
-static inline __attribute__((always_inline)) void out_varint_inline(uint32_t v) {
-  while (v >= 0x80u) {
-    out_byte(v | 0x80u);
-    v >>= 7;
-  }
+/* v (< 2^24) as three bytes, low byte first: one `sb` and one shift per byte. A varint would save
+ * bytes on small values but costs a compare, an `or` and a branch per byte, and the store's
+ * values are mostly token ids ≥ 2^14 (three varint bytes anyway). */
+static inline __attribute__((always_inline)) void out_u24_inline(uint32_t v) {
   out_byte(v);
+  out_byte(v >> 8);
+  out_byte(v >> 16);
 }
 
-static void out_varint(uint32_t v) {
-  out_varint_inline(v);
+static void out_u24(uint32_t v) {
+  out_u24_inline(v);
 }
 
-/* Each token as a varint (inlined: a call per token would cost more than its bytes). */
+/* The three low bytes of the word at b (a token id < 2^24) straight from memory: an `lbu` per
+ * byte leaves a one-token result where `lw` + shifts would leave a two-token one (docs/store.md
+ * "Cost"). */
+static inline __attribute__((always_inline)) void out_bytes3(const uint8_t *b) {
+  out_byte(b[0]);
+  out_byte(b[1]);
+  out_byte(b[2]);
+}
+
+/* Each token as three bytes, four tokens per iteration (inlined: a call per token would cost more
+ * than its bytes; the unrolled loop pays its pointer step and branch once per four tokens). */
 static void out_tokens(const uint32_t *t, uint32_t count) {
-  const uint32_t *end = t + count;
-  do {
-    out_varint_inline(*t++);
-  } while (t != end);
+  const uint8_t *b = (const uint8_t *)t;
+  const uint8_t *end = b + 4u * count;
+  for (uint32_t r = count & 3u; r != 0; r--, b += 4) out_bytes3(b);
+  while (b != end) {
+    out_bytes3(b);
+    out_bytes3(b + 4);
+    out_bytes3(b + 8);
+    out_bytes3(b + 12);
+    b += 16;
+  }
 }
 
-static const store_sink console_sink = { out_varint, out_tokens };
+static const store_sink console_sink = { out_u24, out_tokens };
 
 int main(void) {
   uint32_t *area = __service_area;
@@ -66,8 +82,8 @@ int main(void) {
       uint32_t slot, replaced;
       int r = store_put(area, mb + 3, mb[1], mb[2], &slot, &replaced);
       if (r == STORE_OK) {
-        out_varint(slot);
-        out_varint(replaced);
+        out_u24(slot);
+        out_u24(replaced);
       }
       return r;
     }

@@ -2,7 +2,7 @@
  * Host side of the store firmware service (firmware/services/store.c, firmware/lib/store.c;
  * docs/store.md "Store firmware service"): the service area's word layout, request encoding
  * (op + arguments → the [byteAddress, word] writes of one call), answer decoding (exit code +
- * console varints → the reference model's result shapes without `cost`), memory ↔ rows
+ * console values, 3 bytes each → the reference model's result shapes without `cost`), memory ↔ rows
  * conversion, and `FirmwareStore`, which drives the service on the golden emulator.
  *
  * The firmware runs exactly the reference model's algorithm (src/store/model.ts) on RAM words,
@@ -150,22 +150,20 @@ const ALLOWED: Record<StoreRequest['op'], readonly ResultCode[]> = {
   list: ['OK'],
 };
 
-/** Reads unsigned LEB128 varints (< 2^32, minimal) from console bytes; ChipcError `store.answer` when malformed. */
-class VarintReader {
+/** Bytes of one answer value on the console: three, little-endian (every value is < 2^24). */
+export const ANSWER_VALUE_BYTES = 3;
+
+/** Reads the answer's values (three bytes each, low byte first) from console bytes; ChipcError `store.answer` when they do not fit. */
+class AnswerReader {
   private pos = 0;
   constructor(private readonly bytes: Uint8Array, private readonly what: string) {}
   next(): number {
-    let v = 0;
-    for (let shift = 0; ; shift += 7) {
-      if (this.pos >= this.bytes.length) throw new ChipcError('store.answer', `${this.what}: the answer ends inside a varint or before a value`);
-      const b = this.bytes[this.pos++];
-      if (shift === 28 && b > 0x0f) throw new ChipcError('store.answer', `${this.what}: a varint is ≥ 2^32`);
-      v += (b & 0x7f) * 2 ** shift;
-      if ((b & 0x80) === 0) {
-        if (b === 0 && shift > 0) throw new ChipcError('store.answer', `${this.what}: a varint is not minimal`);
-        return v;
-      }
+    const p = this.pos;
+    if (p + ANSWER_VALUE_BYTES > this.bytes.length) {
+      throw new ChipcError('store.answer', `${this.what}: the answer ends ${p === this.bytes.length ? 'before a value' : 'inside a value'} (byte ${p} of ${this.bytes.length})`);
     }
+    this.pos = p + ANSWER_VALUE_BYTES;
+    return this.bytes[p]! | this.bytes[p + 1]! << 8 | this.bytes[p + 2]! << 16;
   }
   end(): void {
     if (this.pos !== this.bytes.length) throw new ChipcError('store.answer', `${this.what}: ${this.bytes.length - this.pos} byte(s) left after the answer`);
@@ -189,7 +187,7 @@ export function decodeAnswer(op: StoreRequest['op'], exitCode: number, console: 
   if (!Number.isInteger(exitCode) || code === undefined || !ALLOWED[op].includes(code)) {
     throw new ChipcError('store.answer', `the store service answered a ${op} with exit code ${exitCode}, which a ${op} cannot give`);
   }
-  const r = new VarintReader(console, `${op} answer`);
+  const r = new AnswerReader(console, `${op} answer`);
   if (code !== 'OK') {
     r.end();
     return { op, code } as FirmwareResult;

@@ -12,7 +12,8 @@
  * .bench-data/store-full/<capacity>-<engine>-<ops>x<segment-ops>.jsonl, git-ignored); a run skips
  * the segments the log already holds, so it can stop at any time (--max-minutes: start no segment
  * after M minutes) and go on later. The log's first line names the run (store parameters, seed,
- * the store image's SHA-256, target, engine); a run whose identity differs refuses the log.
+ * the store image's SHA-256, target, the chip's weights' SHA-256, engine); a run whose identity
+ * differs refuses the log.
  * --shard I/N runs only the segments with index ≡ I mod N (one process per core). --summary only
  * prints what the log holds. A wrong answer, token or end state stops the run with an error
  * naming the segment and operation (nothing is logged for that segment).
@@ -27,6 +28,7 @@ import { ChipStore, CHIP_STORE_DEFAULTS, STORE_ELF } from '../src/store/chip.ts'
 import { resolveStoreParams, type StoreParams } from '../src/store/model.ts';
 import { runSegment, segmentPlan, type SegmentResult } from '../src/store/segments.ts';
 import { resolveTarget } from '../src/model/targets.ts';
+import { goldenHashes } from '../src/emit/golden.ts';
 
 const o = new Command()
   .option('--capacity <c>', 'full or small', 'full')
@@ -49,9 +51,15 @@ const shard = /^(\d+)\/(\d+)$/.exec(o.shard);
 if (!shard || Number(shard[1]) >= Number(shard[2])) throw new Error(`--shard must be I/N with 0 ≤ I < N, got ${o.shard}`);
 const [shardIndex, shardCount] = [Number(shard[1]), Number(shard[2])];
 
+const target = resolveTarget(o.target).config;
+const t0 = performance.now();
+const { res, memBytes } = ChipStore.compile(params, target);
+// The chip's identity: the SHA-256 of its float32 tensors' hashes (src/emit/golden.ts), so that
+// segments of two different chips never count as one run.
+const chipSha256 = createHash('sha256').update(JSON.stringify(goldenHashes(res, o.target, 'F32').tensors)).digest('hex');
 const identity = {
   bench: 'store-chip-full', capacity: o.capacity, params, seed: plan.seed, ops: plan.count, segmentOps: plan.segmentOps,
-  storeElfSha256: createHash('sha256').update(fs.readFileSync(STORE_ELF)).digest('hex'), target: o.target, engine: o.engine,
+  storeElfSha256: createHash('sha256').update(fs.readFileSync(STORE_ELF)).digest('hex'), target: o.target, chipSha256, engine: o.engine,
 };
 const logFile = o.log ?? path.join('.bench-data', 'store-full', `${o.capacity}-${o.engine}-${plan.count}x${plan.segmentOps}.jsonl`);
 
@@ -117,9 +125,6 @@ const commit = (() => {
     return 'unknown';
   }
 })();
-const target = resolveTarget(o.target).config;
-const t0 = performance.now();
-const { res, memBytes } = ChipStore.compile(params, target);
 console.log(`chip compiled in ${((performance.now() - t0) / 1000).toFixed(1)} s (${res.weights.config.numLayers} layers, ${memBytes / 1024} KiB data RAM); shard ${shardIndex}/${shardCount}`);
 const deadline = o.maxMinutes === undefined ? Infinity : t0 + Number(o.maxMinutes) * 60_000;
 

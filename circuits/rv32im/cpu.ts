@@ -659,9 +659,20 @@ export function cpuCircuit(opts: CpuOptions) {
       const hiBits = memBits - bankBits;
       const bankOf = (bitsHi: number[]) => bitsHi.reduce((a, x, k) => a + (x << k), 0);
       const outs: Sig[][] = [];
-      // One write row for every bank (a write's row bits would need too many inputs to gate per bank).
-      const wRowLow = c.linear(rowBits.slice(0, bankBits).map((x, k) => [c.table(`memWRow${k}`, [writeSrc, loadAddr[k]!, x, onesBelow[k]!],
-        (src, la, r0, lo) => (src === 0 ? 0 : src === 1 ? la : src === 2 ? rowPlus1(r0, lo, k) : r0), [0, 1]), 2 ** k] as [Sig, number]));
+      // The bank number of row, and the carry of row + 1 out of the bank's low bits.
+      const hiRow = c.linear(rowBits.slice(bankBits).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, 2 ** hiBits - 1]);
+      const bankCarry = carryInto(bankBits);
+      // One write row for every bank (gating it per bank would need too many inputs), as digits of
+      // the bank's low bits, built as for one bank (the loader's digit through the row digit); it
+      // idles at row 0, and the bank enable below picks the bank.
+      const wRowLow = c.linear(rowDigits(bankBits, WRITE_DIGIT_BITS).map((d, g) => {
+        const mask = 2 ** d.width - 1;
+        const carry = carryInto(d.lo);
+        const loaderDigit = c.table(`memLDigit${g}`, [loading, digitOf(loadAddr, d)], (ld, la) => (ld ? la : 0), [0, mask]);
+        const digit = c.linear([[digitOf(rowBits, d), 1], [loaderDigit, 1]], 0, [0, mask]);
+        return [c.table(`memWDigit${g}`, [writeSrc, digit, carry.count],
+          (src, v, cc) => (src === 0 ? 0 : src === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number];
+      }));
       for (let b = 0; b < banks; b++) {
         const bank = c.ram(b === 0 ? 'mem' : `mem${b}`, { rows: Math.min(bankWords, memWords - b * bankWords), fields: fields32 });
         const wIn = [memWrite, loading, writeSecond, ...loadAddr.slice(bankBits, memBits), ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)];
@@ -679,11 +690,21 @@ export function cpuCircuit(opts: CpuOptions) {
           if (!ro || (!ld && n !== 3)) return b === 0 ? 1 : 0;
           return n === 3 && bankOf(rn ? v.slice(4 + hiBits) : v.slice(4, 4 + hiBits)) === b ? 1 : 0;
         }, [0, 1]);
-        const rRow = c.linear(Array.from({ length: bankBits }, (_, k) => [c.table(`memRRow${k}B${b}`,
-          [rowBits[k]!, rowBits4[k]!, ...rIn], (r0, r1, ...v) => {
-            const [en, rn] = v as [number, number];
-            return en && bankOf(rn ? v.slice(2 + hiBits) : v.slice(2, 2 + hiBits)) === b ? (rn ? r1 : r0) : 0;
-          }, [0, 1]), 2 ** k] as [Sig, number]));
+        // The bank's read row as digits, as for one bank: `memRSel<b>` says whether this bank
+        // reads (a read in the RAM whose word — row, or row + 1 for a crossing access's second
+        // word — lies in bank b; the bank of row + 1 is the bank of row plus the carry out of the
+        // bank's low bits), and each digit table gives the digit of row or row + 1 when it does,
+        // else 0. A changed digit moves 2 × bankWords/32 query channels where each row bit moved
+        // all of them (docs/cpu-plan.md, "Read digits in every bank").
+        const sel = c.table(`memRSel${b}`, [readOn, readNext, hiRow, bankCarry.count],
+          (on, rn, h, cc) => (on === 4 && (rn && cc === bankCarry.full ? h + 1 : h) === b ? 1 : 0), [0, 1]);
+        const rRow = c.linear(rowDigits(bankBits, READ_DIGIT_BITS).map((d, g) => {
+          const mask = 2 ** d.width - 1;
+          const carry = carryInto(d.lo);
+          const next = c.linear([[readNext, 1], [carry.count, 1]], 0, [0, carry.full + 1]);
+          return [c.table(`memRDigit${g}B${b}`, [sel, next, digitOf(rowBits, d)],
+            (on, nx, v) => (on ? (nx === carry.full + 1 ? (v + 1) & mask : v) : 0), [0, mask]), 2 ** d.lo] as [Sig, number];
+        }));
         outs.push(bank.read(rRow, ren));
       }
       old = Array.from({ length: 32 }, (_, k) => c.linear(outs.map((o) => [o[k]!, 1] as [Sig, number]), 0, [0, 1]));

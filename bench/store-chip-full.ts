@@ -48,7 +48,10 @@ const params: StoreParams = o.capacity === 'small'
   : resolveStoreParams(CHIP_STORE_DEFAULTS);
 const plan = segmentPlan(params, Number(o.seed), Number(o.ops), Number(o.segmentOps));
 const shard = /^(\d+)\/(\d+)$/.exec(o.shard);
-if (!shard || Number(shard[1]) >= Number(shard[2])) throw new Error(`--shard must be I/N with 0 ≤ I < N, got ${o.shard}`);
+if (!shard || Number(shard[1]) >= Number(shard[2])) {
+  console.error(`--shard must be I/N with 0 ≤ I < N, got ${o.shard}`);
+  process.exit(2);
+}
 const [shardIndex, shardCount] = [Number(shard[1]), Number(shard[2])];
 
 const target = resolveTarget(o.target).config;
@@ -73,7 +76,8 @@ function readLog(): Map<number, LoggedSegment> {
   }
   const lines = fs.readFileSync(logFile, 'utf8').split('\n').filter((l) => l !== '');
   if (lines[0] !== JSON.stringify(identity)) {
-    throw new Error(`${logFile} belongs to another run:\n  its run: ${lines[0]}\n  this run: ${JSON.stringify(identity)}\n(use another --log, or remove the file)`);
+    console.error(`${logFile} belongs to another run:\n  its run: ${lines[0]}\n  this run: ${JSON.stringify(identity)}\n(use another --log, or remove the file)`);
+    process.exit(2);
   }
   const done = new Map<number, LoggedSegment>();
   for (const l of lines.slice(1)) {

@@ -313,9 +313,9 @@ describe('store firmware: default-size store', () => {
     for (const t of rnd.slice(0, 50)) dels.push(fw.delete(t.slice(0, 8)).instructions);
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     // Regression bounds (docs/store.md "Store firmware service" has the measured figures).
-    expect(mean(puts)).toBeLessThan(750);
-    expect(mean(gets)).toBeLessThan(750);
+    expect(mean(puts)).toBeLessThan(680);
+    expect(mean(gets)).toBeLessThan(600);
     expect(mean(dels)).toBeLessThan(300);
-    expect(list.instructions).toBeLessThan(16_000);
+    expect(list.instructions).toBeLessThan(13_000);
   });
 });

@@ -46,13 +46,15 @@ static void out_u24(uint32_t v) {
   out_u24_inline(v);
 }
 
-/* The three low bytes of the word at b (a token id < 2^24) straight from memory: an `lbu` per
- * byte leaves a one-token result where `lw` + shifts would leave a two-token one (docs/store.md
- * "Cost"). */
+/* The three low bytes of the token id at b (< 2^24): one `lw`, then `sb` and a shift per byte.
+ * Three `lbu`s would save a token (their results fit one `E` where the word needs `D`, `E`), but
+ * each load moves the RAM's read row from its idle row and back, and that work per token costs
+ * more than the token (docs/store.md "Cost"). */
 static inline __attribute__((always_inline)) void out_bytes3(const uint8_t *b) {
-  out_byte(b[0]);
-  out_byte(b[1]);
-  out_byte(b[2]);
+  uint32_t v = *(const uint32_t *)b;
+  out_byte(v);
+  out_byte(v >> 8);
+  out_byte(v >> 16);
 }
 
 /* Each token as three bytes, four tokens per iteration (inlined: a call per token would cost more

@@ -83,7 +83,7 @@ describe('the store on the chip (small capacity)', () => {
   }, 240_000);
 
   it('through the weights: random operations equal the reference model, every token the golden stream', () => {
-    const { store, model } = runWorkload('weights', 11, 12);
+    const { store, model } = runWorkload('weights', 11, 48);
     // Export from the chip's state: the same rows as the model, as a store file too.
     const back = store.exportModel();
     for (const t of TABLE_NAMES) expect([...back.rows(t)]).toEqual([...model.rows(t)].filter(([, f]) => f.some((v) => v !== 0)));

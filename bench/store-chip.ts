@@ -16,6 +16,7 @@ import { ChipStore, CHIP_STORE_DEFAULTS, type ChipStoreCall } from '../src/store
 import { StoreModel, resolveStoreParams, type StoreParams } from '../src/store/model.ts';
 import type { StoreRequest } from '../src/store/firmware.ts';
 import { storeWorkload } from '../src/store/workload.ts';
+import { applyToChip, applyToModel, asFirmwareAnswer } from '../src/store/segments.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 
 const o = new Command()
@@ -41,14 +42,10 @@ const rnd = () => {
   return seed;
 };
 const toks = (n: number) => Array.from({ length: n }, () => rnd() % params.vocab);
-const strip = (r: object) => {
-  const { cost: _c, ...rest } = r as { cost?: unknown; op: string; slot?: number };
-  if (rest.op === 'get' || rest.op === 'delete') delete rest.slot;
-  return JSON.stringify(rest);
-};
+const strip = (r: ReturnType<typeof applyToModel>) => JSON.stringify(asFirmwareAnswer(r));
 
 const rows: Record<string, unknown>[] = [];
-const record = (what: string, c: ChipStoreCall, want: object) => {
+const record = (what: string, c: ChipStoreCall, want: ReturnType<typeof applyToModel>) => {
   if (JSON.stringify(c.result) !== strip(want)) throw new Error(`${what}: the chip answered ${JSON.stringify(c.result)}, the model ${strip(want)}`);
   const row = { what, promptTokens: c.promptTokens, generatedTokens: c.generatedTokens, instructions: c.instructions, seconds: +c.seconds.toFixed(2) };
   rows.push(row);
@@ -83,8 +80,8 @@ let tokens = 0;
 const codes: Record<string, number> = {};
 const ops: StoreRequest[] = storeWorkload(2026, Number(o.ops), params);
 for (const [i, q] of ops.entries()) {
-  const c = q.op === 'put' ? ws.put(q.name, q.content) : q.op === 'get' ? ws.get(q.name) : q.op === 'delete' ? ws.delete(q.name) : ws.list();
-  const want = q.op === 'put' ? wm.put(q.name, q.content) : q.op === 'get' ? wm.get(q.name) : q.op === 'delete' ? wm.delete(q.name) : wm.list();
+  const c = applyToChip(ws, q);
+  const want = applyToModel(wm, q);
   if (JSON.stringify(c.result) !== strip(want)) throw new Error(`workload operation ${i}: the chip answered ${JSON.stringify(c.result)}, the model ${strip(want)}`);
   tokens += c.promptTokens + c.generatedTokens;
   codes[c.result.code] = (codes[c.result.code] ?? 0) + 1;

@@ -13,41 +13,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChipStore, storeMemBytes } from '../src/store/chip.ts';
 import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreParams } from '../src/store/model.ts';
 import { loadStoreFile, saveStoreFile } from '../src/store/file.ts';
-import { memoryWordsFromModel, rowsFromModel, type FirmwareResult, type StoreRequest } from '../src/store/firmware.ts';
+import { memoryWordsFromModel, rowsFromModel } from '../src/store/firmware.ts';
 import { storeWorkload } from '../src/store/workload.ts';
+import { applyToChip as onChip, applyToModel as onModel, asFirmwareAnswer as expected } from '../src/store/segments.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { cli } from './helpers/cli.ts';
 
 const SMALL = resolveStoreParams({ maxFiles: 8, nameMax: 6, contentMax: 40, chunkSize: 4, chunkPool: 32, vocab: 300 });
 const TARGET = resolveTarget('chip-test').config;
-
-type ModelResult = ReturnType<StoreModel['put']> | ReturnType<StoreModel['get']> | ReturnType<StoreModel['delete']> | ReturnType<StoreModel['list']>;
-
-/** The model's answer as the service reports it: no cost; get and delete carry no slot. */
-function expected(r: ModelResult): FirmwareResult {
-  const { cost: _cost, ...rest } = r as ModelResult & { slot?: number };
-  if (r.op === 'get' || r.op === 'delete') delete (rest as { slot?: number }).slot;
-  return rest as FirmwareResult;
-}
-
-function onModel(m: StoreModel, q: StoreRequest): ModelResult {
-  switch (q.op) {
-    case 'put': return m.put(q.name, q.content);
-    case 'get': return m.get(q.name);
-    case 'delete': return m.delete(q.name);
-    default: return m.list();
-  }
-}
-
-function onChip(s: ChipStore, q: StoreRequest) {
-  switch (q.op) {
-    case 'put': return s.put(q.name, q.content);
-    case 'get': return s.get(q.name);
-    case 'delete': return s.delete(q.name);
-    default: return s.list();
-  }
-}
 
 let compiled: CompileResult;
 let tmp: string;

@@ -638,9 +638,9 @@ export function cpuCircuit(opts: CpuOptions) {
     }));
     // The data RAM in banks of MEM_BANK_WORDS rows (one GDN layer's worth, docs/cpu-plan.md): bank b
     // is RAM "mem" (b = 0) or "mem<b>", written and read when the address's bits from bankBits up
-    // equal b. Each bank's enables and row bits are tables over the same inputs as the one-bank row
-    // bits (no extra layer); an idle bank's rows are 0 (constant projections, as above); a disabled
-    // read gives 0, so the word read is the sum of the banks' outputs.
+    // equal b. Each bank's enables and row digits are tables no later than the one-bank digits (no
+    // extra layer); an idle bank's rows are 0 (constant projections, as above); a disabled read
+    // gives 0, so the word read is the sum of the banks' outputs.
     const fields32 = Array.from({ length: 32 }, () => 2);
     let old: Sig[];
     if (banks === 1) {
@@ -651,8 +651,8 @@ export function cpuCircuit(opts: CpuOptions) {
       // A read in the RAM that the instruction needs.
       const inRam = c.table('inRam', [inRamCount, readsOld], (n, ro) => (n === 3 && ro ? 1 : 0), [0, 1]);
       // A word-crossing access (v2) touches word w = row and w + 1 (row + 1: bit k flips when every
-      // bit below it is 1, i.e. when the count of ones below it is k — the row tables read that
-      // count beside bit k, so row + 1 costs no layer of its own).
+      // bit below it is 1, i.e. when the count of ones below it is k — the tables read that count
+      // beside bit k, so row + 1 costs no layer of its own; the bank enables use its high bits).
       const onesBelow = rowBits.map((_, k) => c.linear(rowBits.slice(0, k).map((x) => [x, 1] as [Sig, number])));
       const rowPlus1 = (x: number, below: number, k: number) => x ^ (below === k ? 1 : 0);
       const rowBits4 = rowBits.map((x, k) => c.table(`row1_${k}`, [x, onesBelow[k]!], (v, lo) => rowPlus1(v, lo, k), [0, 1]));
@@ -695,7 +695,7 @@ export function cpuCircuit(opts: CpuOptions) {
         // word — lies in bank b; the bank of row + 1 is the bank of row plus the carry out of the
         // bank's low bits), and each digit table gives the digit of row or row + 1 when it does,
         // else 0. A changed digit moves 2 × bankWords/32 query channels where each row bit moved
-        // all of them (docs/cpu-plan.md, "Read digits in every bank").
+        // all of them (docs/cpu-plan.md, "Read and write digits in every bank").
         const sel = c.table(`memRSel${b}`, [readOn, readNext, hiRow, bankCarry.count],
           (on, rn, h, cc) => (on === 4 && (rn && cc === bankCarry.full ? h + 1 : h) === b ? 1 : 0), [0, 1]);
         const rRow = c.linear(rowDigits(bankBits, READ_DIGIT_BITS).map((d, g) => {

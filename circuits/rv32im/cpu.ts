@@ -638,9 +638,9 @@ export function cpuCircuit(opts: CpuOptions) {
     }));
     // The data RAM in banks of MEM_BANK_WORDS rows (one GDN layer's worth, docs/cpu-plan.md): bank b
     // is RAM "mem" (b = 0) or "mem<b>", written and read when the address's bits from bankBits up
-    // equal b. Each bank's enables and row digits are tables no later than the one-bank digits (no
-    // extra layer); an idle bank's rows are 0 (constant projections, as above); a disabled read
-    // gives 0, so the word read is the sum of the banks' outputs.
+    // equal b. Each bank's enables, row digits and written word are tables no later than the
+    // one-bank ones (no extra layer); an idle bank's rows and word are 0 (constant projections, as
+    // above); a disabled read gives 0, so the word read is the sum of the banks' outputs.
     const fields32 = Array.from({ length: 32 }, () => 2);
     let old: Sig[];
     if (banks === 1) {
@@ -662,17 +662,15 @@ export function cpuCircuit(opts: CpuOptions) {
       // The bank number of row, and the carry of row + 1 out of the bank's low bits.
       const hiRow = c.linear(rowBits.slice(bankBits).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, 2 ** hiBits - 1]);
       const bankCarry = carryInto(bankBits);
-      // One write row for every bank (gating it per bank would need too many inputs), as digits of
-      // the bank's low bits, built as for one bank (the loader's digit through the row digit); it
-      // idles at row 0, and the bank enable below picks the bank.
-      const wRowLow = c.linear(rowDigits(bankBits, WRITE_DIGIT_BITS).map((d, g) => {
+      const hiLoad = c.linear(loadAddr.slice(bankBits, memBits).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, 2 ** hiBits - 1]);
+      // The write row's digits before the bank picks them (as for one bank: the loader's digit
+      // comes in through the row digit).
+      const wDigits = rowDigits(bankBits, WRITE_DIGIT_BITS).map((d, g) => {
         const mask = 2 ** d.width - 1;
         const carry = carryInto(d.lo);
         const loaderDigit = c.table(`memLDigit${g}`, [loading, digitOf(loadAddr, d)], (ld, la) => (ld ? la : 0), [0, mask]);
-        const digit = c.linear([[digitOf(rowBits, d), 1], [loaderDigit, 1]], 0, [0, mask]);
-        return [c.table(`memWDigit${g}`, [writeSrc, digit, carry.count],
-          (src, v, cc) => (src === 0 ? 0 : src === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number];
-      }));
+        return { d, mask, carry, digit: c.linear([[digitOf(rowBits, d), 1], [loaderDigit, 1]], 0, [0, mask]) };
+      });
       for (let b = 0; b < banks; b++) {
         const bank = c.ram(b === 0 ? 'mem' : `mem${b}`, { rows: Math.min(bankWords, memWords - b * bankWords), fields: fields32 });
         const wIn = [memWrite, loading, writeSecond, ...loadAddr.slice(bankBits, memBits), ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)];
@@ -681,7 +679,19 @@ export function cpuCircuit(opts: CpuOptions) {
           const la = v.slice(3, 3 + hiBits), r0 = v.slice(3 + hiBits, 3 + 2 * hiBits), r1 = v.slice(3 + 2 * hiBits);
           return en && bankOf(ld ? la : ws ? r1 : r0) === b ? 1 : 0;
         }, [0, 1]);
-        bank.write(wRowLow, storeBits, wen);
+        // This bank's write (docs/cpu-plan.md "Read and write digits in every bank"): 0 none, 1 at
+        // row (or the loader's address), 2 at row + 1 — the bank of row + 1 is the bank of row plus
+        // the carry out of its low bits. Only this bank's write row and word then move on a store:
+        // an idle bank's are 0 (its k and v projections stay put).
+        const wmode = c.table(`memWMode${b}`, [writeSrc, hiRow, bankCarry.count, hiLoad], (src, h, cc, hl) => {
+          if (src === 0) return 0;
+          const bank = src === 1 ? hl : src === 2 && cc === bankCarry.full ? h + 1 : h;
+          return bank !== b ? 0 : src === 2 ? 2 : 1;
+        }, [0, 2]);
+        const wRow = c.linear(wDigits.map(({ d, mask, carry, digit }, g) => [c.table(`memWDigit${g}B${b}`, [wmode, digit, carry.count],
+          (md, v, cc) => (md === 0 ? 0 : md === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number]));
+        const word = storeBits.map((x, k) => c.table(`memWord${k}B${b}`, [x, wmode], (v, md) => (md === 0 ? 0 : v), [0, 1]));
+        bank.write(wRow, word, wen);
         const rIn = [inRam, readNext, ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)];
         // Bank 0 also reads (row 0, output ignored) when no read is needed or a store is outside the
         // RAM, as for one bank.

@@ -13,10 +13,9 @@
  */
 import { Command } from 'commander';
 import { ChipStore, CHIP_STORE_DEFAULTS, type ChipStoreCall } from '../src/store/chip.ts';
-import { StoreModel, resolveStoreParams, type StoreParams } from '../src/store/model.ts';
-import type { StoreRequest } from '../src/store/firmware.ts';
-import { storeWorkload } from '../src/store/workload.ts';
-import { applyToChip, applyToModel, asFirmwareAnswer } from '../src/store/segments.ts';
+import { StoreModel, resolveStoreParams, type StoreParams, type StoreResult } from '../src/store/model.ts';
+import { asFirmwareAnswer, type StoreRequest } from '../src/store/firmware.ts';
+import { applyRequest, storeWorkload } from '../src/store/workload.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 
 const o = new Command()
@@ -42,10 +41,10 @@ const rnd = () => {
   return seed;
 };
 const toks = (n: number) => Array.from({ length: n }, () => rnd() % params.vocab);
-const strip = (r: ReturnType<typeof applyToModel>) => JSON.stringify(asFirmwareAnswer(r));
+const strip = (r: StoreResult) => JSON.stringify(asFirmwareAnswer(r));
 
 const rows: Record<string, unknown>[] = [];
-const record = (what: string, c: ChipStoreCall, want: ReturnType<typeof applyToModel>) => {
+const record = (what: string, c: ChipStoreCall, want: StoreResult) => {
   if (JSON.stringify(c.result) !== strip(want)) throw new Error(`${what}: the chip answered ${JSON.stringify(c.result)}, the model ${strip(want)}`);
   const row = { what, promptTokens: c.promptTokens, generatedTokens: c.generatedTokens, instructions: c.instructions, seconds: +c.seconds.toFixed(2) };
   rows.push(row);
@@ -80,8 +79,8 @@ let tokens = 0;
 const codes: Record<string, number> = {};
 const ops: StoreRequest[] = storeWorkload(2026, Number(o.ops), params);
 for (const [i, q] of ops.entries()) {
-  const c = applyToChip(ws, q);
-  const want = applyToModel(wm, q);
+  const c = ws.apply(q);
+  const want = applyRequest(wm, q);
   if (JSON.stringify(c.result) !== strip(want)) throw new Error(`workload operation ${i}: the chip answered ${JSON.stringify(c.result)}, the model ${strip(want)}`);
   tokens += c.promptTokens + c.generatedTokens;
   codes[c.result.code] = (codes[c.result.code] ?? 0) + 1;

@@ -13,9 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChipStore, storeMemBytes } from '../src/store/chip.ts';
 import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreParams } from '../src/store/model.ts';
 import { loadStoreFile, saveStoreFile } from '../src/store/file.ts';
-import { memoryWordsFromModel, rowsFromModel } from '../src/store/firmware.ts';
-import { storeWorkload } from '../src/store/workload.ts';
-import { applyToChip as onChip, applyToModel as onModel, asFirmwareAnswer as expected } from '../src/store/segments.ts';
+import { asFirmwareAnswer as expected, memoryWordsFromModel, rowsFromModel } from '../src/store/firmware.ts';
+import { applyRequest, storeWorkload } from '../src/store/workload.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { cli } from './helpers/cli.ts';
@@ -36,8 +35,8 @@ function runWorkload(engine: 'weights' | 'ir', seed: number, count: number, p: S
   const model = new StoreModel(p);
   const codes = new Set<string>();
   storeWorkload(seed, count, p).forEach((q, i) => {
-    const got = onChip(store, q).result;
-    const want = expected(onModel(model, q));
+    const got = store.apply(q).result;
+    const want = expected(applyRequest(model, q));
     expect(got, `operation ${i} (${q.op})`).toEqual(want);
     codes.add(got.code);
   });
@@ -65,7 +64,7 @@ describe('the store on the chip (small capacity)', () => {
 
   it('a store file imported into a session is exported bit for bit, and import touches only its rows', () => {
     const model = new StoreModel(SMALL);
-    for (const q of storeWorkload(3, 60, SMALL)) onModel(model, q);
+    for (const q of storeWorkload(3, 60, SMALL)) applyRequest(model, q);
     expect(model.fileCount).toBeGreaterThan(0);
     const s = ChipStore.open(model, { target: TARGET, engine: 'weights', compiled });
     // Rows read back from the chip's GDN state equal the file's nonzero rows …

@@ -6,8 +6,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ChipStore } from '../src/store/chip.ts';
 import { StoreModel, resolveStoreParams } from '../src/store/model.ts';
-import { rowsFromModel } from '../src/store/firmware.ts';
-import { applyToChip, applyToModel, asFirmwareAnswer, modelAfter, runSegment, segmentPlan, segmentRange } from '../src/store/segments.ts';
+import { modelAfter, runSegment, segmentPlan, segmentRange } from '../src/store/segments.ts';
+import { asFirmwareAnswer, rowsFromModel } from '../src/store/firmware.ts';
+import { applyRequest } from '../src/store/workload.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import type { CompileResult } from '../src/compile.ts';
@@ -43,8 +44,8 @@ describe('store workload in segments', () => {
     let tokens = 0;
     const codes: Record<string, number> = {};
     for (const q of plan.ops) {
-      const c = applyToChip(s, q);
-      expect(c.result).toEqual(asFirmwareAnswer(applyToModel(m, q)));
+      const c = s.apply(q);
+      expect(c.result).toEqual(asFirmwareAnswer(applyRequest(m, q)));
       tokens += c.promptTokens + c.generatedTokens;
       codes[c.result.code] = (codes[c.result.code] ?? 0) + 1;
     }

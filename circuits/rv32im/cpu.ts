@@ -648,8 +648,6 @@ export function cpuCircuit(opts: CpuOptions) {
       mem.write(writeRow!, storeBits, memWrite);
       old = mem.read(row!, readEnable);
     } else {
-      // A read in the RAM that the instruction needs.
-      const inRam = c.table('inRam', [inRamCount, readsOld], (n, ro) => (n === 3 && ro ? 1 : 0), [0, 1]);
       // A word-crossing access (v2) touches word w = row and w + 1 (row + 1: bit k flips when every
       // bit below it is 1, i.e. when the count of ones below it is k — the tables read that count
       // beside bit k, so row + 1 costs no layer of its own; the bank enables use its high bits).
@@ -692,10 +690,9 @@ export function cpuCircuit(opts: CpuOptions) {
           (md, v, cc) => (md === 0 ? 0 : md === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number]));
         const word = storeBits.map((x, k) => c.table(`memWord${k}B${b}`, [x, wmode], (v, md) => (md === 0 ? 0 : v), [0, 1]));
         bank.write(wRow, word, wen);
-        const rIn = [inRam, readNext, ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)];
         // Bank 0 also reads (row 0, output ignored) when no read is needed or a store is outside the
         // RAM, as for one bank.
-        const ren = c.table(`memRBank${b}`, [inRamCount, readsOld, isLoad, ...rIn.slice(1)], (...v) => {
+        const ren = c.table(`memRBank${b}`, [inRamCount, readsOld, isLoad, readNext, ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)], (...v) => {
           const [n, ro, ld, rn] = v as [number, number, number, number];
           if (!ro || (!ld && n !== 3)) return b === 0 ? 1 : 0;
           return n === 3 && bankOf(rn ? v.slice(4 + hiBits) : v.slice(4, 4 + hiBits)) === b ? 1 : 0;

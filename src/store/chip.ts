@@ -200,6 +200,10 @@ export class ChipStore {
   get(name: readonly number[]) { return this.op<Extract<FirmwareResult, { op: 'get' }>>({ op: 'get', name }); }
   delete(name: readonly number[]) { return this.op<Extract<FirmwareResult, { op: 'delete' }>>({ op: 'delete', name }); }
   list() { return this.op<Extract<FirmwareResult, { op: 'list' }>>({ op: 'list' }); }
+  /** Any request (a workload's). */
+  apply(q: StoreRequest): ChipStoreCall {
+    return q.op === 'put' ? this.put(q.name, q.content) : q.op === 'get' ? this.get(q.name) : q.op === 'delete' ? this.delete(q.name) : this.list();
+  }
 
   /** The store's rows as the chip's data-RAM state holds them. */
   rows(): TableRows {

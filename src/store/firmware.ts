@@ -13,7 +13,7 @@ import { ChipcError } from '../util/errors.ts';
 import {
   RESULT_CODES, TABLE_NAMES, resolveStoreParams,
   type DeleteResult, type GetResult, type ListResult, type PutResult, type ResultCode, type StoreModel,
-  type StoreOptions, type StoreParams, type TableName,
+  type StoreOptions, type StoreParams, type StoreResult, type TableName,
 } from './model.ts';
 
 /** The header's first word once initialised: "STR1" in little-endian bytes (store.h STORE_MAGIC). */
@@ -141,6 +141,13 @@ export type FirmwareGetResult = NoCostNoSlot<GetResult>;
 export type FirmwareDeleteResult = NoCostNoSlot<DeleteResult>;
 export type FirmwareListResult = NoCost<ListResult>;
 export type FirmwareResult = FirmwarePutResult | FirmwareGetResult | FirmwareDeleteResult | FirmwareListResult;
+
+/** A reference-model result as the firmware service reports it: no cost; get and delete carry no slot. */
+export function asFirmwareAnswer(r: StoreResult): FirmwareResult {
+  const { cost: _cost, ...rest } = r as StoreResult & { slot?: number };
+  if (r.op === 'get' || r.op === 'delete') delete (rest as { slot?: number }).slot;
+  return rest as FirmwareResult;
+}
 
 const CODE_NAMES = Object.keys(RESULT_CODES) as ResultCode[];
 const ALLOWED: Record<StoreRequest['op'], readonly ResultCode[]> = {

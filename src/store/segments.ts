@@ -21,8 +21,8 @@
 import { ChipStore, type ChipStoreOptions } from './chip.ts';
 import { decodeStore, encodeStore } from './file.ts';
 import { StoreModel, TABLE_NAMES, type StoreParams } from './model.ts';
-import { rowsFromModel, type FirmwareResult, type StoreRequest } from './firmware.ts';
-import { storeWorkload } from './workload.ts';
+import { asFirmwareAnswer, rowsFromModel, type StoreRequest } from './firmware.ts';
+import { applyRequest, storeWorkload } from './workload.ts';
 import { ChipcError } from '../util/errors.ts';
 
 /** A workload (storeWorkload(seed, count, params)) cut into segments of `segmentOps` operations. */
@@ -44,33 +44,6 @@ export function segmentPlan(params: StoreParams, seed: number, count: number, se
   return { params, seed, count, segmentOps, segments: Math.ceil(count / segmentOps), ops: storeWorkload(seed, count, params) };
 }
 
-/** One model operation. */
-export function applyToModel(m: StoreModel, q: StoreRequest) {
-  switch (q.op) {
-    case 'put': return m.put(q.name, q.content);
-    case 'get': return m.get(q.name);
-    case 'delete': return m.delete(q.name);
-    default: return m.list();
-  }
-}
-
-/** One chip operation. */
-export function applyToChip(s: ChipStore, q: StoreRequest) {
-  switch (q.op) {
-    case 'put': return s.put(q.name, q.content);
-    case 'get': return s.get(q.name);
-    case 'delete': return s.delete(q.name);
-    default: return s.list();
-  }
-}
-
-/** The model's result as the firmware service reports it: no cost; get and delete carry no slot. */
-export function asFirmwareAnswer(r: ReturnType<typeof applyToModel>): FirmwareResult {
-  const { cost: _cost, ...rest } = r as typeof r & { slot?: number };
-  if (r.op === 'get' || r.op === 'delete') delete (rest as { slot?: number }).slot;
-  return rest as FirmwareResult;
-}
-
 /** Operation indices [first, end) of segment `index`. */
 export function segmentRange(plan: SegmentPlan, index: number): [first: number, end: number] {
   if (!Number.isInteger(index) || index < 0 || index >= plan.segments) {
@@ -82,7 +55,7 @@ export function segmentRange(plan: SegmentPlan, index: number): [first: number, 
 /** The reference model after the workload's first `ops` operations (replayed from an empty store). */
 export function modelAfter(plan: SegmentPlan, ops: number): StoreModel {
   const m = new StoreModel(plan.params);
-  for (let i = 0; i < ops; i++) applyToModel(m, plan.ops[i]!);
+  for (let i = 0; i < ops; i++) applyRequest(m, plan.ops[i]!);
   return m;
 }
 
@@ -126,8 +99,8 @@ export function runSegment(plan: SegmentPlan, index: number, opts: ChipStoreOpti
   const codes: Record<string, number> = {};
   for (let i = first; i < end; i++) {
     const q = plan.ops[i]!;
-    const c = applyToChip(store, q);
-    const want = asFirmwareAnswer(applyToModel(model, q));
+    const c = store.apply(q);
+    const want = asFirmwareAnswer(applyRequest(model, q));
     if (JSON.stringify(c.result) !== JSON.stringify(want)) {
       throw new ChipcError('store.segment', `segment ${index}, workload operation ${i} (${q.op}): the chip answered ${JSON.stringify(c.result)}, the model ${JSON.stringify(want)}`);
     }

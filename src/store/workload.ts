@@ -5,7 +5,7 @@
  * contents just over the limits, ids ≥ V — and contents up to the maximum, so the store fills up
  * (FULL) and drains again. xorshift32 from a seed: the same seed gives the same requests anywhere.
  */
-import type { StoreParams } from './model.ts';
+import type { StoreModel, StoreParams, StoreResult } from './model.ts';
 import type { StoreRequest } from './firmware.ts';
 
 export function storeWorkload(seed: number, count: number, p: StoreParams): StoreRequest[] {
@@ -45,4 +45,14 @@ export function storeWorkload(seed: number, count: number, p: StoreParams): Stor
     else out.push({ op: 'list' });
   }
   return out;
+}
+
+/** One request on the reference model. */
+export function applyRequest(m: StoreModel, q: StoreRequest): StoreResult {
+  switch (q.op) {
+    case 'put': return m.put(q.name, q.content);
+    case 'get': return m.get(q.name);
+    case 'delete': return m.delete(q.name);
+    default: return m.list();
+  }
 }

@@ -24,7 +24,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ChipStore, CHIP_STORE_DEFAULTS, STORE_ELF } from '../src/store/chip.ts';
+import { ChipStore, CHIP_STORE_DEFAULTS, CHIP_STORE_SMALL, STORE_ELF } from '../src/store/chip.ts';
 import { resolveStoreParams, type StoreParams } from '../src/store/model.ts';
 import { runSegment, segmentPlan, type SegmentResult } from '../src/store/segments.ts';
 import { resolveTarget } from '../src/model/targets.ts';
@@ -44,7 +44,7 @@ const o = new Command()
   .parse().opts<{ capacity: string; ops: string; segmentOps: string; seed: string; engine: 'weights' | 'ir'; target: string; shard: string; maxMinutes?: string; log?: string; summary?: boolean }>();
 
 const params: StoreParams = o.capacity === 'small'
-  ? resolveStoreParams({ maxFiles: 8, nameMax: 6, contentMax: 40, chunkSize: 4, chunkPool: 32, vocab: 300 })
+  ? resolveStoreParams(CHIP_STORE_SMALL)
   : resolveStoreParams(CHIP_STORE_DEFAULTS);
 const plan = segmentPlan(params, Number(o.seed), Number(o.ops), Number(o.segmentOps));
 const shard = /^(\d+)\/(\d+)$/.exec(o.shard);

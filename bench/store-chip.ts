@@ -12,7 +12,7 @@
  * emulator's stream; every answer with the model's.
  */
 import { Command } from 'commander';
-import { ChipStore, CHIP_STORE_DEFAULTS, type ChipStoreCall } from '../src/store/chip.ts';
+import { ChipStore, CHIP_STORE_DEFAULTS, CHIP_STORE_SMALL, type ChipStoreCall } from '../src/store/chip.ts';
 import { StoreModel, resolveStoreParams, type StoreParams, type StoreResult } from '../src/store/model.ts';
 import { asFirmwareAnswer, type StoreRequest } from '../src/store/firmware.ts';
 import { applyRequest, storeWorkload } from '../src/store/workload.ts';
@@ -28,7 +28,7 @@ const o = new Command()
   .parse().opts<{ capacity: string; ops: string; listFiles: string; engine: 'weights' | 'ir'; target: string; json?: boolean }>();
 
 const params: StoreParams = o.capacity === 'small'
-  ? resolveStoreParams({ maxFiles: 8, nameMax: 6, contentMax: 40, chunkSize: 4, chunkPool: 32, vocab: 300 })
+  ? resolveStoreParams(CHIP_STORE_SMALL)
   : resolveStoreParams(CHIP_STORE_DEFAULTS);
 const target = resolveTarget(o.target).config;
 const t0 = performance.now();

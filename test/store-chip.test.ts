@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChipStore, storeMemBytes } from '../src/store/chip.ts';
+import { CHIP_STORE_SMALL, ChipStore, storeMemBytes } from '../src/store/chip.ts';
 import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreParams } from '../src/store/model.ts';
 import { loadStoreFile, saveStoreFile } from '../src/store/file.ts';
 import { asFirmwareAnswer as expected, memoryWordsFromModel, rowsFromModel } from '../src/store/firmware.ts';
@@ -19,7 +19,7 @@ import { resolveTarget } from '../src/model/targets.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { cli } from './helpers/cli.ts';
 
-const SMALL = resolveStoreParams({ maxFiles: 8, nameMax: 6, contentMax: 40, chunkSize: 4, chunkPool: 32, vocab: 300 });
+const SMALL = resolveStoreParams(CHIP_STORE_SMALL);
 const TARGET = resolveTarget('chip-test').config;
 
 let compiled: CompileResult;

@@ -4,7 +4,7 @@
  * through the weights starts from an imported state; a wrong start state is caught at the end.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ChipStore } from '../src/store/chip.ts';
+import { CHIP_STORE_SMALL, ChipStore } from '../src/store/chip.ts';
 import { StoreModel, resolveStoreParams } from '../src/store/model.ts';
 import { modelAfter, runSegment, segmentPlan, segmentRange } from '../src/store/segments.ts';
 import { asFirmwareAnswer, rowsFromModel } from '../src/store/firmware.ts';
@@ -13,7 +13,7 @@ import { resolveTarget } from '../src/model/targets.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import type { CompileResult } from '../src/compile.ts';
 
-const SMALL = resolveStoreParams({ maxFiles: 8, nameMax: 6, contentMax: 40, chunkSize: 4, chunkPool: 32, vocab: 300 });
+const SMALL = resolveStoreParams(CHIP_STORE_SMALL);
 const TARGET = resolveTarget('chip-test').config;
 
 let compiled: CompileResult;

@@ -38,6 +38,13 @@ export const STORE_ELF = path.join(path.dirname(fileURLToPath(import.meta.url)),
  */
 export const CHIP_STORE_DEFAULTS = { maxFiles: 512, nameMax: 32, contentMax: 1024, chunkSize: 16, chunkPool: 1024, vocab: 248_320 } as const;
 
+/**
+ * A small store for tests and the benches' `--capacity small` (the CI store tests' capacity): 8
+ * files, names ≤ 6, contents ≤ 40, 32 chunks of 4, ids < 300 (two bytes) — it fills up, so every
+ * result code comes up within a few hundred operations. A 32 KiB data RAM, one bank.
+ */
+export const CHIP_STORE_SMALL = { maxFiles: 8, nameMax: 6, contentMax: 40, chunkSize: 4, chunkPool: 32, vocab: 300 } as const;
+
 /** Data-RAM sizes a store session may use: 32 KiB steps up to the 128 KiB the loader addresses. */
 export const STORE_MEM_SIZES = [32 * 1024, 64 * 1024, 96 * 1024, 128 * 1024];
 

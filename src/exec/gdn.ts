@@ -6,7 +6,7 @@
  *      y_c = Σ_j w[c,j]·state[c,j] (taps in ascending j, tap K−1 = current token), then SiLU;
  *   3. split q, k, v; β = sigmoid(b); g = −exp(A_log)·softplus(a + dt_bias) (float32);
  *   4. value head h reads key head h // r; q, k L2-normalised (eps 1e−6), q × fl(1/√dk);
- *   5. first forward on an empty cache (prefill): helper-4's chunked kernel per value head;
+ *   5. first forward on an empty cache (prefill): the chunked kernel (gdn-chunked.ts) per value head;
  *      decode: the recurrent rule per value head, in spec §3.7 order
  *        S ← S·exp(g); kv = Sᵀk; δ = (v − kv)·β; S ← S + k⊗δ; o = Sᵀq (updated S);
  *   6. gated RMSNorm per value head with z, then out_proj.

@@ -15,6 +15,7 @@ import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreParams } from '.
 import { loadStoreFile, saveStoreFile } from '../src/store/file.ts';
 import { asFirmwareAnswer as expected, memoryWordsFromModel, rowsFromModel } from '../src/store/firmware.ts';
 import { applyRequest, storeWorkload } from '../src/store/workload.ts';
+import type { StoreRequest } from '../src/store/firmware.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { cli } from './helpers/cli.ts';
@@ -149,6 +150,50 @@ describe('chipc store', () => {
     expect((await cli('store', 'import', out, ...E)).code).toBe(0);
     // No temporary files left behind by the atomic saves.
     expect(fs.readdirSync(tmp).filter((f) => f !== 'a.cst' && f !== 'b.cst')).toEqual([]);
+  }, 240_000);
+
+  it('batch: a script of operations in one session, answers equal to the reference model, one save', async () => {
+    const file = path.join(tmp, 'batch.cst');
+    saveStoreFile(file, new StoreModel(SMALL));
+    const script = path.join(tmp, 'ops.txt');
+    const requests: StoreRequest[] = [
+      { op: 'put', name: [1, 2], content: [5, 6, 7] },
+      { op: 'put', name: [3], content: [] },
+      { op: 'get', name: [1, 2] },
+      { op: 'get', name: [4] },
+      { op: 'put', name: [1, 2], content: [8] },
+      { op: 'list' },
+      { op: 'delete', name: [3] },
+      { op: 'put', name: [9], content: Array.from({ length: 41 }, () => 1) },
+    ];
+    const arg = (x: readonly number[]) => (x.length === 0 ? '""' : x.join(','));
+    fs.writeFileSync(script, '# a script\n' + requests.map((q) => [q.op, ...('name' in q ? [arg(q.name)] : []), ...('content' in q ? [arg(q.content)] : [])].join(' ')).join('\n') + '\n');
+    const model = new StoreModel(SMALL);
+    const want = requests.map((q) => expected(applyRequest(model, q)));
+    const r = await cli('store', 'batch', file, script, '--engine', 'ir', '--json');
+    expect(r.code).toBe(1); // a NOT_FOUND and a CONTENT_TOO_LONG among the answers
+    const doc = JSON.parse(r.out);
+    expect(doc.ops.map((o: { line: number }) => o.line)).toEqual(requests.map((_, i) => i + 2));
+    expect(doc.ops.map((o: { code: string }) => o.code)).toEqual(want.map((w) => w.code));
+    expect(doc.ops[2].content).toEqual([5, 6, 7]);
+    expect(doc.ops[5].names).toEqual((want[5] as { names: number[][] }).names);
+    expect(doc).toMatchObject({ ok: 6, notOk: 2, saved: true });
+    // the file holds the state after the whole script: the reference model's rows
+    const back = loadStoreFile(file);
+    for (const t of TABLE_NAMES) expect([...back.rows(t)]).toEqual([...model.rows(t)].filter(([, f]) => f.some((v) => v !== 0)));
+    // text output, a malformed script (nothing runs, nothing saved) and --ephemeral leave the file as it is
+    const bytes = fs.readFileSync(file);
+    fs.writeFileSync(script, 'put "a b" "c"\nget "a b"\n');
+    const text = await cli('store', 'batch', file, script, '--engine', 'ir', '--text', '--ephemeral');
+    expect(text.code).toBe(0);
+    expect(text.out).toMatch(/^put "a b": OK \(new, slot \d+\)\nget "a b": "c"\n2 operations, 2 OK: .*ephemeral: not saved\n$/);
+    fs.writeFileSync(script, 'delete 1,2\nput 1\n');
+    const bad = await cli('store', 'batch', file, script, '--engine', 'ir');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/ops\.txt:2: put takes 2 arguments/);
+    expect(fs.readFileSync(file).equals(bytes)).toBe(true);
+    expect((await cli('store', 'batch', file, path.join(tmp, 'none.txt'), '--engine', 'ir')).err).toMatch(/no such script file/);
+    expect(fs.readdirSync(tmp).filter((f) => f.endsWith('.tmp') || f.includes('.cst.'))).toEqual([]);
   }, 240_000);
 
   it('refuses a missing, corrupted or oversized store with a clear error', async () => {

@@ -8,18 +8,21 @@
  *   chipc store init FILE [--max-files F --name-max N --content-max M --chunk-size C --chunk-pool P --vocab V]
  *   chipc store put FILE NAME CONTENT      chipc store get FILE NAME      chipc store delete FILE NAME
  *   chipc store list FILE                  chipc store dump FILE           chipc store export FILE -o OUT
- *   chipc store import FILE [-o OUT]
+ *   chipc store import FILE [-o OUT]     chipc store batch FILE [SCRIPT|-]
  *
  * NAME and CONTENT are comma-separated token ids ("" is empty), or UTF-8 text with --text (one
- * token per byte). Exit status: 0 when the store answers OK, 1 for any other result code
- * (NOT_FOUND, FULL, …: printed), 2 for a ChipcError.
+ * token per byte). `batch` runs a script of such operations (src/store/script.ts) in one session:
+ * one compile, one load, one save at the end. Exit status: 0 when the store answers OK (every
+ * operation of a batch), 1 for any other result code (NOT_FOUND, FULL, …: printed), 2 for a
+ * ChipcError (then a batch saves nothing).
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { ChipStore, CHIP_STORE_DEFAULTS, storeLimitLines, storeLimits, type ChipStoreCall } from '../../store/chip.ts';
 import { encodeStore, loadStoreFile, saveStoreFile, writeFileAtomic } from '../../store/file.ts';
 import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type StoreParams } from '../../store/model.ts';
-import type { FirmwareResult } from '../../store/firmware.ts';
+import type { FirmwareResult, StoreRequest } from '../../store/firmware.ts';
+import { parseStoreScript, tokenArgument } from '../../store/script.ts';
 import { resolveTarget } from '../../model/targets.ts';
 import type { ServiceEngine } from '../../chip/service.ts';
 import { ChipcError } from '../../util/errors.ts';
@@ -36,13 +39,7 @@ interface CommonOptions {
 }
 
 function parseTokens(s: string, text: boolean, what: string): number[] {
-  if (text) return [...Buffer.from(s, 'utf8')];
-  if (s.trim() === '') return [];
-  return s.split(',').map((x) => {
-    const v = Number(x.trim());
-    if (x.trim() === '' || !Number.isSafeInteger(v) || v < 0) throw new ChipcError('cli.tokens', `${what}: "${x}" is not a token id (use comma-separated non-negative integers, or --text)`);
-    return v;
-  });
+  return tokenArgument(s, text, what, 'cli.tokens');
 }
 
 function showTokens(ids: readonly number[], text: boolean): string {
@@ -62,11 +59,14 @@ function open(file: string, o: CommonOptions): { model: StoreModel; store: ChipS
   return { model, store };
 }
 
-function costLine(c: ChipStoreCall): string {
+/** The cost of a call (or of several, summed). */
+type Cost = Pick<ChipStoreCall, 'promptTokens' | 'generatedTokens' | 'instructions' | 'seconds'>;
+
+function costLine(c: Cost): string {
   return `${fmtInt(c.promptTokens)} request + ${fmtInt(c.generatedTokens)} generated tokens, ${fmtInt(c.instructions)} instructions, ${c.seconds.toFixed(2)} s`;
 }
 
-function costDoc(c: ChipStoreCall) {
+function costDoc(c: Cost) {
   return { promptTokens: c.promptTokens, generatedTokens: c.generatedTokens, instructions: c.instructions, seconds: +c.seconds.toFixed(3) };
 }
 
@@ -93,6 +93,28 @@ function common(cmd: Command): Command {
     .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
     .option('--ephemeral', 'do not write the store file back (the result is printed, nothing is saved)')
     .option('--json', 'print one JSON document');
+}
+
+/** The answer's data for --json: the slot and whether it replaced (put), the content (get), the names (list). */
+function answerDoc(r: FirmwareResult): Record<string, unknown> {
+  if (r.code !== 'OK') return {};
+  if (r.op === 'put') return { slot: r.slot, replaced: r.replaced };
+  if (r.op === 'get') return { content: r.content };
+  if (r.op === 'list') return { names: r.names };
+  return {};
+}
+
+/** A non-list answer in words: its code, "OK (new, slot 3)" for a put, the content for a get. */
+function answerText(r: FirmwareResult, text: boolean): string {
+  if (r.code !== 'OK') return r.code;
+  if (r.op === 'put') return `OK (${r.replaced ? 'replaced' : 'new'}, slot ${r.slot})`;
+  if (r.op === 'get') return showTokens(r.content, text);
+  return 'OK';
+}
+
+/** What an operation names, as a script line would write it (for batch output). */
+function requestLabel(q: StoreRequest, text: boolean): string {
+  return q.op === 'list' ? 'list' : `${q.op} ${text ? showTokens(q.name, true) : q.name.join(',') || '""'}`;
 }
 
 export function registerStore(program: Command, run: Runner): void {
@@ -146,18 +168,10 @@ export function registerStore(program: Command, run: Runner): void {
         const c = fn(s, rest.slice(0, args.length) as string[], o);
         const r = c.result as FirmwareResult;
         const saved = mutates && r.code === 'OK' ? save(file, s, o) : false;
-        const doc: Record<string, unknown> = { file, op: name, code: r.code, ...costDoc(c), saved };
-        if (r.code === 'OK') {
-          if (r.op === 'put') Object.assign(doc, { slot: r.slot, replaced: r.replaced });
-          if (r.op === 'get') doc.content = r.content;
-          if (r.op === 'list') doc.names = r.names;
-        }
-        out.emit(doc);
-        if (r.code !== 'OK') out.line(`${name}: ${r.code}`);
-        else if (r.op === 'put') out.line(`put: OK (${r.replaced ? 'replaced' : 'new'}, slot ${r.slot})`);
-        else if (r.op === 'get') out.line(showTokens(r.content, Boolean(o.text)));
-        else if (r.op === 'list') for (const n of r.names) out.line(showTokens(n, Boolean(o.text)));
-        else out.line(`${name}: OK`);
+        out.emit({ file, op: name, code: r.code, ...costDoc(c), saved, ...answerDoc(r) });
+        if (r.code === 'OK' && r.op === 'list') for (const n of r.names) out.line(showTokens(n, Boolean(o.text)));
+        else if (r.code === 'OK' && r.op === 'get') out.line(showTokens(r.content, Boolean(o.text)));
+        else out.line(`${name}: ${answerText(r, Boolean(o.text))}`);
         out.line(`  (${costLine(c)}${saved ? `; saved ${file}` : mutates && r.code === 'OK' ? '; ephemeral: not saved' : ''})`);
         return r.code === 'OK' ? 0 : 1;
       })(),
@@ -168,6 +182,49 @@ export function registerStore(program: Command, run: Runner): void {
   op('get', 'print the content stored under NAME', ['name'], (s, [n], o) => s.get(parseTokens(n!, Boolean(o.text), 'NAME')), false);
   op('delete', 'delete the file NAME', ['name'], (s, [n], o) => s.delete(parseTokens(n!, Boolean(o.text), 'NAME')), true);
   op('list', 'print every name, in directory order', [], (s) => s.list(), false);
+
+  common(store.command('batch').description('run a script of put / get / delete / list lines in one chip session (one compile, one load, one save)')
+    .argument('<file>', 'the store file')
+    .argument('[script]', 'the script: one operation per line (docs/store.md "Scripts"); - or none reads stdin'))
+    .action((file: string, script: string | undefined, o: CommonOptions) =>
+      run(() => {
+        const out = makeOut(Boolean(o.json));
+        const fromStdin = script === undefined || script === '-';
+        if (!fromStdin && !fs.existsSync(script)) throw new ChipcError('store.script', `${script}: no such script file`);
+        const src = fs.readFileSync(fromStdin ? 0 : script, 'utf8');
+        // the whole script is checked before the chip is compiled or anything runs
+        const ops = parseStoreScript(src, { text: Boolean(o.text), label: fromStdin ? 'stdin' : script });
+        const t0 = performance.now();
+        const { store: s } = open(file, o);
+        const openSeconds = (performance.now() - t0) / 1000;
+        const docs: Record<string, unknown>[] = [];
+        let changed = false;
+        let notOk = 0;
+        const total = { promptTokens: 0, generatedTokens: 0, instructions: 0, seconds: 0 };
+        for (const { line, request } of ops) {
+          const c = s.apply(request);
+          const r = c.result as FirmwareResult;
+          if (r.code === 'OK' && (request.op === 'put' || request.op === 'delete')) changed = true;
+          if (r.code !== 'OK') notOk++;
+          total.promptTokens += c.promptTokens;
+          total.generatedTokens += c.generatedTokens;
+          total.instructions += c.instructions;
+          total.seconds += c.seconds;
+          docs.push({ line, op: request.op, code: r.code, ...costDoc(c), ...answerDoc(r) });
+          const label = requestLabel(request, Boolean(o.text));
+          if (r.code === 'OK' && r.op === 'list') {
+            out.line(`${label}: ${r.names.length} name${r.names.length === 1 ? '' : 's'}`);
+            for (const n of r.names) out.line(`  ${showTokens(n, Boolean(o.text))}`);
+          } else out.line(`${label}: ${answerText(r, Boolean(o.text))}`);
+        }
+        // the state after the batch (non-OK answers leave it as it was): saved once, atomically
+        const saved = changed ? save(file, s, o) : false;
+        out.emit({ file, ops: docs, ok: ops.length - notOk, notOk, saved, openSeconds: +openSeconds.toFixed(3), ...costDoc(total) });
+        out.line(`${fmtInt(ops.length)} operation${ops.length === 1 ? '' : 's'}, ${fmtInt(ops.length - notOk)} OK: ${costLine(total)}; chip opened in ${openSeconds.toFixed(1)} s` +
+          (saved ? `; saved ${file}` : changed ? '; ephemeral: not saved' : ''));
+        return notOk === 0 ? 0 : 1;
+      })(),
+    );
 
   common(store.command('dump').description('print the limits, counters and every file (name, content) as the chip holds them')
     .argument('<file>', 'the store file'))

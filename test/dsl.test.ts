@@ -183,6 +183,34 @@ describe('emitRows: an alphabet whose token kinds use different fields', () => {
   });
 });
 
+describe('emitRows: the ambiguity check', () => {
+  it('refuses a set of rows exactly when two of them can match the same field values (random rows)', () => {
+    // three fields with values 0…2; each row constrains a random subset (null: any value)
+    const value = fc.option(fc.nat({ max: 2 }), { nil: null, freq: 3 });
+    const rowValues = fc.tuple(value, value, value).filter((v) => v.some((x) => x !== null));
+    fc.assert(fc.property(fc.array(rowValues, { minLength: 1, maxLength: 12 }), (vals) => {
+      // by brute force: some pair agrees on every field both constrain
+      const clash = vals.some((a, i) => vals.some((b, j) => j > i && a.every((x, k) => x === null || b[k] === null || x === b[k])));
+      const build = () => buildCircuit(defineCircuit({ name: 'rows', vocab: 27 }, (c) => {
+        const f = [0, 1, 2].map((k) => c.tokenField(`f${k}`, (t) => Math.floor(t / 3 ** k) % 3, [0, 2]));
+        c.emitRows(f, vals.map((v, token) => ({ token, values: [...v] })));
+      }));
+      if (!clash) {
+        expect(build).not.toThrow();
+        return;
+      }
+      let err: unknown;
+      try {
+        build();
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(CircuitErrors);
+      expect((err as CircuitErrors).problems.map((q) => q.code)).toContain('emit.injective');
+    }), { numRuns: 400 });
+  });
+});
+
 describe('previousAll: several delays in one GDN key head', () => {
   it('delays a group of signals exactly, with their defaults, using one head', async () => {
     const { compileCircuit } = await import('../src/compile.ts');

@@ -112,9 +112,57 @@ function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): Lowered
   return {
     dims: ctx.dims,
     ops: ctx.ops,
-    embedding: (t) => (t < ir.vocab ? embedDims.map((d) => ({ dim: d, value: embedded.get(d)!(t) })).filter((e) => e.value !== 0) : []),
+    embedding: embeddingRows(embedDims.map((d) => [d, embedded.get(d)!] as const), ir.vocab),
     embedDims,
     lmHead: (t) => lmHeadRows.get(t) ?? [],
     lmHeadDims,
+  };
+}
+
+/**
+ * Token t's embedding entries (every embedded dim whose value at t is not ±0, in `dims` order; none
+ * for t ≥ vocab), computed once, column by column, into flat arrays: the assembler asks for every
+ * token of the target's vocabulary (≈ 248,000 for Qwen3.5), and an object per dim per token was
+ * most of the RV32 chip's assembly time in allocation and garbage collection.
+ */
+function embeddingRows(dims: readonly (readonly [VDim, (t: number) => number])[], vocab: number): (t: number) => { dim: VDim; value: number }[] {
+  // column by column: the (token, dim index, value) of each non-zero entry
+  let tokens = new Int32Array(1024);
+  let which = new Int32Array(1024);
+  let vals = new Float64Array(1024);
+  let n = 0;
+  const perToken = new Int32Array(vocab + 1);
+  dims.forEach(([, f], j) => {
+    for (let t = 0; t < vocab; t++) {
+      const v = f(t);
+      if (v === 0) continue;
+      if (n === tokens.length) {
+        const grow = <A extends Int32Array | Float64Array>(a: A, b: A): A => (b.set(a), b);
+        tokens = grow(tokens, new Int32Array(2 * n));
+        which = grow(which, new Int32Array(2 * n));
+        vals = grow(vals, new Float64Array(2 * n));
+      }
+      tokens[n] = t;
+      which[n] = j;
+      vals[n] = v;
+      n++;
+      perToken[t + 1]!++;
+    }
+  });
+  // grouped by token (a stable counting sort: each token's entries stay in dims order)
+  for (let t = 0; t < vocab; t++) perToken[t + 1]! += perToken[t]!;
+  const next = perToken.slice(0, vocab);
+  const rowDim = new Int32Array(n);
+  const rowVal = new Float64Array(n);
+  for (let e = 0; e < n; e++) {
+    const at = next[tokens[e]!]!++;
+    rowDim[at] = which[e]!;
+    rowVal[at] = vals[e]!;
+  }
+  return (t) => {
+    if (!(t >= 0 && t < vocab)) return [];
+    const out: { dim: VDim; value: number }[] = [];
+    for (let e = perToken[t]!; e < perToken[t + 1]!; e++) out.push({ dim: dims[rowDim[e]!]![0], value: rowVal[e]! });
+    return out;
   };
 }

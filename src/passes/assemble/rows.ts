@@ -141,8 +141,6 @@ export function csrFromRows(
     rw.length = 0;
     fill(r, emit);
     if (rc.length === 0) continue;
-    const order = rc.map((_, i) => i);
-    if (rc.length > 1) order.sort((a, b) => rc[a]! - rc[b]!);
     if (k + rc.length > colIdx.length) {
       const n = Math.max(colIdx.length * 2, k + rc.length);
       const ci = new Uint32Array(n);
@@ -152,6 +150,24 @@ export function csrFromRows(
       vv.set(values);
       values = vv;
     }
+    // Columns already strictly increasing (the embedding's rows, most FFN rows): no sort, and each
+    // weight is its own sum (0 + w = w, and w = ±0 is dropped either way).
+    let increasing = true;
+    for (let i = 1; i < rc.length && increasing; i++) increasing = rc[i]! > rc[i - 1]!;
+    if (increasing) {
+      for (let i = 0; i < rc.length; i++) {
+        const c = rc[i]!;
+        const w = rw[i]!;
+        if (w === 0) continue;
+        if (c < 0 || c >= cols) throw new Error(`internal: column ${c} outside [0, ${cols}) in ${what}`);
+        colIdx[k] = c;
+        values[k] = checkWeight(w, what);
+        k++;
+      }
+      continue;
+    }
+    const order = rc.map((_, i) => i);
+    order.sort((a, b) => rc[a]! - rc[b]!);
     let i = 0;
     while (i < order.length) {
       const c = rc[order[i]!]!;

@@ -190,6 +190,9 @@ export function registerStore(program: Command, run: Runner): void {
       run(() => {
         const out = makeOut(Boolean(o.json));
         const fromStdin = script === undefined || script === '-';
+        if (script === undefined && process.stdin.isTTY) {
+          throw new ChipcError('store.script', 'no script: give a script file, pipe one in, or pass - to type it (end with Ctrl-D)');
+        }
         if (!fromStdin && !fs.existsSync(script)) throw new ChipcError('store.script', `${script}: no such script file`);
         const src = fs.readFileSync(fromStdin ? 0 : script, 'utf8');
         // the whole script is checked before the chip is compiled or anything runs

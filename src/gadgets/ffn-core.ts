@@ -233,16 +233,22 @@ function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: 
     const coefs = outs.map((o, k) => ({ dim: o.dim, c: vals[k]![0]! })).filter((c) => c.c !== 0);
     if (coefs.length) units.push({ kind: 'const', dir, t: 0, mMax: 1, coefs });
   }
-  const F = (k: number, i: number): number => {
-    const v = vals[k]!;
+  const F = (v: number[], i: number): number => {
     if (i >= 0) return v[i]!;
     return withConst ? v[0]! : 0;
   };
   const jStart = withConst ? 1 : 0;
   for (let i = jStart; i < n; i++) {
     // Ramp at y-threshold ylo + i − 1: its second difference c = F(i) − 2F(i−1) + F(i−2).
-    const coefs = outs.map((o, k) => ({ dim: o.dim, c: F(k, i) - 2 * F(k, i - 1) + F(k, i - 2) })).filter((c) => c.c !== 0);
-    if (!coefs.length) continue;
+    // (A loop, not map + filter: this runs for every index of every table in every input order
+    // tried, and the objects of the zero differences were much of the compile's garbage.)
+    let coefs: { dim: VDim; c: number }[] | null = null;
+    for (let k = 0; k < outs.length; k++) {
+      const v = vals[k]!;
+      const c = F(v, i) - 2 * F(v, i - 1) + F(v, i - 2);
+      if (c !== 0) (coefs ??= []).push({ dim: outs[k]!.dim, c });
+    }
+    if (coefs === null) continue;
     const ty = ylo + i - 1;
     const mMax = n - i; // y_hi − ty
     if (mMax > VALUE_LIMIT && error === null) {

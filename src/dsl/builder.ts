@@ -669,10 +669,10 @@ export class CircuitBuilder {
         if (common[i]) picks.push(k);
         k++;
       });
-      out = new Map();
       if (picks.length === k) {
         out = g.keys; // every constrained field is shared: the key is its own projection
       } else {
+        out = new Map();
         for (const [key, token] of g.keys) {
           const vals = key.split(',');
           out.set(picks.map((p) => vals[p]!).join(','), token);

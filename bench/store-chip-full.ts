@@ -110,6 +110,13 @@ function summary(done: Map<number, LoggedSegment>): void {
   console.log(`  tokens ${tokens.toLocaleString('en-US')} (generated ${sum((s) => s.generatedTokens).toLocaleString('en-US')}), instructions ${sum((s) => s.instructions).toLocaleString('en-US')}, ` +
     `${seconds.toFixed(0)} s of segment time (${(tokens / Math.max(seconds, 1e-9)).toFixed(0)} tokens/s per process)`);
   console.log(`  answers ${JSON.stringify(codes)}`);
+  if (segs.length > 0) {
+    // the wall-clock span the logged segments ran in (a segment's start: its end date minus its time)
+    const starts = segs.map((s) => Date.parse(s.date) - 1000 * s.seconds);
+    const ends = segs.map((s) => Date.parse(s.date));
+    const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+    console.log(`  ran between ${iso(Math.min(...starts))} and ${iso(Math.max(...ends))}; slowest segment ${Math.max(...segs.map((s) => s.seconds)).toFixed(0)} s, largest ${Math.max(...segs.map((s) => s.tokens)).toLocaleString('en-US')} tokens`);
+  }
   console.log(`  commits ${[...new Set(segs.map((s) => s.commit))].join(', ') || '—'}; hosts ${[...new Set(segs.map((s) => s.host))].join(', ') || '—'}`);
   console.log(missing.length === 0 ? '  every segment done: the whole workload ran through the chip' : `  to run: ${ranges(missing)}`);
 }

@@ -10,7 +10,10 @@
  *   is reported as "the host's token won".
  * - Refusals (ChipcError, exit 2) read only config.json and the manifests: no manifest, another
  *   circuit, no recorded program shape, another data RAM size, another code end / tohost, a
- *   smaller code RAM, a vocabulary too small for the offset, disagreeing merge records, --load state.
+ *   smaller code RAM, a vocabulary too small for the offset, disagreeing merge records; --load state
+ *   on a manifest without RAM layouts or on a merged checkpoint.
+ * - `--load state` on a saved `.chip` (its manifest records the RAM layouts): the rows written
+ *   straight into the state, the same tokens as the compiled chip's state run.
  * The full dense path (emit → merge → run) is not exercised here: the RV32 chip at hidden 845 is
  * ~2 GB dense and ~8 GB merged (hidden 4·845), beyond a unit test (docs/merge.md "Running").
  */
@@ -22,8 +25,9 @@ import type { CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix, ModelWeights } from '../src/model/weights.ts';
 import {
-  checkChipFits, compileChip, programOf, readChipCheckpoint, runOnChip, runOnModel, type ChipProgram,
+  checkChipFits, compileChip, emitChip, programOf, readChipCheckpoint, runOnChip, runOnModel, type ChipProgram,
 } from '../src/chip/run.ts';
+import { loadChipModel } from '../src/chip/loaded.ts';
 import { VOCAB } from '../circuits/rv32im/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
@@ -143,6 +147,21 @@ describe('runOnModel: the compiled chip, alone and with its ids offset', () => {
     expect(wrong.divergence).not.toBeNull();
   }, 90_000);
 
+  it('a saved .chip with --load state: its RAM layouts from the manifest, the same tokens as the compiled chip', async () => {
+    const chipPath = path.join(tmp, 'state.chip');
+    emitChip(chipPath, res, prog, 'tiny-rv32', { dtype: 'BF16' });
+    const loadedProg = programOf(elf, MEM);
+    const loaded = loadChipModel(chipPath, loadedProg);
+    expect(loaded.rams.map((r) => [r.name, r.layer, r.keyHeads])).toEqual(res.rams.map((r) => [r.name, r.layer, r.keyHeads]));
+    const opts = { maxTokens: golden.tokens.length + 5, golden: golden.tokens, goldenPc: golden.tokenPc, load: 'state' as const };
+    const fromFile = runOnChip(loaded, loadedProg, opts);
+    expect(fromFile.divergence).toBeNull();
+    expect(fromFile.tokens).toEqual(runOnChip(res, prog, opts).tokens);
+    const r = await cli('run', elfPath, '--model', chipPath, '--load', 'state', '--check', '--json');
+    expect(r.code).toBe(golden.halt.exitCode); // chipc run exits with the program's exit code
+    expect(JSON.parse(r.out)).toMatchObject({ load: 'state', divergence: null, exitCode: golden.halt.exitCode });
+  }, 120_000);
+
   it('a host row that outscores the chip\'s winner: the run stops with "the host\'s token won"', () => {
     const off = 300;
     // Host id 5 gets twice the LM-head row of the first generated token: where the chip emits that
@@ -207,7 +226,7 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
     refuse(fakeCkpt(opts as Parameters<typeof fakeCkpt>[0]), code, re);
   });
 
-  it('through the CLI: exit 2 with the message; --mem-size defaults to the chip\'s; --load state refused', async () => {
+  it('through the CLI: exit 2 with the message; --mem-size defaults to the chip\'s; --load state without layouts or merged refused', async () => {
     const dir = fakeCkpt({ manifest: manifest({ ...good, memWords: 2048 }) });
     // Without --mem-size the chip's 8 KiB is used: the program fits, and the next check (code end) speaks.
     const other = fakeCkpt({ manifest: manifest({ ...good, memWords: 2048, codeEnd: 99 }) });
@@ -217,9 +236,14 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
     r = await cli('run', elfPath, '--model', dir, '--mem-size', String(MEM));
     expect(r.code).toBe(2);
     expect(r.err + r.out).toMatch(/data RAM is 8192 bytes, the run asks for 1024/);
-    r = await cli('run', elfPath, '--model', dir, '--load', 'state');
+    // --load state needs the RAM layouts the manifests of this version record (this one has none)
+    r = await cli('run', elfPath, '--model', dir, '--mem-size', '8192', '--load', 'state');
     expect(r.code).toBe(2);
-    expect(r.err + r.out).toMatch(/--load state does not apply/);
+    expect(r.err + r.out).toMatch(/manifest records no RAMs; emit the chip again/);
+    const merged = fakeCkpt({ vocab: 512 + 248_320, manifest: manifest({ ...good, memWords: 2048 }), mergeOffset: 512, configOffset: 512 });
+    r = await cli('run', elfPath, '--model', merged, '--load', 'state');
+    expect(r.code).toBe(2);
+    expect(r.err + r.out).toMatch(/merged checkpoint.*needs the chip alone/);
     r = await cli('run', elfPath, '--model', path.join(tmp, 'absent'));
     expect(r.code).toBe(2);
     expect(r.err + r.out).toMatch(/does not exist/);

@@ -196,6 +196,57 @@ describe('chipc store', () => {
     expect(fs.readdirSync(tmp).filter((f) => f.endsWith('.tmp') || f.includes('.cst.'))).toEqual([]);
   }, 240_000);
 
+  it('store chip + --model: the saved chip runs the store without a compile, answers equal to the reference model', async () => {
+    const file = path.join(tmp, 'm.cst');
+    saveStoreFile(file, new StoreModel(SMALL));
+    const chipFile = path.join(tmp, 'store.chip');
+    const made = await cli('store', 'chip', file, '-o', chipFile, '--json');
+    expect(made.code).toBe(0);
+    expect(JSON.parse(made.out)).toMatchObject({ memBytes: 32768, layers: compiled.layers.length });
+    expect((await cli('store', 'chip', file, '-o', chipFile)).err).toMatch(/exists/); // no silent overwrite
+    const M = ['--model', chipFile];
+    const model = new StoreModel(SMALL);
+    const requests: StoreRequest[] = [
+      { op: 'put', name: [7, 8], content: [1, 2, 3] },
+      { op: 'put', name: [9], content: [250, 251] },
+      { op: 'get', name: [7, 8] },
+      { op: 'delete', name: [9] },
+      { op: 'list' },
+    ];
+    // a script (one load of the saved chip), then a single command
+    const want = requests.map((q) => expected(applyRequest(model, q)));
+    const script = path.join(tmp, 'm.txt');
+    fs.writeFileSync(script, requests.map((q) => [q.op, ...('name' in q ? [q.name.join(',')] : []), ...('content' in q ? [q.content.join(',')] : [])].join(' ')).join('\n'));
+    const batch = JSON.parse((await cli('store', 'batch', file, script, ...M, '--json')).out);
+    expect(batch.ops.map((o: { code: string }) => o.code)).toEqual(want.map((w) => w.code));
+    expect(batch.ops[2].content).toEqual([1, 2, 3]);
+    expect(batch.ops[4].names).toEqual((want[4] as { names: number[][] }).names);
+    const get = await cli('store', 'get', file, '7,8', ...M, '--json');
+    expect(JSON.parse(get.out)).toMatchObject({ code: 'OK', content: [1, 2, 3] });
+    const back = loadStoreFile(file);
+    for (const t of TABLE_NAMES) expect([...back.rows(t)]).toEqual([...model.rows(t)].filter(([, f]) => f.some((v) => v !== 0)));
+    // the IR engine needs the circuit; a store of another capacity needs another chip
+    expect((await cli('store', 'list', file, ...M, '--engine', 'ir')).err).toMatch(/--engine ir does not apply/);
+    const big = path.join(tmp, 'big.cst');
+    saveStoreFile(big, new StoreModel(resolveStoreParams({ ...CHIP_STORE_SMALL, maxFiles: 256, chunkPool: 1024 })));
+    const wrong = await cli('store', 'list', big, ...M);
+    expect(wrong.code).toBe(2);
+    expect(wrong.err).toMatch(/store\.model.*data RAM is 32768 bytes.*needs the store chip with a \d+ KiB data RAM/s);
+    // a manifest from before RAM layouts were recorded is refused, naming the remedy
+    const old = path.join(tmp, 'old-chip');
+    fs.mkdirSync(old);
+    const { openChipFile } = await import('../src/chipfile/read.ts');
+    const cf = openChipFile(chipFile);
+    const manifest = JSON.parse(new TextDecoder().decode(cf.readFile('chipc-manifest.json')));
+    fs.writeFileSync(path.join(old, 'config.json'), cf.readFile('config.json'));
+    cf.close();
+    manifest.rams = manifest.rams.map((r: { name: string; layer: number; keyHeads: number[] }) => ({ name: r.name, layer: r.layer, keyHeads: r.keyHeads }));
+    fs.writeFileSync(path.join(old, 'chipc-manifest.json'), JSON.stringify(manifest));
+    const stale = await cli('store', 'list', file, '--model', old);
+    expect(stale.code).toBe(2);
+    expect(stale.err).toMatch(/does not record RAM "[^"]+"'s layout.*emit the chip again/);
+  }, 240_000);
+
   it('refuses a missing, corrupted or oversized store with a clear error', async () => {
     expect((await cli('store', 'list', path.join(tmp, 'none.cst'), '--engine', 'ir')).err).toMatch(/no store file/);
     const file = path.join(tmp, 'c.cst');

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { buildCircuit } from '../dsl/load.ts';
 import { compileCircuit, type CompileResult } from '../compile.ts';
+import type { ChipModel } from './loaded.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { Executor, argmax } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
@@ -160,7 +161,7 @@ export interface RunResult {
 }
 
 export function runOnChip(
-  res: CompileResult, prog: ChipProgram, opts: ExecOptions & GoldenOptions,
+  res: ChipModel, prog: ChipProgram, opts: ExecOptions & GoldenOptions,
 ): RunResult {
   const ex = chipExecutor(res, prog, opts);
   const prompt = opts.load === 'prompt' ? prog.loader : [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
@@ -252,7 +253,7 @@ export function locateDivergence(
 }
 
 /** An executor for the compiled chip; with load 'state' (the default) the program's RAM rows are written into its GDN state. */
-export function chipExecutor(res: CompileResult, prog: ChipProgram, opts: ExecOptions & { load?: 'state' | 'prompt' }): Executor {
+export function chipExecutor(res: ChipModel, prog: ChipProgram, opts: ExecOptions & { load?: 'state' | 'prompt' }): Executor {
   const ex = new Executor(res.weights, opts);
   if (opts.load === 'prompt') return ex;
   for (const [name, rows] of chipRamContents(prog)) {

@@ -26,7 +26,7 @@ import { hex } from '../../riscv/memory.ts';
 import { codeEndWords, goldenRun, haltCode, type GoldenTrace } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
 import { CODE_BASE, memBanks } from '../../circuits/rv32im/cpu.ts';
-import type { CompileResult } from '../compile.ts';
+import { hasCircuit, type ChipModel } from './loaded.ts';
 import { argmax, type Executor } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
 import { FastEvaluator } from '../ir/evaluate-fast.ts';
@@ -187,13 +187,15 @@ export class ChipService {
   private started = false;
   readonly engine: ServiceEngine;
 
-  constructor(readonly res: CompileResult, readonly prog: ChipProgram, opts: ExecOptions & { engine?: ServiceEngine; ir?: CircuitIR } = {}) {
+  constructor(readonly res: ChipModel, readonly prog: ChipProgram, opts: ExecOptions & { engine?: ServiceEngine; ir?: CircuitIR } = {}) {
     this.engine = opts.engine ?? 'weights';
     if (this.engine === 'weights') {
       this.ex = chipExecutor(res, prog, { ...opts, load: 'state' });
       this.fast = null;
     } else {
-      const fast = new FastEvaluator(opts.ir ?? res.ir);
+      const ir = opts.ir ?? (hasCircuit(res) ? res.ir : null);
+      if (ir === null) throw new ChipcError('service.engine', 'a chip loaded from a checkpoint runs its weights only: the IR engine needs the compiled circuit');
+      const fast = new FastEvaluator(ir);
       preloadFast(fast, prog);
       this.ex = null;
       this.fast = fast;

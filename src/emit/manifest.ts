@@ -6,6 +6,7 @@
  * Deterministic JSON (fixed key order, no timestamps).
  */
 import type { CompileResult } from '../compile.ts';
+import type { GdnRamHeadRole, GdnRamLayout } from '../gadgets/gdn-ram.ts';
 
 export const MANIFEST_FILE = 'chipc-manifest.json';
 
@@ -30,11 +31,27 @@ export interface Manifest {
     end: number;
     cleared: boolean;
   }[];
-  /** Every RAM: its layer and model key heads (state files and loaders address them). */
-  rams: { name: string; layer: number; keyHeads: number[] }[];
+  /**
+   * Every RAM: its layer and model key heads (state files and loaders address them); since
+   * 2026-12-01 also its declaration (id, rows, field ranges), the lowering's layout and the role of
+   * each key head — what writing and reading its rows straight in the GDN state needs, so a saved
+   * chip can be loaded with a state (src/chip/loaded.ts). Absent in older manifests.
+   */
+  rams: ManifestRam[];
   /** emitted[i] = token emitted for the i-th tuple of the emit fields (row-major over their ranges). */
   emit: { fields: string[]; tokens: number[]; rows?: { token: number; values: (number | null)[] }[] } | null;
   report: ReturnType<typeof compileReport>;
+}
+
+export interface ManifestRam {
+  name: string;
+  layer: number;
+  keyHeads: number[];
+  ram?: number;
+  rows?: number;
+  fields?: { lo: number; hi: number }[];
+  layout?: GdnRamLayout;
+  roles?: GdnRamHeadRole[];
 }
 
 export function compileReport(res: CompileResult) {
@@ -87,7 +104,14 @@ export function buildManifest(res: CompileResult, targetName: string): Manifest 
       ...(s.base !== undefined ? { base: s.base } : {}),
       dim: res.slotDim(s.slot), birth: s.birth, end: s.end, cleared: s.cleared,
     })),
-    rams: res.rams.map((r) => ({ name: r.name, layer: r.layer, keyHeads: r.keyHeads })),
+    rams: res.rams.map((r) => {
+      const decl = res.ir.rams[r.ram]!;
+      return {
+        name: r.name, layer: r.layer, keyHeads: r.keyHeads,
+        ram: r.ram, rows: decl.rows, fields: decl.fields.map((f) => ({ lo: f.lo, hi: f.hi })),
+        layout: r.lowering.layout, roles: r.lowering.roles,
+      };
+    }),
     emit: res.ir.emit ? {
       fields: res.ir.emit.fields.map((id) => res.ir.nodes[id]!.name),
       tokens: res.ir.emit.tokens,

@@ -18,12 +18,30 @@
  * read-port copy holds the same contents.
  */
 import { ChipcError } from '../util/errors.ts';
-import type { CompileResult, RamPlacement } from '../compile.ts';
+import type { RamPlacement } from '../compile.ts';
 import type { Executor } from '../exec/executor.ts';
 import type { NumericProfile } from '../exec/types.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { RamDecl } from '../ir/types.ts';
-import type { GdnRamHeadRole } from '../gadgets/gdn-ram.ts';
+import type { GdnRamHeadRole, GdnRamLowering } from '../gadgets/gdn-ram.ts';
+
+/**
+ * What the functions here read of a compiled circuit: its model config and its RAM declarations.
+ * A CompileResult is one; so is a chip loaded from a checkpoint whose manifest records its RAMs
+ * (src/chip/loaded.ts).
+ */
+export interface RamHost {
+  weights: { config: ModelConfig };
+  ir: { rams: readonly RamDeclShape[] };
+}
+
+/** The part of a RAM declaration the state needs: its name, rows and field ranges. */
+export type RamDeclShape = Pick<RamDecl, 'id' | 'name' | 'rows' | 'fields'>;
+
+/** What they read of a RAM's placement (CompileResult.rams): layer, key heads, layout and head roles. */
+export type RamStatePlacement = Pick<RamPlacement, 'ram' | 'name' | 'layer' | 'keyHeads'> & {
+  lowering: Pick<GdnRamLowering, 'layout' | 'roles'> & { heads?: readonly unknown[] };
+};
 
 /** Occupied rows of one RAM: row address → field values (one per field, in declaration order). */
 export type RamContents = ReadonlyMap<number, readonly number[]>;
@@ -33,7 +51,7 @@ export interface RamStateConfig {
   /** The compiled model's config (GDN dims: key/value heads, dk, dv). */
   model: ModelConfig;
   /** The RAM's declaration (rows and field ranges the contents are checked against). */
-  decl: RamDecl;
+  decl: RamDeclShape;
   /** Numeric profile of the executor the state is for: selects T or bf16(T). */
   profile: NumericProfile;
 }
@@ -62,7 +80,7 @@ function fail(code: string, msg: string): never {
 }
 
 /** The config for `placement` in compile result `res`, for an executor running `profile`. */
-export function ramStateConfig(res: CompileResult, placement: RamPlacement, profile: NumericProfile): RamStateConfig {
+export function ramStateConfig(res: RamHost, placement: RamStatePlacement, profile: NumericProfile): RamStateConfig {
   const decl = res.ir.rams[placement.ram];
   if (!decl || decl.name !== placement.name) {
     fail('state.ram', `RAM placement "${placement.name}" (id ${placement.ram}) does not match the circuit's RAM declarations`);
@@ -71,7 +89,7 @@ export function ramStateConfig(res: CompileResult, placement: RamPlacement, prof
 }
 
 /** The value the write path stores in a hot entry: T (f32 profile) or bf16(T) (bf16 profile). */
-export function storedHotValue(placement: RamPlacement, profile: NumericProfile): number {
+export function storedHotValue(placement: RamStatePlacement, profile: NumericProfile): number {
   const hot = placement.lowering.layout.hot;
   if (profile === 'f32') return hot.T;
   if (profile === 'bf16') return hot.Tbf16;
@@ -82,7 +100,7 @@ export function storedHotValue(placement: RamPlacement, profile: NumericProfile)
  * Checks one RAM's contents against its declaration: every row an integer in [0, rows), every
  * word one integer per field in [lo, hi]. ChipcError `state.contents` naming the RAM, row and field.
  */
-export function checkRamContents(decl: RamDecl, contents: RamContents): void {
+export function checkRamContents(decl: RamDeclShape, contents: RamContents): void {
   for (const [row, values] of contents) {
     if (!Number.isInteger(row) || row < 0 || row >= decl.rows) {
       fail('state.contents', `RAM "${decl.name}": row ${row} is outside [0, ${decl.rows})`);
@@ -108,7 +126,7 @@ function bitOf(x: number, j: number): number {
  * The base-4 digits of a word over `groups` digit groups: d_g = bit(2g) + 2·bit(2g+1) of the
  * packed word (field f's bit j at word bit fieldOffset[f] + j; bits past the word are 0).
  */
-export function wordDigits(placement: RamPlacement, values: readonly number[], groups: number): number[] {
+export function wordDigits(placement: RamStatePlacement, values: readonly number[], groups: number): number[] {
   const { fieldOffset, fieldWidth } = placement.lowering.layout;
   const bits = new Array<number>(2 * groups).fill(0);
   values.forEach((x, f) => {
@@ -128,10 +146,12 @@ function gdnShape(model: ModelConfig): GdnShape {
   return { Hk, Hv, r: Hv / Hk, dk: model.linearKeyHeadDim, dv: model.linearValueHeadDim };
 }
 
-function checkPlacement(placement: RamPlacement, sh: GdnShape): void {
+function checkPlacement(placement: RamStatePlacement, sh: GdnShape): void {
   const { lowering, keyHeads } = placement;
-  if (keyHeads.length !== lowering.heads.length || lowering.roles.length !== lowering.heads.length) {
-    fail('state.ram', `RAM "${placement.name}": ${keyHeads.length} key heads placed for ${lowering.heads.length} lowered heads`);
+  // (a placement loaded from a manifest has roles but not the lowered heads themselves)
+  const lowered = lowering.heads?.length ?? lowering.roles.length;
+  if (keyHeads.length !== lowered || lowering.roles.length !== lowered) {
+    fail('state.ram', `RAM "${placement.name}": ${keyHeads.length} key heads placed for ${lowered} lowered heads`);
   }
   for (const kh of keyHeads) {
     if (!Number.isInteger(kh) || kh < 0 || kh >= sh.Hk) {
@@ -149,7 +169,7 @@ function checkPlacement(placement: RamPlacement, sh: GdnShape): void {
  * field values) into an empty RAM through its write path, in profile `cfg.profile`:
  * S[i, 4·gl + d] = hot for the row's digit d of each group, +0 elsewhere (see the module header).
  */
-export function ramStateRows(placement: RamPlacement, contents: RamContents, cfg: RamStateConfig): RamStateRows {
+export function ramStateRows(placement: RamStatePlacement, contents: RamContents, cfg: RamStateConfig): RamStateRows {
   const sh = gdnShape(cfg.model);
   checkPlacement(placement, sh);
   checkRamContents(cfg.decl, contents);
@@ -181,7 +201,7 @@ export function ramStateRows(placement: RamPlacement, contents: RamContents, cfg
   return { layer: placement.layer, heads };
 }
 
-function checkExecutor(executor: Executor, res: CompileResult): void {
+function checkExecutor(executor: Executor, res: RamHost): void {
   const a = executor.config;
   const b = res.weights.config;
   if (a.numLayers !== b.numLayers || a.linearNumKeyHeads !== b.linearNumKeyHeads || a.linearNumValueHeads !== b.linearNumValueHeads
@@ -196,7 +216,7 @@ function checkExecutor(executor: Executor, res: CompileResult): void {
  * value head of the RAM's key heads is overwritten with `ramStateRows` for the executor's
  * profile, so rows not in `contents` become unwritten (+0). Other layers and heads are untouched.
  */
-export function applyRamContents(executor: Executor, res: CompileResult, placement: RamPlacement, contents: RamContents): void {
+export function applyRamContents(executor: Executor, res: RamHost, placement: RamStatePlacement, contents: RamContents): void {
   checkExecutor(executor, res);
   const rows = ramStateRows(placement, contents, ramStateConfig(res, placement, executor.ctx.profile));
   for (const h of rows.heads) executor.setGdnState(rows.layer, h.valueHead, h.state);
@@ -217,7 +237,7 @@ function bitsOf(x: number): number {
  * padding digits 0; field values within their ranges; all read-port copies equal; everything
  * outside the rows (state rows ≥ R, rows past the RAM, value heads past the word) +0.
  */
-export function captureRamContents(executor: Executor, res: CompileResult, placement: RamPlacement): Map<number, number[]> {
+export function captureRamContents(executor: Executor, res: RamHost, placement: RamStatePlacement): Map<number, number[]> {
   checkExecutor(executor, res);
   const cfg = ramStateConfig(res, placement, executor.ctx.profile);
   const sh = gdnShape(cfg.model);

@@ -129,17 +129,38 @@ function f16ToF32(h: number): number {
 const STREAM_ELEM_BYTES: Record<string, number> = { F32: 4, BF16: 2, F16: 2 };
 
 /**
- * Call `visit(flatIndex, value)` for every element of the tensor that is not ±0 (NaN is visited),
- * in ascending flat index. F32/BF16/F16 are decoded from streamed chunks; any other dtype is read
- * whole through `readF32` (those are not used for large weights).
+ * A store that knows where a tensor's non-zero bytes are (a `.chip` reader): its blocks — byte
+ * ranges of the tensor's data, ascending and disjoint, zero everywhere outside them — and their
+ * bytes, concatenated (block k's at dataPos[k]).
  */
-function forEachNonZero(store: TensorStore, name: string, chunkBytes: number,
+export interface BlockSource {
+  blocks(name: string): { starts: ArrayLike<number>; lengths: ArrayLike<number>; dataPos: ArrayLike<number> };
+  readBlockData(name: string, from: number, to: number): Uint8Array;
+}
+
+function isBlockSource(store: TensorStore): store is TensorStore & BlockSource {
+  const s = store as Partial<BlockSource>;
+  return typeof s.blocks === 'function' && typeof s.readBlockData === 'function';
+}
+
+/**
+ * Call `visit(flatIndex, value)` for every element of the tensor that is not ±0 (NaN is visited),
+ * in ascending flat index. F32/BF16/F16 are decoded from streamed chunks — or, from a store that
+ * lists its non-zero blocks (BlockSource), from the blocks' bytes only: a compiled chip's
+ * embedding and LM head are ≈ 99.9 % zeros (hundreds of MB scanned otherwise). Any other dtype is
+ * read whole through `readF32` (those are not used for large weights). Exported for tests.
+ */
+export function forEachNonZero(store: TensorStore, name: string, chunkBytes: number,
   visit: (index: number, value: number) => void): void {
   const info = store.info(name);
   const elem = STREAM_ELEM_BYTES[info.dtype];
   if (elem === undefined) {
     const data = store.readF32(name);
     for (let i = 0; i < data.length; i++) if (data[i] !== 0) visit(i, data[i]);
+    return;
+  }
+  if (isBlockSource(store)) {
+    forEachNonZeroInBlocks(store, name, info.dtype, elem, chunkBytes, visit);
     return;
   }
   const bits = new Uint32Array(1);
@@ -177,6 +198,58 @@ function forEachNonZero(store: TensorStore, name: string, chunkBytes: number,
   if (carry.length !== 0 || index !== info.numel) {
     throw new ChipcError('BAD_CHECKPOINT', `tensor ${name}: streamed ${index} elements (+${carry.length} stray bytes), expected ${info.numel}`);
   }
+}
+
+/**
+ * forEachNonZero over a BlockSource: each element meeting a block is assembled from the block's
+ * bytes (bytes outside every block are zero; an element split between two blocks gets its bytes
+ * from both), decoded as the streamed path decodes it, and visited unless ±0. Block data is read
+ * in batches of at most `chunkBytes` (one block at least).
+ */
+function forEachNonZeroInBlocks(src: BlockSource, name: string, dtype: string, elem: number, chunkBytes: number,
+  visit: (index: number, value: number) => void): void {
+  const { starts, lengths, dataPos } = src.blocks(name);
+  const bits = new Uint32Array(1);
+  const asF32 = new Float32Array(bits.buffer);
+  let pending = -1; // the element being assembled, and its bytes so far (little-endian)
+  let raw = 0;
+  const flush = () => {
+    if (pending < 0) return;
+    if (dtype === 'F32') {
+      bits[0] = raw;
+      if (asF32[0] !== 0) visit(pending, asF32[0]);
+    } else if ((raw & 0x7fff) !== 0) {
+      if (dtype === 'BF16') {
+        bits[0] = raw << 16;
+        visit(pending, asF32[0]);
+      } else visit(pending, f16ToF32(raw));
+    }
+    pending = -1;
+  };
+  for (let k = 0; k < starts.length;) {
+    let k1 = k + 1;
+    while (k1 < starts.length && dataPos[k1]! + lengths[k1]! - dataPos[k]! <= chunkBytes) k1++;
+    const base = dataPos[k]!;
+    const data = src.readBlockData(name, base, dataPos[k1 - 1]! + lengths[k1 - 1]!);
+    for (let b = k; b < k1; b++) {
+      const s = starts[b]!;
+      const end = s + lengths[b]!;
+      const off = dataPos[b]! - base - s; // data[off + pos] is the tensor's byte pos, for pos in [s, end)
+      for (let e = Math.floor(s / elem); e * elem < end; e++) {
+        if (e !== pending) {
+          flush();
+          pending = e;
+          raw = 0;
+        }
+        for (let j = 0; j < elem; j++) {
+          const pos = e * elem + j;
+          if (pos >= s && pos < end) raw = (raw | (data[off + pos]! << (8 * j))) >>> 0;
+        }
+      }
+    }
+    k = k1;
+  }
+  flush();
 }
 
 /** CSR from row-sorted-stable triples (counting sort by row; column order within a row kept). */

@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { CODE_BASE } from '../../circuits/rv32im/cpu.ts';
 import { ChipService, type ServiceEngine, type ServiceWrite } from '../chip/service.ts';
 import { compileChip, programOf, type ChipProgram } from '../chip/run.ts';
+import { loadChipModel, type ChipModel } from '../chip/loaded.ts';
 import type { CompileResult } from '../compile.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { NumericProfile } from '../exec/types.ts';
@@ -96,8 +97,13 @@ export interface ChipStoreOptions {
   profile?: NumericProfile;
   /** Data RAM bytes (default: storeMemBytes). */
   memBytes?: number;
-  /** A compiled chip to reuse (must be compiled for this image and memory size). */
-  compiled?: CompileResult;
+  /**
+   * A chip to reuse instead of compiling one: a CompileResult (compiled for this image and memory
+   * size), or a chip loaded from a checkpoint with its program (ChipStore.load).
+   */
+  compiled?: ChipModel;
+  /** The chip program `compiled` runs (default: the store image for `target` and `memBytes`). */
+  program?: ChipProgram;
   /** Called with each generated token. */
   onToken?: (t: number) => void;
 }
@@ -130,11 +136,11 @@ export class ChipStore {
   readonly golden: FirmwareStore;
   readonly chip: ChipService;
   readonly prog: ChipProgram;
-  readonly res: CompileResult;
+  readonly res: ChipModel;
   readonly memBytes: number;
   private readonly onToken: ((t: number) => void) | undefined;
 
-  private constructor(params: StoreParams, golden: FirmwareStore, chip: ChipService, prog: ChipProgram, res: CompileResult, memBytes: number, onToken?: (t: number) => void) {
+  private constructor(params: StoreParams, golden: FirmwareStore, chip: ChipService, prog: ChipProgram, res: ChipModel, memBytes: number, onToken?: (t: number) => void) {
     this.params = params;
     this.golden = golden;
     this.chip = chip;
@@ -164,6 +170,26 @@ export class ChipStore {
   }
 
   /**
+   * The store chip saved at `file` (`chipc store chip`: a checkpoint directory or `.chip` file)
+   * instead of compiled, checked to fit a store of `params`: its data RAM must be the size the
+   * store needs (ChipcError `store.model` otherwise) and it must run the store image
+   * (loadChipModel's errors). Pass the result's chip and program to `open` (`compiled`, `program`).
+   */
+  static load(file: string, params: StoreParams): { prog: ChipProgram; res: ChipModel; memBytes: number } {
+    const elf = fs.readFileSync(STORE_ELF);
+    const memBytes = storeMemBytes(params, elf);
+    const prog = programOf(elf, memBytes);
+    try {
+      return { prog, res: loadChipModel(file, prog), memBytes };
+    } catch (e) {
+      if (e instanceof ChipcError && (e.code === 'run.model' || e.code === 'run.mem')) {
+        throw new ChipcError('store.model', `${e.message} — this store needs the store chip with a ${memBytes / 1024} KiB data RAM: chipc store chip STORE_FILE -o ${file}`, { cause: e });
+      }
+      throw e;
+    }
+  }
+
+  /**
    * A session holding `model`'s state (imported straight into the chip's data-RAM state: no
    * tokens), or a fresh store with parameters `opts` initialised by an init call through the chip.
    */
@@ -172,7 +198,9 @@ export class ChipStore {
     const elf = fs.readFileSync(STORE_ELF);
     const memBytes = opts.memBytes ?? storeMemBytes(params, elf);
     const golden = FirmwareStore.load(elf, memBytes, params);
-    const { prog, res } = opts.compiled ? { prog: programOf(elf, memBytes, opts.target), res: opts.compiled } : ChipStore.compile(params, opts.target, memBytes);
+    const { prog, res } = opts.compiled
+      ? { prog: opts.program ?? programOf(elf, memBytes, opts.target), res: opts.compiled }
+      : ChipStore.compile(params, opts.target, memBytes);
     const chip = new ChipService(res, prog, { engine: opts.engine ?? 'weights', ...(opts.profile ? { profile: opts.profile } : {}) });
     const s = new ChipStore(params, golden, chip, prog, res, memBytes, opts.onToken);
     if (source instanceof StoreModel) {

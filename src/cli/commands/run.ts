@@ -19,6 +19,7 @@ import {
   runOnChip, runOnInterpreter, runOnModel,
 } from '../../chip/run.ts';
 import { loadModel } from '../../model/load-weights.ts';
+import { loadChipModel } from '../../chip/loaded.ts';
 import type { Mismatch } from '../../verify/check.ts';
 import { decodeToken, formatToken } from '../../../riscv/protocol.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
@@ -71,9 +72,6 @@ export function registerRun(program: Command, run: Runner): void {
         if (o.model !== undefined && (o.engine !== 'weights' || o.target !== undefined)) {
           throw new ChipcError('cli.model', '--model runs the given checkpoint: --engine ir and --target do not apply');
         }
-        if (o.model !== undefined && o.load === 'state') {
-          throw new ChipcError('cli.load', '--model loads the program by its loader prompt (the RAM placement of a saved checkpoint is not known): --load state does not apply');
-        }
         if (o.emit !== undefined && o.engine !== 'weights') throw new ChipcError('cli.emit', '--emit writes compiled weights: --engine ir does not apply');
         if (o.dtype !== 'bf16' && o.dtype !== 'f32') throw new ChipcError('cli.dtype', `--dtype must be bf16 or f32, not "${o.dtype}"`);
         // With --model the checkpoint's manifest says what the chip was compiled for (checked against the program below).
@@ -122,7 +120,15 @@ export function registerRun(program: Command, run: Runner): void {
         let layers: number | null = null;
         let located: Mismatch[] | null = null;
         let numLayers = 0;
-        if (ck !== null) {
+        if (ck !== null && load === 'state') {
+          // the RAM rows written straight into the state, at the placements the manifest records
+          const t0 = performance.now();
+          const chip = loadChipModel(ck.path, prog);
+          compileS = (performance.now() - t0) / 1000;
+          numLayers = chip.weights.config.numLayers;
+          r = runOnChip(chip, prog, { profile: o.profile, maxTokens, golden, goldenPc, onToken, load });
+          where = `chip checkpoint ${ck.path} loaded in ${compileS.toFixed(1)} s (${numLayers} layers)`;
+        } else if (ck !== null) {
           const t0 = performance.now();
           const weights = loadModel(ck.path, { mode: 'sparse' });
           compileS = (performance.now() - t0) / 1000;

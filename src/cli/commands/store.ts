@@ -24,6 +24,7 @@ import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type St
 import type { FirmwareResult, StoreRequest } from '../../store/firmware.ts';
 import { parseStoreScript, tokenArgument } from '../../store/script.ts';
 import { resolveTarget } from '../../model/targets.ts';
+import { emitChip } from '../../chip/run.ts';
 import type { ServiceEngine } from '../../chip/service.ts';
 import { ChipcError } from '../../util/errors.ts';
 import { fmtBytes, fmtInt, makeOut, type Out } from '../output.ts';
@@ -33,6 +34,7 @@ interface CommonOptions {
   text?: boolean;
   engine: string;
   target: string;
+  model?: string;
   profile: string;
   ephemeral?: boolean;
   json?: boolean;
@@ -55,6 +57,13 @@ function open(file: string, o: CommonOptions): { model: StoreModel; store: ChipS
   if (!fs.existsSync(file)) throw new ChipcError('store.missing', `${file}: no store file (create one with "chipc store init ${file}")`);
   const model = loadStoreFile(file);
   if (o.profile !== 'f32' && o.profile !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
+  if (o.model !== undefined) {
+    // the saved store chip: loaded, not compiled
+    if (engineOf(o.engine) !== 'weights') throw new ChipcError('cli.model', '--model runs the saved weights: --engine ir does not apply');
+    const chip = ChipStore.load(o.model, model.params);
+    const store = ChipStore.open(model, { target: chip.res.weights.config, compiled: chip.res, program: chip.prog, memBytes: chip.memBytes, profile: o.profile });
+    return { model, store };
+  }
   const store = ChipStore.open(model, { target: resolveTarget(o.target).config, engine: engineOf(o.engine), profile: o.profile });
   return { model, store };
 }
@@ -90,6 +99,7 @@ function common(cmd: Command): Command {
     .option('--text', 'NAME and CONTENT are UTF-8 text, one token per byte (default: comma-separated token ids)')
     .option('--engine <e>', 'weights (the compiled chip in the reference executor) or ir (the chip circuit)', 'weights')
     .option('--target <name|config.json>', 'target model shape', 'chip-test')
+    .option('--model <chip>', 'run the store chip saved by "chipc store chip" (a directory or .chip file) instead of compiling one')
     .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
     .option('--ephemeral', 'do not write the store file back (the result is printed, nothing is saved)')
     .option('--json', 'print one JSON document');
@@ -153,6 +163,33 @@ export function registerStore(program: Command, run: Runner): void {
         out.emit({ file, bytes, limits: l });
         out.line(`wrote ${file} (${fmtBytes(bytes)}): an empty store`);
         printLimits(out, p);
+        return 0;
+      })(),
+    );
+
+  store
+    .command('chip')
+    .description('compile the chip for a store file\'s capacity and save it, for --model (no compile per command)')
+    .argument('<file>', 'the store file (its limits set the chip\'s data RAM)')
+    .requiredOption('-o, --output <out>', 'the checkpoint to write: a directory, or a .chip file')
+    .option('--target <name|config.json>', 'target model shape', 'chip-test')
+    .option('--dtype <d>', 'bf16 or f32', 'bf16')
+    .option('--overwrite', 'replace an existing output')
+    .option('--json', 'print one JSON document')
+    .action((file: string, o: { output: string; target: string; dtype: string; overwrite?: boolean; json?: boolean }) =>
+      run(() => {
+        const out = makeOut(Boolean(o.json));
+        if (!fs.existsSync(file)) throw new ChipcError('store.missing', `${file}: no store file (create one with "chipc store init ${file}")`);
+        if (o.dtype !== 'bf16' && o.dtype !== 'f32') throw new ChipcError('cli.dtype', `--dtype must be bf16 or f32, not "${o.dtype}"`);
+        const params = loadStoreFile(file).params;
+        const target = resolveTarget(o.target);
+        const t0 = performance.now();
+        const { prog, res, memBytes } = ChipStore.compile(params, target.config);
+        const compileSeconds = (performance.now() - t0) / 1000;
+        emitChip(o.output, res, prog, target.name, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32', overwrite: Boolean(o.overwrite) });
+        out.emit({ file, output: o.output, target: target.name, memBytes, layers: res.layers.length, compileSeconds: +compileSeconds.toFixed(2) });
+        out.line(`${o.output}: the store chip for ${file} (${memBytes / 1024} KiB data RAM) compiled for ${target.name} in ${compileSeconds.toFixed(1)} s ` +
+          `(${res.layers.length} layers); run store commands on it with --model ${o.output}`);
         return 0;
       })(),
     );

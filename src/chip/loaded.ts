@@ -1,0 +1,67 @@
+/**
+ * A compiled chip loaded from a checkpoint instead of compiled: its weights (sparse) and, from its
+ * manifest (`chipc-manifest.json`, src/emit/manifest.ts), the RAM placements and declarations that
+ * writing and reading RAM rows straight in the GDN state needs (src/load/ram-state.ts). A
+ * `ChipModel` is what a ChipService (weights engine) and a ChipStore run on; a CompileResult is
+ * one, and so is a loaded chip — a store command with `--model` skips the compile (seconds) and
+ * reads the checkpoint instead.
+ */
+import type { CircuitIR } from '../ir/types.ts';
+import type { ModelWeights } from '../model/weights.ts';
+import { loadModel } from '../model/load-weights.ts';
+import type { RamDeclShape, RamHost, RamStatePlacement } from '../load/ram-state.ts';
+import { ChipcError } from '../util/errors.ts';
+import { checkChipFits, readChipCheckpoint, type ChipCheckpoint, type ChipProgram } from './run.ts';
+
+/** A chip to run as a service: its weights, RAM placements and declarations; the whole IR only when compiled. */
+export interface ChipModel extends RamHost {
+  weights: ModelWeights;
+  rams: readonly RamStatePlacement[];
+  ir: RamHost['ir'] & Partial<Pick<CircuitIR, 'nodes'>>;
+}
+
+/** Whether the chip carries its circuit (compiled: the IR engine and divergence location can run). */
+export function hasCircuit(m: ChipModel): m is ChipModel & { ir: CircuitIR } {
+  return Array.isArray(m.ir.nodes);
+}
+
+const isInt = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x);
+
+/**
+ * Reads the checkpoint at `path` (a directory or a `.chip` file written with its run manifest:
+ * `chipc run FILE.elf --emit`, `chipc store chip`) and checks that its chip runs `prog` (the
+ * program's data-RAM bank size is taken from the manifest first). ChipcError `run.model` for a
+ * merged checkpoint (a service session drives the chip's own ids), a manifest without RAM layouts
+ * (written before they were recorded) or one whose RAM records are malformed; the errors of
+ * readChipCheckpoint and checkChipFits otherwise.
+ */
+export function loadChipModel(path: string, prog: ChipProgram): ChipModel & { checkpoint: ChipCheckpoint } {
+  const ck = readChipCheckpoint(path);
+  if (ck.merged) {
+    throw new ChipcError('run.model', `${path} is a merged checkpoint (chip ids from ${ck.idOffset}); a service session needs the chip alone (the checkpoint chipc run --emit or chipc store chip wrote)`);
+  }
+  const banked = ck.manifest.rv32?.memBankWords;
+  if (isInt(banked)) prog.chip.memBankWords = banked;
+  checkChipFits(ck, prog);
+  const again = 'emit the chip again with this version of chipc';
+  const recorded = Array.isArray(ck.manifest.rams) ? ck.manifest.rams : [];
+  if (recorded.length === 0) throw new ChipcError('run.model', `${path}: its manifest records no RAMs; ${again}`);
+  const decls: RamDeclShape[] = [];
+  const rams: RamStatePlacement[] = recorded.map((r) => {
+    if (r.layout === undefined || r.roles === undefined || r.ram === undefined || r.rows === undefined || r.fields === undefined) {
+      throw new ChipcError('run.model', `${path}: its manifest does not record RAM "${String(r.name)}"'s layout (written before layouts were recorded); ${again}`);
+    }
+    const ok = typeof r.name === 'string' && isInt(r.layer) && r.layer >= 0 && isInt(r.ram) && r.ram >= 0 && isInt(r.rows) && r.rows > 0
+      && Array.isArray(r.keyHeads) && r.keyHeads.every(isInt) && Array.isArray(r.roles) && r.roles.length === r.keyHeads.length
+      && Array.isArray(r.fields) && r.fields.every((f) => isInt(f?.lo) && isInt(f?.hi) && f.lo <= f.hi)
+      && typeof r.layout === 'object' && r.layout !== null && decls[r.ram] === undefined;
+    if (!ok) throw new ChipcError('run.model', `${path}: the manifest's record of RAM "${String(r.name)}" is malformed`);
+    decls[r.ram] = { id: r.ram, name: r.name, rows: r.rows, fields: r.fields };
+    return { ram: r.ram, name: r.name, layer: r.layer, keyHeads: r.keyHeads, lowering: { layout: r.layout, roles: r.roles } };
+  });
+  const weights = loadModel(path, { mode: 'sparse' });
+  if (weights.config.numLayers !== ck.manifest.layerTypes?.length) {
+    throw new ChipcError('run.model', `${path}: config.json has ${weights.config.numLayers} layers, the manifest ${String(ck.manifest.layerTypes?.length)}`);
+  }
+  return { weights, rams, ir: { rams: decls }, checkpoint: ck };
+}

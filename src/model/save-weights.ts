@@ -57,8 +57,12 @@ function checkMatrix(name: string, m: Matrix, rows: number, cols: number): void 
  * the tensor and the flat index).
  */
 function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: number, fill: RowFill,
-  batchBytes: number): TensorSource {
+  batchBytes: number, csr?: Matrix['csr']): TensorSource {
   const elemBytes = dtype === 'F32' ? 4 : 2;
+  // A CSR matrix writes its stored entries straight into the zeroed batch: the same bytes as
+  // filling and encoding every element of the row, without visiting the zeros (a compiled
+  // chip's embedding and LM head are 248,320 rows of ≈ 1,100 columns, ≈ 99.9 % zeros).
+  if (csr) return csrRowSource(spec, dtype, rows, cols, csr, batchBytes);
   return {
     name: spec.name,
     dtype,
@@ -95,6 +99,49 @@ function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: numbe
   };
 }
 
+/** rowSource for a CSR matrix (row o = CSR row o): each stored entry written at its column, bf16-checked as rowSource checks. */
+function csrRowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: number, csr: NonNullable<Matrix['csr']>,
+  batchBytes: number): TensorSource {
+  const elemBytes = dtype === 'F32' ? 4 : 2;
+  return {
+    name: spec.name,
+    dtype,
+    shape: [...spec.shape],
+    *chunks(): Iterable<Uint8Array> {
+      const rowsPerBatch = Math.max(1, Math.floor(batchBytes / Math.max(1, cols * elemBytes)));
+      const one = new Float32Array(1);
+      const oneBits = new Uint32Array(one.buffer);
+      const { rowPtr, colIdx, values } = csr;
+      for (let start = 0; start < rows; start += rowsPerBatch) {
+        const n = Math.min(rowsPerBatch, rows - start);
+        const bytes = new Uint8Array(n * cols * elemBytes);
+        const f32 = dtype === 'F32' ? new Float32Array(bytes.buffer) : null;
+        const u16 = dtype === 'BF16' ? new Uint16Array(bytes.buffer) : null;
+        for (let j = 0; j < n; j++) {
+          const r = start + j;
+          const base = j * cols;
+          for (let k = rowPtr[r]!; k < rowPtr[r + 1]!; k++) {
+            const c = colIdx[k]!;
+            if (c >= cols) throw new ChipcError('BAD_MATRIX', `${spec.name}: row ${r} has an entry in column ${c}, outside its ${cols} columns`);
+            if (f32) {
+              f32[base + c] = values[k]!;
+              continue;
+            }
+            one[0] = values[k]!;
+            const b = oneBits[0]!;
+            if ((b & 0xffff) !== 0) {
+              throw new ChipcError('BF16_INEXACT',
+                `${spec.name}: element ${r * cols + c} (row ${r}, column ${c}) = ${one[0]} is not exactly representable in bfloat16`);
+            }
+            u16![base + c] = b >>> 16;
+          }
+        }
+        yield bytes;
+      }
+    },
+  };
+}
+
 /**
  * TensorSources for every tensor of the weights' config, in expectedTensors order, named and laid
  * out as the family stores them. Vectors are emitted from their Float32Arrays; tied models emit no
@@ -120,7 +167,7 @@ export function modelWeightsToSources(weights: ModelWeights, dtype: EmitDType, o
   const mat = (name: string, m: Matrix): void => {
     const s = spec(name);
     checkMatrix(name, m, s.shape[0], s.shape[1]);
-    out.push(rowSource(s, dtype, m.rows, m.cols, (r, row) => fillMatrixRow(m, r, row), batchBytes));
+    out.push(rowSource(s, dtype, m.rows, m.cols, (r, row) => fillMatrixRow(m, r, row), batchBytes, m.dense ? undefined : m.csr));
   };
   /** Fused tensor: on-disk row o is neutral row rowMap[o] of the concatenation of `parts`. */
   const fused = (name: string, parts: [string, Matrix][], rowMap: Uint32Array): void => {

@@ -9,6 +9,7 @@
  *   chipc store put FILE NAME CONTENT      chipc store get FILE NAME      chipc store delete FILE NAME
  *   chipc store list FILE                  chipc store dump FILE           chipc store export FILE -o OUT
  *   chipc store import FILE [-o OUT]     chipc store batch FILE [SCRIPT|-]
+ *   chipc store chip FILE -o OUT.chip      (then any operation with --model OUT.chip: no compile)
  *
  * NAME and CONTENT are comma-separated token ids ("" is empty), or UTF-8 text with --text (one
  * token per byte). `batch` runs a script of such operations (src/store/script.ts) in one session:
@@ -183,6 +184,8 @@ export function registerStore(program: Command, run: Runner): void {
         if (o.dtype !== 'bf16' && o.dtype !== 'f32') throw new ChipcError('cli.dtype', `--dtype must be bf16 or f32, not "${o.dtype}"`);
         const params = loadStoreFile(file).params;
         const target = resolveTarget(o.target);
+        // refused before the compile, not after it
+        if (fs.existsSync(o.output) && !o.overwrite) throw new ChipcError('store.chip-exists', `${o.output} exists (use --overwrite to replace it)`);
         const t0 = performance.now();
         const { prog, res, memBytes } = ChipStore.compile(params, target.config);
         const compileSeconds = (performance.now() - t0) / 1000;

@@ -1095,6 +1095,12 @@ export interface GdnTrack {
    */
   outLinearCsr: CsrMatrix | undefined | null;
   outLinearDense: Float32Array | undefined | null;
+  /**
+   * The source of buf.out while it holds linear()'s output (the delta form did not apply): its
+   * version moves (full) when linear() recomputes and stays when the output is kept, so the
+   * residual add after the layer recomputes nothing for it then.
+   */
+  linearOut: { version: number; full: boolean; rows: Int32Array; nRows: number };
   /** Bit views of the stacked projections' output, of the conv state and of oldCore (remade when their arrays change). */
   projBits: Uint32Array;
   convBits: Uint32Array;
@@ -1117,7 +1123,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
     qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     coreChanged: new Uint8Array(d.hv), oldCore, normedChanged: new Int32Array(d.valueDim),
     step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
-    outLinearCsr: null, outLinearDense: null,
+    outLinearCsr: null, outLinearDense: null, linearOut: { version: 0, full: true, rows: new Int32Array(0), nRows: 0 },
   };
 }
 
@@ -1509,23 +1515,26 @@ function gdnDecodeTracked(
   }
   buf.normMemoValid.fill(0); // the untracked path's memo no longer describes `normed`
   t0 = phaseEnd('gdn.gatedNorm', t0);
-  const os = deltaLinear(ctx, w.outProj, normed, 0, fresh || ps.full ? null : changedList, nc, stats);
+  // Where the delta form does not apply, buf.out keeps linear()'s output of the last step: a pure
+  // function of normed's bits and the matrix, so with no normed entry changed (and the same
+  // storage) it is this step's output too — and the delta form, a pure function of the same bits,
+  // would fail again, so it is not retried (its check scans every input: the chip's idle RAM
+  // layers, whose gated norm outputs all −0, failed it every token).
+  const outProj = w.outProj;
+  const kept = !fresh && !ps.full && nc === 0 && t.outLinearCsr === outProj.csr && t.outLinearDense === outProj.dense;
+  const os = kept ? null : deltaLinear(ctx, outProj, normed, 0, fresh || ps.full ? null : changedList, nc, stats);
   // the incremental output is handed out as it is (its memo is next written by this layer's next step)
   if (os === null) {
-    // where the delta form does not apply, buf.out keeps linear()'s output of the last step: a pure
-    // function of normed's bits and the matrix, so with no normed entry changed (and the same
-    // storage) it is this step's output too
-    const outProj = w.outProj;
-    const kept = !fresh && !ps.full && nc === 0 && t.outLinearCsr === outProj.csr && t.outLinearDense === outProj.dense;
     if (!kept) {
       linear(ctx, outProj, normed, 'sparse', { stats, out: buf.out });
       t.outLinearCsr = outProj.csr;
       t.outLinearDense = outProj.dense;
+      t.linearOut.version++;
     } else if (stats) { stats.sparse++; stats.outProjKept++; }
   } else t.outLinearCsr = t.outLinearDense = null;
   phaseEnd('gdn.outProj', t0);
   const res = buf.tracked;
   res.out = os !== null ? os.y : buf.out;
-  res.source = os;
+  res.source = os !== null ? os : t.linearOut;
   return res;
 }

@@ -5,7 +5,8 @@
  * generate until HALT — optionally beside the golden emulator's token trace, stopping at the
  * first divergence. Or run a saved checkpoint of the chip (`chipc run --model`: the chip alone, or
  * merged into a host model with its ids offset, docs/merge.md "Running"): the program is loaded
- * by its loader prompt and the model decoded greedily, with no compile.
+ * by its loader prompt — or, for the chip alone, written into its state at the RAM placements its
+ * manifest records (src/chip/loaded.ts) — and the model decoded greedily, with no compile.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -54,54 +54,53 @@ function checkMatrix(name: string, m: Matrix, rows: number, cols: number): void 
 /**
  * A TensorSource whose element (o, c) is row o of `fill`, encoded as F32 or BF16 (BF16 = top 16
  * bits of the float32; a value whose low 16 bits are not zero is refused with a ChipcError naming
- * the tensor and the flat index).
+ * the tensor and the flat index). With `csr` (the matrix `fill` reads) the stored entries are
+ * written straight into the zeroed batch instead: the same bytes, without visiting the zeros (a
+ * compiled chip's embedding and LM head are 248,320 rows of ≈ 1,100 columns, ≈ 99.9 % zeros).
  */
 function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: number, fill: RowFill,
   batchBytes: number, csr?: Matrix['csr']): TensorSource {
-  const elemBytes = dtype === 'F32' ? 4 : 2;
-  // A CSR matrix writes its stored entries straight into the zeroed batch: the same bytes as
-  // filling and encoding every element of the row, without visiting the zeros (a compiled
-  // chip's embedding and LM head are 248,320 rows of ≈ 1,100 columns, ≈ 99.9 % zeros).
-  if (csr) return csrRowSource(spec, dtype, rows, cols, csr, batchBytes);
-  return {
-    name: spec.name,
-    dtype,
-    shape: [...spec.shape],
-    *chunks(): Iterable<Uint8Array> {
-      const rowsPerBatch = Math.max(1, Math.floor(batchBytes / Math.max(1, cols * elemBytes)));
-      const row = new Float32Array(cols);
-      const rowBits = new Uint32Array(row.buffer);
-      for (let start = 0; start < rows; start += rowsPerBatch) {
-        const n = Math.min(rowsPerBatch, rows - start);
-        const bytes = new Uint8Array(n * cols * elemBytes);
-        const f32 = dtype === 'F32' ? new Float32Array(bytes.buffer) : null;
-        const u16 = dtype === 'BF16' ? new Uint16Array(bytes.buffer) : null;
-        for (let j = 0; j < n; j++) {
-          row.fill(0);
-          fill(start + j, row);
-          if (f32) {
-            f32.set(row, j * cols);
-          } else {
-            const base = j * cols;
-            for (let c = 0; c < cols; c++) {
-              const b = rowBits[c];
-              if ((b & 0xffff) !== 0) {
-                throw new ChipcError('BF16_INEXACT',
-                  `${spec.name}: element ${(start + j) * cols + c} (row ${start + j}, column ${c}) = ${row[c]} is not exactly representable in bfloat16`);
-              }
-              u16![base + c] = b >>> 16;
-            }
-          }
-        }
-        yield bytes;
-      }
-    },
+  const one = new Float32Array(1);
+  const oneBits = new Uint32Array(one.buffer);
+  /** bf16 bits of float32 bits b, or a ChipcError for element (r, c). */
+  const bf16Bits = (b: number, r: number, c: number, v: number): number => {
+    if ((b & 0xffff) !== 0) {
+      throw new ChipcError('BF16_INEXACT',
+        `${spec.name}: element ${r * cols + c} (row ${r}, column ${c}) = ${v} is not exactly representable in bfloat16`);
+    }
+    return b >>> 16;
   };
+  if (csr) {
+    const { rowPtr, colIdx, values } = csr;
+    return batchSource(spec, dtype, rows, cols, batchBytes, (r, base, f32, u16) => {
+      for (let k = rowPtr[r]!; k < rowPtr[r + 1]!; k++) {
+        const c = colIdx[k]!;
+        if (c >= cols) throw new ChipcError('BAD_MATRIX', `${spec.name}: row ${r} has an entry in column ${c}, outside its ${cols} columns`);
+        if (f32) {
+          f32[base + c] = values[k]!;
+          continue;
+        }
+        one[0] = values[k]!;
+        u16![base + c] = bf16Bits(oneBits[0]!, r, c, one[0]);
+      }
+    });
+  }
+  const row = new Float32Array(cols);
+  const rowBits = new Uint32Array(row.buffer);
+  return batchSource(spec, dtype, rows, cols, batchBytes, (r, base, f32, u16) => {
+    row.fill(0);
+    fill(r, row);
+    if (f32) f32.set(row, base);
+    else for (let c = 0; c < cols; c++) u16![base + c] = bf16Bits(rowBits[c]!, r, c, row[c]!);
+  });
 }
 
-/** rowSource for a CSR matrix (row o = CSR row o): each stored entry written at its column, bf16-checked as rowSource checks. */
-function csrRowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: number, csr: NonNullable<Matrix['csr']>,
-  batchBytes: number): TensorSource {
+/**
+ * A TensorSource yielding whole rows in batches of about `batchBytes`: each batch is zeroed and
+ * `writeRow(r, base, f32, u16)` writes row r at element offset `base` (f32 set for F32, u16 for BF16).
+ */
+function batchSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: number, batchBytes: number,
+  writeRow: (r: number, base: number, f32: Float32Array | null, u16: Uint16Array | null) => void): TensorSource {
   const elemBytes = dtype === 'F32' ? 4 : 2;
   return {
     name: spec.name,
@@ -109,33 +108,12 @@ function csrRowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: nu
     shape: [...spec.shape],
     *chunks(): Iterable<Uint8Array> {
       const rowsPerBatch = Math.max(1, Math.floor(batchBytes / Math.max(1, cols * elemBytes)));
-      const one = new Float32Array(1);
-      const oneBits = new Uint32Array(one.buffer);
-      const { rowPtr, colIdx, values } = csr;
       for (let start = 0; start < rows; start += rowsPerBatch) {
         const n = Math.min(rowsPerBatch, rows - start);
         const bytes = new Uint8Array(n * cols * elemBytes);
         const f32 = dtype === 'F32' ? new Float32Array(bytes.buffer) : null;
         const u16 = dtype === 'BF16' ? new Uint16Array(bytes.buffer) : null;
-        for (let j = 0; j < n; j++) {
-          const r = start + j;
-          const base = j * cols;
-          for (let k = rowPtr[r]!; k < rowPtr[r + 1]!; k++) {
-            const c = colIdx[k]!;
-            if (c >= cols) throw new ChipcError('BAD_MATRIX', `${spec.name}: row ${r} has an entry in column ${c}, outside its ${cols} columns`);
-            if (f32) {
-              f32[base + c] = values[k]!;
-              continue;
-            }
-            one[0] = values[k]!;
-            const b = oneBits[0]!;
-            if ((b & 0xffff) !== 0) {
-              throw new ChipcError('BF16_INEXACT',
-                `${spec.name}: element ${r * cols + c} (row ${r}, column ${c}) = ${one[0]} is not exactly representable in bfloat16`);
-            }
-            u16![base + c] = b >>> 16;
-          }
-        }
+        for (let j = 0; j < n; j++) writeRow(start + j, j * cols, f32, u16);
         yield bytes;
       }
     },

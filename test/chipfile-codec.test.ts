@@ -4,7 +4,7 @@
  * tensor larger than one frame is read through arbitrary ranges with and without the frame cache,
  * frames are exactly brotli with the documented parameters (re-derived here from zlib), version 1
  * files (a fixture written by the version-1 chipc) still read and `codec: 'none'` still writes
- * them byte for byte, corrupted frames and lying frame indexes are refused with CHIP_CODEC,
+ * them byte for byte, corrupted frames and lying frame indexes are refused with chipfile.codec,
  * writes are deterministic, and `chipc compact --codec` works.
  */
 import fs from 'node:fs';
@@ -182,8 +182,8 @@ describe('version 2: brotli frames', () => {
     expect(fs.readFileSync(direct).equals(fs.readFileSync(chipS))).toBe(true);
     writeChipFromSources(direct, sources(), { extraFiles: { 'config.json': '{"x":1}\n' }, codec: 'none', overwrite: true });
     expect(fs.readFileSync(direct).equals(fs.readFileSync(chipN))).toBe(true);
-    expect(chipError(() => compactCheckpoint(dir, again, { overwrite: true, frameSize: 0 })).code).toBe('CHIP_OPTION');
-    expect(chipError(() => compactCheckpoint(dir, again, { overwrite: true, codec: 'zip' as 'br' })).code).toBe('CHIP_OPTION');
+    expect(chipError(() => compactCheckpoint(dir, again, { overwrite: true, frameSize: 0 })).code).toBe('chipfile.option');
+    expect(chipError(() => compactCheckpoint(dir, again, { overwrite: true, codec: 'zip' as 'br' })).code).toBe('chipfile.option');
   });
 });
 
@@ -238,7 +238,7 @@ describe('frame rules and refusing bad frames', () => {
     return assemble(good, manifest, p);
   };
 
-  it('a corrupted brotli frame (checksum recomputed) is refused with CHIP_CODEC naming the tensor and frame', () => {
+  it('a corrupted brotli frame (checksum recomputed) is refused with chipfile.codec naming the tensor and frame', () => {
     const { manifest, payload } = parts(good);
     const k = 2;
     expect(stored[k]).toBeLessThan(SMALL_FRAME); // a brotli frame
@@ -250,13 +250,13 @@ describe('frame rules and refusing bad frames', () => {
     try {
       expect(Buffer.from(f.readBytes('pat', 0, 2 * SMALL_FRAME - 100)).equals(patBytes.subarray(0, 2 * SMALL_FRAME - 100))).toBe(true);
       const e = chipError(() => f.readBytes('pat'));
-      expect(e.code).toBe('CHIP_CODEC');
+      expect(e.code).toBe('chipfile.codec');
       expect(e.message).toContain('tensor "pat" block data frame 2');
     } finally {
       f.close();
     }
     const out = path.join(tmp, 'never');
-    expect(chipError(() => expandChipFile(probe, out)).code).toBe('CHIP_CODEC');
+    expect(chipError(() => expandChipFile(probe, out)).code).toBe('chipfile.codec');
     expect(fs.existsSync(out)).toBe(false);
   });
 
@@ -277,7 +277,7 @@ describe('frame rules and refusing bad frames', () => {
     const f = openChipFile(probe);
     try {
       const e = chipError(() => f.readBytes('pat'));
-      expect(e.code).toBe('CHIP_CODEC');
+      expect(e.code).toBe('chipfile.codec');
       expect(e.message).toContain('tensor "pat"');
     } finally {
       f.close();
@@ -286,12 +286,12 @@ describe('frame rules and refusing bad frames', () => {
     const sum = stored.slice();
     sum[k] += 1;
     const es = open(withIndex(sum));
-    expect(es.code).toBe('CHIP_CODEC');
+    expect(es.code).toBe('chipfile.codec');
     expect(es.message).toMatch(/data frames hold \d+ stored bytes but the segment is \d+ bytes/);
   });
 
   it('decodeFrameIndex: stored lengths in [1, decoded], one varint per frame, nothing left over', () => {
-    const fail = (msg: string): never => { throw new ChipcError('CHIP_CODEC', msg); };
+    const fail = (msg: string): never => { throw new ChipcError('chipfile.codec', msg); };
     // Two segments: 10 decoded bytes in frames of 4 (4, 4, 2) stored in 9 bytes; 3 bytes in 1 frame stored verbatim.
     const segs = [{ at: 100, stored: 9, size: 10, what: 'data' }, { at: 109, stored: 3, size: 3, what: 'table' }];
     const [d, t3] = decodeFrameIndex(Uint8Array.from([4, 3, 2, 3]), 4, segs, fail);
@@ -330,7 +330,7 @@ describe('frame rules and refusing bad frames', () => {
     const ten = zlib.brotliCompressSync(Buffer.from('0123456789'));
     expect(Buffer.from(inflateFrame(ten, 10, 'x')).toString()).toBe('0123456789');
     const longer = chipError(() => inflateFrame(ten, 9, 'tensor "q" block data frame 0'));
-    expect(longer.code).toBe('CHIP_CODEC');
+    expect(longer.code).toBe('chipfile.codec');
     expect(longer.message).toBe('tensor "q" block data frame 0: brotli frame decodes to more than 9 bytes');
     expect(chipError(() => inflateFrame(ten, 11, 'y')).message).toBe('y: brotli frame decodes to 10 bytes, expected 11');
     expect(chipError(() => inflateFrame(ten.subarray(0, ten.length - 2), 10, 'z')).message).toMatch(/^z: brotli frame does not decode/);

@@ -128,7 +128,7 @@ describe('chipc compile --chip', () => {
         err = e;
       }
       expect(err).toBeInstanceOf(ChipcError);
-      expect((err as ChipcError).code).toBe('ST_SOURCE_SIZE');
+      expect((err as ChipcError).code).toBe('safetensors.source-size');
       expect(fs.readdirSync(d)).toEqual([]);
     }
     writeChipFromSources(path.join(d, 'x.chip'), [good]);

@@ -243,35 +243,35 @@ describe('refusing bad .chip files', () => {
       const bad = good.slice();
       bad[i] ^= 1 << (i % 8);
       const e = open(bad);
-      expect(e.code, `byte ${i}`).toMatch(/^CHIP_/);
+      expect(e.code, `byte ${i}`).toMatch(/^chipfile\./);
     }
   });
 
   it('refuses truncation at many lengths (every one near either end) and appended bytes', () => {
     const lengths = [...Array(good.length).keys()].filter((n) => n < 64 || n > good.length - 64 || n % 5 === 0);
     for (const n of lengths) {
-      expect(open(good.subarray(0, n)).code, `length ${n}`).toMatch(/^CHIP_(TRUNCATED|CHECKSUM|MAGIC)$/);
+      expect(open(good.subarray(0, n)).code, `length ${n}`).toMatch(/^chipfile\.(truncated|checksum|magic)$/);
     }
     const longer = new Uint8Array(good.length + 1);
     longer.set(good);
-    expect(open(longer).code).toBe('CHIP_CHECKSUM');
+    expect(open(longer).code).toBe('chipfile.checksum');
   });
 
   it('names the problem: magic, version, reserved field, checksum', () => {
     const m = good.slice();
     m[1] = 0x44;
-    expect(open(m).code).toBe('CHIP_MAGIC');
+    expect(open(m).code).toBe('chipfile.magic');
     const v = good.slice();
     v[8] = 3;
     const ev = open(v);
-    expect(ev.code).toBe('CHIP_VERSION');
+    expect(ev.code).toBe('chipfile.version');
     expect(ev.message).toContain('version 3');
     const r = good.slice();
     r[13] = 1;
-    expect(open(r).code).toBe('CHIP_RESERVED');
+    expect(open(r).code).toBe('chipfile.reserved');
     const c = good.slice();
     c[c.length - 1] ^= 0xff;
-    expect(open(c).code).toBe('CHIP_CHECKSUM');
+    expect(open(c).code).toBe('chipfile.checksum');
     expect(open(c).message).toContain('checksum');
   });
 
@@ -288,15 +288,15 @@ describe('refusing bad .chip files', () => {
     };
     // A range that overlaps its predecessor.
     const e1 = open(edit(`"table":[${a.table[0]},`, `"table":[${a.table[0] - 1},`));
-    expect(e1.code).toBe('CHIP_MANIFEST');
+    expect(e1.code).toBe('chipfile.manifest');
     expect(e1.message).toMatch(/expected \d+ \(ranges must follow/);
     // A payload size that does not match the file.
-    expect(open(edit(`"payloadSize":${m.payloadSize}`, `"payloadSize":${m.payloadSize + 1}`)).code).toBe('CHIP_MANIFEST');
+    expect(open(edit(`"payloadSize":${m.payloadSize}`, `"payloadSize":${m.payloadSize + 1}`)).code).toBe('chipfile.manifest');
     // Non-canonical text (whitespace) and an unknown format.
     expect(open(edit('{"format"', '{ "format"')).message).toContain('canonical');
-    expect(open(edit('"format":"chipc-sparse-checkpoint"', '"format":"other"')).code).toBe('CHIP_MANIFEST');
+    expect(open(edit('"format":"chipc-sparse-checkpoint"', '"format":"other"')).code).toBe('chipfile.manifest');
     // A manifest tensor that disagrees with the stored safetensors header.
-    expect(open(edit('"dtype":"F32","shape":[8]', '"dtype":"I32","shape":[8]')).code).toBe('CHIP_HEADER');
+    expect(open(edit('"dtype":"F32","shape":[8]', '"dtype":"I32","shape":[8]')).code).toBe('chipfile.header');
     // Block tables: tensor a's table is the varints (2, 2), (27, 1) — hand-derived above.
     const table = payload.subarray(a.table[0], a.table[0] + a.table[1]);
     expect([...table]).toEqual([2, 2, 27, 1]);
@@ -306,7 +306,7 @@ describe('refusing bad .chip files', () => {
       return assemble(good, manifest, p);
     };
     const touch = open(withTable([2, 2, 0, 1]));
-    expect(touch.code).toBe('CHIP_BLOCKS');
+    expect(touch.code).toBe('chipfile.blocks');
     expect(touch.message).toMatch(/overlap or touch/);
     expect(open(withTable([2, 2, 100, 1])).message).toMatch(/runs past the tensor's 32 bytes/);
     expect(open(withTable([2, 1, 27, 1])).message).toMatch(/blocks hold 2 bytes but/);
@@ -322,7 +322,7 @@ describe('refusing bad .chip files', () => {
     fs.writeFileSync(probe, assemble(good, manifest.replace(st.sha256, wrong), payload));
     const out = path.join(tmp, 'never');
     const e = chipError(() => expandChipFile(probe, out));
-    expect(e.code).toBe('CHIP_EXPAND_MISMATCH');
+    expect(e.code).toBe('chipfile.expand-mismatch');
     expect(fs.existsSync(out)).toBe(false);
     expect(hiddenEntries(tmp)).toEqual([]);
   });
@@ -337,10 +337,10 @@ describe('failed writes and refusals', () => {
     writeCheckpoint(d, [denseSource('a', 'F32', [2], new Float32Array([1, 0]))], { extraFiles: { 'config.json': '{}' } });
     const out = path.join(tmp, 'w.chip');
     fs.writeFileSync(path.join(d, 'extra.safetensors'), 'x');
-    expect(chipError(() => compactCheckpoint(d, out)).code).toBe('CHIP_STRAY_SHARD');
+    expect(chipError(() => compactCheckpoint(d, out)).code).toBe('chipfile.stray-shard');
     fs.rmSync(path.join(d, 'extra.safetensors'));
     fs.mkdirSync(path.join(d, 'sub'));
-    expect(chipError(() => compactCheckpoint(d, out)).code).toBe('CHIP_DIR_ENTRY');
+    expect(chipError(() => compactCheckpoint(d, out)).code).toBe('chipfile.dir-entry');
     fs.rmSync(path.join(d, 'sub'), { recursive: true });
     expect(fs.existsSync(out)).toBe(false);
 
@@ -360,15 +360,15 @@ describe('failed writes and refusals', () => {
     expect(hiddenEntries(tmp)).toEqual([]);
 
     compactCheckpoint(d, out);
-    expect(chipError(() => compactCheckpoint(d, out)).code).toBe('CHIP_TARGET_EXISTS');
+    expect(chipError(() => compactCheckpoint(d, out)).code).toBe('chipfile.target-exists');
     compactCheckpoint(d, out, { overwrite: true });
     const back = path.join(tmp, 'w-back');
     expandChipFile(out, back);
-    expect(chipError(() => expandChipFile(out, back)).code).toBe('CHIP_TARGET_EXISTS');
+    expect(chipError(() => expandChipFile(out, back)).code).toBe('chipfile.target-exists');
     expandChipFile(out, back, { overwrite: true });
     expectSameDir(d, back);
-    expect(chipError(() => openChipFile(path.join(d, 'config.json'))).code).toBe('CHIP_TRUNCATED');
-    expect(chipError(() => loadModel(path.join(d, 'model.safetensors'), { mode: 'dense' })).code).toBe('CHIP_MAGIC');
+    expect(chipError(() => openChipFile(path.join(d, 'config.json'))).code).toBe('chipfile.truncated');
+    expect(chipError(() => loadModel(path.join(d, 'model.safetensors'), { mode: 'dense' })).code).toBe('chipfile.magic');
   });
 
   it('chipc compact / expand on the command line (--json, --overwrite)', async () => {
@@ -381,7 +381,7 @@ describe('failed writes and refusals', () => {
     expect(doc.files).toBe(3);
     r = await cli('compact', d, '-o', out);
     expect(r.code).toBe(2);
-    expect(r.err).toContain('CHIP_TARGET_EXISTS');
+    expect(r.err).toContain('chipfile.target-exists');
     r = await cli('compact', d, '-o', out, '--overwrite');
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/wrote .*cli\.chip/);
@@ -394,6 +394,6 @@ describe('failed writes and refusals', () => {
     expect(r.code).toBe(2);
     r = await cli('expand', path.join(d, 'config.json'), '-o', path.join(tmp, 'cli-x'), '--json');
     expect(r.code).toBe(2);
-    expect(JSON.parse(r.out).error.code).toMatch(/^CHIP_/);
+    expect(JSON.parse(r.out).error.code).toMatch(/^chipfile\./);
   });
 });

@@ -436,14 +436,14 @@ describe('lookup → hard attention: resource errors', () => {
     return 'no error';
   };
   it('names the resource that ran out', () => {
-    expect(code(() => lower({ n: 16, L: 5, nv: 1, publish: true }))).toBe('fit.lookup.head_dims');
-    expect(code(() => lower({ n: 3, L: 9, nv: 1, publish: true }))).toBe('fit.lookup.stamp_bits');
-    expect(code(() => lower({ n: 3, L: 5, nv: 32, publish: true }))).toBe('fit.lookup.value_dims');
+    expect(code(() => lower({ n: 16, L: 5, nv: 1, publish: true }))).toBe('fit.lookup.head-dims');
+    expect(code(() => lower({ n: 3, L: 9, nv: 1, publish: true }))).toBe('fit.lookup.stamp-bits');
+    expect(code(() => lower({ n: 3, L: 5, nv: 32, publish: true }))).toBe('fit.lookup.value-dims');
     expect(code(() => lower({ n: 3, L: 5, nv: 1, publish: true }, { defaults: [300] }))).toBe('fit.lookup.values');
     expect(code(() => lower({ n: 3, L: 5, nv: 1, publish: true }, { defaults: [170], valueAtBos: [-215] }))).toBe('fit.lookup.values');
     expect(code(() => lower({ n: 3, L: 5, nv: 1, publish: true }, { scales: { q: 2, k: 2 } }))).toBe('fit.lookup.margin');
-    expect(code(() => lower({ n: 3, L: 5, nv: 1, publish: true }, { scales: { q: 1000, k: 2 } }))).toBe('fit.lookup.norm_scale');
-    expect(code(() => lower({ n: 16, L: 8, nv: 1, publish: true }, {}, attnDimsOf(wide)))).toBe('fit.lookup.q_norm');
-    expect(code(() => lower({ n: 3, L: 5, nv: 1, publish: true }, {}, { D: 41, R: 8, group: 1 }))).toBe('fit.lookup.head_dim');
+    expect(code(() => lower({ n: 3, L: 5, nv: 1, publish: true }, { scales: { q: 1000, k: 2 } }))).toBe('fit.lookup.norm-scale');
+    expect(code(() => lower({ n: 16, L: 8, nv: 1, publish: true }, {}, attnDimsOf(wide)))).toBe('fit.lookup.q-norm');
+    expect(code(() => lower({ n: 3, L: 5, nv: 1, publish: true }, {}, { D: 41, R: 8, group: 1 }))).toBe('fit.lookup.head-dim');
   });
 });

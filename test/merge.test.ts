@@ -290,7 +290,7 @@ describe('merge errors leave no output', () => {
     const host = writeHost(tiny, 3, 40_000);
     const shard = fs.readdirSync(host).find((f) => f.startsWith('model-00002'))!;
     fs.rmSync(path.join(host, shard));
-    expectRefused(() => mergeCheckpoints(host, chipDir, freshDir('out')), 'CKPT_INDEX_SHARD_MISSING', freshDir('out'), /host/);
+    expectRefused(() => mergeCheckpoints(host, chipDir, freshDir('out')), 'checkpoint.index-shard-missing', freshDir('out'), /host/);
   });
 
   it('a tensor of the wrong shape', () => {
@@ -299,7 +299,7 @@ describe('merge errors leave no output', () => {
     cfg.intermediate_size = 128;
     fs.writeFileSync(path.join(host, 'config.json'), JSON.stringify(cfg));
     const out = freshDir('out');
-    expectRefused(() => mergeCheckpoints(host, chipDir, out), 'WEIGHTS_MISMATCH', out, /mis-shaped/);
+    expectRefused(() => mergeCheckpoints(host, chipDir, out), 'weights.mismatch', out, /mis-shaped/);
   });
 
   it('an unknown model_type', () => {
@@ -308,19 +308,19 @@ describe('merge errors leave no output', () => {
     cfg.model_type = 'llama';
     fs.writeFileSync(path.join(host, 'config.json'), JSON.stringify(cfg));
     const out = freshDir('out');
-    expectRefused(() => mergeCheckpoints(host, chipDir, out), 'BAD_CONFIG', out, /model_type/);
+    expectRefused(() => mergeCheckpoints(host, chipDir, out), 'target.config', out, /model_type/);
   });
 
   it('a chip of another family', () => {
     const host = writeHost(nextHost, 3);
     const out = freshDir('out');
-    expectRefused(() => mergeCheckpoints(host, chipDir, out), 'MERGE_FAMILY', out, /qwen3_5_text.*qwen3_next/);
+    expectRefused(() => mergeCheckpoints(host, chipDir, out), 'merge.family', out, /qwen3_5_text.*qwen3_next/);
   });
 
   it('a chip whose layer shapes differ from the host', () => {
     const host = writeHost({ ...tiny, intermediateSize: 512 }, 3);
     const out = freshDir('out');
-    expectRefused(() => mergeCheckpoints(host, chipDir, out), 'MERGE_SHAPE', out, /intermediate_size/);
+    expectRefused(() => mergeCheckpoints(host, chipDir, out), 'merge.shape', out, /intermediate_size/);
   });
 
   it('a chip whose hidden size is not a power-of-four ratio of the host', async () => {
@@ -329,7 +329,7 @@ describe('merge errors leave no output', () => {
     const chip = writeChip(wide, 'BF16');
     const host = writeHost(tiny, 3);
     const out = freshDir('out');
-    expectRefused(() => mergeCheckpoints(host, chip, out), 'MERGE_FIT', out, /--hidden/);
+    expectRefused(() => mergeCheckpoints(host, chip, out), 'merge.fit', out, /--hidden/);
   });
 
   it('an existing output without overwrite; with overwrite it is replaced', () => {
@@ -339,7 +339,7 @@ describe('merge errors leave no output', () => {
     fs.writeFileSync(path.join(out, 'keep.txt'), 'x');
     let err: unknown;
     try { mergeCheckpoints(host, chipDir, out); } catch (e) { err = e; }
-    expect((err as ChipcError).code).toBe('CKPT_TARGET_EXISTS');
+    expect((err as ChipcError).code).toBe('checkpoint.target-exists');
     expect(fs.readdirSync(out)).toEqual(['keep.txt']);
     mergeCheckpoints(host, chipDir, out, { overwrite: true });
     expect(fs.existsSync(path.join(out, 'keep.txt'))).toBe(false);
@@ -363,6 +363,6 @@ describe('chipc merge (CLI)', () => {
     for (const f of fs.readdirSync(a)) expect(fs.readFileSync(path.join(b, f)).equals(fs.readFileSync(path.join(a, f)))).toBe(true);
     const again = await cli('merge', '--host', host, '--chip', chip, '-o', a, '--no-progress');
     expect(again.code).toBe(2);
-    expect(again.err).toMatch(/CKPT_TARGET_EXISTS/);
+    expect(again.err).toMatch(/checkpoint.target-exists/);
   });
 });

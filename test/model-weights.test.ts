@@ -178,7 +178,7 @@ describe('save → load round trip (in-memory store)', () => {
       let err: unknown;
       try { for (const _ of src.chunks()) { /* drain */ } } catch (e) { err = e; }
       expect(err).toBeInstanceOf(ChipcError);
-      expect((err as ChipcError).code).toBe('BF16_INEXACT');
+      expect((err as ChipcError).code).toBe('weights.inexact');
       expect((err as Error).message).toMatch(/model\.embed_tokens\.weight: element 5 \(row 0, column 5\)/);
     });
   }
@@ -314,7 +314,7 @@ describe('checkpoint tensor-set checks', () => {
     let err: unknown;
     try { loadModelWeights(broken, tiny, { mode: 'dense' }); } catch (e) { err = e; }
     expect(err).toBeInstanceOf(ChipcError);
-    expect((err as ChipcError).code).toBe('WEIGHTS_MISMATCH');
+    expect((err as ChipcError).code).toBe('weights.mismatch');
     const msg = (err as Error).message;
     expect(msg).toMatch(/1 missing: model\.layers\.2\.linear_attn\.A_log/);
     expect(msg).toMatch(/1 unexpected: model\.layers\.9\.extra\.weight/);

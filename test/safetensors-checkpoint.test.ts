@@ -33,7 +33,7 @@ describe('openCheckpoint', () => {
     expect(st.info('c').byteLength).toBe(16);
     expect(Array.from(st.readBytes('c', 0, 2))).toEqual([0, 0]);
     expect([...st.chunks('c', 5)].map((c) => c.length)).toEqual([5, 5, 5, 1]);
-    expect(() => st.info('zz')).toThrow(expect.objectContaining({ code: 'ST_NO_TENSOR' }));
+    expect(() => st.info('zz')).toThrow(expect.objectContaining({ code: 'safetensors.no-tensor' }));
     st.close();
     const f = path.join(tmp, `single${n++}.safetensors`);
     writeSafetensors(f, [denseSource('w', 'F32', [1], new Float32Array([4]))]);
@@ -43,19 +43,19 @@ describe('openCheckpoint', () => {
   });
 
   const rules: [string, (dir: string) => void, string][] = [
-    ['index not JSON', (d) => setIndex(d, '{"weight_map": '), 'CKPT_INDEX_JSON'],
-    ['no weight_map', (d) => setIndex(d, '{"metadata": {}}'), 'CKPT_INDEX_WEIGHT_MAP'],
-    ['duplicate key in weight_map', (d) => setIndex(d, `{"weight_map": {"a": "${S1}", "a": "${S1}", "b": "${S1}", "c": "${S2}"}}`), 'CKPT_INDEX_DUPLICATE'],
-    ['shard name with a path', (d) => setIndex(d, wm({ a: S1, b: S1, c: `../${S2}` })), 'CKPT_INDEX_SHARD_NAME'],
-    ['shard name not a string', (d) => setIndex(d, '{"weight_map": {"a": 1}}'), 'CKPT_INDEX_SHARD_NAME'],
-    ['referenced shard missing', (d) => fs.rmSync(path.join(d, S2)), 'CKPT_INDEX_SHARD_MISSING'],
-    ['index lists a tensor its shard lacks', (d) => setIndex(d, wm({ a: S1, b: S1, c: S2, x: S2 })), 'CKPT_INDEX_TENSOR_MISSING'],
-    ['shard holds a tensor the index omits', (d) => setIndex(d, wm({ a: S1, c: S2 })), 'CKPT_INDEX_TENSOR_UNLISTED'],
-    ['index assigns a tensor to the wrong shard', (d) => setIndex(d, wm({ a: S1, b: S2, c: S2 })), 'CKPT_INDEX_TENSOR_UNLISTED'],
-    ['a tensor stored in two shards', (d) => writeSafetensors(path.join(d, S2), [zerosSource('c', 'U8', [16]), zerosSource('a', 'U8', [8])]), 'CKPT_INDEX_TENSOR_DUPLICATE'],
-    ['a corrupt shard', (d) => fs.appendFileSync(path.join(d, S2), 'x'), 'ST_TRAILING_BYTES'],
-    ['both model.safetensors and an index', (d) => writeSafetensors(path.join(d, 'model.safetensors'), []), 'CKPT_AMBIGUOUS'],
-    ['neither file', (d) => { fs.rmSync(indexPath(d)); }, 'CKPT_NOT_FOUND'],
+    ['index not JSON', (d) => setIndex(d, '{"weight_map": '), 'checkpoint.index-json'],
+    ['no weight_map', (d) => setIndex(d, '{"metadata": {}}'), 'checkpoint.index-weight-map'],
+    ['duplicate key in weight_map', (d) => setIndex(d, `{"weight_map": {"a": "${S1}", "a": "${S1}", "b": "${S1}", "c": "${S2}"}}`), 'checkpoint.index-duplicate'],
+    ['shard name with a path', (d) => setIndex(d, wm({ a: S1, b: S1, c: `../${S2}` })), 'checkpoint.index-shard-name'],
+    ['shard name not a string', (d) => setIndex(d, '{"weight_map": {"a": 1}}'), 'checkpoint.index-shard-name'],
+    ['referenced shard missing', (d) => fs.rmSync(path.join(d, S2)), 'checkpoint.index-shard-missing'],
+    ['index lists a tensor its shard lacks', (d) => setIndex(d, wm({ a: S1, b: S1, c: S2, x: S2 })), 'checkpoint.index-tensor-missing'],
+    ['shard holds a tensor the index omits', (d) => setIndex(d, wm({ a: S1, c: S2 })), 'checkpoint.index-tensor-unlisted'],
+    ['index assigns a tensor to the wrong shard', (d) => setIndex(d, wm({ a: S1, b: S2, c: S2 })), 'checkpoint.index-tensor-unlisted'],
+    ['a tensor stored in two shards', (d) => writeSafetensors(path.join(d, S2), [zerosSource('c', 'U8', [16]), zerosSource('a', 'U8', [8])]), 'checkpoint.index-tensor-duplicate'],
+    ['a corrupt shard', (d) => fs.appendFileSync(path.join(d, S2), 'x'), 'safetensors.trailing-bytes'],
+    ['both model.safetensors and an index', (d) => writeSafetensors(path.join(d, 'model.safetensors'), []), 'checkpoint.ambiguous'],
+    ['neither file', (d) => { fs.rmSync(indexPath(d)); }, 'checkpoint.not-found'],
   ];
   for (const [what, mutate, want] of rules) {
     it(`${what} → ${want}`, () => {
@@ -64,7 +64,7 @@ describe('openCheckpoint', () => {
       expect(() => openCheckpoint(dir)).toThrow(expect.objectContaining({ code: want }));
     });
   }
-  it('a missing path → CKPT_NOT_FOUND', () => {
-    expect(() => openCheckpoint(path.join(tmp, 'nope'))).toThrow(expect.objectContaining({ code: 'CKPT_NOT_FOUND' }));
+  it('a missing path → checkpoint.not-found', () => {
+    expect(() => openCheckpoint(path.join(tmp, 'nope'))).toThrow(expect.objectContaining({ code: 'checkpoint.not-found' }));
   });
 });

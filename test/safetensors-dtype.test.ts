@@ -209,36 +209,36 @@ describe('decoders', () => {
     expect(Array.from(decodeToF32('U16', new Uint8Array([0xff, 0xff, 0x01, 0x00])))).toEqual([65535, 1]);
     expect(Array.from(decodeToF32('I16', new Uint8Array([0x00, 0x80])))).toEqual([-32768]);
     expect(Array.from(decodeToF32('BOOL', new Uint8Array([0, 1])))).toEqual([0, 1]);
-    expectCode(() => decodeToF32('BOOL', new Uint8Array([2])), 'ST_BOOL_VALUE');
+    expectCode(() => decodeToF32('BOOL', new Uint8Array([2])), 'safetensors.bool-value');
     const f = le(8, (dv) => dv.setFloat64(0, 1 + 2 ** -24, true)); // tie → even 1.0
     expect(bitsOf(decodeToF32('F64', f))).toEqual([0x3f800000]);
     expect(bitsOf(decodeToF32('BF16', new Uint8Array([0x80, 0x43, 0x00, 0x80])))).toEqual([0x43800000, 0x80000000]);
     expect(bitsOf(decodeToF32('F16', new Uint8Array([0x01, 0x00, 0x00, 0x3c])))).toEqual([f32Bits(2 ** -24), 0x3f800000]);
-    expectCode(() => decodeToF32('F8_E4M3', new Uint8Array([1])), 'ST_UNSUPPORTED_DTYPE');
-    expectCode(() => decodeToF32('F32', new Uint8Array(3)), 'ST_BYTE_LENGTH');
+    expectCode(() => decodeToF32('F8_E4M3', new Uint8Array([1])), 'safetensors.unsupported-dtype');
+    expectCode(() => decodeToF32('F32', new Uint8Array(3)), 'safetensors.byte-length');
   });
 });
 
 describe('encoders', () => {
   it('BF16 exact mode names the first inexact element', () => {
     const v = new Float32Array([1, 256, 257, 259]);
-    const e = expectCode(() => encodeFromF32('BF16', v, { exact: true, label: 'w', indexBase: 10 }), 'ST_INEXACT');
+    const e = expectCode(() => encodeFromF32('BF16', v, { exact: true, label: 'w', indexBase: 10 }), 'safetensors.inexact');
     expect(e.message).toContain('element 12');
     expect(e.message).toContain('257');
     const r = encodeFromF32('BF16', v); // rounding mode
     expect(Array.from(new Uint16Array(r.buffer))).toEqual([0x3f80, 0x4380, 0x4380, 0x4382]);
   });
   it('F16 exact mode refuses overflow and rounding', () => {
-    expectCode(() => encodeFromF32('F16', new Float32Array([65504, 65520]), { exact: true }), 'ST_INEXACT');
-    expectCode(() => encodeFromF32('F16', new Float32Array([1 + 2 ** -11]), { exact: true }), 'ST_INEXACT');
+    expectCode(() => encodeFromF32('F16', new Float32Array([65504, 65520]), { exact: true }), 'safetensors.inexact');
+    expectCode(() => encodeFromF32('F16', new Float32Array([1 + 2 ** -11]), { exact: true }), 'safetensors.inexact');
     expect(Array.from(new Uint16Array(encodeFromF32('F16', new Float32Array([65504, -0]), { exact: true }).buffer))).toEqual([0x7bff, 0x8000]);
   });
   it('integer dtypes refuse fractions and out-of-range values', () => {
-    expectCode(() => encodeFromF32('U8', new Float32Array([256])), 'ST_INEXACT');
-    expectCode(() => encodeFromF32('I8', new Float32Array([0.5])), 'ST_INEXACT');
-    expectCode(() => encodeFromF32('U64', new Float32Array([2 ** 64])), 'ST_INEXACT');
-    expectCode(() => encodeFromF32('I64', new Float32Array([2 ** 63])), 'ST_INEXACT');
-    expectCode(() => encodeFromF32('BOOL', new Float32Array([2])), 'ST_INEXACT');
+    expectCode(() => encodeFromF32('U8', new Float32Array([256])), 'safetensors.inexact');
+    expectCode(() => encodeFromF32('I8', new Float32Array([0.5])), 'safetensors.inexact');
+    expectCode(() => encodeFromF32('U64', new Float32Array([2 ** 64])), 'safetensors.inexact');
+    expectCode(() => encodeFromF32('I64', new Float32Array([2 ** 63])), 'safetensors.inexact');
+    expectCode(() => encodeFromF32('BOOL', new Float32Array([2])), 'safetensors.inexact');
     const b = encodeFromF32('I64', new Float32Array([-(2 ** 63)]));
     expect(new DataView(b.buffer).getBigInt64(0, true)).toBe(-(2n ** 63n));
   });

@@ -40,55 +40,55 @@ const t = (name: string, dtype: string, shape: unknown, offsets: unknown): strin
 
 describe('validation rules (one crafted input each)', () => {
   const cases: [string, Uint8Array, string][] = [
-    ['file shorter than 8 bytes', new Uint8Array(5), 'ST_FILE_TOO_SMALL'],
-    ['header size above 100,000,000', craft('{}', 0, 100_000_001n), 'ST_HEADER_TOO_LARGE'],
-    ['header size 2^64 − 1', craft('{}', 0, 2n ** 64n - 1n), 'ST_HEADER_TOO_LARGE'],
-    ['header runs past EOF', craft('{}', 0, 100n), 'ST_HEADER_PAST_EOF'],
-    ['header not UTF-8', craft(new Uint8Array([0x7b, 0xff, 0x7d])), 'ST_HEADER_UTF8'],
-    ['header starts with a space', craft(' {}'), 'ST_HEADER_START'],
-    ['header is an array', craft('[]'), 'ST_HEADER_START'],
-    ['header is empty', craft(''), 'ST_HEADER_START'],
-    ['header starts with a BOM', craft('\ufeff{}'), 'ST_HEADER_START'],
-    ['header is not JSON', craft('{"a":'), 'ST_HEADER_JSON'],
-    ['trailing comma', craft('{"a":1,}'), 'ST_HEADER_JSON'],
-    ['deep nesting', craft('{"a":' + '['.repeat(200) + ']'.repeat(200) + '}'), 'ST_HEADER_JSON'],
-    ['newline padding', craft('{}\n'), 'ST_HEADER_PADDING'],
-    ['NUL padding', craft('{}\0\0'), 'ST_HEADER_PADDING'],
-    ['junk after the object', craft('{}  x'), 'ST_HEADER_PADDING'],
-    ['unknown dtype', craft(`{${t('a', 'F33', [1], [0, 4])}}`, 4), 'ST_DTYPE'],
-    ['dtype not a string', craft('{"a":{"dtype":7,"shape":[1],"data_offsets":[0,1]}}', 1), 'ST_DTYPE'],
-    ['shape not an array', craft(`{${t('a', 'U8', 'x', [0, 1])}}`, 1), 'ST_SHAPE'],
-    ['negative dimension', craft(`{${t('a', 'U8', [-1], [0, 1])}}`, 1), 'ST_SHAPE'],
-    ['fractional dimension', craft('{"a":{"dtype":"U8","shape":[1.5],"data_offsets":[0,1]}}', 1), 'ST_SHAPE'],
-    ['exponent dimension', craft('{"a":{"dtype":"U8","shape":[1e0],"data_offsets":[0,1]}}', 1), 'ST_SHAPE'],
-    ['string dimension', craft(`{${t('a', 'U8', ['1'], [0, 1])}}`, 1), 'ST_SHAPE'],
-    ['data_offsets of one integer', craft(`{${t('a', 'U8', [1], [0])}}`, 1), 'ST_DATA_OFFSETS'],
-    ['data_offsets of three integers', craft(`{${t('a', 'U8', [1], [0, 1, 2])}}`, 1), 'ST_DATA_OFFSETS'],
-    ['data_offsets not integers', craft('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0.0,1]}}', 1), 'ST_DATA_OFFSETS'],
-    ['data_offsets end before begin', craft(`{${t('a', 'U8', [0], [1, 0])}}`, 1), 'ST_DATA_OFFSETS'],
-    ['__metadata__ value not a string', craft('{"__metadata__":{"format":1}}'), 'ST_METADATA'],
-    ['__metadata__ not an object', craft('{"__metadata__":"pt"}'), 'ST_METADATA'],
-    ['__metadata__ nested object', craft('{"__metadata__":{"a":{}}}'), 'ST_METADATA'],
-    ['duplicate tensor name', craft(`{${t('a', 'U8', [1], [0, 1])},${t('a', 'U8', [1], [1, 2])}}`, 2), 'ST_DUPLICATE_KEY'],
-    ['duplicate key inside __metadata__', craft('{"__metadata__":{"format":"pt","format":"pt"}}'), 'ST_DUPLICATE_KEY'],
-    ['duplicate __metadata__', craft('{"__metadata__":{},"__metadata__":{}}'), 'ST_DUPLICATE_KEY'],
-    ['duplicate field in an entry', craft('{"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}}', 1), 'ST_DUPLICATE_KEY'],
-    ['entry not an object', craft('{"a":[1]}'), 'ST_TENSOR_ENTRY'],
-    ['entry missing shape', craft('{"a":{"dtype":"U8","data_offsets":[0,1]}}', 1), 'ST_TENSOR_ENTRY'],
-    ['entry with an unknown field', craft('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":1}}', 1), 'ST_TENSOR_ENTRY'],
-    ['first tensor not at 0', craft(`{${t('a', 'U8', [4], [4, 8])}}`, 8), 'ST_OFFSET_START'],
-    ['gap between tensors', craft(`{${t('a', 'U8', [4], [0, 4])},${t('b', 'U8', [4], [8, 12])}}`, 12), 'ST_OFFSET_GAP'],
-    ['overlapping tensors', craft(`{${t('a', 'U8', [4], [0, 4])},${t('b', 'U8', [4], [2, 6])}}`, 6), 'ST_OFFSET_OVERLAP'],
-    ['size ≠ numel·bits/8', craft(`{${t('a', 'F32', [2], [0, 4])}}`, 4), 'ST_TENSOR_SIZE'],
-    ['numel overflowing 2^64 (exact BigInt check)', craft(`{${t('a', 'U8', [2 ** 47, 2 ** 47], [0, 0])}}`), 'ST_TENSOR_SIZE'],
-    ['F4 with an odd element count', craft(`{${t('a', 'F4', [3], [0, 2])}}`, 2), 'ST_MISALIGNED'],
-    ['F6 with one element', craft(`{${t('a', 'F6_E2M3', [1], [0, 1])}}`, 1), 'ST_MISALIGNED'],
-    ['trailing bytes', craft(`{${t('a', 'U8', [2], [0, 2])}}`, 3), 'ST_TRAILING_BYTES'],
-    ['trailing bytes, no tensors', craft('{}', 1), 'ST_TRAILING_BYTES'],
-    ['truncated data', craft(`{${t('a', 'U8', [2], [0, 2])}}`, 1), 'ST_TRUNCATED'],
-    ['dimension 2^48', craft(`{${t('a', 'U8', [2 ** 48], [0, 0])}}`), 'ST_INT_RANGE'],
-    ['offset 2^48', craft(`{${t('a', 'U8', [0], [2 ** 48, 2 ** 48])}}`), 'ST_INT_RANGE'],
-    ['20-digit integer', craft('{"a":{"dtype":"U8","shape":[99999999999999999999],"data_offsets":[0,0]}}'), 'ST_INT_RANGE'],
+    ['file shorter than 8 bytes', new Uint8Array(5), 'safetensors.file-too-small'],
+    ['header size above 100,000,000', craft('{}', 0, 100_000_001n), 'safetensors.header-too-large'],
+    ['header size 2^64 − 1', craft('{}', 0, 2n ** 64n - 1n), 'safetensors.header-too-large'],
+    ['header runs past EOF', craft('{}', 0, 100n), 'safetensors.header-past-eof'],
+    ['header not UTF-8', craft(new Uint8Array([0x7b, 0xff, 0x7d])), 'safetensors.header-utf8'],
+    ['header starts with a space', craft(' {}'), 'safetensors.header-start'],
+    ['header is an array', craft('[]'), 'safetensors.header-start'],
+    ['header is empty', craft(''), 'safetensors.header-start'],
+    ['header starts with a BOM', craft('\ufeff{}'), 'safetensors.header-start'],
+    ['header is not JSON', craft('{"a":'), 'safetensors.header-json'],
+    ['trailing comma', craft('{"a":1,}'), 'safetensors.header-json'],
+    ['deep nesting', craft('{"a":' + '['.repeat(200) + ']'.repeat(200) + '}'), 'safetensors.header-json'],
+    ['newline padding', craft('{}\n'), 'safetensors.header-padding'],
+    ['NUL padding', craft('{}\0\0'), 'safetensors.header-padding'],
+    ['junk after the object', craft('{}  x'), 'safetensors.header-padding'],
+    ['unknown dtype', craft(`{${t('a', 'F33', [1], [0, 4])}}`, 4), 'safetensors.dtype'],
+    ['dtype not a string', craft('{"a":{"dtype":7,"shape":[1],"data_offsets":[0,1]}}', 1), 'safetensors.dtype'],
+    ['shape not an array', craft(`{${t('a', 'U8', 'x', [0, 1])}}`, 1), 'safetensors.shape'],
+    ['negative dimension', craft(`{${t('a', 'U8', [-1], [0, 1])}}`, 1), 'safetensors.shape'],
+    ['fractional dimension', craft('{"a":{"dtype":"U8","shape":[1.5],"data_offsets":[0,1]}}', 1), 'safetensors.shape'],
+    ['exponent dimension', craft('{"a":{"dtype":"U8","shape":[1e0],"data_offsets":[0,1]}}', 1), 'safetensors.shape'],
+    ['string dimension', craft(`{${t('a', 'U8', ['1'], [0, 1])}}`, 1), 'safetensors.shape'],
+    ['data_offsets of one integer', craft(`{${t('a', 'U8', [1], [0])}}`, 1), 'safetensors.data-offsets'],
+    ['data_offsets of three integers', craft(`{${t('a', 'U8', [1], [0, 1, 2])}}`, 1), 'safetensors.data-offsets'],
+    ['data_offsets not integers', craft('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0.0,1]}}', 1), 'safetensors.data-offsets'],
+    ['data_offsets end before begin', craft(`{${t('a', 'U8', [0], [1, 0])}}`, 1), 'safetensors.data-offsets'],
+    ['__metadata__ value not a string', craft('{"__metadata__":{"format":1}}'), 'safetensors.metadata'],
+    ['__metadata__ not an object', craft('{"__metadata__":"pt"}'), 'safetensors.metadata'],
+    ['__metadata__ nested object', craft('{"__metadata__":{"a":{}}}'), 'safetensors.metadata'],
+    ['duplicate tensor name', craft(`{${t('a', 'U8', [1], [0, 1])},${t('a', 'U8', [1], [1, 2])}}`, 2), 'safetensors.duplicate-key'],
+    ['duplicate key inside __metadata__', craft('{"__metadata__":{"format":"pt","format":"pt"}}'), 'safetensors.duplicate-key'],
+    ['duplicate __metadata__', craft('{"__metadata__":{},"__metadata__":{}}'), 'safetensors.duplicate-key'],
+    ['duplicate field in an entry', craft('{"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}}', 1), 'safetensors.duplicate-key'],
+    ['entry not an object', craft('{"a":[1]}'), 'safetensors.tensor-entry'],
+    ['entry missing shape', craft('{"a":{"dtype":"U8","data_offsets":[0,1]}}', 1), 'safetensors.tensor-entry'],
+    ['entry with an unknown field', craft('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":1}}', 1), 'safetensors.tensor-entry'],
+    ['first tensor not at 0', craft(`{${t('a', 'U8', [4], [4, 8])}}`, 8), 'safetensors.offset-start'],
+    ['gap between tensors', craft(`{${t('a', 'U8', [4], [0, 4])},${t('b', 'U8', [4], [8, 12])}}`, 12), 'safetensors.offset-gap'],
+    ['overlapping tensors', craft(`{${t('a', 'U8', [4], [0, 4])},${t('b', 'U8', [4], [2, 6])}}`, 6), 'safetensors.offset-overlap'],
+    ['size ≠ numel·bits/8', craft(`{${t('a', 'F32', [2], [0, 4])}}`, 4), 'safetensors.tensor-size'],
+    ['numel overflowing 2^64 (exact BigInt check)', craft(`{${t('a', 'U8', [2 ** 47, 2 ** 47], [0, 0])}}`), 'safetensors.tensor-size'],
+    ['F4 with an odd element count', craft(`{${t('a', 'F4', [3], [0, 2])}}`, 2), 'safetensors.misaligned'],
+    ['F6 with one element', craft(`{${t('a', 'F6_E2M3', [1], [0, 1])}}`, 1), 'safetensors.misaligned'],
+    ['trailing bytes', craft(`{${t('a', 'U8', [2], [0, 2])}}`, 3), 'safetensors.trailing-bytes'],
+    ['trailing bytes, no tensors', craft('{}', 1), 'safetensors.trailing-bytes'],
+    ['truncated data', craft(`{${t('a', 'U8', [2], [0, 2])}}`, 1), 'safetensors.truncated'],
+    ['dimension 2^48', craft(`{${t('a', 'U8', [2 ** 48], [0, 0])}}`), 'safetensors.int-range'],
+    ['offset 2^48', craft(`{${t('a', 'U8', [0], [2 ** 48, 2 ** 48])}}`), 'safetensors.int-range'],
+    ['20-digit integer', craft('{"a":{"dtype":"U8","shape":[99999999999999999999],"data_offsets":[0,0]}}'), 'safetensors.int-range'],
   ];
   for (const [what, img, want] of cases) it(`${what} → ${want}`, () => expect(code(img)).toBe(want));
 
@@ -121,23 +121,23 @@ describe('validation rules (one crafted input each)', () => {
     const st = openSafetensorsBuffer(craft(`{${t('a', 'U8', [4], [0, 4])}}`, new Uint8Array([1, 2, 3, 4])));
     expect(Array.from(st.readBytes('a', 1, 3))).toEqual([2, 3]);
     expect(Array.from(st.readBytes('a', 4))).toEqual([]);
-    expect(() => st.readBytes('a', 2, 5)).toThrow(expect.objectContaining({ code: 'ST_RANGE' }));
-    expect(() => st.readBytes('a', 3, 2)).toThrow(expect.objectContaining({ code: 'ST_RANGE' }));
-    expect(() => st.readBytes('a', -1)).toThrow(expect.objectContaining({ code: 'ST_RANGE' }));
-    expect(() => st.readBytes('a', 0.5)).toThrow(expect.objectContaining({ code: 'ST_RANGE' }));
-    expect(() => st.info('b')).toThrow(expect.objectContaining({ code: 'ST_NO_TENSOR' }));
+    expect(() => st.readBytes('a', 2, 5)).toThrow(expect.objectContaining({ code: 'safetensors.range' }));
+    expect(() => st.readBytes('a', 3, 2)).toThrow(expect.objectContaining({ code: 'safetensors.range' }));
+    expect(() => st.readBytes('a', -1)).toThrow(expect.objectContaining({ code: 'safetensors.range' }));
+    expect(() => st.readBytes('a', 0.5)).toThrow(expect.objectContaining({ code: 'safetensors.range' }));
+    expect(() => st.info('b')).toThrow(expect.objectContaining({ code: 'safetensors.no-tensor' }));
     expect([...st.chunks('a', 3)].map((c) => Array.from(c))).toEqual([[1, 2, 3], [4]]);
-    expect(() => [...st.chunks('a', 0)]).toThrow(expect.objectContaining({ code: 'ST_RANGE' }));
+    expect(() => [...st.chunks('a', 0)]).toThrow(expect.objectContaining({ code: 'safetensors.range' }));
     st.close();
-    expect(() => st.readBytes('a')).toThrow(expect.objectContaining({ code: 'ST_CLOSED' }));
+    expect(() => st.readBytes('a')).toThrow(expect.objectContaining({ code: 'safetensors.closed' }));
   });
 
   it('file errors name the file', () => {
     const p = path.join(tmp, 'bad.safetensors');
     fs.writeFileSync(p, craft(`{${t('a', 'F32', [2], [0, 4])}}`, 4));
-    expect(() => openSafetensors(p)).toThrow(expect.objectContaining({ code: 'ST_TENSOR_SIZE', message: expect.stringContaining(`${p}: tensor "a"`) }));
-    expect(() => openSafetensors(path.join(tmp, 'missing.safetensors'))).toThrow(expect.objectContaining({ code: 'ST_OPEN' }));
-    expect(() => openSafetensors(tmp)).toThrow(expect.objectContaining({ code: 'ST_OPEN' }));
+    expect(() => openSafetensors(p)).toThrow(expect.objectContaining({ code: 'safetensors.tensor-size', message: expect.stringContaining(`${p}: tensor "a"`) }));
+    expect(() => openSafetensors(path.join(tmp, 'missing.safetensors'))).toThrow(expect.objectContaining({ code: 'safetensors.open' }));
+    expect(() => openSafetensors(tmp)).toThrow(expect.objectContaining({ code: 'safetensors.open' }));
   });
 });
 

@@ -126,18 +126,18 @@ describe('header layout', () => {
     const p = fresh();
     const dir = path.dirname(p);
     const cases: [() => unknown, string][] = [
-      [() => writeSafetensors(p, [zerosSource('a', 'U8', [1]), zerosSource('a', 'U8', [2])]), 'ST_WRITE_DUPLICATE'],
-      [() => writeSafetensors(p, [{ name: 'a', dtype: 'U8', shape: [-1], chunks: () => [] }]), 'ST_WRITE_SHAPE'],
-      [() => writeSafetensors(p, [{ name: 'a', dtype: 'U8', shape: [1.5], chunks: () => [] }]), 'ST_WRITE_SHAPE'],
-      [() => writeSafetensors(p, [{ name: 'a', dtype: 'F4', shape: [3], chunks: () => [] }]), 'ST_WRITE_SHAPE'],
-      [() => writeSafetensors(p, [{ name: 'a', dtype: 'X' as DType, shape: [1], chunks: () => [] }]), 'ST_WRITE_DTYPE'],
-      [() => writeSafetensors(p, [zerosSource('__metadata__', 'U8', [1])]), 'ST_WRITE_NAME'],
-      [() => writeSafetensors(p, [], { metadata: { format: 'tf' } }), 'ST_WRITE_METADATA'],
-      [() => writeSafetensors(p, [{ name: 'a', dtype: 'U8', shape: [4], chunks: () => [new Uint8Array(3)] }]), 'ST_SOURCE_SIZE'],
-      [() => writeSafetensors(p, [{ name: 'a', dtype: 'U8', shape: [4], chunks: () => [new Uint8Array(3), new Uint8Array(2)] }]), 'ST_SOURCE_SIZE'],
-      [() => writeSafetensors(p, [{ name: 'a', dtype: 'U8', shape: [4], chunks: () => [[1, 2, 3, 4] as unknown as Uint8Array] }]), 'ST_SOURCE_CHUNK'],
-      [() => writeSafetensors(p, [denseSource('a', 'BF16', [1], new Float32Array([257]))]), 'ST_INEXACT'],
-      [() => denseSource('a', 'F32', [2], new Float32Array(3)), 'ST_SOURCE_SIZE'],
+      [() => writeSafetensors(p, [zerosSource('a', 'U8', [1]), zerosSource('a', 'U8', [2])]), 'safetensors.write-duplicate'],
+      [() => writeSafetensors(p, [{ name: 'a', dtype: 'U8', shape: [-1], chunks: () => [] }]), 'safetensors.write-shape'],
+      [() => writeSafetensors(p, [{ name: 'a', dtype: 'U8', shape: [1.5], chunks: () => [] }]), 'safetensors.write-shape'],
+      [() => writeSafetensors(p, [{ name: 'a', dtype: 'F4', shape: [3], chunks: () => [] }]), 'safetensors.write-shape'],
+      [() => writeSafetensors(p, [{ name: 'a', dtype: 'X' as DType, shape: [1], chunks: () => [] }]), 'safetensors.write-dtype'],
+      [() => writeSafetensors(p, [zerosSource('__metadata__', 'U8', [1])]), 'safetensors.write-name'],
+      [() => writeSafetensors(p, [], { metadata: { format: 'tf' } }), 'safetensors.write-metadata'],
+      [() => writeSafetensors(p, [{ name: 'a', dtype: 'U8', shape: [4], chunks: () => [new Uint8Array(3)] }]), 'safetensors.source-size'],
+      [() => writeSafetensors(p, [{ name: 'a', dtype: 'U8', shape: [4], chunks: () => [new Uint8Array(3), new Uint8Array(2)] }]), 'safetensors.source-size'],
+      [() => writeSafetensors(p, [{ name: 'a', dtype: 'U8', shape: [4], chunks: () => [[1, 2, 3, 4] as unknown as Uint8Array] }]), 'safetensors.source-chunk'],
+      [() => writeSafetensors(p, [denseSource('a', 'BF16', [1], new Float32Array([257]))]), 'safetensors.inexact'],
+      [() => denseSource('a', 'F32', [2], new Float32Array(3)), 'safetensors.source-size'],
     ];
     for (const [fn, want] of cases) {
       expect(fn, want).toThrow(expect.objectContaining({ code: want }));
@@ -198,12 +198,12 @@ describe('sources', () => {
   }, 30_000);
 
   it('sparseSource validates indices and exactness', () => {
-    expect(() => sparseSource('s', 'F32', [4], [2, 1], new Float32Array(2))).toThrow(expect.objectContaining({ code: 'ST_SOURCE_DATA' }));
-    expect(() => sparseSource('s', 'F32', [4], [1, 1], new Float32Array(2))).toThrow(expect.objectContaining({ code: 'ST_SOURCE_DATA' }));
-    expect(() => sparseSource('s', 'F32', [4], [4], new Float32Array(1))).toThrow(expect.objectContaining({ code: 'ST_SOURCE_DATA' }));
-    expect(() => sparseSource('s', 'F32', [4], [1], new Float32Array(2))).toThrow(expect.objectContaining({ code: 'ST_SOURCE_DATA' }));
+    expect(() => sparseSource('s', 'F32', [4], [2, 1], new Float32Array(2))).toThrow(expect.objectContaining({ code: 'safetensors.source-data' }));
+    expect(() => sparseSource('s', 'F32', [4], [1, 1], new Float32Array(2))).toThrow(expect.objectContaining({ code: 'safetensors.source-data' }));
+    expect(() => sparseSource('s', 'F32', [4], [4], new Float32Array(1))).toThrow(expect.objectContaining({ code: 'safetensors.source-data' }));
+    expect(() => sparseSource('s', 'F32', [4], [1], new Float32Array(2))).toThrow(expect.objectContaining({ code: 'safetensors.source-data' }));
     expect(() => sparseSource('s', 'BF16', [40], [3, 17], new Float32Array([1, 257]))).toThrow(
-      expect.objectContaining({ code: 'ST_INEXACT', message: expect.stringContaining('element 17') }),
+      expect.objectContaining({ code: 'safetensors.inexact', message: expect.stringContaining('element 17') }),
     );
     const rounded = Buffer.concat([...sparseSource('s', 'BF16', [2], [1], new Float32Array([257]), { exact: false }).chunks()]);
     expect(Array.from(rounded)).toEqual([0, 0, 0x80, 0x43]);
@@ -255,7 +255,7 @@ describe('checkpoints', () => {
     expect(st.metadata).toEqual({ format: 'pt' });
     st.close();
     // Existing non-empty directory: refused unless overwrite.
-    expect(() => writeCheckpoint(dir, sources())).toThrow(expect.objectContaining({ code: 'CKPT_TARGET_EXISTS' }));
+    expect(() => writeCheckpoint(dir, sources())).toThrow(expect.objectContaining({ code: 'checkpoint.target-exists' }));
     writeCheckpoint(dir, sources(), { overwrite: true, extraFiles: { 'config.json': '{}\n' } });
     expect(fs.readdirSync(dir).sort()).toEqual(['config.json', 'model.safetensors']);
     expect(fs.readdirSync(path.dirname(dir)).sort()).toEqual(['ckpt']); // no temp or old directories left

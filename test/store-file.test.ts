@@ -116,7 +116,7 @@ describe('store file format', () => {
     const ver = bytes.slice(); ver[8] = 2;
     expect(codeOf(() => decodeStore(reseal(ver)))).toBe('store.version');
     expect(codeOf(() => decodeStore(bytes, { expect: { ...s.params, maxFiles: 5 } }))).toBe('store.mismatch');
-    expect(codeOf(() => importStore(s, bytes))).toBe('store.notEmpty');
+    expect(codeOf(() => importStore(s, bytes))).toBe('store.not-empty');
     // A well-sealed file whose rows break the invariants: fileCount off by one.
     const m = new StoreModel(s.params);
     for (const t of TABLE_NAMES) for (const [i, f] of s.rows(t)) m.setRow(t, i, f);

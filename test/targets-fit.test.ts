@@ -114,7 +114,7 @@ describe('chipc targets --fit', () => {
   it('refuses an unknown target before compiling anything, and a broken circuit is an error, not a not-fit', async () => {
     const r = await cli('targets', '--fit', ADDER, 'no-such-target');
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/UNKNOWN_TARGET/);
+    expect(r.err).toMatch(/target.unknown/);
     const missing = await cli('targets', '--fit', path.join(tmp, 'missing.ts'), 'tiny');
     expect(missing.code).toBe(2);
     expect(missing.err).toMatch(/does not exist/);

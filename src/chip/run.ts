@@ -379,12 +379,12 @@ function parseJson(bytes: Uint8Array | string, label: string): Record<string, un
 
 /**
  * Read a checkpoint's config.json, chipc-manifest.json and (merged) chipc-merge.json — a directory
- * or a `.chip` file — without loading any tensor. ChipcError: missing path (CKPT_NOT_FOUND), no
- * config (BAD_CONFIG), no chip manifest or disagreeing merge records (run.model).
+ * or a `.chip` file — without loading any tensor. ChipcError: missing path (checkpoint.not-found), no
+ * config (target.config), no chip manifest or disagreeing merge records (run.model).
  */
 export function readChipCheckpoint(p: string): ChipCheckpoint {
   const st = fs.statSync(p, { throwIfNoEntry: false });
-  if (st === undefined) throw new ChipcError('CKPT_NOT_FOUND', `${p} does not exist`);
+  if (st === undefined) throw new ChipcError('checkpoint.not-found', `${p} does not exist`);
   const files = new Map<string, Uint8Array | string>();
   const wanted = ['config.json', MANIFEST_FILE, MERGE_INFO_FILE];
   if (st.isFile()) {
@@ -401,11 +401,11 @@ export function readChipCheckpoint(p: string): ChipCheckpoint {
     }
   }
   const cfgBytes = files.get('config.json');
-  if (cfgBytes === undefined) throw new ChipcError('BAD_CONFIG', `${p}: no config.json`);
+  if (cfgBytes === undefined) throw new ChipcError('target.config', `${p}: no config.json`);
   const cfg = parseJson(cfgBytes, `${p}: config.json`);
   const vocabSize = cfg['vocab_size'];
   if (typeof vocabSize !== 'number' || !Number.isSafeInteger(vocabSize) || vocabSize < 1) {
-    throw new ChipcError('BAD_CONFIG', `${p}: config.json vocab_size must be a positive integer`);
+    throw new ChipcError('target.config', `${p}: config.json vocab_size must be a positive integer`);
   }
   const m = files.get(MANIFEST_FILE);
   if (m === undefined) {

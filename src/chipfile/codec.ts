@@ -131,7 +131,7 @@ export function decodeFrameIndex(bytes: Uint8Array, frameSize: number,
 
 /**
  * Inflates one brotli frame that must decode to exactly `decoded` bytes; any brotli error, or
- * output of another length, is a CHIP_CODEC error naming `label` (the tensor and frame).
+ * output of another length, is a chipfile.codec error naming `label` (the tensor and frame).
  */
 export function inflateFrame(stored: Uint8Array, decoded: number, label: string): Uint8Array {
   let out: Buffer;
@@ -139,9 +139,9 @@ export function inflateFrame(stored: Uint8Array, decoded: number, label: string)
     out = zlib.brotliDecompressSync(stored, { maxOutputLength: decoded });
   } catch (e) {
     const why = (e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? `decodes to more than ${decoded} bytes` : `does not decode (${(e as Error).message})`;
-    throw new ChipcError('CHIP_CODEC', `${label}: brotli frame ${why}`, { cause: e });
+    throw new ChipcError('chipfile.codec', `${label}: brotli frame ${why}`, { cause: e });
   }
-  if (out.length !== decoded) throw new ChipcError('CHIP_CODEC', `${label}: brotli frame decodes to ${out.length} bytes, expected ${decoded}`);
+  if (out.length !== decoded) throw new ChipcError('chipfile.codec', `${label}: brotli frame decodes to ${out.length} bytes, expected ${decoded}`);
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
 }
 

@@ -45,10 +45,10 @@ export interface ChipWriteCodec {
 /** Checks and defaults the codec options (`codec` br unless "none"; `frameSize` 1 MiB). */
 export function resolveCodec(opts: { codec?: ChipCodec; frameSize?: number }): ChipWriteCodec {
   const codec = opts.codec ?? 'br';
-  if (codec !== 'br' && codec !== 'none') throw new ChipcError('CHIP_OPTION', `codec must be "br" or "none", got ${JSON.stringify(codec)}`);
+  if (codec !== 'br' && codec !== 'none') throw new ChipcError('chipfile.option', `codec must be "br" or "none", got ${JSON.stringify(codec)}`);
   const frameSize = opts.frameSize ?? DEFAULT_FRAME_SIZE;
   if (!Number.isSafeInteger(frameSize) || frameSize < 1 || frameSize > MAX_FRAME_SIZE) {
-    throw new ChipcError('CHIP_OPTION', `frameSize must be an integer in [1, ${MAX_FRAME_SIZE}], got ${frameSize}`);
+    throw new ChipcError('chipfile.option', `frameSize must be an integer in [1, ${MAX_FRAME_SIZE}], got ${frameSize}`);
   }
   return { codec, frameSize };
 }
@@ -78,14 +78,14 @@ export function listCheckpointFiles(dir: string): string[] {
   try {
     st = fs.statSync(dir);
   } catch (e) {
-    throw new ChipcError('CHIP_DIR', `${dir}: no such directory`, { cause: e });
+    throw new ChipcError('chipfile.dir', `${dir}: no such directory`, { cause: e });
   }
-  if (!st.isDirectory()) throw new ChipcError('CHIP_DIR', `${dir}: not a directory (compact takes a checkpoint directory)`);
+  if (!st.isDirectory()) throw new ChipcError('chipfile.dir', `${dir}: not a directory (compact takes a checkpoint directory)`);
   const names = fs.readdirSync(dir).sort(compareCodePoints);
   for (const n of names) {
     const lst = fs.lstatSync(path.join(dir, n));
     if (!lst.isFile() || !isPlainFileName(n)) {
-      throw new ChipcError('CHIP_DIR_ENTRY', `${dir}: entry ${JSON.stringify(n)} is not a regular file (a .chip stands for a flat directory of files)`);
+      throw new ChipcError('chipfile.dir-entry', `${dir}: entry ${JSON.stringify(n)} is not a regular file (a .chip stands for a flat directory of files)`);
     }
   }
   return names;
@@ -98,9 +98,9 @@ export function listCheckpointFiles(dir: string): string[] {
  */
 export function compactCheckpoint(dir: string, target: string, opts: CompactOptions = {}): CompactResult {
   const minGap = opts.minGap ?? DEFAULT_MIN_GAP;
-  if (!Number.isSafeInteger(minGap) || minGap < 1 || minGap > MAX_MIN_GAP) throw new ChipcError('CHIP_OPTION', `minGap must be an integer in [1, ${MAX_MIN_GAP}], got ${minGap}`);
+  if (!Number.isSafeInteger(minGap) || minGap < 1 || minGap > MAX_MIN_GAP) throw new ChipcError('chipfile.option', `minGap must be an integer in [1, ${MAX_MIN_GAP}], got ${minGap}`);
   const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
-  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1) throw new ChipcError('CHIP_OPTION', `chunkBytes must be a positive integer, got ${chunkBytes}`);
+  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1) throw new ChipcError('chipfile.option', `chunkBytes must be a positive integer, got ${chunkBytes}`);
   const wc = resolveCodec(opts);
   const names = listCheckpointFiles(dir);
   // Validate the directory as a checkpoint and find its tensor files.
@@ -113,14 +113,14 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
   }
   for (const n of names) {
     if (n.endsWith('.safetensors') && !shardFiles.has(n)) {
-      throw new ChipcError('CHIP_STRAY_SHARD', `${dir}: ${n} is not part of the checkpoint (not ${SINGLE_FILE_NAME} and not in the index); remove it`);
+      throw new ChipcError('chipfile.stray-shard', `${dir}: ${n} is not part of the checkpoint (not ${SINGLE_FILE_NAME} and not in the index); remove it`);
     }
   }
 
   const out = path.resolve(target);
   if (fs.existsSync(out)) {
-    if (!fs.statSync(out).isFile()) throw new ChipcError('CHIP_TARGET_EXISTS', `${target}: exists and is not a regular file`);
-    if (!opts.overwrite) throw new ChipcError('CHIP_TARGET_EXISTS', `${target}: file exists (pass overwrite to replace it)`);
+    if (!fs.statSync(out).isFile()) throw new ChipcError('chipfile.target-exists', `${target}: exists and is not a regular file`);
+    if (!opts.overwrite) throw new ChipcError('chipfile.target-exists', `${target}: file exists (pass overwrite to replace it)`);
   }
   fs.mkdirSync(path.dirname(out), { recursive: true });
   const payloadTmp = tempSibling(out, 'payload');
@@ -172,7 +172,7 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
         const tensors: ChipTensor[] = [];
         for (const info of st.infos()) {
           const t = writeTensorBlocks(payload, minGap, wc, info, st.chunks(info.name, chunkBytes), hash);
-          if (t.seen !== info.byteLength) throw new ChipcError('CHIP_SOURCE_SIZE', `${full}: tensor ${JSON.stringify(info.name)} streamed ${t.seen} bytes, expected ${info.byteLength}`);
+          if (t.seen !== info.byteLength) throw new ChipcError('chipfile.source-size', `${full}: tensor ${JSON.stringify(info.name)} streamed ${t.seen} bytes, expected ${info.byteLength}`);
           tensors.push(t.tensor);
           blocks += t.tensor.blocks;
           blockBytes += t.storedBytes;

@@ -36,8 +36,8 @@ function copyPayload(chip: ChipFile, w: BufferedWriter, offset: number, length: 
 export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}): ExpandResult {
   const target = path.resolve(dir);
   if (fs.existsSync(target)) {
-    if (!fs.statSync(target).isDirectory()) throw new ChipcError('CHIP_TARGET_EXISTS', `${dir}: exists and is not a directory`);
-    if (fs.readdirSync(target).length > 0 && !opts.overwrite) throw new ChipcError('CHIP_TARGET_EXISTS', `${dir}: directory exists and is not empty (pass overwrite to replace it)`);
+    if (!fs.statSync(target).isDirectory()) throw new ChipcError('chipfile.target-exists', `${dir}: exists and is not a directory`);
+    if (fs.readdirSync(target).length > 0 && !opts.overwrite) throw new ChipcError('chipfile.target-exists', `${dir}: directory exists and is not empty (pass overwrite to replace it)`);
   }
   fs.mkdirSync(path.dirname(target), { recursive: true });
   const tmpDir = tempSibling(target, 'tmpdir');
@@ -87,9 +87,9 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
           }
         }
         w.flush();
-        if (w.position !== f.size) throw new ChipcError('CHIP_EXPAND_MISMATCH', `${chip.path}: regenerated ${f.name} has ${w.position} bytes, the manifest says ${f.size}`);
+        if (w.position !== f.size) throw new ChipcError('chipfile.expand-mismatch', `${chip.path}: regenerated ${f.name} has ${w.position} bytes, the manifest says ${f.size}`);
         const sha = hash.digest('hex');
-        if (sha !== f.sha256) throw new ChipcError('CHIP_EXPAND_MISMATCH', `${chip.path}: regenerated ${f.name} has SHA-256 ${sha}, the manifest says ${f.sha256}`);
+        if (sha !== f.sha256) throw new ChipcError('chipfile.expand-mismatch', `${chip.path}: regenerated ${f.name} has SHA-256 ${sha}, the manifest says ${f.sha256}`);
         fs.fsyncSync(fd);
         bytes += w.position;
       } finally {

@@ -128,7 +128,7 @@ export function isPlainFileName(name: string): boolean {
  */
 export function validateManifest(text: string, label: string, fileVersion: number): ChipManifest {
   const bad = (msg: string): never => {
-    throw new ChipcError('CHIP_MANIFEST', `${label}: manifest: ${msg}`);
+    throw new ChipcError('chipfile.manifest', `${label}: manifest: ${msg}`);
   };
   let v: unknown;
   try {

@@ -46,14 +46,14 @@ export interface ChipFromSourcesOptions {
  */
 export function writeChipFromSources(target: string, sources: readonly TensorSource[], opts: ChipFromSourcesOptions = {}): CompactResult {
   const minGap = opts.minGap ?? DEFAULT_MIN_GAP;
-  if (!Number.isSafeInteger(minGap) || minGap < 1 || minGap > MAX_MIN_GAP) throw new ChipcError('CHIP_OPTION', `minGap must be an integer in [1, ${MAX_MIN_GAP}], got ${minGap}`);
+  if (!Number.isSafeInteger(minGap) || minGap < 1 || minGap > MAX_MIN_GAP) throw new ChipcError('chipfile.option', `minGap must be an integer in [1, ${MAX_MIN_GAP}], got ${minGap}`);
   const wc = resolveCodec(opts);
   const layoutOpts: CheckpointDirWriteOptions = { maxShardSize: opts.maxShardSize, metadata: opts.metadata, extraFiles: opts.extraFiles };
   const layout = layoutCheckpoint(sources, layoutOpts);
   const out = path.resolve(target);
   if (fs.existsSync(out)) {
-    if (!fs.statSync(out).isFile()) throw new ChipcError('CHIP_TARGET_EXISTS', `${target}: exists and is not a regular file`);
-    if (!opts.overwrite) throw new ChipcError('CHIP_TARGET_EXISTS', `${target}: file exists (pass overwrite to replace it)`);
+    if (!fs.statSync(out).isFile()) throw new ChipcError('chipfile.target-exists', `${target}: exists and is not a regular file`);
+    if (!opts.overwrite) throw new ChipcError('chipfile.target-exists', `${target}: file exists (pass overwrite to replace it)`);
   }
   fs.mkdirSync(path.dirname(out), { recursive: true });
   const shardFiles = layout.files.filter((f) => f.kind === 'safetensors');
@@ -95,15 +95,15 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
       for (const { source, info } of f.tensors) {
         const q = JSON.stringify(info.name);
         const t = writeTensorBlocks(payload, minGap, wc, info, source.chunks(), hash, (chunk, seen) => {
-          if (!(chunk instanceof Uint8Array)) throw new ChipcError('ST_SOURCE_CHUNK', `tensor ${q}: source yielded a ${Object.prototype.toString.call(chunk)}, not a Uint8Array`);
+          if (!(chunk instanceof Uint8Array)) throw new ChipcError('safetensors.source-chunk', `tensor ${q}: source yielded a ${Object.prototype.toString.call(chunk)}, not a Uint8Array`);
           if (seen + chunk.length > info.byteLength) {
-            throw new ChipcError('ST_SOURCE_SIZE', `tensor ${q}: source yielded more than the ${info.byteLength} bytes its shape ${JSON.stringify(info.shape)} of ${info.dtype} needs`);
+            throw new ChipcError('safetensors.source-size', `tensor ${q}: source yielded more than the ${info.byteLength} bytes its shape ${JSON.stringify(info.shape)} of ${info.dtype} needs`);
           }
           bytesWritten += chunk.length;
           report(info.name);
         });
         if (t.seen !== info.byteLength) {
-          throw new ChipcError('ST_SOURCE_SIZE', `tensor ${q}: source yielded ${t.seen} bytes but shape ${JSON.stringify(info.shape)} of ${info.dtype} needs ${info.byteLength}`);
+          throw new ChipcError('safetensors.source-size', `tensor ${q}: source yielded ${t.seen} bytes but shape ${JSON.stringify(info.shape)} of ${info.dtype} needs ${info.byteLength}`);
         }
         tensors.push(t.tensor);
         blocks += t.tensor.blocks;

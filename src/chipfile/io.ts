@@ -71,7 +71,7 @@ export function readExactly(fd: number, position: number, length: number, label:
   let done = 0;
   while (done < length) {
     const got = fs.readSync(fd, buf, done, Math.min(length - done, 0x40000000), position + done);
-    if (got <= 0) throw new ChipcError('CHIP_SHORT_READ', `${label}: file ended at byte ${position + done} while reading (was it changed after opening?)`);
+    if (got <= 0) throw new ChipcError('chipfile.short-read', `${label}: file ended at byte ${position + done} while reading (was it changed after opening?)`);
     done += got;
   }
   return buf;

@@ -93,8 +93,8 @@ export class ChipFile implements TensorStore {
   /** The bytes of a stored verbatim file (config.json, the index, chipc-manifest.json, …). */
   readFile(name: string): Uint8Array {
     const f = this.files.get(name);
-    if (f === undefined) throw new ChipcError('CHIP_NO_FILE', `${this.path}: holds no file named ${JSON.stringify(name)}`);
-    if (f.kind !== 'raw') throw new ChipcError('CHIP_NO_FILE', `${this.path}: ${name} is a safetensors file; read its tensors`);
+    if (f === undefined) throw new ChipcError('chipfile.no-file', `${this.path}: holds no file named ${JSON.stringify(name)}`);
+    if (f.kind !== 'raw') throw new ChipcError('chipfile.no-file', `${this.path}: ${name} is a safetensors file; read its tensors`);
     return this.readPayload(f.data[0], f.data[1]);
   }
 
@@ -112,7 +112,7 @@ export class ChipFile implements TensorStore {
     this.checkOpen();
     const { tensor, dataFrames } = this.get(name);
     if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0 || to < from || to > tensor.dataSize) {
-      throw new ChipcError('ST_RANGE', `${this.path}: block data range [${from}, ${to}) is outside tensor ${JSON.stringify(name)}'s ${tensor.dataSize} bytes`);
+      throw new ChipcError('safetensors.range', `${this.path}: block data range [${from}, ${to}) is outside tensor ${JSON.stringify(name)}'s ${tensor.dataSize} bytes`);
     }
     const label = `${this.path}: tensor ${JSON.stringify(name)} block data`;
     return readSegment((o, l) => this.readPayload(o, l), tensor.data[0], tensor.dataSize, dataFrames, this.manifest.frameSize, from, to,
@@ -147,7 +147,7 @@ export class ChipFile implements TensorStore {
     const s = start ?? 0;
     const e = end ?? info.byteLength;
     if (!Number.isSafeInteger(s) || !Number.isSafeInteger(e) || s < 0 || e < s || e > info.byteLength) {
-      throw new ChipcError('ST_RANGE', `${this.path}: byte range [${s}, ${e}) is outside tensor ${JSON.stringify(name)} of ${info.byteLength} bytes`);
+      throw new ChipcError('safetensors.range', `${this.path}: byte range [${s}, ${e}) is outside tensor ${JSON.stringify(name)} of ${info.byteLength} bytes`);
     }
     const out = new Uint8Array(e - s);
     const { starts, lengths, dataPos } = table;
@@ -183,7 +183,7 @@ export class ChipFile implements TensorStore {
   }
 
   *chunks(name: string, chunkBytes: number = DEFAULT_CHUNK_BYTES): Iterable<Uint8Array> {
-    if (!Number.isSafeInteger(chunkBytes) || chunkBytes <= 0) throw new ChipcError('ST_RANGE', `chunk size must be a positive integer, got ${chunkBytes}`);
+    if (!Number.isSafeInteger(chunkBytes) || chunkBytes <= 0) throw new ChipcError('safetensors.range', `chunk size must be a positive integer, got ${chunkBytes}`);
     const t = this.get(name).info;
     for (let s = 0; s < t.byteLength; s += chunkBytes) yield this.readBytes(name, s, Math.min(t.byteLength, s + chunkBytes));
   }
@@ -197,12 +197,12 @@ export class ChipFile implements TensorStore {
 
   private get(name: string): TensorEntry {
     const t = this.byName.get(name);
-    if (t === undefined) throw new ChipcError('ST_NO_TENSOR', `${this.path}: no tensor named ${JSON.stringify(name)}`);
+    if (t === undefined) throw new ChipcError('safetensors.no-tensor', `${this.path}: no tensor named ${JSON.stringify(name)}`);
     return t;
   }
 
   private checkOpen(): void {
-    if (this.closed) throw new ChipcError('ST_CLOSED', `${this.path}: the file was closed`);
+    if (this.closed) throw new ChipcError('safetensors.closed', `${this.path}: the file was closed`);
   }
 }
 
@@ -229,16 +229,16 @@ export function isChipFile(p: string): boolean {
  */
 export function openChipFile(p: string, opts: OpenChipOptions = {}): ChipFile {
   const cacheBytes = opts.frameCacheBytes ?? DEFAULT_FRAME_CACHE_BYTES;
-  if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new ChipcError('CHIP_OPTION', `frameCacheBytes must be a non-negative integer, got ${cacheBytes}`);
+  if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 0) throw new ChipcError('chipfile.option', `frameCacheBytes must be a non-negative integer, got ${cacheBytes}`);
   let fd: number;
   try {
     fd = fs.openSync(p, 'r');
   } catch (e) {
-    throw new ChipcError('CHIP_OPEN', `${p}: cannot open: ${(e as Error).message}`, { cause: e });
+    throw new ChipcError('chipfile.open', `${p}: cannot open: ${(e as Error).message}`, { cause: e });
   }
   try {
     const st = fs.fstatSync(fd);
-    if (!st.isFile()) throw new ChipcError('CHIP_OPEN', `${p}: not a regular file`);
+    if (!st.isFile()) throw new ChipcError('chipfile.open', `${p}: not a regular file`);
     return validate(p, fd, st.size, cacheBytes);
   } catch (e) {
     fs.closeSync(fd);
@@ -250,19 +250,19 @@ function validate(p: string, fd: number, size: number, cacheBytes: number): Chip
   const fail = (code: string, msg: string): never => {
     throw new ChipcError(code, `${p}: ${msg}`);
   };
-  if (size < PREFIX_BYTES + CHECKSUM_BYTES) fail('CHIP_TRUNCATED', `file is ${size} bytes, shorter than the ${PREFIX_BYTES + CHECKSUM_BYTES} bytes of an empty .chip file`);
+  if (size < PREFIX_BYTES + CHECKSUM_BYTES) fail('chipfile.truncated', `file is ${size} bytes, shorter than the ${PREFIX_BYTES + CHECKSUM_BYTES} bytes of an empty .chip file`);
   const prefix = readExactly(fd, 0, PREFIX_BYTES, p);
-  if (!CHIP_MAGIC.every((x, i) => prefix[i] === x)) fail('CHIP_MAGIC', 'not a .chip file (bad magic bytes)');
+  if (!CHIP_MAGIC.every((x, i) => prefix[i] === x)) fail('chipfile.magic', 'not a .chip file (bad magic bytes)');
   const dv = new DataView(prefix.buffer);
   const version = dv.getUint32(8, true);
   if (version !== CHIP_VERSION && version !== CHIP_VERSION_PLAIN) {
-    fail('CHIP_VERSION', `format version ${version} is not supported (this chipc reads versions ${CHIP_VERSION_PLAIN} and ${CHIP_VERSION})`);
+    fail('chipfile.version', `format version ${version} is not supported (this chipc reads versions ${CHIP_VERSION_PLAIN} and ${CHIP_VERSION})`);
   }
-  if (dv.getUint32(12, true) !== 0) fail('CHIP_RESERVED', 'the reserved field after the version is not zero');
+  if (dv.getUint32(12, true) !== 0) fail('chipfile.reserved', 'the reserved field after the version is not zero');
   const m64 = dv.getBigUint64(16, true);
-  if (m64 > BigInt(MAX_MANIFEST_BYTES)) fail('CHIP_MANIFEST_SIZE', `manifest length ${m64} exceeds the limit of ${MAX_MANIFEST_BYTES} bytes`);
+  if (m64 > BigInt(MAX_MANIFEST_BYTES)) fail('chipfile.manifest-size', `manifest length ${m64} exceeds the limit of ${MAX_MANIFEST_BYTES} bytes`);
   const manifestLength = Number(m64);
-  if (PREFIX_BYTES + manifestLength + CHECKSUM_BYTES > size) fail('CHIP_TRUNCATED', `manifest of ${manifestLength} bytes runs past the end of the ${size}-byte file`);
+  if (PREFIX_BYTES + manifestLength + CHECKSUM_BYTES > size) fail('chipfile.truncated', `manifest of ${manifestLength} bytes runs past the end of the ${size}-byte file`);
 
   // Checksum first: everything after it can trust that the bytes are the ones written.
   const body = size - CHECKSUM_BYTES;
@@ -271,19 +271,19 @@ function validate(p: string, fd: number, size: number, cacheBytes: number): Chip
   for (let at = 0; at < body; at += STEP) hash.update(readExactly(fd, at, Math.min(STEP, body - at), p));
   const stored = readExactly(fd, body, CHECKSUM_BYTES, p);
   const actual = hash.digest();
-  if (!actual.equals(stored)) fail('CHIP_CHECKSUM', 'SHA-256 checksum mismatch: the file is corrupted or truncated');
+  if (!actual.equals(stored)) fail('chipfile.checksum', 'SHA-256 checksum mismatch: the file is corrupted or truncated');
 
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(readExactly(fd, PREFIX_BYTES, manifestLength, p));
   } catch (e) {
     if (e instanceof ChipcError) throw e;
-    return fail('CHIP_MANIFEST', 'manifest is not valid UTF-8');
+    return fail('chipfile.manifest', 'manifest is not valid UTF-8');
   }
   const manifest = validateManifest(text, p, version);
   const payloadStart = PREFIX_BYTES + manifestLength;
   if (payloadStart + manifest.payloadSize + CHECKSUM_BYTES !== size) {
-    fail('CHIP_SIZE', `file is ${size} bytes but prefix, manifest, payload (${manifest.payloadSize}) and checksum need ${payloadStart + manifest.payloadSize + CHECKSUM_BYTES}`);
+    fail('chipfile.size', `file is ${size} bytes but prefix, manifest, payload (${manifest.payloadSize}) and checksum need ${payloadStart + manifest.payloadSize + CHECKSUM_BYTES}`);
   }
   const payload = (offset: number, length: number): Uint8Array => readExactly(fd, payloadStart + offset, length, p);
 
@@ -294,22 +294,22 @@ function validate(p: string, fd: number, size: number, cacheBytes: number): Chip
     // The stored header must be a valid safetensors header describing exactly the manifest's tensors.
     const headerBytes = payload(f.header[0], f.header[1]);
     const readAt = (position: number, length: number): Uint8Array => {
-      if (position + length > headerBytes.length) fail('CHIP_HEADER', `${f.name}: stored header of ${headerBytes.length} bytes is shorter than its length prefix says`);
+      if (position + length > headerBytes.length) fail('chipfile.header', `${f.name}: stored header of ${headerBytes.length} bytes is shorter than its length prefix says`);
       return headerBytes.subarray(position, position + length);
     };
     let parsed;
     try {
       parsed = parseHeader(readAt, f.size, f.name);
     } catch (e) {
-      if (e instanceof ChipcError && !e.code.startsWith('CHIP_')) throw new ChipcError('CHIP_HEADER', `${p}: stored header of ${f.name} is invalid: ${e.message}`, { cause: e });
+      if (e instanceof ChipcError && !e.code.startsWith('chipfile.')) throw new ChipcError('chipfile.header', `${p}: stored header of ${f.name} is invalid: ${e.message}`, { cause: e });
       throw e;
     }
-    if (8 + parsed.headerSize !== headerBytes.length) fail('CHIP_HEADER', `${f.name}: stored header is ${headerBytes.length} bytes but its length prefix says ${8 + parsed.headerSize}`);
-    if (parsed.tensors.length !== f.tensors.length) fail('CHIP_HEADER', `${f.name}: header lists ${parsed.tensors.length} tensors, the manifest ${f.tensors.length}`);
+    if (8 + parsed.headerSize !== headerBytes.length) fail('chipfile.header', `${f.name}: stored header is ${headerBytes.length} bytes but its length prefix says ${8 + parsed.headerSize}`);
+    if (parsed.tensors.length !== f.tensors.length) fail('chipfile.header', `${f.name}: header lists ${parsed.tensors.length} tensors, the manifest ${f.tensors.length}`);
     parsed.tensors.forEach((h, i) => {
       const t = f.tensors[i];
       if (h.name !== t.name || h.dtype !== t.dtype || h.shape.join(',') !== t.shape.join(',') || h.dataOffsets[0] !== t.dataOffsets[0] || h.dataOffsets[1] !== t.dataOffsets[1]) {
-        fail('CHIP_HEADER', `${f.name}: tensor ${i} of the header (${JSON.stringify(h.name)}) does not match the manifest's (${JSON.stringify(t.name)})`);
+        fail('chipfile.header', `${f.name}: tensor ${i} of the header (${JSON.stringify(h.name)}) does not match the manifest's (${JSON.stringify(t.name)})`);
       }
     });
     metadata ??= parsed.metadata;
@@ -322,12 +322,12 @@ function validate(p: string, fd: number, size: number, cacheBytes: number): Chip
         [dataFrames, tableFrames] = decodeFrameIndex(payload(t.frames[0], t.frames[1]), manifest.frameSize, [
           { at: t.data[0], stored: t.data[1], size: t.dataSize, what: 'data' },
           { at: t.table[0], stored: t.table[1], size: t.tableSize, what: 'table' },
-        ], (msg) => fail('CHIP_CODEC', `${tq}: ${msg}`));
+        ], (msg) => fail('chipfile.codec', `${tq}: ${msg}`));
       }
       const tableBytes = readSegment(payload, t.table[0], t.tableSize, tableFrames, manifest.frameSize, 0, t.tableSize,
         (k, stored, decoded) => inflateFrame(stored, decoded, `${p}: ${tq} block table frame ${k}`));
       const table = decodeBlockTable(tableBytes, t.blocks, byteLength, t.dataSize, manifest.minGap,
-        (msg) => fail('CHIP_BLOCKS', `${tq}: ${msg}`));
+        (msg) => fail('chipfile.blocks', `${tq}: ${msg}`));
       const numel = t.shape.reduce((a, d) => a * d, 1);
       entries.push({ tensor: t, table, dataFrames, info: { name: t.name, dtype: t.dtype, shape: [...t.shape], dataOffsets: [t.dataOffsets[0], t.dataOffsets[1]], numel, byteLength } });
     }

@@ -43,14 +43,14 @@ function allMatrices(w: ModelWeights): Matrix[] {
 
 function checkMatrix(name: string, m: Matrix, rows: number, cols: number): void {
   if (m.rows !== rows || m.cols !== cols) {
-    throw new ChipcError('EXEC_BAD_WEIGHTS', `${name} is ${m.rows}×${m.cols}, expected ${rows}×${cols}`);
+    throw new ChipcError('exec.bad-weights', `${name} is ${m.rows}×${m.cols}, expected ${rows}×${cols}`);
   }
-  if (!m.dense && !m.csr) throw new ChipcError('EXEC_BAD_WEIGHTS', `${name} has neither dense nor CSR data`);
+  if (!m.dense && !m.csr) throw new ChipcError('exec.bad-weights', `${name} has neither dense nor CSR data`);
 }
 
 function checkVec(name: string, v: Float32Array, n: number): void {
   if (!(v instanceof Float32Array) || v.length !== n) {
-    throw new ChipcError('EXEC_BAD_WEIGHTS', `${name} has length ${v?.length}, expected ${n}`);
+    throw new ChipcError('exec.bad-weights', `${name} has length ${v?.length}, expected ${n}`);
   }
 }
 
@@ -59,13 +59,13 @@ function validateWeights(w: ModelWeights): void {
   const c = w.config;
   const H = c.hiddenSize;
   if (w.layers.length !== c.numLayers || c.layerTypes.length !== c.numLayers) {
-    throw new ChipcError('EXEC_BAD_WEIGHTS', `weights have ${w.layers.length} layers, config ${c.numLayers} (layer_types ${c.layerTypes.length})`);
+    throw new ChipcError('exec.bad-weights', `weights have ${w.layers.length} layers, config ${c.numLayers} (layer_types ${c.layerTypes.length})`);
   }
   checkMatrix('embed_tokens', w.embedTokens, c.vocabSize, H);
   checkMatrix('lm_head', w.lmHead, c.vocabSize, H);
   checkVec('norm', w.norm, H);
   if (c.numAttentionHeads % c.numKeyValueHeads !== 0) {
-    throw new ChipcError('EXEC_BAD_CONFIG', `num_attention_heads (${c.numAttentionHeads}) must be a multiple of num_key_value_heads (${c.numKeyValueHeads})`);
+    throw new ChipcError('exec.bad-config', `num_attention_heads (${c.numAttentionHeads}) must be a multiple of num_key_value_heads (${c.numKeyValueHeads})`);
   }
   for (let i = 0; i < c.numLayers; i++) {
     const l = w.layers[i];
@@ -74,7 +74,7 @@ function validateWeights(w: ModelWeights): void {
     checkVec(`${p} post_attention_layernorm`, l.postAttentionLayernorm, H);
     const m = l.mixer;
     if (m.kind !== c.layerTypes[i]) {
-      throw new ChipcError('EXEC_BAD_WEIGHTS', `${p} has a ${m.kind} mixer but layer_types says ${c.layerTypes[i]}`);
+      throw new ChipcError('exec.bad-weights', `${p} has a ${m.kind} mixer but layer_types says ${c.layerTypes[i]}`);
     }
     if (m.kind === 'linear_attention') {
       const d = gdnDimsOf(c);
@@ -103,15 +103,15 @@ function validateWeights(w: ModelWeights): void {
       checkMatrix(`${p} down_proj`, f.downProj, H, c.intermediateSize);
     } else {
       const moe = c.moe;
-      if (!moe) throw new ChipcError('EXEC_BAD_WEIGHTS', `${p} has an MoE block but the config has no MoE settings`);
+      if (!moe) throw new ChipcError('exec.bad-weights', `${p} has an MoE block but the config has no MoE settings`);
       checkMatrix(`${p} router`, f.gate, moe.numExperts, H);
       if (f.experts.length !== moe.numExperts) {
-        throw new ChipcError('EXEC_BAD_WEIGHTS', `${p} has ${f.experts.length} experts, config ${moe.numExperts}`);
+        throw new ChipcError('exec.bad-weights', `${p} has ${f.experts.length} experts, config ${moe.numExperts}`);
       }
       checkMatrix(`${p} shared_expert_gate`, f.sharedExpertGate, 1, H);
     }
     if ((f.kind === 'moe') !== isMoeLayer(c, i)) {
-      throw new ChipcError('EXEC_BAD_WEIGHTS', `${p} has a ${f.kind} MLP but the config says ${isMoeLayer(c, i) ? 'moe' : 'dense'}`);
+      throw new ChipcError('exec.bad-weights', `${p} has a ${f.kind} MLP but the config says ${isMoeLayer(c, i) ? 'moe' : 'dense'}`);
     }
   }
 }
@@ -140,7 +140,7 @@ export function argmax(logits: Float32Array): number {
     const v = logits[i];
     if (v > bv || (best < 0 && v === -Infinity)) { bv = v; best = i; }
   }
-  if (best < 0) throw new ChipcError('EXEC_NAN_LOGITS', 'argmax: every logit is NaN (or there are none)');
+  if (best < 0) throw new ChipcError('exec.nan-logits', 'argmax: every logit is NaN (or there are none)');
   return best;
 }
 
@@ -177,7 +177,7 @@ export class Executor {
     this.config = weights.config;
     this.ctx = makeNumericContext(opts);
     if (opts.path !== undefined && opts.path !== 'dense' && opts.path !== 'sparse') {
-      throw new ChipcError('EXEC_BAD_OPTION', `unknown matmul path '${String(opts.path)}' (expected dense or sparse)`);
+      throw new ChipcError('exec.bad-option', `unknown matmul path '${String(opts.path)}' (expected dense or sparse)`);
     }
     this.path = opts.path ?? (allMatrices(weights).every((m) => m.csr && !m.dense) ? 'sparse' : 'dense');
     this.rope = ropeInvFreq(this.config);
@@ -230,10 +230,10 @@ export class Executor {
   private liveGdnState(layer: number, valueHead: number): Float32Array {
     const c = this.gdn[layer];
     if (!c) {
-      throw new ChipcError('EXEC_BAD_LAYER', `layer ${layer} is not a linear_attention layer (0..${this.config.numLayers - 1})`);
+      throw new ChipcError('exec.bad-layer', `layer ${layer} is not a linear_attention layer (0..${this.config.numLayers - 1})`);
     }
     const s = c.S[valueHead];
-    if (!s) throw new ChipcError('EXEC_BAD_HEAD', `value head ${valueHead} out of range [0, ${c.S.length})`);
+    if (!s) throw new ChipcError('exec.bad-head', `value head ${valueHead} out of range [0, ${c.S.length})`);
     return s;
   }
 
@@ -245,11 +245,11 @@ export class Executor {
   setGdnState(layer: number, valueHead: number, state: Float32Array): void {
     const c = this.gdn[layer];
     if (!c) {
-      throw new ChipcError('EXEC_BAD_LAYER', `layer ${layer} is not a linear_attention layer (0..${this.config.numLayers - 1})`);
+      throw new ChipcError('exec.bad-layer', `layer ${layer} is not a linear_attention layer (0..${this.config.numLayers - 1})`);
     }
     const s = c.S[valueHead];
-    if (!s) throw new ChipcError('EXEC_BAD_HEAD', `value head ${valueHead} out of range [0, ${c.S.length})`);
-    if (state.length !== s.length) throw new ChipcError('EXEC_BAD_STATE', `state of ${state.length} entries for a head of ${s.length}`);
+    if (!s) throw new ChipcError('exec.bad-head', `value head ${valueHead} out of range [0, ${c.S.length})`);
+    if (state.length !== s.length) throw new ChipcError('exec.bad-state', `state of ${state.length} entries for a head of ${s.length}`);
     s.set(state);
     c.kind[valueHead] = classifyState(s, c.rowNonZero[valueHead]);
     noteGdnStateWritten(c, valueHead);
@@ -268,28 +268,28 @@ export class Executor {
     // A typed array's map() would keep its element type: work on a plain array of ids.
     const ids = Array.from(idsIn);
     if (this.pos !== 0) {
-      throw new ChipcError('EXEC_NOT_EMPTY', `prefill needs an empty cache, but ${this.pos} tokens were consumed (call reset())`);
+      throw new ChipcError('exec.not-empty', `prefill needs an empty cache, but ${this.pos} tokens were consumed (call reset())`);
     }
-    if (ids.length === 0) throw new ChipcError('EXEC_EMPTY_PROMPT', 'prefill needs at least one token');
+    if (ids.length === 0) throw new ChipcError('exec.empty-prompt', 'prefill needs at least one token');
     return this.timedForward(ids, 'prefill', opts.allLogits === true);
   }
 
   /** One cached single-token decode step (recurrent GDN). */
   decode(id: number): Float32Array {
-    if (this.pos === 0) throw new ChipcError('EXEC_EMPTY_CACHE', 'decode needs a prefill first (the first forward uses the chunked kernel)');
+    if (this.pos === 0) throw new ChipcError('exec.empty-cache', 'decode needs a prefill first (the first forward uses the chunked kernel)');
     return this.timedForward([id], 'decode', false)[0];
   }
 
   /**
    * One decode step returning only the greedy next token: exactly argmax(decode(id)) (lowest id
-   * among the maximal logits, NaN never wins, EXEC_NAN_LOGITS when all are NaN), with the same
+   * among the maximal logits, NaN never wins, exec.nan-logits when all are NaN), with the same
    * state changes, stats and hooks, but without materialising a fresh logits array. On the sparse
    * path in sequential order the LM head runs in scatter form into a reused sparse buffer
    * (matmul.ts `linearArgmax`): rows no column reaches are exactly +0 and only the lowest such row
    * competes for the maximum; otherwise the logits go to a reused buffer and argmax scans it.
    */
   decodeArgmax(id: number): number {
-    if (this.pos === 0) throw new ChipcError('EXEC_EMPTY_CACHE', 'decode needs a prefill first (the first forward uses the chunked kernel)');
+    if (this.pos === 0) throw new ChipcError('exec.empty-cache', 'decode needs a prefill first (the first forward uses the chunked kernel)');
     return this.timed(() => {
       const hs = this.forward([id], 'decode');
       const c = this.config;
@@ -309,7 +309,7 @@ export class Executor {
 
   /** Greedy decoding: prefill(prompt) then n−1 decode steps; returns the n generated ids. */
   generate(prompt: number[], n: number): number[] {
-    if (!Number.isInteger(n) || n < 0) throw new ChipcError('EXEC_BAD_ARGUMENT', `generate: n must be a non-negative integer, got ${n}`);
+    if (!Number.isInteger(n) || n < 0) throw new ChipcError('exec.bad-argument', `generate: n must be a non-negative integer, got ${n}`);
     if (n === 0) return [];
     const out: number[] = [];
     let last = argmax(this.prefill(prompt)[0]);
@@ -349,7 +349,7 @@ export class Executor {
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i];
       if (!Number.isInteger(id) || id < 0 || id >= c.vocabSize) {
-        throw new ChipcError('EXEC_BAD_TOKEN', `token id ${id} out of range [0, ${c.vocabSize})`);
+        throw new ChipcError('exec.bad-token', `token id ${id} out of range [0, ${c.vocabSize})`);
       }
     }
     const L = ids.length;

@@ -56,11 +56,11 @@ const f = Math.fround;
 
 function checkLen(name: string, arr: Float32Array, want: number): void {
   if (!(arr instanceof Float32Array)) {
-    throw new ChipcError('GDN_CHUNK_BAD_INPUT', `chunkGatedDeltaRule: ${name} must be a Float32Array`);
+    throw new ChipcError('exec.gdn-chunk-input', `chunkGatedDeltaRule: ${name} must be a Float32Array`);
   }
   if (arr.length !== want) {
     throw new ChipcError(
-      'GDN_CHUNK_BAD_INPUT',
+      'exec.gdn-chunk-input',
       `chunkGatedDeltaRule: ${name} has length ${arr.length}, expected ${want}`,
     );
   }
@@ -68,7 +68,7 @@ function checkLen(name: string, arr: Float32Array, want: number): void {
 
 function checkDim(name: string, n: number, min: number): void {
   if (!Number.isInteger(n) || n < min) {
-    throw new ChipcError('GDN_CHUNK_BAD_INPUT', `chunkGatedDeltaRule: ${name} must be an integer ≥ ${min}, got ${n}`);
+    throw new ChipcError('exec.gdn-chunk-input', `chunkGatedDeltaRule: ${name} must be an integer ≥ ${min}, got ${n}`);
   }
 }
 
@@ -92,7 +92,7 @@ export function chunkGatedDeltaRule(args: ChunkGatedDeltaRuleArgs): Float32Array
   checkDim('dv', dv, 1);
   checkDim('chunkSize', C, 1);
   if (variant !== 'solve' && variant !== 'inverse') {
-    throw new ChipcError('GDN_CHUNK_BAD_INPUT', `chunkGatedDeltaRule: unknown variant '${String(variant)}'`);
+    throw new ChipcError('exec.gdn-chunk-input', `chunkGatedDeltaRule: unknown variant '${String(variant)}'`);
   }
   checkLen('q', q, L * dk);
   checkLen('k', k, L * dk);

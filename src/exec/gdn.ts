@@ -49,7 +49,7 @@ export interface GdnDimsX {
 
 export function gdnDimsOf(cfg: ModelConfig): GdnDimsX {
   const { hk, hv, dk, dv, r, keyDim, valueDim, convDim } = gdnDims(cfg);
-  if (r < 1) throw new ChipcError('EXEC_BAD_CONFIG', `linear_num_value_heads (${hv}) must be a multiple of linear_num_key_heads (${hk})`);
+  if (r < 1) throw new ChipcError('exec.bad-config', `linear_num_value_heads (${hv}) must be a multiple of linear_num_key_heads (${hk})`);
   return { hk, hv, dk, dv, r, keyDim, valueDim, convDim, K: cfg.linearConvKernelDim, qScale: f32(Math.pow(dk, -0.5)) };
 }
 

@@ -113,7 +113,7 @@ function csrAllFinite(csr: CsrMatrix): boolean {
 /** CSR of a matrix: its own, or one derived once from its dense form (cached per dense array). */
 export function csrOf(m: Matrix): CsrMatrix {
   if (m.csr) return m.csr;
-  if (!m.dense) throw new ChipcError('EXEC_BAD_MATRIX', 'matrix has neither dense nor CSR data');
+  if (!m.dense) throw new ChipcError('exec.bad-matrix', 'matrix has neither dense nor CSR data');
   let c = derivedCsr.get(m.dense);
   if (!c) {
     c = denseToCsr(m.dense, m.rows, m.cols);
@@ -124,14 +124,14 @@ export function csrOf(m: Matrix): CsrMatrix {
 
 function checkShapes(m: Matrix, x: Float32Array, xOff: number): void {
   if (xOff < 0 || xOff + m.cols > x.length) {
-    throw new ChipcError('EXEC_SHAPE', `linear: input has ${x.length - xOff} values from offset ${xOff}, matrix needs ${m.cols}`);
+    throw new ChipcError('exec.shape', `linear: input has ${x.length - xOff} values from offset ${xOff}, matrix needs ${m.cols}`);
   }
   if (m.dense && m.dense.length !== m.rows * m.cols) {
-    throw new ChipcError('EXEC_BAD_MATRIX', `linear: dense data has ${m.dense.length} entries, expected ${m.rows}×${m.cols}`);
+    throw new ChipcError('exec.bad-matrix', `linear: dense data has ${m.dense.length} entries, expected ${m.rows}×${m.cols}`);
   }
-  if (!m.dense && !m.csr) throw new ChipcError('EXEC_BAD_MATRIX', 'linear: matrix has neither dense nor CSR data');
+  if (!m.dense && !m.csr) throw new ChipcError('exec.bad-matrix', 'linear: matrix has neither dense nor CSR data');
   if (m.csr && m.csr.rowPtr.length !== m.rows + 1) {
-    throw new ChipcError('EXEC_BAD_MATRIX', `linear: CSR rowPtr has ${m.csr.rowPtr.length} entries, expected ${m.rows + 1}`);
+    throw new ChipcError('exec.bad-matrix', `linear: CSR rowPtr has ${m.csr.rowPtr.length} entries, expected ${m.rows + 1}`);
   }
 }
 
@@ -398,7 +398,7 @@ export function linearEx(
   checkShapes(m, x, xOff);
   const outIsZero = opts.out === undefined;
   const out = opts.out ?? new Float32Array(m.rows);
-  if (out.length < m.rows) throw new ChipcError('EXEC_SHAPE', `linear: output buffer has ${out.length} slots, need ${m.rows}`);
+  if (out.length < m.rows) throw new ChipcError('exec.shape', `linear: output buffer has ${out.length} slots, need ${m.rows}`);
   if (path === 'sparse' && ctx.order.kind === 'sequential') {
     // One scan: finiteness of the activations and the count of sign-bit-set ones (x < 0 or −0).
     let negTotal = 0;
@@ -564,7 +564,7 @@ const argmaxStates = new WeakMap<Matrix, { so: SparseOut; nz: Int32Array; neg: I
 
 /**
  * argmax of y = x·Wᵀ (lowest index among the maximal values; NaN never wins; ChipcError
- * EXEC_NAN_LOGITS when every value is NaN) — exactly executor.ts `argmax(linear(ctx, m, x, path))`.
+ * exec.nan-logits when every value is NaN) — exactly executor.ts `argmax(linear(ctx, m, x, path))`.
  * Sparse path, sequential order: when scatterInto applies, only the touched rows and the lowest
  * untouched row (exactly +0, like every untouched row, which all lose ties to it) are compared.
  * Otherwise the product is written into `buf` (length ≥ rows) and scanned.
@@ -634,12 +634,12 @@ export function linearArgmax(
         while (mark[r] === 1) r++;
         if (best < 0 || 0 > bv || (0 === bv && r < best)) best = r;
       }
-      if (best < 0) throw new ChipcError('EXEC_NAN_LOGITS', 'argmax: every logit is NaN (or there are none)');
+      if (best < 0) throw new ChipcError('exec.nan-logits', 'argmax: every logit is NaN (or there are none)');
       if (memo !== null && key !== null) memoStore(memo, hash, key, best);
       return best;
     }
   }
-  if (buf.length < m.rows) throw new ChipcError('EXEC_SHAPE', `linearArgmax: buffer has ${buf.length} slots, need ${m.rows}`);
+  if (buf.length < m.rows) throw new ChipcError('exec.shape', `linearArgmax: buffer has ${buf.length} slots, need ${m.rows}`);
   const y = linear(ctx, m, x, path, { stats, out: buf.subarray(0, m.rows) });
   let best = -1;
   let bv = -Infinity;
@@ -647,7 +647,7 @@ export function linearArgmax(
     const v = y[i];
     if (v > bv || (best < 0 && v === -Infinity)) { bv = v; best = i; }
   }
-  if (best < 0) throw new ChipcError('EXEC_NAN_LOGITS', 'argmax: every logit is NaN (or there are none)');
+  if (best < 0) throw new ChipcError('exec.nan-logits', 'argmax: every logit is NaN (or there are none)');
   return best;
 }
 
@@ -881,7 +881,7 @@ export function linear(
 /** Row `r` of a matrix written into `out` (length ≥ cols; CSR absent entries +0); returns out. */
 export function matrixRowInto(m: Matrix, r: number, out: Float32Array): Float32Array {
   if (!Number.isInteger(r) || r < 0 || r >= m.rows) {
-    throw new ChipcError('EXEC_BAD_TOKEN', `row ${r} out of range [0, ${m.rows})`);
+    throw new ChipcError('exec.bad-token', `row ${r} out of range [0, ${m.rows})`);
   }
   if (m.dense) out.set(m.dense.subarray(r * m.cols, (r + 1) * m.cols));
   else expandRow(m.csr as CsrMatrix, r, out);
@@ -891,7 +891,7 @@ export function matrixRowInto(m: Matrix, r: number, out: Float32Array): Float32A
 /** Row `r` of a matrix as a new Float32Array (embedding lookup; CSR absent entries are +0). */
 export function matrixRow(m: Matrix, r: number): Float32Array {
   if (!Number.isInteger(r) || r < 0 || r >= m.rows) {
-    throw new ChipcError('EXEC_BAD_TOKEN', `row ${r} out of range [0, ${m.rows})`);
+    throw new ChipcError('exec.bad-token', `row ${r} out of range [0, ${m.rows})`);
   }
   if (m.dense) return m.dense.slice(r * m.cols, (r + 1) * m.cols);
   const row = new Float32Array(m.cols);

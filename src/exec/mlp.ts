@@ -152,7 +152,7 @@ export function swiglu(
   if (io) io.outSource = null;
   const n = m.gateProj.rows;
   if (m.upProj.rows !== n) {
-    throw new ChipcError('EXEC_BAD_WEIGHTS', `SwiGLU: up_proj has ${m.upProj.rows} rows but gate_proj has ${n}`);
+    throw new ChipcError('exec.bad-weights', `SwiGLU: up_proj has ${m.upProj.rows} rows but gate_proj has ${n}`);
   }
   if (gScratch.length < n) {
     gScratch = new Float32Array(n);
@@ -211,7 +211,7 @@ export function softmax32(ctx: ExecNumericContext, x: Float32Array): Float32Arra
 /** Indices of the k largest values, descending; ties: lowest index first; NaN ranks below everything. */
 export function topK(p: Float32Array, k: number): number[] {
   if (!Number.isInteger(k) || k < 1 || k > p.length) {
-    throw new ChipcError('EXEC_BAD_CONFIG', `top-k: k = ${k} must be in [1, ${p.length}]`);
+    throw new ChipcError('exec.bad-config', `top-k: k = ${k} must be in [1, ${p.length}]`);
   }
   const idx = Array.from({ length: p.length }, (_, i) => i);
   const key = (i: number): number => (Number.isNaN(p[i]) ? -Infinity : p[i]);
@@ -250,7 +250,7 @@ export function moeForward(
   const acc = new Float32Array(H); // torch.zeros: +0
   for (const { e, wt } of order) {
     const ex = w.experts[e];
-    if (!ex) throw new ChipcError('EXEC_BAD_WEIGHTS', `MoE router selected expert ${e}, but only ${w.experts.length} experts exist`);
+    if (!ex) throw new ChipcError('exec.bad-weights', `MoE router selected expert ${e}, but only ${w.experts.length} experts exist`);
     const y = swiglu(ctx, ex, x, path, stats);
     for (let i = 0; i < H; i++) acc[i] = ctx.act(f32(acc[i] + ctx.act(f32(y[i] * wt))));
   }

@@ -171,10 +171,10 @@ export class Shuffler {
 function checkOrder(order: OrderMode): void {
   if (order.kind === 'shuffled') {
     if (!Number.isSafeInteger(order.seed)) {
-      throw new ChipcError('EXEC_BAD_OPTION', `shuffled order needs an integer seed, got ${order.seed}`);
+      throw new ChipcError('exec.bad-option', `shuffled order needs an integer seed, got ${order.seed}`);
     }
   } else if (order.kind !== 'sequential' && order.kind !== 'fma') {
-    throw new ChipcError('EXEC_BAD_OPTION', `unknown order mode ${JSON.stringify(order)}`);
+    throw new ChipcError('exec.bad-option', `unknown order mode ${JSON.stringify(order)}`);
   }
 }
 
@@ -251,17 +251,17 @@ export interface ExecNumericContext extends NumericContext {
 export function makeNumericContext(opts: ExecOptions = {}): ExecNumericContext {
   const profile = opts.profile ?? 'f32';
   if (profile !== 'f32' && profile !== 'bf16') {
-    throw new ChipcError('EXEC_BAD_OPTION', `unknown numeric profile '${String(profile)}' (expected f32 or bf16)`);
+    throw new ChipcError('exec.bad-option', `unknown numeric profile '${String(profile)}' (expected f32 or bf16)`);
   }
   const order = opts.order ?? { kind: 'sequential' };
   checkOrder(order);
   const siluForm = opts.siluForm ?? 'mul';
   if (siluForm !== 'mul' && siluForm !== 'div') {
-    throw new ChipcError('EXEC_BAD_OPTION', `unknown silu form '${String(siluForm)}' (expected mul or div)`);
+    throw new ChipcError('exec.bad-option', `unknown silu form '${String(siluForm)}' (expected mul or div)`);
   }
   const meanMode = opts.meanMode ?? 'div';
   if (meanMode !== 'div' && meanMode !== 'mulrecip') {
-    throw new ChipcError('EXEC_BAD_OPTION', `unknown mean mode '${String(meanMode)}' (expected div or mulrecip)`);
+    throw new ChipcError('exec.bad-option', `unknown mean mode '${String(meanMode)}' (expected div or mulrecip)`);
   }
   const sh = order.kind === 'shuffled' ? new Shuffler(order.seed) : undefined;
   return {

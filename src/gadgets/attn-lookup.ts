@@ -199,7 +199,7 @@ export function normScaleAllowed(scale: number): boolean {
 /** The stored zero-centred weight w for a (1+w) scale: f32(1 + w) = scale exactly. */
 export function normWeightFor(scale: number): number {
   if (!normScaleAllowed(scale)) {
-    throw new ChipcError('fit.lookup.norm_scale', `q/k norm scale ${scale} is not a power of two in [1, 256] or ≥ 2^24`);
+    throw new ChipcError('fit.lookup.norm-scale', `q/k norm scale ${scale} is not a power of two in [1, 256] or ≥ 2^24`);
   }
   return scale <= 256 ? scale - 1 : scale;
 }
@@ -289,7 +289,7 @@ export function lowerLookupToAttention(
   }
   const plan = anchorPlan(D);
   if (plan === null || !meanMulExact(D)) {
-    throw err('fit.lookup.head_dim', tag, `head_dim ${D} admits no exact power-of-four norm (needs D = h·4^e with a power-of-two square and fl(D·fl(1/D)) = 1)`);
+    throw err('fit.lookup.head-dim', tag, `head_dim ${D} admits no exact power-of-four norm (needs D = h·4^e with a power-of-two square and fl(D·fl(1/D)) = 1)`);
   }
   const n = io.keyBits.length;
   if (io.queryBits.length !== n) {
@@ -311,11 +311,11 @@ export function lowerLookupToAttention(
       throw err('fit.lookup.values', tag, `default / BOS value ${d} is not an integer with |v| ≤ ${LOOKUP_VALUE_LIMIT}`);
     }
   }
-  if (nv + 1 > D) throw err('fit.lookup.value_dims', tag, `${nv} values + hit need ${nv + 1} v dims; head_dim is ${D}`);
+  if (nv + 1 > D) throw err('fit.lookup.value-dims', tag, `${nv} values + hit need ${nv + 1} v dims; head_dim is ${D}`);
   if (centred && L > 8) {
-    throw err('fit.lookup.stamp_bits', tag, `${L} stamp bits: eager-bf16 scores resolve at most 256 levels (L ≤ 8); pass eagerBf16: false for float32 scores`);
+    throw err('fit.lookup.stamp-bits', tag, `${L} stamp bits: eager-bf16 scores resolve at most 256 levels (L ≤ 8); pass eagerBf16: false for float32 scores`);
   }
-  if (L > 22) throw err('fit.lookup.stamp_bits', tag, `${L} stamp bits: scores must stay below 2^24 units (L ≤ 22)`);
+  if (L > 22) throw err('fit.lookup.stamp-bits', tag, `${L} stamp bits: scores must stay below 2^24 units (L ≤ 22)`);
 
   const { e, ns } = plan;
   const sIdx = ns.findIndex(isPow2);
@@ -337,7 +337,7 @@ export function lowerLookupToAttention(
     if (fill && (kBest === null || fill.length < kBest.fill.length)) kBest = { j, fill };
     if (kBest && T > 16 * Math.max(Ek, 1)) break;
   }
-  if (!kBest) throw err('fit.lookup.k_norm', tag, `no exact k norm for ${Ek} code units in head_dim ${D}`);
+  if (!kBest) throw err('fit.lookup.k-norm', tag, `no exact k norm for ${Ek} code units in head_dim ${D}`);
   const { j } = kBest;
   const c = 2 ** Math.max(0, Math.ceil((6 - 2 * j) / 2)); // mean = 4^j·c² ≥ 64 absorbs eps
   const kFill = kBest.fill;
@@ -370,11 +370,11 @@ export function lowerLookupToAttention(
     }
   }
   if (!qBest) {
-    throw err('fit.lookup.q_norm', tag, `Σq² of ${n} key bits and ${L} stamp bits exceeds 2^24 units: too many key/stamp bits for an exact q norm`);
+    throw err('fit.lookup.q-norm', tag, `Σq² of ${n} key bits and ${L} stamp bits exceeds 2^24 units: too many key/stamp bits for an exact q norm`);
   }
   const { zq, i, sigma } = qBest;
   if (!bf16Exact(sigma)) {
-    throw err('fit.lookup.key_bits', tag, `the BOS sink query ${sigma} is not bf16-exact (too many key bits for the uncentred layout)`);
+    throw err('fit.lookup.key-bits', tag, `the BOS sink query ${sigma} is not bf16-exact (too many key bits for the uncentred layout)`);
   }
   const qFill = qBest.fill;
   const s2 = 2 ** zq;
@@ -391,7 +391,7 @@ export function lowerLookupToAttention(
   const qFillerDims = take(qFill.length);
   const contentEnd = d;
   if (contentEnd > D) {
-    throw err('fit.lookup.head_dims', tag,
+    throw err('fit.lookup.head-dims', tag,
       `needs ${contentEnd - R} q/k content dims (${n} key bits, ${hasPub ? 1 : 0} publish, ${L} stamp bits, ${offsetDim === null ? 0 : 1} offset, ${kFill.length}+${qFill.length} fillers, ${ns.length} sink) but only D − R = ${D - R} are outside the rotary dims`);
   }
 
@@ -502,7 +502,7 @@ export function lowerLookupToAttention(
   const unit = 2 ** expo * scales.q * scales.k;
   const m = margins(unit);
   const maxPartial = B * n + (hasPub ? B : 0) + (2 ** L - 1) + (offsetMul > 0 ? B * offsetMul : 0);
-  if (maxPartial >= 2 ** 24) throw err('fit.lookup.score_range', tag, `scores reach ${maxPartial} units ≥ 2^24`);
+  if (maxPartial >= 2 ** 24) throw err('fit.lookup.score-range', tag, `scores reach ${maxPartial} units ≥ 2^24`);
 
   // The gated output of every column is the winner's raw value (an integer within ±256) or the
   // hit flag, exactly: bound and quantum for the order-invariance analysis of o_proj.

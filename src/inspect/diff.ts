@@ -95,13 +95,13 @@ export function diffTensor(a: TensorStore, b: TensorStore, name: string, opts: D
   if (ia.dtype !== ib.dtype) return { ...base, status: 'dtype' };
   if (!sameShape(ia.shape, ib.shape)) return { ...base, status: 'shape' };
   if (ia.byteLength !== ib.byteLength) {
-    throw new ChipcError('DIFF_SIZE', `tensor ${JSON.stringify(name)}: ${ia.byteLength} bytes in A but ${ib.byteLength} in B for the same dtype and shape`);
+    throw new ChipcError('diff.size', `tensor ${JSON.stringify(name)}: ${ia.byteLength} bytes in A but ${ib.byteLength} in B for the same dtype and shape`);
   }
   const bits = dtypeBits(ia.dtype);
   const subByte = bits % 8 !== 0;
   const elem = subByte ? 1 : bits / 8;
   const want = opts.chunkBytes ?? DEFAULT_DIFF_CHUNK_BYTES;
-  if (!Number.isSafeInteger(want) || want <= 0) throw new ChipcError('DIFF_CHUNK', `chunk size must be a positive integer, got ${want}`);
+  if (!Number.isSafeInteger(want) || want <= 0) throw new ChipcError('diff.chunk', `chunk size must be a positive integer, got ${want}`);
   const chunk = Math.max(elem, want - (want % elem));
   const total = ia.byteLength;
   let count = 0;
@@ -115,7 +115,7 @@ export function diffTensor(a: TensorStore, b: TensorStore, name: string, opts: D
     const ca = a.readBytes(name, s, e);
     const cb = b.readBytes(name, s, e);
     if (ca.length !== e - s || cb.length !== e - s) {
-      throw new ChipcError('DIFF_SHORT_READ', `tensor ${JSON.stringify(name)}: asked for bytes [${s}, ${e}), got ${ca.length} (A) and ${cb.length} (B)`);
+      throw new ChipcError('diff.short-read', `tensor ${JSON.stringify(name)}: asked for bytes [${s}, ${e}), got ${ca.length} (A) and ${cb.length} (B)`);
     }
     if (Buffer.compare(ca, cb) === 0) continue;
     for (let blk = 0; blk < ca.length; blk += BLOCK) {
@@ -181,11 +181,11 @@ export function readConfigFile(dir: string): Uint8Array | null {
   } catch {
     return null;
   }
-  if (!st.isFile()) throw new ChipcError('DIFF_CONFIG', `${p}: not a regular file`);
+  if (!st.isFile()) throw new ChipcError('diff.config', `${p}: not a regular file`);
   try {
     return fs.readFileSync(p);
   } catch (e) {
-    throw new ChipcError('DIFF_CONFIG', `${p}: cannot read: ${(e as Error).message}`, { cause: e });
+    throw new ChipcError('diff.config', `${p}: cannot read: ${(e as Error).message}`, { cause: e });
   }
 }
 

@@ -126,7 +126,7 @@ export function writeGoldenFile(file: string, g: CheckpointGolden): void {
   } catch (e) {
     fs.rmSync(tmp, { force: true });
     if (e instanceof ChipcError) throw e;
-    throw new ChipcError('GOLDEN_WRITE', `${file}: cannot write the golden file: ${(e as Error).message}`, { cause: e });
+    throw new ChipcError('golden.write', `${file}: cannot write the golden file: ${(e as Error).message}`, { cause: e });
   }
 }
 
@@ -137,7 +137,7 @@ export function writeGoldenFile(file: string, g: CheckpointGolden): void {
  */
 export function parseGolden(text: string, label: string): CheckpointGolden {
   const bad = (msg: string): never => {
-    throw new ChipcError('GOLDEN_FORMAT', `${label}: not a valid golden file: ${msg}`);
+    throw new ChipcError('golden.format', `${label}: not a valid golden file: ${msg}`);
   };
   const root = parseStrictJson(text, (_code, msg) => bad(msg.replace('the header', 'the file')));
   if (!isJsonObject(root)) return bad('the top level is not a JSON object');
@@ -199,13 +199,13 @@ export function readGoldenFile(file: string): CheckpointGolden {
   try {
     bytes = fs.readFileSync(file);
   } catch (e) {
-    throw new ChipcError('GOLDEN_READ', `${file}: cannot read the golden file: ${(e as Error).message}`, { cause: e });
+    throw new ChipcError('golden.read', `${file}: cannot read the golden file: ${(e as Error).message}`, { cause: e });
   }
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
-    throw new ChipcError('GOLDEN_FORMAT', `${file}: not a valid golden file: not UTF-8 text`);
+    throw new ChipcError('golden.format', `${file}: not a valid golden file: not UTF-8 text`);
   }
   return parseGolden(text, file);
 }

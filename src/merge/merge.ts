@@ -46,7 +46,7 @@ function parseJsonBytes(bytes: Uint8Array, label: string): unknown {
   try {
     return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
   } catch (e) {
-    throw new ChipcError('BAD_CONFIG', `cannot read ${label}: ${(e as Error).message}`, { cause: e });
+    throw new ChipcError('target.config', `cannot read ${label}: ${(e as Error).message}`, { cause: e });
   }
 }
 
@@ -62,15 +62,15 @@ function configOf(json: unknown, label: string): ModelConfig {
 /** Open a checkpoint directory (config.json + safetensors) or, when allowChip, a `.chip` file. */
 function openSide(p: string, label: string, allowChip: boolean): Side {
   const st = fs.statSync(p, { throwIfNoEntry: false });
-  if (st === undefined) throw new ChipcError('CKPT_NOT_FOUND', `${label} ${p}: no such file or directory`);
+  if (st === undefined) throw new ChipcError('checkpoint.not-found', `${label} ${p}: no such file or directory`);
   const files: Record<string, Uint8Array> = {};
   if (st.isFile()) {
     if (!allowChip || !isChipFile(p)) {
-      throw new ChipcError('CKPT_NOT_FOUND', `${label} ${p}: expected a checkpoint directory${allowChip ? ' or a .chip file' : ''}`);
+      throw new ChipcError('checkpoint.not-found', `${label} ${p}: expected a checkpoint directory${allowChip ? ' or a .chip file' : ''}`);
     }
     const chip = openChipFile(p);
     try {
-      if (!chip.hasFile('config.json')) throw new ChipcError('BAD_CONFIG', `${label} ${p}: the .chip file holds no config.json`);
+      if (!chip.hasFile('config.json')) throw new ChipcError('target.config', `${label} ${p}: the .chip file holds no config.json`);
       const config = configOf(parseJsonBytes(chip.readFile('config.json'), `${p}: config.json`), `${label} ${p}: config.json`);
       if (chip.hasFile(MANIFEST_FILE)) files[MANIFEST_FILE] = chip.readFile(MANIFEST_FILE);
       const prefix = checkTensors(chip, config, label, p);
@@ -81,7 +81,7 @@ function openSide(p: string, label: string, allowChip: boolean): Side {
     }
   }
   const cfgPath = path.join(p, 'config.json');
-  if (!fs.existsSync(cfgPath)) throw new ChipcError('BAD_CONFIG', `${label} ${p}: no config.json`);
+  if (!fs.existsSync(cfgPath)) throw new ChipcError('target.config', `${label} ${p}: no config.json`);
   const config = configOf(parseJsonBytes(fs.readFileSync(cfgPath), cfgPath), `${label} ${cfgPath}`);
   for (const f of [MANIFEST_FILE, ...HOST_EXTRA_FILES]) {
     const fp = path.join(p, f);
@@ -135,7 +135,7 @@ function rowsCols(shape: number[]): [number, number] {
 /**
  * A TensorSource of `shape` in `dtype` whose element (r, c) is piece.scale·src(r − rowOffset,
  * c − colOffset) inside a piece and +0 elsewhere. Built a batch of rows at a time; every scaled
- * value must be exact in float32 and in `dtype` (else ChipcError MERGE_INEXACT).
+ * value must be exact in float32 and in `dtype` (else ChipcError merge.inexact).
  */
 function paddedSource(name: string, dtype: DType, shape: number[], pieces: Piece[], batchBytes: number): TensorSource {
   const [rows, cols] = rowsCols(shape);
@@ -171,7 +171,7 @@ function paddedSource(name: string, dtype: DType, shape: number[], pieces: Piece
             for (let c = 0; c < pc.cols; c++) {
               const v = src[si + c] * pc.scale;
               if (Math.fround(v) !== v) {
-                throw new ChipcError('MERGE_INEXACT',
+                throw new ChipcError('merge.inexact',
                   `${pc.side.label} ${pc.name}: element (${s0 + i}, ${c}) = ${src[si + c]} times ${pc.scale} is not exact in float32 (overflow or subnormal)`);
               }
               out[o + c] = v;
@@ -241,12 +241,12 @@ export function mergeCheckpoints(hostDir: string, chipPath: string, outDir: stri
   for (const [what, p] of [['host', hostDir], ['chip', chipPath]] as const) {
     const rp = path.resolve(p);
     if (out === rp || rp.startsWith(out + path.sep) || out.startsWith(rp + path.sep)) {
-      throw new ChipcError('MERGE_OUTPUT', `the output ${outDir} must not be (or lie inside, or contain) the ${what} ${p}`);
+      throw new ChipcError('merge.output', `the output ${outDir} must not be (or lie inside, or contain) the ${what} ${p}`);
     }
   }
   if (fs.existsSync(out) && !opts.overwrite) {
     if (path.extname(outDir) === '.chip' || !fs.statSync(out).isDirectory() || fs.readdirSync(out).length > 0) {
-      throw new ChipcError('CKPT_TARGET_EXISTS', `${outDir}: exists (pass --overwrite to replace it)`);
+      throw new ChipcError('checkpoint.target-exists', `${outDir}: exists (pass --overwrite to replace it)`);
     }
   }
   const host = openSide(hostDir, 'host', false);
@@ -271,7 +271,7 @@ function chipAlphabetOf(chip: Side): number {
   const j = parseJsonBytes(m, `chip ${MANIFEST_FILE}`) as { vocab?: { circuit?: unknown } };
   const n = j?.vocab?.circuit;
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) {
-    throw new ChipcError('MERGE_VOCAB', `chip ${MANIFEST_FILE}: vocab.circuit must be a positive integer, got ${JSON.stringify(n)}`);
+    throw new ChipcError('merge.vocab', `chip ${MANIFEST_FILE}: vocab.circuit must be a positive integer, got ${JSON.stringify(n)}`);
   }
   return n;
 }
@@ -324,7 +324,7 @@ function mergeOpen(host: Side, chip: Side, outDir: string, opts: MergeOptions): 
       const wantRows = role === 'writer' ? side.config.hiddenSize : rows;
       const wantCols = role === 'reader' || role === 'hidden-vector' ? side.config.hiddenSize : cols;
       if (p.rows !== wantRows || p.cols !== wantCols) {
-        throw new ChipcError('WEIGHTS_MISMATCH', `${side.label} ${srcName}: [${p.rows}, ${p.cols}] does not fit merged ${n} [${rows}, ${cols}] (role ${role})`);
+        throw new ChipcError('weights.mismatch', `${side.label} ${srcName}: [${p.rows}, ${p.cols}] does not fit merged ${n} [${rows}, ${cols}] (role ${role})`);
       }
       pieces = [p];
     }

@@ -78,26 +78,26 @@ export function planMerge(host: ModelConfig, chip: ModelConfig, chipAlphabet: nu
   validateModelConfig(host);
   validateModelConfig(chip);
   if (host.family !== chip.family) {
-    throw new ChipcError('MERGE_FAMILY',
+    throw new ChipcError('merge.family',
       `the chip is a ${chip.family} checkpoint but the host is ${host.family}: compile the chip for the host's shape (chipc compile CIRCUIT --target HOST_DIR/config.json)`);
   }
   const diffs = SHARED_FIELDS.filter(([k]) => host[k] !== chip[k])
     .map(([k, name]) => `${name} (host ${String(host[k])}, chip ${String(chip[k])})`);
   if (diffs.length > 0) {
-    throw new ChipcError('MERGE_SHAPE',
+    throw new ChipcError('merge.shape',
       `the chip's layer shapes differ from the host's: ${diffs.join(', ')}; compile the chip with --target HOST_DIR/config.json`);
   }
   for (let i = 0; i < chip.numLayers; i++) {
-    if (isMoeLayer(chip, i)) throw new ChipcError('MERGE_SHAPE', `chip layer ${i} is an MoE layer; compiled layers must be dense (mlp_only_layers)`);
+    if (isMoeLayer(chip, i)) throw new ChipcError('merge.shape', `chip layer ${i} is an MoE layer; compiled layers must be dense (mlp_only_layers)`);
   }
   if (!Number.isSafeInteger(chipAlphabet) || chipAlphabet < 1 || chipAlphabet > chip.vocabSize) {
-    throw new ChipcError('MERGE_VOCAB', `the chip's alphabet (${chipAlphabet} tokens) must be between 1 and its vocab_size ${chip.vocabSize}`);
+    throw new ChipcError('merge.vocab', `the chip's alphabet (${chipAlphabet} tokens) must be between 1 and its vocab_size ${chip.vocabSize}`);
   }
   const hidden = mergedHidden(host.hiddenSize, chip.hiddenSize);
   if (hidden === null) {
     const sizes: number[] = [];
     for (let h = host.hiddenSize; h >= 8 && sizes.length < 3; h /= 4) if (Number.isInteger(h)) sizes.push(h);
-    throw new ChipcError('MERGE_FIT',
+    throw new ChipcError('merge.fit',
       `the chip's hidden size ${chip.hiddenSize} does not fit the host's ${host.hiddenSize}: the ratio must be a power of four ` +
       `(so that RMSNorm means stay exact); compile the chip with --hidden ${[...sizes, host.hiddenSize * 4].join(' or ')}`);
   }

@@ -63,7 +63,7 @@ const MOE_DEFAULTS: MoeConfig = {
 const LAYER_TYPES: readonly LayerType[] = ['linear_attention', 'full_attention'];
 
 function bad(field: string, msg: string): never {
-  throw new ChipcError('BAD_CONFIG', `config.json: field "${field}" ${msg}`);
+  throw new ChipcError('target.config', `config.json: field "${field}" ${msg}`);
 }
 
 function isObject(v: unknown): v is Json {
@@ -202,7 +202,7 @@ function readMoe(obj: Json, numLayers: number): MoeConfig | null {
  * falling back to the composite's own `tie_word_embeddings`.
  */
 export function parseHfConfig(json: unknown): ModelConfig {
-  if (!isObject(json)) throw new ChipcError('BAD_CONFIG', 'config.json: must be a JSON object');
+  if (!isObject(json)) throw new ChipcError('target.config', 'config.json: must be a JSON object');
   const modelType = json['model_type'];
   let family: Family;
   let obj: Json;

@@ -56,7 +56,7 @@ export function detectTextPrefix(store: TensorStore, cfg: ModelConfig): string {
 /**
  * Verify the store holds every expected tensor with its shape and nothing unexpected (ignoring
  * `mtp.*`, `model.visual.*` for Qwen3.5, and a redundant `lm_head.weight` of a tied model).
- * Throws one ChipcError (code WEIGHTS_MISMATCH) listing missing, unexpected and mis-shaped tensors.
+ * Throws one ChipcError (code weights.mismatch) listing missing, unexpected and mis-shaped tensors.
  * Returns the text prefix in use.
  */
 export function checkCheckpointTensors(store: TensorStore, cfg: ModelConfig): string {
@@ -90,7 +90,7 @@ export function checkCheckpointTensors(store: TensorStore, cfg: ModelConfig): st
     if (missing.length) parts.push(listNames('missing', missing));
     if (unexpected.length) parts.push(listNames('unexpected', unexpected));
     if (misshaped.length) parts.push(listNames('mis-shaped', misshaped));
-    throw new ChipcError('WEIGHTS_MISMATCH',
+    throw new ChipcError('weights.mismatch',
       `checkpoint does not match the ${cfg.family} config (${cfg.numLayers} layers, hidden ${cfg.hiddenSize}): ${parts.join('; ')}`);
   }
   return prefix;
@@ -196,7 +196,7 @@ export function forEachNonZero(store: TensorStore, name: string, chunkBytes: num
     index += n;
   }
   if (carry.length !== 0 || index !== info.numel) {
-    throw new ChipcError('BAD_CHECKPOINT', `tensor ${name}: streamed ${index} elements (+${carry.length} stray bytes), expected ${info.numel}`);
+    throw new ChipcError('weights.checkpoint', `tensor ${name}: streamed ${index} elements (+${carry.length} stray bytes), expected ${info.numel}`);
   }
 }
 
@@ -289,7 +289,7 @@ function csrRows(csr: CsrMatrix, from: number, to: number): CsrMatrix {
 export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: LoadOptions): ModelWeights {
   const mode = opts.mode;
   if (mode !== 'dense' && mode !== 'sparse' && mode !== 'both') {
-    throw new ChipcError('BAD_ARGUMENT', `load mode must be dense, sparse or both, got ${String(mode)}`);
+    throw new ChipcError('weights.argument', `load mode must be dense, sparse or both, got ${String(mode)}`);
   }
   const chunkBytes = opts.chunkBytes ?? 4 << 20;
   const prefix = checkCheckpointTensors(store, cfg);
@@ -426,7 +426,7 @@ export function loadModel(dir: string, opts: LoadOptions): ModelWeights {
   if (fs.statSync(dir, { throwIfNoEntry: false })?.isFile()) {
     const chip = openChipFile(dir);
     try {
-      if (!chip.hasFile('config.json')) throw new ChipcError('BAD_CONFIG', `${dir}: the .chip file holds no config.json`);
+      if (!chip.hasFile('config.json')) throw new ChipcError('target.config', `${dir}: the .chip file holds no config.json`);
       const cfg = parseConfigText(new TextDecoder().decode(chip.readFile('config.json')), `${dir}: config.json`);
       return loadModelWeights(chip, cfg, opts);
     } finally {
@@ -438,7 +438,7 @@ export function loadModel(dir: string, opts: LoadOptions): ModelWeights {
   try {
     text = fs.readFileSync(configPath, 'utf8');
   } catch (e) {
-    throw new ChipcError('BAD_CONFIG', `cannot read ${configPath}: ${(e as Error).message}`, { cause: e });
+    throw new ChipcError('target.config', `cannot read ${configPath}: ${(e as Error).message}`, { cause: e });
   }
   const cfg = parseConfigText(text, configPath);
   const store = openCheckpoint(dir);
@@ -454,7 +454,7 @@ function parseConfigText(text: string, label: string): ModelConfig {
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw new ChipcError('BAD_CONFIG', `cannot read ${label}: ${(e as Error).message}`, { cause: e });
+    throw new ChipcError('target.config', `cannot read ${label}: ${(e as Error).message}`, { cause: e });
   }
   return parseHfConfig(json);
 }

@@ -33,7 +33,7 @@ export function gdnDims(cfg: ModelConfig): GdnDims {
   const dv = cfg.linearValueHeadDim;
   const r = hv / hk;
   if (!Number.isInteger(r)) {
-    throw new ChipcError('BAD_CONFIG', `linear_num_value_heads (${hv}) must be a multiple of linear_num_key_heads (${hk})`);
+    throw new ChipcError('target.config', `linear_num_value_heads (${hv}) must be a multiple of linear_num_key_heads (${hk})`);
   }
   const keyDim = hk * dk;
   const valueDim = hv * dv;
@@ -157,7 +157,7 @@ export interface QkvzRow {
 
 function checkRow(row: number, n: number, what: string): void {
   if (!Number.isSafeInteger(row) || row < 0 || row >= n) {
-    throw new ChipcError('BAD_INDEX', `${what} row ${row} out of range [0, ${n})`);
+    throw new ChipcError('weights.row', `${what} row ${row} out of range [0, ${n})`);
   }
 }
 

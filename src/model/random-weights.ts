@@ -78,11 +78,11 @@ export interface RandomWeightsOptions {
 export function randomModelWeights(cfg: ModelConfig, seed: number, opts: RandomWeightsOptions = {}): ModelWeights {
   validateModelConfig(cfg);
   if (!Number.isSafeInteger(seed) || seed < 0) {
-    throw new ChipcError('BAD_ARGUMENT', `random weights seed must be a non-negative integer, got ${seed}`);
+    throw new ChipcError('weights.argument', `random weights seed must be a non-negative integer, got ${seed}`);
   }
   const scale = opts.scale ?? 1;
   if (!(Number.isFinite(scale) && scale > 0)) {
-    throw new ChipcError('BAD_ARGUMENT', `random weights scale must be positive, got ${scale}`);
+    throw new ChipcError('weights.argument', `random weights scale must be positive, got ${scale}`);
   }
   const std = Math.fround(0.02 * scale);
   const noise = opts.normWeightNoise === true;

@@ -35,19 +35,19 @@ function fillMatrixRow(m: Matrix, r: number, out: Float32Array): void {
     return;
   }
   const csr = m.csr;
-  if (!csr) throw new ChipcError('BAD_MATRIX', 'matrix has neither dense nor CSR data');
+  if (!csr) throw new ChipcError('weights.matrix', 'matrix has neither dense nor CSR data');
   for (let k = csr.rowPtr[r]; k < csr.rowPtr[r + 1]; k++) out[csr.colIdx[k]] = csr.values[k];
 }
 
 function checkMatrix(name: string, m: Matrix, rows: number, cols: number): void {
   if (m.rows !== rows || m.cols !== cols) {
-    throw new ChipcError('WEIGHTS_MISMATCH', `${name}: matrix is [${m.rows}, ${m.cols}], expected [${rows}, ${cols}]`);
+    throw new ChipcError('weights.mismatch', `${name}: matrix is [${m.rows}, ${m.cols}], expected [${rows}, ${cols}]`);
   }
   if (m.dense && m.dense.length !== rows * cols) {
-    throw new ChipcError('WEIGHTS_MISMATCH', `${name}: dense data has ${m.dense.length} entries, expected ${rows * cols}`);
+    throw new ChipcError('weights.mismatch', `${name}: dense data has ${m.dense.length} entries, expected ${rows * cols}`);
   }
   if (!m.dense && (!m.csr || m.csr.rowPtr.length !== rows + 1)) {
-    throw new ChipcError('WEIGHTS_MISMATCH', `${name}: matrix has no dense data and no CSR with ${rows + 1} row pointers`);
+    throw new ChipcError('weights.mismatch', `${name}: matrix has no dense data and no CSR with ${rows + 1} row pointers`);
   }
 }
 
@@ -65,7 +65,7 @@ function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: numbe
   /** bf16 bits of float32 bits b, or a ChipcError for element (r, c). */
   const bf16Bits = (b: number, r: number, c: number, v: number): number => {
     if ((b & 0xffff) !== 0) {
-      throw new ChipcError('BF16_INEXACT',
+      throw new ChipcError('weights.inexact',
         `${spec.name}: element ${r * cols + c} (row ${r}, column ${c}) = ${v} is not exactly representable in bfloat16`);
     }
     return b >>> 16;
@@ -75,7 +75,7 @@ function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: numbe
     return batchSource(spec, dtype, rows, cols, batchBytes, (r, base, f32, u16) => {
       for (let k = rowPtr[r]!; k < rowPtr[r + 1]!; k++) {
         const c = colIdx[k]!;
-        if (c >= cols) throw new ChipcError('BAD_MATRIX', `${spec.name}: row ${r} has an entry in column ${c}, outside its ${cols} columns`);
+        if (c >= cols) throw new ChipcError('weights.matrix', `${spec.name}: row ${r} has an entry in column ${c}, outside its ${cols} columns`);
         if (f32) {
           f32[base + c] = values[k]!;
           continue;
@@ -127,12 +127,12 @@ function batchSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: num
  */
 export function modelWeightsToSources(weights: ModelWeights, dtype: EmitDType, opts: SourcesOptions = {}): TensorSource[] {
   if (dtype !== 'F32' && dtype !== 'BF16') {
-    throw new ChipcError('BAD_ARGUMENT', `emit dtype must be F32 or BF16, got ${String(dtype)}`);
+    throw new ChipcError('weights.argument', `emit dtype must be F32 or BF16, got ${String(dtype)}`);
   }
   const cfg = weights.config;
   validateModelConfig(cfg);
   if (weights.layers.length !== cfg.numLayers) {
-    throw new ChipcError('WEIGHTS_MISMATCH', `weights have ${weights.layers.length} layers, config says ${cfg.numLayers}`);
+    throw new ChipcError('weights.mismatch', `weights have ${weights.layers.length} layers, config says ${cfg.numLayers}`);
   }
   const batchBytes = opts.batchBytes ?? 1 << 20;
   const specs = new Map(expectedTensors(cfg).map((t) => [t.name, t]));
@@ -158,7 +158,7 @@ export function modelWeightsToSources(weights: ModelWeights, dtype: EmitDType, o
       total += m.rows;
     }
     if (total !== s.shape[0] || rowMap.length !== total) {
-      throw new ChipcError('WEIGHTS_MISMATCH', `${name}: parts have ${total} rows, expected ${s.shape[0]}`);
+      throw new ChipcError('weights.mismatch', `${name}: parts have ${total} rows, expected ${s.shape[0]}`);
     }
     const fill: RowFill = (o, row) => {
       const n = rowMap[o];
@@ -172,7 +172,7 @@ export function modelWeightsToSources(weights: ModelWeights, dtype: EmitDType, o
     const s = spec(name);
     const numel = s.shape.reduce((a, b) => a * b, 1);
     if (v.length !== numel) {
-      throw new ChipcError('WEIGHTS_MISMATCH', `${name}: vector has ${v.length} entries, expected ${numel}`);
+      throw new ChipcError('weights.mismatch', `${name}: vector has ${v.length} entries, expected ${numel}`);
     }
     out.push(rowSource(s, dtype, 1, numel, (_r, row) => row.set(v), batchBytes));
   };
@@ -186,7 +186,7 @@ export function modelWeightsToSources(weights: ModelWeights, dtype: EmitDType, o
     const mx = layer.mixer;
     const wantKind = cfg.layerTypes[i];
     if (mx.kind !== wantKind) {
-      throw new ChipcError('WEIGHTS_MISMATCH', `layer ${i}: weights are ${mx.kind}, config says ${wantKind}`);
+      throw new ChipcError('weights.mismatch', `layer ${i}: weights are ${mx.kind}, config says ${wantKind}`);
     }
     if (mx.kind === 'linear_attention') {
       const la = `${p}linear_attn.`;
@@ -224,12 +224,12 @@ export function modelWeightsToSources(weights: ModelWeights, dtype: EmitDType, o
     const mlp = layer.mlp;
     const wantMoe = isMoeLayer(cfg, i);
     if ((mlp.kind === 'moe') !== wantMoe) {
-      throw new ChipcError('WEIGHTS_MISMATCH', `layer ${i}: weights have a ${mlp.kind} MLP, config says ${wantMoe ? 'moe' : 'dense'}`);
+      throw new ChipcError('weights.mismatch', `layer ${i}: weights have a ${mlp.kind} MLP, config says ${wantMoe ? 'moe' : 'dense'}`);
     }
     if (mlp.kind === 'moe') {
       const m = cfg.moe!;
       if (mlp.experts.length !== m.numExperts) {
-        throw new ChipcError('WEIGHTS_MISMATCH', `layer ${i}: ${mlp.experts.length} experts, config says ${m.numExperts}`);
+        throw new ChipcError('weights.mismatch', `layer ${i}: ${mlp.experts.length} experts, config says ${m.numExperts}`);
       }
       mat(`${mp}gate.weight`, mlp.gate);
       mlp.experts.forEach((ex, e) => {

@@ -37,7 +37,7 @@ function readConfigFile(file: string): ModelConfig {
   try {
     json = JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch (e) {
-    throw new ChipcError('BAD_CONFIG', `cannot read config ${file}: ${(e as Error).message}`, { cause: e });
+    throw new ChipcError('target.config', `cannot read config ${file}: ${(e as Error).message}`, { cause: e });
   }
   try {
     return parseHfConfig(json);
@@ -63,11 +63,11 @@ export function resolveTarget(nameOrPath: string): ResolvedTarget {
   if (fs.existsSync(nameOrPath)) {
     const file = fs.statSync(nameOrPath).isDirectory() ? path.join(nameOrPath, 'config.json') : nameOrPath;
     if (!fs.existsSync(file)) {
-      throw new ChipcError('UNKNOWN_TARGET', `target directory ${nameOrPath} has no config.json`);
+      throw new ChipcError('target.unknown', `target directory ${nameOrPath} has no config.json`);
     }
     return { name: nameOrPath, config: readConfigFile(file), source: file };
   }
-  throw new ChipcError('UNKNOWN_TARGET',
+  throw new ChipcError('target.unknown',
     `unknown target "${nameOrPath}": not a built-in target (${builtins.join(', ')}) and no such config.json file or directory`);
 }
 

@@ -48,7 +48,7 @@ export class ShardedStore implements TensorStore {
   }
   private get(name: string): SafetensorsFile {
     const s = this.owner.get(name);
-    if (s === undefined) throw new ChipcError('ST_NO_TENSOR', `${this.dir}: no tensor named ${JSON.stringify(name)}`);
+    if (s === undefined) throw new ChipcError('safetensors.no-tensor', `${this.dir}: no tensor named ${JSON.stringify(name)}`);
     return s;
   }
 }
@@ -62,45 +62,45 @@ export function openCheckpoint(p: string, opts: OpenOptions = {}): TensorStore {
   try {
     st = fs.statSync(p);
   } catch (e) {
-    throw new ChipcError('CKPT_NOT_FOUND', `${p}: no such file or directory`, { cause: e });
+    throw new ChipcError('checkpoint.not-found', `${p}: no such file or directory`, { cause: e });
   }
   if (st.isFile()) return openSafetensors(p, opts);
-  if (!st.isDirectory()) throw new ChipcError('CKPT_NOT_FOUND', `${p}: not a file or directory`);
+  if (!st.isDirectory()) throw new ChipcError('checkpoint.not-found', `${p}: not a file or directory`);
   const single = path.join(p, SINGLE_FILE_NAME);
   const index = path.join(p, INDEX_FILE_NAME);
   const hasSingle = fs.existsSync(single);
   const hasIndex = fs.existsSync(index);
-  if (hasSingle && hasIndex) throw new ChipcError('CKPT_AMBIGUOUS', `${p}: holds both ${SINGLE_FILE_NAME} and ${INDEX_FILE_NAME}; remove one`);
+  if (hasSingle && hasIndex) throw new ChipcError('checkpoint.ambiguous', `${p}: holds both ${SINGLE_FILE_NAME} and ${INDEX_FILE_NAME}; remove one`);
   if (hasSingle) return openSafetensors(single, opts);
-  if (!hasIndex) throw new ChipcError('CKPT_NOT_FOUND', `${p}: directory holds neither ${SINGLE_FILE_NAME} nor ${INDEX_FILE_NAME}`);
+  if (!hasIndex) throw new ChipcError('checkpoint.not-found', `${p}: directory holds neither ${SINGLE_FILE_NAME} nor ${INDEX_FILE_NAME}`);
   return openIndexed(p, index, opts);
 }
 
 function openIndexed(dir: string, indexPath: string, opts: OpenOptions): ShardedStore {
   const fail = (code: string, msg: string): never => {
-    throw new ChipcError(code === 'ST_HEADER_JSON' || code === 'ST_HEADER_PADDING' ? 'CKPT_INDEX_JSON' : code === 'ST_DUPLICATE_KEY' ? 'CKPT_INDEX_DUPLICATE' : code, `${indexPath}: ${msg}`);
+    throw new ChipcError(code === 'safetensors.header-json' || code === 'safetensors.header-padding' ? 'checkpoint.index-json' : code === 'safetensors.duplicate-key' ? 'checkpoint.index-duplicate' : code, `${indexPath}: ${msg}`);
   };
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(fs.readFileSync(indexPath));
   } catch (e) {
-    throw new ChipcError('CKPT_INDEX_JSON', `${indexPath}: cannot read as UTF-8 text: ${(e as Error).message}`, { cause: e });
+    throw new ChipcError('checkpoint.index-json', `${indexPath}: cannot read as UTF-8 text: ${(e as Error).message}`, { cause: e });
   }
   const root = parseStrictJson(text, fail);
-  if (!isJsonObject(root)) return fail('CKPT_INDEX_WEIGHT_MAP', 'the index is not a JSON object');
+  if (!isJsonObject(root)) return fail('checkpoint.index-weight-map', 'the index is not a JSON object');
   const wm = root.map.get('weight_map');
-  if (!isJsonObject(wm)) return fail('CKPT_INDEX_WEIGHT_MAP', 'the index has no "weight_map" object');
+  if (!isJsonObject(wm)) return fail('checkpoint.index-weight-map', 'the index has no "weight_map" object');
   const listed = new Map<string, string>(); // tensor → shard file name
   for (const name of wm.keys) {
     const file = wm.map.get(name);
     if (typeof file !== 'string' || file === '' || file !== path.basename(file) || file === '.' || file === '..' || file.includes('/') || file.includes('\\')) {
-      fail('CKPT_INDEX_SHARD_NAME', `weight_map[${JSON.stringify(name)}] must be a shard file name in the same directory, got ${JSON.stringify(file)}`);
+      fail('checkpoint.index-shard-name', `weight_map[${JSON.stringify(name)}] must be a shard file name in the same directory, got ${JSON.stringify(file)}`);
     }
     listed.set(name, file as string);
   }
   const shardNames = [...new Set(listed.values())].sort(compareCodePoints);
   for (const f of shardNames) {
-    if (!fs.existsSync(path.join(dir, f))) fail('CKPT_INDEX_SHARD_MISSING', `shard ${JSON.stringify(f)} named in weight_map does not exist`);
+    if (!fs.existsSync(path.join(dir, f))) fail('checkpoint.index-shard-missing', `shard ${JSON.stringify(f)} named in weight_map does not exist`);
   }
   const shards: SafetensorsFile[] = [];
   try {
@@ -109,16 +109,16 @@ function openIndexed(dir: string, indexPath: string, opts: OpenOptions): Sharded
     shards.forEach((s, i) => {
       for (const n of s.names) {
         const prev = seenIn.get(n);
-        if (prev !== undefined) fail('CKPT_INDEX_TENSOR_DUPLICATE', `tensor ${JSON.stringify(n)} is stored in two shards: ${prev} and ${shardNames[i]}`);
+        if (prev !== undefined) fail('checkpoint.index-tensor-duplicate', `tensor ${JSON.stringify(n)} is stored in two shards: ${prev} and ${shardNames[i]}`);
         seenIn.set(n, shardNames[i]);
       }
     });
     for (const [n, f] of seenIn) {
       const want = listed.get(n);
-      if (want !== f) fail('CKPT_INDEX_TENSOR_UNLISTED', `shard ${f} holds tensor ${JSON.stringify(n)}, which weight_map ${want === undefined ? 'does not list' : `assigns to ${want}`}`);
+      if (want !== f) fail('checkpoint.index-tensor-unlisted', `shard ${f} holds tensor ${JSON.stringify(n)}, which weight_map ${want === undefined ? 'does not list' : `assigns to ${want}`}`);
     }
     for (const [n, f] of listed) {
-      if (seenIn.get(n) !== f) fail('CKPT_INDEX_TENSOR_MISSING', `weight_map assigns tensor ${JSON.stringify(n)} to ${f}, which does not hold it`);
+      if (seenIn.get(n) !== f) fail('checkpoint.index-tensor-missing', `weight_map assigns tensor ${JSON.stringify(n)} to ${f}, which does not hold it`);
     }
   } catch (e) {
     for (const s of shards) s.close();

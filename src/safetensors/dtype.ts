@@ -39,7 +39,7 @@ export function dtypeBits(d: DType): number {
 /** Bytes per element, or throws for the sub-byte dtypes (F4, F6_*), which have none. */
 export function dtypeBytes(d: DType): number {
   const b = BITS[d];
-  if (b % 8 !== 0) throw new ChipcError('ST_SUBBYTE_DTYPE', `dtype ${d} has ${b} bits per element, not a whole number of bytes`);
+  if (b % 8 !== 0) throw new ChipcError('safetensors.subbyte-dtype', `dtype ${d} has ${b} bits per element, not a whole number of bytes`);
   return b / 8;
 }
 
@@ -248,9 +248,9 @@ export const DECODABLE: readonly DType[] = ['F32', 'BF16', 'F16', 'F64', 'I8', '
  * `label` names the tensor in error messages.
  */
 export function decodeToF32(d: DType, bytes: Uint8Array, label = 'tensor'): Float32Array {
-  if (!DECODABLE.includes(d)) throw new ChipcError('ST_UNSUPPORTED_DTYPE', `${label}: cannot convert dtype ${d} to float32 (supported: ${DECODABLE.join(', ')})`);
+  if (!DECODABLE.includes(d)) throw new ChipcError('safetensors.unsupported-dtype', `${label}: cannot convert dtype ${d} to float32 (supported: ${DECODABLE.join(', ')})`);
   const size = dtypeBytes(d);
-  if (bytes.length % size !== 0) throw new ChipcError('ST_BYTE_LENGTH', `${label}: ${bytes.length} bytes is not a whole number of ${d} elements`);
+  if (bytes.length % size !== 0) throw new ChipcError('safetensors.byte-length', `${label}: ${bytes.length} bytes is not a whole number of ${d} elements`);
   const n = bytes.length / size;
   const out = new Float32Array(n);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -282,12 +282,12 @@ export function decodeToF32(d: DType, bytes: Uint8Array, label = 'tensor'): Floa
     case 'BOOL':
       for (let i = 0; i < n; i++) {
         const b = bytes[i];
-        if (b > 1) throw new ChipcError('ST_BOOL_VALUE', `${label}: BOOL element ${i} has byte value ${b} (only 0 and 1 are booleans)`);
+        if (b > 1) throw new ChipcError('safetensors.bool-value', `${label}: BOOL element ${i} has byte value ${b} (only 0 and 1 are booleans)`);
         out[i] = b;
       }
       break;
     default:
-      throw new ChipcError('ST_UNSUPPORTED_DTYPE', `${label}: cannot convert dtype ${d} to float32`);
+      throw new ChipcError('safetensors.unsupported-dtype', `${label}: cannot convert dtype ${d} to float32`);
   }
   return out;
 }
@@ -297,7 +297,7 @@ export const ENCODABLE: readonly DType[] = ['F32', 'BF16', 'F16', 'F64', 'I8', '
 
 export interface EncodeOptions {
   /**
-   * For BF16 / F16: refuse (ChipcError ST_INEXACT) any value that would round, naming the first
+   * For BF16 / F16: refuse (ChipcError safetensors.inexact) any value that would round, naming the first
    * offending index and value. Default false (round to nearest even). F32 and F64 are always
    * exact; integer dtypes and BOOL always refuse values they cannot hold.
    */
@@ -319,20 +319,20 @@ const INT_RANGE: Partial<Record<DType, [number, number]>> = {
 /**
  * Encodes float32 values as little-endian elements of `d`. F32/F64: exact. BF16/F16: round to
  * nearest even (f32BitsToBf16 / f32BitsToF16), or refuse inexact values with `exact: true`.
- * Integer dtypes and BOOL: each value must be an integer in the dtype's range (else ST_INEXACT);
+ * Integer dtypes and BOOL: each value must be an integer in the dtype's range (else safetensors.inexact);
  * −0 encodes as 0.
  */
 export function encodeFromF32(d: DType, values: Float32Array, opts: EncodeOptions = {}): Uint8Array {
   const label = opts.label ?? 'tensor';
   const base = opts.indexBase ?? 0;
-  if (!ENCODABLE.includes(d)) throw new ChipcError('ST_UNSUPPORTED_DTYPE', `${label}: cannot encode float32 values as dtype ${d} (supported: ${ENCODABLE.join(', ')})`);
+  if (!ENCODABLE.includes(d)) throw new ChipcError('safetensors.unsupported-dtype', `${label}: cannot encode float32 values as dtype ${d} (supported: ${ENCODABLE.join(', ')})`);
   const n = values.length;
   const size = dtypeBytes(d);
   const out = new Uint8Array(n * size);
   const dv = new DataView(out.buffer);
   const bitsIn = new Uint32Array(values.buffer, values.byteOffset, n);
   const inexact = (i: number, what: string): never => {
-    throw new ChipcError('ST_INEXACT', `${label}: element ${base + i} = ${fmtF32(values[i])} is not exactly representable as ${d}${what}`);
+    throw new ChipcError('safetensors.inexact', `${label}: element ${base + i} = ${fmtF32(values[i])} is not exactly representable as ${d}${what}`);
   };
   switch (d) {
     case 'F32':

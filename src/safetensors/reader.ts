@@ -53,7 +53,7 @@ class StrictJsonParser {
   constructor(readonly text: string, readonly fail: (code: string, msg: string) => never) {}
 
   private err(msg: string): never {
-    return this.fail('ST_HEADER_JSON', `invalid JSON at character ${this.pos}: ${msg}`);
+    return this.fail('safetensors.header-json', `invalid JSON at character ${this.pos}: ${msg}`);
   }
   private ws(): void {
     const t = this.text;
@@ -107,7 +107,7 @@ class StrictJsonParser {
       this.ws();
       if (t[this.pos] !== ':') this.err("expected ':'");
       this.pos++;
-      if (obj.map.has(key)) this.fail('ST_DUPLICATE_KEY', `duplicate key ${JSON.stringify(key)} in ${path}`);
+      if (obj.map.has(key)) this.fail('safetensors.duplicate-key', `duplicate key ${JSON.stringify(key)} in ${path}`);
       const v = this.value(depth + 1, path === 'the header' ? `entry ${JSON.stringify(key)}` : `${path}.${key}`);
       obj.keys.push(key);
       obj.map.set(key, v);
@@ -146,7 +146,7 @@ class StrictJsonParser {
 
 /**
  * Parses `text` as one JSON value followed by nothing but `trailing` characters (default: JSON
- * whitespace). Duplicate object keys at any depth are an error (ST_DUPLICATE_KEY). Errors go to
+ * whitespace). Duplicate object keys at any depth are an error (safetensors.duplicate-key). Errors go to
  * `fail(code, message)`, which must throw.
  */
 export function parseStrictJson(
@@ -159,7 +159,7 @@ export function parseStrictJson(
   const rest = text.slice(p.pos);
   if (trailing === 'spaces' ? /[^ ]/.test(rest) : /[^ \t\r\n]/.test(rest)) {
     const at = p.pos + rest.search(trailing === 'spaces' ? /[^ ]/ : /[^ \t\r\n]/);
-    fail('ST_HEADER_PADDING', `non-space character ${JSON.stringify(text[at])} at character ${at} after the header's JSON object (only spaces may pad it)`);
+    fail('safetensors.header-padding', `non-space character ${JSON.stringify(text[at])} at character ${at} after the header's JSON object (only spaces may pad it)`);
   }
   return v;
 }
@@ -195,22 +195,22 @@ export function parseHeader(readAt: ReadAt, fileSize: number, label: string): Pa
   const fail = (code: string, msg: string): never => {
     throw new ChipcError(code, `${fmtPath(label)}: ${msg}`);
   };
-  if (fileSize < 8) fail('ST_FILE_TOO_SMALL', `file is ${fileSize} bytes, shorter than the 8-byte header length`);
+  if (fileSize < 8) fail('safetensors.file-too-small', `file is ${fileSize} bytes, shorter than the 8-byte header length`);
   const lenBytes = readAt(0, 8);
   const n64 = new DataView(lenBytes.buffer, lenBytes.byteOffset, 8).getBigUint64(0, true);
-  if (n64 > BigInt(MAX_HEADER_SIZE)) fail('ST_HEADER_TOO_LARGE', `header size ${n64} exceeds the limit of ${MAX_HEADER_SIZE} bytes`);
+  if (n64 > BigInt(MAX_HEADER_SIZE)) fail('safetensors.header-too-large', `header size ${n64} exceeds the limit of ${MAX_HEADER_SIZE} bytes`);
   const n = Number(n64);
-  if (8 + n > fileSize) fail('ST_HEADER_PAST_EOF', `header of ${n} bytes runs past the end of the ${fileSize}-byte file`);
+  if (8 + n > fileSize) fail('safetensors.header-past-eof', `header of ${n} bytes runs past the end of the ${fileSize}-byte file`);
   const headerBytes = readAt(8, n);
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(headerBytes);
   } catch {
-    return fail('ST_HEADER_UTF8', 'header is not valid UTF-8');
+    return fail('safetensors.header-utf8', 'header is not valid UTF-8');
   }
-  if (text[0] !== '{') fail('ST_HEADER_START', `header must be a JSON object starting with '{' (first character: ${text.length ? JSON.stringify(text[0]) : 'none, the header is empty'})`);
+  if (text[0] !== '{') fail('safetensors.header-start', `header must be a JSON object starting with '{' (first character: ${text.length ? JSON.stringify(text[0]) : 'none, the header is empty'})`);
   const root = parseStrictJson(text, fail, 'spaces');
-  if (!isJsonObject(root)) return fail('ST_HEADER_START', 'header is not a JSON object');
+  if (!isJsonObject(root)) return fail('safetensors.header-start', 'header is not a JSON object');
 
   let metadata: Record<string, string> = {};
   const entries: TensorInfo[] = [];
@@ -227,24 +227,24 @@ export function parseHeader(readAt: ReadAt, fileSize: number, label: string): Pa
   for (const t of entries) {
     const [b, e] = t.dataOffsets;
     if (b !== end) {
-      if (end === 0 && b > 0) fail('ST_OFFSET_START', `tensor ${JSON.stringify(t.name)}: the first tensor (by data_offsets) begins at ${b}, not 0`);
-      if (b > end) fail('ST_OFFSET_GAP', `tensor ${JSON.stringify(t.name)}: begins at ${b} but the previous tensor ends at ${end} (a gap)`);
-      fail('ST_OFFSET_OVERLAP', `tensor ${JSON.stringify(t.name)}: begins at ${b} but the previous tensor ends at ${end} (an overlap)`);
+      if (end === 0 && b > 0) fail('safetensors.offset-start', `tensor ${JSON.stringify(t.name)}: the first tensor (by data_offsets) begins at ${b}, not 0`);
+      if (b > end) fail('safetensors.offset-gap', `tensor ${JSON.stringify(t.name)}: begins at ${b} but the previous tensor ends at ${end} (a gap)`);
+      fail('safetensors.offset-overlap', `tensor ${JSON.stringify(t.name)}: begins at ${b} but the previous tensor ends at ${end} (an overlap)`);
     }
     end = e;
   }
   const expected = 8 + n + end;
-  if (fileSize > expected) fail('ST_TRAILING_BYTES', `file is ${fileSize} bytes but the header accounts for ${expected} (${fileSize - expected} trailing bytes)`);
-  if (fileSize < expected) fail('ST_TRUNCATED', `file is ${fileSize} bytes but the header needs ${expected} (truncated by ${expected - fileSize} bytes)`);
+  if (fileSize > expected) fail('safetensors.trailing-bytes', `file is ${fileSize} bytes but the header accounts for ${expected} (${fileSize - expected} trailing bytes)`);
+  if (fileSize < expected) fail('safetensors.truncated', `file is ${fileSize} bytes but the header needs ${expected} (truncated by ${expected - fileSize} bytes)`);
   return { headerSize: n, metadata, tensors: entries, dataSize: end };
 }
 
 function parseMetadata(v: JsonValue, fail: (code: string, msg: string) => never): Record<string, string> {
-  if (!isJsonObject(v)) return fail('ST_METADATA', '__metadata__ must be an object mapping strings to strings');
+  if (!isJsonObject(v)) return fail('safetensors.metadata', '__metadata__ must be an object mapping strings to strings');
   const out: Record<string, string> = Object.create(null);
   for (const k of v.keys) {
     const s = v.map.get(k);
-    if (typeof s !== 'string') fail('ST_METADATA', `__metadata__ value of ${JSON.stringify(k)} is not a string`);
+    if (typeof s !== 'string') fail('safetensors.metadata', `__metadata__ value of ${JSON.stringify(k)} is not a string`);
     out[k] = s as string;
   }
   return out;
@@ -256,35 +256,35 @@ function formatInt(v: JsonValue | undefined, code: string, what: string, fail: (
     const shown = v instanceof JsonNumber ? v.raw : JSON.stringify(v);
     return fail(code, `${what} is ${shown}, not a non-negative integer`);
   }
-  if (v.raw.length > 15 || v.value > MAX_FORMAT_INT) fail('ST_INT_RANGE', `${what} is ${v.raw}, above the format's limit 2^48 − 1`);
+  if (v.raw.length > 15 || v.value > MAX_FORMAT_INT) fail('safetensors.int-range', `${what} is ${v.raw}, above the format's limit 2^48 − 1`);
   return v.value;
 }
 
 function parseEntry(name: string, v: JsonValue, fail: (code: string, msg: string) => never): TensorInfo {
   const q = JSON.stringify(name);
-  if (!isJsonObject(v)) return fail('ST_TENSOR_ENTRY', `tensor ${q}: entry is not an object`);
+  if (!isJsonObject(v)) return fail('safetensors.tensor-entry', `tensor ${q}: entry is not an object`);
   for (const k of v.keys) {
-    if (k !== 'dtype' && k !== 'shape' && k !== 'data_offsets') fail('ST_TENSOR_ENTRY', `tensor ${q}: unknown field ${JSON.stringify(k)} (allowed: dtype, shape, data_offsets)`);
+    if (k !== 'dtype' && k !== 'shape' && k !== 'data_offsets') fail('safetensors.tensor-entry', `tensor ${q}: unknown field ${JSON.stringify(k)} (allowed: dtype, shape, data_offsets)`);
   }
   for (const k of ['dtype', 'shape', 'data_offsets']) {
-    if (!v.map.has(k)) fail('ST_TENSOR_ENTRY', `tensor ${q}: missing field ${JSON.stringify(k)}`);
+    if (!v.map.has(k)) fail('safetensors.tensor-entry', `tensor ${q}: missing field ${JSON.stringify(k)}`);
   }
   const dt = v.map.get('dtype');
-  if (!isDType(dt)) return fail('ST_DTYPE', `tensor ${q}: unknown dtype ${dt instanceof JsonNumber ? dt.raw : JSON.stringify(dt)}`);
+  if (!isDType(dt)) return fail('safetensors.dtype', `tensor ${q}: unknown dtype ${dt instanceof JsonNumber ? dt.raw : JSON.stringify(dt)}`);
   const dtype: DType = dt;
   const sh = v.map.get('shape');
-  if (!Array.isArray(sh)) return fail('ST_SHAPE', `tensor ${q}: shape is not an array`);
-  const shape = sh.map((d, i) => formatInt(d, 'ST_SHAPE', `tensor ${q}: shape[${i}]`, fail));
+  if (!Array.isArray(sh)) return fail('safetensors.shape', `tensor ${q}: shape is not an array`);
+  const shape = sh.map((d, i) => formatInt(d, 'safetensors.shape', `tensor ${q}: shape[${i}]`, fail));
   const off = v.map.get('data_offsets');
-  if (!Array.isArray(off) || off.length !== 2) return fail('ST_DATA_OFFSETS', `tensor ${q}: data_offsets must be [begin, end]`);
-  const begin = formatInt(off[0], 'ST_DATA_OFFSETS', `tensor ${q}: data_offsets begin`, fail);
-  const end = formatInt(off[1], 'ST_DATA_OFFSETS', `tensor ${q}: data_offsets end`, fail);
-  if (end < begin) fail('ST_DATA_OFFSETS', `tensor ${q}: data_offsets end ${end} is before begin ${begin}`);
+  if (!Array.isArray(off) || off.length !== 2) return fail('safetensors.data-offsets', `tensor ${q}: data_offsets must be [begin, end]`);
+  const begin = formatInt(off[0], 'safetensors.data-offsets', `tensor ${q}: data_offsets begin`, fail);
+  const end = formatInt(off[1], 'safetensors.data-offsets', `tensor ${q}: data_offsets end`, fail);
+  if (end < begin) fail('safetensors.data-offsets', `tensor ${q}: data_offsets end ${end} is before begin ${begin}`);
   let numel = 1n;
   for (const d of shape) numel *= BigInt(d);
   const bytes = byteSizeOf(dtype, numel);
-  if (bytes === null) fail('ST_MISALIGNED', `tensor ${q}: ${numel} elements of ${dtypeBits(dtype)}-bit ${dtype} is not a whole number of bytes`);
-  if (bytes !== BigInt(end - begin)) fail('ST_TENSOR_SIZE', `tensor ${q}: shape [${shape.join(', ')}] of ${dtype} needs ${bytes} bytes but data_offsets [${begin}, ${end}] hold ${end - begin}`);
+  if (bytes === null) fail('safetensors.misaligned', `tensor ${q}: ${numel} elements of ${dtypeBits(dtype)}-bit ${dtype} is not a whole number of bytes`);
+  if (bytes !== BigInt(end - begin)) fail('safetensors.tensor-size', `tensor ${q}: shape [${shape.join(', ')}] of ${dtype} needs ${bytes} bytes but data_offsets [${begin}, ${end}] hold ${end - begin}`);
   return { name, dtype, shape, dataOffsets: [begin, end], numel: Number(numel), byteLength: end - begin };
 }
 
@@ -330,7 +330,7 @@ export class SafetensorsFile implements TensorStore {
 
   info(name: string): TensorInfo {
     const t = this.byName.get(name);
-    if (t === undefined) throw new ChipcError('ST_NO_TENSOR', `${this.path}: no tensor named ${JSON.stringify(name)}`);
+    if (t === undefined) throw new ChipcError('safetensors.no-tensor', `${this.path}: no tensor named ${JSON.stringify(name)}`);
     return { ...t, shape: [...t.shape], dataOffsets: [t.dataOffsets[0], t.dataOffsets[1]] };
   }
 
@@ -345,7 +345,7 @@ export class SafetensorsFile implements TensorStore {
     const s = start ?? 0;
     const e = end ?? t.byteLength;
     if (!Number.isSafeInteger(s) || !Number.isSafeInteger(e) || s < 0 || e < s || e > t.byteLength) {
-      throw new ChipcError('ST_RANGE', `${this.path}: byte range [${s}, ${e}) is outside tensor ${JSON.stringify(name)} of ${t.byteLength} bytes`);
+      throw new ChipcError('safetensors.range', `${this.path}: byte range [${s}, ${e}) is outside tensor ${JSON.stringify(name)} of ${t.byteLength} bytes`);
     }
     return this.readAt(this.dataStart + t.dataOffsets[0] + s, e - s);
   }
@@ -356,7 +356,7 @@ export class SafetensorsFile implements TensorStore {
   }
 
   *chunks(name: string, chunkBytes: number = DEFAULT_CHUNK_BYTES): Iterable<Uint8Array> {
-    if (!Number.isSafeInteger(chunkBytes) || chunkBytes <= 0) throw new ChipcError('ST_RANGE', `chunk size must be a positive integer, got ${chunkBytes}`);
+    if (!Number.isSafeInteger(chunkBytes) || chunkBytes <= 0) throw new ChipcError('safetensors.range', `chunk size must be a positive integer, got ${chunkBytes}`);
     const t = this.info(name);
     for (let s = 0; s < t.byteLength; s += chunkBytes) yield this.readBytes(name, s, Math.min(t.byteLength, s + chunkBytes));
   }
@@ -368,7 +368,7 @@ export class SafetensorsFile implements TensorStore {
   }
 
   private checkOpen(): void {
-    if (this.closed) throw new ChipcError('ST_CLOSED', `${this.path}: the file was closed`);
+    if (this.closed) throw new ChipcError('safetensors.closed', `${this.path}: the file was closed`);
   }
 }
 
@@ -382,23 +382,23 @@ export function openSafetensors(path: string, opts: OpenOptions = {}): Safetenso
   try {
     fd = fs.openSync(path, 'r');
   } catch (e) {
-    throw new ChipcError('ST_OPEN', `${path}: cannot open: ${(e as Error).message}`, { cause: e });
+    throw new ChipcError('safetensors.open', `${path}: cannot open: ${(e as Error).message}`, { cause: e });
   }
   try {
     const st = fs.fstatSync(fd);
-    if (!st.isFile()) throw new ChipcError('ST_OPEN', `${path}: not a regular file`);
+    if (!st.isFile()) throw new ChipcError('safetensors.open', `${path}: not a regular file`);
     const readAt: ReadAt = (position, length) => {
       let buf: Uint8Array;
       try {
         // Own ArrayBuffer (not the shared pool) and no zero-fill: every byte is overwritten below or we throw.
         buf = Buffer.allocUnsafeSlow(length);
       } catch (e) {
-        throw new ChipcError('ST_TOO_LARGE', `${path}: cannot hold ${length} bytes in one buffer; read it with chunks()`, { cause: e });
+        throw new ChipcError('safetensors.too-large', `${path}: cannot hold ${length} bytes in one buffer; read it with chunks()`, { cause: e });
       }
       let done = 0;
       while (done < length) {
         const got = read(fd, buf, done, Math.min(length - done, 0x40000000), position + done);
-        if (got <= 0) throw new ChipcError('ST_SHORT_READ', `${path}: file ended at byte ${position + done} while reading (was it changed after opening?)`);
+        if (got <= 0) throw new ChipcError('safetensors.short-read', `${path}: file ended at byte ${position + done} while reading (was it changed after opening?)`);
         done += got;
       }
       return buf;

@@ -35,15 +35,15 @@ interface Prepared {
 
 /** Validates a shape; returns numel and byte size. `label` names the tensor. */
 function checkShape(label: string, dtype: unknown, shape: unknown): { numel: number; byteLength: number } {
-  if (!isDType(dtype)) throw new ChipcError('ST_WRITE_DTYPE', `${label}: unknown dtype ${JSON.stringify(dtype)}`);
+  if (!isDType(dtype)) throw new ChipcError('safetensors.write-dtype', `${label}: unknown dtype ${JSON.stringify(dtype)}`);
   if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0 && d <= MAX_FORMAT_INT)) {
-    throw new ChipcError('ST_WRITE_SHAPE', `${label}: shape ${JSON.stringify(shape)} is not an array of non-negative integers ≤ 2^48 − 1`);
+    throw new ChipcError('safetensors.write-shape', `${label}: shape ${JSON.stringify(shape)} is not an array of non-negative integers ≤ 2^48 − 1`);
   }
   let numel = 1n;
   for (const d of shape) numel *= BigInt(d);
   const bytes = byteSizeOf(dtype, numel);
-  if (bytes === null) throw new ChipcError('ST_WRITE_SHAPE', `${label}: ${numel} elements of ${dtype} is not a whole number of bytes`);
-  if (bytes > BigInt(MAX_FORMAT_INT)) throw new ChipcError('ST_WRITE_TOO_LARGE', `${label}: ${bytes} bytes exceeds the format's 2^48 − 1 limit`);
+  if (bytes === null) throw new ChipcError('safetensors.write-shape', `${label}: ${numel} elements of ${dtype} is not a whole number of bytes`);
+  if (bytes > BigInt(MAX_FORMAT_INT)) throw new ChipcError('safetensors.write-too-large', `${label}: ${bytes} bytes exceeds the format's 2^48 − 1 limit`);
   return { numel: Number(numel), byteLength: Number(bytes) };
 }
 
@@ -52,9 +52,9 @@ function prepare(sources: readonly TensorSource[]): Prepared[] {
   const out: Prepared[] = [];
   for (const s of sources) {
     if (typeof s.name !== 'string' || s.name === '' || s.name === '__metadata__') {
-      throw new ChipcError('ST_WRITE_NAME', `invalid tensor name ${JSON.stringify(s.name)} (must be a non-empty string other than "__metadata__")`);
+      throw new ChipcError('safetensors.write-name', `invalid tensor name ${JSON.stringify(s.name)} (must be a non-empty string other than "__metadata__")`);
     }
-    if (seen.has(s.name)) throw new ChipcError('ST_WRITE_DUPLICATE', `tensor ${JSON.stringify(s.name)} is given twice`);
+    if (seen.has(s.name)) throw new ChipcError('safetensors.write-duplicate', `tensor ${JSON.stringify(s.name)} is given twice`);
     seen.add(s.name);
     const { numel, byteLength } = checkShape(`tensor ${JSON.stringify(s.name)}`, s.dtype, s.shape);
     out.push({ source: s, info: { name: s.name, dtype: s.dtype, shape: [...s.shape], dataOffsets: [0, 0], numel, byteLength } });
@@ -65,8 +65,8 @@ function prepare(sources: readonly TensorSource[]): Prepared[] {
 function metadataWithFormat(meta: Record<string, string> | undefined): Record<string, string> {
   const m: Record<string, string> = { format: 'pt' };
   for (const [k, v] of Object.entries(meta ?? {})) {
-    if (typeof v !== 'string') throw new ChipcError('ST_WRITE_METADATA', `metadata value of ${JSON.stringify(k)} is not a string`);
-    if (k === 'format' && v !== 'pt') throw new ChipcError('ST_WRITE_METADATA', `metadata "format" must be "pt" (transformers refuses other values), got ${JSON.stringify(v)}`);
+    if (typeof v !== 'string') throw new ChipcError('safetensors.write-metadata', `metadata value of ${JSON.stringify(k)} is not a string`);
+    if (k === 'format' && v !== 'pt') throw new ChipcError('safetensors.write-metadata', `metadata "format" must be "pt" (transformers refuses other values), got ${JSON.stringify(v)}`);
     m[k] = v;
   }
   return m;
@@ -89,7 +89,7 @@ function buildHeader(prepared: Prepared[], metadata: Record<string, string>): { 
     offset += p.info.byteLength;
     parts.push(`${JSON.stringify(p.info.name)}:{"dtype":"${p.info.dtype}","shape":[${p.info.shape.join(',')}],"data_offsets":[${p.info.dataOffsets[0]},${p.info.dataOffsets[1]}]}`);
   }
-  if (offset > MAX_FORMAT_INT) throw new ChipcError('ST_WRITE_TOO_LARGE', `total data of ${offset} bytes exceeds the format's 2^48 − 1 limit`);
+  if (offset > MAX_FORMAT_INT) throw new ChipcError('safetensors.write-too-large', `total data of ${offset} bytes exceeds the format's 2^48 − 1 limit`);
   const json = new TextEncoder().encode(`{${parts.join(',')}}`);
   const padded = Math.ceil(json.length / 8) * 8;
   const header = new Uint8Array(padded).fill(0x20);
@@ -138,16 +138,16 @@ function writePrepared(target: string, prepared: Prepared[], opts: WriteOptions,
       const q = JSON.stringify(info.name);
       let written = 0;
       for (const chunk of source.chunks()) {
-        if (!(chunk instanceof Uint8Array)) throw new ChipcError('ST_SOURCE_CHUNK', `tensor ${q}: source yielded a ${Object.prototype.toString.call(chunk)}, not a Uint8Array`);
+        if (!(chunk instanceof Uint8Array)) throw new ChipcError('safetensors.source-chunk', `tensor ${q}: source yielded a ${Object.prototype.toString.call(chunk)}, not a Uint8Array`);
         if (written + chunk.length > info.byteLength) {
-          throw new ChipcError('ST_SOURCE_SIZE', `tensor ${q}: source yielded more than the ${info.byteLength} bytes its shape ${JSON.stringify(info.shape)} of ${info.dtype} needs`);
+          throw new ChipcError('safetensors.source-size', `tensor ${q}: source yielded more than the ${info.byteLength} bytes its shape ${JSON.stringify(info.shape)} of ${info.dtype} needs`);
         }
         writeAll(fd, chunk);
         written += chunk.length;
         onBytes?.(chunk.length, info.name);
       }
       if (written !== info.byteLength) {
-        throw new ChipcError('ST_SOURCE_SIZE', `tensor ${q}: source yielded ${written} bytes but shape ${JSON.stringify(info.shape)} of ${info.dtype} needs ${info.byteLength}`);
+        throw new ChipcError('safetensors.source-size', `tensor ${q}: source yielded ${written} bytes but shape ${JSON.stringify(info.shape)} of ${info.dtype} needs ${info.byteLength}`);
       }
     }
     fs.fsyncSync(fd);
@@ -241,7 +241,7 @@ export function pythonJsonDumps(v: unknown, indent = 2, level = 0): string {
   if (v === null) return 'null';
   if (typeof v === 'boolean') return v ? 'true' : 'false';
   if (typeof v === 'number') {
-    if (!Number.isSafeInteger(v)) throw new ChipcError('ST_WRITE_JSON', `cannot write ${v} as a Python-compatible JSON integer`);
+    if (!Number.isSafeInteger(v)) throw new ChipcError('safetensors.write-json', `cannot write ${v} as a Python-compatible JSON integer`);
     return String(v);
   }
   if (typeof v === 'string') return pyString(v);
@@ -255,7 +255,7 @@ export function pythonJsonDumps(v: unknown, indent = 2, level = 0): string {
     const rec = v as Record<string, unknown>;
     return `{\n${keys.map((k) => `${pad(level + 1)}${pyString(k)}: ${pythonJsonDumps(rec[k], indent, level + 1)}`).join(',\n')}\n${pad(level)}}`;
   }
-  throw new ChipcError('ST_WRITE_JSON', `cannot write a ${typeof v} as JSON`);
+  throw new ChipcError('safetensors.write-json', `cannot write a ${typeof v} as JSON`);
 }
 
 function pyString(s: string): string {
@@ -309,7 +309,7 @@ interface CheckpointPlan {
 /** Validates the options and sources, plans the shards and names their files, checks the extra file names. */
 function planCheckpoint(sources: readonly TensorSource[], opts: CheckpointDirWriteOptions): CheckpointPlan {
   const max = opts.maxShardSize ?? DEFAULT_MAX_SHARD_SIZE;
-  if (!Number.isSafeInteger(max) || max <= 0) throw new ChipcError('ST_WRITE_SHARD_SIZE', `maxShardSize must be a positive integer, got ${max}`);
+  if (!Number.isSafeInteger(max) || max <= 0) throw new ChipcError('safetensors.write-shard-size', `maxShardSize must be a positive integer, got ${max}`);
   const prepared = prepare(sources);
   const meta = metadataWithFormat(opts.metadata);
   const planned = planShards(prepared.map((p) => ({ name: p.info.name, byteLength: p.info.byteLength, p })), max);
@@ -324,7 +324,7 @@ function planCheckpoint(sources: readonly TensorSource[], opts: CheckpointDirWri
   const extra = Object.entries(opts.extraFiles ?? {});
   for (const [name] of extra) {
     if (name === '' || name !== path.basename(name) || name === '.' || name === '..' || name.includes('\\') || name.endsWith('.safetensors') || name === INDEX_FILE_NAME) {
-      throw new ChipcError('CKPT_EXTRA_FILE', `extra file name ${JSON.stringify(name)} must be a plain file name that is not a shard or the index`);
+      throw new ChipcError('checkpoint.extra-file', `extra file name ${JSON.stringify(name)} must be a plain file name that is not a shard or the index`);
     }
   }
   const shards = planned.map((shard, i) => {
@@ -346,8 +346,8 @@ export function writeCheckpoint(dir: string, sources: readonly TensorSource[], o
   const n = shards.length;
   const target = path.resolve(dir);
   if (fs.existsSync(target)) {
-    if (!fs.statSync(target).isDirectory()) throw new ChipcError('CKPT_TARGET_EXISTS', `${dir}: exists and is not a directory`);
-    if (fs.readdirSync(target).length > 0 && !opts.overwrite) throw new ChipcError('CKPT_TARGET_EXISTS', `${dir}: directory exists and is not empty (pass overwrite to replace it)`);
+    if (!fs.statSync(target).isDirectory()) throw new ChipcError('checkpoint.target-exists', `${dir}: exists and is not a directory`);
+    if (fs.readdirSync(target).length > 0 && !opts.overwrite) throw new ChipcError('checkpoint.target-exists', `${dir}: directory exists and is not empty (pass overwrite to replace it)`);
   }
   const files: string[] = [];
   const tmpDir = tempName(target, 'tmpdir');
@@ -394,7 +394,7 @@ export function writeCheckpoint(dir: string, sources: readonly TensorSource[], o
 
 export interface SourceOptions {
   /**
-   * Refuse values that the dtype cannot hold exactly (ChipcError ST_INEXACT naming the element).
+   * Refuse values that the dtype cannot hold exactly (ChipcError safetensors.inexact naming the element).
    * Default TRUE here: chipc never rounds a weight silently. Pass false to round to nearest even.
    */
   exact?: boolean;
@@ -408,7 +408,7 @@ export function denseSource(name: string, dtype: DType, shape: number[], data: F
   const label = `tensor ${JSON.stringify(name)}`;
   const { numel, byteLength } = checkShape(label, dtype, shape);
   if (data instanceof Uint8Array) {
-    if (data.length !== byteLength) throw new ChipcError('ST_SOURCE_SIZE', `${label}: ${data.length} bytes given, shape ${JSON.stringify(shape)} of ${dtype} needs ${byteLength}`);
+    if (data.length !== byteLength) throw new ChipcError('safetensors.source-size', `${label}: ${data.length} bytes given, shape ${JSON.stringify(shape)} of ${dtype} needs ${byteLength}`);
     return {
       name, dtype, shape: [...shape],
       *chunks() {
@@ -416,9 +416,9 @@ export function denseSource(name: string, dtype: DType, shape: number[], data: F
       },
     };
   }
-  if (!(data instanceof Float32Array)) throw new ChipcError('ST_SOURCE_DATA', `${label}: data must be a Float32Array or Uint8Array`);
-  if (data.length !== numel) throw new ChipcError('ST_SOURCE_SIZE', `${label}: ${data.length} values given, shape ${JSON.stringify(shape)} has ${numel} elements`);
-  if (!ENCODABLE.includes(dtype)) throw new ChipcError('ST_UNSUPPORTED_DTYPE', `${label}: cannot encode float32 values as ${dtype}; pass raw bytes`);
+  if (!(data instanceof Float32Array)) throw new ChipcError('safetensors.source-data', `${label}: data must be a Float32Array or Uint8Array`);
+  if (data.length !== numel) throw new ChipcError('safetensors.source-size', `${label}: ${data.length} values given, shape ${JSON.stringify(shape)} has ${numel} elements`);
+  if (!ENCODABLE.includes(dtype)) throw new ChipcError('safetensors.unsupported-dtype', `${label}: cannot encode float32 values as ${dtype}; pass raw bytes`);
   const exact = opts.exact ?? true;
   return {
     name, dtype, shape: [...shape],
@@ -451,24 +451,24 @@ export function sparseSource(
 ): TensorSource {
   const label = `tensor ${JSON.stringify(name)}`;
   const { numel, byteLength } = checkShape(label, dtype, shape);
-  if (!ENCODABLE.includes(dtype)) throw new ChipcError('ST_UNSUPPORTED_DTYPE', `${label}: sparse sources support ${ENCODABLE.join(', ')}, not ${dtype}`);
-  if (indices.length !== values.length) throw new ChipcError('ST_SOURCE_DATA', `${label}: ${indices.length} indices but ${values.length} values`);
+  if (!ENCODABLE.includes(dtype)) throw new ChipcError('safetensors.unsupported-dtype', `${label}: sparse sources support ${ENCODABLE.join(', ')}, not ${dtype}`);
+  if (indices.length !== values.length) throw new ChipcError('safetensors.source-data', `${label}: ${indices.length} indices but ${values.length} values`);
   for (let k = 0; k < indices.length; k++) {
     const i = indices[k];
-    if (!Number.isSafeInteger(i) || i < 0 || i >= numel) throw new ChipcError('ST_SOURCE_DATA', `${label}: index ${k} is ${i}, outside [0, ${numel})`);
-    if (k > 0 && i <= indices[k - 1]) throw new ChipcError('ST_SOURCE_DATA', `${label}: indices must be strictly ascending (indices[${k - 1}] = ${indices[k - 1]}, indices[${k}] = ${i})`);
+    if (!Number.isSafeInteger(i) || i < 0 || i >= numel) throw new ChipcError('safetensors.source-data', `${label}: index ${k} is ${i}, outside [0, ${numel})`);
+    if (k > 0 && i <= indices[k - 1]) throw new ChipcError('safetensors.source-data', `${label}: indices must be strictly ascending (indices[${k - 1}] = ${indices[k - 1]}, indices[${k}] = ${i})`);
   }
   const exact = opts.exact ?? true;
   let encoded: Uint8Array;
   try {
     encoded = encodeFromF32(dtype, values, { exact, label });
   } catch (e) {
-    if (!(e instanceof ChipcError) || e.code !== 'ST_INEXACT') throw e;
+    if (!(e instanceof ChipcError) || e.code !== 'safetensors.inexact') throw e;
     for (let k = 0; k < values.length; k++) {
       try {
         encodeFromF32(dtype, values.subarray(k, k + 1), { exact, label });
       } catch {
-        throw new ChipcError('ST_INEXACT', `${label}: element ${indices[k]} (non-zero #${k}) = ${fmtF32(values[k])} is not exactly representable as ${dtype}`);
+        throw new ChipcError('safetensors.inexact', `${label}: element ${indices[k]} (non-zero #${k}) = ${fmtF32(values[k])} is not exactly representable as ${dtype}`);
       }
     }
     throw e;

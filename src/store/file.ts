@@ -174,7 +174,7 @@ export function decodeStore(bytes: Uint8Array, opts: { expect?: StoreOptions; so
  * parameters. Afterwards every table of `model` holds exactly the file's rows.
  */
 export function importStore(model: StoreModel, bytes: Uint8Array, source?: string): void {
-  if (!model.isEmpty()) throw new ChipcError('store.notEmpty', 'a store file can only be imported into an empty store');
+  if (!model.isEmpty()) throw new ChipcError('store.not-empty', 'a store file can only be imported into an empty store');
   const loaded = decodeStore(bytes, { expect: model.params, source });
   for (const t of TABLE_NAMES) for (const [i, fields] of loaded.rows(t)) model.setRow(t, i, fields);
 }

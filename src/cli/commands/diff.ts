@@ -32,7 +32,7 @@ export function registerDiff(program: Command, run: Runner): void {
       run(() => {
         const modes = [b !== undefined, opts.golden !== undefined, opts.writeGolden !== undefined].filter(Boolean).length;
         if (modes !== 1) {
-          throw new ChipcError('DIFF_USAGE', 'give exactly one of: a second checkpoint B, --golden FILE, or --write-golden FILE');
+          throw new ChipcError('diff.usage', 'give exactly one of: a second checkpoint B, --golden FILE, or --write-golden FILE');
         }
         const out = makeOut(Boolean(opts.json));
         if (opts.writeGolden !== undefined) {

@@ -106,7 +106,7 @@ describe('chipc compile --chip', () => {
   });
 
   it('refuses a bad --max-shard-size', async () => {
-    for (const bad of ['0', '-5', '1.5', 'x']) {
+    for (const bad of ['0', '-5', '1.5', '1e3', '0x10', 'x']) {
       const r = await cli('compile', CIRCUIT, '--target', 'tiny', '--chip', path.join(tmp, 'bad.chip'), '--max-shard-size', bad);
       expect(r.code, bad).toBe(2);
       expect(r.err).toMatch(/--max-shard-size/);

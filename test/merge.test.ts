@@ -364,5 +364,13 @@ describe('chipc merge (CLI)', () => {
     const again = await cli('merge', '--host', host, '--chip', chip, '-o', a, '--no-progress');
     expect(again.code).toBe(2);
     expect(again.err).toMatch(/checkpoint.target-exists/);
+    // --max-shard-size takes decimal digits only, as in compile (Number() alone would take 1e3 and 0x10)
+    for (const bad of ['0', '-5', '1.5', '1e3', '0x10', 'x']) {
+      const out = path.join(freshDir('cli'), 'never');
+      const r = await cli('merge', '--host', host, '--chip', chip, '-o', out, '--max-shard-size', bad, '--no-progress');
+      expect(r.code, bad).toBe(2);
+      expect(r.err, bad).toContain('[cli.max-shard-size]');
+      expect(fs.existsSync(out), bad).toBe(false);
+    }
   });
 });

@@ -4,7 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
-import { registerEmu, exitStatus, parseSize } from '../src/cli/commands/emu.ts';
+import { registerEmu, exitStatus } from '../src/cli/commands/emu.ts';
+import { parseSize } from '../src/cli/options.ts';
 import { assembleElf } from '../riscv/index.ts';
 import { ChipcError } from '../src/util/errors.ts';
 

@@ -12,6 +12,7 @@ import { compileCircuit } from '../../compile.ts';
 import { resolveTarget } from '../../model/targets.ts';
 import { checkCompiled } from '../../verify/check.ts';
 import { ChipcError } from '../../util/errors.ts';
+import { integerOption } from '../options.ts';
 import { Prng } from '../../model/random-weights.ts';
 import { EXIT_DIFFERENT, EXIT_OK, fmtInt, makeOut, table } from '../output.ts';
 import { parseOrder, parseTokenList } from './exec.ts';
@@ -52,15 +53,13 @@ export function registerCheck(program: Command, run: Runner): void {
         let tokens: number[];
         if (o.tokens !== undefined) tokens = parseTokenList(o.tokens);
         else {
-          const n = Number(o.random ?? 32);
-          if (!Number.isInteger(n) || n < 0) throw new ChipcError('cli.random', '--random must be a non-negative integer');
-          const prng = new Prng(Number(o.seed));
+          const n = integerOption(o.random ?? '32', '--random', 'cli.random', { min: 0 });
+          const prng = new Prng(integerOption(o.seed, '--seed', 'cli.seed', { min: 0, max: 0xffffffff }));
           const rnd = () => prng.nextU32() / 4294967296;
           const alphabet = Array.from({ length: ir.vocab }, (_, i) => i).filter((t) => t !== ir.bos);
           tokens = [...(ir.bos !== null ? [ir.bos] : []), ...Array.from({ length: n }, () => alphabet[Math.floor(rnd() * alphabet.length)]!)];
         }
-        const gen = o.generate === undefined ? 0 : Number(o.generate);
-        if (!Number.isInteger(gen) || gen < 0) throw new ChipcError('cli.generate', '--generate must be a non-negative integer');
+        const gen = o.generate === undefined ? 0 : integerOption(o.generate, '--generate', 'cli.generate', { min: 0 });
         const res = compileCircuit(ir, resolveTarget(o.target).config);
         const r = checkCompiled(res, tokens, {
           profile: o.profile, path: o.path, order: parseOrder(o.order),

@@ -8,6 +8,7 @@ import { compactCheckpoint } from '../../chipfile/compact.ts';
 import { expandChipFile } from '../../chipfile/expand.ts';
 import type { ChipCodec } from '../../chipfile/format.ts';
 import { ChipcError } from '../../util/errors.ts';
+import { integerOption } from '../options.ts';
 import { fmtBytes, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
 
@@ -44,8 +45,7 @@ export function registerChipfile(program: Command, run: Runner): void {
     .action((dir: string, o: CompactCliOptions) =>
       run(() => {
         const out = makeOut(Boolean(o.json));
-        const minGap = Number(o.minGap);
-        if (!Number.isSafeInteger(minGap) || minGap < 1) throw new ChipcError('cli.min-gap', `--min-gap must be a positive integer, not "${o.minGap}"`);
+        const minGap = integerOption(o.minGap, '--min-gap', 'cli.min-gap', { min: 1 });
         const codec = parseChipCodec(o.codec);
         const t0 = performance.now();
         const r = compactCheckpoint(dir, o.output, { overwrite: Boolean(o.overwrite), minGap, codec });

@@ -18,6 +18,7 @@ import { parseChipCodec } from './chipfile.ts';
 import { buildManifest, compileReport, MANIFEST_FILE } from '../../emit/manifest.ts';
 import { allocationSvg } from '../../emit/svg.ts';
 import { ChipcError } from '../../util/errors.ts';
+import { integerOption, maxShardSizeOption } from '../options.ts';
 import { fmtInt, makeOut, table } from '../output.ts';
 import { makeProgressReporter } from '../progress.ts';
 import type { Runner } from '../main.ts';
@@ -62,14 +63,9 @@ export function registerCompile(program: Command, run: Runner): void {
       run(async () => {
         const out = makeOut(Boolean(o.json));
         if (o.dtype !== 'bf16' && o.dtype !== 'f32') throw new ChipcError('cli.dtype', `--dtype must be bf16 or f32, not "${o.dtype}"`);
-        const hidden = o.hidden === undefined ? undefined : Number(o.hidden);
-        if (hidden !== undefined && (!Number.isInteger(hidden) || hidden < 8)) throw new ChipcError('cli.hidden', '--hidden must be an integer ≥ 8');
-        const vocab = o.vocab === undefined ? undefined : Number(o.vocab);
-        if (vocab !== undefined && (!Number.isInteger(vocab) || vocab < 1)) throw new ChipcError('cli.vocab', '--vocab must be a positive integer');
-        const maxShardSize = o.maxShardSize === undefined ? undefined : Number(o.maxShardSize);
-        if (maxShardSize !== undefined && (!Number.isSafeInteger(maxShardSize) || maxShardSize < 1 || !/^\d+$/.test(o.maxShardSize!))) {
-          throw new ChipcError('cli.max-shard-size', `--max-shard-size must be a positive integer number of bytes, not "${o.maxShardSize}"`);
-        }
+        const hidden = o.hidden === undefined ? undefined : integerOption(o.hidden, '--hidden', 'cli.hidden', { min: 8 });
+        const vocab = o.vocab === undefined ? undefined : integerOption(o.vocab, '--vocab', 'cli.vocab', { min: 1 });
+        const maxShardSize = o.maxShardSize === undefined ? undefined : maxShardSizeOption(o.maxShardSize);
         const codec = parseChipCodec(o.codec);
         const target = resolveTarget(o.target);
         const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file, target.config);

@@ -13,17 +13,9 @@ import { DEFAULT_MAX_INSTRUCTIONS, type TraceEvent } from '../../../riscv/cpu.ts
 import { DEFAULT_MEM_BASE, DEFAULT_MEM_SIZE, hex } from '../../../riscv/memory.ts';
 import { ABI_NAMES } from '../../../riscv/decode.ts';
 import { ChipcError } from '../../util/errors.ts';
+import { parseSize } from '../options.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
-
-/** Parse a byte count or address: decimal or 0x hex, optional k / m suffix (KiB / MiB). */
-export function parseSize(s: string, what: string): number {
-  const m = /^(0x[0-9a-f]+|\d+)([km]?)$/i.exec(s.trim());
-  if (!m) throw new ChipcError('cli.number', `${what} must be a number (decimal or 0x hex, optional k/m suffix), not "${s}"`);
-  const v = Number(m[1]) * (m[2].toLowerCase() === 'k' ? 1024 : m[2].toLowerCase() === 'm' ? 1 << 20 : 1);
-  if (!Number.isSafeInteger(v)) throw new ChipcError('cli.number', `${what} ${s} is too large`);
-  return v;
-}
 
 /** One trace line: `pc  word  disassembly  [rd = value]`. */
 export function formatTrace(e: TraceEvent): string {

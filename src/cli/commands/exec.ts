@@ -15,6 +15,7 @@ import type { ModelConfig } from '../../model/config.ts';
 import { Executor, argmax } from '../../exec/executor.ts';
 import type { ExecOptions, OrderMode } from '../../exec/types.ts';
 import { ChipcError } from '../../util/errors.ts';
+import { integerOption } from '../options.ts';
 import { fmtInt, makeOut, table } from '../output.ts';
 import type { Runner } from '../main.ts';
 
@@ -102,10 +103,8 @@ export function registerExec(program: Command, run: Runner): void {
         if (o.path !== 'dense' && o.path !== 'sparse') {
           throw new ChipcError('cli.path', `--path must be dense or sparse, not "${o.path}"`);
         }
-        const top = Number(o.top);
-        const gen = o.generate === undefined ? 0 : Number(o.generate);
-        if (!Number.isInteger(top) || top < 1) throw new ChipcError('cli.top', '--top must be a positive integer');
-        if (!Number.isInteger(gen) || gen < 0) throw new ChipcError('cli.generate', '--generate must be a non-negative integer');
+        const top = integerOption(o.top, '--top', 'cli.top', { min: 1 });
+        const gen = o.generate === undefined ? 0 : integerOption(o.generate, '--generate', 'cli.generate', { min: 0 });
         const tokens = parseTokenList(o.tokens);
         const cfg = configFor(p, o.target);
         for (const t of tokens) {

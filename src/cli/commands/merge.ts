@@ -6,6 +6,7 @@
 import type { Command } from 'commander';
 import { mergeCheckpoints } from '../../merge/merge.ts';
 import { ChipcError } from '../../util/errors.ts';
+import { maxShardSizeOption } from '../options.ts';
 import { fmtInt, makeOut } from '../output.ts';
 import { makeProgressReporter } from '../progress.ts';
 import type { Runner } from '../main.ts';
@@ -35,13 +36,7 @@ export function registerMerge(program: Command, run: Runner): void {
     .action((o: MergeCliOptions) =>
       run(() => {
         const out = makeOut(Boolean(o.json));
-        let maxShardSize: number | undefined;
-        if (o.maxShardSize !== undefined) {
-          maxShardSize = Number(o.maxShardSize);
-          if (!Number.isSafeInteger(maxShardSize) || maxShardSize <= 0) {
-            throw new ChipcError('cli.shard', `--max-shard-size must be a positive integer, not "${o.maxShardSize}"`);
-          }
-        }
+        const maxShardSize = o.maxShardSize === undefined ? undefined : maxShardSizeOption(o.maxShardSize);
         const progress = (o.progress ?? !o.json) ? makeProgressReporter({ label: `writing ${o.output}` }) : null;
         let r: ReturnType<typeof mergeCheckpoints>;
         try {

@@ -14,6 +14,7 @@ import type { Command } from 'commander';
 import chalk from 'chalk';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
+import { integerOption, memSizeOption } from '../options.ts';
 import {
   DEFAULT_MEM_BYTES, checkChipFits, compileChip, emitChip, goldenTokens, locateDivergence, programOf, readChipCheckpoint,
   runOnChip, runOnInterpreter, runOnModel,
@@ -63,8 +64,7 @@ export function registerRun(program: Command, run: Runner): void {
       run(() => {
         const out = makeOut(Boolean(o.json));
         if (o.profile !== 'f32' && o.profile !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
-        const maxTokens = Number(o.maxTokens);
-        if (!Number.isInteger(maxTokens) || maxTokens < 3) throw new ChipcError('cli.max-tokens', '--max-tokens must be an integer ≥ 3');
+        const maxTokens = integerOption(o.maxTokens, '--max-tokens', 'cli.max-tokens', { min: 3 });
         if (!fs.existsSync(file)) throw new ChipcError('cli.file', `${file} does not exist`);
         const elf = fs.readFileSync(file);
         if (o.engine !== 'weights' && o.engine !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${o.engine}"`);
@@ -78,8 +78,7 @@ export function registerRun(program: Command, run: Runner): void {
         const ck = o.model !== undefined ? readChipCheckpoint(o.model) : null;
         const chipMem = ck?.manifest.rv32?.memWords;
         const memSize = o.memSize ?? (typeof chipMem === 'number' ? String(chipMem * 4) : String(DEFAULT_MEM_BYTES));
-        const memBytes = Number(memSize);
-        if (!Number.isInteger(memBytes) || memBytes < 64 || memBytes % 4 !== 0) throw new ChipcError('cli.mem-size', `--mem-size must be a multiple of 4 bytes ≥ 64, not "${memSize}"`);
+        const memBytes = memSizeOption(memSize);
         const loadOpt = o.load ?? (ck !== null ? 'prompt' : 'state');
         if (loadOpt !== 'state' && loadOpt !== 'prompt') throw new ChipcError('cli.load', `--load must be state or prompt, not "${loadOpt}"`);
         const load = loadOpt;

@@ -28,6 +28,7 @@ import { resolveTarget } from '../../model/targets.ts';
 import { emitChip } from '../../chip/run.ts';
 import type { ServiceEngine } from '../../chip/service.ts';
 import { ChipcError } from '../../util/errors.ts';
+import { integerOption } from '../options.ts';
 import { fmtBytes, fmtInt, makeOut, type Out } from '../output.ts';
 import type { Runner } from '../main.ts';
 
@@ -147,11 +148,7 @@ export function registerStore(program: Command, run: Runner): void {
       run(() => {
         const out = makeOut(Boolean(o.json));
         if (fs.existsSync(file) && !o.overwrite) throw new ChipcError('store.exists', `${file} exists (use --overwrite to replace it)`);
-        const num = (k: string, flag: string) => {
-          const v = Number(o[k]);
-          if (!Number.isSafeInteger(v)) throw new ChipcError('cli.option', `${flag} must be an integer, not "${String(o[k])}"`);
-          return v;
-        };
+        const num = (k: string, flag: string) => integerOption(String(o[k]), flag, 'cli.option', { min: 1 });
         const opts: StoreOptions = {
           maxFiles: num('maxFiles', '--max-files'), nameMax: num('nameMax', '--name-max'), contentMax: num('contentMax', '--content-max'),
           chunkSize: num('chunkSize', '--chunk-size'), chunkPool: num('chunkPool', '--chunk-pool'), vocab: num('vocab', '--vocab'),

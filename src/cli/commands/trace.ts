@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { ChipcError } from '../../util/errors.ts';
+import { integerOption, memSizeOption } from '../options.ts';
 import { DEFAULT_MEM_BYTES, goldenTokens, programOf } from '../../chip/run.ts';
 import { PROTOCOL_VERSION, decodeToken } from '../../../riscv/protocol.ts';
 import { fmtInt, makeOut } from '../output.ts';
@@ -46,10 +47,8 @@ export function registerTrace(program: Command, run: Runner): void {
       run(() => {
         const out = makeOut(Boolean(o.json));
         if (!fs.existsSync(file)) throw new ChipcError('cli.file', `${file} does not exist`);
-        const memBytes = Number(o.memSize);
-        if (!Number.isInteger(memBytes) || memBytes < 64 || memBytes % 4 !== 0) throw new ChipcError('cli.mem-size', `--mem-size must be a multiple of 4 bytes ≥ 64, not "${o.memSize}"`);
-        const maxInstructions = Number(o.maxInstructions);
-        if (!Number.isInteger(maxInstructions) || maxInstructions < 1) throw new ChipcError('cli.max-instructions', '--max-instructions must be a positive integer');
+        const memBytes = memSizeOption(o.memSize);
+        const maxInstructions = integerOption(o.maxInstructions, '--max-instructions', 'cli.max-instructions', { min: 1 });
         const elf = fs.readFileSync(file);
         const prog = programOf(elf, memBytes);
         const g = goldenTokens(elf, { maxInstructions, mem: { size: prog.memBytes } });

@@ -1,0 +1,50 @@
+/**
+ * Numeric command-line option values, parsed one way everywhere. `Number()` alone takes "",
+ * " 12 ", "1e3", "0x10" and "1.0" as numbers and turns "abc" into NaN that later code may
+ * quietly read as 0; these parsers take only the forms they document and name the flag, the
+ * value and the accepted range when they refuse (a ChipcError with the caller's code).
+ */
+import { ChipcError } from '../util/errors.ts';
+
+export interface IntegerBounds {
+  min: number;
+  max?: number;
+}
+
+function rangeText(b: IntegerBounds): string {
+  if (b.max !== undefined) return `an integer in [${b.min}, ${b.max}]`;
+  if (b.min === 0) return 'a non-negative integer';
+  if (b.min === 1) return 'a positive integer';
+  return `an integer ≥ ${b.min}`;
+}
+
+/** An integer in decimal digits (a leading '-' only where `min` < 0), within the bounds. */
+export function integerOption(value: string, flag: string, code: string, bounds: IntegerBounds): number {
+  const ok = bounds.min < 0 ? /^-?\d+$/ : /^\d+$/;
+  const v = Number(value);
+  if (!ok.test(value) || !Number.isSafeInteger(v) || v < bounds.min || (bounds.max !== undefined && v > bounds.max)) {
+    throw new ChipcError(code, `${flag} must be ${rangeText(bounds)}, not "${value}"`);
+  }
+  return v;
+}
+
+/** A byte count or address: decimal or 0x hex, optional k / m suffix (KiB / MiB). */
+export function parseSize(s: string, what: string): number {
+  const m = /^(0x[0-9a-f]+|\d+)([km]?)$/i.exec(s.trim());
+  if (!m) throw new ChipcError('cli.number', `${what} must be a number (decimal or 0x hex, optional k/m suffix), not "${s}"`);
+  const v = Number(m[1]) * (m[2]!.toLowerCase() === 'k' ? 1024 : m[2]!.toLowerCase() === 'm' ? 1 << 20 : 1);
+  if (!Number.isSafeInteger(v)) throw new ChipcError('cli.number', `${what} ${s} is too large`);
+  return v;
+}
+
+/** The data RAM size of `run` and `trace`: a size as parseSize reads it, a multiple of 4 bytes ≥ 64. */
+export function memSizeOption(value: string): number {
+  const v = parseSize(value, '--mem-size');
+  if (v < 64 || v % 4 !== 0) throw new ChipcError('cli.mem-size', `--mem-size must be a multiple of 4 bytes ≥ 64, not "${value}"`);
+  return v;
+}
+
+/** `--max-shard-size`: a positive integer number of bytes, in decimal digits. */
+export function maxShardSizeOption(value: string): number {
+  return integerOption(value, '--max-shard-size', 'cli.max-shard-size', { min: 1 });
+}

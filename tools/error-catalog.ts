@@ -189,25 +189,23 @@ function main(): void {
   const docPath = path.join(root, 'docs', 'errors.md');
   const doc = fs.readFileSync(docPath, 'utf8');
   const next = spliceCatalog(doc, body);
+  if (mode !== '--write' && mode !== '--check') {
+    console.error(`error-catalog: unknown option ${mode} (use --write or --check)`);
+    process.exitCode = 2;
+    return;
+  }
   const bad = entries.filter((e) => !CODE_SCHEME.test(e.code));
+  for (const e of bad) console.error(`${e.code} (${e.files.join(', ')}) breaks the scheme area.problem-words`);
   if (mode === '--write') {
     if (next !== doc) {
       fs.writeFileSync(`${docPath}.tmp`, next);
       fs.renameSync(`${docPath}.tmp`, docPath);
     }
     console.log(`docs/errors.md: ${entries.length} codes${next === doc ? ', unchanged' : ', rewritten'}`);
-  } else if (mode === '--check') {
-    if (next !== doc) console.error('docs/errors.md is stale: run npx tsx tools/error-catalog.ts --write');
-    for (const e of bad) console.error(`${e.code} (${e.files.join(', ')}) breaks the scheme area.problem-words`);
-    process.exitCode = next !== doc || bad.length > 0 ? 1 : 0;
-  } else {
-    console.error(`error-catalog: unknown option ${mode} (use --write or --check)`);
-    process.exitCode = 2;
+  } else if (next !== doc) {
+    console.error('docs/errors.md is stale: run npx tsx tools/error-catalog.ts --write');
   }
-  if (bad.length > 0 && mode === '--write') {
-    for (const e of bad) console.error(`${e.code} (${e.files.join(', ')}) breaks the scheme area.problem-words`);
-    process.exitCode = 1;
-  }
+  process.exitCode = bad.length > 0 || (mode === '--check' && next !== doc) ? 1 : 0;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) main();

@@ -77,3 +77,11 @@ describe('on the command line', () => {
     }
   });
 });
+
+describe('--tokens', () => {
+  it('takes comma-separated decimal ids; an id past 2^53 or in another spelling is refused', async () => {
+    const { parseTokenList } = await import('../src/cli/commands/exec.ts');
+    expect(parseTokenList('1, 2,30')).toEqual([1, 2, 30]);
+    for (const bad of ['1,2e3', '0x10', '-1', '9007199254740993', '']) expect(codeOf(() => parseTokenList(bad)), bad).toBe('cli.tokens');
+  });
+});

@@ -22,10 +22,7 @@ import type { Runner } from '../main.ts';
 export function parseTokenList(s: string): number[] {
   const parts = s.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
   if (parts.length === 0) throw new ChipcError('cli.tokens', '--tokens needs at least one token id');
-  return parts.map((t) => {
-    if (!/^\d+$/.test(t)) throw new ChipcError('cli.tokens', `--tokens: "${t}" is not a non-negative integer token id`);
-    return Number(t);
-  });
+  return parts.map((t) => integerOption(t, '--tokens', 'cli.tokens', { min: 0 }));
 }
 
 export function parseOrder(s: string): OrderMode {

@@ -30,7 +30,7 @@ for (const name of targets) {
   const target = resolveTarget(name);
   const mem = memBytes.get(name) ?? 8192;
   const t0 = performance.now();
-  const ir = buildCircuit(cpuCircuit({ codeWords, memWords: mem / 4, tohost: null }), 'circuits/rv32im/cpu.ts');
+  const ir = buildCircuit(cpuCircuit({ codeWords, memWords: mem / 4}), 'circuits/rv32im/cpu.ts');
   const res = compileCircuit(ir, target.config);
   const seconds = (performance.now() - t0) / 1000;
   const chipNonZeros = res.layers.reduce((s, l) => s + l.nonZeros, 0);

@@ -63,7 +63,7 @@ for (const name of targets) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-bench-chip-'));
   try {
     const t0 = performance.now();
-    const ir = buildCircuit(cpuCircuit({ codeWords, memWords: mem / 4, tohost: null }), 'circuits/rv32im/cpu.ts');
+    const ir = buildCircuit(cpuCircuit({ codeWords, memWords: mem / 4}), 'circuits/rv32im/cpu.ts');
     const res = compileCircuit(ir, target.config);
     const t1 = performance.now();
     if (direct) {

@@ -96,7 +96,7 @@ const rssMiB = (): number => Math.round(process.resourceUsage().maxRSS / 1024); 
 function runTarget(name: string, work: string, codeWords: number, memBytes: number, dtype: 'BF16' | 'F32', determinism: boolean): TargetFigures {
   const target = resolveTarget(name);
   const t0 = performance.now();
-  const ir = buildCircuit(cpuCircuit({ codeWords, memWords: memBytes / 4, tohost: null }), 'circuits/rv32im/cpu.ts');
+  const ir = buildCircuit(cpuCircuit({ codeWords, memWords: memBytes / 4}), 'circuits/rv32im/cpu.ts');
   // The chip's token alphabet (248,197 ids) is larger than Qwen3-Next's vocabulary (151,936): the
   // compiler refuses that (fit.vocab), and a merge extends the host's vocabulary for the trace
   // tokens. Emit at the host's shape with the vocabulary extended to the next multiple of 256.

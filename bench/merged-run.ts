@@ -55,7 +55,7 @@ try {
   while (chipHidden < res.weights.config.hiddenSize) chipHidden *= 4;
   if (chipHidden !== res.weights.config.hiddenSize) res = compileChip(prog.chip, { ...hostCfg, hiddenSize: chipHidden });
   const chipPath = path.join(tmp, 'chip.chip');
-  emitChip(chipPath, res, prog, 'host', { dtype: 'F32' });
+  emitChip(chipPath, res, prog.chip, 'host', { dtype: 'F32' });
   console.log(`chip: ${res.weights.config.numLayers} layers, hidden ${res.weights.config.hiddenSize}, compiled and written in ${secs(t0)} s ` +
     `(${(fs.statSync(chipPath).size / 1e6).toFixed(1)} MB .chip)`);
 

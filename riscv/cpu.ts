@@ -4,14 +4,22 @@
  * no-op), keeps x1..x31 in an Int32Array and runs a plain switch on the opcode.
  *
  * Halting (see docs/riscv-emulator.md): `ecall` with a7 = 93 (exit, code in a0); a non-zero
- * store to the `tohost` word; `ebreak`; an illegal instruction; a memory fault; the instruction
- * budget. `ecall` with a7 = 64 is Linux `write(fd, buf, len)`: fd 1 and 2 append to the console.
+ * store to the `tohost` word; `ebreak`; an illegal instruction; a memory fault (fetch, load or
+ * store: RunResult.fault; an optional fetch limit makes fetches past the code RAM fault); the
+ * instruction budget. `ecall` with a7 = 64 is Linux `write(fd, buf, len)`: fd 1 and 2 append to the console.
  * Any other `ecall` returns −38 (−ENOSYS) in a0 and continues, as qemu-user does.
  */
+import { ChipcError } from '../src/util/errors.ts';
 import { CONSOLE_ADDR, Memory, hex } from './memory.ts';
 import { decode, disassemble } from './decode.ts';
 
 export type HaltReason = 'exit' | 'tohost' | 'limit' | 'illegal' | 'fault' | 'ebreak';
+/**
+ * What faulted (reason 'fault'): 'fetch' — an instruction fetch outside RAM or beyond the fetch
+ * limit, at a misaligned pc, or a jump / branch to a target that is not 4-aligned (it faults at the
+ * jump); 'load' / 'store' — a data access outside RAM and the console.
+ */
+export type FaultKind = 'fetch' | 'load' | 'store';
 
 export interface RunResult {
   reason: HaltReason;
@@ -28,8 +36,10 @@ export interface RunResult {
   message: string;
   /** Raw word of the illegal instruction (reason 'illegal'). */
   word?: number;
-  /** Faulting data or fetch address (reason 'fault'). */
+  /** Faulting data or fetch address (reason 'fault'; for a misaligned jump target, the target). */
   addr?: number;
+  /** Which kind of access faulted (reason 'fault'). */
+  fault?: FaultKind;
 }
 
 /** One retired instruction. */
@@ -49,6 +59,8 @@ export interface RunOptions {
   maxInstructions?: number;
   /** Called after every retired instruction (slow: it disassembles). */
   trace?: (e: TraceEvent) => void;
+  /** Fetch limit for this run, overriding the CPU's (CpuOptions.fetchLimit); null: none. */
+  fetchLimit?: number | null;
 }
 
 export interface CpuOptions {
@@ -58,6 +70,11 @@ export interface CpuOptions {
   tohost?: number | null;
   /** Initial sp (x2). Default: top of RAM (base + size, 16-aligned). qemu-user differs, so tests must not read sp unset. */
   sp?: number;
+  /**
+   * Bytes of RAM, from memory.base, that instructions may be fetched from (the chip's code RAM):
+   * a fetch at pc ≥ base + fetchLimit faults ('fault', fault 'fetch'). Default: none (all of RAM).
+   */
+  fetchLimit?: number | null;
 }
 
 export const DEFAULT_MAX_INSTRUCTIONS = 100_000_000;
@@ -96,6 +113,13 @@ export function mulhsu32(a: number, b: number): number {
   return (mulhu32(a, b) - (a < 0 ? b : 0)) | 0;
 }
 
+function checkFetchLimit(limit: number | null): number | null {
+  if (limit !== null && (!Number.isInteger(limit) || limit < 0)) {
+    throw new ChipcError('riscv.mem-config', `fetch limit ${limit} must be a byte count (an integer ≥ 0) or null`);
+  }
+  return limit;
+}
+
 export class Cpu {
   readonly regs = new Int32Array(32);
   readonly memory: Memory;
@@ -107,6 +131,8 @@ export class Cpu {
    * its high word there, bn.mac1 (funct7 1) likewise with C1. 0 at reset.
    */
   readonly bnCarry: number[] = [0, 0];
+  /** Fetch limit in bytes from memory.base (CpuOptions.fetchLimit); null: all of RAM. */
+  fetchLimit: number | null;
   private readonly consoleOut: number[] = [];
   private finished: RunResult | null = null;
 
@@ -115,6 +141,7 @@ export class Cpu {
     this.pc = (opts.pc ?? memory.base) >>> 0;
     this.tohost = opts.tohost ?? null;
     this.regs[2] = (opts.sp ?? ((memory.base + memory.size) & ~15)) | 0;
+    this.fetchLimit = checkFetchLimit(opts.fetchLimit ?? null);
   }
 
   /** Console bytes written so far. */
@@ -139,6 +166,9 @@ export class Cpu {
     const hasTohost = this.tohost !== null;
     const tohost = (this.tohost ?? 0) >>> 0;
     const out = this.consoleOut;
+    const fetchLimit = opts.fetchLimit === undefined ? this.fetchLimit : checkFetchLimit(opts.fetchLimit);
+    // Fetch reads [base, base + fetchEnd): all of RAM unless the fetch limit is below its size.
+    const fetchEnd = fetchLimit === null ? size : Math.min(size, fetchLimit);
 
     let pc = this.pc >>> 0;
     let done = 0;
@@ -147,6 +177,7 @@ export class Cpu {
     let message = '';
     let faultAddr: number | undefined;
     let badWord: number | undefined;
+    let fault: FaultKind | undefined;
 
     outer: for (;;) {
       if (done >= budget) {
@@ -154,12 +185,15 @@ export class Cpu {
         break;
       }
       const ioff = (pc - base) >>> 0;
-      if (ioff > size - 4 || (pc & 3) !== 0) {
+      if (ioff > fetchEnd - 4 || (pc & 3) !== 0) {
         reason = 'fault';
+        fault = 'fetch';
         faultAddr = pc;
         message = (pc & 3) !== 0
           ? `instruction fetch at misaligned pc 0x${hex(pc)}`
-          : `instruction fetch at pc 0x${hex(pc)} is outside RAM`;
+          : ioff > size - 4
+            ? `instruction fetch at pc 0x${hex(pc)} is outside RAM`
+            : `instruction fetch at pc 0x${hex(pc)} is beyond the ${fetchLimit}-byte code RAM [0x${hex(base)}, 0x${hex(base + fetchLimit!)})`;
         break;
       }
       const w = view.getInt32(ioff, true);
@@ -180,7 +214,7 @@ export class Cpu {
           const imm = ((w >> 11) & ~0xfffff) | (w & 0xff000) | ((w >>> 9) & 0x800) | ((w >>> 20) & 0x7fe);
           const t = (pc + imm) >>> 0;
           if ((t & 3) !== 0) {
-            reason = 'fault'; faultAddr = t;
+            reason = 'fault'; fault = 'fetch'; faultAddr = t;
             message = `jal at pc 0x${hex(pc)} to misaligned target 0x${hex(t)}`;
             break outer;
           }
@@ -192,7 +226,7 @@ export class Cpu {
           if (f3 !== 0) { illegal = true; break; }
           const t = ((regs[rs1] + (w >> 20)) & ~1) >>> 0;
           if ((t & 3) !== 0) {
-            reason = 'fault'; faultAddr = t;
+            reason = 'fault'; fault = 'fetch'; faultAddr = t;
             message = `jalr at pc 0x${hex(pc)} to misaligned target 0x${hex(t)}`;
             break outer;
           }
@@ -217,7 +251,7 @@ export class Cpu {
             const imm = ((w >> 19) & ~0xfff) | ((w << 4) & 0x800) | ((w >>> 20) & 0x7e0) | ((w >>> 7) & 0x1e);
             const t = (pc + imm) >>> 0;
             if ((t & 3) !== 0) {
-              reason = 'fault'; faultAddr = t;
+              reason = 'fault'; fault = 'fetch'; faultAddr = t;
               message = `branch at pc 0x${hex(pc)} to misaligned target 0x${hex(t)}`;
               break outer;
             }
@@ -242,7 +276,7 @@ export class Cpu {
           if (o > size - n) {
             // Not RAM: only the console slot reads (as 0); anything else faults.
             if (((addr - CONSOLE_ADDR) >>> 0) > 4 - n) {
-              reason = 'fault'; faultAddr = addr;
+              reason = 'fault'; fault = 'load'; faultAddr = addr;
               message = `load of ${n} byte(s) at pc 0x${hex(pc)} from unmapped address 0x${hex(addr)}`;
               break outer;
             }
@@ -281,7 +315,7 @@ export class Cpu {
           } else if (addr === CONSOLE_ADDR) {
             out.push(v & 0xff);
           } else {
-            reason = 'fault'; faultAddr = addr;
+            reason = 'fault'; fault = 'store'; faultAddr = addr;
             message = `store of ${n} byte(s) at pc 0x${hex(pc)} to unmapped address 0x${hex(addr)}`;
             break outer;
           }
@@ -409,6 +443,7 @@ export class Cpu {
     };
     if (badWord !== undefined) result.word = badWord;
     if (faultAddr !== undefined) result.addr = faultAddr;
+    if (fault !== undefined) result.fault = fault;
     if (reason !== 'limit') this.finished = result;
     return result;
   }

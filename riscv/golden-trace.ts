@@ -1,9 +1,10 @@
 /**
  * Golden token trace: runs the golden emulator on an ELF and writes out the exact token stream the
- * v1 chip must generate (docs/token-protocol.md) — the driver's prompt [BOS, J(entry)] followed,
- * for every executed instruction, by the tokens the chip emits after executing it. Each token is
- * tagged with the instruction (index and pc) that emitted it, and the stream is summarised as
- * tokens per instruction, overall and per instruction class.
+ * chip must generate (docs/token-protocol.md) — the driver's prompt [BOS, J(entry)] followed,
+ * for every executed instruction, by the tokens the chip emits after executing it, and (v5) a
+ * final TRAP(cause) when the program stops on an illegal instruction, an ebreak or a fault. Each
+ * token is tagged with the instruction (index and pc) that emitted it, and the stream is
+ * summarised as tokens per instruction, overall and per instruction class.
  */
 import { ChipcError } from '../src/util/errors.ts';
 import { CONSOLE_ADDR, hex, type Memory, type MemoryOptions } from './memory.ts';
@@ -11,11 +12,17 @@ import { OPC, immB, immJ, immS } from './decode.ts';
 import { cpuForProgram, loadElf } from './elf.ts';
 import { bnMac, type Cpu, type HaltReason, type TraceEvent } from './cpu.ts';
 import {
-  A_COUNT, BOS_ID, CODE_BASE, PROTOCOL_VERSION, codeWord, decodeToken, encodeToken, fits14, fits30, splitResult, type TokenKind,
+  A_COUNT, BOS_ID, CODE_BASE, CODE_BYTES, PROTOCOL_VERSION, TRAP_CAUSE, codeWord, decodeToken, encodeToken, fits14, fits30,
+  splitResult, type TokenKind, type TrapCause,
 } from './protocol.ts';
 
+/**
+ * Instruction classes of the summary. 'trap' is the class of an instruction the stream covers
+ * although it did not retire: the one a final TRAP (illegal, fetch, load, store) is attributed to
+ * when no retired instruction carries it (docs/token-protocol.md, "v5: traps").
+ */
 export const INSTR_CLASSES = [
-  'alu-imm', 'alu-reg', 'lui/auipc', 'load', 'store', 'branch', 'jal/jalr', 'mul/div', 'system', 'bignum',
+  'alu-imm', 'alu-reg', 'lui/auipc', 'load', 'store', 'branch', 'jal/jalr', 'mul/div', 'system', 'bignum', 'trap',
 ] as const;
 export type InstrClass = (typeof INSTR_CLASSES)[number];
 
@@ -29,6 +36,12 @@ export interface GoldenTraceOptions {
   maxInstructions?: number;
   /** RAM layout for loadElf (default: the emulator's, base 0x80000000, 1 MiB). */
   mem?: MemoryOptions;
+  /**
+   * The chip's code RAM in bytes, from 0x80000000 (4 × its code words; a multiple of 4, ≥ 4): the
+   * emulator may fetch only below 0x80000000 + codeBytes, and a fetch beyond it is a fetch trap.
+   * Default (and at most): the 128 KiB that J(w) reaches.
+   */
+  codeBytes?: number;
 }
 
 export interface ClassCost {
@@ -39,7 +52,7 @@ export interface ClassCost {
 }
 
 export interface ProtocolSummary {
-  /** Instructions the stream covers (every retired one except a final ebreak). */
+  /** Instructions the stream covers: every retired one, plus the non-retired one a final TRAP may be attributed to (class 'trap'). */
   instructions: number;
   /** Generated tokens (the prompt excluded). */
   tokens: number;
@@ -52,7 +65,14 @@ export interface ProtocolSummary {
 export interface GoldenTrace {
   /** Token ids: the prompt (PROMPT_LENGTH tokens), then every generated token. */
   tokens: Int32Array;
-  /** Per token: index of the instruction that emitted it (0-based, in execution order); −1 for the prompt. */
+  /**
+   * Per token: index of the instruction that emitted it (0-based, in execution order); −1 for the
+   * prompt. A final TRAP belongs to the instruction the chip traps at: the ebreak; a jump or
+   * branch whose target it cannot fetch (the TRAP replaces its J); the instruction whose
+   * window-end J(PC+4) is beyond the J range; otherwise a covered but not retired instruction at
+   * the trapping pc (class 'trap': the illegal word, the faulting load / store, the jump to a
+   * misaligned target, or the pc that cannot be fetched).
+   */
   tokenInstr: Int32Array;
   /** Per token: pc of that instruction; 0 for the prompt. */
   tokenPc: Uint32Array;
@@ -60,8 +80,13 @@ export interface GoldenTrace {
   instrPc: Uint32Array;
   instrClass: Uint8Array;
   entry: number;
-  /** How the emulator stopped. For 'exit' / 'tohost' the stream ends with HALT; for 'limit' after the last instruction's tokens; for 'ebreak' the ebreak has no token (v1 has none); 'illegal' / 'fault' instructions did not retire and have none. */
-  halt: { reason: HaltReason; exitCode: number | null; pc: number; instret: number; message: string };
+  /**
+   * How the emulator stopped. For 'exit' / 'tohost' the stream ends with HALT; for 'illegal',
+   * 'ebreak' and 'fault' with TRAP(trap); for 'limit' after the last instruction's tokens (which
+   * end with TRAP(fetch) when it is a jump to, or a window end before, a pc the chip cannot fetch).
+   * `trap`: the cause of the stream's final TRAP; absent when there is none.
+   */
+  halt: { reason: HaltReason; exitCode: number | null; pc: number; instret: number; message: string; trap?: TrapCause };
   /** The bytes of the OUT tokens (equal to the emulator's console). */
   console: Uint8Array;
   summary: ProtocolSummary;
@@ -161,10 +186,12 @@ export function haltCode(exitCode: number): number {
 }
 
 /**
- * Run the golden emulator on `elfBytes` and build the v1 token stream the chip must generate.
- * ChipcError: 'protocol.code-range' when the entry, a jump target or an executed pc is outside the
- * 128 KiB code space at 0x80000000; 'protocol.unsupported' for `ecall` write (a7 = 64), which
- * has no v1 token; ELF errors from loadElf.
+ * Run the golden emulator on `elfBytes` and build the token stream the chip must generate.
+ * ChipcError: 'protocol.code-range' when the entry is outside the 128 KiB code space at
+ * 0x80000000 (or an executed pc lies in RAM below it); 'protocol.code-bytes' for a bad
+ * opts.codeBytes; 'protocol.unsupported' for `ecall` write (a7 = 64), which has no token; ELF
+ * errors from loadElf. A fetch outside the code RAM (opts.codeBytes), RAM or the J range is a
+ * TRAP(fetch), not an error.
  */
 export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}): GoldenTrace {
   const program = loadElf(elfBytes, opts.mem ?? {});
@@ -192,6 +219,20 @@ export interface GoldenProgram {
  */
 export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly number[], opts: GoldenTraceOptions = {}): GoldenTrace {
   const codeEnd = program.codeEnd;
+  const codeBytes = opts.codeBytes ?? CODE_BYTES;
+  if (!Number.isInteger(codeBytes) || codeBytes < 4 || codeBytes % 4 !== 0) {
+    throw new ChipcError('protocol.code-bytes', `code RAM size ${codeBytes} must be a positive multiple of 4 bytes`);
+  }
+  // v5: the chip fetches only from its code RAM, [0x80000000, + codeBytes), and never beyond the
+  // 128 KiB J range; the emulator runs with that fetch limit (and the CPU's own, if lower), so it
+  // stops with a fetch fault exactly where the chip traps.
+  const mem = cpu.memory;
+  const fetchLimit = Math.min(Math.max(0, CODE_BASE + Math.min(codeBytes, CODE_BYTES) - mem.base), cpu.fetchLimit ?? Infinity);
+  const fetchEnd = Math.min(mem.size, fetchLimit);
+  /** The emulator's fetch test under fetchLimit (riscv/cpu.ts). */
+  const fetchable = (pc: number): boolean => (pc & 3) === 0 && ((pc - mem.base) >>> 0) <= fetchEnd - 4;
+  /** J(w) can name pc. */
+  const jumpable = (pc: number): boolean => (pc & 3) === 0 && pc - CODE_BASE >= 0 && pc - CODE_BASE < CODE_BYTES;
   const regs = cpu.regs;
   if ((cpu.pc >>> 0) !== (program.entry >>> 0)) throw new Error(`goldenRun: the CPU's pc 0x${hex(cpu.pc)} is not the entry 0x${hex(program.entry)}`);
   const lastPrompt = prompt.length === 0 ? null : decodeToken(prompt[prompt.length - 1]!);
@@ -217,16 +258,37 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
   // Window state as the chip sees it: base from the last J, j = index of the running instruction.
   let base = program.entry;
   let j = 0;
+  /** The cause of the TRAP the stream ended with, once emitted. */
+  let trapped: TrapCause | null = null;
+  const trapToken = (cause: TrapCause): number => encodeToken({ kind: 'TRAP', cause: TRAP_CAUSE[cause] });
 
-  /** Emit the tokens of instruction `r` (index instrPc.length); nextPc is the pc that ran after it. */
-  const emit = (r: Retired, nextPc: number, halting: 'exit' | 'tohost' | null, exitCode: number | null): void => {
+  /** Start covered instruction `instrPc.length` at pc (which must be where the window says). */
+  const cover = (pc: number, cls: InstrClass): number => {
     const index = instrPc.length;
-    if (r.pc !== base + 4 * j) {
-      throw new Error(`golden trace: instruction ${index} at 0x${hex(r.pc)} is not at base 0x${hex(base)} + 4·${j}`);
+    if (pc !== base + 4 * j) {
+      throw new Error(`golden trace: instruction ${index} at 0x${hex(pc)} is not at base 0x${hex(base)} + 4·${j}`);
     }
+    instrPc.push(pc);
+    instrClass.push(INSTR_CLASSES.indexOf(cls));
+    return index;
+  };
+
+  /** v5: the stream's final TRAP(cause), as the only token of the instruction at pc (class cls). */
+  const emitTrap = (cause: TrapCause, pc: number, cls: InstrClass): void => {
+    push(trapToken(cause), cover(pc, cls), pc);
+    byClass[cls].instructions++;
+    byClass[cls].tokens++;
+    trapped = cause;
+  };
+
+  /**
+   * Emit the tokens of instruction `r` (index instrPc.length); nextPc is the pc that ran after it.
+   * `last`: r is the last instruction the emulator retired, so nextPc may be a pc the chip cannot
+   * fetch — a jump there, or a window-end J(nextPc) that J cannot name, becomes TRAP(fetch).
+   */
+  const emit = (r: Retired, nextPc: number, halting: 'exit' | 'tohost' | null, exitCode: number | null, last = false): void => {
     codeWord(r.pc);
-    instrPc.push(r.pc);
-    instrClass.push(INSTR_CLASSES.indexOf(r.cls));
+    const index = cover(r.pc, r.cls);
     const before = tokens.length;
     const out = (id: number): void => push(id, index, r.pc);
 
@@ -236,9 +298,15 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
       if (r.target !== null && r.target !== nextPc) {
         throw new Error(`golden trace: jump at 0x${hex(r.pc)} went to 0x${hex(nextPc)}, expected 0x${hex(r.target)}`);
       }
-      out(encodeToken({ kind: 'J', w: codeWord(nextPc) }));
-      base = nextPc;
-      j = 0;
+      if (last && !fetchable(nextPc)) {
+        // v5: the chip checks a jump's target at the jump.
+        out(trapToken('fetch'));
+        trapped = 'fetch';
+      } else {
+        out(encodeToken({ kind: 'J', w: codeWord(nextPc) }));
+        base = nextPc;
+        j = 0;
+      }
     } else {
       if (nextPc !== ((r.pc + 4) >>> 0)) {
         throw new Error(`golden trace: sequential instruction at 0x${hex(r.pc)} was followed by 0x${hex(nextPc)}`);
@@ -289,7 +357,12 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
         if (r.loadPrefix !== null) out(encodeToken({ kind: 'D', v: r.loadPrefix }));
         if (!windowEnd) out(encodeToken({ kind: 'N', j: j + 1 }));
       }
-      if (windowEnd) {
+      if (windowEnd && last && !jumpable(nextPc) && !fetchable(nextPc)) {
+        // v5: the window-end J(PC+4) cannot name PC+4 (beyond the 128 KiB J range). (A PC+4 that
+        // the emulator can fetch but J cannot name lies in RAM below 0x80000000: codeWord refuses it.)
+        out(trapToken('fetch'));
+        trapped = 'fetch';
+      } else if (windowEnd) {
         out(encodeToken({ kind: 'J', w: codeWord(nextPc) }));
         base = nextPc;
         j = 0;
@@ -315,12 +388,32 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
     if (pending !== null) emit(pending, e.pc, null, null);
     pending = r;
   };
-  const result = cpu.run({ maxInstructions: opts.maxInstructions ?? GOLDEN_DEFAULT_MAX_INSTRUCTIONS, trace: onRetire });
+  const result = cpu.run({ maxInstructions: opts.maxInstructions ?? GOLDEN_DEFAULT_MAX_INSTRUCTIONS, trace: onRetire, fetchLimit });
   const last = pending as Retired | null;
-  if (last !== null) {
-    if (result.reason === 'exit' || result.reason === 'tohost') emit(last, result.pc, result.reason, result.exitCode);
-    else if (result.reason !== 'ebreak') emit(last, result.pc, null, null);
-    // ebreak: retired, but v1 has no token for it; the stream ends (halt.reason says why).
+  switch (result.reason) {
+    case 'exit': case 'tohost':
+      if (last !== null) emit(last, result.pc, result.reason, result.exitCode);
+      break;
+    case 'limit':
+      if (last !== null) emit(last, result.pc, null, null, true);
+      break;
+    case 'ebreak':
+      // v5: the ebreak retired; TRAP(ebreak) takes the place of its tokens.
+      if (last === null || last.word !== 0x00100073 || last.pc !== result.pc) throw new Error('golden trace: ebreak halt without its ebreak');
+      codeWord(last.pc);
+      emitTrap('ebreak', last.pc, last.cls);
+      break;
+    case 'illegal': case 'fault': {
+      // v5: the instruction at result.pc did not retire (or, for a fetch fault, could not be
+      // fetched): the last retired instruction's tokens lead there, then TRAP(cause) at that pc —
+      // unless those tokens already ended in TRAP(fetch) (a jump to the pc, or a window end before
+      // a pc J cannot name).
+      const cause: TrapCause = result.reason === 'illegal' ? 'illegal' : result.fault!;
+      if (last !== null) emit(last, result.pc, null, null, true);
+      if (trapped === null) emitTrap(cause, result.pc, 'trap');
+      else if (trapped !== cause) throw new Error(`golden trace: the stream trapped on ${trapped}, the emulator stopped on ${cause}`);
+      break;
+    }
   }
 
   const consoleBytes = Uint8Array.from(consoleOut);
@@ -329,7 +422,7 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
   }
 
   const generated = tokens.length - prompt.length;
-  const byKind: Record<TokenKind, number> = { E: 0, D: 0, J: 0, H: 0, K: 0, N: 0, OUT: 0, HALT: 0, BOS: 0, Q: 0, A: 0 };
+  const byKind: Record<TokenKind, number> = { E: 0, D: 0, J: 0, H: 0, K: 0, N: 0, OUT: 0, HALT: 0, BOS: 0, Q: 0, A: 0, TRAP: 0 };
   for (let i = prompt.length; i < tokens.length; i++) byKind[decodeToken(tokens[i]!).kind]++;
   for (const c of INSTR_CLASSES) {
     const k = byClass[c];
@@ -342,7 +435,10 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
     instrPc: Uint32Array.from(instrPc),
     instrClass: Uint8Array.from(instrClass),
     entry: program.entry,
-    halt: { reason: result.reason, exitCode: result.exitCode, pc: result.pc, instret: result.instret, message: result.message },
+    halt: {
+      reason: result.reason, exitCode: result.exitCode, pc: result.pc, instret: result.instret, message: result.message,
+      ...(trapped === null ? {} : { trap: trapped as TrapCause }),
+    },
     console: consoleBytes,
     summary: {
       instructions: instrPc.length,

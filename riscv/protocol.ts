@@ -1,5 +1,5 @@
 /**
- * The chip's token protocol, v1 (docs/token-protocol.md): the id ranges of every token kind,
+ * The chip's token protocol, v5 (docs/token-protocol.md): the id ranges of every token kind,
  * encodeToken / decodeToken / formatToken, the sign-extension helpers and range predicates used
  * to choose between the narrow (E), wide (D + E) and full (D + H + N) result forms, the BOS id and
  * the code-address mapping of J(w).
@@ -9,7 +9,7 @@
  */
 import { ChipcError } from '../src/util/errors.ts';
 
-export const PROTOCOL_VERSION = 'v4';
+export const PROTOCOL_VERSION = 'v5';
 
 /** First id of each kind and the number of ids it owns (ranges are contiguous, in this order). */
 export const E_BASE = 0;
@@ -36,8 +36,11 @@ export const Q_COUNT = 8 * 16;
 /** v2: a code store A(w) — the pending store writes code word w (the first 1,024 words are reachable). */
 export const A_BASE = Q_BASE + Q_COUNT; // 247,173
 export const A_COUNT = 1024;
-/** Number of ids the v2 alphabet uses: [0, PROTOCOL_ALPHABET_SIZE). */
-export const PROTOCOL_ALPHABET_SIZE = A_BASE + A_COUNT; // 248,197
+/** v5: a trap TRAP(cause) — the program stopped on something the chip does not run (TRAP_CAUSE). */
+export const TRAP_BASE = A_BASE + A_COUNT; // 248,197
+export const TRAP_COUNT = 8;
+/** Number of ids the alphabet uses: [0, PROTOCOL_ALPHABET_SIZE). */
+export const PROTOCOL_ALPHABET_SIZE = TRAP_BASE + TRAP_COUNT; // 248,205
 /** Qwen3.5's vocabulary size: every token id must be below it. */
 export const QWEN_VOCAB_SIZE = 248_320;
 
@@ -46,7 +49,23 @@ export const CODE_BASE = 0x80000000;
 export const CODE_WORDS = J_COUNT;
 export const CODE_BYTES = 4 * CODE_WORDS;
 
-export type TokenKind = 'E' | 'D' | 'J' | 'H' | 'K' | 'N' | 'OUT' | 'HALT' | 'BOS' | 'Q' | 'A';
+/**
+ * The cause payload of TRAP(cause) (v5): an illegal instruction, an ebreak, an instruction fetch
+ * the chip cannot make (outside its code RAM or RAM, beyond the 128 KiB J range, or a jump or
+ * branch to a target that is not 4-aligned), a load or a store outside RAM and the console.
+ * Causes 5…7 are reserved (encodable, never generated).
+ */
+export const TRAP_CAUSE = { illegal: 0, ebreak: 1, fetch: 2, load: 3, store: 4 } as const;
+export type TrapCause = keyof typeof TRAP_CAUSE;
+/** Cause names by payload (index = TRAP_CAUSE[name]). */
+export const TRAP_CAUSE_NAMES: readonly TrapCause[] = ['illegal', 'ebreak', 'fetch', 'load', 'store'];
+
+/** Name of a TRAP payload for messages: the cause name for 0…4, `reserved cause n` for 5…7. */
+export function trapCauseName(cause: number): string {
+  return TRAP_CAUSE_NAMES[cause] ?? `reserved cause ${cause}`;
+}
+
+export type TokenKind = 'E' | 'D' | 'J' | 'H' | 'K' | 'N' | 'OUT' | 'HALT' | 'BOS' | 'Q' | 'A' | 'TRAP';
 
 /** A decoded token. E and K carry a signed 14-bit v; D and H an unsigned 16-bit v. */
 export type Token =
@@ -60,7 +79,8 @@ export type Token =
   | { kind: 'HALT'; code: number }
   | { kind: 'BOS' }
   | { kind: 'Q'; s: number; q: number }
-  | { kind: 'A'; w: number };
+  | { kind: 'A'; w: number }
+  | { kind: 'TRAP'; cause: number };
 
 /** What encodeToken accepts: a kind and exactly the fields that kind has. */
 export interface TokenFields {
@@ -72,10 +92,11 @@ export interface TokenFields {
   code?: number;
   s?: number;
   q?: number;
+  cause?: number;
 }
 
 const FIELDS: Record<TokenKind, readonly (keyof TokenFields)[]> = {
-  E: ['j', 'v'], D: ['v'], J: ['w'], H: ['v'], K: ['v'], N: ['j'], OUT: ['j', 'b'], HALT: ['code'], BOS: [], Q: ['s', 'q'], A: ['w'],
+  E: ['j', 'v'], D: ['v'], J: ['w'], H: ['v'], K: ['v'], N: ['j'], OUT: ['j', 'b'], HALT: ['code'], BOS: [], Q: ['s', 'q'], A: ['w'], TRAP: ['cause'],
 };
 
 /** The low 14 bits of x as a signed number: ((x mod 2^14) xor 2^13) − 2^13, in [−8192, 8191]. */
@@ -145,7 +166,7 @@ function checkField(kind: TokenKind, name: string, x: number | undefined, lo: nu
 export function encodeToken(t: TokenFields): number {
   const fields = FIELDS[t.kind];
   if (fields === undefined) throw new ChipcError('protocol.token', `unknown token kind ${JSON.stringify(t.kind)}`);
-  for (const k of ['j', 'v', 'w', 'b', 'code', 's', 'q'] as const) {
+  for (const k of ['j', 'v', 'w', 'b', 'code', 's', 'q', 'cause'] as const) {
     if (t[k] !== undefined && !fields.includes(k)) {
       throw new ChipcError('protocol.token', `${t.kind} token has no field ${k} (its fields: ${fields.join(', ') || 'none'})`);
     }
@@ -162,6 +183,7 @@ export function encodeToken(t: TokenFields): number {
     case 'BOS': return BOS_ID;
     case 'Q': return Q_BASE + checkField('Q', 's', t.s, 0, 7) * 16 + checkField('Q', 'q', t.q, 0, 15);
     case 'A': return A_BASE + checkField('A', 'w', t.w, 0, A_COUNT - 1);
+    case 'TRAP': return TRAP_BASE + checkField('TRAP', 'cause', t.cause, 0, TRAP_COUNT - 1);
   }
 }
 
@@ -180,12 +202,16 @@ export function decodeToken(id: number): Token {
   if (id < BOS_ID) return { kind: 'HALT', code: id - HALT_BASE };
   if (id === BOS_ID) return { kind: 'BOS' };
   if (id < A_BASE) return { kind: 'Q', s: (id - Q_BASE) >> 4, q: (id - Q_BASE) & 15 };
-  return { kind: 'A', w: id - A_BASE };
+  if (id < TRAP_BASE) return { kind: 'A', w: id - A_BASE };
+  return { kind: 'TRAP', cause: id - TRAP_BASE };
 }
 
 const hex = (x: number, width: number): string => `0x${x.toString(16).padStart(width, '0')}`;
 
-/** Human form of a token id: E(2, -17), D(0x1234), J(0x40), H(0xbeef), K(5), N(1), OUT(1, 0x41), HALT(0), BOS, Q(3, 9). */
+/**
+ * Human form of a token id: E(2, -17), D(0x1234), J(0x40), H(0xbeef), K(5), N(1), OUT(1, 0x41),
+ * HALT(0), BOS, Q(3, 9), A(0x10), TRAP(illegal) (a reserved cause by its number: TRAP(5)).
+ */
 export function formatToken(id: number): string {
   const t = decodeToken(id);
   switch (t.kind) {
@@ -200,5 +226,6 @@ export function formatToken(id: number): string {
     case 'BOS': return 'BOS';
     case 'Q': return `Q(${t.s}, ${t.q})`;
     case 'A': return `A(${hex(t.w, 1)})`;
+    case 'TRAP': return `TRAP(${TRAP_CAUSE_NAMES[t.cause] ?? t.cause})`;
   }
 }

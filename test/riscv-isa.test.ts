@@ -410,16 +410,18 @@ describe('halting, devices, faults', () => {
     const { cpu } = run(`li a0, 5\nli a7, 64\necall\nmv s1, a0\nli a7, 999\necall\nmv s2, a0\nebreak`);
     expect([cpu.regs[9], cpu.regs[18]]).toEqual([-9, -38]);
   });
-  it('faults name pc and address: load, store, fetch, misaligned jump', () => {
+  it('faults name pc, address and kind: load, store, fetch, misaligned jump (a fetch fault at the jump)', () => {
     let { r } = run('li t0, 0x1000\nlw a0, 0(t0)');
-    expect([r.reason, r.pc, r.addr, r.instret]).toEqual(['fault', BASE + 8, 0x1000, 2]);
+    expect([r.reason, r.fault, r.pc, r.addr, r.instret]).toEqual(['fault', 'load', BASE + 8, 0x1000, 2]);
     expect(r.message).toMatch(/pc 0x80000008.*0x00001000/);
     ({ r } = run('li t0, 0x80100000\nsb a0, -1(t0)\nsb a0, 0(t0)'));
-    expect([r.reason, r.pc, r.addr]).toEqual(['fault', BASE + 12, 0x80100000]);
+    expect([r.reason, r.fault, r.pc, r.addr]).toEqual(['fault', 'store', BASE + 12, 0x80100000]);
     ({ r } = run('li t0, 0x80100000\njr t0'));
-    expect([r.reason, r.pc, r.addr]).toEqual(['fault', 0x80100000, 0x80100000]);
+    expect([r.reason, r.fault, r.pc, r.addr]).toEqual(['fault', 'fetch', 0x80100000, 0x80100000]);
     ({ r } = run('li t0, 0x80000002\njr t0'));
-    expect([r.reason, r.pc, r.addr]).toEqual(['fault', BASE + 8, 0x80000002]);
+    expect([r.reason, r.fault, r.pc, r.addr]).toEqual(['fault', 'fetch', BASE + 8, 0x80000002]);
+    ({ r } = run('nop\nnop'));
+    expect([r.reason, r.fault]).toEqual(['illegal', undefined]);
   });
   it('instruction limit stops and resumes', () => {
     const { elf } = assembleElf('li a0, 0\nloop: addi a0, a0, 1\nli t0, 10\nblt a0, t0, loop\nli a7, 93\necall');

@@ -26,14 +26,24 @@ import { add32, byteFromNibbles, wordFromNibbles, wordNibbles, constWord, eq32, 
 // ── token alphabet (docs/token-protocol.md v1) ─────────────────────────────────────────────────
 export const TOK = {
   E: 0, D: 65_536, J: 131_072, H: 163_840, K: 229_376, N: 245_760, OUT: 245_764, HALT: 246_788, BOS: 247_044, Q: 247_045,
-  A: 247_173,
+  A: 247_173, TRAP: 248_197,
 } as const;
 /** Code words a store can reach through A(w) (the first 4 KiB of code). */
 export const CODE_STORE_WORDS = 1024;
-export const VOCAB = TOK.A + CODE_STORE_WORDS;
+/** TRAP(cause) ids (protocol v5): 0 illegal instruction, 1 ebreak, 2 fetch fault, 3 load fault, 4 store fault; 5…7 reserved. */
+export const TRAP_IDS = 8;
+export const VOCAB = TOK.TRAP + TRAP_IDS;
 export const CODE_BASE = 0x8000_0000;
+/**
+ * Loader addresses of the chip's run-time configuration (docs/token-protocol.md "Loading by
+ * prompt"): E(p) with p = 0x8000 + 32 + k, then D(lo), H(hi), writes configuration word k:
+ * 0 the program's code end in words (min(code end, CODE_STORE_WORDS): which stores are code
+ * stores), 1 its `tohost` address with bit 0 set (0: no tohost).
+ */
+export const CONFIG_CODE_END = 0x8000 + 32;
+export const CONFIG_TOHOST = 0x8000 + 33;
 
-export const enum Kind { E, D, J, H, K, N, OUT, HALT, BOS, Q, A }
+export const enum Kind { E, D, J, H, K, N, OUT, HALT, BOS, Q, A, TRAP }
 
 /** The kind and payload of a token id (the embedding's view). */
 export function tokenKind(t: number): { kind: Kind; j: number; v: number } {
@@ -47,7 +57,8 @@ export function tokenKind(t: number): { kind: Kind; j: number; v: number } {
   if (t < TOK.BOS) return { kind: Kind.HALT, j: 0, v: t - TOK.HALT };
   if (t === TOK.BOS) return { kind: Kind.BOS, j: 0, v: 0 };
   if (t < TOK.A) return { kind: Kind.Q, j: 0, v: t - TOK.Q };
-  return { kind: Kind.A, j: 0, v: t - TOK.A };
+  if (t < TOK.TRAP) return { kind: Kind.A, j: 0, v: t - TOK.A };
+  return { kind: Kind.TRAP, j: 0, v: t - TOK.TRAP };
 }
 
 const sext = (v: number, bits: number) => (v << (32 - bits)) >> (32 - bits);
@@ -114,23 +125,22 @@ export function storeByteSource(f3: number, o: number, second: number, lane: num
   return i >= 0 && i < n ? i : -1;
 }
 
+/**
+ * The chip's shape. Nothing here is program-specific: the program's code end and `tohost` arrive
+ * at run time as configuration words (CONFIG_CODE_END, CONFIG_TOHOST), so one compiled chip runs
+ * any program that fits its RAMs.
+ */
 export interface CpuOptions {
-  /** Code RAM words (rows), from CODE_BASE: what fetch can read. */
+  /** Code RAM words (rows, a power of two ≥ 64), from CODE_BASE: what fetch can read; a fetch beyond it traps. */
   codeWords: number;
-  /**
-   * The program's code in words (its executable segments, riscv/golden-trace.ts codeEndWords):
-   * a store below it is a code store (A(w), then the word through D + H). Default: codeWords.
-   */
-  codeEnd?: number;
-  /** Data RAM words (rows), from CODE_BASE: what loads and stores reach (default 8,192 = 32 KiB). */
+  /** Data RAM words (rows, a multiple of 64), from CODE_BASE: what loads and stores reach (default 8,192 = 32 KiB). */
   memWords?: number;
   /**
-   * Rows of one data-RAM bank (a power of two, default MEM_BANK_WORDS): what one GDN layer of the
-   * target holds (memBankWordsFor: 8,192 at chip-test, 2,048 at qwen3.5-4b).
+   * Rows of one RAM bank (a power of two, default MEM_BANK_WORDS): what one GDN layer of the
+   * target holds (memBankWordsFor: 8,192 at chip-test, 2,048 at qwen3.5-4b). The data RAM and a
+   * code RAM larger than one bank are split into banks of this size.
    */
   memBankWords?: number;
-  /** Address of the `tohost` word (a nonzero word stored there halts), or null / absent for none. */
-  tohost?: number | null;
 }
 
 /** The console device: a store of any width to this address outputs the low byte of rs2. */
@@ -228,15 +238,37 @@ export function memBanks(memWords: number, bankWords: number = MEM_BANK_WORDS): 
   return out;
 }
 
+/** The code RAM's banks for codeWords words (one RAM "code" when it fits one bank): [RAM name, first word, rows]. */
+export function codeBanks(codeWords: number, bankWords: number = MEM_BANK_WORDS): [name: string, first: number, rows: number][] {
+  if (codeWords <= bankWords) return [['code', 0, codeWords]];
+  return Array.from({ length: Math.ceil(codeWords / bankWords) }, (_, b) => [b === 0 ? 'code' : `code${b}`, b * bankWords, bankWords]);
+}
+
 export function cpuCircuit(opts: CpuOptions) {
-  const addrBits = Math.max(1, Math.ceil(Math.log2(opts.codeWords)));
+  if (!Number.isInteger(opts.codeWords) || opts.codeWords < 64 || !Number.isInteger(Math.log2(opts.codeWords)) || opts.codeWords > 16384) {
+    throw new ChipcError('chip.code', `a code RAM of ${opts.codeWords} words is not a power of two in [64, 16,384] (256 bytes … 64 KiB)`);
+  }
+  const addrBits = Math.log2(opts.codeWords);
   const memWords = opts.memWords ?? 8192;
+  if (!Number.isInteger(memWords) || memWords < 64 || memWords % 64 !== 0) {
+    throw new ChipcError('chip.mem', `a data RAM of ${memWords} words is not a positive multiple of 64 words (256 bytes)`);
+  }
   const memBits = Math.max(1, Math.ceil(Math.log2(memWords)));
   if (memBits > 15) throw new ChipcError('chip.mem', `data RAM of ${memWords} words is larger than the 128 KiB (32,768 words) the loader addresses`);
   const bankWords = opts.memBankWords ?? MEM_BANK_WORDS;
   if (!Number.isInteger(Math.log2(bankWords)) || bankWords < 1) throw new ChipcError('chip.mem', `a data-RAM bank of ${bankWords} words is not a power of two`);
   const banks = Math.ceil(memWords / bankWords);
   const bankBits = banks === 1 ? memBits : Math.log2(bankWords);
+  // The code RAM in banks of the same size when it is larger than one (fetch reads every bank; the
+  // one holding the pc is enabled, the others read 0).
+  const codeBanks = Math.max(1, Math.ceil(opts.codeWords / bankWords));
+  const codeBankBits = codeBanks === 1 ? addrBits : Math.log2(bankWords);
+  if (codeBanks > 1 && bankWords < CODE_STORE_WORDS) {
+    throw new ChipcError('chip.code', `RAM banks of ${bankWords} words are smaller than the ${CODE_STORE_WORDS} code words a code store reaches; use a code RAM of at most one bank`);
+  }
+  /** Data RAM bytes (a multiple of 256) and code RAM bytes: the bounds of the fault checks. */
+  const memBytes = 4 * memWords;
+  const codeBytes = 4 * opts.codeWords;
   return defineCircuit({ name: 'rv32-v1', vocab: VOCAB, bos: TOK.BOS }, (c) => {
     // ── token fields ───────────────────────────────────────────────────────────────────────
     const is = (k: Kind, name: string) => c.tokenField(name, (t) => (tokenKind(t).kind === k ? 1 : 0), [0, 1]);
@@ -280,7 +312,7 @@ export function cpuCircuit(opts: CpuOptions) {
     // (v3) a fed HALT clears it, so a request's write tokens and J(entry) can follow a HALT
     // (re-entry: services, docs/token-protocol.md).
     // The enable is a token field (free, in the embedding) so the latch is written in the first GDN layer.
-    const isJorHalt = c.tokenField('isJorHALT', (t) => (tokenKind(t).kind === Kind.J || tokenKind(t).kind === Kind.HALT ? 1 : 0), [0, 1]);
+    const isJorHalt = c.tokenField('isJorHALT', (t) => { const k = tokenKind(t).kind; return k === Kind.J || k === Kind.HALT || k === Kind.TRAP ? 1 : 0; }, [0, 1]);
     const baseRam = c.ram('base', { rows: 1, fields: [...jw.map(() => 2), ...jwUp.map(() => 2), 2] });
     baseRam.write(c.constant(0), [...jw, ...jwUp, isJ], isJorHalt);
     const baseRead = baseRam.read(c.constant(0));
@@ -298,7 +330,10 @@ export function cpuCircuit(opts: CpuOptions) {
     laRam.write(c.constant(0), la, isE);
     const loadAddr = laRam.read(c.constant(0));
     const loadWord = c.table('loadWord', [loading, isH, loadAddr[15]!], (l, h, r) => (l && h && !r ? 1 : 0), [0, 1]);
-    const loadReg = c.table('loadReg', [loading, isH, loadAddr[15]!], (l, h, r) => (l && h && r ? 1 : 0), [0, 1]);
+    // p = 0x8000 + r (r < 32) is register r; p = 0x8000 + 32 + k is configuration word k.
+    const loadReg = c.table('loadReg', [loading, isH, loadAddr[15]!, loadAddr[5]!], (l, h, r, cf) => (l && h && r && !cf ? 1 : 0), [0, 1]);
+    const loadConfig = (k: number) => c.table(`loadConfig${k}`, [loading, isH, loadAddr[15]!, loadAddr[5]!, loadAddr[0]!],
+      (l, h, r, cf, b0) => (l && h && r && cf && b0 === k ? 1 : 0), [0, 1]);
     // PC = base + j (mod 2^15): the low two bits from a table, each higher bit base's or baseUp's
     // (= (base >> 2) + 1) by the carry out of the low two bits — one table per bit.
     const start = Array.from({ length: 15 }, (_, k) => k < 2
@@ -313,10 +348,16 @@ export function cpuCircuit(opts: CpuOptions) {
     const j = c.linear([[latched[15]!, 1], [latched[16]!, 2]]).named('j');
 
     // ── fetch ──────────────────────────────────────────────────────────────────────────────
-    const code = c.ram('code', { rows: opts.codeWords, fields: Array.from({ length: 32 }, () => 2) });
-    const codeAddr = c.linear(w.slice(0, addrBits).map((b, k) => [b, 2 ** k] as [Sig, number]));
     // The 32-bit word a D, H pair brings back: {H payload, D latch} at a position fed H.
     const tokenWord = [...dLoPrev, ...cvW];
+    // ── run-time configuration (written by the loader, read at every position): the program's
+    //    code end (which stores are code stores) and its tohost address (bit 0 set when present) ──
+    const codeEndRam = c.ram('codeEnd', { rows: 1, fields: Array.from({ length: 11 }, () => 2) });
+    codeEndRam.write(c.constant(0), tokenWord.slice(0, 11), loadConfig(0));
+    const codeEndBits = codeEndRam.read(c.constant(0));
+    const tohostRam = c.ram('tohost', { rows: 1, fields: Array.from({ length: 32 }, () => 2) });
+    tohostRam.write(c.constant(0), tokenWord, loadConfig(1));
+    const tohostBits = tohostRam.read(c.constant(0));
     // Written by the loader (a word below the code RAM's end) or by a code store; both enables and
     // the row from the raw signals (tables over the latches and token fields: fetch waits for them).
     const loadHigh = addrBits >= 15 ? c.constant(0) : c.linear(loadAddr.slice(addrBits, 15).map((x) => [x, 1] as [Sig, number]));
@@ -331,8 +372,32 @@ export function cpuCircuit(opts: CpuOptions) {
       (ld, h, r, hi, pa) => ((ld && h && !r && hi === 0) || (h && pa) ? 1 : 0), [0, 1]);
     const codeRow = Array.from({ length: addrBits }, (_, k) =>
       c.table(`codeWRow${k}`, [isH, ppA!, k < 10 ? smcAddr[k]! : c.constant(0), loadAddr[k]!], (h, pa, a, l) => (h && pa ? a : l), [0, 1]));
-    code.write(c.linear(codeRow.map((x, k) => [x, 2 ** k] as [Sig, number])), tokenWord, codeEn);
-    const ins = code.read(codeAddr);
+    const fields32Code = Array.from({ length: 32 }, () => 2);
+    let ins: Sig[];
+    if (codeBanks === 1) {
+      const code = c.ram('code', { rows: opts.codeWords, fields: fields32Code });
+      code.write(c.linear(codeRow.map((x, k) => [x, 2 ** k] as [Sig, number])), tokenWord, codeEn);
+      ins = code.read(c.linear(w.slice(0, addrBits).map((b, k) => [b, 2 ** k] as [Sig, number])));
+    } else {
+      // Bank b holds code words [b·bankWords, (b + 1)·bankWords). A code store's word (< 1,024)
+      // is in bank 0; the loader's address picks the bank by its high bits. Fetch reads every
+      // bank at the pc's low bits, enabled only in the pc's bank: the others read 0.
+      const codeHi = c.linear(loadAddr.slice(codeBankBits, addrBits).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, codeBanks - 1]);
+      const pcHi = c.linear(w.slice(codeBankBits, addrBits).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, codeBanks - 1]);
+      const lowRow = c.linear(codeRow.slice(0, codeBankBits).map((x, k) => [x, 2 ** k] as [Sig, number]));
+      const pcRow = c.linear(w.slice(0, codeBankBits).map((b, k) => [b, 2 ** k] as [Sig, number]));
+      const outs: Sig[][] = [];
+      for (let b = 0; b < codeBanks; b++) {
+        const bank = c.ram(b === 0 ? 'code' : `code${b}`, { rows: bankWords, fields: fields32Code });
+        const en = c.table(`codeWrite${b}`, [loading, isH, loadAddr[15]!, loadHigh, ppA!, codeHi],
+          (ld, h, r, hi, pa, ch) => ((ld && h && !r && hi === 0 && ch === b) || (h && pa && b === 0) ? 1 : 0), [0, 1]);
+        bank.write(lowRow, tokenWord, en);
+        outs.push(bank.read(pcRow, pcHi.eq(b).named(`codeRead${b}`)));
+      }
+      ins = Array.from({ length: 32 }, (_, k) => c.linear(outs.map((o) => [o[k]!, 1] as [Sig, number]), 0, [0, 1]));
+    }
+    // A fetch beyond the code RAM (the pc's word index past codeWords) traps (TRAP(fetch)).
+    const fetchOut = addrBits >= 15 ? c.constant(0) : c.linear(w.slice(addrBits, 15).map((x) => [x, 1] as [Sig, number])).gt(0).named('fetchOut');
 
     // ── decode ─────────────────────────────────────────────────────────────────────────────
     const field = (lo: number, n: number, name: string) =>
@@ -361,7 +426,45 @@ export function cpuCircuit(opts: CpuOptions) {
     const clsAlu = c.table('classAlu', [opcode, ins[25]!], (op, b25) =>
       ((op === 0x33 && b25 === 1) || op === BN_OPCODE ? 6 : Math.min(7, CLASS[op] === 6 ? 7 : CLASS[op] ?? 7)), [0, 7]);
     // Memory access shape from funct3 (loads and stores alike): 0 byte, 1 half, 2 word; 4, 5 unsigned byte/half.
-    const isSystem = c.table('isEcall', [opcode], (op) => (op === 0x73 ? 1 : 0), [0, 1]);
+    // ── legality (protocol v5 traps): exactly the emulator's RV32IM + Zba + bn.mac encodings.
+    //    Classes by opcode: 0 always legal (LUI, AUIPC, JAL), 1 JALR, 2 BRANCH, 3 LOAD, 4 STORE,
+    //    5 OP-IMM, 6 OP, 7 custom-0 (bn.mac), 8 MISC-MEM, 9 SYSTEM, 10 illegal (also every
+    //    compressed encoding: its low two bits are not 11). funct7 as 0 0x00, 1 0x20, 2 0x01,
+    //    3 0x10, 4 other. SYSTEM is legal only as ecall (0x00000073) or ebreak (0x00100073).
+    const LEGAL_CLASS: Record<number, number> = { 0x37: 0, 0x17: 0, 0x6f: 0, 0x67: 1, 0x63: 2, 0x03: 3, 0x23: 4, 0x13: 5, 0x33: 6, [BN_OPCODE]: 7, 0x0f: 8, 0x73: 9 };
+    const legalClass = c.table('legalClass', [opcode], (op) => LEGAL_CLASS[op] ?? 10, [0, 10]);
+    const f7 = field(25, 7, 'funct7');
+    const f7Class = c.table('funct7Class', [f7], (v) => (v === 0 ? 0 : v === 0x20 ? 1 : v === 0x01 ? 2 : v === 0x10 ? 3 : 4), [0, 4]);
+    // By class and funct3: 0 illegal, 1 legal, 2 SYSTEM (decided by the other bits below), or the
+    // funct7 classes that make it legal: 3 {0x00}, 4 {0x00, 0x20}, 5 {0x00, 0x20, 0x01},
+    // 6 {0x00, 0x01, 0x10}, 7 {0x00, 0x01}. Two small tables (one over 440 cases has no exact ramp form).
+    const F7_SETS = [[], [], [], [0], [0, 1], [0, 1, 2], [0, 2, 3], [0, 2]];
+    const legalByF3 = c.table('legalByFunct3', [legalClass, funct3], (k, f3) => {
+      switch (k) {
+        case 0: return 1;
+        case 1: return f3 === 0 ? 1 : 0;
+        case 2: return f3 === 2 || f3 === 3 ? 0 : 1;
+        case 3: return f3 === 3 || f3 >= 6 ? 0 : 1;
+        case 4: return f3 <= 2 ? 1 : 0;
+        case 5: return f3 === 1 ? 3 : f3 === 5 ? 4 : 1;
+        case 6: return f3 === 0 || f3 === 5 ? 5 : f3 === 2 || f3 === 4 || f3 === 6 ? 6 : 7;
+        case 7: return f3 === 0 ? 7 : 0;
+        case 8: return f3 <= 1 ? 1 : 0;
+        case 9: return 2;
+        default: return 0;
+      }
+    }, [0, 7]);
+    const legalBase = c.table('legal', [legalByF3, f7Class], (l, f7c) => (l <= 2 ? l : F7_SETS[l]!.includes(f7c) ? 1 : 0), [0, 2]);
+    // SYSTEM: every bit but 20 (and the opcode) must be 0.
+    const sysRest = c.linear([...ins.slice(7, 20), ...ins.slice(21, 32)].map((x) => [x, 1] as [Sig, number])).eq(0).named('systemRestZero');
+    // 0 none, 1 illegal, 2 ebreak, 3 fetch fault — the traps known right after fetch.
+    const early = (fo: number, lg: number, rz: number, b20: number) => (fo ? 3 : lg === 0 ? 1 : lg === 2 ? (!rz ? 1 : b20 ? 2 : 0) : 0);
+    const earlyTrap = c.table('earlyTrap', [fetchOut, legalBase, sysRest, ins[20]!], early, [0, 3]);
+    const earlyAny = c.table('earlyTrapAny', [fetchOut, legalBase, sysRest, ins[20]!], (...v) => (early(v[0]!, v[1]!, v[2]!, v[3]!) ? 1 : 0), [0, 1]);
+    // Its TRAP cause: illegal 0, ebreak 1, fetch 2 (0 also when none: trapAny says whether).
+    const earlyCause = c.table('earlyTrapCause', [fetchOut, legalBase, sysRest, ins[20]!], (...v) => [0, 0, 1, 2][early(v[0]!, v[1]!, v[2]!, v[3]!)]!, [0, 2]);
+    // ecall exactly (the only SYSTEM word besides ebreak that is legal), never at a trapping fetch.
+    const isSystem = c.table('isEcall', [fetchOut, legalBase, sysRest, ins[20]!], (fo, lg, rz, b20) => (!fo && lg === 2 && rz && !b20 ? 1 : 0), [0, 1]);
     // Result: 0 add 1 sub 2 sll 3 slt 4 sltu 5 xor 6 srl 7 sra 8 or 9 and 10 sh1add 11 sh2add 12 sh3add 13 lui 14 auipc 15 link
     // 16 none (the results 16 loaded value and 17 the word a sub-word store leaves are chosen by isLoad / isStore)
     // 18 mul 19 mulh 20 mulhsu 21 mulhu 22 div 23 divu 24 rem 25 remu
@@ -756,20 +859,59 @@ export function cpuCircuit(opts: CpuOptions) {
     // (a free sum of the byte tests) rather than a compare after it.
     const consoleCount = c.linear([...[0, 1, 2, 3].map((k) => [ea[k]!.eq(consoleWord[k]!), 1] as [Sig, number]), [isStore, 1]]).named('consoleCount');
     const crossing = c.table('crossing', [memF3, off], (f3, o) => (crosses(f3, o) ? 1 : 0), [0, 1]);
-    // A store into the program's code (row < codeEnd, at most CODE_STORE_WORDS): A(w) first, then
-    // the word it leaves through D + H like a sub-word store.
-    const smcEnd = Math.min(opts.codeEnd ?? opts.codeWords, CODE_STORE_WORDS);
+    // A store into the program's code (row < the code end configured at load time, which the host
+    // caps at CODE_STORE_WORDS): A(w) first, then the word it leaves through D + H like a sub-word store.
     const rowLo = c.linear(rowBits.slice(0, 8).map((x, k) => [x, 2 ** k] as [Sig, number]));
     const rowHi = c.linear(rowBits.slice(8).map((x, k) => [x, 2 ** k] as [Sig, number]));
     // From the address bytes (not its bits: a layer sooner). Code words lie below 4 KiB, so a code
-    // store's address is 0x80000000 + 4·w with w < smcEnd ≤ 1,024: byte 3 is 0x80, byte 2 is 0,
-    // byte 1's high nibble is 0, and w = (byte 1's low nibble)·64 + byte 0 / 4.
-    const smcWords = Math.min(smcEnd, memWords);
-    const hiCmp = c.table('codeStoreHi', [ea[1]!], (v) => (v >> 4 !== 0 ? 0 : (v & 15) < smcWords >> 6 ? 2 : (v & 15) === smcWords >> 6 ? 1 : 0), [0, 2]);
-    const loLt = c.table('codeStoreLo', [ea[0]!], (v) => ((v >> 2) < (smcWords & 63) ? 1 : 0), [0, 1]);
-    const ea2Zero = c.table('codeStoreB2', [ea[2]!], (v) => (v === 0 ? 1 : 0), [0, 1]);
-    const codeStore = c.table('codeStore', [isStore, top, ea2Zero, crossing, hiCmp, loLt, loading],
-      (st, t, z, x, h, l, ld) => (st && t && z && !x && !ld && (h === 2 || (h === 1 && l)) ? 1 : 0), [0, 1]);
+    // store's address is 0x80000000 + 4·w with w < codeEnd ≤ 1,024: byte 3 is 0x80, byte 2 is 0,
+    // byte 1's high nibble is 0, and w = (byte 1's low nibble)·64 + byte 0 / 4. With codeEnd =
+    // 64·eHi + eLo (eLo < 64): w < codeEnd ⇔ byte 1 < eHi, or byte 1 = eHi and byte 0 < 4·eLo —
+    // differences of signals within ±256, one compare layer after the address bytes.
+    const endLo = c.linear(codeEndBits.slice(0, 6).map((x, k) => [x, 4 * 2 ** k] as [Sig, number]), 0, [0, 252]);
+    const endHi = c.linear(codeEndBits.slice(6, 11).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, 16]);
+    const b1MinusEnd = c.linear([[ea[1]!, 1], [endHi, -1]]);
+    const hiCmp = c.linear([[b1MinusEnd.lt(0).named('codeStoreHiLt'), 2], [b1MinusEnd.eq(0).named('codeStoreHiEq'), 1]], 0, [0, 2]);
+    const loLt = c.linear([[ea[0]!, 1], [endLo, -1]]).lt(0).named('codeStoreLo');
+    // byte 2 = 0, byte 3 = 0x80 and byte 1's high nibble 0: a count, 3 when all hold
+    const codeRegion = c.linear([[top, 1], [c.table('codeStoreB2', [ea[2]!], (v) => (v === 0 ? 1 : 0), [0, 1]), 1],
+      [c.table('codeStoreB1', [ea[1]!], (v) => (v >> 4 === 0 ? 1 : 0), [0, 1]), 1]], 0, [0, 3]);
+    const codeStore = c.table('codeStore', [isStore, codeRegion, crossing, hiCmp, loLt, loading],
+      (st, rg, x, h, l, ld) => (st && rg === 3 && !x && !ld && (h === 2 || (h === 1 && l)) ? 1 : 0), [0, 1]);
+
+    // ── memory faults (protocol v5: TRAP(load) / TRAP(store)), exactly as the emulator: an access
+    //    faults unless all its bytes lie in the data RAM [CODE_BASE, CODE_BASE + memBytes), or it
+    //    is a console access (a store at exactly CONSOLE_ADDR, any width; a load within the
+    //    console word [CONSOLE_ADDR, CONSOLE_ADDR + 4), which reads 0). ───────────────────────
+    // In RAM: byte 3 = 0x80 and the offset (bytes 2, 1) below memBytes / 256 (memBytes ≤ 128 KiB):
+    // byte 2 below memBytes >> 16 (2), equal to it with byte 1 below the rest (1 + 1) — so the
+    // count 3·top + m2 + m1 is at least 5 exactly when the word is in the RAM.
+    const m2 = c.table('memOkB2', [ea[2]!], (v) => (v < memBytes >> 16 ? 2 : v === memBytes >> 16 ? 1 : 0), [0, 2]);
+    const m1 = c.table('memOkB1', [ea[1]!], (v) => (v < ((memBytes >> 8) & 255) ? 1 : 0), [0, 1]);
+    const memOkCount = c.linear([[top, 3], [m2, 1], [m1, 1]], 0, [0, 6]);
+    // The last word of the RAM (a crossing access there runs past its end): bytes 2, 1 and byte 0 ≥ 252.
+    const lastWord = memBytes - 4;
+    const lastCount = c.linear([
+      [c.table('memLastB2', [ea[2]!], (v) => (v === lastWord >> 16 ? 1 : 0), [0, 1]), 1],
+      [c.table('memLastB1', [ea[1]!], (v) => (v === ((lastWord >> 8) & 255) ? 1 : 0), [0, 1]), 1],
+      [c.table('memLastB0', [ea[0]!], (v) => (v >= 252 ? 1 : 0), [0, 1]), 1],
+      [crossing, 1],
+    ], 0, [0, 4]);
+    // Console: bytes 3…1 of the address equal the console's (a count, 3 when all do) and byte 0
+    // (capped at 4) plus the access width within the word.
+    const consoleHigh = c.linear([1, 2, 3].map((k) => [ea[k]!.eq(consoleWord[k]!), 1] as [Sig, number]), 0, [0, 3]);
+    const consoleLow = c.table('consoleB0', [ea[0]!], (v) => Math.min(v, 4), [0, 4]);
+    // The access at the instruction's start position only: the positions that re-execute it may
+    // already have committed its rd (a load into its own base register) and see another address.
+    const memKind = c.table('memKind', [isLoad, isStore, atStart], (ld, st, at) => (!at ? 0 : ld ? 1 : st ? 2 : 0), [0, 2]);
+    const consoleOk = c.table('consoleAccess', [memKind, consoleHigh, consoleLow, memF3], (k, hi, lo, f3) =>
+      (hi !== 3 ? 0 : k === 2 ? (lo === 0 ? 1 : 0) : k === 1 ? (widthOf(f3) > 0 && lo + widthOf(f3) <= 4 ? 1 : 0) : 0), [0, 1]);
+    // 1 when the access faults (never at an early trap: its instruction is not what it seems), and
+    // its TRAP cause (3 load, 4 store): two tables over the same inputs, one layer.
+    const faults = (k: number, e: number, ok: number, last: number, con: number) => k !== 0 && !e && !con && !(ok >= 5 && last !== 4);
+    const memFaultIn = [memKind, earlyAny, memOkCount, lastCount, consoleOk];
+    const memFaultAny = c.table('memFault', memFaultIn, (k, e, ok, last, con) => (faults(k, e, ok, last, con) ? 1 : 0), [0, 1]);
+    const memFaultCause = c.table('memFaultCause', memFaultIn, (k, e, ok, last, con) => (faults(k, e, ok, last, con) ? 2 + k : 0), [0, 4]);
     // Overrides of the emit plan: a crossing load's first position emits D(prefix); a crossing
     // store's first H position emits D(second word's low half); a crossing load's second position
     // is planned as a start whose value must take the wide form.
@@ -892,7 +1034,6 @@ export function cpuCircuit(opts: CpuOptions) {
     }, [0, 1]);
     // A jump or branch that is taken (the division steps and the out-of-turn D / A tokens are modes
     // of their own in the emit plan below).
-    const jumpTaken = c.table('jumpTaken', [c.or(isJal, isJalr), isBranch, cond], (jp, br, cd) => (jp || (br && cd) ? 1 : 0), [0, 1]);
     const targetB = add32(c, pcWord, wordFromSpec(c, ins, immSpec('B')), 0, 'tb').sum;
     const targetJ = add32(c, pcWord, wordFromSpec(c, ins, immSpec('J')), 0, 'tj').sum;
     const targetR = add32(c, A, immI, 0, 'tr').sum;
@@ -900,6 +1041,22 @@ export function cpuCircuit(opts: CpuOptions) {
     // for the J payload) then stay put across runs of instructions that do not jump or branch.
     const target = [0, 1, 2, 3].map((k) =>
       c.choose([[isJalr, targetR[k]!], [isJal, targetJ[k]!], [isBranch, targetB[k]!]], [0, 255]));
+    // The target must be 4-aligned (JALR clears bit 0, so bit 1 decides) and inside the code RAM
+    // [CODE_BASE, CODE_BASE + codeBytes): byte 3 = 0x80 and bytes 2, 1 below codeBytes / 256, as a
+    // count like the data RAM's — 6·top + 3·aligned + t2 + t1 ≥ 11 exactly when the target is good.
+    const targetOk = c.linear([
+      [c.table('targetTop', [target[3]!], (v) => (v === 0x80 ? 1 : 0), [0, 1]), 6],
+      [c.table('targetAligned', [target[0]!], (v) => ((v & 2) === 0 ? 1 : 0), [0, 1]), 3],
+      [c.table('targetB2', [target[2]!], (v) => (v < codeBytes >> 16 ? 2 : v === codeBytes >> 16 ? 1 : 0), [0, 2]), 1],
+      [c.table('targetB1', [target[1]!], (v) => (v < ((codeBytes >> 8) & 255) ? 1 : 0), [0, 1]), 1],
+    ], 0, [0, 12]).named('targetOkCount');
+    const jumps = c.or(isJal, isJalr);
+    // A taken jump emits J unless its target is bad (then TRAP(fetch) instead: jumpTrap) or the
+    // instruction itself traps early.
+    const jumpTaken = c.table('jumpTaken', [jumps, isBranch, cond, earlyAny, targetOk], (jp, br, cd, e, ok) =>
+      ((jp || (br && cd)) && !e && ok >= 11 ? 1 : 0), [0, 1]);
+    const jumpTrap = c.table('jumpTrap', [jumps, isBranch, cond, earlyAny, targetOk], (jp, br, cd, e, ok) =>
+      ((jp || (br && cd)) && !e && ok < 11 ? 1 : 0), [0, 1]);
     // Word index of the target: bits 2…16 of (target − CODE_BASE).
     const tw0 = c.table('tw0', [target[0]!], (v) => v >> 2, [0, 63]);
     const tw1 = target[1]!;
@@ -917,13 +1074,17 @@ export function cpuCircuit(opts: CpuOptions) {
     const exitCode = c.select(exitSmall, B[0]!, 255);
     let halting = a7is93;
     let haltPay = c.select(a7is93, exitCode, 0);
-    if (opts.tohost !== undefined && opts.tohost !== null) {
-      // One compare over a count (the address byte tests, isSW, B ≠ 0): a layer after the address
-      // bytes, so the halt reaches the mode table with the other address tests.
+    {
+      // One compare over a count (the address byte tests, isSW, B ≠ 0, no early trap): a layer after
+      // the address bytes, so the halt reaches the mode table with the other address tests. The
+      // tohost address comes from its configuration word, whose bit 0 says one is set (tohost is
+      // word-aligned): byte 0 must equal that byte − 1, which no address byte does without it.
       const nonZero = c.not(eq32(c, B, constWord(c, 0), 'tohostZero'));
-      const tohostWord = constWord(c, opts.tohost >>> 0);
-      const tohostHalt = c.linear([...[0, 1, 2, 3].map((k) => [ea[k]!.eq(tohostWord[k]!), 1] as [Sig, number]), [isSW, 1], [nonZero, 1]])
-        .eq(6).named('tohostHalt');
+      const tohostByte = (k: number) => c.linear(tohostBits.slice(8 * k, 8 * k + 8).map((x, i) => [x, 2 ** i] as [Sig, number]), k === 0 ? -1 : 0);
+      const tohostHalt = c.linear([
+        ...[0, 1, 2, 3].map((k) => [c.linear([[ea[k]!, 1], [tohostByte(k), -1]]).eq(0), 1] as [Sig, number]),
+        [isSW, 1], [nonZero, 1], [earlyAny, -6],
+      ]).eq(6).named('tohostHalt');
       const tohostSmall = c.table('tohostSmall', [bTopZero, bHigh], (z, h) => (z && h <= 1 ? 1 : 0), [0, 1]);
       // (value >>> 1) & 255 from B's bits: bits 1…7 are a linear form (a table over byte 0 would
       // be 254 ramp units that move with every change of rs2's low byte), bit 8 a table over bHigh
@@ -950,7 +1111,7 @@ export function cpuCircuit(opts: CpuOptions) {
     const widthClass = c.table('widthClass', [signTop, r2cls, r1cls, isStore, xLoad, isBn],
       (x, y, z, st, xl, bn) => (!st && !xl && !bn && x === y && y === z && x < 2 ? 0 : !st && !bn && x <= 2 ? 1 : 2), [0, 2]);
     const wend = j.eq(3).named('windowEnd');
-    // The mode of this position, by priority (the out-of-turn modes never coincide): 6 a halt, 5 a
+    // The mode of this position, by priority (the out-of-turn modes never coincide): 6 a halt or a trap, 5 a
     // taken jump, 7 / 8 / 9 a division step emitting Q / D / H, 10 a crossing load's first D, 11 a
     // crossing store's second-word D, 12 a code store's A, 4 a console store, else 2 / 3 an
     // instruction with a result (or a memory store's word) to emit, 0 / 1 one without (odd: at the
@@ -961,7 +1122,16 @@ export function cpuCircuit(opts: CpuOptions) {
     // bn.mac emits its low word even for rd = x0 (the carry moves at that word's H).
     const resW = c.table('resultWindow', [hasRd, isSubStore, codeStore, consoleCount, wend, isBn],
       (h, sb, cs, cc, we, bn) => (cc === 5 ? 4 : (h || bn || sb || cs ? 2 : 0) + we), [0, 4]);
-    const haltOrJump = c.linear([[halting, 1], [jumpTaken, 2]], 0, [0, 2]).named('haltOrJump'); // never both
+    // Traps (protocol v5): the early ones (illegal, ebreak, a fetch beyond the code RAM), a jump to a
+    // bad target, a memory fault — never two at once (the later ones are gated by the early ones),
+    // and never with a halt or a taken jump (gated the same way), so one linear form says which.
+    const trapAny = c.linear([[earlyAny, 1], [jumpTrap, 1], [memFaultAny, 1]], 0, [0, 1]).named('trapAny');
+    // The TRAP payload: 0 illegal, 1 ebreak, 2 fetch, 3 load, 4 store.
+    const trapCause = c.linear([[earlyCause, 1], [jumpTrap, 2], [memFaultCause, 1]], 0, [0, 4]).named('trapCause');
+    // A trap is planned as a halt (mode 6: kind 7, payload case 7); the emitted row tells them apart
+    // by the second payload byte, 1 for TRAP(cause) and 0 for HALT(code) — so the mode table keeps
+    // its size. Its first payload byte is the exit code or the cause (never both nonzero).
+    const haltOrJump = c.linear([[halting, 1], [trapAny, 1], [jumpTaken, 2]], 0, [0, 2]).named('haltOrJump'); // never two
     const stepK = c.table('stepMode', [stepping, stepKind], (st, sk) => (st ? 1 + sk : 0), [0, 3]);
     const otherK = c.table('otherMode', [xLoadFirst, xStoreSecond, codeStore, fedC, isBn, prevWasStart!],
       (xl, xs, cs, f, bn, ps) => (xl ? 1 : xs ? 2 : cs && f === 0 ? 3 : bn && f === 0 ? 4 : bn && f === 1 && ps ? 5 : 0), [0, 5]);
@@ -1020,7 +1190,7 @@ export function cpuCircuit(opts: CpuOptions) {
     const p0 = c.choose([
       [caR01, result[0]!],
       [ca(3), result[2]!], [ca(4), twLo], [ca(5), seqLo],
-      [ca(6), B[0]!], [ca(7), haltPay], [ca(8), divQPay], [ca(12), step.rem[0]!], [ca(13), step.rem[2]!],
+      [ca(6), B[0]!], [ca(7), c.linear([[haltPay, 1], [trapCause, 1]], 0, [0, 255])], [ca(8), divQPay], [ca(12), step.rem[0]!], [ca(13), step.rem[2]!],
       [ca(9), prefix[0]!], [ca(11), rowLo],
       [ca(14), mulHigh[0]!], [ca(15), mulHigh[2]!],
     ], [0, 255]);
@@ -1029,7 +1199,7 @@ export function cpuCircuit(opts: CpuOptions) {
       [ca(3), result[3]!], [ca(4), twHi], [ca(5), seqHi],
       [ca(12), step.rem[1]!], [ca(13), step.rem[3]!], [ca(9), prefix[1]!],
       [ca(11), c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3])],
-      [ca(14), mulHigh[1]!], [ca(15), mulHigh[3]!],
+      [ca(14), mulHigh[1]!], [ca(15), mulHigh[3]!], [ca(7), trapAny],
     ], [0, 255]);
     const pay0 = p0;
     // Rows: each token and the field values it requires.
@@ -1044,9 +1214,10 @@ export function cpuCircuit(opts: CpuOptions) {
     for (let v = 0; v < 1 << 14; v++) rows.push({ token: TOK.K + v, values: [4, null, v & 255, sxHi(v)] });
     for (let jj = 0; jj < 4; jj++) rows.push({ token: TOK.N + jj, values: [5, jj, null, null] });
     for (let jj = 0; jj < 4; jj++) for (let v = 0; v < 256; v++) rows.push({ token: TOK.OUT + 256 * jj + v, values: [6, jj, v, null] });
-    for (let v = 0; v < 256; v++) rows.push({ token: TOK.HALT + v, values: [7, null, v, null] });
+    for (let v = 0; v < 256; v++) rows.push({ token: TOK.HALT + v, values: [7, null, v, 0] });
     for (let v = 0; v < 128; v++) rows.push({ token: TOK.Q + v, values: [8, null, v, null] });
     for (let v = 0; v < CODE_STORE_WORDS; v++) rows.push({ token: TOK.A + v, values: [10, null, v & 255, v >> 8] });
+    for (let v = 0; v < TRAP_IDS; v++) rows.push({ token: TOK.TRAP + v, values: [7, null, v, 1] });
     c.emitRows([outKind, outJ, pay0, p1], rows);
   });
 }

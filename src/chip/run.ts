@@ -18,12 +18,14 @@ import { Executor, argmax } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
 import { applyRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
-import { cpuCircuit, memBanks, memBankWordsFor, CODE_BASE, MEM_BANK_WORDS, VOCAB, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
+import {
+  cpuCircuit, codeBanks, memBanks, memBankWordsFor, CODE_BASE, CODE_STORE_WORDS, CONFIG_CODE_END, CONFIG_TOHOST, MEM_BANK_WORDS, VOCAB, type CpuOptions,
+} from '../../circuits/rv32im/cpu.ts';
 import type { ModelWeights } from '../model/weights.ts';
 import { openChipFile } from '../chipfile/read.ts';
 import { MANIFEST_FILE, buildManifest, type Manifest } from '../emit/manifest.ts';
 import { MERGE_INFO_FILE } from '../merge/merge.ts';
-import { saveModel, saveModelChip } from '../model/save-weights.ts';
+import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-weights.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
@@ -35,50 +37,108 @@ import { comparePosition, type Mismatch } from '../verify/check.ts';
 
 export interface ChipProgram {
   entry: number;
-  /** Code words from CODE_BASE, as 32 bit-values each. */
+  /** Code words from CODE_BASE, as 32 bit-values each (the image's nonzero words below the code RAM's end). */
   code: Map<number, number[]>;
   /** Nonzero words of the whole image (every PT_LOAD segment) from CODE_BASE: the data RAM's contents. */
   data: Map<number, number[]>;
   /** Initial registers: sp (x2) = the top of the data RAM, as the golden emulator resets it. */
   regs: Map<number, number[]>;
   /**
+   * The run-time configuration the chip reads (docs/token-protocol.md "Loading by prompt"): the
+   * program's code end in words, capped at CODE_STORE_WORDS (stores below it are code stores),
+   * and its tohost address (null: none).
+   */
+  config: { codeEnd: number; tohost: number | null };
+  /**
    * The same image as a prompt of loader tokens (docs/token-protocol.md, "Loading by prompt"):
-   * BOS, then E(address), D(lo), H(hi) per nonzero word and for sp, then J(entry).
+   * BOS, then E(address), D(lo), H(hi) per nonzero word, the two configuration words and sp, then J(entry).
    */
   loader: number[];
   /** Data RAM size in bytes (the golden emulator must run with the same RAM). */
   memBytes: number;
-  /** The chip options this program needs: code RAM rows (a power of two ≥ 64), data RAM rows, tohost. */
+  /** Code RAM size in bytes (the golden emulator's fetch limit). */
+  codeBytes: number;
+  /** The chip shape this program runs on: code RAM rows, data RAM rows, rows per bank. */
   chip: Required<CpuOptions>;
 }
 
-/** Default data RAM: 32 KiB from CODE_BASE (the firmware memory map, docs/firmware.md). */
-export const DEFAULT_MEM_BYTES = 32 * 1024;
+/** Default data RAM: 64 KiB from CODE_BASE. */
+export const DEFAULT_MEM_BYTES = 64 * 1024;
+/** Default code RAM: 16 KiB from CODE_BASE. */
+export const DEFAULT_CODE_BYTES = 16 * 1024;
 
 const bitsOfWord = (wd: number) => Array.from({ length: 32 }, (_, k) => (wd >>> k) & 1);
 
 export { memBankWordsFor };
 
+/** Bytes as a short human size (16 KiB, 96 KiB, 1.5 MiB, 300 bytes). */
+export function fmtBytes(n: number): string {
+  if (n >= 1 << 20 && n % (1 << 18) === 0) return `${n / (1 << 20)} MiB`;
+  if (n >= 1024 && n % 256 === 0) return `${n / 1024} KiB`;
+  return `${n} bytes`;
+}
+
+/** The smallest code RAM size (a power of two ≥ 256 bytes) that holds `bytes`. */
+export function codeSizeFor(bytes: number): number {
+  let size = 256;
+  while (size < bytes) size *= 2;
+  return size;
+}
+
+/** Where the program lies: its code end in bytes from CODE_BASE (executable segments) and its image's end. */
+export interface ProgramExtent { codeEndBytes: number; imageEndBytes: number }
+
+export interface ChipShapeOptions {
+  /** Data RAM bytes (a multiple of 256, at most 128 KiB); default DEFAULT_MEM_BYTES. */
+  memBytes?: number;
+  /**
+   * Code RAM bytes (a power of two, 256 bytes … 64 KiB); default: the smallest that holds the
+   * program's code. `chipc run` passes the generic chip's size (DEFAULT_CODE_BYTES or --code-size).
+   */
+  codeBytes?: number;
+  /** The flags that set the sizes, named in the refusals (e.g. "--code-size", "--mem-size"). */
+  flags?: { code: string; mem: string };
+}
+
 /**
- * The chip a program needs: code RAM sized to its code, `memBytes` of data RAM (in banks of what
- * one GDN layer of `target` holds; MEM_BANK_WORDS without a target), its tohost, the loader
- * prompt and the RAM images.
+ * A program's image, configuration and loader prompt for a chip of the given shape (in banks of
+ * what one GDN layer of `target` holds; MEM_BANK_WORDS without a target). Refuses (ChipcError
+ * chip.code / chip.mem / chip.tohost) a program whose code does not fit the code RAM or whose
+ * image does not fit the data RAM, naming the size it needs and the flag that gives it.
  */
-export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES, target?: TargetShape): ChipProgram {
-  if (!Number.isInteger(memBytes) || memBytes < 4 || memBytes % 4 !== 0) {
-    throw new ChipcError('chip.mem', `data RAM size ${memBytes} is not a positive multiple of 4 bytes`);
+export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}, target?: TargetShape): ChipProgram {
+  const o: ChipShapeOptions = typeof shape === 'number' ? { memBytes: shape } : shape;
+  const memBytes = o.memBytes ?? DEFAULT_MEM_BYTES;
+  const flags = o.flags ?? { code: '--code-size', mem: '--mem-size' };
+  if (!Number.isInteger(memBytes) || memBytes < 256 || memBytes % 256 !== 0 || memBytes > 128 * 1024) {
+    throw new ChipcError('chip.mem', `data RAM size ${memBytes} is not a multiple of 256 bytes in [256, 128 KiB] (${flags.mem})`);
   }
   const p = loadElf(elf);
+  let imageEnd = 0;
   for (const s of p.image.segments) {
     if (s.vaddr < CODE_BASE || s.vaddr + s.memsz > CODE_BASE + memBytes) {
+      const need = Math.ceil((s.vaddr + s.memsz - CODE_BASE) / 256) * 256;
       throw new ChipcError('chip.mem',
-        `segment [0x${s.vaddr.toString(16)}, 0x${(s.vaddr + s.memsz).toString(16)}) does not fit the chip's ${memBytes}-byte data RAM ` +
-        `[0x${CODE_BASE.toString(16)}, 0x${(CODE_BASE + memBytes).toString(16)}); compile a bigger one (--mem-size)`);
+        `segment [0x${s.vaddr.toString(16)}, 0x${(s.vaddr + s.memsz).toString(16)}) does not fit the chip's ${fmtBytes(memBytes)} data RAM ` +
+        `[0x${CODE_BASE.toString(16)}, 0x${(CODE_BASE + memBytes).toString(16)})` +
+        (s.vaddr >= CODE_BASE && need <= 128 * 1024 ? `; it needs ${flags.mem} ${need} (${fmtBytes(need)}) or more` : '; the chip\'s RAM starts at 0x80000000 and holds at most 128 KiB'));
     }
+    imageEnd = Math.max(imageEnd, s.vaddr + s.memsz - CODE_BASE);
   }
   const used = codeEndWords(p);
-  let codeWords = 64;
-  while (codeWords < used) codeWords *= 2;
+  const codeBytes = o.codeBytes ?? codeSizeFor(4 * used);
+  if (!Number.isInteger(Math.log2(codeBytes)) || codeBytes < 256 || codeBytes > 64 * 1024) {
+    throw new ChipcError('chip.code', `code RAM size ${codeBytes} is not a power of two in [256 bytes, 64 KiB] (${flags.code})`);
+  }
+  if (4 * used > codeBytes) {
+    throw new ChipcError('chip.code',
+      `the program's code ends at 0x${(CODE_BASE + 4 * used).toString(16)} (${fmtBytes(4 * used)} of code); the chip's code RAM holds ${fmtBytes(codeBytes)}: ` +
+      `it needs ${flags.code} ${codeSizeFor(4 * used)} (${fmtBytes(codeSizeFor(4 * used))})` + (codeSizeFor(4 * used) > 64 * 1024 ? ', more than a chip can have (64 KiB)' : ''));
+  }
+  if (p.tohost !== null && (p.tohost < CODE_BASE || p.tohost + 4 > CODE_BASE + memBytes || p.tohost % 4 !== 0)) {
+    throw new ChipcError('chip.tohost', `the program's tohost (0x${(p.tohost >>> 0).toString(16)}) is not an aligned word of the data RAM; the chip halts on a store to tohost only there`);
+  }
+  const codeWords = codeBytes / 4;
   // Nonzero words only (an unwritten row reads 0): the state the loader prompt leaves, exactly.
   const data = new Map<number, number[]>();
   const words: [number, number][] = [];
@@ -94,16 +154,34 @@ export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES, target?
   const code = new Map([...data].filter(([row]) => row < codeWords));
   const sp = (CODE_BASE + memBytes) & ~15;
   const regs = new Map([[2, bitsOfWord(sp)]]);
-  // Loader prompt: E(word) or E(0x8000 + register), D(lo), H(hi) per nonzero word (sorted by address), then J(entry).
+  const config = { codeEnd: Math.min(used, CODE_STORE_WORDS), tohost: p.tohost };
+  // Loader prompt: E(word) or E(0x8000 + register / 0x8020 + configuration word), D(lo), H(hi) per
+  // nonzero word (sorted by address), the configuration, sp, then J(entry).
   const loader: number[] = [BOS_ID];
   const put = (p: number, v: number) => loader.push(
     encodeToken({ kind: 'E', j: p >> 14, v: ((p & 0x3fff) ^ 0x2000) - 0x2000 }),
     encodeToken({ kind: 'D', v: v & 0xffff }), encodeToken({ kind: 'H', v: v >>> 16 }));
   for (const [row, wd] of words.sort((x, y) => x[0] - y[0])) put(row, wd);
+  put(CONFIG_CODE_END, config.codeEnd);
+  put(CONFIG_TOHOST, configTohostWord(config.tohost));
   put(0x8000 + 2, sp);
-  loader.push(encodeToken({ kind: 'J', w: (p.entry - CODE_BASE) / 4 }));
+  loader.push(encodeToken({ kind: 'J', w: codeWordOf(p.entry) }));
   const memBankWords = target === undefined ? MEM_BANK_WORDS : memBankWordsFor(target);
-  return { entry: p.entry, code, data, regs, loader, memBytes, chip: { codeWords, codeEnd: used, memWords: memBytes / 4, memBankWords, tohost: p.tohost } };
+  return { entry: p.entry, code, data, regs, config, loader, memBytes, codeBytes, chip: { codeWords, memWords: memBytes / 4, memBankWords } };
+}
+
+/** The tohost configuration word: the address with bit 0 set, or 0 for none. */
+export function configTohostWord(tohost: number | null): number {
+  return tohost === null ? 0 : (tohost | 1) >>> 0;
+}
+
+/** J's payload for the entry (an entry outside the 128 KiB J range is refused: no prompt reaches it). */
+function codeWordOf(entry: number): number {
+  const off = entry - CODE_BASE;
+  if (off < 0 || off >= 4 * 32768 || off % 4 !== 0) {
+    throw new ChipcError('chip.entry', `the entry point 0x${(entry >>> 0).toString(16)} is not an aligned address in [0x80000000, 0x80020000): J(entry) cannot start it`);
+  }
+  return off / 4;
 }
 
 /**
@@ -111,13 +189,19 @@ export function programOf(elf: Uint8Array, memBytes = DEFAULT_MEM_BYTES, target?
  * memBanks, rows renumbered from the bank's first word) and the register file.
  */
 export function chipRamContents(prog: ChipProgram): [name: string, rows: Map<number, number[]>][] {
-  const out: [string, Map<number, number[]>][] = [['code', prog.code]];
-  for (const [name, first, rows] of memBanks(prog.chip.memWords, prog.chip.memBankWords)) {
-    const m = new Map<number, number[]>();
-    for (const [row, v] of prog.data) if (row >= first && row < first + rows) m.set(row - first, v);
-    out.push([name, m]);
-  }
+  const out: [string, Map<number, number[]>][] = [];
+  const banked = (rows: Map<number, number[]>, banks: [string, number, number][]) => {
+    for (const [name, first, n] of banks) {
+      const m = new Map<number, number[]>();
+      for (const [row, v] of rows) if (row >= first && row < first + n) m.set(row - first, v);
+      out.push([name, m]);
+    }
+  };
+  banked(prog.code, codeBanks(prog.chip.codeWords, prog.chip.memBankWords));
+  banked(prog.data, memBanks(prog.chip.memWords, prog.chip.memBankWords));
   out.push(['regs', prog.regs]);
+  out.push(['codeEnd', new Map([[0, bitsOfWord(prog.config.codeEnd).slice(0, 11)]])]);
+  out.push(['tohost', new Map([[0, bitsOfWord(configTohostWord(prog.config.tohost))]])]);
   return out;
 }
 
@@ -139,6 +223,8 @@ export interface GoldenOptions {
   /** The expected token stream (riscv/golden-trace.ts) and, per token, its instruction's pc. */
   golden?: ArrayLike<number>;
   goldenPc?: ArrayLike<number>;
+  /** Why the golden stream ends (its emulator's halt): a stream cut by the budget ('limit') ends the run without a divergence. */
+  goldenEnd?: { reason: string; message: string };
   onToken?: (t: number) => void;
   /**
    * How the image gets into the chip: 'state' (default) writes the RAMs' GDN state directly and
@@ -159,6 +245,10 @@ export interface RunResult {
   seconds: number;
   /** Tokens of the prompt at the start of `tokens` (2, or the loader prompt's length). */
   promptLength: number;
+  /** The chip stopped with TRAP(cause) (protocol v5) at the instruction at `pc` (from the stream). */
+  trap: { cause: number; name: string; pc: number | null } | null;
+  /** The golden stream ended for its instruction budget ('limit') and the run stopped there. */
+  goldenEnded: boolean;
 }
 
 export function runOnChip(
@@ -289,7 +379,7 @@ const fastEvaluators = new WeakMap<CircuitIR, FastEvaluator>();
 
 /** The chip circuit's IR for these options (memoised: the 4 most recent option sets). */
 export function chipIr(opts: Required<CpuOptions>): CircuitIR {
-  const key = JSON.stringify([opts.codeWords, opts.codeEnd, opts.memWords, opts.memBankWords, opts.tohost]);
+  const key = JSON.stringify([opts.codeWords, opts.memWords, opts.memBankWords]);
   let ir = irCache.get(key);
   if (ir === undefined) {
     ir = buildCircuit(cpuCircuit(opts), 'circuits/rv32im/cpu.ts');
@@ -300,7 +390,10 @@ export function chipIr(opts: Required<CpuOptions>): CircuitIR {
 }
 
 
-/** Feed each generated token back until HALT, a divergence from the golden stream, or the limit. */
+/** Names of the TRAP causes (protocol v5), for messages. */
+export const TRAP_CAUSE_NAMES = ['illegal instruction', 'ebreak', 'instruction fetch fault', 'load fault', 'store fault', 'reserved 5', 'reserved 6', 'reserved 7'] as const;
+
+/** Feed each generated token back until HALT or TRAP, a divergence from the golden stream, its end, or the limit. */
 function follow(
   prompt: number[], first: number, step: (t: number) => number,
   opts: GoldenOptions, t0: number, idOffset = 0,
@@ -312,6 +405,18 @@ function follow(
   let instructions = 1;
   let divergence: RunResult['divergence'] = null;
   let exitCode: number | null = null;
+  let trap: RunResult['trap'] = null;
+  let goldenEnded = false;
+  // The pc of the instruction the next generated token belongs to: J(w) starts CODE_BASE + 4·w,
+  // E / N / OUT(j ≥ 1) start base + 4·j; the other kinds re-execute it.
+  let base = 0;
+  let pc: number | null = null;
+  const fed = (t: number) => {
+    const d = decodeToken(t);
+    if (d.kind === 'J') { base = CODE_BASE + 4 * d.w; pc = base; }
+    else if ((d.kind === 'E' || d.kind === 'N' || d.kind === 'OUT') && d.j >= 1) pc = (base + 4 * d.j) >>> 0;
+  };
+  fed(prompt[prompt.length - 1]!);
   for (let pos = prompt.length; pos < opts.maxTokens + shift; pos++) {
     const g = pos - shift;
     // `next` is a chip token; outside the chip's alphabet it was a host id or a padding row of a merged model.
@@ -325,7 +430,19 @@ function follow(
       };
       break;
     }
-    if (opts.golden && g < opts.golden.length && next !== opts.golden[g]) {
+    if (opts.golden && g >= opts.golden.length) {
+      // The golden stream ended without HALT or TRAP: its instruction budget ran out (not a divergence),
+      // or it stopped where the chip goes on — any token past its end is a divergence.
+      if (opts.goldenEnd?.reason === 'limit') { goldenEnded = true; break; }
+      divergence = {
+        position: pos,
+        expected: `the end of the stream (the golden emulator stopped: ${opts.goldenEnd?.message ?? 'no more tokens'})`,
+        got: formatToken(next),
+        pc,
+      };
+      break;
+    }
+    if (opts.golden && next !== opts.golden[g]) {
       divergence = { position: pos, expected: formatToken(opts.golden[g]!), got: formatToken(next), pc: opts.goldenPc?.[g] ?? null };
       break;
     }
@@ -336,24 +453,31 @@ function follow(
       exitCode = d.code;
       break;
     }
+    if (d.kind === 'TRAP') {
+      trap = { cause: d.cause, name: TRAP_CAUSE_NAMES[d.cause] ?? `cause ${d.cause}`, pc };
+      break;
+    }
     if (d.kind === 'E' || d.kind === 'N' || d.kind === 'OUT' || d.kind === 'J') instructions++;
+    fed(next);
     next = step(next);
   }
-  return { tokens, halted: exitCode !== null, exitCode, instructions, divergence, seconds: (performance.now() - t0) / 1000, promptLength: prompt.length };
+  return {
+    tokens, halted: exitCode !== null, exitCode, trap, goldenEnded, instructions, divergence,
+    seconds: (performance.now() - t0) / 1000, promptLength: prompt.length,
+  };
 }
 
 export { goldenTokens };
 
 /**
- * The manifest of a chip checkpoint written by `chipc run FILE.elf --emit`: the compile manifest
- * plus `rv32`, the chip options the program needs (code RAM rows, code end, data RAM rows, tohost):
- * the RV32 chip is compiled per program, and `chipc run --model` checks them.
+ * The manifest of an RV32 chip checkpoint (`chipc cpu`, `chipc run --emit`, `chipc store chip`):
+ * the compile manifest plus `rv32`, the chip's shape — code RAM rows, data RAM rows, rows per bank
+ * — and `generic: true` (no program-specific constant: any program that fits runs on it).
  */
-export type RunManifest = Manifest & { rv32?: Required<CpuOptions> };
+export type RunManifest = Manifest & { rv32?: Required<CpuOptions> & { generic?: boolean; codeEnd?: number; tohost?: number | null } };
 
-export function runManifest(res: CompileResult, prog: ChipProgram, targetName: string): RunManifest {
-  const o = prog.chip;
-  return { ...buildManifest(res, targetName), rv32: { codeWords: o.codeWords, codeEnd: o.codeEnd, memWords: o.memWords, memBankWords: o.memBankWords, tohost: o.tohost } };
+export function runManifest(res: CompileResult, shape: Required<CpuOptions>, targetName: string): RunManifest {
+  return { ...buildManifest(res, targetName), rv32: { codeWords: shape.codeWords, memWords: shape.memWords, memBankWords: shape.memBankWords, generic: true } };
 }
 
 /** What `chipc run --model` needs to know about a checkpoint before loading its tensors. */
@@ -432,17 +556,17 @@ export function readChipCheckpoint(p: string): ChipCheckpoint {
 }
 
 /**
- * Refuse (ChipcError, code run.model or run.mem) a checkpoint whose chip cannot run `prog`: not the
- * RV32 chip (circuit name, alphabet), no recorded chip options, a different data RAM size, a smaller
- * code RAM, another code end (which stores are code stores) or tohost address, or a vocabulary
- * that cannot hold the chip's ids after the offset.
+ * Refuse (ChipcError, code run.model, run.mem or run.code) a checkpoint whose chip cannot run `prog`:
+ * not the RV32 chip (circuit name, alphabet), no recorded shape or a per-program chip of an older
+ * chipc, a data RAM of another size than the run's, a code RAM too small for the program, or a
+ * vocabulary that cannot hold the chip's ids after the offset.
  */
 export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
   const m = ck.manifest;
-  const remedy = 'make one for this program with `chipc run FILE.elf --emit DIR` (and merge that)';
+  const remedy = 'make one with `chipc cpu -o OUT` (and merge that)';
   if (m.circuit !== 'rv32-v1') throw new ChipcError('run.model', `${ck.path}: the chip is circuit "${String(m.circuit)}", not the RV32 chip (rv32-v1)`);
   if (m.vocab?.circuit !== VOCAB) {
-    throw new ChipcError('run.model', `${ck.path}: the chip's alphabet has ${String(m.vocab?.circuit)} tokens; the RV32 chip (protocol v4) has ${VOCAB}`);
+    throw new ChipcError('run.model', `${ck.path}: the chip's alphabet has ${String(m.vocab?.circuit)} tokens; the RV32 chip (protocol v5) has ${VOCAB}; ${remedy}`);
   }
   if (ck.vocabSize < ck.idOffset + VOCAB) {
     throw new ChipcError('run.model', `${ck.path}: vocab_size ${ck.vocabSize} cannot hold the chip's ${VOCAB} ids from id ${ck.idOffset}`);
@@ -450,41 +574,40 @@ export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
   const have = m.rv32;
   if (have === undefined || typeof have !== 'object') {
     throw new ChipcError('run.model',
-      `${ck.path}: the chip's manifest does not record the program shape it was compiled for (\`chipc compile circuits/rv32im/cpu.ts\` ` +
-      `compiles the default export, whose code RAM is not sized to a program); ${remedy}`);
+      `${ck.path}: the chip's manifest does not record its RAM shape (\`chipc compile circuits/rv32im/cpu.ts\` compiles the default export without it); ${remedy}`);
+  }
+  if (have.generic !== true) {
+    throw new ChipcError('run.model', `${ck.path}: the chip was compiled for one program by an older chipc (its code end and tohost are built in); ${remedy}`);
   }
   const need = prog.chip;
   if (have.memWords !== need.memWords) {
     throw new ChipcError('run.mem',
-      `${ck.path}: the chip's data RAM is ${have.memWords * 4} bytes, the run asks for ${need.memWords * 4} (--mem-size); ` +
+      `${ck.path}: the chip's data RAM is ${fmtBytes(have.memWords * 4)}, the run asks for ${fmtBytes(need.memWords * 4)} (--mem-size); ` +
       `pass --mem-size ${have.memWords * 4} or ${remedy}`);
   }
-  const diffs: string[] = [];
-  if ((have.memBankWords ?? MEM_BANK_WORDS) !== need.memBankWords) diffs.push(`data-RAM banks of ${have.memBankWords ?? MEM_BANK_WORDS} rows (the run's are ${need.memBankWords})`);
-  if (!(have.codeWords >= need.codeWords)) diffs.push(`code RAM ${have.codeWords} rows (the program needs ${need.codeWords})`);
-  if (have.codeEnd !== need.codeEnd) diffs.push(`code end ${have.codeEnd} words (the program's is ${need.codeEnd})`);
-  if ((have.tohost ?? null) !== need.tohost) {
-    const t = (v: number | null | undefined) => (v === null || v === undefined ? 'none' : `0x${(v >>> 0).toString(16)}`);
-    diffs.push(`tohost ${t(have.tohost)} (the program's is ${t(need.tohost)})`);
+  if (!(have.codeWords >= need.codeWords)) {
+    throw new ChipcError('run.code', `${ck.path}: the chip's code RAM is ${fmtBytes(have.codeWords * 4)}; the program needs ${fmtBytes(need.codeWords * 4)}: make a chip with \`chipc cpu --code-size ${need.codeWords * 4}\``);
   }
-  if (diffs.length > 0) throw new ChipcError('run.model', `${ck.path}: the chip was compiled for a different program shape: ${diffs.join(', ')}; ${remedy}`);
+  if ((have.memBankWords ?? MEM_BANK_WORDS) !== need.memBankWords) {
+    throw new ChipcError('run.model', `${ck.path}: the chip's RAM banks hold ${have.memBankWords ?? MEM_BANK_WORDS} rows, the run's ${need.memBankWords}; ${remedy}`);
+  }
 }
 
 /**
- * Write the chip compiled for `prog` (`chipc run FILE.elf --emit OUT`) with its run manifest: a
- * checkpoint directory, or a `.chip` file when OUT ends in `.chip` (written as a directory beside
- * it, compacted, the directory removed). Refuses an existing OUT unless `overwrite`.
+ * Write a compiled RV32 chip of shape `shape` with its run manifest (`chipc cpu -o OUT`, `chipc
+ * run --emit OUT`): a checkpoint directory, or a `.chip` file when OUT ends in `.chip` (straight
+ * from the weights' sources). Refuses an existing OUT unless `overwrite`.
  */
 export function emitChip(
-  out: string, res: CompileResult, prog: ChipProgram, targetName: string,
-  opts: { dtype: 'F32' | 'BF16'; overwrite?: boolean },
+  out: string, res: CompileResult, shape: Required<CpuOptions>, targetName: string,
+  opts: { dtype: 'F32' | 'BF16'; overwrite?: boolean; onProgress?: SaveModelOptions['onProgress'] },
 ): string {
-  const extraFiles = { [MANIFEST_FILE]: JSON.stringify(runManifest(res, prog, targetName), null, 2) + '\n' };
+  const extraFiles = { [MANIFEST_FILE]: JSON.stringify(runManifest(res, shape, targetName), null, 2) + '\n' };
   if (!out.endsWith('.chip')) {
-    saveModel(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles });
+    saveModel(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles, onProgress: opts.onProgress });
     return out;
   }
   // straight from the weights' sources: no dense form written (docs/chip-file.md)
-  saveModelChip(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles });
+  saveModelChip(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles, onProgress: opts.onProgress });
   return out;
 }

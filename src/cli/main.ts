@@ -20,6 +20,7 @@ import { registerChipfile } from './commands/chipfile.ts';
 import { registerMerge } from './commands/merge.ts';
 import { registerTrace } from './commands/trace.ts';
 import { registerStore } from './commands/store.ts';
+import { registerCache } from './commands/cache.ts';
 
 export type CommandResult = Promise<number> | number;
 
@@ -52,6 +53,7 @@ export function buildProgram(sink: ExitSink): Command {
   registerMerge(program, run);
   registerTrace(program, run);
   registerStore(program, run);
+  registerCache(program, run);
   return program;
 }
 

@@ -44,6 +44,13 @@ export function memSizeOption(value: string): number {
   return v;
 }
 
+/** `--code-size`: the code RAM's bytes (a power of two; the chip checks the range), with the size spellings. */
+export function codeSizeOption(value: string): number {
+  const v = parseSize(value, '--code-size');
+  if (v < 256 || !Number.isInteger(Math.log2(v))) throw new ChipcError('cli.code-size', `--code-size must be a power of two ≥ 256 bytes, not "${value}"`);
+  return v;
+}
+
 /** `--max-shard-size`: a positive integer number of bytes, in decimal digits. */
 export function maxShardSizeOption(value: string): number {
   return integerOption(value, '--max-shard-size', 'cli.max-shard-size', { min: 1 });

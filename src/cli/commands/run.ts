@@ -1,26 +1,31 @@
 /**
- * `chipc run FILE.elf [--target T] [--mem-size BYTES] [--check] [--max-tokens N]`: compile the RV32
- * chip (circuits/rv32im/cpu.ts, token protocol v4: docs/token-protocol.md) with a data RAM of the
- * given size, load the program's image into its GDN state and generate token by token in the
- * reference executor until HALT, printing the console output live; `--check` compares every
- * token with the golden emulator's trace and stops at the first divergence. `--model CKPT` runs a
- * saved chip checkpoint instead (the chip alone or merged into a host model: ids offset, loaded by
- * the loader prompt, plain greedy decoding); `--emit OUT` writes the chip compiled for the program
- * (so it can be merged) and exits. Exit status: the program's exit code, 1 on a divergence or when
- * no HALT came, 2 on an error.
+ * `chipc run FILE.elf [--target T] [--code-size BYTES] [--mem-size BYTES] [--check] [--max-tokens N]`:
+ * run an RV32 program on the generic RV32IM+Zba chip (circuits/rv32im/cpu.ts, token protocol v5:
+ * docs/token-protocol.md) — one compiled chip per target and RAM sizes, taken from the chip cache
+ * (src/chip/cache.ts; compiled and cached on a miss, `--no-cache` compiles for this run only) —
+ * loading the program's image into its GDN state and generating token by token in the reference
+ * executor until HALT or TRAP, printing the console output live. `--check` compares every token
+ * with the golden emulator's trace and stops at the first divergence (a token past the end of the
+ * golden stream is one). `--model CKPT` runs a saved chip checkpoint instead (`chipc cpu`; the
+ * chip alone or merged into a host model: ids offset, loaded by the loader prompt); `--emit OUT`
+ * writes the chip this run would use and exits. `--engine ir` runs the chip circuit without
+ * weights. Exit status: the program's exit code; 1 on a divergence, a TRAP or when no HALT came;
+ * 2 on an error.
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import chalk from 'chalk';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { integerOption, memSizeOption } from '../options.ts';
+import { codeSizeOption, integerOption, memSizeOption } from '../options.ts';
 import {
-  DEFAULT_MEM_BYTES, checkChipFits, compileChip, emitChip, goldenTokens, locateDivergence, programOf, readChipCheckpoint,
-  runOnChip, runOnInterpreter, runOnModel,
+  checkChipFits, emitChip, fmtBytes, goldenTokens, locateDivergence, programOf, readChipCheckpoint,
+  runOnChip, runOnInterpreter, runOnModel, type ChipProgram, type RunResult,
 } from '../../chip/run.ts';
+import { cachedGenericChip, compileGenericChip, defaultChipSizes, describeSizes, genericShape, type GenericChipSpec } from '../../chip/generic.ts';
 import { loadModel } from '../../model/load-weights.ts';
 import { loadChipModel } from '../../chip/loaded.ts';
+import type { CompileResult } from '../../compile.ts';
 import type { Mismatch } from '../../verify/check.ts';
 import { decodeToken, formatToken } from '../../../riscv/protocol.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
@@ -34,6 +39,8 @@ interface RunCliOptions {
   trace?: boolean;
   engine: string;
   memSize?: string;
+  codeSize?: string;
+  cache: boolean;
   load?: string;
   model?: string;
   emit?: string;
@@ -43,15 +50,18 @@ interface RunCliOptions {
 }
 
 export function registerRun(program: Command, run: Runner): void {
+  const sizes = defaultChipSizes();
   program
     .command('run')
-    .description('run an RV32IM+Zba ELF on the compiled chip, token by token, printing its console output')
+    .description('run an RV32IM+Zba ELF on the generic compiled chip, token by token, printing its console output')
     .argument('<elf>', 'an RV32IM+Zba ELF (code and data from 0x80000000)')
-    .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 248,197 token ids; default chip-test)')
-    .option('--mem-size <bytes>', `data RAM size from 0x80000000 (a program outside it is refused; default ${DEFAULT_MEM_BYTES}, with --model the chip's)`)
-    .option('--load <how>', 'state (write the image into the GDN state directly) or prompt (feed the loader prompt of write tokens); default state, with --model prompt')
-    .option('--model <ckpt>', 'run this checkpoint (directory or .chip: the chip compiled for the program, alone or merged into a host) instead of compiling')
-    .option('--emit <out>', 'write the chip compiled for this program (directory, or a .chip file) with its manifest, and exit')
+    .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 248,205 token ids; default chip-test)')
+    .option('--code-size <bytes>', `code RAM size from 0x80000000 (a power of two; default ${sizes.codeBytes}, with --model the chip's)`)
+    .option('--mem-size <bytes>', `data RAM size from 0x80000000 (a multiple of 256; default ${sizes.memBytes}, with --model the chip's)`)
+    .option('--no-cache', 'compile the chip for this run instead of taking it from the chip cache (chipc cache)')
+    .option('--load <how>', 'state (write the image into the GDN state directly) or prompt (feed the loader prompt of write tokens); default state, with a merged --model prompt')
+    .option('--model <ckpt>', 'run this checkpoint (directory or .chip from chipc cpu, alone or merged into a host) instead of the cached chip')
+    .option('--emit <out>', 'write the chip this run would use (directory, or a .chip file) with its manifest, and exit (as chipc cpu)')
     .option('--dtype <d>', 'with --emit: bf16 or f32', 'bf16')
     .option('--overwrite', 'with --emit: replace an existing output')
     .option('--check', 'compare every token with the golden emulator\'s trace; stop at the first divergence')
@@ -61,7 +71,7 @@ export function registerRun(program: Command, run: Runner): void {
     .option('--engine <e>', 'weights (the compiled chip in the reference executor) or ir (the chip circuit, no weights: the IR fast evaluator)', 'weights')
     .option('--json', 'print one JSON document')
     .action((file: string, o: RunCliOptions) =>
-      run(() => {
+      run(async () => {
         const out = makeOut(Boolean(o.json));
         if (o.profile !== 'f32' && o.profile !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
         const maxTokens = integerOption(o.maxTokens, '--max-tokens', 'cli.max-tokens', { min: 3 });
@@ -74,35 +84,38 @@ export function registerRun(program: Command, run: Runner): void {
         }
         if (o.emit !== undefined && o.engine !== 'weights') throw new ChipcError('cli.emit', '--emit writes compiled weights: --engine ir does not apply');
         if (o.dtype !== 'bf16' && o.dtype !== 'f32') throw new ChipcError('cli.dtype', `--dtype must be bf16 or f32, not "${o.dtype}"`);
-        // With --model the checkpoint's manifest says what the chip was compiled for (checked against the program below).
+        // With --model the checkpoint's manifest says the chip's RAM sizes (checked against the program below).
         const ck = o.model !== undefined ? readChipCheckpoint(o.model) : null;
-        const chipMem = ck?.manifest.rv32?.memWords;
-        const memSize = o.memSize ?? (typeof chipMem === 'number' ? String(chipMem * 4) : String(DEFAULT_MEM_BYTES));
-        const memBytes = memSizeOption(memSize);
-        const loadOpt = o.load ?? (ck !== null ? 'prompt' : 'state');
+        const rv32 = ck?.manifest.rv32;
+        const memBytes = o.memSize !== undefined ? memSizeOption(o.memSize) : typeof rv32?.memWords === 'number' ? rv32.memWords * 4 : sizes.memBytes;
+        const codeBytes = o.codeSize !== undefined ? codeSizeOption(o.codeSize) : typeof rv32?.codeWords === 'number' ? rv32.codeWords * 4 : sizes.codeBytes;
+        const loadOpt = o.load ?? (ck !== null && ck.merged ? 'prompt' : 'state');
         if (loadOpt !== 'state' && loadOpt !== 'prompt') throw new ChipcError('cli.load', `--load must be state or prompt, not "${loadOpt}"`);
-        const load = loadOpt;
-        // The data RAM's banks hold what one GDN layer of the target holds (a saved chip: as recorded).
-        const prog = programOf(elf, memBytes, ck === null ? resolveTarget(o.target ?? 'chip-test').config : undefined);
+        if (ck !== null && ck.merged && loadOpt === 'state') throw new ChipcError('cli.load', '--load state needs the chip alone; a merged checkpoint is loaded by its prompt');
+        const load: 'state' | 'prompt' = loadOpt;
+        const target = resolveTarget(o.target ?? 'chip-test');
+        const spec: GenericChipSpec = { targetName: target.name, target: target.config, codeBytes, memBytes };
+        // The program, for a chip of these sizes (refused before anything is compiled or loaded when it does not fit).
+        const prog: ChipProgram = programOf(elf, { memBytes, codeBytes }, ck === null ? target.config : undefined);
         if (ck !== null) {
-          const banked = ck.manifest.rv32?.memBankWords;
+          const banked = rv32?.memBankWords;
           if (typeof banked === 'number') prog.chip.memBankWords = banked;
           checkChipFits(ck, prog);
         }
         if (o.emit !== undefined) {
-          const target = resolveTarget(o.target ?? 'chip-test');
           const t0 = performance.now();
-          const res = compileChip(prog.chip, target.config);
+          const res = compileGenericChip(spec);
           const compileSeconds = (performance.now() - t0) / 1000;
-          emitChip(o.emit, res, prog, target.name, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32', overwrite: o.overwrite });
-          out.emit({ output: o.emit, target: target.name, chip: prog.chip, layers: res.layers.length, hidden: res.weights.config.hiddenSize, compileSeconds });
-          out.line(`${o.emit}: the chip for ${file} (code RAM ${prog.chip.codeWords} words, code end ${prog.chip.codeEnd}, data RAM ${prog.memBytes} bytes) ` +
-            `compiled for ${target.name} in ${compileSeconds.toFixed(1)} s (${res.layers.length} layers, hidden ${res.weights.config.hiddenSize})`);
+          emitChip(o.emit, res, genericShape(spec), target.name, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32', overwrite: o.overwrite });
+          out.emit({ output: o.emit, target: target.name, chip: genericShape(spec), layers: res.layers.length, hidden: res.weights.config.hiddenSize, compileSeconds });
+          out.line(`${o.emit}: the generic chip (${describeSizes(spec)}) compiled for ${target.name} in ${compileSeconds.toFixed(1)} s ` +
+            `(${res.layers.length} layers, hidden ${res.weights.config.hiddenSize})`);
           return 0;
         }
-        const trace = o.check ? goldenTokens(elf, { maxInstructions: maxTokens, mem: { size: prog.memBytes } }) : undefined;
+        const trace = o.check ? goldenTokens(elf, { maxInstructions: maxTokens, mem: { size: prog.memBytes }, codeBytes: prog.codeBytes }) : undefined;
         const golden = trace?.tokens;
         const goldenPc = trace?.tokenPc;
+        const goldenEnd = trace === undefined ? undefined : { reason: trace.halt.reason, message: trace.halt.message };
         // The console: OUT bytes go to stdout as they are generated (with --trace, the tokens instead).
         const consoleBytes: number[] = [];
         const onToken = (t: number) => {
@@ -113,57 +126,87 @@ export function registerRun(program: Command, run: Runner): void {
           }
           if (o.trace && !o.json) out.line(formatToken(t));
         };
-        let r;
+        const runOpts = { profile: o.profile as 'f32' | 'bf16', maxTokens, golden, goldenPc, goldenEnd, onToken, load };
+        let r: RunResult;
         let where: string;
-        let compileS = 0;
+        let openS = 0;
         let layers: number | null = null;
         let located: Mismatch[] | null = null;
         let numLayers = 0;
+        let cache: { hit: boolean; entry: string; path: string } | null = null;
+        let compiled: CompileResult | null = null;
         if (ck !== null && load === 'state') {
           // the RAM rows written straight into the state, at the placements the manifest records
           const t0 = performance.now();
           const chip = loadChipModel(ck.path, prog);
-          compileS = (performance.now() - t0) / 1000;
+          openS = (performance.now() - t0) / 1000;
           numLayers = chip.weights.config.numLayers;
-          r = runOnChip(chip, prog, { profile: o.profile, maxTokens, golden, goldenPc, onToken, load });
-          where = `chip checkpoint ${ck.path} loaded in ${compileS.toFixed(1)} s (${numLayers} layers)`;
+          r = runOnChip(chip, prog, runOpts);
+          where = `chip checkpoint ${ck.path} loaded in ${openS.toFixed(1)} s (${numLayers} layers)`;
         } else if (ck !== null) {
           const t0 = performance.now();
           const weights = loadModel(ck.path, { mode: 'sparse' });
-          compileS = (performance.now() - t0) / 1000;
+          openS = (performance.now() - t0) / 1000;
           numLayers = weights.config.numLayers;
-          r = runOnModel(weights, prog, { profile: o.profile, maxTokens, golden, goldenPc, onToken, idOffset: ck.idOffset });
-          where = `${ck.merged ? `merged checkpoint (chip ids from ${fmtInt(ck.idOffset)})` : 'chip checkpoint'} ${ck.path} loaded in ${compileS.toFixed(1)} s (${numLayers} layers)`;
+          r = runOnModel(weights, prog, { ...runOpts, idOffset: ck.idOffset });
+          where = `${ck.merged ? `merged checkpoint (chip ids from ${fmtInt(ck.idOffset)})` : 'chip checkpoint'} ${ck.path} loaded in ${openS.toFixed(1)} s (${numLayers} layers)`;
         } else if (o.engine === 'ir') {
-          r = runOnInterpreter(prog, { maxTokens, golden, goldenPc, onToken, load });
+          r = runOnInterpreter(prog, runOpts);
           where = 'chip circuit in the IR (fast evaluator)';
-        } else {
-          const target = resolveTarget(o.target ?? 'chip-test');
+        } else if (!o.cache) {
           const t0 = performance.now();
-          const res = compileChip(prog.chip, target.config);
-          compileS = (performance.now() - t0) / 1000;
-          layers = res.layers.length;
-          r = runOnChip(res, prog, { profile: o.profile, maxTokens, golden, goldenPc, onToken, load });
-          where = `chip compiled for ${target.name} in ${compileS.toFixed(1)} s (${layers} layers)`;
-          numLayers = res.weights.config.numLayers;
-          if (r.divergence) {
-            // Replay the run beside the chip circuit to find the first sublayer whose residual differs.
-            if (!o.json) out.line(chalk.yellow(`divergence at token ${r.divergence.position}: replaying to locate it…`));
-            located = locateDivergence(res, prog, r.tokens, r.divergence.position, { profile: o.profile, load });
+          compiled = compileGenericChip(spec);
+          openS = (performance.now() - t0) / 1000;
+          layers = compiled.layers.length;
+          numLayers = compiled.weights.config.numLayers;
+          r = runOnChip(compiled, prog, runOpts);
+          where = `generic chip (${describeSizes(spec)}) compiled for ${target.name} in ${openS.toFixed(1)} s (${layers} layers; --no-cache)`;
+        } else {
+          const t0 = performance.now();
+          const c = await cachedGenericChip(spec, {
+            log: (line) => { if (!o.json) process.stderr.write(`${line}\n`); },
+            onCompile: () => { if (!o.json) process.stderr.write(chalk.dim(`chipc: compiling the generic chip (${describeSizes(spec)}) for ${target.name} once; later runs take it from the chip cache\n`)); },
+          });
+          cache = { hit: c.hit, entry: c.entry, path: c.path };
+          if (c.compiled !== null) {
+            compiled = c.compiled;
+            layers = compiled.layers.length;
+            numLayers = compiled.weights.config.numLayers;
+            openS = (performance.now() - t0) / 1000;
+            r = runOnChip(compiled, prog, runOpts);
+            where = `generic chip (${describeSizes(spec)}) compiled for ${target.name} in ${c.compileSeconds.toFixed(1)} s and cached (${layers} layers)`;
+          } else {
+            const chip = loadChipModel(c.path, prog);
+            openS = (performance.now() - t0) / 1000;
+            numLayers = chip.weights.config.numLayers;
+            layers = numLayers;
+            r = runOnChip(chip, prog, runOpts);
+            where = `cached generic chip (${describeSizes(spec)}, ${target.name}) opened in ${openS.toFixed(1)} s (${numLayers} layers)`;
           }
+        }
+        if (r.divergence && compiled !== null) {
+          // Replay the run beside the chip circuit to find the first sublayer whose residual differs.
+          if (!o.json) out.line(chalk.yellow(`divergence at token ${r.divergence.position}: replaying to locate it…`));
+          located = locateDivergence(compiled, prog, r.tokens, r.divergence.position, { profile: o.profile, load });
         }
         if (!o.json && !o.trace && consoleBytes.length > 0 && consoleBytes[consoleBytes.length - 1] !== 10) process.stdout.write('\n');
         const generated = r.tokens.length - r.promptLength;
         const sublayerName = (sub: number) => sub < 0 ? 'the embedding' : sub >= 2 * numLayers ? 'the LM head'
           : `layer ${Math.floor(sub / 2)} ${sub % 2 === 0 ? 'mixer' : 'FFN'}`;
-        out.emit({ ...r, generated, firstDifference: located === null ? null : located.slice(0, 5).map((m) => ({ ...m, where: sublayerName(m.sublayer) })), console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, load, tokensPerInstruction: generated / Math.max(1, r.instructions), compileSeconds: compileS, layers, model: ck === null ? null : { path: ck.path, merged: ck.merged, idOffset: ck.idOffset } });
+        const pcHex = (pc: number | null) => (pc === null ? '' : ` at pc 0x${(pc >>> 0).toString(16)}`);
+        out.emit({
+          ...r, generated, firstDifference: located === null ? null : located.slice(0, 5).map((m) => ({ ...m, where: sublayerName(m.sublayer) })),
+          console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, load, tokensPerInstruction: generated / Math.max(1, r.instructions),
+          openSeconds: openS, layers, cache, chip: { codeBytes, memBytes },
+          model: ck === null ? null : { path: ck.path, merged: ck.merged, idOffset: ck.idOffset },
+        });
         out.line(`${file}: ${where}; ` +
           `${fmtInt(generated)} generated tokens after a ${fmtInt(r.promptLength)}-token prompt (${load}), ${fmtInt(r.instructions)} instructions ` +
           `(${(generated / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s`);
         if (r.divergence) {
           out.line(chalk.red(`divergence at token ${r.divergence.position}: expected ${r.divergence.expected}, got ${r.divergence.got}` +
             (r.divergence.pc !== null ? ` (instruction at pc 0x${r.divergence.pc.toString(16)})` : '')));
-          if (ck !== null) out.line('(run the program without --model to replay it beside the chip circuit and locate the first differing sublayer)');
+          if (compiled === null && o.engine === 'weights') out.line('(run it again with --no-cache and without --model to replay it beside the chip circuit and locate the first differing sublayer)');
           if (located !== null) {
             if (located.length === 0) {
               out.line('the weights agree with the chip circuit at every sublayer there: the circuit itself differs from the golden emulator (`--engine ir` shows the same divergence)');
@@ -177,9 +220,15 @@ export function registerRun(program: Command, run: Runner): void {
           }
           return EXIT_DIFFERENT;
         }
-        if (o.check && golden) out.line(chalk.green(`0 divergences from the golden trace (${fmtInt(r.tokens.length)} tokens)`));
+        if (o.check && golden) {
+          out.line(chalk.green(`0 divergences from the golden trace (${fmtInt(r.tokens.length)} tokens${r.goldenEnded ? `; the golden run stopped at its budget: ${trace!.halt.message}` : ''})`));
+        }
+        if (r.trap !== null) {
+          out.line(chalk.red(`the chip trapped: TRAP(${r.trap.name})${pcHex(r.trap.pc)}` + (trace !== undefined ? ` — the golden emulator: ${trace.halt.message}` : '')));
+          return EXIT_DIFFERENT;
+        }
         if (!r.halted) {
-          out.line(chalk.yellow(`no HALT within ${maxTokens} tokens`));
+          out.line(chalk.yellow(r.goldenEnded ? 'no HALT within the golden run\'s instruction budget' : `no HALT within ${maxTokens} tokens`));
           return EXIT_DIFFERENT;
         }
         out.line(`exit ${r.exitCode}`);

@@ -186,7 +186,7 @@ export function registerStore(program: Command, run: Runner): void {
         const t0 = performance.now();
         const { prog, res, memBytes } = ChipStore.compile(params, target.config);
         const compileSeconds = (performance.now() - t0) / 1000;
-        emitChip(o.output, res, prog, target.name, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32', overwrite: Boolean(o.overwrite) });
+        emitChip(o.output, res, prog.chip, target.name, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32', overwrite: Boolean(o.overwrite) });
         out.emit({ file, output: o.output, target: target.name, memBytes, layers: res.layers.length, compileSeconds: +compileSeconds.toFixed(2) });
         out.line(`${o.output}: the store chip for ${file} (${memBytes / 1024} KiB data RAM) compiled for ${target.name} in ${compileSeconds.toFixed(1)} s ` +
           `(${res.layers.length} layers); run store commands on it with --model ${o.output}`);

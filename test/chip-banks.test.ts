@@ -2,14 +2,17 @@
  * A data RAM larger than one GDN layer holds (circuits/rv32im/cpu.ts, memBanks): 128 KiB as four
  * banks of 8,192 words in four layers. A program stores and loads words (aligned, sub-word and
  * word-crossing) in every bank and at the bank edges, through the compiled weights and the IR,
- * every token equal to the golden trace; the loader prompt reaches every bank.
+ * every token equal to the golden trace; the loader prompt reaches every bank. A code RAM larger
+ * than one bank (codeBanks: "code", "code1", …) at qwen3.5-4b: fetch from both banks, a code store,
+ * the loader reaching bank 1 — on one generic chip that also runs the data-bank program.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MEM_BANK_WORDS, memBanks } from '../circuits/rv32im/cpu.ts';
+import { MEM_BANK_WORDS, codeBanks, memBanks } from '../circuits/rv32im/cpu.ts';
 import { chipRamContents, compileChip, memBankWordsFor, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
-import { assembleElf } from '../riscv/asm.ts';
+import { assembleElf, encode } from '../riscv/asm.ts';
+import { decodeToken } from '../riscv/protocol.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 
 const MEM = 128 * 1024;
@@ -52,20 +55,83 @@ describe('memBanks', () => {
   });
 });
 
-describe('a 16 KiB data RAM at qwen3.5-4b: two banks of 2,048 words', () => {
-  const MEM4B = 16 * 1024;
-  const elf = assembleElf(bankProgram(2048, 2)).elf;
+/**
+ * Code in two banks of 2,048 words: a jump into bank 1's first word (fetch from "code1"), a code
+ * store into bank 0 (A(w), then the word) that the program then executes, console output from
+ * bank 1, and back. Exit code by hand: 5 + 11 + 7 + 100 = 123.
+ */
+function codeBankProgram(): string {
+  return `
+  _start:
+    li a0, 5
+    la t0, slot
+    li t1, ${encode('addi', [10, 10, 100])}
+    sw t1, 0(t0)
+    j far
+  back:
+    addi a0, a0, 7
+  slot:
+    nop
+    andi a0, a0, 255
+    li a7, 93
+    ecall
+    .balign 8192
+  far:
+    addi a0, a0, 11
+    li t2, 0x10000000
+    li t3, 66
+    sb t3, 0(t2)
+    j back
+  `;
+}
+
+describe('a 16 KiB code RAM and a 16 KiB data RAM at qwen3.5-4b: each two banks of 2,048 words', () => {
+  const SHAPE = { codeBytes: 16 * 1024, memBytes: 16 * 1024 };
   const target = resolveTarget('qwen3.5-4b').config;
-  it('runs through the weights with every token equal to the golden trace', () => {
-    const prog = programOf(elf, MEM4B, target);
-    const golden = goldenTokens(elf, { mem: { size: MEM4B } });
+  let res: CompileResult;
+  beforeAll(() => {
+    // One generic chip for both programs below.
+    res = compileChip(programOf(assembleElf('ecall').elf, SHAPE, target).chip, target);
+  }, 300_000);
+
+  it('places the banks', () => {
+    expect(codeBanks(4096, 2048)).toEqual([['code', 0, 2048], ['code1', 2048, 2048]]);
+    expect(codeBanks(2048, 2048)).toEqual([['code', 0, 2048]]);
+    const names = res.rams.map((r) => r.name);
+    expect(names.filter((n) => /^code\d*$/.test(n)).sort()).toEqual(['code', 'code1']);
+    expect(names.filter((n) => /^mem\d*$/.test(n)).sort()).toEqual(['mem', 'mem1']);
+  });
+
+  it('data in both banks: runs through the weights with every token equal to the golden trace', () => {
+    const elf = assembleElf(bankProgram(2048, 2)).elf;
+    const prog = programOf(elf, SHAPE, target);
+    const golden = goldenTokens(elf, { mem: { size: SHAPE.memBytes }, codeBytes: prog.codeBytes });
     expect(golden.halt.reason).toBe('exit');
-    const res = compileChip(prog.chip, target);
-    const banks = res.rams.filter((r) => /^mem\d*$/.test(r.name));
-    expect(banks.map((r) => r.name).sort()).toEqual(['mem', 'mem1']);
     const r = runOnChip(res, prog, { maxTokens: 10_000, golden: golden.tokens, goldenPc: golden.tokenPc, load: 'prompt' });
     expect(r.divergence).toBeNull();
     expect(r.exitCode).toBe(golden.halt.exitCode);
+  }, 300_000);
+
+  it('code in both banks (and a code store into bank 0): the golden trace through the weights (state and prompt) and the IR', () => {
+    const elf = assembleElf(codeBankProgram()).elf;
+    const prog = programOf(elf, SHAPE, target);
+    expect(prog.chip).toEqual(programOf(assembleElf('ecall').elf, SHAPE, target).chip);
+    expect([...prog.code.keys()].some((row) => row >= 2048)).toBe(true);
+    expect(chipRamContents(prog).find(([n]) => n === 'code1')![1].size).toBeGreaterThan(0);
+    const golden = goldenTokens(elf, { mem: { size: SHAPE.memBytes }, codeBytes: prog.codeBytes });
+    expect(golden.halt.reason).toBe('exit');
+    expect(golden.halt.exitCode).toBe(123);
+    expect(Buffer.from(golden.console).toString('latin1')).toBe('B');
+    const kinds = new Set(Array.from(golden.tokens, (t) => decodeToken(t).kind));
+    expect(kinds.has('A')).toBe(true); // the code store
+    for (const load of ['state', 'prompt'] as const) {
+      const r = runOnChip(res, prog, { maxTokens: 10_000, golden: golden.tokens, goldenPc: golden.tokenPc, load });
+      expect(r.divergence, load).toBeNull();
+      expect(r.exitCode, load).toBe(123);
+    }
+    const ir = runOnInterpreter(prog, { maxTokens: 10_000, golden: golden.tokens, goldenPc: golden.tokenPc, load: 'prompt' });
+    expect(ir.divergence).toBeNull();
+    expect(ir.exitCode).toBe(123);
   }, 300_000);
 });
 
@@ -76,7 +142,7 @@ describe('a 128 KiB data RAM in four banks (chip-test)', () => {
   let golden: ReturnType<typeof goldenTokens>;
   beforeAll(() => {
     prog = programOf(elf, MEM);
-    golden = goldenTokens(elf, { mem: { size: MEM } });
+    golden = goldenTokens(elf, { mem: { size: MEM }, codeBytes: prog.codeBytes });
     res = compileChip(prog.chip, resolveTarget('chip-test').config);
   }, 120_000);
 
@@ -84,7 +150,7 @@ describe('a 128 KiB data RAM in four banks (chip-test)', () => {
     const banks = res.rams.filter((r) => /^mem\d*$/.test(r.name));
     expect(banks.map((r) => r.name).sort()).toEqual(['mem', 'mem1', 'mem2', 'mem3']);
     expect(new Set(banks.map((r) => r.layer)).size).toBe(4);
-    expect(chipRamContents(prog).map(([n]) => n)).toEqual(['code', 'mem', 'mem1', 'mem2', 'mem3', 'regs']);
+    expect(chipRamContents(prog).map(([n]) => n)).toEqual(['code', 'mem', 'mem1', 'mem2', 'mem3', 'regs', 'codeEnd', 'tohost']);
   });
 
   it('the golden program halts with its checksum', () => {

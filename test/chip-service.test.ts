@@ -2,7 +2,8 @@
  * Services on the chip (protocol v3 re-entry, src/chip/service.ts): the accum service
  * (firmware/services/accum.c) called several times in the golden emulator and through the
  * compiled weights, every generated token equal to the golden stream; the request prompt's form
- * and errors; writing data-RAM rows into a live session leaves every other head bit-identical.
+ * and errors; writing data-RAM rows into a live session leaves every other head bit-identical; a
+ * call that traps stops at its TRAP (v5), and a fed TRAP re-arms the loader like a HALT.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,6 +14,8 @@ import type { CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { BOS_ID, decodeToken, encodeToken } from '../riscv/protocol.ts';
 import { ChipcError } from '../src/util/errors.ts';
+import { assembleElf, encode } from '../riscv/asm.ts';
+import { goldenTokens } from '../riscv/golden-trace.ts';
 
 const ELF = fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'firmware', 'accum.elf'));
 const MEM = 32 * 1024;
@@ -105,7 +108,7 @@ describe('a service through the compiled weights (chip-test)', () => {
   }, 120_000);
 
   it('every call generates the golden stream, re-entering after each HALT', () => {
-    const emu = ServiceEmulator.load(ELF, MEM);
+    const emu = ServiceEmulator.load(ELF, MEM, prog.codeBytes);
     const area = emu.symbol('__service_area');
     const chip = new ChipService(res, prog);
     const want = expectedOf(CALLS);
@@ -120,7 +123,7 @@ describe('a service through the compiled weights (chip-test)', () => {
   }, 300_000);
 
   it('bf16 profile: the same streams through the weights', () => {
-    const emu = ServiceEmulator.load(ELF, MEM);
+    const emu = ServiceEmulator.load(ELF, MEM, prog.codeBytes);
     const area = emu.symbol('__service_area');
     const chip = new ChipService(res, prog, { profile: 'bf16' });
     for (const [op, v] of CALLS.slice(0, 3)) {
@@ -130,7 +133,7 @@ describe('a service through the compiled weights (chip-test)', () => {
   }, 120_000);
 
   it('the IR engine generates the same streams', () => {
-    const emu = ServiceEmulator.load(ELF, MEM);
+    const emu = ServiceEmulator.load(ELF, MEM, prog.codeBytes);
     const area = emu.symbol('__service_area');
     const chip = new ChipService(res, prog, { engine: 'ir' });
     for (const [op, v] of CALLS) {
@@ -139,13 +142,50 @@ describe('a service through the compiled weights (chip-test)', () => {
     }
   }, 120_000);
 
+  it('a call that traps stops at TRAP (protocol v5); a fed TRAP re-arms the loader for the next call', () => {
+    // Same chip shape as the accum service (one generic chip): ebreak traps with cause 1.
+    const src = (stop: string) => `
+      _start:
+        li a7, 93
+        li a0, 9
+        ${stop}
+        ecall
+    `;
+    const elf = assembleElf(src('ebreak')).elf;
+    const trapProg = programOf(elf, { memBytes: MEM, codeBytes: prog.codeBytes });
+    expect(trapProg.chip).toEqual(prog.chip);
+    const g = goldenTokens(elf, { mem: { size: MEM }, codeBytes: trapProg.codeBytes });
+    expect(g.halt.reason).not.toBe('exit');
+    const trapTok = encodeToken({ kind: 'TRAP', cause: 1 });
+    expect(g.tokens[g.tokens.length - 1]).toBe(trapTok);
+    const chip = new ChipService(res, trapProg, { engine: 'ir' });
+    const r = chip.call(requestPrompt(BOS_ID, [], trapProg.entry, MEM), { golden: g.tokens });
+    expect(r.divergence).toBeNull();
+    expect(r.trap).toBe(1);
+    expect(r.exitCode).toBeNull();
+    expect(r.generated).toEqual([...g.tokens.slice(2)]);
+    // Re-entry after the TRAP: the loader replaces the ebreak with a nop; the program then exits with 9,
+    // the golden stream of the patched program.
+    const patched = assembleElf(src('nop')).elf;
+    const asm = assembleElf(src('ebreak')).program;
+    const ebreakAt = asm.origin + Buffer.from(asm.bytes).indexOf(Buffer.from([0x73, 0x00, 0x10, 0x00])); // the ebreak word 0x00100073
+    expect(ebreakAt).toBe(asm.labels.get('_start')! + 8); // after li a7, li a0 (one word each)
+    const g2 = goldenTokens(patched, { mem: { size: MEM }, codeBytes: trapProg.codeBytes });
+    expect(g2.halt.exitCode).toBe(9);
+    const r2 = chip.call(requestPrompt(trapTok, [[ebreakAt, encode('addi', [0, 0, 0])]], trapProg.entry, MEM));
+    expect(r2.divergence).toBeNull();
+    expect(r2.trap).toBeNull();
+    expect(r2.exitCode).toBe(9);
+    expect(r2.generated).toEqual([...g2.tokens.slice(2)]);
+  }, 120_000);
+
   it('a first call that does not start with BOS is refused', () => {
     const chip = new ChipService(res, prog);
     expect(() => chip.call([encodeToken({ kind: 'HALT', code: 0 })])).toThrow(/must start with BOS/);
   });
 
   it('writing data-RAM rows leaves every other row and every other head bit-identical', () => {
-    const emu = ServiceEmulator.load(ELF, MEM);
+    const emu = ServiceEmulator.load(ELF, MEM, prog.codeBytes);
     const area = emu.symbol('__service_area');
     const chip = new ChipService(res, prog);
     const c = emu.call([[area, 1], [area + 4, 77]], { trace: true });

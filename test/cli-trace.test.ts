@@ -2,7 +2,8 @@
  * `chipc trace`: the loader prompt and the golden stream an outside engine (tools/hf_check.py)
  * checks a checkpoint against. The prompt must be the program's loader prompt (the one `chipc run
  * --load prompt` feeds, whose RAM state is tested bit-identical to the state file's) and the
- * expected tokens the golden emulator's stream after [BOS, J(entry)], ending with HALT.
+ * expected tokens the golden emulator's stream after [BOS, J(entry)], ending with HALT — for the
+ * generic chip's RAM sizes (default, or --code-size / --mem-size).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,17 +25,27 @@ describe('chipc trace', () => {
       expect(r.code).toBe(0);
       const doc = JSON.parse(fs.readFileSync(out, 'utf8'));
       const elf = fs.readFileSync(elfPath);
-      const prog = programOf(elf);
-      expect(doc).toMatchObject({ format: 'chipc-trace', version: 1, protocol: 'v4', memBytes: prog.memBytes, halted: true });
-      // the prompt: BOS … J(entry), the loader prompt of the image
+      // Without size options: the generic chip's RAMs, 16 KiB of code and 64 KiB of data.
+      const prog = programOf(elf, { codeBytes: 16 * 1024, memBytes: 64 * 1024 });
+      expect(doc).toMatchObject({ format: 'chipc-trace', version: 1, protocol: 'v5', codeBytes: 16 * 1024, memBytes: 64 * 1024, halted: true, trap: null });
+      // the prompt: BOS … J(entry), the loader prompt of the image (with the configuration words and sp)
       expect(doc.prompt).toEqual(prog.loader);
       expect(doc.prompt[0]).toBe(BOS_ID);
       expect(doc.prompt[doc.prompt.length - 1]).toBe(encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 }));
-      // the expected tokens: the golden stream after its 2-token prompt, ending with HALT(1) (tohost pass)
-      const g = goldenTokens(elf, { mem: { size: prog.memBytes } });
+      // the expected tokens: the golden stream after its 2-token prompt (fetch limited to the code RAM), ending with HALT(1) (tohost pass)
+      const g = goldenTokens(elf, { mem: { size: prog.memBytes }, codeBytes: prog.codeBytes });
       expect(doc.expected).toEqual(Array.from(g.tokens.subarray(2)));
       expect(decodeToken(doc.expected[doc.expected.length - 1])).toEqual({ kind: 'HALT', code: doc.exitCode });
       expect(doc.instructions).toBe(g.summary.instructions);
+      // --code-size / --mem-size: the prompt of a chip of those sizes (sp is the data RAM's top)
+      const small = path.join(dir, 'small.json');
+      expect((await cli('trace', elfPath, '-o', small, '--code-size', '2048', '--mem-size', '32768')).code).toBe(0);
+      const docSmall = JSON.parse(fs.readFileSync(small, 'utf8'));
+      const progSmall = programOf(elf, { codeBytes: 2048, memBytes: 32768 });
+      expect(docSmall).toMatchObject({ codeBytes: 2048, memBytes: 32768 });
+      expect(docSmall.prompt).toEqual(progSmall.loader);
+      expect(docSmall.prompt).not.toEqual(doc.prompt);
+      expect(docSmall.expected).toEqual(Array.from(goldenTokens(elf, { mem: { size: 32768 }, codeBytes: 2048 }).tokens.subarray(2)));
       // a missing ELF: exit 2, nothing written
       const bad = path.join(dir, 'bad.json');
       const e = await cli('trace', path.join(dir, 'none.elf'), '-o', bad);

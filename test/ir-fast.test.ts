@@ -14,7 +14,7 @@ import { Interpreter } from '../src/ir/interpret.ts';
 import { FastEvaluator } from '../src/ir/evaluate-fast.ts';
 import type { CircuitIR } from '../src/ir/types.ts';
 import { ChipcError } from '../src/util/errors.ts';
-import { programOf, type ChipProgram } from '../src/chip/run.ts';
+import { chipRamContents, programOf, type ChipProgram } from '../src/chip/run.ts';
 import { cpuCircuit } from '../circuits/rv32im/cpu.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 
@@ -174,9 +174,11 @@ describe('FastEvaluator errors', () => {
 });
 
 describe('FastEvaluator matches the Interpreter on the RV32 chip', () => {
-  /** Load a program's code, data and registers into an evaluator, as src/chip/run.ts does. */
+  /** Load a program's image and configuration into an evaluator, as src/chip/run.ts does (chipRamContents). */
   function load(ir: CircuitIR, ev: { setRamRow(ram: number, row: number, v: readonly number[]): void }, prog: ChipProgram): void {
-    for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
+    const names = chipRamContents(prog).map(([name]) => name);
+    expect(names).toEqual(expect.arrayContaining(['code', 'mem', 'regs', 'codeEnd', 'tohost']));
+    for (const [name, rows] of chipRamContents(prog)) {
       const ram = ir.rams.findIndex((r) => r.name === name);
       expect(ram).toBeGreaterThanOrEqual(0);
       for (const [row, v] of rows) ev.setRamRow(ram, row, v);
@@ -184,24 +186,20 @@ describe('FastEvaluator matches the Interpreter on the RV32 chip', () => {
   }
 
   const FILES = [['fixtures/isa/alu.elf', 200], ['fixtures/firmware/hello.elf', 200]] as const;
-  // One chip for both programs (building it is the slow part): the larger code RAM, which only
-  // adds rows of zeros beyond the smaller program's code; data RAM and tohost must agree.
-  const chips = new Map<string, CircuitIR>();
+  // One generic chip for both programs (building it is the slow part): a code RAM that holds the
+  // larger program's code; each program's code end and tohost arrive as configuration (RAM rows).
+  const codeBytes = Math.max(...FILES.map(([f]) => programOf(fs.readFileSync(f)).codeBytes));
+  let chip: CircuitIR | undefined;
   function chipFor(prog: ChipProgram): CircuitIR {
-    const all = FILES.map(([f]) => programOf(fs.readFileSync(f)).chip);
-    const shared = all.every((c) => c.memWords === prog.chip.memWords && c.tohost === prog.chip.tohost);
-    const opts = shared ? { ...prog.chip, codeWords: Math.max(...all.map((c) => c.codeWords)) } : prog.chip;
-    const key = JSON.stringify(opts);
-    let ir = chips.get(key);
-    if (!ir) chips.set(key, (ir = buildCircuit(cpuCircuit(opts), 'circuits/rv32im/cpu.ts')));
-    return ir;
+    expect(prog.codeBytes).toBe(codeBytes);
+    return (chip ??= buildCircuit(cpuCircuit(prog.chip), 'circuits/rv32im/cpu.ts'));
   }
 
   for (const [file, positions] of FILES) {
     it(`${file}: the first ${positions} positions of the golden stream, every node value`, () => {
       const elf = fs.readFileSync(file);
-      const prog = programOf(elf);
-      const golden = goldenTokens(elf, { mem: { size: prog.memBytes }, maxInstructions: positions });
+      const prog = programOf(elf, { codeBytes });
+      const golden = goldenTokens(elf, { mem: { size: prog.memBytes }, codeBytes: prog.codeBytes, maxInstructions: positions });
       const ir = chipFor(prog);
       const it = new Interpreter(ir);
       const fe = new FastEvaluator(ir);

@@ -9,9 +9,11 @@
  *   with idOffset off and give the same chip tokens; a host row that outscores the chip's winner
  *   is reported as "the host's token won".
  * - Refusals (ChipcError, exit 2) read only config.json and the manifests: no manifest, another
- *   circuit, no recorded program shape, another data RAM size, another code end / tohost, a
- *   smaller code RAM, a vocabulary too small for the offset, disagreeing merge records; --load state
- *   on a manifest without RAM layouts or on a merged checkpoint.
+ *   circuit, no recorded RAM shape, a per-program chip of an older chipc (not generic), another
+ *   data RAM size, a code RAM smaller than the program needs (run.code), other RAM banks, a
+ *   vocabulary too small for the offset, disagreeing merge records; --load state on a manifest
+ *   without RAM layouts or on a merged checkpoint. The generic chip takes programs of other code
+ *   ends and tohost addresses (they arrive as configuration words of the loader prompt).
  * - `--load state` on a saved `.chip` (its manifest records the RAM layouts): the rows written
  *   straight into the state, the same tokens as the compiled chip's state run.
  * The full dense path (emit → merge → run) is not exercised here: the RV32 chip at hidden 845 is
@@ -103,15 +105,15 @@ function shifted(w: ModelWeights, off: number, hostRows: Map<number, [number, nu
 
 describe('runOnModel: the compiled chip, alone and with its ids offset', () => {
   let res: CompileResult;
-  let prog: ChipProgram;
-  const golden = goldenTokens(elf, { mem: { size: MEM } });
+  const prog: ChipProgram = programOf(elf, MEM);
+  // The emulator's fetch limit is the chip's code RAM (docs/token-protocol.md, v5 traps).
+  const golden = goldenTokens(elf, { mem: { size: MEM }, codeBytes: prog.codeBytes });
   const tiny = resolveTarget('tiny').config;
   const target = {
     ...tiny, vocabSize: VOCAB, intermediateSize: 16_384,
     linearNumKeyHeads: 8, linearNumValueHeads: 16, linearKeyHeadDim: 64, linearValueHeadDim: 64,
   };
   beforeAll(() => {
-    prog = programOf(elf, MEM);
     res = compileChip(prog.chip, target);
   }, 120_000);
 
@@ -149,7 +151,7 @@ describe('runOnModel: the compiled chip, alone and with its ids offset', () => {
 
   it('a saved .chip with --load state: its RAM layouts from the manifest, the same tokens as the compiled chip', async () => {
     const chipPath = path.join(tmp, 'state.chip');
-    emitChip(chipPath, res, prog, 'tiny-rv32', { dtype: 'BF16' });
+    emitChip(chipPath, res, prog.chip, 'tiny-rv32', { dtype: 'BF16' });
     const loadedProg = programOf(elf, MEM);
     const loaded = loadChipModel(chipPath, loadedProg);
     expect(loaded.rams.map((r) => [r.name, r.layer, r.keyHeads])).toEqual(res.rams.map((r) => [r.name, r.layer, r.keyHeads]));
@@ -180,7 +182,7 @@ describe('runOnModel: the compiled chip, alone and with its ids offset', () => {
 
 describe('chipc run --model: refusals before any tensor is loaded', () => {
   const prog = programOf(elf, MEM);
-  const good = { codeWords: prog.chip.codeWords, codeEnd: prog.chip.codeEnd, memWords: MEM / 4, tohost: null };
+  const good = { codeWords: prog.chip.codeWords, memWords: MEM / 4, memBankWords: prog.chip.memBankWords, generic: true };
   let n = 0;
   /** A checkpoint directory with only config.json and the given manifest / merge records (enough for the checks). */
   function fakeCkpt(opts: { vocab?: number; manifest?: unknown; mergeOffset?: number; configOffset?: number }): string {
@@ -211,16 +213,54 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
     checkChipFits(readChipCheckpoint(fakeCkpt({ manifest: manifest({ ...good, codeWords: 2 * good.codeWords }) })), prog);
   });
 
+  it('one generic chip runs programs of other code ends and tohost addresses (configuration words, not built in)', () => {
+    // A longer program with a tohost word: its code end and tohost differ from PROG's, its data RAM is the same.
+    const asm = assembleElf(`
+      _start:
+        la t0, tohost
+        li t1, 1
+        sw t1, 0(t0)
+        j _start
+        ${'nop\n'.repeat(40)}
+      tohost:
+    `, { bss: 4 });
+    const other = asm.elf;
+    const tohost = asm.program.labels.get('tohost')!;
+    const chip = { ...good, codeWords: 1024 / 4 }; // a 1 KiB code RAM holds both programs' code
+    const a = programOf(elf, { memBytes: MEM, codeBytes: 1024 });
+    const b = programOf(other, { memBytes: MEM, codeBytes: 1024 });
+    expect(a.config.tohost).toBeNull();
+    expect(b.config.tohost).toBe(tohost);
+    expect(b.config.codeEnd).not.toBe(a.config.codeEnd);
+    expect(a.chip).toEqual(b.chip); // the same chip shape
+    const ck = readChipCheckpoint(fakeCkpt({ manifest: manifest(chip) }));
+    checkChipFits(ck, a);
+    checkChipFits(ck, b);
+    // The code end and tohost travel in the loader prompt: E(0x8020) and E(0x8021), each then D(lo), H(hi).
+    const cfg = (q: ChipProgram, p: number) => {
+      const i = q.loader.findIndex((t) => { const d = decodeToken(t); return d.kind === 'E' && d.j === p >> 14 && ((d.v + 0x4000) & 0x3fff) === (p & 0x3fff); });
+      expect(i).toBeGreaterThan(0);
+      const lo = decodeToken(q.loader[i + 1]!);
+      const hi = decodeToken(q.loader[i + 2]!);
+      if (lo.kind !== 'D' || hi.kind !== 'H') throw new Error('expected D, H after E');
+      return (lo.v | (hi.v << 16)) >>> 0;
+    };
+    expect(cfg(b, 0x8021)).toBe((tohost | 1) >>> 0);
+    expect(cfg(a, 0x8021)).toBe(0);
+    expect(cfg(b, 0x8020)).toBe(b.config.codeEnd);
+  });
+
   it.each([
     ['no manifest', { manifest: undefined }, 'run.model', /no chipc-manifest\.json.*--emit/],
     ['another circuit', { manifest: { ...manifest(good), circuit: 'counter' } }, 'run.model', /circuit "counter", not the RV32 chip/],
     ['another alphabet', { manifest: { ...manifest(good), vocab: { circuit: 512, bos: 0 } } }, 'run.model', /alphabet has 512 tokens/],
-    ['no recorded program shape (chipc compile circuits/rv32im/cpu.ts)', { manifest: manifest(undefined) }, 'run.model', /does not record the program shape.*--emit/],
-    ['another data RAM size', { manifest: manifest({ ...good, memWords: 2048 }) }, 'run.mem', /data RAM is 8192 bytes, the run asks for 1024/],
-    ['another code end', { manifest: manifest({ ...good, codeEnd: good.codeEnd + 1 }) }, 'run.model', /different program shape: code end/],
-    ['a smaller code RAM', { manifest: manifest({ ...good, codeWords: good.codeWords / 2 }) }, 'run.model', /code RAM \d+ rows \(the program needs/],
-    ['a tohost address', { manifest: manifest({ ...good, tohost: 0x80001000 }) }, 'run.model', /tohost 0x80001000 \(the program's is none\)/],
-    ['a vocabulary too small for the offset', { vocab: 248_320, manifest: manifest(good), mergeOffset: 512, configOffset: 512 }, 'run.model', /vocab_size 248320 cannot hold the chip's 248197 ids from id 512/],
+    ['the v4 alphabet (a chip of an older chipc)', { manifest: { ...manifest(good), vocab: { circuit: 248_197, bos: 0 } } }, 'run.model', /alphabet has 248197 tokens; the RV32 chip \(protocol v5\) has 248205/],
+    ['no recorded RAM shape (chipc compile circuits/rv32im/cpu.ts)', { manifest: manifest(undefined) }, 'run.model', /does not record its RAM shape.*chipc cpu/],
+    ['a per-program chip of an older chipc', { manifest: manifest({ codeWords: good.codeWords, codeEnd: 20, memWords: MEM / 4, tohost: null }) }, 'run.model', /compiled for one program by an older chipc/],
+    ['another data RAM size', { manifest: manifest({ ...good, memWords: 2048 }) }, 'run.mem', /data RAM is 8 KiB, the run asks for 1 KiB/],
+    ['a smaller code RAM', { manifest: manifest({ ...good, codeWords: good.codeWords / 2 }) }, 'run.code', /code RAM is 128 bytes; the program needs 256 bytes/],
+    ['other RAM banks', { manifest: manifest({ ...good, memBankWords: good.memBankWords / 2 }) }, 'run.model', /RAM banks hold \d+ rows/],
+    ['a vocabulary too small for the offset', { vocab: 248_320, manifest: manifest(good), mergeOffset: 512, configOffset: 512 }, 'run.model', /vocab_size 248320 cannot hold the chip's 248205 ids from id 512/],
     ['disagreeing merge records', { vocab: 300_000, manifest: manifest(good), mergeOffset: 512, configOffset: 256 }, 'run.model', /chip ids start at 512, config\.json chipc_merge says 256/],
   ] as const)('%s', (_label, opts, code, re) => {
     refuse(fakeCkpt(opts as Parameters<typeof fakeCkpt>[0]), code, re);
@@ -228,14 +268,13 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
 
   it('through the CLI: exit 2 with the message; --mem-size defaults to the chip\'s; --load state without layouts or merged refused', async () => {
     const dir = fakeCkpt({ manifest: manifest({ ...good, memWords: 2048 }) });
-    // Without --mem-size the chip's 8 KiB is used: the program fits, and the next check (code end) speaks.
-    const other = fakeCkpt({ manifest: manifest({ ...good, memWords: 2048, codeEnd: 99 }) });
-    let r = await cli('run', elfPath, '--model', other);
+    // Without --mem-size the chip's 8 KiB is used: the program fits, and the next check (code RAM) speaks.
+    let r = await cli('run', elfPath, '--model', dir, '--code-size', String(4 * good.codeWords * 2));
     expect(r.code).toBe(2);
-    expect(r.err + r.out).toMatch(/code end 99 words/);
+    expect(r.err + r.out).toMatch(/code RAM is 256 bytes; the program needs 512 bytes/);
     r = await cli('run', elfPath, '--model', dir, '--mem-size', String(MEM));
     expect(r.code).toBe(2);
-    expect(r.err + r.out).toMatch(/data RAM is 8192 bytes, the run asks for 1024/);
+    expect(r.err + r.out).toMatch(/data RAM is 8 KiB, the run asks for 1 KiB \(--mem-size\); pass --mem-size 8192/);
     // --load state needs the RAM layouts the manifests of this version record (this one has none)
     r = await cli('run', elfPath, '--model', dir, '--mem-size', '8192', '--load', 'state');
     expect(r.code).toBe(2);
@@ -243,7 +282,7 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
     const merged = fakeCkpt({ vocab: 512 + 248_320, manifest: manifest({ ...good, memWords: 2048 }), mergeOffset: 512, configOffset: 512 });
     r = await cli('run', elfPath, '--model', merged, '--load', 'state');
     expect(r.code).toBe(2);
-    expect(r.err + r.out).toMatch(/merged checkpoint.*needs the chip alone/);
+    expect(r.err + r.out).toMatch(/--load state needs the chip alone; a merged checkpoint is loaded by its prompt/);
     r = await cli('run', elfPath, '--model', path.join(tmp, 'absent'));
     expect(r.code).toBe(2);
     expect(r.err + r.out).toMatch(/does not exist/);

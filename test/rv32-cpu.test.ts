@@ -1,5 +1,5 @@
 /**
- * The RV32IM+Zba chip (circuits/rv32im/cpu.ts) on token protocol v4.
+ * The RV32IM+Zba chip (circuits/rv32im/cpu.ts) on token protocol v5.
  * - The chip circuit (FastEvaluator), fed the prompt [BOS, J(entry)] and then its own emitted tokens, with the
  *   program image in its code and data RAMs and sp in its register file, generates exactly the
  *   golden token trace that riscv/golden-trace.ts derives from the golden emulator: chipc's own
@@ -20,7 +20,7 @@ import { checkCompiled } from '../src/verify/check.ts';
 import { applyRamContents } from '../src/load/ram-state.ts';
 import fc from 'fast-check';
 import { randomProgram } from '../riscv/random-program.ts';
-import { chipExecutor, locateDivergence, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
+import { chipExecutor, chipRamContents, locateDivergence, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
 import type { Matrix } from '../src/model/weights.ts';
 import { cpuCircuit } from '../circuits/rv32im/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';
@@ -34,7 +34,8 @@ const MEM = 32 * 1024;
 /** Run a program's image on the chip circuit in the interpreter against its golden stream. */
 function againstGolden(elf: Uint8Array, memBytes = MEM) {
   const prog = programOf(elf, memBytes);
-  const trace = goldenTokens(elf, { maxInstructions: 50_000, mem: { size: memBytes } });
+  // The emulator's fetch limit is the chip's code RAM.
+  const trace = goldenTokens(elf, { maxInstructions: 50_000, mem: { size: memBytes }, codeBytes: prog.codeBytes });
   const r = runOnInterpreter(prog, { maxTokens: trace.tokens.length + 5, golden: trace.tokens, goldenPc: trace.tokenPc });
   return { r, trace };
 }
@@ -69,7 +70,7 @@ describe('the chip in the IR interpreter = the golden token trace', () => {
   it('the hello firmware loaded by prompt: the same stream after the loader prompt', () => {
     const elf = fs.readFileSync('fixtures/firmware/hello.elf');
     const prog = programOf(elf, MEM);
-    const trace = goldenTokens(elf, { maxInstructions: 50_000, mem: { size: MEM } });
+    const trace = goldenTokens(elf, { maxInstructions: 50_000, mem: { size: MEM }, codeBytes: prog.codeBytes });
     const r = runOnInterpreter(prog, { maxTokens: trace.tokens.length + 5, golden: trace.tokens, load: 'prompt' });
     expect(r.divergence).toBeNull();
     expect(r.tokens.slice(r.promptLength)).toEqual(Array.from(trace.tokens.slice(2)));
@@ -86,7 +87,7 @@ describe('the chip in the IR interpreter = the golden token trace', () => {
 
   it('catches a wrong instruction: a changed ISA program diverges from the unchanged golden trace', () => {
     const elf = fs.readFileSync('fixtures/isa/zba.exit.elf');
-    const trace = goldenTokens(elf, { maxInstructions: 20_000, mem: { size: MEM } });
+    const trace = goldenTokens(elf, { maxInstructions: 20_000, mem: { size: MEM }, codeBytes: programOf(elf, MEM).codeBytes });
     const bad = new Uint8Array(elf);
     // Flip an immediate bit of the program's first addi-like word in the code segment.
     const view = new DataView(bad.buffer);
@@ -166,7 +167,7 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
   let prog: ChipProgram;
   const tiny = resolveTarget('tiny').config;
   const target = {
-    ...tiny, vocabSize: 248_197, intermediateSize: 16_384,
+    ...tiny, vocabSize: 248_205, intermediateSize: 16_384, // the protocol v5 alphabet
     linearNumKeyHeads: 8, linearNumValueHeads: 16, linearKeyHeadDim: 64, linearValueHeadDim: 64,
   };
   const elf = assembleElf(HAND).elf;
@@ -184,8 +185,9 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
   }, 120_000);
 
   it.each(['f32', 'bf16'] as const)('hand program, plain generation after [BOS, J(entry)], %s', (profile) => {
-    const golden = goldenTokens(elf, { mem: { size: 1024 } }).tokens;
-    const ramRows: [string, Map<number, number[]>][] = [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]];
+    const golden = goldenTokens(elf, { mem: { size: 1024 }, codeBytes: prog.codeBytes }).tokens;
+    const ramRows = chipRamContents(prog);
+    expect(ramRows.map(([name]) => name)).toEqual(['code', 'mem', 'regs', 'codeEnd', 'tohost']);
     const r = checkCompiled(res, golden.slice(0, 2), {
       profile, mode: 'generate', prompt: 2, length: golden.length, prefill: 2,
       setup: (ex, interp) => {
@@ -209,9 +211,10 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
   it.each(['f32', 'bf16'] as const)('random programs (fast-check) through the weights, %s: the golden stream', (profile) => {
     fc.assert(fc.property(program, (src) => {
       const elfR = assembleElf(src).elf;
-      const progR = programOf(elfR, 1024);
-      expect(progR.chip.codeWords).toBe(prog.chip.codeWords);
-      const golden = goldenTokens(elfR, { mem: { size: 1024 } });
+      // The same generic chip: each program's code end arrives as configuration (refused with chip.code if its code did not fit).
+      const progR = programOf(elfR, { memBytes: 1024, codeBytes: prog.codeBytes });
+      expect(progR.chip).toEqual(prog.chip);
+      const golden = goldenTokens(elfR, { mem: { size: 1024 }, codeBytes: progR.codeBytes });
       const r = runOnChip(res, progR, { profile, maxTokens: golden.tokens.length + 2, golden: golden.tokens, goldenPc: golden.tokenPc });
       expect(r.divergence).toBeNull();
       expect(r.exitCode).toBe(golden.halt.exitCode! & 255);
@@ -219,7 +222,7 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
   }, 300_000);
 
   it('loading by prompt leaves the RAMs bit-identical to the state file, and generation is the same', () => {
-    const golden = goldenTokens(elf, { mem: { size: 1024 } }).tokens;
+    const golden = goldenTokens(elf, { mem: { size: 1024 }, codeBytes: prog.codeBytes }).tokens;
     const viaState = chipExecutor(res, prog, { load: 'state' });
     viaState.prefill([golden[0]!]);
     const stateNext = viaState.decodeArgmax(golden[1]!);
@@ -232,7 +235,7 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
     expect(promptNext).toBe(golden[2]);
     const r = target.linearNumValueHeads / target.linearNumKeyHeads;
     let compared = 0;
-    for (const name of ['code', 'mem', 'regs']) {
+    for (const name of ['code', 'mem', 'regs', 'codeEnd', 'tohost']) {
       const placement = res.rams.find((x) => x.name === name)!;
       for (const kh of placement.keyHeads) {
         for (let j = 0; j < r; j++) {
@@ -254,7 +257,7 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
     }
   }, 300_000);
   it('locateDivergence names where perturbed weights first differ from the circuit (LM head row; last-layer FFN)', () => {
-    const trace = goldenTokens(elf, { mem: { size: 1024 } });
+    const trace = goldenTokens(elf, { mem: { size: 1024 }, codeBytes: prog.codeBytes });
     const w = res.weights;
     const L = w.config.numLayers;
     const scaleCsr = (m: Matrix, f: (v: number, row: number) => number): Matrix => {
@@ -296,10 +299,12 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
 });
 
 describe('chipc run', () => {
-  it('runs a program through the compiled chip with --check and exits with its exit code', async () => {
+  it('runs a program on the generic chip from the chip cache with --check: a miss compiles and caches it, a hit opens it', async () => {
     const os = await import('node:os');
     const path = await import('node:path');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-run-'));
+    const saved = process.env['CHIPC_CACHE_DIR'];
+    process.env['CHIPC_CACHE_DIR'] = path.join(dir, 'cache');
     try {
       const file = path.join(dir, 'prog.elf');
       // x10 = 6·7 − 35 = 7 through adds and shifts; exit(7).
@@ -311,23 +316,35 @@ describe('chipc run', () => {
         addi x17, x0, 93
         ecall
       `).elf);
-      const { code, out } = await cli('run', file, '--check', '--json');
-      const doc = JSON.parse(out);
-      expect(doc.divergence).toBeNull();
-      expect(doc.exitCode).toBe(7);
-      expect(code).toBe(7);
-      expect(doc.instructions).toBe(6);
+      // Small RAMs keep the compile short (the default generic chip is 16 KiB code, 64 KiB data).
+      const args = ['run', file, '--code-size', '256', '--mem-size', '1024', '--check', '--json'];
+      for (const hit of [false, true]) {
+        const { code, out } = await cli(...args);
+        const doc = JSON.parse(out);
+        expect(doc.divergence).toBeNull();
+        expect(doc.exitCode).toBe(7);
+        expect(code).toBe(7);
+        expect(doc.instructions).toBe(6);
+        expect(doc.chip).toEqual({ codeBytes: 256, memBytes: 1024 });
+        expect(doc.cache.hit).toBe(hit);
+        expect(doc.cache.path.startsWith(path.join(dir, 'cache'))).toBe(true);
+      }
     } finally {
+      if (saved === undefined) delete process.env['CHIPC_CACHE_DIR'];
+      else process.env['CHIPC_CACHE_DIR'] = saved;
       fs.rmSync(dir, { recursive: true, force: true });
     }
-  }, 120_000);
+  }, 180_000);
 
   it('--engine ir runs the chip circuit in the interpreter against the golden trace', async () => {
+    const elf = fs.readFileSync('fixtures/isa/zba.exit.elf');
     const { code, out } = await cli('run', 'fixtures/isa/zba.exit.elf', '--check', '--engine', 'ir', '--json');
     const doc = JSON.parse(out);
     expect(doc.divergence).toBeNull();
     expect(doc.engine).toBe('ir');
-    expect(doc.tokens.length).toBe(goldenTokens(fs.readFileSync('fixtures/isa/zba.exit.elf'), {}).tokens.length);
+    // The default generic chip's RAMs: 16 KiB code (the emulator's fetch limit), 64 KiB data.
+    expect(doc.chip).toEqual({ codeBytes: 16 * 1024, memBytes: 64 * 1024 });
+    expect(doc.tokens).toEqual(Array.from(goldenTokens(elf, { mem: { size: 64 * 1024 }, codeBytes: 16 * 1024 }).tokens));
     expect(code).toBe(0);
   }, 120_000);
 });

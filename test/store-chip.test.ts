@@ -231,7 +231,7 @@ describe('chipc store', () => {
     saveStoreFile(big, new StoreModel(resolveStoreParams({ ...CHIP_STORE_SMALL, maxFiles: 256, chunkPool: 1024 })));
     const wrong = await cli('store', 'list', big, ...M);
     expect(wrong.code).toBe(2);
-    expect(wrong.err).toMatch(/store\.model.*data RAM is 32768 bytes.*needs the store chip with a \d+ KiB data RAM/s);
+    expect(wrong.err).toMatch(/store\.model.*data RAM is 32 KiB, the run asks for 64 KiB.*needs the store chip with a 64 KiB data RAM/s);
     // a manifest from before RAM layouts were recorded is refused, naming the remedy
     const old = path.join(tmp, 'old-chip');
     fs.mkdirSync(old);

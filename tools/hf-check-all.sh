@@ -6,9 +6,9 @@
 #   bash tools/hf-check-all.sh OUTDIR [JOBS]
 #
 # JOBS is a list of `program:dtype:mode:seconds[:target]` (default below; target chip-test): for
-# each program and target the chip compiled for it is emitted once (bf16 weights, which every job
-# loads: `float32` jobs compute in float32 over the exact upcast, `bfloat16` jobs in bf16) and the
-# program's golden trace written; every job
+# each target the generic chip is written once (`chipc cpu`, bf16 weights, which every job loads:
+# `float32` jobs compute in float32 over the exact upcast, `bfloat16` jobs in bf16) and each
+# program's golden trace for that chip; every job
 # then runs as its own process, stopped after `seconds` of prompt and decoding (0 = the whole
 # trace). `mode` is stepwise, prefill, or either with `-tf32` (TF32 left on). Each job's JSON report
 # is OUTDIR/PROGRAM-TARGET-DTYPE-MODE.json, its stderr beside it as .log; OUTDIR/summary.txt lists
@@ -31,22 +31,22 @@ else
   trap 'rm -rf "$work"' EXIT
 fi
 
-chips=$(for j in $jobs; do IFS=: read -r p _ _ _ t <<<"$j"; echo "$p:${t:-chip-test}"; done | sort -u)
-echo "hf-check-all: emitting chips for:" $chips >&2
+targets=$(for j in $jobs; do IFS=: read -r _ _ _ _ t <<<"$j"; echo "${t:-chip-test}"; done | sort -u)
+echo "hf-check-all: writing the generic chip for:" $targets >&2
 t0=$(date +%s)
-for p in $(for c in $chips; do echo "${c%%:*}"; done | sort -u); do
-  $chipc trace "fixtures/firmware/$p.elf" -o "$work/$p.trace.json" >"$out/$p-trace.log" 2>&1 ||
-    echo "hf-check-all: the trace of $p failed (see $p-trace.log)" >&2
-done
-for c in $chips; do
-  p=${c%%:*} target=${c#*:}
+for target in $targets; do
   (
-    $chipc run "fixtures/firmware/$p.elf" --target "$target" --emit "$work/ck-$p-$target" --dtype bf16 >"$out/$p-$target-emit.log" 2>&1 ||
-      echo "hf-check-all: emitting $p for $target failed (see $p-$target-emit.log)" >&2
+    $chipc cpu --target "$target" -o "$work/ck-$target" --dtype bf16 >"$out/cpu-$target.log" 2>&1 ||
+      echo "hf-check-all: writing the chip for $target failed (see cpu-$target.log)" >&2
   ) &
 done
 wait
-echo "hf-check-all: chips emitted in $(( $(date +%s) - t0 )) s" >&2
+for pt in $(for j in $jobs; do IFS=: read -r p _ _ _ t <<<"$j"; echo "$p:${t:-chip-test}"; done | sort -u); do
+  p=${pt%%:*} target=${pt#*:}
+  $chipc trace "fixtures/firmware/$p.elf" --model "$work/ck-$target" -o "$work/$p-$target.trace.json" >"$out/$p-$target-trace.log" 2>&1 ||
+    echo "hf-check-all: the trace of $p for $target failed (see $p-$target-trace.log)" >&2
+done
+echo "hf-check-all: chips and traces written in $(( $(date +%s) - t0 )) s" >&2
 
 for j in $jobs; do
   IFS=: read -r p dtype mode secs target <<<"$j"
@@ -58,7 +58,7 @@ for j in $jobs; do
     *-tf32) extra+=(--mode "${mode%-tf32}" --allow-tf32) ;;
     *) extra+=(--mode "$mode") ;;
   esac
-  OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 $python tools/hf_check.py "$work/ck-$p-$target" --trace "$work/$p.trace.json" \
+  OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 $python tools/hf_check.py "$work/ck-$target" --trace "$work/$p-$target.trace.json" \
     --dtype "$dtype" --json --progress 5000 "${extra[@]}" >"$out/$name.json" 2>"$out/$name.log" &
 done
 wait

@@ -483,16 +483,22 @@ export function cpuCircuit(opts: CpuOptions) {
       return 0;
     }, [0, 25]);
     // Straight from the opcode (not through the class): these start the register commit's path.
-    const writesRd = c.table('writesRd', [opcode], (op) => { const k = CLASS[op] ?? 7; return k <= 5 || k === 8 || op === BN_OPCODE ? 1 : 0; }, [0, 1]);
+    // A non-exit ecall leaves −38 (ENOSYS) in a0, as the emulator: SYSTEM writes x10 (an exit ecall
+    // halts first, and every other SYSTEM word traps, so only that ecall's write is ever committed).
+    const writesRd = c.table('writesRd', [opcode], (op) => { const k = CLASS[op] ?? 7; return k <= 5 || k === 8 || op === BN_OPCODE || op === 0x73 ? 1 : 0; }, [0, 1]);
+    const isSys73 = c.table('isSystemOpcode', [opcode], (op) => (op === 0x73 ? 1 : 0), [0, 1]);
     const isJump = c.table('isJump', [opcode], (op) => (op === 0x6f || op === 0x67 ? 1 : 0), [0, 1]);
-    const hasRd = c.and(writesRd, rd.ne(0)).named('hasRd'); // for the emit plan (the commit uses its parts)
 
     // ── register file: commit (previous instruction's rd) then read rs1 / rs2 ─────────────────
     // One delay for everything the commit needs from the previous position's decode (all ready
     // right after fetch); the commit enable and each committed bit are then one table each.
+    // The destination is not x0: rd ≠ 0, or SYSTEM (a0).
     const rdNZ = rd.ne(0).named('rdNonZero');
-    const [prevRd0, prevRd1, prevRd2, prevRd3, prevRd4, prevWasD, prevWritesRd, prevRdNZ, prevIsJump, prevIsBn, prevBnBank] =
-      c.previousAll([...ins.slice(7, 12), isD, writesRd, rdNZ, isJump, isBn, ins[25]!]);
+    const hasRd = c.table('hasRd', [writesRd, rdNZ, isSys73], (wr, nz, sys) => (wr && (nz || sys) ? 1 : 0), [0, 1]); // for the emit plan (the commit uses its parts)
+    const [prevRd0, prevRd1, prevRd2, prevRd3, prevRd4, prevWasD, prevWritesRd, prevRdFieldNZ, prevIsJump, prevIsBn, prevBnBank, prevIsSys] =
+      c.previousAll([...ins.slice(7, 12), isD, writesRd, rdNZ, isJump, isBn, ins[25]!, isSys73]);
+    // ≥ 1 when the previous instruction's destination is not x0 (a sum of two delayed bits: no layer of its own)
+    const prevRdNZ = c.linear([[prevRdFieldNZ!, 1], [prevIsSys!, 1]], 0, [0, 2]);
     // The link (PC + 4) from the word index + 1 over 16 bits (a carry out of bit 14 lands in bit 17).
     const seq16 = addSmall(c, [...w, c.constant(0)], [1, 0], 'seq');
     const linkBits = [c.constant(0), c.constant(0), ...seq16, ...Array.from({ length: 13 }, () => c.constant(0)), c.constant(1)];
@@ -537,7 +543,8 @@ export function cpuCircuit(opts: CpuOptions) {
     });
     const regs = c.ram('regs', { rows: 32, fields: Array.from({ length: 32 }, () => 2) });
     const prevRd = [prevRd0!, prevRd1!, prevRd2!, prevRd3!, prevRd4!];
-    const commitRow = c.linear(prevRd.map((x, k) => [c.table(`commitRow${k}`, [loading, loadAddr[k]!, x], (ld, la, r) => (ld ? la : r), [0, 1]), 2 ** k] as [Sig, number]));
+    // (a SYSTEM instruction's destination is a0, x10)
+    const commitRow = c.linear(prevRd.map((x, k) => [c.table(`commitRow${k}`, [loading, loadAddr[k]!, x, prevIsSys!], (ld, la, r, sys) => (ld ? la : sys ? (10 >> k) & 1 : r), [0, 1]), 2 ** k] as [Sig, number]));
     regs.write(commitRow, commitBits, commitEn);
     // ecall reads a7 (x17) and a0 (x10) instead of rs1 / rs2.
     // Each address bit is one table over (opcode, the instruction's bit): straight after fetch.
@@ -1014,8 +1021,11 @@ export function cpuCircuit(opts: CpuOptions) {
     ];
     // loaded (16) and merged (17) are already 0 outside loads / stores (their lane tables are gated).
     const sel = candidates.map((_, k) => aluOp.eq(k));
+    // A SYSTEM instruction's result (aluOp 16, no candidate) is −38 = 0xffffffda: its bytes enter the sum.
+    const enosys = [0xda, 0xff, 0xff, 0xff];
     const result: Word = [0, 1, 2, 3].map((byte) =>
-      c.linear(candidates.map((cw, k) => (k === 16 || k === 17 ? [cw[byte]!, 1] : [c.select(sel[k]!, cw[byte]!, 0), 1]) as [Sig, number]), 0, [0, 255]).named(`r${byte}`));
+      c.linear([...candidates.map((cw, k) => (k === 16 || k === 17 ? [cw[byte]!, 1] : [c.select(sel[k]!, cw[byte]!, 0), 1]) as [Sig, number]),
+        [isSys73, enosys[byte]!]], 0, [0, 255]).named(`r${byte}`));
 
     // ── control flow ───────────────────────────────────────────────────────────────────────
     const eq = eq32(c, A, B, 'beq');

@@ -25,9 +25,17 @@ export interface GenericChipSpec {
   memBytes: number;
 }
 
-/** The default RAM sizes of the generic chip (every target): 16 KiB of code, 64 KiB of data. */
-export function defaultChipSizes(): { codeBytes: number; memBytes: number } {
-  return { codeBytes: DEFAULT_CODE_BYTES, memBytes: DEFAULT_MEM_BYTES };
+/** Data-RAM banks a chip can have (the bank-select tables of circuits/rv32im/cpu.ts stay exact up to this many). */
+export const MAX_MEM_BANKS = 4;
+
+/**
+ * The default RAM sizes of the generic chip for a target: 16 KiB of code; 64 KiB of data, or the
+ * most MAX_MEM_BANKS banks hold when that is less (a bank is what one GDN layer holds: 32 KiB at
+ * chip-test, 8 KiB at qwen3.5-4b and the Qwen3-Next targets, so 32 KiB there).
+ */
+export function defaultChipSizes(target?: ModelConfig): { codeBytes: number; memBytes: number } {
+  const bankBytes = target === undefined ? Infinity : 4 * memBankWordsFor(target);
+  return { codeBytes: DEFAULT_CODE_BYTES, memBytes: Math.min(DEFAULT_MEM_BYTES, MAX_MEM_BANKS * bankBytes) };
 }
 
 /** The chip's shape for a spec (ChipcError chip.code / chip.mem for a size the chip cannot have). */
@@ -39,7 +47,13 @@ export function genericShape(spec: GenericChipSpec): Required<CpuOptions> {
   if (!Number.isInteger(memBytes) || memBytes < 256 || memBytes % 256 !== 0 || memBytes > 128 * 1024) {
     throw new ChipcError('chip.mem', `data RAM size ${memBytes} is not a multiple of 256 bytes in [256, 128 KiB] (--mem-size)`);
   }
-  return { codeWords: codeBytes / 4, memWords: memBytes / 4, memBankWords: memBankWordsFor(spec.target) };
+  const memBankWords = memBankWordsFor(spec.target);
+  const banks = Math.ceil(memBytes / 4 / memBankWords);
+  if (banks > MAX_MEM_BANKS) {
+    throw new ChipcError('chip.mem', `a data RAM of ${fmtBytes(memBytes)} needs ${banks} banks at ${spec.targetName} (one GDN layer holds ${fmtBytes(4 * memBankWords)}); ` +
+      `a chip has at most ${MAX_MEM_BANKS}: pass --mem-size ${MAX_MEM_BANKS * 4 * memBankWords} or less`);
+  }
+  return { codeWords: codeBytes / 4, memWords: memBytes / 4, memBankWords };
 }
 
 /** Compile the generic chip of a spec. */

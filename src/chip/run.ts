@@ -28,7 +28,7 @@ import { MERGE_INFO_FILE } from '../merge/merge.ts';
 import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-weights.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
-import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
+import { BOS_ID, decodeToken, encodeToken, formatToken, trapCauseName } from '../../riscv/protocol.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import type { TargetShape } from '../dsl/index.ts';
 import { FastEvaluator } from '../ir/evaluate-fast.ts';
@@ -390,9 +390,6 @@ export function chipIr(opts: Required<CpuOptions>): CircuitIR {
 }
 
 
-/** Names of the TRAP causes (protocol v5), for messages. */
-export const TRAP_CAUSE_NAMES = ['illegal instruction', 'ebreak', 'instruction fetch fault', 'load fault', 'store fault', 'reserved 5', 'reserved 6', 'reserved 7'] as const;
-
 /** Feed each generated token back until HALT or TRAP, a divergence from the golden stream, its end, or the limit. */
 function follow(
   prompt: number[], first: number, step: (t: number) => number,
@@ -454,7 +451,7 @@ function follow(
       break;
     }
     if (d.kind === 'TRAP') {
-      trap = { cause: d.cause, name: TRAP_CAUSE_NAMES[d.cause] ?? `cause ${d.cause}`, pc };
+      trap = { cause: d.cause, name: trapCauseName(d.cause), pc };
       break;
     }
     if (d.kind === 'E' || d.kind === 'N' || d.kind === 'OUT' || d.kind === 'J') instructions++;

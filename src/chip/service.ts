@@ -98,20 +98,27 @@ export interface CallOptions {
 export class ServiceEmulator {
   readonly program: LoadedProgram;
   readonly memBytes: number;
+  /** The chip's code RAM in bytes: the emulator fetches only below CODE_BASE + codeBytes (null: no limit but RAM and the J range). */
+  readonly codeBytes: number | null;
   private regs: Int32Array | null = null;
   /** The bignum unit's carries, kept across calls like the registers (the chip's latches keep them too). */
   private bnCarry = [0, 0];
   private nextFirst = BOS_ID;
   private calls = 0;
 
-  private constructor(program: LoadedProgram, memBytes: number) {
+  private constructor(program: LoadedProgram, memBytes: number, codeBytes: number | null) {
     this.program = program;
     this.memBytes = memBytes;
+    this.codeBytes = codeBytes;
   }
 
-  /** Load an ELF into a RAM of memBytes bytes (ELF errors and 'elf.range' from loadElf). */
-  static load(elf: Uint8Array, memBytes: number): ServiceEmulator {
-    return new ServiceEmulator(loadElf(elf, { base: CODE_BASE, size: memBytes }), memBytes);
+  /**
+   * Load an ELF into a RAM of memBytes bytes (ELF errors and 'elf.range' from loadElf). `codeBytes`:
+   * the chip's code RAM (ChipProgram.codeBytes), the emulator's fetch limit — a fetch beyond it
+   * stops the call as the chip's TRAP(fetch) does.
+   */
+  static load(elf: Uint8Array, memBytes: number, codeBytes?: number): ServiceEmulator {
+    return new ServiceEmulator(loadElf(elf, { base: CODE_BASE, size: memBytes }), memBytes, codeBytes ?? null);
   }
 
   get memory() { return this.program.memory; }
@@ -133,7 +140,7 @@ export class ServiceEmulator {
   call(writes: readonly ServiceWrite[], opts: CallOptions = {}): ServiceCall {
     const prompt = requestPrompt(this.nextFirst, writes, this.entry, this.memBytes);
     for (const [addr, word] of writes) this.memory.write32(addr, word);
-    const cpu = new Cpu(this.memory, { pc: this.entry, tohost: this.program.tohost });
+    const cpu = new Cpu(this.memory, { pc: this.entry, tohost: this.program.tohost, fetchLimit: this.codeBytes });
     if (this.regs !== null) cpu.regs.set(this.regs);
     cpu.bnCarry.splice(0, 2, ...this.bnCarry);
     const budget = opts.maxInstructions ?? SERVICE_MAX_INSTRUCTIONS;
@@ -144,7 +151,7 @@ export class ServiceEmulator {
     let consoleBytes: Uint8Array;
     if (opts.trace) {
       trace = goldenRun(cpu, { memory: this.memory, tohost: this.program.tohost, codeEnd: codeEndWords(this.program), entry: this.entry },
-        prompt, { maxInstructions: budget });
+        prompt, { maxInstructions: budget, ...(this.codeBytes === null ? {} : { codeBytes: this.codeBytes }) });
       ({ reason, exitCode: code, message } = trace.halt);
       consoleBytes = trace.console;
     } else {
@@ -168,9 +175,11 @@ export type ServiceEngine = 'weights' | 'ir';
 
 /** What one call through the chip produced. */
 export interface ChipCall {
-  /** Generated tokens (ending with HALT when it halted). */
+  /** Generated tokens (ending with HALT when it halted, TRAP when it trapped). */
   generated: number[];
   exitCode: number | null;
+  /** The TRAP cause (protocol v5: 0 illegal, 1 ebreak, 2 fetch, 3 load, 4 store) when the call trapped, else null. */
+  trap: number | null;
   /** The first generated token that differs from the golden stream (index into `generated`), or null. */
   divergence: { index: number; expected: string; got: string } | null;
   seconds: number;
@@ -219,8 +228,8 @@ export class ChipService {
 
   /**
    * Feed `prompt` (requestPrompt: its first token BOS for the first call, else the previous call's
-   * HALT), then decode until HALT, `maxTokens` generated tokens, or a divergence from `golden` (a
-   * golden stream whose first prompt.length tokens are the prompt).
+   * HALT), then decode until HALT or TRAP, `maxTokens` generated tokens, or a divergence from
+   * `golden` (a golden stream whose first prompt.length tokens are the prompt).
    */
   call(prompt: readonly number[], opts: { golden?: ArrayLike<number>; maxTokens?: number; onToken?: (t: number) => void } = {}): ChipCall {
     const t0 = performance.now();
@@ -235,6 +244,7 @@ export class ChipService {
     const generated: number[] = [];
     let divergence: ChipCall['divergence'] = null;
     let exitCode: number | null = null;
+    let trap: number | null = null;
     while (generated.length < maxTokens) {
       const g = prompt.length + generated.length;
       if (golden !== undefined) {
@@ -251,9 +261,13 @@ export class ChipService {
         exitCode = d.code;
         break;
       }
+      if (d.kind === 'TRAP') {
+        trap = d.cause;
+        break;
+      }
       next = this.feed(next);
     }
-    return { generated, exitCode, divergence, seconds: (performance.now() - t0) / 1000 };
+    return { generated, exitCode, trap, divergence, seconds: (performance.now() - t0) / 1000 };
   }
 
   /** The data RAM's rows as the chip holds them now (word index → 32 bits, nonzero rows only), over every bank. */

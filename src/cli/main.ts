@@ -21,6 +21,7 @@ import { registerMerge } from './commands/merge.ts';
 import { registerTrace } from './commands/trace.ts';
 import { registerStore } from './commands/store.ts';
 import { registerCache } from './commands/cache.ts';
+import { registerCpu } from './commands/cpu.ts';
 
 export type CommandResult = Promise<number> | number;
 
@@ -48,6 +49,7 @@ export function buildProgram(sink: ExitSink): Command {
   registerBuild(program, run);
   registerCompile(program, run);
   registerCheck(program, run);
+  registerCpu(program, run);
   registerRun(program, run);
   registerChipfile(program, run);
   registerMerge(program, run);

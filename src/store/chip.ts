@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CODE_BASE } from '../../circuits/rv32im/cpu.ts';
 import { ChipService, type ServiceEngine, type ServiceWrite } from '../chip/service.ts';
-import { compileChip, programOf, type ChipProgram } from '../chip/run.ts';
+import { compileChip, programOf, readChipCheckpoint, type ChipProgram } from '../chip/run.ts';
 import { loadChipModel, type ChipModel } from '../chip/loaded.ts';
 import type { CompileResult } from '../compile.ts';
 import type { ModelConfig } from '../model/config.ts';
@@ -120,6 +120,22 @@ export interface ChipStoreCall<R = FirmwareResult> {
 
 const compileCache = new Map<string, { prog: ChipProgram; res: CompileResult; memBytes: number }>();
 
+/**
+ * The code RAM a saved chip's manifest records, in bytes, when it is a valid size that holds the
+ * image's code; undefined otherwise (no manifest, another shape: loadChipModel reports it).
+ */
+function chipCodeBytes(file: string, elf: Uint8Array): number | undefined {
+  let words: unknown;
+  try {
+    words = readChipCheckpoint(file).manifest.rv32?.codeWords;
+  } catch {
+    return undefined;
+  }
+  if (typeof words !== 'number' || !Number.isInteger(Math.log2(words)) || words < 64 || words > 16384) return undefined;
+  const need = programOf(elf, { memBytes: STORE_MEM_SIZES.at(-1)! }).codeBytes;
+  return 4 * words >= need ? 4 * words : undefined;
+}
+
 /** Console bytes carried by OUT tokens. */
 function outBytes(tokens: readonly number[]): Uint8Array {
   const b: number[] = [];
@@ -178,11 +194,13 @@ export class ChipStore {
   static load(file: string, params: StoreParams): { prog: ChipProgram; res: ChipModel; memBytes: number } {
     const elf = fs.readFileSync(STORE_ELF);
     const memBytes = storeMemBytes(params, elf);
-    const prog = programOf(elf, memBytes);
     try {
+      // The program for the chip's code RAM (the golden emulator's fetch limit) when the manifest
+      // records one that holds it; otherwise the smallest, and checkChipFits names the mismatch.
+      const prog = programOf(elf, { memBytes, codeBytes: chipCodeBytes(file, elf) });
       return { prog, res: loadChipModel(file, prog), memBytes };
     } catch (e) {
-      if (e instanceof ChipcError && (e.code === 'run.model' || e.code === 'run.mem')) {
+      if (e instanceof ChipcError && (e.code === 'run.model' || e.code === 'run.mem' || e.code === 'run.code')) {
         throw new ChipcError('store.model', `${e.message} — this store needs the store chip with a ${memBytes / 1024} KiB data RAM: chipc store chip STORE_FILE -o ${file}`, { cause: e });
       }
       throw e;
@@ -197,10 +215,11 @@ export class ChipStore {
     const params = source instanceof StoreModel ? source.params : resolveStoreParams(source);
     const elf = fs.readFileSync(STORE_ELF);
     const memBytes = opts.memBytes ?? storeMemBytes(params, elf);
-    const golden = FirmwareStore.load(elf, memBytes, params);
     const { prog, res } = opts.compiled
       ? { prog: opts.program ?? programOf(elf, memBytes, opts.target), res: opts.compiled }
       : ChipStore.compile(params, opts.target, memBytes);
+    // The emulator fetches only from the chip's code RAM, as the chip does.
+    const golden = FirmwareStore.load(elf, memBytes, params, prog.codeBytes);
     const chip = new ChipService(res, prog, { engine: opts.engine ?? 'weights', ...(opts.profile ? { profile: opts.profile } : {}) });
     const s = new ChipStore(params, golden, chip, prog, res, memBytes, opts.onToken);
     if (source instanceof StoreModel) {

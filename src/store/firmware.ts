@@ -331,8 +331,9 @@ export class FirmwareStore {
     }
   }
 
-  static load(elf: Uint8Array, memBytes: number, opts: StoreOptions | StoreParams = {}): FirmwareStore {
-    return new FirmwareStore(ServiceEmulator.load(elf, memBytes), opts);
+  /** `codeBytes`: the chip's code RAM (the emulator's fetch limit, ServiceEmulator.load); default none. */
+  static load(elf: Uint8Array, memBytes: number, opts: StoreOptions | StoreParams = {}, codeBytes?: number): FirmwareStore {
+    return new FirmwareStore(ServiceEmulator.load(elf, memBytes, codeBytes), opts);
   }
 
   /** One raw call (no decoding): the exit code, console bytes and instruction count. */

@@ -57,7 +57,7 @@ export function registerRun(program: Command, run: Runner): void {
     .argument('<elf>', 'an RV32IM+Zba ELF (code and data from 0x80000000)')
     .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 248,205 token ids; default chip-test)')
     .option('--code-size <bytes>', `code RAM size from 0x80000000 (a power of two; default ${sizes.codeBytes}, with --model the chip's)`)
-    .option('--mem-size <bytes>', `data RAM size from 0x80000000 (a multiple of 256; default ${sizes.memBytes}, with --model the chip's)`)
+    .option('--mem-size <bytes>', `data RAM size from 0x80000000 (a multiple of 256; default 65536, or 4 banks where less: 32768 at qwen3.5-4b; with --model the chip's)`)
     .option('--no-cache', 'compile the chip for this run instead of taking it from the chip cache (chipc cache)')
     .option('--load <how>', 'state (write the image into the GDN state directly) or prompt (feed the loader prompt of write tokens); default state, with a merged --model prompt')
     .option('--model <ckpt>', 'run this checkpoint (directory or .chip from chipc cpu, alone or merged into a host) instead of the cached chip')
@@ -87,13 +87,14 @@ export function registerRun(program: Command, run: Runner): void {
         // With --model the checkpoint's manifest says the chip's RAM sizes (checked against the program below).
         const ck = o.model !== undefined ? readChipCheckpoint(o.model) : null;
         const rv32 = ck?.manifest.rv32;
+        const target = resolveTarget(o.target ?? 'chip-test');
+        const sizes = defaultChipSizes(target.config);
         const memBytes = o.memSize !== undefined ? memSizeOption(o.memSize) : typeof rv32?.memWords === 'number' ? rv32.memWords * 4 : sizes.memBytes;
         const codeBytes = o.codeSize !== undefined ? codeSizeOption(o.codeSize) : typeof rv32?.codeWords === 'number' ? rv32.codeWords * 4 : sizes.codeBytes;
         const loadOpt = o.load ?? (ck !== null && ck.merged ? 'prompt' : 'state');
         if (loadOpt !== 'state' && loadOpt !== 'prompt') throw new ChipcError('cli.load', `--load must be state or prompt, not "${loadOpt}"`);
         if (ck !== null && ck.merged && loadOpt === 'state') throw new ChipcError('cli.load', '--load state needs the chip alone; a merged checkpoint is loaded by its prompt');
         const load: 'state' | 'prompt' = loadOpt;
-        const target = resolveTarget(o.target ?? 'chip-test');
         const spec: GenericChipSpec = { targetName: target.name, target: target.config, codeBytes, memBytes };
         // The program, for a chip of these sizes (refused before anything is compiled or loaded when it does not fit).
         const prog: ChipProgram = programOf(elf, { memBytes, codeBytes }, ck === null ? target.config : undefined);
@@ -118,7 +119,10 @@ export function registerRun(program: Command, run: Runner): void {
         const goldenEnd = trace === undefined ? undefined : { reason: trace.halt.reason, message: trace.halt.message };
         // The console: OUT bytes go to stdout as they are generated (with --trace, the tokens instead).
         const consoleBytes: number[] = [];
+        // seconds from the process's start to the first generated token (what a user waits for)
+        let firstTokenAfterStart: number | null = null;
         const onToken = (t: number) => {
+          firstTokenAfterStart ??= process.uptime();
           const d = decodeToken(t);
           if (d.kind === 'OUT') {
             consoleBytes.push(d.b);
@@ -197,12 +201,13 @@ export function registerRun(program: Command, run: Runner): void {
         out.emit({
           ...r, generated, firstDifference: located === null ? null : located.slice(0, 5).map((m) => ({ ...m, where: sublayerName(m.sublayer) })),
           console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, load, tokensPerInstruction: generated / Math.max(1, r.instructions),
-          openSeconds: openS, layers, cache, chip: { codeBytes, memBytes },
+          openSeconds: openS, firstTokenAfterStartSeconds: firstTokenAfterStart, layers, cache, chip: { codeBytes, memBytes },
           model: ck === null ? null : { path: ck.path, merged: ck.merged, idOffset: ck.idOffset },
         });
         out.line(`${file}: ${where}; ` +
           `${fmtInt(generated)} generated tokens after a ${fmtInt(r.promptLength)}-token prompt (${load}), ${fmtInt(r.instructions)} instructions ` +
-          `(${(generated / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s`);
+          `(${(generated / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s` +
+          (firstTokenAfterStart !== null ? `; first token ${(firstTokenAfterStart as number).toFixed(1)} s after start` : ''));
         if (r.divergence) {
           out.line(chalk.red(`divergence at token ${r.divergence.position}: expected ${r.divergence.expected}, got ${r.divergence.got}` +
             (r.divergence.pc !== null ? ` (instruction at pc 0x${r.divergence.pc.toString(16)})` : '')));

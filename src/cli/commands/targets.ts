@@ -14,6 +14,9 @@ import type { Matrix } from '../../model/weights.ts';
 import { ChipcError } from '../../util/errors.ts';
 import { EXIT_DIFFERENT, EXIT_OK, makeOut, table } from '../output.ts';
 import type { Runner } from '../main.ts';
+import { defaultChipSizes } from '../../chip/generic.ts';
+import { fmtBytes } from '../../chip/run.ts';
+import { memBankWordsFor } from '../../../circuits/rv32im/cpu.ts';
 
 /** What compiling one circuit for one target gives. */
 export type FitResult =
@@ -144,21 +147,26 @@ export function registerTargets(program: Command, run: Runner): void {
         const names = target === undefined ? listTargets() : [target];
         const rows = names.map((n) => {
           const t = resolveTarget(n);
-          return { name: t.name, source: t.source, summary: describeTarget(t.config) };
+          // the generic RV32 chip's default RAM sizes here (chipc cpu; depths in docs/benchmarks.md)
+          const cpu = { ...defaultChipSizes(t.config), bankBytes: 4 * memBankWordsFor(t.config) };
+          return { name: t.name, source: t.source, summary: describeTarget(t.config), cpu };
         });
         out.emit(target === undefined ? { targets: rows } : rows[0]);
         if (target !== undefined) {
           out.line(`${rows[0]!.name} (${rows[0]!.source})`);
           out.line(formatTargetSummary(rows[0]!.summary));
+          const c = rows[0]!.cpu;
+          out.line(`generic RV32 chip (chipc cpu): ${fmtBytes(c.codeBytes)} code RAM, ${fmtBytes(c.memBytes)} data RAM by default; one GDN layer holds a ${fmtBytes(c.bankBytes)} bank`);
           return 0;
         }
         out.line(table(
-          ['target', 'family', 'hidden', 'layers (GDN/attn)', 'GDN heads k/v × d', 'attn q/kv × d', 'FFN', 'vocab', 'parameters'],
-          rows.map(({ name, summary: s }) => [
+          ['target', 'family', 'hidden', 'layers (GDN/attn)', 'GDN heads k/v × d', 'attn q/kv × d', 'FFN', 'vocab', 'parameters', 'CPU code/data'],
+          rows.map(({ name, summary: s, cpu }) => [
             name, s.family, s.hiddenSize, `${s.numLayers} (${s.linearAttentionLayers}/${s.fullAttentionLayers})`,
             `${s.gdn.keyHeads}/${s.gdn.valueHeads} × ${s.gdn.keyHeadDim}`,
             `${s.attention.queryHeads}/${s.attention.keyValueHeads} × ${s.attention.headDim}`,
             s.ffn.length > 28 ? s.ffn.slice(0, 27) + '…' : s.ffn, s.vocabSize, s.parameters,
+            cpu.bankBytes < 4096 ? '— (layers too small)' : `${fmtBytes(cpu.codeBytes)} / ${fmtBytes(cpu.memBytes)}`,
           ]),
         ));
         return 0;

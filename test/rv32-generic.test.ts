@@ -1,0 +1,177 @@
+/**
+ * The generic RV32IM+Zba chip (issue: one chip, any program): ONE compiled chip runs programs with
+ * different code ends, tohost addresses and entries through its weights, each matching the golden
+ * emulator token for token; and no false pass — where the emulator stops on an illegal
+ * instruction, an ebreak or a fault, the chip emits the same TRAP(cause) at the same position
+ * (weights and IR), and `chipc run --check` fails naming the cause and the pc.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { assembleElf, encodeJ } from '../riscv/index.ts';
+import { goldenTokens, type GoldenTrace } from '../riscv/golden-trace.ts';
+import { TRAP_CAUSE_NAMES, formatToken } from '../riscv/protocol.ts';
+import { programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
+import { compileGenericChip } from '../src/chip/generic.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import type { CompileResult } from '../src/compile.ts';
+import { cli } from './helpers/cli.ts';
+import { expectChipcError } from './helpers/assert.ts';
+
+const target = resolveTarget('chip-test');
+const hex = (x: number) => `0x${(x >>> 0).toString(16)}`;
+
+/** The golden stream of `elf` on a chip with these RAMs, and the run options that check against it. */
+function golden(elf: Uint8Array, prog: ChipProgram, maxTokens = 20_000): { g: GoldenTrace; opts: Parameters<typeof runOnInterpreter>[1] } {
+  const g = goldenTokens(elf, { mem: { size: prog.memBytes }, codeBytes: prog.codeBytes, maxInstructions: maxTokens });
+  return { g, opts: { maxTokens, golden: g.tokens, goldenPc: g.tokenPc, goldenEnd: { reason: g.halt.reason, message: g.halt.message } } };
+}
+
+describe('one generic chip runs different programs (weights and IR)', () => {
+  // 4 KiB of code, 32 KiB of data: every program below fits; their code ends, tohost and entries differ.
+  const SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
+  let chip: CompileResult;
+  beforeAll(() => {
+    chip = compileGenericChip({ targetName: 'chip-test', target: target.config, ...SHAPE });
+  }, 240_000);
+
+  const programs = [
+    ['fixtures/firmware/hello.elf', 'exit'],
+    ['fixtures/isa/zba.elf', 'tohost'], // halts by a store to its tohost word
+    ['fixtures/isa/fence.elf', 'tohost'], // self-modifying code: stores into its code (A tokens)
+    ['fixtures/isa/bn.exit.elf', 'exit'],
+  ] as const;
+  for (const [file, how] of programs) {
+    it(`${path.basename(file)} (${how}) runs to HALT with the golden stream, in the state and by its loader prompt`, () => {
+      const elf = fs.readFileSync(file);
+      const prog = programOf(elf, SHAPE, target.config);
+      const { g, opts } = golden(elf, prog);
+      expect(g.halt.reason).toBe(how);
+      for (const load of ['state', 'prompt'] as const) {
+        const r = runOnChip(chip, prog, { ...opts, load });
+        expect(r.divergence).toBeNull();
+        expect(r.halted).toBe(true);
+        expect(r.exitCode).toBe(g.halt.exitCode === null ? null : Math.min(255, g.halt.exitCode >>> 0));
+        expect(r.tokens.slice(r.promptLength)).toEqual([...g.tokens.subarray(2)]);
+      }
+    }, 120_000);
+  }
+
+  it('a non-exit ecall leaves −38 (ENOSYS) in a0 at every window position, as the emulator', () => {
+    for (let pad = 0; pad < 4; pad++) {
+      const src = `${'addi zero, zero, 0\n'.repeat(pad)}li a7, 63\necall\nmv a1, a0\nli a7, 93\naddi a0, a1, 43\necall`;
+      const { elf } = assembleElf(src);
+      const prog = programOf(elf, SHAPE, target.config);
+      const { g, opts } = golden(elf, prog);
+      expect(g.halt.exitCode).toBe(5); // −38 + 43, computed by the emulator from a0 after the ecall
+      const r = runOnChip(chip, prog, opts);
+      expect(r.divergence).toBeNull();
+      expect(r.exitCode).toBe(5);
+    }
+  }, 60_000);
+
+  it('the configuration words differ between the programs (code end, tohost), and the chip has no program constant', () => {
+    const a = programOf(fs.readFileSync('fixtures/firmware/hello.elf'), SHAPE, target.config);
+    const b = programOf(fs.readFileSync('fixtures/isa/fence.elf'), SHAPE, target.config);
+    expect(a.config.codeEnd).not.toBe(b.config.codeEnd);
+    expect(a.config.tohost === null || a.config.tohost !== b.config.tohost || a.config.codeEnd !== b.config.codeEnd).toBe(true);
+    expect(a.chip).toEqual(b.chip);
+  });
+});
+
+describe('no false pass: TRAP where the golden emulator stops', () => {
+  // 1 KiB of code, 4 KiB of data
+  const SHAPE = { codeBytes: 1024, memBytes: 4096 };
+  let chip: CompileResult;
+  beforeAll(() => {
+    chip = compileGenericChip({ targetName: 'chip-test', target: target.config, ...SHAPE });
+  }, 240_000);
+
+  const exit = 'li a7, 93\necall';
+  const nops = (n: number) => Array.from({ length: n }, () => 'addi zero, zero, 0').join('\n');
+  /** [name, source, the cause the emulator's stop means (by the rules, not by running the chip), the pc it stops at] */
+  const cases: [string, string, (typeof TRAP_CAUSE_NAMES)[number], number][] = [
+    ['csrr t0, mhartid as the first instruction', `.word 0xf14022f3\n${exit}`, 'illegal', 0x80000000],
+    ['a compressed instruction (low bits 01)', `li a0, 1\naddi a0, a0, 2\n.word 0x00004501\n${exit}`, 'illegal', 0x80000008],
+    ['an OP with an unknown funct7', `li a0, 1\n.word ${0x40000033 | (1 << 25)}\n${exit}`, 'illegal', 0x80000004],
+    ['fence with funct3 2', `.word 0x0000200f\n${exit}`, 'illegal', 0x80000000],
+    ['ebreak after some work', `li a0, 5\naddi a0, a0, 1\naddi a0, a0, 1\naddi a0, a0, 1\nebreak\n${exit}`, 'ebreak', 0x80000010],
+    ['a load from address 0', `li a0, 3\nlw a1, 0(zero)\n${exit}`, 'load', 0x80000004],
+    ['a load crossing the end of the data RAM', `li t0, 0x80000ffe\nlw a0, 0(t0)\n${exit}`, 'load', 0x80000008],
+    ['a store just past the data RAM', `li t0, 0x80001000\nsw t0, 0(t0)\n${exit}`, 'store', 0x80000008],
+    ['a byte store into the console word but not at its address', `li t0, 0x10000001\nsb t0, 0(t0)\n${exit}`, 'store', 0x80000008],
+    ['jalr to 0 (a null function pointer)', `li a0, 1\njalr ra, 0(zero)\n${exit}`, 'fetch', 0x80000004],
+    ['a jump past the code RAM (into data)', `li t0, 0x80000400\njalr zero, 0(t0)\n${exit}`, 'fetch', 0x80000008],
+    ['jal to a misaligned target', `li a0, 1\n.word ${encodeJ(0x6f, 1, 6)}\n${exit}`, 'fetch', 0x80000004],
+    ['running off the end of the code RAM', nops(256), 'fetch', 0x80000400],
+  ];
+  for (const [name, src, cause, pc] of cases) {
+    it(`${name}: TRAP(${cause}) at ${hex(pc)}, weights and IR`, () => {
+      const { elf } = assembleElf(src);
+      const prog = programOf(elf, SHAPE, target.config);
+      const { g, opts } = golden(elf, prog);
+      // the golden side first: the emulator stops here for this reason
+      expect(g.halt.trap).toBe(cause);
+      const last = g.tokens[g.tokens.length - 1]!;
+      expect(formatToken(last)).toBe(`TRAP(${cause})`);
+      expect(g.tokenPc[g.tokens.length - 1]).toBe(pc);
+      for (const r of [runOnChip(chip, prog, opts), runOnInterpreter(prog, opts)]) {
+        expect(r.divergence).toBeNull();
+        expect(r.halted).toBe(false);
+        expect(r.trap).toEqual({ cause: TRAP_CAUSE_NAMES.indexOf(cause), name: cause, pc });
+        expect(r.tokens).toEqual([...g.tokens]);
+      }
+    }, 60_000);
+  }
+
+  it('a token past the end of the golden stream is a divergence (a chip that runs on where the emulator stopped)', () => {
+    const { elf } = assembleElf(`li a0, 1\naddi a0, a0, 1\naddi a0, a0, 1\n${exit}`);
+    const prog = programOf(elf, SHAPE, target.config);
+    const { g, opts } = golden(elf, prog);
+    // the same stream cut after its first generated token, as if the emulator had stopped there
+    const cut = g.tokens.subarray(0, 3);
+    const r = runOnInterpreter(prog, { ...opts, golden: cut, goldenEnd: { reason: 'illegal', message: 'stopped here' } });
+    expect(r.divergence).not.toBeNull();
+    expect(r.divergence!.position).toBe(3);
+    expect(r.divergence!.expected).toMatch(/end of the stream.*stopped here/);
+    // a stream cut by the instruction budget ends the run without a divergence
+    const lim = runOnInterpreter(prog, { ...opts, golden: cut, goldenEnd: { reason: 'limit', message: 'budget' } });
+    expect(lim.divergence).toBeNull();
+    expect(lim.goldenEnded).toBe(true);
+  });
+});
+
+describe('chipc run: refusals and --check on traps', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-generic-'));
+  const write = (name: string, src: string) => {
+    const f = path.join(dir, name);
+    fs.writeFileSync(f, assembleElf(src).elf);
+    return f;
+  };
+
+  it('csrr t0, mhartid under --check: exit 1, the trap named with its pc, never "exit 0"', async () => {
+    const f = write('csrr.elf', '.word 0xf14022f3\nli a7, 93\necall');
+    const r = await cli('run', f, '--check', '--engine', 'ir', '--code-size', '256', '--mem-size', '4096');
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(/TRAP\(illegal\) at pc 0x80000000/);
+    expect(r.out).toMatch(/illegal instruction 0xf14022f3 at pc 0x80000000/);
+    expect(r.out).not.toMatch(/^exit 0$/m);
+  });
+
+  it('a program whose code does not fit the code RAM is refused before decoding, naming the size and the flag', async () => {
+    const f = write('big.elf', `${Array.from({ length: 300 }, () => 'addi a0, a0, 1').join('\n')}\nli a7, 93\necall`);
+    const r = await cli('run', f, '--engine', 'ir', '--code-size', '1024', '--mem-size', '4096');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/chip\.code/);
+    expect(r.err).toMatch(/--code-size 2048/);
+    expectChipcError(() => programOf(fs.readFileSync(f), { codeBytes: 1024, memBytes: 4096 }), 'chip.code');
+  });
+
+  it('a program whose image does not fit the data RAM is refused, naming --mem-size', async () => {
+    const r = await cli('run', 'fixtures/firmware/hello.elf', '--engine', 'ir', '--code-size', '1024', '--mem-size', '8192');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/chip\.mem/);
+    expect(r.err).toMatch(/--mem-size \d+/);
+  });
+});

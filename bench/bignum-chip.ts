@@ -50,8 +50,8 @@ function randomBits(bits: number): bigint {
   return x | (1n << BigInt(bits - 1));
 }
 
-const svc = BignumService.load(ELF, MEM);
 const prog = programOf(ELF, MEM);
+const svc = BignumService.load(ELF, MEM, prog.codeBytes);
 const t0 = performance.now();
 const res = golden ? null : compileChip(prog.chip, resolveTarget(opts.target).config);
 const compileSeconds = (performance.now() - t0) / 1000;

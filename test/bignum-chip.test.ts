@@ -44,7 +44,7 @@ describe('bignum through the chip (chip-test)', () => {
 
   for (const engine of ['weights', 'ir'] as const) {
     it(`${engine}: every call generates the golden stream and leaves BigInt's results in RAM`, () => {
-      const svc = BignumService.load(ELF, MEM);
+      const svc = BignumService.load(ELF, MEM, prog.codeBytes);
       const chip = new ChipService(res, prog, { engine });
             // The weights run the two signed cases (CI time); the IR runs them all.
       for (const { op, a, b, want } of engine === 'weights' ? CASES.slice(0, 2) : CASES) {

@@ -258,7 +258,7 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
     ['no recorded RAM shape (chipc compile circuits/rv32im/cpu.ts)', { manifest: manifest(undefined) }, 'run.model', /does not record its RAM shape.*chipc cpu/],
     ['a per-program chip of an older chipc', { manifest: manifest({ codeWords: good.codeWords, codeEnd: 20, memWords: MEM / 4, tohost: null }) }, 'run.model', /compiled for one program by an older chipc/],
     ['another data RAM size', { manifest: manifest({ ...good, memWords: 2048 }) }, 'run.mem', /data RAM is 8 KiB, the run asks for 1 KiB/],
-    ['a smaller code RAM', { manifest: manifest({ ...good, codeWords: good.codeWords / 2 }) }, 'run.code', /code RAM is 128 bytes; the program needs 256 bytes/],
+    ['a code RAM smaller than the program\'s code', { manifest: manifest({ ...good, codeWords: 8 }) }, 'run.code', /code RAM is 32 bytes; the program's code ends at \d+ bytes: make a chip with `chipc cpu --code-size 256`/],
     ['other RAM banks', { manifest: manifest({ ...good, memBankWords: good.memBankWords / 2 }) }, 'run.model', /RAM banks hold \d+ rows/],
     ['a vocabulary too small for the offset', { vocab: 248_320, manifest: manifest(good), mergeOffset: 512, configOffset: 512 }, 'run.model', /vocab_size 248320 cannot hold the chip's 248205 ids from id 512/],
     ['disagreeing merge records', { vocab: 300_000, manifest: manifest(good), mergeOffset: 512, configOffset: 256 }, 'run.model', /chip ids start at 512, config\.json chipc_merge says 256/],
@@ -271,7 +271,7 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
     // Without --mem-size the chip's 8 KiB is used: the program fits, and the next check (code RAM) speaks.
     let r = await cli('run', elfPath, '--model', dir, '--code-size', String(4 * good.codeWords * 2));
     expect(r.code).toBe(2);
-    expect(r.err + r.out).toMatch(/code RAM is 256 bytes; the program needs 512 bytes/);
+    expect(r.err + r.out).toMatch(/code RAM is 256 bytes, the run asks for 512 bytes \(--code-size\); pass --code-size 256 or leave it out/);
     r = await cli('run', elfPath, '--model', dir, '--mem-size', String(MEM));
     expect(r.code).toBe(2);
     expect(r.err + r.out).toMatch(/data RAM is 8 KiB, the run asks for 1 KiB \(--mem-size\); pass --mem-size 8192/);

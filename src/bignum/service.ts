@@ -115,9 +115,12 @@ export class BignumService {
     this.areaWords = (end - this.area) / 4;
   }
 
-  /** Load the service image (fixtures/firmware/bignum.elf) into a RAM of memBytes bytes. */
-  static load(elf: Uint8Array, memBytes = BIGNUM_MEM_BYTES): BignumService {
-    return new BignumService(ServiceEmulator.load(elf, memBytes));
+  /**
+   * Load the service image (fixtures/firmware/bignum.elf) into a RAM of memBytes bytes; `codeBytes`
+   * is the chip's code RAM (the emulator's fetch limit, so a fetch beyond it traps as on the chip).
+   */
+  static load(elf: Uint8Array, memBytes = BIGNUM_MEM_BYTES, codeBytes?: number): BignumService {
+    return new BignumService(ServiceEmulator.load(elf, memBytes, codeBytes));
   }
 
   /** The (address, word) writes of a request; ChipcError 'bignum.request' when it does not fit the area. */

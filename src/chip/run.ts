@@ -58,6 +58,8 @@ export interface ChipProgram {
   memBytes: number;
   /** Code RAM size in bytes (the golden emulator's fetch limit). */
   codeBytes: number;
+  /** Where the program's code ends, in words from CODE_BASE (its executable segments; not capped). */
+  codeEndWords: number;
   /** The chip shape this program runs on: code RAM rows, data RAM rows, rows per bank. */
   chip: Required<CpuOptions>;
 }
@@ -167,7 +169,7 @@ export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}
   put(0x8000 + 2, sp);
   loader.push(encodeToken({ kind: 'J', w: codeWordOf(p.entry) }));
   const memBankWords = target === undefined ? MEM_BANK_WORDS : memBankWordsFor(target);
-  return { entry: p.entry, code, data, regs, config, loader, memBytes, codeBytes, chip: { codeWords, memWords: memBytes / 4, memBankWords } };
+  return { entry: p.entry, code, data, regs, config, loader, memBytes, codeBytes, codeEndWords: used, chip: { codeWords, memWords: memBytes / 4, memBankWords } };
 }
 
 /** The tohost configuration word: the address with bit 0 set, or 0 for none. */
@@ -582,12 +584,25 @@ export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
       `${ck.path}: the chip's data RAM is ${fmtBytes(have.memWords * 4)}, the run asks for ${fmtBytes(need.memWords * 4)} (--mem-size); ` +
       `pass --mem-size ${have.memWords * 4} or ${remedy}`);
   }
-  if (!(have.codeWords >= need.codeWords)) {
-    throw new ChipcError('run.code', `${ck.path}: the chip's code RAM is ${fmtBytes(have.codeWords * 4)}; the program needs ${fmtBytes(need.codeWords * 4)}: make a chip with \`chipc cpu --code-size ${need.codeWords * 4}\``);
+  if (typeof have.codeWords !== 'number' || 4 * have.codeWords < 4 * prog.codeEndWords) {
+    const size = codeSizeFor(4 * prog.codeEndWords);
+    throw new ChipcError('run.code', `${ck.path}: the chip's code RAM is ${fmtBytes(4 * (have.codeWords ?? 0))}; the program's code ends at ` +
+      `${fmtBytes(4 * prog.codeEndWords)}: make a chip with \`chipc cpu --code-size ${size}\``);
   }
   if ((have.memBankWords ?? MEM_BANK_WORDS) !== need.memBankWords) {
     throw new ChipcError('run.model', `${ck.path}: the chip's RAM banks hold ${have.memBankWords ?? MEM_BANK_WORDS} rows, the run's ${need.memBankWords}; ${remedy}`);
   }
+  // The program runs with the chip's code RAM: its image fills it (words below its size) and the
+  // golden emulator's fetch limit is its size.
+  fitCodeRam(prog, have.codeWords);
+}
+
+/** Give `prog` a code RAM of `codeWords` words (≥ its code): the image's words below it and the fetch limit. */
+export function fitCodeRam(prog: ChipProgram, codeWords: number): void {
+  if (codeWords < prog.codeEndWords) throw new ChipcError('run.code', `a code RAM of ${codeWords} words cannot hold the program's ${prog.codeEndWords}`);
+  prog.chip.codeWords = codeWords;
+  prog.codeBytes = 4 * codeWords;
+  prog.code = new Map([...prog.data].filter(([row]) => row < codeWords));
 }
 
 /**

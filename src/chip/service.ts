@@ -10,8 +10,9 @@
  *     first, E(p₁) D(lo₁) H(hi₁), …, E(pₙ) D(loₙ) H(hiₙ), J(entry)   ← fed (the request prompt)
  *     t₁, t₂, …, HALT(code)                                          ← generated
  *
- * with first = BOS for the first call of a session and HALT(previous code) — the token the previous
- * call generated last — afterwards: a fed HALT re-arms the chip's loader mode (v3), in which
+ * with first = BOS for the first call of a session and the token the previous call generated last
+ * — HALT(previous code), or TRAP(cause) when it trapped (protocol v5) — afterwards: a fed HALT or
+ * TRAP re-arms the chip's loader mode (v3), in which
  * E(p) D(lo) H(hi) writes the word {hi, lo} to word p of the data RAM and nothing else is
  * committed, exactly as in the loader prompt.
  *

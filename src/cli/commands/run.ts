@@ -91,6 +91,10 @@ export function registerRun(program: Command, run: Runner): void {
         const sizes = defaultChipSizes(target.config);
         const memBytes = o.memSize !== undefined ? memSizeOption(o.memSize) : typeof rv32?.memWords === 'number' ? rv32.memWords * 4 : sizes.memBytes;
         const codeBytes = o.codeSize !== undefined ? codeSizeOption(o.codeSize) : typeof rv32?.codeWords === 'number' ? rv32.codeWords * 4 : sizes.codeBytes;
+        if (ck !== null && o.codeSize !== undefined && typeof rv32?.codeWords === 'number' && codeBytes !== rv32.codeWords * 4) {
+          throw new ChipcError('run.code', `${ck.path}: the chip's code RAM is ${fmtBytes(rv32.codeWords * 4)}, the run asks for ${fmtBytes(codeBytes)} (--code-size); ` +
+            `pass --code-size ${rv32.codeWords * 4} or leave it out`);
+        }
         const loadOpt = o.load ?? (ck !== null && ck.merged ? 'prompt' : 'state');
         if (loadOpt !== 'state' && loadOpt !== 'prompt') throw new ChipcError('cli.load', `--load must be state or prompt, not "${loadOpt}"`);
         if (ck !== null && ck.merged && loadOpt === 'state') throw new ChipcError('cli.load', '--load state needs the chip alone; a merged checkpoint is loaded by its prompt');

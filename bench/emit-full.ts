@@ -13,8 +13,8 @@
  * Temporary files go under os.tmpdir() (or --dir DIR) and are removed, also on failure.
  * Each dense checkpoint is several GB: the run needs about twice that free (emit + copy).
  */
+import { sha256File } from '../src/chip/cache.ts';
 import { spawnSync } from 'node:child_process';
-import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -70,21 +70,6 @@ function weightsNonZeros(w: ModelWeights): number {
   return n;
 }
 
-function sha256File(file: string): string {
-  const h = crypto.createHash('sha256');
-  const fd = fs.openSync(file, 'r');
-  const buf = Buffer.allocUnsafe(8 << 20);
-  try {
-    for (;;) {
-      const n = fs.readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      h.update(buf.subarray(0, n));
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-  return h.digest('hex');
-}
 
 function hashDir(dir: string): Map<string, string> {
   return new Map(fs.readdirSync(dir).sort().map((f) => [f, sha256File(path.join(dir, f))]));

@@ -266,7 +266,8 @@ export function entryName(key: ChipCacheKey, hash = compilerHash()): string {
 // ---------------------------------------------------------------------------------------------
 // Verifying
 
-function sha256File(file: string): string {
+/** SHA-256 (hex) of a file, read in 4 MiB chunks. */
+export function sha256File(file: string): string {
   const h = crypto.createHash('sha256');
   const fd = fs.openSync(file, 'r');
   try {

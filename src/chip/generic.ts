@@ -10,7 +10,7 @@ import { compileCircuit, type CompileResult } from '../compile.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
 import { memBankWordsFor, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
-import { chipIr, emitChip, fmtBytes, DEFAULT_CODE_BYTES, DEFAULT_MEM_BYTES } from './run.ts';
+import { checkRamSizes, chipIr, emitChip, fmtBytes, DEFAULT_CODE_BYTES, DEFAULT_MEM_BYTES } from './run.ts';
 import { getOrBuildChip, type ChipCacheResult } from './cache.ts';
 import type { SaveModelOptions } from '../model/save-weights.ts';
 
@@ -41,12 +41,7 @@ export function defaultChipSizes(target?: ModelConfig): { codeBytes: number; mem
 /** The chip's shape for a spec (ChipcError chip.code / chip.mem for a size the chip cannot have). */
 export function genericShape(spec: GenericChipSpec): Required<CpuOptions> {
   const { codeBytes, memBytes } = spec;
-  if (!Number.isInteger(Math.log2(codeBytes)) || codeBytes < 256 || codeBytes > 64 * 1024) {
-    throw new ChipcError('chip.code', `code RAM size ${codeBytes} is not a power of two in [256 bytes, 64 KiB] (--code-size)`);
-  }
-  if (!Number.isInteger(memBytes) || memBytes < 256 || memBytes % 256 !== 0 || memBytes > 128 * 1024) {
-    throw new ChipcError('chip.mem', `data RAM size ${memBytes} is not a multiple of 256 bytes in [256, 128 KiB] (--mem-size)`);
-  }
+  checkRamSizes({ codeBytes, memBytes });
   const memBankWords = memBankWordsFor(spec.target);
   const banks = Math.ceil(memBytes / 4 / memBankWords);
   if (banks > MAX_MEM_BANKS) {

@@ -28,7 +28,7 @@ import { MERGE_INFO_FILE } from '../merge/merge.ts';
 import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-weights.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
-import { BOS_ID, decodeToken, encodeToken, formatToken, trapCauseName } from '../../riscv/protocol.ts';
+import { BOS_ID, codeWord, decodeToken, encodeToken, formatToken, trapCauseName } from '../../riscv/protocol.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import type { TargetShape } from '../dsl/index.ts';
 import { FastEvaluator } from '../ir/evaluate-fast.ts';
@@ -112,9 +112,7 @@ export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}
   const o: ChipShapeOptions = typeof shape === 'number' ? { memBytes: shape } : shape;
   const memBytes = o.memBytes ?? DEFAULT_MEM_BYTES;
   const flags = o.flags ?? { code: '--code-size', mem: '--mem-size' };
-  if (!Number.isInteger(memBytes) || memBytes < 256 || memBytes % 256 !== 0 || memBytes > 128 * 1024) {
-    throw new ChipcError('chip.mem', `data RAM size ${memBytes} is not a multiple of 256 bytes in [256, 128 KiB] (${flags.mem})`);
-  }
+  checkRamSizes({ memBytes }, flags);
   const p = loadElf(elf);
   let imageEnd = 0;
   for (const s of p.image.segments) {
@@ -129,9 +127,7 @@ export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}
   }
   const used = codeEndWords(p);
   const codeBytes = o.codeBytes ?? codeSizeFor(4 * used);
-  if (!Number.isInteger(Math.log2(codeBytes)) || codeBytes < 256 || codeBytes > 64 * 1024) {
-    throw new ChipcError('chip.code', `code RAM size ${codeBytes} is not a power of two in [256 bytes, 64 KiB] (${flags.code})`);
-  }
+  checkRamSizes({ codeBytes }, flags);
   if (4 * used > codeBytes) {
     throw new ChipcError('chip.code',
       `the program's code ends at 0x${(CODE_BASE + 4 * used).toString(16)} (${fmtBytes(4 * used)} of code); the chip's code RAM holds ${fmtBytes(codeBytes)}: ` +
@@ -167,9 +163,20 @@ export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}
   put(CONFIG_CODE_END, config.codeEnd);
   put(CONFIG_TOHOST, configTohostWord(config.tohost));
   put(0x8000 + 2, sp);
-  loader.push(encodeToken({ kind: 'J', w: codeWordOf(p.entry) }));
+  loader.push(encodeToken({ kind: 'J', w: codeWord(p.entry) }));
   const memBankWords = target === undefined ? MEM_BANK_WORDS : memBankWordsFor(target);
   return { entry: p.entry, code, data, regs, config, loader, memBytes, codeBytes, codeEndWords: used, chip: { codeWords, memWords: memBytes / 4, memBankWords } };
+}
+
+/** Refuse (chip.code / chip.mem) a RAM size no chip can have: code a power of two in [256 bytes, 64 KiB], data a multiple of 256 in [256, 128 KiB]. */
+export function checkRamSizes(sizes: { codeBytes?: number; memBytes?: number }, flags = { code: '--code-size', mem: '--mem-size' }): void {
+  const { codeBytes, memBytes } = sizes;
+  if (memBytes !== undefined && (!Number.isInteger(memBytes) || memBytes < 256 || memBytes % 256 !== 0 || memBytes > 128 * 1024)) {
+    throw new ChipcError('chip.mem', `data RAM size ${memBytes} is not a multiple of 256 bytes in [256, 128 KiB] (${flags.mem})`);
+  }
+  if (codeBytes !== undefined && (!Number.isInteger(Math.log2(codeBytes)) || codeBytes < 256 || codeBytes > 64 * 1024)) {
+    throw new ChipcError('chip.code', `code RAM size ${codeBytes} is not a power of two in [256 bytes, 64 KiB] (${flags.code})`);
+  }
 }
 
 /** The tohost configuration word: the address with bit 0 set, or 0 for none. */
@@ -177,14 +184,6 @@ export function configTohostWord(tohost: number | null): number {
   return tohost === null ? 0 : (tohost | 1) >>> 0;
 }
 
-/** J's payload for the entry (an entry outside the 128 KiB J range is refused: no prompt reaches it). */
-function codeWordOf(entry: number): number {
-  const off = entry - CODE_BASE;
-  if (off < 0 || off >= 4 * 32768 || off % 4 !== 0) {
-    throw new ChipcError('chip.entry', `the entry point 0x${(entry >>> 0).toString(16)} is not an aligned address in [0x80000000, 0x80020000): J(entry) cannot start it`);
-  }
-  return off / 4;
-}
 
 /**
  * The program's image per RAM of the chip: the code RAM, each data-RAM bank ("mem", "mem1", …:

@@ -19,17 +19,16 @@ Without --trace, a token-list check of any checkpoint (e.g. a compiled example c
 prints the last prompt position's top logits (and the sha256 of the float32 logits vector) as
 `npx chipc exec CKPT --tokens ... --json` does, and the greedy continuation.
 
-Modes (--mode, default stepwise):
+Modes (--mode, default prefill):
+  prefill   one forward over the whole prompt (transformers' chunked GDN kernel), then one cached
+            forward per generated token: what `generate()` computes. The chip is exact on it
+            (every RAM row changes at most once in a loader prompt: docs/numerics.md "Chunked
+            prefill").
   stepwise  the prompt fed one token at a time with the cache (the recurrent GDN kernel
-            throughout), then greedy decoding. This is the path the chip is exact on.
-  generate  one `model.generate(prompt, do_sample=False)` call: its prefill uses the chunked
-            kernel (see prefill). transformers cannot run it on a model whose layers are all
-            linear attention (the chip alone): its cache cannot report a length there, so it is
-            refused for such a model.
-  prefill   one forward over the whole prompt (the chunked GDN kernel), then one cached forward
-            per generated token. The chip is NOT exact through transformers' chunked kernel: its
-            matmuls fuse the products of a RAM row written twice within a chunk (docs/hf-check.md,
-            "The chunked kernel"), so this mode shows that hazard rather than checking the chip.
+            throughout), then greedy decoding.
+  generate  one `model.generate(prompt, do_sample=False)` call. transformers cannot run it on a
+            model whose layers are all linear attention (the chip alone): its cache cannot report
+            a length there, so it is refused for such a model; prefill computes the same forwards.
 Positions are passed explicitly and masks are not built (one unpadded sequence). stepwise and
 prefill compare each token as it is generated and stop at the first divergence.
 
@@ -203,7 +202,7 @@ def main():
     ap.add_argument("--top", type=int, default=5, help="token-list mode: top logits to print")
     ap.add_argument("--attn", default="eager", choices=["eager", "sdpa"], help="attention implementation")
     ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
-    ap.add_argument("--mode", choices=["stepwise", "prefill", "generate"], default="stepwise")
+    ap.add_argument("--mode", choices=["stepwise", "prefill", "generate"], default="prefill")
     ap.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     ap.add_argument("--max-new-tokens", type=int, default=None, help="compare only this many generated tokens")
     ap.add_argument("--time-limit", type=float, default=None,

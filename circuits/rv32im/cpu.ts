@@ -325,10 +325,12 @@ export function cpuCircuit(opts: CpuOptions) {
     //    H(hi) writes {hi, lo} there ─────────────────────────────────────────────────────────
     // E(p)'s id is p itself: bits 0…13 are the narrow payload bits (cvN) and bits 14, 15 the
     // window index j (tj), so the loader address needs no token fields of its own.
+    // The H of E(p), D(lo), H(hi) takes p from the token two positions back (a delay of delays:
+    // the conv's tap at t − 2), not from a latch RAM rewritten at every E — a chunked prefill reads
+    // such a row exactly only while it was rewritten at most once in the chunk (docs/numerics.md
+    // "Chunked prefill").
     const la = [...cvNLow, ...tj];
-    const laRam = c.ram('loadAddr', { rows: 1, fields: la.map(() => 2) });
-    laRam.write(c.constant(0), la, isE);
-    const loadAddr = laRam.read(c.constant(0));
+    const loadAddr = c.previousAll(c.previousAll(la));
     const loadWord = c.table('loadWord', [loading, isH, loadAddr[15]!], (l, h, r) => (l && h && !r ? 1 : 0), [0, 1]);
     // p = 0x8000 + r (r < 32) is register r; p = 0x8000 + 32 + k is configuration word k.
     const loadReg = c.table('loadReg', [loading, isH, loadAddr[15]!, loadAddr[5]!], (l, h, r, cf) => (l && h && r && !cf ? 1 : 0), [0, 1]);
@@ -342,7 +344,10 @@ export function cpuCircuit(opts: CpuOptions) {
         (b0, b1, t0, t1, bk, uk) => (b0 + 2 * b1 + t0 + 2 * t1 >= 4 ? uk : bk), [0, 1]));
     // The latch also keeps the instruction's window index j for the positions that re-execute it.
     const pcl = c.ram('pc', { rows: 1, fields: Array.from({ length: 17 }, () => 2) });
-    pcl.write(c.constant(0), [...start, ...tj], isStart);
+    // Written only outside loader mode: a loader prompt then writes it once (at its J), so reads
+    // of it inside a chunked prefill sum at most one change (docs/numerics.md "Chunked prefill").
+    const pcWrite = c.table('pcWrite', [isStart, loading], (st, ld) => (st && !ld ? 1 : 0), [0, 1]);
+    pcl.write(c.constant(0), [...start, ...tj], pcWrite);
     const latched = pcl.read(c.constant(0));
     const w = latched.slice(0, 15); // word index bits, LSB first
     const j = c.linear([[latched[15]!, 1], [latched[16]!, 2]]).named('j');

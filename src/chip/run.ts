@@ -233,6 +233,8 @@ export interface GoldenOptions {
    * Both leave bit-identical RAM state (test/rv32-cpu.test.ts) and generate the same stream.
    */
   load?: 'state' | 'prompt';
+  /** How the loader prompt is fed (load 'prompt'): default stepwise (PrefillPlan). */
+  prefill?: PrefillPlan;
 }
 
 export interface RunResult {
@@ -258,7 +260,7 @@ export function runOnChip(
   const ex = chipExecutor(res, prog, opts);
   const prompt = opts.load === 'prompt' ? prog.loader : [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
   const t0 = performance.now();
-  const first = opts.load === 'prompt' ? feedLoaderPrompt(ex, prompt) : argmax(ex.prefill(prompt)[0]!);
+  const first = opts.load === 'prompt' ? feedLoaderPrompt(ex, prompt, opts.prefill) : argmax(ex.prefill(prompt)[0]!);
   return follow(prompt, first, (t) => ex.decodeArgmax(t), opts, t0);
 }
 
@@ -269,11 +271,82 @@ export function runOnChip(
  * and the loader's writes depend on latch reads. Shared by runOnChip (load 'prompt') and
  * runOnModel; the ids are the model's (already offset for a merged checkpoint).
  */
-export function feedLoaderPrompt(ex: Executor, prompt: readonly number[]): number {
+export function feedLoaderPrompt(ex: Executor, prompt: readonly number[], plan: PrefillPlan = STEPWISE): number {
   if (prompt.length === 0) throw new ChipcError('chip.prompt', 'the loader prompt is empty');
-  let next = argmax(ex.prefill([prompt[0]!])[0]!);
-  for (const t of prompt.slice(1)) next = ex.decodeArgmax(t);
-  return next;
+  if (plan.kind === 'stepwise') {
+    let next = argmax(ex.prefill([prompt[0]!])[0]!);
+    for (const t of prompt.slice(1)) next = ex.decodeArgmax(t);
+    return next;
+  }
+  let logits: Float32Array | undefined;
+  for (const [a, b] of prefillPieces(prompt.length, plan)) logits = ex.extend(prompt.slice(a, b))[0];
+  return argmax(logits!);
+}
+
+/**
+ * How a prompt is fed: 'stepwise' — a one-token prefill, then one decode step per token;
+ * 'chunked' — forwards of `size` tokens each (the last one shorter), as an engine with a chunked-
+ * prefill token budget does (size ≥ the prompt: the whole prompt in one forward, like
+ * `generate()`); 'random' — forwards of random lengths 1 … max from a seeded generator.
+ * Every forward of several tokens runs the GDN layers through the chunked kernel from the
+ * cached state (Executor.extend).
+ */
+export type PrefillPlan =
+  | { kind: 'stepwise' }
+  | { kind: 'chunked'; size: number }
+  | { kind: 'random'; seed: number; max: number };
+
+export const STEPWISE: PrefillPlan = { kind: 'stepwise' };
+
+/** Parses `stepwise`, `whole`, `chunked:N`, `random:SEED[:MAX]` (MAX default 2,048). */
+export function parsePrefillPlan(s: string): PrefillPlan {
+  const bad = () => new ChipcError('cli.prefill', `--prefill must be stepwise, whole, chunked:N (N ≥ 1) or random:SEED[:MAX], not "${s}"`);
+  if (s === 'stepwise') return STEPWISE;
+  if (s === 'whole') return { kind: 'chunked', size: Number.MAX_SAFE_INTEGER };
+  const m = /^chunked:(\d+)$/.exec(s);
+  if (m) {
+    const size = Number(m[1]);
+    if (!Number.isSafeInteger(size) || size < 1) throw bad();
+    return { kind: 'chunked', size };
+  }
+  const r = /^random:(\d+)(?::(\d+))?$/.exec(s);
+  if (r) {
+    const max = r[2] === undefined ? 2048 : Number(r[2]);
+    if (!Number.isSafeInteger(max) || max < 1) throw bad();
+    return { kind: 'random', seed: Number(r[1]), max };
+  }
+  throw bad();
+}
+
+export function prefillPlanName(p: PrefillPlan): string {
+  if (p.kind === 'stepwise') return 'stepwise';
+  if (p.kind === 'chunked') return p.size === Number.MAX_SAFE_INTEGER ? 'whole' : `chunked:${p.size}`;
+  return `random:${p.seed}:${p.max}`;
+}
+
+/** The [start, end) pieces a prompt of n tokens is fed in under a plan. */
+export function prefillPieces(n: number, plan: PrefillPlan): [number, number][] {
+  const out: [number, number][] = [];
+  if (plan.kind === 'stepwise') {
+    for (let i = 0; i < n; i++) out.push([i, i + 1]);
+    return out;
+  }
+  // mulberry32: a small seeded generator, the same split on every machine
+  let st = plan.kind === 'random' ? plan.seed >>> 0 : 0;
+  const rnd = () => {
+    st = (st + 0x6d2b79f5) >>> 0;
+    let x = st;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+  for (let a = 0; a < n;) {
+    const len = plan.kind === 'chunked' ? plan.size : 1 + Math.floor(rnd() * plan.max);
+    const b = Math.min(n, a + len);
+    out.push([a, b]);
+    a = b;
+  }
+  return out;
 }
 
 /**
@@ -295,7 +368,7 @@ export function runOnModel(
   }
   const ex = new Executor(weights, opts);
   const t0 = performance.now();
-  const first = feedLoaderPrompt(ex, prog.loader.map((t) => t + off));
+  const first = feedLoaderPrompt(ex, prog.loader.map((t) => t + off), opts.prefill);
   return follow(prog.loader, first - off, (t) => ex.decodeArgmax(t + off) - off, opts, t0, off);
 }
 

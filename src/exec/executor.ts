@@ -12,7 +12,7 @@ import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer, type ModelConfig } from '../model/config.ts';
 import type { Matrix, ModelWeights } from '../model/weights.ts';
 import { attentionStep, KvCache, ropeInvFreq } from './attention.ts';
-import { classifyState, gdnDimsOf, gdnForward, newGdnCache, noteGdnStateWritten, type GdnCache } from './gdn.ts';
+import { classifyState, gdnDimsOf, gdnForward, materializeLazyConv, newGdnCache, noteGdnStateWritten, type GdnCache } from './gdn.ts';
 import { linear, linearArgmax, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { moeForward, swiglu } from './mlp.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
@@ -24,6 +24,47 @@ import type { SwigluIo } from './mlp.ts';
 import type { DeltaShare } from './delta.ts';
 
 const f32 = Math.fround;
+
+/** Executor.cacheSnapshot: what the cache carries into the next forward, as copies. */
+export interface CacheSnapshot {
+  position: number;
+  layers: ({ kind: 'gdn'; conv: Float32Array; states: Float32Array[] } | { kind: 'attention'; k: Float32Array; v: Float32Array })[];
+}
+
+/**
+ * The first difference between two cache snapshots, compared as bit patterns (−0 ≠ +0, NaN
+ * payloads count), or null when they are identical; `count` is how many entries differ in all.
+ */
+export function compareCaches(a: CacheSnapshot, b: CacheSnapshot): { where: string; count: number } | null {
+  if (a.position !== b.position) return { where: `positions ${a.position} and ${b.position}`, count: 1 };
+  let first: string | null = null;
+  let count = 0;
+  const cmp = (x: Float32Array, y: Float32Array, what: string) => {
+    const ux = new Uint32Array(x.buffer, x.byteOffset, x.length);
+    const uy = new Uint32Array(y.buffer, y.byteOffset, y.length);
+    if (ux.length !== uy.length) { count++; first ??= `${what}: ${ux.length} vs ${uy.length} entries`; return; }
+    for (let i = 0; i < ux.length; i++) {
+      if (ux[i] !== uy[i]) {
+        count++;
+        first ??= `${what}[${i}]: ${x[i]} vs ${y[i]}`;
+      }
+    }
+  };
+  a.layers.forEach((la, li) => {
+    const lb = b.layers[li]!;
+    if (la.kind === 'gdn' && lb.kind === 'gdn') {
+      cmp(la.conv, lb.conv, `layer ${li} conv window`);
+      la.states.forEach((s, h) => cmp(s, lb.states[h]!, `layer ${li} value head ${h} state`));
+    } else if (la.kind === 'attention' && lb.kind === 'attention') {
+      cmp(la.k, lb.k, `layer ${li} keys`);
+      cmp(la.v, lb.v, `layer ${li} values`);
+    } else {
+      count++;
+      first ??= `layer ${li}: different kinds`;
+    }
+  });
+  return first === null ? null : { where: first, count };
+}
 
 function allMatrices(w: ModelWeights): Matrix[] {
   const out: Matrix[] = [w.embedTokens, w.lmHead];
@@ -151,6 +192,8 @@ export class Executor {
   /** How the matmuls ran so far (sparse vs dense path). */
   readonly stats: MatmulStats = newMatmulStats();
   private readonly weights: ModelWeights;
+  /** The numeric context of the GDN chunked kernel (ExecOptions.kernelOrder; else ctx). */
+  private readonly kernelCtx: ExecNumericContext;
   private readonly rope: { R: number; invFreq: Float32Array };
   private gdn: (GdnCache | null)[] = [];
   private kv: (KvCache | null)[] = [];
@@ -176,6 +219,7 @@ export class Executor {
     this.weights = weights;
     this.config = weights.config;
     this.ctx = makeNumericContext(opts);
+    this.kernelCtx = opts.kernelOrder === undefined ? this.ctx : makeNumericContext({ ...opts, order: opts.kernelOrder });
     if (opts.path !== undefined && opts.path !== 'dense' && opts.path !== 'sparse') {
       throw new ChipcError('exec.bad-option', `unknown matmul path '${String(opts.path)}' (expected dense or sparse)`);
     }
@@ -256,6 +300,28 @@ export class Executor {
   }
 
   /**
+   * A copy of everything the cache carries into the next forward: per GDN layer the conv window
+   * and every value head's recurrent state, per attention layer the cached keys and values. Two
+   * executors that will compute the same next step have bit-identical snapshots (compareCaches).
+   */
+  cacheSnapshot(): CacheSnapshot {
+    const K = this.config.linearConvKernelDim;
+    return {
+      position: this.pos,
+      layers: this.config.layerTypes.map((_, li) => {
+        const g = this.gdn[li];
+        if (g) {
+          materializeLazyConv(g, K);
+          return { kind: 'gdn' as const, conv: g.conv.slice(), states: g.S.map((x) => x.slice()) };
+        }
+        const kv = this.kv[li]!;
+        const n = kv.length * kv.width;
+        return { kind: 'attention' as const, k: kv.k.slice(0, n), v: kv.v.slice(0, n) };
+      }),
+    };
+  }
+
+  /**
    * Accumulate wall-clock milliseconds per phase of every later forward call into `t` (null: off,
    * the default; off costs one null test per probe). Phase names: docs/executor.md.
    */
@@ -272,6 +338,20 @@ export class Executor {
     }
     if (ids.length === 0) throw new ChipcError('exec.empty-prompt', 'prefill needs at least one token');
     return this.timedForward(ids, 'prefill', opts.allLogits === true);
+  }
+
+  /**
+   * One forward of the tokens `ids` on whatever the cache holds: what an engine does for each
+   * piece of a prompt it prefills in chunks (transformers with a cache, vLLM's chunked prefill).
+   * On an empty cache this is prefill(); a single token on a non-empty cache is a decode step
+   * (the recurrent rule, as transformers does for one new token); several tokens run the GDN
+   * layers through the chunked kernel starting from the cached state and conv window.
+   */
+  extend(idsIn: ArrayLike<number>, opts: { allLogits?: boolean } = {}): Float32Array[] {
+    const ids = Array.from(idsIn);
+    if (ids.length === 0) throw new ChipcError('exec.empty-prompt', 'extend needs at least one token');
+    if (this.pos === 0) return this.prefill(ids, opts);
+    return this.timedForward(ids, ids.length === 1 ? 'decode' : 'prefill', opts.allLogits === true);
   }
 
   /** One cached single-token decode step (recurrent GDN). */
@@ -382,7 +462,7 @@ export class Executor {
       let probs: (Float32Array[] | undefined)[] | null = null;
       const m = lw.mixer;
       if (m.kind === 'linear_attention') {
-        const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, normed, mode, path, hooked, stats);
+        const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, normed, mode, path, hooked, stats, undefined, this.kernelCtx);
         mix = r.out;
         gdnStates = r.states;
         t0 = phaseStart();

@@ -788,6 +788,7 @@ function chunkMemo(
 export function gdnForward(
   ctx: ExecNumericContext, cfg: ModelConfig, w: GdnWeights, cache: GdnCache, xs: Float32Array[],
   mode: 'prefill' | 'decode', path: MatmulPath, wantStates: boolean, stats?: MatmulStats, share?: DeltaShare,
+  kernelCtx: ExecNumericContext = ctx,
 ): GdnRunResult {
   const d = cache.dims ??= gdnDimsOf(cfg);
   const L = xs.length;
@@ -820,7 +821,7 @@ export function gdnForward(
   }
   materializeLazyConv(cache, d.K);
   cache.track = undefined;
-  const r = gdnForwardFull(ctx, cfg, w, cache, xs, mode, path, wantStates, d, buf, stats);
+  const r = gdnForwardFull(ctx, cfg, w, cache, xs, mode, path, wantStates, d, buf, stats, kernelCtx);
   if (idle) {
     // Keep the output only if the step left the state as it found it (it does: see idleStep).
     // prepareToken kept convZero at 1 if every channel stayed cold; else the state is scanned.
@@ -934,7 +935,7 @@ function allPlusZeroBits(a: Float32Array): boolean {
 function gdnForwardFull(
   ctx: ExecNumericContext, cfg: ModelConfig, w: GdnWeights, cache: GdnCache, xs: Float32Array[],
   mode: 'prefill' | 'decode', path: MatmulPath, wantStates: boolean, d: GdnDimsX, buf: GdnBuffers | undefined,
-  stats?: MatmulStats,
+  stats?: MatmulStats, kernelCtx: ExecNumericContext = ctx,
 ): GdnRunResult {
   const { hv, dk, dv, r, valueDim } = d;
   const L = xs.length;
@@ -958,7 +959,7 @@ function gdnForwardFull(
         g[t] = toks[t].g[h];
         beta[t] = toks[t].beta[h];
       }
-      const o = chunkMemo(memo, ctx, { L, dk, dv, q, k, v, g, beta, state: cache.S[h] });
+      const o = chunkMemo(memo, kernelCtx, { L, dk, dv, q, k, v, g, beta, state: cache.S[h] });
       for (let t = 0; t < L; t++) {
         for (let j = 0; j < dv; j++) core[t][h * dv + j] = ctx.act(o[t * dv + j]);
       }

@@ -1,5 +1,5 @@
 /** Public entry of the reference executor (see docs/executor.md). */
-export { Executor, argmax } from './executor.ts';
+export { Executor, argmax, compareCaches, type CacheSnapshot } from './executor.ts';
 export {
   makeNumericContext, makeDot, makeSum, addRoundOnce, roundBf16,
   exp32, sigmoid32, silu32, softplus32, rsqrt32, type ExecNumericContext,

@@ -23,6 +23,13 @@ export interface ExecOptions {
   profile?: NumericProfile;
   order?: OrderMode;
   /**
+   * The order of the GDN chunked kernel's reductions alone (default: `order`). The chip's matmul
+   * rows are exact in every order for exact inputs (src/passes/order-invariance.ts), so a check of
+   * chunked prefill can run the kernel — the one place where order can change a compiled value — in
+   * fma or shuffled order and the matmuls on the fast sparse path in sequential order.
+   */
+  kernelOrder?: OrderMode;
+  /**
    * 'dense' walks every weight; 'sparse' skips zero weights and zero activations and is
    * bit-identical to 'dense' in sequential order (including the sign of zero). Default 'sparse'
    * when every matrix has a CSR form and no dense one, else 'dense'.

@@ -80,6 +80,8 @@ export interface GdnKeyHeadSpec {
   /** dk forms each: pre-activations (conv tap 1.0, then SiLU, then L2 norm). */
   q: Form[];
   k: Form[];
+  /** Which token the q and k channels' conv tap reads (0 = the current one, default; d = t − d: delay lines). */
+  qkTapOffset?: number;
   /** Exactly r = Hv/Hk entries (null = unused value head). */
   values: (GdnValueHeadSpec | null)[];
   tag?: string;

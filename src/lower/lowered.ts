@@ -18,9 +18,10 @@ import type { IntInput, RampOutput } from '../gadgets/ffn-core.ts';
  * How a dim encodes its signal's value v: 'scalar' v; 'bits' bit `index` of (v − base); 'onehot'
  * [v = lo + index]; a delay line's 'delayed' (v − base from position d on, 0 before) and 'valid'
  * (0 before position d, then 1), d = the conv tap it reads: index 0 for d = 1 (one delay), else
- * index = d (2 or 3: a delay of delays).
+ * index = d (2 or 3: a delay of delays); 'delayedBit' bit `index` of the source's (v − base) from
+ * position `tap` on (0 before: the idempotent delay RAMs of passes/lower-prev.ts).
  */
-export type Encoding = 'scalar' | 'bits' | 'onehot' | 'delayed' | 'valid';
+export type Encoding = 'scalar' | 'bits' | 'onehot' | 'delayed' | 'delayedBit' | 'valid';
 
 export interface VDimInfo {
   id: VDim;
@@ -31,6 +32,8 @@ export interface VDimInfo {
   index: number;
   /** bits: the dim holds bit `index` of (value − base). */
   base?: number;
+  /** Delay encodings: the conv tap d the dim reads (position t − d). */
+  tap?: number;
   /** Raw value range of the dim. */
   lo: number;
   hi: number;

@@ -89,14 +89,16 @@ export function assembleGdn(
   const dtBias = zeros(Hv);
   // Only channels of used heads get the current-token tap, and only used value heads are pinned:
   // an unused head has q = k = v = 0, so its state stays exactly 0 whatever its gates are.
-  const tap = (c: number) => {
-    conv[c * K + K - 1] = 1;
+  const tap = (c: number, offset: number) => {
+    conv[c * K + K - 1 - offset] = 1;
   };
   mixer.heads.forEach((kh, h) => {
     if (!kh) return;
+    const qkOffset = kh.qkTapOffset ?? 0;
+    if (!Number.isInteger(qkOffset) || qkOffset < 0 || qkOffset >= K) throw new Error(`internal: q/k tap offset ${qkOffset} outside the conv kernel (${K})`);
     for (let i = 0; i < dk; i++) {
-      tap(h * dk + i);
-      tap(keyDim + h * dk + i);
+      tap(h * dk + i, qkOffset);
+      tap(keyDim + h * dk + i, qkOffset);
     }
     if (kh.q.length !== dk || kh.k.length !== dk || kh.values.length !== r) {
       throw new Error(`internal: GDN key head spec shape (q ${kh.q.length}, k ${kh.k.length}, values ${kh.values.length}) ≠ (${dk}, ${dk}, ${r})`);

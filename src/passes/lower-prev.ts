@@ -1,14 +1,26 @@
 /**
- * Pass (part of lowering) — delay lines (`prev`) to GDN heads. A delay is a one-row RAM written
- * at every position from the *previous* token: its value channels take the causal conv's tap for
- * position t − 1 (vTapOffset 1), while key, query, β and z read the current token. At position 0
- * the conv sees zeros, so the row written is all zeros and the read returns value 0 with valid 0;
- * from position 1 on it returns the source's value at t − 1. A delay of a delay with the same
- * default reads its source through the tap t − 2 (t − 3 for three; up to the kernel's K − 1): at
- * positions 0 … d − 1 the tap sees zeros (valid 0, the default — which is also what the chained
- * delays give there, as every link has that default). The node's value is then the linear
- * form value + lo·valid + default·(1 − valid) (the source is stored as value − lo), folded into its
- * consumers like any linear node.
+ * Pass (part of lowering) — delay lines (`prev`) to GDN heads that stay exact when a prompt is
+ * prefilled in chunks.
+ *
+ * The causal conv already sees the previous token: a channel whose tap is at t − d reads the
+ * projection of position t − d exactly. What a delay needs is a way out of the GDN layer, and that
+ * way is a RAM read. A one-row RAM rewritten at every position (this pass's first form) is exact
+ * token by token, but a chunked kernel reads such a row as the sum of every rewrite inside its
+ * chunk, and with fused multiply-adds those sums round (docs/numerics.md "Chunked prefill").
+ *
+ * So a delay is an **idempotent RAM**: the delayed bits are split into slices of at most
+ * log2(dk) bits (7 at dk = 128); a slice's RAM has one row per value of the slice, and at every
+ * position the row *addressed by the slice's value at t − d* is written with that same value and
+ * read back (q, k and v all take the conv tap at t − d; β = 1). A row's content is a function of
+ * its address alone, so every write after a row's first leaves it bit-identical (its delta is
+ * exactly 0): inside any chunk a read sums at most one non-zero delta per column, and the chunked
+ * kernel equals the recurrent rule bit for bit in every summation order. At positions before d the
+ * conv sees zeros: q = k = 0, nothing is written and the read returns 0 with valid 0.
+ *
+ * A delay of a delay with the same default reads its source through the tap t − 2 (t − 3 for
+ * three; up to the kernel's K − 1). The node's value is the linear form
+ * Σ_j 2^j·bit_j + (lo − default)·valid + default (the source stored as value − lo).
+ * Cost: one key head per slice (ceil(bits / 7)), where the one-row form took one per group.
  */
 import type { PrevNode, RamDecl } from '../ir/types.ts';
 import type { ModelConfig } from '../model/config.ts';
@@ -44,39 +56,61 @@ export function lowerPrev(ctx: LowerContext, n: PrevNode, target: ModelConfig): 
     offset++;
   }
   const spans = srcs.map((s) => s.range.hi - s.range.lo + 1);
-  // The dims record their tap in `index` (0 for the one-position tap, as before; else the offset).
-  const tapIndex = offset === 1 ? 0 : offset;
-  // A synthetic one-row RAM: one write port (the sources, from the previous token) and one read
-  // port; its node ids are not used by the gadget, which takes the vdims below.
-  const ram: RamDecl = {
-    id: -1, name: `${n.name}.delay`, rows: 1, fields: spans.map((sp) => ({ lo: 0, hi: sp - 1 })),
-    write: { addr: -1, values: members.map(() => -1), enable: null, loc: n.loc },
-    reads: [{ addr: -1, enable: null, results: members.map(() => -1), loc: n.loc }],
-    loc: n.loc,
-  };
-  const values = members.map((m, i) => {
-    const d = ctx.newDim(m.id, 'delayed', tapIndex, 0, spans[i]! - 1, `${m.name}.delayed`);
-    ctx.dims[d]!.base = srcs[i]!.range.lo;
+  // The dims record their tap (VDimInfo.tap) and, for the bits, the bit index.
+  const tap = offset;
+  const gdn = gdnDimsOf(target);
+  const sliceBits = Math.max(1, Math.floor(Math.log2(gdn.dk)));
+  // Every delayed bit: (member, bit j, source bit vdim), member-major.
+  const all: { m: number; j: number; src: number }[] = [];
+  srcs.forEach((s, i) => {
+    bitsOf(ctx, s.id, s.range.lo, Math.max(1, widthOf(spans[i]!))).forEach((src, j) => all.push({ m: i, j, src }));
+  });
+  const bitDims = all.map(({ m, j }) => {
+    const mem = members[m]!;
+    const d = ctx.newDim(mem.id, 'delayedBit', j, 0, 1, `${mem.name}.delayed.bit${j}`);
+    ctx.dims[d]!.base = srcs[m]!.range.lo;
+    ctx.dims[d]!.tap = tap;
     return d;
   });
-  // One valid flag for the group, recorded under the first member (every member's valid is the same).
-  const valid = ctx.newDim(members[0]!.id, 'valid', tapIndex, 0, 1, `${members[0]!.name}.valid`);
-  let low;
-  try {
-    low = lowerRamToGdn(ram, {
-      write: { addrBits: [], enable: null, fieldBits: srcs.map((s, i) => bitsOf(ctx, s.id, s.range.lo, Math.max(1, widthOf(spans[i]!)))) },
-      reads: [{ addr: { addrBits: [], enable: null }, out: { values, valid } }],
-    }, gdnDimsOf(target), { tag: n.name });
-  } catch (e) {
-    if (e instanceof ChipcError) ctx.fail(n, 'fit.prev', `previous("${srcs[0]!.name}"${members.length > 1 ? `, … ${members.length} signals` : ''}): ${e.message}`);
-    throw e;
+  // One valid flag for the group (from the first slice), recorded under the first member.
+  const valid = ctx.newDim(members[0]!.id, 'valid', tap === 1 ? 0 : tap, 0, 1, `${members[0]!.name}.valid`);
+  ctx.dims[valid]!.tap = tap;
+  const heads = [];
+  let normWeight = 1;
+  for (let a = 0; a < all.length; a += sliceBits) {
+    const slice = all.slice(a, a + sliceBits);
+    const addr = slice.map((x) => x.src);
+    // A synthetic RAM: one row per value of the slice, one 1-bit field per bit; its node ids are
+    // not used by the gadget, which takes the vdims below.
+    const ram: RamDecl = {
+      id: -1, name: `${n.name}.delay${a / sliceBits}`, rows: 2 ** slice.length, fields: slice.map(() => ({ lo: 0, hi: 1 })),
+      write: { addr: -1, values: slice.map(() => -1), enable: null, loc: n.loc },
+      reads: [{ addr: -1, enable: null, results: slice.map(() => -1), loc: n.loc }],
+      loc: n.loc,
+    };
+    let low;
+    try {
+      low = lowerRamToGdn(ram, {
+        write: { addrBits: addr, enable: null, fieldBits: addr.map((x) => [x]) },
+        reads: [{ addr: { addrBits: addr, enable: null }, out: { values: slice.map((_, k) => bitDims[a + k]!), valid: a === 0 ? valid : null } }],
+      }, gdn, { tag: `${n.name}.${a / sliceBits}` });
+    } catch (e) {
+      if (e instanceof ChipcError) ctx.fail(n, 'fit.prev', `previous("${srcs[0]!.name}"${members.length > 1 ? `, … ${members.length} signals` : ''}): ${e.message}`);
+      throw e;
+    }
+    for (const h of low.heads) {
+      h.qkTapOffset = offset;
+      for (const v of h.values) if (v) v.vTapOffset = offset;
+      heads.push(h);
+    }
+    normWeight = low.normWeight;
   }
-  for (const h of low.heads) for (const v of h.values) if (v) v.vTapOffset = offset;
-  ctx.addOp({ kind: 'gdn', what: `previous "${n.name}"`, heads: low.heads, reads: gdnReads(low.heads), writes: [...values, valid], normWeight: low.normWeight });
-  // Each member: value + lo·valid + default·(1 − valid).
+  ctx.addOp({ kind: 'gdn', what: `previous "${n.name}"`, heads, reads: gdnReads(heads), writes: [...bitDims, valid], normWeight });
+  // Each member: Σ 2^j·bit_j + lo·valid + default·(1 − valid).
   let mine: Form | null = null;
   members.forEach((m, i) => {
-    const f = form([{ dim: values[i]!, coef: 1 }, { dim: valid, coef: srcs[i]!.range.lo - m.default }].filter((t) => t.coef !== 0), m.default);
+    const terms = all.map((x, k) => ({ x, k })).filter(({ x }) => x.m === i).map(({ x, k }) => ({ dim: bitDims[k]!, coef: 2 ** x.j }));
+    const f = form([...terms, { dim: valid, coef: srcs[i]!.range.lo - m.default }].filter((t) => t.coef !== 0), m.default);
     if (m.id === n.id) mine = f;
     else ctx.presetForm(m.id, f);
   });

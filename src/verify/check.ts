@@ -48,8 +48,10 @@ function expectedValue(res: CompileResult, s: SignalPlacement, v: number, positi
     // 0 before position d, then the source at t − d, which is the delay node's own value there.
     case 'delayed':
       return position < Math.max(1, s.index) ? 0 : v - (s.base ?? 0);
+    case 'delayedBit':
+      return position < (s.tap ?? 1) ? 0 : Math.floor((v - (s.base ?? 0)) / 2 ** s.index) % 2;
     case 'valid':
-      return position < Math.max(1, s.index) ? 0 : 1;
+      return position < (s.tap ?? Math.max(1, s.index)) ? 0 : 1;
     case 'scalar':
       return v;
     case 'bits':

@@ -18,8 +18,9 @@ import chalk from 'chalk';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
 import { codeSizeOption, integerOption, memSizeOption } from '../options.ts';
+import { parseOrder } from './exec.ts';
 import {
-  checkChipFits, emitChip, fmtBytes, goldenTokens, locateDivergence, programOf, readChipCheckpoint,
+  checkChipFits, emitChip, fmtBytes, goldenTokens, locateDivergence, parsePrefillPlan, prefillPlanName, programOf, readChipCheckpoint,
   runOnChip, runOnInterpreter, runOnModel, type ChipProgram, type RunResult,
 } from '../../chip/run.ts';
 import { cachedGenericChip, compileGenericChip, defaultChipSizes, describeSizes, genericShape, type GenericChipSpec } from '../../chip/generic.ts';
@@ -42,6 +43,9 @@ interface RunCliOptions {
   codeSize?: string;
   cache: boolean;
   load?: string;
+  prefill?: string;
+  order?: string;
+  kernelOrder?: string;
   model?: string;
   emit?: string;
   dtype: string;
@@ -67,6 +71,9 @@ export function registerRun(program: Command, run: Runner): void {
     .option('--check', 'compare every token with the golden emulator\'s trace; stop at the first divergence')
     .option('--max-tokens <n>', 'stop after this many tokens', '100000')
     .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
+    .option('--prefill <plan>', 'how the loader prompt is fed (implies --load prompt): stepwise (one token per forward, the default), whole (one forward, as generate() does), chunked:N (forwards of N tokens) or random:SEED[:MAX] (random lengths 1…MAX)')
+    .option('--order <o>', 'reduction order of every sum: sequential, fma (fused multiply-adds, as BLAS GEMMs) or shuffled[:SEED]; default sequential')
+    .option('--kernel-order <o>', 'the same for the GDN chunked kernel alone (the order-sensitive part of a chunked prefill); the matmuls stay on the fast sparse path')
     .option('--trace', 'print every generated token')
     .option('--engine <e>', 'weights (the compiled chip in the reference executor) or ir (the chip circuit, no weights: the IR fast evaluator)', 'weights')
     .option('--json', 'print one JSON document')
@@ -95,7 +102,16 @@ export function registerRun(program: Command, run: Runner): void {
           throw new ChipcError('run.code', `${ck.path}: the chip's code RAM is ${fmtBytes(rv32.codeWords * 4)}, the run asks for ${fmtBytes(codeBytes)} (--code-size); ` +
             `pass --code-size ${rv32.codeWords * 4} or leave it out`);
         }
-        const loadOpt = o.load ?? (ck !== null && ck.merged ? 'prompt' : 'state');
+        const prefill = parsePrefillPlan(o.prefill ?? 'stepwise');
+        const order = parseOrder(o.order ?? 'sequential');
+        const kernelOrder = o.kernelOrder === undefined ? undefined : parseOrder(o.kernelOrder);
+        if (o.engine === 'ir' && (o.prefill !== undefined || o.order !== undefined || o.kernelOrder !== undefined)) {
+          throw new ChipcError('cli.engine', '--prefill and --order drive the weights\' forward passes: --engine ir does not apply');
+        }
+        if (o.prefill !== undefined && o.load === 'state') {
+          throw new ChipcError('cli.load', '--prefill says how the loader prompt is fed: it needs --load prompt (the default with --prefill)');
+        }
+        const loadOpt = o.load ?? (o.prefill !== undefined || (ck !== null && ck.merged) ? 'prompt' : 'state');
         if (loadOpt !== 'state' && loadOpt !== 'prompt') throw new ChipcError('cli.load', `--load must be state or prompt, not "${loadOpt}"`);
         if (ck !== null && ck.merged && loadOpt === 'state') throw new ChipcError('cli.load', '--load state needs the chip alone; a merged checkpoint is loaded by its prompt');
         const load: 'state' | 'prompt' = loadOpt;
@@ -134,7 +150,7 @@ export function registerRun(program: Command, run: Runner): void {
           }
           if (o.trace && !o.json) out.line(formatToken(t));
         };
-        const runOpts = { profile: o.profile as 'f32' | 'bf16', maxTokens, golden, goldenPc, goldenEnd, onToken, load };
+        const runOpts = { profile: o.profile as 'f32' | 'bf16', order, kernelOrder, maxTokens, golden, goldenPc, goldenEnd, onToken, load, prefill };
         let r: RunResult;
         let where: string;
         let openS = 0;
@@ -204,12 +220,12 @@ export function registerRun(program: Command, run: Runner): void {
         const pcHex = (pc: number | null) => (pc === null ? '' : ` at pc 0x${(pc >>> 0).toString(16)}`);
         out.emit({
           ...r, generated, firstDifference: located === null ? null : located.slice(0, 5).map((m) => ({ ...m, where: sublayerName(m.sublayer) })),
-          console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, load, tokensPerInstruction: generated / Math.max(1, r.instructions),
+          console: Buffer.from(consoleBytes).toString('latin1'), engine: o.engine, load, prefill: prefillPlanName(prefill), order: o.order ?? 'sequential', kernelOrder: o.kernelOrder ?? null, tokensPerInstruction: generated / Math.max(1, r.instructions),
           openSeconds: openS, firstTokenAfterStartSeconds: firstTokenAfterStart, layers, cache, chip: { codeBytes, memBytes },
           model: ck === null ? null : { path: ck.path, merged: ck.merged, idOffset: ck.idOffset },
         });
         out.line(`${file}: ${where}; ` +
-          `${fmtInt(generated)} generated tokens after a ${fmtInt(r.promptLength)}-token prompt (${load}), ${fmtInt(r.instructions)} instructions ` +
+          `${fmtInt(generated)} generated tokens after a ${fmtInt(r.promptLength)}-token prompt (${load}${load === 'prompt' ? `, ${prefillPlanName(prefill)}` : ''}${o.order !== undefined && o.order !== 'sequential' ? `, order ${o.order}` : ''}${o.kernelOrder !== undefined ? `, kernel order ${o.kernelOrder}` : ''}), ${fmtInt(r.instructions)} instructions ` +
           `(${(generated / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s` +
           (firstTokenAfterStart !== null ? `; first token ${(firstTokenAfterStart as number).toFixed(1)} s after start` : ''));
         if (r.divergence) {

@@ -30,6 +30,15 @@ export interface CompileOptions {
    * smaller than the circuit's alphabet is a `fit.vocab` error.
    */
   vocab?: number;
+  /**
+   * Give the model a full-attention layer that adds exactly 0: the last layer whose mixer is empty
+   * becomes a full-attention layer with all-zero weights (q = k = v = 0, so its output is 0 in any
+   * engine and order). Engines whose cache takes its length from an attention layer
+   * (transformers' `generate()`) then run a model that is otherwise all linear attention. Costs no
+   * layer; each token then reads an attention cache over all positions. A circuit without a layer
+   * whose mixer is empty is a `fit.attention-layer` error.
+   */
+  attentionLayer?: boolean;
 }
 
 /** The vocabulary a compile emits for `ir` at `target` (see CompileOptions.vocab). */
@@ -220,6 +229,17 @@ export function compileCircuit(ir: CircuitIR, host: ModelConfig, opts: CompileOp
     clearCount[layer]!++;
   }
   const dv = target.linearValueHeadDim;
+  if (opts.attentionLayer === true && !sched.layerTypes.includes('full_attention')) {
+    let empty = -1;
+    for (let i = L - 1; i >= 0 && empty < 0; i--) {
+      if (sched.layerTypes[i] === 'linear_attention' && gdnHeads[i]!.every((h) => h === null)) empty = i;
+    }
+    if (empty < 0) {
+      throw new ChipcError('fit.attention-layer', `no layer of the compiled circuit has an empty mixer to hold the zero attention layer (${L} layers, every mixer used)`);
+    }
+    sched.layerTypes[empty] = 'full_attention';
+    attnHeads[empty] = [];
+  }
   const layers: LayerSpec[] = sched.layerTypes.map((t, i) => ({
     mixer: t === 'linear_attention'
       ? { kind: 'linear_attention', heads: gdnHeads[i]!, normWeight: gdnNorm[i] === undefined ? undefined : new Array(dv).fill(gdnNorm[i]) }

@@ -92,6 +92,10 @@ describe('delay lines under chunked prefill', () => {
     ), { numRuns: 3, seed: 20261202 });
   }, 300_000);
 
+  it('attentionLayer on a circuit whose every mixer is used is a fit.attention-layer error', () => {
+    expectChipcError(() => compileCircuit(buildCircuit(latch), chipTest.config, { attentionLayer: true }), 'fit.attention-layer');
+  }, 60_000);
+
   it('control: a one-row RAM rewritten inside the chunk reads inexactly with fused multiply-adds', () => {
     const ids = [256, ...Array.from({ length: 60 }, (_, i) => (i * 37 + 11) % 256)];
     expect(chunkedDifference(latchRes, ids, parsePrefillPlan('whole'), { kind: 'sequential' })).toBeNull();
@@ -105,7 +109,18 @@ describe('the generic chip: the loader prompt in chunks', () => {
   const SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
   let chip: CompileResult;
   beforeAll(() => {
-    chip = compileGenericChip({ targetName: 'chip-test', target: chipTest.config, ...SHAPE });
+    // with the zero attention layer that lets transformers' generate() run the chip alone
+    chip = compileGenericChip({ targetName: 'chip-test', target: chipTest.config, ...SHAPE, attentionLayer: true });
+  }, 240_000);
+
+  it('--attention-layer: one layer with an empty mixer becomes a full-attention layer, no layer added', () => {
+    const types = chip.weights.config.layerTypes;
+    expect(types.filter((t) => t === 'full_attention')).toHaveLength(1);
+    const plain = compileGenericChip({ targetName: 'chip-test', target: chipTest.config, ...SHAPE });
+    expect(types.length).toBe(plain.weights.config.layerTypes.length);
+    const m = chip.weights.layers[types.indexOf('full_attention')]!.mixer;
+    if (m.kind !== 'full_attention') throw new Error('expected an attention layer');
+    for (const w of [m.qProj, m.kProj, m.vProj, m.oProj]) expect(w.csr ? w.csr.values.length : (w.dense ?? []).some((x) => x !== 0) ? 1 : 0).toBe(0);
   }, 240_000);
 
   for (const file of ['fixtures/firmware/hello.elf', 'fixtures/isa/fence.elf']) {

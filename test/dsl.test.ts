@@ -211,8 +211,8 @@ describe('emitRows: the ambiguity check', () => {
   });
 });
 
-describe('previousAll: several delays in one GDN key head', () => {
-  it('delays a group of signals exactly, with their defaults, using one head', async () => {
+describe('previousAll: several delays in one group of delay RAMs', () => {
+  it('delays a group of signals exactly, with their defaults, using one key head per slice of log2(dk) bits', async () => {
     const { compileCircuit } = await import('../src/compile.ts');
     const { resolveTarget } = await import('../src/model/targets.ts');
     const { checkCompiled } = await import('../src/verify/check.ts');
@@ -226,8 +226,10 @@ describe('previousAll: several delays in one GDN key head', () => {
     const toks = [64, ...Array.from({ length: 30 }, (_, i) => (i * 11 + 3) % 64)];
     const out = new Interpreter(ir).run(toks).map((p) => p.emitted);
     toks.forEach((_, i) => expect(out[i]).toBe(i === 0 ? 5 * 8 + 6 : toks[i - 1] === 64 ? 0 : toks[i - 1]));
-    const res = compileCircuit(ir, resolveTarget('tiny').config);
-    expect(res.layers.reduce((s, l) => s + (l.type === 'linear_attention' ? l.heads : 0), 0)).toBe(1);
+    const tiny = resolveTarget('tiny').config;
+    const res = compileCircuit(ir, tiny);
+    // 6 delayed bits; a delay RAM slice holds ⌊log2 dk⌋ of them (dk = 16 at tiny: 4), both signals share the slices
+    expect(res.layers.reduce((s, l) => s + (l.type === 'linear_attention' ? l.heads : 0), 0)).toBe(Math.ceil(6 / Math.floor(Math.log2(tiny.linearKeyHeadDim))));
     for (const profile of ['f32', 'bf16'] as const) expect(checkCompiled(res, toks, { profile, prefill: 4 }).mismatches).toEqual([]);
   });
 });

@@ -23,6 +23,11 @@ export interface GenericChipSpec {
   codeBytes: number;
   /** Data RAM bytes (a multiple of 256, at most 128 KiB). */
   memBytes: number;
+  /**
+   * Turn the last layer with an empty mixer into a full-attention layer that adds exactly 0
+   * (CompileOptions.attentionLayer), so that transformers' `generate()` runs the chip alone.
+   */
+  attentionLayer?: boolean;
 }
 
 /** Data-RAM banks a chip can have (the bank-select tables of circuits/rv32im/cpu.ts stay exact up to this many). */
@@ -53,7 +58,7 @@ export function genericShape(spec: GenericChipSpec): Required<CpuOptions> {
 
 /** Compile the generic chip of a spec. */
 export function compileGenericChip(spec: GenericChipSpec): CompileResult {
-  return compileCircuit(chipIr(genericShape(spec)), spec.target);
+  return compileCircuit(chipIr(genericShape(spec)), spec.target, { attentionLayer: spec.attentionLayer === true });
 }
 
 /** A one-line description: "16 KiB code, 64 KiB data". */
@@ -76,7 +81,7 @@ export async function cachedGenericChip(
   let compiled: CompileResult | null = null;
   let compileSeconds = 0;
   const r = await getOrBuildChip(
-    { circuit: 'rv32im', target: spec.targetName, options: { codeBytes: spec.codeBytes, memBytes: spec.memBytes, config: configHash }, dtype: 'bf16' },
+    { circuit: 'rv32im', target: spec.targetName, options: { codeBytes: spec.codeBytes, memBytes: spec.memBytes, config: configHash, ...(spec.attentionLayer === true ? { attentionLayer: 1 } : {}) }, dtype: 'bf16' },
     (tmpPath) => {
       opts.onCompile?.();
       const t0 = performance.now();

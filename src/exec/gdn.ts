@@ -753,11 +753,18 @@ export interface GdnRunResult {
  */
 type ChunkMemo = Map<number, { inputs: Float32Array[]; out: Float32Array; state: Float32Array }[]>;
 
+function allZero(x: Float32Array): boolean {
+  for (let i = 0; i < x.length; i++) if (x[i] !== 0) return false;
+  return true;
+}
+
 function chunkMemo(
   memo: ChunkMemo, ctx: ExecNumericContext,
   a: { L: number; dk: number; dv: number; q: Float32Array; k: Float32Array; v: Float32Array; g: Float32Array; beta: Float32Array; state: Float32Array },
 ): Float32Array {
-  if (ctx.order.kind === 'shuffled') return chunkGatedDeltaRule({ ...a, ctx });
+  // A head whose q, k and v are all zero (an unused head) sums only zeros: its result is the same
+  // in every order, so it may be memoized in shuffled order too; any other head draws its own permutations.
+  if (ctx.order.kind === 'shuffled' && !(allZero(a.q) && allZero(a.k) && allZero(a.v))) return chunkGatedDeltaRule({ ...a, ctx });
   const inputs = [a.q, a.k, a.v, a.g, a.beta, a.state];
   let h = 0x811c9dc5 ^ a.L;
   for (const arr of inputs) {

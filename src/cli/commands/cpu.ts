@@ -17,7 +17,7 @@ import type { Matrix } from '../../model/weights.ts';
 import { fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
 
-interface CpuCliOptions { output: string; target: string; codeSize?: string; memSize?: string; dtype: string; overwrite?: boolean; json?: boolean }
+interface CpuCliOptions { output: string; target: string; codeSize?: string; memSize?: string; dtype: string; overwrite?: boolean; json?: boolean; attentionLayer?: boolean }
 
 /** Non-zero weights of a matrix (CSR values, or the dense array's non-zeros). */
 const nonZeros = (m: Matrix): number => (m.csr ? m.csr.values.length : (m.dense ?? new Float32Array()).reduce((s, v) => s + (v !== 0 ? 1 : 0), 0));
@@ -33,6 +33,7 @@ export function registerCpu(program: Command, run: Runner): void {
     .option('--mem-size <bytes>', `data RAM size from 0x80000000 (a multiple of 256, at most 128 KiB; default 64 KiB, or 4 banks where less: 32 KiB at qwen3.5-4b)`)
     .option('--dtype <d>', 'bf16 or f32 (the chip\'s weights are bf16-exact: both hold the same values)', 'bf16')
     .option('--overwrite', 'replace an existing output')
+    .option('--attention-layer', 'make the last layer with an empty mixer a full-attention layer that adds exactly 0, so transformers\' generate() runs the chip alone (its cache takes its length from an attention layer); costs no layer, but every token then attends over all positions')
     .option('--json', 'print one JSON document')
     .action((o: CpuCliOptions) =>
       run(() => {
@@ -44,6 +45,7 @@ export function registerCpu(program: Command, run: Runner): void {
           targetName: target.name, target: target.config,
           codeBytes: o.codeSize !== undefined ? codeSizeOption(o.codeSize) : sizes.codeBytes,
           memBytes: o.memSize !== undefined ? memSizeOption(o.memSize) : sizes.memBytes,
+          attentionLayer: o.attentionLayer === true,
         };
         const shape = genericShape(spec);
         // refused before the compile, not after it
@@ -59,7 +61,7 @@ export function registerCpu(program: Command, run: Runner): void {
         const bytes = fs.statSync(o.output).isFile() ? fs.statSync(o.output).size : fs.readdirSync(o.output).reduce((s, f) => s + fs.statSync(`${o.output}/${f}`).size, 0);
         out.emit({
           output: o.output, target: target.name, codeBytes: spec.codeBytes, memBytes: spec.memBytes, chip: shape,
-          layers: res.layers.length, hidden: res.weights.config.hiddenSize, slots: res.packing.slotsUsed,
+          layers: res.layers.length, layerTypes: res.weights.config.layerTypes, hidden: res.weights.config.hiddenSize, slots: res.packing.slotsUsed,
           nonZeros: chipNonZeros, embeddingLmHeadNonZeros: io, bytes, compileSeconds, writeSeconds,
         });
         out.line(`${o.output}: the generic RV32IM+Zba chip (${describeSizes(spec)}) for ${target.name}: ${res.layers.length} layers, ` +

@@ -130,7 +130,9 @@ describe('the generic chip: the loader prompt in chunks', () => {
       const ref = new Executor(chip.weights);
       const refFirst = feedLoaderPrompt(ref, prog.loader, STEPWISE);
       const refCache = ref.cacheSnapshot();
-      for (const plan of [parsePrefillPlan('whole'), parsePrefillPlan('random:11:90')]) {
+      // the random split on hello only (the CI budget): fence.elf's prompt goes whole
+      const plans = file.endsWith('hello.elf') ? ['whole', 'random:11:90'] : ['whole'];
+      for (const plan of plans.map(parsePrefillPlan)) {
         const ex = new Executor(chip.weights, { kernelOrder: { kind: 'fma' } });
         expect(feedLoaderPrompt(ex, prog.loader, plan)).toBe(refFirst);
         expect(compareCaches(refCache, ex.cacheSnapshot())).toBeNull();

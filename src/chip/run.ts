@@ -266,10 +266,11 @@ export function runOnChip(
 
 /**
  * Feed a loader prompt (docs/token-protocol.md "Loading by prompt") and return the argmax after its
- * last token: a prefill of its first token (BOS), then one decode step per token. Decode steps
- * because RAM reads are exact there (a chunked prefill's are not guaranteed, docs/gadgets-gdn.md)
- * and the loader's writes depend on latch reads. Shared by runOnChip (load 'prompt') and
- * runOnModel; the ids are the model's (already offset for a merged checkpoint).
+ * last token, in the pieces a plan says (default stepwise: a prefill of BOS, then one decode step
+ * per token, the fastest path here). Any plan leaves the same cache bit for bit: in a loader prompt
+ * every RAM row of the chip changes at most once (docs/numerics.md "Chunked prefill"). Shared by
+ * runOnChip (load 'prompt') and runOnModel; the ids are the model's (already offset for a merged
+ * checkpoint).
  */
 export function feedLoaderPrompt(ex: Executor, prompt: readonly number[], plan: PrefillPlan = STEPWISE): number {
   if (prompt.length === 0) throw new ChipcError('chip.prompt', 'the loader prompt is empty');

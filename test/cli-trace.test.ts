@@ -13,7 +13,7 @@ import { cli } from './helpers/cli.ts';
 import { programOf } from '../src/chip/run.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken } from '../riscv/protocol.ts';
-import { CODE_BASE } from '../circuits/rv32im/cpu.ts';
+import { CODE_BASE, VOCAB } from '../circuits/rv32im/cpu.ts';
 
 describe('chipc trace', () => {
   it('writes the loader prompt and the golden stream up to HALT; refuses bad input without leaving a file', async () => {
@@ -58,6 +58,33 @@ describe('chipc trace', () => {
       expect(j.code).toBe(2);
       expect(fs.existsSync(bad)).toBe(false);
       expect(fs.readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  it('--model takes the RAM sizes and bank size from the chip (a qwen3.5-4b-shaped chip: 32 KiB in banks of 2,048 rows)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-trace-'));
+    try {
+      // The trace reads only config.json and the manifest: a chip directory without tensors is enough.
+      const ck = path.join(dir, 'chip');
+      fs.mkdirSync(ck);
+      fs.writeFileSync(path.join(ck, 'config.json'), JSON.stringify({ vocab_size: 248320 }));
+      const manifest = { circuit: 'rv32-v1', vocab: { circuit: VOCAB }, rv32: { codeWords: 4096, memWords: 8192, memBankWords: 2048, generic: true } };
+      fs.writeFileSync(path.join(ck, 'chipc-manifest.json'), JSON.stringify(manifest));
+      const elfPath = 'fixtures/isa/zba.elf';
+      const out = path.join(dir, 'zba.json');
+      const r = await cli('trace', elfPath, '-o', out, '--model', ck);
+      expect(r.err).toBe('');
+      expect(r.code).toBe(0);
+      const doc = JSON.parse(fs.readFileSync(out, 'utf8'));
+      expect(doc).toMatchObject({ codeBytes: 16 * 1024, memBytes: 32 * 1024 });
+      expect(doc.prompt).toEqual(programOf(fs.readFileSync(elfPath), { codeBytes: 16 * 1024, memBytes: 32 * 1024 }).loader);
+      // a run size that disagrees with the chip's: refused, naming the chip's size, nothing written
+      const bad = path.join(dir, 'bad.json');
+      const e = await cli('trace', elfPath, '-o', bad, '--model', ck, '--mem-size', '65536');
+      expect(e.code).toBe(2);
+      expect(e.err).toContain('32 KiB');
+      expect(fs.existsSync(bad)).toBe(false);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

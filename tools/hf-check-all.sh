@@ -5,20 +5,27 @@
 #
 #   bash tools/hf-check-all.sh OUTDIR [JOBS]
 #
-# JOBS is a list of `program:dtype:mode:seconds[:target]` (default below; target chip-test): for
-# each target the generic chip is written once (`chipc cpu`, bf16 weights, which every job loads:
-# `float32` jobs compute in float32 over the exact upcast, `bfloat16` jobs in bf16) and each
-# program's golden trace for that chip; every job
-# then runs as its own process, stopped after `seconds` of prompt and decoding (0 = the whole
-# trace). `mode` is stepwise, prefill, or either with `-tf32` (TF32 left on). Each job's JSON report
-# is OUTDIR/PROGRAM-TARGET-DTYPE-MODE.json, its stderr beside it as .log; OUTDIR/summary.txt lists
+# JOBS is a list of `program:dtype:mode:limit[:target]` (default below: every bundled firmware in
+# generate mode, float32 and bfloat16, on chip-test (qwen3_5_text) and qwen3-next-80b (qwen3_next)).
+# For each target the generic chip is written once (`chipc cpu --attention-layer`, bf16 weights,
+# which every job loads: `float32` jobs compute in float32 over the exact upcast, `bfloat16` jobs
+# in bf16) and each program's golden trace for that chip; every job then runs as its own process.
+# `limit` is `0` (the whole trace), `Ns` (stop after N seconds of prompt and decoding) or `Nt`
+# (compare the first N generated tokens); a bare number is seconds. `mode` is generate, prefill,
+# stepwise, or any of them with `-tf32` (TF32 left on). Each job's JSON report is
+# OUTDIR/PROGRAM-TARGET-DTYPE-MODE.json, its stderr beside it as .log; OUTDIR/summary.txt lists
 # them.
 # Checkpoints and traces go to $HF_CHECK_WORK (the checkpoints are removed at the end), or to a
 # temporary directory removed at the end.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: hf-check-all.sh OUTDIR [JOBS]}
-jobs=${2:-"hello:float32:stepwise:0 hello:bfloat16:stepwise:0 hello:float32:prefill:0 hello:float32:stepwise-tf32:0 calc:float32:stepwise:240 calc:bfloat16:stepwise:240 fixedpoint:float32:stepwise:240 crc32:float32:stepwise:240 sort:float32:stepwise:240 bench:float32:stepwise:240 bigfact:float32:stepwise:240"}
+default_jobs=$(for target in chip-test qwen3-next-80b; do
+  for dtype in float32 bfloat16; do
+    for p in hello accum bignum store calc fixedpoint crc32 sort bench bigfact; do echo "$p:$dtype:generate:5000t:$target"; done
+  done
+done)
+jobs=${2:-$default_jobs}
 chipc=${CHIPC:-npx chipc}
 python=${PYTHON:-python3}
 mkdir -p "$out"
@@ -36,7 +43,7 @@ echo "hf-check-all: writing the generic chip for:" $targets >&2
 t0=$(date +%s)
 for target in $targets; do
   (
-    $chipc cpu --target "$target" -o "$work/ck-$target" --dtype bf16 >"$out/cpu-$target.log" 2>&1 ||
+    $chipc cpu --target "$target" -o "$work/ck-$target" --dtype bf16 --attention-layer >"$out/cpu-$target.log" 2>&1 ||
       echo "hf-check-all: writing the chip for $target failed (see cpu-$target.log)" >&2
   ) &
 done
@@ -53,7 +60,11 @@ for j in $jobs; do
   target=${target:-chip-test}
   name="$p-$target-$dtype-$mode"
   extra=()
-  [ "$secs" != 0 ] && extra+=(--time-limit "$secs")
+  case $secs in
+    0) ;;
+    *t) extra+=(--max-new-tokens "${secs%t}") ;;
+    *) extra+=(--time-limit "${secs%s}") ;;
+  esac
   case $mode in
     *-tf32) extra+=(--mode "${mode%-tf32}" --allow-tf32) ;;
     *) extra+=(--mode "$mode") ;;

@@ -5,32 +5,32 @@ with chipc's golden trace (issue 6, item 5; results in docs/hf-check.md).
 Used only on a machine with PyTorch and transformers (a version that knows the checkpoint's
 model_type: qwen3_5_text / qwen3_next). The checkpoint and the trace come from chipc:
 
-    npx chipc run fixtures/firmware/hello.elf --target chip-test --emit CKPT   # the chip for this program
-    npx chipc trace fixtures/firmware/hello.elf -o hello.trace.json
-    python tools/hf_check.py CKPT --trace hello.trace.json                       # float32, stepwise
+    npx chipc cpu -o CKPT --attention-layer                       # the generic chip, generate()-ready
+    npx chipc trace fixtures/firmware/hello.elf --model CKPT -o hello.trace.json
+    python tools/hf_check.py CKPT --trace hello.trace.json        # model.generate(), float32
     python tools/hf_check.py CKPT --trace hello.trace.json --dtype bfloat16
 
-The RV32 chip needs the checkpoint compiled for the program (`chipc run --emit` sizes the code RAM
-to it) with the same data RAM size. The prompt is the loader prompt (write tokens), so plain greedy
-decoding runs the program: no state file, no driver.
+The prompt is the loader prompt (write tokens), so plain greedy decoding runs the program: no
+state file, no driver.
 
 Without --trace, a token-list check of any checkpoint (e.g. a compiled example circuit):
     python tools/hf_check.py CKPT --tokens 1,2,3 --generate 8 [--expect 4,5,6,...]
 prints the last prompt position's top logits (and the sha256 of the float32 logits vector) as
 `npx chipc exec CKPT --tokens ... --json` does, and the greedy continuation.
 
-Modes (--mode, default prefill):
-  prefill   one forward over the whole prompt (transformers' chunked GDN kernel), then one cached
-            forward per generated token: what `generate()` computes. The chip is exact on it
-            (every RAM row changes at most once in a loader prompt: docs/numerics.md "Chunked
-            prefill").
+Modes (--mode; default generate, or prefill for a model without an attention layer):
+  generate  one `model.generate(prompt, do_sample=False)` call: the whole prompt in one forward
+            (transformers' chunked GDN kernel), then one cached forward per generated token. The
+            chip is exact on it (every RAM row changes at most once in a loader prompt:
+            docs/numerics.md "Chunked prefill"). transformers cannot run generate() on a model
+            whose layers are all linear attention (its cache cannot report a length), so a chip
+            made without `chipc cpu --attention-layer` runs in prefill mode by default.
+  prefill   the same forwards driven by this script: the whole prompt in one forward, then one
+            cached forward per generated token, positions passed explicitly, no masks built (one
+            unpadded sequence).
   stepwise  the prompt fed one token at a time with the cache (the recurrent GDN kernel
             throughout), then greedy decoding.
-  generate  one `model.generate(prompt, do_sample=False)` call. transformers cannot run it on a
-            model whose layers are all linear attention (the chip alone): its cache cannot report
-            a length there, so it is refused for such a model; prefill computes the same forwards.
-Positions are passed explicitly and masks are not built (one unpadded sequence). stepwise and
-prefill compare each token as it is generated and stop at the first divergence.
+Every mode compares each token as it is generated and stops at the first divergence.
 
 Numerics: TF32 is switched off for matmuls and cuDNN convolutions unless --allow-tf32 is given
 (TF32 rounds float32 inputs to 10 mantissa bits, which no exactness argument survives).
@@ -148,18 +148,39 @@ def token_list_check(args, model, device, torch, has_attention):
     return 0 if ok else 1
 
 
-def check_generate(model, device, torch, prompt, expected):
+def check_generate(args, model, device, torch, prompt, expected):
+    """One `model.generate(prompt, do_sample=False)` call. A stopping criterion compares each new token
+    with the trace as it is generated: generation stops at the first divergence, at --time-limit, and
+    prints --progress lines, so a long program need not run to its end to be judged."""
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
     ids = torch.tensor([prompt], dtype=torch.long, device=device)
     t0 = time.time()
+    deadline = None if args.time_limit is None else t0 + args.time_limit
+    seen = {"first_step_at": None}
+
+    class CompareWithTrace(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            if seen["first_step_at"] is None:
+                seen["first_step_at"] = time.time()
+            i = input_ids.shape[1] - len(prompt) - 1
+            stop = int(input_ids[0, -1]) != expected[i]
+            if args.progress and not stop and (i + 1) % args.progress == 0:
+                print(f"hf_check: {i + 1} tokens match ({time.time() - t0:.1f} s)", file=sys.stderr, flush=True)
+            if deadline is not None and time.time() >= deadline:
+                stop = True
+            return torch.full((input_ids.shape[0],), stop, dtype=torch.bool, device=input_ids.device)
+
     out = model.generate(
-        ids, max_new_tokens=len(expected), min_new_tokens=len(expected), do_sample=False, num_beams=1,
+        ids, max_new_tokens=len(expected), do_sample=False, num_beams=1,
         eos_token_id=None, pad_token_id=0, use_cache=True,
+        stopping_criteria=StoppingCriteriaList([CompareWithTrace()]),
     )
     got = out[0, len(prompt):].tolist()
     first = next((i for i, (a, b) in enumerate(zip(got, expected)) if a != b), None)
-    if first is None and len(got) != len(expected):
-        first = min(len(got), len(expected))
-    return got, first, None, time.time() - t0, len(prompt)
+    # The first token comes out of the prefill forward: the time to it is the prompt's.
+    prompt_s = (seen["first_step_at"] or time.time()) - t0
+    return got, first, prompt_s, time.time() - t0 - prompt_s, len(prompt)
 
 
 def check_cached(args, model, device, torch, prompt, expected, has_attention):
@@ -202,11 +223,12 @@ def main():
     ap.add_argument("--top", type=int, default=5, help="token-list mode: top logits to print")
     ap.add_argument("--attn", default="eager", choices=["eager", "sdpa"], help="attention implementation")
     ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
-    ap.add_argument("--mode", choices=["stepwise", "prefill", "generate"], default="prefill")
+    ap.add_argument("--mode", choices=["stepwise", "prefill", "generate"], default=None,
+                    help="default generate; prefill for a model without an attention layer (see above)")
     ap.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     ap.add_argument("--max-new-tokens", type=int, default=None, help="compare only this many generated tokens")
     ap.add_argument("--time-limit", type=float, default=None,
-                    help="stop after this many seconds of prompt and decoding (prefill/stepwise); the report says complete: false")
+                    help="stop after this many seconds of prompt and decoding; the report says complete: false")
     ap.add_argument("--allow-tf32", action="store_true", help="leave TF32 on for matmuls and cuDNN (off by default)")
     ap.add_argument("--progress", type=int, default=0, help="print a line on stderr every N matching tokens")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
@@ -234,9 +256,13 @@ def main():
         sys.exit(token_list_check(args, model, device, torch, has_attention))
     if args.mode == "generate" and not has_attention:
         fail("transformers' generate() cannot run a model without an attention layer (its cache cannot report "
-             "its length); use --mode stepwise or prefill")
-    if args.mode == "generate" and args.time_limit is not None:
-        fail("--time-limit applies to --mode prefill and stepwise")
+             "its length); make the chip with `chipc cpu --attention-layer`, or use --mode prefill (the same forwards)")
+    if args.mode is None:
+        args.mode = "generate" if has_attention else "prefill"
+        if not has_attention:
+            print("hf_check: the model has no attention layer, so transformers' generate() cannot run it; "
+                  "running --mode prefill (the forwards generate() makes). `chipc cpu --attention-layer` "
+                  "makes a chip that generate() runs.", file=sys.stderr)
 
     vocab = model.config.vocab_size
     prompt = trace["prompt"]
@@ -248,7 +274,7 @@ def main():
 
     with torch.no_grad():
         if args.mode == "generate":
-            got, first, prompt_s, decode_s, fed = check_generate(model, device, torch, prompt, expected)
+            got, first, prompt_s, decode_s, fed = check_generate(args, model, device, torch, prompt, expected)
         else:
             got, first, prompt_s, decode_s, fed = check_cached(args, model, device, torch, prompt, expected, has_attention)
     compared = len(got) if first is None else first + 1

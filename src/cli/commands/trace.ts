@@ -65,7 +65,11 @@ export function registerTrace(program: Command, run: Runner): void {
         const maxInstructions = integerOption(o.maxInstructions, '--max-instructions', 'cli.max-instructions', { min: 1 });
         const elf = fs.readFileSync(file);
         const prog = programOf(elf, { memBytes, codeBytes });
-        if (ck !== null) checkChipFits(ck, prog);
+        if (ck !== null) {
+          // The chip's bank size (what one GDN layer of its target holds) decides only the fit check here.
+          if (typeof rv32?.memBankWords === 'number') prog.chip.memBankWords = rv32.memBankWords;
+          checkChipFits(ck, prog);
+        }
         const g = goldenTokens(elf, { maxInstructions, mem: { size: prog.memBytes }, codeBytes: prog.codeBytes });
         // The golden stream starts with [BOS, J(entry)]; the loader prompt ends with the same J.
         const expected = Array.from(g.tokens.subarray(2));

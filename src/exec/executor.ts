@@ -1,6 +1,6 @@
 /**
  * The reference executor: a float32 (or bf16-profile) forward pass of a Qwen3.5 / Qwen3-Next hybrid
- * model from in-memory ModelWeights, with a cache for decoding (spec §5, BRIEF §2–3):
+ * model from in-memory ModelWeights, with a cache for decoding (docs/executor.md, "Forward pass"):
  *   h₀ = act(embed[id]) (no scaling);  per layer:
  *   h = act(fl(x + Mixer(RMSNorm₁₊w(x)))),  y = act(fl(h + FFN(RMSNorm₁₊w(h))));
  *   logits = act(RMSNorm₁₊w(y; norm) · W_lmᵀ).

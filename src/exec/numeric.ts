@@ -7,7 +7,7 @@
  * sqrt of float32 operands this equals the float32 IEEE result (53 ≥ 2·24 + 2, so rounding the
  * double result to float32 never double-rounds). exp / log1p / cos / sin are Math.* (double,
  * nearly correctly rounded) rounded once to float32; torch's float32 versions may differ by an
- * ulp outside the saturated regions listed below (numerics-findings §0, §6).
+ * ulp outside the saturated regions listed below (docs/executor.md, "Arithmetic").
  */
 import { f32BitsToBf16, bf16ToF32 } from '../safetensors/dtype.ts';
 import type { DotFn, ExecOptions, NumericContext, OrderMode, SumFn } from './types.ts';

@@ -1,30 +1,34 @@
 /**
- * Decode speed of the reference executor on a compiled chip checkpoint (sparse path, sequential
- * order): prefill of the prompt [BOS, J(0)] = [247044, 131072], then N decode steps with greedy
- * feedback (each step's argmax is the next input), timed per token with a per-phase breakdown
- * (Executor.setPhaseTimes; the un-profiled run is timed separately so the probes do not inflate it).
+ * Decode speed of the reference executor on a compiled chip (sparse path, sequential order), timed
+ * per token with a per-phase breakdown (Executor.setPhaseTimes; the un-profiled run is timed
+ * separately so the probes do not inflate it).
  *
- *   npx chipc compile circuits/rv32im/cpu.ts --target chip-test -o DIR    # makes a checkpoint dir
+ *   npx tsx bench/chip-speed.ts --elf fixtures/firmware/hello.elf [--target T | --model CHIP | --sized] [--tokens N] ...
  *   npx tsx bench/chip-speed.ts DIR [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json]
- *   npx tsx bench/chip-speed.ts --elf fixtures/firmware/hello.elf [--tokens N] ...
  *
- * `--warmup N` (default 2000): untimed decode steps first, on fresh executors of the same weights
- * and program (repeated when the program halts sooner), so that the timed run measures the JIT's
- * optimized code (steady state) rather than its compile; 20 before the 13th session. Each timed
- * run starts after a forced major GC and a 100 ms pause for the GC's helper threads (since the
- * 15th session).
+ * `--elf FILE` runs the program on the generic chip `chipc run` uses: the default sizes of
+ * `--target` (default chip-test), compiled in this process, or the saved chip `--model CHIP`
+ * (`chipc cpu -o CHIP`); its RAM images, configuration words and prompt [BOS, J(entry)] are
+ * loaded as `chipc run` loads them (state), and it decodes until HALT or N steps. `--sized`
+ * compiles a chip sized to the program instead (code RAM rounded up to the program: the chip the
+ * figures before the generic chip were measured on). `DIR` (a checkpoint from `chipc compile`)
+ * runs with an empty code RAM: all-zero instructions, fine for timing.
  *
- * With an empty code RAM the chip executes all-zero instructions, which is fine for timing.
- * `--elf FILE` instead compiles the chip for the program (chip-test target, as `chipc run` does),
- * loads its RAM images and prompt [BOS, J(entry)], and decodes until HALT or N steps (the real
- * workload of `chipc run`, RAM heads live).
- * Each decode step uses Executor.decodeArgmax (what `chipc run` uses).
- * Prints ms/token and tokens/s of the decode steps (prefill excluded); with --elf also the
- * instructions started in them, instructions/s through the weights and the golden emulator's
- * instructions/s on the same program in the same process (the reference); the work per token of the
- * incremental matmuls (stored entries walked, rows reached and refolded, and the entries the refolds walk) and of the tracked GDN
- * steps (conv channels recomputed) — deterministic, so it compares two builds on a noisy machine
- * where timings cannot — and the phase table.
+ * Two figures:
+ * - `firstThousandTokensPerSecond`: the first run of the process, cold (no JIT warm-up, as a
+ *   fresh `chipc run` process): 1,000 (or N, if smaller, or fewer at HALT) generated tokens over
+ *   the wall time from the start of the prompt (which yields the first token) to the last of them.
+ * - `tokensPerSecond` (steady): after `--warmup N` (default 2000) untimed decode steps on fresh
+ *   executors of the same weights and program (repeated when the program halts sooner), so that
+ *   the timed run measures the JIT's optimized code; each timed run starts after a forced major GC
+ *   and a 100 ms pause for the GC's helper threads. Decode steps only (prefill excluded).
+ *
+ * Prints ms/token and tokens/s; with --elf also the instructions started, tokens per instruction,
+ * instructions/s through the weights and the golden emulator's instructions/s on the same program
+ * in the same process (the reference); the work per token of the incremental matmuls (stored
+ * entries walked, rows reached and refolded, and the entries the refolds walk) and of the tracked
+ * GDN steps (conv channels recomputed) — deterministic, so it compares two builds on a noisy
+ * machine where timings cannot — and the phase table.
  */
 import fs from 'node:fs';
 import v8 from 'node:v8';
@@ -34,8 +38,9 @@ import { Executor, argmax } from '../src/exec/executor.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { loadModel } from '../src/model/load-weights.ts';
 import type { ModelWeights } from '../src/model/weights.ts';
-import { compileChip, programOf } from '../src/chip/run.ts';
-import { applyRamContents } from '../src/load/ram-state.ts';
+import { chipExecutor, compileChip, programOf, readChipCheckpoint, type ChipProgram } from '../src/chip/run.ts';
+import { compileGenericChip, defaultChipSizes } from '../src/chip/generic.ts';
+import { loadChipModel, type ChipModel } from '../src/chip/loaded.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { CODE_BASE } from '../circuits/rv32im/cpu.ts';
 import { BOS_ID, decodeToken, encodeToken } from '../riscv/protocol.ts';
@@ -44,7 +49,7 @@ import { cpuForProgram, loadElf } from '../riscv/elf.ts';
 let PROMPT = [247044, 131072];
 
 function usage(msg: string): never {
-  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json]`);
+  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--target T|--model CHIP|--sized] [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json]`);
   process.exit(2);
 }
 
@@ -56,6 +61,9 @@ let phases = true;
 let json = false;
 let elf: string | undefined;
 let warmup = 2000;
+let targetName = 'chip-test';
+let modelPath: string | undefined;
+let sized = false;
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
   if (a === '--tokens') tokens = Number(argv[++i]);
@@ -64,6 +72,9 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--json') json = true;
   else if (a === '--elf') elf = argv[++i];
   else if (a === '--warmup') warmup = Number(argv[++i]);
+  else if (a === '--target') targetName = argv[++i] ?? usage('--target needs a name');
+  else if (a === '--model') modelPath = argv[++i] ?? usage('--model needs a path');
+  else if (a === '--sized') sized = true;
   else if (a.startsWith('--')) usage(`unknown option ${a}`);
   else if (dir === undefined) dir = a;
   else usage(`unexpected argument ${a}`);
@@ -75,23 +86,38 @@ if (!Number.isInteger(warmup) || warmup < 0) usage('--warmup must be a non-negat
 if (profile !== 'f32' && profile !== 'bf16') usage('--profile must be f32 or bf16');
 if (dir !== undefined && !fs.existsSync(path.join(dir, 'config.json'))) usage(`${dir} has no config.json (compile a checkpoint first)`);
 if (elf !== undefined && !fs.existsSync(elf)) usage(`${elf} does not exist`);
+if (elf === undefined && (modelPath !== undefined || sized)) usage('--model and --sized go with --elf');
+if (modelPath !== undefined && sized) usage('--model and --sized exclude each other');
 
 const t0 = performance.now();
 let weights: ModelWeights;
-/** Loads the program's RAM images into a fresh executor (--elf), else nothing. */
-let loadRams: (ex: Executor) => void = () => {};
+/** A fresh executor of the weights (with --elf: the program's RAM images and configuration words loaded). */
+let newExecutor: () => Executor = () => new Executor(weights, { profile, order: { kind: 'sequential' }, path: 'sparse' });
+let chipLabel = '';
 if (elf !== undefined) {
-  const prog = programOf(fs.readFileSync(elf));
-  const res = compileChip(prog.chip, resolveTarget('chip-test').config);
-  weights = res.weights;
+  const bytes = fs.readFileSync(elf);
+  const target = resolveTarget(targetName);
+  let prog: ChipProgram;
+  let model: ChipModel;
+  if (modelPath !== undefined) {
+    const rv32 = readChipCheckpoint(modelPath).manifest.rv32;
+    if (typeof rv32?.codeWords !== 'number' || typeof rv32.memWords !== 'number') usage(`${modelPath}: its manifest records no RV32 RAM sizes (write it with chipc cpu)`);
+    prog = programOf(bytes, { codeBytes: rv32.codeWords * 4, memBytes: rv32.memWords * 4 });
+    model = loadChipModel(modelPath, prog);
+    chipLabel = `saved chip ${path.basename(modelPath)}`;
+  } else if (sized) {
+    prog = programOf(bytes);
+    model = compileChip(prog.chip, target.config);
+    chipLabel = `chip sized to the program (${prog.chip.codeWords * 4} B code) at ${target.name}`;
+  } else {
+    const sizes = defaultChipSizes(target.config);
+    prog = programOf(bytes, sizes, target.config);
+    model = compileGenericChip({ targetName: target.name, target: target.config, ...sizes });
+    chipLabel = `generic chip (${sizes.codeBytes / 1024} KiB code, ${sizes.memBytes / 1024} KiB data) at ${target.name}`;
+  }
+  weights = model.weights;
   PROMPT = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
-  loadRams = (ex) => {
-    for (const [name, rows] of [['code', prog.code], ['mem', prog.data], ['regs', prog.regs]] as const) {
-      const placement = res.rams.find((r) => r.name === name);
-      if (!placement) throw new Error(`the compiled chip has no RAM "${name}"`);
-      applyRamContents(ex, res, placement, rows);
-    }
-  };
+  newExecutor = () => chipExecutor(model, prog, { profile, order: { kind: 'sequential' }, path: 'sparse' });
 } else weights = loadModel(dir as string, { mode: 'sparse' });
 const loadMs = performance.now() - t0;
 
@@ -105,15 +131,23 @@ function settle(ms: number): void {
 }
 
 /**
- * Prefill + `n` greedy decode steps; returns the decode ms (and the first step's), the prefill ms
+ * The prompt as `chipc run` feeds it: every token but the last through the decode path
+ * (Executor.prime), the last by decodeArgmax; returns the first generated token.
+ */
+function start(ex: Executor): number {
+  ex.prime(PROMPT.slice(0, -1));
+  return ex.decodeArgmax(PROMPT[PROMPT.length - 1]!);
+}
+
+/**
+ * The prompt (start) + `n` greedy decode steps; returns the decode ms (and the first step's), the prompt's ms
  * and the emitted ids.
  */
 interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number }
 function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number } {
-  const ex = new Executor(weights, { profile, order: { kind: 'sequential' }, path: 'sparse' });
-  loadRams(ex);
+  const ex = newExecutor();
   const p0 = performance.now();
-  let last = argmax(ex.prefill(PROMPT)[0]);
+  let last = start(ex);
   const prefillMs = performance.now() - p0;
   ex.setPhaseTimes(times);
   const ids = [last];
@@ -162,6 +196,25 @@ function goldenRate(file: string): { instructions: number; perSecond: number } {
   return { instructions: total, perSecond: total / (ms / 1000) };
 }
 
+/**
+ * The first `n` generated tokens of a fresh executor, timed from the start of its prompt (which
+ * yields the first token) to the last of them; run first, before any warm-up: the cold start a
+ * fresh `chipc run` process sees (JIT compiles, the first step's incremental state).
+ */
+function coldRun(n: number): { tokens: number; ms: number } {
+  const ex = newExecutor();
+  const t = performance.now();
+  let last = start(ex);
+  let got = 1;
+  while (got < n && !(elf !== undefined && decodeToken(last).kind === 'HALT')) {
+    last = ex.decodeArgmax(last);
+    got++;
+  }
+  return { tokens: got, ms: performance.now() - t };
+}
+const cold = coldRun(Math.min(1000, tokens));
+const firstThousandTokensPerSecond = cold.tokens / (cold.ms / 1000);
+
 // JIT warm-up: untimed decodes of the same program (each on a fresh executor, as the timed run)
 // until `warmup` steps have run. The JIT compiles the decode's functions only once they are hot:
 // with a 20-step warm-up, hello's whole timed run overlapped their optimizing compiles (40 ms for
@@ -188,16 +241,20 @@ const instrPerSecond = plain.instructions / (plain.decodeMs / 1000);
 const golden = elf !== undefined ? goldenRate(elf) : null;
 if (json) {
   console.log(JSON.stringify({
-    dir: path.basename(path.resolve(dir ?? elf ?? '')), profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
+    dir: path.basename(path.resolve(dir ?? elf ?? '')), chip: elf !== undefined ? chipLabel : null, profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
     tokensPerSecond: 1000 / msPerToken, firstStepMs: plain.firstMs,
+    firstThousandTokens: cold.tokens, firstThousandMs: cold.ms, firstThousandTokensPerSecond,
+    tokensPerInstruction: elf !== undefined && plain.instructions > 0 ? steps / plain.instructions : null,
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
     workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps },
     phasesMsPerToken: times && Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v / steps])),
   }));
 } else {
+  if (elf !== undefined) console.log(`chip: ${chipLabel}`);
   console.log(`checkpoint: ${c.numLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}, FFN ${c.intermediateSize} (loaded in ${Math.round(loadMs)} ms)`);
-  console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] prefill ${plain.prefillMs.toFixed(1)} ms; ${steps} decode steps (${distinct} distinct ids)`);
+  console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] fed in ${plain.prefillMs.toFixed(1)} ms (decode path); ${steps} decode steps (${distinct} distinct ids)`);
+  console.log(`cold start (the process's first run, no warm-up): ${cold.tokens} generated tokens in ${cold.ms.toFixed(0)} ms from the prompt's start, ${firstThousandTokensPerSecond.toFixed(1)} tokens/s`);
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);
   // the first step builds the sequence's incremental decode state (the GDN tracks; the projection
   // memos come from the prefill): part of the figure above, shown apart as it weighs on short programs

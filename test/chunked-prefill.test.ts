@@ -51,7 +51,7 @@ function chunkedDifference(res: CompileResult, ids: number[], plan: PrefillPlan,
 const ORDERS: OrderMode[] = [{ kind: 'fma' }, { kind: 'shuffled', seed: 7 }, { kind: 'sequential' }];
 
 describe('delay lines under chunked prefill', () => {
-  // previous of a 12-bit value (two slices at dk = 128) and a delay of a delay (the conv's tap t − 2).
+  // previous of a 12-bit value (three 4-bit slices) and a delay of a delay (the conv's tap t − 2).
   const delays = defineCircuit({ name: 'delays', vocab: 4097, bos: 4096 }, (c) => {
     const a = c.tokenField('a', (t) => (t === 4096 ? 0 : t & 63), [0, 63]);
     const b = c.tokenField('b', (t) => (t === 4096 ? 0 : t >> 6), [0, 63]);

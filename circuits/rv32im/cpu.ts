@@ -85,6 +85,8 @@ export const crosses = (f3: number, o: number): boolean => widthOf(f3) > 0 && o 
 /** Bits per digit of the data RAM's write and read rows. */
 export const WRITE_DIGIT_BITS = 5;
 export const READ_DIGIT_BITS = 5;
+/** Digit width of the fetch's read row (the pc's word index inside its code bank). */
+export const FETCH_DIGIT_BITS = 5;
 
 /**
  * The data RAM's row bits split into digits of `width` bits from bit 0 up; the last (top) may be
@@ -375,14 +377,32 @@ export function cpuCircuit(opts: CpuOptions) {
     const [ppA] = c.previousAll([prevIsA!]);
     const codeEn = c.table('codeWrite', [loading, isH, loadAddr[15]!, loadHigh, ppA!],
       (ld, h, r, hi, pa) => ((ld && h && !r && hi === 0) || (h && pa) ? 1 : 0), [0, 1]);
+    // The write row is 0 outside loader mode and code stores, and the written word is 0 outside
+    // the H positions that can write code, so that the code RAM's k and v projections stay put
+    // while a program runs (they followed every token's payload: work for incremental decode).
     const codeRow = Array.from({ length: addrBits }, (_, k) =>
-      c.table(`codeWRow${k}`, [isH, ppA!, k < 10 ? smcAddr[k]! : c.constant(0), loadAddr[k]!], (h, pa, a, l) => (h && pa ? a : l), [0, 1]));
+      c.table(`codeWRow${k}`, [isH, ppA!, loading, k < 10 ? smcAddr[k]! : c.constant(0), loadAddr[k]!], (h, pa, ld, a, l) => (h && pa ? a : ld ? l : 0), [0, 1]));
+    const codeWord = tokenWord.map((x, k) => c.table(`codeWBit${k}`, [isH, ppA!, loading, x], (h, pa, ld, v) => (h && (pa || ld) ? v : 0), [0, 1]));
     const fields32Code = Array.from({ length: 32 }, () => 2);
+    // The fetch row as digits of FETCH_DIGIT_BITS bits of the pc's word index, each a table over
+    // its bits (gated by the bank: 0 when the pc is in another bank), so that the code RAM reads
+    // each digit through its one-hot (passes/lower-ram.ts addrDigitsOf): the pc moving by one word
+    // changes the low digit's one-hot in two dims, each read by 1/32 of the rows, where a changed
+    // bit moved the query of every row of the code RAM. The tables sit in the FFN sublayer between
+    // the pc latch and fetch, so fetch stays where it was.
+    const fetchRow = (bank: { index: number; hi: Sig } | null, bits: number): Sig => c.linear(rowDigits(bits, FETCH_DIGIT_BITS).map((d, g) => {
+      const mask = 2 ** d.width - 1;
+      const digit = c.linear(w.slice(d.lo, d.lo + d.width).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, mask]);
+      const t = bank === null
+        ? (d.width === 1 ? w[d.lo]! : c.table(`pcDigit${g}`, [digit], (v) => v, [0, mask]))
+        : c.table(`pcDigit${g}B${bank.index}`, [bank.hi, digit], (h, v) => (h === bank.index ? v : 0), [0, mask]);
+      return [t, 2 ** d.lo] as [Sig, number];
+    }));
     let ins: Sig[];
     if (codeBanks === 1) {
       const code = c.ram('code', { rows: opts.codeWords, fields: fields32Code });
-      code.write(c.linear(codeRow.map((x, k) => [x, 2 ** k] as [Sig, number])), tokenWord, codeEn);
-      ins = code.read(c.linear(w.slice(0, addrBits).map((b, k) => [b, 2 ** k] as [Sig, number])));
+      code.write(c.linear(codeRow.map((x, k) => [x, 2 ** k] as [Sig, number])), codeWord, codeEn);
+      ins = code.read(fetchRow(null, addrBits));
     } else {
       // Bank b holds code words [b·bankWords, (b + 1)·bankWords). A code store's word (< 1,024)
       // is in bank 0; the loader's address picks the bank by its high bits. Fetch reads every
@@ -390,14 +410,13 @@ export function cpuCircuit(opts: CpuOptions) {
       const codeHi = c.linear(loadAddr.slice(codeBankBits, addrBits).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, codeBanks - 1]);
       const pcHi = c.linear(w.slice(codeBankBits, addrBits).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, codeBanks - 1]);
       const lowRow = c.linear(codeRow.slice(0, codeBankBits).map((x, k) => [x, 2 ** k] as [Sig, number]));
-      const pcRow = c.linear(w.slice(0, codeBankBits).map((b, k) => [b, 2 ** k] as [Sig, number]));
       const outs: Sig[][] = [];
       for (let b = 0; b < codeBanks; b++) {
         const bank = c.ram(b === 0 ? 'code' : `code${b}`, { rows: bankWords, fields: fields32Code });
         const en = c.table(`codeWrite${b}`, [loading, isH, loadAddr[15]!, loadHigh, ppA!, codeHi],
           (ld, h, r, hi, pa, ch) => ((ld && h && !r && hi === 0 && ch === b) || (h && pa && b === 0) ? 1 : 0), [0, 1]);
-        bank.write(lowRow, tokenWord, en);
-        outs.push(bank.read(pcRow, pcHi.eq(b).named(`codeRead${b}`)));
+        bank.write(lowRow, codeWord, en);
+        outs.push(bank.read(fetchRow({ index: b, hi: pcHi }, codeBankBits), pcHi.eq(b).named(`codeRead${b}`)));
       }
       ins = Array.from({ length: 32 }, (_, k) => c.linear(outs.map((o) => [o[k]!, 1] as [Sig, number]), 0, [0, 1]));
     }

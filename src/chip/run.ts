@@ -260,14 +260,21 @@ export function runOnChip(
   const ex = chipExecutor(res, prog, opts);
   const prompt = opts.load === 'prompt' ? prog.loader : [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
   const t0 = performance.now();
-  const first = opts.load === 'prompt' ? feedLoaderPrompt(ex, prompt, opts.prefill) : argmax(ex.prefill(prompt)[0]!);
+  // The two-token prompt of a state-loaded run through the decode path (Executor.prime): the
+  // chunked kernel would cost ≈ 0.5 s for it.
+  let first: number;
+  if (opts.load === 'prompt') first = feedLoaderPrompt(ex, prompt, opts.prefill);
+  else {
+    ex.prime(prompt.slice(0, -1));
+    first = ex.decodeArgmax(prompt[prompt.length - 1]!);
+  }
   return follow(prompt, first, (t) => ex.decodeArgmax(t), opts, t0);
 }
 
 /**
  * Feed a loader prompt (docs/token-protocol.md "Loading by prompt") and return the argmax after its
- * last token, in the pieces a plan says (default stepwise: a prefill of BOS, then one decode step
- * per token, the fastest path here). Any plan leaves the same cache bit for bit: in a loader prompt
+ * last token, in the pieces a plan says (default stepwise: a prefill of the first token, then one
+ * decode step per token). Any plan leaves the same cache bit for bit: in a loader prompt
  * every RAM row of the chip changes at most once (docs/numerics.md "Chunked prefill"). Shared by
  * runOnChip (load 'prompt') and runOnModel; the ids are the model's (already offset for a merged
  * checkpoint).
@@ -275,6 +282,8 @@ export function runOnChip(
 export function feedLoaderPrompt(ex: Executor, prompt: readonly number[], plan: PrefillPlan = STEPWISE): number {
   if (prompt.length === 0) throw new ChipcError('chip.prompt', 'the loader prompt is empty');
   if (plan.kind === 'stepwise') {
+    // a prefill of the first token, then decode steps: transformers' stepwise feeding, which the
+    // layer dumps compare position by position (tools/layer-dump.ts, tools/hf_layers.py)
     let next = argmax(ex.prefill([prompt[0]!])[0]!);
     for (const t of prompt.slice(1)) next = ex.decodeArgmax(t);
     return next;

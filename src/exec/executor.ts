@@ -12,7 +12,7 @@ import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer, type ModelConfig } from '../model/config.ts';
 import type { Matrix, ModelWeights } from '../model/weights.ts';
 import { attentionStep, KvCache, ropeInvFreq } from './attention.ts';
-import { classifyState, gdnDimsOf, gdnForward, materializeLazyConv, newGdnCache, noteGdnStateWritten, type GdnCache } from './gdn.ts';
+import { classifyState, gdnDimsOf, gdnForward, gdnConvSnapshot, newGdnCache, noteGdnStateWritten, type GdnCache } from './gdn.ts';
 import { linear, linearArgmax, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { moeForward, swiglu } from './mlp.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
@@ -310,10 +310,10 @@ export class Executor {
       position: this.pos,
       layers: this.config.layerTypes.map((_, li) => {
         const g = this.gdn[li];
-        if (g) {
-          materializeLazyConv(g, K);
-          return { kind: 'gdn' as const, conv: g.conv.slice(), states: g.S.map((x) => x.slice()) };
-        }
+        // the conv window as the plain step holds it, the cache untouched: catching the lazy
+        // channels up in place (materializeLazyConv) would leave a live track whose caught-up
+        // channels are neither lazy nor settled, and later steps would not shift them
+        if (g) return { kind: 'gdn' as const, conv: gdnConvSnapshot(g, K), states: g.S.map((x) => x.slice()) };
         const kv = this.kv[li]!;
         const n = kv.length * kv.width;
         return { kind: 'attention' as const, k: kv.k.slice(0, n), v: kv.v.slice(0, n) };
@@ -338,6 +338,22 @@ export class Executor {
     }
     if (ids.length === 0) throw new ChipcError('exec.empty-prompt', 'prefill needs at least one token');
     return this.timedForward(ids, 'prefill', opts.allLogits === true);
+  }
+
+  /**
+   * Feeds `ids` one at a time through the decode path (the recurrent rule, the incremental
+   * matmuls), on an empty cache too, without computing their logits: a prompt whose next-token
+   * distributions are not wanted, before `decodeArgmax` of its last token. The chunked kernel of
+   * prefill() pays for whole chunks of C positions in every value head whatever the prompt's
+   * length (≈ 0.5 s for the chip's two-token prompt at chip-test); a stock engine that feeds
+   * a prompt token by token does what this does. The chip leaves the same cache either way
+   * (test/executor-prime.test.ts); for a general model the two agree in exact arithmetic only.
+   */
+  prime(idsIn: ArrayLike<number>): void {
+    const ids = Array.from(idsIn);
+    this.timed(() => {
+      for (const id of ids) this.forward([id], 'decode');
+    });
   }
 
   /**

@@ -8,9 +8,9 @@
  * token by token, but a chunked kernel reads such a row as the sum of every rewrite inside its
  * chunk, and with fused multiply-adds those sums round (docs/numerics.md "Chunked prefill").
  *
- * So a delay is an **idempotent RAM**: the delayed bits are split into slices of at most
- * log2(dk) bits (7 at dk = 128); a slice's RAM has one row per value of the slice, and at every
- * position the row *addressed by the slice's value at t − d* is written with that same value and
+ * So a delay is an **idempotent RAM**: the delayed bits are split into slices of DELAY_SLICE_BITS
+ * (4) bits, or of log2(dk) where the narrow slices would not fit one layer's key heads; a slice's
+ * RAM has one row per value of the slice, and at every position the row *addressed by the slice's value at t − d* is written with that same value and
  * read back (q, k and v all take the conv tap at t − d; β = 1). A row's content is a function of
  * its address alone, so every write after a row's first leaves it bit-identical (its delta is
  * exactly 0): inside any chunk a read sums at most one non-zero delta per column, and the chunked
@@ -20,7 +20,7 @@
  * A delay of a delay with the same default reads its source through the tap t − 2 (t − 3 for
  * three; up to the kernel's K − 1). The node's value is the linear form
  * Σ_j 2^j·bit_j + (lo − default)·valid + default (the source stored as value − lo).
- * Cost: one key head per slice (ceil(bits / 7)), where the one-row form took one per group.
+ * Cost: one key head per slice (ceil(bits / 4)), where the one-row form took one per group.
  */
 import type { PrevNode, RamDecl } from '../ir/types.ts';
 import type { ModelConfig } from '../model/config.ts';
@@ -30,6 +30,9 @@ import type { LowerContext } from '../lower/context.ts';
 import { form, type Form } from '../lower/forms.ts';
 import { gdnReads } from '../lower/op-io.ts';
 import { bitsOf } from './lower-encodings.ts';
+
+/** Bits per delay slice (one key head each; a slice of b bits has 2^b rows). */
+export const DELAY_SLICE_BITS = 4;
 
 function widthOf(span: number): number {
   let b = 0;
@@ -59,7 +62,6 @@ export function lowerPrev(ctx: LowerContext, n: PrevNode, target: ModelConfig): 
   // The dims record their tap (VDimInfo.tap) and, for the bits, the bit index.
   const tap = offset;
   const gdn = gdnDimsOf(target);
-  const sliceBits = Math.max(1, Math.floor(Math.log2(gdn.dk)));
   // Every delayed bit: (member, bit j, source bit vdim), member-major.
   const all: { m: number; j: number; src: number }[] = [];
   srcs.forEach((s, i) => {
@@ -75,6 +77,14 @@ export function lowerPrev(ctx: LowerContext, n: PrevNode, target: ModelConfig): 
   // One valid flag for the group (from the first slice), recorded under the first member.
   const valid = ctx.newDim(members[0]!.id, 'valid', tap === 1 ? 0 : tap, 0, 1, `${members[0]!.name}.valid`);
   ctx.dims[valid]!.tap = tap;
+  // Slices of DELAY_SLICE_BITS (or fewer where dk has fewer rows): when a delayed bit changes, the
+  // q and k of every row of its slice change (every row reads every address bit), so narrow slices
+  // are less work for incremental decode (2 × 16 channels per changed bit instead of 2 × 128 at
+  // dk = 128) for a few more key heads. A group that would need more key heads than a layer has
+  // in narrow slices takes the widest slices instead.
+  const wideBits = Math.max(1, Math.floor(Math.log2(gdn.dk)));
+  const narrowBits = Math.min(DELAY_SLICE_BITS, wideBits);
+  const sliceBits = Math.ceil(all.length / narrowBits) <= gdn.keyHeads ? narrowBits : wideBits;
   const heads = [];
   let normWeight = 1;
   for (let a = 0; a < all.length; a += sliceBits) {

@@ -759,7 +759,7 @@ export function cpuCircuit(opts: CpuOptions) {
     // or store, its port reads x0), so the digit plus the loader's digit gated by loader mode (a
     // table of its own, layers earlier) is the one that applies, 0 … 31 either way. A changed
     // digit moves 2 × rows/32 key channels: a store's row and the idle row differ in at most 3
-    // digits at 32 KiB. (Until the 12th session the loader's digit was a fourth input, which kept
+    // digits at 32 KiB. (When the loader's digit was a fourth input, it kept
     // the digits at 2 bits — 3 bits would have needed 768 cases, past what one exact ramp table
     // spans — and a changed digit moved 2 × rows/4 channels. `docs/cpu-plan.md`, round 4.)
     const writeRow = banks > 1 ? null : c.linear(rowDigits(memBits, WRITE_DIGIT_BITS).map((d, g) => {

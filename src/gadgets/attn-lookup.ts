@@ -1,5 +1,5 @@
 /**
- * Lookup → one hard-attention head, exact by construction (numerics-findings §3; layout, math,
+ * Lookup → one hard-attention head, exact by construction (docs/numerics.md "Hard attention"; layout, math,
  * bounds and costs in docs/gadgets-attn.md). One IR lookup becomes one kv head and one of its
  * query heads of a full_attention layer; the layer-wide q_norm / k_norm weights it needs are
  * returned beside it (they are shared by every head of the layer).

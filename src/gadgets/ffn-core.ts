@@ -3,8 +3,8 @@
  * shares, the three unit shapes (LIN, RAMP, SWITCH) and the shared-ramp engine that turns any
  * integer function of one integer input into ramps with second-difference down weights.
  *
- * A unit computes residual[out] += w·silu(gate)·up (forms.ts). Exactness (numerics-findings §0,
- * §4), in float32 and in the bf16 profile, in any summation order and with FMA:
+ * A unit computes residual[out] += w·silu(gate)·up (forms.ts). Exactness (docs/numerics.md "FFN gadgets"),
+ * in float32 and in the bf16 profile, in any summation order and with FMA:
  *  - RAMP_t(x) = silu(A·(x − t))·1 = A·max(0, x − t) for integer x, because A·m ≥ 128 > 16.64 is
  *    in silu's identity region for m ≥ 1, silu(0) = 0, and A·m ≤ −128 < −88.73 gives −0; A = 128
  *    is a power of two ≥ 89, so the down weight c/A is bf16-exact iff c has ≤ 8 significant bits.

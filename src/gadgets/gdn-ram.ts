@@ -1,5 +1,5 @@
 /**
- * RAM → pinned Gated DeltaNet heads, exact by construction (numerics-findings §2; layout and
+ * RAM → pinned Gated DeltaNet heads, exact by construction (docs/numerics.md "The GDN path"; layout and
  * bounds in docs/gadgets-gdn.md). One IR RAM (rows × word of unsigned fields, one write port,
  * P read ports) becomes P identical copies of key heads; the recurrent state of a key head's
  * value heads IS its part of the RAM copy. No FFN unit is needed: the address decode happens in
@@ -227,7 +227,7 @@ function nextUp(x: number, dir: 1 | -1): number {
  * fl(T·s) = o_hot and bf16(fl(bf16(T)·s)) = o_hot, s = fl(1/√dk), for the smallest power of two
  * o_hot ≥ 16 that has one; among the candidates the one with the fewest significant bits (so a
  * power of two when √dk is one). Searched over the float32s within 64 ulps of o_hot/s.
- * dk = 128: T = 181.01934814453125 (numerics-findings §2.4), o_hot = 16.
+ * dk = 128: T = 181.01934814453125 (docs/gadgets-gdn.md "Hot value T"), o_hot = 16.
  */
 export function findHotValue(dk: number): HotValue {
   if (!Number.isInteger(dk) || dk < 1) throw new ChipcError('ram.dims', `GDN key head dim ${dk} must be a positive integer`);

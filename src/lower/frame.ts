@@ -1,7 +1,7 @@
 /**
  * The residual frame: how a compiled model keeps every sublayer's RMSNorm an exact power of two.
  *
- * Math (numerics-findings §1, re-verified in test/numerics-rmsnorm.test.ts): write the hidden
+ * Math (docs/numerics.md "The whole-vector RMSNorm", re-verified in test/numerics-rmsnorm.test.ts): write the hidden
  * size H = h·4^e with 4 ∤ h and h = Σ n_i² with the fewest squares. Anchor dim i holds the
  * constant a_i = n_i·2^m in every position's residual, so Σ a_i² = H·4^(m−e) and, as long as
  * every float partial sum of the other dims' squares stays ≤ 2^(E−24) with

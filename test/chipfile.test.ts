@@ -205,6 +205,34 @@ describe('the block scanner', () => {
       },
     ), { numRuns: 400 });
   });
+
+  it('agrees with the naive scan on long zero runs between short non-zero runs (the four-word skip)', () => {
+    fc.assert(fc.property(
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 90 }), fc.array(fc.integer({ min: 1, max: 255 }), { minLength: 1, maxLength: 6 })), { maxLength: 30 }),
+      fc.integer({ min: 0, max: 90 }),
+      fc.array(fc.integer({ min: 1, max: 200 }), { minLength: 1, maxLength: 8 }),
+      fc.integer({ min: 1, max: 40 }),
+      fc.integer({ min: 0, max: 3 }),
+      (runs, tail, cuts, minGap, shift) => {
+        const vals = [...runs.flatMap(([zeros, data]) => [...new Array<number>(zeros).fill(0), ...data]), ...new Array<number>(tail).fill(0)];
+        const backing = new Uint8Array(vals.length + shift);
+        backing.set(vals, shift);
+        const bytes = backing.subarray(shift);
+        const sunk: number[] = [];
+        const s = new BlockScanner(minGap, (b) => sunk.push(...b));
+        let at = 0;
+        for (let i = 0; at < bytes.length; i++) {
+          const n = cuts[i % cuts.length]!;
+          s.push(bytes.subarray(at, Math.min(bytes.length, at + n)));
+          at += n;
+        }
+        s.finish();
+        const want = naiveBlocks(bytes, minGap);
+        expect(s.starts.map((x, k) => [x, s.lengths[k]])).toEqual(want);
+        expect(sunk).toEqual(want.flatMap(([st, len]) => [...bytes.subarray(st, st + len)]));
+      },
+    ), { numRuns: 400 });
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -45,8 +45,22 @@ export const CONFIG_TOHOST = 0x8000 + 33;
 
 export const enum Kind { E, D, J, H, K, N, OUT, HALT, BOS, Q, A, TRAP }
 
-/** The kind and payload of a token id (the embedding's view). */
-export function tokenKind(t: number): { kind: Kind; j: number; v: number } {
+/** A token id's kind and payload (the embedding's view): one shared, frozen object per id. */
+export interface TokenKind { readonly kind: Kind; readonly j: number; readonly v: number }
+
+let kindTable: readonly TokenKind[] | null = null;
+
+/**
+ * The kind and payload of a token id (the embedding's view). Looked up in a table built on first
+ * use: every token field of the chip calls this for each of the alphabet's ≈ 248,000 ids, and
+ * building a fresh object per call was most of the circuit's build time.
+ */
+export function tokenKind(t: number): TokenKind {
+  const table = kindTable ??= Object.freeze(Array.from({ length: VOCAB }, (_, id) => Object.freeze(classifyToken(id))));
+  return (t >= 0 && t < VOCAB && Number.isInteger(t) ? table[t] : undefined) ?? classifyToken(t);
+}
+
+function classifyToken(t: number): TokenKind {
   if (t < TOK.D) return { kind: Kind.E, j: t >> 14, v: t & 0x3fff };
   if (t < TOK.J) return { kind: Kind.D, j: 0, v: t - TOK.D };
   if (t < TOK.H) return { kind: Kind.J, j: (t - TOK.J) & 3, v: t - TOK.J };

@@ -16,6 +16,7 @@ import {
   type ChipTensor, type Range,
 } from './format.ts';
 import { encodeFrameIndex, FrameEncoder } from './codec.ts';
+import type { ByteHash } from './hash-thread.ts';
 import { BufferedWriter, readExactly, tempSibling } from './io.ts';
 import type { TensorInfo } from '../safetensors/types.ts';
 import { BlockScanner } from './scan.ts';
@@ -212,7 +213,7 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
  * (the caller checks them against info.byteLength) and the (decoded) bytes stored in blocks.
  */
 export function writeTensorBlocks(
-  payload: BufferedWriter, minGap: number, wc: ChipWriteCodec, info: TensorInfo, chunks: Iterable<Uint8Array>, hash: crypto.Hash,
+  payload: BufferedWriter, minGap: number, wc: ChipWriteCodec, info: TensorInfo, chunks: Iterable<Uint8Array>, hash: ByteHash,
   onChunk?: (chunk: Uint8Array, seenBefore: number) => void,
 ): { tensor: ChipTensor; seen: number; storedBytes: number } {
   const framed = wc.codec === 'br';

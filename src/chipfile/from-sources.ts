@@ -8,7 +8,6 @@
  * directory writeCheckpoint would have written (same manifest, same blocks: the scanner's output
  * depends only on the bytes, not on how they are chunked). Atomic: temporaries, then a rename.
  */
-import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
@@ -16,6 +15,7 @@ import type { TensorSource, WriteProgress } from '../safetensors/types.ts';
 import { layoutCheckpoint, type CheckpointDirWriteOptions } from '../safetensors/writer.ts';
 import { CHECKSUM_BYTES, DEFAULT_MIN_GAP, PREFIX_BYTES, type ChipCodec, type ChipFileEntry, type ChipTensor, type Range } from './format.ts';
 import { BufferedWriter, tempSibling } from './io.ts';
+import { byteHasher } from './hash-thread.ts';
 import { chipManifest, finishChipFile, MAX_MIN_GAP, resolveCodec, writeTensorBlocks, type CompactResult } from './compact.ts';
 
 export interface ChipFromSourcesOptions {
@@ -63,6 +63,8 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
   const payloadTmp = tempSibling(out, 'payload');
   const finalTmp = tempSibling(out, 'tmp');
   let pfd: number | null = null;
+  // Every dense byte is hashed (the files' sha256): on a second thread when there are many.
+  const hasher = byteHasher(totalBytes);
   try {
     pfd = fs.openSync(payloadTmp, 'wx+');
     const payload = new BufferedWriter(pfd);
@@ -73,12 +75,12 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
     let tensorCount = 0;
     const range = (start: number): Range => [start, payload.position - start];
     for (const f of layout.files) {
-      const hash = crypto.createHash('sha256');
+      const hash = hasher.newHash();
       if (f.kind === 'raw') {
         const start = payload.position;
         hash.update(f.bytes);
         payload.write(f.bytes);
-        files.push({ name: f.name, kind: 'raw', size: f.bytes.length, sha256: hash.digest('hex'), data: range(start) });
+        files.push({ name: f.name, kind: 'raw', size: f.bytes.length, sha256: hash.digestHex(), data: range(start) });
         denseBytes += f.bytes.length;
         continue;
       }
@@ -110,7 +112,7 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
         blockBytes += t.storedBytes;
       }
       tensorCount += tensors.length;
-      files.push({ name: f.name, kind: 'safetensors', size: f.size, sha256: hash.digest('hex'), header, tensors });
+      files.push({ name: f.name, kind: 'safetensors', size: f.size, sha256: hash.digestHex(), header, tensors });
       denseBytes += f.size;
     }
     payload.flush();
@@ -129,5 +131,7 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
     fs.rmSync(payloadTmp, { force: true });
     fs.rmSync(finalTmp, { force: true });
     throw e;
+  } finally {
+    hasher.close();
   }
 }

@@ -33,7 +33,13 @@ export class BlockScanner {
     const words = (n - head) >>> 2;
     if (words > 0) {
       const w = new Int32Array(chunk.buffer, chunk.byteOffset + head, words);
+      const quads = words & ~3;
       for (let k = 0; k < words; k++) {
+        // Dense tensors of a chip are mostly zeros: skip them four words at a time.
+        if ((k & 3) === 0 && k < quads) {
+          while (k < quads && (w[k]! | w[k + 1]! | w[k + 2]! | w[k + 3]!) === 0) k += 4;
+          if (k >= words) break;
+        }
         if (w[k] === 0) continue;
         const b = head + 4 * k;
         if (this.minGap <= 2) {

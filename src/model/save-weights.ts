@@ -108,11 +108,16 @@ function batchSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: num
     shape: [...spec.shape],
     *chunks(): Iterable<Uint8Array> {
       const rowsPerBatch = Math.max(1, Math.floor(batchBytes / Math.max(1, cols * elemBytes)));
+      // One buffer for every batch, zeroed again before each (TensorSource: a chunk is consumed
+      // before the next is asked for). A fresh zeroed buffer per batch cost a page fault per 4 KiB
+      // of the dense bytes (≈ 6.5 GB for the chip at qwen3.5-4b).
+      const buffer = new Uint8Array(Math.min(rowsPerBatch, rows) * cols * elemBytes);
       for (let start = 0; start < rows; start += rowsPerBatch) {
         const n = Math.min(rowsPerBatch, rows - start);
-        const bytes = new Uint8Array(n * cols * elemBytes);
-        const f32 = dtype === 'F32' ? new Float32Array(bytes.buffer) : null;
-        const u16 = dtype === 'BF16' ? new Uint16Array(bytes.buffer) : null;
+        const bytes = buffer.subarray(0, n * cols * elemBytes);
+        if (start > 0) bytes.fill(0);
+        const f32 = dtype === 'F32' ? new Float32Array(bytes.buffer, 0, n * cols) : null;
+        const u16 = dtype === 'BF16' ? new Uint16Array(bytes.buffer, 0, n * cols) : null;
         for (let j = 0; j < n; j++) writeRow(start + j, j * cols, f32, u16);
         yield bytes;
       }

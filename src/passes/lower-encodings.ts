@@ -41,9 +41,10 @@ export function bitsOf(ctx: LowerContext, id: NodeId, base: number, width: numbe
       return Array.from({ length: width }, (_, j) => (j === 0 ? ctx.scalarDim(n.id) : zeroDim(ctx)));
     }
     if (n.op === 'token_field' || n.op === 'const') {
-      const valueOf = n.op === 'const' ? () => n.value : (t: number) => n.values[t] ?? r.lo;
-      const dims = Array.from({ length: width }, (_, j) =>
-        ctx.embedDim(n.id, 'bits', j, 0, 1, `${n.name}.bit${j}`, (t) => bit(valueOf(t), j)));
+      const nameOf = (j: number) => `${n.name}.bit${j}`;
+      const dims = n.op === 'const'
+        ? Array.from({ length: width }, (_, j) => ctx.embedDim(n.id, 'bits', j, 0, 1, nameOf(j), () => bit(n.value, j)))
+        : ctx.embedFieldDims(n, 'bits', width, () => [0, 1], nameOf, (v, put) => { for (let j = 0; j < width; j++) put(j, bit(v, j)); }, r.lo);
       for (const d of dims) ctx.dims[d]!.base = base;
       return dims;
     }
@@ -104,9 +105,10 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
     const count = r.hi - r.lo + 1;
     if (count > 4096) ctx.fail(n, 'lower.onehot', `signal "${n.name}" has ${count} values; a one-hot encoding is limited to 4,096`);
     if (n.op === 'token_field' || n.op === 'const') {
-      const valueOf = n.op === 'const' ? () => n.value : (t: number) => n.values[t] ?? r.lo;
-      return Array.from({ length: count }, (_, j) =>
-        ctx.embedDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`, (t) => (valueOf(t) === r.lo + j ? 1 : 0)));
+      const nameOf = (j: number) => `${n.name}=${r.lo + j}`;
+      if (n.op === 'const') return Array.from({ length: count }, (_, j) => ctx.embedDim(n.id, 'onehot', j, 0, 1, nameOf(j), () => (n.value === r.lo + j ? 1 : 0)));
+      // (a value outside the field's range, which the build refuses, would set no dim, as before)
+      return ctx.embedFieldDims(n, 'onehot', count, () => [0, 1], nameOf, (v, put) => { if (v >= r.lo && v <= r.hi) put(v - r.lo, 1); }, r.lo);
     }
     const dims = Array.from({ length: count }, (_, j) => ctx.newDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`));
     // The early forms below fall back to the decode of the scalar when their gadget's bounds fail.

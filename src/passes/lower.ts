@@ -10,7 +10,7 @@ import type { CircuitIR, IrNode } from '../ir/types.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
 import { input, linUnit, withDimBounds } from '../gadgets/ffn-core.ts';
-import { LowerContext } from '../lower/context.ts';
+import { LowerContext, type EmbedValues } from '../lower/context.ts';
 import type { VDim } from '../lower/forms.ts';
 import type { LoweredCircuit } from '../lower/lowered.ts';
 import { opReads } from '../lower/op-io.ts';
@@ -125,28 +125,37 @@ function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): Lowered
  * token of the target's vocabulary (≈ 248,000 for Qwen3.5), and an object per dim per token was
  * most of the RV32 chip's assembly time in allocation and garbage collection.
  */
-function embeddingRows(dims: readonly (readonly [VDim, (t: number) => number])[], vocab: number): (t: number) => { dim: VDim; value: number }[] {
+function embeddingRows(dims: readonly (readonly [VDim, EmbedValues])[], vocab: number): (t: number) => { dim: VDim; value: number }[] {
   // column by column: the (token, dim index, value) of each non-zero entry
   let tokens = new Int32Array(1024);
   let which = new Int32Array(1024);
   let vals = new Float64Array(1024);
   let n = 0;
   const perToken = new Int32Array(vocab + 1);
+  const add = (t: number, j: number, v: number): void => {
+    if (n === tokens.length) {
+      const grow = <A extends Int32Array | Float64Array>(a: A, b: A): A => (b.set(a), b);
+      tokens = grow(tokens, new Int32Array(2 * n));
+      which = grow(which, new Int32Array(2 * n));
+      vals = grow(vals, new Float64Array(2 * n));
+    }
+    tokens[n] = t;
+    which[n] = j;
+    vals[n] = v;
+    n++;
+    perToken[t + 1]!++;
+  };
   dims.forEach(([, f], j) => {
-    for (let t = 0; t < vocab; t++) {
-      const v = f(t);
-      if (v === 0) continue;
-      if (n === tokens.length) {
-        const grow = <A extends Int32Array | Float64Array>(a: A, b: A): A => (b.set(a), b);
-        tokens = grow(tokens, new Int32Array(2 * n));
-        which = grow(which, new Int32Array(2 * n));
-        vals = grow(vals, new Float64Array(2 * n));
+    if (typeof f === 'function') {
+      for (let t = 0; t < vocab; t++) {
+        const v = f(t);
+        if (v !== 0) add(t, j, v);
       }
-      tokens[n] = t;
-      which[n] = j;
-      vals[n] = v;
-      n++;
-      perToken[t + 1]!++;
+      return;
+    }
+    for (let e = 0; e < f.tokens.length; e++) {
+      const t = f.tokens[e]!;
+      if (t < vocab && f.values[e] !== 0) add(t, j, f.values[e]!);
     }
   });
   // grouped by token (a stable counting sort: each token's entries stay in dims order)

@@ -41,6 +41,7 @@ export interface TensorStore {
 /**
  * Something the writer can stream. `chunks()` yields the tensor's little-endian bytes in order;
  * their total must equal numel × dtype size exactly (the writer checks and refuses otherwise).
+ * A consumer is done with a chunk when it asks for the next one: a source may reuse its buffer.
  */
 export interface TensorSource {
   name: string;

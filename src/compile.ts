@@ -136,6 +136,10 @@ export function layerNonZeros(w: ModelWeights, i: number): number {
 }
 
 export function compileCircuit(ir: CircuitIR, host: ModelConfig, opts: CompileOptions = {}): CompileResult {
+  if (ir.emit === null) {
+    // Nothing would reach the LM head: every logit 0, token 0 generated at every position.
+    throw new ChipcError('circuit.no-emit', `circuit "${ir.name}" emits nothing (it never calls c.emit or c.emitRows), so its model would generate token 0 at every position; add an emit`);
+  }
   const vocabSize = vocabFor(ir, host, opts.vocab);
   const target: ModelConfig = vocabSize === host.vocabSize ? host : { ...host, vocabSize };
   const lowered = fuseTables(lower(ir, target));

@@ -127,6 +127,8 @@ export interface CircuitDef {
    * whenever it compiles a circuit file for a target (`loadCircuitFile(file, target)`).
    */
   retarget?: (target: TargetShape) => CircuitDef;
+  /** Where defineCircuit was called (problems with the meta data are reported there). */
+  loc?: SourceLoc;
 }
 
 /** What a circuit may read of a target to shape itself: its GDN key heads and their dimension. */
@@ -136,7 +138,7 @@ export interface TargetShape {
 }
 
 export function defineCircuit(meta: CircuitMeta, build: (c: CircuitBuilder) => void): CircuitDef {
-  return { kind: 'chipc-circuit', meta, build };
+  return { kind: 'chipc-circuit', meta, build, loc: callerLoc() };
 }
 
 /** A node as given to `push`: everything but the id, location and (optional) name. */
@@ -155,12 +157,12 @@ export class CircuitBuilder {
   private readonly names = new Set<string>();
   private prevGroups = 0;
 
-  constructor(readonly meta: CircuitMeta) {
+  constructor(readonly meta: CircuitMeta, defLoc?: SourceLoc) {
     if (!Number.isInteger(meta.vocab) || meta.vocab < 1) {
-      this.problem('circuit.vocab', `vocab must be a positive integer, got ${meta.vocab}`, callerLoc());
+      this.problem('circuit.vocab', `vocab must be a positive integer, got ${meta.vocab}`, defLoc ?? callerLoc());
     }
     if (meta.bos !== undefined && (!Number.isInteger(meta.bos) || meta.bos < 0 || meta.bos >= meta.vocab)) {
-      this.problem('circuit.bos', `bos ${meta.bos} is not a token id of the vocabulary [0, ${meta.vocab})`, callerLoc());
+      this.problem('circuit.bos', `bos ${meta.bos} is not a token id of the vocabulary [0, ${meta.vocab})`, defLoc ?? callerLoc());
     }
   }
 

@@ -9,13 +9,34 @@ import { ChipcError } from '../util/errors.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import { validate } from '../passes/validate.ts';
 import { CircuitBuilder, type CircuitDef, type TargetShape } from './builder.ts';
+import { fmtLoc, stackLoc } from './source-loc.ts';
 
 export function buildCircuit(def: CircuitDef, source = '<inline>'): CircuitIR {
-  const c = new CircuitBuilder(def.meta);
-  def.build(c);
+  const c = new CircuitBuilder(def.meta, def.loc);
+  userCode(source, 'build function', () => def.build(c));
   const ir = c.toIR(source);
   validate(ir, c.problems);
   return ir;
+}
+
+/**
+ * Runs a circuit's own code (its build function, its retarget): what it throws is the circuit's
+ * error — `circuit.build`, exit 2, at the circuit's line from the stack — not a chipc bug. A
+ * ChipcError passes through (the DSL's own refusals), and so does an exception whose stack has no
+ * frame outside chipc's sources (a bug of ours).
+ */
+function userCode<T>(source: string, what: string, body: () => T): T {
+  try {
+    return body();
+  } catch (e) {
+    if (e instanceof ChipcError) throw e;
+    const err = e instanceof Error ? e : null;
+    const loc = err?.stack !== undefined ? stackLoc(err.stack) : null;
+    if (err !== null && loc === null) throw e;
+    const what2 = err === null ? `threw ${typeof e === 'string' ? JSON.stringify(e) : String(e)}` : `threw ${err.name}: ${err.message}`;
+    const at = loc === null ? source : fmtLoc(loc);
+    throw new ChipcError('circuit.build', `${at}: the circuit's ${what} ${what2}`, { cause: e });
+  }
 }
 
 /**
@@ -35,7 +56,8 @@ export async function loadCircuitFile(file: string, target?: TargetShape): Promi
   if (!def || def.kind !== 'chipc-circuit') {
     throw new ChipcError('circuit.export', `${file} must default-export defineCircuit(…)`);
   }
-  const shaped = target !== undefined && def.retarget !== undefined ? def.retarget(target) : def;
-  if (shaped.kind !== 'chipc-circuit') throw new ChipcError('circuit.export', `${file}: retarget must return defineCircuit(…)`);
+  const retarget = def.retarget;
+  const shaped = target !== undefined && retarget !== undefined ? userCode(file, 'retarget function', () => retarget(target)) : def;
+  if (shaped?.kind !== 'chipc-circuit') throw new ChipcError('circuit.export', `${file}: retarget must return defineCircuit(…)`);
   return buildCircuit(shaped, path.relative(process.cwd(), abs));
 }

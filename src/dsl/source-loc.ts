@@ -11,8 +11,16 @@ const SRC_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 const FRAME = /\(?((?:file:\/\/)?[^()\s]+?):(\d+):(\d+)\)?$/;
 
 export function callerLoc(): SourceLoc {
-  const stack = new Error().stack ?? '';
-  for (const raw of stack.split('\n').slice(1)) {
+  return stackLoc((new Error().stack ?? '').split('\n').slice(1).join('\n')) ?? { file: '<unknown>', line: 0, col: 0 };
+}
+
+/**
+ * The first frame of a V8 stack trace outside chipc's own `src/`, node's internals and
+ * node_modules — the user's line — or null when there is none. (A first line without a
+ * location, the error's message, is skipped.)
+ */
+export function stackLoc(stack: string): SourceLoc | null {
+  for (const raw of stack.split('\n')) {
     const m = FRAME.exec(raw.trim());
     if (!m) continue;
     let file = m[1]!;
@@ -22,7 +30,7 @@ export function callerLoc(): SourceLoc {
     if (abs.startsWith(SRC_ROOT + path.sep)) continue;
     return { file: path.relative(process.cwd(), abs) || abs, line: Number(m[2]), col: Number(m[3]) };
   }
-  return { file: '<unknown>', line: 0, col: 0 };
+  return null;
 }
 
 export function fmtLoc(loc: SourceLoc): string {

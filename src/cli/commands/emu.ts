@@ -16,6 +16,7 @@ import { ChipcError } from '../../util/errors.ts';
 import { parseSize } from '../options.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
+import { namingElfFile } from '../files.ts';
 
 /** One trace line: `pc  word  disassembly  [rd = value]`. */
 export function formatTrace(e: TraceEvent): string {
@@ -39,7 +40,7 @@ export function registerEmu(program: Command, run: Runner): void {
     .option('--mem-base <addr>', 'RAM base address', `0x${DEFAULT_MEM_BASE.toString(16)}`)
     .option('--json', 'print one JSON document')
     .action((file: string, opts: { trace?: boolean; maxInstructions: string; memSize: string; memBase: string; json?: boolean }) =>
-      run(() => {
+      run(() => namingElfFile(file, async () => {
         const out = makeOut(Boolean(opts.json));
         const maxInstructions = parseSize(opts.maxInstructions, '--max-instructions');
         const size = parseSize(opts.memSize, '--mem-size');
@@ -72,7 +73,7 @@ export function registerEmu(program: Command, run: Runner): void {
             `(${fmtInt(Math.round(r.instret / Math.max(seconds, 1e-9)))}/s)`);
         }
         return status;
-      })(),
+      }))(),
     );
 }
 

@@ -17,6 +17,7 @@ import { DEFAULT_CODE_BYTES, DEFAULT_MEM_BYTES, checkChipFits, goldenTokens, pro
 import { PROTOCOL_VERSION, decodeToken } from '../../../riscv/protocol.ts';
 import { fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
+import { namingElfFile } from '../files.ts';
 
 /** The trace file (format "chipc-trace", version 1). */
 export interface TraceFile {
@@ -52,7 +53,7 @@ export function registerTrace(program: Command, run: Runner): void {
     .option('--max-instructions <n>', 'instruction budget of the golden run', '10000000')
     .option('--json', 'print one JSON document')
     .action((file: string, o: TraceCliOptions) =>
-      run(() => {
+      run(() => namingElfFile(file, async () => {
         const out = makeOut(Boolean(o.json));
         if (!fs.existsSync(file)) throw new ChipcError('cli.file', `${file} does not exist`);
         const ck = o.model !== undefined ? readChipCheckpoint(o.model) : null;
@@ -94,6 +95,6 @@ export function registerTrace(program: Command, run: Runner): void {
         out.line(`${file}: ${fmtInt(doc.prompt.length)}-token loader prompt, ${fmtInt(expected.length)} expected tokens ` +
           `(${fmtInt(doc.instructions)} instructions${halted ? `, HALT(${doc.exitCode})` : doc.trap !== null ? `, TRAP(${doc.trap})` : ', no HALT within the budget'}) → ${target}`);
         return 0;
-      })(),
+      }))(),
     );
 }

@@ -50,7 +50,7 @@ done
 wait
 for pt in $(for j in $jobs; do IFS=: read -r p _ _ _ t <<<"$j"; echo "$p:${t:-chip-test}"; done | sort -u); do
   p=${pt%%:*} target=${pt#*:}
-  $chipc trace "fixtures/firmware/$p.elf" --model "$work/ck-$target" -o "$work/$p-$target.trace.json" >"$out/$p-$target-trace.log" 2>&1 ||
+  $chipc trace "fixtures/firmware/$p.elf" --model "$work/ck-$target" -o "$work/$p-$target.trace.json" --overwrite >"$out/$p-$target-trace.log" 2>&1 ||
     echo "hf-check-all: the trace of $p for $target failed (see $p-$target-trace.log)" >&2
 done
 echo "hf-check-all: chips and traces written in $(( $(date +%s) - t0 )) s" >&2

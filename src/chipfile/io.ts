@@ -5,17 +5,13 @@
  */
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 
 /** One shared, never-written buffer of zeros (1 MiB) that zero runs are sliced from. */
 export const ZEROS = new Uint8Array(1 << 20);
 const BUFFER_BYTES = 1 << 20;
 
-/** A hidden sibling of `target`: `.NAME.KIND-PID-RANDOM` in the same directory (same file system, so rename is atomic). */
-export function tempSibling(target: string, kind: string): string {
-  return path.join(path.dirname(target), `.${path.basename(target)}.${kind}-${process.pid}-${crypto.randomBytes(6).toString('hex')}`);
-}
+export { tempSibling } from '../util/temp-files.ts';
 
 /** Appends to an open file descriptor through a 1 MiB buffer; hashes what it writes when given a hash. */
 export class BufferedWriter {

@@ -19,6 +19,7 @@ import { isDType } from '../safetensors/dtype.ts';
 import { compareCodePoints, isJsonObject, JsonNumber, parseStrictJson, type JsonValue } from '../safetensors/reader.ts';
 import { ChipcError } from '../util/errors.ts';
 import { DEFAULT_DIFF_CHUNK_BYTES, readConfigFile, type DiffOptions } from './diff.ts';
+import { tempSibling } from '../util/temp-files.ts';
 
 export const GOLDEN_FORMAT = 'chipc-checkpoint-golden';
 export const GOLDEN_VERSION = 1;
@@ -119,7 +120,7 @@ export function serializeGolden(g: CheckpointGolden): string {
 export function writeGoldenFile(file: string, g: CheckpointGolden): void {
   const dir = path.dirname(path.resolve(file));
   fs.mkdirSync(dir, { recursive: true });
-  const tmp = path.join(dir, `.${path.basename(file)}.tmp-${process.pid}-${Date.now()}`);
+  const tmp = tempSibling(path.join(dir, path.basename(file)));
   try {
     fs.writeFileSync(tmp, serializeGolden(g));
     fs.renameSync(tmp, file);

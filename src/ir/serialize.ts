@@ -5,11 +5,11 @@
  * name, then rename) and deterministic (object keys in a fixed order, no timestamps).
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { Packr, Unpackr } from 'msgpackr';
 import { ChipcError } from '../util/errors.ts';
 import type { CircuitIR } from './types.ts';
+import { tempSibling } from '../util/temp-files.ts';
 
 const MAGIC = 'chipc-ir';
 const packr = new Packr({ useRecords: false, variableMapSize: true });
@@ -39,7 +39,7 @@ export function decodeIR(bytes: Uint8Array, label = '<ir>'): CircuitIR {
 }
 
 export function writeIR(file: string, ir: CircuitIR): void {
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+  const tmp = tempSibling(file);
   try {
     fs.writeFileSync(tmp, encodeIR(ir));
     fs.renameSync(tmp, file);

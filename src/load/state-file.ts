@@ -13,13 +13,13 @@
  * the body layout belongs to the version.
  */
 import * as fs from 'node:fs';
-import * as path from 'node:path';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { ChipcError } from '../util/errors.ts';
 import type { CompileResult } from '../compile.ts';
 import type { Executor } from '../exec/executor.ts';
 import type { RamDecl } from '../ir/types.ts';
 import { applyRamContents, captureRamContents, checkRamContents, type RamContents } from './ram-state.ts';
+import { tempSibling } from '../util/temp-files.ts';
 
 export const STATE_FILE_MAGIC = 'CHIPSTAT';
 export const STATE_FILE_VERSION = 1;
@@ -250,7 +250,7 @@ export function saveStateFile(file: string, res: CompileResult, contents: Readon
 /** Writes `state` to `file` atomically (temporary name in the same directory, then rename). */
 export function writeStateFile(file: string, state: StateFile): void {
   const bytes = encodeStateFile(state);
-  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const tmp = tempSibling(file);
   try {
     fs.writeFileSync(tmp, bytes, { flag: 'wx' });
     fs.renameSync(tmp, file);

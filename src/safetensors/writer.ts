@@ -19,6 +19,7 @@ import type {
 import { byteSizeOf, dtypeBytes, dtypeRank, encodeFromF32, ENCODABLE, fmtF32, isDType } from './dtype.ts';
 import { compareCodePoints, MAX_FORMAT_INT } from './reader.ts';
 import { INDEX_FILE_NAME, SINGLE_FILE_NAME } from './checkpoint.ts';
+import { tempSibling } from '../util/temp-files.ts';
 
 /** huggingface_hub's default max_shard_size ("5GB" = 5·10^9 bytes). */
 export const DEFAULT_MAX_SHARD_SIZE = 5_000_000_000;
@@ -102,9 +103,7 @@ function writeAll(fd: number, bytes: Uint8Array): void {
   while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done);
 }
 
-function tempName(target: string, kind: string): string {
-  return path.join(path.dirname(target), `.${path.basename(target)}.${kind}-${process.pid}-${crypto.randomBytes(6).toString('hex')}`);
-}
+const tempName = tempSibling;
 
 export interface WriteResult {
   path: string;

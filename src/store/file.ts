@@ -13,11 +13,12 @@
  *   32 bytes SHA-256 of every byte before it
  * A varint is unsigned LEB128, minimal (no redundant 0x80 … 0x00 tail), value < 2^24 (≤ 4 bytes).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { FIELD_LIMIT, StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type StoreParams } from './model.ts';
+import { tempSibling } from '../util/temp-files.ts';
 
 export const STORE_MAGIC = 'CHIPSTOR';
 export const STORE_FORMAT_VERSION = 1;
@@ -210,7 +211,7 @@ export const nodeStoreIo: StoreIo = {
  */
 export function writeFileAtomic(file: string, bytes: Uint8Array, io: StoreIo = nodeStoreIo): void {
   const dir = path.dirname(file);
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const tmp = tempSibling(path.join(dir, path.basename(file)));
   let fd: number | undefined;
   try {
     fd = io.openSync(tmp, 'wx');

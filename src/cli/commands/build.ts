@@ -4,6 +4,7 @@ import { loadCircuitFile } from '../../dsl/load.ts';
 import { writeIR } from '../../ir/serialize.ts';
 import { makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
+import { prepareOutput } from '../files.ts';
 
 export function registerBuild(program: Command, run: Runner): void {
   program
@@ -11,12 +12,14 @@ export function registerBuild(program: Command, run: Runner): void {
     .description('build and validate a circuit file; write its IR (msgpack)')
     .argument('<circuit>', 'a circuit file (TypeScript, default-exporting defineCircuit(…))')
     .option('-o, --output <file>', 'where to write the IR (default: <circuit>.chip-ir)')
+    .option('--overwrite', 'replace an existing output file')
     .option('--json', 'print one JSON document')
-    .action((file: string, opts: { output?: string; json?: boolean }) =>
+    .action((file: string, opts: { output?: string; overwrite?: boolean; json?: boolean }) =>
       run(async () => {
         const out = makeOut(Boolean(opts.json));
-        const ir = await loadCircuitFile(file);
         const target = opts.output ?? file.replace(/\.[cm]?[jt]s$/, '') + '.chip-ir';
+        prepareOutput(target, { option: opts.output !== undefined ? '-o' : 'the default output', inputs: [file], overwrite: opts.overwrite === true });
+        const ir = await loadCircuitFile(file);
         writeIR(target, ir);
         const summary = {
           circuit: ir.name, output: target, nodes: ir.nodes.length, rams: ir.rams.length,

@@ -11,6 +11,7 @@ import { ChipcError } from '../../util/errors.ts';
 import { integerOption } from '../options.ts';
 import { fmtBytes, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
+import { prepareOutput } from '../files.ts';
 
 interface CompactCliOptions {
   output: string;
@@ -47,6 +48,8 @@ export function registerChipfile(program: Command, run: Runner): void {
         const out = makeOut(Boolean(o.json));
         const minGap = integerOption(o.minGap, '--min-gap', 'cli.min-gap', { min: 1 });
         const codec = parseChipCodec(o.codec);
+        // (an existing output is refused by compactCheckpoint itself: chipfile.target-exists)
+        prepareOutput(o.output, { option: '-o', inputs: [dir], overwrite: true });
         const t0 = performance.now();
         const r = compactCheckpoint(dir, o.output, { overwrite: Boolean(o.overwrite), minGap, codec });
         const ms = performance.now() - t0;
@@ -66,6 +69,8 @@ export function registerChipfile(program: Command, run: Runner): void {
     .action((file: string, o: ExpandCliOptions) =>
       run(() => {
         const out = makeOut(Boolean(o.json));
+        // (an existing output is refused by expandChipFile itself)
+        prepareOutput(o.output, { option: '-o', inputs: [file], overwrite: true });
         const t0 = performance.now();
         const r = expandChipFile(file, o.output, { overwrite: Boolean(o.overwrite) });
         const ms = performance.now() - t0;

@@ -22,6 +22,8 @@ import { integerOption, maxShardSizeOption } from '../options.ts';
 import { fmtInt, makeOut, table } from '../output.ts';
 import { makeProgressReporter } from '../progress.ts';
 import type { Runner } from '../main.ts';
+import { tempSibling } from '../../util/temp-files.ts';
+import { prepareOutput } from '../files.ts';
 
 interface CompileCliOptions {
   target: string;
@@ -68,6 +70,10 @@ export function registerCompile(program: Command, run: Runner): void {
         const maxShardSize = o.maxShardSize === undefined ? undefined : maxShardSizeOption(o.maxShardSize);
         const codec = parseChipCodec(o.codec);
         const target = resolveTarget(o.target);
+        const inputs = [file, fs.existsSync(o.target) ? o.target : undefined];
+        for (const [option, p] of [['-o', o.output], ['--chip', o.chip], ['--svg', o.svg]] as const) {
+          if (p !== undefined) prepareOutput(p, { option, inputs, overwrite: Boolean(o.overwrite) });
+        }
         const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file, target.config);
         const t0 = performance.now();
         const res = compileCircuit(ir, target.config, { hidden, vocab });
@@ -110,7 +116,7 @@ export function registerCompile(program: Command, run: Runner): void {
         if (o.svg) {
           const budget = { units: target.config.intermediateSize, gdnHeads: target.config.linearNumKeyHeads, attnHeads: target.config.numKeyValueHeads };
           fs.mkdirSync(path.dirname(path.resolve(o.svg)), { recursive: true });
-          const tmp = `${o.svg}.${process.pid}.tmp`;
+          const tmp = tempSibling(o.svg);
           fs.writeFileSync(tmp, allocationSvg(res, budget));
           fs.renameSync(tmp, o.svg);
         }

@@ -16,6 +16,7 @@ import { emitChip, fmtBytes } from '../../chip/run.ts';
 import type { Matrix } from '../../model/weights.ts';
 import { fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
+import { prepareOutput } from '../files.ts';
 
 interface CpuCliOptions { output: string; target: string; codeSize?: string; memSize?: string; dtype: string; overwrite?: boolean; json?: boolean; attentionLayer?: boolean }
 
@@ -49,7 +50,7 @@ export function registerCpu(program: Command, run: Runner): void {
         };
         const shape = genericShape(spec);
         // refused before the compile, not after it
-        if (fs.existsSync(o.output) && !o.overwrite) throw new ChipcError('cli.exists', `${o.output} exists (use --overwrite to replace it)`);
+        prepareOutput(o.output, { option: '-o', inputs: [fs.existsSync(o.target) ? o.target : undefined], overwrite: Boolean(o.overwrite) });
         const t0 = performance.now();
         const res = compileGenericChip(spec);
         const compileSeconds = (performance.now() - t0) / 1000;

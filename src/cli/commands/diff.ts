@@ -12,11 +12,13 @@ import { checkGolden, computeGolden, readGoldenFile, writeGoldenFile, type Golde
 import { ChipcError } from '../../util/errors.ts';
 import { EXIT_DIFFERENT, EXIT_OK, fmtBytes, fmtInt, makeOut, type Out } from '../output.ts';
 import type { Runner } from '../main.ts';
+import { prepareOutput } from '../files.ts';
 
 interface DiffOpts {
   json?: boolean;
   golden?: string;
   writeGolden?: string;
+  overwrite?: boolean;
 }
 
 export function registerDiff(program: Command, run: Runner): void {
@@ -27,6 +29,7 @@ export function registerDiff(program: Command, run: Runner): void {
     .argument('[b]', 'the .safetensors file, checkpoint directory or .chip file to compare with (not with --golden / --write-golden)')
     .option('--golden <file>', 'compare A against recorded per-tensor sha256 hashes instead of a second checkpoint')
     .option('--write-golden <file>', "record A's per-tensor sha256 hashes (and config.json's) to FILE")
+    .option('--overwrite', 'with --write-golden: replace an existing file')
     .option('--json', 'print one JSON document')
     .action((a: string, b: string | undefined, opts: DiffOpts) =>
       run(() => {
@@ -36,6 +39,7 @@ export function registerDiff(program: Command, run: Runner): void {
         }
         const out = makeOut(Boolean(opts.json));
         if (opts.writeGolden !== undefined) {
+          prepareOutput(opts.writeGolden, { option: '--write-golden', inputs: [a], overwrite: opts.overwrite === true });
           const g = computeGolden(a);
           writeGoldenFile(opts.writeGolden, g);
           const n = Object.keys(g.tensors).length;

@@ -10,6 +10,7 @@ import { maxShardSizeOption } from '../options.ts';
 import { fmtInt, makeOut } from '../output.ts';
 import { makeProgressReporter } from '../progress.ts';
 import type { Runner } from '../main.ts';
+import { prepareOutput } from '../files.ts';
 
 interface MergeCliOptions {
   host: string;
@@ -37,6 +38,8 @@ export function registerMerge(program: Command, run: Runner): void {
       run(() => {
         const out = makeOut(Boolean(o.json));
         const maxShardSize = o.maxShardSize === undefined ? undefined : maxShardSizeOption(o.maxShardSize);
+        // (an existing output is refused by mergeCheckpoints itself: checkpoint.target-exists)
+        prepareOutput(o.output, { option: '-o', inputs: [o.host, o.chip], overwrite: true });
         const progress = (o.progress ?? !o.json) ? makeProgressReporter({ label: `writing ${o.output}` }) : null;
         let r: ReturnType<typeof mergeCheckpoints>;
         try {

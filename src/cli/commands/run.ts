@@ -31,7 +31,7 @@ import type { Mismatch } from '../../verify/check.ts';
 import { decodeToken, formatToken } from '../../../riscv/protocol.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
-import { namingElfFile } from '../files.ts';
+import { namingElfFile, prepareOutput } from '../files.ts';
 
 interface RunCliOptions {
   target?: string;
@@ -125,6 +125,7 @@ export function registerRun(program: Command, run: Runner): void {
           checkChipFits(ck, prog);
         }
         if (o.emit !== undefined) {
+          prepareOutput(o.emit, { option: '--emit', inputs: [file], overwrite: o.overwrite === true });
           const t0 = performance.now();
           const res = compileGenericChip(spec);
           const compileSeconds = (performance.now() - t0) / 1000;

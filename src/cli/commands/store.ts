@@ -31,6 +31,7 @@ import { ChipcError } from '../../util/errors.ts';
 import { integerOption } from '../options.ts';
 import { fmtBytes, fmtInt, makeOut, type Out } from '../output.ts';
 import type { Runner } from '../main.ts';
+import { prepareOutput } from '../files.ts';
 
 interface CommonOptions {
   text?: boolean;
@@ -148,6 +149,7 @@ export function registerStore(program: Command, run: Runner): void {
       run(() => {
         const out = makeOut(Boolean(o.json));
         if (fs.existsSync(file) && !o.overwrite) throw new ChipcError('store.exists', `${file} exists (use --overwrite to replace it)`);
+        prepareOutput(file, { option: 'the store file', inputs: [], overwrite: true });
         const num = (k: string, flag: string) => integerOption(String(o[k]), flag, 'cli.option', { min: 1 });
         const opts: StoreOptions = {
           maxFiles: num('maxFiles', '--max-files'), nameMax: num('nameMax', '--name-max'), contentMax: num('contentMax', '--content-max'),
@@ -182,6 +184,7 @@ export function registerStore(program: Command, run: Runner): void {
         const params = loadStoreFile(file).params;
         const target = resolveTarget(o.target);
         // refused before the compile, not after it
+        prepareOutput(o.output, { option: '-o', inputs: [file, fs.existsSync(o.target) ? o.target : undefined], overwrite: true });
         if (fs.existsSync(o.output) && !o.overwrite) throw new ChipcError('store.chip-exists', `${o.output} exists (use --overwrite to replace it)`);
         const t0 = performance.now();
         const { prog, res, memBytes } = ChipStore.compile(params, target.config);
@@ -289,8 +292,9 @@ export function registerStore(program: Command, run: Runner): void {
       })(),
     );
 
-  const roundTrip = (file: string, output: string | undefined, o: CommonOptions & { output?: string }, verb: string) => {
+  const roundTrip = (file: string, output: string | undefined, o: CommonOptions & { output?: string; overwrite?: boolean }, verb: string) => {
     const out = makeOut(Boolean(o.json));
+    if (output !== undefined) prepareOutput(output, { option: '-o', inputs: [file, o.model], overwrite: o.overwrite === true });
     const { model, store: s } = open(file, o);
     const back = s.exportModel();
     const want = encodeStore(model);
@@ -310,9 +314,11 @@ export function registerStore(program: Command, run: Runner): void {
   common(store.command('export').description("write the store rows read back out of a chip session's state to a store file")
     .argument('<file>', 'the store file loaded into the session'))
     .requiredOption('-o, --output <file>', 'the store file to write (atomically)')
-    .action((file: string, o: CommonOptions & { output: string }) => run(() => roundTrip(file, o.output, o, 'exported'))());
+    .option('--overwrite', 'replace an existing output file')
+    .action((file: string, o: CommonOptions & { output: string; overwrite?: boolean }) => run(() => roundTrip(file, o.output, o, 'exported'))());
   common(store.command('import').description("load a store file into a fresh chip session's state and check every row bit for bit")
     .argument('<file>', 'the store file'))
     .option('-o, --output <file>', 'also write the rows read back from the chip')
-    .action((file: string, o: CommonOptions & { output?: string }) => run(() => roundTrip(file, o.output, o, 'imported'))());
+    .option('--overwrite', 'replace an existing output file')
+    .action((file: string, o: CommonOptions & { output?: string; overwrite?: boolean }) => run(() => roundTrip(file, o.output, o, 'imported'))());
 }

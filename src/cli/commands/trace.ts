@@ -17,7 +17,8 @@ import { DEFAULT_CODE_BYTES, DEFAULT_MEM_BYTES, checkChipFits, goldenTokens, pro
 import { PROTOCOL_VERSION, decodeToken } from '../../../riscv/protocol.ts';
 import { fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
-import { namingElfFile } from '../files.ts';
+import { namingElfFile, prepareOutput } from '../files.ts';
+import { tempSibling } from '../../util/temp-files.ts';
 
 /** The trace file (format "chipc-trace", version 1). */
 export interface TraceFile {
@@ -39,7 +40,7 @@ export interface TraceFile {
   instructions: number;
 }
 
-interface TraceCliOptions { output?: string; memSize?: string; codeSize?: string; model?: string; maxInstructions: string; json?: boolean }
+interface TraceCliOptions { output?: string; overwrite?: boolean; memSize?: string; codeSize?: string; model?: string; maxInstructions: string; json?: boolean }
 
 export function registerTrace(program: Command, run: Runner): void {
   program
@@ -51,11 +52,13 @@ export function registerTrace(program: Command, run: Runner): void {
     .option('--mem-size <bytes>', `data RAM size from 0x80000000 (must match the chip; default ${DEFAULT_MEM_BYTES}, with --model the chip's)`)
     .option('--model <ckpt>', 'take the RAM sizes from this chip checkpoint (chipc cpu) and check that the program fits it')
     .option('--max-instructions <n>', 'instruction budget of the golden run', '10000000')
+    .option('--overwrite', 'replace an existing trace file')
     .option('--json', 'print one JSON document')
     .action((file: string, o: TraceCliOptions) =>
       run(() => namingElfFile(file, async () => {
         const out = makeOut(Boolean(o.json));
         if (!fs.existsSync(file)) throw new ChipcError('cli.file', `${file} does not exist`);
+        prepareOutput(o.output!, { option: '-o', inputs: [file, o.model], overwrite: o.overwrite === true });
         const ck = o.model !== undefined ? readChipCheckpoint(o.model) : null;
         const rv32 = ck?.manifest.rv32;
         if (ck !== null && (typeof rv32?.memWords !== 'number' || typeof rv32.codeWords !== 'number')) {
@@ -83,7 +86,7 @@ export function registerTrace(program: Command, run: Runner): void {
           exitCode: last !== null && last.kind === 'HALT' ? last.code : null, trap: g.halt.trap ?? null, instructions: g.summary.instructions,
         };
         const target = o.output as string;
-        const tmp = `${target}.${process.pid}.tmp`;
+        const tmp = tempSibling(target);
         try {
           fs.writeFileSync(tmp, JSON.stringify(doc) + '\n');
           fs.renameSync(tmp, target);

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -95,6 +96,30 @@ describe('chipc inspect / targets / exec', () => {
     const doc = JSON.parse(r.out);
     const ex = new Executor(loadModel('fixtures/tiny', { mode: 'dense' }), { path: 'dense' });
     expect(doc.generated).toEqual(ex.generate([1, 2, 3], 4));
+  });
+
+  it('exec --all-positions gives every position\'s argmax and logits sha256, prompt and generated', async () => {
+    const r = await cli('exec', 'fixtures/tiny', '--tokens', '1,2,3', '--generate', '4', '--path', 'dense', '--all-positions', '--json');
+    expect(r.code, r.err).toBe(0);
+    const doc = JSON.parse(r.out) as { generated: number[]; positions: { position: number; token: number; argmax: number; sha256: string }[] };
+    // the reference: the executor API, hashed here from the raw float32 bytes
+    const ex = new Executor(loadModel('fixtures/tiny', { mode: 'dense' }), { path: 'dense' });
+    const logits = ex.prefill([1, 2, 3], { allLogits: true });
+    const fed = [1, 2, 3];
+    for (const t of doc.generated.slice(0, -1)) { logits.push(ex.decode(t)); fed.push(t); }
+    expect(doc.positions.map((p) => p.position)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(doc.positions.map((p) => p.token)).toEqual(fed);
+    logits.forEach((l, i) => {
+      const bytes = Buffer.from(l.buffer, l.byteOffset, l.byteLength);
+      expect(doc.positions[i]!.sha256).toBe(crypto.createHash('sha256').update(bytes).digest('hex'));
+      let best = 0;
+      for (let j = 1; j < l.length; j++) if (l[j]! > l[best]!) best = j;
+      expect(doc.positions[i]!.argmax).toBe(best);
+    });
+    // position k's argmax is the k-th generated token from the prompt's last position on
+    expect(doc.positions.slice(2).map((p) => p.argmax)).toEqual(doc.generated);
+    const text = await cli('exec', 'fixtures/tiny', '--tokens', '1,2,3', '--path', 'dense', '--all-positions');
+    expect(text.out).toContain(doc.positions[1]!.sha256);
   });
 
   it('exec rejects token ids outside the vocabulary and bad options with exit 2', async () => {

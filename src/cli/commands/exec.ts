@@ -1,8 +1,9 @@
 /**
  * `chipc exec PATH --tokens 1,2,3`: run a checkpoint (directory, .safetensors or .chip) in the reference executor on given token
  * ids; prints the top next tokens of the last position (and greedy continuations with
- * `--generate N`).
+ * `--generate N`); `--all-positions` adds every position's argmax and logits hash.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
@@ -75,6 +76,7 @@ interface ExecCliOptions {
   path: string;
   order: string;
   top: string;
+  allPositions?: boolean;
   json?: boolean;
 }
 
@@ -90,6 +92,7 @@ export function registerExec(program: Command, run: Runner): void {
     .option('--path <p>', 'matmul path: dense or sparse', 'sparse')
     .option('--order <o>', 'reduction order: sequential, fma, shuffled[:SEED]', 'sequential')
     .option('--top <k>', 'how many top next tokens to print', '5')
+    .option('--all-positions', 'print every position\'s argmax and the sha256 of its float32 logits (little-endian), prompt and generated, to compare with another engine position by position')
     .option('--json', 'print one JSON document')
     .action((p: string, o: ExecCliOptions) =>
       run(() => {
@@ -119,19 +122,29 @@ export function registerExec(program: Command, run: Runner): void {
         const opts: ExecOptions = { profile: o.profile, path: o.path, order: parseOrder(o.order) };
         const ex = new Executor(weights, opts);
         const t1 = performance.now();
-        const [logits] = ex.prefill(tokens);
-        const topK = topTokens(logits!, top);
+        const all = o.allPositions === true;
+        const prefillLogits = ex.prefill(tokens, { allLogits: all });
+        const positions: PositionRecord[] = [];
+        if (all) prefillLogits.forEach((l, i) => positions.push(positionRecord(i, tokens[i]!, l)));
+        const logits = prefillLogits[prefillLogits.length - 1]!;
+        const topK = topTokens(logits, top);
         const generated: number[] = [];
         if (gen > 0) {
-          let next = argmax(logits!);
+          let next = argmax(logits);
           generated.push(next);
           for (let i = 1; i < gen; i++) {
-            next = argmax(ex.decode(next));
+            const l = ex.decode(next);
+            if (all) positions.push(positionRecord(tokens.length + i - 1, next, l));
+            next = argmax(l);
             generated.push(next);
           }
         }
         const runMs = performance.now() - t1;
-        out.emit({ tokens, top: topK, generated, loadMs, runMs, profile: o.profile, path: o.path, order: o.order });
+        out.emit({ tokens, top: topK, generated, ...(all ? { positions } : {}), loadMs, runMs, profile: o.profile, path: o.path, order: o.order });
+        if (all) {
+          out.line(table(['position', 'token', 'argmax', 'max logit bits', 'sha256 of the float32 logits'],
+            positions.map((r) => [r.position, r.token, r.argmax, r.maxBits, r.sha256])));
+        }
         out.line(`prompt ${tokens.length} token(s) → next-token logits (top ${top}):`);
         out.line(table(['token', 'logit', 'bits'], topK.map((t) => [t.token, String(t.logit), t.bits])));
         if (gen > 0) out.line(`generated: ${generated.join(',')}`);
@@ -139,6 +152,31 @@ export function registerExec(program: Command, run: Runner): void {
         return 0;
       })(),
     );
+}
+
+/** One position of `--all-positions`: its input token, its argmax and the hash of its logits. */
+export interface PositionRecord {
+  position: number;
+  token: number;
+  argmax: number;
+  /** float32 bit pattern of the largest logit, hex. */
+  maxBits: string;
+  /** sha256 of the position's logits as little-endian float32 (numpy: `logits.astype('<f4').tobytes()`). */
+  sha256: string;
+}
+
+export function positionRecord(position: number, token: number, logits: Float32Array): PositionRecord {
+  const best = argmax(logits);
+  const bytes = new Uint8Array(logits.length * 4);
+  const view = new DataView(bytes.buffer);
+  // (bit patterns, not values: a NaN's payload survives)
+  const bits = new Uint32Array(logits.buffer, logits.byteOffset, logits.length);
+  for (let i = 0; i < logits.length; i++) view.setUint32(4 * i, bits[i]!, true);
+  return {
+    position, token, argmax: best,
+    maxBits: '0x' + bits[best]!.toString(16).padStart(8, '0'),
+    sha256: crypto.createHash('sha256').update(bytes).digest('hex'),
+  };
 }
 
 export interface TopToken {

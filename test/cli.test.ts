@@ -5,6 +5,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli } from './helpers/cli.ts';
+import { buildProgram } from '../src/cli/main.ts';
 import { denseSource, writeSafetensors } from '../src/safetensors/writer.ts';
 import { openCheckpoint } from '../src/safetensors/checkpoint.ts';
 import { loadModel } from '../src/model/load-weights.ts';
@@ -120,6 +121,17 @@ describe('chipc inspect / targets / exec', () => {
     expect(doc.positions.slice(2).map((p) => p.argmax)).toEqual(doc.generated);
     const text = await cli('exec', 'fixtures/tiny', '--tokens', '1,2,3', '--path', 'dense', '--all-positions');
     expect(text.out).toContain(doc.positions[1]!.sha256);
+  });
+
+  it('loads only the module of the command that runs (none for --version, all for help)', async () => {
+    const names = async (...args: string[]) => (await buildProgram({ code: 0 }, ['node', 'chipc', ...args])).commands.map((c) => c.name());
+    expect(await names('--version')).toEqual([]);
+    expect(await names('run', 'x.elf', '--check')).toEqual(['run']);
+    expect(await names('expand', 'x.chip', '-o', 'd')).toEqual(['compact', 'expand']);
+    const all = await names('--help');
+    expect(all).toEqual(expect.arrayContaining(['inspect', 'diff', 'targets', 'exec', 'emu', 'build', 'compile', 'check', 'cpu', 'run', 'compact', 'expand', 'merge', 'trace', 'store', 'cache']));
+    expect(all).toHaveLength(16);
+    expect(await names('nosuch')).toHaveLength(16);
   });
 
   it('exec rejects token ids outside the vocabulary and bad options with exit 2', async () => {

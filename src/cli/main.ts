@@ -7,22 +7,6 @@ import { Command, CommanderError } from 'commander';
 import chalk from 'chalk';
 import { ChipcError } from '../util/errors.ts';
 import { EXIT_BUG, EXIT_ERROR } from './output.ts';
-import { registerInspect } from './commands/inspect.ts';
-import { registerDiff } from './commands/diff.ts';
-import { registerTargets } from './commands/targets.ts';
-import { registerExec } from './commands/exec.ts';
-import { registerEmu } from './commands/emu.ts';
-import { registerBuild } from './commands/build.ts';
-import { registerCompile } from './commands/compile.ts';
-import { registerCheck } from './commands/check.ts';
-import { registerRun } from './commands/run.ts';
-import { registerChipfile } from './commands/chipfile.ts';
-import { registerMerge } from './commands/merge.ts';
-import { registerTrace } from './commands/trace.ts';
-import { registerStore } from './commands/store.ts';
-import { registerCache } from './commands/cache.ts';
-import { registerCpu } from './commands/cpu.ts';
-
 export type CommandResult = Promise<number> | number;
 
 /** Lets each command report its exit status back through commander's action handlers. */
@@ -30,7 +14,37 @@ export interface ExitSink {
   code: number;
 }
 
-export function buildProgram(sink: ExitSink): Command {
+type Registrar = (program: Command, run: Runner) => void;
+
+/**
+ * Each command's module and the command names it registers, in help order. A module is imported
+ * only when its command runs (or for the full help listing): importing all of them — the
+ * compiler, the executor, the store — cost ≈ 1 s of CPU before `chipc --version` could answer.
+ */
+const COMMANDS: readonly (readonly [readonly string[], () => Promise<Registrar>])[] = [
+  [['inspect'], async () => (await import('./commands/inspect.ts')).registerInspect],
+  [['diff'], async () => (await import('./commands/diff.ts')).registerDiff],
+  [['targets'], async () => (await import('./commands/targets.ts')).registerTargets],
+  [['exec'], async () => (await import('./commands/exec.ts')).registerExec],
+  [['emu'], async () => (await import('./commands/emu.ts')).registerEmu],
+  [['build'], async () => (await import('./commands/build.ts')).registerBuild],
+  [['compile'], async () => (await import('./commands/compile.ts')).registerCompile],
+  [['check'], async () => (await import('./commands/check.ts')).registerCheck],
+  [['cpu'], async () => (await import('./commands/cpu.ts')).registerCpu],
+  [['run'], async () => (await import('./commands/run.ts')).registerRun],
+  [['compact', 'expand'], async () => (await import('./commands/chipfile.ts')).registerChipfile],
+  [['merge'], async () => (await import('./commands/merge.ts')).registerMerge],
+  [['trace'], async () => (await import('./commands/trace.ts')).registerTrace],
+  [['store'], async () => (await import('./commands/store.ts')).registerStore],
+  [['cache'], async () => (await import('./commands/cache.ts')).registerCache],
+];
+
+/**
+ * The program with the commands `argv` needs: the named command's module alone; none for a bare
+ * `--version`; every one otherwise (help, no command, an unknown command: commander lists or
+ * suggests them).
+ */
+export async function buildProgram(sink: ExitSink, argv: readonly string[] = []): Promise<Command> {
   const program = new Command();
   program
     .name('chipc')
@@ -41,21 +55,11 @@ export function buildProgram(sink: ExitSink): Command {
   const run = (fn: () => CommandResult) => async () => {
     sink.code = await fn();
   };
-  registerInspect(program, run);
-  registerDiff(program, run);
-  registerTargets(program, run);
-  registerExec(program, run);
-  registerEmu(program, run);
-  registerBuild(program, run);
-  registerCompile(program, run);
-  registerCheck(program, run);
-  registerCpu(program, run);
-  registerRun(program, run);
-  registerChipfile(program, run);
-  registerMerge(program, run);
-  registerTrace(program, run);
-  registerStore(program, run);
-  registerCache(program, run);
+  const args = argv.slice(2);
+  const named = args[0] !== undefined && !args[0].startsWith('-') ? COMMANDS.find(([names]) => names.includes(args[0]!)) : undefined;
+  const versionOnly = args.length === 1 && (args[0] === '--version' || args[0] === '-V');
+  const wanted = named !== undefined ? [named] : versionOnly ? [] : COMMANDS;
+  for (const [, load] of wanted) (await load())(program, run);
   return program;
 }
 
@@ -68,7 +72,7 @@ function wantsJson(argv: string[]): boolean {
 
 export async function main(argv: string[]): Promise<number> {
   const sink: ExitSink = { code: 0 };
-  const program = buildProgram(sink);
+  const program = await buildProgram(sink, argv);
   try {
     await program.parseAsync(argv);
     return sink.code;

@@ -119,3 +119,31 @@ describe('temporaries of a killed write', () => {
     fs.rmSync(live);
   });
 });
+
+describe('store init: the chunk pool', () => {
+  const limitsOf = async (...args: string[]) => {
+    const f = at(`pool-${args.join('_').replace(/\W+/g, '')}.cst`);
+    const r = await cli('store', 'init', f, ...args, '--json');
+    expect(r.code, r.err).toBe(0);
+    return (JSON.parse(r.out) as { limits: { chunkPool: number; maxFiles: number } }).limits;
+  };
+  it('is 2 per file and at least one maximum-size file\'s, as --help says', async () => {
+    expect((await limitsOf()).chunkPool).toBe(1024);
+    expect((await limitsOf('--max-files', '4', '--content-max', '200')).chunkPool).toBe(Math.ceil((32 + 200) / 16));
+    expect((await limitsOf('--max-files', '40', '--content-max', '20')).chunkPool).toBe(80);
+    expect((await limitsOf('--content-max', '3000')).chunkPool).toBe(1024);
+    expect((await limitsOf('--max-files', '4', '--chunk-pool', '99')).chunkPool).toBe(99);
+  });
+  it('an explicit pool too small for one file is refused naming the option', async () => {
+    const r = await cli('store', 'init', at('small-pool.cst'), '--chunk-pool', '3');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/store\.params.*chunkPool/);
+  });
+  it('a killed save\'s temporary is removed by the next save of the store file', async () => {
+    const f = at('saved.cst');
+    const dead = path.join(tmp, '.saved.cst.tmp.2147483646.0123456789ab.tmp');
+    fs.writeFileSync(dead, 'partial');
+    expect((await cli('store', 'init', f, '--max-files', '4', '--content-max', '64')).code).toBe(0);
+    expect(fs.existsSync(dead)).toBe(false);
+  });
+});

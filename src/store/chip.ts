@@ -40,6 +40,15 @@ export const STORE_ELF = path.join(path.dirname(fileURLToPath(import.meta.url)),
 export const CHIP_STORE_DEFAULTS = { maxFiles: 512, nameMax: 32, contentMax: 1024, chunkSize: 16, chunkPool: 1024, vocab: 248_320 } as const;
 
 /**
+ * The chunk pool `chipc store init` takes when none is given: two chunks per file, and at least
+ * the chunks of one maximum-size file (1,024 at the defaults; the reference model's 4 per file
+ * does not fit the chip's RAM at the default capacity), at most 2^24 − 1.
+ */
+export function chipChunkPool(o: { maxFiles: number; nameMax: number; contentMax: number; chunkSize: number }): number {
+  return Math.min(2 ** 24 - 1, Math.max(2 * o.maxFiles, Math.ceil((o.nameMax + o.contentMax) / o.chunkSize)));
+}
+
+/**
  * A small store for tests and the benches' `--capacity small` (the CI store tests' capacity): 8
  * files, names ≤ 6, contents ≤ 40, 32 chunks of 4, ids < 300 (two bytes) — it fills up, so every
  * result code comes up within a few hundred operations. A 32 KiB data RAM, one bank.

@@ -18,7 +18,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { FIELD_LIMIT, StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type StoreParams } from './model.ts';
-import { tempSibling } from '../util/temp-files.ts';
+import { removeStaleTemps, tempSibling } from '../util/temp-files.ts';
 
 export const STORE_MAGIC = 'CHIPSTOR';
 export const STORE_FORMAT_VERSION = 1;
@@ -211,6 +211,7 @@ export const nodeStoreIo: StoreIo = {
  */
 export function writeFileAtomic(file: string, bytes: Uint8Array, io: StoreIo = nodeStoreIo): void {
   const dir = path.dirname(file);
+  removeStaleTemps(file); // what a killed earlier save of this file left
   const tmp = tempSibling(path.join(dir, path.basename(file)));
   let fd: number | undefined;
   try {

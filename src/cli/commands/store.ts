@@ -19,7 +19,7 @@
  */
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { ChipStore, CHIP_STORE_DEFAULTS, storeLimitLines, storeLimits, type ChipStoreCall } from '../../store/chip.ts';
+import { ChipStore, CHIP_STORE_DEFAULTS, chipChunkPool, storeLimitLines, storeLimits, type ChipStoreCall } from '../../store/chip.ts';
 import { encodeStore, loadStoreFile, saveStoreFile, writeFileAtomic } from '../../store/file.ts';
 import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type StoreParams } from '../../store/model.ts';
 import type { FirmwareResult, StoreRequest } from '../../store/firmware.ts';
@@ -141,7 +141,7 @@ export function registerStore(program: Command, run: Runner): void {
     .option('--name-max <n>', 'longest name in tokens', String(CHIP_STORE_DEFAULTS.nameMax))
     .option('--content-max <n>', 'longest content in tokens', String(CHIP_STORE_DEFAULTS.contentMax))
     .option('--chunk-size <n>', 'tokens per chunk', String(CHIP_STORE_DEFAULTS.chunkSize))
-    .option('--chunk-pool <n>', 'chunks in all (default: as many as 4·files, at least one maximum-size file)', String(CHIP_STORE_DEFAULTS.chunkPool))
+    .option('--chunk-pool <n>', `chunks in all (default: 2 per file, at least one maximum-size file's: ${CHIP_STORE_DEFAULTS.chunkPool} at the defaults)`)
     .option('--vocab <n>', 'token ids are < this', String(CHIP_STORE_DEFAULTS.vocab))
     .option('--overwrite', 'replace an existing store file')
     .option('--json', 'print one JSON document')
@@ -153,8 +153,9 @@ export function registerStore(program: Command, run: Runner): void {
         const num = (k: string, flag: string) => integerOption(String(o[k]), flag, 'cli.option', { min: 1 });
         const opts: StoreOptions = {
           maxFiles: num('maxFiles', '--max-files'), nameMax: num('nameMax', '--name-max'), contentMax: num('contentMax', '--content-max'),
-          chunkSize: num('chunkSize', '--chunk-size'), chunkPool: num('chunkPool', '--chunk-pool'), vocab: num('vocab', '--vocab'),
+          chunkSize: num('chunkSize', '--chunk-size'), vocab: num('vocab', '--vocab'),
         };
+        opts.chunkPool = o.chunkPool === undefined ? chipChunkPool(opts as Parameters<typeof chipChunkPool>[0]) : num('chunkPool', '--chunk-pool');
         const p = resolveStoreParams(opts);
         const l = limits(p); // also refuses a store the chip cannot hold (store.mem, store.params)
         const model = new StoreModel(p);

@@ -10,12 +10,12 @@
 import fs from 'node:fs';
 import type { CircuitDef, TargetShape } from '../../src/dsl/index.ts';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { cpuCircuit } from '../rv32im/cpu.ts';
 import { programOf } from '../../src/chip/run.ts';
 import { BIGNUM_MEM_BYTES, BN_MAX_BITS } from '../../src/bignum/service.ts';
+import { PACKAGE_ROOT } from '../../src/util/package-root.ts';
 
-const ELF_PATH = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures', 'firmware', 'bignum.elf');
+const ELF_PATH = path.join(PACKAGE_ROOT, 'fixtures', 'firmware', 'bignum.elf');
 const ELF = fs.readFileSync(ELF_PATH);
 
 /** The bignum chip, its data RAM in banks that fit one layer of `target` (or of chip-test without one). */

@@ -34,11 +34,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ChipcError } from '../util/errors.ts';
+import { PACKAGE_ROOT } from '../util/package-root.ts';
 
 /** The package root (the folder holding package.json, src/, circuits/, riscv/, targets/). */
-export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export { PACKAGE_ROOT };
 
 /** The chip file's and the entry record's names inside an entry folder. */
 export const CHIP_FILE = 'chip.chip';

@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import fs from 'node:fs';
+import { tsImport } from 'tsx/esm/api';
 import { ChipcError } from '../util/errors.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import { validate } from '../passes/validate.ts';
@@ -50,9 +51,21 @@ export async function loadCircuitFile(file: string, target?: TargetShape): Promi
   try {
     mod = (await import(pathToFileURL(abs).href)) as { default?: unknown };
   } catch (e) {
-    throw new ChipcError('circuit.import', `cannot load circuit ${file}: ${(e as Error).message}`, { cause: e });
+    if ((e as NodeJS.ErrnoException).code !== 'ERR_REQUIRE_CYCLE_MODULE') {
+      throw new ChipcError('circuit.import', `cannot load circuit ${file}: ${(e as Error).message}`, { cause: e });
+    }
+    // A circuit written as an ES module in a CommonJS scope (a .ts or .js file in a project
+    // without "type": "module"): node hands it to the CommonJS loader, which finds ES module syntax
+    // and comes back to the file being loaded. tsx's scoped import compiles it as a module.
+    try {
+      mod = (await tsImport(pathToFileURL(abs).href, import.meta.url)) as { default?: unknown };
+    } catch (e2) {
+      throw new ChipcError('circuit.import', `cannot load circuit ${file}: ${(e2 as Error).message}`, { cause: e2 });
+    }
   }
-  const def = mod.default as CircuitDef | undefined;
+  // (a module compiled as CommonJS carries its default export one level down)
+  const inner = (mod.default as { default?: unknown } | undefined)?.default;
+  const def = ((mod.default as CircuitDef | undefined)?.kind === 'chipc-circuit' || inner === undefined ? mod.default : inner) as CircuitDef | undefined;
   if (!def || def.kind !== 'chipc-circuit') {
     throw new ChipcError('circuit.export', `${file} must default-export defineCircuit(…)`);
   }

@@ -6,15 +6,15 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ChipcError } from '../util/errors.ts';
 import type { Family, ModelConfig } from './config.ts';
 import { isMoeLayer } from './config.ts';
 import { parseHfConfig } from './hf-config.ts';
 import { parameterCount } from './naming.ts';
+import { PACKAGE_ROOT } from '../util/package-root.ts';
 
 /** Directory holding the built-in target files (`<name>.json`). */
-export const TARGETS_DIR = fileURLToPath(new URL('../../targets/', import.meta.url));
+export const TARGETS_DIR = path.join(PACKAGE_ROOT, 'targets') + path.sep;
 
 export interface ResolvedTarget {
   /** The built-in name, or the config file's path as given. */

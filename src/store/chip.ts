@@ -12,7 +12,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CODE_BASE } from '../../circuits/rv32im/cpu.ts';
 import { ChipService, type ServiceEngine, type ServiceWrite } from '../chip/service.ts';
 import { compileChip, programOf, readChipCheckpoint, type ChipProgram } from '../chip/run.ts';
@@ -24,13 +23,14 @@ import { ChipcError } from '../util/errors.ts';
 import { decodeToken, formatToken } from '../../riscv/protocol.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type StoreParams } from './model.ts';
+import { PACKAGE_ROOT } from '../util/package-root.ts';
 import {
   FirmwareStore, SERVICE_AREA_SYMBOL, decodeAnswer, encodeInitRequest, encodeRequest, initValues, memoryWordsFromModel, rowsFromMemory, storeAreaWords,
   type FirmwareResult, type StoreRequest, type TableRows,
 } from './firmware.ts';
 
 /** The bundled store service image. */
-export const STORE_ELF = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'fixtures', 'firmware', 'store.elf');
+export const STORE_ELF = path.join(PACKAGE_ROOT, 'fixtures', 'firmware', 'store.elf');
 
 /**
  * Default parameters of a store on the chip (`chipc store init`): 512 files in a 128 KiB data RAM

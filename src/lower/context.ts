@@ -167,16 +167,15 @@ export class LowerContext {
 
 /** The non-zero entries of values[0 … vocab) (a missing value is 0) as an embedding column. */
 function nonZeroColumn(values: readonly number[], vocab: number): EmbedValues {
+  const n = Math.min(vocab, values.length);
+  const at = scratchTokens.length >= n ? scratchTokens : (scratchTokens = new Int32Array(n));
   let count = 0;
-  for (let t = 0; t < vocab; t++) if ((values[t] ?? 0) !== 0) count++;
-  const tokens = new Int32Array(count);
+  for (let t = 0; t < n; t++) if (values[t] !== 0 && values[t] !== undefined) at[count++] = t;
+  const tokens = at.slice(0, count);
   const vals = new Float64Array(count);
-  let k = 0;
-  for (let t = 0; t < vocab; t++) {
-    const v = values[t] ?? 0;
-    if (v === 0) continue;
-    tokens[k] = t;
-    vals[k++] = v;
-  }
+  for (let k = 0; k < count; k++) vals[k] = values[tokens[k]!]!;
   return { tokens, values: vals };
 }
+
+/** nonZeroColumn's scratch: the non-zero token ids of one field, before they are copied out. */
+let scratchTokens = new Int32Array(0);

@@ -85,3 +85,36 @@ describe('--tokens', () => {
     for (const bad of ['1,2e3', '0x10', '-1', '9007199254740993', '']) expect(codeOf(() => parseTokenList(bad)), bad).toBe('cli.tokens');
   });
 });
+
+describe('docs/cli.md documents every option', () => {
+  it('each long option of each command appears (as --long or its short form) in that command\'s section', async () => {
+    const { buildProgram } = await import('../src/cli/main.ts');
+    const doc = fs.readFileSync('docs/cli.md', 'utf8');
+    const sections = doc.split(/\n(?=### )/).filter((s) => s.startsWith('### '));
+    const program = await buildProgram({ code: 0 }, ['node', 'chipc', '--help']);
+    const missing: string[] = [];
+    type Cmd = { name(): string; commands: readonly Cmd[]; options: readonly { long?: string; short?: string; negate: boolean }[] };
+    const walk = (cmd: Cmd, parent: string | null): void => {
+      for (const c of cmd.commands) {
+        const name = c.name();
+        // a section is the command's when its heading names it: `chipc NAME …`, or for a
+        // subcommand `chipc PARENT NAME …` or one of the `NAME FILE …` forms after it
+        const heading = (s: string) => s.split('\n')[0]!;
+        const mine = sections.filter((s) => parent === null
+          ? heading(s).includes(`\`chipc ${name} `) || heading(s).includes(`\`chipc ${name}\``)
+          : heading(s).includes(`\`chipc ${parent} `) && (heading(s).includes(`chipc ${parent} ${name} `) || heading(s).includes(`\`${name} FILE`)));
+        const text = mine.join('\n');
+        const label = parent === null ? name : `${parent} ${name}`;
+        if (mine.length === 0) missing.push(`${label}: no section`);
+        for (const o of c.options) {
+          const long = o.negate ? o.long!.replace(/^--no-/, '--') : o.long!;
+          const forms = [long, o.long!, `--[no-]${long.slice(2)}`, ...(o.short ? [`${o.short} `, `${o.short}\``] : [])];
+          if (!forms.some((f) => text.includes(f))) missing.push(`${label}: ${o.long}`);
+        }
+        if (c.commands.length > 0) walk(c, name);
+      }
+    };
+    walk(program as unknown as Cmd, null);
+    expect(missing).toEqual([]);
+  });
+});

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli } from './helpers/cli.ts';
 import { buildProgram } from '../src/cli/main.ts';
+import { COMMAND_TABLE } from '../src/cli/command-table.ts';
 import { denseSource, writeSafetensors } from '../src/safetensors/writer.ts';
 import { openCheckpoint } from '../src/safetensors/checkpoint.ts';
 import { loadModel } from '../src/model/load-weights.ts';
@@ -132,6 +133,17 @@ describe('chipc inspect / targets / exec', () => {
     expect(all).toEqual(expect.arrayContaining(['inspect', 'diff', 'targets', 'exec', 'emu', 'build', 'compile', 'check', 'cpu', 'run', 'compact', 'expand', 'merge', 'trace', 'store', 'cache']));
     expect(all).toHaveLength(16);
     expect(await names('nosuch')).toHaveLength(16);
+  });
+
+  it('the bare listing (from the command table) is the one the loaded command modules give', async () => {
+    const listing = await cli('--help');
+    const loaded = await cli('help'); // `help` loads every module
+    expect(listing.code).toBe(0);
+    expect(listing.out).toContain('Commands:');
+    expect(listing.out).toBe(loaded.out);
+    const real = (await buildProgram({ code: 0 }, ['node', 'chipc', 'nosuch'])).commands;
+    expect(COMMAND_TABLE.map((c) => [c.name, c.args.join(' '), c.summary])).toEqual(
+      real.map((c) => [c.name(), c.registeredArguments.map((a) => (a.required ? `<${a.name()}>` : `[${a.name()}]`)).join(' '), c.description()]));
   });
 
   it('exec rejects token ids outside the vocabulary and bad options with exit 2', async () => {

@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import chalk from 'chalk';
 import { ChipcError } from '../util/errors.ts';
 import { EXIT_BUG, EXIT_ERROR } from './output.ts';
+import { COMMAND_TABLE } from './command-table.ts';
 export type CommandResult = Promise<number> | number;
 
 /** Lets each command report its exit status back through commander's action handlers. */
@@ -41,8 +42,9 @@ const COMMANDS: readonly (readonly [readonly string[], () => Promise<Registrar>]
 
 /**
  * The program with the commands `argv` needs: the named command's module alone; none for a bare
- * `--version`; every one otherwise (help, no command, an unknown command: commander lists or
- * suggests them).
+ * `--version`; for the bare listing (`chipc`, `chipc --help`) the commands of COMMAND_TABLE with
+ * their summaries only; every module otherwise (`chipc help CMD`, an unknown command: commander
+ * describes it or suggests one).
  */
 export async function buildProgram(sink: ExitSink, argv: readonly string[] = []): Promise<Command> {
   const program = new Command();
@@ -57,9 +59,22 @@ export async function buildProgram(sink: ExitSink, argv: readonly string[] = [])
   };
   const args = argv.slice(2);
   const named = args[0] !== undefined && !args[0].startsWith('-') ? COMMANDS.find(([names]) => names.includes(args[0]!)) : undefined;
+  if (named !== undefined) {
+    (await named[1]())(program, run);
+    return program;
+  }
+  const listing = args.length === 0 || (args.length === 1 && (args[0] === '--help' || args[0] === '-h'));
   const versionOnly = args.length === 1 && (args[0] === '--version' || args[0] === '-V');
-  const wanted = named !== undefined ? [named] : versionOnly ? [] : COMMANDS;
-  for (const [, load] of wanted) (await load())(program, run);
+  if (listing) {
+    // the list of commands, from the table: no command module is imported to print it
+    for (const c of COMMAND_TABLE) {
+      const cmd = program.command(c.name).description(c.summary).allowUnknownOption().allowExcessArguments();
+      if (c.group !== true) cmd.option('-h, --help', 'display help for command');
+      for (const a of c.args) cmd.argument(a);
+    }
+  } else if (!versionOnly) {
+    for (const [, load] of COMMANDS) (await load())(program, run);
+  }
   return program;
 }
 

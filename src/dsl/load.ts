@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import fs from 'node:fs';
-import { tsImport } from 'tsx/esm/api';
+import { register, tsImport } from 'tsx/esm/api';
 import { ChipcError } from '../util/errors.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import { validate } from '../passes/validate.ts';
@@ -41,6 +41,18 @@ function userCode<T>(source: string, what: string, body: () => T): T {
 }
 
 /**
+ * Circuit files are TypeScript (or modules that import it): tsx loads them. The launcher registers
+ * it before the CLI when it runs from the sources; the compiled package (dist/) registers it here,
+ * on the first circuit file, so that commands without one do not pay for it.
+ */
+async function ensureTypeScriptLoader(): Promise<void> {
+  const g = globalThis as { __chipcTsxRegistered?: boolean };
+  if (g.__chipcTsxRegistered === true || import.meta.url.endsWith('.ts')) return;
+  register();
+  g.__chipcTsxRegistered = true;
+}
+
+/**
  * Import a circuit file and build its default export; with a target, the circuit's `retarget`
  * form for it when the circuit has one.
  */
@@ -48,6 +60,7 @@ export async function loadCircuitFile(file: string, target?: TargetShape): Promi
   const abs = path.resolve(file);
   if (!fs.existsSync(abs)) throw new ChipcError('circuit.file', `circuit file ${file} does not exist`);
   let mod: { default?: unknown };
+  await ensureTypeScriptLoader();
   try {
     mod = (await import(pathToFileURL(abs).href)) as { default?: unknown };
   } catch (e) {

@@ -5,11 +5,12 @@ import { writeIR } from '../../ir/serialize.ts';
 import { makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
 import { prepareOutput } from '../files.ts';
+import { summaryOf } from '../command-table.ts';
 
 export function registerBuild(program: Command, run: Runner): void {
   program
     .command('build')
-    .description('build and validate a circuit file; write its IR (msgpack)')
+    .description(summaryOf('build'))
     .argument('<circuit>', 'a circuit file (TypeScript, default-exporting defineCircuit(…))')
     .option('-o, --output <file>', 'where to write the IR (default: <circuit>.chip-ir)')
     .option('--overwrite', 'replace an existing output file')

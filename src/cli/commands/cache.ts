@@ -12,6 +12,7 @@ import type { Command } from 'commander';
 import { cacheRoot, clearCache, compilerHash, listCacheEntries, type ChipCacheListing } from '../../chip/cache.ts';
 import { EXIT_OK, fmtBytes, makeOut, table } from '../output.ts';
 import type { Runner } from '../main.ts';
+import { summaryOf } from '../command-table.ts';
 
 /** "3 s", "5 min", "2 h", "4 d" since the ISO time `iso`. */
 export function ageText(iso: string, now = Date.now()): string {
@@ -35,7 +36,7 @@ function statusText(e: ChipCacheListing): string {
 export function registerCache(program: Command, run: Runner): void {
   const cache = program
     .command('cache')
-    .description('the cache of compiled chips (chipc run compiles a chip once per target, code size, data size and dtype)');
+    .description(summaryOf('cache'));
 
   cache
     .command('ls')

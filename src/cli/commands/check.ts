@@ -17,6 +17,7 @@ import { Prng } from '../../model/random-weights.ts';
 import { EXIT_DIFFERENT, EXIT_OK, fmtInt, makeOut, table } from '../output.ts';
 import { parseOrder, parseTokenList } from './exec.ts';
 import type { Runner } from '../main.ts';
+import { summaryOf } from '../command-table.ts';
 
 interface CheckCliOptions {
   target: string;
@@ -33,7 +34,7 @@ interface CheckCliOptions {
 export function registerCheck(program: Command, run: Runner): void {
   program
     .command('check')
-    .description('compile a circuit and compare the IR interpreter with the compiled weights, bit for bit')
+    .description(summaryOf('check'))
     .argument('<circuit>', 'a circuit file (.ts) or IR file (.chip-ir)')
     .option('--target <name|config.json>', 'target model shape', 'tiny')
     .option('-t, --tokens <ids>', 'token ids to feed (the first must be the circuit\'s bos, if it has one)')

@@ -12,6 +12,7 @@ import { integerOption } from '../options.ts';
 import { fmtBytes, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
 import { prepareOutput } from '../files.ts';
+import { summaryOf } from '../command-table.ts';
 
 interface CompactCliOptions {
   output: string;
@@ -36,7 +37,7 @@ export function parseChipCodec(v: string): ChipCodec {
 export function registerChipfile(program: Command, run: Runner): void {
   program
     .command('compact')
-    .description('write the compact sparse .chip form of a checkpoint directory (only non-zero blocks + manifest)')
+    .description(summaryOf('compact'))
     .argument('<dir>', 'a checkpoint directory (safetensors, index, config.json, …)')
     .requiredOption('-o, --output <file>', 'the .chip file to write')
     .option('--min-gap <bytes>', 'zero runs shorter than this stay inside a block', '8')
@@ -61,7 +62,7 @@ export function registerChipfile(program: Command, run: Runner): void {
     );
   program
     .command('expand')
-    .description('regenerate the dense checkpoint directory of a .chip file, byte for byte')
+    .description(summaryOf('expand'))
     .argument('<file>', 'a .chip file')
     .requiredOption('-o, --output <dir>', 'the checkpoint directory to write')
     .option('--overwrite', 'replace an existing non-empty output directory')

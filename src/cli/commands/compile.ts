@@ -24,6 +24,7 @@ import { makeProgressReporter } from '../progress.ts';
 import type { Runner } from '../main.ts';
 import { tempSibling } from '../../util/temp-files.ts';
 import { prepareOutput } from '../files.ts';
+import { summaryOf } from '../command-table.ts';
 
 interface CompileCliOptions {
   target: string;
@@ -45,7 +46,7 @@ interface CompileCliOptions {
 export function registerCompile(program: Command, run: Runner): void {
   program
     .command('compile')
-    .description('compile a circuit into a checkpoint for a target model shape')
+    .description(summaryOf('compile'))
     .argument('<circuit>', 'a circuit file (.ts) or a built IR file (.chip-ir)')
     .option('--target <name|config.json>', 'target model shape', 'tiny')
     .option('-o, --output <dir>', 'write the checkpoint directory (safetensors, config.json, manifest)')

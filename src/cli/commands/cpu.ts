@@ -17,6 +17,7 @@ import type { Matrix } from '../../model/weights.ts';
 import { fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
 import { prepareOutput } from '../files.ts';
+import { summaryOf } from '../command-table.ts';
 
 interface CpuCliOptions { output: string; target: string; codeSize?: string; memSize?: string; dtype: string; overwrite?: boolean; json?: boolean; attentionLayer?: boolean }
 
@@ -27,7 +28,7 @@ export function registerCpu(program: Command, run: Runner): void {
   const sizes = defaultChipSizes();
   program
     .command('cpu')
-    .description('compile the generic RV32IM+Zba chip (any program that fits its RAMs) and write it as a checkpoint or .chip file')
+    .description(summaryOf('cpu'))
     .requiredOption('-o, --output <out>', 'a checkpoint directory, or a .chip file')
     .option('--target <name|config.json>', 'target model shape', 'chip-test')
     .option('--code-size <bytes>', `code RAM size from 0x80000000 (a power of two, 256 bytes … 64 KiB; default ${fmtBytes(sizes.codeBytes)})`)

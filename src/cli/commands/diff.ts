@@ -13,6 +13,7 @@ import { ChipcError } from '../../util/errors.ts';
 import { EXIT_DIFFERENT, EXIT_OK, fmtBytes, fmtInt, makeOut, type Out } from '../output.ts';
 import type { Runner } from '../main.ts';
 import { prepareOutput } from '../files.ts';
+import { summaryOf } from '../command-table.ts';
 
 interface DiffOpts {
   json?: boolean;
@@ -24,7 +25,7 @@ interface DiffOpts {
 export function registerDiff(program: Command, run: Runner): void {
   program
     .command('diff')
-    .description('compare two checkpoints tensor by tensor, bit for bit, or one against golden hashes (exit 0 identical, 1 different, 2 error)')
+    .description(summaryOf('diff'))
     .argument('<a>', 'a .safetensors file, checkpoint directory or .chip file')
     .argument('[b]', 'the .safetensors file, checkpoint directory or .chip file to compare with (not with --golden / --write-golden)')
     .option('--golden <file>', 'compare A against recorded per-tensor sha256 hashes instead of a second checkpoint')

@@ -17,6 +17,7 @@ import { parseSize } from '../options.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
 import { namingElfFile } from '../files.ts';
+import { summaryOf } from '../command-table.ts';
 
 /** One trace line: `pc  word  disassembly  [rd = value]`. */
 export function formatTrace(e: TraceEvent): string {
@@ -32,7 +33,7 @@ export function exitStatus(code: number): number {
 export function registerEmu(program: Command, run: Runner): void {
   program
     .command('emu')
-    .description('run an RV32IM+Zba ELF on the golden emulator (exit status = the program\'s exit code)')
+    .description(summaryOf('emu'))
     .argument('<file>', 'a static ELF32 RISC-V executable')
     .option('--trace', 'print every retired instruction (pc, word, disassembly, register write)')
     .option('--max-instructions <n>', 'stop after this many instructions', String(DEFAULT_MAX_INSTRUCTIONS))

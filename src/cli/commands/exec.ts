@@ -19,6 +19,7 @@ import { ChipcError } from '../../util/errors.ts';
 import { integerOption } from '../options.ts';
 import { fmtInt, makeOut, table } from '../output.ts';
 import type { Runner } from '../main.ts';
+import { summaryOf } from '../command-table.ts';
 
 export function parseTokenList(s: string): number[] {
   const parts = s.split(',').map((t) => t.trim()).filter((t) => t.length > 0);
@@ -83,7 +84,7 @@ interface ExecCliOptions {
 export function registerExec(program: Command, run: Runner): void {
   program
     .command('exec')
-    .description('run a checkpoint in the reference executor on token ids')
+    .description(summaryOf('exec'))
     .argument('<path>', 'checkpoint directory (with config.json), .chip file or .safetensors file')
     .requiredOption('-t, --tokens <ids>', 'comma-separated prompt token ids, e.g. 1,2,3')
     .option('-g, --generate <n>', 'greedily generate n tokens after the prompt')

@@ -7,6 +7,7 @@ import { isChipFile } from '../../chipfile/read.ts';
 import { layerIndexOf, tensorStats, type TensorStats } from '../../inspect/stats.ts';
 import { fmtBytes, fmtInt, makeOut, table } from '../output.ts';
 import type { Runner } from '../main.ts';
+import { summaryOf } from '../command-table.ts';
 
 interface LayerSummary {
   layer: number;
@@ -40,7 +41,7 @@ function readLayerTypes(p: string): string[] | null {
 export function registerInspect(program: Command, run: Runner): void {
   program
     .command('inspect')
-    .description('list the tensors of a safetensors file or sharded checkpoint directory')
+    .description(summaryOf('inspect'))
     .argument('<path>', 'a .safetensors file, a checkpoint directory or a .chip file')
     .option('--json', 'print one JSON document')
     .option('--summary', 'only the totals and the per-layer summary')

@@ -11,6 +11,7 @@ import { fmtInt, makeOut } from '../output.ts';
 import { makeProgressReporter } from '../progress.ts';
 import type { Runner } from '../main.ts';
 import { prepareOutput } from '../files.ts';
+import { summaryOf } from '../command-table.ts';
 
 interface MergeCliOptions {
   host: string;
@@ -25,7 +26,7 @@ interface MergeCliOptions {
 export function registerMerge(program: Command, run: Runner): void {
   program
     .command('merge')
-    .description('merge a compiled chip into a host checkpoint of the same family (chip layers first, vocabulary extended)')
+    .description(summaryOf('merge'))
     .requiredOption('--host <dir>', 'host checkpoint directory (config.json + safetensors, sharded or not)')
     .requiredOption('--chip <path>', 'compiled chip: a checkpoint directory from chipc compile, or a .chip file')
     .requiredOption('-o, --output <dir>', 'merged checkpoint directory to write')

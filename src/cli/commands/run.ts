@@ -32,6 +32,7 @@ import { decodeToken, formatToken } from '../../../riscv/protocol.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
 import { namingElfFile, prepareOutput } from '../files.ts';
+import { summaryOf } from '../command-table.ts';
 
 interface RunCliOptions {
   target?: string;
@@ -58,7 +59,7 @@ export function registerRun(program: Command, run: Runner): void {
   const sizes = defaultChipSizes();
   program
     .command('run')
-    .description('run an RV32IM+Zba ELF on the generic compiled chip, token by token, printing its console output')
+    .description(summaryOf('run'))
     .argument('<elf>', 'an RV32IM+Zba ELF (code and data from 0x80000000)')
     .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 248,205 token ids; default chip-test)')
     .option('--code-size <bytes>', `code RAM size from 0x80000000 (a power of two; default ${sizes.codeBytes}, with --model the chip's)`)

@@ -32,6 +32,7 @@ import { integerOption } from '../options.ts';
 import { fmtBytes, fmtInt, makeOut, type Out } from '../output.ts';
 import type { Runner } from '../main.ts';
 import { prepareOutput } from '../files.ts';
+import { summaryOf } from '../command-table.ts';
 
 interface CommonOptions {
   text?: boolean;
@@ -131,7 +132,7 @@ function requestLabel(q: StoreRequest, text: boolean): string {
 }
 
 export function registerStore(program: Command, run: Runner): void {
-  const store = program.command('store').description('the hashed filesystem store on a store file, through the compiled weights (docs/store.md)');
+  const store = program.command('store').description(summaryOf('store'));
 
   store
     .command('init')

@@ -17,6 +17,7 @@ import type { Runner } from '../main.ts';
 import { defaultChipSizes } from '../../chip/generic.ts';
 import { fmtBytes } from '../../chip/run.ts';
 import { memBankWordsFor } from '../../../circuits/rv32im/cpu.ts';
+import { summaryOf } from '../command-table.ts';
 
 /** What compiling one circuit for one target gives. */
 export type FitResult =
@@ -109,8 +110,7 @@ export function fitCircuit(ir: CircuitIR, name: string): FitResult {
 export function registerTargets(program: Command, run: Runner): void {
   program
     .command('targets')
-    .description('list the built-in targets, or describe one (a name or a config.json of either family); ' +
-      'with --fit CIRCUIT, whether the circuit fits each target and what it costs')
+    .description(summaryOf('targets'))
     .argument('[target]', 'a built-in target name or a config.json path')
     .option('--fit <circuit>', 'compile this circuit (.ts or .chip-ir) for every built-in target (or the one given)')
     .option('--json', 'print one JSON document')

@@ -19,6 +19,7 @@ import { fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
 import { namingElfFile, prepareOutput } from '../files.ts';
 import { tempSibling } from '../../util/temp-files.ts';
+import { summaryOf } from '../command-table.ts';
 
 /** The trace file (format "chipc-trace", version 1). */
 export interface TraceFile {
@@ -45,7 +46,7 @@ interface TraceCliOptions { output?: string; overwrite?: boolean; memSize?: stri
 export function registerTrace(program: Command, run: Runner): void {
   program
     .command('trace')
-    .description('write a program\'s loader prompt and golden token trace as JSON (for tools/hf_check.py)')
+    .description(summaryOf('trace'))
     .argument('<elf>', 'an RV32IM+Zba ELF (code and data from 0x80000000)')
     .requiredOption('-o, --output <file>', 'the trace file to write')
     .option('--code-size <bytes>', `code RAM size from 0x80000000 (must match the chip; default ${DEFAULT_CODE_BYTES}, with --model the chip's)`)

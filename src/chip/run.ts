@@ -100,6 +100,8 @@ export interface ChipShapeOptions {
   codeBytes?: number;
   /** The flags that set the sizes, named in the refusals (e.g. "--code-size", "--mem-size"). */
   flags?: { code: string; mem: string };
+  /** The program's file, named at the start of a refusal that is about the program (not a flag). */
+  label?: string;
 }
 
 /**
@@ -113,13 +115,14 @@ export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}
   const memBytes = o.memBytes ?? DEFAULT_MEM_BYTES;
   const flags = o.flags ?? { code: '--code-size', mem: '--mem-size' };
   checkRamSizes({ memBytes }, flags);
+  const about = o.label === undefined ? '' : `${o.label}: `;
   const p = loadElf(elf);
   let imageEnd = 0;
   for (const s of p.image.segments) {
     if (s.vaddr < CODE_BASE || s.vaddr + s.memsz > CODE_BASE + memBytes) {
       const need = Math.ceil((s.vaddr + s.memsz - CODE_BASE) / 256) * 256;
       throw new ChipcError('chip.mem',
-        `segment [0x${s.vaddr.toString(16)}, 0x${(s.vaddr + s.memsz).toString(16)}) does not fit the chip's ${fmtBytes(memBytes)} data RAM ` +
+        `${about}segment [0x${s.vaddr.toString(16)}, 0x${(s.vaddr + s.memsz).toString(16)}) does not fit the chip's ${fmtBytes(memBytes)} data RAM ` +
         `[0x${CODE_BASE.toString(16)}, 0x${(CODE_BASE + memBytes).toString(16)})` +
         (s.vaddr >= CODE_BASE && need <= 128 * 1024 ? `; it needs ${flags.mem} ${need} (${fmtBytes(need)}) or more` : '; the chip\'s RAM starts at 0x80000000 and holds at most 128 KiB'));
     }
@@ -130,11 +133,11 @@ export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}
   checkRamSizes({ codeBytes }, flags);
   if (4 * used > codeBytes) {
     throw new ChipcError('chip.code',
-      `the program's code ends at 0x${(CODE_BASE + 4 * used).toString(16)} (${fmtBytes(4 * used)} of code); the chip's code RAM holds ${fmtBytes(codeBytes)}: ` +
+      `${about}the program's code ends at 0x${(CODE_BASE + 4 * used).toString(16)} (${fmtBytes(4 * used)} of code); the chip's code RAM holds ${fmtBytes(codeBytes)}: ` +
       `it needs ${flags.code} ${codeSizeFor(4 * used)} (${fmtBytes(codeSizeFor(4 * used))})` + (codeSizeFor(4 * used) > 64 * 1024 ? ', more than a chip can have (64 KiB)' : ''));
   }
   if (p.tohost !== null && (p.tohost < CODE_BASE || p.tohost + 4 > CODE_BASE + memBytes || p.tohost % 4 !== 0)) {
-    throw new ChipcError('chip.tohost', `the program's tohost (0x${(p.tohost >>> 0).toString(16)}) is not an aligned word of the data RAM; the chip halts on a store to tohost only there`);
+    throw new ChipcError('chip.tohost', `${about}the program's tohost (0x${(p.tohost >>> 0).toString(16)}) is not an aligned word of the data RAM; the chip halts on a store to tohost only there`);
   }
   const codeWords = codeBytes / 4;
   // Nonzero words only (an unwritten row reads 0): the state the loader prompt leaves, exactly.

@@ -75,7 +75,7 @@ export function storeMemBytes(p: StoreParams, elf: Uint8Array = fs.readFileSync(
   for (const m of STORE_MEM_SIZES) if ((m - off) / 4 >= need) return m;
   throw new ChipcError('store.mem',
     `a store of ${p.maxFiles} files (N = ${p.nameMax}, M = ${p.contentMax}, C = ${p.chunkSize}, P = ${p.chunkPool}) needs ${need} words ` +
-    `(${4 * need + off} bytes of data RAM with the service); the chip's data RAM is at most ${STORE_MEM_SIZES.at(-1)! / 1024} KiB — lower chunkPool, contentMax or maxFiles`);
+    `(${4 * need + off} bytes of data RAM with the service); the chip's data RAM is at most ${STORE_MEM_SIZES.at(-1)! / 1024} KiB — lower maxFiles (--max-files), contentMax (--content-max) or chunkPool (--chunk-pool)`);
 }
 
 /** A store's limits and its footprint on the chip (what `chipc store init` and the store circuit print). */

@@ -53,7 +53,7 @@ export function configFor(p: string, target: string | undefined): ModelConfig {
     } catch (e) {
       throw new ChipcError('cli.config', `config.json stored in ${p} is not valid JSON: ${(e as Error).message}`);
     }
-    return parseHfConfig(json);
+    return namingFile(`config.json stored in ${p}`, () => parseHfConfig(json));
   }
   const dir = fs.existsSync(p) && fs.statSync(p).isDirectory() ? p : path.dirname(p);
   const cfgPath = path.join(dir, 'config.json');
@@ -66,7 +66,17 @@ export function configFor(p: string, target: string | undefined): ModelConfig {
   } catch (e) {
     throw new ChipcError('cli.config', `${cfgPath} is not valid JSON: ${(e as Error).message}`);
   }
-  return parseHfConfig(json);
+  return namingFile(cfgPath, () => parseHfConfig(json));
+}
+
+/** body(), its ChipcError's message prefixed with `label` (what the error is about). */
+function namingFile<T>(label: string, body: () => T): T {
+  try {
+    return body();
+  } catch (e) {
+    if (e instanceof ChipcError) throw new ChipcError(e.code, `${label}: ${e.message}`, { cause: e });
+    throw e;
+  }
 }
 
 interface ExecCliOptions {
@@ -115,7 +125,7 @@ export function registerExec(program: Command, run: Runner): void {
         const t0 = performance.now();
         let weights;
         try {
-          weights = loadModelWeights(store, cfg, { mode: o.path === 'sparse' ? 'sparse' : 'dense' });
+          weights = namingFile(p, () => loadModelWeights(store, cfg, { mode: o.path === 'sparse' ? 'sparse' : 'dense' }));
         } finally {
           store.close();
         }

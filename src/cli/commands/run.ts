@@ -119,7 +119,7 @@ export function registerRun(program: Command, run: Runner): void {
         const load: 'state' | 'prompt' = loadOpt;
         const spec: GenericChipSpec = { targetName: target.name, target: target.config, codeBytes, memBytes };
         // The program, for a chip of these sizes (refused before anything is compiled or loaded when it does not fit).
-        const prog: ChipProgram = programOf(elf, { memBytes, codeBytes }, ck === null ? target.config : undefined);
+        const prog: ChipProgram = programOf(elf, { memBytes, codeBytes, label: file }, ck === null ? target.config : undefined);
         if (ck !== null) {
           const banked = rv32?.memBankWords;
           if (typeof banked === 'number') prog.chip.memBankWords = banked;

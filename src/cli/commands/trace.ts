@@ -69,7 +69,7 @@ export function registerTrace(program: Command, run: Runner): void {
         const codeBytes = o.codeSize !== undefined ? codeSizeOption(o.codeSize) : rv32 !== undefined ? rv32.codeWords * 4 : DEFAULT_CODE_BYTES;
         const maxInstructions = integerOption(o.maxInstructions, '--max-instructions', 'cli.max-instructions', { min: 1 });
         const elf = fs.readFileSync(file);
-        const prog = programOf(elf, { memBytes, codeBytes });
+        const prog = programOf(elf, { memBytes, codeBytes, label: file });
         if (ck !== null) {
           // The chip's bank size (what one GDN layer of its target holds) decides only the fit check here.
           if (typeof rv32?.memBankWords === 'number') prog.chip.memBankWords = rv32.memBankWords;

@@ -50,3 +50,11 @@ export { loadModel, loadModelWeights } from './model/load-weights.ts';
 export { diffCheckpoints, type StoreDiff } from './inspect/diff.ts';
 export { computeGolden, checkGolden, readGoldenFile, writeGoldenFile, type CheckpointGolden } from './inspect/golden.ts';
 export { tensorStats, countNonZeros } from './inspect/stats.ts';
+
+// merge a chip into a host checkpoint (docs/merge.md)
+export { mergeCheckpoints, planMerge, type MergeOptions, type MergeResult, type MergePlan } from './merge/index.ts';
+
+// the hashed filesystem store (docs/store.md): the reference model, store files, the store on the chip
+export { StoreModel, resolveStoreParams, type StoreOptions, type StoreParams } from './store/model.ts';
+export { loadStoreFile, saveStoreFile, encodeStore, decodeStore } from './store/file.ts';
+export { ChipStore, CHIP_STORE_DEFAULTS, chipChunkPool } from './store/chip.ts';

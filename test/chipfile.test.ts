@@ -179,30 +179,36 @@ describe('the block scanner', () => {
     expect(run(28)).toEqual([[2, 30]]);
   });
 
+  /**
+   * Scans `vals` placed `shift` bytes into its buffer (word-aligned and unaligned chunk starts both
+   * occur), pushed in chunks of the sizes `cuts` (cycled), and compares the blocks and the bytes
+   * sunk with the naive scan.
+   */
+  function agreesWithNaive(vals: number[], cuts: number[], minGap: number, shift: number): void {
+    const backing = new Uint8Array(vals.length + shift);
+    backing.set(vals, shift);
+    const bytes = backing.subarray(shift);
+    const sunk: number[] = [];
+    const s = new BlockScanner(minGap, (b) => sunk.push(...b));
+    let at = 0;
+    for (let i = 0; at < bytes.length; i++) {
+      const n = cuts[i % cuts.length]!;
+      s.push(bytes.subarray(at, Math.min(bytes.length, at + n)));
+      at += n;
+    }
+    s.finish();
+    const want = naiveBlocks(bytes, minGap);
+    expect(s.starts.map((x, k) => [x, s.lengths[k]])).toEqual(want);
+    expect(sunk).toEqual(want.flatMap(([st, len]) => [...bytes.subarray(st, st + len)]));
+  }
+
   it('agrees with the naive scan for random sparse bytes, chunkings and gaps', () => {
     fc.assert(fc.property(
       fc.array(fc.oneof(fc.constant(0), fc.constant(0), fc.constant(0), fc.integer({ min: 1, max: 255 })), { maxLength: 300 }),
       fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 20 }),
       fc.integer({ min: 1, max: 20 }),
       fc.integer({ min: 0, max: 3 }),
-      (vals, cuts, minGap, shift) => {
-        // `shift` offsets the data inside its buffer so word-aligned and unaligned chunk starts both occur.
-        const backing = new Uint8Array(vals.length + shift);
-        backing.set(vals, shift);
-        const bytes = backing.subarray(shift);
-        const sunk: number[] = [];
-        const s = new BlockScanner(minGap, (b) => sunk.push(...b));
-        let at = 0;
-        for (let i = 0; at < bytes.length; i++) {
-          const n = cuts[i % cuts.length];
-          s.push(bytes.subarray(at, Math.min(bytes.length, at + n)));
-          at += n;
-        }
-        s.finish();
-        const want = naiveBlocks(bytes, minGap);
-        expect(s.starts.map((x, k) => [x, s.lengths[k]])).toEqual(want);
-        expect(sunk).toEqual(want.flatMap(([st, len]) => [...bytes.subarray(st, st + len)]));
-      },
+      agreesWithNaive,
     ), { numRuns: 400 });
   });
 
@@ -213,24 +219,8 @@ describe('the block scanner', () => {
       fc.array(fc.integer({ min: 1, max: 200 }), { minLength: 1, maxLength: 8 }),
       fc.integer({ min: 1, max: 40 }),
       fc.integer({ min: 0, max: 3 }),
-      (runs, tail, cuts, minGap, shift) => {
-        const vals = [...runs.flatMap(([zeros, data]) => [...new Array<number>(zeros).fill(0), ...data]), ...new Array<number>(tail).fill(0)];
-        const backing = new Uint8Array(vals.length + shift);
-        backing.set(vals, shift);
-        const bytes = backing.subarray(shift);
-        const sunk: number[] = [];
-        const s = new BlockScanner(minGap, (b) => sunk.push(...b));
-        let at = 0;
-        for (let i = 0; at < bytes.length; i++) {
-          const n = cuts[i % cuts.length]!;
-          s.push(bytes.subarray(at, Math.min(bytes.length, at + n)));
-          at += n;
-        }
-        s.finish();
-        const want = naiveBlocks(bytes, minGap);
-        expect(s.starts.map((x, k) => [x, s.lengths[k]])).toEqual(want);
-        expect(sunk).toEqual(want.flatMap(([st, len]) => [...bytes.subarray(st, st + len)]));
-      },
+      (runs, tail, cuts, minGap, shift) => agreesWithNaive(
+        [...runs.flatMap(([zeros, data]) => [...new Array<number>(zeros).fill(0), ...data]), ...new Array<number>(tail).fill(0)], cuts, minGap, shift),
     ), { numRuns: 400 });
   });
 });

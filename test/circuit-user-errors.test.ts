@@ -26,32 +26,28 @@ function circuitFile(name: string, body: string[]): string {
 }
 
 describe('a circuit\'s own exceptions are circuit errors', () => {
-  it('a throw in build() exits 2 with circuit.build at the throwing line', async () => {
-    const f = circuitFile('throws.mts', [
-      "export default defineCircuit({ name: 'boom', vocab: 16 }, (c) => {",
-      "  c.tokenField('x', (t) => t);",
-      "  throw new Error('my own failure');",
-      '});',
-    ]);
-    const r = await cli('build', f, '-o', path.join(tmp, 'throws.chip-ir'));
-    expect(r.code).toBe(2);
-    expect(r.err).toMatch(/circuit\.build/);
-    expect(r.err).toMatch(/throws\.mts:4:\d+: the circuit's build function threw Error: my own failure/);
-    expect(r.err).not.toMatch(/internal error/);
-    expect(fs.existsSync(path.join(tmp, 'throws.chip-ir'))).toBe(false);
-  });
-
-  it('a ReferenceError in build() likewise', async () => {
-    const f = circuitFile('refers.mts', [
-      "export default defineCircuit({ name: 'boom', vocab: 16 }, (c) => {",
-      '  // @ts-expect-error: a name that does not exist',
-      '  c.emit([notDefinedAnywhere]);',
-      '});',
-    ]);
-    const r = await cli('compile', f, '-o', path.join(tmp, 'refers-out'));
-    expect(r.code).toBe(2);
-    expect(r.err).toMatch(/refers\.mts:4:\d+: the circuit's build function threw ReferenceError: notDefinedAnywhere is not defined/);
-  });
+  // [file, the line that fails (line 4 of the file: the import is line 1), the command, what the message says]
+  const cases: [string, string, string, RegExp][] = [
+    ['throws.mts', "  throw new Error('my own failure');", 'build', /throws\.mts:4:\d+: the circuit's build function threw Error: my own failure/],
+    ['refers.mts', '  c.emit([notDefinedAnywhere]);', 'compile', /refers\.mts:4:\d+: the circuit's build function threw ReferenceError: notDefinedAnywhere is not defined/],
+  ];
+  for (const [name, failing, command, message] of cases) {
+    it(`${name}: exits 2 with circuit.build at the failing line (chipc ${command}), writes nothing`, async () => {
+      const f = circuitFile(name, [
+        "export default defineCircuit({ name: 'boom', vocab: 16 }, (c) => {",
+        "  c.tokenField('x', (t) => t);",
+        failing,
+        '});',
+      ]);
+      const out = path.join(tmp, `${name}.out`);
+      const r = await cli(command, f, '-o', out);
+      expect(r.code).toBe(2);
+      expect(r.err).toMatch(/\[circuit\.build\]/);
+      expect(r.err).toMatch(message);
+      expect(r.err).not.toMatch(/internal error/);
+      expect(fs.existsSync(out)).toBe(false);
+    });
+  }
 
   it('in-process: buildCircuit wraps a user throw; ChipcErrors of the DSL pass through unchanged', () => {
     let e: unknown;

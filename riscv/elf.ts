@@ -167,7 +167,16 @@ export interface LoadedProgram {
 }
 
 /** Parse `file` and copy its segments into a fresh Memory (segments must lie inside RAM). */
-export function loadElf(file: Uint8Array, memOpts: MemoryOptions = {}): LoadedProgram {
+export function loadElf(file: Uint8Array, memOpts: MemoryOptions = {}, label?: string): LoadedProgram {
+  if (label !== undefined) {
+    // the same refusals, naming the file they are about
+    try {
+      return loadElf(file, memOpts);
+    } catch (e) {
+      if (e instanceof ChipcError && e.code.startsWith('elf.')) throw new ChipcError(e.code, `${label}: ${e.message}`, { cause: e });
+      throw e;
+    }
+  }
   const image = parseElf(file);
   const memory = new Memory(memOpts);
   for (const s of image.segments) {

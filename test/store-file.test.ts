@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ChipcError } from '../src/util/errors.ts';
 import { StoreModel, TABLE_NAMES } from '../src/store/model.ts';
-import { StoreSession, decodeStore, encodeStore, importStore, loadStoreFile, nodeStoreIo, saveStoreFile, type StoreIo } from '../src/store/file.ts';
+import { StoreHandle, decodeStore, encodeStore, importStore, loadStoreFile, nodeStoreIo, saveStoreFile, type StoreIo } from '../src/store/file.ts';
 
 const tmpDirs: string[] = [];
 function tmpDir(): string {
@@ -163,15 +163,15 @@ describe('store file save and sessions', () => {
     const dir = tmpDir();
     const file = path.join(dir, 's.chip-store');
     const opts = { maxFiles: 8, contentMax: 64 };
-    const a = StoreSession.open(file, opts);
+    const a = StoreHandle.open(file, opts);
     expect(a.model.isEmpty()).toBe(true);
     expect(a.model.put([1, 2, 3], [4, 5]).code).toBe('OK');
     expect(a.save()).toBe(true);
-    const b = StoreSession.open(file, opts);
+    const b = StoreHandle.open(file, opts);
     const g = b.model.get([1, 2, 3]);
     expect(g.code === 'OK' && g.content).toEqual([4, 5]);
     expect(Buffer.from(b.exportBytes()).equals(fs.readFileSync(file))).toBe(true);
-    expect(codeOf(() => StoreSession.open(file, { maxFiles: 9, contentMax: 64 }))).toBe('store.mismatch');
+    expect(codeOf(() => StoreHandle.open(file, { maxFiles: 9, contentMax: 64 }))).toBe('store.mismatch');
     expect(codeOf(() => loadStoreFile(path.join(dir, 'missing')))).toBe('store.read');
   });
 
@@ -182,7 +182,7 @@ describe('store file save and sessions', () => {
     const cwd = process.cwd();
     process.chdir(dir);
     try {
-      const s = StoreSession.ephemeral({ maxFiles: 4 }, spy);
+      const s = StoreHandle.ephemeral({ maxFiles: 4 }, spy);
       expect(s.ephemeral).toBe(true);
       expect(s.path).toBeUndefined();
       expect(s.model.put([1], [2]).code).toBe('OK');

@@ -38,7 +38,7 @@ const isInt = (x: unknown): x is number => typeof x === 'number' && Number.isSaf
 export function loadChipModel(path: string, prog: ChipProgram): ChipModel & { checkpoint: ChipCheckpoint } {
   const ck = readChipCheckpoint(path);
   if (ck.merged) {
-    throw new ChipcError('run.model', `${path} is a merged checkpoint (chip ids from ${ck.idOffset}); a service session needs the chip alone (the checkpoint chipc run --emit or chipc store chip wrote)`);
+    throw new ChipcError('run.model', `${path} is a merged checkpoint (chip ids from ${ck.idOffset}); a chip service needs the chip alone (the checkpoint chipc run --emit or chipc store chip wrote)`);
   }
   const banked = ck.manifest.rv32?.memBankWords;
   if (isInt(banked)) prog.chip.memBankWords = banked;

@@ -116,7 +116,7 @@ export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}
   const flags = o.flags ?? { code: '--code-size', mem: '--mem-size' };
   checkRamSizes({ memBytes }, flags);
   const about = o.label === undefined ? '' : `${o.label}: `;
-  const p = loadElf(elf);
+  const p = loadElf(elf, {}, o.label);
   let imageEnd = 0;
   for (const s of p.image.segments) {
     if (s.vaddr < CODE_BASE || s.vaddr + s.memsz > CODE_BASE + memBytes) {

@@ -214,7 +214,7 @@ export class ChipService {
 
   /** The executor (weights engine only), e.g. to capture or write RAM state. */
   get executor(): Executor {
-    if (this.ex === null) throw new ChipcError('service.engine', 'this service session runs the IR, not the weights');
+    if (this.ex === null) throw new ChipcError('service.engine', 'this service runs the IR, not the weights');
     return this.ex;
   }
 
@@ -237,7 +237,7 @@ export class ChipService {
     const golden = opts.golden;
     const maxTokens = opts.maxTokens ?? 10_000_000;
     if (!this.started && this.fast === null && prompt[0] !== BOS_ID) {
-      throw new ChipcError('service.prompt', 'the first call of a chip service session must start with BOS');
+      throw new ChipcError('service.prompt', 'the first call of a chip service must start with BOS');
     }
     let next = 0;
     for (const t of prompt) next = this.feed(t);

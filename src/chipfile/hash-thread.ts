@@ -47,7 +47,6 @@ try {
   for (let i = 0; ; i = (i + 1) % slots) {
     while (Atomics.load(ctl, i) !== 1) Atomics.wait(ctl, i, 0);
     const n = ctl[slots + i];
-    if (n === -2) break;
     if (n === -1) {
       bytes.set(hash.digest(), resultAt);
       hash = crypto.createHash('sha256');
@@ -136,7 +135,7 @@ export class HashThread {
 }
 
 /** A SHA-256 of one stream: in-thread, or on a shared HashThread. */
-export interface StreamHash extends ByteHash {
+export interface StreamHash {
   update(bytes: Uint8Array): void;
   digestHex(): string;
 }

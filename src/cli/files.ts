@@ -1,27 +1,11 @@
 /**
- * Files named on the command line: errors about an input's contents name the file, and an output
- * is checked before it is written (never one of the inputs, never replaced without --overwrite,
- * the debris of a killed earlier write removed).
+ * Outputs named on the command line, checked before they are written: never one of the inputs,
+ * never replaced without --overwrite, the debris of a killed earlier write removed.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { removeStaleTemps } from '../util/temp-files.ts';
-
-/**
- * Runs `body` (which reads the program `file`); an ELF error it throws (`elf.*`: a malformed file,
- * a program that does not fit) is rethrown with the same code and `file` in front of its message.
- */
-export async function namingElfFile<T>(file: string, body: () => Promise<T> | T): Promise<T> {
-  try {
-    return await body();
-  } catch (e) {
-    if (e instanceof ChipcError && e.code.startsWith('elf.') && !e.message.startsWith(`${file}: `)) {
-      throw new ChipcError(e.code, `${file}: ${e.message}`, { cause: e });
-    }
-    throw e;
-  }
-}
 
 /** What prepareOutput checks an output against. */
 export interface OutputCheck {

@@ -45,7 +45,7 @@ function userCode<T>(source: string, what: string, body: () => T): T {
  * it before the CLI when it runs from the sources; the compiled package (dist/) registers it here,
  * on the first circuit file, so that commands without one do not pay for it.
  */
-async function ensureTypeScriptLoader(): Promise<void> {
+function ensureTypeScriptLoader(): void {
   const g = globalThis as { __chipcTsxRegistered?: boolean };
   if (g.__chipcTsxRegistered === true || import.meta.url.endsWith('.ts')) return;
   register();
@@ -60,7 +60,7 @@ export async function loadCircuitFile(file: string, target?: TargetShape): Promi
   const abs = path.resolve(file);
   if (!fs.existsSync(abs)) throw new ChipcError('circuit.file', `circuit file ${file} does not exist`);
   let mod: { default?: unknown };
-  await ensureTypeScriptLoader();
+  ensureTypeScriptLoader();
   try {
     mod = (await import(pathToFileURL(abs).href)) as { default?: unknown };
   } catch (e) {
@@ -77,9 +77,9 @@ export async function loadCircuitFile(file: string, target?: TargetShape): Promi
     }
   }
   // (a module compiled as CommonJS carries its default export one level down)
-  const inner = (mod.default as { default?: unknown } | undefined)?.default;
-  const def = ((mod.default as CircuitDef | undefined)?.kind === 'chipc-circuit' || inner === undefined ? mod.default : inner) as CircuitDef | undefined;
-  if (!def || def.kind !== 'chipc-circuit') {
+  const isCircuit = (x: unknown): x is CircuitDef => (x as CircuitDef | undefined)?.kind === 'chipc-circuit';
+  const def = isCircuit(mod.default) ? mod.default : (mod.default as { default?: unknown } | undefined)?.default;
+  if (!isCircuit(def)) {
     throw new ChipcError('circuit.export', `${file} must default-export defineCircuit(…)`);
   }
   const retarget = def.retarget;

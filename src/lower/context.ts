@@ -17,13 +17,13 @@ import { ChipcError } from '../util/errors.ts';
 import { fmtLoc } from '../dsl/source-loc.ts';
 import { combine, constForm, form, type Form, type VDim } from './forms.ts';
 import type { Encoding, LoweredOp, VDimInfo } from './lowered.ts';
+import { SLOT_LIMIT } from './frame.ts';
 
 /**
  * An embedded dim's values: a function of the token id, or its non-zero entries as a column
  * (ascending token ids, each with its value).
  */
 export type EmbedValues = ((token: number) => number) | { readonly tokens: Int32Array; readonly values: Float64Array };
-import { SLOT_LIMIT } from './frame.ts';
 
 type OpInit = LoweredOp extends infer O ? (O extends LoweredOp ? Omit<O, 'id'> : never) : never;
 
@@ -35,6 +35,7 @@ export class LowerContext {
   private readonly forms = new Map<NodeId, Form>();
   private readonly scalarDims = new Map<NodeId, VDim>();
   private readonly encodings = new Map<string, VDim[]>();
+  private columnScratch = new Int32Array(0);
   /** Nodes whose value is a form over other dims (delay lines: value and valid), set by the driver. */
   produceForm: (n: IrNode) => Form | null = () => null;
   /** Producers of computed node scalars (arith, RAM, lookups), set by the lowering driver. */
@@ -79,13 +80,13 @@ export class LowerContext {
   }
 
   /**
-   * Dims 0 … count−1 of a token field's encoding, all filled in one pass over its values (a field
-   * has a value for each of the vocabulary's ids, ≈ 248,000 on the RV32 chip; a function per dim
-   * visited every id once per dim): `entries(v, put)` calls put(j, x) for each dim j whose value
-   * is x ≠ 0 when the field's value is v.
+   * The 0/1 dims 0 … count−1 of a token field's one-hot or bit encoding, all filled in one pass
+   * over its values (a field has a value for each of the vocabulary's ids, ≈ 248,000 on the RV32
+   * chip; a function per dim visited every id once per dim): `entries(v, put)` calls put(j, x)
+   * for each dim j whose value is x ≠ 0 when the field's value is v (`dflt` where it has none).
    */
   embedFieldDims(
-    n: IrNode & { op: 'token_field' }, encoding: Encoding, count: number, dimRange: (j: number) => [number, number], nameOf: (j: number) => string,
+    n: IrNode & { op: 'token_field' }, encoding: 'onehot' | 'bits', count: number, nameOf: (j: number) => string,
     entries: (v: number, put: (j: number, x: number) => void) => void, dflt: number,
   ): VDim[] {
     const vocab = this.ir.vocab;
@@ -103,10 +104,7 @@ export class LowerContext {
       c.values[fill[j]!++] = x;
     };
     for (token = 0; token < vocab; token++) entries(valueAt(token), putEntry);
-    return cols.map((c, j) => {
-      const [lo, hi] = dimRange(j);
-      return this.embedDim(n.id, encoding, j, lo, hi, nameOf(j), c);
-    });
+    return cols.map((c, j) => this.embedDim(n.id, encoding, j, 0, 1, nameOf(j), c));
   }
 
   /** The value of a signal as a linear form over dims (folding constants and linear nodes). */
@@ -134,7 +132,7 @@ export class LowerContext {
     }
     let d: VDim;
     if (n.op === 'token_field') {
-      d = this.embedDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name, nonZeroColumn(n.values, this.ir.vocab));
+      d = this.embedDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name, this.nonZeroColumn(n.values));
     } else if (n.op === 'const') {
       const v = n.value;
       d = this.embedDim(n.id, 'scalar', 0, v, v, n.name, () => v);
@@ -155,6 +153,19 @@ export class LowerContext {
     this.scalarDims.set(id, d);
   }
 
+  /** The non-zero entries of values[0 … vocab) (a missing value is 0) as an embedding column. */
+  private nonZeroColumn(values: readonly number[]): EmbedValues {
+    const n = Math.min(this.ir.vocab, values.length);
+    // (the non-zero ids of one field go to a scratch array of the context, then are copied out)
+    const at = this.columnScratch.length >= n ? this.columnScratch : (this.columnScratch = new Int32Array(n));
+    let count = 0;
+    for (let t = 0; t < n; t++) if (values[t] !== 0 && values[t] !== undefined) at[count++] = t;
+    const tokens = at.slice(0, count);
+    const vals = new Float64Array(count);
+    for (let k = 0; k < count; k++) vals[k] = values[tokens[k]!]!;
+    return { tokens, values: vals };
+  }
+
   /** Memoised encodings other than scalar. */
   encoding(key: string, make: () => VDim[]): VDim[] {
     const memo = this.encodings.get(key);
@@ -165,17 +176,3 @@ export class LowerContext {
   }
 }
 
-/** The non-zero entries of values[0 … vocab) (a missing value is 0) as an embedding column. */
-function nonZeroColumn(values: readonly number[], vocab: number): EmbedValues {
-  const n = Math.min(vocab, values.length);
-  const at = scratchTokens.length >= n ? scratchTokens : (scratchTokens = new Int32Array(n));
-  let count = 0;
-  for (let t = 0; t < n; t++) if (values[t] !== 0 && values[t] !== undefined) at[count++] = t;
-  const tokens = at.slice(0, count);
-  const vals = new Float64Array(count);
-  for (let k = 0; k < count; k++) vals[k] = values[tokens[k]!]!;
-  return { tokens, values: vals };
-}
-
-/** nonZeroColumn's scratch: the non-zero token ids of one field, before they are copied out. */
-let scratchTokens = new Int32Array(0);

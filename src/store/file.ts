@@ -250,21 +250,21 @@ export function loadStoreFile(file: string, expect?: StoreOptions, io: StoreIo =
 }
 
 /**
- * A store session: a model plus where it persists. `StoreSession.open(path, opts)` loads the file
+ * A store session: a model plus where it persists. `StoreHandle.open(path, opts)` loads the file
  * when it exists (its parameters must equal `opts`) or starts empty; `save()` writes it atomically.
- * `StoreSession.ephemeral(opts)` has no path: `save()` does nothing and nothing touches disk.
+ * `StoreHandle.ephemeral(opts)` has no path: `save()` does nothing and nothing touches disk.
  */
-export class StoreSession {
+export class StoreHandle {
   private constructor(readonly model: StoreModel, readonly path: string | undefined, private readonly io: StoreIo) {}
 
   /** `io` is never used by an ephemeral session (tests pass one that fails on any call). */
-  static ephemeral(opts: StoreOptions = {}, io: StoreIo = nodeStoreIo): StoreSession {
-    return new StoreSession(new StoreModel(opts), undefined, io);
+  static ephemeral(opts: StoreOptions = {}, io: StoreIo = nodeStoreIo): StoreHandle {
+    return new StoreHandle(new StoreModel(opts), undefined, io);
   }
 
-  static open(file: string, opts: StoreOptions = {}, io: StoreIo = nodeStoreIo): StoreSession {
+  static open(file: string, opts: StoreOptions = {}, io: StoreIo = nodeStoreIo): StoreHandle {
     const model = io.existsSync(file) ? loadStoreFile(file, opts, io) : new StoreModel(opts);
-    return new StoreSession(model, file, io);
+    return new StoreHandle(model, file, io);
   }
 
   get ephemeral(): boolean { return this.path === undefined; }

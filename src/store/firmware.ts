@@ -376,7 +376,7 @@ export class FirmwareStore {
     }
     const m = this.emu.memory;
     for (let i = 0; i < storeAreaWords(b); i++) {
-      if (m.read32(this.base + 4 * i) !== 0) throw new ChipcError('store.import', `the service area is not empty (word ${i} is nonzero): import only into a fresh session`);
+      if (m.read32(this.base + 4 * i) !== 0) throw new ChipcError('store.import', `the service area is not empty (word ${i} is nonzero): import only into a fresh chip state`);
     }
     for (const [addr, word] of memoryWordsFromModel(model, this.base)) m.write32(addr, word);
   }

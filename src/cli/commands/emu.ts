@@ -16,7 +16,6 @@ import { ChipcError } from '../../util/errors.ts';
 import { parseSize } from '../options.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
-import { namingElfFile } from '../files.ts';
 import { summaryOf } from '../command-table.ts';
 
 /** One trace line: `pc  word  disassembly  [rd = value]`. */
@@ -41,7 +40,7 @@ export function registerEmu(program: Command, run: Runner): void {
     .option('--mem-base <addr>', 'RAM base address', `0x${DEFAULT_MEM_BASE.toString(16)}`)
     .option('--json', 'print one JSON document')
     .action((file: string, opts: { trace?: boolean; maxInstructions: string; memSize: string; memBase: string; json?: boolean }) =>
-      run(() => namingElfFile(file, async () => {
+      run(() => {
         const out = makeOut(Boolean(opts.json));
         const maxInstructions = parseSize(opts.maxInstructions, '--max-instructions');
         const size = parseSize(opts.memSize, '--mem-size');
@@ -52,7 +51,7 @@ export function registerEmu(program: Command, run: Runner): void {
         } catch (e) {
           throw new ChipcError('cli.file', `cannot read ${file}: ${(e as Error).message}`);
         }
-        const prog = loadElf(bytes, { base, size });
+        const prog = loadElf(bytes, { base, size }, file);
         const cpu = cpuForProgram(prog);
         const trace: ReturnType<typeof traceJson>[] = [];
         const t0 = performance.now();
@@ -74,7 +73,7 @@ export function registerEmu(program: Command, run: Runner): void {
             `(${fmtInt(Math.round(r.instret / Math.max(seconds, 1e-9)))}/s)`);
         }
         return status;
-      }))(),
+      })(),
     );
 }
 

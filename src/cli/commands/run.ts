@@ -31,7 +31,7 @@ import type { Mismatch } from '../../verify/check.ts';
 import { decodeToken, formatToken } from '../../../riscv/protocol.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
-import { namingElfFile, prepareOutput } from '../files.ts';
+import { prepareOutput } from '../files.ts';
 import { summaryOf } from '../command-table.ts';
 
 interface RunCliOptions {
@@ -80,7 +80,7 @@ export function registerRun(program: Command, run: Runner): void {
     .option('--engine <e>', 'weights (the compiled chip in the reference executor) or ir (the chip circuit, no weights: the IR fast evaluator)', 'weights')
     .option('--json', 'print one JSON document')
     .action((file: string, o: RunCliOptions) =>
-      run(() => namingElfFile(file, async () => {
+      run(async () => {
         const out = makeOut(Boolean(o.json));
         if (o.profile !== 'f32' && o.profile !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
         const maxTokens = integerOption(o.maxTokens, '--max-tokens', 'cli.max-tokens', { min: 3 });
@@ -261,6 +261,6 @@ export function registerRun(program: Command, run: Runner): void {
         }
         out.line(`exit ${r.exitCode}`);
         return r.exitCode ?? 1;
-      }))(),
+      })(),
     );
 }

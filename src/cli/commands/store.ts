@@ -12,7 +12,7 @@
  *   chipc store chip FILE -o OUT.chip      (then any operation with --model OUT.chip: no compile)
  *
  * NAME and CONTENT are comma-separated token ids ("" is empty), or UTF-8 text with --text (one
- * token per byte). `batch` runs a script of such operations (src/store/script.ts) in one session:
+ * token per byte). `batch` runs a script of such operations (src/store/script.ts) in one run of the chip:
  * one compile, one load, one save at the end. Exit status: 0 when the store answers OK (every
  * operation of a batch), 1 for any other result code (NOT_FOUND, FULL, …: printed), 2 for a
  * ChipcError (then a batch saves nothing).
@@ -225,7 +225,7 @@ export function registerStore(program: Command, run: Runner): void {
   op('delete', 'delete the file NAME', ['name'], (s, [n], o) => s.delete(parseTokens(n!, Boolean(o.text), 'NAME')), true);
   op('list', 'print every name, in directory order', [], (s) => s.list(), false);
 
-  common(store.command('batch').description('run a script of put / get / delete / list lines in one chip session (one compile, one load, one save)')
+  common(store.command('batch').description('run a script of put / get / delete / list lines in one run of the chip (one compile, one load, one save)')
     .argument('<file>', 'the store file')
     .argument('[script]', 'the script: one operation per line (docs/store.md "Scripts"); - or none reads stdin'))
     .action((file: string, script: string | undefined, o: CommonOptions) =>
@@ -313,12 +313,12 @@ export function registerStore(program: Command, run: Runner): void {
       (output !== undefined ? `; wrote ${output} (${fmtBytes(got.length)}) from the chip's state` : ''));
     return 0;
   };
-  common(store.command('export').description("write the store rows read back out of a chip session's state to a store file")
-    .argument('<file>', 'the store file loaded into the session'))
+  common(store.command('export').description("write the store rows read back out of the chip's state to a store file")
+    .argument('<file>', 'the store file loaded into the chip'))
     .requiredOption('-o, --output <file>', 'the store file to write (atomically)')
     .option('--overwrite', 'replace an existing output file')
     .action((file: string, o: CommonOptions & { output: string; overwrite?: boolean }) => run(() => roundTrip(file, o.output, o, 'exported'))());
-  common(store.command('import').description("load a store file into a fresh chip session's state and check every row bit for bit")
+  common(store.command('import').description("load a store file into a fresh chip state and check every row bit for bit")
     .argument('<file>', 'the store file'))
     .option('-o, --output <file>', 'also write the rows read back from the chip')
     .option('--overwrite', 'replace an existing output file')

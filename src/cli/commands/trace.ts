@@ -17,7 +17,7 @@ import { DEFAULT_CODE_BYTES, DEFAULT_MEM_BYTES, checkChipFits, goldenTokens, pro
 import { PROTOCOL_VERSION, decodeToken } from '../../../riscv/protocol.ts';
 import { fmtInt, makeOut } from '../output.ts';
 import type { Runner } from '../main.ts';
-import { namingElfFile, prepareOutput } from '../files.ts';
+import { prepareOutput } from '../files.ts';
 import { tempSibling } from '../../util/temp-files.ts';
 import { summaryOf } from '../command-table.ts';
 
@@ -56,7 +56,7 @@ export function registerTrace(program: Command, run: Runner): void {
     .option('--overwrite', 'replace an existing trace file')
     .option('--json', 'print one JSON document')
     .action((file: string, o: TraceCliOptions) =>
-      run(() => namingElfFile(file, async () => {
+      run(() => {
         const out = makeOut(Boolean(o.json));
         if (!fs.existsSync(file)) throw new ChipcError('cli.file', `${file} does not exist`);
         prepareOutput(o.output!, { option: '-o', inputs: [file, o.model], overwrite: o.overwrite === true });
@@ -99,6 +99,6 @@ export function registerTrace(program: Command, run: Runner): void {
         out.line(`${file}: ${fmtInt(doc.prompt.length)}-token loader prompt, ${fmtInt(expected.length)} expected tokens ` +
           `(${fmtInt(doc.instructions)} instructions${halted ? `, HALT(${doc.exitCode})` : doc.trap !== null ? `, TRAP(${doc.trap})` : ', no HALT within the budget'}) → ${target}`);
         return 0;
-      }))(),
+      })(),
     );
 }

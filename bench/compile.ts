@@ -13,7 +13,7 @@ import { defineCircuit, type Sig } from '../src/dsl/index.ts';
 import { compileCircuit } from '../src/compile.ts';
 import { compileReport } from '../src/emit/manifest.ts';
 import { resolveTarget } from '../src/model/targets.ts';
-import { table } from '../src/cli/output.ts';
+import { table } from '../src/cli/support/output.ts';
 import { Prng } from '../src/model/random-weights.ts';
 
 function arg(name: string, dflt: number): number {

@@ -4,7 +4,7 @@
  * Run: npx tsx bench/emu.ts
  */
 import { assembleElf, cpuForProgram, loadElf } from '../riscv/index.ts';
-import { table } from '../src/cli/output.ts';
+import { table } from '../src/cli/support/output.ts';
 
 const KERNELS: Record<string, string> = {
   // ALU + M + Zba mix: an LCG, a multiply-high, a divide, a shifted add, per iteration.

@@ -54,7 +54,7 @@ function randomCsr(rows: number, cols: number, density: number, r: () => number)
   return { rows, cols, csr };
 }
 
-/** qwen3.5-4b widths (targets/qwen3.5-4b.json when present; these are the BRIEF §5 numbers). */
+/** qwen3.5-4b widths (targets/qwen3.5-4b.json when present; these are the numbers of docs/targets.md "Built-in targets"). */
 function bigConfig(): ModelConfig {
   try {
     return resolveTarget('qwen3.5-4b').config;

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { INSTR_CLASSES, goldenTokens, type ProtocolSummary } from '../riscv/golden-trace.ts';
 import { PROTOCOL_VERSION } from '../riscv/protocol.ts';
 import { ChipcError } from '../src/util/errors.ts';
-import { table } from '../src/cli/output.ts';
+import { table } from '../src/cli/support/output.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** Both fixture sets are built for a 32 KiB RAM at 0x80000000 (fixtures/isa/index.json, firmware/expected.ts). */

@@ -6,7 +6,10 @@
 # runs its limb loops on the chip's bignum unit (bn.mac, custom-0), which qemu-user does not have;
 # the .linux.elf images keep the portable C loops.
 # and every service in firmware/services (re-entrant request handlers, docs/firmware.md) as
-#   <name>.elf        linked with runtime/link-service.ld (mmio console only).
+#   <name>.elf        linked with runtime/link-service.ld (mmio console only),
+# and the interpreter firmware/interp/*.c (docs/firmware.md "The interpreter") as interp.elf and
+# interp.linux.elf: built with -Os (its code must fit the 16 KiB code region), a 2 KiB console input
+# area and a 2 KiB stack.
 # The libraries in firmware/lib (*.c) are linked into every image (--gc-sections drops what is unused).
 # The build is deterministic: fixed flags, relative source paths, no debug info, no build id,
 # no .comment, so the same compiler version gives byte-identical images on any machine/path.
@@ -70,3 +73,13 @@ for src in services/*.c; do
   chmod 0755 "$out"
   echo "built $name.elf (service)"
 done
+
+INTERP_CFLAGS=("${CFLAGS[@]/#-O2/-Os}")
+INTERP_LDFLAGS=("${LDFLAGS[@]}" -Wl,--defsym=__input_size=2048 -Wl,--defsym=__stack_size=2048)
+interp_srcs=(interp/*.c)
+for variant in mmio linux; do
+  if [ "$variant" = mmio ]; then out="$OUT_DIR/interp.elf"; def=(-DCHIPC_BN_UNIT); else out="$OUT_DIR/interp.linux.elf"; def=(-DCHIPC_CONSOLE_LINUX); fi
+  "$CC" "${INTERP_CFLAGS[@]}" "${def[@]}" "${INTERP_LDFLAGS[@]}" runtime/start.S runtime/runtime.c "${libs[@]}" "${interp_srcs[@]}" "$LIBGCC" -o "$out"
+  chmod 0755 "$out"
+done
+echo "built interp.elf interp.linux.elf"

@@ -7,6 +7,7 @@
  * summarised as tokens per instruction, overall and per instruction class.
  */
 import { ChipcError } from '../src/util/errors.ts';
+import { applyWrites, inputAreaOf, inputWrites, startPrompt } from './console-input.ts';
 import { CONSOLE_ADDR, hex, type Memory, type MemoryOptions } from './memory.ts';
 import { OPC, immB, immJ, immS } from './decode.ts';
 import { cpuForProgram, loadElf } from './elf.ts';
@@ -42,6 +43,14 @@ export interface GoldenTraceOptions {
    * Default (and at most): the 128 KiB that J(w) reaches.
    */
   codeBytes?: number;
+  /**
+   * Console input (riscv/console-input.ts): written into the program's input area before the run,
+   * and fed as loader tokens between BOS and J(entry) in the stream's prompt, as the chip gets it.
+   * ChipcError input.* when the program has no input area or the bytes exceed it. Default: none.
+   */
+  input?: Uint8Array;
+  /** The program's name in error messages (default "the program"). */
+  label?: string;
 }
 
 export interface ClassCost {
@@ -194,10 +203,13 @@ export function haltCode(exitCode: number): number {
  * TRAP(fetch), not an error.
  */
 export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}): GoldenTrace {
-  const program = loadElf(elfBytes, opts.mem ?? {});
+  const program = loadElf(elfBytes, opts.mem ?? {}, opts.label);
   const cpu = cpuForProgram(program);
+  // No input, no writes: a fresh RAM's count word reads 0 (the prompt stays [BOS, J(entry)]).
+  const writes = opts.input === undefined || opts.input.length === 0 ? [] : inputWrites(inputAreaOf(program.symbols), opts.input, opts.label);
+  applyWrites(program.memory, writes);
   return goldenRun(cpu, { memory: program.memory, tohost: program.tohost, codeEnd: codeEndWords(program), entry: program.entry },
-    [BOS_ID, encodeToken({ kind: 'J', w: codeWord(program.entry) })], opts);
+    startPrompt(writes, program.entry, program.memory.base + program.memory.size - CODE_BASE), opts);
 }
 
 /** What goldenRun needs to know about the program besides the CPU. */

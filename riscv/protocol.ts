@@ -39,6 +39,14 @@ export const A_COUNT = 1024;
 /** v5: a trap TRAP(cause) — the program stopped on something the chip does not run (TRAP_CAUSE). */
 export const TRAP_BASE = A_BASE + A_COUNT; // 248,197
 export const TRAP_COUNT = 8;
+/** Instruction slots of a window: the j of E(j, v), N(j) and OUT(j, b), j ∈ 0…WINDOW_SLOTS − 1. */
+export const WINDOW_SLOTS = 4;
+/** E ids per slot j: its 14-bit payload v (K has as many ids, one slot). */
+export const E_PER_SLOT = E_COUNT / WINDOW_SLOTS; // 16,384
+/** OUT ids per slot j: its byte b. */
+export const OUT_PER_SLOT = OUT_COUNT / WINDOW_SLOTS; // 256
+/** Quotient digits of a division step Q(s, q) = Q_BASE + Q_DIGITS·s + q. */
+export const Q_DIGITS = 16;
 /** Number of ids the alphabet uses: [0, PROTOCOL_ALPHABET_SIZE). */
 export const PROTOCOL_ALPHABET_SIZE = TRAP_BASE + TRAP_COUNT; // 248,205
 /** Qwen3.5's vocabulary size: every token id must be below it. */

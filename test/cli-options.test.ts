@@ -1,5 +1,5 @@
 /**
- * Numeric option values (src/cli/options.ts): one parser for every command, so "1e3", "0x10",
+ * Numeric option values (src/cli/support/options.ts): one parser for every command, so "1e3", "0x10",
  * " 12", "1.0", "" and "abc" are refused with the flag's code instead of read by Number() (which
  * takes the first four and turns the last into NaN that a seed quietly read as 0).
  */
@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { integerOption, memSizeOption, parseSize } from '../src/cli/options.ts';
+import { integerOption, memSizeOption, parseSize } from '../src/cli/support/options.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import { cli } from './helpers/cli.ts';
 

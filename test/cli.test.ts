@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli } from './helpers/cli.ts';
 import { buildProgram } from '../src/cli/main.ts';
-import { COMMAND_TABLE } from '../src/cli/command-table.ts';
+import { COMMAND_TABLE } from '../src/cli/support/command-table.ts';
 import { denseSource, writeSafetensors } from '../src/safetensors/writer.ts';
 import { openCheckpoint } from '../src/safetensors/checkpoint.ts';
 import { loadModel } from '../src/model/load-weights.ts';
@@ -130,9 +130,9 @@ describe('chipc inspect / targets / exec', () => {
     expect(await names('run', 'x.elf', '--check')).toEqual(['run']);
     expect(await names('expand', 'x.chip', '-o', 'd')).toEqual(['compact', 'expand']);
     const all = await names('--help');
-    expect(all).toEqual(expect.arrayContaining(['inspect', 'diff', 'targets', 'exec', 'emu', 'build', 'compile', 'check', 'cpu', 'run', 'compact', 'expand', 'merge', 'trace', 'store', 'cache']));
-    expect(all).toHaveLength(16);
-    expect(await names('nosuch')).toHaveLength(16);
+    expect(all).toEqual(expect.arrayContaining(['inspect', 'diff', 'targets', 'exec', 'emu', 'build', 'compile', 'check', 'cpu', 'run', 'repl', 'compact', 'expand', 'merge', 'trace', 'store', 'cache']));
+    expect(all).toHaveLength(17);
+    expect(await names('nosuch')).toHaveLength(17);
   });
 
   it('the bare listing (from the command table) is the one the loaded command modules give', async () => {

@@ -1,7 +1,7 @@
 /**
  * Progress reporting of checkpoint writes: writeCheckpoint's onProgress (monotone byte counts
  * that end at the shards' size on disk, no effect on the bytes written), the CLI reporter
- * (src/cli/progress.ts: parseable, throttled non-TTY lines; a throttled TTY bar that is cleared)
+ * (src/cli/support/progress.ts: parseable, throttled non-TTY lines; a throttled TTY bar that is cleared)
  * and `chipc compile -o` with and without progress.
  */
 import * as crypto from 'node:crypto';
@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { denseSource, sparseSource, writeCheckpoint, zerosSource } from '../src/safetensors/writer.ts';
 import type { TensorSource, WriteProgress } from '../src/safetensors/types.ts';
-import { makeProgressReporter, parseProgressLine, type ProgressStream } from '../src/cli/progress.ts';
+import { makeProgressReporter, parseProgressLine, type ProgressStream } from '../src/cli/support/progress.ts';
 import { cli } from './helpers/cli.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-emit-progress-'));

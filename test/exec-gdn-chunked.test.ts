@@ -2,7 +2,7 @@
  * Tests of the chunked GDN prefill kernel (src/exec/gdn-chunked.ts):
  *  - math: against an independent float64 recurrence (a tolerance: this checks the algebra only,
  *    not float32 rounding) over chunk boundaries L = 1, 63, 64, 65, 130, both solve variants;
- *  - numerics-findings §2.6: a write-only prompt with pinned gates (g = −0, β ∈ {0,1}, exact
+ *  - docs/numerics.md "Chunked prefill": a write-only prompt with pinned gates (g = −0, β ∈ {0,1}, exact
  *    one-hot keys) leaves a final state bit-identical to the float32 recurrent rule, also with rows
  *    rewritten many times and in every reduction order; reads inside a prompt differ under FMA.
  */
@@ -144,7 +144,7 @@ function compareFinalStates(ops: PinnedOp[], dk: number, dv: number, init?: Floa
   }
 }
 
-describe('chunkGatedDeltaRule: pinned write-only prompts give the recurrent state bit for bit (§2.6)', () => {
+describe('chunkGatedDeltaRule: pinned write-only prompts give the recurrent state bit for bit', () => {
   const dk = 16, dv = 6;
   it('each row written once (130 tokens, β-masked writes and zero keys mixed in)', () => {
     const r = rng(5);
@@ -211,7 +211,7 @@ describe('chunkGatedDeltaRule: pinned write-only prompts give the recurrent stat
   });
 });
 
-describe('chunkGatedDeltaRule: reads inside a prompt (§2.6: an FMA effect)', () => {
+describe('chunkGatedDeltaRule: reads inside a prompt (an FMA effect)', () => {
   const dk = 8, dv = 4;
   // Row 3 gets T in column 0, is rewritten to T in column 1, then read; also a plain read.
   const ops: PinnedOp[] = [

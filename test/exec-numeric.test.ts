@@ -193,7 +193,7 @@ describe('bf16 and activations', () => {
     expect(checked).toBeGreaterThan(30000);
   });
 
-  it('saturated regions (numerics-findings §0)', () => {
+  it('saturated regions (docs/numerics.md "Saturated regions")', () => {
     for (const x of [16.64, 17, 100, 1e6]) {
       expect(sigmoid32(x)).toBe(1);
       expect(silu32(f32(x), 'mul')).toBe(f32(x));

@@ -190,10 +190,11 @@ const DERIVED: Record<string, () => string> = {
 // ---------------------------------------------------------------------------------------------
 
 describe('firmware fixtures', () => {
-  it('cover exactly the demos (two images each), the services (one image each) and expected.json', () => {
+  it('cover exactly the demos (two images each), the services (one image each), the interpreter (two images) and expected.json', () => {
     const services = fs.readdirSync(path.join(FIXTURE_DIR, '..', '..', 'firmware', 'services')).filter((f) => f.endsWith('.c')).map((f) => `${f.slice(0, -2)}.elf`);
     expect(services).toContain('accum.elf');
-    const want = DEMOS.flatMap((n) => [imageFiles(n).mmio, imageFiles(n).linux]).concat('expected.json', services).sort();
+    // the interpreter (firmware/interp) is tested by test/interp.test.ts
+    const want = DEMOS.flatMap((n) => [imageFiles(n).mmio, imageFiles(n).linux]).concat('expected.json', services, 'interp.elf', 'interp.linux.elf').sort();
     expect(fs.readdirSync(FIXTURE_DIR).sort()).toEqual(want);
     expect(Object.keys(expected.demos)).toEqual([...DEMOS]);
     const sources = fs.readdirSync(path.join(FIXTURE_DIR, '..', '..', 'firmware', 'demos')).filter((f) => f.endsWith('.c'));

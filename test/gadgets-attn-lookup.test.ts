@@ -16,7 +16,7 @@ import type { ExecOptions } from '../src/exec/types.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { ModelConfig } from '../src/model/config.ts';
 import type { AttnKvHeadSpec, Form } from '../src/lower/forms.ts';
-import { buildHarness, runHarness, type Harness } from '../src/lower/harness.ts';
+import { buildHarness, runHarness, type Harness } from '../src/verify/harness.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import {
   attnDimsOf, fillSquares, lowerLookupToAttention, normWeightFor,
@@ -79,7 +79,7 @@ function inputRow(dm: Dims, p: Pos): number[] {
   return row;
 }
 
-/** Independent reference: the IR lookup semantics, written from the spec (not from the gadget). */
+/** Independent reference: the IR lookup semantics, written from docs/dsl.md (not from the gadget). */
 function reference(stream: Pos[], defaults: number[], publishAll: boolean): { values: number[]; hit: number }[] {
   return stream.map((_, t) => {
     let best = -1;

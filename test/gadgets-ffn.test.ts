@@ -8,7 +8,7 @@
  * Controls: A = 64 and a gate beyond the bf16 window break exactness.
  */
 import { describe, expect, it } from 'vitest';
-import { buildHarness, runHarness } from '../src/lower/harness.ts';
+import { buildHarness, runHarness } from '../src/verify/harness.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { constForm, form, type FfnUnit } from '../src/lower/forms.ts';
 import type { ExecOptions } from '../src/exec/types.ts';

@@ -4,7 +4,7 @@
  * with a JS Map model of the RAM — read values, bits, valid flags — and the GDN state rows with
  * the one-hot digit layout derived here independently (word bits packed LSB first, fields in
  * order, 2 bits per 4-column group, hot value T = 64 for dk = 16 (16·√16) and
- * T = 181.01934814453125 for dk = 128 (numerics-findings §2.4), bf16(T) in the bf16 profile).
+ * T = 181.01934814453125 for dk = 128 (docs/gadgets-gdn.md "Hot value T"), bf16(T) in the bf16 profile).
  * Also: write-only prompts through the chunked kernel, orders, profiles, costs, errors, and the
  * hazards (key scale 32, dt_bias −20) that break exactness.
  */
@@ -13,15 +13,16 @@ import { describe, expect, it } from 'vitest';
 import { Executor } from '../src/exec/executor.ts';
 import type { ExecOptions } from '../src/exec/types.ts';
 import { resolveTarget } from '../src/model/targets.ts';
+import { gdnDims } from '../src/model/naming.ts';
 import type { ModelConfig } from '../src/model/config.ts';
 import type { GdnWeights, Matrix } from '../src/model/weights.ts';
 import type { RamDecl } from '../src/ir/types.ts';
 import type { VDim } from '../src/lower/forms.ts';
-import { buildHarness, type Harness } from '../src/lower/harness.ts';
+import { buildHarness, type Harness } from '../src/verify/harness.ts';
 import { bf16ToF32, f32ToBf16 } from '../src/safetensors/dtype.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import {
-  findHotValue, formExactInAnyOrder, gdnDimsOf, lowerRamToGdn, type GdnRamIo, type GdnRamLowering,
+  findHotValue, formExactInAnyOrder, lowerRamToGdn, type GdnRamIo, type GdnRamLowering,
 } from '../src/gadgets/gdn-ram.ts';
 import { bitDiff } from './helpers/assert.ts';
 
@@ -95,7 +96,7 @@ function buildCase(c: RamCase): Built {
     reads: reads.map(() => ({ addr: 0, enable: c.readEnable ? 0 : null, results: [], loc })),
     loc,
   };
-  const lowering = lowerRamToGdn(ram, io, gdnDimsOf(c.target), { keyScale: c.keyScale });
+  const lowering = lowerRamToGdn(ram, io, gdnDims(c.target), { keyScale: c.keyScale });
   const encode = (op: Op) => {
     const e: { dim: VDim; value: number }[] = [];
     const put = (dim: VDim, v: number) => { if (v !== 0) e.push({ dim, value: v }); };
@@ -185,7 +186,7 @@ class RamModel {
    * (global g = vi·dv/4 + local) one-hot at column 4·local + digit, digit = bits 2g, 2g+1 of the word.
    */
   state(b: Built, hot: number): Float32Array[] {
-    const { keyHeads: Hk, valueHeads: Hv, dk, dv } = gdnDimsOf(this.c.target);
+    const { hk: Hk, hv: Hv, dk, dv } = gdnDims(this.c.target);
     const r = Hv / Hk;
     const R = Math.min(dk, 2 ** bitsOfRows(this.c.rows));
     const G = dv / 4;
@@ -303,7 +304,7 @@ const PORTS128: RamCase = {
 };
 
 describe('hot value T: fl(T·fl(1/√dk)) is a power of two o_hot ≥ 16, in f32 and after bf16 rounding', () => {
-  it('dk = 16 → 64 (16·4), dk = 128 → 181.01934814453125 (findings §2.4); many dk satisfy the property', () => {
+  it('dk = 16 → 64 (16·4), dk = 128 → 181.01934814453125 (docs/gadgets-gdn.md "Hot value T"); many dk satisfy the property', () => {
     expect(findHotValue(16).T).toBe(64);
     expect(findHotValue(128).T).toBe(181.01934814453125);
     for (const dk of [4, 8, 16, 32, 48, 64, 96, 128, 256, 512, 1024]) {
@@ -395,7 +396,7 @@ describe('random op streams (decode steps) equal the Map model bit for bit: read
     const bad = (digits: { lo: number; width: number; oneHot: (VDim | null)[] }[]) => () => lowerRamToGdn(
       { id: 0, name: 'mem', rows: 32, fields: WIDE16.fields.map((hi) => ({ lo: 0, hi })), write: { addr: 0, values: WIDE16.fields.map(() => 0), enable: 0, loc: { file: 't', line: 1, col: 1 } },
         reads: b.io.reads.map(() => ({ addr: 0, enable: 0, results: [], loc: { file: 't', line: 1, col: 1 } })), loc: { file: 't', line: 1, col: 1 } },
-      { ...b.io, write: { ...wr, addrDigits: digits } }, gdnDimsOf(WIDE16.target));
+      { ...b.io, write: { ...wr, addrDigits: digits } }, gdnDims(WIDE16.target));
     expect(bad([{ lo: 0, width: 3, oneHot: [0, 1, 2, 3, 4, 5, 6, 7] }, { lo: 2, width: 2, oneHot: [0, 1, 2, 3] }])).toThrow(/overlap at bit 2/);
     expect(bad([{ lo: 0, width: 3, oneHot: [0, 1, 2, 3] }])).toThrow(/4 one-hot dims; it needs 8/);
     expect(bad([{ lo: 4, width: 3, oneHot: [0, 1, 2, 3, 4, 5, 6, 7] }])).toThrow(/outside the 5 address bits/);
@@ -521,19 +522,19 @@ describe('errors', () => {
     throw new Error('expected a ChipcError');
   };
   it('a RAM that does not fit one layer names rows, width and heads', () => {
-    const e = err(() => lowerRamToGdn(ram(64, [255, 255]), io(64, [255, 255]), gdnDimsOf(tiny)));
+    const e = err(() => lowerRamToGdn(ram(64, [255, 255]), io(64, [255, 255]), gdnDims(tiny)));
     expect(e.code).toBe('fit.ram');
     expect(e.message).toMatch(/64 rows × 16-bit word/);
     expect(e.message).toMatch(/needs 4 GDN key heads/);
     expect(e.message).toMatch(/2 available/);
-    expect(() => lowerRamToGdn(ram(32, [255, 255]), io(32, [255, 255]), gdnDimsOf(tiny))).not.toThrow();
+    expect(() => lowerRamToGdn(ram(32, [255, 255]), io(32, [255, 255]), gdnDims(tiny))).not.toThrow();
   });
   it('bad shapes and inputs', () => {
-    expect(err(() => lowerRamToGdn(ram(16, [15]), io(16, [15]), { ...gdnDimsOf(tiny), dv: 18 })).code).toBe('ram.dims');
-    expect(err(() => lowerRamToGdn(ram(16, [300]), io(16, [300]), gdnDimsOf(tiny))).code).toBe('ram.field');
+    expect(err(() => lowerRamToGdn(ram(16, [15]), io(16, [15]), { ...gdnDims(tiny), dv: 18 })).code).toBe('ram.dims');
+    expect(err(() => lowerRamToGdn(ram(16, [300]), io(16, [300]), gdnDims(tiny))).code).toBe('ram.field');
     const wrongBits = io(16, [15]);
     wrongBits.reads[0]!.addr.addrBits.pop();
-    expect(err(() => lowerRamToGdn(ram(16, [15]), wrongBits, gdnDimsOf(tiny))).message).toMatch(/3 address bits; 16 rows need 4/);
-    expect(err(() => lowerRamToGdn(ram(16, [15], 2), io(16, [15], 1), gdnDimsOf(tiny))).code).toBe('ram.io');
+    expect(err(() => lowerRamToGdn(ram(16, [15]), wrongBits, gdnDims(tiny))).message).toMatch(/3 address bits; 16 rows need 4/);
+    expect(err(() => lowerRamToGdn(ram(16, [15], 2), io(16, [15], 1), gdnDims(tiny))).code).toBe('ram.io');
   });
 });

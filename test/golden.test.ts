@@ -9,7 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { loadCircuitFile } from '../src/dsl/load.ts';
 import { compileCircuit } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
-import { goldenHashes, type GoldenHashes } from '../src/emit/golden.ts';
+import type { ChipcError } from '../src/util/errors.ts';
+import { goldenHashes } from '../src/emit/golden.ts';
+import { checkGolden, emitGoldenAsCheckpoint, parseEmitGolden, serializeEmitGolden } from '../src/inspect/golden.ts';
 
 const examples = fs.readdirSync('circuits/examples').filter((f) => f.endsWith('.ts')).sort();
 
@@ -18,12 +20,43 @@ describe('golden emission hashes', () => {
     const ir = await loadCircuitFile(path.join('circuits/examples', file));
     const golden = path.join('fixtures/golden', `${ir.name}.tiny.json`);
     expect(fs.existsSync(golden), `${golden} is missing: run npx tsx tools/refresh-golden.ts`).toBe(true);
-    const want = JSON.parse(fs.readFileSync(golden, 'utf8')) as GoldenHashes;
+    const text = fs.readFileSync(golden, 'utf8');
+    const want = parseEmitGolden(text, golden);
+    // the one writer reproduces the fixture byte for byte
+    expect(serializeEmitGolden(want)).toBe(text);
     const target = resolveTarget('tiny');
     const got = goldenHashes(compileCircuit(ir, target.config), target.name);
     expect(got).toEqual(want);
     // And a second compilation in the same process gives the same bytes.
     expect(goldenHashes(compileCircuit(ir, target.config), target.name)).toEqual(got);
+  });
+});
+
+describe('emission goldens and checkpoint goldens are one format', () => {
+  it('a fixture checks the checkpoint saveModel emits (chipc diff --golden)', async () => {
+    const os = await import('node:os');
+    const { saveModel } = await import('../src/model/save-weights.ts');
+    const target = resolveTarget('tiny');
+    const res = compileCircuit(await loadCircuitFile('circuits/examples/adder.ts'), target.config);
+    const fixture = parseEmitGolden(fs.readFileSync('fixtures/golden/adder.tiny.json', 'utf8'), 'adder.tiny.json');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-golden-'));
+    try {
+      saveModel(path.join(dir, 'ckpt'), res.weights, { dtype: 'BF16' });
+      const check = checkGolden(path.join(dir, 'ckpt'), emitGoldenAsCheckpoint(fixture));
+      expect(check.config.status).toBe('identical');
+      expect(check.tensors.filter((t) => t.status !== 'identical')).toEqual([]);
+      expect(check.identical).toBe(true);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('rejects a malformed emission golden with golden.format', () => {
+    const text = fs.readFileSync('fixtures/golden/adder.tiny.json', 'utf8');
+    const err = (t: string) => { try { parseEmitGolden(t, 'x.json'); return null; } catch (e) { return e as ChipcError; } };
+    expect(err(text.replace('"circuit"', '"circuits"'))?.code).toBe('golden.format');
+    expect(err(text.replace('"dtype": "BF16"', '"dtype": "F16"'))?.message).toMatch(/"dtype" must be "BF16" or "F32"/);
+    expect(err(text.replace(/"sha256": "[0-9a-f]/, '"sha256": "X'))?.message).toMatch(/must be 64 lower-case hex digits/);
   });
 });
 

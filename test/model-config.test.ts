@@ -22,7 +22,7 @@ describe('built-in targets', () => {
     expect(listTargets()).toEqual(['chip-test', 'qwen3-coder-next', 'qwen3-next-80b', 'qwen3.5-4b', 'tiny']);
   });
 
-  it('qwen3.5-4b has the spec §1.2 values', () => {
+  it('qwen3.5-4b has the published values (docs/host-architecture.md §1.2)', () => {
     const t = resolveTarget('qwen3.5-4b');
     expect(t.source).toBe('builtin:qwen3.5-4b');
     const c = t.config;
@@ -36,7 +36,7 @@ describe('built-in targets', () => {
     expect(c.layerTypes).toEqual(interval4(32));
   });
 
-  it('qwen3-next-80b / coder-next have the spec §1.2 values', () => {
+  it('qwen3-next-80b / coder-next have the published values (docs/host-architecture.md §1.2)', () => {
     for (const name of ['qwen3-next-80b', 'qwen3-coder-next']) {
       const c = resolveTarget(name).config;
       expect(c).toMatchObject({
@@ -87,7 +87,7 @@ describe('built-in targets', () => {
 });
 
 describe('parseHfConfig', () => {
-  it('applies the Qwen3NextConfig defaults (spec §1.1)', () => {
+  it('applies the Qwen3NextConfig defaults (docs/host-architecture.md §1.1)', () => {
     const c = parseHfConfig({ model_type: 'qwen3_next' });
     expect(c).toMatchObject({
       vocabSize: 151936, hiddenSize: 2048, intermediateSize: 5632, numLayers: 48, numAttentionHeads: 16,
@@ -100,7 +100,7 @@ describe('parseHfConfig', () => {
     expect(c.layerTypes).toEqual(interval4(48));
   });
 
-  it('applies the Qwen3_5TextConfig defaults (spec §1.1)', () => {
+  it('applies the Qwen3_5TextConfig defaults (docs/host-architecture.md §1.1)', () => {
     const c = parseHfConfig({ model_type: 'qwen3_5_text' });
     expect(c).toMatchObject({
       vocabSize: 248320, hiddenSize: 4096, intermediateSize: 12288, numLayers: 32, numAttentionHeads: 16,

@@ -20,7 +20,7 @@ function shapeOf(cfg: ModelConfig, name: string): number[] | undefined {
 }
 
 describe('expectedTensors', () => {
-  it('Qwen3.5-4B: count and hand-checked shapes from spec §2', () => {
+  it('Qwen3.5-4B: count and hand-checked shapes from docs/host-architecture.md §2', () => {
     const list = expectedTensors(cfg4b);
     // embed + 32×2 layer norms + 24 GDN×9 + 8 attention×6 + 32 dense MLP×3 + final norm; tied: no lm_head
     expect(list.length).toBe(1 + 64 + 24 * 9 + 8 * 6 + 32 * 3 + 1);
@@ -85,7 +85,7 @@ describe('expectedTensors', () => {
     expect(l[l.length - 1].name).toBe('lm_head.weight');
   });
 
-  it('parameter counts match the spec sanity checks', () => {
+  it('parameter counts match docs/host-architecture.md §1.2', () => {
     expect(parameterCount(cfg4b)).toBe(4_205_751_296);
     expect(parameterCount({ ...cfg4b, tieWordEmbeddings: false })).toBe(4_841_450_496);
     expect(parameterCount(cfg80b)).toBe(79_674_391_296);
@@ -124,7 +124,7 @@ function bruteForceBa(cfg: ModelConfig): { b: number[]; a: number[] } {
   return { b, a };
 }
 
-describe('Qwen3-Next row layouts (spec §2.4)', () => {
+describe('Qwen3-Next row layouts (docs/host-architecture.md §2.4)', () => {
   it('80B worked example: G = 768, q rows g·768+[0,128), k +[128,256), v +[256,512), z +[512,768)', () => {
     expect(qkvzRowToPart(cfg80b, 0)).toEqual({ part: 'q', index: 0 });
     expect(qkvzRowToPart(cfg80b, 127)).toEqual({ part: 'q', index: 127 });

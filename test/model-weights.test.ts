@@ -197,7 +197,7 @@ describe('save → load round trip (in-memory store)', () => {
 });
 
 describe('Qwen3-Next on-disk layout', () => {
-  it('in_proj_qkvz / in_proj_ba rows follow spec §2.4 (independent formula)', () => {
+  it('in_proj_qkvz / in_proj_ba rows follow docs/host-architecture.md §2.4 (independent formula)', () => {
     const w = randomModelWeights(smallNext, 11);
     const store = memStore(modelWeightsToSources(w, 'F32'));
     const H = 16, dk = 3, dv = 5, r = 2, keyDim = 6, valueDim = 20, G = 2 * dk + 2 * r * dv;

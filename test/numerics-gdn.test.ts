@@ -1,6 +1,6 @@
 /**
  * Numerics verification through the REAL executor (src/exec/executor.ts) on hand-set pinned GDN
- * models (test/helpers/pinned-gdn.ts): the seed's exact write/overwrite/read, its relaxed cases
+ * models (test/helpers/pinned-gdn.ts): a worked exact write/overwrite/read, relaxed variants of it
  * as hazards, a property test of the pinned RAM, R1′ digit rows, prefill-vs-decode state
  * identity and order invariance. Every exactness claim compares float32 bit patterns; expected
  * values are derived by hand from the layout (stored value = data + offset, markers = 2^40, …).
@@ -55,7 +55,7 @@ function outDims(m: PinnedGdnModel, mid: Float32Array): Float32Array {
 }
 
 const pad6 = (xs: number[]) => [...xs, ...new Array(6 - xs.length).fill(0)];
-// The seed's exact_rw.py values (rng 7, D_K = 4, D_V = 3), then the overwrite of address 2.
+// A worked example: four rows of small random values (negative ones included), then the overwrite of address 2.
 const SEED_VALS = [[88, 25, 36], [79, 15, 55], [-40, -43, 74], [7, 7, 7]];
 const seedWrites = (): TokenSpec[] => [
   ...SEED_VALS.map((v, addr) => ({ write: { addr, data: pad6(addr === 3 ? [-40, -43, 74] : v) } })),
@@ -64,7 +64,7 @@ const seedWrites = (): TokenSpec[] => [
 // Resulting rows: 0 → [88,25,36], 1 → [79,15,55], 2 → [7,7,7] (overwritten), 3 → [−40,−43,74].
 const SEED_EXPECT = [[88, 25, 36], [79, 15, 55], [7, 7, 7], [-40, -43, 74]];
 
-describe('1. the seed\'s exact write / overwrite / read through the full layer math', () => {
+describe('1. an exact write / overwrite / read through the full layer math', () => {
   for (const mode of ['prefill', 'decode'] as const) {
     it(`${mode}: every row holds exactly [M, M, v + 128] after the writes and the overwrite`, () => {
       const { ex } = run({}, seedWrites(), mode);
@@ -84,7 +84,7 @@ describe('1. the seed\'s exact write / overwrite / read through the full layer m
   });
 });
 
-describe('2. hazards: the seed\'s relaxed cases and the findings\' pitfalls fail; the pinned recipe holds', () => {
+describe('2. hazards: relaxed variants and known pitfalls fail; the pinned recipe holds', () => {
   const fourWrites: TokenSpec[] = [[10, 20, 30], [40, 50, 60], [70, 80, 90], [1, 2, 3]]
     .map((v, addr) => ({ write: { addr, data: pad6(v) } }));
   const rowsExact = (ex: Executor, rows: number[][]) =>

@@ -1,5 +1,5 @@
 /**
- * numerics-findings §1 through the real executor: the whole-vector RMSNorm anchor recipe makes
+ * docs/numerics.md "The whole-vector RMSNorm" through the real executor: the whole-vector RMSNorm anchor recipe makes
  * the norm factor an exact power of two when the non-anchor energy is under the bound
  * 2^(⌊log2 min a_i²⌋ − 24), in any summation order; above it some order breaks it. The probe is
  * the marker column of a pinned GDN row: it is (M / c)·(anchor·factor), equal to M = 2^40 only if

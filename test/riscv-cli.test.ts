@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Command } from 'commander';
 import { registerEmu, exitStatus } from '../src/cli/commands/emu.ts';
-import { parseSize } from '../src/cli/options.ts';
+import { parseSize } from '../src/cli/support/options.ts';
 import { assembleElf } from '../riscv/index.ts';
 import { ChipcError } from '../src/util/errors.ts';
 

@@ -18,6 +18,7 @@ import { resolveTarget } from '../src/model/targets.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { cli } from './helpers/cli.ts';
 import { expectChipcError } from './helpers/assert.ts';
+import { inputEchoElf } from './helpers/input-echo.ts';
 
 const target = resolveTarget('chip-test');
 const hex = (x: number) => `0x${(x >>> 0).toString(16)}`;
@@ -57,6 +58,22 @@ describe('one generic chip runs different programs (weights and IR)', () => {
       }
     }, 120_000);
   }
+
+  it('console input fed after the program reaches it through the weights, by state and by loader prompt', () => {
+    const elf = inputEchoElf();
+    for (const text of ['', 'weights read this', 'a\u0000b\u00ff\n']) {
+      const input = new TextEncoder().encode(text);
+      const prog = programOf(elf, { ...SHAPE, input }, target.config);
+      const g = goldenTokens(elf, { input, mem: { size: prog.memBytes }, codeBytes: prog.codeBytes });
+      expect([...g.console]).toEqual([...input]);
+      for (const load of ['state', 'prompt'] as const) {
+        const r = runOnChip(chip, prog, { maxTokens: 5000, golden: g.tokens, goldenPc: g.tokenPc, load });
+        expect(r.divergence).toBeNull();
+        expect(r.exitCode).toBe(input.length);
+        expect(r.tokens.slice(r.promptLength)).toEqual([...g.tokens.subarray(prog.start.length)]);
+      }
+    }
+  }, 120_000);
 
   it('a non-exit ecall leaves −38 (ENOSYS) in a0 at every window position, as the emulator', () => {
     for (let pad = 0; pad < 4; pad++) {

@@ -1,6 +1,6 @@
 /**
  * Table lowering picks the input order of the mixed-radix index that needs the fewest ramp units
- * (src/passes/lower-arith.ts `cheapestTableOrder`), and fuse-tables bounds fused units with the
+ * (src/passes/table-order.ts `cheapestTableOrder`), and fuse-tables bounds fused units with the
  * dims' real ranges (src/passes/fuse-tables.ts).
  *
  * - f(op, b) = (op = 0x73 ? 1 : b) over [op, b] bends at every step of the given index (b

@@ -10,6 +10,7 @@ import { loadCircuitFile } from '../src/dsl/load.ts';
 import { compileCircuit } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { goldenHashes } from '../src/emit/golden.ts';
+import { serializeEmitGolden } from '../src/inspect/golden.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 process.chdir(root);
@@ -21,6 +22,6 @@ for (const f of examples) {
   const ir = await loadCircuitFile(path.join('circuits', 'examples', f));
   const g = goldenHashes(compileCircuit(ir, target.config), target.name);
   const out = path.join(dir, `${ir.name}.tiny.json`);
-  fs.writeFileSync(out, JSON.stringify(g, null, 1) + '\n');
+  fs.writeFileSync(out, serializeEmitGolden(g));
   console.log(`wrote ${out} (${Object.keys(g.tensors).length} tensors)`);
 }

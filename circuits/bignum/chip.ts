@@ -1,6 +1,6 @@
 /**
  * The bignum circuit (issue 5, docs/bignum-unit.md): the RV32 chip — whose bignum unit is bn.mac
- * (mac-unit.ts) — shaped for the bignum service (fixtures/firmware/bignum.elf, built from
+ * (circuits/rv32im/mac-unit.ts) — shaped for the bignum service (fixtures/firmware/bignum.elf, built from
  * firmware/lib/bignum.c with its limb loops on the unit): a code RAM sized to the image and the
  * 32 KiB data RAM that holds a request, its scratch and its result. add, sub, mul, divmod (truncating
  * and floor) and cmp on signed and unsigned numbers of up to 8,192 bits run as the firmware's token

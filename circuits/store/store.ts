@@ -1,5 +1,5 @@
 /**
- * The store circuit (issue 5, docs/store.md "On the chip"): the RV32 chip shaped for the store
+ * The store circuit (issue 5, docs/store.md "The store through the compiled weights"): the RV32 chip shaped for the store
  * service (fixtures/firmware/store.elf, built from firmware/lib/store.c): a code RAM sized to the
  * image and the data RAM that holds the store's directory, chunk pool, chunk links and free stack
  * at the default capacity (CHIP_STORE_DEFAULTS: 512 files, names ≤ 32 tokens, contents ≤ 1,024,

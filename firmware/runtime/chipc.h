@@ -5,6 +5,12 @@
  * Console: by default every byte is a `sb` to the MMIO byte at CHIPC_CONSOLE (0x10000000).
  * Built with -DCHIPC_CONSOLE_LINUX, bytes go out through the Linux write syscall instead
  * (ecall a7 = 64, fd 1), so the same program prints under qemu-riscv32, which has no MMIO console.
+ *
+ * Console input: the bytes a host feeds after the program is loaded (docs/token-protocol.md
+ * "Console input") lie in the NOLOAD `.input` area the linker scripts reserve: word 0 at
+ * __input_area is the byte count n, byte i at __input_area + 4 + i, capacity __input_size - 4
+ * bytes (-Wl,--defsym=__input_size=N; 1 KiB by default). getchar() reads them in order; with
+ * -DCHIPC_CONSOLE_LINUX it reads standard input instead (Linux read syscall, ecall a7 = 63, fd 0).
  */
 #ifndef CHIPC_H
 #define CHIPC_H
@@ -16,6 +22,11 @@
 
 /* Write one byte c to the console; returns c (as unsigned char). */
 int putchar(int c);
+/* The next console input byte (0…255), or -1 (EOF) after the last one. */
+int getchar(void);
+/* Console input bytes not yet read by getchar (with -DCHIPC_CONSOLE_LINUX: always 0). */
+uint32_t input_remaining(void);
+
 /* Write the NUL-terminated string s followed by '\n' (as C puts); returns 0. */
 int puts(const char *s);
 /* Write the NUL-terminated string s with no newline. */

@@ -20,6 +20,45 @@ int putchar(int c) {
   return (unsigned char)c;
 }
 
+#ifndef CHIPC_CONSOLE_LINUX
+/* The console input area (link.ld): word 0 = byte count, then the bytes. */
+extern volatile uint32_t __input_area[];
+extern char __input_size[];
+/* Bytes read so far; in .bss, so every start (every service call) reads its input from byte 0. */
+static uint32_t input_pos;
+
+/* The byte count, capped at the area's capacity so a bad count never reads past it. */
+static uint32_t input_count(void) {
+  uint32_t n = __input_area[0], cap = (uint32_t)(uintptr_t)__input_size - 4u;
+  return n < cap ? n : cap;
+}
+#endif
+
+int getchar(void) {
+#ifdef CHIPC_CONSOLE_LINUX
+  unsigned char b;
+  register int32_t a0 __asm__("a0") = 0;
+  register uint32_t a1 __asm__("a1") = (uint32_t)(uintptr_t)&b;
+  register uint32_t a2 __asm__("a2") = 1;
+  register uint32_t a7 __asm__("a7") = 63;
+  __asm__ volatile("ecall" : "+r"(a0) : "r"(a1), "r"(a2), "r"(a7) : "memory");
+  return a0 == 1 ? b : -1;
+#else
+  if (input_pos >= input_count()) return -1;
+  uint32_t i = input_pos++;
+  return (int)((__input_area[1u + (i >> 2)] >> (8u * (i & 3u))) & 0xffu);
+#endif
+}
+
+uint32_t input_remaining(void) {
+#ifdef CHIPC_CONSOLE_LINUX
+  return 0;
+#else
+  uint32_t n = input_count();
+  return input_pos < n ? n - input_pos : 0;
+#endif
+}
+
 void print_str(const char *s) {
   while (*s) putchar(*s++);
 }

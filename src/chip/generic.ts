@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 import { compileCircuit, type CompileResult } from '../compile.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
-import { memBankWordsFor, type CpuOptions } from '../../circuits/rv32im/cpu.ts';
+import { memBankWordsFor, type CpuOptions } from '../../riscv/chip-shape.ts';
 import { checkRamSizes, chipIr, emitChip, fmtBytes, DEFAULT_CODE_BYTES, DEFAULT_MEM_BYTES } from './run.ts';
 import { getOrBuildChip, type ChipCacheResult } from './cache.ts';
 import type { SaveModelOptions } from '../model/save-weights.ts';

@@ -6,24 +6,13 @@
  * one, and so is a loaded chip — a store command with `--model` skips the compile (seconds) and
  * reads the checkpoint instead.
  */
-import type { CircuitIR } from '../ir/types.ts';
-import type { ModelWeights } from '../model/weights.ts';
 import { loadModel } from '../model/load-weights.ts';
-import type { RamDeclShape, RamHost, RamStatePlacement } from '../load/ram-state.ts';
+import type { RamDeclShape, RamStatePlacement } from '../load/ram-state.ts';
+import { hasCircuit, type ChipModel } from './chip-model.ts';
 import { ChipcError } from '../util/errors.ts';
 import { checkChipFits, readChipCheckpoint, type ChipCheckpoint, type ChipProgram } from './run.ts';
 
-/** A chip to run as a service: its weights, RAM placements and declarations; the whole IR only when compiled. */
-export interface ChipModel extends RamHost {
-  weights: ModelWeights;
-  rams: readonly RamStatePlacement[];
-  ir: RamHost['ir'] & Partial<Pick<CircuitIR, 'nodes'>>;
-}
-
-/** Whether the chip carries its circuit (compiled: the IR engine and divergence location can run). */
-export function hasCircuit(m: ChipModel): m is ChipModel & { ir: CircuitIR } {
-  return Array.isArray(m.ir.nodes);
-}
+export { hasCircuit, type ChipModel };
 
 const isInt = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x);
 

@@ -12,15 +12,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { buildCircuit } from '../dsl/load.ts';
 import { compileCircuit, type CompileResult } from '../compile.ts';
-import type { ChipModel } from './loaded.ts';
+import type { ChipModel } from './chip-model.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { Executor, argmax } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
 import { applyRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
+// The one import of a circuit in src/: the runner compiles the CPU (chipIr); its shape is riscv/chip-shape.ts.
+import { cpuCircuit } from '../../circuits/rv32im/cpu.ts';
 import {
-  cpuCircuit, codeBanks, memBanks, memBankWordsFor, CODE_BASE, CODE_STORE_WORDS, CONFIG_CODE_END, CONFIG_TOHOST, MEM_BANK_WORDS, VOCAB, type CpuOptions,
-} from '../../circuits/rv32im/cpu.ts';
+  codeBanks, memBanks, memBankWordsFor, CODE_STORE_WORDS, CONFIG_CODE_END, CONFIG_TOHOST, MEM_BANK_WORDS, VOCAB, type CpuOptions,
+} from '../../riscv/chip-shape.ts';
 import type { ModelWeights } from '../model/weights.ts';
 import { openChipFile } from '../chipfile/read.ts';
 import { MANIFEST_FILE, buildManifest, type Manifest } from '../emit/manifest.ts';
@@ -28,7 +30,8 @@ import { MERGE_INFO_FILE } from '../merge/merge.ts';
 import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-weights.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
-import { BOS_ID, codeWord, decodeToken, encodeToken, formatToken, trapCauseName } from '../../riscv/protocol.ts';
+import { inputAreaOf, inputWrites, startPrompt, type MemoryWrite } from '../../riscv/console-input.ts';
+import { BOS_ID, CODE_BASE, codeWord, decodeToken, encodeToken, formatToken, trapCauseName } from '../../riscv/protocol.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import type { TargetShape } from '../dsl/index.ts';
 import { FastEvaluator } from '../ir/evaluate-fast.ts';
@@ -54,6 +57,13 @@ export interface ChipProgram {
    * BOS, then E(address), D(lo), H(hi) per nonzero word, the two configuration words and sp, then J(entry).
    */
   loader: number[];
+  /**
+   * The prompt that starts the program once its image is in the chip's state (`--load state`):
+   * BOS, the console input's loader tokens, J(entry) — [BOS, J(entry)] without input.
+   */
+  start: number[];
+  /** The console input's words (riscv/console-input.ts), fed at the end of both prompts; the golden emulator gets the same. */
+  input: MemoryWrite[];
   /** Data RAM size in bytes (the golden emulator must run with the same RAM). */
   memBytes: number;
   /** Code RAM size in bytes (the golden emulator's fetch limit). */
@@ -102,6 +112,8 @@ export interface ChipShapeOptions {
   flags?: { code: string; mem: string };
   /** The program's file, named at the start of a refusal that is about the program (not a flag). */
   label?: string;
+  /** Console input bytes (docs/token-protocol.md "Console input"); ChipcError input.* when the program cannot take them. */
+  input?: Uint8Array;
 }
 
 /**
@@ -166,9 +178,12 @@ export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}
   put(CONFIG_CODE_END, config.codeEnd);
   put(CONFIG_TOHOST, configTohostWord(config.tohost));
   put(0x8000 + 2, sp);
-  loader.push(encodeToken({ kind: 'J', w: codeWord(p.entry) }));
+  // No input, no writes: a fresh RAM's count word reads 0 (the start prompt stays [BOS, J(entry)]).
+  const input = o.input === undefined || o.input.length === 0 ? [] : inputWrites(inputAreaOf(p.symbols), o.input, o.label);
+  const start = startPrompt(input, p.entry, memBytes);
+  loader.push(...start.slice(1));
   const memBankWords = target === undefined ? MEM_BANK_WORDS : memBankWordsFor(target);
-  return { entry: p.entry, code, data, regs, config, loader, memBytes, codeBytes, codeEndWords: used, chip: { codeWords, memWords: memBytes / 4, memBankWords } };
+  return { entry: p.entry, code, data, regs, config, loader, start, input, memBytes, codeBytes, codeEndWords: used, chip: { codeWords, memWords: memBytes / 4, memBankWords } };
 }
 
 /** Refuse (chip.code / chip.mem) a RAM size no chip can have: code a power of two in [256 bytes, 64 KiB], data a multiple of 256 in [256, 128 KiB]. */
@@ -232,7 +247,7 @@ export interface GoldenOptions {
   onToken?: (t: number) => void;
   /**
    * How the image gets into the chip: 'state' (default) writes the RAMs' GDN state directly and
-   * feeds [BOS, J(entry)]; 'prompt' feeds the loader prompt (prog.loader) token by token instead.
+   * feeds prog.start ([BOS, J(entry)], with the console input's tokens before J); 'prompt' feeds the loader prompt (prog.loader) token by token instead.
    * Both leave bit-identical RAM state (test/rv32-cpu.test.ts) and generate the same stream.
    */
   load?: 'state' | 'prompt';
@@ -261,17 +276,17 @@ export function runOnChip(
   res: ChipModel, prog: ChipProgram, opts: ExecOptions & GoldenOptions,
 ): RunResult {
   const ex = chipExecutor(res, prog, opts);
-  const prompt = opts.load === 'prompt' ? prog.loader : [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
+  const prompt = opts.load === 'prompt' ? prog.loader : prog.start;
   const t0 = performance.now();
-  // The two-token prompt of a state-loaded run through the decode path (Executor.prime): the
-  // chunked kernel would cost ≈ 0.5 s for it.
+  // The short prompt of a state-loaded run ([BOS, input…, J(entry)]) through the decode path
+  // (Executor.prime): the chunked kernel would cost ≈ 0.5 s for it.
   let first: number;
   if (opts.load === 'prompt') first = feedLoaderPrompt(ex, prompt, opts.prefill);
   else {
     ex.prime(prompt.slice(0, -1));
     first = ex.decodeArgmax(prompt[prompt.length - 1]!);
   }
-  return follow(prompt, first, (t) => ex.decodeArgmax(t), opts, t0);
+  return follow(prompt, prog.start.length, first, (t) => ex.decodeArgmax(t), opts, t0);
 }
 
 /**
@@ -382,7 +397,7 @@ export function runOnModel(
   const ex = new Executor(weights, opts);
   const t0 = performance.now();
   const first = feedLoaderPrompt(ex, prog.loader.map((t) => t + off), opts.prefill);
-  return follow(prog.loader, first - off, (t) => ex.decodeArgmax(t + off) - off, opts, t0, off);
+  return follow(prog.loader, prog.start.length, first - off, (t) => ex.decodeArgmax(t + off) - off, opts, t0, off);
 }
 
 /**
@@ -453,11 +468,11 @@ export function runOnInterpreter(prog: ChipProgram, opts: GoldenOptions): RunRes
   fastEvaluators.set(ir, interp);
   interp.reset();
   if (opts.load !== 'prompt') preloadFast(interp, prog);
-  const prompt = opts.load === 'prompt' ? prog.loader : [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
+  const prompt = opts.load === 'prompt' ? prog.loader : prog.start;
   const t0 = performance.now();
   let next = 0;
   for (const t of prompt) next = interp.step(t)!;
-  return follow(prompt, next, (t) => interp.step(t)!, opts, t0);
+  return follow(prompt, prog.start.length, next, (t) => interp.step(t)!, opts, t0);
 }
 
 // Building the chip circuit takes seconds (its token fields span 248,197 ids): keep the last few.
@@ -479,12 +494,13 @@ export function chipIr(opts: Required<CpuOptions>): CircuitIR {
 
 /** Feed each generated token back until HALT or TRAP, a divergence from the golden stream, its end, or the limit. */
 function follow(
-  prompt: number[], first: number, step: (t: number) => number,
+  prompt: number[], goldenPrompt: number, first: number, step: (t: number) => number,
   opts: GoldenOptions, t0: number, idOffset = 0,
 ): RunResult {
   const tokens = [...prompt];
-  // The golden stream starts with the 2-token prompt [BOS, J(entry)]; generated tokens line up after it.
-  const shift = prompt.length - 2;
+  // The golden stream starts with the start prompt [BOS, input…, J(entry)] (goldenPrompt tokens);
+  // generated tokens line up after it.
+  const shift = prompt.length - goldenPrompt;
   let next = first;
   let instructions = 1;
   let divergence: RunResult['divergence'] = null;

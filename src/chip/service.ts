@@ -23,10 +23,12 @@
  */
 import { Cpu } from '../../riscv/cpu.ts';
 import { loadElf, type LoadedProgram } from '../../riscv/elf.ts';
+import { writeTokens, type MemoryWrite } from '../../riscv/console-input.ts';
 import { hex } from '../../riscv/memory.ts';
 import { codeEndWords, goldenRun, haltCode, type GoldenTrace } from '../../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
-import { CODE_BASE, memBanks } from '../../circuits/rv32im/cpu.ts';
+import { CODE_BASE } from '../../riscv/protocol.ts';
+import { memBanks } from '../../riscv/chip-shape.ts';
 import { hasCircuit, type ChipModel } from './loaded.ts';
 import { argmax, type Executor } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
@@ -36,39 +38,24 @@ import { applyRamContents, captureRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
 import { chipExecutor, preloadFast, type ChipProgram } from './run.ts';
 
-/** One request word: a 4-aligned byte address in the data RAM and the 32-bit word to store there. */
-export type ServiceWrite = readonly [address: number, word: number];
+/** One request word: a 4-aligned byte address in the chip's data RAM and the 32-bit word to store there. */
+export type ServiceWrite = MemoryWrite;
 
-/** Largest data-RAM word index a loader E token addresses (bit 15 selects a register). */
-const LOADER_WORDS = 0x8000;
 /** Default instruction budget of one call. */
 export const SERVICE_MAX_INSTRUCTIONS = 50_000_000;
 
 /**
  * The request prompt of a call: `first` (BOS or the previous call's HALT), then E(p) D(lo) H(hi)
- * per write (p = the word index from CODE_BASE), then J(entry). ChipcError 'service.write' for an
- * address that is not 4-aligned, lies outside [CODE_BASE, CODE_BASE + memBytes) or past what the
- * loader addresses (128 KiB), or a word that is not a 32-bit unsigned integer.
+ * per write (p = the word index from CODE_BASE; writeTokens), then J(entry). ChipcError
+ * 'input.address' for an address that is not a 4-aligned word of the data RAM the loader reaches.
  */
 export function requestPrompt(first: number, writes: readonly ServiceWrite[], entry: number, memBytes: number): number[] {
-  const prompt = [first];
-  const limit = Math.min(memBytes / 4, LOADER_WORDS);
   for (const [addr, word] of writes) {
-    const p = (addr - CODE_BASE) / 4;
-    if (!Number.isInteger(p) || p < 0 || p >= limit) {
-      throw new ChipcError('service.write', `request word at 0x${hex(addr >>> 0)} is not a 4-aligned address in the chip's data RAM [0x${hex(CODE_BASE)}, 0x${hex(CODE_BASE + 4 * limit)})`);
-    }
     if (!Number.isInteger(word) || word < 0 || word > 0xffffffff) {
-      throw new ChipcError('service.write', `request word at 0x${hex(addr)} must be an unsigned 32-bit integer, got ${word}`);
+      throw new ChipcError('service.write', `request word at 0x${hex(addr >>> 0)} must be an unsigned 32-bit integer, got ${word}`);
     }
-    prompt.push(
-      encodeToken({ kind: 'E', j: p >> 14, v: ((p & 0x3fff) ^ 0x2000) - 0x2000 }),
-      encodeToken({ kind: 'D', v: word & 0xffff }),
-      encodeToken({ kind: 'H', v: word >>> 16 }),
-    );
   }
-  prompt.push(encodeToken({ kind: 'J', w: (entry - CODE_BASE) / 4 }));
-  return prompt;
+  return [first, ...writeTokens(writes, memBytes), encodeToken({ kind: 'J', w: (entry - CODE_BASE) / 4 })];
 }
 
 /** What one call did. */
@@ -197,13 +184,15 @@ export class ChipService {
   private started = false;
   readonly engine: ServiceEngine;
 
-  constructor(readonly res: ChipModel, readonly prog: ChipProgram, opts: ExecOptions & { engine?: ServiceEngine; ir?: CircuitIR } = {}) {
+  /** `res`: the chip; null only for engine 'ir' with `opts.ir` (the circuit alone). */
+  constructor(readonly res: ChipModel | null, readonly prog: ChipProgram, opts: ExecOptions & { engine?: ServiceEngine; ir?: CircuitIR } = {}) {
     this.engine = opts.engine ?? 'weights';
     if (this.engine === 'weights') {
+      if (res === null) throw new ChipcError('service.engine', 'the weights engine needs a chip');
       this.ex = chipExecutor(res, prog, { ...opts, load: 'state' });
       this.fast = null;
     } else {
-      const ir = opts.ir ?? (hasCircuit(res) ? res.ir : null);
+      const ir = opts.ir ?? (res !== null && hasCircuit(res) ? res.ir : null);
       if (ir === null) throw new ChipcError('service.engine', 'a chip loaded from a checkpoint runs its weights only: the IR engine needs the compiled circuit');
       const fast = new FastEvaluator(ir);
       preloadFast(fast, prog);
@@ -282,7 +271,7 @@ export class ChipService {
           if (v.some((b) => b !== 0)) out.set(first + row, [...v]);
         }
       } else {
-        for (const [row, v] of captureRamContents(this.ex!, this.res, this.placement(name))) out.set(first + row, v);
+        for (const [row, v] of captureRamContents(this.ex!, this.res!, this.placement(name))) out.set(first + row, v);
       }
     }
     return out;
@@ -309,12 +298,12 @@ export class ChipService {
         continue;
       }
       const placement = this.placement(name);
-      const merged = captureRamContents(this.ex!, this.res, placement);
+      const merged = captureRamContents(this.ex!, this.res!, placement);
       for (const [row, v] of mine) {
         if (v.every((b) => b === 0)) merged.delete(row - first);
         else merged.set(row - first, [...v]);
       }
-      applyRamContents(this.ex!, this.res, placement, merged);
+      applyRamContents(this.ex!, this.res!, placement, merged);
     }
   }
 
@@ -338,7 +327,7 @@ export class ChipService {
   }
 
   private placement(name: string) {
-    const p = this.res.rams.find((r) => r.name === name);
+    const p = this.res!.rams.find((r) => r.name === name);
     if (!p) throw new ChipcError('chip.ram', `the compiled chip has no RAM "${name}"`);
     return p;
   }

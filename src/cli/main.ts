@@ -6,9 +6,9 @@
 import { Command, CommanderError } from 'commander';
 import chalk from 'chalk';
 import { ChipcError } from '../util/errors.ts';
-import { EXIT_BUG, EXIT_ERROR } from './output.ts';
-import { COMMAND_TABLE } from './command-table.ts';
-export type CommandResult = Promise<number> | number;
+import { EXIT_BUG, EXIT_ERROR, type CommandResult, type Runner } from './support/output.ts';
+export type { CommandResult, Runner };
+import { COMMAND_TABLE } from './support/command-table.ts';
 
 /** Lets each command report its exit status back through commander's action handlers. */
 export interface ExitSink {
@@ -33,6 +33,7 @@ const COMMANDS: readonly (readonly [readonly string[], () => Promise<Registrar>]
   [['check'], async () => (await import('./commands/check.ts')).registerCheck],
   [['cpu'], async () => (await import('./commands/cpu.ts')).registerCpu],
   [['run'], async () => (await import('./commands/run.ts')).registerRun],
+  [['repl'], async () => (await import('./commands/repl.ts')).registerRepl],
   [['compact', 'expand'], async () => (await import('./commands/chipfile.ts')).registerChipfile],
   [['merge'], async () => (await import('./commands/merge.ts')).registerMerge],
   [['trace'], async () => (await import('./commands/trace.ts')).registerTrace],
@@ -78,7 +79,6 @@ export async function buildProgram(sink: ExitSink, argv: readonly string[] = [])
   return program;
 }
 
-export type Runner = (fn: () => CommandResult) => () => Promise<void>;
 
 /** Wants `--json` error output when the user asked for JSON. */
 function wantsJson(argv: string[]): boolean {

@@ -6,15 +6,12 @@
  * can report all of them together with their `file:line:col`.
  */
 import type {
-  CircuitIR, CompareOp, EmitDecl, EmitRow, IrNode, LogicOp, LookupDecl, NodeId, RamDecl, Range, SourceLoc,
+  CircuitIR, CompareOp, EmitDecl, EmitRow, IrNode, LogicOp, LookupDecl, NodeId, Problem, RamDecl, Range, SourceLoc,
 } from '../ir/types.ts';
 import { callerLoc } from './source-loc.ts';
 
-export interface Problem {
-  code: string;
-  message: string;
-  loc: SourceLoc;
-}
+// (Problem lives in the IR, where the validator reads it; the DSL's surface still names it.)
+export type { Problem } from '../ir/types.ts';
 
 /** A signal: an integer value per position, with a range. */
 export class Sig {

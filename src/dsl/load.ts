@@ -7,10 +7,10 @@ import { pathToFileURL } from 'node:url';
 import fs from 'node:fs';
 import { register, tsImport } from 'tsx/esm/api';
 import { ChipcError } from '../util/errors.ts';
-import type { CircuitIR } from '../ir/types.ts';
+import { fmtLoc, type CircuitIR } from '../ir/types.ts';
 import { validate } from '../passes/validate.ts';
 import { CircuitBuilder, type CircuitDef, type TargetShape } from './builder.ts';
-import { fmtLoc, stackLoc } from './source-loc.ts';
+import { stackLoc } from './source-loc.ts';
 
 export function buildCircuit(def: CircuitDef, source = '<inline>'): CircuitIR {
   const c = new CircuitBuilder(def.meta, def.loc);

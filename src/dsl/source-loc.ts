@@ -32,7 +32,3 @@ export function stackLoc(stack: string): SourceLoc | null {
   }
   return null;
 }
-
-export function fmtLoc(loc: SourceLoc): string {
-  return `${loc.file}:${loc.line}:${loc.col}`;
-}

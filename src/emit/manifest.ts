@@ -6,7 +6,7 @@
  * Deterministic JSON (fixed key order, no timestamps).
  */
 import type { CompileResult } from '../compile.ts';
-import type { GdnRamHeadRole, GdnRamLayout } from '../gadgets/gdn-ram.ts';
+import type { GdnRamHeadRole, GdnRamLayout } from '../lower/ram-lowering.ts';
 
 export const MANIFEST_FILE = 'chipc-manifest.json';
 

@@ -1,5 +1,5 @@
 /**
- * The gated full-attention mixer in Hugging Face transformers' float32 order (spec §4,
+ * The gated full-attention mixer in Hugging Face transformers' float32 order (docs/host-architecture.md §4,
  * HF `Qwen3_5Attention.forward` + `eager_attention_forward`), with a KV cache:
  *   1. qg = x·W_qᵀ, head-interleaved rows: head h query = qg[h·2D .. h·2D+D), gate = the next D;
  *   2. k = x·W_kᵀ, v = x·W_vᵀ; q_norm / k_norm: zero-centred RMSNorm per head over D;

@@ -1,18 +1,18 @@
 /**
  * The Gated DeltaNet (linear_attention) mixer in Hugging Face transformers' float32 order
- * (spec §3, HF `Qwen3_5GatedDeltaNet.forward`):
+ * (docs/host-architecture.md §3, HF `Qwen3_5GatedDeltaNet.forward`):
  *   1. projections mixed = x·W_qkvᵀ ([q|k|v]), z, b, a;
  *   2. causal depthwise conv1d over mixed with the conv state = the last K pre-activation inputs,
  *      y_c = Σ_j w[c,j]·state[c,j] (taps in ascending j, tap K−1 = current token), then SiLU;
  *   3. split q, k, v; β = sigmoid(b); g = −exp(A_log)·softplus(a + dt_bias) (float32);
  *   4. value head h reads key head h // r; q, k L2-normalised (eps 1e−6), q × fl(1/√dk);
  *   5. first forward on an empty cache (prefill): the chunked kernel (gdn-chunked.ts) per value head;
- *      decode: the recurrent rule per value head, in spec §3.7 order
+ *      decode: the recurrent rule per value head, in the order of docs/host-architecture.md §3.7
  *        S ← S·exp(g); kv = Sᵀk; δ = (v − kv)·β; S ← S + k⊗δ; o = Sᵀq (updated S);
  *   6. gated RMSNorm per value head with z, then out_proj.
  *
  * Note (HF versions): the current recurrent torch function divides q by √dk, the chunked one
- * multiplies by dk^−0.5; we multiply by fl(1/√dk) in both (the brief's rule; ≤ 1 ulp apart).
+ * multiplies by dk^−0.5; we multiply by fl(1/√dk) in both (docs/host-architecture.md §7; ≤ 1 ulp apart).
  *
  * Skips that are bit-identical by construction:
  *  - exp(g) = 1 (a pinned head): the decay S·1 is skipped (x·1 = x for every float, −0 included);
@@ -29,7 +29,7 @@ import { ChipcError } from '../util/errors.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { CsrMatrix, GdnWeights, Matrix } from '../model/weights.ts';
 import { chunkGatedDeltaRule } from './gdn-chunked.ts';
-import { gdnDims } from '../model/naming.ts';
+import { gdnDims, type GdnDims } from '../model/naming.ts';
 import { allPlusZero, linear, type MatmulPath, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, rsqrt32, sigmoid32, silu32, softplus32 } from './numeric.ts';
@@ -40,17 +40,11 @@ import { rowStackOf } from './stack-rows.ts';
 
 const f32 = Math.fround;
 
-export interface GdnDimsX {
-  hk: number; hv: number; dk: number; dv: number; r: number;
-  keyDim: number; valueDim: number; convDim: number; K: number;
-  /** The query scale fl(dk^−0.5) (HF: query.shape[-1] ** -0.5, used as a float32 scalar). */
-  qScale: number;
-}
-
-export function gdnDimsOf(cfg: ModelConfig): GdnDimsX {
-  const { hk, hv, dk, dv, r, keyDim, valueDim, convDim } = gdnDims(cfg);
-  if (r < 1) throw new ChipcError('exec.bad-config', `linear_num_value_heads (${hv}) must be a multiple of linear_num_key_heads (${hk})`);
-  return { hk, hv, dk, dv, r, keyDim, valueDim, convDim, K: cfg.linearConvKernelDim, qScale: f32(Math.pow(dk, -0.5)) };
+/** model/naming.ts gdnDims, refusing a layer without value heads (r = 0) before the executor sizes buffers by it. */
+export function gdnDimsOf(cfg: ModelConfig): GdnDims {
+  const d = gdnDims(cfg);
+  if (d.r < 1) throw new ChipcError('exec.bad-config', `linear_num_value_heads (${d.hv}) must be a multiple of linear_num_key_heads (${d.hk})`);
+  return d;
 }
 
 /**
@@ -115,7 +109,7 @@ export interface GdnCache {
    */
   idleInput?: { finiteStamp: number; clearAt: number };
   /** The layer's dimensions (gdnDimsOf), kept with the cache. */
-  dims?: GdnDimsX;
+  dims?: GdnDims;
   /** The result object of single-token decode steps (singleResult), made on first use. */
   single?: GdnRunResult;
 }
@@ -136,7 +130,7 @@ interface GdnBuffers {
   tracked: { out: Float32Array; source: OutputSource | null };
 }
 
-function gdnBuffers(d: GdnDimsX, H: number): GdnBuffers {
+function gdnBuffers(d: GdnDims, H: number): GdnBuffers {
   const conved = new Float32Array(d.convDim);
   const normed = new Float32Array(d.valueDim);
   return {
@@ -148,7 +142,7 @@ function gdnBuffers(d: GdnDimsX, H: number): GdnBuffers {
   };
 }
 
-export function newGdnCache(d: GdnDimsX): GdnCache {
+export function newGdnCache(d: GdnDims): GdnCache {
   const S: Float32Array[] = [];
   for (let h = 0; h < d.hv; h++) S.push(new Float32Array(d.dk * d.dv));
   return {
@@ -194,7 +188,7 @@ interface GdnToken {
 }
 
 function prepareToken(
-  ctx: ExecNumericContext, d: GdnDimsX, w: GdnWeights, cache: GdnCache, x: Float32Array,
+  ctx: ExecNumericContext, d: GdnDims, w: GdnWeights, cache: GdnCache, x: Float32Array,
   path: MatmulPath, stats?: MatmulStats, buf?: GdnBuffers,
 ): GdnToken {
   let t0 = phaseStart();
@@ -264,7 +258,7 @@ function prepareToken(
  * `stack` is the stacked matrix used, or null when the four ran through linear().
  */
 function projectToken(
-  ctx: ExecNumericContext, d: GdnDimsX, w: GdnWeights, x: Float32Array, path: MatmulPath,
+  ctx: ExecNumericContext, d: GdnDims, w: GdnWeights, x: Float32Array, path: MatmulPath,
   stats?: MatmulStats, buf?: GdnBuffers,
 ): { mixed: Float32Array; z: Float32Array; b: Float32Array; a: Float32Array; stack: Matrix | null } {
   if (path === 'sparse' && ctx.order.kind === 'sequential') {
@@ -422,7 +416,7 @@ function stateSkippable(S: Float32Array): boolean {
 }
 
 /**
- * One recurrent step for one value head (spec §3.7 order), in place on S; writes o[dv] at oOff.
+ * One recurrent step for one value head (docs/host-architecture.md §3.7 order), in place on S; writes o[dv] at oOff.
  * q, k at qOff/kOff (length dk), v at vOff (length dv).
  */
 export function recurrentStep(
@@ -890,7 +884,7 @@ function newIdleOut(w: GdnWeights, out: Float32Array): IdleOut {
  * Later idle steps copy that output, in this cache and in any other cache of the same weights and
  * numeric mode (idleOutputs). Hooks still get copies of the (unchanged) states.
  */
-function idlePreconditions(d: GdnDimsX, w: GdnWeights, cache: GdnCache, x: Float32Array, share?: DeltaShare): boolean {
+function idlePreconditions(d: GdnDims, w: GdnWeights, cache: GdnCache, x: Float32Array, share?: DeltaShare): boolean {
   if (!isIdleLayer(w)) return false;
   const seen = cache.idleInput ??= { finiteStamp: -1, clearAt: 0 };
   // finite: the entries that changed since an input stamped and found finite, else every entry
@@ -924,7 +918,7 @@ function signClear(v: number): boolean {
 const idleLayers = new WeakMap<GdnWeights, boolean>();
 
 /** True when in_proj_qkv, in_proj_z, in_proj_b and in_proj_a hold only +0 weights (cached). */
-export function isIdleLayer(w: GdnWeights): boolean {
+function isIdleLayer(w: GdnWeights): boolean {
   let v = idleLayers.get(w);
   if (v === undefined) {
     v = allPlusZero(w.inProjQkv) && allPlusZero(w.inProjZ) && allPlusZero(w.inProjB) && allPlusZero(w.inProjA);
@@ -941,7 +935,7 @@ function allPlusZeroBits(a: Float32Array): boolean {
 
 function gdnForwardFull(
   ctx: ExecNumericContext, cfg: ModelConfig, w: GdnWeights, cache: GdnCache, xs: Float32Array[],
-  mode: 'prefill' | 'decode', path: MatmulPath, wantStates: boolean, d: GdnDimsX, buf: GdnBuffers | undefined,
+  mode: 'prefill' | 'decode', path: MatmulPath, wantStates: boolean, d: GdnDims, buf: GdnBuffers | undefined,
   stats?: MatmulStats, kernelCtx: ExecNumericContext = ctx,
 ): GdnRunResult {
   const { hv, dk, dv, r, valueDim } = d;
@@ -1120,7 +1114,7 @@ const CH_ACTIVE = 1;
 const CH_LISTED = 2;
 
 /** A new track; its channel records are written by the first step (freshConvStep). */
-function newGdnTrack(w: GdnWeights, d: GdnDimsX): GdnTrack {
+function newGdnTrack(w: GdnWeights, d: GdnDims): GdnTrack {
   const oldCore = new Float32Array(d.dv);
   const chan = new Int32Array(4 * d.convDim);
   const chanF = new Float32Array(chan.buffer);
@@ -1351,7 +1345,7 @@ function inProjParts(w: GdnWeights): Matrix[] {
  * output (buf.out), or null when a projection's delta form does not apply (nothing changed yet).
  */
 function gdnDecodeTracked(
-  ctx: ExecNumericContext, cfg: ModelConfig, w: GdnWeights, cache: GdnCache, x: Float32Array, d: GdnDimsX,
+  ctx: ExecNumericContext, cfg: ModelConfig, w: GdnWeights, cache: GdnCache, x: Float32Array, d: GdnDims,
   buf: GdnBuffers, stats?: MatmulStats, inShare?: DeltaShare,
 ): { out: Float32Array; source: OutputSource | null } | null {
   let t0 = phaseStart();

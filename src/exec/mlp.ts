@@ -1,5 +1,5 @@
 /**
- * Feed-forward blocks in Hugging Face transformers' float32 order (spec §5):
+ * Feed-forward blocks in Hugging Face transformers' float32 order (docs/host-architecture.md §5):
  *  - dense SwiGLU: down( act(silu(act(x·Gᵀ))) ⊙ act(x·Uᵀ) ), the product rounded (and act'ed);
  *  - MoE (Qwen3-Next `SparseMoeBlock`): router logits x·W_rᵀ; softmax in float32
  *    (max-subtracted, p = fl(e · fl(1/Σe))); top-k by probability with ties to the lowest expert

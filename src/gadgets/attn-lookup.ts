@@ -35,8 +35,7 @@
 import { ChipcError } from '../util/errors.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { bf16Exact, bf16ToF32, f32ToBf16 } from '../safetensors/dtype.ts';
-import { splitBf16 } from '../passes/assemble/rows.ts';
-import { anchorPlan, fewestSquares, meanMulExact } from '../lower/frame.ts';
+import { anchorPlan, fewestSquares, meanMulExact, splitBf16 } from '../lower/frame.ts';
 import type { AttnKvHeadSpec, AttnQueryHeadSpec, Form, VDim } from '../lower/forms.ts';
 
 const f32 = Math.fround;

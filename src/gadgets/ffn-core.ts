@@ -19,7 +19,10 @@
 import { bf16Exact } from '../safetensors/dtype.ts';
 import { ChipcError } from '../util/errors.ts';
 import { SLOT_LIMIT } from '../lower/frame.ts';
-import { combine, constForm, form, type FfnUnit, type Form, type Out, type VDim } from '../lower/forms.ts';
+import { combine, constForm, form, type FfnUnit, type Form, type IntInput, type Out, type RampOutput, type VDim } from '../lower/forms.ts';
+
+// (IntInput and RampOutput live in lower/forms.ts, where lowered ops name them; the gadgets' importers still find them here.)
+export type { IntInput, RampOutput } from '../lower/forms.ts';
 
 /** Ramp scale: a power of two ≥ 89, so silu(−A) = −0 and c/A is exact for 8-bit c. */
 export const RAMP_SCALE = 128;
@@ -34,13 +37,6 @@ export const MAX_DOMAIN = 4096;
 
 const A = RAMP_SCALE;
 const G = LIN_GATE;
-
-/** An integer-valued linear form together with the range of values it takes. */
-export interface IntInput {
-  form: Form;
-  lo: number;
-  hi: number;
-}
 
 /** The form of one virtual dim. */
 export function dimForm(d: VDim): Form {
@@ -181,12 +177,6 @@ export function switchUnit(s: IntInput, u: IntInput, outs: { dim: VDim; k: numbe
 
 // ---------------------------------------------------------------------------------------------
 // The shared-ramp engine
-
-/** One output of a ramp table: dim receives values[i] at x = lo + i. */
-export interface RampOutput {
-  dim: VDim;
-  values: number[];
-}
 
 /**
  * An optional gate-off term for every unit of a table: gate += −A·margin·(1 − bit) (ramps) or the

@@ -33,29 +33,21 @@
  *    per digit group of its field: exact in any order, with or without FMA.
  */
 import { ChipcError } from '../util/errors.ts';
-import type { ModelConfig } from '../model/config.ts';
+import type { GdnDims } from '../model/naming.ts';
 import type { RamDecl } from '../ir/types.ts';
 import { SLOT_MAX } from '../ir/types.ts';
 import { bf16ToF32, f32ToBf16 } from '../safetensors/dtype.ts';
-import { splitBf16 } from '../passes/assemble/rows.ts';
+import { splitBf16 } from '../lower/frame.ts';
 import type { Form, GdnKeyHeadSpec, GdnValueHeadSpec, Term, VDim } from '../lower/forms.ts';
+import type { GdnRamHeadRole, GdnRamLowering, HotValue } from '../lower/ram-lowering.ts';
+
+// (The result types live in lower/ram-lowering.ts, where a lowered GDN op carries them; importers still find them here.)
+export type { GdnRamCost, GdnRamHeadRole, GdnRamLayout, GdnRamLowering, HotValue } from '../lower/ram-lowering.ts';
 
 const f32 = Math.fround;
 
-/** The GDN shape of a target: key heads, value heads, key and value head dims. */
-export interface GdnDims {
-  keyHeads: number;
-  valueHeads: number;
-  dk: number;
-  dv: number;
-}
-
-export function gdnDimsOf(cfg: ModelConfig): GdnDims {
-  return {
-    keyHeads: cfg.linearNumKeyHeads, valueHeads: cfg.linearNumValueHeads,
-    dk: cfg.linearKeyHeadDim, dv: cfg.linearValueHeadDim,
-  };
-}
+/** The part of a target's GDN dims (model/naming.ts gdnDims) a RAM lowering depends on. */
+export type GdnRamDims = Pick<GdnDims, 'hk' | 'hv' | 'dk' | 'dv'>;
 
 /**
  * One address digit given as a one-hot group instead of bits: address bits [lo, lo + width) read
@@ -119,78 +111,12 @@ export interface GdnRamOptions {
   tag?: string;
 }
 
-/** The numbers of the row layout (see the module header). */
-export interface GdnRamLayout {
-  keyScale: number;
-  /** Address bits (ceil(log2 rows)). */
-  addrBits: number;
-  /** Rows held by one key head (a power of two ≤ dk) and the key heads per copy along the rows. */
-  rowsPerKeyHead: number;
-  rowBlocks: number;
-  /** Bits of the word, their digit groups (≥ 1: group 0 also carries the valid flag). */
-  wordBits: number;
-  groups: number;
-  /** dv/4 digit groups per value head. */
-  groupsPerValueHead: number;
-  valueHeadsPerWord: number;
-  /** Key heads along the word (ceil(valueHeadsPerWord / r)). */
-  wordParts: number;
-  /** First word bit of each field; field widths. */
-  fieldOffset: number[];
-  fieldWidth: number[];
-  hot: HotValue;
-  /** Mismatch penalty P of the value form. */
-  penalty: number;
-  /** Gate pre-activation (silu(z) = z) and the gated-norm weight the whole GDN layer must use. */
-  zConst: number;
-  normWeight: number;
-  /** Output of a hot column after the gated norm (a power of two). */
-  hotOut: number;
-}
-
-export interface GdnRamCost {
-  keyHeads: number;
-  valueHeads: number;
-  /** Non-zero weights of the heads' rows (q, k, v, z, b with constants split into bf16 parts) and out_proj. */
-  nonZeros: number;
-  /** Largest number of non-zero products summed into one output dim. */
-  maxProductsPerOutput: number;
-}
-
-/** Where key head i of `heads` sits: which read port copy, which row block, which part of the word. */
-export interface GdnRamHeadRole {
-  port: number;
-  block: number;
-  part: number;
-}
-
-export interface GdnRamLowering {
-  heads: GdnKeyHeadSpec[];
-  roles: GdnRamHeadRole[];
-  /** The gated-norm weight every value head of the layer must share (LayerSpec.mixer.normWeight entries). */
-  normWeight: number;
-  layout: GdnRamLayout;
-  cost: GdnRamCost;
-}
-
-/** The hot value of a row entry and what it reads back as. */
-export interface HotValue {
-  /** Stored hot value (float32). */
-  T: number;
-  /** fl(T·fl(1/√dk)) — a power of two ≥ 16 — and the same in the bf16 profile (T rounded to bf16 first). */
-  oHot: number;
-  /** bf16(T): the value stored in the bf16 profile. */
-  Tbf16: number;
-  /** fl(1/√dk), the query scale. */
-  qScale: number;
-}
-
 /** Default key decode scale (a power of two ≥ 89: silu(−128) = −0 exactly). */
-export const RAM_KEY_SCALE = 128;
+const RAM_KEY_SCALE = 128;
 /** Gate pre-activation of the read-out: silu(32) = 32 exactly (identity region > 16.64). */
-export const RAM_Z = 32;
+const RAM_Z = 32;
 /** Mismatch penalty of the value form (T − P ≤ −100 keeps silu at exactly −0). */
-export const RAM_PENALTY = 512;
+const RAM_PENALTY = 512;
 
 const bf16 = (x: number) => bf16ToF32(f32ToBf16(x));
 
@@ -289,9 +215,9 @@ function fieldWidth(hi: number): number {
  * (`roles` says the same). The caller places them in one linear_attention layer whose gated-norm
  * weight is `normWeight` for every value head, and whose FFN does not need to help.
  */
-export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnDims, opts: GdnRamOptions = {}): GdnRamLowering {
+export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts: GdnRamOptions = {}): GdnRamLowering {
   const name = ram.name;
-  const { keyHeads: Hk, valueHeads: Hv, dk, dv } = dims;
+  const { hk: Hk, hv: Hv, dk, dv } = dims;
   const r = Hv / Hk;
   if (!Number.isInteger(r) || r < 1) bad('ram.dims', `GDN value heads (${Hv}) must be a multiple of key heads (${Hk})`);
   if (!Number.isInteger(dv) || dv < 4 || dv % 4 !== 0) {

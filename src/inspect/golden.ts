@@ -9,6 +9,11 @@
  *   { "format": "chipc-checkpoint-golden", "version": 1,
  *     "config": { "sha256": HEX } | null,
  *     "tensors": { NAME: { "dtype": D, "shape": [..], "sha256": HEX }, ... } }
+ *
+ * This module is the one definition of golden hashes: the emission goldens of the example
+ * circuits (fixtures/golden/, EmitGolden below; computed by emit/golden.ts before any file is
+ * written) record the same tensor entries, hashed over the same bytes, so a fixture checks an
+ * emitted checkpoint through emitGoldenAsCheckpoint and checkGolden.
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -20,6 +25,7 @@ import { compareCodePoints, isJsonObject, JsonNumber, parseStrictJson, type Json
 import { ChipcError } from '../util/errors.ts';
 import { DEFAULT_DIFF_CHUNK_BYTES, readConfigFile, type DiffOptions } from './diff.ts';
 import { tempSibling } from '../util/temp-files.ts';
+import type { EmitDType } from '../model/save-weights.ts';
 
 export const GOLDEN_FORMAT = 'chipc-checkpoint-golden';
 export const GOLDEN_VERSION = 1;
@@ -69,15 +75,25 @@ export interface GoldenCheck {
 
 const HEX64 = /^[0-9a-f]{64}$/;
 
-/** Hex sha256 of a tensor's raw bytes, streamed in chunks of at most `chunkBytes`. */
-export function tensorSha256(store: TensorStore, name: string, chunkBytes = DEFAULT_DIFF_CHUNK_BYTES): string {
+/** Hex sha256 of the concatenated chunks (a tensor's raw bytes, however they are streamed). */
+export function sha256OfChunks(chunks: Iterable<Uint8Array>): string {
   const h = createHash('sha256');
-  const total = store.info(name).byteLength;
-  for (let s = 0; s < total; s += chunkBytes) h.update(store.readBytes(name, s, Math.min(total, s + chunkBytes)));
+  for (const c of chunks) h.update(c);
   return h.digest('hex');
 }
 
-function sha256Hex(bytes: Uint8Array): string {
+function* storeChunks(store: TensorStore, name: string, chunkBytes: number): Generator<Uint8Array> {
+  const total = store.info(name).byteLength;
+  for (let s = 0; s < total; s += chunkBytes) yield store.readBytes(name, s, Math.min(total, s + chunkBytes));
+}
+
+/** Hex sha256 of a tensor's raw bytes, streamed in chunks of at most `chunkBytes`. */
+function tensorSha256(store: TensorStore, name: string, chunkBytes = DEFAULT_DIFF_CHUNK_BYTES): string {
+  return sha256OfChunks(storeChunks(store, name, chunkBytes));
+}
+
+/** Hex sha256 of a byte string or of a text's UTF-8 bytes (config.json, the manifest). */
+export function sha256Hex(bytes: Uint8Array | string): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
@@ -157,9 +173,13 @@ export function parseGolden(text: string, label: string): CheckpointGolden {
     for (const k of cfg.keys) if (k !== 'sha256') bad(`"config" has unknown field ${JSON.stringify(k)}`);
     config = { sha256: hash(cfg.map.get('sha256'), '"config.sha256"', bad) };
   } else return bad(`"config" must be null or {"sha256": HEX}, got ${show(cfg)}`);
-  const ts = root.map.get('tensors');
+  return { format: GOLDEN_FORMAT, version: GOLDEN_VERSION, config, tensors: parseTensors(root.map.get('tensors'), bad) };
+}
+
+/** The "tensors" object of either golden kind: NAME → {"dtype", "shape", "sha256"}. */
+function parseTensors(ts: JsonValue | undefined, bad: (m: string) => never): Record<string, GoldenTensor> {
   if (!isJsonObject(ts)) return bad(`"tensors" must be an object, got ${show(ts)}`);
-  const tensors: Record<string, GoldenTensor> = Object.create(null);
+  const tensors: Record<string, GoldenTensor> = Object.create(null); // a tensor may be named "__proto__"
   for (const name of ts.keys) {
     const where = `tensor ${JSON.stringify(name)}`;
     const t = ts.map.get(name);
@@ -177,7 +197,7 @@ export function parseGolden(text: string, label: string): CheckpointGolden {
     });
     tensors[name] = { dtype, shape: dims, sha256: hash(t.map.get('sha256'), `${where}: "sha256"`, bad) };
   }
-  return { format: GOLDEN_FORMAT, version: GOLDEN_VERSION, config, tensors };
+  return tensors;
 }
 
 function hash(v: JsonValue | undefined, where: string, bad: (m: string) => never): string {
@@ -196,6 +216,11 @@ function show(v: JsonValue | undefined): string {
 
 /** Reads and validates a golden file. */
 export function readGoldenFile(file: string): CheckpointGolden {
+  return parseGolden(readGoldenText(file), file);
+}
+
+/** A golden file's text; unreadable files and non-UTF-8 bytes are ChipcErrors naming `file`. */
+function readGoldenText(file: string): string {
   let bytes: Buffer;
   try {
     bytes = fs.readFileSync(file);
@@ -208,7 +233,69 @@ export function readGoldenFile(file: string): CheckpointGolden {
   } catch {
     throw new ChipcError('golden.format', `${file}: not a valid golden file: not UTF-8 text`);
   }
-  return parseGolden(text, file);
+  return text;
+}
+
+/**
+ * The emission golden of a compiled circuit (fixtures/golden/<circuit>.<target>.json): what was
+ * compiled, per tensor of the emitted checkpoint the same entry as a CheckpointGolden, and the
+ * sha256 of its config.json and of its manifest. It carries no format or version field (the
+ * fixtures predate them); its text is serializeEmitGolden's.
+ */
+export interface EmitGolden {
+  circuit: string;
+  target: string;
+  dtype: EmitDType;
+  tensors: Record<string, GoldenTensor>;
+  configSha256: string;
+  manifestSha256: string;
+}
+
+/** An emission golden's text: fixed key order, tensors by name, JSON indented by one space (the fixtures' layout). */
+export function serializeEmitGolden(g: EmitGolden): string {
+  const tensors: Record<string, GoldenTensor> = {};
+  for (const n of Object.keys(g.tensors).sort(compareCodePoints)) {
+    const t = g.tensors[n]!;
+    tensors[n] = { dtype: t.dtype, shape: t.shape, sha256: t.sha256 };
+  }
+  const out: EmitGolden = {
+    circuit: g.circuit, target: g.target, dtype: g.dtype, tensors, configSha256: g.configSha256, manifestSha256: g.manifestSha256,
+  };
+  return JSON.stringify(out, null, 1) + '\n';
+}
+
+/** Parses and validates an emission golden's text (golden.format errors, as parseGolden). */
+export function parseEmitGolden(text: string, label: string): EmitGolden {
+  const bad = (msg: string): never => {
+    throw new ChipcError('golden.format', `${label}: not a valid emission golden: ${msg}`);
+  };
+  const root = parseStrictJson(text, (_code, msg) => bad(msg.replace('the header', 'the file')));
+  if (!isJsonObject(root)) return bad('the top level is not a JSON object');
+  const allowed = new Set(['circuit', 'target', 'dtype', 'tensors', 'configSha256', 'manifestSha256']);
+  for (const k of root.keys) if (!allowed.has(k)) bad(`unknown field ${JSON.stringify(k)}`);
+  const str = (k: string): string => {
+    const v = root.map.get(k);
+    return typeof v === 'string' ? v : bad(`"${k}" must be a string, got ${show(v)}`);
+  };
+  const dtype = root.map.get('dtype');
+  if (dtype !== 'BF16' && dtype !== 'F32') return bad(`"dtype" must be "BF16" or "F32", got ${show(dtype)}`);
+  return {
+    circuit: str('circuit'), target: str('target'), dtype, tensors: parseTensors(root.map.get('tensors'), bad),
+    configSha256: hash(root.map.get('configSha256'), '"configSha256"', bad),
+    manifestSha256: hash(root.map.get('manifestSha256'), '"manifestSha256"', bad),
+  };
+}
+
+/** Reads and validates an emission golden file. */
+export function readEmitGoldenFile(file: string): EmitGolden {
+  return parseEmitGolden(readGoldenText(file), file);
+}
+
+/** The checkpoint golden an emission golden implies (its manifest hash aside): what checkGolden expects of the emitted checkpoint. */
+export function emitGoldenAsCheckpoint(g: EmitGolden): CheckpointGolden {
+  const tensors: Record<string, GoldenTensor> = Object.create(null);
+  for (const [n, t] of Object.entries(g.tensors)) tensors[n] = t;
+  return { format: GOLDEN_FORMAT, version: GOLDEN_VERSION, config: { sha256: g.configSha256 }, tensors };
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {

@@ -12,9 +12,8 @@
  * compare whose range holds 0 and 1, …), so it can never fire there.
  */
 import { ChipcError } from '../util/errors.ts';
-import { fmtLoc } from '../dsl/source-loc.ts';
 import { topoOrder } from './deps.ts';
-import type { CircuitIR, IrNode, NodeId, Range } from './types.ts';
+import { fmtLoc, type CircuitIR, type IrNode, type NodeId, type Range } from './types.ts';
 import { checkRamRow, type PositionResult } from './interpret.ts';
 
 export interface FastEvaluatorOptions {

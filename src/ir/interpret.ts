@@ -5,9 +5,8 @@
  * and its source location.
  */
 import { ChipcError } from '../util/errors.ts';
-import { fmtLoc } from '../dsl/source-loc.ts';
 import { topoOrder } from './deps.ts';
-import type { CircuitIR, CompareOp, IrNode, LinearNode, NodeId, SelectNode } from './types.ts';
+import { fmtLoc, type CircuitIR, type CompareOp, type IrNode, type LinearNode, type NodeId, type SelectNode } from './types.ts';
 
 export interface PositionResult {
   position: number;

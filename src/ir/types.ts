@@ -25,6 +25,18 @@ export interface SourceLoc {
   col: number;
 }
 
+/** `file:line:col`, the prefix of every circuit error (here, not in src/dsl, so that ir/, lower/ and passes/ need not import the DSL). */
+export function fmtLoc(loc: SourceLoc): string {
+  return `${loc.file}:${loc.line}:${loc.col}`;
+}
+
+/** A problem the builder found in a call's arguments: collected, then reported by the validator with every other problem. */
+export interface Problem {
+  code: string;
+  message: string;
+  loc: SourceLoc;
+}
+
 /** Closed integer interval [lo, hi]. */
 export interface Range {
   lo: number;

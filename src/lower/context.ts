@@ -12,9 +12,8 @@
  * Token fields and constants get every encoding from the embedding for free; computed signals
  * get bits and one-hots from one ramp table over their scalar form (one FFN sublayer later).
  */
-import type { CircuitIR, IrNode, NodeId, SourceLoc } from '../ir/types.ts';
+import { fmtLoc, type CircuitIR, type IrNode, type NodeId, type SourceLoc } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
-import { fmtLoc } from '../dsl/source-loc.ts';
 import { combine, constForm, form, type Form, type VDim } from './forms.ts';
 import type { Encoding, LoweredOp, VDimInfo } from './lowered.ts';
 import { SLOT_LIMIT } from './frame.ts';
@@ -27,6 +26,19 @@ export type EmbedValues = ((token: number) => number) | { readonly tokens: Int32
 
 type OpInit = LoweredOp extends infer O ? (O extends LoweredOp ? Omit<O, 'id'> : never) : never;
 
+/**
+ * What the lowering driver (passes/lower.ts) lowers on the context's demand: lowering is
+ * demand-driven, so a producer asks the context for its inputs' forms and dims, which may call a
+ * producer again. Given to the constructor, so the context never imports a pass and never runs
+ * without them.
+ */
+export interface Producers {
+  /** The form of a node whose value is a form over other dims (delay lines: value and valid), or null. */
+  form(ctx: LowerContext, n: IrNode): Form | null;
+  /** The scalar dim of a computed node (arith, RAM, lookups). */
+  scalar(ctx: LowerContext, n: IrNode): VDim;
+}
+
 export class LowerContext {
   readonly dims: VDimInfo[] = [];
   readonly ops: LoweredOp[] = [];
@@ -36,14 +48,8 @@ export class LowerContext {
   private readonly scalarDims = new Map<NodeId, VDim>();
   private readonly encodings = new Map<string, VDim[]>();
   private columnScratch = new Int32Array(0);
-  /** Nodes whose value is a form over other dims (delay lines: value and valid), set by the driver. */
-  produceForm: (n: IrNode) => Form | null = () => null;
-  /** Producers of computed node scalars (arith, RAM, lookups), set by the lowering driver. */
-  produceScalar: (n: IrNode) => VDim = () => {
-    throw new Error('internal: no scalar producer installed');
-  };
 
-  constructor(readonly ir: CircuitIR) {}
+  constructor(readonly ir: CircuitIR, private readonly producers: Producers) {}
 
   node(id: NodeId): IrNode {
     return this.ir.nodes[id]!;
@@ -117,7 +123,7 @@ export class LowerContext {
     else if (n.op === 'linear') {
       f = constForm(n.bias);
       for (const t of n.terms) f = combine(1, f, t.coef, this.formOf(t.node));
-    } else f = this.produceForm(n) ?? form([{ dim: this.scalarDim(n.id), coef: 1 }], 0);
+    } else f = this.producers.form(this, n) ?? form([{ dim: this.scalarDim(n.id), coef: 1 }], 0);
     this.forms.set(n.id, f);
     return f;
   }
@@ -137,7 +143,7 @@ export class LowerContext {
       const v = n.value;
       d = this.embedDim(n.id, 'scalar', 0, v, v, n.name, () => v);
     } else {
-      d = this.produceScalar(n);
+      d = this.producers.scalar(this, n);
     }
     this.scalarDims.set(n.id, d);
     return d;
@@ -176,3 +182,17 @@ export class LowerContext {
   }
 }
 
+/** Run a gadget constructor; a gadget's bound violation becomes a circuit error at the node. */
+export function atNode<T>(ctx: LowerContext, id: NodeId, what: string, make: () => T): T {
+  try {
+    return make();
+  } catch (e) {
+    // Only a gadget's own bound violation is this node's problem; errors raised while building
+    // the node's inputs (another node's gadget, a RAM that does not fit) pass through unchanged.
+    if (e instanceof ChipcError && e.code.startsWith('ffn.')) {
+      const n = ctx.resolve(id);
+      ctx.fail(n, 'lower.gadget', `${what} of signal "${n.name}" cannot be built exactly: ${e.message}`);
+    }
+    throw e;
+  }
+}

@@ -5,7 +5,7 @@
  *
  * All coefficients are in raw (un-normalised) units: a form's value is Σ coef·raw(dim) + constant.
  * Assembly multiplies content coefficients by 1/normScale = 2^(m−e) (exact: a power of two) and
- * draws the constant from the frame's constant dims (see assemble/forms.ts).
+ * draws the constant from the frame's constant dims (see src/passes/assemble/rows.ts).
  */
 
 export type VDim = number;
@@ -37,6 +37,19 @@ export function combine(a: number, f: Form, b = 0, g: Form = constForm(0)): Form
   const terms = [...m.entries()].filter(([, c]) => c !== 0).map(([dim, coef]) => ({ dim, coef }));
   terms.sort((x, y) => x.dim - y.dim);
   return { terms, constant: a * f.constant + b * g.constant };
+}
+
+/** An integer-valued linear form together with the range of values it takes (the FFN gadgets' input). */
+export interface IntInput {
+  form: Form;
+  lo: number;
+  hi: number;
+}
+
+/** One output of a ramp table (gadgets/ffn-core.ts): dim receives values[i] at x = lo + i. */
+export interface RampOutput {
+  dim: VDim;
+  values: number[];
 }
 
 /** Write into a residual dim: residual[dim] += weight · (unit output or head column). */

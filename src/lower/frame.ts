@@ -45,6 +45,27 @@ export const SLOT_LIMIT = 256;
 /** How many constant-one dims every frame carries. */
 export const CONST_ONES = 2;
 
+/**
+ * Split x into ≤ 3 bf16-exact parts that sum to x exactly (x must be a float32): a row's constant
+ * drawn from the frame's unit anchor and its CONST_ONES constant-one dims (assemble/rows.ts), and
+ * the gadgets' exactness checks on such constants.
+ */
+export function splitBf16(x: number): number[] {
+  if (x === 0) return [];
+  if (Math.fround(x) !== x) throw new ChipcError('assemble.constant', `constant ${x} is not a float32`);
+  const parts: number[] = [];
+  let rest = x;
+  for (let i = 0; i < 3 && rest !== 0; i++) {
+    const e = Math.floor(Math.log2(Math.abs(rest)));
+    const q = 2 ** (e - 7);
+    const p = Math.trunc(rest / q) * q;
+    parts.push(p);
+    rest -= p;
+  }
+  if (rest !== 0) throw new ChipcError('assemble.constant', `constant ${x} needs more than 24 significant bits`);
+  return parts;
+}
+
 /** True when the CUDA-style mean sum·fl(1/H) equals sum/H for exact powers of four. */
 export function meanMulExact(H: number): boolean {
   return Math.fround(H * Math.fround(1 / H)) === 1;

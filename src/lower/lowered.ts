@@ -10,9 +10,8 @@
  * every sublayer > s.
  */
 import type { NodeId } from '../ir/types.ts';
-import type { AttnKvHeadSpec, FfnUnit, GdnKeyHeadSpec, VDim } from './forms.ts';
-import type { GdnRamLowering } from '../gadgets/gdn-ram.ts';
-import type { IntInput, RampOutput } from '../gadgets/ffn-core.ts';
+import type { AttnKvHeadSpec, FfnUnit, GdnKeyHeadSpec, IntInput, RampOutput, VDim } from './forms.ts';
+import type { GdnRamLowering } from './ram-lowering.ts';
 
 /**
  * How a dim encodes its signal's value v: 'scalar' v; 'bits' bit `index` of (v − base); 'onehot'

@@ -48,7 +48,7 @@ export interface ModelConfig {
   dtype: 'float32' | 'bfloat16';
 }
 
-/** True when layer `i` uses an MoE feed-forward (Qwen3-Next rule, spec §2.6). */
+/** True when layer `i` uses an MoE feed-forward (Qwen3-Next rule, docs/host-architecture.md §2.6). */
 export function isMoeLayer(cfg: ModelConfig, i: number): boolean {
   const m = cfg.moe;
   if (m === null || m.numExperts <= 0) return false;

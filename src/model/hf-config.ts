@@ -1,9 +1,9 @@
 /**
  * Hugging Face `config.json` ↔ ModelConfig.
  *
- * Reads the three config shapes of the two families (spec §1): `qwen3_5_text`, the `qwen3_5`
+ * Reads the three config shapes of the two families (docs/host-architecture.md §1): `qwen3_5_text`, the `qwen3_5`
  * composite (its `text_config`), and `qwen3_next` (with MoE fields); fills missing fields with the
- * transformers class defaults (spec §1.1) and validates the result. Writes a config.json that
+ * transformers class defaults (docs/host-architecture.md §1.1) and validates the result. Writes a config.json that
  * transformers accepts for the family (always with explicit `layer_types`, `rope_parameters`,
  * `dtype` and legacy `torch_dtype`, keys sorted so output is deterministic).
  */
@@ -12,7 +12,7 @@ import type { Family, LayerType, ModelConfig, MoeConfig } from './config.ts';
 
 type Json = Record<string, unknown>;
 
-/** transformers class defaults (spec §1.1), per family. */
+/** transformers class defaults (docs/host-architecture.md §1.1), per family. */
 interface FamilyDefaults {
   vocabSize: number;
   hiddenSize: number;
@@ -49,7 +49,7 @@ const COMMON_DEFAULTS = {
   maxPositionEmbeddings: 32768,
 };
 
-/** Qwen3NextConfig MoE defaults (spec §1.1). */
+/** Qwen3NextConfig MoE defaults (docs/host-architecture.md §1.1). */
 const MOE_DEFAULTS: MoeConfig = {
   numExperts: 512,
   numExpertsPerTok: 10,
@@ -169,7 +169,7 @@ function readRope(obj: Json): { ropeTheta: number; partialRotaryFactor: number }
 
 function readMoe(obj: Json, numLayers: number): MoeConfig | null {
   const numExperts = nonNegInt(obj, 'num_experts', MOE_DEFAULTS.numExperts);
-  // num_experts 0 makes every layer dense (spec §2.6): no MoE block at all.
+  // num_experts 0 makes every layer dense (docs/host-architecture.md §2.6): no MoE block at all.
   if (numExperts === 0) return null;
   const mol = obj['mlp_only_layers'];
   let mlpOnlyLayers: number[] = [];

@@ -2,7 +2,7 @@
  * TensorStore (a safetensors checkpoint) → ModelWeights in the family-neutral layout of
  * weights.ts.
  *
- * Checks that the store holds exactly the expected tensors (spec §2) with the right shapes, upcasts
+ * Checks that the store holds exactly the expected tensors (docs/host-architecture.md §2) with the right shapes, upcasts
  * every dtype to float32, and converts Qwen3-Next's fused `in_proj_qkvz` / `in_proj_ba` into the
  * split rows. `mode: 'sparse'` builds CSR matrices by streaming each tensor's bytes in chunks, so a
  * mostly-zero checkpoint of billions of elements loads without any dense matrix in memory.

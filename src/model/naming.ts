@@ -1,10 +1,10 @@
 /**
- * Tensor names, shapes and row layouts of both families (spec §2).
+ * Tensor names, shapes and row layouts of both families (docs/host-architecture.md §2).
  *
  * `expectedTensors` lists every parameter a text-only checkpoint of `cfg` holds, in a fixed order
  * (model order: embeddings, layers 0…N−1, final norm, LM head). The row-layout maps convert the
  * Qwen3-Next fused, per-key-head-interleaved `in_proj_qkvz` / `in_proj_ba` rows to and from the
- * family-neutral split layout of weights.ts (spec §2.4).
+ * family-neutral split layout of weights.ts (docs/host-architecture.md §2.4).
  */
 import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer, type ModelConfig } from './config.ts';
@@ -14,8 +14,13 @@ export interface TensorSpec {
   shape: number[];
 }
 
-/** Derived GDN sizes (spec §2 notation). */
+/**
+ * The Gated DeltaNet layer's dimensions, derived from a config (notation of
+ * docs/host-architecture.md §2). The one definition: the loader, the executor (exec/gdn.ts) and
+ * the RAM gadget (gadgets/gdn-ram.ts) all use it.
+ */
 export interface GdnDims {
+  /** Key heads Hk, value heads Hv, key and value head dims. */
   hk: number; hv: number; dk: number; dv: number;
   /** r = Hv / Hk. */
   r: number;
@@ -24,6 +29,10 @@ export interface GdnDims {
   convDim: number;
   /** Rows of one key-head group of in_proj_qkvz: 2·dk + 2·r·dv. */
   groupRows: number;
+  /** The causal conv's kernel size (linear_conv_kernel_dim). */
+  K: number;
+  /** The query scale fl(dk^−0.5) (HF: query.shape[-1] ** -0.5, used as a float32 scalar). */
+  qScale: number;
 }
 
 export function gdnDims(cfg: ModelConfig): GdnDims {
@@ -37,7 +46,10 @@ export function gdnDims(cfg: ModelConfig): GdnDims {
   }
   const keyDim = hk * dk;
   const valueDim = hv * dv;
-  return { hk, hv, dk, dv, r, keyDim, valueDim, convDim: 2 * keyDim + valueDim, groupRows: 2 * dk + 2 * r * dv };
+  return {
+    hk, hv, dk, dv, r, keyDim, valueDim, convDim: 2 * keyDim + valueDim, groupRows: 2 * dk + 2 * r * dv,
+    K: cfg.linearConvKernelDim, qScale: Math.fround(Math.pow(dk, -0.5)),
+  };
 }
 
 /** Text-model name prefix used when writing (and first tried when reading). */
@@ -55,7 +67,7 @@ export function isIgnoredTensor(cfg: ModelConfig, name: string): boolean {
 }
 
 /** Names (without the `model.` prefix) and shapes of layer i's tensors. */
-export function layerTensors(cfg: ModelConfig, i: number): TensorSpec[] {
+function layerTensors(cfg: ModelConfig, i: number): TensorSpec[] {
   const H = cfg.hiddenSize;
   const p = `layers.${i}.`;
   const out: TensorSpec[] = [
@@ -144,7 +156,7 @@ export function parameterCount(cfg: ModelConfig): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Row layouts (spec §2.4)
+// Row layouts (docs/host-architecture.md §2.4)
 
 export type QkvzPart = 'q' | 'k' | 'v' | 'z';
 

@@ -1,5 +1,5 @@
 /**
- * Deterministic random model weights with Hugging Face-like initialisation (spec §3 end), for
+ * Deterministic random model weights with Hugging Face-like initialisation (docs/host-architecture.md §3.10), for
  * tests and fixtures, plus helpers that add the missing form (CSR or dense) to a Matrix.
  *
  * Every tensor draws from its own stream, seeded from (seed, tensor name), so a tensor's values do

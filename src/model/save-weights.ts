@@ -1,6 +1,6 @@
 /**
  * ModelWeights → TensorSources in the family's on-disk names and layouts (Qwen3-Next: rows
- * re-interleaved into `in_proj_qkvz` / `in_proj_ba`, spec §2.4), and `saveModel`, which writes the
+ * re-interleaved into `in_proj_qkvz` / `in_proj_ba`, docs/host-architecture.md §2.4), and `saveModel`, which writes the
  * checkpoint plus its `config.json` (`saveModelChip`: the same checkpoint as one `.chip` file).
  *
  * Sources stream row batches: a matrix held only as CSR is never expanded to a dense matrix, only

@@ -48,7 +48,7 @@ export interface GdnWeights {
 
 export interface AttentionWeights {
   kind: 'full_attention';
-  /** [Hq·2D, H], head-interleaved query/gate rows exactly as on disk (spec §2.5). */
+  /** [Hq·2D, H], head-interleaved query/gate rows exactly as on disk (docs/host-architecture.md §2.5). */
   qProj: Matrix;
   kProj: Matrix;
   vProj: Matrix;

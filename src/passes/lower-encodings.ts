@@ -7,24 +7,9 @@ import type { NodeId } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
 import { input, linUnit, rampTable } from '../gadgets/ffn-core.ts';
 import { combine, constForm, form, type FfnUnit, type Form, type VDim } from '../lower/forms.ts';
-import { cheapestTableOrder } from './lower-arith.ts';
-import type { LowerContext } from '../lower/context.ts';
+import { atNode, type LowerContext } from '../lower/context.ts';
+import { cheapestTableOrder } from './table-order.ts';
 import { opReads } from '../lower/op-io.ts';
-
-/** Run a gadget constructor; a gadget's bound violation becomes a circuit error at the node. */
-export function atNode<T>(ctx: LowerContext, id: NodeId, what: string, make: () => T): T {
-  try {
-    return make();
-  } catch (e) {
-    // Only a gadget's own bound violation is this node's problem; errors raised while building
-    // the node's inputs (another node's gadget, a RAM that does not fit) pass through unchanged.
-    if (e instanceof ChipcError && e.code.startsWith('ffn.')) {
-      const n = ctx.resolve(id);
-      ctx.fail(n, 'lower.gadget', `${what} of signal "${n.name}" cannot be built exactly: ${e.message}`);
-    }
-    throw e;
-  }
-}
 
 /** Bits of (value − base), LSB first, `width` of them. */
 export function bitsOf(ctx: LowerContext, id: NodeId, base: number, width: number): VDim[] {

@@ -25,7 +25,8 @@
 import type { PrevNode, RamDecl } from '../ir/types.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
-import { gdnDimsOf, lowerRamToGdn } from '../gadgets/gdn-ram.ts';
+import { lowerRamToGdn } from '../gadgets/gdn-ram.ts';
+import { gdnDims } from '../model/naming.ts';
 import type { LowerContext } from '../lower/context.ts';
 import { form, type Form } from '../lower/forms.ts';
 import { gdnReads } from '../lower/op-io.ts';
@@ -61,7 +62,7 @@ export function lowerPrev(ctx: LowerContext, n: PrevNode, target: ModelConfig): 
   const spans = srcs.map((s) => s.range.hi - s.range.lo + 1);
   // The dims record their tap (VDimInfo.tap) and, for the bits, the bit index.
   const tap = offset;
-  const gdn = gdnDimsOf(target);
+  const gdn = gdnDims(target);
   // Every delayed bit: (member, bit j, source bit vdim), member-major.
   const all: { m: number; j: number; src: number }[] = [];
   srcs.forEach((s, i) => {
@@ -84,7 +85,7 @@ export function lowerPrev(ctx: LowerContext, n: PrevNode, target: ModelConfig): 
   // in narrow slices takes the widest slices instead.
   const wideBits = Math.max(1, Math.floor(Math.log2(gdn.dk)));
   const narrowBits = Math.min(DELAY_SLICE_BITS, wideBits);
-  const sliceBits = Math.ceil(all.length / narrowBits) <= gdn.keyHeads ? narrowBits : wideBits;
+  const sliceBits = Math.ceil(all.length / narrowBits) <= gdn.hk ? narrowBits : wideBits;
   const heads = [];
   let normWeight = 1;
   for (let a = 0; a < all.length; a += sliceBits) {

@@ -7,7 +7,8 @@
  */
 import type { RamDecl } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
-import { gdnDimsOf, lowerRamToGdn, type GdnRamIo } from '../gadgets/gdn-ram.ts';
+import { lowerRamToGdn, type GdnRamIo } from '../gadgets/gdn-ram.ts';
+import { gdnDims } from '../model/naming.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { LowerContext } from '../lower/context.ts';
 import type { VDim } from '../lower/forms.ts';
@@ -91,7 +92,7 @@ export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): 
   };
   const low = (() => {
     try {
-      return lowerRamToGdn(ram, io, gdnDimsOf(target));
+      return lowerRamToGdn(ram, io, gdnDims(target));
     } catch (e) {
       if (e instanceof ChipcError) ctx.fail(ram, 'fit.ram', `RAM "${ram.name}": ${e.message}`);
       throw e;

@@ -10,12 +10,12 @@ import type { CircuitIR, IrNode } from '../ir/types.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
 import { input, linUnit, withDimBounds } from '../gadgets/ffn-core.ts';
-import { LowerContext, type EmbedValues } from '../lower/context.ts';
+import { atNode, LowerContext, type EmbedValues, type Producers } from '../lower/context.ts';
 import type { VDim } from '../lower/forms.ts';
 import type { LoweredCircuit } from '../lower/lowered.ts';
 import { opReads } from '../lower/op-io.ts';
 import { lowerArith } from './lower-arith.ts';
-import { atNode, oneHotOf } from './lower-encodings.ts';
+import { oneHotOf } from './lower-encodings.ts';
 import { lowerRam } from './lower-ram.ts';
 import { lowerLookup } from './lower-lookup.ts';
 import { lowerPrev } from './lower-prev.ts';
@@ -30,7 +30,7 @@ function lowerLinear(ctx: LowerContext, n: IrNode): VDim {
 }
 
 export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
-  const ctx = new LowerContext(ir);
+  const ctx = new LowerContext(ir, producers(ir, target));
   // Gadgets bound their partial sums with the dims' real ranges (a bit is charged 1, not 256).
   return withDimBounds((d) => {
     const info = ctx.dims[d];
@@ -38,37 +38,42 @@ export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
   }, () => lowerIn(ctx, ir, target));
 }
 
-function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): LoweredCircuit {
+/** Each computed signal's producer, by its kind (a RAM or lookup is lowered whole, at its first read). */
+function producers(ir: CircuitIR, target: ModelConfig): Producers {
   const ramsDone = new Set<number>();
   const lookupsDone = new Set<number>();
-  ctx.produceForm = (n: IrNode) => (n.op === 'prev' ? lowerPrev(ctx, n, target) : null);
-  ctx.produceScalar = (n: IrNode): VDim => {
-    switch (n.op) {
-      case 'table':
-      case 'compare':
-      case 'select':
-      case 'logic':
-        return lowerArith(ctx, n);
-      case 'linear':
-      case 'prev':
-        return lowerLinear(ctx, n);
-      case 'ram_read':
-        if (!ramsDone.has(n.ram)) {
-          ramsDone.add(n.ram);
-          lowerRam(ctx, ir.rams[n.ram]!, target);
-        }
-        return ctx.scalarDim(n.id);
-      case 'lookup_value':
-        if (!lookupsDone.has(n.lookup)) {
-          lookupsDone.add(n.lookup);
-          lowerLookup(ctx, ir.lookups[n.lookup]!, target);
-        }
-        return ctx.scalarDim(n.id);
-      default:
-        throw new Error(`internal: no producer for ${n.op}`);
-    }
+  return {
+    form: (ctx, n) => (n.op === 'prev' ? lowerPrev(ctx, n, target) : null),
+    scalar: (ctx, n) => {
+      switch (n.op) {
+        case 'table':
+        case 'compare':
+        case 'select':
+        case 'logic':
+          return lowerArith(ctx, n);
+        case 'linear':
+        case 'prev':
+          return lowerLinear(ctx, n);
+        case 'ram_read':
+          if (!ramsDone.has(n.ram)) {
+            ramsDone.add(n.ram);
+            lowerRam(ctx, ir.rams[n.ram]!, target);
+          }
+          return ctx.scalarDim(n.id);
+        case 'lookup_value':
+          if (!lookupsDone.has(n.lookup)) {
+            lookupsDone.add(n.lookup);
+            lowerLookup(ctx, ir.lookups[n.lookup]!, target);
+          }
+          return ctx.scalarDim(n.id);
+        default:
+          throw new Error(`internal: no producer for ${n.op}`);
+      }
+    },
   };
+}
 
+function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): LoweredCircuit {
   const lmHeadRows = new Map<number, { dim: VDim; weight: number }[]>();
   const lmHeadDims: VDim[] = [];
   if (ir.emit) {

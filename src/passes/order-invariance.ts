@@ -15,7 +15,7 @@
  */
 import type { LayerSpec, Form, VDim } from '../lower/forms.ts';
 import type { VDimInfo } from '../lower/lowered.ts';
-import { splitBf16 } from './assemble/rows.ts';
+import { splitBf16 } from '../lower/frame.ts';
 
 export interface InvarianceReport {
   /** Weight matrices (per layer and tensor kind) analysed, and how many are invariant in every row. */

@@ -6,10 +6,8 @@
  * Adds nothing to the IR; throws a ChipcError listing all problems when there are any.
  */
 import { ChipcError } from '../util/errors.ts';
-import { fmtLoc } from '../dsl/source-loc.ts';
-import type { Problem } from '../dsl/builder.ts';
 import { topoOrder } from '../ir/deps.ts';
-import type { CircuitIR, NodeId, Range } from '../ir/types.ts';
+import { fmtLoc, type CircuitIR, type NodeId, type Problem, type Range } from '../ir/types.ts';
 
 export class CircuitErrors extends ChipcError {
   constructor(readonly problems: Problem[]) {

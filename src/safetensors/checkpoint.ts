@@ -1,6 +1,6 @@
 /**
  * Opens a checkpoint as one TensorStore: a single .safetensors file, or a directory holding
- * `model.safetensors` or `model.safetensors.index.json` plus its shards (spec §6 "Sharding").
+ * `model.safetensors` or `model.safetensors.index.json` plus its shards (docs/host-architecture.md §6.6).
  * The index is validated against the shards' own headers.
  */
 import * as fs from 'node:fs';

@@ -8,7 +8,7 @@ import type { DType } from './types.ts';
 
 /**
  * Every dtype in the order of the reference Rust `Dtype` enum (increasing alignment). The writer
- * sorts tensors by this rank descending, then by name (spec §6 writer conventions).
+ * sorts tensors by this rank descending, then by name (docs/host-architecture.md §6.5).
  */
 export const DTYPES: readonly DType[] = [
   'BOOL', 'F4', 'F6_E2M3', 'F6_E3M2', 'U8', 'I8', 'F8_E5M2', 'F8_E4M3', 'F8_E8M0',

@@ -1,5 +1,5 @@
 /**
- * Lazy, validating reader of one .safetensors file (format: spec §6, docs/safetensors.md).
+ * Lazy, validating reader of one .safetensors file (format: docs/host-architecture.md §6, docs/safetensors.md).
  * Opening reads only the 8-byte length and the header; tensor bytes are read on demand with
  * positional reads, so a many-GB file costs a few KB to open. Every rule the reference (Rust)
  * implementation enforces is checked, plus a few stricter ones (duplicate keys, padding other than

@@ -1,5 +1,5 @@
 /**
- * Public shapes of chipc's safetensors layer (format: ../../docs/safetensors.md and the spec).
+ * Public shapes of chipc's safetensors layer (format: docs/host-architecture.md §6, docs/safetensors.md).
  * Implementations: dtype.ts (dtypes and conversions), reader.ts (one file, lazy),
  * checkpoint.ts (a file or a sharded directory with model.safetensors.index.json),
  * writer.ts (streaming, deterministic, atomic, sharded).
@@ -15,7 +15,7 @@ export interface TensorInfo {
   name: string;
   dtype: DType;
   shape: number[];
-  /** Relative to the start of the byte buffer (spec §6), [begin, end). */
+  /** Relative to the start of the byte buffer (docs/host-architecture.md §6.2), [begin, end). */
   dataOffsets: [number, number];
   /** Product of shape (1 for a scalar). */
   numel: number;

@@ -1,5 +1,5 @@
 /**
- * Streaming, deterministic, atomic safetensors writer (spec §6 writer conventions and sharding),
+ * Streaming, deterministic, atomic safetensors writer (docs/host-architecture.md §6.5 and §6.6),
  * plus helpers that make TensorSources (dense, sparse, zeros) without materialising big tensors.
  *
  * - Tensors are laid out by dtype alignment descending (reference enum order), then name.
@@ -181,7 +181,7 @@ export interface CheckpointDirWriteOptions extends CheckpointWriteOptions {
   /**
    * Called after every chunk written to a shard (and once after the shard's header), with the
    * running byte count over all shards; then once more with `done: true` when the directory is in
-   * place. Synchronous: a slow callback slows the write (throttle inside it, see src/cli/progress.ts).
+   * place. Synchronous: a slow callback slows the write (throttle inside it, see src/cli/support/progress.ts).
    * Has no effect on the bytes written.
    */
   onProgress?: (p: WriteProgress) => void;

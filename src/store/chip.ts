@@ -12,7 +12,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { CODE_BASE } from '../../circuits/rv32im/cpu.ts';
+import { CODE_BASE } from '../../riscv/protocol.ts';
 import { ChipService, type ServiceEngine, type ServiceWrite } from '../chip/service.ts';
 import { compileChip, programOf, readChipCheckpoint, type ChipProgram } from '../chip/run.ts';
 import { loadChipModel, type ChipModel } from '../chip/loaded.ts';

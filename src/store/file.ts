@@ -20,8 +20,9 @@ import { ChipcError } from '../util/errors.ts';
 import { FIELD_LIMIT, StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type StoreParams } from './model.ts';
 import { removeStaleTemps, tempSibling } from '../util/temp-files.ts';
 
-export const STORE_MAGIC = 'CHIPSTOR';
-export const STORE_FORMAT_VERSION = 1;
+/** The store file's first 8 bytes (not the firmware store area's header word: firmware.ts STORE_AREA_MAGIC). */
+const STORE_FILE_MAGIC = 'CHIPSTOR';
+const STORE_FORMAT_VERSION = 1;
 const HEADER_BYTES = 16;
 const CHECKSUM_BYTES = 32;
 
@@ -56,7 +57,7 @@ function sha256(b: Uint8Array): Uint8Array {
 /** Encodes the occupied rows of `model` as a store file (deterministic: same rows → same bytes). */
 export function encodeStore(model: StoreModel): Uint8Array {
   const w = new ByteWriter();
-  w.bytes(new TextEncoder().encode(STORE_MAGIC));
+  w.bytes(new TextEncoder().encode(STORE_FILE_MAGIC));
   w.u32(STORE_FORMAT_VERSION);
   w.u32(0); // total length, patched below
   for (const f of PARAM_FIELDS) w.varint(model.params[f]);
@@ -92,11 +93,11 @@ export function decodeStore(bytes: Uint8Array, opts: { expect?: StoreOptions; so
   const src = opts.source ?? 'store file';
   const fail = (code: string, msg: string): never => { throw new ChipcError(code, `${src}: ${msg}`); };
   if (bytes.length < HEADER_BYTES + CHECKSUM_BYTES) {
-    if (bytes.length < 8 || new TextDecoder().decode(bytes.subarray(0, 8)) === STORE_MAGIC) {
+    if (bytes.length < 8 || new TextDecoder().decode(bytes.subarray(0, 8)) === STORE_FILE_MAGIC) {
       fail('store.truncated', `truncated: ${bytes.length} bytes, shorter than the ${HEADER_BYTES + CHECKSUM_BYTES}-byte header and checksum`);
     }
   }
-  if (new TextDecoder().decode(bytes.subarray(0, 8)) !== STORE_MAGIC) fail('store.format', `not a chipc store file (magic is not "${STORE_MAGIC}")`);
+  if (new TextDecoder().decode(bytes.subarray(0, 8)) !== STORE_FILE_MAGIC) fail('store.format', `not a chipc store file (magic is not "${STORE_FILE_MAGIC}")`);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const version = dv.getUint32(8, true);
   if (version !== STORE_FORMAT_VERSION) fail('store.version', `format version ${version} is not supported (this chipc reads version ${STORE_FORMAT_VERSION})`);

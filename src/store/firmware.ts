@@ -16,22 +16,25 @@ import {
   type StoreOptions, type StoreParams, type StoreResult, type TableName,
 } from './model.ts';
 
-/** The header's first word once initialised: "STR1" in little-endian bytes (store.h STORE_MAGIC). */
-export const STORE_MAGIC = 0x31525453;
+/**
+ * The store area's header word 0 once initialised: "STR1" in little-endian bytes (store.h
+ * STORE_MAGIC; not the store file's magic, file.ts STORE_FILE_MAGIC).
+ */
+const STORE_AREA_MAGIC = 0x31525453;
 /** Header words (store.h STORE_HEADER_WORDS); the mailbox starts right after. */
-export const HEADER_WORDS = 16;
+const HEADER_WORDS = 16;
 /** Word offset of the request mailbox in the area. */
 export const MAILBOX_OFFSET = HEADER_WORDS;
 /** The mailbox holds at least the init request: op + F, N, M, C, P, V + the area's word count. */
-export const MAILBOX_MIN_WORDS = 8;
+const MAILBOX_MIN_WORDS = 8;
 /** Request op codes (word 0 of the mailbox). */
-export const STORE_OPS = { init: 1, put: 2, get: 3, delete: 4, list: 5 } as const;
+const STORE_OPS = { init: 1, put: 2, get: 3, delete: 4, list: 5 } as const;
 /** Exit code of a refused request: unknown op, store not initialised, bad init. */
-export const BAD_REQUEST = 7;
+const BAD_REQUEST = 7;
 /** Firmware packing limits (dir row: nameLen in 12 bits, contentLen and first chunk in 16). */
-export const FIRMWARE_MAX_NAME = 4095;
-export const FIRMWARE_MAX_CONTENT = 65535;
-export const FIRMWARE_MAX_POOL = 65536;
+const FIRMWARE_MAX_NAME = 4095;
+const FIRMWARE_MAX_CONTENT = 65535;
+const FIRMWARE_MAX_POOL = 65536;
 /** The ELF symbol where the service area starts. */
 export const SERVICE_AREA_SYMBOL = '__service_area';
 
@@ -53,7 +56,7 @@ export interface StoreLayout {
  * nameMax ≤ 4095, contentMax ≤ 65535, chunkPool ≤ 65536 (the model's own limits are checked by
  * resolveStoreParams).
  */
-export function checkFirmwareParams(p: StoreParams): void {
+function checkFirmwareParams(p: StoreParams): void {
   const lim: [keyof StoreParams, string, number][] = [
     ['nameMax', 'nameMax', FIRMWARE_MAX_NAME], ['contentMax', 'contentMax', FIRMWARE_MAX_CONTENT], ['chunkPool', 'chunkPool', FIRMWARE_MAX_POOL],
   ];
@@ -158,7 +161,7 @@ const ALLOWED: Record<StoreRequest['op'], readonly ResultCode[]> = {
 };
 
 /** Bytes of one answer value on the console: three, little-endian (every value is < 2^24). */
-export const ANSWER_VALUE_BYTES = 3;
+const ANSWER_VALUE_BYTES = 3;
 
 /** Reads the answer's values (three bytes each, low byte first) from console bytes; ChipcError `store.answer` when they do not fit. */
 class AnswerReader {
@@ -264,9 +267,9 @@ export function rowsFromModel(model: StoreModel): TableRows {
 }
 
 /** The header words of an initialised store (magic, F, D, N, M, C, P, V, the tables' offsets, end). */
-export function headerWords(p: StoreParams): number[] {
+function headerWords(p: StoreParams): number[] {
   const L = storeLayout(p);
-  const h = [STORE_MAGIC, p.maxFiles, p.dirSlots, p.nameMax, p.contentMax, p.chunkSize, p.chunkPool, p.vocab, L.counters, L.dir, L.chunk, L.link, L.free, L.end];
+  const h = [STORE_AREA_MAGIC, p.maxFiles, p.dirSlots, p.nameMax, p.contentMax, p.chunkSize, p.chunkPool, p.vocab, L.counters, L.dir, L.chunk, L.link, L.free, L.end];
   while (h.length < HEADER_WORDS) h.push(0);
   return h;
 }

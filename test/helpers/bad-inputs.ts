@@ -17,6 +17,8 @@ export interface BadInputCase {
 
 const TINY = path.resolve('fixtures/tiny');
 const HELLO = path.resolve('fixtures/firmware/hello.elf');
+const INTERP = path.resolve('fixtures/firmware/interp.elf');
+const ZBA = path.resolve('fixtures/isa/zba.exit.elf');
 const DSL = JSON.stringify(path.resolve('src/dsl/index.ts'));
 
 function write(dir: string, name: string, data: string | Uint8Array): string {
@@ -136,6 +138,9 @@ export const BAD_INPUTS: BadInputCase[] = [
   { area: 'cli', label: 'compile --dtype f16', code: 'cli.dtype', make: (d) => ({ args: ['compile', 'circuits/examples/counter.ts', '--dtype', 'f16', '-o', path.join(d, 'f16')], names: '--dtype', output: path.join(d, 'f16') }) },
   { area: 'cli', label: 'compact --min-gap 0', code: 'cli.min-gap', make: (d) => ({ args: ['compact', TINY, '-o', path.join(d, 'mg.chip'), '--min-gap', '0'], names: '--min-gap', output: path.join(d, 'mg.chip') }) },
   { area: 'cli', label: 'run --prefill chunked:0', code: 'cli.prefill', make: () => ({ args: ['run', HELLO, '--prefill', 'chunked:0'], names: '--prefill' }) },
+  { area: 'cli', label: 'run --input longer than the input area', code: 'input.too-long', make: () => ({ args: ['run', INTERP, '--engine', 'ir', '--input', 'x'.repeat(2045)], names: 'interp.elf' }) },
+  { area: 'cli', label: 'run --input for a program without an input area', code: 'input.none', make: () => ({ args: ['run', ZBA, '--input', 'x'], names: 'zba.exit.elf' }) },
+  { area: 'cli', label: 'repl -e longer than the interpreter\'s input area', code: 'input.too-long', make: () => ({ args: ['repl', '--engine', 'ir', '-e', '1'.repeat(2045)], names: 'input is 2045 bytes' }) },
   { area: 'cli', label: 'run --order bogus', code: 'cli.order', make: () => ({ args: ['run', HELLO, '--order', 'bogus'], names: '--order' }) },
   { area: 'cli', label: 'trace --max-instructions -5', code: 'cli.max-instructions', make: (d) => ({ args: ['trace', HELLO, '-o', path.join(d, 'mi.json'), '--max-instructions', '-5'], names: '--max-instructions', output: path.join(d, 'mi.json') }) },
   { area: 'cli', label: 'store init --vocab 0', code: 'cli.option', make: (d) => ({ args: ['store', 'init', path.join(d, 'v0.cst'), '--vocab', '0'], names: '--vocab', output: path.join(d, 'v0.cst') }) },

@@ -1,17 +1,17 @@
 /**
  * Builder of small `qwen3_5_text` models with hand-set weights: ONE Gated DeltaNet layer used as
- * a pinned RAM (numerics-findings §2), for the numerics verification tests. Every weight is a
+ * a pinned RAM (docs/numerics.md "The GDN path", docs/gadgets-gdn.md), for the numerics verification tests. Every weight is a
  * power of two, a small integer or an exact constant, so the expected results can be derived by
  * hand. The MLP and LM head are all zero (FFN output 0, logits 0): tests read the GDN state
  * (hook / Executor.gdnState) and the residual after the mixer (hook `residualMid`).
  *
  * Residual layout (dims, in order): anchors | write-address bits | write enable | β enable per
  * value head | read-address bits | read enable | mix flag | data dims | output dims.
- * The whole-vector RMSNorm scales content by 2^−k (anchors, §1); each content weight carries 2^k.
+ * The whole-vector RMSNorm scales content by 2^−k (anchors: docs/numerics.md "The whole-vector RMSNorm"); each content weight carries 2^k.
  *
  * GDN head (hk = 1 key head, hv value heads sharing it):
  *  - k row i: keyScale·(matches(i, addr) − bits − 1 + 2·en) (+ keyScale·mix on row mixRow):
- *    keyScale for the addressed row, 0 for one wrong bit, ≤ −keyScale otherwise (§2.2);
+ *    keyScale for the addressed row, 0 for one wrong bit, ≤ −keyScale otherwise (docs/gadgets-gdn.md "Address decode");
  *  - q the same from the read bits and read enable;
  *  - b_h = 256·ben_h − 128 (β ∈ {0,1}) or 0 (β = 0.5, hazard); a = 0; conv taps (0,…,0,1);
  *  - layouts of a row (dv columns):

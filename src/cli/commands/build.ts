@@ -2,10 +2,10 @@
 import type { Command } from 'commander';
 import { loadCircuitFile } from '../../dsl/load.ts';
 import { writeIR } from '../../ir/serialize.ts';
-import { makeOut } from '../output.ts';
-import type { Runner } from '../main.ts';
-import { prepareOutput } from '../files.ts';
-import { summaryOf } from '../command-table.ts';
+import { makeOut } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
+import { prepareOutput } from '../support/files.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 export function registerBuild(program: Command, run: Runner): void {
   program

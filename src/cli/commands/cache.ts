@@ -10,9 +10,9 @@
  */
 import type { Command } from 'commander';
 import { cacheRoot, clearCache, compilerHash, listCacheEntries, type ChipCacheListing } from '../../chip/cache.ts';
-import { EXIT_OK, fmtBytes, makeOut, table } from '../output.ts';
-import type { Runner } from '../main.ts';
-import { summaryOf } from '../command-table.ts';
+import { EXIT_OK, fmtBytes, makeOut, table } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 /** "3 s", "5 min", "2 h", "4 d" since the ISO time `iso`. */
 export function ageText(iso: string, now = Date.now()): string {

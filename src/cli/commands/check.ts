@@ -12,12 +12,12 @@ import { compileCircuit } from '../../compile.ts';
 import { resolveTarget } from '../../model/targets.ts';
 import { checkCompiled } from '../../verify/check.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { integerOption } from '../options.ts';
+import { integerOption } from '../support/options.ts';
 import { Prng } from '../../model/random-weights.ts';
-import { EXIT_DIFFERENT, EXIT_OK, fmtInt, makeOut, table } from '../output.ts';
+import { EXIT_DIFFERENT, EXIT_OK, fmtInt, makeOut, table } from '../support/output.ts';
 import { parseOrder, parseTokenList } from './exec.ts';
-import type { Runner } from '../main.ts';
-import { summaryOf } from '../command-table.ts';
+import type { Runner } from '../support/output.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 interface CheckCliOptions {
   target: string;

@@ -8,11 +8,11 @@ import { compactCheckpoint } from '../../chipfile/compact.ts';
 import { expandChipFile } from '../../chipfile/expand.ts';
 import type { ChipCodec } from '../../chipfile/format.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { integerOption } from '../options.ts';
-import { fmtBytes, fmtInt, makeOut } from '../output.ts';
-import type { Runner } from '../main.ts';
-import { prepareOutput } from '../files.ts';
-import { summaryOf } from '../command-table.ts';
+import { integerOption } from '../support/options.ts';
+import { fmtBytes, fmtInt, makeOut } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
+import { prepareOutput } from '../support/files.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 interface CompactCliOptions {
   output: string;

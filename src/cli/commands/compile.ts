@@ -1,7 +1,7 @@
 /**
  * `chipc compile CIRCUIT --target T [-o DIR] [--chip FILE] [--report] [--svg FILE]`: build,
  * validate and compile a circuit; emit the checkpoint (safetensors in T's family layout,
- * config.json, the manifest) atomically, streaming, with progress on stderr (src/cli/progress.ts),
+ * config.json, the manifest) atomically, streaming, with progress on stderr (src/cli/support/progress.ts),
  * as a directory (-o) and/or straight as its compact `.chip` file (--chip, never writing the dense
  * form); print the per-layer report.
  */
@@ -18,13 +18,13 @@ import { parseChipCodec } from './chipfile.ts';
 import { buildManifest, compileReport, MANIFEST_FILE } from '../../emit/manifest.ts';
 import { allocationSvg } from '../../emit/svg.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { integerOption, maxShardSizeOption } from '../options.ts';
-import { fmtInt, makeOut, table } from '../output.ts';
-import { makeProgressReporter } from '../progress.ts';
-import type { Runner } from '../main.ts';
+import { integerOption, maxShardSizeOption } from '../support/options.ts';
+import { fmtInt, makeOut, table } from '../support/output.ts';
+import { makeProgressReporter } from '../support/progress.ts';
+import type { Runner } from '../support/output.ts';
 import { tempSibling } from '../../util/temp-files.ts';
-import { prepareOutput } from '../files.ts';
-import { summaryOf } from '../command-table.ts';
+import { prepareOutput } from '../support/files.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 interface CompileCliOptions {
   target: string;

@@ -10,14 +10,14 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { codeSizeOption, memSizeOption } from '../options.ts';
+import { codeSizeOption, memSizeOption } from '../support/options.ts';
 import { compileGenericChip, defaultChipSizes, describeSizes, genericShape, type GenericChipSpec } from '../../chip/generic.ts';
 import { emitChip, fmtBytes } from '../../chip/run.ts';
 import type { Matrix } from '../../model/weights.ts';
-import { fmtInt, makeOut } from '../output.ts';
-import type { Runner } from '../main.ts';
-import { prepareOutput } from '../files.ts';
-import { summaryOf } from '../command-table.ts';
+import { fmtInt, makeOut } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
+import { prepareOutput } from '../support/files.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 interface CpuCliOptions { output: string; target: string; codeSize?: string; memSize?: string; dtype: string; overwrite?: boolean; json?: boolean; attentionLayer?: boolean }
 

@@ -10,10 +10,10 @@ import chalk from 'chalk';
 import { diffCheckpoints, type StoreDiff } from '../../inspect/diff.ts';
 import { checkGolden, computeGolden, readGoldenFile, writeGoldenFile, type GoldenCheck } from '../../inspect/golden.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { EXIT_DIFFERENT, EXIT_OK, fmtBytes, fmtInt, makeOut, type Out } from '../output.ts';
-import type { Runner } from '../main.ts';
-import { prepareOutput } from '../files.ts';
-import { summaryOf } from '../command-table.ts';
+import { EXIT_DIFFERENT, EXIT_OK, fmtBytes, fmtInt, makeOut, type Out } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
+import { prepareOutput } from '../support/files.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 interface DiffOpts {
   json?: boolean;

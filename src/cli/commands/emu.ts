@@ -13,10 +13,11 @@ import { DEFAULT_MAX_INSTRUCTIONS, type TraceEvent } from '../../../riscv/cpu.ts
 import { DEFAULT_MEM_BASE, DEFAULT_MEM_SIZE, hex } from '../../../riscv/memory.ts';
 import { ABI_NAMES } from '../../../riscv/decode.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { parseSize } from '../options.ts';
-import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
-import type { Runner } from '../main.ts';
-import { summaryOf } from '../command-table.ts';
+import { inputOption, parseSize, type InputFlags } from '../support/options.ts';
+import { applyWrites, inputAreaOf, inputWrites } from '../../../riscv/console-input.ts';
+import { EXIT_DIFFERENT, fmtInt, makeOut } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 /** One trace line: `pc  word  disassembly  [rd = value]`. */
 export function formatTrace(e: TraceEvent): string {
@@ -38,8 +39,10 @@ export function registerEmu(program: Command, run: Runner): void {
     .option('--max-instructions <n>', 'stop after this many instructions', String(DEFAULT_MAX_INSTRUCTIONS))
     .option('--mem-size <bytes>', 'RAM size (k/m suffixes allowed)', String(DEFAULT_MEM_SIZE))
     .option('--mem-base <addr>', 'RAM base address', `0x${DEFAULT_MEM_BASE.toString(16)}`)
+    .option('--input <text>', 'console input: these bytes (UTF-8), read by the program\'s getchar (docs/token-protocol.md "Console input")')
+    .option('--input-file <file>', 'console input: the bytes of this file')
     .option('--json', 'print one JSON document')
-    .action((file: string, opts: { trace?: boolean; maxInstructions: string; memSize: string; memBase: string; json?: boolean }) =>
+    .action((file: string, opts: { trace?: boolean; maxInstructions: string; memSize: string; memBase: string; json?: boolean } & InputFlags) =>
       run(() => {
         const out = makeOut(Boolean(opts.json));
         const maxInstructions = parseSize(opts.maxInstructions, '--max-instructions');
@@ -51,7 +54,9 @@ export function registerEmu(program: Command, run: Runner): void {
         } catch (e) {
           throw new ChipcError('cli.file', `cannot read ${file}: ${(e as Error).message}`);
         }
+        const input = inputOption(opts);
         const prog = loadElf(bytes, { base, size }, file);
+        applyWrites(prog.memory, inputWrites(inputAreaOf(prog.symbols), input ?? new Uint8Array(0), file));
         const cpu = cpuForProgram(prog);
         const trace: ReturnType<typeof traceJson>[] = [];
         const t0 = performance.now();

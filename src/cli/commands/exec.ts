@@ -16,10 +16,10 @@ import type { ModelConfig } from '../../model/config.ts';
 import { Executor, argmax } from '../../exec/executor.ts';
 import type { ExecOptions, OrderMode } from '../../exec/types.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { integerOption } from '../options.ts';
-import { fmtInt, makeOut, table } from '../output.ts';
-import type { Runner } from '../main.ts';
-import { summaryOf } from '../command-table.ts';
+import { integerOption } from '../support/options.ts';
+import { fmtInt, makeOut, table } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 export function parseTokenList(s: string): number[] {
   const parts = s.split(',').map((t) => t.trim()).filter((t) => t.length > 0);

@@ -5,9 +5,9 @@ import type { Command } from 'commander';
 import { openCheckpointOrChip, readCheckpointFile } from '../../chipfile/open.ts';
 import { isChipFile } from '../../chipfile/read.ts';
 import { layerIndexOf, tensorStats, type TensorStats } from '../../inspect/stats.ts';
-import { fmtBytes, fmtInt, makeOut, table } from '../output.ts';
-import type { Runner } from '../main.ts';
-import { summaryOf } from '../command-table.ts';
+import { fmtBytes, fmtInt, makeOut, table } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 interface LayerSummary {
   layer: number;

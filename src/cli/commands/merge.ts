@@ -6,12 +6,12 @@
 import type { Command } from 'commander';
 import { mergeCheckpoints } from '../../merge/merge.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { maxShardSizeOption } from '../options.ts';
-import { fmtInt, makeOut } from '../output.ts';
-import { makeProgressReporter } from '../progress.ts';
-import type { Runner } from '../main.ts';
-import { prepareOutput } from '../files.ts';
-import { summaryOf } from '../command-table.ts';
+import { maxShardSizeOption } from '../support/options.ts';
+import { fmtInt, makeOut } from '../support/output.ts';
+import { makeProgressReporter } from '../support/progress.ts';
+import type { Runner } from '../support/output.ts';
+import { prepareOutput } from '../support/files.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 interface MergeCliOptions {
   host: string;

@@ -17,7 +17,7 @@ import type { Command } from 'commander';
 import chalk from 'chalk';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { codeSizeOption, integerOption, memSizeOption } from '../options.ts';
+import { codeSizeOption, inputOption, integerOption, memSizeOption, type InputFlags } from '../support/options.ts';
 import { parseOrder } from './exec.ts';
 import {
   checkChipFits, emitChip, fmtBytes, goldenTokens, locateDivergence, parsePrefillPlan, prefillPlanName, programOf, readChipCheckpoint,
@@ -29,12 +29,12 @@ import { loadChipModel } from '../../chip/loaded.ts';
 import type { CompileResult } from '../../compile.ts';
 import type { Mismatch } from '../../verify/check.ts';
 import { decodeToken, formatToken } from '../../../riscv/protocol.ts';
-import { EXIT_DIFFERENT, fmtInt, makeOut } from '../output.ts';
-import type { Runner } from '../main.ts';
-import { prepareOutput } from '../files.ts';
-import { summaryOf } from '../command-table.ts';
+import { EXIT_DIFFERENT, fmtInt, makeOut } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
+import { prepareOutput } from '../support/files.ts';
+import { summaryOf } from '../support/command-table.ts';
 
-interface RunCliOptions {
+interface RunCliOptions extends InputFlags {
   target?: string;
   check?: boolean;
   maxTokens: string;
@@ -70,6 +70,8 @@ export function registerRun(program: Command, run: Runner): void {
     .option('--emit <out>', 'write the chip this run would use (directory, or a .chip file) with its manifest, and exit (as chipc cpu)')
     .option('--dtype <d>', 'with --emit: bf16 or f32', 'bf16')
     .option('--overwrite', 'with --emit: replace an existing output')
+    .option('--input <text>', 'console input: these bytes (UTF-8), fed as prompt tokens after the program and read by its getchar (docs/token-protocol.md "Console input")')
+    .option('--input-file <file>', 'console input: the bytes of this file')
     .option('--check', 'compare every token with the golden emulator\'s trace; stop at the first divergence')
     .option('--max-tokens <n>', 'stop after this many tokens', '100000')
     .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
@@ -119,7 +121,8 @@ export function registerRun(program: Command, run: Runner): void {
         const load: 'state' | 'prompt' = loadOpt;
         const spec: GenericChipSpec = { targetName: target.name, target: target.config, codeBytes, memBytes };
         // The program, for a chip of these sizes (refused before anything is compiled or loaded when it does not fit).
-        const prog: ChipProgram = programOf(elf, { memBytes, codeBytes, label: file }, ck === null ? target.config : undefined);
+        const input = inputOption(o);
+        const prog: ChipProgram = programOf(elf, { memBytes, codeBytes, label: file, input }, ck === null ? target.config : undefined);
         if (ck !== null) {
           const banked = rv32?.memBankWords;
           if (typeof banked === 'number') prog.chip.memBankWords = banked;
@@ -136,7 +139,7 @@ export function registerRun(program: Command, run: Runner): void {
             `(${res.layers.length} layers, hidden ${res.weights.config.hiddenSize})`);
           return 0;
         }
-        const trace = o.check ? goldenTokens(elf, { maxInstructions: maxTokens, mem: { size: prog.memBytes }, codeBytes: prog.codeBytes }) : undefined;
+        const trace = o.check ? goldenTokens(elf, { maxInstructions: maxTokens, mem: { size: prog.memBytes }, codeBytes: prog.codeBytes, input, label: file }) : undefined;
         const golden = trace?.tokens;
         const goldenPc = trace?.tokenPc;
         const goldenEnd = trace === undefined ? undefined : { reason: trace.halt.reason, message: trace.halt.message };

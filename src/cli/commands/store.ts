@@ -28,11 +28,11 @@ import { resolveTarget } from '../../model/targets.ts';
 import { emitChip } from '../../chip/run.ts';
 import type { ServiceEngine } from '../../chip/service.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { integerOption } from '../options.ts';
-import { fmtBytes, fmtInt, makeOut, type Out } from '../output.ts';
-import type { Runner } from '../main.ts';
-import { prepareOutput } from '../files.ts';
-import { summaryOf } from '../command-table.ts';
+import { integerOption } from '../support/options.ts';
+import { fmtBytes, fmtInt, makeOut, type Out } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
+import { prepareOutput } from '../support/files.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 interface CommonOptions {
   text?: boolean;

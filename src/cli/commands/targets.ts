@@ -12,12 +12,12 @@ import { compileCircuit, type CompileResult } from '../../compile.ts';
 import type { CircuitIR } from '../../ir/types.ts';
 import type { Matrix } from '../../model/weights.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { EXIT_DIFFERENT, EXIT_OK, makeOut, table } from '../output.ts';
-import type { Runner } from '../main.ts';
+import { EXIT_DIFFERENT, EXIT_OK, makeOut, table } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
 import { defaultChipSizes } from '../../chip/generic.ts';
 import { fmtBytes } from '../../chip/run.ts';
-import { memBankWordsFor } from '../../../circuits/rv32im/cpu.ts';
-import { summaryOf } from '../command-table.ts';
+import { memBankWordsFor } from '../../../riscv/chip-shape.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 /** What compiling one circuit for one target gives. */
 export type FitResult =

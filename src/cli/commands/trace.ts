@@ -12,14 +12,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { ChipcError } from '../../util/errors.ts';
-import { codeSizeOption, integerOption, memSizeOption } from '../options.ts';
+import { codeSizeOption, inputOption, integerOption, memSizeOption, type InputFlags } from '../support/options.ts';
 import { DEFAULT_CODE_BYTES, DEFAULT_MEM_BYTES, checkChipFits, goldenTokens, programOf, readChipCheckpoint } from '../../chip/run.ts';
 import { PROTOCOL_VERSION, decodeToken } from '../../../riscv/protocol.ts';
-import { fmtInt, makeOut } from '../output.ts';
-import type { Runner } from '../main.ts';
-import { prepareOutput } from '../files.ts';
+import { fmtInt, makeOut } from '../support/output.ts';
+import type { Runner } from '../support/output.ts';
+import { prepareOutput } from '../support/files.ts';
 import { tempSibling } from '../../util/temp-files.ts';
-import { summaryOf } from '../command-table.ts';
+import { summaryOf } from '../support/command-table.ts';
 
 /** The trace file (format "chipc-trace", version 1). */
 export interface TraceFile {
@@ -41,7 +41,7 @@ export interface TraceFile {
   instructions: number;
 }
 
-interface TraceCliOptions { output?: string; overwrite?: boolean; memSize?: string; codeSize?: string; model?: string; maxInstructions: string; json?: boolean }
+interface TraceCliOptions extends InputFlags { output?: string; overwrite?: boolean; memSize?: string; codeSize?: string; model?: string; maxInstructions: string; json?: boolean }
 
 export function registerTrace(program: Command, run: Runner): void {
   program
@@ -54,6 +54,8 @@ export function registerTrace(program: Command, run: Runner): void {
     .option('--model <ckpt>', 'take the RAM sizes from this chip checkpoint (chipc cpu) and check that the program fits it')
     .option('--max-instructions <n>', 'instruction budget of the golden run', '10000000')
     .option('--overwrite', 'replace an existing trace file')
+    .option('--input <text>', 'console input: these bytes (UTF-8), fed in the prompt after the program (docs/token-protocol.md "Console input")')
+    .option('--input-file <file>', 'console input: the bytes of this file')
     .option('--json', 'print one JSON document')
     .action((file: string, o: TraceCliOptions) =>
       run(() => {
@@ -69,15 +71,16 @@ export function registerTrace(program: Command, run: Runner): void {
         const codeBytes = o.codeSize !== undefined ? codeSizeOption(o.codeSize) : rv32 !== undefined ? rv32.codeWords * 4 : DEFAULT_CODE_BYTES;
         const maxInstructions = integerOption(o.maxInstructions, '--max-instructions', 'cli.max-instructions', { min: 1 });
         const elf = fs.readFileSync(file);
-        const prog = programOf(elf, { memBytes, codeBytes, label: file });
+        const input = inputOption(o);
+        const prog = programOf(elf, { memBytes, codeBytes, label: file, input });
         if (ck !== null) {
           // The chip's bank size (what one GDN layer of its target holds) decides only the fit check here.
           if (typeof rv32?.memBankWords === 'number') prog.chip.memBankWords = rv32.memBankWords;
           checkChipFits(ck, prog);
         }
-        const g = goldenTokens(elf, { maxInstructions, mem: { size: prog.memBytes }, codeBytes: prog.codeBytes });
-        // The golden stream starts with [BOS, J(entry)]; the loader prompt ends with the same J.
-        const expected = Array.from(g.tokens.subarray(2));
+        const g = goldenTokens(elf, { maxInstructions, mem: { size: prog.memBytes }, codeBytes: prog.codeBytes, input, label: file });
+        // The golden stream starts with the start prompt [BOS, input…, J(entry)]; the loader prompt ends with the same tokens.
+        const expected = Array.from(g.tokens.subarray(prog.start.length));
         const last = expected.length > 0 ? decodeToken(expected[expected.length - 1]!) : null;
         const halted = last !== null && last.kind === 'HALT';
         const doc: TraceFile = {

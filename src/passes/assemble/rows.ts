@@ -8,7 +8,7 @@
  */
 import { bf16Exact } from '../../safetensors/dtype.ts';
 import { ChipcError } from '../../util/errors.ts';
-import type { ResidualFrame } from '../../lower/frame.ts';
+import { splitBf16, type ResidualFrame } from '../../lower/frame.ts';
 import type { Form, VDim } from '../../lower/forms.ts';
 
 /** A sparse row: parallel arrays of column indices (ascending) and values. */
@@ -18,23 +18,6 @@ export interface SparseRow {
 }
 
 export type SlotMap = (v: VDim) => number;
-
-/** Split x into ≤ 3 bf16-exact parts that sum to x exactly (x must be a float32). */
-export function splitBf16(x: number): number[] {
-  if (x === 0) return [];
-  if (Math.fround(x) !== x) throw new ChipcError('assemble.constant', `constant ${x} is not a float32`);
-  const parts: number[] = [];
-  let rest = x;
-  for (let i = 0; i < 3 && rest !== 0; i++) {
-    const e = Math.floor(Math.log2(Math.abs(rest)));
-    const q = 2 ** (e - 7);
-    const p = Math.trunc(rest / q) * q;
-    parts.push(p);
-    rest -= p;
-  }
-  if (rest !== 0) throw new ChipcError('assemble.constant', `constant ${x} needs more than 24 significant bits`);
-  return parts;
-}
 
 function checkWeight(w: number, what: string): number {
   if (!Number.isFinite(w) || Math.fround(w) !== w || !bf16Exact(w)) {

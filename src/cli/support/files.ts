@@ -4,8 +4,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ChipcError } from '../util/errors.ts';
-import { removeStaleTemps } from '../util/temp-files.ts';
+import { ChipcError } from '../../util/errors.ts';
+import { removeStaleTemps } from '../../util/temp-files.ts';
 
 /** What prepareOutput checks an output against. */
 export interface OutputCheck {

@@ -25,6 +25,7 @@ export const COMMAND_TABLE: readonly CommandSummary[] = [
   { name: 'check', args: ['<circuit>'], summary: 'compile a circuit and compare the IR interpreter with the compiled weights, bit for bit' },
   { name: 'cpu', args: [], summary: 'compile the generic RV32IM+Zba chip (any program that fits its RAMs) and write it as a checkpoint or .chip file' },
   { name: 'run', args: ['<elf>'], summary: 'run an RV32IM+Zba ELF on the generic compiled chip, token by token, printing its console output' },
+  { name: 'repl', args: [], summary: 'the bundled interpreter on the generic chip: evaluate -e SOURCE or lines from stdin, printing answers as the model generates them' },
   { name: 'compact', args: ['<dir>'], summary: 'write the compact sparse .chip form of a checkpoint directory (only non-zero blocks + manifest)' },
   { name: 'expand', args: ['<file>'], summary: 'regenerate the dense checkpoint directory of a .chip file, byte for byte' },
   { name: 'merge', args: [], summary: 'merge a compiled chip into a host checkpoint of the same family (chip layers first, vocabulary extended)' },

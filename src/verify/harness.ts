@@ -5,13 +5,14 @@
  * decoded signals out of the residual stream.
  *
  * Virtual dims map to slots one-to-one here (slot = frame.firstSlot + vdim): no packing.
+ * (Here in verify/, above the passes it runs, not in lower/, which the passes build on.)
  */
 import type { ModelConfig, LayerType } from '../model/config.ts';
 import type { ModelWeights } from '../model/weights.ts';
 import { Executor } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
-import { chooseHidden, makeFrame, type ResidualFrame } from './frame.ts';
-import type { LayerSpec, VDim } from './forms.ts';
+import { chooseHidden, makeFrame, type ResidualFrame } from '../lower/frame.ts';
+import type { LayerSpec, VDim } from '../lower/forms.ts';
 import { assembleModel } from '../passes/assemble-model.ts';
 
 export interface HarnessSpec {

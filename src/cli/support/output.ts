@@ -74,3 +74,9 @@ export function fmtBytes(n: number): string {
   }
   return u === 0 ? `${n} B` : `${v.toFixed(2)} ${units[u]}`;
 }
+
+/** What a command's action returns: its exit status. */
+export type CommandResult = Promise<number> | number;
+
+/** Wraps a command's action so that its exit status reaches the CLI entry (src/cli/main.ts). */
+export type Runner = (fn: () => CommandResult) => () => Promise<void>;

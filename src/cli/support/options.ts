@@ -1,10 +1,11 @@
 /**
- * Numeric command-line option values, parsed one way everywhere. `Number()` alone takes "",
+ * Command-line option values parsed one way everywhere. Numeric ones: `Number()` alone takes "", `Number()` alone takes "",
  * " 12 ", "1e3", "0x10" and "1.0" as numbers and turns "abc" into NaN that later code may
  * quietly read as 0; these parsers take only the forms they document and name the flag, the
  * value and the accepted range when they refuse (a ChipcError with the caller's code).
  */
-import { ChipcError } from '../util/errors.ts';
+import fs from 'node:fs';
+import { ChipcError } from '../../util/errors.ts';
 
 export interface IntegerBounds {
   min: number;
@@ -54,4 +55,25 @@ export function codeSizeOption(value: string): number {
 /** `--max-shard-size`: a positive integer number of bytes, in decimal digits. */
 export function maxShardSizeOption(value: string): number {
   return integerOption(value, '--max-shard-size', 'cli.max-shard-size', { min: 1 });
+}
+
+/** What `--input TEXT` / `--input-file F` give a command (console input, docs/token-protocol.md "Console input"). */
+export interface InputFlags {
+  input?: string;
+  inputFile?: string;
+}
+
+/**
+ * The console input bytes of `--input TEXT` (UTF-8) or `--input-file F` (the file's bytes), or
+ * undefined for neither. ChipcError cli.input when both are given, cli.file when F cannot be read.
+ */
+export function inputOption(o: InputFlags): Uint8Array | undefined {
+  if (o.input !== undefined && o.inputFile !== undefined) throw new ChipcError('cli.input', '--input and --input-file exclude each other');
+  if (o.input !== undefined) return new TextEncoder().encode(o.input);
+  if (o.inputFile === undefined) return undefined;
+  try {
+    return new Uint8Array(fs.readFileSync(o.inputFile));
+  } catch (e) {
+    throw new ChipcError('cli.file', `cannot read --input-file ${o.inputFile}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
+  }
 }

@@ -9,7 +9,7 @@
  * The writer calls back synchronously (the event loop is blocked meanwhile), so throttling is by
  * the clock at each call, never by timers.
  */
-import type { WriteProgress } from '../safetensors/types.ts';
+import type { WriteProgress } from '../../safetensors/types.ts';
 import { fmtBytes } from './output.ts';
 
 /** The part of a stream the reporter uses (process.stderr fits). */

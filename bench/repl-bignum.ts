@@ -1,0 +1,132 @@
+/**
+ * Exact big-integer arithmetic handed to the weights: a seeded set of multiplications and
+ * divisions of 20- to 60-digit integers, each typed as one line into the bundled interpreter on
+ * the generic chip (`chipc repl`: the interpreter loaded once, one evaluation per line), every
+ * answer compared with BigInt.
+ *
+ *   npx tsx bench/repl-bignum.ts [--seed S] [--mul N] [--div N] [--target T | --model CHIP]
+ *                                [--engine weights|ir] [--no-check] [--json]
+ *
+ * Problem i of each kind: a = a random integer of 20…60 digits (uniform digit count, then uniform
+ * digits with a nonzero first one) and b likewise; a division takes b with at most as many digits
+ * as a, so that the quotient is at least 1 digit. The line is `a * b` or `a / b` (floor division;
+ * both operands positive). The answer is the console output up to its newline. `--check` (the
+ * default) also runs every evaluation on the golden emulator and compares every generated token.
+ *
+ * Prints per problem: the line's length, prompt and generated tokens, instructions (with check),
+ * seconds and right/wrong; then the totals and the number right. Exit 1 when any answer is wrong
+ * or the chip diverges.
+ */
+import { openInterpreter } from '../src/chip/repl.ts';
+
+interface Problem { kind: 'mul' | 'div'; a: bigint; b: bigint; line: string; want: string }
+
+interface Row {
+  i: number; kind: 'mul' | 'div'; digits: number[]; ok: boolean; exitCode: number | null;
+  promptTokens: number; generatedTokens: number; instructions: number | null; seconds: number;
+  line?: string; want?: string; got?: string; divergence?: unknown;
+}
+
+/** mulberry32: a small seeded generator, the same on every machine. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A random integer with `digits` decimal digits (first digit nonzero). */
+function randomInt(next: () => number, digits: number): bigint {
+  let s = String(1 + Math.floor(next() * 9));
+  for (let i = 1; i < digits; i++) s += String(Math.floor(next() * 10));
+  return BigInt(s);
+}
+
+function problems(seed: number, mul: number, div: number): Problem[] {
+  const next = rng(seed);
+  const digits = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
+  const out: Problem[] = [];
+  for (let i = 0; i < mul; i++) {
+    const a = randomInt(next, digits(20, 60));
+    const b = randomInt(next, digits(20, 60));
+    out.push({ kind: 'mul', a, b, line: `${a} * ${b}`, want: String(a * b) });
+  }
+  for (let i = 0; i < div; i++) {
+    const da = digits(20, 60);
+    const a = randomInt(next, da);
+    const b = randomInt(next, digits(20, da));
+    out.push({ kind: 'div', a, b, line: `${a} / ${b}`, want: String(a / b) });
+  }
+  return out;
+}
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+async function main(): Promise<number> {
+  const seed = Number(arg('--seed') ?? 31);
+  const mul = Number(arg('--mul') ?? 40);
+  const div = Number(arg('--div') ?? 40);
+  const json = process.argv.includes('--json');
+  const check = !process.argv.includes('--no-check');
+  const engine = (arg('--engine') ?? 'weights') as 'weights' | 'ir';
+  const model = arg('--model');
+  const target = arg('--target');
+  const say = (s: string) => { if (!json) console.log(s); };
+  const t0 = performance.now();
+  const { interp, where } = await openInterpreter({
+    engine, check, ...(model !== undefined ? { model } : {}), ...(target !== undefined ? { target } : {}),
+    log: (l) => { if (!json) console.error(l); },
+  });
+  const openSeconds = (performance.now() - t0) / 1000;
+  say(`the interpreter on ${where} (${engine}${check ? ', every token checked against the golden emulator' : ''}), ready in ${openSeconds.toFixed(1)} s`);
+  const rows: Row[] = [];
+  let right = 0;
+  let diverged = false;
+  for (const [i, p] of problems(seed, mul, div).entries()) {
+    const e = interp.evaluate(p.line);
+    const got = new TextDecoder().decode(e.console).replace(/\n$/, '');
+    const ok = e.divergence === null && e.exitCode === 0 && got === p.want;
+    if (ok) right++;
+    if (e.divergence !== null || e.exitCode === null) diverged = true;
+    const row: Row = {
+      i, kind: p.kind, digits: [String(p.a).length, String(p.b).length], ok, exitCode: e.exitCode,
+      promptTokens: e.promptTokens, generatedTokens: e.generatedTokens, instructions: e.instructions, seconds: e.seconds,
+      ...(ok ? {} : { line: p.line, want: p.want, got, divergence: e.divergence }),
+    };
+    rows.push(row);
+    say(`${String(i + 1).padStart(2)} ${p.kind} ${row.digits.join('×')} digits: ${e.promptTokens} prompt + ${e.generatedTokens} generated tokens` +
+      (e.instructions !== null ? `, ${e.instructions} instructions` : '') + `, ${e.seconds.toFixed(2)} s — ${ok ? 'right' : `WRONG (want ${p.want}, got ${got})`}`);
+    if (diverged) break;
+  }
+  const sum = (f: (r: Row) => number) => rows.reduce((s, r) => s + f(r), 0);
+  const byKind = (k: 'mul' | 'div') => {
+    const rs = rows.filter((r) => r.kind === k);
+    return {
+      problems: rs.length, right: rs.filter((r) => r.ok).length,
+      meanTokens: rs.length === 0 ? 0 : rs.reduce((s, r) => s + r.promptTokens + r.generatedTokens, 0) / rs.length,
+      meanSeconds: rs.length === 0 ? 0 : rs.reduce((s, r) => s + r.seconds, 0) / rs.length,
+    };
+  };
+  const totalTokens = sum((r) => r.promptTokens + r.generatedTokens);
+  const totalSeconds = sum((r) => r.seconds);
+  const summary = {
+    seed, engine, check, chip: where, openSeconds, problems: rows.length, right, mul: byKind('mul'), div: byKind('div'),
+    totalTokens, totalSeconds, tokensPerSecond: totalTokens / Math.max(totalSeconds, 1e-9),
+  };
+  if (json) console.log(JSON.stringify({ ...summary, rows }));
+  else {
+    say(`${right}/${rows.length} right (mul ${summary.mul.right}/${summary.mul.problems}, div ${summary.div.right}/${summary.div.problems}); ` +
+      `${totalTokens} tokens in ${totalSeconds.toFixed(1)} s (${summary.tokensPerSecond.toFixed(0)} tokens/s); ` +
+      `mean per problem: mul ${summary.mul.meanTokens.toFixed(0)} tokens ${summary.mul.meanSeconds.toFixed(2)} s, div ${summary.div.meanTokens.toFixed(0)} tokens ${summary.div.meanSeconds.toFixed(2)} s`);
+  }
+  return right === rows.length && rows.length === mul + div ? 0 : 1;
+}
+
+process.exitCode = await main();

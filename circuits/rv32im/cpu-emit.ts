@@ -1,0 +1,194 @@
+/**
+ * Emit: the token this position outputs, chosen by a plan over (what the fed token asks, the
+ * mode, the result's width class). The mode says, by priority, a halt or trap (one TRAP / HALT
+ * row: the trap causes of decode, controlFlow and memory fold into one cause here), a taken jump
+ * (J), a division step (Q / D / H), a crossing access's or a code store's out-of-turn token, a
+ * console store (OUT), or the instruction's result (E / D + E / D + H + N) and the next slot.
+ * The payload is one select layer over the candidates (result bytes, jump target, w + 1, console
+ * byte, halt code or trap cause, the division's and bn.mac's words); the kind, slot and payload
+ * bytes then pick one of the alphabet's rows (the LM head). Reads nearly every stage's outputs;
+ * produces nothing further (the circuit's output).
+ */
+import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
+import { ChipcError } from '../../src/util/errors.ts';
+import {
+  D_COUNT, E_PER_SLOT, H_COUNT, HALT_COUNT, J_COUNT, K_COUNT, N_COUNT, OUT_PER_SLOT, Q_COUNT, WINDOW_SLOTS,
+} from '../../riscv/protocol.ts';
+import type { Word } from './alu.ts';
+import { CODE_STORE_WORDS, sext, TOK, TRAP_IDS } from './cpu-tokens.ts';
+
+export interface EmitInputs {
+  /** The result word (selectResult) and the operand rs2 (its low byte is the console byte). */
+  result: Word;
+  B: Word;
+  /** The fed token's ask (cpu-input.ts), the window slot (pcControl), the word index + 1 (register file). */
+  fedC: Sig;
+  j: Sig;
+  seq16: Sig[];
+  /** Delays of the fed token's kind (register file). */
+  prevWasStart: Sig;
+  ppStart: Sig;
+  ppQ: Sig;
+  /** Decode: stores, bn.mac, a destination, the early traps. */
+  isStore: Sig;
+  isBn: Sig;
+  hasRd: Sig;
+  earlyAny: Sig;
+  earlyCause: Sig;
+  /** Memory. */
+  isSubStore: Sig;
+  codeStore: Sig;
+  consoleCount: Sig;
+  memFaultAny: Sig;
+  memFaultCause: Sig;
+  xLoad: Sig;
+  xLoadFirst: Sig;
+  xLoadSecond: Sig;
+  xStoreSecond: Sig;
+  prefix: Sig[];
+  rowLo: Sig;
+  rowHi: Sig;
+  /** Control: halts, taken jumps and bad targets, the jump target's word index. */
+  halting: Sig;
+  haltPay: Sig;
+  jumpTaken: Sig;
+  jumpTrap: Sig;
+  twLo: Sig;
+  twHi: Sig;
+  /** The M unit: the division step's signals and payloads, the product's high word (bn.mac's new carry). */
+  stepping: Sig;
+  stepKind: Sig;
+  stepRem: Word;
+  divQPay: Sig;
+  mulHigh: Word;
+}
+
+/** Emit the position's token (the circuit's output: c.emitRows). */
+export function emit(c: CircuitBuilder, io: EmitInputs): void {
+  const {
+    result, B, fedC, j, seq16, prevWasStart, ppStart, ppQ, isStore, isBn, hasRd, earlyAny, earlyCause, isSubStore, codeStore,
+    consoleCount, memFaultAny, memFaultCause, xLoad, xLoadFirst, xLoadSecond, xStoreSecond, prefix, rowLo, rowHi, halting, haltPay,
+    jumpTaken, jumpTrap, twLo, twHi, stepping, stepKind, stepRem, divQPay, mulHigh,
+  } = io;
+  const r3 = result[3]!;
+  // r3: 0 is 0x00, 1 is 0xff, 2 other with bits 31…29 equal (fits 30 bits), 3 other.
+  const signTop = c.table('r3cls', [r3], (v) => (v === 0 ? 0 : v === 255 ? 1 : (v >> 5) === 0 || (v >> 5) === 7 ? 2 : 3), [0, 3]);
+  const r2cls = c.table('r2cls', [result[2]!], (v) => (v === 0 ? 0 : v === 255 ? 1 : 2), [0, 2]);
+  const r1cls = c.table('r1cls', [result[1]!], (v) => ((v >> 5) === 0 ? 0 : (v >> 5) === 7 ? 1 : 2), [0, 2]);
+  // A store's word always takes the full form (D, H), so it never "fits" (the class of a store
+  // that emits no word is not read: the plan's store modes ignore it).
+  // Nor does a crossing load's value (its second position always emits D).
+  // Width class: 0 the value fits 14 bits (E / K), 1 it fits 30 bits, 2 neither (D then H).
+  // bn.mac's low word always takes the full form too (a fixed five-token sequence).
+  const widthClass = c.table('widthClass', [signTop, r2cls, r1cls, isStore, xLoad, isBn],
+    (x, y, z, st, xl, bn) => (!st && !xl && !bn && x === y && y === z && x < 2 ? 0 : !st && !bn && x <= 2 ? 1 : 2), [0, 2]);
+  const wend = j.eq(3).named('windowEnd');
+  // The mode of this position, by priority (the out-of-turn modes never coincide): 6 a halt or a trap, 5 a
+  // taken jump, 7 / 8 / 9 a division step emitting Q / D / H, 10 a crossing load's first D, 11 a
+  // crossing store's second-word D, 12 a code store's A, 4 a console store, else 2 / 3 an
+  // instruction with a result (or a memory store's word) to emit, 0 / 1 one without (odd: at the
+  // window end). Built from four small signals so that the kind over (fed, mode, width class)
+  // stays one table; the payload case is a table over (fed, mode) alone (E and K carry their
+  // high byte sign-extended, as the value holds it), so the selects need not wait for the width
+  // class; every payload is one case of one select layer after it.
+  // bn.mac emits its low word even for rd = x0 (the carry moves at that word's H).
+  const resW = c.table('resultWindow', [hasRd, isSubStore, codeStore, consoleCount, wend, isBn],
+    (h, sb, cs, cc, we, bn) => (cc === 5 ? 4 : (h || bn || sb || cs ? 2 : 0) + we), [0, 4]);
+  // Traps (protocol v5): the early ones (illegal, ebreak, a fetch beyond the code RAM), a jump to a
+  // bad target, a memory fault — never two at once (the later ones are gated by the early ones),
+  // and never with a halt or a taken jump (gated the same way), so one linear form says which.
+  const trapAny = c.linear([[earlyAny, 1], [jumpTrap, 1], [memFaultAny, 1]], 0, [0, 1]).named('trapAny');
+  // The TRAP payload: 0 illegal, 1 ebreak, 2 fetch, 3 load, 4 store.
+  const trapCause = c.linear([[earlyCause, 1], [jumpTrap, 2], [memFaultCause, 1]], 0, [0, 4]).named('trapCause');
+  // A trap is planned as a halt (mode 6: kind 7, payload case 7); the emitted row tells them apart
+  // by the second payload byte, 1 for TRAP(cause) and 0 for HALT(code) — so the mode table keeps
+  // its size. Its first payload byte is the exit code or the cause (never both nonzero).
+  const haltOrJump = c.linear([[halting, 1], [trapAny, 1], [jumpTaken, 2]], 0, [0, 2]).named('haltOrJump'); // never two
+  const stepK = c.table('stepMode', [stepping, stepKind], (st, sk) => (st ? 1 + sk : 0), [0, 3]);
+  const otherK = c.table('otherMode', [xLoadFirst, xStoreSecond, codeStore, fedC, isBn, prevWasStart],
+    (xl, xs, cs, f, bn, ps) => (xl ? 1 : xs ? 2 : cs && f === 0 ? 3 : bn && f === 0 ? 4 : bn && f === 1 && ps ? 5 : 0), [0, 5]);
+  const mode = c.table('mode', [haltOrJump, stepK, otherK, resW],
+    (hj, sk, ok, rw) => (hj === 1 ? 6 : hj === 2 ? 5 : sk ? 6 + sk : ok ? 9 + ok : rw), [0, 14]);
+  // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT (the out-of-turn kinds Q / D / H / A are set
+  // in the kind table beside the plan); payload case: 0 none (payload 0: N, whose row reads no
+  // payload, so the LM head's argmax memo sees one key per N token), 1 unused, 2
+  // r0/r1 (E, D and K from a start), 3 r2/r3 (E, K or H after a D), 4 the jump target word,
+  // 5 w+1, 6 console byte, 7 the halt's exit code, 8 a division step's Q, 9 a crossing load's
+  // prefix, 10 a crossing store's second word (low half), 11 a code store's word index, 12 a
+  // division step's D (remainder low half), 13 its H (remainder high half), 14 bn.mac's new
+  // carry, low half (D), 15 its high half (H).
+  const plan = (f: number, md: number, wc: number): [number, number] => {
+    if (md === 6) return [7, 7];
+    if (md === 5) return [2, 4];
+    if (md === 13) return [1, 14];
+    if (md === 14) return [3, 15];
+    if (md >= 7) return [2, [8, 12, 13, 9, 10, 11][md - 7]!];
+    if (md === 4) return f === 0 ? [6, 6] : [2, 5]; // OUT(j+1, b), or OUT(0, b) then J at the window end
+    const we = md & 1;
+    if (md <= 1) return we ? [2, 5] : [5, 0];
+    // E / K carry their 14 bits as (low byte, sign-extended high byte): the same payload bytes as
+    // D / H's (r0, r1) or (r2, r3), so the payload case does not wait for the width class.
+    if (f === 0) return wc === 0 ? (we ? [4, 2] : [0, 2]) : [1, 2];
+    if (f === 1) return wc === 1 ? (we ? [4, 3] : [0, 3]) : [3, 3];
+    if (f === 2) return we ? [2, 5] : [5, 0];
+    return [2, 5]; // fed K or OUT(0, ·): re-base after the window end
+  };
+  // The division's result phase starts at its last step's H: plan it as a start.
+  // So does a crossing load's second position.
+  // So does bn.mac's low word, after its carry's H.
+  const planFed = c.table('planFed', [fedC, ppQ, xLoadSecond, ppStart, isBn],
+    (f, ppq, xl, ps, bn) => (f === 4 || f === 5 || (f === 2 && (ppq || (ps && bn))) || xl ? 0 : f), [0, 3]);
+  const planIn = [planFed, mode, widthClass];
+  const planOf = (a: number[]) => plan(a[0]!, a[1]!, a[2]!);
+  // Out-of-turn kinds: a division step emits Q, D, H; crossing accesses D; a code store A.
+  const outKind = c.table('outKind', planIn, (...a) => {
+    const md = a[1]!;
+    return md >= 7 && md <= 9 ? [8, 1, 3][md - 7]! : md === 10 || md === 11 ? 1 : md === 12 ? 10 : planOf(a)[0];
+  }, [0, 10]);
+  // One bit per payload case straight from the plan (one FFN layer, no compare after it).
+  // The payload case never depends on the width class (checked here), so its tables skip it.
+  for (let f = 0; f < 4; f++) for (let md = 0; md <= 14; md++) {
+    if (new Set([0, 1, 2].map((wc) => plan(f, md, wc)[1])).size !== 1) throw new ChipcError('internal', `payload case of (${f}, ${md}) depends on the width class`);
+  }
+  const caseBits = Array.from({ length: 16 }, (_, k) =>
+    k <= 1 ? c.constant(0) : c.table(`pcase${k}`, [planFed, mode], (f, md) => (plan(f, md, 0)[1] === k ? 1 : 0), [0, 1]));
+  const ca = (k: number) => caseBits[k]!;
+  const outJ = c.table('outJ', [j], (v) => (v + 1) & 3, [0, 3]);
+  const seq = seq16.slice(0, 15); // w + 1
+  const seqLo = c.linear(seq.slice(0, 8).map((x, k) => [x, 2 ** k] as [Sig, number]));
+  const seqHi = c.linear(seq.slice(8, 15).map((x, k) => [x, 2 ** k] as [Sig, number]));
+  // Cases 2 and 10 both emit (r0, r1): one case of each choice on their sum (never both).
+  const caR01 = c.linear([[ca(2), 1], [ca(10), 1]], 0, [0, 1]).named('pcaseR01');
+  const p0 = c.choose([
+    [caR01, result[0]!],
+    [ca(3), result[2]!], [ca(4), twLo], [ca(5), seqLo],
+    [ca(6), B[0]!], [ca(7), c.linear([[haltPay, 1], [trapCause, 1]], 0, [0, 255])], [ca(8), divQPay], [ca(12), stepRem[0]!], [ca(13), stepRem[2]!],
+    [ca(9), prefix[0]!], [ca(11), rowLo],
+    [ca(14), mulHigh[0]!], [ca(15), mulHigh[2]!],
+  ], [0, 255]);
+  const p1 = c.choose([
+    [caR01, result[1]!],
+    [ca(3), result[3]!], [ca(4), twHi], [ca(5), seqHi],
+    [ca(12), stepRem[1]!], [ca(13), stepRem[3]!], [ca(9), prefix[1]!],
+    [ca(11), c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3])],
+    [ca(14), mulHigh[1]!], [ca(15), mulHigh[3]!], [ca(7), trapAny],
+  ], [0, 255]);
+  const pay0 = p0;
+  // Rows: each token and the field values it requires.
+  const rows: { token: number; values: (number | null)[] }[] = [];
+  // E / K: the payload's high byte sign-extended (bits 8…13 and copies of bit 13), as the value's
+  // own byte 1 (or 3) holds it when the value fits 14 (or 30) bits.
+  const sxHi = (v: number) => (sext(v, 14) >> 8) & 255;
+  for (let jj = 0; jj < WINDOW_SLOTS; jj++) for (let v = 0; v < E_PER_SLOT; v++) rows.push({ token: TOK.E + E_PER_SLOT * jj + v, values: [0, jj, v & 255, sxHi(v)] });
+  for (let v = 0; v < D_COUNT; v++) rows.push({ token: TOK.D + v, values: [1, null, v & 255, v >> 8] });
+  for (let v = 0; v < J_COUNT; v++) rows.push({ token: TOK.J + v, values: [2, null, v & 255, v >> 8] });
+  for (let v = 0; v < H_COUNT; v++) rows.push({ token: TOK.H + v, values: [3, null, v & 255, v >> 8] });
+  for (let v = 0; v < K_COUNT; v++) rows.push({ token: TOK.K + v, values: [4, null, v & 255, sxHi(v)] });
+  for (let jj = 0; jj < N_COUNT; jj++) rows.push({ token: TOK.N + jj, values: [5, jj, null, null] });
+  for (let jj = 0; jj < WINDOW_SLOTS; jj++) for (let v = 0; v < OUT_PER_SLOT; v++) rows.push({ token: TOK.OUT + OUT_PER_SLOT * jj + v, values: [6, jj, v, null] });
+  for (let v = 0; v < HALT_COUNT; v++) rows.push({ token: TOK.HALT + v, values: [7, null, v, 0] });
+  for (let v = 0; v < Q_COUNT; v++) rows.push({ token: TOK.Q + v, values: [8, null, v, null] });
+  for (let v = 0; v < CODE_STORE_WORDS; v++) rows.push({ token: TOK.A + v, values: [10, null, v & 255, v >> 8] });
+  for (let v = 0; v < TRAP_IDS; v++) rows.push({ token: TOK.TRAP + v, values: [7, null, v, 1] });
+  c.emitRows([outKind, outJ, pay0, p1], rows);
+}

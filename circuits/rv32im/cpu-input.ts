@@ -1,0 +1,81 @@
+/**
+ * Stage 0, the fed token: the token fields (tables over the token id, i.e. the embedding, free of
+ * layers) that every later stage reads — the token's kind tests, what it asks of the pending
+ * instruction (fedC), its payload bits (J's word index, A's code word, Q's step and digit, D's
+ * low half) and the value bits it commits to a register (narrow E/K, the upper half after a D).
+ * Also the D latch (the previous position's D payload, a delay line). Reads nothing; the
+ * other stages take these instead of re-deriving them, so each field exists once.
+ */
+import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
+import { Q_DIGITS } from '../../riscv/protocol.ts';
+import { bit, Kind, narrowCommit, tokenKind, wideCommit } from './cpu-tokens.ts';
+
+/** The fed token's fields (bits LSB first). */
+export interface TokenInputs {
+  /** Kind tests: E (unused by the stages, kept: the chip's layout counts it), D, J, H, A, Q. */
+  isE: Sig;
+  isD: Sig;
+  isJ: Sig;
+  isH: Sig;
+  isA: Sig;
+  isQ: Sig;
+  /** 1 when the token starts an instruction (E, N, J, OUT(j ≥ 1)). */
+  isStart: Sig;
+  /** What the token asks of the pending instruction: 0 start, 1 D, 2 H, 3 window-end J (K, OUT(0, ·)), 4 Q, 5 A. */
+  fedC: Sig;
+  /** A(w)'s code word w (10 bits), Q(s, q)'s step s and digit q. */
+  aW: Sig[];
+  qStep: Sig;
+  qDigit: Sig;
+  /** The window slot j of a starting token (2 bits; 0 for J), J's word index (15 bits) and (index >> 2) + 1 (13 bits). */
+  tj: Sig[];
+  jw: Sig[];
+  jwUp: Sig[];
+  /** The narrow commit value: its low 14 bits, and all 32 (bits 13… one shared field). */
+  cvNLow: Sig[];
+  cvN: Sig[];
+  /** The upper half (bits 16…31) a token commits after a D. */
+  cvW: Sig[];
+  /** D's payload (16 bits) and the previous position's (the D latch). */
+  dLo: Sig[];
+  dLoPrev: Sig[];
+}
+
+export function tokenInputs(c: CircuitBuilder): TokenInputs {
+  const is = (k: Kind, name: string) => c.tokenField(name, (t) => (tokenKind(t).kind === k ? 1 : 0), [0, 1]);
+  const isE = is(Kind.E, 'isE');
+  const isD = is(Kind.D, 'isD');
+  const isJ = is(Kind.J, 'isJ');
+  const isH = is(Kind.H, 'isH');
+  // OUT(0, b) is the window-end console store: it starts nothing (docs/token-protocol.md).
+  const startsInstruction = (t: number) => {
+    const { kind: k, j: jj } = tokenKind(t);
+    return k === Kind.E || k === Kind.N || k === Kind.J || (k === Kind.OUT && jj >= 1);
+  };
+  const isStart = c.tokenField('isStart', (t) => (startsInstruction(t) ? 1 : 0), [0, 1]);
+  // What the fed token asks of the pending instruction: 0 start one, 1 fed D, 2 fed H, 3 emit the
+  // window-end J (K, OUT(0, ·)), 4 fed Q (a division step), 5 fed A (a code store's word index).
+  const fedC = c.tokenField('fedC', (t) => {
+    const k = tokenKind(t).kind;
+    return k === Kind.D ? 1 : k === Kind.H ? 2 : k === Kind.K || (k === Kind.OUT && !startsInstruction(t)) ? 3 : k === Kind.Q ? 4 : k === Kind.A ? 5 : 0;
+  }, [0, 5]);
+  const isA = is(Kind.A, 'isA');
+  const aW = Array.from({ length: 10 }, (_, k) => c.tokenField(`aW${k}`, (t) => (tokenKind(t).kind === Kind.A ? bit(tokenKind(t).v, k) : 0), [0, 1]));
+  const isQ = is(Kind.Q, 'isQ');
+  const qStep = c.tokenField('qStep', (t) => (tokenKind(t).kind === Kind.Q ? Math.floor(tokenKind(t).v / Q_DIGITS) : 0), [0, 7]);
+  const qDigit = c.tokenField('qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v % Q_DIGITS : 0), [0, 15]);
+  const tj = [0, 1].map((k) => c.tokenField(`tj${k}`, (t) => (tokenKind(t).kind === Kind.J ? 0 : bit(tokenKind(t).j, k)), [0, 1]));
+  const jw = Array.from({ length: 15 }, (_, k) => c.tokenField(`jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v, k) : 0), [0, 1]));
+  // J's word index shifted right by 2, plus 1 (mod 2^13): the high bits of base + j when j carries
+  // out of the low two (so PC = base + j is one table layer, not an adder's two).
+  const jwUp = Array.from({ length: 13 }, (_, k) => c.tokenField(`jwUp${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(((tokenKind(t).v >> 2) + 1) & 0x1fff, k) : 0), [0, 1]));
+  // The narrow commit value is sign-extended from 14 bits: bits 13…31 are one field (the
+  // embedding carries each token's bits once, not 19 copies of its sign).
+  const cvNLow = Array.from({ length: 14 }, (_, k) => c.tokenField(`cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
+  const cvN = [...cvNLow, ...Array.from({ length: 18 }, () => cvNLow[13]!)];
+  const cvW = Array.from({ length: 16 }, (_, k) => c.tokenField(`cvW${k}`, (t) => bit(wideCommit(t), 16 + k), [0, 1]));
+  const dLo = Array.from({ length: 16 }, (_, k) => c.tokenField(`dLo${k}`, (t) => (tokenKind(t).kind === Kind.D ? bit(tokenKind(t).v, k) : 0), [0, 1]));
+  const dLoPrev = c.previousAll(dLo); // the D latch: the previous position's D payload
+
+  return { isE, isD, isJ, isH, isA, isQ, isStart, fedC, aW, qStep, qDigit, tj, jw, jwUp, cvNLow, cvN, cvW, dLo, dLoPrev };
+}

@@ -1,0 +1,72 @@
+/**
+ * The chip's view of the token alphabet: every id constant comes from riscv/protocol.ts (the one
+ * source of truth for token ids); here they are gathered as TOK, and each id is classified into
+ * the kind and payload (window slot j, value v) that the chip's token fields are tables over
+ * (the embedding). Also the values a fed token commits to a register by itself.
+ */
+import {
+  A_BASE, BOS_ID, D_BASE, E_BASE, E_PER_SLOT, H_BASE, HALT_BASE, J_BASE, K_BASE, N_BASE, OUT_BASE, OUT_PER_SLOT,
+  Q_BASE, TRAP_BASE, TRAP_COUNT, WINDOW_SLOTS,
+} from '../../riscv/protocol.ts';
+
+// ── token alphabet (docs/token-protocol.md "Alphabet") ─────────────────────────────────────────
+/** The first id of each token kind (BOS: its one id). */
+export const TOK = {
+  E: E_BASE, D: D_BASE, J: J_BASE, H: H_BASE, K: K_BASE, N: N_BASE, OUT: OUT_BASE, HALT: HALT_BASE, BOS: BOS_ID, Q: Q_BASE,
+  A: A_BASE, TRAP: TRAP_BASE,
+} as const;
+import { VOCAB } from '../../riscv/chip-shape.ts';
+
+export { CODE_STORE_WORDS, VOCAB } from '../../riscv/chip-shape.ts';
+/** TRAP(cause) ids (protocol v5): 0 illegal instruction, 1 ebreak, 2 fetch fault, 3 load fault, 4 store fault; 5…7 reserved. */
+export const TRAP_IDS = TRAP_COUNT;
+
+export const enum Kind { E, D, J, H, K, N, OUT, HALT, BOS, Q, A, TRAP }
+
+/** A token id's kind and payload (the embedding's view): one shared, frozen object per id. */
+export interface TokenKind { readonly kind: Kind; readonly j: number; readonly v: number }
+
+let kindTable: readonly TokenKind[] | null = null;
+
+/**
+ * The kind and payload of a token id (the embedding's view). Looked up in a table built on first
+ * use: every token field of the chip calls this for each of the alphabet's ≈ 248,000 ids, and
+ * building a fresh object per call was most of the circuit's build time.
+ */
+export function tokenKind(t: number): TokenKind {
+  const table = kindTable ??= Object.freeze(Array.from({ length: VOCAB }, (_, id) => Object.freeze(classifyToken(id))));
+  return (t >= 0 && t < VOCAB && Number.isInteger(t) ? table[t] : undefined) ?? classifyToken(t);
+}
+
+function classifyToken(t: number): TokenKind {
+  if (t < TOK.D) return { kind: Kind.E, j: Math.floor((t - TOK.E) / E_PER_SLOT), v: (t - TOK.E) % E_PER_SLOT };
+  if (t < TOK.J) return { kind: Kind.D, j: 0, v: t - TOK.D };
+  if (t < TOK.H) return { kind: Kind.J, j: (t - TOK.J) % WINDOW_SLOTS, v: t - TOK.J };
+  if (t < TOK.K) return { kind: Kind.H, j: 0, v: t - TOK.H };
+  if (t < TOK.N) return { kind: Kind.K, j: 0, v: t - TOK.K };
+  if (t < TOK.OUT) return { kind: Kind.N, j: t - TOK.N, v: 0 };
+  if (t < TOK.HALT) return { kind: Kind.OUT, j: Math.floor((t - TOK.OUT) / OUT_PER_SLOT), v: (t - TOK.OUT) % OUT_PER_SLOT };
+  if (t < TOK.BOS) return { kind: Kind.HALT, j: 0, v: t - TOK.HALT };
+  if (t === TOK.BOS) return { kind: Kind.BOS, j: 0, v: 0 };
+  if (t < TOK.A) return { kind: Kind.Q, j: 0, v: t - TOK.Q };
+  if (t < TOK.TRAP) return { kind: Kind.A, j: 0, v: t - TOK.A };
+  return { kind: Kind.TRAP, j: 0, v: t - TOK.TRAP };
+}
+
+/** The low `bits` bits of v, sign-extended to 32. */
+export const sext = (v: number, bits: number) => (v << (32 - bits)) >> (32 - bits);
+/** Bit k of v. */
+export const bit = (v: number, k: number) => (v >>> k) & 1;
+
+/** Value bits a token commits by itself: narrow E/K (sign-extended 14 bits). */
+export function narrowCommit(t: number): number {
+  const { kind, v } = tokenKind(t);
+  return kind === Kind.E || kind === Kind.K ? sext(v, 14) : 0;
+}
+/** Upper value bits when completing a D: E/K carry bits 16…29 (sign-extended), H bits 16…31. */
+export function wideCommit(t: number): number {
+  const { kind, v } = tokenKind(t);
+  if (kind === Kind.E || kind === Kind.K) return sext(v, 14) << 16;
+  if (kind === Kind.H) return v << 16;
+  return 0;
+}

@@ -1,0 +1,77 @@
+/**
+ * Small word builders the CPU's stages share: a word from bits (bitsWord), from instruction bit
+ * positions (wordFromSpec with the immediate layouts of immSpec), a bytewise select (muxWord), and
+ * a few-bit increment over bits (addSmall). Each builds the same signals wherever it is called.
+ */
+import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
+import { byteFromNibbles, type Word } from './alu.ts';
+
+/** The word of 32 bits (LSB first). */
+export function bitsWord(c: CircuitBuilder, bits: Sig[]): Word {
+  // Each byte is built from two nibbles that are linear forms of its bits, so a consumer that wants
+  // the nibbles (multiplier, divider, adders) gets them free instead of through a split layer.
+  const nib = (from: number) => c.linear(bits.slice(from, from + 4).map((s, k) => [s, 2 ** k] as [Sig, number]));
+  return [0, 1, 2, 3].map((b) => byteFromNibbles(c, nib(8 * b), nib(8 * b + 4)));
+}
+
+/** A word from instruction bit positions (null = 0, 'S' = the sign bit 31). */
+export function wordFromSpec(c: CircuitBuilder, ins: Sig[], spec: (number | null)[]): Word {
+  return [0, 1, 2, 3].map((b) => {
+    const terms: [Sig, number][] = [];
+    for (let k = 0; k < 8; k++) {
+      const src = spec[8 * b + k];
+      if (src !== null && src !== undefined) terms.push([ins[src]!, 2 ** k]);
+    }
+    return c.linear(terms);
+  });
+}
+
+/** Which instruction bit each immediate bit is, for the I, S, B, U and J layouts (null = 0). */
+export function immSpec(kind: 'I' | 'S' | 'B' | 'U' | 'J'): (number | null)[] {
+  const s: (number | null)[] = new Array(32).fill(null);
+  const sign = (from: number) => { for (let k = from; k < 32; k++) s[k] = 31; };
+  if (kind === 'I') { for (let k = 0; k < 11; k++) s[k] = 20 + k; sign(11); }
+  if (kind === 'S') {
+    for (let k = 0; k <= 4; k++) s[k] = 7 + k; // imm[4:0] = ins[11:7]
+    for (let k = 5; k <= 10; k++) s[k] = 20 + k; // imm[10:5] = ins[30:25]
+    sign(11);
+  }
+  if (kind === 'B') {
+    for (let k = 1; k <= 4; k++) s[k] = 7 + k; // imm[4:1] = ins[11:8]
+    for (let k = 5; k <= 10; k++) s[k] = 20 + k; // imm[10:5] = ins[30:25]
+    s[11] = 7; // imm[11] = ins[7]
+    sign(12);
+  }
+  if (kind === 'U') for (let k = 12; k < 32; k++) s[k] = k;
+  if (kind === 'J') {
+    for (let k = 1; k <= 10; k++) s[k] = 20 + k; // imm[10:1] = ins[30:21]
+    s[11] = 20; // imm[11] = ins[20]
+    for (let k = 12; k <= 19; k++) s[k] = k; // imm[19:12] = ins[19:12]
+    sign(20);
+  }
+  return s;
+}
+
+/** select(cond, a, b) bytewise. */
+export function muxWord(c: CircuitBuilder, cond: Sig, a: Word, b: Word): Word {
+  return a.map((x, i) => c.select(cond, x, b[i]!));
+}
+
+/**
+ * bits + small (a 0…3 addend given as two bits, or a constant) over bits.length bits, modulo
+ * 2^bits.length: the low two bits and a carry from one table, then each higher bit flips when
+ * the carry runs through all the bits below it (one table per bit) — 2 FFN layers.
+ */
+export function addSmall(c: CircuitBuilder, bits: Sig[], addend: (Sig | number)[], tag: string): Sig[] {
+  const low = c.linear([[bits[0]!, 1], [bits[1]!, 2], [addend[0]!, 1], [addend[1]!, 2]]).named(`${tag}Low`);
+  const carry = c.table(`${tag}Carry`, [low], (v) => (v >= 4 ? 1 : 0), [0, 1]);
+  const out: Sig[] = [
+    c.table(`${tag}0`, [low], (v) => v & 1, [0, 1]),
+    c.table(`${tag}1`, [low], (v) => (v >> 1) & 1, [0, 1]),
+  ];
+  for (let k = 2; k < bits.length; k++) {
+    const run = c.linear([[carry, 1], ...bits.slice(2, k).map((x) => [x, 1] as [Sig, number])]);
+    out.push(c.table(`${tag}${k}`, [bits[k]!, run], (bk, r) => bk ^ (r === k - 1 ? 1 : 0), [0, 1]));
+  }
+  return out;
+}

@@ -1,0 +1,97 @@
+/**
+ * Console input (docs/token-protocol.md "Console input"): bytes a host feeds a program after it is
+ * loaded. The program's linker script reserves an input area — the symbols `__input_area` (its
+ * address, 4-aligned) and `__input_size` (its size in bytes, firmware/runtime/link.ld) — holding
+ * the byte count in its first word and the bytes from its second word on (byte i at
+ * __input_area + 4 + i, little-endian within each word). The firmware's getchar() reads them in
+ * order (firmware/runtime/runtime.c).
+ *
+ * The host writes the area's words: into the golden emulator's memory before the run, and on the
+ * chip as loader tokens E(p) D(lo) H(hi) after the program's image and before the final J(entry)
+ * (writeTokens) — so the chip, the golden emulator and a service call all see the same bytes.
+ */
+import { BOS_ID, CODE_BASE, codeWord, encodeToken } from './protocol.ts';
+import type { Memory } from './memory.ts';
+import { ChipcError } from '../src/util/errors.ts';
+
+/** One word a host writes: a 4-aligned byte address and the 32-bit unsigned word to store there. */
+export type MemoryWrite = readonly [address: number, word: number];
+
+/** Where a program takes its console input. */
+export interface InputArea {
+  /** Byte address of the area's first word (the byte count). */
+  address: number;
+  /** Bytes of input the area holds (its size less the count word). */
+  capacity: number;
+}
+
+/** The input area named by a program's symbols, or null when it has none (a program that reads no input). */
+export function inputAreaOf(symbols: ReadonlyMap<string, number>): InputArea | null {
+  const address = symbols.get('__input_area');
+  const size = symbols.get('__input_size');
+  if (address === undefined || size === undefined) return null;
+  return { address: address >>> 0, capacity: Math.max(0, (size >>> 0) - 4) };
+}
+
+/**
+ * The words that put `bytes` into `area`: the count word, then every word the bytes cover (zero
+ * words too, so a service's earlier, longer input never shows through). ChipcError 'input.none'
+ * when the program has no input area and bytes were given; 'input.too-long' when they exceed its
+ * capacity; 'input.area' for an area that is not 4-aligned. `label` names the program in the message.
+ */
+export function inputWrites(area: InputArea | null, bytes: Uint8Array, label = 'the program'): MemoryWrite[] {
+  if (area === null) {
+    if (bytes.length === 0) return [];
+    throw new ChipcError('input.none', `${label} has no console input area (symbols __input_area, __input_size; firmware/runtime/link.ld reserves one): it cannot read the ${bytes.length} input bytes given`);
+  }
+  if (area.address % 4 !== 0) throw new ChipcError('input.area', `${label}: its input area at 0x${area.address.toString(16)} is not 4-aligned`);
+  if (bytes.length > area.capacity) {
+    throw new ChipcError('input.too-long', `${label}: the input is ${bytes.length} bytes; its input area holds ${area.capacity} (link it with a larger -Wl,--defsym=__input_size=N)`);
+  }
+  const writes: MemoryWrite[] = [[area.address, bytes.length]];
+  for (let i = 0; i < bytes.length; i += 4) {
+    let w = 0;
+    for (let k = 0; k < 4 && i + k < bytes.length; k++) w |= bytes[i + k]! << (8 * k);
+    writes.push([area.address + 4 + i, w >>> 0]);
+  }
+  return writes;
+}
+
+/** Store the writes into an emulator's memory (what the loader tokens do on the chip). */
+export function applyWrites(memory: Memory, writes: readonly MemoryWrite[]): void {
+  for (const [address, word] of writes) memory.write32(address, word);
+}
+
+/** Words of the data RAM a loader E token addresses (bit 15 of its payload selects a register). */
+export const LOADER_WORDS = 0x8000;
+
+/**
+ * The loader tokens E(p) D(lo) H(hi) of the writes (p = the word index from CODE_BASE).
+ * ChipcError 'input.address' for an address that is not a 4-aligned word of the data RAM
+ * [CODE_BASE, CODE_BASE + min(memBytes, 128 KiB)).
+ */
+export function writeTokens(writes: readonly MemoryWrite[], memBytes: number): number[] {
+  const out: number[] = [];
+  const limit = Math.min(Math.floor(memBytes / 4), LOADER_WORDS);
+  for (const [address, word] of writes) {
+    const p = (address - CODE_BASE) / 4;
+    if (!Number.isInteger(p) || p < 0 || p >= limit) {
+      throw new ChipcError('input.address', `the word at 0x${(address >>> 0).toString(16)} is not a 4-aligned address in the chip's data RAM [0x${CODE_BASE.toString(16)}, 0x${(CODE_BASE + 4 * limit).toString(16)})`);
+    }
+    out.push(
+      encodeToken({ kind: 'E', j: p >> 14, v: ((p & 0x3fff) ^ 0x2000) - 0x2000 }),
+      encodeToken({ kind: 'D', v: word & 0xffff }),
+      encodeToken({ kind: 'H', v: word >>> 16 }),
+    );
+  }
+  return out;
+}
+
+/**
+ * The prompt that starts a loaded program with its input: BOS, the input's loader tokens, J(entry).
+ * ChipcError protocol.code-range for an entry J cannot name (codeWord).
+ */
+export function startPrompt(writes: readonly MemoryWrite[], entry: number, memBytes: number): number[] {
+  const j = encodeToken({ kind: 'J', w: codeWord(entry) });
+  return [BOS_ID, ...writeTokens(writes, memBytes), j];
+}

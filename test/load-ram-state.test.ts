@@ -27,6 +27,7 @@ import { ChipcError } from '../src/util/errors.ts';
 import { applyRamContents, captureRamContents, ramStateConfig, ramStateRows } from '../src/load/ram-state.ts';
 import {
   applyStateFile, captureStateFile, decodeStateFile, encodeStateFile, loadStateFile, saveStateFile, stateFileOf,
+  writeStateFile,
 } from '../src/load/state-file.ts';
 
 const tiny = resolveTarget('tiny').config;
@@ -394,4 +395,36 @@ describe('capture refuses states that are not a valid layout', () => {
     expect(() => captureRamContents(ex, k.res, k.ram)).toThrow(msg);
     expect(() => captureRamContents(ex, k.res, k.ram)).toThrow(ChipcError);
   });
+});
+
+describe('chipc exec --state / --save-state', () => {
+  it('saves the RAMs after a run and loads them into the next: the value written is read back', async () => {
+    const { cli } = await import('./helpers/cli.ts');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-exec-state-'));
+    try {
+      const ck = path.join(dir, 'rf');
+      expect((await cli('compile', 'circuits/examples/regfile.ts', '--target', 'tiny', '-o', ck, '--no-progress')).code).toBe(0);
+      const state = path.join(dir, 'r.chip-state');
+      // 16·3 + 7: write 7 to register 3; then save every RAM's rows.
+      expect((await cli('exec', ck, '--tokens', '136,55', '--save-state', state, '--json')).code).toBe(0);
+      const file = loadStateFile(state);
+      expect(file.circuit).toBe('regfile');
+      expect([...file.rams[0]!.contents]).toEqual([[3, [7]]]);
+      // A fresh run reads register 3 (token 131): 7 from the loaded state, 0 without it.
+      const read = async (...extra: string[]) => JSON.parse((await cli('exec', ck, '--tokens', '136,131', '--generate', '1', '--json', ...extra)).out).generated;
+      expect(await read('--state', state)).toEqual([7]);
+      expect(await read()).toEqual([0]);
+      // The output is refused when it exists (without --overwrite) or is the input.
+      expect((await cli('exec', ck, '--tokens', '136', '--save-state', state)).err).toMatch(/cli\.exists/);
+      expect((await cli('exec', ck, '--tokens', '136', '--state', state, '--save-state', state, '--overwrite')).err).toMatch(/cli\.output-is-input/);
+      // A state file of another circuit is refused before anything runs.
+      const other = path.join(dir, 'other.chip-state');
+      writeStateFile(other, { ...file, circuit: 'kv' });
+      const bad = await cli('exec', ck, '--tokens', '136', '--state', other);
+      expect(bad.code).toBe(2);
+      expect(bad.err).toMatch(/state\.mismatch.*circuit "kv"/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

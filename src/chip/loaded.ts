@@ -9,6 +9,9 @@
 import { loadModel } from '../model/load-weights.ts';
 import type { RamDeclShape, RamStatePlacement } from '../load/ram-state.ts';
 import { hasCircuit, type ChipModel } from './chip-model.ts';
+import type { ManifestRam } from '../emit/manifest.ts';
+import type { ModelWeights } from '../model/weights.ts';
+import type { StateHost } from '../load/state-file.ts';
 import { ChipcError } from '../util/errors.ts';
 import { checkChipFits, readChipCheckpoint, type ChipCheckpoint, type ChipProgram } from './run.ts';
 
@@ -32,8 +35,22 @@ export function loadChipModel(path: string, prog: ChipProgram): ChipModel & { ch
   const banked = ck.manifest.rv32?.memBankWords;
   if (isInt(banked)) prog.chip.memBankWords = banked;
   checkChipFits(ck, prog);
+  const { rams, decls } = manifestRams(path, ck.manifest.rams);
+  const weights = loadModel(path, { mode: 'sparse' });
+  if (weights.config.numLayers !== ck.manifest.layerTypes?.length) {
+    throw new ChipcError('run.model', `${path}: config.json has ${weights.config.numLayers} layers, the manifest ${String(ck.manifest.layerTypes?.length)}`);
+  }
+  return { weights, rams, ir: { rams: decls }, checkpoint: ck };
+}
+
+/**
+ * The RAM placements and declarations a manifest records (`rams`), checked: what writing and
+ * reading RAM rows straight in the GDN state needs. ChipcError run.model for a manifest without
+ * RAMs, without their layouts (written before layouts were recorded) or with a malformed record.
+ */
+export function manifestRams(path: string, recordedIn: unknown): { rams: RamStatePlacement[]; decls: RamDeclShape[] } {
   const again = 'emit the chip again with this version of chipc';
-  const recorded = Array.isArray(ck.manifest.rams) ? ck.manifest.rams : [];
+  const recorded = (Array.isArray(recordedIn) ? recordedIn : []) as ManifestRam[];
   if (recorded.length === 0) throw new ChipcError('run.model', `${path}: its manifest records no RAMs; ${again}`);
   const decls: RamDeclShape[] = [];
   const rams: RamStatePlacement[] = recorded.map((r) => {
@@ -48,9 +65,16 @@ export function loadChipModel(path: string, prog: ChipProgram): ChipModel & { ch
     decls[r.ram] = { id: r.ram, name: r.name, rows: r.rows, fields: r.fields };
     return { ram: r.ram, name: r.name, layer: r.layer, keyHeads: r.keyHeads, lowering: { layout: r.layout, roles: r.roles } };
   });
-  const weights = loadModel(path, { mode: 'sparse' });
-  if (weights.config.numLayers !== ck.manifest.layerTypes?.length) {
-    throw new ChipcError('run.model', `${path}: config.json has ${weights.config.numLayers} layers, the manifest ${String(ck.manifest.layerTypes?.length)}`);
-  }
-  return { weights, rams, ir: { rams: decls }, checkpoint: ck };
+  return { rams, decls };
+}
+
+/**
+ * What a state file needs of any compiled checkpoint with a manifest (`chipc compile`, `chipc cpu`,
+ * `chipc run --emit`): its circuit's name, RAM declarations and placements (`chipc exec --state`).
+ * ChipcError run.model (no manifest, or RAMs not recorded) and the checkpoint's read errors.
+ */
+export function stateHostOf(path: string, weights: ModelWeights): StateHost {
+  const ck = readChipCheckpoint(path);
+  const { rams, decls } = manifestRams(path, ck.manifest.rams);
+  return { weights, rams, ir: { name: ck.manifest.circuit, rams: decls } };
 }

@@ -15,10 +15,21 @@
 import * as fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { ChipcError } from '../util/errors.ts';
-import type { CompileResult } from '../compile.ts';
 import type { Executor } from '../exec/executor.ts';
-import type { RamDecl } from '../ir/types.ts';
-import { applyRamContents, captureRamContents, checkRamContents, type RamContents } from './ram-state.ts';
+
+import {
+  applyRamContents, captureRamContents, checkRamContents, type RamContents, type RamDeclShape, type RamHost, type RamStatePlacement,
+} from './ram-state.ts';
+
+/**
+ * What the state-file functions need of a model: its circuit's name and RAM declarations, and
+ * where each RAM's GDN heads are. A CompileResult is one; so is a checkpoint read with its
+ * manifest (`chipc exec --state`, src/chip/loaded.ts ramsOfCheckpoint).
+ */
+export interface StateHost extends RamHost {
+  ir: { name: string; rams: readonly RamDeclShape[] };
+  rams: readonly RamStatePlacement[];
+}
 import { tempSibling } from '../util/temp-files.ts';
 
 export const STATE_FILE_MAGIC = 'CHIPSTAT';
@@ -53,7 +64,7 @@ function fail(code: string, msg: string): never {
  * named are empty; a name that is not a RAM of the circuit, or contents that do not fit the
  * declaration, is a ChipcError.
  */
-export function stateFileOf(res: CompileResult, contents: ReadonlyMap<string, RamContents>): StateFile {
+export function stateFileOf(res: StateHost, contents: ReadonlyMap<string, RamContents>): StateFile {
   const names = new Set(res.ir.rams.map((r) => r.name));
   for (const name of contents.keys()) {
     if (!names.has(name)) fail('state.ram', `circuit "${res.ir.name}" has no RAM named "${name}" (RAMs: ${[...names].join(', ') || 'none'})`);
@@ -243,7 +254,7 @@ export function decodeStateFile(bytes: Uint8Array, source = 'state file'): State
  * Writes the state file of `res` holding `contents` (RAM name → occupied rows) to `file`
  * atomically: the bytes go to a temporary name in the same directory, then a rename.
  */
-export function saveStateFile(file: string, res: CompileResult, contents: ReadonlyMap<string, RamContents>): void {
+export function saveStateFile(file: string, res: StateHost, contents: ReadonlyMap<string, RamContents>): void {
   writeStateFile(file, stateFileOf(res, contents));
 }
 
@@ -271,7 +282,7 @@ export function loadStateFile(file: string): StateFile {
   return decodeStateFile(bytes, file);
 }
 
-function matchDecl(decl: RamDecl, ram: StateFileRam): void {
+function matchDecl(decl: RamDeclShape, ram: StateFileRam): void {
   const want = decl.fields.map((f) => f.hi);
   if (ram.rows !== decl.rows || ram.fields.length !== want.length || ram.fields.some((hi, f) => hi !== want[f] || decl.fields[f]!.lo !== 0)) {
     fail('state.mismatch', `RAM "${ram.name}": the state file has ${ram.rows} rows × fields [${ram.fields.map((h) => `0..${h}`).join(', ')}], the circuit declares ${decl.rows} rows × [${decl.fields.map((f) => `${f.lo}..${f.hi}`).join(', ')}]`);
@@ -284,7 +295,7 @@ function matchDecl(decl: RamDecl, ram: StateFileRam): void {
  * circuit (name) and list exactly the circuit's RAMs with the same shapes: ChipcError
  * `state.mismatch` otherwise. Every RAM is checked before any state is written.
  */
-export function applyStateFile(executor: Executor, res: CompileResult, file: StateFile): void {
+export function applyStateFile(executor: Executor, res: StateHost, file: StateFile): void {
   const plan = checkStateFileFor(res, file);
   for (const { ram } of plan) {
     const placement = res.rams.find((p) => p.ram === ram.id)!;
@@ -293,13 +304,13 @@ export function applyStateFile(executor: Executor, res: CompileResult, file: Sta
 }
 
 /** Checks that `file` fits `res`'s circuit (see applyStateFile); returns the RAMs to load. */
-export function checkStateFileFor(res: CompileResult, file: StateFile): { ram: RamDecl }[] {
+export function checkStateFileFor(res: StateHost, file: StateFile): { ram: RamDeclShape }[] {
   if (file.circuit !== res.ir.name) fail('state.mismatch', `the state file is for circuit "${file.circuit}", the model is circuit "${res.ir.name}"`);
   const byName = new Map(file.rams.map((r) => [r.name, r]));
   for (const r of file.rams) {
     if (!res.ir.rams.some((d) => d.name === r.name)) fail('state.mismatch', `the state file has RAM "${r.name}", which circuit "${res.ir.name}" does not declare`);
   }
-  const plan: { ram: RamDecl }[] = [];
+  const plan: { ram: RamDeclShape }[] = [];
   for (const decl of res.ir.rams) {
     const r = byName.get(decl.name);
     if (!r) fail('state.mismatch', `the state file has no entry for RAM "${decl.name}" of circuit "${res.ir.name}"`);
@@ -315,7 +326,7 @@ export function checkStateFileFor(res: CompileResult, file: StateFile): { ram: R
 }
 
 /** The state file of the RAM contents held by `executor`'s GDN state (captureRamContents per RAM). */
-export function captureStateFile(executor: Executor, res: CompileResult): StateFile {
+export function captureStateFile(executor: Executor, res: StateHost): StateFile {
   const contents = new Map<string, RamContents>();
   for (const p of res.rams) contents.set(p.name, captureRamContents(executor, res, p));
   return stateFileOf(res, contents);

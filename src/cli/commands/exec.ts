@@ -17,6 +17,9 @@ import { Executor, argmax } from '../../exec/executor.ts';
 import type { ExecOptions, OrderMode } from '../../exec/types.ts';
 import { ChipcError } from '../../util/errors.ts';
 import { integerOption } from '../support/options.ts';
+import { prepareOutput } from '../support/files.ts';
+import { applyStateFile, captureStateFile, loadStateFile, writeStateFile } from '../../load/state-file.ts';
+import { stateHostOf } from '../../chip/loaded.ts';
 import { fmtInt, makeOut, table } from '../support/output.ts';
 import type { Runner } from '../support/output.ts';
 import { summaryOf } from '../support/command-table.ts';
@@ -80,6 +83,9 @@ function namingFile<T>(label: string, body: () => T): T {
 }
 
 interface ExecCliOptions {
+  state?: string;
+  saveState?: string;
+  overwrite?: boolean;
   tokens: string;
   generate?: string;
   target?: string;
@@ -104,6 +110,9 @@ export function registerExec(program: Command, run: Runner): void {
     .option('--order <o>', 'reduction order: sequential, fma, shuffled[:SEED]', 'sequential')
     .option('--top <k>', 'how many top next tokens to print', '5')
     .option('--all-positions', 'print every position\'s argmax and the sha256 of its float32 logits (little-endian), prompt and generated, to compare with another engine position by position')
+    .option('--state <file>', 'load this .chip-state file (the rows of every RAM, docs/state-files.md) into the GDN state before the prompt')
+    .option('--save-state <out>', 'after the prompt and generation, write the RAMs\' rows as a .chip-state file')
+    .option('--overwrite', 'with --save-state: replace an existing file')
     .option('--json', 'print one JSON document')
     .action((p: string, o: ExecCliOptions) =>
       run(() => {
@@ -121,6 +130,8 @@ export function registerExec(program: Command, run: Runner): void {
         for (const t of tokens) {
           if (t >= cfg.vocabSize) throw new ChipcError('cli.tokens', `token id ${t} is outside the vocabulary (size ${cfg.vocabSize})`);
         }
+        if (o.saveState !== undefined) prepareOutput(o.saveState, { option: '--save-state', inputs: [p, o.state], overwrite: o.overwrite === true });
+        const stateIn = o.state === undefined ? null : loadStateFile(o.state);
         const store = openCheckpointOrChip(p);
         const t0 = performance.now();
         let weights;
@@ -132,6 +143,9 @@ export function registerExec(program: Command, run: Runner): void {
         const loadMs = performance.now() - t0;
         const opts: ExecOptions = { profile: o.profile, path: o.path, order: parseOrder(o.order) };
         const ex = new Executor(weights, opts);
+        // The RAMs' placements come from the checkpoint's manifest (state files address RAMs by name).
+        const host = stateIn !== null || o.saveState !== undefined ? stateHostOf(p, weights) : null;
+        if (stateIn !== null) applyStateFile(ex, host!, stateIn);
         const t1 = performance.now();
         const all = o.allPositions === true;
         const prefillLogits = ex.prefill(tokens, { allLogits: all });
@@ -151,6 +165,7 @@ export function registerExec(program: Command, run: Runner): void {
           }
         }
         const runMs = performance.now() - t1;
+        if (o.saveState !== undefined) writeStateFile(o.saveState, captureStateFile(ex, host!));
         out.emit({ tokens, top: topK, generated, ...(all ? { positions } : {}), loadMs, runMs, profile: o.profile, path: o.path, order: o.order });
         if (all) {
           out.line(table(['position', 'token', 'argmax', 'max logit bits', 'sha256 of the float32 logits'],

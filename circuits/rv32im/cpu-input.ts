@@ -8,7 +8,14 @@
  */
 import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
 import { Q_DIGITS } from '../../riscv/protocol.ts';
-import { bit, Kind, narrowCommit, tokenKind, wideCommit } from './cpu-tokens.ts';
+import { bit as bitOf, Kind, narrowCommit, tokenKind as kindOfId, wideCommit } from './cpu-tokens.ts';
+
+// Module-level copies of the two functions the token fields call for each of the alphabet's
+// ≈ 248,000 ids: an import transpiled to CommonJS (tsx, vitest) is a getter call per use, which
+// cost ≈ 1 s per chip build.
+const tokenKind = kindOfId;
+const bit = bitOf;
+const Q_RADIX = Q_DIGITS;
 
 /** The fed token's fields (bits LSB first). */
 export interface TokenInputs {
@@ -62,8 +69,8 @@ export function tokenInputs(c: CircuitBuilder): TokenInputs {
   const isA = is(Kind.A, 'isA');
   const aW = Array.from({ length: 10 }, (_, k) => c.tokenField(`aW${k}`, (t) => (tokenKind(t).kind === Kind.A ? bit(tokenKind(t).v, k) : 0), [0, 1]));
   const isQ = is(Kind.Q, 'isQ');
-  const qStep = c.tokenField('qStep', (t) => (tokenKind(t).kind === Kind.Q ? Math.floor(tokenKind(t).v / Q_DIGITS) : 0), [0, 7]);
-  const qDigit = c.tokenField('qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v % Q_DIGITS : 0), [0, 15]);
+  const qStep = c.tokenField('qStep', (t) => (tokenKind(t).kind === Kind.Q ? Math.floor(tokenKind(t).v / Q_RADIX) : 0), [0, 7]);
+  const qDigit = c.tokenField('qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v % Q_RADIX : 0), [0, 15]);
   const tj = [0, 1].map((k) => c.tokenField(`tj${k}`, (t) => (tokenKind(t).kind === Kind.J ? 0 : bit(tokenKind(t).j, k)), [0, 1]));
   const jw = Array.from({ length: 15 }, (_, k) => c.tokenField(`jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v, k) : 0), [0, 1]));
   // J's word index shifted right by 2, plus 1 (mod 2^13): the high bits of base + j when j carries

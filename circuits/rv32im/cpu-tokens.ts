@@ -35,7 +35,7 @@ let kindTable: readonly TokenKind[] | null = null;
  */
 export function tokenKind(t: number): TokenKind {
   const table = kindTable ??= Object.freeze(Array.from({ length: VOCAB }, (_, id) => Object.freeze(classifyToken(id))));
-  return (t >= 0 && t < VOCAB && Number.isInteger(t) ? table[t] : undefined) ?? classifyToken(t);
+  return table[t] ?? classifyToken(t);
 }
 
 function classifyToken(t: number): TokenKind {

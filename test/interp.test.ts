@@ -318,8 +318,8 @@ describe('random big-integer expressions (seeded fast-check) = BigInt', () => {
 // ---------------------------------------------------------------------------------------------
 // State across calls
 
-/** A REPL session: the image loaded once, one service call per input. */
-function session() {
+/** A REPL: the image loaded once, one service call per input. */
+function loadedInterpreter() {
   const svc = ServiceEmulator.load(ELF, MEM, 16 * 1024);
   const area = inputAreaOf(svc.program.symbols);
   return (src: string): Outcome => {
@@ -330,7 +330,7 @@ function session() {
 
 describe('state across calls (ServiceEmulator, re-entry at _start)', () => {
   it('functions and globals defined in one call are there in the next; errors leave it usable', () => {
-    const call = session();
+    const call = loadedInterpreter();
     expect(call('fn f(n) { if n < 2 { return 1 }; return n * f(n - 1) }\nx = 7')).toEqual(expect.objectContaining({ output: '', exitCode: 0 }));
     expect(call('f(x)\nf(25)')).toEqual(expect.objectContaining({ output: '5040\n15511210043330985984000000\n', exitCode: 0 }));
     expect(call('y = x * 2; y / 0; z = 1')).toEqual(expect.objectContaining({ output: 'error: line 1: division by zero\n', exitCode: 1 }));
@@ -350,7 +350,7 @@ describe('state across calls (ServiceEmulator, re-entry at _start)', () => {
       'a = a + 1; a / 0', 'a % 97', 'fn loop(n) { i = 0; s = ""; while i < n { s = s + "ab"; i = i + 1 }; return s }', 'len(loop(100))',
       'r = 1; fn deep(n) { return deep(n + 1) }', 'deep(0)', 'r + sq(2)', 'q', 'print(a / 3, a % 3)',
     ];
-    const call = session();
+    const call = loadedInterpreter();
     const state = newState();
     for (const src of inputs) {
       const ref = runInput(src, state);
@@ -360,7 +360,7 @@ describe('state across calls (ServiceEmulator, re-entry at _start)', () => {
   });
 
   it('memory is reclaimed across calls: errors inside functions with big locals, reassigned big globals', () => {
-    const call = session();
+    const call = loadedInterpreter();
     call('fn bad(n) { big = 2 ** 6000 + n; other = big * 2; return big / 0 }');
     for (let i = 0; i < 30; i++) {
       expect(call(`bad(${i})`).output).toBe('error: line 1: division by zero\n');
@@ -371,7 +371,7 @@ describe('state across calls (ServiceEmulator, re-entry at _start)', () => {
   });
 
   it('running out of memory is an error ("out of memory"), and the next call works', () => {
-    const call = session();
+    const call = loadedInterpreter();
     const r = call('a = 2 ** 8000\nb = a + 1\nc = a + 2\nd = a + 3\ne = a + 4\nf = a + 5\ng = a + 6\nh = a + 7\n');
     expect(r.exitCode).toBe(1);
     expect(r.output).toMatch(/^error: line [2-8]: out of memory\n$/);

@@ -88,10 +88,20 @@ export function writeTokens(writes: readonly MemoryWrite[], memBytes: number): n
 }
 
 /**
- * The prompt that starts a loaded program with its input: BOS, the input's loader tokens, J(entry).
- * ChipcError protocol.code-range for an entry J cannot name (codeWord).
+ * The prompt that starts a loaded program with its input: `first` (BOS; for a service call the
+ * previous call's HALT or TRAP), the input's loader tokens, J(entry). ChipcError
+ * protocol.code-range for an entry J cannot name (codeWord).
  */
-export function startPrompt(writes: readonly MemoryWrite[], entry: number, memBytes: number): number[] {
+export function startPrompt(writes: readonly MemoryWrite[], entry: number, memBytes: number, first = BOS_ID): number[] {
   const j = encodeToken({ kind: 'J', w: codeWord(entry) });
-  return [BOS_ID, ...writeTokens(writes, memBytes), j];
+  return [first, ...writeTokens(writes, memBytes), j];
+}
+
+/**
+ * The writes of a program's first run: none without input (a fresh RAM's count word reads 0, so
+ * the prompt stays [BOS, J(entry)]), else inputWrites. A service call writes the count word
+ * always (inputWrites), so that an earlier input never shows through.
+ */
+export function firstRunInputWrites(area: InputArea | null, input: Uint8Array | undefined, label?: string): MemoryWrite[] {
+  return input === undefined || input.length === 0 ? [] : inputWrites(area, input, label);
 }

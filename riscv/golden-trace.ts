@@ -7,7 +7,7 @@
  * summarised as tokens per instruction, overall and per instruction class.
  */
 import { ChipcError } from '../src/util/errors.ts';
-import { applyWrites, inputAreaOf, inputWrites, startPrompt } from './console-input.ts';
+import { applyWrites, firstRunInputWrites, inputAreaOf, startPrompt } from './console-input.ts';
 import { CONSOLE_ADDR, hex, type Memory, type MemoryOptions } from './memory.ts';
 import { OPC, immB, immJ, immS } from './decode.ts';
 import { cpuForProgram, loadElf } from './elf.ts';
@@ -205,8 +205,7 @@ export function haltCode(exitCode: number): number {
 export function goldenTokens(elfBytes: Uint8Array, opts: GoldenTraceOptions = {}): GoldenTrace {
   const program = loadElf(elfBytes, opts.mem ?? {}, opts.label);
   const cpu = cpuForProgram(program);
-  // No input, no writes: a fresh RAM's count word reads 0 (the prompt stays [BOS, J(entry)]).
-  const writes = opts.input === undefined || opts.input.length === 0 ? [] : inputWrites(inputAreaOf(program.symbols), opts.input, opts.label);
+  const writes = firstRunInputWrites(inputAreaOf(program.symbols), opts.input, opts.label);
   applyWrites(program.memory, writes);
   return goldenRun(cpu, { memory: program.memory, tohost: program.tohost, codeEnd: codeEndWords(program), entry: program.entry },
     startPrompt(writes, program.entry, program.memory.base + program.memory.size - CODE_BASE), opts);

@@ -15,8 +15,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { inputAreaOf, inputWrites, type InputArea } from '../../riscv/console-input.ts';
-import { loadElf } from '../../riscv/elf.ts';
+import { inputWrites, type InputArea } from '../../riscv/console-input.ts';
 import { BOS_ID, decodeToken, trapCauseName } from '../../riscv/protocol.ts';
 import { ChipcError } from '../util/errors.ts';
 import { PACKAGE_ROOT } from '../util/package-root.ts';
@@ -78,7 +77,7 @@ export class InterpreterOnChip {
 
   constructor(readonly prog: ChipProgram, elf: Uint8Array, res: ChipModel | null, opts: InterpreterOptions = {}) {
     this.label = opts.label ?? 'the interpreter';
-    this.area = inputAreaOf(loadElf(elf, {}, this.label).symbols);
+    this.area = prog.inputArea;
     if (this.area === null) throw new ChipcError('input.none', `${this.label} has no console input area (symbols __input_area, __input_size): it cannot read source`);
     this.chip = new ChipService(res, prog, { ...opts, engine: opts.engine ?? 'weights' });
     this.golden = opts.check === true ? ServiceEmulator.load(elf, prog.memBytes, prog.codeBytes) : null;
@@ -87,8 +86,6 @@ export class InterpreterOnChip {
   /** Evaluations so far. */
   get evaluations(): number { return this.count; }
 
-  /** Bytes of source one evaluation takes (the image's input area). */
-  get capacity(): number { return this.area!.capacity; }
 
   /**
    * Feed `source` as one evaluation and generate until HALT or TRAP (or maxTokens, or a divergence
@@ -133,8 +130,6 @@ export class InterpreterOnChip {
     };
   }
 
-  /** Whether another evaluation can follow (the last one ended with HALT or TRAP, without a divergence). */
-  get usable(): boolean { return this.first >= 0; }
 
   /** A one-line description of why the chip cannot evaluate more, for messages. */
   static describeStop(e: Evaluation): string {
@@ -183,7 +178,7 @@ export async function openInterpreter(opts: OpenInterpreterOptions = {}): Promis
   const memBytes = opts.memBytes ?? (typeof rv32?.memWords === 'number' ? rv32.memWords * 4 : sizes.memBytes);
   const codeBytes = opts.codeBytes ?? (typeof rv32?.codeWords === 'number' ? rv32.codeWords * 4 : sizes.codeBytes);
   const prog = programOf(elf, { memBytes, codeBytes, label }, ck === null ? target.config : undefined);
-  if (opts.source !== undefined) inputWrites(inputAreaOf(loadElf(elf, {}, label).symbols), new TextEncoder().encode(opts.source), label);
+  if (opts.source !== undefined) inputWrites(prog.inputArea, new TextEncoder().encode(opts.source), label);
   let res: ChipModel | null = null;
   let where: string;
   if (ck !== null) {

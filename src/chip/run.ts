@@ -30,7 +30,7 @@ import { MERGE_INFO_FILE } from '../merge/merge.ts';
 import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-weights.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
-import { inputAreaOf, inputWrites, startPrompt, type MemoryWrite } from '../../riscv/console-input.ts';
+import { firstRunInputWrites, inputAreaOf, startPrompt, type InputArea, type MemoryWrite } from '../../riscv/console-input.ts';
 import { BOS_ID, CODE_BASE, codeWord, decodeToken, encodeToken, formatToken, trapCauseName } from '../../riscv/protocol.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import type { TargetShape } from '../dsl/index.ts';
@@ -64,6 +64,8 @@ export interface ChipProgram {
   start: number[];
   /** The console input's words (riscv/console-input.ts), fed at the end of both prompts; the golden emulator gets the same. */
   input: MemoryWrite[];
+  /** The program's console input area (its __input_area / __input_size symbols), null without one. */
+  inputArea: InputArea | null;
   /** Data RAM size in bytes (the golden emulator must run with the same RAM). */
   memBytes: number;
   /** Code RAM size in bytes (the golden emulator's fetch limit). */
@@ -178,12 +180,12 @@ export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}
   put(CONFIG_CODE_END, config.codeEnd);
   put(CONFIG_TOHOST, configTohostWord(config.tohost));
   put(0x8000 + 2, sp);
-  // No input, no writes: a fresh RAM's count word reads 0 (the start prompt stays [BOS, J(entry)]).
-  const input = o.input === undefined || o.input.length === 0 ? [] : inputWrites(inputAreaOf(p.symbols), o.input, o.label);
+  const inputArea = inputAreaOf(p.symbols);
+  const input = firstRunInputWrites(inputArea, o.input, o.label);
   const start = startPrompt(input, p.entry, memBytes);
   loader.push(...start.slice(1));
   const memBankWords = target === undefined ? MEM_BANK_WORDS : memBankWordsFor(target);
-  return { entry: p.entry, code, data, regs, config, loader, start, input, memBytes, codeBytes, codeEndWords: used, chip: { codeWords, memWords: memBytes / 4, memBankWords } };
+  return { entry: p.entry, code, data, regs, config, loader, start, input, inputArea, memBytes, codeBytes, codeEndWords: used, chip: { codeWords, memWords: memBytes / 4, memBankWords } };
 }
 
 /** Refuse (chip.code / chip.mem) a RAM size no chip can have: code a power of two in [256 bytes, 64 KiB], data a multiple of 256 in [256, 128 KiB]. */

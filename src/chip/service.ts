@@ -23,11 +23,10 @@
  */
 import { Cpu } from '../../riscv/cpu.ts';
 import { loadElf, type LoadedProgram } from '../../riscv/elf.ts';
-import { writeTokens, type MemoryWrite } from '../../riscv/console-input.ts';
+import { startPrompt, type MemoryWrite } from '../../riscv/console-input.ts';
 import { hex } from '../../riscv/memory.ts';
 import { codeEndWords, goldenRun, haltCode, type GoldenTrace } from '../../riscv/golden-trace.ts';
-import { BOS_ID, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
-import { CODE_BASE } from '../../riscv/protocol.ts';
+import { BOS_ID, CODE_BASE, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
 import { memBanks } from '../../riscv/chip-shape.ts';
 import { hasCircuit, type ChipModel } from './loaded.ts';
 import { argmax, type Executor } from '../exec/executor.ts';
@@ -46,7 +45,8 @@ export const SERVICE_MAX_INSTRUCTIONS = 50_000_000;
 
 /**
  * The request prompt of a call: `first` (BOS or the previous call's HALT), then E(p) D(lo) H(hi)
- * per write (p = the word index from CODE_BASE; writeTokens), then J(entry). ChipcError
+ * per write (p = the word index from CODE_BASE), then J(entry) — startPrompt with that first
+ * token. ChipcError 'service.write' for a word that is not an unsigned 32-bit integer,
  * 'input.address' for an address that is not a 4-aligned word of the data RAM the loader reaches.
  */
 export function requestPrompt(first: number, writes: readonly ServiceWrite[], entry: number, memBytes: number): number[] {
@@ -55,7 +55,7 @@ export function requestPrompt(first: number, writes: readonly ServiceWrite[], en
       throw new ChipcError('service.write', `request word at 0x${hex(addr >>> 0)} must be an unsigned 32-bit integer, got ${word}`);
     }
   }
-  return [first, ...writeTokens(writes, memBytes), encodeToken({ kind: 'J', w: (entry - CODE_BASE) / 4 })];
+  return startPrompt(writes, entry, memBytes, first);
 }
 
 /** What one call did. */

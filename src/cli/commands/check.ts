@@ -12,7 +12,7 @@ import { compileCircuit } from '../../compile.ts';
 import { resolveTarget } from '../../model/targets.ts';
 import { checkCompiled } from '../../verify/check.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { integerOption } from '../support/options.ts';
+import { integerOption, profileOption } from '../support/options.ts';
 import { Prng } from '../../model/random-weights.ts';
 import { EXIT_DIFFERENT, EXIT_OK, fmtInt, makeOut, table } from '../support/output.ts';
 import { parseOrder, parseTokenList } from './exec.ts';
@@ -48,7 +48,7 @@ export function registerCheck(program: Command, run: Runner): void {
     .action((file: string, o: CheckCliOptions) =>
       run(async () => {
         const out = makeOut(Boolean(o.json));
-        if (o.profile !== 'f32' && o.profile !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
+        const profile = profileOption(o.profile);
         if (o.path !== 'dense' && o.path !== 'sparse') throw new ChipcError('cli.path', `--path must be dense or sparse, not "${o.path}"`);
         const ir = file.endsWith('.chip-ir') ? readIR(file) : await loadCircuitFile(file, resolveTarget(o.target).config);
         let tokens: number[];
@@ -63,7 +63,7 @@ export function registerCheck(program: Command, run: Runner): void {
         const gen = o.generate === undefined ? 0 : integerOption(o.generate, '--generate', 'cli.generate', { min: 0 });
         const res = compileCircuit(ir, resolveTarget(o.target).config);
         const r = checkCompiled(res, tokens, {
-          profile: o.profile, path: o.path, order: parseOrder(o.order),
+          profile, path: o.path, order: parseOrder(o.order),
           mode: gen > 0 ? 'generate' : 'teacher', prompt: tokens.length, length: tokens.length + gen,
         });
         out.emit(r);

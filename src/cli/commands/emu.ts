@@ -14,7 +14,7 @@ import { DEFAULT_MEM_BASE, DEFAULT_MEM_SIZE, hex } from '../../../riscv/memory.t
 import { ABI_NAMES } from '../../../riscv/decode.ts';
 import { ChipcError } from '../../util/errors.ts';
 import { inputOption, parseSize, type InputFlags } from '../support/options.ts';
-import { applyWrites, inputAreaOf, inputWrites } from '../../../riscv/console-input.ts';
+import { applyWrites, firstRunInputWrites, inputAreaOf } from '../../../riscv/console-input.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../support/output.ts';
 import type { Runner } from '../support/output.ts';
 import { summaryOf } from '../support/command-table.ts';
@@ -56,7 +56,7 @@ export function registerEmu(program: Command, run: Runner): void {
         }
         const input = inputOption(opts);
         const prog = loadElf(bytes, { base, size }, file);
-        applyWrites(prog.memory, inputWrites(inputAreaOf(prog.symbols), input ?? new Uint8Array(0), file));
+        applyWrites(prog.memory, firstRunInputWrites(inputAreaOf(prog.symbols), input, file));
         const cpu = cpuForProgram(prog);
         const trace: ReturnType<typeof traceJson>[] = [];
         const t0 = performance.now();

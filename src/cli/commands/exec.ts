@@ -16,7 +16,7 @@ import type { ModelConfig } from '../../model/config.ts';
 import { Executor, argmax } from '../../exec/executor.ts';
 import type { ExecOptions, OrderMode } from '../../exec/types.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { integerOption } from '../support/options.ts';
+import { integerOption, profileOption } from '../support/options.ts';
 import { prepareOutput } from '../support/files.ts';
 import { applyStateFile, captureStateFile, loadStateFile, writeStateFile } from '../../load/state-file.ts';
 import { stateHostOf } from '../../chip/loaded.ts';
@@ -117,9 +117,7 @@ export function registerExec(program: Command, run: Runner): void {
     .action((p: string, o: ExecCliOptions) =>
       run(() => {
         const out = makeOut(Boolean(o.json));
-        if (o.profile !== 'f32' && o.profile !== 'bf16') {
-          throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
-        }
+        const profile = profileOption(o.profile);
         if (o.path !== 'dense' && o.path !== 'sparse') {
           throw new ChipcError('cli.path', `--path must be dense or sparse, not "${o.path}"`);
         }
@@ -141,7 +139,7 @@ export function registerExec(program: Command, run: Runner): void {
           store.close();
         }
         const loadMs = performance.now() - t0;
-        const opts: ExecOptions = { profile: o.profile, path: o.path, order: parseOrder(o.order) };
+        const opts: ExecOptions = { profile, path: o.path, order: parseOrder(o.order) };
         const ex = new Executor(weights, opts);
         // The RAMs' placements come from the checkpoint's manifest (state files address RAMs by name).
         const host = stateIn !== null || o.saveState !== undefined ? stateHostOf(p, weights) : null;

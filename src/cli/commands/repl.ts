@@ -12,7 +12,7 @@ import readline from 'node:readline';
 import type { Command } from 'commander';
 import chalk from 'chalk';
 import { ChipcError } from '../../util/errors.ts';
-import { codeSizeOption, integerOption, memSizeOption } from '../support/options.ts';
+import { codeSizeOption, engineOption, integerOption, memSizeOption, profileOption } from '../support/options.ts';
 import { defaultChipSizes } from '../../chip/generic.ts';
 import { EVAL_MAX_TOKENS, InterpreterOnChip, openInterpreter, type Evaluation } from '../../chip/repl.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../support/output.ts';
@@ -73,8 +73,8 @@ export function registerRepl(program: Command, run: Runner): void {
     .action((o: ReplCliOptions) =>
       run(async () => {
         const out = makeOut(Boolean(o.json));
-        if (o.profile !== 'f32' && o.profile !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
-        if (o.engine !== 'weights' && o.engine !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${o.engine}"`);
+        const profile = profileOption(o.profile);
+        const engine = engineOption(o.engine);
         const maxTokens = integerOption(o.maxTokens, '--max-tokens', 'cli.max-tokens', { min: 3 });
         if (o.model !== undefined && (o.engine !== 'weights' || o.target !== undefined || o.codeSize !== undefined || o.memSize !== undefined)) {
           throw new ChipcError('cli.model', '--model runs the given checkpoint: --engine ir, --target, --code-size and --mem-size do not apply');
@@ -88,7 +88,7 @@ export function registerRepl(program: Command, run: Runner): void {
           ...(o.codeSize !== undefined ? { codeBytes: codeSizeOption(o.codeSize) } : {}),
           ...(o.memSize !== undefined ? { memBytes: memSizeOption(o.memSize) } : {}),
           noCache: !o.cache, log, ...(o.eval !== undefined ? { source: o.eval } : {}),
-          engine: o.engine as 'weights' | 'ir', profile: o.profile as 'f32' | 'bf16', check: o.check === true,
+          engine, profile, check: o.check === true,
         });
         if (o.stats) log(`${where} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 

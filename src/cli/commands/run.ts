@@ -17,7 +17,7 @@ import type { Command } from 'commander';
 import chalk from 'chalk';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { codeSizeOption, inputOption, integerOption, memSizeOption, type InputFlags } from '../support/options.ts';
+import { codeSizeOption, engineOption, inputOption, integerOption, memSizeOption, profileOption, type InputFlags } from '../support/options.ts';
 import { parseOrder } from './exec.ts';
 import {
   checkChipFits, emitChip, fmtBytes, goldenTokens, locateDivergence, parsePrefillPlan, prefillPlanName, programOf, readChipCheckpoint,
@@ -84,11 +84,11 @@ export function registerRun(program: Command, run: Runner): void {
     .action((file: string, o: RunCliOptions) =>
       run(async () => {
         const out = makeOut(Boolean(o.json));
-        if (o.profile !== 'f32' && o.profile !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
+        const profile = profileOption(o.profile);
         const maxTokens = integerOption(o.maxTokens, '--max-tokens', 'cli.max-tokens', { min: 3 });
         if (!fs.existsSync(file)) throw new ChipcError('cli.file', `${file} does not exist`);
         const elf = fs.readFileSync(file);
-        if (o.engine !== 'weights' && o.engine !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${o.engine}"`);
+        engineOption(o.engine);
         if (o.model !== undefined && o.emit !== undefined) throw new ChipcError('cli.model', '--model and --emit exclude each other');
         if (o.model !== undefined && (o.engine !== 'weights' || o.target !== undefined)) {
           throw new ChipcError('cli.model', '--model runs the given checkpoint: --engine ir and --target do not apply');
@@ -156,7 +156,7 @@ export function registerRun(program: Command, run: Runner): void {
           }
           if (o.trace && !o.json) out.line(formatToken(t));
         };
-        const runOpts = { profile: o.profile as 'f32' | 'bf16', order, kernelOrder, maxTokens, golden, goldenPc, goldenEnd, onToken, load, prefill };
+        const runOpts = { profile, order, kernelOrder, maxTokens, golden, goldenPc, goldenEnd, onToken, load, prefill };
         let r: RunResult;
         let where: string;
         let openS = 0;
@@ -217,7 +217,7 @@ export function registerRun(program: Command, run: Runner): void {
         if (r.divergence && compiled !== null) {
           // Replay the run beside the chip circuit to find the first sublayer whose residual differs.
           if (!o.json) out.line(chalk.yellow(`divergence at token ${r.divergence.position}: replaying to locate it…`));
-          located = locateDivergence(compiled, prog, r.tokens, r.divergence.position, { profile: o.profile, load });
+          located = locateDivergence(compiled, prog, r.tokens, r.divergence.position, { profile, load });
         }
         if (!o.json && !o.trace && consoleBytes.length > 0 && consoleBytes[consoleBytes.length - 1] !== 10) process.stdout.write('\n');
         const generated = r.tokens.length - r.promptLength;

@@ -28,7 +28,7 @@ import { resolveTarget } from '../../model/targets.ts';
 import { emitChip } from '../../chip/run.ts';
 import type { ServiceEngine } from '../../chip/service.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { integerOption } from '../support/options.ts';
+import { engineOption, integerOption, profileOption } from '../support/options.ts';
 import { fmtBytes, fmtInt, makeOut, type Out } from '../support/output.ts';
 import type { Runner } from '../support/output.ts';
 import { prepareOutput } from '../support/files.ts';
@@ -52,23 +52,20 @@ function showTokens(ids: readonly number[], text: boolean): string {
   return text ? JSON.stringify(Buffer.from(ids.map((t) => t & 255)).toString('utf8')) : ids.join(',');
 }
 
-function engineOf(s: string): ServiceEngine {
-  if (s !== 'weights' && s !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${s}"`);
-  return s;
-}
+const engineOf = (s: string): ServiceEngine => engineOption(s);
 
 function open(file: string, o: CommonOptions): { model: StoreModel; store: ChipStore } {
   if (!fs.existsSync(file)) throw new ChipcError('store.missing', `${file}: no store file (create one with "chipc store init ${file}")`);
   const model = loadStoreFile(file);
-  if (o.profile !== 'f32' && o.profile !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${o.profile}"`);
+  const profile = profileOption(o.profile);
   if (o.model !== undefined) {
     // the saved store chip: loaded, not compiled
     if (engineOf(o.engine) !== 'weights') throw new ChipcError('cli.model', '--model runs the saved weights: --engine ir does not apply');
     const chip = ChipStore.load(o.model, model.params);
-    const store = ChipStore.open(model, { target: chip.res.weights.config, compiled: chip.res, program: chip.prog, memBytes: chip.memBytes, profile: o.profile });
+    const store = ChipStore.open(model, { target: chip.res.weights.config, compiled: chip.res, program: chip.prog, memBytes: chip.memBytes, profile });
     return { model, store };
   }
-  const store = ChipStore.open(model, { target: resolveTarget(o.target).config, engine: engineOf(o.engine), profile: o.profile });
+  const store = ChipStore.open(model, { target: resolveTarget(o.target).config, engine: engineOf(o.engine), profile });
   return { model, store };
 }
 

@@ -77,3 +77,15 @@ export function inputOption(o: InputFlags): Uint8Array | undefined {
     throw new ChipcError('cli.file', `cannot read --input-file ${o.inputFile}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (e as Error).message}`);
   }
 }
+
+/** `--profile`: f32 or bf16 (ChipcError cli.profile otherwise). */
+export function profileOption(value: string): 'f32' | 'bf16' {
+  if (value !== 'f32' && value !== 'bf16') throw new ChipcError('cli.profile', `--profile must be f32 or bf16, not "${value}"`);
+  return value;
+}
+
+/** `--engine`: weights (the compiled chip in the reference executor) or ir (the chip circuit); ChipcError cli.engine otherwise. */
+export function engineOption(value: string): 'weights' | 'ir' {
+  if (value !== 'weights' && value !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${value}"`);
+  return value;
+}

@@ -1,6 +1,6 @@
 /**
  * The chip's long differential benchmark: RV32 programs run through the chip circuit
- * (circuits/rv32im/cpu.ts) in the fast IR evaluator (src/ir/evaluate-fast.ts), teacher-forced on
+ * (src/cpu/cpu.ts) in the fast IR evaluator (src/ir/evaluate-fast.ts), teacher-forced on
  * the golden emulator's token stream (riscv/golden-trace.ts); at every position the chip's emitted
  * token must equal the stream's next token.
  *
@@ -26,7 +26,7 @@ import { FastEvaluator } from '../src/ir/evaluate-fast.ts';
 import type { CircuitIR } from '../src/ir/types.ts';
 import { programOf, type ChipProgram } from '../src/chip/run.ts';
 import { ChipcError } from '../src/util/errors.ts';
-import { cpuCircuit, CONSOLE_ADDR } from '../circuits/rv32im/cpu.ts';
+import { cpuCircuit, CONSOLE_ADDR } from '../src/cpu/cpu.ts';
 import { codeEndWords, goldenTokens, type GoldenTrace } from '../riscv/golden-trace.ts';
 import { formatToken } from '../riscv/protocol.ts';
 import { assembleElf } from '../riscv/asm.ts';
@@ -64,7 +64,7 @@ function chipFor(prog: ChipProgram): Chip {
   let c = chips.get(key);
   if (!c) {
     const t0 = performance.now();
-    const ir = buildCircuit(cpuCircuit(prog.chip), 'circuits/rv32im/cpu.ts');
+    const ir = buildCircuit(cpuCircuit(prog.chip), 'src/cpu/cpu.ts');
     const fe = new FastEvaluator(ir);
     buildSeconds += (performance.now() - t0) / 1000;
     const idx = (name: string): number => {

@@ -1,7 +1,7 @@
 /**
  * The generic RV32 chip's size figures per target: layers, residual slots, heads (GDN key heads +
  * attention heads), FFN units and non-zeros (chip layers alone and with the embedding / LM head)
- * of circuits/rv32im/cpu.ts compiled for each target with the code and data RAM sizes given —
+ * of src/cpu/cpu.ts compiled for each target with the code and data RAM sizes given —
  * by default the generic chip's defaults for the target (src/chip/generic.ts defaultChipSizes:
  * 16 KiB of code; 64 KiB of data, 32 KiB where a GDN layer holds 8 KiB).
  *   npx tsx bench/chip-figures.ts [--targets chip-test,qwen3.5-4b] [--code-bytes 16384]
@@ -13,7 +13,7 @@ import { compileCircuit } from '../src/compile.ts';
 import { buildCircuit } from '../src/dsl/load.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix } from '../src/model/weights.ts';
-import { cpuCircuit, memBankWordsFor } from '../circuits/rv32im/cpu.ts';
+import { cpuCircuit, memBankWordsFor } from '../src/cpu/cpu.ts';
 import { defaultChipSizes } from '../src/chip/generic.ts';
 
 function arg(name: string, dflt: string | null): string | null {
@@ -36,7 +36,7 @@ for (const name of targets) {
   const mem = memBytes.get(name) ?? dflt.memBytes;
   const codeBytes = codeArg !== null ? Number(codeArg) : dflt.codeBytes;
   const t0 = performance.now();
-  const ir = buildCircuit(cpuCircuit({ codeWords: codeBytes / 4, memWords: mem / 4, memBankWords: memBankWordsFor(target.config) }), 'circuits/rv32im/cpu.ts');
+  const ir = buildCircuit(cpuCircuit({ codeWords: codeBytes / 4, memWords: mem / 4, memBankWords: memBankWordsFor(target.config) }), 'src/cpu/cpu.ts');
   const res = compileCircuit(ir, target.config);
   const seconds = (performance.now() - t0) / 1000;
   const chipNonZeros = res.layers.reduce((s, l) => s + l.nonZeros, 0);

@@ -1,5 +1,5 @@
 /**
- * Compact `.chip` figures: compiles the RV32 chip (circuits/rv32im/cpu.ts) for each target,
+ * Compact `.chip` figures: compiles the RV32 chip (src/cpu/cpu.ts) for each target,
  * writes the dense checkpoint into a temp dir, compacts it to a `.chip`, expands it back, checks
  * that every expanded file equals the original byte for byte (`cmp`), and prints the dense size,
  * the .chip size, the save / compact / expand wall times and the peak RSS. Temp files are removed.
@@ -27,7 +27,7 @@ import { writeChipFromSources } from '../src/chipfile/from-sources.ts';
 import { openChipFile } from '../src/chipfile/read.ts';
 import { compactCheckpoint } from '../src/chipfile/compact.ts';
 import { expandChipFile } from '../src/chipfile/expand.ts';
-import { cpuCircuit } from '../circuits/rv32im/cpu.ts';
+import { cpuCircuit } from '../src/cpu/cpu.ts';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(name);
@@ -63,7 +63,7 @@ for (const name of targets) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-bench-chip-'));
   try {
     const t0 = performance.now();
-    const ir = buildCircuit(cpuCircuit({ codeWords, memWords: mem / 4}), 'circuits/rv32im/cpu.ts');
+    const ir = buildCircuit(cpuCircuit({ codeWords, memWords: mem / 4}), 'src/cpu/cpu.ts');
     const res = compileCircuit(ir, target.config);
     const t1 = performance.now();
     if (direct) {

@@ -20,7 +20,7 @@ import { Executor, argmax } from '../src/exec/executor.ts';
 import { compileChip, programOf } from '../src/chip/run.ts';
 import { applyRamContents } from '../src/load/ram-state.ts';
 import { resolveTarget } from '../src/model/targets.ts';
-import { CODE_BASE } from '../circuits/rv32im/cpu.ts';
+import { CODE_BASE } from '../src/cpu/cpu.ts';
 import { BOS_ID, decodeToken, encodeToken } from '../riscv/protocol.ts';
 import type { Form } from '../src/lower/forms.ts';
 

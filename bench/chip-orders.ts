@@ -15,7 +15,7 @@ import { buildCircuit } from '../src/dsl/load.ts';
 import { compileCircuit } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { programOf, runOnChip } from '../src/chip/run.ts';
-import { cpuCircuit, VOCAB } from '../circuits/rv32im/cpu.ts';
+import { cpuCircuit, VOCAB } from '../src/cpu/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 import { randomProgram } from '../riscv/random-program.ts';
@@ -35,7 +35,7 @@ const target = {
   ...tiny, vocabSize: VOCAB, intermediateSize: 16_384,
   linearNumKeyHeads: 8, linearNumValueHeads: 16, linearKeyHeadDim: 64, linearValueHeadDim: 64,
 };
-const res = compileCircuit(buildCircuit(cpuCircuit(first.chip), 'circuits/rv32im/cpu.ts'), target);
+const res = compileCircuit(buildCircuit(cpuCircuit(first.chip), 'src/cpu/cpu.ts'), target);
 const modes: [string, ExecOptions][] = [
   ['f32 shuffled', { profile: 'f32', order: { kind: 'shuffled', seed: 7 } }],
   ['f32 fma', { profile: 'f32', order: { kind: 'fma' } }],

@@ -42,7 +42,7 @@ import { chipExecutor, compileChip, programOf, readChipCheckpoint, type ChipProg
 import { compileGenericChip, defaultChipSizes } from '../src/chip/generic.ts';
 import { loadChipModel, type ChipModel } from '../src/chip/loaded.ts';
 import { resolveTarget } from '../src/model/targets.ts';
-import { CODE_BASE } from '../circuits/rv32im/cpu.ts';
+import { CODE_BASE } from '../src/cpu/cpu.ts';
 import { BOS_ID, decodeToken, encodeToken } from '../riscv/protocol.ts';
 import { cpuForProgram, loadElf } from '../riscv/elf.ts';
 

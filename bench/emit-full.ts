@@ -1,5 +1,5 @@
 /**
- * Dense emission of the RV32 chip at full model shapes (issue 6): compiles circuits/rv32im/cpu.ts
+ * Dense emission of the RV32 chip at full model shapes (issue 6): compiles src/cpu/cpu.ts
  * once per target, writes the dense bf16 checkpoint (saveModel → writeCheckpoint, streaming,
  * sharded) into a temporary directory, and reports tensors, elements, non-zeros, bytes, shards,
  * the emission's wall time, peak RSS (each target runs in a child process, so the figure is that
@@ -24,7 +24,7 @@ import { buildCircuit } from '../src/dsl/load.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { saveModel } from '../src/model/save-weights.ts';
 import type { Matrix, ModelWeights } from '../src/model/weights.ts';
-import { cpuCircuit } from '../circuits/rv32im/cpu.ts';
+import { cpuCircuit } from '../src/cpu/cpu.ts';
 
 function arg(name: string, dflt: string): string {
   const i = process.argv.indexOf(name);
@@ -81,7 +81,7 @@ const rssMiB = (): number => Math.round(process.resourceUsage().maxRSS / 1024); 
 function runTarget(name: string, work: string, codeWords: number, memBytes: number, dtype: 'BF16' | 'F32', determinism: boolean): TargetFigures {
   const target = resolveTarget(name);
   const t0 = performance.now();
-  const ir = buildCircuit(cpuCircuit({ codeWords, memWords: memBytes / 4}), 'circuits/rv32im/cpu.ts');
+  const ir = buildCircuit(cpuCircuit({ codeWords, memWords: memBytes / 4}), 'src/cpu/cpu.ts');
   // The chip's token alphabet (248,197 ids) is larger than Qwen3-Next's vocabulary (151,936): the
   // compiler refuses that (fit.vocab), and a merge extends the host's vocabulary for the trace
   // tokens. Emit at the host's shape with the vocabulary extended to the next multiple of 256.

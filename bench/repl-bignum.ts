@@ -18,50 +18,12 @@
  * or the chip diverges.
  */
 import { openInterpreter } from '../src/chip/repl.ts';
-
-interface Problem { kind: 'mul' | 'div'; a: bigint; b: bigint; line: string; want: string }
+import { bignumProblems, type Problem } from './bignum-problems.ts';
 
 interface Row {
   i: number; kind: 'mul' | 'div'; digits: number[]; ok: boolean; exitCode: number | null;
   promptTokens: number; generatedTokens: number; instructions: number | null; seconds: number;
   line?: string; want?: string; got?: string; divergence?: unknown;
-}
-
-/** mulberry32: a small seeded generator, the same on every machine. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** A random integer with `digits` decimal digits (first digit nonzero). */
-function randomInt(next: () => number, digits: number): bigint {
-  let s = String(1 + Math.floor(next() * 9));
-  for (let i = 1; i < digits; i++) s += String(Math.floor(next() * 10));
-  return BigInt(s);
-}
-
-function problems(seed: number, mul: number, div: number): Problem[] {
-  const next = rng(seed);
-  const digits = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1));
-  const out: Problem[] = [];
-  for (let i = 0; i < mul; i++) {
-    const a = randomInt(next, digits(20, 60));
-    const b = randomInt(next, digits(20, 60));
-    out.push({ kind: 'mul', a, b, line: `${a} * ${b}`, want: String(a * b) });
-  }
-  for (let i = 0; i < div; i++) {
-    const da = digits(20, 60);
-    const a = randomInt(next, da);
-    const b = randomInt(next, digits(20, da));
-    out.push({ kind: 'div', a, b, line: `${a} / ${b}`, want: String(a / b) });
-  }
-  return out;
 }
 
 function arg(name: string): string | undefined {
@@ -89,7 +51,7 @@ async function main(): Promise<number> {
   const rows: Row[] = [];
   let right = 0;
   let diverged = false;
-  for (const [i, p] of problems(seed, mul, div).entries()) {
+  for (const [i, p] of bignumProblems(seed, mul, div).entries()) {
     const e = interp.evaluate(p.line);
     const got = new TextDecoder().decode(e.console).replace(/\n$/, '');
     const ok = e.divergence === null && e.exitCode === 0 && got === p.want;

@@ -1,7 +1,7 @@
 /**
  * The RV32 chip's shape as its users see it — what a host needs to load a program, place RAM rows
  * and pick bank sizes, without the circuit: the configuration words' loader addresses, the RAM
- * options, the bank split. The circuit (circuits/rv32im/) builds on these; the chip runner
+ * options, the bank split. The circuit (src/cpu/) builds on these; the chip runner
  * (src/chip) and the CLI read them here, so that src/ needs the circuit only to compile it.
  */
 import type { TargetShape } from '../src/dsl/index.ts';

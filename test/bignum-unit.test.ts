@@ -1,5 +1,5 @@
 /**
- * The chip's bignum unit, bn.mac (docs/bignum-unit.md; circuits/rv32im/mac-unit.ts):
+ * The chip's bignum unit, bn.mac (docs/bignum-unit.md; src/cpu/mac-unit.ts):
  * - the golden emulator's bn.mac against a BigInt model written here (random and extreme operands,
  *   the carry chained across instructions), and every other custom-0 word illegal;
  * - its token sequence (protocol v4): D, H of the new carry, D, H of the low word, then N — or J at

@@ -1,5 +1,5 @@
 /**
- * A data RAM larger than one GDN layer holds (circuits/rv32im/cpu.ts, memBanks): 128 KiB as four
+ * A data RAM larger than one GDN layer holds (src/cpu/cpu.ts, memBanks): 128 KiB as four
  * banks of 8,192 words in four layers. A program stores and loads words (aligned, sub-word and
  * word-crossing) in every bank and at the bank edges, through the compiled weights and the IR,
  * every token equal to the golden trace; the loader prompt reaches every bank. A code RAM larger
@@ -7,7 +7,7 @@
  * the loader reaching bank 1 — on one generic chip that also runs the data-bank program.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MEM_BANK_WORDS, codeBanks, memBanks } from '../circuits/rv32im/cpu.ts';
+import { MEM_BANK_WORDS, codeBanks, memBanks } from '../src/cpu/cpu.ts';
 import { chipRamContents, compileChip, memBankWordsFor, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';

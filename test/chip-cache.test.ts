@@ -73,7 +73,7 @@ describe('compilerHash', () => {
     expect(computeCompilerHash()).toBe(h);
     const files = compilerSourceFiles();
     expect(files).toContain('src/chip/cache.ts');
-    expect(files).toContain('circuits/rv32im/cpu.ts');
+    expect(files).toContain('src/cpu/cpu.ts');
     expect(files).toContain('targets/chip-test.json');
     expect(files.some((f) => f.startsWith('riscv/'))).toBe(true);
     expect(files.some((f) => f.startsWith('test/') || f.startsWith('tools/'))).toBe(false);

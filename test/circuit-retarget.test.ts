@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cli } from './helpers/cli.ts';
 import { buildCircuit, loadCircuitFile } from '../src/dsl/load.ts';
 import { resolveTarget } from '../src/model/targets.ts';
-import cpu, { memBankWordsFor } from '../circuits/rv32im/cpu.ts';
+import cpu, { memBankWordsFor } from '../src/cpu/cpu.ts';
 
 let dir = '';
 let file = '';

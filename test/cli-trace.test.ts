@@ -13,7 +13,7 @@ import { cli } from './helpers/cli.ts';
 import { programOf } from '../src/chip/run.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 import { BOS_ID, decodeToken, encodeToken } from '../riscv/protocol.ts';
-import { CODE_BASE, VOCAB } from '../circuits/rv32im/cpu.ts';
+import { CODE_BASE, VOCAB } from '../src/cpu/cpu.ts';
 
 describe('chipc trace', () => {
   it('writes the loader prompt and the golden stream up to HALT; refuses bad input without leaving a file', async () => {
@@ -78,7 +78,24 @@ describe('chipc trace', () => {
       expect(r.code).toBe(0);
       const doc = JSON.parse(fs.readFileSync(out, 'utf8'));
       expect(doc).toMatchObject({ codeBytes: 16 * 1024, memBytes: 32 * 1024 });
-      expect(doc.prompt).toEqual(programOf(fs.readFileSync(elfPath), { codeBytes: 16 * 1024, memBytes: 32 * 1024 }).loader);
+      const loader = programOf(fs.readFileSync(elfPath), { codeBytes: 16 * 1024, memBytes: 32 * 1024 }).loader;
+      expect(doc.prompt).toEqual(loader);
+      expect(doc.idOffset).toBe(0);
+      // The same chip merged into a host of 151,936 ids: every token is written as a model id, shifted by the host's vocabulary.
+      const merged = path.join(dir, 'merged');
+      fs.mkdirSync(merged);
+      const hostVocab = 151936;
+      fs.writeFileSync(path.join(merged, 'config.json'), JSON.stringify({ vocab_size: hostVocab + 248320, chipc_merge: { vocab: { chipIdOffset: hostVocab } } }));
+      fs.writeFileSync(path.join(merged, 'chipc-manifest.json'), JSON.stringify(manifest));
+      const mergedOut = path.join(dir, 'zba-merged.json');
+      const m = await cli('trace', elfPath, '-o', mergedOut, '--model', merged);
+      expect(m.err).toBe('');
+      expect(m.code).toBe(0);
+      expect(m.out).toContain('offset by 151,936');
+      const mdoc = JSON.parse(fs.readFileSync(mergedOut, 'utf8'));
+      expect(mdoc.idOffset).toBe(hostVocab);
+      expect(mdoc.prompt).toEqual(loader.map((t: number) => t + hostVocab));
+      expect(mdoc.expected).toEqual(doc.expected.map((t: number) => t + hostVocab));
       // a run size that disagrees with the chip's: refused, naming the chip's size, nothing written
       const bad = path.join(dir, 'bad.json');
       const e = await cli('trace', elfPath, '-o', bad, '--model', ck, '--mem-size', '65536');

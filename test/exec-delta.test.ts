@@ -1,5 +1,5 @@
 /**
- * Incremental decode (src/exec/delta.ts and the tracked GDN step of gdn.ts) against the plain
+ * Incremental decode (src/exec/delta.ts and the tracked GDN step of gdn-tracked.ts) against the plain
  * computation, bit for bit:
  *  - row stacks (stack-rows.ts) through deltaLinear against their parts' dense linears;
  *  - deltaLinear over sequences of inputs that change a few columns at a time (with ±0, negatives,
@@ -16,9 +16,10 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { deltaLinear, lowbit32 } from '../src/exec/delta.ts';
 import { rowStackOf } from '../src/exec/stack-rows.ts';
-import { gdnConvSnapshot, materializeLazyConv, type GdnCache } from '../src/exec/gdn.ts';
+import { dropGdnTrack, gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
-import { linearArgmax, linearEx, newMatmulStats, sparseTuning } from '../src/exec/matmul.ts';
+import { linearEx, newMatmulStats, sparseTuning } from '../src/exec/matmul.ts';
+import { linearArgmax } from '../src/exec/matmul-argmax.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { loadCircuitFile } from '../src/dsl/load.ts';
@@ -488,7 +489,7 @@ describe('incremental decode on whole executors', () => {
         const copy = s.gdnStateCopy(li, 0);
         expect(bits(copy)).toEqual(bits(d.gdnStateCopy(li, 0)));
         copy.fill(7);
-        expect(Array.from((s as unknown as { gdn: GdnCache[] }).gdn[li]!.exposed).every((e) => e === 0)).toBe(true);
+        expect(Array.from(s.gdnCacheOf(li).exposed).every((e) => e === 0)).toBe(true);
       }
     }
     expect(recS).toEqual(recD);
@@ -515,7 +516,7 @@ describe('incremental decode on whole executors', () => {
       const d = new Executor(weights, { path: 'dense', profile: 'f32' });
       const recS = recorder(s);
       const recD = recorder(d);
-      const cacheOf = (ex: Executor, li: number) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+      const cacheOf = (ex: Executor, li: number) => ex.gdnCacheOf(li);
       s.prefill([stream[0]!]);
       d.prefill([stream[0]!]);
       let lazySeen = 0;
@@ -544,8 +545,7 @@ describe('incremental decode on whole executors', () => {
           // drop every track as gdnForward does before an untracked step: the next step starts fresh
           for (const li of layers) {
             const cs = cacheOf(s, li);
-            materializeLazyConv(cs, K);
-            cs.track = undefined;
+            dropGdnTrack(cs, K);
             expect(bits(cs.conv)).toEqual(bits(cacheOf(d, li).conv));
           }
         }

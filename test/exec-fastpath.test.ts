@@ -1,7 +1,7 @@
 /**
  * The decode fast paths added for the compiled chip are bit-identical to the plain computation
  * (the executor's dense path, which walks every weight through ctx.dot in HF order):
- *  - matmul.ts scatter form (column walk of the LM head) against the dense linear, on random sparse
+ *  - matmul-argmax.ts scatter form (column walk of the LM head) against the dense linear, on random sparse
  *    matrices with ±0, negative, tiny (underflowing) and large activations;
  *  - whole executors, sparse vs dense path: a random tiny model with an idle GDN layer (all-+0
  *    in_proj_qkv/z/b/a: the memoised idle step), cold conv channels and zero key heads, FFN rows
@@ -18,12 +18,14 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Executor, argmax } from '../src/exec/executor.ts';
-import { linearArgmax, linearEx, newMatmulStats, sparseTuning } from '../src/exec/matmul.ts';
+import { linearEx, newMatmulStats, sparseTuning } from '../src/exec/matmul.ts';
+import { linearArgmax } from '../src/exec/matmul-argmax.ts';
 import { swiglu } from '../src/exec/mlp.ts';
+import { recurrentStep } from '../src/exec/gdn.ts';
+import { convStepF32, convZeroOf } from '../src/exec/gdn-token.ts';
 import {
-  convStepF32, convZeroOf, newSparseStepScratch, recurrentStep, recurrentStepSparse, STATE_CLEAN, STATE_POS, STATE_ZERO,
-  classifyState, type GdnCache,
-} from '../src/exec/gdn.ts';
+  newSparseStepScratch, recurrentStepSparse, STATE_CLEAN, STATE_POS, STATE_ZERO, classifyState,
+} from '../src/exec/gdn-sparse-step.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { loadCircuitFile } from '../src/dsl/load.ts';
@@ -213,7 +215,7 @@ describe('decode fast paths on whole executors (sparse vs dense path)', () => {
   it('an idle step\'s output is shared by later executors of the same weights and numeric mode', () => {
     const w = chipLikeModel(13, false);
     const li = w.config.layerTypes.indexOf('linear_attention'); // the idle layer
-    const cacheOf = (ex: Executor) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+    const cacheOf = (ex: Executor) => ex.gdnCacheOf(li);
     for (const profile of ['f32', 'bf16'] as const) {
       // the first executor of this mode runs the idle step in full (it allocates the layer's buffers)
       const first = new Executor(w, { path: 'sparse', profile });

@@ -247,7 +247,7 @@ describe('rmsNorm1p', () => {
   });
 });
 
-describe('l2normSeq (gdn.ts: q and k in sequential order)', () => {
+describe('l2normSeq (gdn-token.ts: q and k in sequential order)', () => {
   // norms.ts l2norm with the sequential sum, then fl(·s): the same bits however many zeros, and
   // for NaN and infinite inputs.
   const special = [0, -0, 0, -0, 0, 1, -1, 1e-40, -3e-39, 2 ** -80, 2 ** 60, 3.4e38, NaN, Infinity, -Infinity];
@@ -258,7 +258,7 @@ describe('l2normSeq (gdn.ts: q and k in sequential order)', () => {
   ), { minLength: n, maxLength: n }).map((a) => Float32Array.from(a)));
   it('equals fl(l2norm(x)·s) bit for bit (zeros copied, NaN and infinities through the formula)', async () => {
     const { l2norm } = await import('../src/exec/norms.ts');
-    const { l2normSeq } = await import('../src/exec/gdn.ts');
+    const { l2normSeq } = await import('../src/exec/gdn-token.ts');
     const ctx = makeNumericContext({});
     const bitsOf = (a: Float32Array) => [...new Uint32Array(a.buffer, a.byteOffset, a.length)];
     fc.assert(fc.property(vec, fc.constantFrom(1, 0.125, 0.08838834764831845, 3), fc.integer({ min: 0, max: 3 }), (x, s, off) => {

@@ -19,7 +19,7 @@ import type { PhaseTimes } from '../src/exec/profile.ts';
 import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix, ModelWeights } from '../src/model/weights.ts';
-import { gdnConvSnapshot, type GdnCache } from '../src/exec/gdn.ts';
+import { gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
 
 const f32 = Math.fround;
 const bits = (v: Float32Array): Uint32Array => new Uint32Array(v.buffer, v.byteOffset, v.length);
@@ -255,7 +255,7 @@ describe('first tracked step after a prefill', () => {
     if (m.kind !== 'linear_attention') throw new Error('no GDN layer');
     const s = new Executor(w, { path: 'sparse', profile: 'f32' });
     const d = new Executor(w, { path: 'dense', profile: 'f32' });
-    const cacheOf = (ex: Executor) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+    const cacheOf = (ex: Executor) => ex.gdnCacheOf(li);
     const a = s.prefill([5, 10])[0];
     expect(bitsOf(a)).toEqual(bitsOf(d.prefill([5, 10])[0]));
     // empty every qkv row whose channel now holds a non-zero tap (a new Matrix: a new stack)
@@ -317,7 +317,7 @@ describe('out_proj outside its delta form', () => {
     if (m.kind !== 'linear_attention') throw new Error('no GDN layer');
     const s = new Executor(w, { path: 'sparse', profile: 'f32' });
     const d = new Executor(w, { path: 'dense', profile: 'f32' });
-    const cacheOf = (ex: Executor) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+    const cacheOf = (ex: Executor) => ex.gdnCacheOf(li);
     let t = argmax(s.prefill([5, 10])[0]);
     expect(t).toBe(argmax(d.prefill([5, 10])[0]));
     for (let i = 0; i < 16; i++) {
@@ -344,7 +344,7 @@ describe('out_proj outside its delta form', () => {
     const { w, li } = model(22, ['v']);
     const s = new Executor(w, { path: 'sparse', profile: 'f32' });
     const d = new Executor(w, { path: 'dense', profile: 'f32' });
-    const cacheOf = (ex: Executor) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+    const cacheOf = (ex: Executor) => ex.gdnCacheOf(li);
     let seen = 0;
     let kept = 0;
     let computed = 0;
@@ -392,7 +392,7 @@ describe('single-tap conv shortcut', () => {
     const d = new Executor(wm, { path: 'dense', profile: 'f32' });
     const bitsOf = (a: Float32Array): number[] =>
       Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
-    const cacheOf = (ex: Executor) => (ex as unknown as { gdn: GdnCache[] }).gdn[li]!;
+    const cacheOf = (ex: Executor) => ex.gdnCacheOf(li);
     s.prefill([3, 1]);
     d.prefill([3, 1]);
     let seen = 0;

@@ -1,9 +1,9 @@
 /**
  * The sparse decode fast paths of the executor are bit-identical to the plain math:
- *  - gdn.ts recurrentStepSparse (tracked state kind, sparse k/q, untouched rows, skipped decay)
+ *  - gdn-sparse-step.ts recurrentStepSparse (tracked state kind, sparse k/q, untouched rows, skipped decay)
  *    against recurrentStep in sequential order without its skip, on states full of ±0, tiny,
  *    huge and non-finite values, and the kind it reports is true of the state it leaves;
- *  - matmul.ts's per-matrix plan (empty rows, dense rows without −0) against the dense path;
+ *  - matmul-plans.ts per-matrix plan (empty rows, dense rows without −0) against the dense path;
  *  - numeric.ts roundBf16's shortcut and silu32(±0) against the plain formulas;
  *  - whole executors: sparse vs dense path on compiled example circuits and on a random model with
  *    unused heads, with the live GDN state written through gdnState() between decode steps.
@@ -11,9 +11,10 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Executor, argmax } from '../src/exec/executor.ts';
+import { recurrentStep } from '../src/exec/gdn.ts';
 import {
-  classifyState, newKvMemo, newSparseStepScratch, recurrentStep, recurrentStepSparse, STATE_ANY, STATE_CLEAN, STATE_POS, STATE_ZERO,
-} from '../src/exec/gdn.ts';
+  classifyState, newKvMemo, newSparseStepScratch, recurrentStepSparse, STATE_ANY, STATE_CLEAN, STATE_POS, STATE_ZERO,
+} from '../src/exec/gdn-sparse-step.ts';
 import { linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { exp32, makeNumericContext, roundBf16, silu32 } from '../src/exec/numeric.ts';
 import { attentionStep, KvCache, ropeInvFreq } from '../src/exec/attention.ts';

@@ -19,7 +19,7 @@ import { Executor, argmax, compareCaches } from '../src/exec/index.ts';
 import { compileGenericChip } from '../src/chip/generic.ts';
 import { chipExecutor, programOf } from '../src/chip/run.ts';
 import { BOS_ID, encodeToken } from '../riscv/protocol.ts';
-import { CODE_BASE } from '../circuits/rv32im/cpu.ts';
+import { CODE_BASE } from '../src/cpu/cpu.ts';
 
 const chipTest = resolveTarget('chip-test');
 const bits = (x: Float32Array) => Array.from(new Uint32Array(x.buffer, x.byteOffset, x.length));

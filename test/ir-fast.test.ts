@@ -15,7 +15,7 @@ import { FastEvaluator } from '../src/ir/evaluate-fast.ts';
 import type { CircuitIR } from '../src/ir/types.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import { chipRamContents, programOf, type ChipProgram } from '../src/chip/run.ts';
-import { cpuCircuit } from '../circuits/rv32im/cpu.ts';
+import { cpuCircuit } from '../src/cpu/cpu.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 
 type Outcome = { emitted: number | null; values: number[] } | { error: string };
@@ -192,7 +192,7 @@ describe('FastEvaluator matches the Interpreter on the RV32 chip', () => {
   let chip: CircuitIR | undefined;
   function chipFor(prog: ChipProgram): CircuitIR {
     expect(prog.codeBytes).toBe(codeBytes);
-    return (chip ??= buildCircuit(cpuCircuit(prog.chip), 'circuits/rv32im/cpu.ts'));
+    return (chip ??= buildCircuit(cpuCircuit(prog.chip), 'src/cpu/cpu.ts'));
   }
 
   for (const [file, positions] of FILES) {

@@ -30,7 +30,7 @@ import {
   checkChipFits, compileChip, emitChip, programOf, readChipCheckpoint, runOnChip, runOnModel, type ChipProgram,
 } from '../src/chip/run.ts';
 import { loadChipModel } from '../src/chip/loaded.ts';
-import { VOCAB } from '../circuits/rv32im/cpu.ts';
+import { VOCAB } from '../src/cpu/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 import { decodeToken } from '../riscv/protocol.ts';
@@ -255,7 +255,7 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
     ['another circuit', { manifest: { ...manifest(good), circuit: 'counter' } }, 'run.model', /circuit "counter", not the RV32 chip/],
     ['another alphabet', { manifest: { ...manifest(good), vocab: { circuit: 512, bos: 0 } } }, 'run.model', /alphabet has 512 tokens/],
     ['the v4 alphabet (a chip of an older chipc)', { manifest: { ...manifest(good), vocab: { circuit: 248_197, bos: 0 } } }, 'run.model', /alphabet has 248197 tokens; the RV32 chip \(protocol v5\) has 248205/],
-    ['no recorded RAM shape (chipc compile circuits/rv32im/cpu.ts)', { manifest: manifest(undefined) }, 'run.model', /does not record its RAM shape.*chipc cpu/],
+    ['no recorded RAM shape (chipc compile src/cpu/cpu.ts)', { manifest: manifest(undefined) }, 'run.model', /does not record its RAM shape.*chipc cpu/],
     ['a per-program chip of an older chipc', { manifest: manifest({ codeWords: good.codeWords, codeEnd: 20, memWords: MEM / 4, tohost: null }) }, 'run.model', /compiled for one program by an older chipc/],
     ['another data RAM size', { manifest: manifest({ ...good, memWords: 2048 }) }, 'run.mem', /data RAM is 8 KiB, the run asks for 1 KiB/],
     ['a code RAM smaller than the program\'s code', { manifest: manifest({ ...good, codeWords: 8 }) }, 'run.code', /code RAM is 32 bytes; the program's code ends at \d+ bytes: make a chip with `chipc cpu --code-size 256`/],

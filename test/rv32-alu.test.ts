@@ -1,5 +1,5 @@
 /**
- * The 32-bit ALU library (circuits/rv32im/alu.ts): (a) the IR interpreter of every function
+ * The 32-bit ALU library (src/cpu/alu.ts): (a) the IR interpreter of every function
  * equals BigInt reference arithmetic on random full 32-bit operands (one circuit whose token t
  * carries test case t), with operands given as nibble token fields and as byte token fields
  * (split by the library's tables); (b) the compiled demo circuits (circuits/rv32im/alu-demo.ts)
@@ -18,7 +18,7 @@ import { ChipcError } from '../src/util/errors.ts';
 import {
   add32, and32, eq32, or32, sh1add, sh2add, sh3add, shiftAmountFromTokens, sll32, slt, sltu, sra32, srl32,
   sub32, wordFromTokens, xor32, nibbles, type Word,
-} from '../circuits/rv32im/alu.ts';
+} from '../src/cpu/alu.ts';
 import { aluDemo, operandA, operandB, shamtOf, OPS, VOCAB, BOS, type AluOp } from '../circuits/rv32im/alu-demo.ts';
 
 const M32 = (1n << 32n) - 1n;

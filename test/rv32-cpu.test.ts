@@ -1,5 +1,5 @@
 /**
- * The RV32IM+Zba chip (circuits/rv32im/cpu.ts) on token protocol v5.
+ * The RV32IM+Zba chip (src/cpu/cpu.ts) on token protocol v5.
  * - The chip circuit (FastEvaluator), fed the prompt [BOS, J(entry)] and then its own emitted tokens, with the
  *   program image in its code and data RAMs and sp in its register file, generates exactly the
  *   golden token trace that riscv/golden-trace.ts derives from the golden emulator: chipc's own
@@ -22,7 +22,7 @@ import fc from 'fast-check';
 import { randomProgram } from '../riscv/random-program.ts';
 import { chipExecutor, chipRamContents, locateDivergence, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
 import type { Matrix } from '../src/model/weights.ts';
-import { cpuCircuit } from '../circuits/rv32im/cpu.ts';
+import { cpuCircuit } from '../src/cpu/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 import { decodeToken, encodeToken, type TokenKind } from '../riscv/protocol.ts';

@@ -1,5 +1,5 @@
 /**
- * The radix-16 division step (circuits/rv32im/div.ts): (a) an independent BigInt reference of
+ * The radix-16 division step (src/cpu/div.ts): (a) an independent BigInt reference of
  * the step and of the 8-step recurrence equals BigInt division (DIVU / REMU, by-zero included);
  * (b) the IR interpreter of one divStep equals the reference on valid (R < B) and on arbitrary
  * inputs; (c) 8 chained divSteps in the interpreter give exactly DIVU / REMU, and with absWord /
@@ -18,8 +18,8 @@ import { resolveTarget } from '../src/model/targets.ts';
 import { checkCompiled } from '../src/verify/check.ts';
 import { Prng } from '../src/model/random-weights.ts';
 import { ChipcError } from '../src/util/errors.ts';
-import { constWord, eq32, wordFromNibbles, wordFromTokens, type Word } from '../circuits/rv32im/alu.ts';
-import { absWord, divStep, negWord, nibble, signedResult } from '../circuits/rv32im/div.ts';
+import { constWord, eq32, wordFromNibbles, wordFromTokens, type Word } from '../src/cpu/alu.ts';
+import { absWord, divStep, negWord, nibble, signedResult } from '../src/cpu/div.ts';
 import divDemo, { BOS, VOCAB, divisorOf, nibbleOf, remainderOf } from '../circuits/rv32im/div-demo.ts';
 
 const M32 = (1n << 32n) - 1n;

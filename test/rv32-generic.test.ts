@@ -59,6 +59,21 @@ describe('one generic chip runs different programs (weights and IR)', () => {
     }, 120_000);
   }
 
+  it('an explicit hidden size (a chip to merge: the host\'s times a power of four) is emitted as given and runs the same; one too small is fit.width', () => {
+    const natural = chip.weights.config.hiddenSize;
+    const spec = { targetName: 'chip-test', target: target.config, ...SHAPE };
+    const wide = compileGenericChip({ ...spec, hidden: 4 * natural });
+    expect(wide.weights.config.hiddenSize).toBe(4 * natural);
+    expect(wide.weights.config.layerTypes).toEqual(chip.weights.config.layerTypes);
+    const elf = fs.readFileSync('fixtures/firmware/hello.elf');
+    const prog = programOf(elf, SHAPE, target.config);
+    const { g, opts } = golden(elf, prog);
+    const r = runOnChip(wide, prog, { ...opts, load: 'prompt' });
+    expect(r.divergence).toBeNull();
+    expect(r.tokens.slice(r.promptLength)).toEqual([...g.tokens.subarray(2)]);
+    expectChipcError(() => compileGenericChip({ ...spec, hidden: 512 }), 'fit.width');
+  }, 240_000);
+
   it('console input fed after the program reaches it through the weights, by state and by loader prompt', () => {
     const elf = inputEchoElf();
     for (const text of ['', 'weights read this', 'a\u0000b\u00ff\n']) {

@@ -1,5 +1,5 @@
 /**
- * The RV32M multiplier (circuits/rv32im/mul.ts): (a) the IR interpreter of mul32, mulh32,
+ * The RV32M multiplier (src/cpu/mul.ts): (a) the IR interpreter of mul32, mulh32,
  * mulhsu32 and mulhu32 equals BigInt arithmetic on edge and random 32-bit operands (one circuit
  * whose token t carries test case t; operands as nibble and as byte token fields); (b) the
  * compiled demo circuits (circuits/rv32im/mul-demo.ts) equal the interpreter bit for bit at every
@@ -13,8 +13,8 @@ import { compileCircuit } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { checkCompiled } from '../src/verify/check.ts';
 import { Prng } from '../src/model/random-weights.ts';
-import { wordFromTokens, type Word } from '../circuits/rv32im/alu.ts';
-import { mul32, mulh32, mulhsu32, mulhu32 } from '../circuits/rv32im/mul.ts';
+import { wordFromTokens, type Word } from '../src/cpu/alu.ts';
+import { mul32, mulh32, mulhsu32, mulhu32 } from '../src/cpu/mul.ts';
 import { mulDemo, MUL_OPS, BOS, VOCAB, operandA, operandB, type MulOp } from '../circuits/rv32im/mul-demo.ts';
 
 const M32 = (1n << 32n) - 1n;

@@ -14,7 +14,9 @@
 # (compare the first N generated tokens); a bare number is seconds. `mode` is generate, prefill,
 # stepwise, or any of them with `-tf32` (TF32 left on). Each job's JSON report is
 # OUTDIR/PROGRAM-TARGET-DTYPE-MODE.json, its stderr beside it as .log; OUTDIR/summary.txt lists
-# them.
+# them. $HF_CHECK_PARALLEL caps how many jobs run at once (default: all of them, as on a GPU
+# machine; on a CPU, one per core). $HF_CHECK_ARGS is added to every hf_check.py command line, e.g.
+# `--sparse-linear` (the CPU route: docs/hf-check.md).
 # Checkpoints and traces go to $HF_CHECK_WORK (the checkpoints are removed at the end), or to a
 # temporary directory removed at the end.
 set -uo pipefail
@@ -22,7 +24,7 @@ cd "$(dirname "$0")/.."
 out=${1:?usage: hf-check-all.sh OUTDIR [JOBS]}
 default_jobs=$(for target in chip-test qwen3-next-80b; do
   for dtype in float32 bfloat16; do
-    for p in hello accum bignum store calc fixedpoint crc32 sort bench bigfact; do echo "$p:$dtype:generate:5000t:$target"; done
+    for p in hello accum bignum store interp calc fixedpoint crc32 sort bench bigfact; do echo "$p:$dtype:generate:5000t:$target"; done
   done
 done)
 jobs=${2:-$default_jobs}
@@ -69,7 +71,9 @@ for j in $jobs; do
     *-tf32) extra+=(--mode "${mode%-tf32}" --allow-tf32) ;;
     *) extra+=(--mode "$mode") ;;
   esac
-  OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 $python tools/hf_check.py "$work/ck-$target" --trace "$work/$p-$target.trace.json" \
+  while [ "$(jobs -rp | wc -l)" -ge "${HF_CHECK_PARALLEL:-1000000}" ]; do wait -n; done
+  # shellcheck disable=SC2086 - HF_CHECK_ARGS is a list of options
+  OMP_NUM_THREADS=1 PYTHONUNBUFFERED=1 $python tools/hf_check.py ${HF_CHECK_ARGS:-} "$work/ck-$target" --trace "$work/$p-$target.trace.json" \
     --dtype "$dtype" --json --progress 5000 "${extra[@]}" >"$out/$name.json" 2>"$out/$name.log" &
 done
 wait

@@ -42,6 +42,7 @@ Exit status: 0 every compared token matches, 1 a divergence (the first one is re
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 
@@ -81,6 +82,106 @@ def load_model(path, dtype_name, torch, device, attn="eager"):
     except TypeError:  # transformers before `dtype=` (4.56)
         model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype, **kwargs)
     return model.to(device).eval()
+
+
+def checkpoint_tensors(path):
+    """{tensor name: safetensors file} of a checkpoint directory, sharded (an index) or not."""
+    index = os.path.join(path, "model.safetensors.index.json")
+    if os.path.exists(index):
+        with open(index, "r", encoding="utf-8") as f:
+            return {k: os.path.join(path, v) for k, v in json.load(f)["weight_map"].items()}
+    single = os.path.join(path, "model.safetensors")
+    if not os.path.exists(single):
+        fail(f"{path} holds neither model.safetensors nor model.safetensors.index.json")
+    from safetensors import safe_open
+    with safe_open(single, "pt") as f:
+        return {k: single for k in f.keys()}
+
+
+def load_model_sparse(path, dtype_name, torch, attn="eager"):
+    """The checkpoint in transformers with every nn.Linear (projections, MLPs, LM head) run as a float32
+    CSR product and the embedding gathered from CSR rows; the dense matrices are never held.
+
+    A compiled chip's matrices are almost all zeros (chip-test: 0.65 M non-zeros in its layers and
+    5.5 M in the LM head and embedding, against ≈ 1.8 G dense entries), so on a CPU a dense decode
+    step spends nearly all its time multiplying zeros, and a merged model's dense matrices outgrow the
+    memory of a small machine. The products keep transformers' numerics where the chip relies on them:
+    every matmul row of a chip is exact in any summation order for exact inputs (docs/numerics.md
+    "Order invariance"), so the sparse sum is the dense one's value; it accumulates in float32 and
+    rounds once to the compute dtype, as a dense bf16 GEMM does. Everything else — the chunked and
+    recurrent GDN kernels, the causal conv, the norms, attention, the cache and `generate()` — is
+    transformers' own. The model is built on the meta device from config.json and each tensor is
+    read from the safetensors by its name (the names of a qwen3_5_text / qwen3_next checkpoint are
+    the modules' own). Returns (model, layers replaced, non-zeros kept).
+    """
+    from safetensors import safe_open
+    from transformers import AutoConfig, AutoModelForCausalLM
+    dtype = torch.float32 if dtype_name == "float32" else torch.bfloat16
+    config = AutoConfig.from_pretrained(path)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=attn)
+    files = checkpoint_tensors(path)
+    wanted = set(model.state_dict().keys())
+    if wanted != set(files):
+        missing, extra = sorted(wanted - set(files)), sorted(set(files) - wanted)
+        fail(f"--sparse-linear reads tensors by the model's own names; {path} differs (missing {missing[:3]}, "
+             f"unexpected {extra[:3]}): load it without --sparse-linear")
+    handles = {}
+
+    def tensor(name):
+        f = files[name]
+        if f not in handles:
+            handles[f] = safe_open(f, "pt")
+        return handles[f].get_tensor(name)
+
+    replaced, kept = 0, 0
+    for mname, module in model.named_modules():
+        prefix = f"{mname}." if mname else ""
+        if isinstance(module, torch.nn.Linear):
+            csr = tensor(prefix + "weight").to(torch.float32).to_sparse_csr()
+            kept += int(csr.values().numel())
+            bias = None if module.bias is None else tensor(prefix + "bias").to(torch.float32)
+            out_features = module.out_features
+
+            def linear(x, csr=csr, bias=bias, out_features=out_features):
+                y = torch.sparse.mm(csr, x.reshape(-1, x.shape[-1]).to(torch.float32).t()).t()
+                if bias is not None:
+                    y = y + bias
+                return y.to(x.dtype).reshape(*x.shape[:-1], out_features)
+
+            module.forward = linear
+            module.weight = torch.nn.Parameter(torch.empty(0, dtype=dtype), requires_grad=False)
+            if module.bias is not None:
+                module.bias = torch.nn.Parameter(torch.empty(0, dtype=dtype), requires_grad=False)
+            replaced += 1
+        elif isinstance(module, torch.nn.Embedding):
+            csr = tensor(prefix + "weight").to(torch.float32).to_sparse_csr()
+            kept += int(csr.values().numel())
+            crow, col, val = csr.crow_indices().tolist(), csr.col_indices(), csr.values()
+            hidden = module.embedding_dim
+
+            def embed(ids, crow=crow, col=col, val=val, hidden=hidden):
+                flat = ids.reshape(-1).tolist()
+                out = torch.zeros(len(flat), hidden, dtype=torch.float32)
+                for i, t in enumerate(flat):
+                    out[i, col[crow[t]:crow[t + 1]]] = val[crow[t]:crow[t + 1]]
+                return out.to(dtype).reshape(*ids.shape, hidden)
+
+            module.forward = embed
+            module.weight = torch.nn.Parameter(torch.empty(0, dtype=dtype), requires_grad=False)
+        else:
+            for pname, _ in list(module.named_parameters(recurse=False)):
+                setattr(module, pname, torch.nn.Parameter(tensor(prefix + pname).to(dtype), requires_grad=False))
+    # Buffers made on the meta device (the rotary frequencies) are computed again on the CPU.
+    for mname, module in model.named_modules():
+        if any(b.is_meta for b in module.buffers(recurse=False)):
+            parent_name, _, child = mname.rpartition(".")
+            parent = model.get_submodule(parent_name) if parent_name else model
+            setattr(parent, child, type(module)(config=module.config if hasattr(module, "config") else config.get_text_config()))
+    still = [n for n, t in list(model.named_parameters()) + list(model.named_buffers()) if t.is_meta]
+    if still:
+        fail(f"--sparse-linear left tensors unloaded: {still[:5]}")
+    return model.eval(), replaced, kept
 
 
 def has_attention_layer(config):
@@ -231,6 +332,10 @@ def main():
                     help="stop after this many seconds of prompt and decoding; the report says complete: false")
     ap.add_argument("--allow-tf32", action="store_true", help="leave TF32 on for matmuls and cuDNN (off by default)")
     ap.add_argument("--progress", type=int, default=0, help="print a line on stderr every N matching tokens")
+    ap.add_argument("--sparse-linear", action="store_true",
+                    help="CPU: run every nn.Linear as a float32 CSR product and gather the embedding from CSR rows "
+                         "(see load_model_sparse): a decode step then costs milliseconds instead of seconds and the "
+                         "dense matrices are never held; the GDN kernels and generate() are transformers' own")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     args = ap.parse_args()
     if (args.trace is None) == (args.tokens is None):
@@ -249,7 +354,14 @@ def main():
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     t0 = time.time()
-    model = load_model(args.model, args.dtype, torch, device, args.attn)
+    if args.sparse_linear:
+        if device != "cpu":
+            fail("--sparse-linear is the CPU route (a GPU multiplies the dense matrices fast enough)")
+        model, replaced, kept = load_model_sparse(args.model, args.dtype, torch, args.attn)
+        print(f"hf_check: {replaced} linear layers run as CSR products, the embedding gathered from CSR rows "
+              f"({kept:,} non-zeros)", file=sys.stderr)
+    else:
+        model = load_model(args.model, args.dtype, torch, device, args.attn)
     load_s = time.time() - t0
     has_attention = has_attention_layer(model.config)
     if trace is None:
@@ -280,7 +392,7 @@ def main():
     compared = len(got) if first is None else first + 1
     result = {
         "model": args.model, "trace": args.trace, "elf": trace.get("elf", {}).get("name"), "dtype": args.dtype,
-        "mode": args.mode, "device": device,
+        "mode": args.mode, "device": device, "sparseLinear": args.sparse_linear,
         "deviceName": torch.cuda.get_device_name(0) if device == "cuda" else None,
         "tf32": args.allow_tf32, "promptTokens": len(prompt), "promptFed": fed, "expectedTokens": len(expected),
         "compared": compared, "complete": first is None and len(got) == len(expected),

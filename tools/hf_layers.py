@@ -19,7 +19,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_check import CachedRunner, has_attention_layer, load_model  # noqa: E402 - the shared transformers driver
+from hf_check import CachedRunner, has_attention_layer, load_model, load_model_sparse  # noqa: E402 - the shared transformers driver
 
 
 def fail(msg):
@@ -36,6 +36,9 @@ def main():
                     help="compute dtype (the dump is chipc's float32 profile)")
     ap.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     ap.add_argument("--allow-tf32", action="store_true", help="leave TF32 on (off by default)")
+    ap.add_argument("--sparse-linear", action="store_true",
+                    help="run every nn.Linear as a float32 CSR product (hf_check.py --sparse-linear): this comparison "
+                         "then shows that route computes the same bits")
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     args = ap.parse_args()
     try:
@@ -64,7 +67,10 @@ def main():
     ours_states = ours_states.reshape(len(gdn_layers), nv * dk * dv).view(np.uint32)
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    model = load_model(args.model, args.dtype, torch, device)
+    if args.sparse_linear:
+        model = load_model_sparse(args.model, args.dtype, torch)[0]
+    else:
+        model = load_model(args.model, args.dtype, torch, device)
     if model.config.num_hidden_layers != L or model.config.hidden_size != H:
         fail(f"{args.model} has {model.config.num_hidden_layers} layers of {model.config.hidden_size}; the dump {L} of {H}")
     runner = CachedRunner(model, device, torch, explicit_masks=not has_attention_layer(model.config))

@@ -19,7 +19,7 @@
  *     not from the design.
  *
  * Levels: file (every file), folder (every file collapses to the folder it sits in:
- * src/passes/assemble/rows.ts → src/passes/assemble, circuits/rv32im/cpu.ts → circuits/rv32im) and
+ * src/passes/assemble/rows.ts → src/passes/assemble, circuits/store/store.ts → circuits/store) and
  * area (to its top folder: src/passes/assemble/rows.ts → src/passes). At the folder and area levels
  * the files directly in a root (src/compile.ts, src/index.ts, riscv/cpu.ts) are units by themselves:
  * a root is no module of its own (src/index.ts re-exports every folder; were it one unit with

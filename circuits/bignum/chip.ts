@@ -1,6 +1,6 @@
 /**
  * The bignum circuit (issue 5, docs/bignum-unit.md): the RV32 chip — whose bignum unit is bn.mac
- * (circuits/rv32im/mac-unit.ts) — shaped for the bignum service (fixtures/firmware/bignum.elf, built from
+ * (src/cpu/mac-unit.ts) — shaped for the bignum service (fixtures/firmware/bignum.elf, built from
  * firmware/lib/bignum.c with its limb loops on the unit): a code RAM sized to the image and the
  * 32 KiB data RAM that holds a request, its scratch and its result. add, sub, mul, divmod (truncating
  * and floor) and cmp on signed and unsigned numbers of up to 8,192 bits run as the firmware's token
@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import type { CircuitDef, TargetShape } from '../../src/dsl/index.ts';
 import path from 'node:path';
-import { cpuCircuit } from '../rv32im/cpu.ts';
+import { cpuCircuit } from '../../src/cpu/cpu.ts';
 import { programOf } from '../../src/chip/run.ts';
 import { BIGNUM_MEM_BYTES, BN_MAX_BITS } from '../../src/bignum/service.ts';
 import { PACKAGE_ROOT } from '../../src/util/package-root.ts';

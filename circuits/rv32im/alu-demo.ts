@@ -10,7 +10,7 @@ import { defineCircuit, type CircuitDef, type Sig } from '../../src/dsl/index.ts
 import {
   add32, and32, eq32, or32, sh1add, sh2add, sh3add, shiftAmountFromTokens, sll32, slt, sltu, sra32, srl32,
   sub32, wordFromTokens, xor32, type Word, wordNibbles,
-} from './alu.ts';
+} from '../../src/cpu/alu.ts';
 
 export const VOCAB = 4096;
 export const BOS = VOCAB - 1;

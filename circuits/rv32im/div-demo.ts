@@ -8,8 +8,8 @@
  * (e.g. tiny with vocabSize 4096, or qwen3.5-4b).
  */
 import { defineCircuit } from '../../src/dsl/index.ts';
-import { wordFromTokens, wordNibbles } from './alu.ts';
-import { divStep } from './div.ts';
+import { wordFromTokens, wordNibbles } from '../../src/cpu/alu.ts';
+import { divStep } from '../../src/cpu/div.ts';
 
 export const VOCAB = 4096;
 export const BOS = VOCAB - 1;

@@ -7,8 +7,8 @@
  * for a target with a larger vocabulary, e.g. tiny with vocabSize 4096).
  */
 import { defineCircuit, type CircuitDef } from '../../src/dsl/index.ts';
-import { wordFromTokens, wordNibbles } from './alu.ts';
-import { mul32, mulh32, mulhsu32, mulhu32 } from './mul.ts';
+import { wordFromTokens, wordNibbles } from '../../src/cpu/alu.ts';
+import { mul32, mulh32, mulhsu32, mulhu32 } from '../../src/cpu/mul.ts';
 import { BOS, VOCAB, operandA, operandB } from './alu-demo.ts';
 
 export { BOS, VOCAB, operandA, operandB };

@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs';
 import type { CircuitDef, TargetShape } from '../../src/dsl/index.ts';
-import { cpuCircuit } from '../rv32im/cpu.ts';
+import { cpuCircuit } from '../../src/cpu/cpu.ts';
 import { programOf } from '../../src/chip/run.ts';
 import { CHIP_STORE_DEFAULTS, STORE_ELF, storeLimitLines, storeMemBytes } from '../../src/store/chip.ts';
 import { resolveStoreParams } from '../../src/store/model.ts';

@@ -28,9 +28,14 @@ export interface GenericChipSpec {
    * (CompileOptions.attentionLayer), so that transformers' `generate()` runs the chip alone.
    */
   attentionLayer?: boolean;
+  /**
+   * The hidden size to emit instead of the target's (CompileOptions.hidden): a chip merged into a
+   * host needs H_host·4^k (docs/merge.md). Refused (fit.width) when the chip does not fit in it.
+   */
+  hidden?: number;
 }
 
-/** Data-RAM banks a chip can have (the bank-select tables of circuits/rv32im/cpu.ts stay exact up to this many). */
+/** Data-RAM banks a chip can have (the bank-select tables of src/cpu/cpu.ts stay exact up to this many). */
 export const MAX_MEM_BANKS = 4;
 
 /**
@@ -58,7 +63,9 @@ export function genericShape(spec: GenericChipSpec): Required<CpuOptions> {
 
 /** Compile the generic chip of a spec. */
 export function compileGenericChip(spec: GenericChipSpec): CompileResult {
-  return compileCircuit(chipIr(genericShape(spec)), spec.target, { attentionLayer: spec.attentionLayer === true });
+  return compileCircuit(chipIr(genericShape(spec)), spec.target, {
+    attentionLayer: spec.attentionLayer === true, ...(spec.hidden !== undefined ? { hidden: spec.hidden } : {}),
+  });
 }
 
 /** A one-line description: "16 KiB code, 64 KiB data". */
@@ -81,7 +88,7 @@ export async function cachedGenericChip(
   let compiled: CompileResult | null = null;
   let compileSeconds = 0;
   const r = await getOrBuildChip(
-    { circuit: 'rv32im', target: spec.targetName, options: { codeBytes: spec.codeBytes, memBytes: spec.memBytes, config: configHash, ...(spec.attentionLayer === true ? { attentionLayer: 1 } : {}) }, dtype: 'bf16' },
+    { circuit: 'rv32im', target: spec.targetName, options: { codeBytes: spec.codeBytes, memBytes: spec.memBytes, config: configHash, ...(spec.attentionLayer === true ? { attentionLayer: 1 } : {}), ...(spec.hidden !== undefined ? { hidden: spec.hidden } : {}) }, dtype: 'bf16' },
     (tmpPath) => {
       opts.onCompile?.();
       const t0 = performance.now();

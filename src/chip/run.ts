@@ -19,7 +19,7 @@ import type { ExecOptions } from '../exec/types.ts';
 import { applyRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
 // The one import of a circuit in src/: the runner compiles the CPU (chipIr); its shape is riscv/chip-shape.ts.
-import { cpuCircuit } from '../../circuits/rv32im/cpu.ts';
+import { cpuCircuit } from '../cpu/cpu.ts';
 import {
   codeBanks, memBanks, memBankWordsFor, CODE_STORE_WORDS, CONFIG_CODE_END, CONFIG_TOHOST, MEM_BANK_WORDS, VOCAB, type CpuOptions,
 } from '../../riscv/chip-shape.ts';
@@ -486,7 +486,7 @@ export function chipIr(opts: Required<CpuOptions>): CircuitIR {
   const key = JSON.stringify([opts.codeWords, opts.memWords, opts.memBankWords]);
   let ir = irCache.get(key);
   if (ir === undefined) {
-    ir = buildCircuit(cpuCircuit(opts), 'circuits/rv32im/cpu.ts');
+    ir = buildCircuit(cpuCircuit(opts), 'src/cpu/cpu.ts');
     if (irCache.size >= 4) irCache.delete(irCache.keys().next().value!);
     irCache.set(key, ir);
   }
@@ -676,7 +676,7 @@ export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
   const have = m.rv32;
   if (have === undefined || typeof have !== 'object') {
     throw new ChipcError('run.model',
-      `${ck.path}: the chip's manifest does not record its RAM shape (\`chipc compile circuits/rv32im/cpu.ts\` compiles the default export without it); ${remedy}`);
+      `${ck.path}: the chip's manifest does not record its RAM shape (\`chipc compile src/cpu/cpu.ts\` compiles the default export without it); ${remedy}`);
   }
   if (have.generic !== true) {
     throw new ChipcError('run.model', `${ck.path}: the chip was compiled for one program by an older chipc (its code end and tohost are built in); ${remedy}`);

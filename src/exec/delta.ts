@@ -4,8 +4,8 @@
  * per token (the anchors keep every RMSNorm factor constant, docs/numerics.md), so a decode step
  * mostly repeats the previous one; the rows whose inputs repeat bit for bit keep their values.
  *
- * Exactness. Under the scatter form's precondition (matmul.ts scatterInto: CSR matrix with sorted
- * rows and finite weights, no dense −0 rows, finite input, maxRowNnz < cols − negTotal), row r of
+ * Exactness. Under the scatter form's precondition (matmul-argmax.ts scatterInto: CSR matrix with
+ * sorted rows and finite weights, no dense −0 rows, finite input, maxRowNnz < cols − negTotal), row r of
  * y = x·Wᵀ as linear() computes it equals
  *     y_r = act( fold over r's stored entries in ascending column c, from +0, of
  *                acc ← fl(acc + p) for each p = fl(w_rc·x_c) ≠ 0 )
@@ -52,7 +52,8 @@
  * record). Bounded rows are y itself, so the bf16 profile (y = act(sum)) tracks every row.
  */
 import type { Matrix } from '../model/weights.ts';
-import { cscPlanOf, sparsePlanOf, type CscPlan, type MatmulStats, type SparsePlan } from './matmul.ts';
+import type { MatmulStats } from './matmul.ts';
+import { cscPlanOf, sparsePlanOf, type CscPlan, type SparsePlan } from './matmul-plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
 
 const f32 = Math.fround;

@@ -12,8 +12,12 @@ import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer, type ModelConfig } from '../model/config.ts';
 import type { Matrix, ModelWeights } from '../model/weights.ts';
 import { attentionStep, KvCache, ropeInvFreq } from './attention.ts';
-import { classifyState, gdnDimsOf, gdnForward, gdnConvSnapshot, newGdnCache, noteGdnStateWritten, type GdnCache } from './gdn.ts';
-import { linear, linearArgmax, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
+import { gdnForward } from './gdn.ts';
+import { gdnDimsOf, newGdnCache, type GdnCache } from './gdn-cache.ts';
+import { classifyState } from './gdn-sparse-step.ts';
+import { gdnConvSnapshot, noteGdnStateWritten } from './gdn-tracked.ts';
+import { linear, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
+import { linearArgmax } from './matmul-argmax.ts';
 import { moeForward, swiglu } from './mlp.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
 import { rmsNorm1p } from './norms.ts';
@@ -263,6 +267,19 @@ export class Executor {
   }
 
   /**
+   * The GDN cache of a linear_attention layer as it stands — conv window, states, and the decode
+   * steps' bookkeeping (which heads were handed out, tracked state kinds) — for inspection by tests
+   * and tools. Read it only: writing it bypasses the bookkeeping that gdnState keeps.
+   */
+  gdnCacheOf(layer: number): Readonly<GdnCache> {
+    const c = this.gdn[layer];
+    if (!c) {
+      throw new ChipcError('exec.bad-layer', `layer ${layer} is not a linear_attention layer (0..${this.config.numLayers - 1})`);
+    }
+    return c;
+  }
+
+  /**
    * A copy of the recurrent state of (layer, value head), S[i,j] at i·dv + j. Unlike gdnState it
    * hands nothing out, so the decode steps keep their shortcuts for the head (a reader's path:
    * capturing a RAM's contents between service calls).
@@ -381,8 +398,8 @@ export class Executor {
    * among the maximal logits, NaN never wins, exec.nan-logits when all are NaN), with the same
    * state changes, stats and hooks, but without materialising a fresh logits array. On the sparse
    * path in sequential order the LM head runs in scatter form into a reused sparse buffer
-   * (matmul.ts `linearArgmax`): rows no column reaches are exactly +0 and only the lowest such row
-   * competes for the maximum; otherwise the logits go to a reused buffer and argmax scans it.
+   * (matmul-argmax.ts `linearArgmax`): rows no column reaches are exactly +0 and only the lowest
+   * such row competes for the maximum; otherwise the logits go to a reused buffer and argmax scans it.
    */
   decodeArgmax(id: number): number {
     if (this.pos === 0) throw new ChipcError('exec.empty-cache', 'decode needs a prefill first (the first forward uses the chunked kernel)');

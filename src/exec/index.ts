@@ -4,7 +4,8 @@ export {
   makeNumericContext, makeDot, makeSum, addRoundOnce, roundBf16,
   exp32, sigmoid32, silu32, softplus32, rsqrt32, type ExecNumericContext,
 } from './numeric.ts';
-export { linear, linearEx, csrOf, newMatmulStats, type MatmulPath, type MatmulStats, type LinearResult } from './matmul.ts';
+export { linear, linearEx, newMatmulStats, type MatmulPath, type MatmulStats, type LinearResult } from './matmul.ts';
+export { csrOf } from './matmul-plans.ts';
 export { rmsNorm1p, gatedRmsNorm, l2norm } from './norms.ts';
 export { softmax32, topK, moeRoute, moeForward, swiglu } from './mlp.ts';
 export { recurrentStep, gdnForward } from './gdn.ts';

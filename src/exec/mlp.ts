@@ -10,9 +10,8 @@
  */
 import { ChipcError } from '../util/errors.ts';
 import type { Matrix, MoeMlpWeights } from '../model/weights.ts';
-import {
-  linear, linearEx, linearOnSupport, nonEmptyRowUnion, type MatmulPath, type MatmulStats,
-} from './matmul.ts';
+import { linear, linearEx, linearOnSupport, type MatmulPath, type MatmulStats } from './matmul.ts';
+import { nonEmptyRowUnion } from './matmul-plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32 } from './numeric.ts';
 import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';

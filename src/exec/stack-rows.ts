@@ -13,7 +13,7 @@
  * in the sign of a zero) is refused; delta.ts refuses such a part too.
  */
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
-import { sparsePlanOf } from './matmul.ts';
+import { sparsePlanOf } from './matmul-plans.ts';
 
 /** A stack of matrices over the same input: part p owns rows offsets[p] … offsets[p+1) of m. */
 export interface RowStack {

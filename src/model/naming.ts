@@ -16,7 +16,7 @@ export interface TensorSpec {
 
 /**
  * The Gated DeltaNet layer's dimensions, derived from a config (notation of
- * docs/host-architecture.md §2). The one definition: the loader, the executor (exec/gdn.ts) and
+ * docs/host-architecture.md §2). The one definition: the loader, the executor (exec/gdn-cache.ts gdnDimsOf) and
  * the RAM gadget (gadgets/gdn-ram.ts) all use it.
  */
 export interface GdnDims {

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { codeSizeOption, memSizeOption } from '../support/options.ts';
+import { codeSizeOption, integerOption, memSizeOption } from '../support/options.ts';
 import { compileGenericChip, defaultChipSizes, describeSizes, genericShape, type GenericChipSpec } from '../../chip/generic.ts';
 import { emitChip, fmtBytes } from '../../chip/run.ts';
 import type { Matrix } from '../../model/weights.ts';
@@ -19,7 +19,7 @@ import type { Runner } from '../support/output.ts';
 import { prepareOutput } from '../support/files.ts';
 import { summaryOf } from '../support/command-table.ts';
 
-interface CpuCliOptions { output: string; target: string; codeSize?: string; memSize?: string; dtype: string; overwrite?: boolean; json?: boolean; attentionLayer?: boolean }
+interface CpuCliOptions { output: string; target: string; codeSize?: string; memSize?: string; dtype: string; overwrite?: boolean; json?: boolean; attentionLayer?: boolean; hidden?: string }
 
 /** Non-zero weights of a matrix (CSR values, or the dense array's non-zeros). */
 const nonZeros = (m: Matrix): number => (m.csr ? m.csr.values.length : (m.dense ?? new Float32Array()).reduce((s, v) => s + (v !== 0 ? 1 : 0), 0));
@@ -36,6 +36,7 @@ export function registerCpu(program: Command, run: Runner): void {
     .option('--dtype <d>', 'bf16 or f32 (the chip\'s weights are bf16-exact: both hold the same values)', 'bf16')
     .option('--overwrite', 'replace an existing output')
     .option('--attention-layer', 'make the last layer with an empty mixer a full-attention layer that adds exactly 0, so transformers\' generate() runs the chip alone (its cache takes its length from an attention layer); costs no layer, but every token then attends over all positions')
+    .option('--hidden <n>', 'hidden size to emit (default: the target\'s, widened only as needed); a chip to merge into a host needs the host\'s times a power of four (docs/merge.md)')
     .option('--json', 'print one JSON document')
     .action((o: CpuCliOptions) =>
       run(() => {
@@ -48,6 +49,7 @@ export function registerCpu(program: Command, run: Runner): void {
           codeBytes: o.codeSize !== undefined ? codeSizeOption(o.codeSize) : sizes.codeBytes,
           memBytes: o.memSize !== undefined ? memSizeOption(o.memSize) : sizes.memBytes,
           attentionLayer: o.attentionLayer === true,
+          ...(o.hidden !== undefined ? { hidden: integerOption(o.hidden, '--hidden', 'cli.hidden', { min: 8 }) } : {}),
         };
         const shape = genericShape(spec);
         // refused before the compile, not after it

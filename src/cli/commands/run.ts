@@ -1,6 +1,6 @@
 /**
  * `chipc run FILE.elf [--target T] [--code-size BYTES] [--mem-size BYTES] [--check] [--max-tokens N]`:
- * run an RV32 program on the generic RV32IM+Zba chip (circuits/rv32im/cpu.ts, token protocol v5:
+ * run an RV32 program on the generic RV32IM+Zba chip (src/cpu/cpu.ts, token protocol v5:
  * docs/token-protocol.md) — one compiled chip per target and RAM sizes, taken from the chip cache
  * (src/chip/cache.ts; compiled and cached on a miss, `--no-cache` compiles for this run only) —
  * loading the program's image into its GDN state and generating token by token in the reference

@@ -30,6 +30,11 @@ export interface TraceFile {
   memBytes: number;
   /** The chip's code RAM in bytes (the golden emulator's fetch limit). */
   codeBytes: number;
+  /**
+   * Model id of chip token t is t + idOffset: 0 for the chip alone, the host's vocabulary size for a
+   * merged model (docs/merge.md). `prompt` and `expected` are model ids.
+   */
+  idOffset: number;
   /** Fed as the prompt: the loader prompt ending with J(entry). */
   prompt: number[];
   /** What greedy decoding must generate after the prompt (ends with HALT when `halted`, with TRAP when `trap` is set). */
@@ -83,10 +88,12 @@ export function registerTrace(program: Command, run: Runner): void {
         const expected = Array.from(g.tokens.subarray(prog.start.length));
         const last = expected.length > 0 ? decodeToken(expected[expected.length - 1]!) : null;
         const halted = last !== null && last.kind === 'HALT';
+        const idOffset = ck?.idOffset ?? 0;
         const doc: TraceFile = {
           format: 'chipc-trace', version: 1, protocol: PROTOCOL_VERSION,
           elf: { name: path.basename(file), sha256: crypto.createHash('sha256').update(elf).digest('hex') },
-          memBytes: prog.memBytes, codeBytes: prog.codeBytes, prompt: prog.loader, expected, halted,
+          memBytes: prog.memBytes, codeBytes: prog.codeBytes, idOffset,
+          prompt: prog.loader.map((t) => t + idOffset), expected: expected.map((t) => t + idOffset), halted,
           exitCode: last !== null && last.kind === 'HALT' ? last.code : null, trap: g.halt.trap ?? null, instructions: g.summary.instructions,
         };
         const target = o.output as string;
@@ -98,8 +105,8 @@ export function registerTrace(program: Command, run: Runner): void {
           fs.rmSync(tmp, { force: true });
           throw new ChipcError('cli.write', `cannot write ${target}: ${(e as Error).message}`, { cause: e });
         }
-        out.emit({ output: target, promptTokens: doc.prompt.length, expectedTokens: expected.length, halted, exitCode: doc.exitCode, trap: doc.trap, instructions: doc.instructions });
-        out.line(`${file}: ${fmtInt(doc.prompt.length)}-token loader prompt, ${fmtInt(expected.length)} expected tokens ` +
+        out.emit({ output: target, idOffset, promptTokens: doc.prompt.length, expectedTokens: expected.length, halted, exitCode: doc.exitCode, trap: doc.trap, instructions: doc.instructions });
+        out.line(`${file}: ${fmtInt(doc.prompt.length)}-token loader prompt, ${fmtInt(expected.length)} expected tokens${idOffset > 0 ? ` (ids offset by ${fmtInt(idOffset)}: a merged model)` : ''} ` +
           `(${fmtInt(doc.instructions)} instructions${halted ? `, HALT(${doc.exitCode})` : doc.trap !== null ? `, TRAP(${doc.trap})` : ', no HALT within the budget'}) → ${target}`);
         return 0;
       })(),

@@ -15,8 +15,8 @@
  * overlaps work that needs only the bytes). Unit counts are measured by `chipc compile --report`
  * on the demo circuits (docs/rv32-alu.md).
  */
-import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
-import { ChipcError } from '../../src/util/errors.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
+import { ChipcError } from '../util/errors.ts';
 
 /** A 32-bit value: 4 byte signals [0, 255], least significant byte first. */
 export type Word = Sig[];

@@ -12,7 +12,7 @@
  * The trap causes themselves come from decode (early traps), controlFlow (jumpTrap) and memory
  * (faults); the emit stage folds them into one TRAP token.
  */
-import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { add32, constWord, eq32, slt, sltu, type Word } from './alu.ts';
 import type { CpuShape } from './cpu-layout.ts';
 import { Kind, tokenKind } from './cpu-tokens.ts';

@@ -9,8 +9,8 @@
  * bytes then pick one of the alphabet's rows (the LM head). Reads nearly every stage's outputs;
  * produces nothing further (the circuit's output).
  */
-import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
-import { ChipcError } from '../../src/util/errors.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
+import { ChipcError } from '../util/errors.ts';
 import {
   D_COUNT, E_PER_SLOT, H_COUNT, HALT_COUNT, J_COUNT, K_COUNT, N_COUNT, OUT_PER_SLOT, Q_COUNT, WINDOW_SLOTS,
 } from '../../riscv/protocol.ts';
@@ -148,7 +148,7 @@ export function emit(c: CircuitBuilder, io: EmitInputs): void {
   // One bit per payload case straight from the plan (one FFN layer, no compare after it).
   // The payload case never depends on the width class (checked here), so its tables skip it.
   for (let f = 0; f < 4; f++) for (let md = 0; md <= 14; md++) {
-    if (new Set([0, 1, 2].map((wc) => plan(f, md, wc)[1])).size !== 1) throw new ChipcError('internal', `payload case of (${f}, ${md}) depends on the width class`);
+    if (new Set([0, 1, 2].map((wc) => plan(f, md, wc)[1])).size !== 1) throw new ChipcError('chip.payload-case', `payload case of (${f}, ${md}) depends on the width class`);
   }
   const caseBits = Array.from({ length: 16 }, (_, k) =>
     k <= 1 ? c.constant(0) : c.table(`pcase${k}`, [planFed, mode], (f, md) => (plan(f, md, 0)[1] === k ? 1 : 0), [0, 1]));

@@ -2,7 +2,7 @@
  * The M extension and the bignum unit.
  *
  *  - bignumUnit (right after the register file): bn.mac / bn.mac1's extra read port of rd and
- *    its carry banks (circuits/rv32im/mac-unit.ts); its addends enter the multiplier's columns.
+ *    its carry banks (src/cpu/mac-unit.ts); its addends enter the multiplier's columns.
  *  - multiply: one unsigned 32×32 → 64 multiplier (mul.ts) over the multiplier's operand ports;
  *    MULH / MULHSU's sign corrections and bn.mac's rd + carry enter its own column sums, so the
  *    high word is read straight off the product.
@@ -13,7 +13,7 @@
  * Reads the operands and the register file, decode (class, funct3), the fed token's fields and
  * their delays; produces the product, the division's results and the emit plan's step signals.
  */
-import type { CircuitBuilder, Ram, Sig } from '../../src/dsl/index.ts';
+import type { CircuitBuilder, Ram, Sig } from '../dsl/index.ts';
 import { Q_DIGITS } from '../../riscv/protocol.ts';
 import { BN_BANKS, BN_OPCODE, macUnit, type MacUnit } from './mac-unit.ts';
 import { wordFromNibbles, wordNibbles, type Word } from './alu.ts';
@@ -39,7 +39,7 @@ export interface BignumInputs {
 /** The bignum unit (its `columns` adds rd and the carry to the multiplier's column sums). */
 export function bignumUnit(c: CircuitBuilder, io: BignumInputs): MacUnit {
   const { regs, bnCarryMoves, bnCarryIn, ins, opcode, rd, isBn, dLoPrev, cvW } = io;
-  // The bignum unit (circuits/rv32im/mac-unit.ts): rd through a third read port, the carry banks
+  // The bignum unit (src/cpu/mac-unit.ts): rd through a third read port, the carry banks
   // (funct7 bit 0 picks one; the other custom-0 encodings are illegal and never decoded here).
   const bnBankRead = Array.from({ length: BN_BANKS }, (_, b) =>
     c.table(`isBnMac${b}`, [opcode, ins[25]!], (op, b25) => (op === BN_OPCODE && b25 === b ? 1 : 0), [0, 1]));

@@ -6,7 +6,7 @@
  * Also the D latch (the previous position's D payload, a delay line). Reads nothing; the
  * other stages take these instead of re-deriving them, so each field exists once.
  */
-import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { Q_DIGITS } from '../../riscv/protocol.ts';
 import { bit as bitOf, Kind, narrowCommit, tokenKind as kindOfId, wideCommit } from './cpu-tokens.ts';
 

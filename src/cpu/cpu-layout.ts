@@ -5,7 +5,7 @@
  * numbers only — no signals. What a host needs of them (the options, banks, configuration
  * addresses) is defined in riscv/chip-shape.ts and re-exported here.
  */
-import { ChipcError } from '../../src/util/errors.ts';
+import { ChipcError } from '../util/errors.ts';
 import { CODE_BASE } from '../../riscv/protocol.ts';
 import { CODE_STORE_WORDS, MEM_BANK_WORDS, codeBanks, memBanks, type CpuOptions } from '../../riscv/chip-shape.ts';
 

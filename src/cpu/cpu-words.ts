@@ -3,7 +3,7 @@
  * positions (wordFromSpec with the immediate layouts of immSpec), a bytewise select (muxWord), and
  * a few-bit increment over bits (addSmall). Each builds the same signals wherever it is called.
  */
-import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { byteFromNibbles, type Word } from './alu.ts';
 
 /** The word of 32 bits (LSB first). */

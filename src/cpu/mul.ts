@@ -29,8 +29,8 @@
  * Units (measured on circuits/rv32im/mul-demo.ts; docs/rv32-alu.md) are dominated by layer 1:
  * a pair table with both l and h costs up to ~256 units (shared ramps over the 256-index).
  */
-import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
-import { ChipcError } from '../../src/util/errors.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
+import { ChipcError } from '../util/errors.ts';
 import { wordNibbles, type Word } from './alu.ts';
 
 /** Digit of a nibble as a factor: the top nibble of a signed operand is two's complement. */
@@ -89,7 +89,7 @@ export function mulBytes(
   const q: Sig[] = [];
   for (let k = 0; k < cols; k++) {
     const D = c.linear([...lTerms[k]!, ...hTerms[k]!], bias[k]!).named(`${tag}.D${k}`);
-    if (D.range.lo < 0 || D.range.hi > 255) throw new ChipcError('internal', `${tag}: column ${k} has range [${D.range.lo}, ${D.range.hi}]`);
+    if (D.range.lo < 0 || D.range.hi > 255) throw new ChipcError('mul.column-range', `${tag}: column ${k} has range [${D.range.lo}, ${D.range.hi}]`);
     r.push(c.table(`${tag}.r${k}`, [D], (v) => v & 15, [0, 15]));
     q.push(c.table(`${tag}.q${k}`, [D], (v) => v >> 4)); // range: inferred from D's, [0, 14]
   }
@@ -100,7 +100,7 @@ export function mulBytes(
     const terms: [Sig, number][] = [[r[2 * m]!, 1], [r[2 * m + 1]!, 16], [q[2 * m]!, 16]];
     if (m > 0) terms.push([q[2 * m - 1]!, 1]);
     const Bm = c.linear(terms).named(`${tag}.B${m}`);
-    if (Bm.range.hi > 510) throw new ChipcError('internal', `${tag}: byte sum ${m} reaches ${Bm.range.hi}`);
+    if (Bm.range.hi > 510) throw new ChipcError('mul.byte-sum', `${tag}: byte sum ${m} reaches ${Bm.range.hi}`);
     B.push(Bm);
     w.push(c.table(`${tag}.w${m}`, [Bm], (v) => (v >= 256 ? 1 : v === 255 ? 0 : -1), [-1, 1]));
   }

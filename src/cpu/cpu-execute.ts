@@ -6,7 +6,7 @@
  * into the result word. Reads the operands (register file), the instruction bits, the decode
  * and the PC word.
  */
-import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { add32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
 import { bitsWord, immSpec, muxWord, wordFromSpec } from './cpu-words.ts';
 

@@ -6,7 +6,7 @@
  * code RAM) and ecall. Reads the instruction bits, fetchOut and loader mode; everything here is
  * tables over instruction bits, a layer or two after fetch.
  */
-import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { BN_OPCODE } from './mac-unit.ts';
 
 export interface DecodeInputs {

@@ -6,7 +6,7 @@
  * self-modified code. Reads the PC (w), the loader's state and the token word; produces the 32
  * instruction bits and fetchOut (w past the code RAM: TRAP(fetch)).
  */
-import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { FETCH_DIGIT_BITS, rowDigits, type CpuShape } from './cpu-layout.ts';
 
 export interface FetchInputs {

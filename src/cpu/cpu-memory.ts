@@ -18,7 +18,7 @@
  * token's fields and delays, loader state and the configured code end; produces the load / store
  * candidates for the result, the memory-side emit signals and the trap causes.
  */
-import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { add32, constWord, type Word } from './alu.ts';
 import {
   CONSOLE_ADDR, READ_DIGIT_BITS, WRITE_DIGIT_BITS, crosses, loadByteSource, loadPrefixLane, rowDigits, storeByteSource, widthOf,

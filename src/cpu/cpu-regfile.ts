@@ -10,7 +10,7 @@
  * PC + 4, pcWord) that the later stages reuse, and the bignum unit's carry enables (which H
  * latches or moves its carry). Reads the token fields, the PC latch, loader state and decode.
  */
-import type { CircuitBuilder, Ram, Sig } from '../../src/dsl/index.ts';
+import type { CircuitBuilder, Ram, Sig } from '../dsl/index.ts';
 import { BN_BANKS, BN_OPCODE } from './mac-unit.ts';
 import type { Word } from './alu.ts';
 import { Kind, tokenKind } from './cpu-tokens.ts';

@@ -3,7 +3,7 @@
  * RAM), decode, register file (a RAM with two read ports), ALU and Zba, branches and jumps
  * (PC = base + 4·j, base latched by J tokens), a data RAM with loads and stores of every width and
  * alignment, the console (OUT), `ecall` exit and `tohost` (HALT), one 32×32 → 64 multiplier for
- * MUL* and the bignum unit's bn.mac / bn.mac1 (circuits/rv32im/mac-unit.ts), radix-16 division
+ * MUL* and the bignum unit's bn.mac / bn.mac1 (src/cpu/mac-unit.ts), radix-16 division
  * steps for DIV/REM (Q tokens), code stores that reach fetch (A tokens), and a loader mode before
  * the first J (loading by prompt). docs/cpu-plan.md has the status.
  *
@@ -16,7 +16,7 @@
  * accesses, division steps) keep their state in tokens, delay lines of the fed kinds and latches
  * written from token fields.
  */
-import { defineCircuit, type CircuitDef } from '../../src/dsl/index.ts';
+import { defineCircuit, type CircuitDef } from '../dsl/index.ts';
 import { TOK, VOCAB } from './cpu-tokens.ts';
 import { cpuShape, memBankWordsFor, type CpuOptions } from './cpu-layout.ts';
 import { tokenInputs } from './cpu-input.ts';
@@ -73,7 +73,7 @@ export function cpuCircuit(opts: CpuOptions) {
 
 /**
  * The chip with a 4 KiB code RAM and a 32 KiB data RAM; compiled for a target (`chipc compile
- * circuits/rv32im/cpu.ts --target T`), its data RAM is split into banks that fit that target's layers.
+ * src/cpu/cpu.ts --target T`), its data RAM is split into banks that fit that target's layers.
  */
 const DEFAULT_SHAPE: CpuOptions = { codeWords: 1024, memWords: 8192 };
 const defaultChip: CircuitDef = {

@@ -10,8 +10,8 @@
  * fields, or words built from nibbles such as a previous step's remainder: layer 1; bytes from
  * elsewhere: +1 layer for the nibble split of alu.ts `nibbles`).
  */
-import type { CircuitBuilder, Sig } from '../../src/dsl/index.ts';
-import { ChipcError } from '../../src/util/errors.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
+import { ChipcError } from '../util/errors.ts';
 import { wordFromNibbles, wordNibbles, type Word } from './alu.ts';
 
 function checkNibble(x: Sig, what: string): void {

@@ -10,7 +10,7 @@
  * multiply-subtract; firmware/lib/bignum.c).
  *
  * Exact math in the chip: t < 2^64 always ((2^32 − 1)² + 2·(2^32 − 1) = 2^64 − 1), and t is the
- * multiplier's own 64-bit product (circuits/rv32im/mul.ts) with rd and C added as two more nibble
+ * multiplier's own 64-bit product (src/cpu/mul.ts) with rd and C added as two more nibble
  * terms in each of its eight low columns: column k gains at most 2·15, so the largest low column
  * sum is 8·15 + 7·14 + 30 = 248 ≤ 255, inside the column gadget's exact range — no adder, no extra
  * layer. Both extra addends read as 0 for every other instruction (a disabled RAM read gives 0), so
@@ -24,7 +24,7 @@
  * pinned rows, docs/gadgets-gdn.md). The banks' reads are enabled one at a time (only the
  * instruction's bank), so their bit sums stay 0/1 and the column bound above holds.
  */
-import type { CircuitBuilder, Ram, Sig } from '../../src/dsl/index.ts';
+import type { CircuitBuilder, Ram, Sig } from '../dsl/index.ts';
 
 /** custom-0: the unit's opcode (funct3 = 0; funct7 = 0: bn.mac, 1: bn.mac1; every other custom-0 word is illegal). */
 export const BN_OPCODE = 0x0b;

@@ -1,0 +1,195 @@
+/**
+ * The per-layer state of the GDN mixer and the types the layer's files share: its dimensions
+ * (gdnDimsOf), the cache (GdnCache: the conv state, one S per value head with what the decode
+ * steps know of it, and the memos of the fast paths), the scratch of single-token calls
+ * (GdnBuffers), the tracked decode step's record (GdnTrack — its logic is gdn-tracked.ts; it is
+ * declared here beside the cache that holds it, so that the layer's files import this one and not
+ * each other) and the mixer's result (GdnRunResult).
+ *
+ * Single-token calls reuse per-layer buffers (GdnCache.buffers): a decode step allocates nothing
+ * but the hook copies.
+ */
+import { ChipcError } from '../util/errors.ts';
+import type { ModelConfig } from '../model/config.ts';
+import type { CsrMatrix, GdnWeights, Matrix } from '../model/weights.ts';
+import { gdnDims, type GdnDims } from '../model/naming.ts';
+import type { OutputSource } from './delta.ts';
+import { newSparseStepScratch, STATE_ZERO, type KvMemo, type SparseStepScratch } from './gdn-sparse-step.ts';
+
+/** model/naming.ts gdnDims, refusing a layer without value heads (r = 0) before the executor sizes buffers by it. */
+export function gdnDimsOf(cfg: ModelConfig): GdnDims {
+  const d = gdnDims(cfg);
+  if (d.r < 1) throw new ChipcError('exec.bad-config', `linear_num_value_heads (${d.hv}) must be a multiple of linear_num_key_heads (${d.hk})`);
+  return d;
+}
+
+/**
+ * An idle step's output for one cache: `out` (shared between caches, never written), `buf` the
+ * cache's copy handed out by each idle step, `source` naming it as a vector that never changes
+ * (delta.ts OutputSource).
+ */
+export interface IdleOut { weights: GdnWeights; out: Float32Array; buf: Float32Array; source: OutputSource }
+
+/** Per-layer GDN cache: conv state (channel c at c·K + j, j = K−1 newest) and one state per value head. */
+export interface GdnCache {
+  conv: Float32Array;
+  /** S[i,j] at i·dv + j, per value head. */
+  S: Float32Array[];
+  /**
+   * Per value head, the STATE_* kind of S as the decode steps left it. Trusted only while the live
+   * array has not been handed out (see `exposed`); prefill resets it to STATE_ANY.
+   */
+  kind: Uint8Array;
+  /** Per value head: 1 once the live S was handed out (Executor.gdnState): its kind is re-derived every step. */
+  exposed: Uint8Array;
+  /** Per value head, per row i of S: 0 only if row i is known to be all +0 (kept with `kind`). */
+  rowNonZero: Uint8Array[];
+  /** Buffers of single-token calls (decode), reused so a step allocates nothing; created on first use. */
+  buffers?: GdnBuffers;
+  /** What gdnDecodeTracked knows about the last decode step; undefined = nothing (rebuilt by a full step). */
+  track?: GdnTrack;
+  /**
+   * 1 when every conv state entry is known to be +0 (bit pattern 0); 0 = unknown. See gdn-idle.ts.
+   * A new cache starts at 1 (its state is a fresh +0 array); prepareToken keeps it at 1 while its
+   * steps find every channel cold, and the tracked step sets it to 0.
+   */
+  convZero?: number;
+  /**
+   * The stacked in_proj (stack-rows.ts; the same Matrix object while its parts keep their storage)
+   * through which every conv step since the cache was made got its input: then a channel whose qkv
+   * row is empty there has had only +0 inputs, and its state is all +0 (it started so). undefined
+   * before the first step, null when unknown (a step ran without it, or with another stack).
+   */
+  convInputs?: Matrix | null;
+  /**
+   * The mixer output of an idle step (gdn-idle.ts), once one has run; valid for these weights
+   * only.
+   */
+  idleOut?: IdleOut;
+  /**
+   * What idlePreconditions learnt of the last input it checked: the stamp (DeltaShare) of an input
+   * found all finite (−1: none), and the index of an entry with a clear sign bit in the last input.
+   */
+  idleInput?: { finiteStamp: number; clearAt: number };
+  /** The layer's dimensions (gdnDimsOf), kept with the cache. */
+  dims?: GdnDims;
+  /** The result object of single-token decode steps (singleResult), made on first use. */
+  single?: GdnRunResult;
+}
+
+/** Per-layer scratch of a single-token GDN call (every array is fully rewritten before it is read). */
+export interface GdnBuffers {
+  mixed: Float32Array; z: Float32Array; b: Float32Array; a: Float32Array; conved: Float32Array;
+  q: Float32Array; k: Float32Array; beta: Float32Array; g: Float32Array;
+  core: Float32Array; normed: Float32Array; out: Float32Array; step: SparseStepScratch;
+  /**
+   * Per value head: the (core, z) bit patterns `normed` was last computed from (2·dv words per
+   * head), valid where normMemoValid is 1. `normed` is written only by that computation.
+   */
+  normMemo: Uint32Array; normMemoValid: Uint8Array;
+  /** Bit views of conved, normed and the tracked step's oldCore scratch (made once: a view costs an allocation). */
+  convedBits: Uint32Array; normedBits: Uint32Array;
+  /** gdnDecodeTracked's result (rewritten by each call). */
+  tracked: { out: Float32Array; source: OutputSource | null };
+}
+
+export function gdnBuffers(d: GdnDims, H: number): GdnBuffers {
+  const conved = new Float32Array(d.convDim);
+  const normed = new Float32Array(d.valueDim);
+  return {
+    convedBits: new Uint32Array(conved.buffer), normedBits: new Uint32Array(normed.buffer), tracked: { out: conved, source: null }, mixed: new Float32Array(d.convDim), z: new Float32Array(d.valueDim), b: new Float32Array(d.hv), a: new Float32Array(d.hv),
+    conved, q: new Float32Array(d.keyDim), k: new Float32Array(d.keyDim),
+    beta: new Float32Array(d.hv), g: new Float32Array(d.hv), core: new Float32Array(d.valueDim),
+    normed, out: new Float32Array(H), step: newSparseStepScratch(d.dk, d.dv),
+    normMemo: new Uint32Array(2 * d.valueDim), normMemoValid: new Uint8Array(d.hv),
+  };
+}
+
+export function newGdnCache(d: GdnDims): GdnCache {
+  const S: Float32Array[] = [];
+  for (let h = 0; h < d.hv; h++) S.push(new Float32Array(d.dk * d.dv));
+  return {
+    conv: new Float32Array(d.convDim * d.K), S, kind: new Uint8Array(d.hv).fill(STATE_ZERO), exposed: new Uint8Array(d.hv),
+    rowNonZero: S.map(() => new Uint8Array(d.dk)), dims: d,
+    // every optional field from the start: one object shape for the JIT (fields added later had
+    // each cache change shape, deoptimizing the decode's code when a new executor's caches came)
+    buffers: undefined, track: undefined, convZero: 1, convInputs: undefined, idleOut: undefined, idleInput: undefined,
+    single: undefined,
+  };
+}
+
+export interface GdnRunResult {
+  /** Mixer output per token, [H] each. */
+  out: Float32Array[];
+  /** Per token: states after that token (copies), or null where not available. Only filled when wantStates. */
+  states: (Float32Array[] | null)[];
+  /**
+   * Single-token decode: the versioned vector out[0] equals (delta.ts OutputSource), so a consumer
+   * can tell which entries changed since the previous step; null when the step cannot tell.
+   */
+  outSource?: OutputSource | null;
+}
+
+/**
+ * What the last tracked decode step of a layer left behind (gdnDecodeTracked). Invariants between
+ * tracked steps of one cache:
+ *  - a conv channel not active (CH_ACTIVE) is settled: its K state taps are bit-identical and `conved[c]`
+ *    (the layer buffer) is the conv + SiLU of that state;
+ *  - buf.q / buf.k hold the l2-normalised queries / keys of buf.conved, buf.beta / buf.g the gates
+ *    of the last step, buf.core each value head's last output, buf.normed its gated norm with
+ *    the last z, and `headModified[h]` says whether the last step may have changed S of head h.
+ */
+export interface GdnTrack {
+  weights: GdnWeights;
+  active: Int32Array;
+  nActive: number;
+  /**
+   * One record per conv channel c, at 4c … 4c+3, so a step reads one cache line per channel
+   * (these were three arrays and the single-tap weights a fourth): `chan[4c]` lazySince (below),
+   * `chan[4c+1]` flags (CH_ACTIVE: in `active`; CH_LISTED: in lazyList), `chanF[4c+2]` the
+   * channel's single-tap weight (singleTapOf; NaN when it is not single-tap), `chan[4c+3]` the bit
+   * pattern of the channel's newest state tap (only the tracked step writes the conv state while a
+   * track lives). `chanF` is `chan` as floats.
+   */
+  chan: Int32Array;
+  chanF: Float32Array;
+  /** Per key head: its q / k inputs (conved) changed this step. Per value head: v changed. */
+  qkDirty: Uint8Array;
+  vDirty: Uint8Array;
+  /** Per value head: S may have changed in the last step; core output changed this step. */
+  headModified: Uint8Array;
+  coreChanged: Uint8Array;
+  /** Scratch: a value head's previous output; normed entries that changed this step. */
+  oldCore: Float32Array;
+  normedChanged: Int32Array;
+  /** Tracked steps completed on this track (the conv step index of the next one). */
+  step: number;
+  /**
+   * lazySince (in `chan`), per conv channel: −1, or the step at which the channel went *lazy*: its
+   * output is fixed while its input stays, and its state lags behind by the shifts of that input
+   * since (`catchUpChannel`, `materializeLazyConv`). The lazy channels, lazyList[0..nLazy) (may
+   * hold channels that have since caught up: lazySince tells).
+   */
+  lazyList: Int32Array;
+  nLazy: number;
+  /** The value heads' kv from their last step (recurrentStepSparse's memo). */
+  kvMemo: KvMemo;
+  /** The version of the stacked input projections (delta.ts) that β and g were last computed from. */
+  projVer: number;
+  /**
+   * When the last step's out_proj ran through linear() into buf.out (its delta form did not apply):
+   * the matrix storage it used; null otherwise.
+   */
+  outLinearCsr: CsrMatrix | undefined | null;
+  outLinearDense: Float32Array | undefined | null;
+  /**
+   * The source of buf.out while it holds linear()'s output (the delta form did not apply): its
+   * version moves (full) when linear() recomputes and stays when the output is kept, so the
+   * residual add after the layer recomputes nothing for it then.
+   */
+  linearOut: { version: number; full: boolean; rows: Int32Array; nRows: number };
+  /** Bit views of the stacked projections' output, of the conv state and of oldCore (remade when their arrays change). */
+  projBits: Uint32Array;
+  convBits: Uint32Array;
+  oldCoreBits: Uint32Array;
+}

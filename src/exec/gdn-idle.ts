@@ -1,0 +1,129 @@
+/**
+ * The idle-layer memo of the GDN mixer (sparse path, sequential order, single-token decode).
+ *
+ * A layer whose in_proj_qkv / z / b / a are all +0 (isIdleLayer) maps a finite input with at least
+ * one activation of clear sign bit to mixed, z, b, a = +0 exactly, whatever the input (matmul.ts
+ * rule 2). If moreover the conv state is all +0 and every head's state is all +0 (kind
+ * STATE_ZERO, not handed out), the whole step — the *idle step* — is a pure function of the
+ * weights and the numeric mode alone: its output is the same vector every time, and it leaves the
+ * conv state (shifted +0s) and S unchanged. That is checked after the first such step actually
+ * ran (keepIdleOutput stores the output only if the conv state is still all +0 and every head is
+ * still STATE_ZERO). Later idle steps copy that output (idleOutOf), in this cache and in any other
+ * cache of the same weights and numeric mode (idleOutputs). Hooks still get copies of the
+ * (unchanged) states. gdn.ts gdnForward tests idlePreconditions and uses the two.
+ */
+import type { GdnWeights } from '../model/weights.ts';
+import type { GdnDims } from '../model/naming.ts';
+import { allPlusZero } from './matmul-plans.ts';
+import type { ExecNumericContext } from './numeric.ts';
+import type { DeltaShare, InputChanges, OutputSource } from './delta.ts';
+import { STATE_ZERO } from './gdn-sparse-step.ts';
+import type { GdnCache, IdleOut } from './gdn-cache.ts';
+
+/**
+ * Per GDN weights, per numeric mode (idleModeKey): the output of an idle step (see the header), kept
+ * once one has run in any cache. The step is a pure function of the weights and the numeric mode
+ * (its preconditions fix every input it reads), so every cache of these weights that meets them
+ * gets this vector; the array is shared and never written.
+ */
+const idleOutputs = new WeakMap<GdnWeights, Map<string, Float32Array>>();
+
+/** What of a numeric context (sequential order) an idle step's output depends on. */
+function idleModeKey(ctx: ExecNumericContext): string {
+  return `${ctx.profile}|${ctx.siluForm}|${ctx.meanMode}`;
+}
+
+function newIdleOut(w: GdnWeights, out: Float32Array): IdleOut {
+  const source: OutputSource = { version: 0, full: false, rows: new Int32Array(0), nRows: 0 };
+  return { weights: w, out, buf: new Float32Array(out.length), source };
+}
+
+/**
+ * The stored output of an idle step for this cache's weights: cache.idleOut, taken over from
+ * idleOutputs when an idle step of these weights in this numeric mode already ran in any cache;
+ * undefined while none has run.
+ */
+export function idleOutOf(ctx: ExecNumericContext, w: GdnWeights, cache: GdnCache): IdleOut | undefined {
+  if (cache.idleOut === undefined || cache.idleOut.weights !== w) {
+    // an idle step of these weights in this numeric mode already ran (in any cache): its output
+    const known = idleOutputs.get(w)?.get(idleModeKey(ctx));
+    if (known !== undefined) cache.idleOut = newIdleOut(w, known);
+  }
+  const io = cache.idleOut;
+  return io !== undefined && io.weights === w ? io : undefined;
+}
+
+/**
+ * After an idle step ran in full (gdnForward): keeps a copy of its output `out` for this cache and
+ * for every cache of these weights in this numeric mode, only if the step left the state as it
+ * found it (it does: see the header). prepareToken kept convZero at 1 if every channel stayed
+ * cold; else the state is scanned.
+ */
+export function keepIdleOutput(ctx: ExecNumericContext, w: GdnWeights, cache: GdnCache, d: GdnDims, out: Float32Array): void {
+  if (cache.convZero !== 1) cache.convZero = allPlusZeroBits(cache.conv) ? 1 : 0;
+  let zero = cache.convZero === 1;
+  for (let h = 0; h < d.hv && zero; h++) if (cache.kind[h] !== STATE_ZERO) zero = false;
+  if (zero) {
+    const kept = out.slice();
+    cache.idleOut = newIdleOut(w, kept);
+    let byMode = idleOutputs.get(w);
+    if (byMode === undefined) { byMode = new Map(); idleOutputs.set(w, byMode); }
+    byMode.set(idleModeKey(ctx), kept);
+  }
+}
+
+/**
+ * Whether this single-token decode step is an idle step (see the header): the layer is idle
+ * (isIdleLayer), x is finite with an entry of clear sign bit (the finiteness checked only on the
+ * entries that changed since an input found finite, through `share`), every head's state is
+ * STATE_ZERO and not handed out, and the conv state is all +0 (GdnCache.convZero, rescanned when
+ * unknown).
+ */
+export function idlePreconditions(d: GdnDims, w: GdnWeights, cache: GdnCache, x: Float32Array, share?: DeltaShare): boolean {
+  if (!isIdleLayer(w)) return false;
+  const seen = cache.idleInput ??= { finiteStamp: -1, clearAt: 0 };
+  // finite: the entries that changed since an input stamped and found finite, else every entry
+  const since = share?.since;
+  const n = since && seen.finiteStamp !== -1 && since.prevStamp === seen.finiteStamp ? since.nChanged : x.length;
+  for (let t = 0; t < n; t++) {
+    const v = x[n === x.length ? t : (since as InputChanges).changed[t]];
+    if (v - v !== 0) { seen.finiteStamp = -1; return false; }
+  }
+  seen.finiteStamp = share?.stamp ?? -1;
+  // an entry with a clear sign bit: the last one found, if it still is
+  if (!(seen.clearAt < x.length && signClear(x[seen.clearAt]))) {
+    let i = 0;
+    while (i < x.length && !signClear(x[i])) i++;
+    if (i === x.length) return false;
+    seen.clearAt = i;
+  }
+  for (let h = 0; h < d.hv; h++) if (cache.kind[h] !== STATE_ZERO || cache.exposed[h]) return false;
+  if (cache.convZero !== 1) {
+    cache.convZero = allPlusZeroBits(cache.conv) ? 1 : 0;
+    if (cache.convZero !== 1) return false;
+  }
+  return true;
+}
+
+/** True for +0 and positive values: a clear sign bit (the caller has ruled out NaN). */
+function signClear(v: number): boolean {
+  return v > 0 || (v === 0 && 1 / v > 0);
+}
+
+const idleLayers = new WeakMap<GdnWeights, boolean>();
+
+/** True when in_proj_qkv, in_proj_z, in_proj_b and in_proj_a hold only +0 weights (cached). */
+function isIdleLayer(w: GdnWeights): boolean {
+  let v = idleLayers.get(w);
+  if (v === undefined) {
+    v = allPlusZero(w.inProjQkv) && allPlusZero(w.inProjZ) && allPlusZero(w.inProjB) && allPlusZero(w.inProjA);
+    idleLayers.set(w, v);
+  }
+  return v;
+}
+
+export function allPlusZeroBits(a: Float32Array): boolean {
+  const u = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  for (let i = 0; i < u.length; i++) if (u[i] !== 0) return false;
+  return true;
+}

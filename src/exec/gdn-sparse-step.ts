@@ -1,0 +1,327 @@
+/**
+ * The fast single-token recurrent step of the GDN mixer (sparse path, sequential order, decode):
+ * recurrentStepSparse, bit-identical to gdn.ts recurrentStep in sequential order, with what it
+ * needs: the kinds of state it keeps per value head (STATE_*, classifyState), its scratch
+ * (SparseStepScratch) and the tracked decode step's kv memo (KvMemo, gdn-tracked.ts).
+ *
+ * The cache keeps per head a summary of S — all +0 / no −0 and finite / unknown, and which rows
+ * are known to be all +0 (GdnCache.kind, rowNonZero) — so an unused head (k = q = ±0, S all +0)
+ * costs O(dk + dv) and a one-hot key (a pinned RAM write) updates one row. Every shortcut is exact
+ * (see recurrentStepSparse): a skipped term S·(±0) is ±0, so a column dot visits only the non-zero
+ * entries of the vector and decides the sign of a zero sum as matmul.ts does (columnDotsInto), and
+ * S + (±0) = S for every S ≠ −0, so rows with k_i = ±0 are left alone while δ is finite.
+ * Precondition: the kind and the all-+0 rows passed in are true of S (a state handed out is
+ * re-classified by classifyState before each step); anything else runs the full update.
+ */
+import { exp32 } from './numeric.ts';
+
+const f32 = Math.fround;
+
+/**
+ * What is known about one head's state S, for the sparse decode step (recurrentStepSparse):
+ *  - STATE_ANY: nothing (it may hold −0 or non-finite entries);
+ *  - STATE_CLEAN: no −0 and no non-finite entry (so S·(±0) = ±0 and S + (±0) = S everywhere);
+ *  - STATE_ZERO: every entry is +0 (bit pattern 0), which implies STATE_POS;
+ *  - STATE_POS: STATE_CLEAN and no entry has its sign bit set (every entry is +0 or positive
+ *    finite), so S_ij·x has the sign of x for every ±0 x (a pinned RAM holds only +0 and T > 0).
+ */
+export const STATE_ANY = 0;
+export const STATE_CLEAN = 1;
+export const STATE_ZERO = 2;
+export const STATE_POS = 3;
+
+/**
+ * The STATE_* kind of S by a scan of its bit patterns. With `rowNonZero` (length dk, S being
+ * dk × dv) it also records which rows hold a bit pattern other than +0 (1) and which are all +0 (0).
+ */
+export function classifyState(S: Float32Array, rowNonZero?: Uint8Array): number {
+  const u = new Uint32Array(S.buffer, S.byteOffset, S.length);
+  let kind = STATE_ZERO;
+  let neg = false;
+  if (rowNonZero) rowNonZero.fill(0);
+  const dv = rowNonZero ? S.length / rowNonZero.length : 0;
+  for (let i = 0; i < u.length; i++) {
+    const b = u[i];
+    if (b === 0) continue;
+    if (rowNonZero) rowNonZero[Math.floor(i / dv)] = 1;
+    if (b === 0x80000000 || (b & 0x7f800000) === 0x7f800000) kind = STATE_ANY;
+    else {
+      if (b >>> 31 === 1) neg = true;
+      if (kind === STATE_ZERO) kind = STATE_CLEAN;
+    }
+  }
+  return kind === STATE_CLEAN && !neg ? STATE_POS : kind;
+}
+
+/** Scratch buffers of recurrentStepSparse (sized for dk, dv; reused across calls). */
+export interface SparseStepScratch {
+  kIdx: Int32Array;
+  qIdx: Int32Array;
+  /** The entries of kIdx / qIdx a column dot visits (see nonZeroIndices). */
+  kDot: Int32Array;
+  qDot: Int32Array;
+  /** [count of the dot list, 1 if every entry is finite]. */
+  dotCount: Int32Array;
+  nzRows: Int32Array;
+  delta: Float32Array;
+  /** Set by recurrentStepSparse: [0] = 1 if the step may have changed S, else 0. */
+  modified: Uint8Array;
+  /** Scratch of the row-wise column dots: kv_j (without a memo) and per-column flags. */
+  kv: Float32Array;
+  any: Uint8Array;
+}
+
+/**
+ * Per value head of one layer, what a tracked decode step can reuse from the previous one (see
+ * recurrentStepSparse's `memo`): kv_j = dot(S[:,j], k) as that step computed it, at h·dv + j, and
+ * whether it still describes S (valid: computed on a finite-kind state that the step then left
+ * unchanged) and whether k was all finite.
+ */
+export interface KvMemo {
+  kv: Float32Array;
+  valid: Uint8Array;
+  kFinite: Uint8Array;
+  /** 1 when k was all ±0 (no row of S can be updated while δ stays finite). */
+  kZero: Uint8Array;
+}
+
+export function newKvMemo(hv: number, dv: number): KvMemo {
+  return { kv: new Float32Array(hv * dv), valid: new Uint8Array(hv), kFinite: new Uint8Array(hv), kZero: new Uint8Array(hv) };
+}
+
+export function newSparseStepScratch(dk: number, dv: number): SparseStepScratch {
+  return {
+    kIdx: new Int32Array(dk), qIdx: new Int32Array(dk), kDot: new Int32Array(dk), qDot: new Int32Array(dk),
+    dotCount: new Int32Array(2), nzRows: new Int32Array(dk), delta: new Float32Array(dv), modified: new Uint8Array(1),
+    kv: new Float32Array(dv), any: new Uint8Array(dv),
+  };
+}
+
+/** Sign bit of a float (true for −0 and negative values, and for NaNs with the bit set). */
+function signBit(x: number): boolean {
+  return x < 0 || Object.is(x, -0); // (V8 compiles the −0 test to a bit test, no division)
+}
+
+/**
+ * Column dots out[outOff + j] = Σ_i S[i,j]·x[xOff+i] over i < dk for every j < dv, each in
+ * sequential order from −0 (what ctx.dot computes in sequential order), visiting only the n
+ * indices idx[0..n) where x is non-zero. Exact when S is
+ * finite (kind ≥ STATE_CLEAN), by matmul.ts's argument: every skipped term S·(±0) is ±0, so a
+ * non-zero sum of the visited terms is the full sum, and a zero one is +0 if some visited term was
+ * non-zero (exact cancellation). If none was, every term is ±0 and the sum is −0 iff every term is
+ * −0: a row known to be all +0 gives +0·x_i, −0 iff x_i has its sign bit set (`xNegOffRows`: true
+ * iff that holds for every such row); the other rows (nzRows[0..nzn)) are checked one by one.
+ * The rows are walked one by one (each visited row of S read contiguously), each column's sum
+ * kept in out in idx order; `any` is scratch (dv).
+ */
+function columnDotsInto(
+  S: Float32Array, dv: number, x: Float32Array, xOff: number, idx: Int32Array, n: number,
+  nzRows: Int32Array, nzn: number, xNegOffRows: boolean, signOfX: number, out: Float32Array, outOff: number, any: Uint8Array,
+): void {
+  for (let j = 0; j < dv; j++) { out[outOff + j] = -0; any[j] = 0; }
+  for (let t = 0; t < n; t++) {
+    const i = idx[t];
+    const xi = x[xOff + i];
+    const row = i * dv;
+    for (let j = 0; j < dv; j++) {
+      const p = f32(S[row + j] * xi);
+      if (p !== 0) { any[j] = 1; out[outOff + j] = f32(out[outOff + j] + p); }
+    }
+  }
+  for (let j = 0; j < dv; j++) {
+    const acc = out[outOff + j];
+    if (acc !== 0 || Number.isNaN(acc)) continue;
+    if (any[j] === 1 || !xNegOffRows) { out[outOff + j] = 0; continue; }
+    // every term is ±0: as sparseColumnDot decides the sign of the zero
+    if (signOfX >= 0) { out[outOff + j] = signOfX === 1 ? -0 : 0; continue; }
+    let z = -0;
+    for (let t = 0; t < nzn; t++) {
+      const i = nzRows[t];
+      if (1 / f32(S[i * dv + j] * x[xOff + i]) > 0) { z = 0; break; }
+    }
+    out[outOff + j] = z;
+  }
+}
+
+/** Lists the rows marked in rowNonZero into out; returns how many. */
+function listRows(rowNonZero: Uint8Array, out: Int32Array): number {
+  let n = 0;
+  for (let i = 0; i < rowNonZero.length; i++) if (rowNonZero[i]) out[n++] = i;
+  return n;
+}
+
+/**
+ * Indices of the non-zero entries of x[xOff .. xOff+dk) into idx; returns their count, and in
+ * `negOff[0]` whether every entry of a row NOT in nzRows (rowNonZero[i] = 0) has its sign bit set,
+ * in `allNeg[0]` whether every entry has it.
+ * With dotIdx, also lists there (count in `dotCount[0]`) the non-zero entries a column dot over S
+ * must visit: those in rows not known to be all +0, and any non-finite one. A finite x_i in an
+ * all-+0 row gives the term fl(+0·x_i) = ±0, which sparseColumnDot skips anyway (its sign is
+ * covered by negOff). `allFinite[0]`: every entry is finite.
+ */
+function nonZeroIndices(
+  x: Float32Array, xOff: number, dk: number, idx: Int32Array, rowNonZero: Uint8Array, negOff: boolean[],
+  dotIdx?: Int32Array, dotCount?: Int32Array,
+): number {
+  let n = 0;
+  let nd = 0;
+  let allNeg = true;
+  let everyNeg = true;
+  let finite = true;
+  for (let i = 0; i < dk; i++) {
+    const v = x[xOff + i];
+    if (v !== 0) {
+      idx[n++] = i;
+      const fin = v - v === 0;
+      if (!fin) finite = false;
+      if (dotIdx && (rowNonZero[i] || !fin)) dotIdx[nd++] = i;
+    }
+    // (once both flags are false the sign bits no longer matter)
+    if ((everyNeg || allNeg) && !signBit(v)) { everyNeg = false; if (!rowNonZero[i]) allNeg = false; }
+  }
+  negOff[0] = allNeg;
+  negOff[1] = everyNeg;
+  if (dotCount) { dotCount[0] = nd; dotCount[1] = finite ? 1 : 0; }
+  return n;
+}
+
+const negOffScratch = [false, false];
+
+/**
+ * recurrentStep in sequential order, bit-identical to it, for a state whose STATE_* kind and
+ * all-+0 rows are known (`kind` and `rowNonZero` — 0 only for a row of +0s — must be true of S on
+ * entry; both are updated to stay true on exit; the kind is returned). Same math:
+ *   S ← fl(S·exp(g)); kv_j = dot(S[:,j], k); δ_j = fl(fl(v_j − kv_j)·β); S_ij = fl(S_ij + fl(k_i·δ_j));
+ *   o_j = dot(S[:,j], q)
+ * with these exact shortcuts:
+ *  - exp(g) = 1: no decay (x·1 = x); S all +0 and exp(g) finite: no decay (+0·e = +0 for e ≥ 0);
+ *    a finite decay keeps +0 rows +0;
+ *  - S finite (CLEAN/ZERO): kv and o visit only the non-zero k_i / q_i (sparseColumnDot), and a
+ *    zero sum's sign needs only the rows not known to be +0;
+ *  - S has no −0 and is finite and every δ_j is finite: rows i with k_i = ±0 are left alone, since
+ *    fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij for S_ij ≠ −0 (+0 + −0 = +0). A one-hot key (a pinned
+ *    RAM write) touches one row; an all-zero key (an unused head) touches none.
+ * Anything else (a state that may hold −0 or non-finite values, non-finite δ) runs the full update.
+ *
+ * `memo` (a tracked decode step, head h): when `same` — q and k are bit-identical to the previous
+ * call's for this head, S has not changed since then, and o[oOff..] still holds that call's output
+ * — and memo.valid[h], the kv_j are memo.kv's (a pure function of S, k and S's kind and +0 rows,
+ * all unchanged), unless this step decays S. If then every δ_j is ±0 and k is finite, or k was
+ * all ±0 and every δ_j is finite (the update leaves rows with k_i = ±0 alone), nothing changes S,
+ * and o = dot(S[:,j], q) is the previous output: the step returns at once. Any other outcome runs
+ * the step as above, which refreshes the memo (valid only when that step left S unchanged).
+ */
+export function recurrentStepSparse(
+  dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array,
+  q: Float32Array, qOff: number, k: Float32Array, kOff: number, v: Float32Array, vOff: number,
+  g: number, beta: number, o: Float32Array, oOff: number, scratch: SparseStepScratch,
+  memo?: KvMemo, h = 0, same = false,
+): number {
+  const eg = exp32(g);
+  scratch.modified[0] = 0;
+  const decays = eg !== 1 && !(kind === STATE_ZERO && Number.isFinite(eg));
+  if (memo && same && !decays && kind !== STATE_ANY && memo.valid[h] === 1 && memo.kFinite[h] === 1) {
+    const kv = memo.kv;
+    const m0 = h * dv;
+    let unchanged = true;
+    if (memo.kZero[h] === 1) {
+      // k all ±0: every δ_j finite leaves S as it is (the update's rows with k_i = ±0 are left alone)
+      for (let j = 0; j < dv; j++) { const dj = f32(f32(v[vOff + j] - kv[m0 + j]) * beta); if (dj - dj !== 0) { unchanged = false; break; } }
+    } else {
+      // δ all ±0, k finite: fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij
+      for (let j = 0; j < dv; j++) if (f32(f32(v[vOff + j] - kv[m0 + j]) * beta) !== 0) { unchanged = false; break; }
+    }
+    if (unchanged) return kind; // S, and so o, stay as they were
+  }
+  if (memo) memo.valid[h] = 0;
+  if (decays) {
+    scratch.modified[0] = 1;
+    let nonZero = false;
+    let dirty = false;
+    let neg = false;
+    for (let i = 0; i < S.length; i++) {
+      const y = f32(S[i] * eg);
+      S[i] = y;
+      if (y !== 0) { nonZero = true; if (y - y !== 0) dirty = true; else if (y < 0) neg = true; } else if (1 / y < 0) dirty = true;
+    }
+    // not dirty ⇒ eg finite (a +0 row times inf would be NaN), so +0 rows stayed +0
+    kind = dirty ? STATE_ANY : nonZero ? (neg ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
+  }
+  const { kIdx, qIdx, kDot, qDot, dotCount, nzRows, delta } = scratch;
+  const finiteState = kind !== STATE_ANY;
+  let allDeltaFinite = true;
+  let allDeltaZero = true;
+  let kFinite = false;
+  let kn = 0;
+  if (finiteState) {
+    kn = nonZeroIndices(k, kOff, dk, kIdx, rowNonZero, negOffScratch, kDot, dotCount);
+    const kNegOff = negOffScratch[0];
+    const kSign = kind === STATE_POS || kind === STATE_ZERO ? (negOffScratch[1] ? 1 : 0) : -1;
+    const kdn = dotCount[0];
+    kFinite = dotCount[1] === 1;
+    const nzn = kSign >= 0 ? 0 : listRows(rowNonZero, nzRows);
+    // kv_j for every j (into the memo, which keeps them for the next step, or into scratch)
+    const kvArr = memo ? memo.kv : scratch.kv;
+    const m0 = memo ? h * dv : 0;
+    columnDotsInto(S, dv, k, kOff, kDot, kdn, nzRows, nzn, kNegOff, kSign, kvArr, m0, scratch.any);
+    for (let j = 0; j < dv; j++) {
+      const kv = kvArr[m0 + j];
+      const dj = f32(f32(v[vOff + j] - kv) * beta);
+      delta[j] = dj;
+      if (dj - dj !== 0) allDeltaFinite = false;
+      if (dj !== 0) allDeltaZero = false;
+    }
+  } else {
+    for (let j = 0; j < dv; j++) {
+      let kv = -0;
+      for (let i = 0; i < dk; i++) kv = f32(kv + f32(S[i * dv + j] * k[kOff + i]));
+      delta[j] = f32(f32(v[vOff + j] - kv) * beta);
+    }
+  }
+  if (finiteState && allDeltaZero && kFinite) {
+    // every δ_j = ±0 and k finite: fl(k_i·δ_j) = ±0, and S_ij + (±0) = S_ij since S holds no −0
+  } else if (finiteState && allDeltaFinite) {
+    let nonZero = kind !== STATE_ZERO;
+    let dirty = false;
+    // negative entries outside the updated rows may remain unless the state had none
+    let neg = kind === STATE_CLEAN;
+    if (kn > 0) scratch.modified[0] = 1;
+    for (let t = 0; t < kn; t++) {
+      const i = kIdx[t];
+      const ki = k[kOff + i];
+      const row = i * dv;
+      rowNonZero[i] = 1;
+      for (let j = 0; j < dv; j++) {
+        const y = f32(S[row + j] + f32(ki * delta[j]));
+        S[row + j] = y;
+        if (y !== 0) { nonZero = true; if (y - y !== 0) dirty = true; else if (y < 0) neg = true; } else if (1 / y < 0) dirty = true;
+      }
+    }
+    kind = dirty ? STATE_ANY : nonZero ? (neg ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
+  } else {
+    scratch.modified[0] = 1;
+    for (let i = 0; i < dk; i++) {
+      const ki = k[kOff + i];
+      const row = i * dv;
+      for (let j = 0; j < dv; j++) S[row + j] = f32(S[row + j] + f32(ki * delta[j]));
+    }
+    kind = classifyState(S, rowNonZero);
+  }
+  // kv (computed above on a finite state) still describes S when the step left S as it was
+  if (memo && finiteState && scratch.modified[0] === 0) { memo.valid[h] = 1; memo.kFinite[h] = kFinite ? 1 : 0; memo.kZero[h] = kn === 0 ? 1 : 0; }
+  if (kind !== STATE_ANY) {
+    nonZeroIndices(q, qOff, dk, qIdx, rowNonZero, negOffScratch, qDot, dotCount);
+    const qNegOff = negOffScratch[0];
+    const qSign = kind === STATE_POS || kind === STATE_ZERO ? (negOffScratch[1] ? 1 : 0) : -1;
+    const qdn = dotCount[0];
+    const nzn = qSign >= 0 ? 0 : listRows(rowNonZero, nzRows);
+    columnDotsInto(S, dv, q, qOff, qDot, qdn, nzRows, nzn, qNegOff, qSign, o, oOff, scratch.any);
+  } else {
+    for (let j = 0; j < dv; j++) {
+      let acc = -0;
+      for (let i = 0; i < dk; i++) acc = f32(acc + f32(S[i * dv + j] * q[qOff + i]));
+      o[oOff + j] = acc;
+    }
+  }
+  return kind;
+}

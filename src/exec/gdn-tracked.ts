@@ -1,0 +1,458 @@
+/**
+ * The tracked decode step of the GDN mixer (gdnDecodeTracked): one decode step that recomputes
+ * only what changed since the previous one, bit-identical to gdn.ts's full step by purity — every
+ * recomputed quantity is a pure function of inputs that are compared bit for bit (see
+ * gdnDecodeTracked for each part). It applies to single-token decode on the sparse path in
+ * sequential order, f32 profile, silu 'mul'; gdn.ts gdnForward calls it and runs the full step
+ * when it returns null.
+ *
+ * What a step leaves for the next is the cache's GdnTrack (declared in gdn-cache.ts). Its conv
+ * channels are active, settled (K equal taps: the output cannot change while the input equals
+ * them) or *lazy*: a channel whose output stays the same while its input does, whose state then
+ * lags behind by the skipped shifts of that input (single-tap channels; channels that fold ahead,
+ * steadyAhead). Anything that reads the conv state other than the tracked step must first
+ * catch the lazy channels up (materializeLazyConv, as gdnForward does before a full step) or read
+ * gdnConvSnapshot; a state written from outside must be reported (noteGdnStateWritten).
+ */
+import type { ModelConfig } from '../model/config.ts';
+import type { CsrMatrix, GdnWeights, Matrix } from '../model/weights.ts';
+import type { GdnDims } from '../model/naming.ts';
+import { linear, type MatmulStats } from './matmul.ts';
+import type { ExecNumericContext } from './numeric.ts';
+import { exp32, sigmoid32, silu32, softplus32 } from './numeric.ts';
+import { gatedRmsNorm } from './norms.ts';
+import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
+import { phaseEnd, phaseStart } from './profile.ts';
+import { rowStackOf } from './stack-rows.ts';
+import { classifyState, newKvMemo, recurrentStepSparse } from './gdn-sparse-step.ts';
+import type { GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
+import { convZeroOf, inProjParts, normalizeQk, noteConvInputs } from './gdn-token.ts';
+
+const f32 = Math.fround;
+
+/** GdnTrack.chan flags. */
+const CH_ACTIVE = 1;
+const CH_LISTED = 2;
+
+/** A new track; its channel records are written by the first step (freshConvStep). */
+function newGdnTrack(w: GdnWeights, d: GdnDims): GdnTrack {
+  const oldCore = new Float32Array(d.dv);
+  const chan = new Int32Array(4 * d.convDim);
+  const chanF = new Float32Array(chan.buffer);
+  return {
+    chan, chanF,
+    projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(oldCore.buffer),
+    weights: w, active: new Int32Array(d.convDim), nActive: 0,
+    qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
+    coreChanged: new Uint8Array(d.hv), oldCore, normedChanged: new Int32Array(d.valueDim),
+    step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
+    outLinearCsr: null, outLinearDense: null, linearOut: { version: 0, full: true, rows: new Int32Array(0), nRows: 0 },
+  };
+}
+
+/**
+ * The first tracked step's conv: convStepF32's step (the same operations, so the same state and
+ * output) fused with writing each channel's record (GdnTrack.chan: not lazy, the single-tap
+ * weight, the newest tap's bits, CH_ACTIVE when its taps are not all equal) and listing the
+ * active channels in `active`, in one pass, over channels list[0..n) (null: every channel
+ * 0 … n−1). A cold channel (convStepF32) keeps its all-+0 taps: settled, newest bits 0. Returns
+ * the number of active channels.
+ */
+function freshConvStep(
+  list: Int32Array | null, n: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array,
+  conved: Float32Array, finite: Uint8Array, zeroOut: Float32Array, singleW: Float32Array, chan: Int32Array,
+  active: Int32Array,
+): number {
+  const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, mixed.length);
+  const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
+  const chanF = new Float32Array(chan.buffer, chan.byteOffset, chan.length);
+  let nActive = 0;
+  for (let i = 0; i < n; i++) {
+    const c = list === null ? i : list[i];
+    const base = c * K;
+    chan[4 * c] = -1;
+    chanF[4 * c + 2] = singleW[c];
+    const xb = mixedBits[c];
+    if (xb === 0 && finite[c] === 1) {
+      let cold = true;
+      for (let j = 0; j < K; j++) if (convBits[base + j] !== 0) { cold = false; break; }
+      if (cold) { conved[c] = zeroOut[c]; chan[4 * c + 1] = 0; chan[4 * c + 3] = 0; continue; }
+    }
+    // float copies, as convStepF32 makes them
+    for (let j = 0; j < K - 1; j++) conv[base + j] = conv[base + j + 1];
+    conv[base + K - 1] = mixed[c];
+    let y = -0;
+    for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
+    conved[c] = silu32(y, 'mul');
+    const nb = convBits[base + K - 1];
+    chan[4 * c + 3] = nb;
+    let settled = true;
+    for (let j = 0; j < K - 1; j++) if (convBits[base + j] !== nb) { settled = false; break; }
+    if (settled) chan[4 * c + 1] = 0;
+    else { chan[4 * c + 1] = CH_ACTIVE; active[nActive++] = c; }
+  }
+  return nActive;
+}
+
+/**
+ * Per stacked in_proj and conv weight: the channels a conv step can find not cold, and the
+ * records (GdnTrack.chan) of the others. A channel whose qkv row in the stack is empty gets
+ * mixed = +0 from every step (an empty row is +0, matmul.ts), so a state that started all +0
+ * stays all +0 (GdnCache.convInputs); with finite taps the channel is then cold at every step
+ * (convStepF32): it keeps its state, its output is convZeroOf's, and its record is not lazy, not
+ * active, its single-tap weight, newest bits 0 (`template`, every channel's). `list` holds the
+ * others, ascending: a non-empty qkv row or a non-finite tap.
+ */
+interface ConvLive { cw: Float32Array; list: Int32Array; template: Int32Array; singleW: Float32Array }
+const convLiveCache = new WeakMap<Matrix, ConvLive>();
+function convLiveOf(stack: Matrix, cw: Float32Array, convDim: number, K: number, finite: Uint8Array): ConvLive {
+  let cl = convLiveCache.get(stack);
+  if (cl === undefined || cl.cw !== cw) {
+    const rowPtr = (stack.csr as CsrMatrix).rowPtr;
+    const singleW = singleTapOf(cw, convDim, K);
+    const template = new Int32Array(4 * convDim);
+    const templateF = new Float32Array(template.buffer);
+    const live: number[] = [];
+    for (let c = 0; c < convDim; c++) {
+      template[4 * c] = -1;
+      templateF[4 * c + 2] = singleW[c];
+      if (rowPtr[c + 1] > rowPtr[c] || finite[c] !== 1) live.push(c);
+    }
+    cl = { cw, list: Int32Array.from(live), template, singleW };
+    convLiveCache.set(stack, cl);
+  }
+  return cl;
+}
+
+/**
+ * Per conv weight tensor, per channel: the newest tap's weight for a channel whose taps 0…K−2
+ * are ±0 (only the newest tap weighs), NaN for any other channel (or a NaN newest weight, which
+ * the fold handles). Dense, so a step reads one float per channel instead of its K weights.
+ */
+const singleTapCache = new WeakMap<Float32Array, Float32Array>();
+function singleTapOf(cw: Float32Array, convDim: number, K: number): Float32Array {
+  let st = singleTapCache.get(cw);
+  if (st === undefined) {
+    st = new Float32Array(convDim);
+    for (let c = 0; c < convDim; c++) {
+      let one = true;
+      for (let j = 0; j < K - 1; j++) if (cw[c * K + j] !== 0) { one = false; break; }
+      st[c] = one ? cw[c * K + K - 1]! : NaN;
+    }
+    singleTapCache.set(cw, st);
+  }
+  return st;
+}
+
+/**
+ * Brings a lazy channel's state up to the end of the last completed step: the shifts of its
+ * (unchanged) last input that were skipped, at most K − 1 (then every tap holds it).
+ */
+function catchUpChannel(t: GdnTrack, conv: Float32Array, c: number, K: number): void {
+  const since = t.chan[4 * c];
+  if (since < 0) return;
+  t.chan[4 * c] = -1;
+  replayShifts(conv, c * K, K, skippedShifts(t, since, K));
+}
+
+/** The shifts a channel that went lazy at step `since` has skipped by the end of the last completed step. */
+function skippedShifts(t: GdnTrack, since: number, K: number): number {
+  return Math.min(t.step - 1 - since, K - 1);
+}
+
+/**
+ * n shifts of channel `base`'s state, each bringing in its newest tap again, in one pass: after n
+ * shifts tap j holds old tap j + n, or the newest tap once j + n > K − 1.
+ */
+function replayShifts(conv: Float32Array, base: number, K: number, n: number): void {
+  if (n === 0) return;
+  const x = conv[base + K - 1]!;
+  for (let j = 0; j < K - 1; j++) conv[base + j] = j + n < K ? conv[base + j + n]! : x;
+}
+
+/**
+ * The conv state as the plain step would hold it: a copy of cache.conv with every lazy channel's
+ * skipped shifts applied (for tests; the cache is not touched).
+ */
+export function gdnConvSnapshot(cache: GdnCache, K: number): Float32Array {
+  const out = cache.conv.slice();
+  const t = cache.track;
+  if (t === undefined) return out;
+  for (let i = 0; i < t.nLazy; i++) {
+    const c = t.lazyList[i]!;
+    const since = t.chan[4 * c];
+    if (since >= 0) replayShifts(out, c * K, K, skippedShifts(t, since, K));
+  }
+  return out;
+}
+
+/**
+ * Tells the tracked decode step that value head h's S was overwritten from outside (setGdnState):
+ * its next step runs in full instead of repeating the previous one.
+ */
+export function noteGdnStateWritten(cache: GdnCache, h: number): void {
+  if (cache.track) cache.track.headModified[h] = 1;
+}
+
+/** Ends tracking: catches up every lazy channel and drops the track (before an untracked step; the next tracked step starts fresh). */
+export function dropGdnTrack(cache: GdnCache, K: number): void {
+  materializeLazyConv(cache, K);
+  cache.track = undefined;
+}
+
+/** Catches up every lazy channel and ends their laziness (the caller then drops the track). */
+export function materializeLazyConv(cache: GdnCache, K: number): void {
+  const t = cache.track;
+  if (t === undefined) return;
+  for (let i = 0; i < t.nLazy; i++) {
+    const c = t.lazyList[i]!;
+    catchUpChannel(t, cache.conv, c, K);
+    t.chan[4 * c + 1] &= ~CH_LISTED;
+  }
+  t.nLazy = 0;
+}
+
+/** True when taps 0…K−2 of the channel at `base` are finite. */
+function olderTapsFinite(conv: Float32Array, base: number, K: number): boolean {
+  for (let j = 0; j < K - 1; j++) { const v = conv[base + j]; if (v - v !== 0) return false; }
+  return true;
+}
+
+/**
+ * True when the channel at `base` (its state just shifted in its newest input x, its output fold
+ * y finite) gives y again at each of the next K − 1 steps whose input is x: the fold −0 + Σ_j
+ * fl(w_j·tap_j), in ascending j as convStepF32 computes it, over the window shifted by s = 1 … K−1
+ * (taps j + s of the state, then x) equals y bit for bit. After K − 1 shifts every tap is x and
+ * the window stops changing, so y then holds for as long as the input stays. This covers, e.g., a
+ * single-tap channel whose input fell to 0 (y = ±0), whose zero's sign depends on the older taps.
+ */
+function steadyAhead(cw: Float32Array, conv: Float32Array, base: number, K: number, y: number): boolean {
+  const x = conv[base + K - 1]!;
+  for (let s = 1; s < K; s++) {
+    let v = -0;
+    for (let j = 0; j < K; j++) v = f32(v + f32(cw[base + j]! * (j + s < K ? conv[base + j + s]! : x)));
+    if (!Object.is(v, y)) return false; // finite float32 values: Object.is is bit equality
+  }
+  return true;
+}
+
+/** True when the K taps of channel `base` are bit-identical. */
+function tapsSettled(convBits: Uint32Array, base: number, K: number): boolean {
+  const b = convBits[base];
+  for (let j = 1; j < K; j++) if (convBits[base + j] !== b) return false;
+  return true;
+}
+
+/**
+ * One decode step of the GDN mixer that recomputes only what changed since the previous step
+ * (sparse path, sequential order, f32 profile, silu 'mul'; bit-identical to gdnForwardFull, by
+ * purity: every recomputed quantity is a pure function of inputs that are compared bit for bit):
+ *  - the projections through delta.ts (rows of changed input columns);
+ *  - conv: a channel whose taps are all equal (bits) and whose new input equals them keeps its
+ *    state and output; the others shift and recompute as convStepF32 does, and become settled
+ *    once their taps are equal;
+ *  - q / k of a key head are re-normalised only when one of its conv outputs changed;
+ *  - a value head's recurrent step runs only when its q, k, v, β or g changed, or the previous step
+ *    may have changed S (a write), or S was handed out: otherwise the step would repeat the
+ *    previous one on the same S — same output, S unchanged;
+ *  - the gated norm runs for heads whose output or z changed; out_proj through delta.ts with the
+ *    changed normed entries as candidates.
+ * The first step on a cache (or after any untracked call) runs every part in full. Returns the
+ * output (buf.out), or null when a projection's delta form does not apply (nothing changed yet).
+ */
+export function gdnDecodeTracked(
+  ctx: ExecNumericContext, cfg: ModelConfig, w: GdnWeights, cache: GdnCache, x: Float32Array, d: GdnDims,
+  buf: GdnBuffers, stats?: MatmulStats, inShare?: DeltaShare,
+): { out: Float32Array; source: OutputSource | null } | null {
+  let t0 = phaseStart();
+  // the four projections read the same x: one stacked matrix [qkv; z; b; a] (stack-rows.ts)
+  const stack = rowStackOf(inProjParts(w));
+  if (stack === null) return null;
+  const ps = deltaLinear(ctx, stack.m, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() });
+  if (ps === null) return null;
+  noteConvInputs(cache, stack.m);
+  const off = stack.offsets;
+  const zOff = off[1], bOff = off[2], aOff = off[3];
+  t0 = phaseEnd('gdn.proj', t0);
+  phaseEnd('gdn.tracked', phaseStart()); // marks (with profiling on) that a tracked step ran
+  const { K, convDim, hk, hv, dk, dv, r, keyDim } = d;
+  const fresh = cache.track === undefined || cache.track.weights !== w;
+  if (fresh) materializeLazyConv(cache, K);
+  const t = fresh ? newGdnTrack(w, d) : cache.track as GdnTrack;
+  // one output vector: qkv (mixed) at 0, z at zOff, b at bOff, a at aOff
+  const y = ps.y;
+  const mixed = y;
+  const conv = cache.conv;
+  const conved = buf.conved;
+  const conBits = buf.convedBits;
+  const cw = w.conv1d;
+  if (t.projBits.buffer !== y.buffer || t.projBits.byteOffset !== y.byteOffset) t.projBits = new Uint32Array(y.buffer, y.byteOffset, y.length);
+  if (t.convBits.buffer !== conv.buffer || t.convBits.byteOffset !== conv.byteOffset) t.convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
+  const convBits = t.convBits;
+  if (fresh) {
+    const cz = convZeroOf(w, convDim, K);
+    const live = convLiveOf(stack.m, cw, convDim, K, cz.finite);
+    if (cache.convInputs === stack.m) {
+      // the channels off the live list are cold (ConvLive): their records and outputs are copies
+      t.chan.set(live.template);
+      conved.set(cz.out);
+      t.nActive = freshConvStep(
+        live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active,
+      );
+    } else {
+      t.nActive = freshConvStep(null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active);
+    }
+    t.qkDirty.fill(1);
+    t.vDirty.fill(1);
+    t.step = 1;
+    cache.track = t;
+  } else {
+    t.qkDirty.fill(0);
+    t.vDirty.fill(0);
+    const mixedBits = t.projBits;
+    const { active, chan, chanF } = t;
+    let n = t.nActive;
+    // settled channels whose input differs from their (equal) taps join the active list
+    if (ps.full) {
+      for (let c = 0; c < convDim; c++) if ((chan[4 * c + 1] & CH_ACTIVE) === 0 && (mixedBits[c] | 0) !== chan[4 * c + 3]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
+    } else {
+      for (let i = 0; i < ps.nRows; i++) {
+        const c = ps.rows[i];
+        if (c < zOff && (chan[4 * c + 1] & CH_ACTIVE) === 0 && (mixedBits[c] | 0) !== chan[4 * c + 3]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
+      }
+    }
+    const lazyList = t.lazyList;
+    let m = 0;
+    for (let i = 0; i < n; i++) {
+      const c = active[i];
+      const base = c * K;
+      // the shifts a lazy channel skipped (catchUpChannel) and this step's, in one pass: one more
+      // replayed shift with the new input written over the newest tap is this step's shift
+      const since = chan[4 * c];
+      if (since >= 0) chan[4 * c] = -1;
+      replayShifts(conv, base, K, since >= 0 ? skippedShifts(t, since, K) + 1 : 1);
+      conv[base + K - 1] = mixed[c];
+      chan[4 * c + 3] = mixedBits[c];
+      const sw = chanF[4 * c + 2];
+      const single = sw === sw;
+      let y = single ? f32(sw * conv[base + K - 1]) : 0;
+      if (y === 0 || !olderTapsFinite(conv, base, K)) {
+        // the fold itself; a single-tap channel with a product p ≠ 0 and finite older taps folds
+        // −0 + (±0)… + p = p (the older taps weigh ±0), which the line above computed
+        y = -0;
+        for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
+      }
+      const before = conBits[c];
+      conved[c] = silu32(y, 'mul');
+      if (conBits[c] !== before) {
+        if (c < 2 * keyDim) t.qkDirty[Math.floor((c < keyDim ? c : c - keyDim) / dk)] = 1;
+        else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
+      }
+      if (tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
+      else if ((single && y !== 0 && y - y === 0) || (y - y === 0 && steadyAhead(cw, conv, base, K, y))) {
+        // Lazy: while the input stays, every later step's fold is the same y. A single-tap channel
+        // with y ≠ 0: its older taps weigh ±0 and are finite (else y would be NaN), so the fold is
+        // −0 + (±0)… + p = p whatever they hold. Any other channel: the K − 1 shifted windows were
+        // folded ahead (steadyAhead). The skipped shifts are replayed when the channel next runs
+        // (catchUpChannel) or before anything else reads the state (materializeLazyConv).
+        chan[4 * c] = t.step;
+        if ((chan[4 * c + 1] & CH_LISTED) === 0) lazyList[t.nLazy++] = c;
+        chan[4 * c + 1] = CH_LISTED; // (no longer active)
+      } else active[m++] = c;
+    }
+    t.nActive = m;
+    t.step++;
+    if (stats) stats.convChannels += n;
+  }
+  t0 = phaseEnd('gdn.conv', t0);
+  const scale = d.qScale;
+  const { q, k } = buf;
+  for (let h = 0; h < hk; h++) if (t.qkDirty[h] === 1) normalizeQk(ctx, conved, q, k, h, dk, keyDim, scale, true);
+  const vOff = 2 * keyDim; // v in conved
+  const { beta, g } = buf;
+  const gateDirty = t.vDirty; // β / g changes are folded into the per-value-head dirty flags
+  // β_h and g_h are pure functions of b_h and a_h: when the projections advanced by one version
+  // since β and g were computed, only the heads of their recomputed rows can change
+  const gateRows = !fresh && !ps.full && t.projVer === ps.version - 1;
+  const nGate = gateRows ? ps.nRows : hv;
+  for (let i = 0; i < nGate; i++) {
+    let h = i;
+    if (gateRows) {
+      const r = ps.rows[i];
+      if (r < bOff) continue;
+      h = r < aOff ? r - bOff : r - aOff;
+    }
+    const nb = sigmoid32(y[bOff + h]);
+    const ng = f32(-exp32(w.aLog[h]) * softplus32(f32(y[aOff + h] + w.dtBias[h])));
+    if (fresh || !Object.is(nb, beta[h]) || !Object.is(ng, g[h]) || nb !== nb || ng !== ng) gateDirty[h] = 1;
+    beta[h] = nb;
+    g[h] = ng;
+  }
+  t.projVer = ps.version;
+  t0 = phaseEnd('gdn.qkGates', t0);
+  const core = buf.core;
+  const scratch = buf.step;
+  const { oldCore, coreChanged, headModified } = t;
+  for (let h = 0; h < hv; h++) {
+    const kh = Math.floor(h / r);
+    coreChanged[h] = 0;
+    if (!fresh && t.vDirty[h] === 0 && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0) continue;
+    const S = cache.S[h];
+    const rows = cache.rowNonZero[h];
+    const kind = cache.exposed[h] ? classifyState(S, rows) : cache.kind[h];
+    const o0 = h * dv;
+    // same q, k and S as this head's previous step (whose output core still holds): kv can be reused
+    const same = !fresh && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0;
+    if (!same) for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
+    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same);
+    headModified[h] = scratch.modified[0];
+    // the output is a function of q and S: with both as before it is as before; a step that wrote S
+    // counts as a change (the gated norm below compares what it recomputes)
+    if (same) coreChanged[h] = scratch.modified[0];
+    else for (let j = 0; j < dv; j++) if (!Object.is(core[o0 + j], oldCore[j])) { coreChanged[h] = 1; break; }
+  }
+  t0 = phaseEnd('gdn.recurrent', t0);
+  // gated norm of the heads whose output or z changed
+  if (!fresh && !ps.full) {
+    for (let i = 0; i < ps.nRows; i++) {
+      const r = ps.rows[i];
+      if (r >= zOff && r < bOff) coreChanged[Math.floor((r - zOff) / dv)] = 1;
+    }
+  }
+  const normed = buf.normed;
+  const nb = buf.normedBits;
+  const changedList = t.normedChanged;
+  let nc = 0;
+  for (let h = 0; h < hv; h++) {
+    if (!fresh && !ps.full && coreChanged[h] === 0) continue;
+    const o0 = h * dv;
+    for (let j = 0; j < dv; j++) oldCore[j] = normed[o0 + j];
+    gatedRmsNorm(ctx, core, o0, y, zOff + o0, dv, w.norm, cfg.rmsNormEps, normed, o0);
+    const ob = t.oldCoreBits;
+    for (let j = 0; j < dv; j++) if (nb[o0 + j] !== ob[j]) changedList[nc++] = o0 + j;
+  }
+  buf.normMemoValid.fill(0); // the untracked path's memo no longer describes `normed`
+  t0 = phaseEnd('gdn.gatedNorm', t0);
+  // Where the delta form does not apply, buf.out keeps linear()'s output of the last step: a pure
+  // function of normed's bits and the matrix, so with no normed entry changed (and the same
+  // storage) it is this step's output too — and the delta form, a pure function of the same bits,
+  // would fail again, so it is not retried (its check scans every input: the chip's idle RAM
+  // layers, whose gated norm outputs all −0, failed it every token).
+  const outProj = w.outProj;
+  const kept = !fresh && !ps.full && nc === 0 && t.outLinearCsr === outProj.csr && t.outLinearDense === outProj.dense;
+  const os = kept ? null : deltaLinear(ctx, outProj, normed, 0, fresh || ps.full ? null : changedList, nc, stats);
+  // the incremental output is handed out as it is (its memo is next written by this layer's next step)
+  if (os === null) {
+    if (!kept) {
+      linear(ctx, outProj, normed, 'sparse', { stats, out: buf.out });
+      t.outLinearCsr = outProj.csr;
+      t.outLinearDense = outProj.dense;
+      t.linearOut.version++;
+    } else if (stats) { stats.sparse++; stats.outProjKept++; }
+  } else t.outLinearCsr = t.outLinearDense = null;
+  phaseEnd('gdn.outProj', t0);
+  const res = buf.tracked;
+  res.out = os !== null ? os.y : buf.out;
+  res.source = os !== null ? os : t.linearOut;
+  return res;
+}

@@ -1,0 +1,408 @@
+/**
+ * The greedy LM head on the sparse path: linearArgmax, exactly executor.ts
+ * `argmax(linear(ctx, m, x, path))`, deciding the argmax without computing every row where that is
+ * exact (sequential order; anything else runs linear() and scans):
+ *  - the scatter form into a SparseOut (scatterInto; scatterLinear's math and argument, matmul.ts):
+ *    under its precondition every row no column reaches is exactly +0, so only the touched rows
+ *    and the lowest untouched one are compared;
+ *  - a memo keyed by the non-zero activations in columns that hold weights: under the same
+ *    precondition the logits, and so the argmax, are a pure function of them;
+ *  - boundedArgmax (f32 profile): columns are taken smallest first until the best folded row is
+ *    strictly above a bound on every row not yet folded.
+ */
+import { ChipcError } from '../util/errors.ts';
+import type { CsrMatrix, Matrix } from '../model/weights.ts';
+import type { ExecNumericContext } from './numeric.ts';
+import { linear, sparseTuning, type MatmulPath, type MatmulStats } from './matmul.ts';
+import { cscPlanOf, sparsePlanOf, storedEntries, type CscPlan } from './matmul-plans.ts';
+
+const f32 = Math.fround;
+
+/**
+ * A linear's output kept sparse across calls (scatterInto): `out` is +0 (bit pattern 0) outside
+ * the rows touched[0..n), which are distinct; `mark[r]` = 1 exactly for those rows.
+ */
+export interface SparseOut {
+  out: Float32Array;
+  mark: Uint8Array;
+  touched: Int32Array;
+  n: number;
+}
+
+export function newSparseOut(rows: number): SparseOut {
+  return { out: new Float32Array(rows), mark: new Uint8Array(rows), touched: new Int32Array(rows), n: 0 };
+}
+
+/** Resets a SparseOut to all +0 with no touched rows (O(touched)). */
+export function clearSparseOut(so: SparseOut): void {
+  const { out, mark, touched } = so;
+  for (let t = 0; t < so.n; t++) { const r = touched[t]; out[r] = 0; mark[r] = 0; }
+  so.n = 0;
+}
+
+/**
+ * The finiteness / sign scan of the sparse path plus the non-zero positions: for x[xOff ..
+ * xOff+cols), writes the columns with x_c ≠ 0 (ascending) into nz and returns their count, and the
+ * count of sign-bit-set activations (x < 0 or −0) in `neg[0]`; returns −1 when some x_c is not finite.
+ */
+export function scanActivations(x: Float32Array, xOff: number, cols: number, nz: Int32Array, neg: Int32Array): number {
+  let n = 0;
+  let negTotal = 0;
+  for (let c = 0; c < cols; c++) {
+    const v = x[xOff + c];
+    if (v - v !== 0) return -1;
+    if (v !== 0) { nz[n++] = c; if (v < 0) negTotal++; } else if (1 / v < 0) negTotal++;
+  }
+  neg[0] = negTotal;
+  return n;
+}
+
+/**
+ * The scatter form (scatterLinear's math and argument) into a SparseOut, visiting only the
+ * columns nz[0..nzn) (the non-zero activations, ascending; `negTotal` = sign-bit-set activations
+ * among all cols): clears the rows touched by the previous call, then for each listed column c
+ * and stored w_rc with t = fl(w_rc·x_c) ≠ 0, out[r] = fl(out[r] + t) from +0, recording r as
+ * touched; bf16 rounds the touched rows once. Every row not touched is +0, which is its exact
+ * value: its terms are all ±0 and one of them is +0 (precondition below). Returns false and does
+ * nothing when the form does not apply: sequential order, CSR-only matrix (or one whose dense
+ * form has no −0) with finite weights and sorted rows, and maxRowNnz < cols − negTotal are
+ * needed; `maxWork` caps the entries walked (checked before any change; −1: no cap).
+ */
+export function scatterInto(
+  ctx: ExecNumericContext, m: Matrix, x: Float32Array, xOff: number, nz: Int32Array, nzn: number, negTotal: number,
+  so: SparseOut, maxWork: number, stats?: MatmulStats,
+): boolean {
+  if (ctx.order.kind !== 'sequential' || so.out.length < m.rows || xOff + m.cols > x.length) return false;
+  const plan = sparsePlanOf(m);
+  if (!plan.finite) return false;
+  if (plan.denseNegZeroRow) {
+    for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) return false;
+  }
+  const csc = cscPlanOf(m, plan.csr);
+  if (!csc || csc.maxRowNnz >= m.cols - negTotal) return false;
+  const { colPtr, rowIdx, values } = csc;
+  if (maxWork >= 0) {
+    let work = 0;
+    for (let t = 0; t < nzn; t++) work += colPtr[nz[t] + 1] - colPtr[nz[t]];
+    if (work > maxWork) return false;
+  }
+  clearSparseOut(so);
+  const { out, mark, touched } = so;
+  let n = 0;
+  for (let t = 0; t < nzn; t++) {
+    const c = nz[t];
+    const xc = x[xOff + c];
+    const k1 = colPtr[c + 1];
+    for (let k = colPtr[c]; k < k1; k++) {
+      const p = f32(values[k] * xc);
+      if (p !== 0) {
+        const r = rowIdx[k];
+        out[r] = f32(out[r] + p);
+        if (mark[r] === 0) { mark[r] = 1; touched[n++] = r; }
+      }
+    }
+  }
+  so.n = n;
+  if (ctx.profile !== 'f32') for (let t = 0; t < n; t++) out[touched[t]] = ctx.act(out[touched[t]]);
+  if (stats) { stats.sparse++; stats.scatter++; }
+  return true;
+}
+
+/**
+ * linearArgmax's memo (per numeric context and matrix): the greedy token for a key = the list of
+ * (column, bit pattern) of the non-zero activations in columns that hold weights. Valid only
+ * where the scatter precondition holds (the caller checks maxRowNnz < cols − negTotal; the matrix
+ * itself must qualify — `cscMaxRowNnz` is +inf otherwise): then every row is a pure function of
+ * those activations (scatterInto), so is the argmax. Keys are compared in full (no hash trust).
+ */
+interface ArgmaxMemo {
+  colHasEntries: Uint8Array;
+  cscMaxRowNnz: number;
+  map: Map<number, { key: Uint32Array; best: number }[]>;
+  entries: number;
+  scratch: Uint32Array;
+  /** boundedArgmax's row scratch (made on first use). */
+  rowMark?: Uint8Array;
+  rowList?: Int32Array;
+}
+const ARGMAX_MEMO_MAX = 1 << 16;
+const argmaxMemos = new WeakMap<ExecNumericContext, WeakMap<Matrix, ArgmaxMemo>>();
+
+function argmaxMemoOf(ctx: ExecNumericContext, m: Matrix): ArgmaxMemo | null {
+  if (ctx.order.kind !== 'sequential') return null;
+  let byM = argmaxMemos.get(ctx);
+  if (byM === undefined) { byM = new WeakMap(); argmaxMemos.set(ctx, byM); }
+  let memo = byM.get(m);
+  if (memo === undefined) {
+    const plan = sparsePlanOf(m);
+    const csc = cscPlanOf(m, plan.csr);
+    let ok = plan.finite && csc !== null;
+    if (ok && plan.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) { ok = false; break; }
+    const colHasEntries = new Uint8Array(m.cols);
+    if (csc) for (let c = 0; c < m.cols; c++) colHasEntries[c] = csc.colPtr[c + 1] > csc.colPtr[c] ? 1 : 0;
+    memo = {
+      colHasEntries, cscMaxRowNnz: ok && csc ? csc.maxRowNnz : Infinity, map: new Map(), entries: 0,
+      scratch: new Uint32Array(2 * m.cols),
+    };
+    byM.set(m, memo);
+  }
+  return memo;
+}
+
+/** Per matrix: linearArgmax's sparse output and activation scratch. */
+const argmaxStates = new WeakMap<Matrix, { so: SparseOut; nz: Int32Array; neg: Int32Array }>();
+
+/**
+ * argmax of y = x·Wᵀ (lowest index among the maximal values; NaN never wins; ChipcError
+ * exec.nan-logits when every value is NaN) — exactly executor.ts `argmax(linear(ctx, m, x, path))`.
+ * Sparse path, sequential order: when scatterInto applies, only the touched rows and the lowest
+ * untouched row (exactly +0, like every untouched row, which all lose ties to it) are compared.
+ * Otherwise the product is written into `buf` (length ≥ rows) and scanned.
+ */
+export function linearArgmax(
+  ctx: ExecNumericContext, m: Matrix, x: Float32Array, path: MatmulPath, buf: Float32Array, stats?: MatmulStats,
+): number {
+  if (path === 'sparse' && ctx.order.kind === 'sequential' && x.length >= m.cols) {
+    let st = argmaxStates.get(m);
+    if (!st || st.so.out.length !== m.rows) {
+      st = { so: newSparseOut(m.rows), nz: new Int32Array(m.cols), neg: new Int32Array(1) };
+      argmaxStates.set(m, st);
+    }
+    const nzn = scanActivations(x, 0, m.cols, st.nz, st.neg);
+    const memo = nzn >= 0 ? argmaxMemoOf(ctx, m) : null;
+    let key: Uint32Array | null = null;
+    let hash = 0;
+    if (memo !== null && memo.cscMaxRowNnz < m.cols - st.neg[0]) {
+      // under the scatter precondition the logits are a pure function of the non-zero activations
+      // in columns that hold weights: look that key up
+      const xb = new Uint32Array(x.buffer, x.byteOffset, m.cols);
+      let kn = 0;
+      hash = 0x811c9dc5;
+      for (let t = 0; t < nzn; t++) {
+        const c = st.nz[t];
+        if (memo.colHasEntries[c] === 0) continue;
+        memo.scratch[kn++] = c;
+        memo.scratch[kn++] = xb[c];
+        hash = Math.imul(hash ^ c, 0x01000193);
+        hash = Math.imul(hash ^ xb[c], 0x01000193);
+      }
+      key = memo.scratch.subarray(0, kn);
+      const bucket = memo.map.get(hash);
+      if (bucket !== undefined) {
+        for (let b = 0; b < bucket.length; b++) {
+          const e = bucket[b];
+          if (e.key.length !== kn) continue;
+          let same = true;
+          for (let i = 0; i < kn; i++) if (e.key[i] !== key[i]) { same = false; break; }
+          if (same) {
+            if (stats) { stats.sparse++; stats.scatter++; stats.argmaxMemoHits++; }
+            return e.best;
+          }
+        }
+      }
+    }
+    if (memo !== null && key !== null && ctx.profile === 'f32') {
+      const best = boundedArgmax(m, x, st.nz, nzn, memo);
+      if (best >= 0) {
+        if (stats) { stats.sparse++; stats.scatter++; stats.argmaxBounded++; }
+        memoStore(memo, hash, key, best);
+        return best;
+      }
+    }
+    if (nzn >= 0 && scatterInto(ctx, m, x, 0, st.nz, nzn, st.neg[0], st.so, storedEntries(m), stats)) {
+      const { out, mark, touched } = st.so;
+      let best = -1;
+      let bv = 0;
+      for (let t = 0; t < st.so.n; t++) {
+        const r = touched[t];
+        const v = out[r];
+        if (v !== v) continue;
+        if (best < 0 || v > bv || (v === bv && r < best)) { best = r; bv = v; }
+      }
+      if (st.so.n < m.rows) {
+        let r = 0;
+        while (mark[r] === 1) r++;
+        if (best < 0 || 0 > bv || (0 === bv && r < best)) best = r;
+      }
+      if (best < 0) throw new ChipcError('exec.nan-logits', 'argmax: every logit is NaN (or there are none)');
+      if (memo !== null && key !== null) memoStore(memo, hash, key, best);
+      return best;
+    }
+  }
+  if (buf.length < m.rows) throw new ChipcError('exec.shape', `linearArgmax: buffer has ${buf.length} slots, need ${m.rows}`);
+  const y = linear(ctx, m, x, path, { stats, out: buf.subarray(0, m.rows) });
+  let best = -1;
+  let bv = -Infinity;
+  for (let i = 0; i < y.length; i++) {
+    const v = y[i];
+    if (v > bv || (best < 0 && v === -Infinity)) { bv = v; best = i; }
+  }
+  if (best < 0) throw new ChipcError('exec.nan-logits', 'argmax: every logit is NaN (or there are none)');
+  return best;
+}
+
+function memoStore(memo: ArgmaxMemo, hash: number, key: Uint32Array, best: number): void {
+  if (memo.entries >= ARGMAX_MEMO_MAX) { memo.map.clear(); memo.entries = 0; }
+  const bucket = memo.map.get(hash);
+  const e = { key: key.slice(), best };
+  if (bucket === undefined) memo.map.set(hash, [e]);
+  else bucket.push(e);
+  memo.entries++;
+}
+
+/**
+ * What boundedArgmax derives from the weights alone, kept per matrix (per CSC plan) rather than
+ * per memo, so every executor of the same weights shares it: the column extremes, and per small
+ * column, made on first use, its rows with their whole CSR rows (packedRowsOf).
+ */
+interface BoundedPrep {
+  extremes: { max: Float32Array; min: Float32Array };
+  packed: ({ u: Uint32Array; f: Float32Array } | undefined)[];
+}
+const boundedPreps = new WeakMap<CscPlan, BoundedPrep>();
+function boundedPrepOf(m: Matrix, csc: CscPlan): BoundedPrep {
+  let p = boundedPreps.get(csc);
+  if (p === undefined) {
+    p = { extremes: columnExtremes(m, csc), packed: new Array(m.cols) };
+    boundedPreps.set(csc, p);
+  }
+  return p;
+}
+
+/**
+ * The argmax without walking big columns (f32 profile, under the scatter precondition, which the
+ * caller has checked), or −1 when it cannot be decided that way. The non-zero columns are taken
+ * smallest first into A; the rows T they reach get their exact value (the row fold over all their
+ * stored entries, as scatterInto computes it). Every other row holds only products of the columns
+ * not yet in A (or none: +0), and its fold is at most U = (1 + 2^−23)^B·Σ max(0, max_r fl(w_rc·x_c))
+ * over those B columns: fl is monotone, and a fold's partial sums stay below the sum of its
+ * positive terms times (1 + 2^−24) per addition (a negative term only lowers them). After each
+ * column, if the best row of T is strictly above U it is the argmax (no other row reaches or ties
+ * it). A column with more than sparseTuning.bigColumn entries is taken only while another such
+ * is left out; when the last one would be needed, −1 (the caller scatters everything). So a step
+ * whose emitted token is decided by its rarest field folds only that field's rows.
+ */
+function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo): number {
+  const plan = sparsePlanOf(m);
+  const csc = cscPlanOf(m, plan.csr);
+  if (csc === null) return -1;
+  const { colPtr, rowIdx } = csc;
+  const sizeOf = (c: number) => colPtr[c + 1] - colPtr[c];
+  const order: number[] = [];
+  let nBig = 0;
+  for (let t = 0; t < nzn; t++) {
+    const c = nz[t];
+    const n = sizeOf(c);
+    if (n === 0) continue;
+    order.push(c);
+    if (n > sparseTuning.bigColumn) nBig++;
+  }
+  if (nBig === 0) return -1; // nothing to save: the scatter is small
+  order.sort((a, b) => sizeOf(a) - sizeOf(b) || a - b);
+  const pre = boundedPrepOf(m, csc);
+  const ext = pre.extremes;
+  const mark = memo.rowMark ??= new Uint8Array(m.rows);
+  const rows = memo.rowList ??= new Int32Array(m.rows);
+  const { rowPtr, colIdx, values } = plan.csr;
+  let nr = 0;
+  let folded = 0;
+  let best = -1;
+  let bv = 0;
+  /** Marks the rows of column c as in T. */
+  const absorb = (c: number) => {
+    for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
+      const r = rowIdx[k];
+      if (mark[r] === 0) { mark[r] = 1; rows[nr++] = r; }
+    }
+  };
+  /**
+   * Column c's rows join T and are folded at once, from the column's packed copy of its rows (a
+   * sequential walk instead of a CSR row lookup per row; the same entries in the same order).
+   */
+  const absorbFolding = (c: number) => {
+    const pk = pre.packed[c] ??= packedRowsOf(plan.csr, colPtr, rowIdx, c);
+    const { u, f } = pk;
+    for (let p = 0; p < u.length;) {
+      const r = u[p];
+      const n = u[p + 1];
+      p += 2;
+      if (mark[r] !== 0) { p += 2 * n; continue; }
+      mark[r] = 1;
+      rows[nr++] = r;
+      let acc = 0;
+      for (const end = p + 2 * n; p < end; p += 2) {
+        const pr = f32(f[p + 1] * x[u[p]]);
+        if (pr !== 0) acc = f32(acc + pr);
+      }
+      if (best < 0 || acc > bv || (acc === bv && r < best)) { best = r; bv = acc; }
+    }
+    folded = nr;
+  };
+  /** Folds the rows added to T since the last call; T's best row in (best, bv). */
+  const foldNew = () => {
+    for (; folded < nr; folded++) {
+      const r = rows[folded];
+      let acc = 0;
+      for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
+        const p = f32(values[k] * x[colIdx[k]]);
+        if (p !== 0) acc = f32(acc + p);
+      }
+      if (best < 0 || acc > bv || (acc === bv && r < best)) { best = r; bv = acc; }
+    }
+  };
+  let answer = -1;
+  for (let i = 0; i < order.length; i++) {
+    const c = order[i];
+    if (sizeOf(c) <= sparseTuning.bigColumn) absorbFolding(c);
+    else {
+      if (nBig <= 1) break; // the last big column: the caller scatters
+      nBig--;
+      absorb(c);
+      foldNew();
+    }
+    let bound = 0;
+    for (let j = i + 1; j < order.length; j++) {
+      const cj = order[j];
+      const xv = x[cj];
+      const top = f32((xv > 0 ? ext.max[cj] : ext.min[cj]) * xv);
+      if (top > 0) bound += top;
+    }
+    bound *= (1 + 2 ** -23) ** (order.length - i - 1);
+    if (best >= 0 && bv > bound) { answer = best; break; }
+  }
+  for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
+  return answer;
+}
+
+/**
+ * The rows of column c (at most sparseTuning.bigColumn) with their whole CSR rows, in column order:
+ * per row r, [r, n, c_1, w_1, …, c_n, w_n] with w as float32 bits (`f` is the float view).
+ */
+function packedRowsOf(csr: CsrMatrix, colPtr: Uint32Array, rowIdx: Uint32Array, c: number): { u: Uint32Array; f: Float32Array } {
+  const { rowPtr, colIdx, values } = csr;
+  let len = 0;
+  for (let k = colPtr[c]; k < colPtr[c + 1]; k++) { const r = rowIdx[k]; len += 2 + 2 * (rowPtr[r + 1] - rowPtr[r]); }
+  const u = new Uint32Array(len);
+  const f = new Float32Array(u.buffer);
+  let p = 0;
+  for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
+    const r = rowIdx[k];
+    u[p++] = r;
+    u[p++] = rowPtr[r + 1] - rowPtr[r];
+    for (let j = rowPtr[r]; j < rowPtr[r + 1]; j++) { u[p++] = colIdx[j]; f[p++] = values[j]; }
+  }
+  return { u, f };
+}
+
+/** Per column: the largest and smallest stored weight (+0 for a column without entries). */
+function columnExtremes(m: Matrix, csc: CscPlan): { max: Float32Array; min: Float32Array } {
+  const max = new Float32Array(m.cols);
+  const min = new Float32Array(m.cols);
+  for (let c = 0; c < m.cols; c++) {
+    let hi = -Infinity, lo = Infinity;
+    for (let k = csc.colPtr[c]; k < csc.colPtr[c + 1]; k++) { const w = csc.values[k]; if (w > hi) hi = w; if (w < lo) lo = w; }
+    max[c] = hi === -Infinity ? 0 : hi;
+    min[c] = lo === Infinity ? 0 : lo;
+  }
+  return { max, min };
+}

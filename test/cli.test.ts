@@ -100,6 +100,25 @@ describe('chipc inspect / targets / exec', () => {
     expect(doc.generated).toEqual(ex.generate([1, 2, 3], 4));
   });
 
+  it('exec --silu: div (the default) and mul run the executor with that SiLU formula', async () => {
+    const w = loadModel('fixtures/tiny', { mode: 'dense' });
+    const tops: unknown[] = [];
+    for (const silu of ['div', 'mul'] as const) {
+      const r = await cli('exec', 'fixtures/tiny', '--tokens', '1,2,3', '--path', 'dense', '--silu', silu, '--json');
+      expect(r.code, r.err).toBe(0);
+      const doc = JSON.parse(r.out) as { silu: string; top: { token: number; bits: string }[] };
+      expect(doc.silu).toBe(silu);
+      const logits = new Executor(w, { path: 'dense', siluForm: silu }).prefill([1, 2, 3])[0]!;
+      const u = new Uint32Array(logits.buffer, logits.byteOffset, logits.length);
+      for (const t of doc.top) expect(t.bits).toBe('0x' + u[t.token]!.toString(16).padStart(8, '0'));
+      tops.push(doc.top);
+    }
+    expect(tops[1]).not.toEqual(tops[0]); // the random-weight fixture tells the two formulas apart
+    const def = JSON.parse((await cli('exec', 'fixtures/tiny', '--tokens', '1,2,3', '--path', 'dense', '--json')).out) as { silu: string; top: unknown };
+    expect(def.silu).toBe('div');
+    expect(def.top).toEqual(tops[0]);
+  });
+
   it('exec --all-positions gives every position\'s argmax and logits sha256, prompt and generated', async () => {
     const r = await cli('exec', 'fixtures/tiny', '--tokens', '1,2,3', '--generate', '4', '--path', 'dense', '--all-positions', '--json');
     expect(r.code, r.err).toBe(0);

@@ -447,15 +447,17 @@ describe('round 2: cold conv channels', () => {
     ];
     const convDim = taps.length;
     const cw = Float32Array.from(taps.flat());
-    const conv = new Float32Array(convDim * K); // all +0 state
-    const mixed = new Float32Array(convDim); // all +0 input
-    const conved = new Float32Array(convDim).fill(5);
-    const cz = convZeroOf({ conv1d: cw } as Parameters<typeof convZeroOf>[0], convDim, K);
-    convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
-    // independent reference: shift, sum from −0 in tap order, silu(±0) = ±0
+    // independent reference: shift, sum from −0 in tap order, silu(±0) = ±0 (both forms: ±0·0.5, ±0/2)
     const want = taps.map((t) => { let y = -0; for (const wj of t) y = Math.fround(y + Math.fround(wj * 0)); return y; });
-    expect(bits(conved)).toEqual(bits(Float32Array.from(want)));
-    expect(bits(conved)).toEqual([0x80000000, 0, 0x80000000, 0, 0]); // hand derivation of the above
-    expect(bits(conv)).toEqual(new Array(convDim * K).fill(0)); // the state stays all +0
+    for (const form of ['div', 'mul'] as const) {
+      const conv = new Float32Array(convDim * K); // all +0 state
+      const mixed = new Float32Array(convDim); // all +0 input
+      const conved = new Float32Array(convDim).fill(5);
+      const cz = convZeroOf({ conv1d: cw } as Parameters<typeof convZeroOf>[0], convDim, K);
+      convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, form);
+      expect(bits(conved)).toEqual(bits(Float32Array.from(want)));
+      expect(bits(conved)).toEqual([0x80000000, 0, 0x80000000, 0, 0]); // hand derivation of the above
+      expect(bits(conv)).toEqual(new Array(convDim * K).fill(0)); // the state stays all +0
+    }
   });
 });

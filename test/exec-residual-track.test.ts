@@ -212,11 +212,12 @@ describe('tracked decode on whole executors', () => {
   const bitsOf = (a: Float32Array): number[] =>
     Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
 
-  for (const profile of ['f32', 'bf16'] as const) {
-    it(`sparse random model: logits, residuals and GDN states equal the dense path (${profile})`, () => {
+  // silu 'div' is the default; 'mul' runs the same fast paths (the tracked GDN step included)
+  for (const [profile, siluForm] of [['f32', 'div'], ['f32', 'mul'], ['bf16', 'div']] as const) {
+    it(`sparse random model: logits, residuals and GDN states equal the dense path (${profile}, silu ${siluForm})`, () => {
       const w = sparseRandomModel(5);
-      const s = new Executor(w, { path: 'sparse', profile });
-      const d = new Executor(w, { path: 'dense', profile });
+      const s = new Executor(w, { path: 'sparse', profile, siluForm });
+      const d = new Executor(w, { path: 'dense', profile, siluForm });
       const times: PhaseTimes = {};
       s.setPhaseTimes(times);
       const rec = (ex: Executor): number[][] => {

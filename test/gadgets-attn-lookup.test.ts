@@ -16,7 +16,7 @@ import type { ExecOptions } from '../src/exec/types.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { ModelConfig } from '../src/model/config.ts';
 import type { AttnKvHeadSpec, Form } from '../src/lower/forms.ts';
-import { buildHarness, runHarness, type Harness } from '../src/verify/harness.ts';
+import { buildHarness, runHarness, type Harness } from './helpers/layer-harness.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import {
   attnDimsOf, fillSquares, lowerLookupToAttention, normWeightFor,

@@ -8,7 +8,7 @@
  * Controls: A = 64 and a gate beyond the bf16 window break exactness.
  */
 import { describe, expect, it } from 'vitest';
-import { buildHarness, runHarness } from '../src/verify/harness.ts';
+import { buildHarness, runHarness } from './helpers/layer-harness.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { constForm, form, type FfnUnit } from '../src/lower/forms.ts';
 import type { ExecOptions } from '../src/exec/types.ts';
@@ -41,7 +41,8 @@ const ALL_CONFIGS: [string, ExecOptions][] = [
   ['f32 fma', { profile: 'f32', order: { kind: 'fma' } }],
   ['bf16 fma', { profile: 'bf16', order: { kind: 'fma' } }],
   ['f32 dense', { profile: 'f32', order: { kind: 'sequential' }, path: 'dense' }],
-  ['bf16 silu-div mean-mulrecip', { profile: 'bf16', order: { kind: 'sequential' }, siluForm: 'div', meanMode: 'mulrecip' }],
+  // the non-default silu form ('div' is the default) and the CUDA-style mean
+  ['bf16 silu-mul mean-mulrecip', { profile: 'bf16', order: { kind: 'sequential' }, siluForm: 'mul', meanMode: 'mulrecip' }],
 ];
 const FAST_CONFIGS = ALL_CONFIGS.filter(([n]) => n.endsWith('sequential') || n.endsWith('fma'));
 /** For the wide FFNs (hundreds of units): the shuffled order once, in bf16. */

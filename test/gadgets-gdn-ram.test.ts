@@ -18,7 +18,7 @@ import type { ModelConfig } from '../src/model/config.ts';
 import type { GdnWeights, Matrix } from '../src/model/weights.ts';
 import type { RamDecl } from '../src/ir/types.ts';
 import type { VDim } from '../src/lower/forms.ts';
-import { buildHarness, type Harness } from '../src/verify/harness.ts';
+import { buildHarness, type Harness } from './helpers/layer-harness.ts';
 import { bf16ToF32, f32ToBf16 } from '../src/safetensors/dtype.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import {

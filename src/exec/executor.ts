@@ -5,8 +5,9 @@
  *   h = act(fl(x + Mixer(RMSNorm₁₊w(x)))),  y = act(fl(h + FFN(RMSNorm₁₊w(h))));
  *   logits = act(RMSNorm₁₊w(y; norm) · W_lmᵀ).
  * The first forward on an empty cache (prefill) runs GDN layers through the chunked kernel; each
- * later single token (decode) through the recurrent rule. Layers run layer-major in prefill (all
- * positions of layer i before layer i+1), which is what a batched forward computes.
+ * later single token (decode) through the recurrent rule — also the first one when
+ * ExecOptions.firstToken is 'recurrent'. Layers run layer-major in prefill (all positions of layer
+ * i before layer i+1), which is what a batched forward computes.
  */
 import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer, type ModelConfig } from '../model/config.ts';
@@ -199,6 +200,8 @@ export class Executor {
   /** The numeric context of the GDN chunked kernel (ExecOptions.kernelOrder; else ctx). */
   private readonly kernelCtx: ExecNumericContext;
   private readonly rope: { R: number; invFreq: Float32Array };
+  /** ExecOptions.firstToken: whether decode() may run on an empty cache (the recurrent rule from position 0). */
+  private readonly firstToken: 'chunked' | 'recurrent';
   private gdn: (GdnCache | null)[] = [];
   private kv: (KvCache | null)[] = [];
   private pos = 0;
@@ -228,6 +231,10 @@ export class Executor {
       throw new ChipcError('exec.bad-option', `unknown matmul path '${String(opts.path)}' (expected dense or sparse)`);
     }
     this.path = opts.path ?? (allMatrices(weights).every((m) => m.csr && !m.dense) ? 'sparse' : 'dense');
+    if (opts.firstToken !== undefined && opts.firstToken !== 'chunked' && opts.firstToken !== 'recurrent') {
+      throw new ChipcError('exec.bad-option', `unknown first-token mode '${String(opts.firstToken)}' (expected chunked or recurrent)`);
+    }
+    this.firstToken = opts.firstToken ?? 'chunked';
     this.rope = ropeInvFreq(this.config);
     const c = this.config;
     this.track = this.path === 'sparse' && this.ctx.order.kind === 'sequential'
@@ -376,21 +383,33 @@ export class Executor {
   /**
    * One forward of the tokens `ids` on whatever the cache holds: what an engine does for each
    * piece of a prompt it prefills in chunks (transformers with a cache, vLLM's chunked prefill).
-   * On an empty cache this is prefill(); a single token on a non-empty cache is a decode step
+   * On an empty cache this is prefill() (a single token there is a decode step when
+   * ExecOptions.firstToken is 'recurrent'); a single token on a non-empty cache is a decode step
    * (the recurrent rule, as transformers does for one new token); several tokens run the GDN
    * layers through the chunked kernel starting from the cached state and conv window.
    */
   extend(idsIn: ArrayLike<number>, opts: { allLogits?: boolean } = {}): Float32Array[] {
     const ids = Array.from(idsIn);
     if (ids.length === 0) throw new ChipcError('exec.empty-prompt', 'extend needs at least one token');
-    if (this.pos === 0) return this.prefill(ids, opts);
+    if (this.pos === 0 && !(ids.length === 1 && this.firstToken === 'recurrent')) return this.prefill(ids, opts);
     return this.timedForward(ids, ids.length === 1 ? 'decode' : 'prefill', opts.allLogits === true);
   }
 
-  /** One cached single-token decode step (recurrent GDN). */
+  /**
+   * One cached single-token decode step (recurrent GDN). On an empty cache only with
+   * ExecOptions.firstToken 'recurrent': then the step starts from the zero conv window and the zero
+   * (or written, `setGdnState`) states at position 0; otherwise exec.empty-cache.
+   */
   decode(id: number): Float32Array {
-    if (this.pos === 0) throw new ChipcError('exec.empty-cache', 'decode needs a prefill first (the first forward uses the chunked kernel)');
+    this.checkDecodable();
     return this.timedForward([id], 'decode', false)[0];
+  }
+
+  /** decode()'s precondition: a token consumed before, or firstToken 'recurrent'. */
+  private checkDecodable(): void {
+    if (this.pos === 0 && this.firstToken !== 'recurrent') {
+      throw new ChipcError('exec.empty-cache', "decode needs a prefill first (the first forward uses the chunked kernel; ExecOptions.firstToken 'recurrent' runs it as a decode step)");
+    }
   }
 
   /**
@@ -402,7 +421,7 @@ export class Executor {
    * such row competes for the maximum; otherwise the logits go to a reused buffer and argmax scans it.
    */
   decodeArgmax(id: number): number {
-    if (this.pos === 0) throw new ChipcError('exec.empty-cache', 'decode needs a prefill first (the first forward uses the chunked kernel)');
+    this.checkDecodable();
     return this.timed(() => {
       const hs = this.forward([id], 'decode');
       const c = this.config;

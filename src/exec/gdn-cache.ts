@@ -134,13 +134,15 @@ export interface GdnRunResult {
  * What the last tracked decode step of a layer left behind (gdnDecodeTracked). Invariants between
  * tracked steps of one cache:
  *  - a conv channel not active (CH_ACTIVE) is settled: its K state taps are bit-identical and `conved[c]`
- *    (the layer buffer) is the conv + SiLU of that state;
+ *    (the layer buffer) is the conv + SiLU (in `siluForm`) of that state;
  *  - buf.q / buf.k hold the l2-normalised queries / keys of buf.conved, buf.beta / buf.g the gates
  *    of the last step, buf.core each value head's last output, buf.normed its gated norm with
  *    the last z, and `headModified[h]` says whether the last step may have changed S of head h.
  */
 export interface GdnTrack {
   weights: GdnWeights;
+  /** The silu form the track's conv outputs (buf.conved) were computed in (the context's; another form starts a fresh track). */
+  siluForm: 'mul' | 'div';
   active: Int32Array;
   nActive: number;
   /**

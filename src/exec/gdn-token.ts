@@ -47,9 +47,9 @@ export function prepareToken(
   const cw = w.conv1d;
   // channels that shifted (not cold): while none does, an all-+0 state stays all +0 (convZero)
   let shifted = 0;
-  if (sequential && ctx.profile === 'f32' && ctx.siluForm === 'mul') {
+  if (sequential && ctx.profile === 'f32') {
     const cz = convZeroOf(w, convDim, K);
-    shifted = convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out);
+    shifted = convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, ctx.siluForm);
   } else {
     const cz = sequential ? convZeroOf(w, convDim, K) : null;
     const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, convDim);
@@ -142,15 +142,16 @@ export function noteConvInputs(cache: GdnCache, stack: Matrix | null): void {
 }
 
 /**
- * The conv + SiLU of prepareToken for the f32 profile, sequential order, silu 'mul' (the same
- * float operations, act being the identity there), in a small monomorphic function: channels whose
- * input and state are all +0 (bit patterns) with finite taps keep their all-+0 state and output
- * zeroOut[c] (convZeroOf); the others shift, sum the taps from −0 in order and apply silu.
- * Returns how many channels shifted (were not cold).
+ * The conv + SiLU of prepareToken for the f32 profile, sequential order, in the context's silu
+ * `form` (the same float operations as the generic loop, act being the identity there: silu32(y,
+ * form) of the same y), in a small function: channels whose input and state are all +0 (bit
+ * patterns) with finite taps keep their all-+0 state and output zeroOut[c] (convZeroOf, which holds
+ * for both forms: silu(±0) = ±0 in each); the others shift, sum the taps from −0 in order and
+ * apply silu. Returns how many channels shifted (were not cold).
  */
 export function convStepF32(
   convDim: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array, conved: Float32Array,
-  finite: Uint8Array, zeroOut: Float32Array,
+  finite: Uint8Array, zeroOut: Float32Array, form: 'mul' | 'div',
 ): number {
   let shifted = 0;
   const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, convDim);
@@ -167,7 +168,7 @@ export function convStepF32(
     conv[base + K - 1] = mixed[c];
     let y = -0;
     for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
-    conved[c] = silu32(y, 'mul');
+    conved[c] = silu32(y, form);
   }
   return shifted;
 }
@@ -223,8 +224,9 @@ export function l2normSeq(x: Float32Array, xOff: number, n: number, out: Float32
 /**
  * Per channel of a conv1d weight: whether its K taps are finite, and the conv + SiLU output of a
  * channel whose state (current input included) is all +0: y = Σ_j fl(w_j·(+0)) from −0 is −0 iff
- * every tap has its sign bit set (else +0), and act(±0) = ±0, silu(±0) = ±0, so the output is y.
- * Cached per weight array.
+ * every tap has its sign bit set (else +0), and act(±0) = ±0, silu(±0) = ±0 in both forms
+ * (±0·sigmoid(±0) = ±0·0.5, ±0/fl(1 + exp(∓0)) = ±0/2), so the output is y whatever the
+ * context's form. Cached per weight array.
  */
 const convZeroCache = new WeakMap<Float32Array, { finite: Uint8Array; out: Float32Array }>();
 

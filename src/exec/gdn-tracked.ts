@@ -3,8 +3,9 @@
  * only what changed since the previous one, bit-identical to gdn.ts's full step by purity — every
  * recomputed quantity is a pure function of inputs that are compared bit for bit (see
  * gdnDecodeTracked for each part). It applies to single-token decode on the sparse path in
- * sequential order, f32 profile, silu 'mul'; gdn.ts gdnForward calls it and runs the full step
- * when it returns null.
+ * sequential order, f32 profile, in either silu form (conv outputs are silu32(y, ctx.siluForm): a
+ * pure function of y for the track's form, which a track records and keeps); gdn.ts gdnForward
+ * calls it and runs the full step when it returns null.
  *
  * What a step leaves for the next is the cache's GdnTrack (declared in gdn-cache.ts). Its conv
  * channels are active, settled (K equal taps: the output cannot change while the input equals
@@ -35,14 +36,14 @@ const CH_ACTIVE = 1;
 const CH_LISTED = 2;
 
 /** A new track; its channel records are written by the first step (freshConvStep). */
-function newGdnTrack(w: GdnWeights, d: GdnDims): GdnTrack {
+function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTrack {
   const oldCore = new Float32Array(d.dv);
   const chan = new Int32Array(4 * d.convDim);
   const chanF = new Float32Array(chan.buffer);
   return {
     chan, chanF,
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(oldCore.buffer),
-    weights: w, active: new Int32Array(d.convDim), nActive: 0,
+    weights: w, siluForm, active: new Int32Array(d.convDim), nActive: 0,
     qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     coreChanged: new Uint8Array(d.hv), oldCore, normedChanged: new Int32Array(d.valueDim),
     step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
@@ -51,8 +52,8 @@ function newGdnTrack(w: GdnWeights, d: GdnDims): GdnTrack {
 }
 
 /**
- * The first tracked step's conv: convStepF32's step (the same operations, so the same state and
- * output) fused with writing each channel's record (GdnTrack.chan: not lazy, the single-tap
+ * The first tracked step's conv: convStepF32's step in silu `form` (the same operations, so the
+ * same state and output) fused with writing each channel's record (GdnTrack.chan: not lazy, the single-tap
  * weight, the newest tap's bits, CH_ACTIVE when its taps are not all equal) and listing the
  * active channels in `active`, in one pass, over channels list[0..n) (null: every channel
  * 0 … n−1). A cold channel (convStepF32) keeps its all-+0 taps: settled, newest bits 0. Returns
@@ -61,7 +62,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims): GdnTrack {
 function freshConvStep(
   list: Int32Array | null, n: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array,
   conved: Float32Array, finite: Uint8Array, zeroOut: Float32Array, singleW: Float32Array, chan: Int32Array,
-  active: Int32Array,
+  active: Int32Array, form: 'mul' | 'div',
 ): number {
   const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, mixed.length);
   const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
@@ -83,7 +84,7 @@ function freshConvStep(
     conv[base + K - 1] = mixed[c];
     let y = -0;
     for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
-    conved[c] = silu32(y, 'mul');
+    conved[c] = silu32(y, form);
     const nb = convBits[base + K - 1];
     chan[4 * c + 3] = nb;
     let settled = true;
@@ -245,8 +246,11 @@ function tapsSettled(convBits: Uint32Array, base: number, K: number): boolean {
 
 /**
  * One decode step of the GDN mixer that recomputes only what changed since the previous step
- * (sparse path, sequential order, f32 profile, silu 'mul'; bit-identical to gdnForwardFull, by
- * purity: every recomputed quantity is a pure function of inputs that are compared bit for bit):
+ * (sparse path, sequential order, f32 profile, either silu form; bit-identical to gdnForwardFull,
+ * by purity: every recomputed quantity is a pure function of inputs that are compared bit for bit;
+ * a conv output is silu32(y, form) of its fold y for the track's form, so a channel whose y is
+ * unchanged — settled, lazy, cold — keeps its output in either form, and a context of another
+ * form starts a fresh track):
  *  - the projections through delta.ts (rows of changed input columns);
  *  - conv: a channel whose taps are all equal (bits) and whose new input equals them keeps its
  *    state and output; the others shift and recompute as convStepF32 does, and become settled
@@ -276,9 +280,10 @@ export function gdnDecodeTracked(
   t0 = phaseEnd('gdn.proj', t0);
   phaseEnd('gdn.tracked', phaseStart()); // marks (with profiling on) that a tracked step ran
   const { K, convDim, hk, hv, dk, dv, r, keyDim } = d;
-  const fresh = cache.track === undefined || cache.track.weights !== w;
+  const form = ctx.siluForm;
+  const fresh = cache.track === undefined || cache.track.weights !== w || cache.track.siluForm !== form;
   if (fresh) materializeLazyConv(cache, K);
-  const t = fresh ? newGdnTrack(w, d) : cache.track as GdnTrack;
+  const t = fresh ? newGdnTrack(w, d, form) : cache.track as GdnTrack;
   // one output vector: qkv (mixed) at 0, z at zOff, b at bOff, a at aOff
   const y = ps.y;
   const mixed = y;
@@ -297,10 +302,10 @@ export function gdnDecodeTracked(
       t.chan.set(live.template);
       conved.set(cz.out);
       t.nActive = freshConvStep(
-        live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active,
+        live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active, form,
       );
     } else {
-      t.nActive = freshConvStep(null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active);
+      t.nActive = freshConvStep(null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active, form);
     }
     t.qkDirty.fill(1);
     t.vDirty.fill(1);
@@ -343,7 +348,7 @@ export function gdnDecodeTracked(
         for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
       }
       const before = conBits[c];
-      conved[c] = silu32(y, 'mul');
+      conved[c] = silu32(y, form);
       if (conBits[c] !== before) {
         if (c < 2 * keyDim) t.qkDirty[Math.floor((c < keyDim ? c : c - keyDim) / dk)] = 1;
         else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;

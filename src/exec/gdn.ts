@@ -27,7 +27,7 @@
  *  - gdn-idle.ts: a layer whose input projections are all +0, on an all-+0 state, repeats a stored
  *    output;
  *  - gdn-tracked.ts: a decode step that recomputes only what changed since the previous one
- *    (f32 profile, silu 'mul').
+ *    (f32 profile, either silu form).
  */
 import type { ModelConfig } from '../model/config.ts';
 import type { GdnWeights } from '../model/weights.ts';
@@ -167,7 +167,7 @@ export function gdnForward(
   let buf: GdnBuffers | undefined;
   if (L === 1) buf = cache.buffers ??= gdnBuffers(d, w.outProj.rows);
   if (!idle && buf !== undefined && mode === 'decode' && path === 'sparse' && ctx.order.kind === 'sequential'
-    && ctx.profile === 'f32' && ctx.siluForm === 'mul') {
+    && ctx.profile === 'f32') {
     const o = gdnDecodeTracked(ctx, cfg, w, cache, xs[0], d, buf, stats, share);
     if (o !== null) {
       cache.convZero = 0;

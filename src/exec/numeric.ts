@@ -60,8 +60,10 @@ export function sigmoidFormula(x: number): number {
 }
 
 /**
- * silu(x) in float32. form 'mul': fl(x · sigmoid(x)); form 'div' (ATen's kernel): fl(x / fl(1 + fl(exp(−x)))).
- * Both: exactly x for x > 16.63553, exactly −0 for x < −88.72283 (x·0 or x/inf with x < 0), silu(±0) = ±0.
+ * silu(x) in float32. form 'div' (ATen's kernel, CPU and CUDA: what `F.silu` / `nn.SiLU` /
+ * `ACT2FN['silu']` compute; the executor's default): fl(x / fl(1 + fl(exp(−x)))); form 'mul':
+ * fl(x · sigmoid(x)). Both: exactly x for x > 16.63553, exactly −0 for x < −88.72283 (x·0 or x/inf
+ * with x < 0), silu(±0) = ±0 (±0·0.5, ±0/2).
  */
 export function silu32(x: number, form: 'mul' | 'div'): number {
   // ±0 in, ±0 out in both forms (±0·0.5, ±0/2): skips the exp, which unused units hit every step.
@@ -247,7 +249,7 @@ export interface ExecNumericContext extends NumericContext {
   order: OrderMode;
 }
 
-/** Builds the numeric context for options (defaults: f32, sequential, silu 'mul', mean 'div'). */
+/** Builds the numeric context for options (defaults: f32, sequential, silu 'div', mean 'div'). */
 export function makeNumericContext(opts: ExecOptions = {}): ExecNumericContext {
   const profile = opts.profile ?? 'f32';
   if (profile !== 'f32' && profile !== 'bf16') {
@@ -255,7 +257,7 @@ export function makeNumericContext(opts: ExecOptions = {}): ExecNumericContext {
   }
   const order = opts.order ?? { kind: 'sequential' };
   checkOrder(order);
-  const siluForm = opts.siluForm ?? 'mul';
+  const siluForm = opts.siluForm ?? 'div';
   if (siluForm !== 'mul' && siluForm !== 'div') {
     throw new ChipcError('exec.bad-option', `unknown silu form '${String(siluForm)}' (expected mul or div)`);
   }

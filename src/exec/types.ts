@@ -35,10 +35,24 @@ export interface ExecOptions {
    * when every matrix has a CSR form and no dense one, else 'dense'.
    */
   path?: 'dense' | 'sparse';
-  /** silu form: 'mul' = x·sigmoid(x) (default), 'div' = x/(1+exp(−x)) (ATen's kernel). */
+  /**
+   * silu form: 'div' = fl(x/fl(1+fl(exp(−x)))), ATen's kernel (CPU and CUDA), which `F.silu`,
+   * `nn.SiLU` and `ACT2FN['silu']` run in transformers' MLP and after the GDN conv — the default;
+   * 'mul' = fl(x·sigmoid(x)). Compiled chips use silu only where both forms agree exactly
+   * (docs/numerics.md, "Saturated regions").
+   */
   siluForm?: 'mul' | 'div';
   /** mean in RMSNorm: 'div' = sum/N (torch CPU, default), 'mulrecip' = sum·fl(1/N) (CUDA). */
   meanMode?: 'div' | 'mulrecip';
+  /**
+   * What decode() / decodeArgmax() (and a one-token extend()) do on an empty cache. 'chunked'
+   * (default, transformers): they are refused (exec.empty-cache), since the first forward runs
+   * the GDN layers through the chunked kernel (prefill()). 'recurrent': they run the decode step —
+   * the recurrent rule from the zero state and the zero conv window — from position 0, as an engine
+   * that treats a one-token prompt as a decode step does. The two agree bit for bit on compiled
+   * chips; on general weights only in exact arithmetic (docs/executor.md, "The first token").
+   */
+  firstToken?: 'chunked' | 'recurrent';
 }
 
 /** Read-only views handed to hooks; arrays are copies the hook may keep. */

@@ -135,6 +135,7 @@ export const BAD_INPUTS: BadInputCase[] = [
   { area: 'cli', label: 'cpu --code-size 3000', code: 'cli.code-size', make: (d) => ({ args: ['cpu', '-o', path.join(d, 'c3.chip'), '--code-size', '3000'], names: '3000', output: path.join(d, 'c3.chip') }) },
   { area: 'cli', label: 'exec --tokens x', code: 'cli.tokens', make: () => ({ args: ['exec', TINY, '--tokens', 'x'], names: '--tokens' }) },
   { area: 'cli', label: 'exec --top 0', code: 'cli.top', make: () => ({ args: ['exec', TINY, '--tokens', '1', '--top', '0'], names: '--top' }) },
+  { area: 'cli', label: 'exec --silu tanh', code: 'cli.silu', make: () => ({ args: ['exec', TINY, '--tokens', '1', '--silu', 'tanh'], names: '--silu' }) },
   { area: 'cli', label: 'compile --dtype f16', code: 'cli.dtype', make: (d) => ({ args: ['compile', 'circuits/examples/counter.ts', '--dtype', 'f16', '-o', path.join(d, 'f16')], names: '--dtype', output: path.join(d, 'f16') }) },
   { area: 'cli', label: 'compact --min-gap 0', code: 'cli.min-gap', make: (d) => ({ args: ['compact', TINY, '-o', path.join(d, 'mg.chip'), '--min-gap', '0'], names: '--min-gap', output: path.join(d, 'mg.chip') }) },
   { area: 'cli', label: 'run --prefill chunked:0', code: 'cli.prefill', make: () => ({ args: ['run', HELLO, '--prefill', 'chunked:0'], names: '--prefill' }) },

@@ -98,7 +98,7 @@ export function makeTestContext(order: TestOrder = 'sequential'): NumericContext
       return acc;
     };
   }
-  return { profile: 'f32', dot, sum, siluForm: 'mul', meanMode: 'div', act: (x) => x };
+  return { profile: 'f32', dot, sum, siluForm: 'div', meanMode: 'div', act: (x) => x };
 }
 
 /** Bit patterns of a Float32Array (a fresh copy, so later writes do not alias). */

@@ -38,6 +38,12 @@ export function parseOrder(s: string): OrderMode {
   throw new ChipcError('cli.order', `--order must be sequential, fma or shuffled[:SEED], not "${s}"`);
 }
 
+/** `--silu`: the SiLU formula (ExecOptions.siluForm): div (ATen's x/(1+exp(−x)), the default) or mul. */
+export function siluOption(s: string): 'div' | 'mul' {
+  if (s !== 'div' && s !== 'mul') throw new ChipcError('cli.silu', `--silu must be div or mul, not "${s}"`);
+  return s;
+}
+
 /** The model config for a checkpoint: its own config.json (a .chip's stored one), else the --target given. */
 export function configFor(p: string, target: string | undefined): ModelConfig {
   if (target !== undefined) return resolveTarget(target).config;
@@ -92,6 +98,7 @@ interface ExecCliOptions {
   profile: string;
   path: string;
   order: string;
+  silu: string;
   top: string;
   allPositions?: boolean;
   json?: boolean;
@@ -108,6 +115,7 @@ export function registerExec(program: Command, run: Runner): void {
     .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
     .option('--path <p>', 'matmul path: dense or sparse', 'sparse')
     .option('--order <o>', 'reduction order: sequential, fma, shuffled[:SEED]', 'sequential')
+    .option('--silu <form>', 'SiLU formula: div = x/(1+exp(-x)) (torch\'s kernel) or mul = x·sigmoid(x)', 'div')
     .option('--top <k>', 'how many top next tokens to print', '5')
     .option('--all-positions', 'print every position\'s argmax and the sha256 of its float32 logits (little-endian), prompt and generated, to compare with another engine position by position')
     .option('--state <file>', 'load this .chip-state file (the rows of every RAM, docs/state-files.md) into the GDN state before the prompt')
@@ -122,6 +130,7 @@ export function registerExec(program: Command, run: Runner): void {
           throw new ChipcError('cli.path', `--path must be dense or sparse, not "${o.path}"`);
         }
         const top = integerOption(o.top, '--top', 'cli.top', { min: 1 });
+        const siluForm = siluOption(o.silu);
         const gen = o.generate === undefined ? 0 : integerOption(o.generate, '--generate', 'cli.generate', { min: 0 });
         const tokens = parseTokenList(o.tokens);
         const cfg = configFor(p, o.target);
@@ -139,7 +148,7 @@ export function registerExec(program: Command, run: Runner): void {
           store.close();
         }
         const loadMs = performance.now() - t0;
-        const opts: ExecOptions = { profile, path: o.path, order: parseOrder(o.order) };
+        const opts: ExecOptions = { profile, path: o.path, order: parseOrder(o.order), siluForm };
         const ex = new Executor(weights, opts);
         // The RAMs' placements come from the checkpoint's manifest (state files address RAMs by name).
         const host = stateIn !== null || o.saveState !== undefined ? stateHostOf(p, weights) : null;
@@ -164,7 +173,7 @@ export function registerExec(program: Command, run: Runner): void {
         }
         const runMs = performance.now() - t1;
         if (o.saveState !== undefined) writeStateFile(o.saveState, captureStateFile(ex, host!));
-        out.emit({ tokens, top: topK, generated, ...(all ? { positions } : {}), loadMs, runMs, profile: o.profile, path: o.path, order: o.order });
+        out.emit({ tokens, top: topK, generated, ...(all ? { positions } : {}), loadMs, runMs, profile: o.profile, path: o.path, order: o.order, silu: siluForm });
         if (all) {
           out.line(table(['position', 'token', 'argmax', 'max logit bits', 'sha256 of the float32 logits'],
             positions.map((r) => [r.position, r.token, r.argmax, r.maxBits, r.sha256])));

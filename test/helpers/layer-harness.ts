@@ -5,15 +5,15 @@
  * decoded signals out of the residual stream.
  *
  * Virtual dims map to slots one-to-one here (slot = frame.firstSlot + vdim): no packing.
- * (Here in verify/, above the passes it runs, not in lower/, which the passes build on.)
+ * (A test helper: above the passes it runs, used only by the gadget tests.)
  */
-import type { ModelConfig, LayerType } from '../model/config.ts';
-import type { ModelWeights } from '../model/weights.ts';
-import { Executor } from '../exec/executor.ts';
-import type { ExecOptions } from '../exec/types.ts';
-import { chooseHidden, makeFrame, type ResidualFrame } from '../lower/frame.ts';
-import type { LayerSpec, VDim } from '../lower/forms.ts';
-import { assembleModel } from '../passes/assemble-model.ts';
+import type { ModelConfig, LayerType } from '../../src/model/config.ts';
+import type { ModelWeights } from '../../src/model/weights.ts';
+import { Executor } from '../../src/exec/executor.ts';
+import type { ExecOptions } from '../../src/exec/types.ts';
+import { chooseHidden, makeFrame, type ResidualFrame } from '../../src/lower/frame.ts';
+import type { LayerSpec, VDim } from '../../src/lower/forms.ts';
+import { assembleModel } from '../../src/passes/assemble-model.ts';
 
 export interface HarnessSpec {
   /** Target shape (heads, dims, FFN width, vocab); hidden and layers are replaced. */

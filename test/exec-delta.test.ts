@@ -18,9 +18,10 @@ import { deltaLinear, lowbit32 } from '../src/exec/delta.ts';
 import { rowStackOf } from '../src/exec/stack-rows.ts';
 import { dropGdnTrack, gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
-import { linearEx, newMatmulStats, sparseTuning } from '../src/exec/matmul.ts';
+import { linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { linearArgmax } from '../src/exec/matmul-argmax.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
+import { ExecPlans } from '../src/exec/plans.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { loadCircuitFile } from '../src/dsl/load.ts';
 import { compileCircuit, type CompileResult } from '../src/compile.ts';
@@ -58,6 +59,9 @@ function weightedMatrix(rnd: () => number, rows: number, cols: number, W: number
   return { d, dense, csr: { rows, cols, csr: sparsifyMatrix(dense).csr } };
 }
 
+/** The row stacks' plans of the tests that call rowStackOf directly (an executor uses ctx.plans). */
+const testPlans = new ExecPlans();
+
 describe('deltaLinear', () => {
   it('property: a row stack [A; B; …] through deltaLinear equals the parts\' dense linears laid end to end', () => {
     let incremental = 0;
@@ -67,10 +71,10 @@ describe('deltaLinear', () => {
       const parts = Array.from({ length: 1 + Math.floor(rnd() * 4) }, () => sparseMatrix(rnd, 1 + Math.floor(rnd() * 20), cols, Math.max(1, cols >> 2)));
       // CSR-only parts, or now and then a part in its dense form (no −0 entries: it stacks too)
       const given = parts.map((p) => (rnd() < 0.2 ? p.dense : p.csr));
-      const stack = rowStackOf(given);
+      const stack = rowStackOf(testPlans, given);
       expect(stack).not.toBeNull();
       expect(stack!.offsets).toEqual(given.reduce((o, m) => [...o, o[o.length - 1] + m.rows], [0]));
-      expect(rowStackOf(given)).toBe(stack); // kept while the parts keep their storage
+      expect(rowStackOf(testPlans, given)).toBe(stack); // kept while the parts keep their storage
       const ctx = makeNumericContext({ profile: 'f32' });
       const plain = makeNumericContext({ profile: 'f32' });
       let x = new Float32Array(cols);
@@ -96,18 +100,18 @@ describe('deltaLinear', () => {
     const rnd = lcg(7);
     const a = sparseMatrix(rnd, 6, 8, 3);
     const b = sparseMatrix(rnd, 5, 8, 3);
-    expect(rowStackOf([])).toBeNull();
-    expect(rowStackOf([a.csr, sparseMatrix(rnd, 5, 9, 3).csr])).toBeNull();
+    expect(rowStackOf(testPlans, [])).toBeNull();
+    expect(rowStackOf(testPlans, [a.csr, sparseMatrix(rnd, 5, 9, 3).csr])).toBeNull();
     const negZero = new Float32Array(5 * 8);
     negZero[3] = -0;
     negZero[9] = 2;
-    expect(rowStackOf([a.csr, { rows: 5, cols: 8, dense: negZero }])).toBeNull();
-    const s1 = rowStackOf([a.csr, b.csr])!;
+    expect(rowStackOf(testPlans, [a.csr, { rows: 5, cols: 8, dense: negZero }])).toBeNull();
+    const s1 = rowStackOf(testPlans, [a.csr, b.csr])!;
     expect(Array.from(s1.m.csr!.rowPtr)).toEqual([...Array.from(a.csr.csr!.rowPtr), ...Array.from(b.csr.csr!.rowPtr.subarray(1), (k) => k + a.csr.csr!.rowPtr[6])]);
     // a part given new storage: a new stack holding the new weights
     const b2 = sparseMatrix(rnd, 5, 8, 3);
     b.csr.csr = b2.csr.csr;
-    const s2 = rowStackOf([a.csr, b.csr])!;
+    const s2 = rowStackOf(testPlans, [a.csr, b.csr])!;
     expect(s2).not.toBe(s1);
     expect(Array.from(s2.m.csr!.values.subarray(a.csr.csr!.rowPtr[6]))).toEqual(Array.from(b2.csr.csr!.values));
   });
@@ -366,11 +370,10 @@ describe('linearArgmax memo', () => {
     // column over many rows, and payload columns over few rows; weights as the partial-row scheme
     // gives them, plus some noise weights (fractional, tiny, just above 1) so ties and near-ties occur.
     // (the shapes are the emit's at a smaller scale: "big" means over 2,048 entries here)
-    const savedBig = sparseTuning.bigColumn;
-    sparseTuning.bigColumn = 2048;
+    const tuning = { bigColumn: 2048 };
     let bounded = 0;
     let fellBack = 0;
-    try {
+    {
       for (let seed = 1; seed <= 12; seed++) {
         const rnd = lcg(seed * 15485863);
         const rows = 9000, cols = 16;
@@ -383,7 +386,7 @@ describe('linearArgmax memo', () => {
         }
         const dense: Matrix = { rows, cols, dense: d };
         const csr: Matrix = { rows, cols, csr: sparsifyMatrix(dense).csr };
-        const ctx = makeNumericContext({});
+        const ctx = makeNumericContext({ tuning });
         for (let step = 0; step < 80; step++) {
           const x = new Float32Array(cols);
           x[Math.floor(rnd() * 3)] = [1, 1, 1, 2, -1, 0.5][Math.floor(rnd() * 6)]!;
@@ -400,8 +403,6 @@ describe('linearArgmax memo', () => {
           if (stats.argmaxBounded === 0 && stats.argmaxMemoHits === 0) fellBack++;
         }
       }
-    } finally {
-      sparseTuning.bigColumn = savedBig;
     }
     expect(bounded).toBeGreaterThan(50);
     expect(fellBack).toBeGreaterThan(20);

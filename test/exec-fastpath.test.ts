@@ -15,10 +15,10 @@
  *    against recurrentStep; the sign of a cold conv channel's output against a plain loop.
  * Every check compares Float32Array bit patterns (NaNs mapped to one value).
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Executor, argmax } from '../src/exec/executor.ts';
-import { linearEx, newMatmulStats, sparseTuning } from '../src/exec/matmul.ts';
+import { linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { linearArgmax } from '../src/exec/matmul-argmax.ts';
 import { swiglu } from '../src/exec/mlp.ts';
 import { recurrentStep } from '../src/exec/gdn.ts';
@@ -27,6 +27,7 @@ import {
   newSparseStepScratch, recurrentStepSparse, STATE_CLEAN, STATE_POS, STATE_ZERO, classifyState,
 } from '../src/exec/gdn-sparse-step.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
+import { ExecPlans } from '../src/exec/plans.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { loadCircuitFile } from '../src/dsl/load.ts';
 import { compileCircuit } from '../src/compile.ts';
@@ -38,9 +39,8 @@ import { decodeLockstep } from './helpers/lockstep.ts';
 const bits = (a: Float32Array): number[] =>
   Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
 
-let savedMinNnz = 0;
-beforeEach(() => { savedMinNnz = sparseTuning.scatterMinNnz; sparseTuning.scatterMinNnz = 0; });
-afterEach(() => { sparseTuning.scatterMinNnz = savedMinNnz; });
+/** Every context and executor here: the scatter form considered for matrices of any size (ExecOptions.tuning). */
+const TUNING = { scatterMinNnz: 0 };
 
 describe('scatter form of the sparse linear', () => {
   it('is bit-identical to the dense linear (f32, bf16), zero signs included', () => {
@@ -63,7 +63,7 @@ describe('scatter form of the sparse linear', () => {
         const m: Matrix = { rows, cols, csr: sparsifyMatrix({ rows, cols, dense }).csr };
         const x = new Float32Array(cols);
         for (let c = 0; c < cols; c++) x[c] = rnd() < 0.5 ? (rnd() < 0.2 ? -0 : 0) : special[Math.floor(rnd() * special.length)];
-        const ctx = makeNumericContext({ profile: bf16 ? 'bf16' : 'f32' });
+        const ctx = makeNumericContext({ tuning: TUNING, profile: bf16 ? 'bf16' : 'f32' });
         const stats = newMatmulStats();
         const a = linearEx(ctx, m, x, 'sparse', { stats });
         const b = linearEx(ctx, { rows, cols, dense }, x, 'dense');
@@ -85,7 +85,7 @@ describe('scatter form of the sparse linear', () => {
     const m: Matrix = { rows, cols, csr: sparsifyMatrix({ rows, cols, dense }).csr };
     const x = Float32Array.from([0, 1.5, 0, -0, 0, 0, 2, 0]);
     const stats = newMatmulStats();
-    const ctx = makeNumericContext({});
+    const ctx = makeNumericContext({ tuning: TUNING });
     const a = linearEx(ctx, m, x, 'sparse', { stats });
     expect(stats.scatter).toBe(1);
     expect(bits(a.out)).toEqual(bits(linearEx(ctx, { rows, cols, dense }, x, 'dense').out));
@@ -166,8 +166,8 @@ function residualRecorder(ex: Executor): number[][] {
 }
 
 function compare(w: ModelWeights, profile: 'f32' | 'bf16', hooked: boolean, write: boolean): { sparse: Executor; times: PhaseTimes } {
-  const s = new Executor(w, { path: 'sparse', profile });
-  const d = new Executor(w, { path: 'dense', profile });
+  const s = new Executor(w, { tuning: TUNING, path: 'sparse', profile });
+  const d = new Executor(w, { tuning: TUNING, path: 'dense', profile });
   const times: PhaseTimes = {};
   s.setPhaseTimes(times);
   const recS = hooked ? residualRecorder(s) : null;
@@ -218,7 +218,7 @@ describe('decode fast paths on whole executors (sparse vs dense path)', () => {
     const cacheOf = (ex: Executor) => ex.gdnCacheOf(li);
     for (const profile of ['f32', 'bf16'] as const) {
       // the first executor of this mode runs the idle step in full (it allocates the layer's buffers)
-      const first = new Executor(w, { path: 'sparse', profile });
+      const first = new Executor(w, { tuning: TUNING, path: 'sparse', profile });
       first.decode(argmax(first.prefill([3, 1])[0]));
       expect(cacheOf(first).buffers).toBeDefined();
       // a later one takes the kept output from its first decode step: bit-identical to the dense path
@@ -241,8 +241,8 @@ describe('decode fast paths on whole executors (sparse vs dense path)', () => {
     const res = compileCircuit(ir, tiny);
     const bos = ir.bos ?? 0;
     for (const profile of ['f32', 'bf16'] as const) {
-      const s = new Executor(res.weights, { path: 'sparse', profile });
-      const d = new Executor(res.weights, { path: 'dense', profile });
+      const s = new Executor(res.weights, { tuning: TUNING, path: 'sparse', profile });
+      const d = new Executor(res.weights, { tuning: TUNING, path: 'dense', profile });
       const recS = residualRecorder(s);
       const recD = residualRecorder(d);
       let x = 777;
@@ -297,7 +297,7 @@ describe('SwiGLU incremental form', () => {
       xs.push(x);
     }
     for (const profile of ['f32', 'bf16'] as const) {
-      const ctx = makeNumericContext({ profile });
+      const ctx = makeNumericContext({ tuning: TUNING, profile });
       for (const x of xs) {
         const stats = newMatmulStats();
         const a = swiglu(ctx, sparseM, x, 'sparse', stats, new Float32Array(H).fill(9));
@@ -312,7 +312,7 @@ describe('SwiGLU incremental form', () => {
 
 describe('round 2: argmax-only LM head', () => {
   const plainArgmax = (m: Matrix, x: Float32Array, profile: 'f32' | 'bf16'): number =>
-    argmax(linearEx(makeNumericContext({ profile }), m, x, 'dense').out);
+    argmax(linearEx(makeNumericContext({ tuning: TUNING, profile }), m, x, 'dense').out);
 
   it('linearArgmax equals argmax of the dense logits: negative maxima (untouched +0 row wins), ties, −0, NaN', () => {
     const rows = 12;
@@ -341,14 +341,14 @@ describe('round 2: argmax-only LM head', () => {
         const plain = plainArgmax(m.dense, x, profile);
         expect(plain, c.name).toBe(c.want); // the hand-derived answer
         const stats = newMatmulStats();
-        const got = linearArgmax(makeNumericContext({ profile }), m.csr, x, 'sparse', new Float32Array(rows), stats);
+        const got = linearArgmax(makeNumericContext({ tuning: TUNING, profile }), m.csr, x, 'sparse', new Float32Array(rows), stats);
         expect(got, c.name).toBe(c.want);
         if (c.name !== 'nan') expect(stats.scatter, c.name).toBe(1); // scatter form used (NaN weights: not finite)
       }
     }
     // all NaN: the same error as argmax
     const allNaN = mk(Array.from({ length: rows }, (_, r) => [r, 0, NaN] as [number, number, number]));
-    expect(() => linearArgmax(makeNumericContext({}), allNaN.csr, x, 'sparse', new Float32Array(rows))).toThrow(/NaN/);
+    expect(() => linearArgmax(makeNumericContext({ tuning: TUNING }), allNaN.csr, x, 'sparse', new Float32Array(rows))).toThrow(/NaN/);
   });
 
   it('property: linearArgmax = argmax(dense linear) on random sparse matrices and inputs', () => {
@@ -363,7 +363,7 @@ describe('round 2: argmax-only LM head', () => {
       let want: number | string;
       try { want = plainArgmax(m.dense, x, profile); } catch (e) { want = String(e); }
       let got: number | string;
-      try { got = linearArgmax(makeNumericContext({ profile }), m.csr, x, 'sparse', new Float32Array(rows)); } catch (e) { got = String(e); }
+      try { got = linearArgmax(makeNumericContext({ tuning: TUNING, profile }), m.csr, x, 'sparse', new Float32Array(rows)); } catch (e) { got = String(e); }
       expect(got).toEqual(want);
     }), { numRuns: 400 });
   });
@@ -371,9 +371,9 @@ describe('round 2: argmax-only LM head', () => {
   it('Executor.decodeArgmax = argmax(decode) step for step, with identical logits afterwards (f32, bf16)', () => {
     const w = chipLikeModel(13, false);
     for (const profile of ['f32', 'bf16'] as const) {
-      const a = new Executor(w, { path: 'sparse', profile });
-      const b = new Executor(w, { path: 'sparse', profile });
-      const d = new Executor(w, { path: 'dense', profile });
+      const a = new Executor(w, { tuning: TUNING, path: 'sparse', profile });
+      const b = new Executor(w, { tuning: TUNING, path: 'sparse', profile });
+      const d = new Executor(w, { tuning: TUNING, path: 'dense', profile });
       let ta = argmax(a.prefill([3, 1])[0]);
       b.prefill([3, 1]);
       d.prefill([3, 1]);
@@ -395,7 +395,7 @@ describe('round 2: argmax-only LM head', () => {
 
 describe('round 2: recurrent step shortcuts (restricted column dots, all-±0 δ)', () => {
   it('recurrentStepSparse = recurrentStep on states with +0 rows and dense keys, including δ = ±0', () => {
-    const ctx = makeNumericContext({});
+    const ctx = makeNumericContext({ tuning: TUNING });
     const dk = 16;
     const dv = 8;
     const rnd = lcg(77);
@@ -453,7 +453,7 @@ describe('round 2: cold conv channels', () => {
       const conv = new Float32Array(convDim * K); // all +0 state
       const mixed = new Float32Array(convDim); // all +0 input
       const conved = new Float32Array(convDim).fill(5);
-      const cz = convZeroOf({ conv1d: cw } as Parameters<typeof convZeroOf>[0], convDim, K);
+      const cz = convZeroOf(new ExecPlans(), { conv1d: cw } as Parameters<typeof convZeroOf>[1], convDim, K);
       convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, form);
       expect(bits(conved)).toEqual(bits(Float32Array.from(want)));
       expect(bits(conved)).toEqual([0x80000000, 0, 0x80000000, 0, 0]); // hand derivation of the above

@@ -64,7 +64,7 @@ describe('NormSite', () => {
         const H = 23;
         fc.assert(fc.property(streamArb(H, anchor), fc.array(fc.float({ min: -1, max: 1, noNaN: true }), { minLength: H, maxLength: H }), (xs, wl) => {
           const w = Float32Array.from(wl, f32);
-          const site = new NormSite(w, 1e-6);
+          const site = new NormSite(ctx.plans, w, 1e-6);
           const x = new TrackedVector(H);
           let prev: Float32Array | null = null;
           let prevOut: Float32Array | null = null;
@@ -100,7 +100,7 @@ describe('NormSite', () => {
     const ctx = makeNumericContext({ profile: 'f32', order: { kind: 'sequential' } });
     const H = 1000;
     const w = new Float32Array(H);
-    const site = new NormSite(w, 1e-6);
+    const site = new NormSite(ctx.plans, w, 1e-6);
     const x = new TrackedVector(H);
     x.v[0] = 2 ** 24;
     for (let i = 1; i < H; i++) x.v[i] = (i % 7) - 3;
@@ -121,7 +121,7 @@ describe('NormSite', () => {
   it('a sum that does not stick: the fold walks on past the changed entry until it meets the kept prefix', () => {
     const ctx = makeNumericContext({ profile: 'f32', order: { kind: 'sequential' } });
     const H = 8;
-    const site = new NormSite(new Float32Array(H), 1e-6);
+    const site = new NormSite(ctx.plans, new Float32Array(H), 1e-6);
     const x = new TrackedVector(H);
     x.v.set([1, 2, 3, 4, 5, 6, 7, 8]);
     site.run(ctx, x, true);

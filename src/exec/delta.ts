@@ -53,92 +53,14 @@
  */
 import type { Matrix } from '../model/weights.ts';
 import type { MatmulStats } from './matmul.ts';
-import { cscPlanOf, sparsePlanOf, type CscPlan, type SparsePlan } from './matmul-plans.ts';
+import { cscPlanOf, sparsePlanOf } from './matmul-plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
+import type { DeltaLinearState, ExecPlans } from './plans.ts';
+
+export type { DeltaLinearState } from './plans.ts';
 
 const f32 = Math.fround;
 
-/** The memo of one matrix's output (per numeric context). */
-export interface DeltaLinearState {
-  /** The input bit patterns y was computed from. */
-  /**
-   * One record per input column c, at 4c … 4c+3, so that what a changed column needs lies in one
-   * cache line (these reads were cache misses when they were four arrays): the input bit pattern y
-   * was computed from (`colBits`, the same word as a float in `colVals`), M_c as a float32 (the
-   * largest |x_c| seen is a float32; in `colVals` at 4c+1), L_c (`colInts` at 4c+2) and the first
-   * stored entry of the column in the CSC plan (`colInts` at 4c+3, so column c's entries are
-   * 4c+3 … 4(c+1)+3; 4·cols+3 holds the end).
-   */
-  colBits: Uint32Array;
-  colVals: Float32Array;
-  colInts: Int32Array;
-  /** How many of those inputs have their sign bit set (x < 0 or −0). */
-  negTotal: number;
-  /** The output for the recorded input bits (all rows). */
-  y: Float32Array;
-  valid: boolean;
-  /** True when the last call recomputed every row (then `rows` is not filled). */
-  full: boolean;
-  /** The rows recomputed by the last call (a superset of the rows whose value changed), rows[0..nRows). */
-  rows: Int32Array;
-  nRows: number;
-  /**
-   * Per row: bit 0 set for a tracked row (one with a `rowExact` record), clear for a bounded row;
-   * bits 2 … 15 the `epoch` of the call that last reached the row, and bit 1 set when that call
-   * refolds it (a tracked row that failed its exact update, or a bounded row that lost its bound).
-   * A new call takes a new epoch, so nothing has to be cleared after a call.
-   */
-  mark: Uint16Array;
-  /** The current call's epoch (1 … MAX_EPOCH; 0 is never current, the marks' initial value). */
-  epoch: number;
-  /** The input columns whose bit pattern changed in the last call, changed[0..nChanged). */
-  changed: Int32Array;
-  nChanged: number;
-  /** 0 unknown, 1 the matrix meets the static part of the precondition, 2 it does not. */
-  usable: number;
-  /** Counts the calls that changed y (a consumer's derived data is current iff it saw the last one). */
-  version: number;
-  /**
-   * The tracked rows' records: row r's is at 4s … 4s+3 for s = rowSlot[r] (0: none yet; slots
-   * are given out from 1 when a row is first refolded with a record, and kept), one record so that
-   * an update touches one cache line: the exact sum Σ w·x, S = Σ|w·x|, T = boundOf(g), and g, a
-   * lower bound on the lowest set bit of the row's non-zero products. T = 0 marks a row that is not
-   * exact (S < T never holds; g is then not kept). Bounded rows need none: the records of a matrix
-   * whose rows are all bounded take no memory.
-   */
-  rowExact: Float64Array;
-  rowSlot: Int32Array;
-  nSlots: number;
-  /** The previous input values of the changed columns (scratch, changed order). */
-  oldX: Float32Array;
-  /** Scratch: the rows to refold in the current call. */
-  refold: Int32Array;
-  /**
-   * The row bounds of the bounded rows (module comment; the column bounds M_c and L_c, NO_LOW when
-   * column c was never non-zero, are in the column records): B_r and G_r (NO_LOW when row r has no
-   * product that can be non-zero). A row is bounded iff its `mark` bit 0 is clear.
-   */
-  rowBound: Float64Array;
-  rowLow: Int16Array;
-  /** Scratch: the changed columns that widened their bounds in the current call. */
-  widened: Int32Array;
-  /** Rows that are bounded (0 in the bf16 profile). */
-  nBounded: number;
-  /** The matrix's sparse plans and weight lowbits, and the storage they were made from. */
-  plan: SparsePlan | null;
-  csc: CscPlan | null;
-  lows: { csr: Int16Array; csc: Int16Array } | null;
-  planCsr: Matrix['csr'];
-  planDense: Matrix['dense'];
-  /** The last input vector and offset, and a view of its bits there. */
-  inSrc: Float32Array | null;
-  inOff: number;
-  inView: Uint32Array | null;
-  /** Rows updated without a refold by the last call (a statistic). */
-  nUpdated: number;
-  /** The caller's stamp of the input of the last call (`DeltaShare`); −1 when none was given or the call failed. */
-  stamp: number;
-}
 
 /**
  * What a caller knows of the input vector: `stamp` names it (a fresh `nextInputStamp()` per
@@ -181,8 +103,6 @@ export function nextInputStamp(): number {
   return ++inputStamps;
 }
 
-/** Per matrix: the lowest set bit of each stored weight, in CSR and in CSC (cscPlanOf) order. */
-const weightLowbits = new WeakMap<Matrix, { csr: Int16Array; csc: Int16Array }>();
 
 /**
  * The exponent of the lowest set bit of a finite non-zero float32 given by its bits
@@ -251,11 +171,9 @@ function buildBounds(
   st.nBounded = nBounded;
 }
 
-const statesByCtx = new WeakMap<ExecNumericContext, WeakMap<Matrix, DeltaLinearState>>();
-
+/** The memo of m in ctx (ctx.memos.deltaStates), made on first use. */
 function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
-  let byM = statesByCtx.get(ctx);
-  if (byM === undefined) { byM = new WeakMap(); statesByCtx.set(ctx, byM); }
+  const byM = ctx.memos.deltaStates;
   let st = byM.get(m);
   if (st === undefined) {
     const colBits = new Uint32Array(4 * (m.cols + 1));
@@ -275,12 +193,13 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
 
 /** Drops the memo of m in ctx (the next deltaLinear call recomputes every row). */
 export function invalidateDelta(ctx: ExecNumericContext, m: Matrix): void {
-  const st = statesByCtx.get(ctx)?.get(m);
+  const st = ctx.memos.deltaStates.get(m);
   if (st) st.valid = false;
 }
 
-/** The lowest set bits of m's stored weights in CSR and CSC order (kept per matrix). */
-function lowbitsOf(m: Matrix, csrValues: Float32Array, cscValues: Float32Array): { csr: Int16Array; csc: Int16Array } {
+/** The lowest set bits of m's stored weights in CSR and CSC (cscPlanOf) order (kept per matrix in plans.weightLowbits). */
+function lowbitsOf(plans: ExecPlans, m: Matrix, csrValues: Float32Array, cscValues: Float32Array): { csr: Int16Array; csc: Int16Array } {
+  const weightLowbits = plans.weightLowbits;
   let lows = weightLowbits.get(m);
   if (lows === undefined) {
     const lowsOf = (v: Float32Array): Int16Array => {
@@ -398,20 +317,20 @@ function deltaLinearIn(
   stats?: MatmulStats,
 ): DeltaLinearState | null {
   if (st.usable === 0) {
-    const plan = sparsePlanOf(m);
-    let ok = plan.finite && cscPlanOf(m, plan.csr) !== null;
+    const plan = sparsePlanOf(ctx.plans, m);
+    let ok = plan.finite && cscPlanOf(ctx.plans, m, plan.csr) !== null;
     if (ok && plan.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) { ok = false; break; }
     st.usable = ok ? 1 : 2;
   }
   if (st.usable !== 1) return null;
   // the matrix's plans, kept on the state while m's storage is the one they were made from
   if (st.plan === null || st.planCsr !== m.csr || st.planDense !== m.dense) {
-    const plan = sparsePlanOf(m);
-    const csc = cscPlanOf(m, plan.csr);
+    const plan = sparsePlanOf(ctx.plans, m);
+    const csc = cscPlanOf(ctx.plans, m, plan.csr);
     if (csc === null) return null;
     st.plan = plan;
     st.csc = csc;
-    st.lows = lowbitsOf(m, plan.csr.values, csc.values);
+    st.lows = lowbitsOf(ctx.plans, m, plan.csr.values, csc.values);
     st.planCsr = m.csr;
     st.planDense = m.dense;
     st.valid = false; // y and the column records describe the old storage

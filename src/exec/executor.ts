@@ -21,6 +21,7 @@ import { linear, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type
 import { linearArgmax } from './matmul-argmax.ts';
 import { moeForward, swiglu } from './mlp.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
+import { plansOf } from './plans.ts';
 import { rmsNorm1p } from './norms.ts';
 import type { ExecOptions, LayerHook, LayerHookEvent } from './types.ts';
 import { phaseEnd, phaseStart, setActiveTimes, type PhaseTimes } from './profile.ts';
@@ -225,8 +226,10 @@ export class Executor {
     validateWeights(weights);
     this.weights = weights;
     this.config = weights.config;
-    this.ctx = makeNumericContext(opts);
-    this.kernelCtx = opts.kernelOrder === undefined ? this.ctx : makeNumericContext({ ...opts, order: opts.kernelOrder });
+    // the weight plans are shared by every executor on these weights (plans.ts); memos are this executor's
+    const plans = plansOf(weights);
+    this.ctx = makeNumericContext(opts, plans);
+    this.kernelCtx = opts.kernelOrder === undefined ? this.ctx : makeNumericContext({ ...opts, order: opts.kernelOrder }, plans);
     if (opts.path !== undefined && opts.path !== 'dense' && opts.path !== 'sparse') {
       throw new ChipcError('exec.bad-option', `unknown matmul path '${String(opts.path)}' (expected dense or sparse)`);
     }
@@ -238,7 +241,7 @@ export class Executor {
     this.rope = ropeInvFreq(this.config);
     const c = this.config;
     this.track = this.path === 'sparse' && this.ctx.order.kind === 'sequential'
-      ? new ResidualTrack(c.hiddenSize, weights.layers.map((l) => ({ input: l.inputLayernorm, post: l.postAttentionLayernorm })), weights.norm, c.rmsNormEps)
+      ? new ResidualTrack(plans, c.hiddenSize, weights.layers.map((l) => ({ input: l.inputLayernorm, post: l.postAttentionLayernorm })), weights.norm, c.rmsNormEps)
       : null;
     this.reset();
   }

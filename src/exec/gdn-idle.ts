@@ -9,24 +9,24 @@
  * conv state (shifted +0s) and S unchanged. That is checked after the first such step actually
  * ran (keepIdleOutput stores the output only if the conv state is still all +0 and every head is
  * still STATE_ZERO). Later idle steps copy that output (idleOutOf), in this cache and in any other
- * cache of the same weights and numeric mode (idleOutputs). Hooks still get copies of the
+ * cache of the same weights and numeric mode (ctx.plans.idleOutputs). Hooks still get copies of the
  * (unchanged) states. gdn.ts gdnForward tests idlePreconditions and uses the two.
  */
 import type { GdnWeights } from '../model/weights.ts';
 import type { GdnDims } from '../model/naming.ts';
 import { allPlusZero } from './matmul-plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
+import type { ExecPlans } from './plans.ts';
 import type { DeltaShare, InputChanges, OutputSource } from './delta.ts';
 import { STATE_ZERO } from './gdn-sparse-step.ts';
 import type { GdnCache, IdleOut } from './gdn-cache.ts';
 
-/**
- * Per GDN weights, per numeric mode (idleModeKey): the output of an idle step (see the header), kept
- * once one has run in any cache. The step is a pure function of the weights and the numeric mode
- * (its preconditions fix every input it reads), so every cache of these weights that meets them
- * gets this vector; the array is shared and never written.
+/*
+ * ctx.plans.idleOutputs (plans.ts): per GDN weights, per numeric mode (idleModeKey), the output of
+ * an idle step (see the header), kept once one has run in any cache. The step is a pure function
+ * of the weights and the numeric mode (its preconditions fix every input it reads), so every cache
+ * of these weights that meets them gets this vector; the array is shared and never written.
  */
-const idleOutputs = new WeakMap<GdnWeights, Map<string, Float32Array>>();
 
 /** What of a numeric context (sequential order) an idle step's output depends on. */
 function idleModeKey(ctx: ExecNumericContext): string {
@@ -46,7 +46,7 @@ function newIdleOut(w: GdnWeights, out: Float32Array): IdleOut {
 export function idleOutOf(ctx: ExecNumericContext, w: GdnWeights, cache: GdnCache): IdleOut | undefined {
   if (cache.idleOut === undefined || cache.idleOut.weights !== w) {
     // an idle step of these weights in this numeric mode already ran (in any cache): its output
-    const known = idleOutputs.get(w)?.get(idleModeKey(ctx));
+    const known = ctx.plans.idleOutputs.get(w)?.get(idleModeKey(ctx));
     if (known !== undefined) cache.idleOut = newIdleOut(w, known);
   }
   const io = cache.idleOut;
@@ -66,6 +66,7 @@ export function keepIdleOutput(ctx: ExecNumericContext, w: GdnWeights, cache: Gd
   if (zero) {
     const kept = out.slice();
     cache.idleOut = newIdleOut(w, kept);
+    const idleOutputs = ctx.plans.idleOutputs;
     let byMode = idleOutputs.get(w);
     if (byMode === undefined) { byMode = new Map(); idleOutputs.set(w, byMode); }
     byMode.set(idleModeKey(ctx), kept);
@@ -79,8 +80,10 @@ export function keepIdleOutput(ctx: ExecNumericContext, w: GdnWeights, cache: Gd
  * STATE_ZERO and not handed out, and the conv state is all +0 (GdnCache.convZero, rescanned when
  * unknown).
  */
-export function idlePreconditions(d: GdnDims, w: GdnWeights, cache: GdnCache, x: Float32Array, share?: DeltaShare): boolean {
-  if (!isIdleLayer(w)) return false;
+export function idlePreconditions(
+  plans: ExecPlans, d: GdnDims, w: GdnWeights, cache: GdnCache, x: Float32Array, share?: DeltaShare,
+): boolean {
+  if (!isIdleLayer(plans, w)) return false;
   const seen = cache.idleInput ??= { finiteStamp: -1, clearAt: 0 };
   // finite: the entries that changed since an input stamped and found finite, else every entry
   const since = share?.since;
@@ -110,13 +113,12 @@ function signClear(v: number): boolean {
   return v > 0 || (v === 0 && 1 / v > 0);
 }
 
-const idleLayers = new WeakMap<GdnWeights, boolean>();
-
-/** True when in_proj_qkv, in_proj_z, in_proj_b and in_proj_a hold only +0 weights (cached). */
-function isIdleLayer(w: GdnWeights): boolean {
+/** True when in_proj_qkv, in_proj_z, in_proj_b and in_proj_a hold only +0 weights (cached in plans.idleLayers). */
+function isIdleLayer(plans: ExecPlans, w: GdnWeights): boolean {
+  const idleLayers = plans.idleLayers;
   let v = idleLayers.get(w);
   if (v === undefined) {
-    v = allPlusZero(w.inProjQkv) && allPlusZero(w.inProjZ) && allPlusZero(w.inProjB) && allPlusZero(w.inProjA);
+    v = allPlusZero(plans, w.inProjQkv) && allPlusZero(plans, w.inProjZ) && allPlusZero(plans, w.inProjB) && allPlusZero(plans, w.inProjA);
     idleLayers.set(w, v);
   }
   return v;

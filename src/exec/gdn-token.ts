@@ -19,6 +19,7 @@ import { l2norm } from './norms.ts';
 import { deltaLinear, nextInputStamp } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 import { rowStackOf } from './stack-rows.ts';
+import type { ConvZero, ExecPlans } from './plans.ts';
 import type { GdnBuffers, GdnCache } from './gdn-cache.ts';
 
 const f32 = Math.fround;
@@ -48,10 +49,10 @@ export function prepareToken(
   // channels that shifted (not cold): while none does, an all-+0 state stays all +0 (convZero)
   let shifted = 0;
   if (sequential && ctx.profile === 'f32') {
-    const cz = convZeroOf(w, convDim, K);
+    const cz = convZeroOf(ctx.plans, w, convDim, K);
     shifted = convStepF32(convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, ctx.siluForm);
   } else {
-    const cz = sequential ? convZeroOf(w, convDim, K) : null;
+    const cz = sequential ? convZeroOf(ctx.plans, w, convDim, K) : null;
     const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, convDim);
     const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
     for (let c = 0; c < convDim; c++) {
@@ -107,7 +108,7 @@ function projectToken(
   stats?: MatmulStats, buf?: GdnBuffers,
 ): { mixed: Float32Array; z: Float32Array; b: Float32Array; a: Float32Array; stack: Matrix | null } {
   if (path === 'sparse' && ctx.order.kind === 'sequential') {
-    const stack = rowStackOf(inProjParts(w));
+    const stack = rowStackOf(ctx.plans, inProjParts(ctx.plans, w));
     const ps = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, { stamp: nextInputStamp() });
     if (ps !== null && stack !== null) {
       const off = stack.offsets;
@@ -226,11 +227,10 @@ export function l2normSeq(x: Float32Array, xOff: number, n: number, out: Float32
  * channel whose state (current input included) is all +0: y = Σ_j fl(w_j·(+0)) from −0 is −0 iff
  * every tap has its sign bit set (else +0), and act(±0) = ±0, silu(±0) = ±0 in both forms
  * (±0·sigmoid(±0) = ±0·0.5, ±0/fl(1 + exp(∓0)) = ±0/2), so the output is y whatever the
- * context's form. Cached per weight array.
+ * context's form. Cached per weight array (plans.convZero).
  */
-const convZeroCache = new WeakMap<Float32Array, { finite: Uint8Array; out: Float32Array }>();
-
-export function convZeroOf(w: GdnWeights, convDim: number, K: number): { finite: Uint8Array; out: Float32Array } {
+export function convZeroOf(plans: ExecPlans, w: GdnWeights, convDim: number, K: number): ConvZero {
+  const convZeroCache = plans.convZero;
   let z = convZeroCache.get(w.conv1d);
   if (z === undefined) {
     const finite = new Uint8Array(convDim);
@@ -252,9 +252,9 @@ export function convZeroOf(w: GdnWeights, convDim: number, K: number): { finite:
   return z;
 }
 
-const inProjLists = new WeakMap<GdnWeights, Matrix[]>();
-/** [in_proj_qkv, in_proj_z, in_proj_b, in_proj_a] of w, as one array kept per layer (a step allocates nothing). */
-export function inProjParts(w: GdnWeights): Matrix[] {
+/** [in_proj_qkv, in_proj_z, in_proj_b, in_proj_a] of w, as one array kept per layer (plans.inProjLists: a step allocates nothing). */
+export function inProjParts(plans: ExecPlans, w: GdnWeights): Matrix[] {
+  const inProjLists = plans.inProjLists;
   let p = inProjLists.get(w);
   if (p === undefined || p[0] !== w.inProjQkv || p[1] !== w.inProjZ || p[2] !== w.inProjB || p[3] !== w.inProjA) {
     p = [w.inProjQkv, w.inProjZ, w.inProjB, w.inProjA];

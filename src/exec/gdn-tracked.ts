@@ -25,6 +25,7 @@ import { gatedRmsNorm } from './norms.ts';
 import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 import { rowStackOf } from './stack-rows.ts';
+import type { ConvLive, ExecPlans } from './plans.ts';
 import { classifyState, newKvMemo, recurrentStepSparse } from './gdn-sparse-step.ts';
 import type { GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
 import { convZeroOf, inProjParts, normalizeQk, noteConvInputs } from './gdn-token.ts';
@@ -95,22 +96,13 @@ function freshConvStep(
   return nActive;
 }
 
-/**
- * Per stacked in_proj and conv weight: the channels a conv step can find not cold, and the
- * records (GdnTrack.chan) of the others. A channel whose qkv row in the stack is empty gets
- * mixed = +0 from every step (an empty row is +0, matmul.ts), so a state that started all +0
- * stays all +0 (GdnCache.convInputs); with finite taps the channel is then cold at every step
- * (convStepF32): it keeps its state, its output is convZeroOf's, and its record is not lazy, not
- * active, its single-tap weight, newest bits 0 (`template`, every channel's). `list` holds the
- * others, ascending: a non-empty qkv row or a non-finite tap.
- */
-interface ConvLive { cw: Float32Array; list: Int32Array; template: Int32Array; singleW: Float32Array }
-const convLiveCache = new WeakMap<Matrix, ConvLive>();
-function convLiveOf(stack: Matrix, cw: Float32Array, convDim: number, K: number, finite: Uint8Array): ConvLive {
+/** The ConvLive of a stacked in_proj and conv weight (plans.ts, which says what it holds; kept in plans.convLive). */
+function convLiveOf(plans: ExecPlans, stack: Matrix, cw: Float32Array, convDim: number, K: number, finite: Uint8Array): ConvLive {
+  const convLiveCache = plans.convLive;
   let cl = convLiveCache.get(stack);
   if (cl === undefined || cl.cw !== cw) {
     const rowPtr = (stack.csr as CsrMatrix).rowPtr;
-    const singleW = singleTapOf(cw, convDim, K);
+    const singleW = singleTapOf(plans, cw, convDim, K);
     const template = new Int32Array(4 * convDim);
     const templateF = new Float32Array(template.buffer);
     const live: number[] = [];
@@ -129,9 +121,10 @@ function convLiveOf(stack: Matrix, cw: Float32Array, convDim: number, K: number,
  * Per conv weight tensor, per channel: the newest tap's weight for a channel whose taps 0…K−2
  * are ±0 (only the newest tap weighs), NaN for any other channel (or a NaN newest weight, which
  * the fold handles). Dense, so a step reads one float per channel instead of its K weights.
+ * Kept in plans.singleTap.
  */
-const singleTapCache = new WeakMap<Float32Array, Float32Array>();
-function singleTapOf(cw: Float32Array, convDim: number, K: number): Float32Array {
+function singleTapOf(plans: ExecPlans, cw: Float32Array, convDim: number, K: number): Float32Array {
+  const singleTapCache = plans.singleTap;
   let st = singleTapCache.get(cw);
   if (st === undefined) {
     st = new Float32Array(convDim);
@@ -270,7 +263,7 @@ export function gdnDecodeTracked(
 ): { out: Float32Array; source: OutputSource | null } | null {
   let t0 = phaseStart();
   // the four projections read the same x: one stacked matrix [qkv; z; b; a] (stack-rows.ts)
-  const stack = rowStackOf(inProjParts(w));
+  const stack = rowStackOf(ctx.plans, inProjParts(ctx.plans, w));
   if (stack === null) return null;
   const ps = deltaLinear(ctx, stack.m, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() });
   if (ps === null) return null;
@@ -295,8 +288,8 @@ export function gdnDecodeTracked(
   if (t.convBits.buffer !== conv.buffer || t.convBits.byteOffset !== conv.byteOffset) t.convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
   const convBits = t.convBits;
   if (fresh) {
-    const cz = convZeroOf(w, convDim, K);
-    const live = convLiveOf(stack.m, cw, convDim, K, cz.finite);
+    const cz = convZeroOf(ctx.plans, w, convDim, K);
+    const live = convLiveOf(ctx.plans, stack.m, cw, convDim, K, cz.finite);
     if (cache.convInputs === stack.m) {
       // the channels off the live list are cold (ConvLive): their records and outputs are copies
       t.chan.set(live.template);

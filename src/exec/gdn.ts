@@ -153,7 +153,7 @@ export function gdnForward(
   const d = cache.dims ??= gdnDimsOf(cfg);
   const L = xs.length;
   const idle = mode === 'decode' && L === 1 && path === 'sparse' && ctx.order.kind === 'sequential'
-    && idlePreconditions(d, w, cache, xs[0], share);
+    && idlePreconditions(ctx.plans, d, w, cache, xs[0], share);
   if (idle) {
     const io = idleOutOf(ctx, w, cache);
     if (io !== undefined) {

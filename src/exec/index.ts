@@ -6,6 +6,7 @@ export {
 } from './numeric.ts';
 export { linear, linearEx, newMatmulStats, type MatmulPath, type MatmulStats, type LinearResult } from './matmul.ts';
 export { csrOf } from './matmul-plans.ts';
+export { ExecPlans, ExecMemos, plansOf, DEFAULT_TUNING, type SparseTuning } from './plans.ts';
 export { rmsNorm1p, gatedRmsNorm, l2norm } from './norms.ts';
 export { softmax32, topK, moeRoute, moeForward, swiglu } from './mlp.ts';
 export { recurrentStep, gdnForward } from './gdn.ts';

@@ -13,21 +13,14 @@
 import { ChipcError } from '../util/errors.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { ExecNumericContext } from './numeric.ts';
-import { linear, sparseTuning, type MatmulPath, type MatmulStats } from './matmul.ts';
+import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { cscPlanOf, sparsePlanOf, storedEntries, type CscPlan } from './matmul-plans.ts';
+import type { ArgmaxMemo, BoundedPrep, ExecPlans, SparseOut } from './plans.ts';
+
+export type { SparseOut } from './plans.ts';
 
 const f32 = Math.fround;
 
-/**
- * A linear's output kept sparse across calls (scatterInto): `out` is +0 (bit pattern 0) outside
- * the rows touched[0..n), which are distinct; `mark[r]` = 1 exactly for those rows.
- */
-export interface SparseOut {
-  out: Float32Array;
-  mark: Uint8Array;
-  touched: Int32Array;
-  n: number;
-}
 
 export function newSparseOut(rows: number): SparseOut {
   return { out: new Float32Array(rows), mark: new Uint8Array(rows), touched: new Int32Array(rows), n: 0 };
@@ -73,12 +66,12 @@ export function scatterInto(
   so: SparseOut, maxWork: number, stats?: MatmulStats,
 ): boolean {
   if (ctx.order.kind !== 'sequential' || so.out.length < m.rows || xOff + m.cols > x.length) return false;
-  const plan = sparsePlanOf(m);
+  const plan = sparsePlanOf(ctx.plans, m);
   if (!plan.finite) return false;
   if (plan.denseNegZeroRow) {
     for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) return false;
   }
-  const csc = cscPlanOf(m, plan.csr);
+  const csc = cscPlanOf(ctx.plans, m, plan.csr);
   if (!csc || csc.maxRowNnz >= m.cols - negTotal) return false;
   const { colPtr, rowIdx, values } = csc;
   if (maxWork >= 0) {
@@ -108,34 +101,16 @@ export function scatterInto(
   return true;
 }
 
-/**
- * linearArgmax's memo (per numeric context and matrix): the greedy token for a key = the list of
- * (column, bit pattern) of the non-zero activations in columns that hold weights. Valid only
- * where the scatter precondition holds (the caller checks maxRowNnz < cols − negTotal; the matrix
- * itself must qualify — `cscMaxRowNnz` is +inf otherwise): then every row is a pure function of
- * those activations (scatterInto), so is the argmax. Keys are compared in full (no hash trust).
- */
-interface ArgmaxMemo {
-  colHasEntries: Uint8Array;
-  cscMaxRowNnz: number;
-  map: Map<number, { key: Uint32Array; best: number }[]>;
-  entries: number;
-  scratch: Uint32Array;
-  /** boundedArgmax's row scratch (made on first use). */
-  rowMark?: Uint8Array;
-  rowList?: Int32Array;
-}
 const ARGMAX_MEMO_MAX = 1 << 16;
-const argmaxMemos = new WeakMap<ExecNumericContext, WeakMap<Matrix, ArgmaxMemo>>();
 
+/** linearArgmax's memo of m in ctx (ctx.memos.argmaxMemos; the type ArgmaxMemo is plans.ts's), or null outside sequential order. */
 function argmaxMemoOf(ctx: ExecNumericContext, m: Matrix): ArgmaxMemo | null {
   if (ctx.order.kind !== 'sequential') return null;
-  let byM = argmaxMemos.get(ctx);
-  if (byM === undefined) { byM = new WeakMap(); argmaxMemos.set(ctx, byM); }
+  const byM = ctx.memos.argmaxMemos;
   let memo = byM.get(m);
   if (memo === undefined) {
-    const plan = sparsePlanOf(m);
-    const csc = cscPlanOf(m, plan.csr);
+    const plan = sparsePlanOf(ctx.plans, m);
+    const csc = cscPlanOf(ctx.plans, m, plan.csr);
     let ok = plan.finite && csc !== null;
     if (ok && plan.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) { ok = false; break; }
     const colHasEntries = new Uint8Array(m.cols);
@@ -149,8 +124,6 @@ function argmaxMemoOf(ctx: ExecNumericContext, m: Matrix): ArgmaxMemo | null {
   return memo;
 }
 
-/** Per matrix: linearArgmax's sparse output and activation scratch. */
-const argmaxStates = new WeakMap<Matrix, { so: SparseOut; nz: Int32Array; neg: Int32Array }>();
 
 /**
  * argmax of y = x·Wᵀ (lowest index among the maximal values; NaN never wins; ChipcError
@@ -163,6 +136,8 @@ export function linearArgmax(
   ctx: ExecNumericContext, m: Matrix, x: Float32Array, path: MatmulPath, buf: Float32Array, stats?: MatmulStats,
 ): number {
   if (path === 'sparse' && ctx.order.kind === 'sequential' && x.length >= m.cols) {
+    // per matrix (ctx.plans.argmaxStates): the sparse output and activation scratch
+    const argmaxStates = ctx.plans.argmaxStates;
     let st = argmaxStates.get(m);
     if (!st || st.so.out.length !== m.rows) {
       st = { so: newSparseOut(m.rows), nz: new Int32Array(m.cols), neg: new Int32Array(1) };
@@ -202,14 +177,14 @@ export function linearArgmax(
       }
     }
     if (memo !== null && key !== null && ctx.profile === 'f32') {
-      const best = boundedArgmax(m, x, st.nz, nzn, memo);
+      const best = boundedArgmax(ctx.plans, ctx.tuning.bigColumn, m, x, st.nz, nzn, memo);
       if (best >= 0) {
         if (stats) { stats.sparse++; stats.scatter++; stats.argmaxBounded++; }
         memoStore(memo, hash, key, best);
         return best;
       }
     }
-    if (nzn >= 0 && scatterInto(ctx, m, x, 0, st.nz, nzn, st.neg[0], st.so, storedEntries(m), stats)) {
+    if (nzn >= 0 && scatterInto(ctx, m, x, 0, st.nz, nzn, st.neg[0], st.so, storedEntries(ctx.plans, m), stats)) {
       const { out, mark, touched } = st.so;
       let best = -1;
       let bv = 0;
@@ -250,17 +225,8 @@ function memoStore(memo: ArgmaxMemo, hash: number, key: Uint32Array, best: numbe
   memo.entries++;
 }
 
-/**
- * What boundedArgmax derives from the weights alone, kept per matrix (per CSC plan) rather than
- * per memo, so every executor of the same weights shares it: the column extremes, and per small
- * column, made on first use, its rows with their whole CSR rows (packedRowsOf).
- */
-interface BoundedPrep {
-  extremes: { max: Float32Array; min: Float32Array };
-  packed: ({ u: Uint32Array; f: Float32Array } | undefined)[];
-}
-const boundedPreps = new WeakMap<CscPlan, BoundedPrep>();
-function boundedPrepOf(m: Matrix, csc: CscPlan): BoundedPrep {
+function boundedPrepOf(plans: ExecPlans, m: Matrix, csc: CscPlan): BoundedPrep {
+  const boundedPreps = plans.boundedPreps;
   let p = boundedPreps.get(csc);
   if (p === undefined) {
     p = { extremes: columnExtremes(m, csc), packed: new Array(m.cols) };
@@ -278,13 +244,15 @@ function boundedPrepOf(m: Matrix, csc: CscPlan): BoundedPrep {
  * over those B columns: fl is monotone, and a fold's partial sums stay below the sum of its
  * positive terms times (1 + 2^−24) per addition (a negative term only lowers them). After each
  * column, if the best row of T is strictly above U it is the argmax (no other row reaches or ties
- * it). A column with more than sparseTuning.bigColumn entries is taken only while another such
+ * it). A column with more than `bigColumn` (ctx.tuning) entries is taken only while another such
  * is left out; when the last one would be needed, −1 (the caller scatters everything). So a step
  * whose emitted token is decided by its rarest field folds only that field's rows.
  */
-function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo): number {
-  const plan = sparsePlanOf(m);
-  const csc = cscPlanOf(m, plan.csr);
+function boundedArgmax(
+  plans: ExecPlans, bigColumn: number, m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo,
+): number {
+  const plan = sparsePlanOf(plans, m);
+  const csc = cscPlanOf(plans, m, plan.csr);
   if (csc === null) return -1;
   const { colPtr, rowIdx } = csc;
   const sizeOf = (c: number) => colPtr[c + 1] - colPtr[c];
@@ -295,11 +263,11 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
     const n = sizeOf(c);
     if (n === 0) continue;
     order.push(c);
-    if (n > sparseTuning.bigColumn) nBig++;
+    if (n > bigColumn) nBig++;
   }
   if (nBig === 0) return -1; // nothing to save: the scatter is small
   order.sort((a, b) => sizeOf(a) - sizeOf(b) || a - b);
-  const pre = boundedPrepOf(m, csc);
+  const pre = boundedPrepOf(plans, m, csc);
   const ext = pre.extremes;
   const mark = memo.rowMark ??= new Uint8Array(m.rows);
   const rows = memo.rowList ??= new Int32Array(m.rows);
@@ -353,7 +321,7 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
   let answer = -1;
   for (let i = 0; i < order.length; i++) {
     const c = order[i];
-    if (sizeOf(c) <= sparseTuning.bigColumn) absorbFolding(c);
+    if (sizeOf(c) <= bigColumn) absorbFolding(c);
     else {
       if (nBig <= 1) break; // the last big column: the caller scatters
       nBig--;
@@ -375,7 +343,7 @@ function boundedArgmax(m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, 
 }
 
 /**
- * The rows of column c (at most sparseTuning.bigColumn) with their whole CSR rows, in column order:
+ * The rows of column c (at most ctx.tuning.bigColumn) with their whole CSR rows, in column order:
  * per row r, [r, n, c_1, w_1, …, c_n, w_n] with w as float32 bits (`f` is the float view).
  */
 function packedRowsOf(csr: CsrMatrix, colPtr: Uint32Array, rowIdx: Uint32Array, c: number): { u: Uint32Array; f: Float32Array } {

@@ -4,16 +4,18 @@
  * or one derived once from the dense form), whether the stored values are finite, the non-empty
  * rows and the dense rows that hold a −0 (SparsePlan), the column-major copy used by the scatter
  * forms (CscPlan), and facts read off them (allPlusZero, storedEntries, nonEmptyRowUnion). Every
- * function here is a pure function of the matrix; none computes a product.
+ * function here is a pure function of the matrix; none computes a product. The caches are the
+ * fields of an ExecPlans (plans.ts: ctx.plans), passed first.
  */
 import { denseToCsr } from '../model/csr.ts';
 import { ChipcError } from '../util/errors.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
+import type { CscPlan, ExecPlans, SparsePlan } from './plans.ts';
 
-const csrFinite = new WeakMap<CsrMatrix, boolean>();
-const derivedCsr = new WeakMap<Float32Array, CsrMatrix>();
+export type { CscPlan, SparsePlan } from './plans.ts';
 
-function csrAllFinite(csr: CsrMatrix): boolean {
+function csrAllFinite(plans: ExecPlans, csr: CsrMatrix): boolean {
+  const csrFinite = plans.csrFinite;
   let ok = csrFinite.get(csr);
   if (ok === undefined) {
     ok = true;
@@ -24,38 +26,28 @@ function csrAllFinite(csr: CsrMatrix): boolean {
   return ok;
 }
 
-/** CSR of a matrix: its own, or one derived once from its dense form (cached per dense array). */
-export function csrOf(m: Matrix): CsrMatrix {
+/**
+ * CSR of a matrix: its own, or one derived from its dense form (once per dense array and `plans`;
+ * without plans, derived again on every call).
+ */
+export function csrOf(m: Matrix, plans?: ExecPlans): CsrMatrix {
   if (m.csr) return m.csr;
   if (!m.dense) throw new ChipcError('exec.bad-matrix', 'matrix has neither dense nor CSR data');
-  let c = derivedCsr.get(m.dense);
+  if (plans === undefined) return denseToCsr(m.dense, m.rows, m.cols);
+  let c = plans.derivedCsr.get(m.dense);
   if (!c) {
     c = denseToCsr(m.dense, m.rows, m.cols);
-    derivedCsr.set(m.dense, c);
+    plans.derivedCsr.set(m.dense, c);
   }
   return c;
 }
 
-/**
- * What the sparse path precomputes once per Matrix: its CSR (own or derived), whether every stored
- * value is finite, the rows with at least one stored entry, and, for a matrix that also has a dense
- * form, which rows hold a −0 there (only those need the dense row to decide the sign of a zero
- * result; a dense row without −0 has +0 wherever the CSR has no entry, like a CSR-only row).
- */
-export interface SparsePlan {
-  csr: CsrMatrix;
-  finite: boolean;
-  nonEmptyRows: Uint32Array;
-  /** 1 where the dense form's row has a −0 entry; null when there is no dense form. */
-  denseNegZeroRow: Uint8Array | null;
-}
-
-const sparsePlans = new WeakMap<Matrix, SparsePlan>();
-
-export function sparsePlanOf(m: Matrix): SparsePlan {
+/** The SparsePlan of m (plans.ts; built once per Matrix and `plans`). */
+export function sparsePlanOf(plans: ExecPlans, m: Matrix): SparsePlan {
+  const sparsePlans = plans.sparsePlans;
   let p = sparsePlans.get(m);
   if (p && p.csr === (m.csr ?? p.csr) && (m.dense !== undefined) === (p.denseNegZeroRow !== null)) return p;
-  const csr = csrOf(m);
+  const csr = csrOf(m, plans);
   const rows: number[] = [];
   for (let r = 0; r < m.rows; r++) if (csr.rowPtr[r + 1] > csr.rowPtr[r]) rows.push(r);
   let denseNegZeroRow: Uint8Array | null = null;
@@ -64,28 +56,14 @@ export function sparsePlanOf(m: Matrix): SparsePlan {
     const u = new Uint32Array(m.dense.buffer, m.dense.byteOffset, m.dense.length);
     for (let i = 0; i < u.length; i++) if (u[i] === 0x80000000) denseNegZeroRow[Math.floor(i / m.cols)] = 1;
   }
-  p = { csr, finite: csrAllFinite(csr), nonEmptyRows: Uint32Array.from(rows), denseNegZeroRow };
+  p = { csr, finite: csrAllFinite(plans, csr), nonEmptyRows: Uint32Array.from(rows), denseNegZeroRow };
   sparsePlans.set(m, p);
   return p;
 }
 
-/**
- * Column-major copy of a CSR matrix for the scatter form of the sparse path (built once per
- * matrix, cached): colPtr[c]..colPtr[c+1] index rowIdx/values, rows ascending within a column.
- * Null when some CSR row does not list its columns in strictly ascending order (the scatter form
- * sums each row in ascending column order, which is the CSR walk's order only for sorted rows).
- */
-export interface CscPlan {
-  colPtr: Uint32Array;
-  rowIdx: Uint32Array;
-  values: Float32Array;
-  /** The largest number of stored entries in one row. */
-  maxRowNnz: number;
-}
-
-const cscPlans = new WeakMap<Matrix, CscPlan | null>();
-
-export function cscPlanOf(m: Matrix, csr: CsrMatrix): CscPlan | null {
+/** The CscPlan of m (plans.ts; built once per Matrix and `plans`), null for unsorted CSR rows. */
+export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan | null {
+  const cscPlans = plans.cscPlans;
   let p = cscPlans.get(m);
   if (p !== undefined) return p;
   const { rowPtr, colIdx, values } = csr;
@@ -128,26 +106,26 @@ export function cscPlanOf(m: Matrix, csr: CsrMatrix): CscPlan | null {
  * least one activation with a clear sign bit to act(+0) = +0 in every row (rule 2 of matmul.ts's
  * module comment). Cached with the matrix's sparse plan.
  */
-export function allPlusZero(m: Matrix): boolean {
-  const p = sparsePlanOf(m);
+export function allPlusZero(plans: ExecPlans, m: Matrix): boolean {
+  const p = sparsePlanOf(plans, m);
   if (p.nonEmptyRows.length > 0) return false;
   if (p.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (p.denseNegZeroRow[r]) return false;
   return true;
 }
 
 /** Stored entries of the matrix (its CSR's, own or derived). */
-export function storedEntries(m: Matrix): number {
-  const p = sparsePlanOf(m);
+export function storedEntries(plans: ExecPlans, m: Matrix): number {
+  const p = sparsePlanOf(plans, m);
   return p.csr.rowPtr[m.rows];
 }
 
 /** Sorted union of the non-empty rows of two matrices with the same row count (cached per pair's first matrix). */
-const rowUnions = new WeakMap<Matrix, { other: Matrix; rows: Int32Array }>();
-export function nonEmptyRowUnion(a: Matrix, b: Matrix): Int32Array {
+export function nonEmptyRowUnion(plans: ExecPlans, a: Matrix, b: Matrix): Int32Array {
+  const rowUnions = plans.rowUnions;
   const c = rowUnions.get(a);
   if (c && c.other === b) return c.rows;
-  const pa = sparsePlanOf(a);
-  const pb = sparsePlanOf(b);
+  const pa = sparsePlanOf(plans, a);
+  const pb = sparsePlanOf(plans, b);
   const mark = new Uint8Array(a.rows);
   for (const r of pa.nonEmptyRows) mark[r] = 1;
   for (const r of pb.nonEmptyRows) mark[r] = 1;

@@ -33,7 +33,8 @@
  *
  * In the bf16 profile each output is rounded with ctx.act (the linear's bf16 output tensor).
  *
- * The per-matrix caches (SparsePlan, CscPlan) are matmul-plans.ts; the greedy LM head
+ * The per-matrix plans (SparsePlan, CscPlan) are matmul-plans.ts, cached in ctx.plans (plans.ts);
+ * the size thresholds that choose between equal-valued forms are ctx.tuning; the greedy LM head
  * (linearArgmax, the scatter form into a sparse output) is matmul-argmax.ts.
  */
 import { ChipcError } from '../util/errors.ts';
@@ -89,18 +90,6 @@ export interface MatmulStats {
 export function newMatmulStats(): MatmulStats {
   return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, deltaShared: 0, outProjKept: 0 };
 }
-
-/** Size thresholds of the sparse path: knobs for tests, which lower them to exercise a form on small models. */
-export const sparseTuning = {
-  /** Stored entries of a matrix below which the row walk is used instead of the scatter form. */
-  scatterMinNnz: 65536,
-  /**
-   * A column with more stored entries than this is "big" for boundedArgmax (folded through the
-   * CSR rows instead of a packed copy, and never the last one taken). The chip's emit columns: a
-   * payload byte value reaches ≈ 1,000 – 2,300 rows, a token kind 16 k – 65 k.
-   */
-  bigColumn: 4096,
-};
 
 function checkShapes(m: Matrix, x: Float32Array, xOff: number): void {
   if (xOff < 0 || xOff + m.cols > x.length) {
@@ -249,17 +238,17 @@ function sparseLinear(
 
 /**
  * Whether the scatter form applies (see scatterLinear) and walks fewer entries than the row walk:
- * only matrices with many stored entries are considered (the LM head), and only
+ * only matrices with many stored entries are considered (ctx.tuning.scatterMinNnz: the LM head), and only
  * when the stored entries in the columns of the non-zero activations, plus a share for the fill
  * of the output, are well under the row walk's count.
  */
-function useScatter(m: Matrix, plan: SparsePlan, x: Float32Array, xOff: number, negTotal: number): boolean {
+function useScatter(ctx: ExecNumericContext, m: Matrix, plan: SparsePlan, x: Float32Array, xOff: number, negTotal: number): boolean {
   const nnz = plan.csr.rowPtr[m.rows];
-  if (nnz < sparseTuning.scatterMinNnz) return false;
+  if (nnz < ctx.tuning.scatterMinNnz) return false;
   if (plan.denseNegZeroRow) {
     for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) return false;
   }
-  const csc = cscPlanOf(m, plan.csr);
+  const csc = cscPlanOf(ctx.plans, m, plan.csr);
   if (!csc || csc.maxRowNnz >= m.cols - negTotal) return false;
   let work = m.rows >> 3;
   for (let c = 0; c < m.cols; c++) if (x[xOff + c] !== 0) work += csc.colPtr[c + 1] - csc.colPtr[c];
@@ -291,10 +280,10 @@ export function linearEx(
       if (v < 0 || (v === 0 && 1 / v < 0)) negTotal++;
     }
     if (finite) {
-      const plan = sparsePlanOf(m);
+      const plan = sparsePlanOf(ctx.plans, m);
       if (plan.finite) {
-        if (useScatter(m, plan, x, xOff, negTotal)) {
-          scatterLinear(ctx, m, cscPlanOf(m, plan.csr) as CscPlan, x, xOff, out, outIsZero);
+        if (useScatter(ctx, m, plan, x, xOff, negTotal)) {
+          scatterLinear(ctx, m, cscPlanOf(ctx.plans, m, plan.csr) as CscPlan, x, xOff, out, outIsZero);
           if (opts.stats) { opts.stats.sparse++; opts.stats.scatter++; }
           return { out, usedSparse: true };
         }
@@ -328,7 +317,7 @@ export function linearOnSupport(
       if (v < 0 || (v === 0 && 1 / v < 0)) negTotal++;
     }
     if (finite) {
-      const plan = sparsePlanOf(m);
+      const plan = sparsePlanOf(ctx.plans, m);
       if (plan.finite) {
         sparseLinear(ctx, m, plan, x, 0, out, negTotal, stats);
         if (stats) stats.sparse++;

@@ -12,6 +12,7 @@ import { ChipcError } from '../util/errors.ts';
 import type { Matrix, MoeMlpWeights } from '../model/weights.ts';
 import { linear, linearEx, linearOnSupport, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { nonEmptyRowUnion } from './matmul-plans.ts';
+import type { ExecPlans } from './plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32 } from './numeric.ts';
 import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
@@ -20,12 +21,9 @@ import { rowStackOf } from './stack-rows.ts';
 
 const f32 = Math.fround;
 
-let gScratch = new Float32Array(0);
-let uScratch = new Float32Array(0);
-
-/** Per down-projection matrix: an input buffer that stays +0 outside the gate/up row union. */
-const supportBuffers = new WeakMap<Matrix, Float32Array>();
-function supportBufferOf(down: Matrix, n: number): Float32Array {
+/** Per down-projection matrix: an input buffer that stays +0 outside the gate/up row union (plans.supportBuffers). */
+function supportBufferOf(plans: ExecPlans, down: Matrix, n: number): Float32Array {
+  const supportBuffers = plans.supportBuffers;
   let b = supportBuffers.get(down);
   if (!b || b.length !== n) {
     b = new Float32Array(n);
@@ -34,13 +32,9 @@ function supportBufferOf(down: Matrix, n: number): Float32Array {
   return b;
 }
 
-/** Per numeric context and gate matrix: swigluDelta's h and the gate/up memo version it reflects. */
-interface FfnDeltaState { h: Float32Array; hBits: Uint32Array; valid: boolean; changed: Int32Array; ver: number }
-const ffnDeltaStates = new WeakMap<ExecNumericContext, WeakMap<Matrix, FfnDeltaState>>();
-
-const gateUpLists = new WeakMap<object, Matrix[]>();
-/** [gate_proj, up_proj] of m, as one array kept per MLP (a step allocates nothing). */
-function gateUpParts(m: { gateProj: Matrix; upProj: Matrix }): Matrix[] {
+/** [gate_proj, up_proj] of m, as one array kept per MLP (plans.gateUpLists: a step allocates nothing). */
+function gateUpParts(plans: ExecPlans, m: { gateProj: Matrix; upProj: Matrix }): Matrix[] {
+  const gateUpLists = plans.gateUpLists;
   let p = gateUpLists.get(m);
   if (p === undefined || p[0] !== m.gateProj || p[1] !== m.upProj) {
     p = [m.gateProj, m.upProj];
@@ -68,8 +62,8 @@ function swigluDelta(
   const n = m.gateProj.rows;
   const H = m.gateProj.cols;
   if (m.downProj.cols !== n || m.upProj.rows !== n || m.upProj.cols !== H || out.length < m.downProj.rows || x.length < H) return false;
-  let byM = ffnDeltaStates.get(ctx);
-  if (byM === undefined) { byM = new WeakMap(); ffnDeltaStates.set(ctx, byM); }
+  // per numeric context and gate matrix (ctx.memos.ffnDeltaStates): h and the gate/up memo version it reflects
+  const byM = ctx.memos.ffnDeltaStates;
   let st = byM.get(m.gateProj);
   if (st === undefined || st.h.length !== n) {
     const h = new Float32Array(n);
@@ -78,7 +72,7 @@ function swigluDelta(
   }
   let t0 = phaseStart();
   // gate and up read the same x: one stacked matrix [gate; up] (stack-rows.ts), unit i at rows i, n + i
-  const stack = rowStackOf(gateUpParts(m));
+  const stack = rowStackOf(ctx.plans, gateUpParts(ctx.plans, m));
   const gus = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, io?.share ?? { stamp: nextInputStamp() });
   t0 = phaseEnd('ffn.gateUp', t0);
   if (gus === null) { st.valid = false; return false; }
@@ -153,11 +147,10 @@ export function swiglu(
   if (m.upProj.rows !== n) {
     throw new ChipcError('exec.bad-weights', `SwiGLU: up_proj has ${m.upProj.rows} rows but gate_proj has ${n}`);
   }
-  if (gScratch.length < n) {
-    gScratch = new Float32Array(n);
-    uScratch = new Float32Array(n);
-  }
-  // g, u and h live only inside this call: module scratch (no re-entrancy), sliced to the width.
+  const scratch = ctx.plans.ffnScratch;
+  if (scratch.g.length < n) ctx.plans.ffnScratch = { g: new Float32Array(n), u: new Float32Array(n) };
+  const { g: gScratch, u: uScratch } = ctx.plans.ffnScratch;
+  // g, u and h live only inside this call: scratch of ctx.plans (no re-entrancy), sliced to the width.
   if (path === 'sparse' && ctx.order.kind === 'sequential' && !m.gateProj.dense && !m.upProj.dense && !m.downProj.dense) {
     const y = out ?? new Float32Array(m.downProj.rows);
     if (swigluDelta(ctx, m, x, stats, y, io)) return y;
@@ -173,8 +166,8 @@ export function swiglu(
     // both since they read the same x), so h = act(fl(act(silu(E))·E)) = act(fl(E·E)) = +0
     // (silu(±0) = ±0, (±0)·(±0) with equal signs = +0). Only the union U of their non-empty rows
     // is computed; the down projection reads h from a per-matrix buffer that is +0 outside U.
-    const U = nonEmptyRowUnion(m.gateProj, m.upProj);
-    const h = supportBufferOf(m.downProj, n);
+    const U = nonEmptyRowUnion(ctx.plans, m.gateProj, m.upProj);
+    const h = supportBufferOf(ctx.plans, m.downProj, n);
     for (let t = 0; t < U.length; t++) {
       const i = U[t];
       const gi = g[i];

@@ -6,6 +6,7 @@
  */
 import type { ExecNumericContext } from './numeric.ts';
 import { rsqrt32, silu32 } from './numeric.ts';
+import type { ExecPlans } from './plans.ts';
 
 const f32 = Math.fround;
 
@@ -45,11 +46,12 @@ export function rmsNorm1p(
   }
 }
 
-/** fl(1 + w_i) per norm weight vector (weights are not mutated after their first use). */
-const onePlusCache = new WeakMap<Float32Array, Float32Array>();
-
-/** The vector fl(1 + w_i) of a norm weight vector (cached per vector). */
-export function onePlusWeights(w: Float32Array): Float32Array {
+/**
+ * The vector fl(1 + w_i) of a norm weight vector (cached per vector in plans.onePlus; weights are
+ * not mutated after their first use).
+ */
+export function onePlusWeights(plans: ExecPlans, w: Float32Array): Float32Array {
+  const onePlusCache = plans.onePlus;
   let w1 = onePlusCache.get(w);
   if (w1 === undefined || w1.length !== w.length) {
     w1 = new Float32Array(w.length);
@@ -68,7 +70,7 @@ function rmsNorm1pF32(
   ctx: ExecNumericContext, x: Float32Array, xOff: number, n: number, w: Float32Array, eps: number,
   out: Float32Array, outOff: number,
 ): void {
-  const w1 = onePlusWeights(w);
+  const w1 = onePlusWeights(ctx.plans, w);
   let acc = -0;
   for (let i = 0; i < n; i++) { const v = x[xOff + i]; acc = f32(acc + f32(v * v)); }
   const r = rsqrt32(f32(meanOf(ctx, acc, n) + f32(eps)));

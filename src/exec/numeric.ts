@@ -10,7 +10,8 @@
  * ulp outside the saturated regions listed below (docs/executor.md, "Arithmetic").
  */
 import { f32BitsToBf16, bf16ToF32 } from '../safetensors/dtype.ts';
-import type { DotFn, ExecOptions, NumericContext, OrderMode, SumFn } from './types.ts';
+import type { DotFn, ExecOptions, ExecTuning, NumericContext, OrderMode, SumFn } from './types.ts';
+import { DEFAULT_TUNING, ExecMemos, ExecPlans, type SparseTuning } from './plans.ts';
 import { ChipcError } from '../util/errors.ts';
 
 export const f32 = Math.fround;
@@ -244,13 +245,34 @@ export function makeSum(order: OrderMode, shuffler?: Shuffler): SumFn {
   };
 }
 
-/** NumericContext plus what the executor's own kernels need to know (the order mode). */
+/**
+ * NumericContext plus what the executor's own kernels need to know: the order mode, the sparse
+ * path's thresholds, and the caches (plans.ts): `plans`, derived from the weights (shared by the
+ * executors on one ModelWeights), and `memos`, this context's own.
+ */
 export interface ExecNumericContext extends NumericContext {
   order: OrderMode;
+  tuning: SparseTuning;
+  plans: ExecPlans;
+  memos: ExecMemos;
 }
 
-/** Builds the numeric context for options (defaults: f32, sequential, silu 'div', mean 'div'). */
-export function makeNumericContext(opts: ExecOptions = {}): ExecNumericContext {
+function checkTuning(t: ExecTuning | undefined): SparseTuning {
+  const out = { ...DEFAULT_TUNING, ...t };
+  for (const [k, v] of Object.entries(out)) {
+    if (typeof v !== 'number' || !(v >= 0)) {
+      throw new ChipcError('exec.bad-option', `tuning.${k} must be a number ≥ 0 (got ${String(v)})`);
+    }
+  }
+  return out;
+}
+
+/**
+ * Builds the numeric context for options (defaults: f32, sequential, silu 'div', mean 'div',
+ * DEFAULT_TUNING), with `plans` as its weight plans (default: a fresh ExecPlans; the Executor
+ * passes plansOf(weights)) and fresh memos.
+ */
+export function makeNumericContext(opts: ExecOptions = {}, plans: ExecPlans = new ExecPlans()): ExecNumericContext {
   const profile = opts.profile ?? 'f32';
   if (profile !== 'f32' && profile !== 'bf16') {
     throw new ChipcError('exec.bad-option', `unknown numeric profile '${String(profile)}' (expected f32 or bf16)`);
@@ -265,10 +287,14 @@ export function makeNumericContext(opts: ExecOptions = {}): ExecNumericContext {
   if (meanMode !== 'div' && meanMode !== 'mulrecip') {
     throw new ChipcError('exec.bad-option', `unknown mean mode '${String(meanMode)}' (expected div or mulrecip)`);
   }
+  const tuning = checkTuning(opts.tuning);
   const sh = order.kind === 'shuffled' ? new Shuffler(order.seed) : undefined;
   return {
     profile,
     order,
+    tuning,
+    plans,
+    memos: new ExecMemos(),
     dot: makeDot(order, sh),
     sum: makeSum(order, sh),
     siluForm,

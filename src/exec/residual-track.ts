@@ -31,6 +31,7 @@
 import type { ExecNumericContext } from './numeric.ts';
 import { rsqrt32 } from './numeric.ts';
 import { meanOf, onePlusWeights } from './norms.ts';
+import type { ExecPlans } from './plans.ts';
 import { nextInputStamp, type InputChanges, type OutputSource } from './delta.ts';
 
 const f32 = Math.fround;
@@ -164,11 +165,11 @@ export class NormSite {
   walked = 0;
   private readonly since: InputChanges;
 
-  constructor(w: Float32Array, eps: number) {
+  constructor(plans: ExecPlans, w: Float32Array, eps: number) {
     const H = w.length;
     this.out = new TrackedVector(H);
     this.prefix = new Float32Array(H);
-    this.w1 = onePlusWeights(w);
+    this.w1 = onePlusWeights(plans, w);
     this.eps = eps;
     this.sorted = new Int32Array(H);
     this.since = { prevStamp: -1, changed: this.out.changed, nChanged: 0 };
@@ -280,13 +281,16 @@ export class ResidualTrack {
   /** True when every vector holds the previous decode step's values. */
   valid = false;
 
-  constructor(H: number, layerNorms: { input: Float32Array; post: Float32Array }[], finalNorm: Float32Array, eps: number) {
+  /** `plans`: where the norms' fl(1 + w) vectors are kept (the executor's ctx.plans). */
+  constructor(
+    plans: ExecPlans, H: number, layerNorms: { input: Float32Array; post: Float32Array }[], finalNorm: Float32Array, eps: number,
+  ) {
     this.x0 = new TrackedVector(H);
     this.layers = layerNorms.map((w) => ({
-      n1: new NormSite(w.input, eps), mid: new TrackedVector(H), n2: new NormSite(w.post, eps), y: new TrackedVector(H),
+      n1: new NormSite(plans, w.input, eps), mid: new TrackedVector(H), n2: new NormSite(plans, w.post, eps), y: new TrackedVector(H),
       mixSeen: new SourceSeen(), ffSeen: new SourceSeen(),
     }));
-    this.finalNorm = new NormSite(finalNorm, eps);
+    this.finalNorm = new NormSite(plans, finalNorm, eps);
   }
 
   /** Drops what the vectors hold (the next step recomputes everything). */

@@ -14,29 +14,18 @@
  */
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import { sparsePlanOf } from './matmul-plans.ts';
+import type { ExecPlans, RowStack, StackEntry } from './plans.ts';
 
-/** A stack of matrices over the same input: part p owns rows offsets[p] … offsets[p+1) of m. */
-export interface RowStack {
-  m: Matrix;
-  offsets: number[];
-}
-
-interface StackEntry {
-  parts: readonly Matrix[];
-  /** Each part's storage when the stack was built (a part given new storage gets a new stack). */
-  csr: (CsrMatrix | undefined)[];
-  dense: (Float32Array | undefined)[];
-  stack: RowStack | null;
-}
-
-const stacks = new WeakMap<Matrix, StackEntry[]>();
+export type { RowStack } from './plans.ts';
 
 /**
  * The stack of `parts` (kept while the parts keep their storage), or null when they cannot be
- * stacked: no parts, different column counts, or a part whose dense form has a −0 entry.
+ * stacked: no parts, different column counts, or a part whose dense form has a −0 entry. Kept in
+ * plans.stacks, per first part.
  */
-export function rowStackOf(parts: readonly Matrix[]): RowStack | null {
+export function rowStackOf(plans: ExecPlans, parts: readonly Matrix[]): RowStack | null {
   if (parts.length === 0) return null;
+  const stacks = plans.stacks;
   let list = stacks.get(parts[0]);
   if (list === undefined) { list = []; stacks.set(parts[0], list); }
   // (indexed loops: this runs for every decode step's stacks, and must not allocate)
@@ -50,7 +39,7 @@ export function rowStackOf(parts: readonly Matrix[]): RowStack | null {
     if (same) return e.stack;
   }
   const entry: StackEntry = {
-    parts: parts.slice(), csr: parts.map((m) => m.csr), dense: parts.map((m) => m.dense), stack: buildStack(parts),
+    parts: parts.slice(), csr: parts.map((m) => m.csr), dense: parts.map((m) => m.dense), stack: buildStack(plans, parts),
   };
   // a part with new storage replaces its old entry (the old stack is garbage)
   const kept = list.filter((e) => e.parts.length !== parts.length || e.parts.some((m, p) => m !== parts[p]));
@@ -59,14 +48,14 @@ export function rowStackOf(parts: readonly Matrix[]): RowStack | null {
   return entry.stack;
 }
 
-function buildStack(parts: readonly Matrix[]): RowStack | null {
+function buildStack(plans: ExecPlans, parts: readonly Matrix[]): RowStack | null {
   const cols = parts[0].cols;
   const csrs: CsrMatrix[] = [];
   const offsets = [0];
   let nnz = 0;
   for (const m of parts) {
     if (m.cols !== cols) return null;
-    const plan = sparsePlanOf(m);
+    const plan = sparsePlanOf(plans, m);
     if (plan.denseNegZeroRow !== null && plan.denseNegZeroRow.includes(1)) return null;
     csrs.push(plan.csr);
     offsets.push(offsets[offsets.length - 1] + m.rows);

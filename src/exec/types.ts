@@ -53,6 +53,20 @@ export interface ExecOptions {
    * chips; on general weights only in exact arithmetic (docs/executor.md, "The first token").
    */
   firstToken?: 'chunked' | 'recurrent';
+  /**
+   * Size thresholds of the sparse path (defaults: plans.ts DEFAULT_TUNING). They choose between
+   * forms that give the same bits, so they change speed and MatmulStats, never a value; tests
+   * lower them to exercise a form on small models.
+   */
+  tuning?: ExecTuning;
+}
+
+/** ExecOptions.tuning: the sparse path's size thresholds (any left out keeps its default). */
+export interface ExecTuning {
+  /** Stored entries of a matrix below which the row walk is used instead of the scatter form (65536). */
+  scatterMinNnz?: number;
+  /** Stored entries above which a column is "big" for the greedy LM head's bounded argmax (4096). */
+  bigColumn?: number;
 }
 
 /** Read-only views handed to hooks; arrays are copies the hook may keep. */

@@ -1,0 +1,294 @@
+/**
+ * The fast decoder's caches, owned by objects instead of modules: `ExecPlans` (what is derived
+ * from the weights, shared by every executor on the same ModelWeights) and `ExecMemos` (what one
+ * numeric context remembers between calls, one per context). Also the types of what they hold
+ * (re-exported by the modules that use them), so that this file imports no module of src/exec/
+ * but types.ts and every module of the executor can import it without an import cycle.
+ *
+ * Classification of every cache of src/exec/ (the key is the object the entry is kept for):
+ *
+ *  (a) derived purely from the weights (a plan of a matrix, a per-layer flag) — ExecPlans:
+ *      - csrFinite (CsrMatrix → every stored value finite), derivedCsr (dense array → its CSR),
+ *        sparsePlans (Matrix → SparsePlan), cscPlans (Matrix → CscPlan | null), rowUnions (gate
+ *        Matrix → union of gate/up non-empty rows): matmul-plans.ts;
+ *      - boundedPreps (CscPlan → column extremes, packed small columns): matmul-argmax.ts;
+ *      - weightLowbits (Matrix → lowest set bit of each stored weight): delta.ts;
+ *      - stacks (first part → row stacks [A; B; …]): stack-rows.ts;
+ *      - convZero (conv1d weights → finite taps, all-+0 channel output), inProjLists (GdnWeights →
+ *        [qkv, z, b, a]): gdn-token.ts; convLive (stacked in_proj → live conv channels),
+ *        singleTap (conv1d weights → single-tap weights): gdn-tracked.ts; idleLayers (GdnWeights →
+ *        all in_proj weights +0): gdn-idle.ts;
+ *      - gateUpLists (MLP → [gate, up]): mlp.ts; onePlus (norm weights → fl(1 + w)): norms.ts.
+ *  (b) a memo of outputs that depends on the weights and the numeric mode:
+ *      - idleOutputs (GdnWeights → numeric mode → the idle step's output; gdn-idle.ts): a pure
+ *        function of the weights and the mode, keyed by both — ExecPlans;
+ *      - deltaStates (delta.ts), argmaxMemos (matmul-argmax.ts), ffnDeltaStates (mlp.ts): per
+ *        numeric context and matrix, the last input/output of an incremental matmul, the greedy
+ *        token per activation key, SwiGLU's kept h — ExecMemos, one per context (an executor's
+ *        decode state: they follow what that executor ran, so they are never shared; the argmax
+ *        memo's hit counts are per executor too).
+ *  (c) scratch buffers, carrying nothing from one call to the next that the call relies on:
+ *      - argmaxStates (Matrix → SparseOut and activation scratch; the SparseOut clears the rows
+ *        its previous call touched, whoever made it), supportBuffers (down Matrix → input buffer
+ *        +0 outside the gate/up union, an invariant every call keeps), ffnScratch (SwiGLU's g and
+ *        u) — ExecPlans (sized by the weights; sharing them costs nothing, calls are synchronous).
+ *
+ * What stays module-level, and why: delta.ts `inputStamps` (a counter whose stamps must be
+ * unique across every executor: a DeltaShare compares them) and fixed-size scratch that holds
+ * nothing between calls (delta.ts bitsScratch, gdn-token.ts nzScratch, norms.ts sqScratch);
+ * profile.ts `activeTimes` (opt-in timings, not a cache); `plansByWeights` below.
+ *
+ * The size thresholds of the sparse path (formerly matmul.ts `sparseTuning`, mutated by tests) are
+ * `ExecOptions.tuning`, held by the numeric context (`ctx.tuning`, defaults DEFAULT_TUNING).
+ */
+import type { CsrMatrix, GdnWeights, Matrix, ModelWeights } from '../model/weights.ts';
+import type { ExecTuning } from './types.ts';
+
+/** The sparse path's size thresholds, every one set (ExecOptions.tuning over DEFAULT_TUNING). */
+export type SparseTuning = Required<ExecTuning>;
+
+/** The thresholds the executor runs with unless ExecOptions.tuning says otherwise. */
+export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
+  /** Stored entries of a matrix below which the row walk is used instead of the scatter form. */
+  scatterMinNnz: 65536,
+  /**
+   * A column with more stored entries than this is "big" for boundedArgmax (folded through the
+   * CSR rows instead of a packed copy, and never the last one taken). The chip's emit columns: a
+   * payload byte value reaches ≈ 1,000 – 2,300 rows, a token kind 16 k – 65 k.
+   */
+  bigColumn: 4096,
+});
+
+/**
+ * What the sparse path precomputes once per Matrix: its CSR (own or derived), whether every stored
+ * value is finite, the rows with at least one stored entry, and, for a matrix that also has a dense
+ * form, which rows hold a −0 there (only those need the dense row to decide the sign of a zero
+ * result; a dense row without −0 has +0 wherever the CSR has no entry, like a CSR-only row).
+ */
+export interface SparsePlan {
+  csr: CsrMatrix;
+  finite: boolean;
+  nonEmptyRows: Uint32Array;
+  /** 1 where the dense form's row has a −0 entry; null when there is no dense form. */
+  denseNegZeroRow: Uint8Array | null;
+}
+/**
+ * Column-major copy of a CSR matrix for the scatter form of the sparse path (built once per
+ * matrix, cached): colPtr[c]..colPtr[c+1] index rowIdx/values, rows ascending within a column.
+ * Null when some CSR row does not list its columns in strictly ascending order (the scatter form
+ * sums each row in ascending column order, which is the CSR walk's order only for sorted rows).
+ */
+export interface CscPlan {
+  colPtr: Uint32Array;
+  rowIdx: Uint32Array;
+  values: Float32Array;
+  /** The largest number of stored entries in one row. */
+  maxRowNnz: number;
+}
+
+/** A stack of matrices over the same input: part p owns rows offsets[p] … offsets[p+1) of m. */
+export interface RowStack {
+  m: Matrix;
+  offsets: number[];
+}
+
+export interface StackEntry {
+  parts: readonly Matrix[];
+  /** Each part's storage when the stack was built (a part given new storage gets a new stack). */
+  csr: (CsrMatrix | undefined)[];
+  dense: (Float32Array | undefined)[];
+  stack: RowStack | null;
+}
+
+/**
+ * A linear's output kept sparse across calls (scatterInto): `out` is +0 (bit pattern 0) outside
+ * the rows touched[0..n), which are distinct; `mark[r]` = 1 exactly for those rows.
+ */
+export interface SparseOut {
+  out: Float32Array;
+  mark: Uint8Array;
+  touched: Int32Array;
+  n: number;
+}
+/**
+ * linearArgmax's memo (per numeric context and matrix): the greedy token for a key = the list of
+ * (column, bit pattern) of the non-zero activations in columns that hold weights. Valid only
+ * where the scatter precondition holds (the caller checks maxRowNnz < cols − negTotal; the matrix
+ * itself must qualify — `cscMaxRowNnz` is +inf otherwise): then every row is a pure function of
+ * those activations (scatterInto), so is the argmax. Keys are compared in full (no hash trust).
+ */
+export interface ArgmaxMemo {
+  colHasEntries: Uint8Array;
+  cscMaxRowNnz: number;
+  map: Map<number, { key: Uint32Array; best: number }[]>;
+  entries: number;
+  scratch: Uint32Array;
+  /** boundedArgmax's row scratch (made on first use). */
+  rowMark?: Uint8Array;
+  rowList?: Int32Array;
+}
+/**
+ * What boundedArgmax derives from the weights alone, kept per matrix (per CSC plan) rather than
+ * per memo, so every executor of the same weights shares it: the column extremes, and per small
+ * column, made on first use, its rows with their whole CSR rows (packedRowsOf).
+ */
+export interface BoundedPrep {
+  extremes: { max: Float32Array; min: Float32Array };
+  packed: ({ u: Uint32Array; f: Float32Array } | undefined)[];
+}
+
+/** The memo of one matrix's output (per numeric context: ExecMemos.deltaStates; delta.ts). */
+export interface DeltaLinearState {
+  /** The input bit patterns y was computed from. */
+  /**
+   * One record per input column c, at 4c … 4c+3, so that what a changed column needs lies in one
+   * cache line (these reads were cache misses when they were four arrays): the input bit pattern y
+   * was computed from (`colBits`, the same word as a float in `colVals`), M_c as a float32 (the
+   * largest |x_c| seen is a float32; in `colVals` at 4c+1), L_c (`colInts` at 4c+2) and the first
+   * stored entry of the column in the CSC plan (`colInts` at 4c+3, so column c's entries are
+   * 4c+3 … 4(c+1)+3; 4·cols+3 holds the end).
+   */
+  colBits: Uint32Array;
+  colVals: Float32Array;
+  colInts: Int32Array;
+  /** How many of those inputs have their sign bit set (x < 0 or −0). */
+  negTotal: number;
+  /** The output for the recorded input bits (all rows). */
+  y: Float32Array;
+  valid: boolean;
+  /** True when the last call recomputed every row (then `rows` is not filled). */
+  full: boolean;
+  /** The rows recomputed by the last call (a superset of the rows whose value changed), rows[0..nRows). */
+  rows: Int32Array;
+  nRows: number;
+  /**
+   * Per row: bit 0 set for a tracked row (one with a `rowExact` record), clear for a bounded row;
+   * bits 2 … 15 the `epoch` of the call that last reached the row, and bit 1 set when that call
+   * refolds it (a tracked row that failed its exact update, or a bounded row that lost its bound).
+   * A new call takes a new epoch, so nothing has to be cleared after a call.
+   */
+  mark: Uint16Array;
+  /** The current call's epoch (1 … MAX_EPOCH; 0 is never current, the marks' initial value). */
+  epoch: number;
+  /** The input columns whose bit pattern changed in the last call, changed[0..nChanged). */
+  changed: Int32Array;
+  nChanged: number;
+  /** 0 unknown, 1 the matrix meets the static part of the precondition, 2 it does not. */
+  usable: number;
+  /** Counts the calls that changed y (a consumer's derived data is current iff it saw the last one). */
+  version: number;
+  /**
+   * The tracked rows' records: row r's is at 4s … 4s+3 for s = rowSlot[r] (0: none yet; slots
+   * are given out from 1 when a row is first refolded with a record, and kept), one record so that
+   * an update touches one cache line: the exact sum Σ w·x, S = Σ|w·x|, T = boundOf(g), and g, a
+   * lower bound on the lowest set bit of the row's non-zero products. T = 0 marks a row that is not
+   * exact (S < T never holds; g is then not kept). Bounded rows need none: the records of a matrix
+   * whose rows are all bounded take no memory.
+   */
+  rowExact: Float64Array;
+  rowSlot: Int32Array;
+  nSlots: number;
+  /** The previous input values of the changed columns (scratch, changed order). */
+  oldX: Float32Array;
+  /** Scratch: the rows to refold in the current call. */
+  refold: Int32Array;
+  /**
+   * The row bounds of the bounded rows (module comment; the column bounds M_c and L_c, NO_LOW when
+   * column c was never non-zero, are in the column records): B_r and G_r (NO_LOW when row r has no
+   * product that can be non-zero). A row is bounded iff its `mark` bit 0 is clear.
+   */
+  rowBound: Float64Array;
+  rowLow: Int16Array;
+  /** Scratch: the changed columns that widened their bounds in the current call. */
+  widened: Int32Array;
+  /** Rows that are bounded (0 in the bf16 profile). */
+  nBounded: number;
+  /** The matrix's sparse plans and weight lowbits, and the storage they were made from. */
+  plan: SparsePlan | null;
+  csc: CscPlan | null;
+  lows: { csr: Int16Array; csc: Int16Array } | null;
+  planCsr: Matrix['csr'];
+  planDense: Matrix['dense'];
+  /** The last input vector and offset, and a view of its bits there. */
+  inSrc: Float32Array | null;
+  inOff: number;
+  inView: Uint32Array | null;
+  /** Rows updated without a refold by the last call (a statistic). */
+  nUpdated: number;
+  /** The caller's stamp of the input of the last call (`DeltaShare`); −1 when none was given or the call failed. */
+  stamp: number;
+}
+
+/**
+ * Per stacked in_proj and conv weight: the channels a conv step can find not cold, and the
+ * records (GdnTrack.chan) of the others. A channel whose qkv row in the stack is empty gets
+ * mixed = +0 from every step (an empty row is +0, matmul.ts), so a state that started all +0
+ * stays all +0 (GdnCache.convInputs); with finite taps the channel is then cold at every step
+ * (convStepF32): it keeps its state, its output is convZeroOf's, and its record is not lazy, not
+ * active, its single-tap weight, newest bits 0 (`template`, every channel's). `list` holds the
+ * others, ascending: a non-empty qkv row or a non-finite tap.
+ */
+export interface ConvLive { cw: Float32Array; list: Int32Array; template: Int32Array; singleW: Float32Array }
+
+/** Per numeric context and gate matrix: swigluDelta's h and the gate/up memo version it reflects. */
+export interface FfnDeltaState { h: Float32Array; hBits: Uint32Array; valid: boolean; changed: Int32Array; ver: number }
+
+/** The all-+0 conv channel facts of a conv1d weight tensor (gdn-token.ts convZeroOf). */
+export interface ConvZero { finite: Uint8Array; out: Float32Array }
+
+/**
+ * What the executor derives from the weights — categories (a), (b) idleOutputs and (c) of the
+ * header — kept per weight object inside (matrices, weight arrays, layers), so weights must not be
+ * mutated after their first use. One per ModelWeights (plansOf): several executors are routinely
+ * made on the same weights (a chip run's sparse and dense executors, the tests' pairs, bench
+ * repeats), and the plans of a real model's matrices (CSR, CSC, row stacks, low bits) take longer
+ * to build than a short run takes to decode; each executor rebuilding them would pay that again.
+ * A numeric context made without one (makeNumericContext's default, as tests calling linearEx
+ * directly do) gets a fresh ExecPlans of its own.
+ */
+export class ExecPlans {
+  readonly csrFinite = new WeakMap<CsrMatrix, boolean>();
+  readonly derivedCsr = new WeakMap<Float32Array, CsrMatrix>();
+  readonly sparsePlans = new WeakMap<Matrix, SparsePlan>();
+  readonly cscPlans = new WeakMap<Matrix, CscPlan | null>();
+  readonly rowUnions = new WeakMap<Matrix, { other: Matrix; rows: Int32Array }>();
+  readonly boundedPreps = new WeakMap<CscPlan, BoundedPrep>();
+  readonly weightLowbits = new WeakMap<Matrix, { csr: Int16Array; csc: Int16Array }>();
+  readonly stacks = new WeakMap<Matrix, StackEntry[]>();
+  readonly convZero = new WeakMap<Float32Array, ConvZero>();
+  readonly inProjLists = new WeakMap<GdnWeights, Matrix[]>();
+  readonly convLive = new WeakMap<Matrix, ConvLive>();
+  readonly singleTap = new WeakMap<Float32Array, Float32Array>();
+  readonly idleLayers = new WeakMap<GdnWeights, boolean>();
+  readonly gateUpLists = new WeakMap<object, Matrix[]>();
+  readonly onePlus = new WeakMap<Float32Array, Float32Array>();
+  /** (b) Per GDN weights, per numeric mode (gdn-idle.ts idleModeKey): the idle step's output. */
+  readonly idleOutputs = new WeakMap<GdnWeights, Map<string, Float32Array>>();
+  /** (c) linearArgmax's sparse output and activation scratch, per matrix. */
+  readonly argmaxStates = new WeakMap<Matrix, { so: SparseOut; nz: Int32Array; neg: Int32Array }>();
+  /** (c) Per down-projection matrix: an input buffer that stays +0 outside the gate/up row union. */
+  readonly supportBuffers = new WeakMap<Matrix, Float32Array>();
+  /** (c) swiglu's gate and up outputs (grown to the widest MLP). */
+  ffnScratch: { g: Float32Array; u: Float32Array } = { g: new Float32Array(0), u: new Float32Array(0) };
+}
+
+/** The one ExecPlans of each ModelWeights object (the only module-level cache left in src/exec/). */
+const plansByWeights = new WeakMap<ModelWeights, ExecPlans>();
+
+/** The ExecPlans shared by every executor on `weights` (made on first use). */
+export function plansOf(weights: ModelWeights): ExecPlans {
+  let p = plansByWeights.get(weights);
+  if (p === undefined) { p = new ExecPlans(); plansByWeights.set(weights, p); }
+  return p;
+}
+
+/**
+ * What one numeric context remembers between calls — category (b) of the header, per matrix:
+ * the incremental matmuls' states (delta.ts), linearArgmax's memo (matmul-argmax.ts) and
+ * swigluDelta's h (mlp.ts). One per context (makeNumericContext), so one per executor.
+ */
+export class ExecMemos {
+  readonly deltaStates = new WeakMap<Matrix, DeltaLinearState>();
+  readonly argmaxMemos = new WeakMap<Matrix, ArgmaxMemo>();
+  readonly ffnDeltaStates = new WeakMap<Matrix, FfnDeltaState>();
+}

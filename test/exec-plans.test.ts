@@ -1,0 +1,56 @@
+/**
+ * Who owns the executor's caches (src/exec/plans.ts, docs/executor.md "Who owns the caches"):
+ * every executor on one ModelWeights object shares its ExecPlans (plansOf) — what the first one
+ * derived, the next one finds — and a second load of the same checkpoint gets its own; the
+ * sparse-path thresholds are per executor (ExecOptions.tuning), change no bit of the logits
+ * (test/exec-fastpath.test.ts shows them moving matmuls to the scatter form), and are refused
+ * when they are not numbers ≥ 0.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { Executor } from '../src/exec/executor.ts';
+import { plansOf } from '../src/exec/plans.ts';
+import { loadModel } from '../src/model/load-weights.ts';
+import { expectChipcError } from './helpers/assert.ts';
+
+const TINY = path.join(fileURLToPath(new URL('..', import.meta.url)), 'fixtures', 'tiny');
+const PROMPT = [1, 2, 3, 300, 17];
+const bits = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+
+describe('ExecPlans: one per weights object', () => {
+  it('a second executor on the same weights finds the plans the first derived; another load has its own', () => {
+    const w = loadModel(TINY, { mode: 'sparse' });
+    const lm = w.lmHead;
+    expect(plansOf(w).sparsePlans.has(lm)).toBe(false);
+    const a = new Executor(w, { path: 'sparse' });
+    const la = a.prefill(PROMPT)[0]!;
+    const plans = plansOf(w);
+    expect(plans.sparsePlans.has(lm)).toBe(true);
+    const b = new Executor(w, { path: 'sparse' });
+    expect(bits(b.prefill(PROMPT)[0]!)).toEqual(bits(la));
+    expect(plansOf(w)).toBe(plans);
+    const again = loadModel(TINY, { mode: 'sparse' });
+    expect(plansOf(again)).not.toBe(plans);
+    expect(plansOf(again).sparsePlans.has(again.lmHead)).toBe(false);
+  });
+});
+
+describe('ExecOptions.tuning', () => {
+  it('is per executor and leaves every logit bit as it was (the fast-path tests lower it to reach the scatter form)', () => {
+    const w = loadModel(TINY, { mode: 'sparse' });
+    const plain = new Executor(w, { path: 'sparse' });
+    const scatter = new Executor(w, { path: 'sparse', tuning: { scatterMinNnz: 0 } });
+    const lp = plain.prefill(PROMPT);
+    const ls = scatter.prefill(PROMPT);
+    expect(ls.map(bits)).toEqual(lp.map(bits));
+    expect(bits(scatter.decode(9))).toEqual(bits(plain.decode(9)));
+  });
+
+  it('refuses thresholds that are not numbers ≥ 0', () => {
+    const w = loadModel(TINY, { mode: 'sparse' });
+    for (const tuning of [{ scatterMinNnz: -1 }, { bigColumn: Number.NaN }, { bigColumn: '5' as unknown as number }]) {
+      expectChipcError(() => new Executor(w, { tuning }), 'exec.bad-option');
+    }
+  });
+});

@@ -8,14 +8,15 @@
  *     smallest power of four that holds it (docs/merge.md);
  *  3. `chipc merge`: one dense checkpoint directory, chip layers first, chip ids after the host's;
  *  4. per problem of bench/bignum-problems.ts (seed --seed, the problems --problems, e.g.
- *     `mul:0,div:0`; `mul:min` is the one of the 40 with the shortest line): `chipc trace` of the bundled interpreter with the problem's line as console
+ *     `mul:0,div:0`; `mul:min` is the one of the 40 with the shortest line, the default
+ *     `mul:min,div:min`; `all` is the REPL bench's 80): `chipc trace` of the bundled interpreter with the problem's line as console
  *     input, on the merged model (the ids offset by the host's vocabulary), and the golden console
  *     compared with BigInt;
  *  5. with --python PY: `tools/hf_check.py MERGED --trace T --sparse-linear --dtype D` for each trace
  *     and dtype (--dtypes float32,bfloat16): the loader prompt and the line in one generate() call,
  *     every generated token compared with the golden stream to HALT.
  *
- *   npx tsx bench/merged-generate.ts [--problems mul:0,div:0] [--seed 31] [--python PY] [--dtypes float32]
+ *   npx tsx bench/merged-generate.ts [--problems mul:min,div:min|all] [--seed 31] [--python PY] [--dtypes float32]
  *                                    [--work DIR] [--host-hidden 320] [--host-layers 2] [--host-vocab 4096]
  *
  * Prints one JSON line per step and per check. --work keeps the files there (and reuses a host,
@@ -47,7 +48,8 @@ function arg(name: string, dflt: string): string {
 }
 
 const seed = Number(arg('--seed', '31'));
-const picks = arg('--problems', 'mul:0,div:0').split(',').map((s) => {
+const problemsArg = arg('--problems', 'mul:min,div:min');
+const picks = (problemsArg === 'all' ? Array.from({ length: 80 }, (_, i) => (i < 40 ? `mul:${i}` : `div:${i - 40}`)) : problemsArg.split(',')).map((s) => {
   const [kind, i] = s.split(':');
   if ((kind !== 'mul' && kind !== 'div') || !/^(\d+|min)$/.test(i ?? '')) throw new Error(`--problems: "${s}" is not mul:N, div:N, mul:min or div:min`);
   return { kind, index: i === 'min' ? -1 : Number(i) } as const;

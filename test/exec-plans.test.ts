@@ -47,9 +47,9 @@ describe('ExecOptions.tuning', () => {
     expect(bits(scatter.decode(9))).toEqual(bits(plain.decode(9)));
   });
 
-  it('refuses thresholds that are not numbers ≥ 0', () => {
+  it('refuses thresholds that are not numbers ≥ 0, and names it does not know', () => {
     const w = loadModel(TINY, { mode: 'sparse' });
-    for (const tuning of [{ scatterMinNnz: -1 }, { bigColumn: Number.NaN }, { bigColumn: '5' as unknown as number }]) {
+    for (const tuning of [{ scatterMinNnz: -1 }, { bigColumn: Number.NaN }, { bigColumn: '5' as unknown as number }, { bigColumns: 5 } as unknown as { bigColumn: number }]) {
       expectChipcError(() => new Executor(w, { tuning }), 'exec.bad-option');
     }
   });

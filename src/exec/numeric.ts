@@ -258,6 +258,10 @@ export interface ExecNumericContext extends NumericContext {
 }
 
 function checkTuning(t: ExecTuning | undefined): SparseTuning {
+  const unknown = Object.keys(t ?? {}).filter((k) => !(k in DEFAULT_TUNING));
+  if (unknown.length > 0) {
+    throw new ChipcError('exec.bad-option', `unknown tuning option ${unknown.join(', ')} (expected ${Object.keys(DEFAULT_TUNING).join(', ')})`);
+  }
   const out = { ...DEFAULT_TUNING, ...t };
   for (const [k, v] of Object.entries(out)) {
     if (typeof v !== 'number' || !(v >= 0)) {

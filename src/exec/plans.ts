@@ -38,8 +38,8 @@
  * nothing between calls (delta.ts bitsScratch, gdn-token.ts nzScratch, norms.ts sqScratch);
  * profile.ts `activeTimes` (opt-in timings, not a cache); `plansByWeights` below.
  *
- * The size thresholds of the sparse path (formerly matmul.ts `sparseTuning`, mutated by tests) are
- * `ExecOptions.tuning`, held by the numeric context (`ctx.tuning`, defaults DEFAULT_TUNING).
+ * The size thresholds of the sparse path are per executor: `ExecOptions.tuning`, held by the
+ * numeric context (`ctx.tuning`, defaults DEFAULT_TUNING).
  */
 import type { CsrMatrix, GdnWeights, Matrix, ModelWeights } from '../model/weights.ts';
 import type { ExecTuning } from './types.ts';

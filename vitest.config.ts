@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { TEST_CACHE_DIR } from './test/setup/test-cache-dir.ts';
 
 export default defineConfig({
   test: {
@@ -11,5 +12,9 @@ export default defineConfig({
     // left half of it idle (the test files are CPU-bound and independent).
     maxWorkers: Math.max(2, os.availableParallelism() - 1),
     setupFiles: ['test/setup/yield.ts'],
+    // The chip cache of the test run (never the user's): the shared test chips live there
+    // (test/helpers/shared-chips.ts), and so does every chip a `chipc run` under test caches.
+    globalSetup: ['test/setup/shared-chips.ts'],
+    env: { CHIPC_CACHE_DIR: TEST_CACHE_DIR },
   },
 });

@@ -16,7 +16,8 @@ import { buildCircuit } from '../src/dsl/load.ts';
 import { compileCircuit, type CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { Executor, argmax, compareCaches } from '../src/exec/index.ts';
-import { compileGenericChip } from '../src/chip/generic.ts';
+import type { ChipModel } from '../src/chip/loaded.ts';
+import { sharedChip } from './helpers/shared-chips.ts';
 import { chipExecutor, programOf } from '../src/chip/run.ts';
 import { BOS_ID, encodeToken } from '../riscv/protocol.ts';
 import { CODE_BASE } from '../src/cpu/cpu.ts';
@@ -84,9 +85,9 @@ describe('Executor.prime equals prefill bit for bit', () => {
 });
 
 describe('the generic chip: prime([BOS]) + decodeArgmax(J) equals prefill([BOS, J])', () => {
-  let chip: CompileResult;
-  beforeAll(() => {
-    chip = compileGenericChip({ targetName: 'chip-test', target: chipTest.config, codeBytes: 4096, memBytes: 32 * 1024 });
+  let chip: ChipModel;
+  beforeAll(async () => {
+    chip = await sharedChip({ target: 'chip-test', codeBytes: 4096, memBytes: 32 * 1024 });
   }, 240_000);
 
   for (const file of ['fixtures/firmware/hello.elf', 'fixtures/firmware/crc32.elf']) {

@@ -13,27 +13,32 @@
  */
 import fs from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildCircuit } from '../src/dsl/load.ts';
 import { compileCircuit, type CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { checkCompiled } from '../src/verify/check.ts';
 import { applyRamContents } from '../src/load/ram-state.ts';
 import fc from 'fast-check';
 import { randomProgram } from '../riscv/random-program.ts';
-import { chipExecutor, chipRamContents, locateDivergence, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
+import { chipExecutor, chipIr, chipRamContents, locateDivergence, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
 import type { Matrix } from '../src/model/weights.ts';
-import { cpuCircuit } from '../src/cpu/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 import { decodeToken, encodeToken, type TokenKind } from '../riscv/protocol.ts';
 import { cli } from './helpers/cli.ts';
 import { ISA_TEST_GROUPS, buildProgram } from '../riscv/isa-tests/index.ts';
 
-const MEM = 32 * 1024;
+const MEM = 64 * 1024;
+/**
+ * The chip the interpreter runs: the default generic chip's shape for every program (the chip is
+ * generic: a program's code end arrives as configuration), so the file builds its circuit once
+ * (shared with `chipc run --engine ir` below, which runs in this process).
+ */
+const SHAPE = { codeBytes: 16 * 1024, memBytes: MEM };
 
 /** Run a program's image on the chip circuit in the interpreter against its golden stream. */
-function againstGolden(elf: Uint8Array, memBytes = MEM) {
-  const prog = programOf(elf, memBytes);
+function againstGolden(elf: Uint8Array, shape: { codeBytes: number; memBytes: number } = SHAPE) {
+  const prog = programOf(elf, shape);
+  const memBytes = shape.memBytes;
   // The emulator's fetch limit is the chip's code RAM.
   const trace = goldenTokens(elf, { maxInstructions: 50_000, mem: { size: memBytes }, codeBytes: prog.codeBytes });
   const r = runOnInterpreter(prog, { maxTokens: trace.tokens.length + 5, golden: trace.tokens, goldenPc: trace.tokenPc });
@@ -69,7 +74,7 @@ describe('the chip in the IR interpreter = the golden token trace', () => {
 
   it('the hello firmware loaded by prompt: the same stream after the loader prompt', () => {
     const elf = fs.readFileSync('fixtures/firmware/hello.elf');
-    const prog = programOf(elf, MEM);
+    const prog = programOf(elf, SHAPE);
     const trace = goldenTokens(elf, { maxInstructions: 50_000, mem: { size: MEM }, codeBytes: prog.codeBytes });
     const r = runOnInterpreter(prog, { maxTokens: trace.tokens.length + 5, golden: trace.tokens, load: 'prompt' });
     expect(r.divergence).toBeNull();
@@ -87,13 +92,13 @@ describe('the chip in the IR interpreter = the golden token trace', () => {
 
   it('catches a wrong instruction: a changed ISA program diverges from the unchanged golden trace', () => {
     const elf = fs.readFileSync('fixtures/isa/zba.exit.elf');
-    const trace = goldenTokens(elf, { maxInstructions: 20_000, mem: { size: MEM }, codeBytes: programOf(elf, MEM).codeBytes });
+    const trace = goldenTokens(elf, { maxInstructions: 20_000, mem: { size: MEM }, codeBytes: SHAPE.codeBytes });
     const bad = new Uint8Array(elf);
     // Flip an immediate bit of the program's first addi-like word in the code segment.
     const view = new DataView(bad.buffer);
     const codeOff = [...Array(bad.length).keys()].find((o) => o % 4 === 0 && o + 4 <= bad.length && (view.getUint32(o, true) & 0x7f) === 0x13 && view.getUint32(o, true) >>> 20 !== 0)!;
     view.setUint32(codeOff, view.getUint32(codeOff, true) ^ (1 << 21), true);
-    const r = runOnInterpreter(programOf(bad, MEM), { maxTokens: trace.tokens.length, golden: trace.tokens });
+    const r = runOnInterpreter(programOf(bad, SHAPE), { maxTokens: trace.tokens.length, golden: trace.tokens });
     expect(r.divergence).not.toBeNull();
   }, 120_000);
 });
@@ -173,11 +178,11 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
   const elf = assembleElf(HAND).elf;
   beforeAll(() => {
     prog = programOf(elf, 1024);
-    res = compileCircuit(buildCircuit(cpuCircuit(prog.chip), 'cpu'), target);
+    res = compileCircuit(chipIr(prog.chip), target); // the circuit the interpreter runs below
   }, 180_000);
 
   it('the hand program uses what it should and the interpreter follows its golden trace', () => {
-    const { r, trace } = againstGolden(elf, 1024);
+    const { r, trace } = againstGolden(elf, { codeBytes: prog.codeBytes, memBytes: 1024 });
     expect(r.divergence).toBeNull();
     const kinds = new Set(Array.from(trace.tokens, (t) => decodeToken(t).kind));
     for (const k of ['E', 'D', 'H', 'N', 'OUT', 'Q', 'HALT'] as TokenKind[]) expect(kinds.has(k)).toBe(true);

@@ -14,6 +14,8 @@ import { goldenTokens, type GoldenTrace } from '../riscv/golden-trace.ts';
 import { TRAP_CAUSE_NAMES, formatToken } from '../riscv/protocol.ts';
 import { programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
 import { compileGenericChip } from '../src/chip/generic.ts';
+import type { ChipModel } from '../src/chip/loaded.ts';
+import { sharedChip } from './helpers/shared-chips.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { cli } from './helpers/cli.ts';
@@ -32,9 +34,9 @@ function golden(elf: Uint8Array, prog: ChipProgram, maxTokens = 20_000): { g: Go
 describe('one generic chip runs different programs (weights and IR)', () => {
   // 4 KiB of code, 32 KiB of data: every program below fits; their code ends, tohost and entries differ.
   const SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
-  let chip: CompileResult;
-  beforeAll(() => {
-    chip = compileGenericChip({ targetName: 'chip-test', target: target.config, ...SHAPE });
+  let chip: ChipModel;
+  beforeAll(async () => {
+    chip = await sharedChip({ target: 'chip-test', ...SHAPE });
   }, 240_000);
 
   const programs = [

@@ -10,8 +10,22 @@ import type { SourceLoc } from '../ir/types.ts';
 const SRC_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const FRAME = /\(?((?:file:\/\/)?[^()\s]+?):(\d+):(\d+)\)?$/;
 
+/**
+ * The calling line outside chipc's `src/`. Lazy: the stack is captured now (cheap) but formatted
+ * and mapped back to the TypeScript source only when a field is first read — a circuit records a
+ * location for every builder call (≈ 100,000 on the RV32 chip) and reads a few, for its errors.
+ * The fields are own enumerable accessors, so JSON and msgpack see a plain { file, line, col }.
+ */
 export function callerLoc(): SourceLoc {
-  return stackLoc((new Error().stack ?? '').split('\n').slice(1).join('\n')) ?? { file: '<unknown>', line: 0, col: 0 };
+  const holder: { stack?: string } = {};
+  Error.captureStackTrace(holder, callerLoc);
+  let loc: SourceLoc | undefined;
+  const get = (): SourceLoc => (loc ??= stackLoc(holder.stack ?? '') ?? { file: '<unknown>', line: 0, col: 0 });
+  return Object.defineProperties({} as SourceLoc, {
+    file: { get: () => get().file, enumerable: true },
+    line: { get: () => get().line, enumerable: true },
+    col: { get: () => get().col, enumerable: true },
+  });
 }
 
 /**

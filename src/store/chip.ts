@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { CODE_BASE } from '../../riscv/protocol.ts';
 import { ChipService, type ServiceEngine, type ServiceWrite } from '../chip/service.ts';
-import { compileChip, programOf, readChipCheckpoint, type ChipProgram } from '../chip/run.ts';
+import { chipIr, compileChip, programOf, readChipCheckpoint, type ChipProgram } from '../chip/run.ts';
 import { loadChipModel, type ChipModel } from '../chip/loaded.ts';
 import type { CompileResult } from '../compile.ts';
 import type { ModelConfig } from '../model/config.ts';
@@ -101,7 +101,10 @@ export function storeLimitLines(p: StoreParams, elf?: Uint8Array): string[] {
 export interface ChipStoreOptions {
   /** Target model shape (default chip-test). */
   target: ModelConfig;
-  /** weights (default: the compiled chip in the reference executor) or ir (the chip circuit). */
+  /**
+   * weights (default: the compiled chip in the reference executor) or ir (the chip circuit in the
+   * fast evaluator: without `compiled`, only the circuit is built — no weights are compiled).
+   */
   engine?: ServiceEngine;
   profile?: NumericProfile;
   /** Data RAM bytes (default: storeMemBytes). */
@@ -161,11 +164,12 @@ export class ChipStore {
   readonly golden: FirmwareStore;
   readonly chip: ChipService;
   readonly prog: ChipProgram;
-  readonly res: ChipModel;
+  /** The chip it runs: null for the IR engine without a given chip (the circuit alone, no weights compiled). */
+  readonly res: ChipModel | null;
   readonly memBytes: number;
   private readonly onToken: ((t: number) => void) | undefined;
 
-  private constructor(params: StoreParams, golden: FirmwareStore, chip: ChipService, prog: ChipProgram, res: ChipModel, memBytes: number, onToken?: (t: number) => void) {
+  private constructor(params: StoreParams, golden: FirmwareStore, chip: ChipService, prog: ChipProgram, res: ChipModel | null, memBytes: number, onToken?: (t: number) => void) {
     this.params = params;
     this.golden = golden;
     this.chip = chip;
@@ -224,12 +228,18 @@ export class ChipStore {
     const params = source instanceof StoreModel ? source.params : resolveStoreParams(source);
     const elf = fs.readFileSync(STORE_ELF);
     const memBytes = opts.memBytes ?? storeMemBytes(params, elf);
+    const engine = opts.engine ?? 'weights';
+    // The IR engine runs the chip circuit: without a given chip nothing is compiled to weights.
     const { prog, res } = opts.compiled
       ? { prog: opts.program ?? programOf(elf, memBytes, opts.target), res: opts.compiled }
-      : ChipStore.compile(params, opts.target, memBytes);
+      : engine === 'ir'
+        ? { prog: programOf(elf, memBytes, opts.target), res: null }
+        : ChipStore.compile(params, opts.target, memBytes);
     // The emulator fetches only from the chip's code RAM, as the chip does.
     const golden = FirmwareStore.load(elf, memBytes, params, prog.codeBytes);
-    const chip = new ChipService(res, prog, { engine: opts.engine ?? 'weights', ...(opts.profile ? { profile: opts.profile } : {}) });
+    const chip = new ChipService(res, prog, {
+      engine, ...(res === null ? { ir: chipIr(prog.chip) } : {}), ...(opts.profile ? { profile: opts.profile } : {}),
+    });
     const s = new ChipStore(params, golden, chip, prog, res, memBytes, opts.onToken);
     if (source instanceof StoreModel) {
       golden.importModel(source);

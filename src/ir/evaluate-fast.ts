@@ -6,6 +6,10 @@
  * position. Tables, token fields and RAM rows become typed-array lookups, `c.emitRows` becomes a
  * dense tuple → token map, and the body is split into chunks small enough for V8 to optimise.
  *
+ * The generated code is kept with the IR (a WeakMap; an IR is never changed once built), so a
+ * second evaluator of the same circuit allocates only its own state: node values, RAMs, delays,
+ * lookup entries.
+ *
  * Range checks are ON by default (`checks: false` turns the node-range checks off; RAM address
  * and word checks, token and BOS checks always stay). A check is left out of the generated code
  * only where it is proven statically (a table whose every entry lies in the node's range, a
@@ -70,256 +74,19 @@ export class FastEvaluator {
 
   constructor(readonly ir: CircuitIR, opts: FastEvaluatorOptions = {}) {
     this.checks = opts.checks ?? true;
-    const chunkSize = opts.chunkSize ?? 120;
-    const { order, cyclic } = topoOrder(ir);
-    if (cyclic.length > 0) {
-      const n = ir.nodes[cyclic[0]!]!;
-      throw new ChipcError('ir.cycle', `${fmtLoc(n.loc)}: the circuit has a cycle through "${n.name}" (validate it first)`);
-    }
+    const prog = fastProgramOf(ir, { checks: this.checks, chunkSize: opts.chunkSize ?? 120, maxEmitMap: opts.maxEmitMap ?? 2 ** 23 });
     this.v = new Int32Array(ir.nodes.length);
     this.ram = ir.rams.map((r) => new Int32Array(r.rows * r.fields.length));
-    const prevNodes = ir.nodes.filter((n): n is Extract<IrNode, { op: 'prev' }> => n.op === 'prev');
-    this.prevDefaults = Float64Array.from(prevNodes.map((n) => n.default));
-    this.prevState = new Float64Array(prevNodes.length);
+    this.prevDefaults = prog.prevDefaults;
+    this.prevState = new Float64Array(prog.prevDefaults.length);
     this.lookups = ir.lookups.map((lk) => ({ best: new Map(), result: new Float64Array(lk.value.length + 1) }));
-
-    // ── code generation ───────────────────────────────────────────────────────────────────────
-    const consts: unknown[] = [];
-    const constOf = new Map<unknown, string>();
-    /** A name in the generated code for a constant object (deduplicated by identity). */
-    const k = (obj: unknown): string => {
-      let name = constOf.get(obj);
-      if (name === undefined) {
-        name = `K${consts.length}`;
-        consts.push(obj);
-        constOf.set(obj, name);
-      }
-      return name;
-    };
-    const tfArrays = new Map<readonly number[], Num>();
-    // Token fields with int32 values become the columns of one token-major table, so a position
-    // touches one contiguous row instead of one cache line per field.
-    const tfColumn = new Map<readonly number[], number>();
-    for (const n of ir.nodes) {
-      if (n.op === 'token_field' && !tfColumn.has(n.values) && n.values.length === ir.vocab && n.values.every(isInt32)) {
-        tfColumn.set(n.values, tfColumn.size);
-      }
-    }
-    const tfWidth = Math.max(1, tfColumn.size);
-    const tokenTable = new Int32Array(ir.vocab * tfWidth);
-    for (const [values, col] of tfColumn) for (let t = 0; t < ir.vocab; t++) tokenTable[t * tfWidth + col] = values[t]!;
-    let checksEmitted = 0;
-    const rangeOf = (id: NodeId): Range => ir.nodes[id]!.range;
-    const prevIndex = new Map<NodeId, number>(prevNodes.map((n, i) => [n.id, i]));
-    const portSlot = new Map<string, number>();
-    const ramWritten = new Set<number>();
-    const lookupDone = new Set<number>();
-    const stmts: string[] = [];
-
-    const writeCode = (ramId: number): string => {
-      const r = ir.rams[ramId]!;
-      const w = r.write;
-      if (!w) return '';
-      const F = r.fields.length;
-      const R = `R${ramId}`;
-      const parts: string[] = [];
-      parts.push(`a = v[${w.addr}]; if (a < 0 || a >= ${r.rows}) E.ramWriteAddr(${ramId}, a);`);
-      parts.push(`b = a * ${F};`);
-      w.values.forEach((id, i) => {
-        const f = r.fields[i]!;
-        if (within(rangeOf(id), f)) parts.push(`${R}[b + ${i}] = v[${id}];`);
-        else parts.push(`x = v[${id}]; if (x < ${f.lo} || x > ${f.hi}) E.ramWriteValue(${ramId}, ${i}, x); ${R}[b + ${i}] = x;`);
-      });
-      const body = parts.join(' ');
-      return w.enable === null ? `{ ${body} }` : `if (v[${w.enable}] !== 0) { ${body} }`;
-    };
-    const publishCode = (lkId: number): string => `E.publish(${lkId});`;
-
-    for (const id of order) {
-      const n = ir.nodes[id]!;
-      let expr: string;
-      /** The range the expression's value provably lies in (null: unknown). */
-      let proven: Range | null = null;
-      let pre = '';
-      switch (n.op) {
-        case 'token_field': {
-          const col = tfColumn.get(n.values);
-          if (col !== undefined) expr = `TF[tb + ${col}]`;
-          else {
-            let arr = tfArrays.get(n.values);
-            if (!arr) tfArrays.set(n.values, (arr = packed(n.values)));
-            expr = `${k(arr)}[tok]`;
-          }
-          proven = n.values.length >= ir.vocab ? span(n.values) : null;
-          break;
-        }
-        case 'const':
-          expr = lit(n.value);
-          proven = { lo: n.value, hi: n.value };
-          break;
-        case 'linear': {
-          // Same operations in the same order as the interpreter: ((bias + c0·x0) + c1·x1) + …
-          expr = [lit(n.bias), ...n.terms.map((t) => `${lit(t.coef)} * v[${t.node}]`)].join(' + ');
-          // Interval arithmetic; exact while every partial sum stays an integer below 2^53.
-          let lo = n.bias, hi = n.bias;
-          let exact = Number.isInteger(n.bias);
-          for (const t of n.terms) {
-            const r = rangeOf(t.node);
-            lo += Math.min(t.coef * r.lo, t.coef * r.hi);
-            hi += Math.max(t.coef * r.lo, t.coef * r.hi);
-            if (!Number.isInteger(t.coef)) exact = false;
-          }
-          if (exact && Math.max(Math.abs(lo), Math.abs(hi)) < 2 ** 52) proven = { lo, hi };
-          if (n.choice) {
-            // at most one case of a choice holds (always checked, like the interpreter)
-            const conds = n.terms.map((t) => { const sel = ir.nodes[t.node]!; return sel.op === 'select' ? `(v[${sel.cond}] !== 0 ? 1 : 0)` : '0'; });
-            pre += `if (${conds.join(' + ')} > 1) E.choice(${id}); `;
-          }
-          break;
-        }
-        case 'table': {
-          let stride = 1;
-          const idx: string[] = [];
-          for (let i = n.inputs.length - 1; i >= 0; i--) {
-            const r = rangeOf(n.inputs[i]!);
-            idx.unshift(`(v[${n.inputs[i]}] - ${lit(r.lo)}) * ${stride}`);
-            stride *= r.hi - r.lo + 1;
-          }
-          expr = `${k(packed(n.values))}[${idx.length ? idx.join(' + ') : '0'}]`;
-          proven = n.values.length >= stride ? span(n.values) : null;
-          break;
-        }
-        case 'compare': {
-          const op = { eq: '===', ne: '!==', lt: '<', le: '<=', gt: '>', ge: '>=' }[n.cmp];
-          expr = `v[${n.a}] ${op} v[${n.b}] ? 1 : 0`;
-          proven = { lo: 0, hi: 1 };
-          break;
-        }
-        case 'select': {
-          expr = `v[${n.cond}] !== 0 ? v[${n.then}] : v[${n.else}]`;
-          const t = rangeOf(n.then), e = rangeOf(n.else);
-          proven = { lo: Math.min(t.lo, e.lo), hi: Math.max(t.hi, e.hi) };
-          break;
-        }
-        case 'logic': {
-          const a = `v[${n.args[0]}]`;
-          const b = n.args.length > 1 ? `v[${n.args[1]}]` : '0';
-          expr = n.logic === 'and' ? `${a} & ${b}` : n.logic === 'or' ? `${a} | ${b}` : n.logic === 'xor' ? `${a} ^ ${b}` : `1 - ${a}`;
-          const bits = (id: NodeId | undefined) => id === undefined || within(rangeOf(id), { lo: 0, hi: 1 });
-          if (bits(n.args[0]) && (n.logic === 'not' || bits(n.args[1]))) proven = { lo: 0, hi: 1 };
-          break;
-        }
-        case 'wire':
-          if (n.source === null) {
-            throw new ChipcError('fast.unsupported', `${fmtLoc(n.loc)}: wire "${n.name}" is never assigned (validate the circuit first)`);
-          }
-          expr = `v[${n.source}]`;
-          proven = rangeOf(n.source);
-          break;
-        case 'prev': {
-          expr = `P[${prevIndex.get(n.id)}]`;
-          const s = rangeOf(n.source);
-          proven = { lo: Math.min(s.lo, n.default), hi: Math.max(s.hi, n.default) };
-          break;
-        }
-        case 'ram_read': {
-          const r = ir.rams[n.ram]!;
-          // The interpreter applies the RAM's write when it evaluates the RAM's first read node.
-          if (!ramWritten.has(n.ram)) {
-            ramWritten.add(n.ram);
-            pre += writeCode(n.ram);
-          }
-          const key = `${n.ram}:${n.port}`;
-          let slot = portSlot.get(key);
-          if (slot === undefined) {
-            // Every read node of a port sees the same address and enable: check them once, at the
-            // port's first node (where the interpreter would raise the same error).
-            slot = portSlot.size;
-            portSlot.set(key, slot);
-            const port = r.reads[n.port]!;
-            const addr = `a = v[${port.addr}]; if (a < 0 || a >= ${r.rows}) E.ramReadAddr(${n.ram}, ${n.port}, a); S[${slot}] = a * ${r.fields.length};`;
-            pre += port.enable === null ? addr : `if (v[${port.enable}] === 0) S[${slot}] = -1; else { ${addr} }`;
-          }
-          expr = `S[${slot}] < 0 ? 0 : R${n.ram}[S[${slot}] + ${n.field}]`;
-          const f = r.fields[n.field];
-          const en = r.reads[n.port]!.enable !== null;
-          proven = f ? { lo: en ? Math.min(0, f.lo) : f.lo, hi: en ? Math.max(0, f.hi) : f.hi } : null;
-          break;
-        }
-        case 'lookup_value': {
-          if (!lookupDone.has(n.lookup)) {
-            lookupDone.add(n.lookup);
-            pre += `${publishCode(n.lookup)} E.query(${n.lookup});`;
-          }
-          const lk = ir.lookups[n.lookup]!;
-          expr = `${k(this.lookups[n.lookup]!.result)}[${n.field < 0 ? lk.value.length : n.field}]`;
-          break;
-        }
-        default:
-          throw new ChipcError('fast.unsupported', `node kind "${(n as IrNode).op}" is not supported by the fast evaluator`);
-      }
-      const check = this.checks && !(proven !== null && within(proven, n.range));
-      if (check) checksEmitted++;
-      stmts.push(
-        pre + (check
-          ? `x = ${expr}; if (x < ${lit(n.range.lo)} || x > ${lit(n.range.hi)}) E.range(${id}, x); v[${id}] = x;`
-          : `v[${id}] = ${expr};`),
-      );
-    }
-    // Writes of RAMs nobody reads and publishes nobody queried still happen, after every node.
-    const tail: string[] = [];
-    for (const r of ir.rams) if (!ramWritten.has(r.id)) tail.push(writeCode(r.id));
-    for (const lk of ir.lookups) if (!lookupDone.has(lk.id)) tail.push(publishCode(lk.id));
-    prevNodes.forEach((p, i) => tail.push(`P[${i}] = v[${p.source}];`));
-
-    // The emitted token (−1: no emit row matched).
-    let emitExpr = '-2';
-    const e = ir.emit;
-    if (e === null) {
-      this.emitMode = 'none';
-    } else {
-      let stride = 1;
-      const idx: string[] = [];
-      const sizes = e.fields.map((f) => rangeOf(f).hi - rangeOf(f).lo + 1);
-      for (let i = e.fields.length - 1; i >= 0; i--) {
-        idx.unshift(`(v[${e.fields[i]}] - ${lit(rangeOf(e.fields[i]!).lo)}) * ${stride}`);
-        stride *= sizes[i]!;
-      }
-      const index = idx.length ? idx.join(' + ') : '0';
-      if (!e.rows) {
-        this.emitMode = 'table';
-        emitExpr = `${k(packed(e.tokens))}[${index}]`;
-      } else {
-        const map = emitRowMap(ir, opts.maxEmitMap ?? 2 ** 23);
-        if (map) {
-          this.emitMode = 'map';
-          emitExpr = `${k(map)}[${index}]`;
-        } else {
-          this.emitMode = 'scan';
-          emitExpr = 'E.scanEmit()';
-        }
-      }
-    }
-
-    const chunks: string[] = [];
-    for (let i = 0; i < stmts.length; i += chunkSize) {
-      chunks.push(`function c${chunks.length}(tok, v) {\n  let x = 0, a = 0, b = 0;\n  const tb = tok * ${tfWidth};\n  ${stmts.slice(i, i + chunkSize).join('\n  ')}\n}`);
-    }
-    chunks.push(`function cTail(v) {\n  let x = 0, a = 0, b = 0;\n  ${tail.join('\n  ')}\n  return ${emitExpr};\n}`);
-    const calls = chunks.slice(0, -1).map((_, i) => `c${i}(tok, v);`).join(' ');
-    const src = [
-      '"use strict";',
-      'const [E, v, P, S, R, K, TF] = env;',
-      ...ir.rams.map((r) => `const R${r.id} = R[${r.id}];`),
-      ...consts.map((_, i) => `const K${i} = K[${i}];`),
-      ...chunks,
-      `return function runPosition(tok) { ${calls} return cTail(v); };`,
-    ].join('\n');
-    const helpers = this.helpers();
-    const slots = new Float64Array(Math.max(1, portSlot.size));
+    this.emitMode = prog.emitMode;
+    this.stats = prog.stats;
+    const slots = new Float64Array(prog.slots);
     // eslint-disable-next-line @typescript-eslint/no-implied-eval
-    this.runPosition = new Function('env', src)([helpers, this.v, this.prevState, slots, this.ram, consts, tokenTable]) as (t: number) => number;
-    this.stats = { nodes: ir.nodes.length, checks: checksEmitted, functions: chunks.length, tokenFieldColumns: tfColumn.size };
+    this.runPosition = new Function('env', prog.src)([
+      this.helpers(), this.v, this.prevState, slots, this.ram, prog.consts, prog.tokenTable, this.lookups.map((l) => l.result),
+    ]) as (t: number) => number;
     this.reset();
   }
 
@@ -501,4 +268,283 @@ function emitRowMap(ir: CircuitIR, limit: number): Int32Array | null {
     for (const b of bases) map[b] = row.token;
   }
   return map;
+}
+
+/** What the generated code of a circuit is, independent of any evaluator's state (fastProgramOf). */
+interface FastProgram {
+  /** The body of `new Function('env', src)`: env = [helpers, v, P, S, R, K, TF, LR]. */
+  src: string;
+  /** Read-only constants the code indexes (tables, token-field columns, the emit map). */
+  consts: unknown[];
+  /** The token-major table of the int32 token fields. */
+  tokenTable: Int32Array;
+  /** Delay defaults, in the order of the circuit's prev nodes. */
+  prevDefaults: Float64Array;
+  /** RAM read-port address slots. */
+  slots: number;
+  emitMode: FastEvaluator['emitMode'];
+  stats: FastEvaluator['stats'];
+}
+
+const programs = new WeakMap<CircuitIR, Map<string, FastProgram>>();
+
+/**
+ * The generated code of `ir` for these options, built on first use and kept with the IR: every
+ * evaluator of one circuit (a service per call, a CLI command per store operation, a test per
+ * program) shares it and allocates only its own state, instead of generating the code again
+ * (≈ 1.5 s for the RV32 chip).
+ */
+function fastProgramOf(ir: CircuitIR, o: { checks: boolean; chunkSize: number; maxEmitMap: number }): FastProgram {
+  const key = `${o.checks}|${o.chunkSize}|${o.maxEmitMap}`;
+  let byOpts = programs.get(ir);
+  if (byOpts === undefined) programs.set(ir, (byOpts = new Map()));
+  const hit = byOpts.get(key);
+  if (hit !== undefined) return hit;
+  const { order, cyclic } = topoOrder(ir);
+  if (cyclic.length > 0) {
+    const n = ir.nodes[cyclic[0]!]!;
+    throw new ChipcError('ir.cycle', `${fmtLoc(n.loc)}: the circuit has a cycle through "${n.name}" (validate it first)`);
+  }
+  const prevNodes = ir.nodes.filter((n): n is Extract<IrNode, { op: 'prev' }> => n.op === 'prev');
+  let emitMode: FastEvaluator['emitMode'];
+  // ── code generation ───────────────────────────────────────────────────────────────────────
+  const consts: unknown[] = [];
+  const constOf = new Map<unknown, string>();
+  /** A name in the generated code for a constant object (deduplicated by identity). */
+  const k = (obj: unknown): string => {
+    let name = constOf.get(obj);
+    if (name === undefined) {
+      name = `K${consts.length}`;
+      consts.push(obj);
+      constOf.set(obj, name);
+    }
+    return name;
+  };
+  const tfArrays = new Map<readonly number[], Num>();
+  // Token fields with int32 values become the columns of one token-major table, so a position
+  // touches one contiguous row instead of one cache line per field.
+  const tfColumn = new Map<readonly number[], number>();
+  for (const n of ir.nodes) {
+    if (n.op === 'token_field' && !tfColumn.has(n.values) && n.values.length === ir.vocab && n.values.every(isInt32)) {
+      tfColumn.set(n.values, tfColumn.size);
+    }
+  }
+  const tfWidth = Math.max(1, tfColumn.size);
+  const tokenTable = new Int32Array(ir.vocab * tfWidth);
+  for (const [values, col] of tfColumn) for (let t = 0; t < ir.vocab; t++) tokenTable[t * tfWidth + col] = values[t]!;
+  let checksEmitted = 0;
+  const rangeOf = (id: NodeId): Range => ir.nodes[id]!.range;
+  const prevIndex = new Map<NodeId, number>(prevNodes.map((n, i) => [n.id, i]));
+  const portSlot = new Map<string, number>();
+  const ramWritten = new Set<number>();
+  const lookupDone = new Set<number>();
+  const stmts: string[] = [];
+
+  const writeCode = (ramId: number): string => {
+    const r = ir.rams[ramId]!;
+    const w = r.write;
+    if (!w) return '';
+    const F = r.fields.length;
+    const R = `R${ramId}`;
+    const parts: string[] = [];
+    parts.push(`a = v[${w.addr}]; if (a < 0 || a >= ${r.rows}) E.ramWriteAddr(${ramId}, a);`);
+    parts.push(`b = a * ${F};`);
+    w.values.forEach((id, i) => {
+      const f = r.fields[i]!;
+      if (within(rangeOf(id), f)) parts.push(`${R}[b + ${i}] = v[${id}];`);
+      else parts.push(`x = v[${id}]; if (x < ${f.lo} || x > ${f.hi}) E.ramWriteValue(${ramId}, ${i}, x); ${R}[b + ${i}] = x;`);
+    });
+    const body = parts.join(' ');
+    return w.enable === null ? `{ ${body} }` : `if (v[${w.enable}] !== 0) { ${body} }`;
+  };
+  const publishCode = (lkId: number): string => `E.publish(${lkId});`;
+
+  for (const id of order) {
+    const n = ir.nodes[id]!;
+    let expr: string;
+    /** The range the expression's value provably lies in (null: unknown). */
+    let proven: Range | null = null;
+    let pre = '';
+    switch (n.op) {
+      case 'token_field': {
+        const col = tfColumn.get(n.values);
+        if (col !== undefined) expr = `TF[tb + ${col}]`;
+        else {
+          let arr = tfArrays.get(n.values);
+          if (!arr) tfArrays.set(n.values, (arr = packed(n.values)));
+          expr = `${k(arr)}[tok]`;
+        }
+        proven = n.values.length >= ir.vocab ? span(n.values) : null;
+        break;
+      }
+      case 'const':
+        expr = lit(n.value);
+        proven = { lo: n.value, hi: n.value };
+        break;
+      case 'linear': {
+        // Same operations in the same order as the interpreter: ((bias + c0·x0) + c1·x1) + …
+        expr = [lit(n.bias), ...n.terms.map((t) => `${lit(t.coef)} * v[${t.node}]`)].join(' + ');
+        // Interval arithmetic; exact while every partial sum stays an integer below 2^53.
+        let lo = n.bias, hi = n.bias;
+        let exact = Number.isInteger(n.bias);
+        for (const t of n.terms) {
+          const r = rangeOf(t.node);
+          lo += Math.min(t.coef * r.lo, t.coef * r.hi);
+          hi += Math.max(t.coef * r.lo, t.coef * r.hi);
+          if (!Number.isInteger(t.coef)) exact = false;
+        }
+        if (exact && Math.max(Math.abs(lo), Math.abs(hi)) < 2 ** 52) proven = { lo, hi };
+        if (n.choice) {
+          // at most one case of a choice holds (always checked, like the interpreter)
+          const conds = n.terms.map((t) => { const sel = ir.nodes[t.node]!; return sel.op === 'select' ? `(v[${sel.cond}] !== 0 ? 1 : 0)` : '0'; });
+          pre += `if (${conds.join(' + ')} > 1) E.choice(${id}); `;
+        }
+        break;
+      }
+      case 'table': {
+        let stride = 1;
+        const idx: string[] = [];
+        for (let i = n.inputs.length - 1; i >= 0; i--) {
+          const r = rangeOf(n.inputs[i]!);
+          idx.unshift(`(v[${n.inputs[i]}] - ${lit(r.lo)}) * ${stride}`);
+          stride *= r.hi - r.lo + 1;
+        }
+        expr = `${k(packed(n.values))}[${idx.length ? idx.join(' + ') : '0'}]`;
+        proven = n.values.length >= stride ? span(n.values) : null;
+        break;
+      }
+      case 'compare': {
+        const op = { eq: '===', ne: '!==', lt: '<', le: '<=', gt: '>', ge: '>=' }[n.cmp];
+        expr = `v[${n.a}] ${op} v[${n.b}] ? 1 : 0`;
+        proven = { lo: 0, hi: 1 };
+        break;
+      }
+      case 'select': {
+        expr = `v[${n.cond}] !== 0 ? v[${n.then}] : v[${n.else}]`;
+        const t = rangeOf(n.then), e = rangeOf(n.else);
+        proven = { lo: Math.min(t.lo, e.lo), hi: Math.max(t.hi, e.hi) };
+        break;
+      }
+      case 'logic': {
+        const a = `v[${n.args[0]}]`;
+        const b = n.args.length > 1 ? `v[${n.args[1]}]` : '0';
+        expr = n.logic === 'and' ? `${a} & ${b}` : n.logic === 'or' ? `${a} | ${b}` : n.logic === 'xor' ? `${a} ^ ${b}` : `1 - ${a}`;
+        const bits = (id: NodeId | undefined) => id === undefined || within(rangeOf(id), { lo: 0, hi: 1 });
+        if (bits(n.args[0]) && (n.logic === 'not' || bits(n.args[1]))) proven = { lo: 0, hi: 1 };
+        break;
+      }
+      case 'wire':
+        if (n.source === null) {
+          throw new ChipcError('fast.unsupported', `${fmtLoc(n.loc)}: wire "${n.name}" is never assigned (validate the circuit first)`);
+        }
+        expr = `v[${n.source}]`;
+        proven = rangeOf(n.source);
+        break;
+      case 'prev': {
+        expr = `P[${prevIndex.get(n.id)}]`;
+        const s = rangeOf(n.source);
+        proven = { lo: Math.min(s.lo, n.default), hi: Math.max(s.hi, n.default) };
+        break;
+      }
+      case 'ram_read': {
+        const r = ir.rams[n.ram]!;
+        // The interpreter applies the RAM's write when it evaluates the RAM's first read node.
+        if (!ramWritten.has(n.ram)) {
+          ramWritten.add(n.ram);
+          pre += writeCode(n.ram);
+        }
+        const key = `${n.ram}:${n.port}`;
+        let slot = portSlot.get(key);
+        if (slot === undefined) {
+          // Every read node of a port sees the same address and enable: check them once, at the
+          // port's first node (where the interpreter would raise the same error).
+          slot = portSlot.size;
+          portSlot.set(key, slot);
+          const port = r.reads[n.port]!;
+          const addr = `a = v[${port.addr}]; if (a < 0 || a >= ${r.rows}) E.ramReadAddr(${n.ram}, ${n.port}, a); S[${slot}] = a * ${r.fields.length};`;
+          pre += port.enable === null ? addr : `if (v[${port.enable}] === 0) S[${slot}] = -1; else { ${addr} }`;
+        }
+        expr = `S[${slot}] < 0 ? 0 : R${n.ram}[S[${slot}] + ${n.field}]`;
+        const f = r.fields[n.field];
+        const en = r.reads[n.port]!.enable !== null;
+        proven = f ? { lo: en ? Math.min(0, f.lo) : f.lo, hi: en ? Math.max(0, f.hi) : f.hi } : null;
+        break;
+      }
+      case 'lookup_value': {
+        if (!lookupDone.has(n.lookup)) {
+          lookupDone.add(n.lookup);
+          pre += `${publishCode(n.lookup)} E.query(${n.lookup});`;
+        }
+        const lk = ir.lookups[n.lookup]!;
+        expr = `LR${n.lookup}[${n.field < 0 ? lk.value.length : n.field}]`;
+        break;
+      }
+      default:
+        throw new ChipcError('fast.unsupported', `node kind "${(n as IrNode).op}" is not supported by the fast evaluator`);
+    }
+    const check = o.checks && !(proven !== null && within(proven, n.range));
+    if (check) checksEmitted++;
+    stmts.push(
+      pre + (check
+        ? `x = ${expr}; if (x < ${lit(n.range.lo)} || x > ${lit(n.range.hi)}) E.range(${id}, x); v[${id}] = x;`
+        : `v[${id}] = ${expr};`),
+    );
+  }
+  // Writes of RAMs nobody reads and publishes nobody queried still happen, after every node.
+  const tail: string[] = [];
+  for (const r of ir.rams) if (!ramWritten.has(r.id)) tail.push(writeCode(r.id));
+  for (const lk of ir.lookups) if (!lookupDone.has(lk.id)) tail.push(publishCode(lk.id));
+  prevNodes.forEach((p, i) => tail.push(`P[${i}] = v[${p.source}];`));
+
+  // The emitted token (−1: no emit row matched).
+  let emitExpr = '-2';
+  const e = ir.emit;
+  if (e === null) {
+    emitMode = 'none';
+  } else {
+    let stride = 1;
+    const idx: string[] = [];
+    const sizes = e.fields.map((f) => rangeOf(f).hi - rangeOf(f).lo + 1);
+    for (let i = e.fields.length - 1; i >= 0; i--) {
+      idx.unshift(`(v[${e.fields[i]}] - ${lit(rangeOf(e.fields[i]!).lo)}) * ${stride}`);
+      stride *= sizes[i]!;
+    }
+    const index = idx.length ? idx.join(' + ') : '0';
+    if (!e.rows) {
+      emitMode = 'table';
+      emitExpr = `${k(packed(e.tokens))}[${index}]`;
+    } else {
+      const map = emitRowMap(ir, o.maxEmitMap);
+      if (map) {
+        emitMode = 'map';
+        emitExpr = `${k(map)}[${index}]`;
+      } else {
+        emitMode = 'scan';
+        emitExpr = 'E.scanEmit()';
+      }
+    }
+  }
+
+  const chunks: string[] = [];
+  for (let i = 0; i < stmts.length; i += o.chunkSize) {
+    chunks.push(`function c${chunks.length}(tok, v) {\n  let x = 0, a = 0, b = 0;\n  const tb = tok * ${tfWidth};\n  ${stmts.slice(i, i + o.chunkSize).join('\n  ')}\n}`);
+  }
+  chunks.push(`function cTail(v) {\n  let x = 0, a = 0, b = 0;\n  ${tail.join('\n  ')}\n  return ${emitExpr};\n}`);
+  const calls = chunks.slice(0, -1).map((_, i) => `c${i}(tok, v);`).join(' ');
+  const src = [
+    '"use strict";',
+    'const [E, v, P, S, R, K, TF, LR] = env;',
+    ...ir.rams.map((r) => `const R${r.id} = R[${r.id}];`),
+    ...ir.lookups.map((lk) => `const LR${lk.id} = LR[${lk.id}];`),
+    ...consts.map((_, i) => `const K${i} = K[${i}];`),
+    ...chunks,
+    `return function runPosition(tok) { ${calls} return cTail(v); };`,
+  ].join('\n');
+
+  const prog: FastProgram = {
+    src, consts, tokenTable, prevDefaults: Float64Array.from(prevNodes.map((n) => n.default)), slots: Math.max(1, portSlot.size), emitMode,
+    stats: { nodes: ir.nodes.length, checks: checksEmitted, functions: chunks.length, tokenFieldColumns: tfColumn.size },
+  };
+  byOpts.set(key, prog);
+  return prog;
 }

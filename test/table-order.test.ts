@@ -8,6 +8,8 @@
  * - The bits of a byte given as a wide linear form (Σ 2^k·bit_k + 256·h − 256·h', h = h') fuse
  *   into one op: charged 256 per dim, the fused gate sums would pass 2^24; charged their real
  *   ranges they do not.
+ * - rampUnitsLowerBound, which lets the order search skip orders unbuilt, is at most rampTable's
+ *   unit count, and equal to it when no weight is split.
  * Both circuits run through the compiled weights equal to the IR interpreter bit for bit (f32 and
  * bf16), and the interpreter equals plain arithmetic.
  */
@@ -17,7 +19,8 @@ import { buildCircuit } from '../src/dsl/load.ts';
 import { compileCircuit } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { checkCompiled } from '../src/verify/check.ts';
-import { input, rampTable } from '../src/gadgets/ffn-core.ts';
+import { input, rampTable, rampUnitsLowerBound } from '../src/gadgets/ffn-core.ts';
+import fc from 'fast-check';
 import { form } from '../src/lower/forms.ts';
 import { Interpreter } from '../src/ir/interpret.ts';
 
@@ -88,5 +91,38 @@ describe('fuse-tables with real dim ranges', () => {
     for (let p = 1; p < tokens.length; p++) {
       expect(ids.map((id) => steps[p]!.values[id])).toEqual(ids.map((_, k) => (tokens[p]! >> k) & 1));
     }
+  });
+});
+
+describe('the lower bound that lets the order search skip orders (rampUnitsLowerBound)', () => {
+  /** rampTable's unit count over `tables` (one output each) on [lo, …], or null when it refuses them. */
+  const unitsOf = (tables: number[][], lo: number): number | null => {
+    const x = input(form([{ dim: 1000, coef: 1 }], 0), lo, lo + tables[0]!.length - 1);
+    try {
+      return rampTable(x, tables.map((values, i) => ({ dim: 10 + i, values })), 'bound').length;
+    } catch {
+      return null;
+    }
+  };
+  const tablesOf = (maxAbs: number) => fc.integer({ min: 1, max: 3 }).chain((k) => fc.integer({ min: 1, max: 40 }).chain((n) =>
+    fc.array(fc.array(fc.oneof(fc.constant(0), fc.integer({ min: -maxAbs, max: maxAbs })), { minLength: n, maxLength: n }), { minLength: k, maxLength: k })));
+
+  it('never exceeds the units rampTable builds (values whose second differences need split weights too)', () => {
+    let compared = 0;
+    fc.assert(fc.property(tablesOf(300), fc.integer({ min: -20, max: 20 }), (tables, lo) => {
+      const units = unitsOf(tables, lo);
+      if (units === null) return;
+      compared++;
+      expect(rampUnitsLowerBound(tables.map((values) => ({ values })))).toBeLessThanOrEqual(units);
+    }), { numRuns: 300, seed: 20261203 });
+    expect(compared).toBeGreaterThan(50); // (the engine refuses many tables of values this large)
+  });
+
+  it('equals them when no weight is split (small values): the bound skips every order it can', () => {
+    fc.assert(fc.property(tablesOf(3), fc.integer({ min: -20, max: 20 }), (tables, lo) => {
+      const units = unitsOf(tables, lo);
+      expect(units).not.toBeNull();
+      expect(rampUnitsLowerBound(tables.map((values) => ({ values })))).toBe(units);
+    }), { numRuns: 300, seed: 20261203 });
   });
 });

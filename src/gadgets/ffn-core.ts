@@ -260,6 +260,34 @@ function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: 
 }
 
 /**
+ * A lower bound on the units rampTable(x, outs) builds, from the values alone (no forms, no units):
+ * every representation it tries has a unit per index where some output's second difference is
+ * non-zero (and one constant unit when it uses one and some F(0) ≠ 0), and a unit may be copied
+ * (a weight split over several units) but never dropped — so the units it returns are at least the
+ * smallest of these counts over the four representations. cheapestTableOrder uses it to skip
+ * input orders that cannot beat the best one found.
+ */
+export function rampUnitsLowerBound(outs: readonly { values: readonly number[] }[]): number {
+  const n = outs[0]?.values.length ?? 0;
+  let best = Infinity;
+  for (const dir of [1, -1] as const) {
+    const at = (v: readonly number[], i: number) => (dir === 1 ? v[i]! : v[n - 1 - i]!);
+    for (const withConst of [false, true]) {
+      const F = (v: readonly number[], i: number) => (i >= 0 ? at(v, i) : withConst ? at(v, 0) : 0);
+      let count = withConst && outs.some((o) => at(o.values, 0) !== 0) ? 1 : 0;
+      for (let i = withConst ? 1 : 0; i < n && count < best; i++) {
+        for (const o of outs) {
+          const v = o.values;
+          if (F(v, i) - 2 * F(v, i - 1) + F(v, i - 2) !== 0) { count++; break; }
+        }
+      }
+      best = Math.min(best, count);
+    }
+  }
+  return best;
+}
+
+/**
  * Units computing, for every output k, dim_k += values_k[x − lo] for integer x in [lo, hi], from
  * shared ramps RAMP_t(x) = A·max(0, ±(x − t)) with down weights c_t/A where c_t is the second
  * difference of the values (plus possibly one constant unit). Four representations are tried

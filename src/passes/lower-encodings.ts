@@ -5,7 +5,7 @@
  */
 import type { NodeId } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
-import { input, linUnit, rampTable } from '../gadgets/ffn-core.ts';
+import { input, linUnit, rampTable, rampUnitsLowerBound } from '../gadgets/ffn-core.ts';
 import { combine, constForm, form, type FfnUnit, type Form, type VDim } from '../lower/forms.ts';
 import { atNode, type LowerContext } from '../lower/context.ts';
 import { cheapestTableOrder } from './table-order.ts';
@@ -99,7 +99,7 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
     // The early forms below fall back to the decode of the scalar when their gadget's bounds fail.
     if (n.op === 'table') {
       const oneHotOver = (at: Int32Array) => dims.map((d, j) => ({ dim: d, values: Array.from(at, (i) => (n.values[i] === r.lo + j ? 1 : 0)) }));
-      const best = unlessBound(() => cheapestTableOrder(ctx, n.inputs, (ix, at) => rampTable(ix, oneHotOver(at), `${n.name}.onehot`)));
+      const best = unlessBound(() => cheapestTableOrder(ctx, n.inputs, (ix, at) => rampTable(ix, oneHotOver(at), `${n.name}.onehot`), (at) => rampUnitsLowerBound(oneHotOver(at))));
       if (best) {
         const { x, units } = best;
         const outs = oneHotOver(best.at);

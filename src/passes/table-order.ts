@@ -58,9 +58,12 @@ function candidateOrders(k: number): number[][] {
  * end) is lowered with `build`, which gets the index and `at`, the original flat index of each
  * position of the reordered one; the cheapest that meets every gadget bound wins (ties: the
  * earlier candidate, the given order first). When none does, the given order's error is thrown.
+ * `lowerBound(at)`, when given, is at most the units `build` would return for that order: an order
+ * whose bound reaches the best count so far is skipped unbuilt.
  */
 export function cheapestTableOrder(
   ctx: LowerContext, inputs: number[], build: (x: IntInput, at: Int32Array) => FfnUnit[],
+  lowerBound?: (at: Int32Array) => number,
 ): { x: IntInput; at: Int32Array; units: FfnUnit[] } {
   const spans = inputs.map((id) => { const r = ctx.resolve(id).range; return r.hi - r.lo + 1; });
   const total = spans.reduce((a, b) => a * b, 1);
@@ -84,6 +87,9 @@ export function cheapestTableOrder(
       }
       at[j] = orig;
     }
+    // An order whose units cannot be fewer than the best one's is not built (the result is the same:
+    // it could not win, and its errors matter only while nothing has been built).
+    if (best !== null && lowerBound !== undefined && lowerBound(at) >= best.units.length) continue;
     const x = input(f, 0, span - 1);
     try {
       const units = build(x, at);

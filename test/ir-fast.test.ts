@@ -84,6 +84,28 @@ describe('FastEvaluator matches the Interpreter on the example circuits', () => 
     });
   }
 
+  it('evaluators of one circuit share its generated code but not its state (RAMs, lookups, delays)', async () => {
+    for (const name of ['kv', 'regfile', 'delay']) {
+      const ir = await loadCircuitFile(`circuits/examples/${name}.ts`);
+      fc.assert(fc.property(streams(ir, 30), streams(ir, 30), (s1, s2) => {
+        const want1 = runInterpreter(new Interpreter(ir), s1);
+        const want2 = runInterpreter(new Interpreter(ir), s2);
+        const a = new FastEvaluator(ir);
+        const b = new FastEvaluator(ir); // the second one reuses the code generated for the first
+        const got: [Outcome[], Outcome[]] = [[], []];
+        const ended = (o: Outcome[]) => o.length > 0 && 'error' in o[o.length - 1]!;
+        // interleaved, one position each in turn: a state shared between the two would show in both
+        for (let i = 0; i < Math.max(s1.length, s2.length); i++) {
+          ([[a, s1], [b, s2]] as const).forEach(([fe, s], k) => {
+            if (i < s.length && !ended(got[k]!)) got[k]!.push(...runFast(fe, [s[i]!]));
+          });
+        }
+        expect(got[0]).toEqual(want1);
+        expect(got[1]).toEqual(want2);
+      }), { numRuns: 20, seed: 20261203 });
+    }
+  });
+
   it('kv: ties between published entries raise the same ChipcError in both', async () => {
     const ir = await loadCircuitFile('circuits/examples/kv.ts');
     // Two puts of key 1 with the same stamp 5 (values 2 and 3), then a get of key 1.

@@ -63,8 +63,12 @@ function expectedValue(res: CompileResult, s: SignalPlacement, v: number, positi
   }
 }
 
+const f32Scratch = new Float32Array(1);
+const u32OfF32 = new Uint32Array(f32Scratch.buffer);
+/** The float32 bit pattern of x (x rounded to float32 first), from one shared scratch word. */
 function f32bits(x: number): number {
-  return new Uint32Array(new Float32Array([x]).buffer)[0]!;
+  f32Scratch[0] = x;
+  return u32OfF32[0]!;
 }
 
 /** Is the placed signal in the residual after sublayer s (written, and not yet cleared)? */
@@ -103,8 +107,8 @@ export function checkCompiled(res: CompileResult, tokensIn: ArrayLike<number>, o
     const ref = interp.step(tok);
     refEmitted.push(ref.emitted);
     if (pos === 0) prefillLogits = ex.prefill(tokens.slice(0, prefillN), { allLogits: true });
-    const logits = pos < prefillN ? prefillLogits[pos]! : ex.decode(tok);
-    const got = argmax(logits);
+    // decodeArgmax is exactly argmax(decode(tok)), without a fresh array of every logit
+    const got = pos < prefillN ? argmax(prefillLogits[pos]!) : ex.decodeArgmax(tok);
     emitted.push(got);
     const cmp = comparePosition(res, ref.values, ref.emitted, afterSub[pos]!, got, pos);
     compared += cmp.compared;

@@ -33,6 +33,7 @@ import type { ModelConfig } from '../model/config.ts';
 import type { GdnWeights } from '../model/weights.ts';
 import type { GdnDims } from '../model/naming.ts';
 import { chunkGatedDeltaRule } from './gdn-chunked.ts';
+import { chunkGatedDeltaRuleSparse } from './gdn-chunked-sparse.ts';
 import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32 } from './numeric.ts';
@@ -132,7 +133,7 @@ function chunkMemo(
     }
   }
   const before = inputs.map((x) => x.slice());
-  const out = chunkGatedDeltaRule({ ...a, ctx });
+  const out = chunkGatedDeltaRuleSparse({ ...a, ctx }, ctx.order.kind) ?? chunkGatedDeltaRule({ ...a, ctx });
   bucket.push({ inputs: before, out: out.slice(), state: a.state.slice() });
   memo.set(h, bucket);
   return out;

@@ -17,22 +17,25 @@ import { asFirmwareAnswer as expected, memoryWordsFromModel, rowsFromModel } fro
 import { applyRequest, storeWorkload } from '../src/store/workload.ts';
 import type { StoreRequest } from '../src/store/firmware.ts';
 import { resolveTarget } from '../src/model/targets.ts';
-import type { CompileResult } from '../src/compile.ts';
+import type { ChipModel } from '../src/chip/loaded.ts';
 import { cli } from './helpers/cli.ts';
+import { sharedChip } from './helpers/shared-chips.ts';
 
 const SMALL = resolveStoreParams(CHIP_STORE_SMALL);
 const TARGET = resolveTarget('chip-test').config;
 
-let compiled: CompileResult;
+// The small store's chip is the generic chip with 4 KiB of code and 32 KiB of data: the test run's
+// shared chip, from its chip cache (the IR engine runs the circuit alone, without it).
+let compiled: ChipModel;
 let tmp: string;
-beforeAll(() => {
-  compiled = ChipStore.compile(SMALL, TARGET).res;
+beforeAll(async () => {
+  compiled = await sharedChip({ target: 'chip-test', codeBytes: 4096, memBytes: storeMemBytes(SMALL) });
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-store-chip-'));
 }, 120_000);
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function runWorkload(engine: 'weights' | 'ir', seed: number, count: number, p: StoreParams = SMALL): { codes: Set<string>; store: ChipStore; model: StoreModel } {
-  const store = ChipStore.open(p, { target: TARGET, engine, compiled });
+  const store = ChipStore.open(p, { target: TARGET, engine, ...(engine === 'weights' ? { compiled } : {}) });
   const model = new StoreModel(p);
   const codes = new Set<string>();
   storeWorkload(seed, count, p).forEach((q, i) => {
@@ -202,7 +205,9 @@ describe('chipc store', () => {
     const chipFile = path.join(tmp, 'store.chip');
     const made = await cli('store', 'chip', file, '-o', chipFile, '--json');
     expect(made.code).toBe(0);
-    expect(JSON.parse(made.out)).toMatchObject({ memBytes: 32768, layers: compiled.layers.length });
+    // the store chip is the chip cache's generic chip (here the shared one): copied, not compiled
+    expect(JSON.parse(made.out)).toMatchObject({ memBytes: 32768, layers: compiled.weights.config.numLayers, compileSeconds: 0, cache: { hit: true } });
+    expect(fs.readFileSync(chipFile).equals(fs.readFileSync(JSON.parse(made.out).cache.path))).toBe(true);
     expect((await cli('store', 'chip', file, '-o', chipFile)).err).toMatch(/exists/); // no silent overwrite
     const M = ['--model', chipFile];
     const model = new StoreModel(SMALL);
@@ -223,6 +228,11 @@ describe('chipc store', () => {
     expect(batch.ops[4].names).toEqual((want[4] as { names: number[][] }).names);
     const get = await cli('store', 'get', file, '7,8', ...M, '--json');
     expect(JSON.parse(get.out)).toMatchObject({ code: 'OK', content: [1, 2, 3] });
+    // without --model the weights come from the chip cache: a hit, nothing compiled
+    const cached = await cli('store', 'get', file, '7,8');
+    expect(cached.code).toBe(0);
+    expect(cached.out).toMatch(/^1,2,3$/m);
+    expect(cached.err).not.toMatch(/compiling/);
     const back = loadStoreFile(file);
     for (const t of TABLE_NAMES) expect([...back.rows(t)]).toEqual([...model.rows(t)].filter(([, f]) => f.some((v) => v !== 0)));
     // the IR engine needs the circuit; a store of another capacity needs another chip

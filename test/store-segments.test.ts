@@ -4,21 +4,24 @@
  * through the weights starts from an imported state; a wrong start state is caught at the end.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CHIP_STORE_SMALL, ChipStore } from '../src/store/chip.ts';
+import { CHIP_STORE_SMALL, ChipStore, storeMemBytes } from '../src/store/chip.ts';
 import { StoreModel, resolveStoreParams } from '../src/store/model.ts';
 import { modelAfter, runSegment, segmentPlan, segmentRange } from '../src/store/segments.ts';
 import { asFirmwareAnswer, rowsFromModel } from '../src/store/firmware.ts';
 import { applyRequest } from '../src/store/workload.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { ChipcError } from '../src/util/errors.ts';
-import type { CompileResult } from '../src/compile.ts';
+import type { ChipModel } from '../src/chip/loaded.ts';
+import { sharedChip } from './helpers/shared-chips.ts';
 
 const SMALL = resolveStoreParams(CHIP_STORE_SMALL);
 const TARGET = resolveTarget('chip-test').config;
 
-let compiled: CompileResult;
-beforeAll(() => {
-  compiled = ChipStore.compile(SMALL, TARGET).res;
+// The small store's chip (the test run's shared chip, from its chip cache) for the weights; the IR
+// engine runs the chip circuit alone.
+let compiled: ChipModel;
+beforeAll(async () => {
+  compiled = await sharedChip({ target: 'chip-test', codeBytes: 4096, memBytes: storeMemBytes(SMALL) });
 }, 120_000);
 
 const errorOf = (f: () => unknown): ChipcError => {
@@ -39,7 +42,7 @@ describe('store workload in segments', () => {
   it('segments through the IR add up to the continuous run: answers, tokens, end rows', () => {
     const plan = segmentPlan(SMALL, 11, 60, 20);
     // The continuous run: one session, the model beside it.
-    const s = ChipStore.open(SMALL, { target: TARGET, engine: 'ir', compiled });
+    const s = ChipStore.open(SMALL, { target: TARGET, engine: 'ir' });
     const m = new StoreModel(SMALL);
     let tokens = 0;
     const codes: Record<string, number> = {};
@@ -49,7 +52,7 @@ describe('store workload in segments', () => {
       tokens += c.promptTokens + c.generatedTokens;
       codes[c.result.code] = (codes[c.result.code] ?? 0) + 1;
     }
-    const segs = [0, 1, 2].map((i) => runSegment(plan, i, { target: TARGET, engine: 'ir', compiled }));
+    const segs = [0, 1, 2].map((i) => runSegment(plan, i, { target: TARGET, engine: 'ir' }));
     expect(segs.map((r) => [r.firstOp, r.ops])).toEqual([[0, 20], [20, 20], [40, 20]]);
     expect(segs.reduce((a, r) => a + r.tokens, 0)).toBe(tokens);
     const segCodes: Record<string, number> = {};
@@ -77,7 +80,7 @@ describe('store workload in segments', () => {
     expect(plan.ops.some((q) => q.op !== 'list' && q.name.join() === stray.join())).toBe(false);
     expect(start.put(stray, [1]).code).toBe('OK');
     // Its list answers show the stray file.
-    const e = errorOf(() => runSegment(plan, 1, { target: TARGET, engine: 'ir', compiled }, start));
+    const e = errorOf(() => runSegment(plan, 1, { target: TARGET, engine: 'ir' }, start));
     expect(e.code).toBe('store.segment');
     expect(e.message).toMatch(/segment 1, workload operation \d+ \(list\)/);
     // A one-operation segment whose get answers the same either way: only the end check sees it.
@@ -85,7 +88,7 @@ describe('store workload in segments', () => {
     const i = one.ops.findIndex((q, k) => k > 0 && q.op === 'get');
     const before = modelAfter(one, i);
     expect(before.put(stray, [1]).code).toBe('OK');
-    const e1 = errorOf(() => runSegment(one, i, { target: TARGET, engine: 'ir', compiled }, before));
+    const e1 = errorOf(() => runSegment(one, i, { target: TARGET, engine: 'ir' }, before));
     expect(e1.code).toBe('store.segment');
     expect(e1.message).toMatch(new RegExp(`segment ${i}: the chip's \\w+ rows after operation ${i} differ from the model's`));
   }, 120_000);

@@ -16,6 +16,7 @@ import { CODE_BASE } from '../../riscv/protocol.ts';
 import { ChipService, type ServiceEngine, type ServiceWrite } from '../chip/service.ts';
 import { chipIr, compileChip, programOf, readChipCheckpoint, type ChipProgram } from '../chip/run.ts';
 import { loadChipModel, type ChipModel } from '../chip/loaded.ts';
+import { cachedGenericChip } from '../chip/generic.ts';
 import type { CompileResult } from '../compile.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { NumericProfile } from '../exec/types.ts';
@@ -196,6 +197,27 @@ export class ChipStore {
       compileCache.set(key, hit);
     }
     return hit;
+  }
+
+  /**
+   * The store chip from chipc's chip cache, as `chipc run` takes the generic chip: the store chip
+   * is the generic chip of the store image's code RAM and the store's data RAM, so it shares
+   * `chipc run`'s cache key (target, config hash, the two sizes). On a miss it is compiled and
+   * written into the cache (`onCompile` told first) and the CompileResult returned; on a hit the
+   * cached `.chip` is opened. Pass `res` and `prog` to `open` (`compiled`, `program`).
+   */
+  static async cached(
+    params: StoreParams, target: { name: string; config: ModelConfig }, opts: { onCompile?: () => void; log?: (line: string) => void } = {},
+  ): Promise<{ prog: ChipProgram; res: ChipModel; memBytes: number; hit: boolean; path: string; compileSeconds: number }> {
+    const elf = fs.readFileSync(STORE_ELF);
+    const memBytes = storeMemBytes(params, elf);
+    const prog = programOf(elf, memBytes, target.config);
+    const c = await cachedGenericChip(
+      { targetName: target.name, target: target.config, codeBytes: prog.codeBytes, memBytes },
+      { ...(opts.onCompile ? { onCompile: opts.onCompile } : {}), ...(opts.log ? { log: opts.log } : {}) },
+    );
+    const res = c.compiled ?? loadChipModel(c.path, prog);
+    return { prog, res, memBytes, hit: c.hit, path: c.path, compileSeconds: c.compileSeconds };
   }
 
   /**

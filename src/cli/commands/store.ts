@@ -41,6 +41,7 @@ interface CommonOptions {
   model?: string;
   profile: string;
   ephemeral?: boolean;
+  cache: boolean;
   json?: boolean;
 }
 
@@ -54,7 +55,7 @@ function showTokens(ids: readonly number[], text: boolean): string {
 
 const engineOf = (s: string): ServiceEngine => engineOption(s);
 
-function open(file: string, o: CommonOptions): { model: StoreModel; store: ChipStore } {
+async function open(file: string, o: CommonOptions): Promise<{ model: StoreModel; store: ChipStore }> {
   if (!fs.existsSync(file)) throw new ChipcError('store.missing', `${file}: no store file (create one with "chipc store init ${file}")`);
   const model = loadStoreFile(file);
   const profile = profileOption(o.profile);
@@ -65,7 +66,18 @@ function open(file: string, o: CommonOptions): { model: StoreModel; store: ChipS
     const store = ChipStore.open(model, { target: chip.res.weights.config, compiled: chip.res, program: chip.prog, memBytes: chip.memBytes, profile });
     return { model, store };
   }
-  const store = ChipStore.open(model, { target: resolveTarget(o.target).config, engine: engineOf(o.engine), profile });
+  const target = resolveTarget(o.target);
+  const engine = engineOf(o.engine);
+  if (engine === 'weights' && o.cache) {
+    // the store chip from the chip cache (compiled into it on the first run, as `chipc run` does)
+    const chip = await ChipStore.cached(model.params, target, {
+      log: (line) => { if (!o.json) process.stderr.write(`${line}\n`); },
+      onCompile: () => { if (!o.json) process.stderr.write(`chipc: compiling the store chip for ${target.name} once; later runs take it from the chip cache\n`); },
+    });
+    const store = ChipStore.open(model, { target: target.config, compiled: chip.res, program: chip.prog, memBytes: chip.memBytes, profile });
+    return { model, store };
+  }
+  const store = ChipStore.open(model, { target: target.config, engine, profile });
   return { model, store };
 }
 
@@ -103,6 +115,7 @@ function common(cmd: Command): Command {
     .option('--model <chip>', 'run the store chip saved by "chipc store chip" (a directory or .chip file) instead of compiling one')
     .option('--profile <p>', 'numeric profile: f32 or bf16', 'f32')
     .option('--ephemeral', 'do not write the store file back (the result is printed, nothing is saved)')
+    .option('--no-cache', 'compile the store chip in this process instead of taking it from the chip cache')
     .option('--json', 'print one JSON document');
 }
 
@@ -174,9 +187,10 @@ export function registerStore(program: Command, run: Runner): void {
     .option('--target <name|config.json>', 'target model shape', 'chip-test')
     .option('--dtype <d>', 'bf16 or f32', 'bf16')
     .option('--overwrite', 'replace an existing output')
+    .option('--no-cache', 'compile the chip in this process (a bf16 .chip output is otherwise a copy of the chip cache\'s, compiled into it when missing)')
     .option('--json', 'print one JSON document')
-    .action((file: string, o: { output: string; target: string; dtype: string; overwrite?: boolean; json?: boolean }) =>
-      run(() => {
+    .action((file: string, o: { output: string; target: string; dtype: string; overwrite?: boolean; cache: boolean; json?: boolean }) =>
+      run(async () => {
         const out = makeOut(Boolean(o.json));
         if (!fs.existsSync(file)) throw new ChipcError('store.missing', `${file}: no store file (create one with "chipc store init ${file}")`);
         if (o.dtype !== 'bf16' && o.dtype !== 'f32') throw new ChipcError('cli.dtype', `--dtype must be bf16 or f32, not "${o.dtype}"`);
@@ -185,13 +199,38 @@ export function registerStore(program: Command, run: Runner): void {
         // refused before the compile, not after it
         prepareOutput(o.output, { option: '-o', inputs: [file, fs.existsSync(o.target) ? o.target : undefined], overwrite: true });
         if (fs.existsSync(o.output) && !o.overwrite) throw new ChipcError('store.chip-exists', `${o.output} exists (use --overwrite to replace it)`);
-        const t0 = performance.now();
-        const { prog, res, memBytes } = ChipStore.compile(params, target.config);
-        const compileSeconds = (performance.now() - t0) / 1000;
-        emitChip(o.output, res, prog.chip, target.name, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32', overwrite: Boolean(o.overwrite) });
-        out.emit({ file, output: o.output, target: target.name, memBytes, layers: res.layers.length, compileSeconds: +compileSeconds.toFixed(2) });
-        out.line(`${o.output}: the store chip for ${file} (${memBytes / 1024} KiB data RAM) compiled for ${target.name} in ${compileSeconds.toFixed(1)} s ` +
-          `(${res.layers.length} layers); run store commands on it with --model ${o.output}`);
+        let layers: number;
+        let memBytes: number;
+        let compileSeconds = 0;
+        let cache: { hit: boolean; path: string } | null = null;
+        if (o.cache && o.dtype === 'bf16' && o.output.endsWith('.chip')) {
+          // the chip cache holds this chip as a bf16 .chip, written by the same emitter: a copy is
+          // byte-identical to a fresh emission
+          const c = await ChipStore.cached(params, target, {
+            onCompile: () => { if (!o.json) process.stderr.write(`chipc: compiling the store chip for ${target.name} into the chip cache\n`); },
+          });
+          const tmp = `${o.output}.tmp-${process.pid}`;
+          try {
+            fs.copyFileSync(c.path, tmp);
+            fs.renameSync(tmp, o.output);
+          } finally {
+            fs.rmSync(tmp, { force: true });
+          }
+          ({ memBytes, compileSeconds } = c);
+          layers = c.res.weights.config.numLayers;
+          cache = { hit: c.hit, path: c.path };
+        } else {
+          const t0 = performance.now();
+          const { prog, res, memBytes: m } = ChipStore.compile(params, target.config);
+          compileSeconds = (performance.now() - t0) / 1000;
+          emitChip(o.output, res, prog.chip, target.name, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32', overwrite: Boolean(o.overwrite) });
+          layers = res.weights.config.numLayers;
+          memBytes = m;
+        }
+        out.emit({ file, output: o.output, target: target.name, memBytes, layers, compileSeconds: +compileSeconds.toFixed(2), cache });
+        out.line(`${o.output}: the store chip for ${file} (${memBytes / 1024} KiB data RAM) for ${target.name}, ` +
+          (cache === null ? `compiled in ${compileSeconds.toFixed(1)} s` : cache.hit ? 'from the chip cache' : `compiled into the chip cache in ${compileSeconds.toFixed(1)} s`) +
+          ` (${layers} layers); run store commands on it with --model ${o.output}`);
         return 0;
       })(),
     );
@@ -200,10 +239,10 @@ export function registerStore(program: Command, run: Runner): void {
     const cmd = common(store.command(name).description(desc).argument('<file>', 'the store file'));
     for (const a of args) cmd.argument(`<${a}>`);
     cmd.action((file: string, ...rest: unknown[]) =>
-      run(() => {
+      run(async () => {
         const o = rest[args.length] as CommonOptions;
         const out = makeOut(Boolean(o.json));
-        const { store: s } = open(file, o);
+        const { store: s } = await open(file, o);
         const c = fn(s, rest.slice(0, args.length) as string[], o);
         const r = c.result as FirmwareResult;
         const saved = mutates && r.code === 'OK' ? save(file, s, o) : false;
@@ -226,7 +265,7 @@ export function registerStore(program: Command, run: Runner): void {
     .argument('<file>', 'the store file')
     .argument('[script]', 'the script: one operation per line (docs/store.md "Scripts"); - or none reads stdin'))
     .action((file: string, script: string | undefined, o: CommonOptions) =>
-      run(() => {
+      run(async () => {
         const out = makeOut(Boolean(o.json));
         const fromStdin = script === undefined || script === '-';
         if (script === undefined && process.stdin.isTTY) {
@@ -237,7 +276,7 @@ export function registerStore(program: Command, run: Runner): void {
         // the whole script is checked before the chip is compiled or anything runs
         const ops = parseStoreScript(src, { text: Boolean(o.text), label: fromStdin ? 'stdin' : script });
         const t0 = performance.now();
-        const { store: s } = open(file, o);
+        const { store: s } = await open(file, o);
         const openSeconds = (performance.now() - t0) / 1000;
         const docs: Record<string, unknown>[] = [];
         let changed = false;
@@ -271,9 +310,9 @@ export function registerStore(program: Command, run: Runner): void {
   common(store.command('dump').description('print the limits, counters and every file (name, content) as the chip holds them')
     .argument('<file>', 'the store file'))
     .action((file: string, o: CommonOptions) =>
-      run(() => {
+      run(async () => {
         const out = makeOut(Boolean(o.json));
-        const { store: s } = open(file, o);
+        const { store: s } = await open(file, o);
         const l = s.list();
         if (l.result.code !== 'OK') throw new ChipcError('store.corrupt', `${file}: list answered ${l.result.code}`);
         const files = l.result.names.map((name) => {
@@ -291,10 +330,10 @@ export function registerStore(program: Command, run: Runner): void {
       })(),
     );
 
-  const roundTrip = (file: string, output: string | undefined, o: CommonOptions & { output?: string; overwrite?: boolean }, verb: string) => {
+  const roundTrip = async (file: string, output: string | undefined, o: CommonOptions & { output?: string; overwrite?: boolean }, verb: string) => {
     const out = makeOut(Boolean(o.json));
     if (output !== undefined) prepareOutput(output, { option: '-o', inputs: [file, o.model], overwrite: o.overwrite === true });
-    const { model, store: s } = open(file, o);
+    const { model, store: s } = await open(file, o);
     const back = s.exportModel();
     const want = encodeStore(model);
     const got = encodeStore(back);

@@ -209,6 +209,30 @@ describe('emitRows: the ambiguity check', () => {
       expect((err as CircuitErrors).problems.map((q) => q.code)).toContain('emit.injective');
     }), { numRuns: 400 });
   });
+
+  it('refuses malformed rows: a row constraining no field, a value outside its field\'s range, a wrong count, a token outside the vocabulary', () => {
+    const problemsOf = (rows: { token: number; values: (number | null)[] }[]) => {
+      try {
+        buildCircuit(defineCircuit({ name: 'rows', vocab: 27 }, (c) => {
+          const f = [0, 1].map((k) => c.tokenField(`f${k}`, (t) => Math.floor(t / 3 ** k) % 3, [0, 2]));
+          c.emitRows(f, rows);
+        }));
+      } catch (e) {
+        expect(e).toBeInstanceOf(CircuitErrors);
+        return (e as CircuitErrors).problems.map((q) => `${q.code}: ${q.message}`);
+      }
+      return [];
+    };
+    expect(problemsOf([{ token: 0, values: [0, 1] }, { token: 1, values: [1, null] }])).toEqual([]);
+    expect(problemsOf([{ token: 0, values: [null, null] }])).toEqual(['emit.rows: emit row of token 0 constrains no field']);
+    expect(problemsOf([{ token: 3, values: [1, 5] }, { token: 4, values: [7, 9] }])).toEqual([
+      'emit.rows: emit row of token 3 requires 5 of "f1", outside its range [0, 2]',
+      'emit.rows: emit row of token 4 requires 7 of "f0", outside its range [0, 2]',
+      'emit.rows: emit row of token 4 requires 9 of "f1", outside its range [0, 2]',
+    ]);
+    expect(problemsOf([{ token: 2, values: [1] }])).toEqual(['emit.rows: emit row of token 2 has 1 values for 2 fields']);
+    expect(problemsOf([{ token: 27, values: [1, 1] }])).toEqual(['emit.token: emit row token 27 is not a token id of the vocabulary [0, 27)']);
+  });
 });
 
 describe('previousAll: several delays in one group of delay RAMs', () => {

@@ -9,9 +9,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ChipService, ServiceEmulator, requestPrompt } from '../src/chip/service.ts';
-import { compileChip, programOf, type ChipProgram } from '../src/chip/run.ts';
-import type { CompileResult } from '../src/compile.ts';
-import { resolveTarget } from '../src/model/targets.ts';
+import { chipIr, programOf, type ChipProgram } from '../src/chip/run.ts';
+import type { ChipModel } from '../src/chip/loaded.ts';
+import { sharedChip } from './helpers/shared-chips.ts';
 import { BOS_ID, decodeToken, encodeToken } from '../riscv/protocol.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import { assembleElf, encode } from '../riscv/asm.ts';
@@ -100,11 +100,15 @@ describe('requestPrompt', () => {
 });
 
 describe('a service through the compiled weights (chip-test)', () => {
-  let res: CompileResult;
+  // The generic chip with 4 KiB of code and 32 KiB of data (the test run's shared chip, from its
+  // chip cache); the IR engine runs its circuit.
+  const SHAPE = { codeBytes: 4096, memBytes: MEM };
+  let res: ChipModel;
   let prog: ChipProgram;
-  beforeAll(() => {
-    prog = programOf(ELF, MEM);
-    res = compileChip(prog.chip, resolveTarget('chip-test').config);
+  const irEngine = (p: ChipProgram) => new ChipService(null, p, { engine: 'ir', ir: chipIr(p.chip) });
+  beforeAll(async () => {
+    prog = programOf(ELF, SHAPE);
+    res = await sharedChip({ target: 'chip-test', ...SHAPE });
   }, 120_000);
 
   it('every call generates the golden stream, re-entering after each HALT', () => {
@@ -135,7 +139,7 @@ describe('a service through the compiled weights (chip-test)', () => {
   it('the IR engine generates the same streams', () => {
     const emu = ServiceEmulator.load(ELF, MEM, prog.codeBytes);
     const area = emu.symbol('__service_area');
-    const chip = new ChipService(res, prog, { engine: 'ir' });
+    const chip = irEngine(prog);
     for (const [op, v] of CALLS) {
       const c = emu.call([[area, op], [area + 4, v]], { trace: true });
       expect(chip.call(c.prompt, { golden: c.trace!.tokens }).divergence).toBeNull();
@@ -158,7 +162,7 @@ describe('a service through the compiled weights (chip-test)', () => {
     expect(g.halt.reason).not.toBe('exit');
     const trapTok = encodeToken({ kind: 'TRAP', cause: 1 });
     expect(g.tokens[g.tokens.length - 1]).toBe(trapTok);
-    const chip = new ChipService(res, trapProg, { engine: 'ir' });
+    const chip = irEngine(trapProg);
     const r = chip.call(requestPrompt(BOS_ID, [], trapProg.entry, MEM), { golden: g.tokens });
     expect(r.divergence).toBeNull();
     expect(r.trap).toBe(1);

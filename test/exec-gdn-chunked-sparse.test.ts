@@ -108,6 +108,14 @@ describe('chunkGatedDeltaRuleSparse: refuses what it cannot skip exactly', () =>
     }
   });
 
+  it('checks its arguments as the dense kernel does (exec.gdn-chunk-input)', () => {
+    const c = chipLikeCase(5, 10, 8, 4, 4, 0.5);
+    const args = { ...c, chunkSize: c.C, state: c.state.slice(), ctx: makeTestContext('sequential') };
+    for (const bad of [{ v: c.v.subarray(1) }, { L: 11 }, { chunkSize: 0 }, { state: new Float32Array(3) }]) {
+      expect(() => chunkGatedDeltaRuleSparse({ ...args, ...bad }, 'sequential')).toThrow(expect.objectContaining({ code: 'exec.gdn-chunk-input' }));
+    }
+  });
+
   it('shuffled order and the inverse variant are left to the dense kernel', () => {
     const c = chipLikeCase(4, 10, 8, 4, 4, 0.5);
     const args = { ...c, chunkSize: c.C, state: c.state.slice(), ctx: makeTestContext({ shuffleSeed: 1 }) };

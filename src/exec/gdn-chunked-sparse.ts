@@ -17,7 +17,7 @@
  * the kernel returns null and leaves the state alone, and the caller runs the dense kernel.
  */
 import { addRoundOnce } from './numeric.ts';
-import type { ChunkGatedDeltaRuleArgs } from './gdn-chunked.ts';
+import { checkChunkArgs, type ChunkGatedDeltaRuleArgs } from './gdn-chunked.ts';
 import type { OrderMode } from './types.ts';
 
 const f = Math.fround;
@@ -71,12 +71,13 @@ function sparseDot(
 }
 
 /**
- * chunkGatedDeltaRule (variant 'solve', the caller's checks done) over the non-zeros, for the
+ * chunkGatedDeltaRule (variant 'solve'; the same argument checks) over the non-zeros, for the
  * sequential and fma orders (`order`: the order mode of args.ctx's dot): the same outputs and
  * final state bit for bit, or null (state untouched) when an operand is not finite, the order is
  * shuffled or the variant is 'inverse'.
  */
 export function chunkGatedDeltaRuleSparse(args: ChunkGatedDeltaRuleArgs, order: OrderMode['kind']): Float32Array | null {
+  checkChunkArgs(args);
   const { L, dk, dv, q, k, v, g, beta, ctx } = args;
   const C = args.chunkSize ?? 64;
   if ((args.variant ?? 'solve') !== 'solve' || (order !== 'sequential' && order !== 'fma')) return null;

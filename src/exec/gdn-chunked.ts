@@ -72,6 +72,25 @@ function checkDim(name: string, n: number, min: number): void {
   }
 }
 
+/** The argument checks of chunkGatedDeltaRule (sizes, lengths, variant): ChipcError exec.gdn-chunk-input. */
+export function checkChunkArgs(args: ChunkGatedDeltaRuleArgs): void {
+  const { L, dk, dv } = args;
+  const variant = args.variant ?? 'solve';
+  checkDim('L', L, 0);
+  checkDim('dk', dk, 1);
+  checkDim('dv', dv, 1);
+  checkDim('chunkSize', args.chunkSize ?? 64, 1);
+  if (variant !== 'solve' && variant !== 'inverse') {
+    throw new ChipcError('exec.gdn-chunk-input', `chunkGatedDeltaRule: unknown variant '${String(variant)}'`);
+  }
+  checkLen('q', args.q, L * dk);
+  checkLen('k', args.k, L * dk);
+  checkLen('v', args.v, L * dv);
+  checkLen('g', args.g, L);
+  checkLen('beta', args.beta, L);
+  checkLen('state', args.state, dk * dv);
+}
+
 /**
  * Chunked gated delta rule for one value head. Exact math (per chunk of C positions, t local,
  * c_t = Σ_{u≤t} g_u within the chunk, padded positions have q = k = v = g = β = 0):
@@ -84,22 +103,10 @@ function checkDim(name: string, n: number, min: number): void {
  * Returns the [L·dv] outputs; `state` is updated in place to the final state.
  */
 export function chunkGatedDeltaRule(args: ChunkGatedDeltaRuleArgs): Float32Array {
+  checkChunkArgs(args);
   const { L, dk, dv, q, k, v, g, beta, state, ctx } = args;
   const C = args.chunkSize ?? 64;
   const variant = args.variant ?? 'solve';
-  checkDim('L', L, 0);
-  checkDim('dk', dk, 1);
-  checkDim('dv', dv, 1);
-  checkDim('chunkSize', C, 1);
-  if (variant !== 'solve' && variant !== 'inverse') {
-    throw new ChipcError('exec.gdn-chunk-input', `chunkGatedDeltaRule: unknown variant '${String(variant)}'`);
-  }
-  checkLen('q', q, L * dk);
-  checkLen('k', k, L * dk);
-  checkLen('v', v, L * dv);
-  checkLen('g', g, L);
-  checkLen('beta', beta, L);
-  checkLen('state', state, dk * dv);
 
   const out = new Float32Array(L * dv);
   const dot = ctx.dot;

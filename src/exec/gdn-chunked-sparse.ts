@@ -17,13 +17,13 @@
  * the kernel returns null and leaves the state alone, and the caller runs the dense kernel.
  */
 import { addRoundOnce } from './numeric.ts';
-import { checkChunkArgs, type ChunkGatedDeltaRuleArgs } from './gdn-chunked.ts';
+import { checkChunkArgs, decayQueriesKeys, loadChunk, newChunkArrays, type ChunkGatedDeltaRuleArgs } from './gdn-chunked.ts';
 import type { OrderMode } from './types.ts';
 
 const f = Math.fround;
 
-function allFinite(a: Float32Array, n = a.length): boolean {
-  for (let i = 0; i < n; i++) if (!Number.isFinite(a[i]!)) return false;
+function allFinite(a: Float32Array): boolean {
+  for (let i = 0; i < a.length; i++) if (!Number.isFinite(a[i]!)) return false;
   return true;
 }
 
@@ -78,7 +78,7 @@ function sparseDot(
  */
 export function chunkGatedDeltaRuleSparse(args: ChunkGatedDeltaRuleArgs, order: OrderMode['kind']): Float32Array | null {
   checkChunkArgs(args);
-  const { L, dk, dv, q, k, v, g, beta, ctx } = args;
+  const { L, dk, dv, q, k, v, g, beta } = args;
   const C = args.chunkSize ?? 64;
   if ((args.variant ?? 'solve') !== 'solve' || (order !== 'sequential' && order !== 'fma')) return null;
   const fma = order === 'fma';
@@ -86,21 +86,12 @@ export function chunkGatedDeltaRuleSparse(args: ChunkGatedDeltaRuleArgs, order: 
   const S = args.state.slice();
   const out = new Float32Array(L * dv);
 
-  const qc = new Float32Array(C * dk);
-  const kc = new Float32Array(C * dk);
-  const kBeta = new Float32Array(C * dk);
-  const vBeta = new Float32Array(C * dv);
-  const gc = new Float32Array(C);
-  const cum = new Float32Array(C);
-  const expCum = new Float32Array(C);
-  const decay = new Float32Array(C * C);
+  const ch0 = newChunkArrays(C, dk, dv);
+  const { qc, kc, kBeta, vBeta, expCum, decay, decayedKBeta, qDecayed, kDecayed } = ch0;
   const tri = new Float32Array(C * C);
   const newValues = new Float32Array(C * dv);
-  const decayedKBeta = new Float32Array(C * dk);
   const kCumDecay = new Float32Array(C * dk);
   const vNew = new Float32Array(C * dv);
-  const qDecayed = new Float32Array(C * dk);
-  const kDecayed = new Float32Array(C * dk);
   const intra = new Float32Array(C * C);
   const sNext = new Float32Array(dk * dv);
   // non-zero lists: rows of kc, qc, kCumDecay, qDecayed (dk each), of tri and intra (C each),
@@ -116,23 +107,7 @@ export function chunkGatedDeltaRuleSparse(args: ChunkGatedDeltaRuleArgs, order: 
   for (let ch = 0; ch < numChunks; ch++) {
     const t0 = ch * C;
     const n = Math.min(C, L - t0);
-    qc.fill(0); kc.fill(0); vBeta.fill(0); kBeta.fill(0); gc.fill(0);
-    qc.set(q.subarray(t0 * dk, (t0 + n) * dk));
-    kc.set(k.subarray(t0 * dk, (t0 + n) * dk));
-    gc.set(g.subarray(t0, t0 + n));
-    for (let t = 0; t < C; t++) {
-      const b = t < n ? beta[t0 + t]! : 0;
-      for (let j = 0; j < dv; j++) vBeta[t * dv + j] = f((t < n ? v[(t0 + t) * dv + j]! : 0) * b);
-      for (let i = 0; i < dk; i++) kBeta[t * dk + i] = f(kc[t * dk + i]! * b);
-    }
-    for (let t = 0; t < C; t++) cum[t] = ctx.sum(gc, 0, 1, t + 1);
-    for (let t = 0; t < C; t++) expCum[t] = f(Math.exp(cum[t]!));
-    for (let t = 0; t < C; t++) {
-      for (let u = 0; u < C; u++) decay[t * C + u] = u <= t ? f(Math.exp(f(cum[t]! - cum[u]!))) : 0;
-    }
-    for (let t = 0; t < C; t++) {
-      for (let i = 0; i < dk; i++) decayedKBeta[t * dk + i] = f(kBeta[t * dk + i]! * expCum[t]!);
-    }
+    loadChunk(args, C, t0, n, ch0);
     if (!allFinite(kBeta) || !allFinite(decay) || !allFinite(expCum)) return null;
     for (let t = 0; t < C; t++) {
       kCnt[t] = nonZeros(kc, t * dk, 1, dk, kNz, t * dk);
@@ -159,15 +134,7 @@ export function chunkGatedDeltaRuleSparse(args: ChunkGatedDeltaRuleArgs, order: 
       }
     }
     if (!allFinite(intra)) return null;
-    const cLast = cum[C - 1]!;
-    const chunkDecay = f(Math.exp(cLast));
-    for (let t = 0; t < C; t++) {
-      const kd = f(Math.exp(f(cLast - cum[t]!)));
-      for (let i = 0; i < dk; i++) {
-        qDecayed[t * dk + i] = f(qc[t * dk + i]! * expCum[t]!);
-        kDecayed[t * dk + i] = f(kc[t * dk + i]! * kd);
-      }
-    }
+    const chunkDecay = decayQueriesKeys(ch0, C, dk);
     for (let t = 0; t < C; t++) {
       kcdCnt[t] = nonZeros(kCumDecay, t * dk, 1, dk, kcdNz, t * dk);
       qdCnt[t] = nonZeros(qDecayed, t * dk, 1, dk, qdNz, t * dk);

@@ -92,6 +92,67 @@ export function checkChunkArgs(args: ChunkGatedDeltaRuleArgs): void {
 }
 
 /**
+ * The element-wise arrays of one chunk (padded positions stay zero, like F.pad), shared by the
+ * dense kernel and its sparse evaluation (gdn-chunked-sparse.ts) so that both compute them with
+ * the same operations: the chunk's q, k, g; v·β and k·β; cum = cumsum(g) (through ctx.sum);
+ * exp(cum); decay[t,u] = exp(cum_t − cum_u) for u ≤ t, 0 above the diagonal; k·β·exp(cum); and,
+ * from decayQueriesKeys, q·exp(cum) and k·exp(cum_last − cum).
+ */
+export interface ChunkArrays {
+  qc: Float32Array; kc: Float32Array; gc: Float32Array; kBeta: Float32Array; vBeta: Float32Array;
+  cum: Float32Array; expCum: Float32Array; decay: Float32Array; decayedKBeta: Float32Array;
+  qDecayed: Float32Array; kDecayed: Float32Array;
+}
+
+export function newChunkArrays(C: number, dk: number, dv: number): ChunkArrays {
+  const a = (n: number) => new Float32Array(n);
+  return {
+    qc: a(C * dk), kc: a(C * dk), gc: a(C), kBeta: a(C * dk), vBeta: a(C * dv), cum: a(C), expCum: a(C),
+    decay: a(C * C), decayedKBeta: a(C * dk), qDecayed: a(C * dk), kDecayed: a(C * dk),
+  };
+}
+
+/** Fills `c` for the chunk of positions t0 … t0+n−1 (n ≤ C) of `args` (all but qDecayed, kDecayed). */
+export function loadChunk(args: ChunkGatedDeltaRuleArgs, C: number, t0: number, n: number, c: ChunkArrays): void {
+  const { dk, dv, q, k, v, g, beta, ctx } = args;
+  const { qc, kc, gc, kBeta, vBeta, cum, expCum, decay, decayedKBeta } = c;
+  qc.fill(0); kc.fill(0); vBeta.fill(0); kBeta.fill(0); gc.fill(0);
+  qc.set(q.subarray(t0 * dk, (t0 + n) * dk));
+  kc.set(k.subarray(t0 * dk, (t0 + n) * dk));
+  gc.set(g.subarray(t0, t0 + n));
+  // v_beta = value·β, k_beta = key·β (padding: 0·0).
+  for (let t = 0; t < C; t++) {
+    const b = t < n ? beta[t0 + t] : 0;
+    for (let j = 0; j < dv; j++) vBeta[t * dv + j] = f((t < n ? v[(t0 + t) * dv + j] : 0) * b);
+    for (let i = 0; i < dk; i++) kBeta[t * dk + i] = f(kc[t * dk + i] * b);
+  }
+  // cum_decay = cumsum(g) within the chunk.
+  for (let t = 0; t < C; t++) cum[t] = ctx.sum(gc, 0, 1, t + 1);
+  for (let t = 0; t < C; t++) expCum[t] = f(Math.exp(cum[t]));
+  for (let t = 0; t < C; t++) {
+    for (let u = 0; u < C; u++) decay[t * C + u] = u <= t ? f(Math.exp(f(cum[t] - cum[u]))) : 0;
+  }
+  // decayed_k_beta = k_beta · exp(cum_decay).
+  for (let t = 0; t < C; t++) {
+    for (let i = 0; i < dk; i++) decayedKBeta[t * dk + i] = f(kBeta[t * dk + i] * expCum[t]);
+  }
+}
+
+/** query ⊙ exp(cum) and key ⊙ exp(cum_last − cum) into `c`; returns chunk_decay = exp(cum_last). */
+export function decayQueriesKeys(c: ChunkArrays, C: number, dk: number): number {
+  const { qc, kc, cum, expCum, qDecayed, kDecayed } = c;
+  const cLast = cum[C - 1];
+  for (let t = 0; t < C; t++) {
+    const kd = f(Math.exp(f(cLast - cum[t])));
+    for (let i = 0; i < dk; i++) {
+      qDecayed[t * dk + i] = f(qc[t * dk + i] * expCum[t]);
+      kDecayed[t * dk + i] = f(kc[t * dk + i] * kd);
+    }
+  }
+  return f(Math.exp(cLast));
+}
+
+/**
  * Chunked gated delta rule for one value head. Exact math (per chunk of C positions, t local,
  * c_t = Σ_{u≤t} g_u within the chunk, padded positions have q = k = v = g = β = 0):
  *   A[t,u]  = (β_t k_t · k_u)·exp(c_t − c_u)               u < t   (strictly lower)
@@ -104,29 +165,19 @@ export function checkChunkArgs(args: ChunkGatedDeltaRuleArgs): void {
  */
 export function chunkGatedDeltaRule(args: ChunkGatedDeltaRuleArgs): Float32Array {
   checkChunkArgs(args);
-  const { L, dk, dv, q, k, v, g, beta, state, ctx } = args;
+  const { L, dk, dv, state, ctx } = args;
   const C = args.chunkSize ?? 64;
   const variant = args.variant ?? 'solve';
 
   const out = new Float32Array(L * dv);
   const dot = ctx.dot;
 
-  // Per-chunk scratch (padded positions stay zero, like F.pad).
-  const qc = new Float32Array(C * dk);
-  const kc = new Float32Array(C * dk);
-  const kBeta = new Float32Array(C * dk);
-  const vBeta = new Float32Array(C * dv);
-  const gc = new Float32Array(C);
-  const cum = new Float32Array(C);
-  const expCum = new Float32Array(C);
-  const decay = new Float32Array(C * C); // exp(c_t − c_u) for u ≤ t, 0 above the diagonal
+  const ch0 = newChunkArrays(C, dk, dv);
+  const { kc, qc, kBeta, vBeta, decay, decayedKBeta, qDecayed, kDecayed } = ch0;
   const tri = new Float32Array(C * C); // the strictly lower system (solve) or T = (I+A)⁻¹ (inverse)
   const newValues = new Float32Array(C * dv);
-  const decayedKBeta = new Float32Array(C * dk);
   const kCumDecay = new Float32Array(C * dk);
   const vNew = new Float32Array(C * dv);
-  const qDecayed = new Float32Array(C * dk);
-  const kDecayed = new Float32Array(C * dk);
   const intra = new Float32Array(C * C);
   const coefs = new Float32Array(C + 1);
   const rhs = new Float32Array(C + 1);
@@ -137,26 +188,7 @@ export function chunkGatedDeltaRule(args: ChunkGatedDeltaRuleArgs): Float32Array
   for (let ch = 0; ch < numChunks; ch++) {
     const t0 = ch * C;
     const n = Math.min(C, L - t0); // real (unpadded) positions in this chunk
-    qc.fill(0); kc.fill(0); vBeta.fill(0); kBeta.fill(0); gc.fill(0);
-    qc.set(q.subarray(t0 * dk, (t0 + n) * dk));
-    kc.set(k.subarray(t0 * dk, (t0 + n) * dk));
-    gc.set(g.subarray(t0, t0 + n));
-    // v_beta = value·β, k_beta = key·β (padding: 0·0).
-    for (let t = 0; t < C; t++) {
-      const b = t < n ? beta[t0 + t] : 0;
-      for (let j = 0; j < dv; j++) vBeta[t * dv + j] = f((t < n ? v[(t0 + t) * dv + j] : 0) * b);
-      for (let i = 0; i < dk; i++) kBeta[t * dk + i] = f(kc[t * dk + i] * b);
-    }
-    // cum_decay = cumsum(g) within the chunk.
-    for (let t = 0; t < C; t++) cum[t] = ctx.sum(gc, 0, 1, t + 1);
-    for (let t = 0; t < C; t++) expCum[t] = f(Math.exp(cum[t]));
-    for (let t = 0; t < C; t++) {
-      for (let u = 0; u < C; u++) decay[t * C + u] = u <= t ? f(Math.exp(f(cum[t] - cum[u]))) : 0;
-    }
-    // decayed_k_beta = k_beta · exp(cum_decay).
-    for (let t = 0; t < C; t++) {
-      for (let i = 0; i < dk; i++) decayedKBeta[t * dk + i] = f(kBeta[t * dk + i] * expCum[t]);
-    }
+    loadChunk(args, C, t0, n, ch0);
 
     if (variant === 'solve') {
       // ut_system[t,u] = (k_beta_t · k_u)·pairwise_decay; only the strictly lower part is read.
@@ -193,15 +225,7 @@ export function chunkGatedDeltaRule(args: ChunkGatedDeltaRuleArgs): Float32Array
       }
     }
     // query ⊙ exp(cum), key ⊙ exp(cum_last − cum), chunk_decay = exp(cum_last).
-    const cLast = cum[C - 1];
-    const chunkDecay = f(Math.exp(cLast));
-    for (let t = 0; t < C; t++) {
-      const kd = f(Math.exp(f(cLast - cum[t])));
-      for (let i = 0; i < dk; i++) {
-        qDecayed[t * dk + i] = f(qc[t * dk + i] * expCum[t]);
-        kDecayed[t * dk + i] = f(kc[t * dk + i] * kd);
-      }
-    }
+    const chunkDecay = decayQueriesKeys(ch0, C, dk);
     // v_new = new_values − k_cumdecay @ S.
     for (let t = 0; t < C; t++) {
       for (let j = 0; j < dv; j++) {

@@ -212,10 +212,7 @@ export class ChipStore {
     const elf = fs.readFileSync(STORE_ELF);
     const memBytes = storeMemBytes(params, elf);
     const prog = programOf(elf, memBytes, target.config);
-    const c = await cachedGenericChip(
-      { targetName: target.name, target: target.config, codeBytes: prog.codeBytes, memBytes },
-      { ...(opts.onCompile ? { onCompile: opts.onCompile } : {}), ...(opts.log ? { log: opts.log } : {}) },
-    );
+    const c = await cachedGenericChip({ targetName: target.name, target: target.config, codeBytes: prog.codeBytes, memBytes }, opts);
     const res = c.compiled ?? loadChipModel(c.path, prog);
     return { prog, res, memBytes, hit: c.hit, path: c.path, compileSeconds: c.compileSeconds };
   }

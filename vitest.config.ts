@@ -8,6 +8,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // The files share a worker's module instances instead of importing the compiler again for each
+    // of them (no file mocks a module or leaves process state changed).
+    isolate: false,
     // vitest's default is one worker per core less one: a single worker on a 2-core machine, which
     // left half of it idle (the test files are CPU-bound and independent).
     maxWorkers: Math.max(2, os.availableParallelism() - 1),

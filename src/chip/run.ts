@@ -25,7 +25,7 @@ import {
 } from '../../riscv/chip-shape.ts';
 import type { ModelWeights } from '../model/weights.ts';
 import { openChipFile } from '../chipfile/read.ts';
-import { MANIFEST_FILE, buildManifest, type Manifest } from '../emit/manifest.ts';
+import { MANIFEST_FILE, buildManifest, manifestJson, type Manifest } from '../emit/manifest.ts';
 import { MERGE_INFO_FILE } from '../merge/merge.ts';
 import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-weights.ts';
 import { loadElf } from '../../riscv/elf.ts';
@@ -717,7 +717,7 @@ export function emitChip(
   out: string, res: CompileResult, shape: Required<CpuOptions>, targetName: string,
   opts: { dtype: 'F32' | 'BF16'; overwrite?: boolean; onProgress?: SaveModelOptions['onProgress'] },
 ): string {
-  const extraFiles = { [MANIFEST_FILE]: JSON.stringify(runManifest(res, shape, targetName), null, 2) + '\n' };
+  const extraFiles = { [MANIFEST_FILE]: manifestJson(runManifest(res, shape, targetName)) };
   if (!out.endsWith('.chip')) {
     saveModel(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles, onProgress: opts.onProgress });
     return out;

@@ -82,6 +82,37 @@ function embedNonZeros(res: CompileResult): number {
   return n(res.weights.embedTokens) + n(res.weights.lmHead);
 }
 
+/**
+ * The manifest file's text: one line per top-level key and per member of a top-level object,
+ * one line per element of an array of records (the signals, the emit rows, the RAMs) and
+ * everything below that compact. A chip's manifest holds ≈ 250,000 emit rows: indenting every
+ * value (`JSON.stringify(m, null, 2)`) made it 32 MB, two thirds of it indentation; this layout is
+ * ≈ 11 MB, parses about three times faster and still reads and greps line by line. Deterministic:
+ * `JSON.stringify`'s key order and number formatting.
+ */
+export function manifestJson(m: object): string {
+  const lines: string[] = [];
+  const write = (v: unknown, depth: number, indent: string, prefix: string, last: boolean): void => {
+    const comma = last ? '' : ',';
+    const records = Array.isArray(v) && v.length > 0 && v.every((e) => e !== null && typeof e === 'object');
+    const expand = v !== null && typeof v === 'object' && (depth === 0 || (depth === 1 && !Array.isArray(v)) || records);
+    if (!expand) { lines.push(`${indent}${prefix}${JSON.stringify(v)}${comma}`); return; }
+    const inner = `${indent}  `;
+    if (Array.isArray(v)) {
+      lines.push(`${indent}${prefix}[`);
+      v.forEach((e, i) => lines.push(`${inner}${JSON.stringify(e)}${i === v.length - 1 ? '' : ','}`));
+      lines.push(`${indent}]${comma}`);
+      return;
+    }
+    const entries = Object.entries(v as Record<string, unknown>).filter(([, x]) => x !== undefined);
+    lines.push(`${indent}${prefix}{`);
+    entries.forEach(([k, x], i) => write(x, depth + 1, inner, `${JSON.stringify(k)}: `, i === entries.length - 1));
+    lines.push(`${indent}}${comma}`);
+  };
+  write(m, 0, '', '', true);
+  return lines.join('\n') + '\n';
+}
+
 export function buildManifest(res: CompileResult, targetName: string): Manifest {
   const f = res.frame;
   return {

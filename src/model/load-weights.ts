@@ -235,14 +235,35 @@ function forEachNonZeroInBlocks(src: BlockSource, name: string, dtype: string, e
       const s = starts[b]!;
       const end = s + lengths[b]!;
       const off = dataPos[b]! - base - s; // data[off + pos] is the tensor's byte pos, for pos in [s, end)
-      for (let e = Math.floor(s / elem); e * elem < end; e++) {
+      const eFirst = Math.floor(s / elem);
+      const eEnd = Math.ceil(end / elem);
+      for (let e = eFirst; e < eEnd; e++) {
+        const pos0 = e * elem;
+        if (pos0 >= s && pos0 + elem <= end && e !== pending) {
+          // wholly inside this block (most elements): its bytes in one read, decoded as flush does
+          flush();
+          const at = off + pos0;
+          if (elem === 4) {
+            bits[0] = (data[at]! | (data[at + 1]! << 8) | (data[at + 2]! << 16) | (data[at + 3]! << 24)) >>> 0;
+            if (asF32[0] !== 0) visit(e, asF32[0]);
+          } else {
+            const raw16 = data[at]! | (data[at + 1]! << 8);
+            if ((raw16 & 0x7fff) !== 0) {
+              if (dtype === 'BF16') {
+                bits[0] = raw16 << 16;
+                visit(e, asF32[0]);
+              } else visit(e, f16ToF32(raw16));
+            }
+          }
+          continue;
+        }
         if (e !== pending) {
           flush();
           pending = e;
           raw = 0;
         }
         for (let j = 0; j < elem; j++) {
-          const pos = e * elem + j;
+          const pos = pos0 + j;
           if (pos >= s && pos < end) raw = (raw | (data[off + pos]! << (8 * j))) >>> 0;
         }
       }

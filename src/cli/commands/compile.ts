@@ -15,7 +15,7 @@ import { resolveTarget } from '../../model/targets.ts';
 import { modelCheckpointParts, saveModel } from '../../model/save-weights.ts';
 import { writeChipFromSources } from '../../chipfile/from-sources.ts';
 import { parseChipCodec } from './chipfile.ts';
-import { buildManifest, compileReport, MANIFEST_FILE } from '../../emit/manifest.ts';
+import { buildManifest, compileReport, manifestJson, MANIFEST_FILE } from '../../emit/manifest.ts';
 import { allocationSvg } from '../../emit/svg.ts';
 import { ChipcError } from '../../util/errors.ts';
 import { integerOption, maxShardSizeOption } from '../support/options.ts';
@@ -87,7 +87,7 @@ export function registerCompile(program: Command, run: Runner): void {
           maxShardSize,
           overwrite: Boolean(o.overwrite),
           metadata: { chipc_circuit: ir.name, chipc_target: target.name },
-          extraFiles: { [MANIFEST_FILE]: JSON.stringify(manifest, null, 1) + '\n' },
+          extraFiles: { [MANIFEST_FILE]: manifestJson(manifest) },
         };
         const showProgress = o.progress ?? !o.json;
         if (o.output) {

@@ -1,10 +1,12 @@
 /**
- * `.chip` format version 2 (src/chipfile/codec.ts, docs/chip-file.md "Version 2"): brotli frames
+ * `.chip` format versions 2 and 3 (src/chipfile/codec.ts, docs/chip-file.md "Version 2", "Version
+ * 3"): brotli frames
  * round-trip bit for bit (compact → expand, every byte range through readBytes, fast-check), a
  * tensor larger than one frame is read through arbitrary ranges with and without the frame cache,
  * frames are exactly brotli with the documented parameters (re-derived here from zlib), version 1
  * files (a fixture written by the version-1 chipc) still read and `codec: 'none'` still writes
- * them byte for byte, corrupted frames and lying frame indexes are refused with chipfile.codec,
+ * them byte for byte, version 2 files (a fixture of the version-2 writer) still read and expand,
+ * raw files of version 3 are brotli frames exactly where that pays, corrupted frames and lying frame indexes are refused with chipfile.codec,
  * writes are deterministic, and `chipc compact --codec` works.
  */
 import fs from 'node:fs';
@@ -91,10 +93,10 @@ beforeAll(() => {
   compactCheckpoint(dir, chipN, { codec: 'none' });
 });
 
-describe('version 2: brotli frames', () => {
-  it('writes version 2 with br where it pays (pat) and none where not (rnd, tiny), and expands bit for bit', () => {
+describe('brotli frames of tensors', () => {
+  it('writes version 3 with br where it pays (pat) and none where not (rnd, tiny), and expands bit for bit', () => {
     const a = fs.readFileSync(chipA);
-    expect(a.readUInt32LE(8)).toBe(2);
+    expect(a.readUInt32LE(8)).toBe(3);
     const { manifest } = parts(a);
     expect(manifest).toContain('"frameSize":1048576');
     const p = tensorOf(manifest, 'pat');
@@ -212,6 +214,112 @@ describe('version 1', () => {
     const none = path.join(tmp, 'small-none.chip');
     compactCheckpoint(small, none, { codec: 'none' });
     expect(fs.readFileSync(none).equals(v1)).toBe(true);
+  });
+});
+
+describe('version 3: raw files in brotli frames', () => {
+  // A compressible raw file of 3 frames of 4099 bytes and a bit (each frame brotli), the
+  // incompressible tensor's bytes as a raw file (every frame verbatim: codec none) and a tiny one.
+  const text = Array.from({ length: 700 }, (_, i) => `{"row":${i},"fields":[${i % 5},${i % 3}]}`).join('\n') + '\n';
+  const rawDir = path.join(tmp, 'raw-ckpt');
+  const rawChip = path.join(tmp, 'raw.chip');
+  beforeAll(() => {
+    expect(text.length).toBeGreaterThan(3 * SMALL_FRAME);
+    writeCheckpoint(rawDir, [denseSource('tiny', 'F32', [4], new Float32Array([0, 1, 0, 0]))],
+      { extraFiles: { 'config.json': '{"x":1}\n', 'rows.json': text, 'noise.bin': rnd.subarray(0, 10_000) } });
+    compactCheckpoint(rawDir, rawChip, { frameSize: SMALL_FRAME });
+  });
+  interface RawJson { name: string; kind: string; size: number; codec?: string; data: [number, number]; frames?: [number, number] }
+  const rawOf = (manifest: string, name: string): RawJson => (JSON.parse(manifest) as { files: RawJson[] }).files.find((f) => f.name === name)!;
+
+  it('stores a compressible file as brotli frames of its bytes (re-derived from zlib), the others verbatim', () => {
+    const { manifest, payload } = parts(fs.readFileSync(rawChip));
+    const r = rawOf(manifest, 'rows.json');
+    const bytes = new TextEncoder().encode(text);
+    expect(r).toMatchObject({ kind: 'raw', size: bytes.length, codec: 'br' });
+    const stored = varints(payload.subarray(r.frames![0], r.frames![0] + r.frames![1]));
+    expect(stored.length).toBe(Math.ceil(bytes.length / SMALL_FRAME));
+    let at = r.data[0];
+    for (let k = 0; k < stored.length; k++) {
+      const frame = bytes.subarray(k * SMALL_FRAME, Math.min(bytes.length, (k + 1) * SMALL_FRAME));
+      const c = zlib.constants;
+      const br = zlib.brotliCompressSync(frame, { params: { [c.BROTLI_PARAM_QUALITY]: 5, [c.BROTLI_PARAM_LGWIN]: 22, [c.BROTLI_PARAM_MODE]: c.BROTLI_MODE_GENERIC, [c.BROTLI_PARAM_SIZE_HINT]: frame.length } });
+      expect(Buffer.from(payload.subarray(at, at + stored[k])).equals(br), `frame ${k}`).toBe(true);
+      at += stored[k];
+    }
+    expect(at).toBe(r.data[0] + r.data[1]);
+    expect(r.data[1] * 4).toBeLessThan(bytes.length);
+    for (const name of ['noise.bin', 'config.json']) {
+      const v = rawOf(manifest, name);
+      expect(v.codec, name).toBe('none');
+      expect(v.frames, name).toBeUndefined();
+      expect(v.data[1], name).toBe(v.size);
+    }
+    const f = openChipFile(rawChip);
+    try {
+      expect(new TextDecoder().decode(f.readFile('rows.json'))).toBe(text);
+      expect(Buffer.from(f.readFile('noise.bin')).equals(rnd.subarray(0, 10_000))).toBe(true);
+    } finally {
+      f.close();
+    }
+    const out = path.join(tmp, 'raw-expanded');
+    expandChipFile(rawChip, out);
+    expectSameDir(rawDir, out);
+    // one file per write path: the direct writer gives the same bytes
+    const direct = path.join(tmp, 'raw-direct.chip');
+    writeChipFromSources(direct, [denseSource('tiny', 'F32', [4], new Float32Array([0, 1, 0, 0]))],
+      { extraFiles: { 'config.json': '{"x":1}\n', 'rows.json': text, 'noise.bin': rnd.subarray(0, 10_000) }, frameSize: SMALL_FRAME });
+    expect(fs.readFileSync(direct).equals(fs.readFileSync(rawChip))).toBe(true);
+  });
+
+  it('refuses a corrupted raw frame (chipfile.codec naming the file), a lying frame index and a bad codec', () => {
+    const good = new Uint8Array(fs.readFileSync(rawChip));
+    const { manifest, payload } = parts(good);
+    const r = rawOf(manifest, 'rows.json');
+    const probe = path.join(tmp, 'raw-probe.chip');
+    const open = (bytes: Uint8Array): ChipcError => {
+      fs.writeFileSync(probe, bytes);
+      return chipError(() => { const f = openChipFile(probe); try { f.readFile('rows.json'); } finally { f.close(); } });
+    };
+    const p = payload.slice();
+    p[r.data[0] + 5] ^= 0x40;
+    const e = open(assemble(good, manifest, p));
+    expect(e.code).toBe('chipfile.codec');
+    expect(e.message).toMatch(/file "rows\.json" frame 0: brotli frame/);
+    const idx = payload.slice();
+    idx[r.frames![0]] += 1; // frame 0 one byte longer: the segment's frames no longer add up
+    expect(open(assemble(good, manifest, idx)).message).toMatch(/file "rows\.json": data frames hold/);
+    expect(open(assemble(good, manifest.replace('"codec":"br","data"', '"codec":"zip","data"'), payload)).code).toBe('chipfile.manifest');
+  });
+});
+
+describe('version 2', () => {
+  // Written by the version-2 chipc (raw files verbatim; tensor p in brotli frames of 256 bytes)
+  // from a checkpoint of tensor a (as in the small checkpoint), p (256 floats 1, 2, 3, 4 repeated),
+  // config.json {"x":1} and notes.txt ("chip " 100 times).
+  const V2_FIXTURE = 'iUNISVANChoCAAAAAAAAADsDAAAAAAAAeyJmb3JtYXQiOiJjaGlwYy1zcGFyc2UtY2hlY2twb2ludCIsInZlcnNpb24iOjIsIm1pbkdhcCI6OCwiZnJhbWVTaXplIjoyNTYsInBheWxvYWRTaXplIjo3NjcsImZpbGVzIjpbeyJuYW1lIjoiY29uZmlnLmpzb24iLCJraW5kIjoicmF3Iiwic2l6ZSI6OCwic2hhMjU2IjoiYmIxNTc4NjFhMTY0ZTM1Y2RkZTlkNzI2YjBhZjljZTI3NjVhOGY1MzBjMzVkOWU0NTczMmI5NGVlNjVlOTU1NyIsImRhdGEiOlswLDhdfSx7Im5hbWUiOiJtb2RlbC5zYWZldGVuc29ycyIsImtpbmQiOiJzYWZldGVuc29ycyIsInNpemUiOjEyMTYsInNoYTI1NiI6IjAyNDU4N2RjOGVhZThjZDA3ZTQxZjgzMmQ3ODA2ODUyNGI5NGFiYzg0NGNjZGVjNjE1NzMwNjY1ZmQ2YTZkODAiLCJoZWFkZXIiOls4LDE2MF0sInRlbnNvcnMiOlt7Im5hbWUiOiJhIiwiZHR5cGUiOiJGMzIiLCJzaGFwZSI6WzhdLCJkYXRhT2Zmc2V0cyI6WzAsMzJdLCJjb2RlYyI6Im5vbmUiLCJkYXRhIjpbMTY4LDNdLCJ0YWJsZSI6WzE3MSw0XSwiYmxvY2tzIjoyfSx7Im5hbWUiOiJwIiwiZHR5cGUiOiJGMzIiLCJzaGFwZSI6WzI1Nl0sImRhdGFPZmZzZXRzIjpbMzIsMTA1Nl0sImNvZGVjIjoiYnIiLCJkYXRhIjpbMTc1LDg0XSwiZGF0YVNpemUiOjEwMjIsInRhYmxlIjpbMjU5LDNdLCJ0YWJsZVNpemUiOjMsImZyYW1lcyI6WzI2Miw1XSwiYmxvY2tzIjoxfV19LHsibmFtZSI6Im5vdGVzLnR4dCIsImtpbmQiOiJyYXciLCJzaXplIjo1MDAsInNoYTI1NiI6IjE1NjQxM2UxYzA4MWYyNjJlODg2NmE0ZmM5MGRlYmZiZTQ1Y2IwNTdmMThiZTNhYjFlYjAzZDY1ZmNhYzY3Y2MiLCJkYXRhIjpbMjY3LDUwMF19XX17IngiOjF9CpgAAAAAAAAAeyJfX21ldGFkYXRhX18iOnsiZm9ybWF0IjoicHQifSwiYSI6eyJkdHlwZSI6IkYzMiIsInNoYXBlIjpbOF0sImRhdGFfb2Zmc2V0cyI6WzAsMzJdfSwicCI6eyJkdHlwZSI6IkYzMiIsInNoYXBlIjpbMjU2XSwiZGF0YV9vZmZzZXRzIjpbMzIsMTA1Nl19fSAgICAgICCAP0ACAhsBG/8AAKQBfoAAdQIKwDCYGLJA5KcAG/8AAKQBfoAAdQIKwDCYGLJA5KcAG/8AAKQBfoAAdQIKwDCYGLJA5KcAG/0AAKQBfoAAdQIKwDCYGLJA5J8AAv4HFRUVFQNjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwILbBbvpxOR3Gl+8kvB4BUfrJaOi4Eq17h9AedwLToL1f';
+
+  it('a file of the version-2 writer still opens, reads and expands to its directory', () => {
+    const v2 = Buffer.from(V2_FIXTURE, 'base64');
+    expect(v2.readUInt32LE(8)).toBe(2);
+    const file = path.join(tmp, 'fixture-v2.chip');
+    fs.writeFileSync(file, v2);
+    const f = openChipFile(file);
+    const p = new Float32Array(256).map((_, i) => (i % 4) + 1);
+    try {
+      expect(f.manifest.version).toBe(2);
+      expect(new TextDecoder().decode(f.readFile('notes.txt'))).toBe('chip '.repeat(100));
+      expect(Buffer.from(f.readBytes('p')).equals(Buffer.from(p.buffer))).toBe(true);
+      expect(f.manifest.files.every((x) => x.kind !== 'raw' || x.codec === 'none')).toBe(true);
+    } finally {
+      f.close();
+    }
+    const src = path.join(tmp, 'v2-src');
+    writeCheckpoint(src, [denseSource('a', 'F32', [8], new Float32Array([1, 0, 0, 0, 0, 0, 0, 2])), denseSource('p', 'F32', [256], p)],
+      { extraFiles: { 'config.json': '{"x":1}\n', 'notes.txt': 'chip '.repeat(100) } });
+    const out = path.join(tmp, 'fixture-v2-expanded');
+    expandChipFile(file, out);
+    expectSameDir(src, out);
   });
 });
 
@@ -338,7 +446,7 @@ describe('frame rules and refusing bad frames', () => {
 });
 
 describe('the command line', () => {
-  it('chipc compact --codec none writes version 1, --codec br (default) version 2; a bad codec is refused', async () => {
+  it('chipc compact --codec none writes version 1, --codec br (default) version 3; a bad codec is refused', async () => {
     const none = path.join(tmp, 'cli-none.chip');
     let r = await cli('compact', dir, '-o', none, '--codec', 'none', '--json');
     expect(r.code, r.err).toBe(0);

@@ -64,7 +64,7 @@ describe('chipc compile --chip', () => {
     });
   }
 
-  it('--codec none writes version 1, equal to compact --codec none of the directory; the default is version 2', async () => {
+  it('--codec none writes version 1, equal to compact --codec none of the directory; the default is version 3', async () => {
     const { dir, chip } = await compileBoth('codec-none', CIRCUIT, ['--dtype', 'f32', '--codec', 'none']);
     const bytes = fs.readFileSync(chip);
     expect(bytes.readUInt32LE(8)).toBe(1);
@@ -76,7 +76,7 @@ describe('chipc compile --chip', () => {
     expectSameDir(dir, back);
     const br = path.join(tmp, 'codec-br.chip');
     await ok('compact', dir, '-o', br);
-    expect(fs.readFileSync(br).readUInt32LE(8)).toBe(2);
+    expect(fs.readFileSync(br).readUInt32LE(8)).toBe(3);
     expect(fs.statSync(br).size).toBeLessThan(bytes.length);
     const bad = await cli('compile', CIRCUIT, '--target', 'tiny', '--chip', path.join(tmp, 'x.chip'), '--codec', 'gz', '--no-progress');
     expect(bad.code).toBe(2);

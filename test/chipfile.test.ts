@@ -280,10 +280,10 @@ describe('refusing bad .chip files', () => {
     m[1] = 0x44;
     expect(open(m).code).toBe('chipfile.magic');
     const v = good.slice();
-    v[8] = 3;
+    v[8] = 4;
     const ev = open(v);
     expect(ev.code).toBe('chipfile.version');
-    expect(ev.message).toContain('version 3');
+    expect(ev.message).toContain('format version 4 is not supported (this chipc reads versions 1, 2, 3)');
     const r = good.slice();
     r[13] = 1;
     expect(open(r).code).toBe('chipfile.reserved');

@@ -13,7 +13,7 @@ import { compareCodePoints, DEFAULT_CHUNK_BYTES, openSafetensors, SafetensorsFil
 import {
   CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSION, CHIP_VERSION_PLAIN, DEFAULT_FRAME_SIZE, DEFAULT_MIN_GAP, encodeBlockTable, FORMAT_NAME,
   isPlainFileName, MAX_FRAME_SIZE, PREFIX_BYTES, serializeManifest, type ChipCodec, type ChipFileEntry, type ChipManifest,
-  type ChipTensor, type Range,
+  type ChipRawFile, type ChipTensor, type Range,
 } from './format.ts';
 import { encodeFrameIndex, FrameEncoder } from './codec.ts';
 import type { ByteHash } from './hash-thread.ts';
@@ -140,21 +140,18 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
       const full = path.join(dir, name);
       const hash = crypto.createHash('sha256');
       if (!shardFiles.has(name)) {
-        const start = payload.position;
         const fd = fs.openSync(full, 'r');
-        let size: number;
+        let stored: ReturnType<typeof writeRawFile>;
         try {
-          size = fs.fstatSync(fd).size;
-          for (let at = 0; at < size; at += chunkBytes) {
-            const bytes = readExactly(fd, at, Math.min(chunkBytes, size - at), full);
-            hash.update(bytes);
-            payload.write(bytes);
-          }
+          const size = fs.fstatSync(fd).size;
+          stored = writeRawFile(payload, wc, (function* () {
+            for (let at = 0; at < size; at += chunkBytes) yield readExactly(fd, at, Math.min(chunkBytes, size - at), full);
+          })(), hash);
         } finally {
           fs.closeSync(fd);
         }
-        files.push({ name, kind: 'raw', size, sha256: hash.digest('hex'), data: range(start) });
-        denseBytes += size;
+        files.push({ name, kind: 'raw', sha256: hash.digest('hex'), ...stored });
+        denseBytes += stored.size;
         continue;
       }
       const st: SafetensorsFile = openSafetensors(full);
@@ -252,6 +249,30 @@ export function writeTensorBlocks(
     data, dataSize: scanner.storedBytes, table, tableSize: tableBytes.length, frames, blocks: scanner.starts.length,
   };
   return { tensor, seen, storedBytes: scanner.storedBytes };
+}
+
+/**
+ * Writes a raw file's bytes (pushed in pieces) to the payload, hashing them into `hash`: verbatim
+ * with codec none; with br, in frames (each brotli or verbatim, as a tensor's segments) followed by
+ * the frame index — or, when no frame was worth compressing, as codec none (the same bytes).
+ */
+export function writeRawFile(payload: BufferedWriter, wc: ChipWriteCodec, pieces: Iterable<Uint8Array>, hash: ByteHash):
+  Pick<ChipRawFile, 'size' | 'codec' | 'data' | 'frames'> {
+  const start = payload.position;
+  let size = 0;
+  const frames = wc.codec === 'br' ? new FrameEncoder(wc.frameSize, (b) => payload.write(b)) : null;
+  for (const b of pieces) {
+    hash.update(b);
+    if (frames) frames.push(b);
+    else payload.write(b);
+    size += b.length;
+  }
+  frames?.finish();
+  const data: Range = [start, payload.position - start];
+  if (frames === null || !frames.compressed) return { size, codec: 'none', data, frames: [payload.position, 0] };
+  const indexStart = payload.position;
+  payload.write(encodeFrameIndex(frames.stored));
+  return { size, codec: 'br', data, frames: [indexStart, payload.position - indexStart] };
 }
 
 /**

@@ -51,7 +51,8 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
       try {
         const w = new BufferedWriter(fd, [hash]);
         if (f.kind === 'raw') {
-          copyPayload(chip, w, f.data[0], f.data[1]);
+          if (f.codec === 'none') copyPayload(chip, w, f.data[0], f.data[1]);
+          else w.write(chip.readFile(f.name));
         } else {
           copyPayload(chip, w, f.header[0], f.header[1]);
           for (const t of f.tensors) {

@@ -9,7 +9,8 @@
  * Version 1 stores every tensor's block bytes and block table verbatim. Version 2 adds a codec per
  * tensor: `br` cuts each segment (block bytes, block table) into frames of `frameSize` decoded
  * bytes, each stored brotli-compressed or verbatim, with a frame index (varints) so a reader
- * inflates only the frames a byte range meets (codec.ts).
+ * inflates only the frames a byte range meets (codec.ts). Version 3 gives the raw files the same
+ * codec (a chip's `chipc-manifest.json` is ≈ 12 MB of JSON that brotli takes to ≈ 0.6 MB).
  */
 import { ChipcError } from '../util/errors.ts';
 import type { DType } from '../safetensors/types.ts';
@@ -19,7 +20,9 @@ import { compareCodePoints } from '../safetensors/reader.ts';
 /** 0x89 "CHIP" CR LF 0x1A: a non-ASCII first byte and a CR LF catch text-mode transfers (as PNG). */
 export const CHIP_MAGIC = Uint8Array.of(0x89, 0x43, 0x48, 0x49, 0x50, 0x0d, 0x0a, 0x1a);
 /** The newest format version (written with codec `br`); version 1 (CHIP_VERSION_PLAIN) is still read and written. */
-export const CHIP_VERSION = 2;
+export const CHIP_VERSION = 3;
+/** Every version this chipc reads (version 2: the codec on tensors only, raw files verbatim; read, no longer written). */
+export const CHIP_VERSIONS_READ: readonly number[] = [1, 2, 3];
 /** Version 1: every segment verbatim, no codec fields (what `--codec none` writes). */
 export const CHIP_VERSION_PLAIN = 1;
 /** Default decoded bytes per brotli frame (version 2). */
@@ -67,8 +70,12 @@ export interface ChipRawFile {
   kind: 'raw';
   size: number;
   sha256: string;
-  /** The file's bytes, verbatim, in the payload. */
+  /** `none` in versions 1 and 2 (not serialised there). */
+  codec: ChipCodec;
+  /** The file's bytes in the payload: verbatim (codec none), or its frames' stored bytes (br). */
   data: Range;
+  /** The frame index (codec br); [end of data, 0] for none. */
+  frames: Range;
 }
 
 export interface ChipSafetensorsFile {
@@ -100,7 +107,11 @@ export function serializeManifest(m: ChipManifest): string {
   const r = (x: Range): string => `[${x[0]},${x[1]}]`;
   const files = m.files.map((f) => {
     const head = `{"name":${JSON.stringify(f.name)},"kind":"${f.kind}","size":${f.size},"sha256":"${f.sha256}"`;
-    if (f.kind === 'raw') return `${head},"data":${r(f.data)}}`;
+    if (f.kind === 'raw') {
+      if (m.version < CHIP_VERSION) return `${head},"data":${r(f.data)}}`;
+      if (f.codec === 'none') return `${head},"codec":"none","data":${r(f.data)}}`;
+      return `${head},"codec":"br","data":${r(f.data)},"frames":${r(f.frames)}}`;
+    }
     const tensors = f.tensors.map((t) => {
       const id = `{"name":${JSON.stringify(t.name)},"dtype":"${t.dtype}","shape":[${t.shape.join(',')}],"dataOffsets":${r(t.dataOffsets)}`;
       if (m.version === CHIP_VERSION_PLAIN) return `${id},"data":${r(t.data)},"table":${r(t.table)},"blocks":${t.blocks}}`;
@@ -189,9 +200,19 @@ export function validateManifest(text: string, label: string, fileVersion: numbe
     const sha256 = str(f.sha256, `file ${q} sha256`);
     if (!/^[0-9a-f]{64}$/.test(sha256)) bad(`file ${q} sha256 is not 64 lowercase hex digits`);
     if (f.kind === 'raw') {
+      let codec: ChipCodec = 'none';
+      if (version >= CHIP_VERSION) {
+        if (f.codec !== 'none' && f.codec !== 'br') bad(`file ${q} codec is ${JSON.stringify(f.codec)}, expected "none" or "br"`);
+        codec = f.codec as ChipCodec;
+      }
       const data = range(f.data, `file ${q} data`);
-      if (data[1] !== size) bad(`file ${q}: data holds ${data[1]} bytes but size is ${size}`);
-      files.push({ name, kind: 'raw', size, sha256, data });
+      const frames = codec === 'br' ? range(f.frames, `file ${q} frames`) : [cursor, 0] as Range;
+      if (codec === 'none' && data[1] !== size) bad(`file ${q}: data holds ${data[1]} bytes but size is ${size}`);
+      if (codec === 'br') {
+        if (data[1] > size) bad(`file ${q}: stores ${data[1]} bytes, more than its ${size} decoded bytes`);
+        if (size === 0 || frames[1] === 0) bad(`file ${q}: codec br needs bytes and a frame index`);
+      }
+      files.push({ name, kind: 'raw', size, sha256, codec, data, frames });
       continue;
     }
     if (f.kind !== 'safetensors') bad(`file ${q} kind is ${JSON.stringify(f.kind)}, expected "raw" or "safetensors"`);

@@ -16,7 +16,7 @@ import { layoutCheckpoint, type CheckpointDirWriteOptions } from '../safetensors
 import { CHECKSUM_BYTES, DEFAULT_MIN_GAP, PREFIX_BYTES, type ChipCodec, type ChipFileEntry, type ChipTensor, type Range } from './format.ts';
 import { BufferedWriter, tempSibling } from './io.ts';
 import { byteHasher } from './hash-thread.ts';
-import { chipManifest, finishChipFile, MAX_MIN_GAP, resolveCodec, writeTensorBlocks, type CompactResult } from './compact.ts';
+import { chipManifest, finishChipFile, MAX_MIN_GAP, resolveCodec, writeRawFile, writeTensorBlocks, type CompactResult } from './compact.ts';
 
 export interface ChipFromSourcesOptions {
   /** Bytes of tensor data per shard (writeCheckpoint's maxShardSize; default 5 GB). */
@@ -77,10 +77,8 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
     for (const f of layout.files) {
       const hash = hasher.newHash();
       if (f.kind === 'raw') {
-        const start = payload.position;
-        hash.update(f.bytes);
-        payload.write(f.bytes);
-        files.push({ name: f.name, kind: 'raw', size: f.bytes.length, sha256: hash.digestHex(), data: range(start) });
+        const stored = writeRawFile(payload, wc, [f.bytes], hash);
+        files.push({ name: f.name, kind: 'raw', sha256: hash.digestHex(), ...stored });
         denseBytes += f.bytes.length;
         continue;
       }

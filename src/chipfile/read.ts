@@ -3,8 +3,8 @@
  * reserved field, sizes, the SHA-256 over every preceding byte, the manifest, every stored
  * safetensors header against the manifest, every frame index and block table), then it serves as
  * a TensorStore: tensor bytes are rebuilt on demand from the blocks (zeros elsewhere) with
- * positional reads; brotli frames (version 2) are inflated only where a range meets them and kept
- * in a bounded LRU cache.
+ * positional reads; brotli frames (versions 2 and 3) are inflated only where a range meets them
+ * and kept in a bounded LRU cache.
  */
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
@@ -13,7 +13,7 @@ import type { TensorInfo, TensorStore } from '../safetensors/types.ts';
 import { compareCodePoints, DEFAULT_CHUNK_BYTES, parseHeader } from '../safetensors/reader.ts';
 import { decodeToF32 } from '../safetensors/dtype.ts';
 import {
-  CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSION, CHIP_VERSION_PLAIN, decodeBlockTable, MAX_MANIFEST_BYTES, PREFIX_BYTES, validateManifest,
+  CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSIONS_READ, decodeBlockTable, MAX_MANIFEST_BYTES, PREFIX_BYTES, validateManifest,
   type BlockTable, type ChipFileEntry, type ChipManifest, type ChipSafetensorsFile, type ChipTensor,
 } from './format.ts';
 import { decodeFrameIndex, FrameCache, inflateFrame, type FrameList } from './codec.ts';
@@ -72,7 +72,8 @@ export class ChipFile implements TensorStore {
   private closed = false;
 
   constructor(readonly path: string, private readonly fd: number, readonly manifest: ChipManifest, payloadStart: number,
-    metadata: Record<string, string>, entries: TensorEntry[], frameCacheBytes: number = DEFAULT_FRAME_CACHE_BYTES) {
+    metadata: Record<string, string>, entries: TensorEntry[], private readonly rawFrames: ReadonlyMap<string, FrameList>,
+    frameCacheBytes: number = DEFAULT_FRAME_CACHE_BYTES) {
     this.payloadStart = payloadStart;
     this.cache = new FrameCache(frameCacheBytes);
     for (const f of manifest.files) this.files.set(f.name, f);
@@ -95,7 +96,9 @@ export class ChipFile implements TensorStore {
     const f = this.files.get(name);
     if (f === undefined) throw new ChipcError('chipfile.no-file', `${this.path}: holds no file named ${JSON.stringify(name)}`);
     if (f.kind !== 'raw') throw new ChipcError('chipfile.no-file', `${this.path}: ${name} is a safetensors file; read its tensors`);
-    return this.readPayload(f.data[0], f.data[1]);
+    if (f.codec === 'none') return this.readPayload(f.data[0], f.data[1]);
+    return readSegment((o, l) => this.readPayload(o, l), f.data[0], f.size, this.rawFrames.get(name)!, this.manifest.frameSize, 0, f.size,
+      (k, stored, decoded) => inflateFrame(stored, decoded, `${this.path}: file ${JSON.stringify(name)} frame ${k}`));
   }
 
   /** `length` bytes at payload offset `offset`. */
@@ -255,8 +258,8 @@ function validate(p: string, fd: number, size: number, cacheBytes: number): Chip
   if (!CHIP_MAGIC.every((x, i) => prefix[i] === x)) fail('chipfile.magic', 'not a .chip file (bad magic bytes)');
   const dv = new DataView(prefix.buffer);
   const version = dv.getUint32(8, true);
-  if (version !== CHIP_VERSION && version !== CHIP_VERSION_PLAIN) {
-    fail('chipfile.version', `format version ${version} is not supported (this chipc reads versions ${CHIP_VERSION_PLAIN} and ${CHIP_VERSION})`);
+  if (!CHIP_VERSIONS_READ.includes(version)) {
+    fail('chipfile.version', `format version ${version} is not supported (this chipc reads versions ${CHIP_VERSIONS_READ.join(', ')})`);
   }
   if (dv.getUint32(12, true) !== 0) fail('chipfile.reserved', 'the reserved field after the version is not zero');
   const m64 = dv.getBigUint64(16, true);
@@ -288,6 +291,14 @@ function validate(p: string, fd: number, size: number, cacheBytes: number): Chip
   const payload = (offset: number, length: number): Uint8Array => readExactly(fd, payloadStart + offset, length, p);
 
   const entries: TensorEntry[] = [];
+  const rawFrames = new Map<string, FrameList>();
+  for (const f of manifest.files) {
+    if (f.kind !== 'raw' || f.codec !== 'br') continue;
+    const fq = `file ${JSON.stringify(f.name)}`;
+    const [frames] = decodeFrameIndex(payload(f.frames[0], f.frames[1]), manifest.frameSize,
+      [{ at: f.data[0], stored: f.data[1], size: f.size, what: 'data' }], (msg) => fail('chipfile.codec', `${fq}: ${msg}`));
+    rawFrames.set(f.name, frames!);
+  }
   let metadata: Record<string, string> | null = null;
   const shards = manifest.files.filter((f): f is ChipSafetensorsFile => f.kind === 'safetensors');
   for (const f of shards) {
@@ -332,5 +343,5 @@ function validate(p: string, fd: number, size: number, cacheBytes: number): Chip
       entries.push({ tensor: t, table, dataFrames, info: { name: t.name, dtype: t.dtype, shape: [...t.shape], dataOffsets: [t.dataOffsets[0], t.dataOffsets[1]], numel, byteLength } });
     }
   }
-  return new ChipFile(p, fd, manifest, payloadStart, metadata ?? {}, entries, cacheBytes);
+  return new ChipFile(p, fd, manifest, payloadStart, metadata ?? {}, entries, rawFrames, cacheBytes);
 }

@@ -11,11 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InterpreterOnChip, openInterpreter } from '../src/chip/repl.ts';
 import { opensBlock } from '../src/cli/commands/repl.ts';
 import { chipIr, programOf } from '../src/chip/run.ts';
-import { compileGenericChip } from '../src/chip/generic.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { formatToken } from '../riscv/protocol.ts';
 import { inputEchoElf } from './helpers/input-echo.ts';
 import { cli } from './helpers/cli.ts';
+import { sharedChip, SHARED_CHIPS } from './helpers/shared-chips.ts';
 
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 const SHAPE = { codeBytes: 256, memBytes: 8192 };
@@ -52,10 +52,12 @@ describe('InterpreterOnChip', () => {
     expect(() => interp.evaluate('x'.repeat(61))).toThrow(/input is 61 bytes; its input area holds 60/);
   }, 60_000);
 
-  it('through the weights: the same answers, 0 divergences', () => {
-    const target = resolveTarget('chip-test');
-    const p = programOf(elf, SHAPE, target.config);
-    const chip = compileGenericChip({ targetName: 'chip-test', target: target.config, ...SHAPE });
+  it('through the weights: the same answers, 0 divergences', async () => {
+    // the test run's shared generic chip (4 KiB of code, 32 KiB of data), from its chip cache
+    const spec = SHARED_CHIPS[0]!;
+    const target = resolveTarget(spec.target);
+    const p = programOf(elf, { codeBytes: spec.codeBytes, memBytes: spec.memBytes }, target.config);
+    const chip = await sharedChip(spec);
     const interp = new InterpreterOnChip(p, elf, chip, { check: true });
     for (const s of ['weights', '', 'again, longer than before']) {
       const e = interp.evaluate(s);

@@ -67,9 +67,21 @@ describe('one generic chip runs different programs (weights and IR)', () => {
     const wide = compileGenericChip({ ...spec, hidden: 4 * natural });
     expect(wide.weights.config.hiddenSize).toBe(4 * natural);
     expect(wide.weights.config.layerTypes).toEqual(chip.weights.config.layerTypes);
-    const elf = fs.readFileSync('fixtures/firmware/hello.elf');
+    // a short program through the 4× wider weights (a store, a byte load, a multiply, console output)
+    const { elf } = assembleElf(`
+      li t0, 0x12345678
+      sw t0, -8(sp)
+      lbu a0, -7(sp)
+      li t1, 3
+      mul a0, a0, t1
+      li t2, 0x10000000
+      sb a0, 0(t2)
+      li a7, 93
+      ecall
+    `);
     const prog = programOf(elf, SHAPE, target.config);
     const { g, opts } = golden(elf, prog);
+    expect(g.halt.exitCode).toBe((0x56 * 3) >>> 0);
     const r = runOnChip(wide, prog, { ...opts, load: 'prompt' });
     expect(r.divergence).toBeNull();
     expect(r.tokens.slice(r.promptLength)).toEqual([...g.tokens.subarray(2)]);

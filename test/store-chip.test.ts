@@ -60,7 +60,7 @@ describe('the store on the chip (small capacity)', () => {
   }, 240_000);
 
   it('through the weights: random operations equal the reference model, every token the golden stream', () => {
-    // 24 operations: every request kind and the answers below (the IR test runs 300; bench/store-workload.ts the 10,000)
+    // 24 operations: every request kind and the answers below (the IR test runs 300; bench/store-chip-full.ts the 10,000)
     const { store, model, codes } = runWorkload('weights', 11, 24);
     for (const c of ['OK', 'NOT_FOUND', 'FULL', 'NAME_TOO_LONG', 'BAD_TOKEN']) expect(codes, c).toContain(c);
     // Export from the chip's state: the same rows as the model, as a store file too.

@@ -52,6 +52,21 @@ function leb(xs: number[]): number[] {
   return out;
 }
 
+/** Brotli with the documented frame parameters (quality 5, lgwin 22, generic, size hint), from zlib directly. */
+function brotliQ5(frame: Uint8Array): Buffer {
+  const c = zlib.constants;
+  return zlib.brotliCompressSync(frame, { params: { [c.BROTLI_PARAM_QUALITY]: 5, [c.BROTLI_PARAM_LGWIN]: 22, [c.BROTLI_PARAM_MODE]: c.BROTLI_MODE_GENERIC, [c.BROTLI_PARAM_SIZE_HINT]: frame.length } });
+}
+
+/** A base64 fixture written to a file, after checking the version in its prefix. */
+function fixtureFile(base64: string, version: number): string {
+  const bytes = Buffer.from(base64, 'base64');
+  expect(bytes.readUInt32LE(8)).toBe(version);
+  const file = path.join(tmp, `fixture-v${version}.chip`);
+  fs.writeFileSync(file, bytes);
+  return file;
+}
+
 interface TensorJson { name: string; codec?: string; data: [number, number]; dataSize?: number; table: [number, number]; tableSize?: number; frames?: [number, number]; blocks: number }
 function tensorOf(manifest: string, name: string): TensorJson {
   const m = JSON.parse(manifest) as { files: { tensors?: TensorJson[] }[] };
@@ -135,8 +150,7 @@ describe('brotli frames of tensors', () => {
     let at = t.data[0];
     for (let k = 0; k * F < blockData.length; k++) {
       const frame = blockData.subarray(k * F, Math.min(blockData.length, (k + 1) * F));
-      const c = zlib.constants;
-      const br = zlib.brotliCompressSync(frame, { params: { [c.BROTLI_PARAM_QUALITY]: 5, [c.BROTLI_PARAM_LGWIN]: 22, [c.BROTLI_PARAM_MODE]: c.BROTLI_MODE_GENERIC, [c.BROTLI_PARAM_SIZE_HINT]: frame.length } });
+      const br = brotliQ5(frame);
       expect(stored[k]).toBe(br.length);
       expect(Buffer.from(payload.subarray(at, at + stored[k])).equals(br), `frame ${k}`).toBe(true);
       at += stored[k];
@@ -200,10 +214,8 @@ describe('version 1', () => {
   });
 
   it('a file of the version-1 writer still opens and expands to its directory; codec none writes it byte for byte', () => {
-    const v1 = Buffer.from(V1_FIXTURE, 'base64');
-    expect(v1.readUInt32LE(8)).toBe(1);
-    const file = path.join(tmp, 'fixture-v1.chip');
-    fs.writeFileSync(file, v1);
+    const file = fixtureFile(V1_FIXTURE, 1);
+    const v1 = fs.readFileSync(file);
     const f = openChipFile(file);
     expect(f.manifest.version).toBe(1);
     expect([...f.readBytes('a')]).toEqual([...new Uint8Array(new Float32Array([1, 0, 0, 0, 0, 0, 0, 2]).buffer)]);
@@ -242,8 +254,7 @@ describe('version 3: raw files in brotli frames', () => {
     let at = r.data[0];
     for (let k = 0; k < stored.length; k++) {
       const frame = bytes.subarray(k * SMALL_FRAME, Math.min(bytes.length, (k + 1) * SMALL_FRAME));
-      const c = zlib.constants;
-      const br = zlib.brotliCompressSync(frame, { params: { [c.BROTLI_PARAM_QUALITY]: 5, [c.BROTLI_PARAM_LGWIN]: 22, [c.BROTLI_PARAM_MODE]: c.BROTLI_MODE_GENERIC, [c.BROTLI_PARAM_SIZE_HINT]: frame.length } });
+      const br = brotliQ5(frame);
       expect(Buffer.from(payload.subarray(at, at + stored[k])).equals(br), `frame ${k}`).toBe(true);
       at += stored[k];
     }
@@ -300,10 +311,7 @@ describe('version 2', () => {
   const V2_FIXTURE = 'iUNISVANChoCAAAAAAAAADsDAAAAAAAAeyJmb3JtYXQiOiJjaGlwYy1zcGFyc2UtY2hlY2twb2ludCIsInZlcnNpb24iOjIsIm1pbkdhcCI6OCwiZnJhbWVTaXplIjoyNTYsInBheWxvYWRTaXplIjo3NjcsImZpbGVzIjpbeyJuYW1lIjoiY29uZmlnLmpzb24iLCJraW5kIjoicmF3Iiwic2l6ZSI6OCwic2hhMjU2IjoiYmIxNTc4NjFhMTY0ZTM1Y2RkZTlkNzI2YjBhZjljZTI3NjVhOGY1MzBjMzVkOWU0NTczMmI5NGVlNjVlOTU1NyIsImRhdGEiOlswLDhdfSx7Im5hbWUiOiJtb2RlbC5zYWZldGVuc29ycyIsImtpbmQiOiJzYWZldGVuc29ycyIsInNpemUiOjEyMTYsInNoYTI1NiI6IjAyNDU4N2RjOGVhZThjZDA3ZTQxZjgzMmQ3ODA2ODUyNGI5NGFiYzg0NGNjZGVjNjE1NzMwNjY1ZmQ2YTZkODAiLCJoZWFkZXIiOls4LDE2MF0sInRlbnNvcnMiOlt7Im5hbWUiOiJhIiwiZHR5cGUiOiJGMzIiLCJzaGFwZSI6WzhdLCJkYXRhT2Zmc2V0cyI6WzAsMzJdLCJjb2RlYyI6Im5vbmUiLCJkYXRhIjpbMTY4LDNdLCJ0YWJsZSI6WzE3MSw0XSwiYmxvY2tzIjoyfSx7Im5hbWUiOiJwIiwiZHR5cGUiOiJGMzIiLCJzaGFwZSI6WzI1Nl0sImRhdGFPZmZzZXRzIjpbMzIsMTA1Nl0sImNvZGVjIjoiYnIiLCJkYXRhIjpbMTc1LDg0XSwiZGF0YVNpemUiOjEwMjIsInRhYmxlIjpbMjU5LDNdLCJ0YWJsZVNpemUiOjMsImZyYW1lcyI6WzI2Miw1XSwiYmxvY2tzIjoxfV19LHsibmFtZSI6Im5vdGVzLnR4dCIsImtpbmQiOiJyYXciLCJzaXplIjo1MDAsInNoYTI1NiI6IjE1NjQxM2UxYzA4MWYyNjJlODg2NmE0ZmM5MGRlYmZiZTQ1Y2IwNTdmMThiZTNhYjFlYjAzZDY1ZmNhYzY3Y2MiLCJkYXRhIjpbMjY3LDUwMF19XX17IngiOjF9CpgAAAAAAAAAeyJfX21ldGFkYXRhX18iOnsiZm9ybWF0IjoicHQifSwiYSI6eyJkdHlwZSI6IkYzMiIsInNoYXBlIjpbOF0sImRhdGFfb2Zmc2V0cyI6WzAsMzJdfSwicCI6eyJkdHlwZSI6IkYzMiIsInNoYXBlIjpbMjU2XSwiZGF0YV9vZmZzZXRzIjpbMzIsMTA1Nl19fSAgICAgICCAP0ACAhsBG/8AAKQBfoAAdQIKwDCYGLJA5KcAG/8AAKQBfoAAdQIKwDCYGLJA5KcAG/8AAKQBfoAAdQIKwDCYGLJA5KcAG/0AAKQBfoAAdQIKwDCYGLJA5J8AAv4HFRUVFQNjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwIGNoaXAgY2hpcCBjaGlwILbBbvpxOR3Gl+8kvB4BUfrJaOi4Eq17h9AedwLToL1f';
 
   it('a file of the version-2 writer still opens, reads and expands to its directory', () => {
-    const v2 = Buffer.from(V2_FIXTURE, 'base64');
-    expect(v2.readUInt32LE(8)).toBe(2);
-    const file = path.join(tmp, 'fixture-v2.chip');
-    fs.writeFileSync(file, v2);
+    const file = fixtureFile(V2_FIXTURE, 2);
     const f = openChipFile(file);
     const p = new Float32Array(256).map((_, i) => (i % 4) + 1);
     try {
@@ -418,8 +426,7 @@ describe('frame rules and refusing bad frames', () => {
 
   it('a frame is stored compressed exactly when brotli saves at least an eighth of it', () => {
     expect([worthCompressing(7, 8), worthCompressing(8, 8), worthCompressing(70, 80), worthCompressing(71, 80)]).toEqual([true, false, true, false]);
-    const c = zlib.constants;
-    const br = (frame: Uint8Array): number => zlib.brotliCompressSync(frame, { params: { [c.BROTLI_PARAM_QUALITY]: 5, [c.BROTLI_PARAM_LGWIN]: 22, [c.BROTLI_PARAM_MODE]: c.BROTLI_MODE_GENERIC, [c.BROTLI_PARAM_SIZE_HINT]: frame.length } }).length;
+    const br = (frame: Uint8Array): number => brotliQ5(frame).length;
     // Pseudo-random bytes below 100 (≈ 6.6 bits each): brotli saves between 1/8 and 1/4.
     const mid = new Uint8Array(20000);
     let x = 12345;

@@ -309,22 +309,19 @@ export function encodeBlockTable(starts: ArrayLike<number>, lengths: ArrayLike<n
  * A reader of canonical unsigned LEB128 varints (at most 8 bytes, no over-long encoding) from
  * `bytes`; `what` names the structure in errors ("<what> ends inside …"). `fail` must throw.
  */
-export function varintReader(bytes: Uint8Array, what: string, fail: (msg: string) => never): { next: (item: string | (() => string)) => number; offset: () => number; seek: (to: number) => void } {
+export function varintReader(bytes: Uint8Array, what: string, fail: (msg: string) => never): { next: (item: string) => number; offset: () => number; seek: (to: number) => void } {
   let p = 0;
-  // `item` names the value in an error; a function is called only then (a block table reads
-  // millions of varints, and formatting each one's name cost more than decoding it)
-  const name = (item: string | (() => string)) => (typeof item === 'string' ? item : item());
-  const next = (item: string | (() => string)): number => {
+  const next = (item: string): number => {
     let x = 0;
     let scale = 1;
     for (let i = 0; ; i++) {
-      if (p >= bytes.length) fail(`${what} ends inside ${name(item)}`);
-      if (i >= 8) fail(`${name(item)} has more than 8 varint bytes`);
+      if (p >= bytes.length) fail(`${what} ends inside ${item}`);
+      if (i >= 8) fail(`${item} has more than 8 varint bytes`);
       const b = bytes[p++]!;
       x += (b & 0x7f) * scale;
       scale *= 0x80;
       if ((b & 0x80) === 0) {
-        if (b === 0 && i > 0) fail(`${name(item)} is an over-long varint`);
+        if (b === 0 && i > 0) fail(`${item} is an over-long varint`);
         return x;
       }
     }
@@ -347,9 +344,6 @@ export function decodeBlockTable(bytes: Uint8Array, count: number, byteLength: n
   const varint = reader.next;
   let end = 0;
   let sum = 0;
-  let k = 0;
-  const gapName = () => `block ${k}'s gap`;
-  const lengthName = () => `block ${k}'s length`;
   // Canonical varints are decoded inline (a block table holds millions); anything the inline loop
   // does not accept — the table's end, a ninth byte, an over-long form — goes back to the reader
   // at the value's first byte, which reports it.
@@ -371,11 +365,11 @@ export function decodeBlockTable(bytes: Uint8Array, count: number, byteLength: n
     at = from;
     return -1;
   };
-  for (; k < count; k++) {
+  for (let k = 0; k < count; k++) {
     let gap = inline();
-    if (gap < 0) { reader.seek(at); gap = varint(gapName); at = reader.offset(); }
+    if (gap < 0) { reader.seek(at); gap = varint(`block ${k}'s gap`); at = reader.offset(); }
     let len = inline();
-    if (len < 0) { reader.seek(at); len = varint(lengthName); at = reader.offset(); }
+    if (len < 0) { reader.seek(at); len = varint(`block ${k}'s length`); at = reader.offset(); }
     if (len < 1) fail(`block ${k} is empty`);
     if (k > 0 && gap < minGap) fail(`block ${k} starts ${gap} bytes after block ${k - 1} ends, less than minGap ${minGap} (blocks overlap or touch)`);
     const start = end + gap;

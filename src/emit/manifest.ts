@@ -87,8 +87,8 @@ function embedNonZeros(res: CompileResult): number {
  * one line per element of an array of records (the signals, the emit rows, the RAMs) and
  * everything below that compact. A chip's manifest holds ≈ 250,000 emit rows: indenting every
  * value (`JSON.stringify(m, null, 2)`) made it 32 MB, two thirds of it indentation; this layout is
- * ≈ 11 MB, parses about three times faster and still reads and greps line by line. Deterministic:
- * `JSON.stringify`'s key order and number formatting.
+ * ≈ 12 MB and still reads and greps line by line. Deterministic: `JSON.stringify`'s key order and
+ * number formatting.
  */
 export function manifestJson(m: object): string {
   const lines: string[] = [];

@@ -213,17 +213,21 @@ function forEachNonZeroInBlocks(src: BlockSource, name: string, dtype: string, e
   const asF32 = new Float32Array(bits.buffer);
   let pending = -1; // the element being assembled, and its bytes so far (little-endian)
   let raw = 0;
+  // element e's little-endian bytes as one integer: visited unless ±0
+  const emit = (e: number, bits32: number) => {
+    if (dtype === 'F32') {
+      bits[0] = bits32;
+      if (asF32[0] !== 0) visit(e, asF32[0]);
+    } else if ((bits32 & 0x7fff) !== 0) {
+      if (dtype === 'BF16') {
+        bits[0] = bits32 << 16;
+        visit(e, asF32[0]);
+      } else visit(e, f16ToF32(bits32));
+    }
+  };
   const flush = () => {
     if (pending < 0) return;
-    if (dtype === 'F32') {
-      bits[0] = raw;
-      if (asF32[0] !== 0) visit(pending, asF32[0]);
-    } else if ((raw & 0x7fff) !== 0) {
-      if (dtype === 'BF16') {
-        bits[0] = raw << 16;
-        visit(pending, asF32[0]);
-      } else visit(pending, f16ToF32(raw));
-    }
+    emit(pending, raw);
     pending = -1;
   };
   for (let k = 0; k < starts.length;) {
@@ -239,22 +243,11 @@ function forEachNonZeroInBlocks(src: BlockSource, name: string, dtype: string, e
       const eEnd = Math.ceil(end / elem);
       for (let e = eFirst; e < eEnd; e++) {
         const pos0 = e * elem;
-        if (pos0 >= s && pos0 + elem <= end && e !== pending) {
-          // wholly inside this block (most elements): its bytes in one read, decoded as flush does
+        if (pos0 >= s && pos0 + elem <= end) {
+          // wholly inside this block (most elements; no earlier block met it): its bytes in one read
           flush();
           const at = off + pos0;
-          if (elem === 4) {
-            bits[0] = (data[at]! | (data[at + 1]! << 8) | (data[at + 2]! << 16) | (data[at + 3]! << 24)) >>> 0;
-            if (asF32[0] !== 0) visit(e, asF32[0]);
-          } else {
-            const raw16 = data[at]! | (data[at + 1]! << 8);
-            if ((raw16 & 0x7fff) !== 0) {
-              if (dtype === 'BF16') {
-                bits[0] = raw16 << 16;
-                visit(e, asF32[0]);
-              } else visit(e, f16ToF32(raw16));
-            }
-          }
+          emit(e, elem === 4 ? (data[at]! | (data[at + 1]! << 8) | (data[at + 2]! << 16) | (data[at + 3]! << 24)) >>> 0 : data[at]! | (data[at + 1]! << 8));
           continue;
         }
         if (e !== pending) {

@@ -9,6 +9,8 @@
  *  - the prefill plans and the CLI's --prefill / --kernel-order.
  */
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { defineCircuit } from '../src/dsl/index.ts';
@@ -23,6 +25,7 @@ import { decodeToken } from '../riscv/protocol.ts';
 import { sharedChip } from './helpers/shared-chips.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 import { cli } from './helpers/cli.ts';
+import { assembleElf } from '../riscv/asm.ts';
 import { expectChipcError } from './helpers/assert.ts';
 
 const chipTest = resolveTarget('chip-test');
@@ -176,14 +179,32 @@ describe('prefill plans', () => {
   });
 
   it('chipc run: --prefill whole with an FMA kernel passes --check; --prefill with --load state is refused', async () => {
-    // (the chip from the test run's chip cache: test/helpers/shared-chips.ts)
-    const ok = await cli('run', 'fixtures/firmware/hello.elf', '--code-size', '4096', '--mem-size', '32768', '--prefill', 'whole', '--kernel-order', 'fma', '--check', '--json');
-    expect(ok.code).toBe(0);
-    const doc = JSON.parse(ok.out);
-    expect(doc.prefill).toBe('whole');
-    expect(doc.kernelOrder).toBe('fma');
-    expect(doc.divergence).toBeNull();
-    expect(doc.halted).toBe(true);
+    // (the chip from the test run's chip cache: test/helpers/shared-chips.ts). A short program:
+    // the plumbing of the flags is tested here, the long prompts above.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-prefill-'));
+    try {
+      const file = path.join(dir, 'p.elf');
+      fs.writeFileSync(file, assembleElf(`
+        li t0, 0x12345678
+        sw t0, -8(sp)
+        lhu a0, -6(sp)
+        li t1, 0x10000000
+        sb a0, 0(t1)
+        andi a0, a0, 63
+        li a7, 93
+        ecall
+      `).elf);
+      const ok = await cli('run', file, '--code-size', '4096', '--mem-size', '32768', '--prefill', 'whole', '--kernel-order', 'fma', '--check', '--json');
+      const doc = JSON.parse(ok.out);
+      expect(doc.prefill).toBe('whole');
+      expect(doc.kernelOrder).toBe('fma');
+      expect(doc.divergence).toBeNull();
+      expect(doc.halted).toBe(true);
+      expect(doc.exitCode).toBe(0x1234 & 63);
+      expect(ok.code).toBe(0x1234 & 63);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
     const bad = await cli('run', 'fixtures/firmware/hello.elf', '--prefill', 'whole', '--load', 'state');
     expect(bad.code).not.toBe(0);
     expect(bad.err).toMatch(/--prefill .*--load prompt/);

@@ -14,7 +14,7 @@
  *  - the benchmark shapes (60-digit × 60-digit product, 60-digit / 30-digit quotient) stay within
  *    their instruction budgets; the image fits the chip's memory map.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -61,6 +61,10 @@ function runQemu(src: string): Outcome {
   expect(r.stderr.toString()).toBe('');
   return { output: r.stdout.toString('latin1'), exitCode: r.status };
 }
+
+afterAll(() => {
+  if (qemuElf !== null) fs.rmSync(path.dirname(qemuElf), { recursive: true, force: true });
+});
 
 function expectSame(got: Outcome, src: string): void {
   const ref = runInput(src);

@@ -159,6 +159,17 @@ function outBytes(tokens: readonly number[]): Uint8Array {
   return Uint8Array.from(b);
 }
 
+/** The store image's program and the generic chip of its sizes from chipc's chip cache (compiled on a miss). */
+async function cachedStoreChip(
+  params: StoreParams, target: { name: string; config: ModelConfig }, opts: { onCompile?: () => void; log?: (line: string) => void },
+): Promise<{ prog: ChipProgram; memBytes: number; c: Awaited<ReturnType<typeof cachedGenericChip>> }> {
+  const elf = fs.readFileSync(STORE_ELF);
+  const memBytes = storeMemBytes(params, elf);
+  const prog = programOf(elf, memBytes, target.config);
+  const c = await cachedGenericChip({ targetName: target.name, target: target.config, codeBytes: prog.codeBytes, memBytes }, opts);
+  return { prog, memBytes, c };
+}
+
 /** A store on the chip, with the golden emulator beside it. */
 export class ChipStore {
   readonly params: StoreParams;
@@ -209,12 +220,23 @@ export class ChipStore {
   static async cached(
     params: StoreParams, target: { name: string; config: ModelConfig }, opts: { onCompile?: () => void; log?: (line: string) => void } = {},
   ): Promise<{ prog: ChipProgram; res: ChipModel; memBytes: number; hit: boolean; path: string; compileSeconds: number }> {
-    const elf = fs.readFileSync(STORE_ELF);
-    const memBytes = storeMemBytes(params, elf);
-    const prog = programOf(elf, memBytes, target.config);
-    const c = await cachedGenericChip({ targetName: target.name, target: target.config, codeBytes: prog.codeBytes, memBytes }, opts);
+    const { prog, memBytes, c } = await cachedStoreChip(params, target, opts);
     const res = c.compiled ?? loadChipModel(c.path, prog);
     return { prog, res, memBytes, hit: c.hit, path: c.path, compileSeconds: c.compileSeconds };
+  }
+
+  /**
+   * The store chip's `.chip` in chipc's chip cache (compiled into it on a miss, as `cached`),
+   * without loading its weights: what `chipc store chip` copies. `layers` comes from the compile
+   * or from the cached chip's manifest.
+   */
+  static async cachedFile(
+    params: StoreParams, target: { name: string; config: ModelConfig }, opts: { onCompile?: () => void; log?: (line: string) => void } = {},
+  ): Promise<{ memBytes: number; layers: number; hit: boolean; path: string; compileSeconds: number }> {
+    const { memBytes, c } = await cachedStoreChip(params, target, opts);
+    const layers = c.compiled?.weights.config.numLayers ?? readChipCheckpoint(c.path).manifest.layerTypes?.length;
+    if (layers === undefined) throw new ChipcError('run.model', `${c.path}: the cached chip's manifest records no layer types`);
+    return { memBytes, layers, hit: c.hit, path: c.path, compileSeconds: c.compileSeconds };
   }
 
   /**

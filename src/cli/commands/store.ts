@@ -206,7 +206,7 @@ export function registerStore(program: Command, run: Runner): void {
         if (o.cache && o.dtype === 'bf16' && o.output.endsWith('.chip')) {
           // the chip cache holds this chip as a bf16 .chip, written by the same emitter: a copy is
           // byte-identical to a fresh emission
-          const c = await ChipStore.cached(params, target, {
+          const c = await ChipStore.cachedFile(params, target, {
             onCompile: () => { if (!o.json) process.stderr.write(`chipc: compiling the store chip for ${target.name} into the chip cache\n`); },
           });
           const tmp = `${o.output}.tmp-${process.pid}`;
@@ -217,7 +217,7 @@ export function registerStore(program: Command, run: Runner): void {
             fs.rmSync(tmp, { force: true });
           }
           ({ memBytes, compileSeconds } = c);
-          layers = c.res.weights.config.numLayers;
+          layers = c.layers;
           cache = { hit: c.hit, path: c.path };
         } else {
           const t0 = performance.now();

@@ -40,6 +40,14 @@ interface LookupState {
 type Num = ArrayLike<number>;
 
 const isInt32 = (x: number): boolean => Number.isInteger(x) && x >= -0x80000000 && x <= 0x7fffffff;
+/** `a.every(isInt32)`, faster: `(x | 0) === x` holds exactly for the int32s (and −0, as isInt32). */
+function allInt32(a: readonly number[]): boolean {
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    if ((x | 0) !== x) return false;
+  }
+  return true;
+}
 /** A typed copy of `a` when every entry is an int32 (exact), else `a` itself. */
 function packed(a: readonly number[]): Num {
   for (let i = 0; i < a.length; i++) if (!isInt32(a[i]!)) return a;
@@ -325,13 +333,17 @@ function fastProgramOf(ir: CircuitIR, o: { checks: boolean; chunkSize: number; m
   // touches one contiguous row instead of one cache line per field.
   const tfColumn = new Map<readonly number[], number>();
   for (const n of ir.nodes) {
-    if (n.op === 'token_field' && !tfColumn.has(n.values) && n.values.length === ir.vocab && n.values.every(isInt32)) {
+    if (n.op === 'token_field' && !tfColumn.has(n.values) && n.values.length === ir.vocab && allInt32(n.values)) {
       tfColumn.set(n.values, tfColumn.size);
     }
   }
   const tfWidth = Math.max(1, tfColumn.size);
   const tokenTable = new Int32Array(ir.vocab * tfWidth);
-  for (const [values, col] of tfColumn) for (let t = 0; t < ir.vocab; t++) tokenTable[t * tfWidth + col] = values[t]!;
+  // filled row by row (sequential writes; each column is read sequentially too)
+  const columns = [...tfColumn.keys()];
+  for (let t = 0, at = 0; t < ir.vocab; t++, at += tfWidth) {
+    for (let col = 0; col < columns.length; col++) tokenTable[at + col] = columns[col]![t]!;
+  }
   let checksEmitted = 0;
   const rangeOf = (id: NodeId): Range => ir.nodes[id]!.range;
   const prevIndex = new Map<NodeId, number>(prevNodes.map((n, i) => [n.id, i]));

@@ -48,11 +48,16 @@ export interface CpuOptions {
 export const MEM_BANK_WORDS = 8192;
 
 /**
- * Rows of one data-RAM bank for a target: what one GDN layer holds of one 32-bit word per row
- * (key heads × key head dim, rounded down to a power of two, at most MEM_BANK_WORDS).
+ * Rows of one data-RAM bank for a target: what one GDN layer holds of 32-bit words (key heads ×
+ * key head dim rows, twice that where the RAM gadget packs two words per row: an even number of
+ * value heads per key head, each holding a word, dv ≥ 64; docs/gadgets-gdn.md "Packed rows"),
+ * rounded down to a power of two, at most MEM_BANK_WORDS.
  */
 export function memBankWordsFor(target: TargetShape): number {
-  const rows = Math.min(MEM_BANK_WORDS, target.linearNumKeyHeads * target.linearKeyHeadDim);
+  const r = (target.linearNumValueHeads ?? target.linearNumKeyHeads) / target.linearNumKeyHeads;
+  const packed = Number.isInteger(r) && r % 2 === 0 && (target.linearValueHeadDim ?? 0) >= 64 ? 2 : 1;
+  const rowsPerHead = 2 ** Math.floor(Math.log2(Math.max(1, target.linearKeyHeadDim)));
+  const rows = Math.min(MEM_BANK_WORDS, target.linearNumKeyHeads * rowsPerHead * packed);
   return 2 ** Math.floor(Math.log2(Math.max(1, rows)));
 }
 

@@ -3,8 +3,9 @@
  * banks of 8,192 words in four layers. A program stores and loads words (aligned, sub-word and
  * word-crossing) in every bank and at the bank edges, through the compiled weights and the IR,
  * every token equal to the golden trace; the loader prompt reaches every bank. A code RAM larger
- * than one bank (codeBanks: "code", "code1", …) at qwen3.5-4b: fetch from both banks, a code store,
- * the loader reaching bank 1 — on one generic chip that also runs the data-bank program.
+ * than one bank (codeBanks: "code", "code1", …) at the qwen3.5-4b shape with one value head per key
+ * head: fetch from both banks, a code store, the loader reaching bank 1 — on one generic chip that
+ * also runs the data-bank program. Packed rows at qwen3.5-4b itself: banks of 4,096 words.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MEM_BANK_WORDS, codeBanks, memBanks } from '../src/cpu/cpu.ts';
@@ -47,10 +48,13 @@ describe('memBanks', () => {
     expect(memBanks(4096 + 10, 2048)).toEqual([['mem', 0, 2048], ['mem1', 2048, 2048], ['mem2', 4096, 10]]);
   });
   it('sizes the banks to what one GDN layer of the target holds', () => {
-    // One row per key-head row: key heads × key head dim (one 32-bit word per row).
+    // chip-test: one value head per key head, one 32-bit word per key-head row (64 × 128 rows)
     expect(memBankWordsFor(resolveTarget('chip-test').config)).toBe(64 * 128);
-    expect(memBankWordsFor(resolveTarget('qwen3.5-4b').config)).toBe(16 * 128);
-    expect(programOf(assembleElf('ecall').elf, 32768, resolveTarget('qwen3.5-4b').config).chip.memBankWords).toBe(2048);
+    // qwen3.5-4b and the Qwen3-Next targets: two value heads per key head, two words per row (packed rows)
+    for (const t of ['qwen3.5-4b', 'qwen3-next-80b', 'qwen3-coder-next']) expect(memBankWordsFor(resolveTarget(t).config), t).toBe(16 * 128 * 2);
+    // the same shape with one value head per key head: one word per row
+    expect(memBankWordsFor({ ...resolveTarget('qwen3.5-4b').config, linearNumValueHeads: 16 })).toBe(16 * 128);
+    expect(programOf(assembleElf('ecall').elf, 32768, resolveTarget('qwen3.5-4b').config).chip.memBankWords).toBe(4096);
     expect(programOf(assembleElf('ecall').elf, 32768).chip.memBankWords).toBe(MEM_BANK_WORDS);
   });
 });
@@ -85,9 +89,10 @@ function codeBankProgram(): string {
   `;
 }
 
-describe('a 16 KiB code RAM and a 16 KiB data RAM at qwen3.5-4b: each two banks of 2,048 words', () => {
+describe('a 16 KiB code RAM and a 16 KiB data RAM at the qwen3.5-4b shape with one value head per key head: each two banks of 2,048 words', () => {
   const SHAPE = { codeBytes: 16 * 1024, memBytes: 16 * 1024 };
-  const target = resolveTarget('qwen3.5-4b').config;
+  // (qwen3.5-4b's own two value heads per key head pack two words per row: 4,096-word banks, below)
+  const target = { ...resolveTarget('qwen3.5-4b').config, linearNumValueHeads: 16 };
   let res: CompileResult;
   beforeAll(() => {
     // One generic chip for both programs below.
@@ -132,6 +137,37 @@ describe('a 16 KiB code RAM and a 16 KiB data RAM at qwen3.5-4b: each two banks 
     const ir = runOnInterpreter(prog, { maxTokens: 10_000, golden: golden.tokens, goldenPc: golden.tokenPc, load: 'prompt' });
     expect(ir.divergence).toBeNull();
     expect(ir.exitCode).toBe(123);
+  }, 300_000);
+});
+
+describe('packed rows at qwen3.5-4b: 16 KiB of code in one bank, 32 KiB of data in two banks of 4,096 words', () => {
+  const SHAPE = { codeBytes: 16 * 1024, memBytes: 32 * 1024 };
+  const target = resolveTarget('qwen3.5-4b').config;
+  let res: CompileResult;
+  beforeAll(() => {
+    res = compileChip(programOf(assembleElf('ecall').elf, SHAPE, target).chip, target);
+  }, 300_000);
+
+  it('one code bank and two data banks, each two words per key-head row in half the key heads', () => {
+    const banks = res.rams.filter((r) => /^(code|mem)\d*$/.test(r.name));
+    expect(banks.map((r) => r.name).sort()).toEqual(['code', 'mem', 'mem1']);
+    for (const r of banks) {
+      expect(r.lowering.layout.wordsPerRow, r.name).toBe(2);
+      expect(r.lowering.layout.rowBlocks, r.name).toBe(16);
+    }
+  });
+
+  it('data in both banks: through the weights (state and prompt loading) with every token equal to the golden trace', () => {
+    const elf = assembleElf(bankProgram(4096, 2)).elf;
+    const prog = programOf(elf, SHAPE, target);
+    expect(prog.chip.memBankWords).toBe(4096);
+    const golden = goldenTokens(elf, { mem: { size: SHAPE.memBytes }, codeBytes: prog.codeBytes });
+    expect(golden.halt.reason).toBe('exit');
+    for (const load of ['state', 'prompt'] as const) {
+      const r = runOnChip(res, prog, { maxTokens: 10_000, golden: golden.tokens, goldenPc: golden.tokenPc, load });
+      expect(r.divergence, load).toBeNull();
+      expect(r.exitCode, load).toBe(golden.halt.exitCode);
+    }
   }, 300_000);
 });
 

@@ -68,6 +68,17 @@ interface Built {
   encode: (op: Op) => { dim: VDim; value: number }[];
 }
 
+/** The IR declaration of a case's RAM. */
+function ramDeclOf(c: RamCase): RamDecl {
+  const loc = { file: 'test', line: 1, col: 1 };
+  return {
+    id: 0, name: 'mem', rows: c.rows, fields: c.fields.map((hi) => ({ lo: 0, hi })),
+    write: { addr: 0, values: c.fields.map(() => 0), enable: c.writeEnable ? 0 : null, loc },
+    reads: Array.from({ length: c.ports }, () => ({ addr: 0, enable: c.readEnable ? 0 : null, results: [], loc })),
+    loc,
+  };
+}
+
 function buildCase(c: RamCase): Built {
   let next = 0;
   const take = (n: number) => Array.from({ length: n }, () => next++);
@@ -89,13 +100,7 @@ function buildCase(c: RamCase): Built {
     write: { addrBits: waddr, addrDigits: wdigits, enable: wen, fieldBits: wbits },
     reads: reads.map((addr, p) => ({ addr, out: outs[p]! })),
   };
-  const loc = { file: 'test', line: 1, col: 1 };
-  const ram: RamDecl = {
-    id: 0, name: 'mem', rows: c.rows, fields: c.fields.map((hi) => ({ lo: 0, hi })),
-    write: { addr: 0, values: c.fields.map(() => 0), enable: c.writeEnable ? 0 : null, loc },
-    reads: reads.map(() => ({ addr: 0, enable: c.readEnable ? 0 : null, results: [], loc })),
-    loc,
-  };
+  const ram = ramDeclOf(c);
   const lowering = lowerRamToGdn(ram, io, gdnDims(c.target), { keyScale: c.keyScale });
   const encode = (op: Op) => {
     const e: { dim: VDim; value: number }[] = [];
@@ -190,13 +195,19 @@ class RamModel {
     const r = Hv / Hk;
     const R = Math.min(dk, 2 ** bitsOfRows(this.c.rows));
     const G = dv / 4;
+    // packed rows (docs/gadgets-gdn.md): value heads 0 and 1 hold the whole word of the rows whose
+    // select bit is j; without packing value head j holds word part part·r + j of rows block·R + i
+    const packed = (b.lowering.layout.wordsPerRow ?? 1) === 2;
+    // packed: the row number block·R + i with the select bit j inserted at bit selectBit
+    const insert = (x: number, j: number) => { const sb = b.lowering.layout.selectBit!; const low = x % 2 ** sb; return (x - low) * 2 + j * 2 ** sb + low; };
     const states = Array.from({ length: Hv }, () => new Float32Array(dk * dv));
     b.lowering.roles.forEach((role, h) => {
       for (let j = 0; j < r; j++) {
-        const vi = role.part * r + j;
+        const vi = packed ? (j < 2 ? 0 : Infinity) : role.part * r + j;
+        const first = packed ? insert(role.block * R, j < 2 ? j : 0) : role.block * R;
         const st = states[h * r + j]!;
         for (let i = 0; i < dk; i++) {
-          const word = this.mem.get(role.block * R + i);
+          const word = this.mem.get(first + i);
           if (!word || i >= R) continue;
           const bits = this.wordBits(word);
           const groups = Math.max(1, Math.ceil(bits.length / 2));
@@ -389,6 +400,43 @@ describe('random op streams (decode steps) equal the Map model bit for bit: read
       expect(seen.hits).toBeGreaterThan(20);
     });
   }
+  // Packed rows: two words per key-head row, one per value head (docs/gadgets-gdn.md "Packed rows").
+  const PACKED16: RamCase = {
+    target: target({ linearNumKeyHeads: 8, linearNumValueHeads: 16 }), rows: 64, fields: [15, 7], ports: 2, writeEnable: true, readEnable: true,
+  };
+  it('packed rows: 64 rows of a 7-bit word in 2 key heads per port (value head j holds the rows with bit 5 = j); unpacked it takes 4', () => {
+    const b = buildCase(PACKED16);
+    expect(b.lowering.layout.wordsPerRow).toBe(2);
+    expect(b.lowering.layout.selectBit).toBe(5); // bits 4 and 5 cost the same: the highest
+    // the bit whose select forms read the fewest dims: with bits 5–6 in a digit, the plain bit 4
+    expect(buildCase({ ...PACKED16, rows: 128, digits: [{ lo: 5, width: 2 }] }).lowering.layout.selectBit).toBe(4);
+    expect(b.lowering.cost.keyHeads).toBe(2 * 2);
+    expect(b.lowering.cost.valueHeads).toBe(2 * 2 * 2);
+    const plain = lowerRamToGdn({ ...ramDeclOf(PACKED16) }, b.io, gdnDims(PACKED16.target), { packRows: false });
+    expect(plain.layout.wordsPerRow).toBe(1);
+    expect(plain.cost.keyHeads).toBe(2 * 4);
+    // a RAM whose rows are not a power of two is not packed (an address past the rows must write nothing)
+    expect(buildCase({ ...PACKED16, rows: 48 }).lowering.layout.wordsPerRow).toBe(1);
+    expect(buildCase({ ...PACKED16, rows: 96, ports: 1 }).lowering.layout.wordsPerRow).toBe(1);
+    // nor a word that needs two value heads
+    expect(buildCase({ ...PACKED16, fields: [255, 255] }).lowering.layout.wordsPerRow).toBe(1);
+  });
+  for (const profile of ['f32', 'bf16'] as const) {
+    for (const [oname, order] of profile === 'f32' ? ORDERS : ORDERS.slice(0, 1)) {
+      it(`packed rows, 2 ports with enables — ${profile}, ${oname}`, () => {
+        const b = buildCase(PACKED16);
+        seen.hits = 0;
+        fc.assert(fc.property(streamArb(PACKED16, 50), (ops) => mismatches(b, ops, { profile, order }) === 0), { numRuns: 3, seed: 60 });
+        expect(seen.hits).toBeGreaterThan(20);
+      });
+    }
+    it(`packed rows, the select bit inside a one-hot digit (bits 3–5), no enables — ${profile}`, () => {
+      const c: RamCase = { ...PACKED16, ports: 1, writeEnable: false, readEnable: false, digits: [{ lo: 0, width: 3 }, { lo: 3, width: 3 }] };
+      const b = buildCase(c);
+      expect(b.lowering.layout.wordsPerRow).toBe(2);
+      fc.assert(fc.property(fc.array(opArb(c), { minLength: 40, maxLength: 50 }), (ops) => mismatches(b, ops, { profile }) === 0), { numRuns: 3, seed: 61 });
+    });
+  }
   it('address digits are checked: overlapping spans and a one-hot of the wrong size are errors', () => {
     const c: RamCase = { ...WIDE16, digits: [{ lo: 0, width: 3 }] };
     const b = buildCase(c);
@@ -443,6 +491,26 @@ describe('write-only prompts (chunked kernel) give the decode state bit for bit;
       seen.hits = 0;
       expect(mismatches(b, ops, { profile, prefill: 70 })).toBe(0);
       expect(seen.hits).toBeGreaterThan(0);
+    }
+  });
+  it('packed rows at the qwen3.5-4b head shape (dk = dv = 128, 2 value heads per key head): 512 rows of a 32-bit word in 2 key heads, 70-token prompt, f32 and bf16 × every order', () => {
+    const c: RamCase = {
+      target: target({ linearNumKeyHeads: 2, linearNumValueHeads: 4, linearKeyHeadDim: 128, linearValueHeadDim: 128, vocabSize: 96 }),
+      rows: 512, fields: [255, 255, 255, 255], ports: 1, writeEnable: true, readEnable: true,
+    };
+    const b = buildCase(c);
+    expect(b.lowering.layout.wordsPerRow).toBe(2);
+    expect(b.lowering.layout.selectBit).toBe(8);
+    expect(b.lowering.cost.keyHeads).toBe(2);
+    for (const profile of ['f32', 'bf16'] as const) {
+      for (const [, order] of ORDERS) {
+        const ops = promptThenReads(c, 70, 6, 43);
+        // rows 2 and 258 share state row 2 of block 0 (select bit 8: value heads 0 and 1)
+        ops.push({ ...ops[70]!, reads: [{ en: 1, addr: 2 }] }, { ...ops[70]!, reads: [{ en: 1, addr: 2 + 256 }] });
+        seen.hits = 0;
+        expect(mismatches(b, ops, { profile, order, prefill: 70 })).toBe(0);
+        expect(seen.hits).toBeGreaterThan(0);
+      }
     }
   });
 });

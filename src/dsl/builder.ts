@@ -128,10 +128,12 @@ export interface CircuitDef {
   loc?: SourceLoc;
 }
 
-/** What a circuit may read of a target to shape itself: its GDN key heads and their dimension. */
+/** What a circuit may read of a target to shape itself: its GDN key heads and their dimension (and the value heads'). */
 export interface TargetShape {
   linearNumKeyHeads: number;
   linearKeyHeadDim: number;
+  linearNumValueHeads?: number;
+  linearValueHeadDim?: number;
 }
 
 export function defineCircuit(meta: CircuitMeta, build: (c: CircuitBuilder) => void): CircuitDef {

@@ -109,6 +109,8 @@ export interface GdnRamOptions {
   maxKeyHeads?: number;
   /** Prefix of the spec tags (default the RAM's name). */
   tag?: string;
+  /** Two words per key-head row where the shape allows it (default true; docs/gadgets-gdn.md "Packed rows"). */
+  packRows?: boolean;
 }
 
 /** Default key decode scale (a power of two ≥ 89: silu(−128) = −0 exactly). */
@@ -240,12 +242,21 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
   let wordBits = 0;
   for (const w of fieldWidthArr) { fieldOffset.push(wordBits); wordBits += w; }
   const nbits = ceilLog2(ram.rows);
-  const rowsPerKeyHead = Math.min(2 ** Math.floor(Math.log2(dk)), 2 ** nbits);
-  const rowBlocks = Math.ceil(ram.rows / rowsPerKeyHead);
   const G = dv / 4;
   const groups = Math.max(1, Math.ceil(wordBits / 2));
   const valueHeadsPerWord = Math.ceil(groups / G);
-  const wordParts = Math.ceil(valueHeadsPerWord / r);
+  const fullRows = 2 ** Math.floor(Math.log2(dk));
+  // Two words per key-head row, one per value head, when a word fits one value head, the key
+  // head has an even number of value heads and the rows are a power of two ≥ 2·dk rows (every
+  // address in range): an address bit above the row bits, the select bit, picks the value head
+  // (in β for writes, in z for reads). The RAM's rows are checked below (ram.rows), the ports'
+  // digits after the io checks (selectBitOf).
+  const wordsPerRow = valueHeadsPerWord === 1 && r % 2 === 0 && opts.packRows !== false
+    && ram.rows === 2 ** nbits && ram.rows >= 2 * fullRows ? 2 : 1;
+  const rowsPerKeyHead = Math.min(fullRows, 2 ** nbits);
+  const rowBits = Math.log2(rowsPerKeyHead);
+  const rowBlocks = Math.ceil(ram.rows / (rowsPerKeyHead * wordsPerRow));
+  const wordParts = wordsPerRow === 2 ? 1 : Math.ceil(valueHeadsPerWord / r);
   const ports = io.reads.length;
   const keyHeadsNeeded = ports * rowBlocks * wordParts;
   if (keyHeadsNeeded > maxKeyHeads) {
@@ -307,6 +318,18 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
     });
   });
 
+  // The select bit of packed rows: the address bit at or above the row bits whose [select = j]
+  // forms read the fewest dims over all ports (a plain bit: 1; inside a digit of width w: 2^(w−1)
+  // one-hot dims), the highest of equals. Those forms are in every column's z of every read.
+  const selectBit = wordsPerRow === 2 ? selectBitOf(rowBits, nbits, [io.write?.addrDigits, ...io.reads.map((rd) => rd.addr.addrDigits)]) : -1;
+  /** RAM row of state row i of value head j in row block b (packed rows: bit selectBit is j). */
+  const rowOf = (b: number, j: number, i: number): number => {
+    const x = b * rowsPerKeyHead + i;
+    if (selectBit < 0) return x;
+    const low = x & (2 ** selectBit - 1);
+    return (x - low) * 2 + j * 2 ** selectBit + low;
+  };
+
   // ---- numbers of the layout --------------------------------------------------------------
   const hot = findHotValue(dk);
   let P = RAM_PENALTY;
@@ -328,18 +351,24 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
    * A's (x for a wanted 0, 1 − x for a wanted 1), a one-hot digit when its dim for A's digit is
    * not 1 (1 − oneHot[d]; a missing dim is a constant 0, always a mismatch).
    */
-  const decode = (bits: VDim[], digits: RamAddrDigit[] | undefined, en: VDim | null, A: number): Form => {
+  const decode = (bits: VDim[], digits: RamAddrDigit[] | undefined, en: VDim | null, A: number, ignore = 0): Form => {
     const terms: Term[] = [];
     let constant = S;
     let inDigit = 0; // the bits the digits cover (checkAddr: disjoint, inside nbits ≤ 31)
     for (const dg of digits ?? []) {
-      inDigit |= (2 ** dg.width - 1) << dg.lo;
-      const dim = dg.oneHot[(A >> dg.lo) & (2 ** dg.width - 1)];
+      const mask = 2 ** dg.width - 1;
+      inDigit |= mask << dg.lo;
+      // the digit matches when its value agrees with A's on the bits not ignored: the sum of the
+      // one-hot dims of those values (one of them or none is 1)
+      const care = mask & ~(ignore >> dg.lo);
+      const want = (A >> dg.lo) & care;
       constant -= S;
-      if (dim !== null && dim !== undefined) terms.push({ dim, coef: S });
+      dg.oneHot.forEach((dim, d) => {
+        if ((d & care) === want && dim !== null && dim !== undefined) terms.push({ dim, coef: S });
+      });
     }
     bits.forEach((d, b) => {
-      if ((inDigit >> b) & 1) return;
+      if ((inDigit >> b) & 1 || (ignore >> b) & 1) return;
       const one = (A >> b) & 1;
       if (one) constant -= S;
       terms.push({ dim: d, coef: one ? S : -S });
@@ -391,6 +420,31 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
   const bForm: Form = io.write?.enable != null
     ? { terms: [{ dim: io.write.enable, coef: 256 }], constant: -128 }
     : { terms: [], constant: io.write ? 128 : -128 };
+  /** Address bit `selectBit` (the value-head select of packed rows) equal to j, as a 0/1 form. */
+  const selectForm = (bits: VDim[], digits: RamAddrDigit[] | undefined, j: number): Form => {
+    const dg = (digits ?? []).find((x) => selectBit >= x.lo && selectBit < x.lo + x.width);
+    if (dg !== undefined) {
+      const terms: Term[] = [];
+      dg.oneHot.forEach((dim, d) => { if (((d >> (selectBit - dg.lo)) & 1) === j && dim !== null && dim !== undefined) terms.push({ dim, coef: 1 }); });
+      return { terms: mergeTerms(terms), constant: 0 };
+    }
+    const x = bits[selectBit]!;
+    return j === 1 ? { terms: [{ dim: x, coef: 1 }], constant: 0 } : { terms: [{ dim: x, coef: -1 }], constant: 1 };
+  };
+  const scaled = (fm: Form, c: number, add: number): Form => ({ terms: fm.terms.map((t) => ({ dim: t.dim, coef: t.coef * c })), constant: fm.constant * c + add });
+  const addForms = (a: Form, b: Form): Form => ({ terms: mergeTerms([...a.terms, ...b.terms]), constant: a.constant + b.constant });
+  /**
+   * β of value head j of packed rows: 256·en + 256·[select = j] − 384 (or 256·[select = j] − 128
+   * without an enable): +128 for the addressed head of an enabled write (β = 1), ≤ −128 otherwise
+   * (β = +0).
+   */
+  const packedB = (j: number): Form => {
+    const w = io.write!;
+    const sel = scaled(selectForm(w.addrBits, w.addrDigits, j), 256, 0);
+    return w.enable !== null ? addForms(sel, { terms: [{ dim: w.enable, coef: 256 }], constant: -384 }) : scaled(sel, 1, -128);
+  };
+  /** z of value head j of packed rows: 32 for the read's head (silu = 32), −128 for the other (silu = −0). */
+  const packedZ = (rd: RamReadVDims, j: number): Form => scaled(selectForm(rd.addrBits, rd.addrDigits, j), 160, -128);
 
   // ---- heads ------------------------------------------------------------------------------
   const heads: GdnKeyHeadSpec[] = [];
@@ -402,18 +456,21 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
     for (let b = 0; b < rowBlocks; b++) {
       const q: Form[] = [];
       const k: Form[] = [];
+      // packed rows: the select bit is decoded by β and z, not by the key
+      const ignore = wordsPerRow === 2 ? 2 ** selectBit : 0;
       for (let i = 0; i < dk; i++) {
-        const A = b * rowsPerKeyHead + i;
+        const A = rowOf(b, 0, i);
         const live = i < rowsPerKeyHead && A < ram.rows;
-        q.push(live ? decode(rd.addr.addrBits, rd.addr.addrDigits, rd.addr.enable, A) : zeroForm());
+        q.push(live ? decode(rd.addr.addrBits, rd.addr.addrDigits, rd.addr.enable, A, ignore) : zeroForm());
         // The write enable lives in β alone (β = +0 writes nothing): a key that also read it would
         // make every key channel of the RAM change with it, which incremental decode pays for.
-        k.push(live && io.write ? decode(io.write.addrBits, io.write.addrDigits, null, A) : zeroForm());
+        k.push(live && io.write ? decode(io.write.addrBits, io.write.addrDigits, null, A, ignore) : zeroForm());
       }
       for (let w = 0; w < wordParts; w++) {
         const values: (GdnValueHeadSpec | null)[] = [];
         for (let j = 0; j < r; j++) {
-          const vi = w * r + j;
+          // packed rows: value head j holds the rows whose select bit is j (its word is vi = 0)
+          const vi = wordsPerRow === 2 ? (j < 2 ? 0 : valueHeadsPerWord) : w * r + j;
           if (vi >= valueHeadsPerWord) { values.push(null); continue; }
           const v: Form[] = [];
           const out: GdnValueHeadSpec['out'] = [];
@@ -445,15 +502,16 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
             const key = `${o.dim}:${Math.floor(o.col / 4)}`;
             if (!perGroup.has(key)) { perGroup.set(key, true); if (b === 0) countProduct(o.dim); }
           }
+          const zForm = wordsPerRow === 2 ? packedZ(rd.addr, j) : { terms: [], constant: RAM_Z };
           values.push({
             v,
-            z: Array.from({ length: dv }, () => ({ terms: [], constant: RAM_Z })),
-            b: bForm,
+            z: Array.from({ length: dv }, () => zForm),
+            b: wordsPerRow === 2 && io.write ? packedB(j) : bForm,
             out,
             // Gated-norm outputs are exactly 0 or hotOut (order-invariance analysis).
             outBound: hotOut,
             outQuantum: hotOut,
-            tag: `${tag} port ${p} rows ${b * rowsPerKeyHead}.. value head ${vi}`,
+            tag: `${tag} port ${p} rows ${rowOf(b, wordsPerRow === 2 ? j : 0, 0)}.. value head ${vi}`,
           });
         }
         heads.push({ q, k, values, tag: `${tag} port ${p} block ${b} part ${w}` });
@@ -486,11 +544,30 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
     normWeight,
     layout: {
       keyScale: S, addrBits: nbits, rowsPerKeyHead, rowBlocks, wordBits, groups, groupsPerValueHead: G,
-      valueHeadsPerWord, wordParts, fieldOffset, fieldWidth: fieldWidthArr, hot, penalty: P,
+      valueHeadsPerWord, wordParts, wordsPerRow, ...(selectBit >= 0 ? { selectBit } : {}), fieldOffset, fieldWidth: fieldWidthArr, hot, penalty: P,
       zConst: RAM_Z, normWeight, hotOut,
     },
     cost: { keyHeads: heads.length, valueHeads, nonZeros, maxProductsPerOutput },
   };
+}
+
+/**
+ * The select bit of packed rows: among address bits [rowBits, nbits), the one whose [select = j]
+ * forms read the fewest dims summed over the ports' digit lists (a bit outside every digit: 1;
+ * inside a digit of width w: 2^(w−1)); the highest bit among equals.
+ */
+function selectBitOf(rowBits: number, nbits: number, ports: (RamAddrDigit[] | undefined)[]): number {
+  let best = -1;
+  let bestCost = Infinity;
+  for (let bit = nbits - 1; bit >= rowBits; bit--) {
+    let cost = 0;
+    for (const digits of ports) {
+      const dg = (digits ?? []).find((x) => bit >= x.lo && bit < x.lo + x.width);
+      cost += dg === undefined ? 1 : 2 ** (dg.width - 1);
+    }
+    if (cost < bestCost) { best = bit; bestCost = cost; }
+  }
+  return best;
 }
 
 function mergeTerms(terms: Term[]): Term[] {

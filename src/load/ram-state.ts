@@ -23,7 +23,7 @@ import type { Executor } from '../exec/executor.ts';
 import type { NumericProfile } from '../exec/types.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { RamDecl } from '../ir/types.ts';
-import type { GdnRamHeadRole, GdnRamLowering } from '../gadgets/gdn-ram.ts';
+import type { GdnRamHeadRole, GdnRamLayout, GdnRamLowering } from '../gadgets/gdn-ram.ts';
 
 /**
  * What the functions here read of a compiled circuit: its model config and its RAM declarations.
@@ -146,6 +146,23 @@ function gdnShape(model: ModelConfig): GdnShape {
   return { Hk, Hv, r: Hv / Hk, dk: model.linearKeyHeadDim, dv: model.linearValueHeadDim };
 }
 
+/**
+ * Which part of the word value head j of a key head in `role` holds (vi; ≥ valueHeadsPerWord:
+ * none) and the RAM row of its state row 0 (state row i holds that row + i). Packed rows
+ * (wordsPerRow 2): value heads 0 and 1 hold the whole word of the rows with select bit j.
+ */
+function headRows(lay: GdnRamLayout, role: GdnRamHeadRole, j: number, r: number): { vi: number; first: number } {
+  const R = lay.rowsPerKeyHead;
+  if ((lay.wordsPerRow ?? 1) === 2) {
+    // the select bit is inserted into the block's row number (it lies at or above the row bits)
+    const sb = lay.selectBit!;
+    const x = role.block * R;
+    const low = x % 2 ** sb;
+    return { vi: j < 2 ? 0 : lay.valueHeadsPerWord, first: (x - low) * 2 + (j < 2 ? j : 0) * 2 ** sb + low };
+  }
+  return { vi: role.part * r + j, first: role.block * R };
+}
+
 function checkPlacement(placement: RamStatePlacement, sh: GdnShape): void {
   const { lowering, keyHeads } = placement;
   // (a placement loaded from a manifest has roles but not the lowered heads themselves)
@@ -185,12 +202,12 @@ export function ramStateRows(placement: RamStatePlacement, contents: RamContents
   placement.lowering.roles.forEach((role, h) => {
     const keyHead = placement.keyHeads[h]!;
     for (let j = 0; j < sh.r; j++) {
-      const vi = role.part * sh.r + j;
+      const { vi, first } = headRows(lay, role, j, sh.r);
       const used = vi < lay.valueHeadsPerWord;
       const state = new Float32Array(sh.dk * sh.dv); // +0 everywhere
       if (used) {
         for (let i = 0; i < R; i++) {
-          const d = digits.get(role.block * R + i);
+          const d = digits.get(first + i);
           if (!d) continue;
           for (let gl = 0; gl < G; gl++) state[i * sh.dv + 4 * gl + d[vi * G + gl]!] = hot;
         }
@@ -257,11 +274,11 @@ export function captureRamContents(executor: Executor, res: RamHost, placement: 
     const keyHead = placement.keyHeads[h]!;
     for (let j = 0; j < sh.r; j++) {
       const vh = keyHead * sh.r + j;
-      const vi = role.part * sh.r + j;
+      const { vi, first } = headRows(lay, role, j, sh.r);
       const S = executor.gdnStateCopy(placement.layer, vh);
       const U = new Uint32Array(S.buffer, S.byteOffset, S.length);
       for (let i = 0; i < sh.dk; i++) {
-        const A = role.block * R + i;
+        const A = first + i;
         const live = vi < lay.valueHeadsPerWord && i < R && A < decl.rows;
         if (!live) {
           for (let c = 0; c < sh.dv; c++) {

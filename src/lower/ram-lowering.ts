@@ -19,8 +19,18 @@ export interface GdnRamLayout {
   /** dv/4 digit groups per value head. */
   groupsPerValueHead: number;
   valueHeadsPerWord: number;
-  /** Key heads along the word (ceil(valueHeadsPerWord / r)). */
+  /** Key heads along the word (ceil(valueHeadsPerWord / r); 1 for packed rows). */
   wordParts: number;
+  /**
+   * Words per key-head row: 2 for packed rows (value head j of a key head holds the rows whose
+   * address bit `selectBit` is j), else 1. Absent in manifests written before packing: 1.
+   */
+  wordsPerRow?: number;
+  /**
+   * Packed rows: the address bit (≥ log2 rowsPerKeyHead) that selects the value head. State row i
+   * of value head j in row block b holds the row whose other bits are b·rowsPerKeyHead + i.
+   */
+  selectBit?: number;
   /** First word bit of each field; field widths. */
   fieldOffset: number[];
   fieldWidth: number[];

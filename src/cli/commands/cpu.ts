@@ -32,7 +32,7 @@ export function registerCpu(program: Command, run: Runner): void {
     .requiredOption('-o, --output <out>', 'a checkpoint directory, or a .chip file')
     .option('--target <name|config.json>', 'target model shape', 'chip-test')
     .option('--code-size <bytes>', `code RAM size from 0x80000000 (a power of two, 256 bytes … 64 KiB; default ${fmtBytes(sizes.codeBytes)})`)
-    .option('--mem-size <bytes>', `data RAM size from 0x80000000 (a multiple of 256, at most 128 KiB; default 64 KiB, or 4 banks where less: 32 KiB at qwen3.5-4b)`)
+    .option('--mem-size <bytes>', `data RAM size from 0x80000000 (a multiple of 256, at most 128 KiB; default 64 KiB, or 4 banks where less)`)
     .option('--dtype <d>', 'bf16 or f32 (the chip\'s weights are bf16-exact: both hold the same values)', 'bf16')
     .option('--overwrite', 'replace an existing output')
     .option('--attention-layer', 'make the last layer with an empty mixer a full-attention layer that adds exactly 0, so transformers\' generate() runs the chip alone (its cache takes its length from an attention layer); costs no layer, but every token then attends over all positions')

@@ -63,7 +63,7 @@ export function registerRun(program: Command, run: Runner): void {
     .argument('<elf>', 'an RV32IM+Zba ELF (code and data from 0x80000000)')
     .option('--target <name|config.json>', 'target model shape (needs the protocol\'s 248,205 token ids; default chip-test)')
     .option('--code-size <bytes>', `code RAM size from 0x80000000 (a power of two; default ${sizes.codeBytes}, with --model the chip's)`)
-    .option('--mem-size <bytes>', `data RAM size from 0x80000000 (a multiple of 256; default 65536, or 4 banks where less: 32768 at qwen3.5-4b; with --model the chip's)`)
+    .option('--mem-size <bytes>', `data RAM size from 0x80000000 (a multiple of 256; default 65536, or 4 banks where less; with --model the chip's)`)
     .option('--no-cache', 'compile the chip for this run instead of taking it from the chip cache (chipc cache)')
     .option('--load <how>', 'state (write the image into the GDN state directly) or prompt (feed the loader prompt of write tokens); default state, with a merged --model prompt')
     .option('--model <ckpt>', 'run this checkpoint (directory or .chip from chipc cpu, alone or merged into a host) instead of the cached chip')

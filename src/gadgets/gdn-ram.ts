@@ -246,11 +246,10 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
   const groups = Math.max(1, Math.ceil(wordBits / 2));
   const valueHeadsPerWord = Math.ceil(groups / G);
   const fullRows = 2 ** Math.floor(Math.log2(dk));
-  // Two words per key-head row, one per value head, when a word fits one value head, the key
-  // head has an even number of value heads and the rows are a power of two ≥ 2·dk rows (every
-  // address in range): an address bit above the row bits, the select bit, picks the value head
-  // (in β for writes, in z for reads). The RAM's rows are checked below (ram.rows), the ports'
-  // digits after the io checks (selectBitOf).
+  // Packed rows (docs/gadgets-gdn.md): two words per key-head row, one per value head, when a
+  // word fits one value head, the key head has an even number of value heads and the rows are a
+  // power of two ≥ 2·dk (so every address is a row): the select bit (chosen once the ports'
+  // digits are checked, selectBitOf) picks the value head, in β for writes and in z for reads.
   const wordsPerRow = valueHeadsPerWord === 1 && r % 2 === 0 && opts.packRows !== false
     && ram.rows === 2 ** nbits && ram.rows >= 2 * fullRows ? 2 : 1;
   const rowsPerKeyHead = Math.min(fullRows, 2 ** nbits);

@@ -5,6 +5,7 @@
  * (src/chip) and the CLI read them here, so that src/ needs the circuit only to compile it.
  */
 import type { TargetShape } from '../src/dsl/index.ts';
+import { packsRows } from '../src/gadgets/gdn-ram.ts';
 import { A_COUNT, PROTOCOL_ALPHABET_SIZE } from './protocol.ts';
 
 /** Code words a store can reach through A(w) (the first 4 KiB of code). */
@@ -49,13 +50,15 @@ export const MEM_BANK_WORDS = 8192;
 
 /**
  * Rows of one data-RAM bank for a target: what one GDN layer holds of 32-bit words (key heads ×
- * key head dim rows, twice that where the RAM gadget packs two words per row: an even number of
- * value heads per key head, each holding a word, dv ≥ 64; docs/gadgets-gdn.md "Packed rows"),
- * rounded down to a power of two, at most MEM_BANK_WORDS.
+ * key head dim rows, twice that where the RAM gadget packs two words per row, `packsRows`;
+ * docs/gadgets-gdn.md "Packed rows"), rounded down to a power of two, at most MEM_BANK_WORDS.
  */
 export function memBankWordsFor(target: TargetShape): number {
-  const r = (target.linearNumValueHeads ?? target.linearNumKeyHeads) / target.linearNumKeyHeads;
-  const packed = Number.isInteger(r) && r % 2 === 0 && (target.linearValueHeadDim ?? 0) >= 64 ? 2 : 1;
+  const dims = {
+    hk: target.linearNumKeyHeads, hv: target.linearNumValueHeads ?? target.linearNumKeyHeads,
+    dk: target.linearKeyHeadDim, dv: target.linearValueHeadDim ?? 0,
+  };
+  const packed = packsRows(dims, 32) ? 2 : 1;
   const rowsPerHead = 2 ** Math.floor(Math.log2(Math.max(1, target.linearKeyHeadDim)));
   const rows = Math.min(MEM_BANK_WORDS, target.linearNumKeyHeads * rowsPerHead * packed);
   return 2 ** Math.floor(Math.log2(Math.max(1, rows)));

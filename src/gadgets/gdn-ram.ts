@@ -39,7 +39,7 @@ import { SLOT_MAX } from '../ir/types.ts';
 import { bf16ToF32, f32ToBf16 } from '../safetensors/dtype.ts';
 import { splitBf16 } from '../lower/frame.ts';
 import type { Form, GdnKeyHeadSpec, GdnValueHeadSpec, Term, VDim } from '../lower/forms.ts';
-import type { GdnRamHeadRole, GdnRamLowering, HotValue } from '../lower/ram-lowering.ts';
+import type { GdnRamHeadRole, GdnRamLayout, GdnRamLowering, HotValue } from '../lower/ram-lowering.ts';
 
 // (The result types live in lower/ram-lowering.ts, where a lowered GDN op carries them; importers still find them here.)
 export type { GdnRamCost, GdnRamHeadRole, GdnRamLayout, GdnRamLowering, HotValue } from '../lower/ram-lowering.ts';
@@ -246,12 +246,10 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
   const groups = Math.max(1, Math.ceil(wordBits / 2));
   const valueHeadsPerWord = Math.ceil(groups / G);
   const fullRows = 2 ** Math.floor(Math.log2(dk));
-  // Packed rows (docs/gadgets-gdn.md): two words per key-head row, one per value head, when a
-  // word fits one value head, the key head has an even number of value heads and the rows are a
-  // power of two ≥ 2·dk (so every address is a row): the select bit (chosen once the ports'
-  // digits are checked, selectBitOf) picks the value head, in β for writes and in z for reads.
-  const wordsPerRow = valueHeadsPerWord === 1 && r % 2 === 0 && opts.packRows !== false
-    && ram.rows === 2 ** nbits && ram.rows >= 2 * fullRows ? 2 : 1;
+  // Packed rows (docs/gadgets-gdn.md) when the rows are also a power of two ≥ 2·dk (so every
+  // address is a row): the select bit (chosen once the ports' digits are checked, selectBitOf)
+  // picks the value head, in β for writes and in z for reads.
+  const wordsPerRow = opts.packRows !== false && packsRows(dims, wordBits) && ram.rows === 2 ** nbits && ram.rows >= 2 * fullRows ? 2 : 1;
   const rowsPerKeyHead = Math.min(fullRows, 2 ** nbits);
   const rowBits = Math.log2(rowsPerKeyHead);
   const rowBlocks = Math.ceil(ram.rows / (rowsPerKeyHead * wordsPerRow));
@@ -321,13 +319,7 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
   // forms read the fewest dims over all ports (a plain bit: 1; inside a digit of width w: 2^(w−1)
   // one-hot dims), the highest of equals. Those forms are in every column's z of every read.
   const selectBit = wordsPerRow === 2 ? selectBitOf(rowBits, nbits, [io.write?.addrDigits, ...io.reads.map((rd) => rd.addr.addrDigits)]) : -1;
-  /** RAM row of state row i of value head j in row block b (packed rows: bit selectBit is j). */
-  const rowOf = (b: number, j: number, i: number): number => {
-    const x = b * rowsPerKeyHead + i;
-    if (selectBit < 0) return x;
-    const low = x & (2 ** selectBit - 1);
-    return (x - low) * 2 + j * 2 ** selectBit + low;
-  };
+  const rowOf = (b: number, j: number, i: number): number => ramRowOf({ rowsPerKeyHead, ...(selectBit >= 0 ? { selectBit } : {}) }, b, j, i);
 
   // ---- numbers of the layout --------------------------------------------------------------
   const hot = findHotValue(dk);
@@ -548,6 +540,28 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
     },
     cost: { keyHeads: heads.length, valueHeads, nonZeros, maxProductsPerOutput },
   };
+}
+
+/**
+ * Whether a key head of `dims` can hold two words of `wordBits` per row, one per value head
+ * (packed rows, docs/gadgets-gdn.md): an even number of value heads per key head, each holding the
+ * whole word. lowerRamToGdn packs such a RAM when its rows are also a power of two ≥ 2·dk;
+ * riscv/chip-shape.ts sizes the RV32 chip's banks by the same rule.
+ */
+export function packsRows(dims: GdnRamDims, wordBits: number): boolean {
+  const r = dims.hv / dims.hk;
+  return Number.isInteger(r) && r % 2 === 0 && dims.dv >= 4 && Math.max(1, Math.ceil(wordBits / 2)) <= dims.dv / 4;
+}
+
+/**
+ * The RAM row that state row i of value head j in row block b holds: b·rowsPerKeyHead + i, with
+ * packed rows' select bit (at or above the row bits) inserted as j.
+ */
+export function ramRowOf(lay: Pick<GdnRamLayout, 'rowsPerKeyHead' | 'selectBit'>, b: number, j: number, i: number): number {
+  const x = b * lay.rowsPerKeyHead + i;
+  if (lay.selectBit === undefined) return x;
+  const low = x % 2 ** lay.selectBit;
+  return (x - low) * 2 + j * 2 ** lay.selectBit + low;
 }
 
 /**

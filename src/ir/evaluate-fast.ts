@@ -50,7 +50,7 @@ function allInt32(a: readonly number[]): boolean {
 }
 /** A typed copy of `a` when every entry is an int32 (exact), else `a` itself. */
 function packed(a: readonly number[]): Num {
-  for (let i = 0; i < a.length; i++) if (!isInt32(a[i]!)) return a;
+  if (!allInt32(a)) return a;
   return Int32Array.from(a);
 }
 /** Min and max of the entries (undefined holes count as 0, as an Int32Array store makes them). */

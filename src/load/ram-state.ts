@@ -23,7 +23,7 @@ import type { Executor } from '../exec/executor.ts';
 import type { NumericProfile } from '../exec/types.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { RamDecl } from '../ir/types.ts';
-import type { GdnRamHeadRole, GdnRamLayout, GdnRamLowering } from '../gadgets/gdn-ram.ts';
+import { ramRowOf, type GdnRamHeadRole, type GdnRamLayout, type GdnRamLowering } from '../gadgets/gdn-ram.ts';
 
 /**
  * What the functions here read of a compiled circuit: its model config and its RAM declarations.
@@ -152,15 +152,8 @@ function gdnShape(model: ModelConfig): GdnShape {
  * (wordsPerRow 2): value heads 0 and 1 hold the whole word of the rows with select bit j.
  */
 function headRows(lay: GdnRamLayout, role: GdnRamHeadRole, j: number, r: number): { vi: number; first: number } {
-  const R = lay.rowsPerKeyHead;
-  if ((lay.wordsPerRow ?? 1) === 2) {
-    // the select bit is inserted into the block's row number (it lies at or above the row bits)
-    const sb = lay.selectBit!;
-    const x = role.block * R;
-    const low = x % 2 ** sb;
-    return { vi: j < 2 ? 0 : lay.valueHeadsPerWord, first: (x - low) * 2 + (j < 2 ? j : 0) * 2 ** sb + low };
-  }
-  return { vi: role.part * r + j, first: role.block * R };
+  if ((lay.wordsPerRow ?? 1) === 2) return { vi: j < 2 ? 0 : lay.valueHeadsPerWord, first: ramRowOf(lay, role.block, j < 2 ? j : 0, 0) };
+  return { vi: role.part * r + j, first: ramRowOf(lay, role.block, 0, 0) };
 }
 
 function checkPlacement(placement: RamStatePlacement, sh: GdnShape): void {

@@ -109,9 +109,9 @@ beforeAll(() => {
 });
 
 describe('brotli frames of tensors', () => {
-  it('writes version 3 with br where it pays (pat) and none where not (rnd, tiny), and expands bit for bit', () => {
+  it('writes version 4 with br where it pays (pat) and none where not (rnd, tiny), and expands bit for bit', () => {
     const a = fs.readFileSync(chipA);
-    expect(a.readUInt32LE(8)).toBe(3);
+    expect(a.readUInt32LE(8)).toBe(4);
     const { manifest } = parts(a);
     expect(manifest).toContain('"frameSize":1048576');
     const p = tensorOf(manifest, 'pat');
@@ -187,7 +187,7 @@ describe('brotli frames of tensors', () => {
     }
   });
 
-  it('is deterministic, and compact equals writeChipFromSources (br and none)', () => {
+  it('is deterministic, and compact equals writeChipFromSources (br and none, with and without file hashes)', () => {
     const again = path.join(tmp, 'again.chip');
     compactCheckpoint(dir, again);
     expect(fs.readFileSync(again).equals(fs.readFileSync(chipA))).toBe(true);
@@ -198,6 +198,11 @@ describe('brotli frames of tensors', () => {
     expect(fs.readFileSync(direct).equals(fs.readFileSync(chipS))).toBe(true);
     writeChipFromSources(direct, sources(), { extraFiles: { 'config.json': '{"x":1}\n' }, codec: 'none', overwrite: true });
     expect(fs.readFileSync(direct).equals(fs.readFileSync(chipN))).toBe(true);
+    const hashed = path.join(tmp, 'hashed.chip');
+    compactCheckpoint(dir, hashed, { fileHashes: true });
+    writeChipFromSources(direct, sources(), { extraFiles: { 'config.json': '{"x":1}\n' }, fileHashes: true, overwrite: true });
+    expect(fs.readFileSync(direct).equals(fs.readFileSync(hashed))).toBe(true);
+    expect(fs.readFileSync(hashed).equals(fs.readFileSync(chipA))).toBe(false);
     expect(chipError(() => compactCheckpoint(dir, again, { overwrite: true, frameSize: 0 })).code).toBe('chipfile.option');
     expect(chipError(() => compactCheckpoint(dir, again, { overwrite: true, codec: 'zip' as 'br' })).code).toBe('chipfile.option');
   });
@@ -331,6 +336,42 @@ describe('version 2', () => {
   });
 });
 
+describe('version 3', () => {
+  // Written by the version-3 chipc (every file's sha256; raw files and tensor p in brotli frames of
+  // 256 bytes) from the checkpoint of the version-2 fixture.
+  const V3_FIXTURE = 'iUNISVANChoDAAAAAAAAAGcDAAAAAAAAeyJmb3JtYXQiOiJjaGlwYy1zcGFyc2UtY2hlY2twb2ludCIsInZlcnNpb24iOjMsIm1pbkdhcCI6OCwiZnJhbWVTaXplIjoyNTYsInBheWxvYWRTaXplIjozMDMsImZpbGVzIjpbeyJuYW1lIjoiY29uZmlnLmpzb24iLCJraW5kIjoicmF3Iiwic2l6ZSI6OCwic2hhMjU2IjoiYmIxNTc4NjFhMTY0ZTM1Y2RkZTlkNzI2YjBhZjljZTI3NjVhOGY1MzBjMzVkOWU0NTczMmI5NGVlNjVlOTU1NyIsImNvZGVjIjoibm9uZSIsImRhdGEiOlswLDhdfSx7Im5hbWUiOiJtb2RlbC5zYWZldGVuc29ycyIsImtpbmQiOiJzYWZldGVuc29ycyIsInNpemUiOjEyMTYsInNoYTI1NiI6IjAyNDU4N2RjOGVhZThjZDA3ZTQxZjgzMmQ3ODA2ODUyNGI5NGFiYzg0NGNjZGVjNjE1NzMwNjY1ZmQ2YTZkODAiLCJoZWFkZXIiOls4LDE2MF0sInRlbnNvcnMiOlt7Im5hbWUiOiJhIiwiZHR5cGUiOiJGMzIiLCJzaGFwZSI6WzhdLCJkYXRhT2Zmc2V0cyI6WzAsMzJdLCJjb2RlYyI6Im5vbmUiLCJkYXRhIjpbMTY4LDNdLCJ0YWJsZSI6WzE3MSw0XSwiYmxvY2tzIjoyfSx7Im5hbWUiOiJwIiwiZHR5cGUiOiJGMzIiLCJzaGFwZSI6WzI1Nl0sImRhdGFPZmZzZXRzIjpbMzIsMTA1Nl0sImNvZGVjIjoiYnIiLCJkYXRhIjpbMTc1LDg0XSwiZGF0YVNpemUiOjEwMjIsInRhYmxlIjpbMjU5LDNdLCJ0YWJsZVNpemUiOjMsImZyYW1lcyI6WzI2Miw1XSwiYmxvY2tzIjoxfV19LHsibmFtZSI6Im5vdGVzLnR4dCIsImtpbmQiOiJyYXciLCJzaXplIjo1MDAsInNoYTI1NiI6IjE1NjQxM2UxYzA4MWYyNjJlODg2NmE0ZmM5MGRlYmZiZTQ1Y2IwNTdmMThiZTNhYjFlYjAzZDY1ZmNhYzY3Y2MiLCJjb2RlYyI6ImJyIiwiZGF0YSI6WzI2NywzNF0sImZyYW1lcyI6WzMwMSwyXX1dfXsieCI6MX0KmAAAAAAAAAB7Il9fbWV0YWRhdGFfXyI6eyJmb3JtYXQiOiJwdCJ9LCJhIjp7ImR0eXBlIjoiRjMyIiwic2hhcGUiOls4XSwiZGF0YV9vZmZzZXRzIjpbMCwzMl19LCJwIjp7ImR0eXBlIjoiRjMyIiwic2hhcGUiOlsyNTZdLCJkYXRhX29mZnNldHMiOlszMiwxMDU2XX19ICAgICAgIIA/QAICGwEb/wAApAF+gAB1AgrAMJgYskDkpwAb/wAApAF+gAB1AgrAMJgYskDkpwAb/wAApAF+gAB1AgrAMJgYskDkpwAb/QAApAF+gAB1AgrAMJgYskDknwAC/gcVFRUVAxv/AAAENuBIY0/ajtWiqNkOG/MAAAQ24EhjT9qO1aJItSMREbV70Onzlqt2t3HRupDWoIww7V24SVTLHL4oO/imuYlC';
+
+  it('a file of the version-3 writer still opens, reads and expands to its directory, checking every file\'s SHA-256', () => {
+    const file = fixtureFile(V3_FIXTURE, 3);
+    const p = new Float32Array(256).map((_, i) => (i % 4) + 1);
+    const f = openChipFile(file);
+    try {
+      expect(f.manifest.version).toBe(3);
+      expect(f.manifest.files.every((x) => x.sha256 !== null)).toBe(true);
+      expect(new TextDecoder().decode(f.readFile('notes.txt'))).toBe('chip '.repeat(100));
+      expect(Buffer.from(f.readBytes('p')).equals(Buffer.from(p.buffer))).toBe(true);
+      expect(f.manifest.files.find((x) => x.name === 'notes.txt')).toMatchObject({ kind: 'raw', codec: 'br' });
+    } finally {
+      f.close();
+    }
+    const src = path.join(tmp, 'v3-src');
+    writeCheckpoint(src, [denseSource('a', 'F32', [8], new Float32Array([1, 0, 0, 0, 0, 0, 0, 2])), denseSource('p', 'F32', [256], p)],
+      { extraFiles: { 'config.json': '{"x":1}\n', 'notes.txt': 'chip '.repeat(100) } });
+    const out = path.join(tmp, 'fixture-v3-expanded');
+    const r = expandChipFile(file, out);
+    expectSameDir(src, out);
+    expect(r.sha256['model.safetensors']).toMatch(/^[0-9a-f]{64}$/);
+    // the current writer, asked for file hashes, writes the same manifest but for the version
+    const now = path.join(tmp, 'v3-now.chip');
+    writeChipFromSources(now, [denseSource('a', 'F32', [8], new Float32Array([1, 0, 0, 0, 0, 0, 0, 2])), denseSource('p', 'F32', [256], p)],
+      { extraFiles: { 'config.json': '{"x":1}\n', 'notes.txt': 'chip '.repeat(100) }, frameSize: 256, fileHashes: true });
+    const old = parts(fs.readFileSync(file));
+    const cur = parts(fs.readFileSync(now));
+    expect(cur.manifest).toBe(old.manifest.replace('"version":3', '"version":4'));
+    expect(Buffer.from(cur.payload).equals(Buffer.from(old.payload))).toBe(true);
+  });
+});
+
 describe('frame rules and refusing bad frames', () => {
   let good: Uint8Array;
   const probe = path.join(tmp, 'probe.chip');
@@ -453,7 +494,7 @@ describe('frame rules and refusing bad frames', () => {
 });
 
 describe('the command line', () => {
-  it('chipc compact --codec none writes version 1, --codec br (default) version 3; a bad codec is refused', async () => {
+  it('chipc compact --codec none writes version 1, --codec br (default) version 4; a bad codec is refused', async () => {
     const none = path.join(tmp, 'cli-none.chip');
     let r = await cli('compact', dir, '-o', none, '--codec', 'none', '--json');
     expect(r.code, r.err).toBe(0);

@@ -64,7 +64,7 @@ describe('chipc compile --chip', () => {
     });
   }
 
-  it('--codec none writes version 1, equal to compact --codec none of the directory; the default is version 3', async () => {
+  it('--codec none writes version 1, equal to compact --codec none of the directory; the default is version 4', async () => {
     const { dir, chip } = await compileBoth('codec-none', CIRCUIT, ['--dtype', 'f32', '--codec', 'none']);
     const bytes = fs.readFileSync(chip);
     expect(bytes.readUInt32LE(8)).toBe(1);
@@ -76,8 +76,15 @@ describe('chipc compile --chip', () => {
     expectSameDir(dir, back);
     const br = path.join(tmp, 'codec-br.chip');
     await ok('compact', dir, '-o', br);
-    expect(fs.readFileSync(br).readUInt32LE(8)).toBe(3);
+    expect(fs.readFileSync(br).readUInt32LE(8)).toBe(4);
     expect(fs.statSync(br).size).toBeLessThan(bytes.length);
+    // --file-hashes: equal to compact --file-hashes of the directory, and unlike the default
+    const hashedChip = path.join(tmp, 'codec-br-hashed.chip');
+    await ok('compile', CIRCUIT, '--target', 'tiny', '--dtype', 'f32', '--chip', hashedChip, '--file-hashes', '--no-progress');
+    const hashedCompact = path.join(tmp, 'codec-br-hashed-compacted.chip');
+    await ok('compact', dir, '-o', hashedCompact, '--file-hashes');
+    expect(fs.readFileSync(hashedChip).equals(fs.readFileSync(hashedCompact))).toBe(true);
+    expect(fs.readFileSync(hashedChip).equals(fs.readFileSync(br))).toBe(false);
     const bad = await cli('compile', CIRCUIT, '--target', 'tiny', '--chip', path.join(tmp, 'x.chip'), '--codec', 'gz', '--no-progress');
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('--codec must be br or none');
@@ -120,7 +127,15 @@ describe('chipc compile --chip', () => {
     const good = denseSource('a', 'F32', [4], Float32Array.of(1, 0, 0, 2));
     const short: TensorSource = { name: 'b', dtype: 'F32', shape: [4], *chunks() { yield new Uint8Array(12); } };
     const long: TensorSource = { name: 'b', dtype: 'F32', shape: [1], *chunks() { yield new Uint8Array(8); } };
-    for (const s of [short, long]) {
+    // sparseChunks: zero runs as counts, checked as chunks are (and only there)
+    const sparse = (...parts: (Uint8Array | number)[]): TensorSource =>
+      ({ name: 'b', dtype: 'F32', shape: [4], *chunks() { yield new Uint8Array(16); }, *sparseChunks() { yield* parts; } });
+    const numberChunk = { name: 'b', dtype: 'F32', shape: [4], *chunks() { yield 16; } } as unknown as TensorSource;
+    for (const [s, code] of [
+      [short, 'safetensors.source-size'], [long, 'safetensors.source-size'], [sparse(8, new Uint8Array(4), 8), 'safetensors.source-size'],
+      [sparse(12), 'safetensors.source-size'], [sparse(-4, 20), 'safetensors.source-chunk'], [sparse(1.5), 'safetensors.source-chunk'],
+      [numberChunk, 'safetensors.source-chunk'],
+    ] as const) {
       let err: unknown;
       try {
         writeChipFromSources(path.join(d, 'x.chip'), [good, s]);
@@ -128,9 +143,15 @@ describe('chipc compile --chip', () => {
         err = e;
       }
       expect(err).toBeInstanceOf(ChipcError);
-      expect((err as ChipcError).code).toBe('safetensors.source-size');
+      expect((err as ChipcError).code).toBe(code);
       expect(fs.readdirSync(d)).toEqual([]);
     }
+    // a sparse source's counts are its zeros: the same file as the dense source
+    const dense = path.join(tmp, 'sparse-vs-dense-a.chip');
+    const viaCounts = path.join(tmp, 'sparse-vs-dense-b.chip');
+    writeChipFromSources(dense, [good, denseSource('b', 'F32', [4], Float32Array.of(0, 0, 3, 0))], { fileHashes: true });
+    writeChipFromSources(viaCounts, [good, sparse(8, new Uint8Array(Float32Array.of(3).buffer), 4)], { fileHashes: true });
+    expect(fs.readFileSync(viaCounts).equals(fs.readFileSync(dense))).toBe(true);
     writeChipFromSources(path.join(d, 'x.chip'), [good]);
     expect(isChipFile(path.join(d, 'x.chip'))).toBe(true);
     expect(fs.readdirSync(d)).toEqual(['x.chip']);

@@ -175,6 +175,50 @@ describe('save → load round trip (in-memory store)', () => {
       expect(w.config.tieWordEmbeddings ? dense.lmHead === dense.embedTokens : dense.lmHead !== dense.embedTokens).toBe(true);
     });
 
+    it(`${label}: sparseChunks (zero runs as counts) stand for exactly the bytes of chunks(), F32 and BF16, sorted or unsorted CSR rows`, () => {
+      // a sixteenth of the entries kept (empty rows, rows of one entry, rows of many) …
+      const holed = mapWeights(randomModelWeights(cfg, 11, { scale: 30, normWeightNoise: true }), (x, i) => (i % 16 === 5 || i % 97 < 40 ? toBf16Exact(x) : 0));
+      const holedStore = memStore(modelWeightsToSources(holed, 'F32'));
+      const csr = loadModelWeights(holedStore, cfg, { mode: 'sparse' });
+      // … and the same matrices with every CSR row's entries in reverse column order
+      const reversed = loadModelWeights(holedStore, cfg, { mode: 'sparse' });
+      const seen = new Set<object>();
+      const reverseRows = (x: unknown): void => {
+        if (!x || typeof x !== 'object' || seen.has(x)) return;
+        seen.add(x);
+        const m = x as Matrix;
+        if ('rows' in m && m.csr) {
+          const { rowPtr, colIdx, values } = m.csr;
+          for (let r = 0; r < m.rows; r++) {
+            colIdx.subarray(rowPtr[r], rowPtr[r + 1]).reverse();
+            values.subarray(rowPtr[r], rowPtr[r + 1]).reverse();
+          }
+          return;
+        }
+        for (const v of Object.values(x)) reverseRows(v);
+      };
+      reverseRows(reversed.layers);
+      reverseRows(reversed.embedTokens);
+      reverseRows(reversed.lmHead);
+      let sparseSources = 0;
+      for (const [from, tag] of [[csr, 'sorted'], [reversed, 'reversed']] as const) {
+        for (const dtype of ['F32', 'BF16'] as const) {
+          for (const s of modelWeightsToSources(from, dtype, { batchBytes: 64 })) {
+            const dense: Buffer[] = [];
+            for (const c of s.chunks()) dense.push(Buffer.from(c)); // copied before the next chunk reuses the buffer
+            const want = Buffer.concat(dense);
+            if (!s.sparseChunks) continue;
+            sparseSources++;
+            const parts: Buffer[] = [];
+            for (const c of s.sparseChunks()) parts.push(typeof c === 'number' ? Buffer.alloc(c) : Buffer.from(c));
+            expect(Buffer.concat(parts).equals(want), `${tag} ${dtype} ${s.name}`).toBe(true);
+          }
+        }
+      }
+      // every CSR matrix has them (fused Qwen3-Next projections too); vectors do not
+      expect(sparseSources).toBeGreaterThan(4 * 4);
+    });
+
     it(`${label}: BF16 with bf16-exact weights round-trips bit-exactly; inexact weights are refused`, () => {
       const raw = randomModelWeights(cfg, 3, { scale: 20, normWeightNoise: true });
       const w = mapWeights(raw, toBf16Exact);

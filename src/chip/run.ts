@@ -715,7 +715,7 @@ export function fitCodeRam(prog: ChipProgram, codeWords: number): void {
  */
 export function emitChip(
   out: string, res: CompileResult, shape: Required<CpuOptions>, targetName: string,
-  opts: { dtype: 'F32' | 'BF16'; overwrite?: boolean; onProgress?: SaveModelOptions['onProgress'] },
+  opts: { dtype: 'F32' | 'BF16'; overwrite?: boolean; onProgress?: SaveModelOptions['onProgress']; fileHashes?: boolean },
 ): string {
   const extraFiles = { [MANIFEST_FILE]: manifestJson(runManifest(res, shape, targetName)) };
   if (!out.endsWith('.chip')) {
@@ -723,6 +723,6 @@ export function emitChip(
     return out;
   }
   // straight from the weights' sources: no dense form written (docs/chip-file.md)
-  saveModelChip(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles, onProgress: opts.onProgress });
+  saveModelChip(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles, onProgress: opts.onProgress, fileHashes: opts.fileHashes });
   return out;
 }

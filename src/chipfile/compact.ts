@@ -17,7 +17,7 @@ import {
 } from './format.ts';
 import { encodeFrameIndex, FrameEncoder } from './codec.ts';
 import type { ByteHash } from './hash-thread.ts';
-import { BufferedWriter, readExactly, tempSibling } from './io.ts';
+import { BufferedWriter, readExactly, tempSibling, ZEROS } from './io.ts';
 import type { TensorInfo } from '../safetensors/types.ts';
 import { BlockScanner } from './scan.ts';
 
@@ -35,23 +35,34 @@ export interface CompactOptions {
   codec?: ChipCodec;
   /** Decoded bytes per frame with codec br (default 1 MiB). Part of the file's bytes. */
   frameSize?: number;
+  /**
+   * Record each safetensors file's SHA-256 in the manifest (default: only with codec none, whose
+   * version 1 requires it). Hashing reads every dense byte: most of a compiled chip's write.
+   */
+  fileHashes?: boolean;
 }
 
 /** The codec settings every .chip writer resolves its options to. */
 export interface ChipWriteCodec {
   codec: ChipCodec;
   frameSize: number;
+  /** Whether safetensors files get their dense SHA-256 (always with codec none). */
+  fileHashes: boolean;
 }
 
-/** Checks and defaults the codec options (`codec` br unless "none"; `frameSize` 1 MiB). */
-export function resolveCodec(opts: { codec?: ChipCodec; frameSize?: number }): ChipWriteCodec {
+/**
+ * Checks and defaults the codec options (`codec` br unless "none"; `frameSize` 1 MiB; `fileHashes`
+ * off, except with codec none).
+ */
+export function resolveCodec(opts: { codec?: ChipCodec; frameSize?: number; fileHashes?: boolean }): ChipWriteCodec {
   const codec = opts.codec ?? 'br';
   if (codec !== 'br' && codec !== 'none') throw new ChipcError('chipfile.option', `codec must be "br" or "none", got ${JSON.stringify(codec)}`);
   const frameSize = opts.frameSize ?? DEFAULT_FRAME_SIZE;
   if (!Number.isSafeInteger(frameSize) || frameSize < 1 || frameSize > MAX_FRAME_SIZE) {
     throw new ChipcError('chipfile.option', `frameSize must be an integer in [1, ${MAX_FRAME_SIZE}], got ${frameSize}`);
   }
-  return { codec, frameSize };
+  if (opts.fileHashes !== undefined && typeof opts.fileHashes !== 'boolean') throw new ChipcError('chipfile.option', `fileHashes must be a boolean, got ${JSON.stringify(opts.fileHashes)}`);
+  return { codec, frameSize, fileHashes: codec === 'none' || opts.fileHashes === true };
 }
 
 /** The manifest of a finished payload, in the version the codec asks for. */
@@ -164,12 +175,13 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
         } finally {
           fs.closeSync(fd);
         }
-        hash.update(headerBytes);
+        const fileHash = wc.fileHashes ? hash : null;
+        fileHash?.update(headerBytes);
         payload.write(headerBytes);
         const header = range(headerStart);
         const tensors: ChipTensor[] = [];
         for (const info of st.infos()) {
-          const t = writeTensorBlocks(payload, minGap, wc, info, st.chunks(info.name, chunkBytes), hash);
+          const t = writeTensorBlocks(payload, minGap, wc, info, st.chunks(info.name, chunkBytes), fileHash);
           if (t.seen !== info.byteLength) throw new ChipcError('chipfile.source-size', `${full}: tensor ${JSON.stringify(info.name)} streamed ${t.seen} bytes, expected ${info.byteLength}`);
           tensors.push(t.tensor);
           blocks += t.tensor.blocks;
@@ -177,7 +189,7 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
         }
         tensorCount += tensors.length;
         const size = st.dataStart + st.dataSize;
-        files.push({ name, kind: 'safetensors', size, sha256: hash.digest('hex'), header, tensors });
+        files.push({ name, kind: 'safetensors', size, sha256: fileHash ? fileHash.digest('hex') : null, header, tensors });
         denseBytes += size;
       } finally {
         st.close();
@@ -202,7 +214,8 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
 
 /**
  * Streams one tensor's bytes into the payload as its non-zero blocks (BlockScanner, `minGap`)
- * followed by their table, hashing every byte into `hash` (the dense file's sha256); `onChunk`
+ * followed by their table, hashing every byte into `hash` (the dense file's sha256) unless it is
+ * null; a number n among the chunks stands for n zero bytes (TensorSource.sparseChunks). `onChunk`
  * sees each chunk first with the byte count before it (and may refuse it by throwing). With codec
  * br both segments go through a FrameEncoder and the frame index follows the table; when no frame
  * was worth compressing the tensor is stored as codec none (the payload bytes are then exactly
@@ -210,8 +223,8 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
  * (the caller checks them against info.byteLength) and the (decoded) bytes stored in blocks.
  */
 export function writeTensorBlocks(
-  payload: BufferedWriter, minGap: number, wc: ChipWriteCodec, info: TensorInfo, chunks: Iterable<Uint8Array>, hash: ByteHash,
-  onChunk?: (chunk: Uint8Array, seenBefore: number) => void,
+  payload: BufferedWriter, minGap: number, wc: ChipWriteCodec, info: TensorInfo, chunks: Iterable<Uint8Array | number>, hash: ByteHash | null,
+  onChunk?: (chunk: Uint8Array | number, seenBefore: number) => void,
 ): { tensor: ChipTensor; seen: number; storedBytes: number } {
   const framed = wc.codec === 'br';
   const dataStart = payload.position;
@@ -220,7 +233,13 @@ export function writeTensorBlocks(
   let seen = 0;
   for (const chunk of chunks) {
     onChunk?.(chunk, seen);
-    hash.update(chunk);
+    if (typeof chunk === 'number') {
+      if (hash) for (let at = 0; at < chunk; at += ZEROS.length) hash.update(ZEROS.subarray(0, Math.min(ZEROS.length, chunk - at)));
+      scanner.skipZeros(chunk);
+      seen += chunk;
+      continue;
+    }
+    hash?.update(chunk);
     scanner.push(chunk);
     seen += chunk.length;
   }

@@ -1,8 +1,9 @@
 /**
  * `.chip` file → the dense checkpoint directory it was made from, byte for byte. Streaming:
  * verbatim files and block bytes are copied in bounded pieces, zero runs are written from one
- * shared zero buffer. Every file's SHA-256 is computed while writing and checked against the
- * manifest. The directory is written as a temporary sibling and renamed into place, so it is
+ * shared zero buffer. Every file's SHA-256 is computed while writing, checked against the
+ * manifest where it records one (a version-4 writer hashes safetensors files only on request) and
+ * returned. The directory is written as a temporary sibling and renamed into place, so it is
  * complete or absent.
  */
 import * as crypto from 'node:crypto';
@@ -23,6 +24,8 @@ export interface ExpandResult {
   files: string[];
   /** Bytes written in all. */
   bytes: number;
+  /** Every written file's SHA-256 (hex), by name. */
+  sha256: Record<string, string>;
 }
 
 /** Bytes of stored data read per positional read. */
@@ -43,6 +46,7 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
   const tmpDir = tempSibling(target, 'tmpdir');
   fs.mkdirSync(tmpDir);
   let bytes = 0;
+  const sha256: Record<string, string> = {};
   try {
     for (const f of chip.manifest.files) {
       const file = path.join(tmpDir, f.name);
@@ -90,9 +94,10 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
         w.flush();
         if (w.position !== f.size) throw new ChipcError('chipfile.expand-mismatch', `${chip.path}: regenerated ${f.name} has ${w.position} bytes, the manifest says ${f.size}`);
         const sha = hash.digest('hex');
-        if (sha !== f.sha256) throw new ChipcError('chipfile.expand-mismatch', `${chip.path}: regenerated ${f.name} has SHA-256 ${sha}, the manifest says ${f.sha256}`);
+        if (f.sha256 !== null && sha !== f.sha256) throw new ChipcError('chipfile.expand-mismatch', `${chip.path}: regenerated ${f.name} has SHA-256 ${sha}, the manifest says ${f.sha256}`);
         fs.fsyncSync(fd);
         bytes += w.position;
+        sha256[f.name] = sha;
       } finally {
         fs.closeSync(fd);
       }
@@ -102,7 +107,7 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
     fs.rmSync(tmpDir, { recursive: true, force: true });
     throw e;
   }
-  return { dir, files: chip.fileNames(), bytes };
+  return { dir, files: chip.fileNames(), bytes, sha256 };
 }
 
 /** Opens `chipPath`, validates it, writes its directory to `dir`, closes it. */

@@ -11,6 +11,9 @@
  * bytes, each stored brotli-compressed or verbatim, with a frame index (varints) so a reader
  * inflates only the frames a byte range meets (codec.ts). Version 3 gives the raw files the same
  * codec (a chip's `chipc-manifest.json` is ≈ 12 MB of JSON that brotli takes to ≈ 0.6 MB).
+ * Version 4 makes a safetensors file's `sha256` optional: hashing every dense byte (≈ 6.5 GB at
+ * qwen3.5-4b, most of them zeros) cost a writer as much as everything else it does, and the
+ * file's own trailing SHA-256 already guards the stored bytes; writers record it on request.
  */
 import { ChipcError } from '../util/errors.ts';
 import type { DType } from '../safetensors/types.ts';
@@ -20,9 +23,16 @@ import { compareCodePoints } from '../safetensors/reader.ts';
 /** 0x89 "CHIP" CR LF 0x1A: a non-ASCII first byte and a CR LF catch text-mode transfers (as PNG). */
 export const CHIP_MAGIC = Uint8Array.of(0x89, 0x43, 0x48, 0x49, 0x50, 0x0d, 0x0a, 0x1a);
 /** The newest format version (written with codec `br`); version 1 (CHIP_VERSION_PLAIN) is still read and written. */
-export const CHIP_VERSION = 3;
-/** Every version this chipc reads (version 2: the codec on tensors only, raw files verbatim; read, no longer written). */
-export const CHIP_VERSIONS_READ: readonly number[] = [1, 2, 3];
+export const CHIP_VERSION = 4;
+/**
+ * Every version this chipc reads (version 2: the codec on tensors only, raw files verbatim;
+ * version 3: raw files in frames too, every file's sha256 present; both read, no longer written).
+ */
+export const CHIP_VERSIONS_READ: readonly number[] = [1, 2, 3, 4];
+/** The first version whose raw files carry a codec. */
+export const CHIP_VERSION_RAW_CODEC = 3;
+/** The first version in which a safetensors file's sha256 may be absent. */
+export const CHIP_VERSION_OPTIONAL_SHA = 4;
 /** Version 1: every segment verbatim, no codec fields (what `--codec none` writes). */
 export const CHIP_VERSION_PLAIN = 1;
 /** Default decoded bytes per brotli frame (version 2). */
@@ -82,7 +92,8 @@ export interface ChipSafetensorsFile {
   name: string;
   kind: 'safetensors';
   size: number;
-  sha256: string;
+  /** The dense file's SHA-256; null where the writer did not hash it (version 4, not serialised then). */
+  sha256: string | null;
   /** The file's first 8 + N bytes (length prefix and header JSON with its padding), verbatim. */
   header: Range;
   /** In data-offset order (the order they are stored in the shard). */
@@ -106,9 +117,10 @@ export interface ChipManifest {
 export function serializeManifest(m: ChipManifest): string {
   const r = (x: Range): string => `[${x[0]},${x[1]}]`;
   const files = m.files.map((f) => {
-    const head = `{"name":${JSON.stringify(f.name)},"kind":"${f.kind}","size":${f.size},"sha256":"${f.sha256}"`;
+    const sha = f.sha256 === null ? '' : `,"sha256":"${f.sha256}"`;
+    const head = `{"name":${JSON.stringify(f.name)},"kind":"${f.kind}","size":${f.size}${sha}`;
     if (f.kind === 'raw') {
-      if (m.version < CHIP_VERSION) return `${head},"data":${r(f.data)}}`;
+      if (m.version < CHIP_VERSION_RAW_CODEC) return `${head},"data":${r(f.data)}}`;
       if (f.codec === 'none') return `${head},"codec":"none","data":${r(f.data)}}`;
       return `${head},"codec":"br","data":${r(f.data)},"frames":${r(f.frames)}}`;
     }
@@ -197,11 +209,14 @@ export function validateManifest(text: string, label: string, fileVersion: numbe
     if (!isPlainFileName(name)) bad(`file name ${q} is not a plain file name`);
     if (files.length > 0 && compareCodePoints(files[files.length - 1].name, name) >= 0) bad(`file ${q} is out of order or repeated (names must be sorted and unique)`);
     const size = int(f.size, `file ${q} size`);
-    const sha256 = str(f.sha256, `file ${q} sha256`);
-    if (!/^[0-9a-f]{64}$/.test(sha256)) bad(`file ${q} sha256 is not 64 lowercase hex digits`);
+    // only a safetensors file of version 4 may leave its sha256 out
+    const shaOptional = version >= CHIP_VERSION_OPTIONAL_SHA && f.kind === 'safetensors';
+    const sha256 = shaOptional && f.sha256 === undefined ? null : str(f.sha256, `file ${q} sha256`);
+    if (sha256 !== null && !/^[0-9a-f]{64}$/.test(sha256)) bad(`file ${q} sha256 is not 64 lowercase hex digits`);
     if (f.kind === 'raw') {
+      if (sha256 === null) return bad(`file ${q} sha256 is missing`);
       let codec: ChipCodec = 'none';
-      if (version >= CHIP_VERSION) {
+      if (version >= CHIP_VERSION_RAW_CODEC) {
         if (f.codec !== 'none' && f.codec !== 'br') bad(`file ${q} codec is ${JSON.stringify(f.codec)}, expected "none" or "br"`);
         codec = f.codec as ChipCodec;
       }

@@ -2,12 +2,13 @@
  * TensorSources → `.chip` file directly (docs/chip-file.md, "Writing straight from a compile"):
  * the checkpoint is laid out exactly as writeCheckpoint would write it (layoutCheckpoint: same
  * shard plan, headers, index and extra files), and each tensor's bytes stream from its source
- * through the SHA-256 of its file and the block scanner, whose block bytes go to a temporary
- * payload file. No dense file or directory is written, and memory is one source chunk plus the
+ * through the block scanner, whose block bytes go to a temporary payload file, and, with
+ * `fileHashes`, through the SHA-256 of its file (docs/chip-file.md "Version 4"). No dense file or directory is written, and memory is one source chunk plus the
  * current tensor's block table. The result is byte-identical to `compactCheckpoint` of the
  * directory writeCheckpoint would have written (same manifest, same blocks: the scanner's output
  * depends only on the bytes, not on how they are chunked). Atomic: temporaries, then a rename.
  */
+import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
@@ -33,6 +34,8 @@ export interface ChipFromSourcesOptions {
   codec?: ChipCodec;
   /** Decoded bytes per frame with codec br (default 1 MiB). */
   frameSize?: number;
+  /** Record each safetensors file's dense SHA-256 (CompactOptions.fileHashes; default off). */
+  fileHashes?: boolean;
   /**
    * Progress in dense bytes: the same reports writeCheckpoint's onProgress would give for the
    * directory (bytesWritten counts the shard bytes streamed through the scanner).
@@ -63,8 +66,9 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
   const payloadTmp = tempSibling(out, 'payload');
   const finalTmp = tempSibling(out, 'tmp');
   let pfd: number | null = null;
-  // Every dense byte is hashed (the files' sha256): on a second thread when there are many.
-  const hasher = byteHasher(totalBytes);
+  // With fileHashes every dense byte is hashed (the files' sha256): on a second thread when there
+  // are many. Raw files are always hashed (they are small).
+  const hasher = wc.fileHashes ? byteHasher(totalBytes) : null;
   try {
     pfd = fs.openSync(payloadTmp, 'wx+');
     const payload = new BufferedWriter(pfd);
@@ -75,18 +79,19 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
     let tensorCount = 0;
     const range = (start: number): Range => [start, payload.position - start];
     for (const f of layout.files) {
-      const hash = hasher.newHash();
       if (f.kind === 'raw') {
+        const hash = crypto.createHash('sha256');
         const stored = writeRawFile(payload, wc, [f.bytes], hash);
-        files.push({ name: f.name, kind: 'raw', sha256: hash.digestHex(), ...stored });
+        files.push({ name: f.name, kind: 'raw', sha256: hash.digest('hex'), ...stored });
         denseBytes += f.bytes.length;
         continue;
       }
       const shard = shardFiles.indexOf(f) + 1;
       const report = (tensor: string | null): void =>
         onProgress?.({ bytesWritten, totalBytes, shard, shards: shardFiles.length, file: f.name, tensor, done: false });
+      const hash = hasher?.newHash() ?? null;
       const headerStart = payload.position;
-      hash.update(f.header);
+      hash?.update(f.header);
       payload.write(f.header);
       const header = range(headerStart);
       bytesWritten += f.header.length;
@@ -94,12 +99,19 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
       const tensors: ChipTensor[] = [];
       for (const { source, info } of f.tensors) {
         const q = JSON.stringify(info.name);
-        const t = writeTensorBlocks(payload, minGap, wc, info, source.chunks(), hash, (chunk, seen) => {
-          if (!(chunk instanceof Uint8Array)) throw new ChipcError('safetensors.source-chunk', `tensor ${q}: source yielded a ${Object.prototype.toString.call(chunk)}, not a Uint8Array`);
-          if (seen + chunk.length > info.byteLength) {
+        // the zeros a source knows of are skipped, not scanned (TensorSource.sparseChunks)
+        const sparse = source.sparseChunks !== undefined;
+        const chunks = sparse ? source.sparseChunks!() : source.chunks();
+        const t = writeTensorBlocks(payload, minGap, wc, info, chunks, hash, (chunk, seen) => {
+          const n = chunk instanceof Uint8Array ? chunk.length : sparse && typeof chunk === 'number' && Number.isSafeInteger(chunk) && chunk >= 0 ? chunk : -1;
+          if (n < 0) {
+            const what = typeof chunk === 'number' ? `${sparse ? 'a zero run of' : 'the number'} ${chunk}` : `a ${Object.prototype.toString.call(chunk)}`;
+            throw new ChipcError('safetensors.source-chunk', `tensor ${q}: source yielded ${what}, not a Uint8Array${sparse ? ' or a byte count' : ''}`);
+          }
+          if (seen + n > info.byteLength) {
             throw new ChipcError('safetensors.source-size', `tensor ${q}: source yielded more than the ${info.byteLength} bytes its shape ${JSON.stringify(info.shape)} of ${info.dtype} needs`);
           }
-          bytesWritten += chunk.length;
+          bytesWritten += n;
           report(info.name);
         });
         if (t.seen !== info.byteLength) {
@@ -110,7 +122,7 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
         blockBytes += t.storedBytes;
       }
       tensorCount += tensors.length;
-      files.push({ name: f.name, kind: 'safetensors', size: f.size, sha256: hash.digestHex(), header, tensors });
+      files.push({ name: f.name, kind: 'safetensors', size: f.size, sha256: hash ? hash.digestHex() : null, header, tensors });
       denseBytes += f.size;
     }
     payload.flush();
@@ -130,6 +142,6 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
     fs.rmSync(finalTmp, { force: true });
     throw e;
   } finally {
-    hasher.close();
+    hasher?.close();
   }
 }

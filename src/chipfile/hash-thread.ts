@@ -69,6 +69,9 @@ export class HashThread {
   private readonly bytes = new Uint8Array(this.sab);
   private readonly worker: Worker;
   private next = 0;
+  /** The slot being filled (claimed, not yet posted), or −1, and its bytes so far. */
+  private filling = -1;
+  private filled = 0;
   private closed = false;
 
   constructor() {
@@ -79,18 +82,27 @@ export class HashThread {
     this.worker.unref();
   }
 
-  /** Appends bytes to the current stream. */
+  /**
+   * Appends bytes to the current stream. Small pieces gather in the slot being filled, which is
+   * handed to the worker when full (a hand-over per piece would cost more than the hash).
+   */
   update(data: Uint8Array): void {
-    for (let at = 0; at < data.length; at += SLOT_BYTES) {
-      const n = Math.min(SLOT_BYTES, data.length - at);
-      const i = this.claim();
-      this.bytes.set(data.subarray(at, at + n), DATA_AT + i * SLOT_BYTES);
-      this.post(i, n);
+    for (let at = 0; at < data.length;) {
+      if (this.filling < 0) {
+        this.filling = this.claim();
+        this.filled = 0;
+      }
+      const n = Math.min(SLOT_BYTES - this.filled, data.length - at);
+      this.bytes.set(data.subarray(at, at + n), DATA_AT + this.filling * SLOT_BYTES + this.filled);
+      this.filled += n;
+      at += n;
+      if (this.filled === SLOT_BYTES) this.postFilling();
     }
   }
 
   /** Ends the current stream: its SHA-256 (hex); the next update starts a new stream. */
   digestHex(): string {
+    this.postFilling();
     const i = this.claim();
     this.post(i, -1);
     this.waitFree(i);
@@ -102,6 +114,12 @@ export class HashThread {
     if (this.closed) return;
     this.closed = true;
     void this.worker.terminate();
+  }
+
+  private postFilling(): void {
+    if (this.filling < 0) return;
+    this.post(this.filling, this.filled);
+    this.filling = -1;
   }
 
   private claim(): number {

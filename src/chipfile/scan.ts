@@ -60,6 +60,15 @@ export class BlockScanner {
     this.pos += n;
   }
 
+  /**
+   * Scans `n` zero bytes: the same as pushing them, without visiting them. Zeros never start or
+   * end a block by themselves; whether the run separates the open block from the next non-zero
+   * byte is decided when that byte arrives (span), from the positions alone.
+   */
+  skipZeros(n: number): void {
+    this.pos += n;
+  }
+
   /** Ends the tensor: closes the open block. */
   finish(): void {
     this.close();

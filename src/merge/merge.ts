@@ -202,6 +202,8 @@ export interface MergeOptions {
   /** Output rows are built in batches of about this many bytes (default 1 MiB). */
   batchBytes?: number;
   onProgress?: (p: WriteProgress) => void;
+  /** A `.chip` output: record each safetensors file's dense SHA-256 (CompactOptions.fileHashes). */
+  fileHashes?: boolean;
 }
 
 export interface MergeResult {
@@ -353,7 +355,7 @@ function mergeOpen(host: Side, chip: Side, outDir: string, opts: MergeOptions): 
   if (path.extname(outDir) === '.chip') {
     // The compact form of the merged checkpoint, straight from the same sources (docs/chip-file.md):
     // `chipc expand` regenerates exactly the directory the dense path writes.
-    const chipFile = writeChipFromSources(outDir, sources, writeOpts);
+    const chipFile = writeChipFromSources(outDir, sources, { ...writeOpts, fileHashes: opts.fileHashes });
     let totalSize = 0;
     let totalParameters = 0;
     for (const src of sources) {

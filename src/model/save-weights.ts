@@ -57,9 +57,10 @@ function checkMatrix(name: string, m: Matrix, rows: number, cols: number): void 
  * the tensor and the flat index). With `csr` (the matrix `fill` reads) the stored entries are
  * written straight into the zeroed batch instead: the same bytes, without visiting the zeros (a
  * compiled chip's embedding and LM head are 248,320 rows of ≈ 1,100 columns, ≈ 99.9 % zeros).
+ * With `rowEmpty` (true only for a row `fill` leaves all zeros) the source also has sparseChunks.
  */
 function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: number, fill: RowFill,
-  batchBytes: number, csr?: Matrix['csr']): TensorSource {
+  batchBytes: number, csr?: Matrix['csr'], rowEmpty?: (row: number) => boolean): TensorSource {
   const one = new Float32Array(1);
   const oneBits = new Uint32Array(one.buffer);
   /** bf16 bits of float32 bits b, or a ChipcError for element (r, c). */
@@ -72,7 +73,7 @@ function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: numbe
   };
   if (csr) {
     const { rowPtr, colIdx, values } = csr;
-    return batchSource(spec, dtype, rows, cols, batchBytes, (r, base, f32, u16) => {
+    const writeRow = (r: number, base: number, f32: Float32Array | null, u16: Uint16Array | null): void => {
       for (let k = rowPtr[r]!; k < rowPtr[r + 1]!; k++) {
         const c = colIdx[k]!;
         if (c >= cols) throw new ChipcError('weights.matrix', `${spec.name}: row ${r} has an entry in column ${c}, outside its ${cols} columns`);
@@ -83,11 +84,14 @@ function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: numbe
         one[0] = values[k]!;
         u16![base + c] = bf16Bits(oneBits[0]!, r, c, one[0]);
       }
-    });
+    };
+    const source = batchSource(spec, dtype, rows, cols, batchBytes, null, writeRow);
+    source.sparseChunks = () => csrStretches(rows, cols, dtype, rowPtr, colIdx, writeRow);
+    return source;
   }
   const row = new Float32Array(cols);
   const rowBits = new Uint32Array(row.buffer);
-  return batchSource(spec, dtype, rows, cols, batchBytes, (r, base, f32, u16) => {
+  return batchSource(spec, dtype, rows, cols, batchBytes, rowEmpty ?? null, (r, base, f32, u16) => {
     row.fill(0);
     fill(r, row);
     if (f32) f32.set(row, base);
@@ -95,34 +99,120 @@ function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: numbe
   });
 }
 
+/** Entries of a CSR row closer than this many columns share one stretch (csrStretches). */
+const STRETCH_GAP = 32;
+
+/**
+ * The bytes of a CSR matrix as TensorSource.sparseChunks: each row's entries in stretches (sorted
+ * columns; a gap of more than STRETCH_GAP columns starts a new stretch), written by `writeRow` into
+ * a one-row buffer, and the zeros around them as byte counts. A compiled chip's tensors are nearly
+ * all zeros (the embedding and LM head: one or a few entries in rows of thousands of columns), so
+ * the `.chip` writer scans only the stretches. The buffer's entries are cleared after each row.
+ */
+function* csrStretches(rows: number, cols: number, dtype: EmitDType, rowPtr: ArrayLike<number>, colIdx: ArrayLike<number>,
+  writeRow: (r: number, base: number, f32: Float32Array | null, u16: Uint16Array | null) => void): Iterable<Uint8Array | number> {
+  const elemBytes = dtype === 'F32' ? 4 : 2;
+  const row = new Uint8Array(cols * elemBytes);
+  const f32 = dtype === 'F32' ? new Float32Array(row.buffer) : null;
+  const u16 = dtype === 'BF16' ? new Uint16Array(row.buffer) : null;
+  let zeros = 0;
+  let sorted = new Int32Array(16);
+  for (let r = 0; r < rows; r++) {
+    const a = rowPtr[r]!;
+    const n = rowPtr[r + 1]! - a;
+    if (n === 0) {
+      zeros += cols * elemBytes;
+      continue;
+    }
+    writeRow(r, 0, f32, u16); // checks every column against cols
+    if (sorted.length < n) sorted = new Int32Array(Math.max(n, 2 * sorted.length));
+    const cs = sorted.subarray(0, n);
+    if (n <= 16) {
+      // insertion sort: rows of a few entries are the common case, and a native sort call costs more
+      for (let k = 0; k < n; k++) {
+        const c = colIdx[a + k]!;
+        let i = k;
+        for (; i > 0 && cs[i - 1]! > c; i--) cs[i] = cs[i - 1]!;
+        cs[i] = c;
+      }
+    } else {
+      for (let k = 0; k < n; k++) cs[k] = colIdx[a + k]!;
+      cs.sort();
+    }
+    let done = 0; // columns of this row accounted for
+    for (let i = 0; i < n;) {
+      let j = i;
+      while (j + 1 < n && cs[j + 1]! - cs[j]! <= STRETCH_GAP) j++;
+      const from = cs[i]!;
+      const to = cs[j]! + 1;
+      zeros += (from - done) * elemBytes;
+      if (zeros > 0) yield zeros;
+      zeros = 0;
+      yield row.subarray(from * elemBytes, to * elemBytes);
+      done = to;
+      i = j + 1;
+    }
+    zeros += (cols - done) * elemBytes;
+    for (let k = 0; k < n; k++) {
+      if (f32) f32[cs[k]!] = 0;
+      else u16![cs[k]!] = 0;
+    }
+  }
+  if (zeros > 0) yield zeros;
+}
+
 /**
  * A TensorSource yielding whole rows in batches of about `batchBytes`: each batch is zeroed and
- * `writeRow(r, base, f32, u16)` writes row r at element offset `base` (f32 set for F32, u16 for BF16).
+ * `writeRow(r, base, f32, u16)` writes row r at element offset `base` (f32 set for F32, u16 for
+ * BF16). With `rowEmpty` its sparseChunks yields each run of empty rows as its byte count and
+ * batches only the runs of other rows (a compiled chip's tensors are mostly empty rows: unused
+ * vocabulary rows, FFN units and head dims).
  */
 function batchSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: number, batchBytes: number,
+  rowEmpty: ((row: number) => boolean) | null,
   writeRow: (r: number, base: number, f32: Float32Array | null, u16: Uint16Array | null) => void): TensorSource {
   const elemBytes = dtype === 'F32' ? 4 : 2;
-  return {
+  const rowBytes = cols * elemBytes;
+  const rowsPerBatch = Math.max(1, Math.floor(batchBytes / Math.max(1, rowBytes)));
+  /** Rows [start, start + n) as one chunk of `buffer` (zeroed first unless fresh). */
+  const batch = (buffer: Uint8Array, start: number, n: number, fresh: boolean): Uint8Array => {
+    const bytes = buffer.subarray(0, n * rowBytes);
+    if (!fresh) bytes.fill(0);
+    const f32 = dtype === 'F32' ? new Float32Array(bytes.buffer, 0, n * cols) : null;
+    const u16 = dtype === 'BF16' ? new Uint16Array(bytes.buffer, 0, n * cols) : null;
+    for (let j = 0; j < n; j++) writeRow(start + j, j * cols, f32, u16);
+    return bytes;
+  };
+  const source: TensorSource = {
     name: spec.name,
     dtype,
     shape: [...spec.shape],
     *chunks(): Iterable<Uint8Array> {
-      const rowsPerBatch = Math.max(1, Math.floor(batchBytes / Math.max(1, cols * elemBytes)));
       // One buffer for every batch, zeroed again before each (TensorSource: a chunk is consumed
       // before the next is asked for). A fresh zeroed buffer per batch cost a page fault per 4 KiB
       // of the dense bytes (≈ 6.5 GB for the chip at qwen3.5-4b).
-      const buffer = new Uint8Array(Math.min(rowsPerBatch, rows) * cols * elemBytes);
-      for (let start = 0; start < rows; start += rowsPerBatch) {
-        const n = Math.min(rowsPerBatch, rows - start);
-        const bytes = buffer.subarray(0, n * cols * elemBytes);
-        if (start > 0) bytes.fill(0);
-        const f32 = dtype === 'F32' ? new Float32Array(bytes.buffer, 0, n * cols) : null;
-        const u16 = dtype === 'BF16' ? new Uint16Array(bytes.buffer, 0, n * cols) : null;
-        for (let j = 0; j < n; j++) writeRow(start + j, j * cols, f32, u16);
-        yield bytes;
-      }
+      const buffer = new Uint8Array(Math.min(rowsPerBatch, rows) * rowBytes);
+      for (let start = 0; start < rows; start += rowsPerBatch) yield batch(buffer, start, Math.min(rowsPerBatch, rows - start), start === 0);
     },
   };
+  if (rowEmpty === null) return source;
+  source.sparseChunks = function* (): Iterable<Uint8Array | number> {
+    let buffer: Uint8Array | null = null;
+    let fresh = true;
+    for (let r = 0; r < rows;) {
+      const from = r;
+      if (rowEmpty(r)) {
+        while (r < rows && rowEmpty(r)) r++;
+        yield (r - from) * rowBytes;
+        continue;
+      }
+      while (r < rows && r - from < rowsPerBatch && !rowEmpty(r)) r++;
+      buffer ??= new Uint8Array(Math.min(rowsPerBatch, rows) * rowBytes);
+      yield batch(buffer, from, r - from, fresh);
+      fresh = false;
+    }
+  };
+  return source;
 }
 
 /**
@@ -165,13 +255,24 @@ export function modelWeightsToSources(weights: ModelWeights, dtype: EmitDType, o
     if (total !== s.shape[0] || rowMap.length !== total) {
       throw new ChipcError('weights.mismatch', `${name}: parts have ${total} rows, expected ${s.shape[0]}`);
     }
-    const fill: RowFill = (o, row) => {
-      const n = rowMap[o];
+    const partOf = (n: number): number => {
       let p = parts.length - 1;
       while (starts[p] > n) p--;
+      return p;
+    };
+    const fill: RowFill = (o, row) => {
+      const n = rowMap[o];
+      const p = partOf(n);
       fillMatrixRow(parts[p][1], n - starts[p], row);
     };
-    out.push(rowSource(s, dtype, total, s.shape[1], fill, batchBytes));
+    // a row is known empty when its part is CSR and holds no entry in it
+    const rowEmpty = parts.every(([, m]) => !m.dense) ? (o: number): boolean => {
+      const n = rowMap[o]!;
+      const p = partOf(n);
+      const csr = parts[p]![1].csr!;
+      return csr.rowPtr[n - starts[p]!] === csr.rowPtr[n - starts[p]! + 1];
+    } : undefined;
+    out.push(rowSource(s, dtype, total, s.shape[1], fill, batchBytes, undefined, rowEmpty));
   };
   const vec = (name: string, v: Float32Array): void => {
     const s = spec(name);
@@ -269,6 +370,8 @@ export interface SaveModelOptions {
   extraFiles?: Record<string, string | Uint8Array>;
   /** Progress of the write (writeCheckpoint's onProgress); does not change the bytes written. */
   onProgress?: (p: WriteProgress) => void;
+  /** `.chip` only: record each safetensors file's dense SHA-256 in its manifest (CompactOptions.fileHashes). */
+  fileHashes?: boolean;
 }
 
 /**
@@ -312,5 +415,6 @@ export function saveModelChip(file: string, weights: ModelWeights, opts: SaveMod
     overwrite: opts.overwrite,
     extraFiles,
     onProgress: opts.onProgress,
+    fileHashes: opts.fileHashes,
   });
 }

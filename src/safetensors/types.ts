@@ -48,6 +48,12 @@ export interface TensorSource {
   dtype: DType;
   shape: number[];
   chunks(): Iterable<Uint8Array>;
+  /**
+   * Optional: the same bytes as `chunks()`, where a number n stands for n zero bytes, so that a
+   * consumer that only needs the non-zero bytes (the `.chip` writer) skips the zeros it knows of
+   * without visiting them. Chunks follow the same reuse rule.
+   */
+  sparseChunks?(): Iterable<Uint8Array | number>;
 }
 
 export interface WriteOptions {

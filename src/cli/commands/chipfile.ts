@@ -8,7 +8,7 @@ import { compactCheckpoint } from '../../chipfile/compact.ts';
 import { expandChipFile } from '../../chipfile/expand.ts';
 import type { ChipCodec } from '../../chipfile/format.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { integerOption } from '../support/options.ts';
+import { CODEC_HELP, FILE_HASHES_HELP, integerOption } from '../support/options.ts';
 import { fmtBytes, fmtInt, makeOut } from '../support/output.ts';
 import type { Runner } from '../support/output.ts';
 import { prepareOutput } from '../support/files.ts';
@@ -18,6 +18,7 @@ interface CompactCliOptions {
   output: string;
   minGap: string;
   codec: string;
+  fileHashes?: boolean;
   overwrite?: boolean;
   json?: boolean;
 }
@@ -41,7 +42,8 @@ export function registerChipfile(program: Command, run: Runner): void {
     .argument('<dir>', 'a checkpoint directory (safetensors, index, config.json, …)')
     .requiredOption('-o, --output <file>', 'the .chip file to write')
     .option('--min-gap <bytes>', 'zero runs shorter than this stay inside a block', '8')
-    .option('--codec <codec>', 'br: format version 2, 1 MiB frames brotli-compressed where that saves ≥ 1/8; none: version 1, all verbatim', 'br')
+    .option('--codec <codec>', CODEC_HELP, 'br')
+    .option('--file-hashes', FILE_HASHES_HELP)
     .option('--overwrite', 'replace an existing output file')
     .option('--json', 'print one JSON document')
     .action((dir: string, o: CompactCliOptions) =>
@@ -52,7 +54,7 @@ export function registerChipfile(program: Command, run: Runner): void {
         // (an existing output is refused by compactCheckpoint itself: chipfile.target-exists)
         prepareOutput(o.output, { option: '-o', inputs: [dir], overwrite: true });
         const t0 = performance.now();
-        const r = compactCheckpoint(dir, o.output, { overwrite: Boolean(o.overwrite), minGap, codec });
+        const r = compactCheckpoint(dir, o.output, { overwrite: Boolean(o.overwrite), minGap, codec, fileHashes: o.fileHashes === true });
         const ms = performance.now() - t0;
         out.emit({ input: dir, output: r.path, files: r.files, tensors: r.tensors, blocks: r.blocks, denseBytes: r.denseBytes, chipBytes: r.chipBytes, blockBytes: r.blockBytes, ms });
         out.line(`wrote ${r.path}: ${fmtBytes(r.chipBytes)} for ${fmtBytes(r.denseBytes)} dense ` +
@@ -75,7 +77,7 @@ export function registerChipfile(program: Command, run: Runner): void {
         const t0 = performance.now();
         const r = expandChipFile(file, o.output, { overwrite: Boolean(o.overwrite) });
         const ms = performance.now() - t0;
-        out.emit({ input: file, output: r.dir, files: r.files, bytes: r.bytes, ms });
+        out.emit({ input: file, output: r.dir, files: r.files, bytes: r.bytes, sha256: r.sha256, ms });
         out.line(`wrote ${r.files.join(', ')} (${fmtBytes(r.bytes)}) to ${r.dir} in ${ms.toFixed(0)} ms`);
         return 0;
       })(),

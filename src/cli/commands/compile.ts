@@ -18,7 +18,7 @@ import { parseChipCodec } from './chipfile.ts';
 import { buildManifest, compileReport, manifestJson, MANIFEST_FILE } from '../../emit/manifest.ts';
 import { allocationSvg } from '../../emit/svg.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { integerOption, maxShardSizeOption } from '../support/options.ts';
+import { CODEC_HELP, FILE_HASHES_HELP, integerOption, maxShardSizeOption } from '../support/options.ts';
 import { fmtInt, makeOut, table } from '../support/output.ts';
 import { makeProgressReporter } from '../support/progress.ts';
 import type { Runner } from '../support/output.ts';
@@ -31,6 +31,7 @@ interface CompileCliOptions {
   output?: string;
   chip?: string;
   codec: string;
+  fileHashes?: boolean;
   maxShardSize?: string;
   dtype: string;
   report?: boolean;
@@ -51,7 +52,8 @@ export function registerCompile(program: Command, run: Runner): void {
     .option('--target <name|config.json>', 'target model shape', 'tiny')
     .option('-o, --output <dir>', 'write the checkpoint directory (safetensors, config.json, manifest)')
     .option('--chip <file>', 'write the compact .chip file of the checkpoint directly (no dense directory; byte-identical to `chipc compact` of it)')
-    .option('--codec <codec>', 'with --chip: br (format version 2, brotli frames) or none (version 1, verbatim)', 'br')
+    .option('--codec <codec>', `with --chip: ${CODEC_HELP}`, 'br')
+    .option('--file-hashes', FILE_HASHES_HELP)
     .option('--max-shard-size <bytes>', 'tensor bytes per safetensors shard (default 5000000000, as huggingface_hub)')
     .option('--dtype <d>', 'emitted weight dtype: bf16 or f32 (weights are bf16-exact either way)', 'bf16')
     .option('--report', 'print dims, live maximum, slots, heads, units and non-zeros per layer')
@@ -106,7 +108,7 @@ export function registerCompile(program: Command, run: Runner): void {
             // saveModelChip's steps, with the codec option it does not carry.
             const { sources, extraFiles } = modelCheckpointParts(res.weights, saveOpts.dtype, saveOpts.extraFiles);
             const c = writeChipFromSources(o.chip, sources, {
-              maxShardSize, metadata: saveOpts.metadata, overwrite: saveOpts.overwrite, extraFiles, codec,
+              maxShardSize, metadata: saveOpts.metadata, overwrite: saveOpts.overwrite, extraFiles, codec, fileHashes: o.fileHashes === true,
               onProgress: progress ? (p) => progress.update(p) : undefined,
             });
             chip = { path: o.chip, bytes: c.chipBytes, denseBytes: c.denseBytes, blocks: c.blocks };

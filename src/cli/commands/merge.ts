@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { mergeCheckpoints } from '../../merge/merge.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { maxShardSizeOption } from '../support/options.ts';
+import { FILE_HASHES_HELP, maxShardSizeOption } from '../support/options.ts';
 import { fmtInt, makeOut } from '../support/output.ts';
 import { makeProgressReporter } from '../support/progress.ts';
 import type { Runner } from '../support/output.ts';
@@ -21,6 +21,7 @@ interface MergeCliOptions {
   maxShardSize?: string;
   json?: boolean;
   progress?: boolean;
+  fileHashes?: boolean;
 }
 
 export function registerMerge(program: Command, run: Runner): void {
@@ -32,6 +33,7 @@ export function registerMerge(program: Command, run: Runner): void {
     .requiredOption('-o, --output <dir>', 'merged checkpoint directory to write')
     .option('--overwrite', 'replace an existing output (directory, or .chip file)')
     .option('--max-shard-size <bytes>', 'bytes of tensor data per shard (default 5000000000)')
+    .option('--file-hashes', FILE_HASHES_HELP)
     .option('--json', 'print one JSON document')
     .option('--progress', 'report write progress on stderr even with --json')
     .option('--no-progress', 'do not report write progress')
@@ -45,7 +47,7 @@ export function registerMerge(program: Command, run: Runner): void {
         let r: ReturnType<typeof mergeCheckpoints>;
         try {
           r = mergeCheckpoints(o.host, o.chip, o.output, {
-            overwrite: Boolean(o.overwrite), maxShardSize,
+            overwrite: Boolean(o.overwrite), maxShardSize, fileHashes: o.fileHashes === true,
             onProgress: progress ? (p) => progress.update(p) : undefined,
           });
         } finally {

@@ -89,3 +89,8 @@ export function engineOption(value: string): 'weights' | 'ir' {
   if (value !== 'weights' && value !== 'ir') throw new ChipcError('cli.engine', `--engine must be weights or ir, not "${value}"`);
   return value;
 }
+
+/** The help of `--file-hashes`, on every command that writes a `.chip`. */
+export const FILE_HASHES_HELP = 'with a .chip output: record each safetensors file\'s SHA-256 in its manifest (hashes every dense byte: about doubles the write; expand checks them)';
+/** The help of `--codec`, on every command that writes a `.chip`. */
+export const CODEC_HELP = 'br: the current format version (4), 1 MiB frames brotli-compressed where that saves ≥ 1/8; none: version 1, all verbatim, with every file\'s SHA-256';

@@ -212,7 +212,7 @@ describe('the block scanner', () => {
       fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 20 }),
       fc.integer({ min: 1, max: 20 }),
       fc.integer({ min: 0, max: 3 }),
-      agreesWithNaive,
+      (vals, cuts, minGap, shift) => agreesWithNaive(vals, cuts, minGap, shift),
     ), { numRuns: 400 });
   });
 

@@ -60,32 +60,85 @@ export function packSlots(lc: LoweredCircuit, sched: Schedule): Packing {
   for (const d of used) for (let t = birth[d]!; t <= Math.min(end[d]!, END); t++) liveAt[t + 1]!++;
   const liveMax = Math.max(0, ...liveAt);
 
-  // Greedy colouring by birth, lowest free slot first.
+  // Greedy colouring by birth, lowest free slot first. The live dims sit in a heap by end (the
+  // ones that end before the next birth leave it, their slots freed), the free slots in a heap by
+  // index: the same choices as scanning every live dim and sorting the free list, in n log n.
   const order = used.slice().sort((a, b) => birth[a]! - birth[b]! || a - b);
   const slot = new Int32Array(n).fill(-1);
-  const free: number[] = [];
-  const active: number[] = [];
+  const free = new MinHeap();
+  const active = new MinHeap();
   let slotsUsed = 0;
   const lastOwner: number[] = [];
   const clears: { dim: number; sublayer: number }[] = [];
   for (const d of order) {
-    for (let i = active.length - 1; i >= 0; i--) {
-      const a = active[i]!;
-      if (end[a]! < birth[d]!) {
-        free.push(slot[a]!);
-        active.splice(i, 1);
-      }
+    while (active.size > 0 && active.minKey() < birth[d]!) {
+      const a = active.pop();
+      free.push(slot[a]!, slot[a]!);
     }
-    free.sort((x, y) => x - y);
     let s: number;
-    if (free.length > 0) s = free.shift()!;
+    if (free.size > 0) s = free.pop();
     else s = slotsUsed++;
     const prev = lastOwner[s];
     if (prev !== undefined) clears.push({ dim: prev, sublayer: end[prev]! });
     lastOwner[s] = d;
     slot[d] = s;
-    active.push(d);
+    active.push(end[d]!, d);
   }
   clears.sort((a, b) => a.sublayer - b.sublayer || a.dim - b.dim);
   return { slot, slotsUsed, liveMax, liveAt, birth, end, clears };
+}
+
+/** A binary min-heap of (key, value) pairs of integers; ties leave in any order. */
+class MinHeap {
+  private keys: number[] = [];
+  private values: number[] = [];
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  minKey(): number {
+    return this.keys[0]!;
+  }
+
+  push(key: number, value: number): void {
+    const k = this.keys;
+    const v = this.values;
+    let i = k.length;
+    k.push(key);
+    v.push(value);
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (k[p]! <= key) break;
+      k[i] = k[p]!;
+      v[i] = v[p]!;
+      i = p;
+    }
+    k[i] = key;
+    v[i] = value;
+  }
+
+  /** Removes the pair of the smallest key and returns its value. */
+  pop(): number {
+    const k = this.keys;
+    const v = this.values;
+    const top = v[0]!;
+    const lastKey = k.pop()!;
+    const lastValue = v.pop()!;
+    const n = k.length;
+    if (n === 0) return top;
+    let i = 0;
+    for (;;) {
+      let c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && k[c + 1]! < k[c]!) c++;
+      if (k[c]! >= lastKey) break;
+      k[i] = k[c]!;
+      v[i] = v[c]!;
+      i = c;
+    }
+    k[i] = lastKey;
+    v[i] = lastValue;
+    return top;
+  }
 }

@@ -40,11 +40,26 @@ export async function buildSharedChip(s: SharedChipSpec): Promise<{ hit: boolean
   return { hit: r.hit, path: r.path };
 }
 
+/** The chips loaded in this worker, by spec: the files a worker runs share its modules (vitest.config.ts isolate: false). */
+const loaded = new Map<string, Promise<ChipModel>>();
+
 /**
  * The chip of `s`: loaded from the chip cache (compiled into it first when missing), as a
- * ChipModel (weights, RAM placements and declarations) that runOnChip and chipExecutor run.
+ * ChipModel (weights, RAM placements and declarations) that runOnChip and chipExecutor run. Loaded
+ * once per worker and shared by its files (a load costs 1.5–2.5 s): callers run it, never change it.
  */
-export async function sharedChip(s: SharedChipSpec): Promise<ChipModel> {
+export function sharedChip(s: SharedChipSpec): Promise<ChipModel> {
+  const key = JSON.stringify([s.target, s.codeBytes, s.memBytes, s.attentionLayer === true]);
+  let p = loaded.get(key);
+  if (p === undefined) {
+    p = loadSharedChip(s);
+    loaded.set(key, p);
+    p.catch(() => loaded.delete(key)); // a failed load is tried again by the next caller
+  }
+  return p;
+}
+
+async function loadSharedChip(s: SharedChipSpec): Promise<ChipModel> {
   const r = await cachedGenericChip(genericSpec(s));
   if (r.compiled !== null) return r.compiled;
   // Any program that fits checks the chip's shape; the model itself does not depend on it.

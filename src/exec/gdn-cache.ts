@@ -106,11 +106,20 @@ export function gdnBuffers(d: GdnDims, H: number): GdnBuffers {
 }
 
 export function newGdnCache(d: GdnDims): GdnCache {
+  // One buffer per layer, each head's state a view of it: an allocation per head (64 per layer at
+  // chip-test) cost far more than the zeroing, in a process whose heap holds a loaded chip.
+  const n = d.dk * d.dv;
+  const states = new Float32Array(d.hv * n);
+  const rows = new Uint8Array(d.hv * d.dk);
   const S: Float32Array[] = [];
-  for (let h = 0; h < d.hv; h++) S.push(new Float32Array(d.dk * d.dv));
+  const rowNonZero: Uint8Array[] = [];
+  for (let h = 0; h < d.hv; h++) {
+    S.push(states.subarray(h * n, (h + 1) * n));
+    rowNonZero.push(rows.subarray(h * d.dk, (h + 1) * d.dk));
+  }
   return {
     conv: new Float32Array(d.convDim * d.K), S, kind: new Uint8Array(d.hv).fill(STATE_ZERO), exposed: new Uint8Array(d.hv),
-    rowNonZero: S.map(() => new Uint8Array(d.dk)), dims: d,
+    rowNonZero, dims: d,
     // every optional field from the start: one object shape for the JIT (fields added later had
     // each cache change shape, deoptimizing the decode's code when a new executor's caches came)
     buffers: undefined, track: undefined, convZero: 1, convInputs: undefined, idleOut: undefined, idleInput: undefined,

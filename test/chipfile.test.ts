@@ -378,7 +378,7 @@ describe('refusing bad .chip files', () => {
     expect(hiddenEntries(tmp)).toEqual([]);
   });
 
-  it('version 4: a safetensors file\'s SHA-256 only on request, every raw file\'s always; expand returns every file\'s', () => {
+  it('version 4: a safetensors file\'s SHA-256 only on request, every raw file\'s always; expand hashes what the manifest records, or all', () => {
     const sha = (file: string): string => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
     const entries = (bytes: Uint8Array): { name: string; kind: string; sha256?: string }[] => JSON.parse(parts(bytes).manifest).files;
     // the default (good): no sha256 on the safetensors file, the raw file's present and right
@@ -392,12 +392,15 @@ describe('refusing bad .chip files', () => {
     const withHashes = entries(new Uint8Array(fs.readFileSync(hashed)));
     expect(withHashes[1]!.sha256).toBe(sha(path.join(small, 'model.safetensors')));
     expect(withHashes[0]!.sha256).toBe(plain[0]!.sha256);
-    // both expand to the directory, and expand reports each file's SHA-256
-    for (const [file, tag] of [[smallChip, 'plain'], [hashed, 'hashed']] as const) {
+    // both expand to the directory; expand hashes (and checks) what the manifest records, or every file when asked
+    const all = { 'config.json': sha(path.join(small, 'config.json')), 'model.safetensors': sha(path.join(small, 'model.safetensors')) };
+    for (const [file, tag, hashes, want] of [
+      [smallChip, 'plain', false, { 'config.json': all['config.json'] }], [smallChip, 'plain-hashes', true, all], [hashed, 'hashed', false, all],
+    ] as const) {
       const out = path.join(tmp, `small-v4-${tag}`);
-      const r = expandChipFile(file, out);
+      const r = expandChipFile(file, out, { hashes });
       expectSameDir(small, out);
-      expect(r.sha256).toEqual({ 'config.json': sha(path.join(small, 'config.json')), 'model.safetensors': sha(path.join(small, 'model.safetensors')) });
+      expect(r.sha256, tag).toEqual(want);
     }
     // a raw file must keep its sha256 in version 4; a file of version 3 needs every one
     const { manifest, payload } = parts(good);
@@ -471,7 +474,7 @@ describe('failed writes and refusals', () => {
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/wrote .*cli\.chip/);
     const back = path.join(tmp, 'cli-back');
-    r = await cli('expand', out, '-o', back, '--json');
+    r = await cli('expand', out, '-o', back, '--json', '--hashes');
     expect(r.code).toBe(0);
     const expanded = JSON.parse(r.out);
     expect(expanded.files).toEqual(['chipc-manifest.json', 'config.json', 'model.safetensors']);
@@ -480,6 +483,10 @@ describe('failed writes and refusals', () => {
     expect(expanded.sha256['model.safetensors']).toBe(denseSha);
     r = await cli('expand', out, '-o', back);
     expect(r.code).toBe(2);
+    // --hashes without --json: one `sha256sum` line per file after the summary
+    r = await cli('expand', out, '-o', path.join(tmp, 'cli-back-2'), '--hashes');
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain(`${denseSha}  model.safetensors\n`);
     // --file-hashes: the same file as the API writes, with the dense file's SHA-256 in the manifest
     const hashed = path.join(tmp, 'cli-hashed.chip');
     r = await cli('compact', d, '-o', hashed, '--file-hashes');

@@ -1,22 +1,26 @@
 /**
  * `.chip` file → the dense checkpoint directory it was made from, byte for byte. Streaming:
  * verbatim files and block bytes are copied in bounded pieces, zero runs are written from one
- * shared zero buffer. Every file's SHA-256 is computed while writing, checked against the
- * manifest where it records one (a version-4 writer hashes safetensors files only on request) and
- * returned. The directory is written as a temporary sibling and renamed into place, so it is
+ * shared zero buffer. A file's SHA-256 is computed while writing (on a second thread) where the
+ * manifest records one, and checked; with `hashes`, every file's is computed. Hashing is most of
+ * an expand's work (the dense bytes are nearly all zeros, written from one buffer), so a
+ * version-4 file, whose safetensors files carry no SHA-256 by default, expands at about the
+ * speed of a copy. The directory is written as a temporary sibling and renamed into place, so it is
  * complete or absent.
  */
-import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { openChipFile, type ChipFile } from './read.ts';
 import { BufferedWriter, tempSibling } from './io.ts';
+import { byteHasher } from './hash-thread.ts';
 import { moveDirIntoPlace } from '../safetensors/writer.ts';
 
 export interface ExpandOptions {
   /** Replace an existing non-empty directory (default: refuse). */
   overwrite?: boolean;
+  /** Compute every file's SHA-256 (ExpandResult.sha256), not only the ones the manifest records. */
+  hashes?: boolean;
 }
 
 export interface ExpandResult {
@@ -24,7 +28,7 @@ export interface ExpandResult {
   files: string[];
   /** Bytes written in all. */
   bytes: number;
-  /** Every written file's SHA-256 (hex), by name. */
+  /** The SHA-256 (hex) of every file hashed (those the manifest records, or all with `hashes`), by name. */
   sha256: Record<string, string>;
 }
 
@@ -47,13 +51,16 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
   fs.mkdirSync(tmpDir);
   let bytes = 0;
   const sha256: Record<string, string> = {};
+  const hashed = chip.manifest.files.filter((f) => opts.hashes === true || f.sha256 !== null);
+  // the files' SHA-256 on a second thread while this one writes (hash-thread.ts)
+  const hasher = byteHasher(hashed.reduce((s, f) => s + f.size, 0));
   try {
     for (const f of chip.manifest.files) {
       const file = path.join(tmpDir, f.name);
-      const hash = crypto.createHash('sha256');
+      const hash = hashed.includes(f) ? hasher.newHash() : null;
       const fd = fs.openSync(file, 'wx');
       try {
-        const w = new BufferedWriter(fd, [hash]);
+        const w = new BufferedWriter(fd, hash ? [hash] : []);
         if (f.kind === 'raw') {
           if (f.codec === 'none') copyPayload(chip, w, f.data[0], f.data[1]);
           else w.write(chip.readFile(f.name));
@@ -93,11 +100,11 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
         }
         w.flush();
         if (w.position !== f.size) throw new ChipcError('chipfile.expand-mismatch', `${chip.path}: regenerated ${f.name} has ${w.position} bytes, the manifest says ${f.size}`);
-        const sha = hash.digest('hex');
+        const sha = hash?.digestHex() ?? null;
         if (f.sha256 !== null && sha !== f.sha256) throw new ChipcError('chipfile.expand-mismatch', `${chip.path}: regenerated ${f.name} has SHA-256 ${sha}, the manifest says ${f.sha256}`);
         fs.fsyncSync(fd);
         bytes += w.position;
-        sha256[f.name] = sha;
+        if (sha !== null) sha256[f.name] = sha;
       } finally {
         fs.closeSync(fd);
       }
@@ -106,6 +113,8 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
   } catch (e) {
     fs.rmSync(tmpDir, { recursive: true, force: true });
     throw e;
+  } finally {
+    hasher.close();
   }
   return { dir, files: chip.fileNames(), bytes, sha256 };
 }

@@ -3,7 +3,6 @@
  * (zero runs are written from one shared zero buffer, never allocated), temporary sibling names,
  * and positional reads that refuse short reads.
  */
-import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import { ChipcError } from '../util/errors.ts';
 
@@ -20,7 +19,7 @@ export class BufferedWriter {
   private readonly buf = new Uint8Array(BUFFER_BYTES);
   private fill = 0;
 
-  constructor(private readonly fd: number, private readonly hashes: crypto.Hash[] = []) {}
+  constructor(private readonly fd: number, private readonly hashes: { update(bytes: Uint8Array): unknown }[] = []) {}
 
   write(bytes: Uint8Array): void {
     for (const h of this.hashes) h.update(bytes);

@@ -26,6 +26,7 @@ interface CompactCliOptions {
 interface ExpandCliOptions {
   output: string;
   overwrite?: boolean;
+  hashes?: boolean;
   json?: boolean;
 }
 
@@ -68,6 +69,7 @@ export function registerChipfile(program: Command, run: Runner): void {
     .argument('<file>', 'a .chip file')
     .requiredOption('-o, --output <dir>', 'the checkpoint directory to write')
     .option('--overwrite', 'replace an existing non-empty output directory')
+    .option('--hashes', 'compute every written file\'s SHA-256 (printed), not only those the .chip records (which are checked)')
     .option('--json', 'print one JSON document')
     .action((file: string, o: ExpandCliOptions) =>
       run(() => {
@@ -75,10 +77,11 @@ export function registerChipfile(program: Command, run: Runner): void {
         // (an existing output is refused by expandChipFile itself)
         prepareOutput(o.output, { option: '-o', inputs: [file], overwrite: true });
         const t0 = performance.now();
-        const r = expandChipFile(file, o.output, { overwrite: Boolean(o.overwrite) });
+        const r = expandChipFile(file, o.output, { overwrite: Boolean(o.overwrite), hashes: o.hashes === true });
         const ms = performance.now() - t0;
         out.emit({ input: file, output: r.dir, files: r.files, bytes: r.bytes, sha256: r.sha256, ms });
         out.line(`wrote ${r.files.join(', ')} (${fmtBytes(r.bytes)}) to ${r.dir} in ${ms.toFixed(0)} ms`);
+        if (o.hashes) for (const [name, sha] of Object.entries(r.sha256)) out.line(`${sha}  ${name}`);
         return 0;
       })(),
     );

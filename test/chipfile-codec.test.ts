@@ -309,6 +309,11 @@ describe('version 3: raw files in brotli frames', () => {
   });
 });
 
+/** The checkpoint the version-2 and version-3 fixtures were written from: tensors a and p, config.json and notes.txt. */
+const FIXTURE_P = new Float32Array(256).map((_, i) => (i % 4) + 1);
+const fixtureSources = (): TensorSource[] => [denseSource('a', 'F32', [8], new Float32Array([1, 0, 0, 0, 0, 0, 0, 2])), denseSource('p', 'F32', [256], FIXTURE_P)];
+const FIXTURE_FILES = { 'config.json': '{"x":1}\n', 'notes.txt': 'chip '.repeat(100) };
+
 describe('version 2', () => {
   // Written by the version-2 chipc (raw files verbatim; tensor p in brotli frames of 256 bytes)
   // from a checkpoint of tensor a (as in the small checkpoint), p (256 floats 1, 2, 3, 4 repeated),
@@ -318,7 +323,7 @@ describe('version 2', () => {
   it('a file of the version-2 writer still opens, reads and expands to its directory', () => {
     const file = fixtureFile(V2_FIXTURE, 2);
     const f = openChipFile(file);
-    const p = new Float32Array(256).map((_, i) => (i % 4) + 1);
+    const p = FIXTURE_P;
     try {
       expect(f.manifest.version).toBe(2);
       expect(new TextDecoder().decode(f.readFile('notes.txt'))).toBe('chip '.repeat(100));
@@ -328,8 +333,7 @@ describe('version 2', () => {
       f.close();
     }
     const src = path.join(tmp, 'v2-src');
-    writeCheckpoint(src, [denseSource('a', 'F32', [8], new Float32Array([1, 0, 0, 0, 0, 0, 0, 2])), denseSource('p', 'F32', [256], p)],
-      { extraFiles: { 'config.json': '{"x":1}\n', 'notes.txt': 'chip '.repeat(100) } });
+    writeCheckpoint(src, fixtureSources(), { extraFiles: FIXTURE_FILES });
     const out = path.join(tmp, 'fixture-v2-expanded');
     expandChipFile(file, out);
     expectSameDir(src, out);
@@ -343,7 +347,7 @@ describe('version 3', () => {
 
   it('a file of the version-3 writer still opens, reads and expands to its directory, checking every file\'s SHA-256', () => {
     const file = fixtureFile(V3_FIXTURE, 3);
-    const p = new Float32Array(256).map((_, i) => (i % 4) + 1);
+    const p = FIXTURE_P;
     const f = openChipFile(file);
     try {
       expect(f.manifest.version).toBe(3);
@@ -355,16 +359,14 @@ describe('version 3', () => {
       f.close();
     }
     const src = path.join(tmp, 'v3-src');
-    writeCheckpoint(src, [denseSource('a', 'F32', [8], new Float32Array([1, 0, 0, 0, 0, 0, 0, 2])), denseSource('p', 'F32', [256], p)],
-      { extraFiles: { 'config.json': '{"x":1}\n', 'notes.txt': 'chip '.repeat(100) } });
+    writeCheckpoint(src, fixtureSources(), { extraFiles: FIXTURE_FILES });
     const out = path.join(tmp, 'fixture-v3-expanded');
     const r = expandChipFile(file, out);
     expectSameDir(src, out);
     expect(r.sha256['model.safetensors']).toMatch(/^[0-9a-f]{64}$/);
     // the current writer, asked for file hashes, writes the same manifest but for the version
     const now = path.join(tmp, 'v3-now.chip');
-    writeChipFromSources(now, [denseSource('a', 'F32', [8], new Float32Array([1, 0, 0, 0, 0, 0, 0, 2])), denseSource('p', 'F32', [256], p)],
-      { extraFiles: { 'config.json': '{"x":1}\n', 'notes.txt': 'chip '.repeat(100) }, frameSize: 256, fileHashes: true });
+    writeChipFromSources(now, fixtureSources(), { extraFiles: FIXTURE_FILES, frameSize: 256, fileHashes: true });
     const old = parts(fs.readFileSync(file));
     const cur = parts(fs.readFileSync(now));
     expect(cur.manifest).toBe(old.manifest.replace('"version":3', '"version":4'));

@@ -209,12 +209,13 @@ export function validateManifest(text: string, label: string, fileVersion: numbe
     if (!isPlainFileName(name)) bad(`file name ${q} is not a plain file name`);
     if (files.length > 0 && compareCodePoints(files[files.length - 1].name, name) >= 0) bad(`file ${q} is out of order or repeated (names must be sorted and unique)`);
     const size = int(f.size, `file ${q} size`);
-    // only a safetensors file of version 4 may leave its sha256 out
-    const shaOptional = version >= CHIP_VERSION_OPTIONAL_SHA && f.kind === 'safetensors';
-    const sha256 = shaOptional && f.sha256 === undefined ? null : str(f.sha256, `file ${q} sha256`);
-    if (sha256 !== null && !/^[0-9a-f]{64}$/.test(sha256)) bad(`file ${q} sha256 is not 64 lowercase hex digits`);
+    const hexSha = (x: unknown): string => {
+      const h = str(x, `file ${q} sha256`);
+      if (!/^[0-9a-f]{64}$/.test(h)) bad(`file ${q} sha256 is not 64 lowercase hex digits`);
+      return h;
+    };
     if (f.kind === 'raw') {
-      if (sha256 === null) return bad(`file ${q} sha256 is missing`);
+      const sha256 = hexSha(f.sha256);
       let codec: ChipCodec = 'none';
       if (version >= CHIP_VERSION_RAW_CODEC) {
         if (f.codec !== 'none' && f.codec !== 'br') bad(`file ${q} codec is ${JSON.stringify(f.codec)}, expected "none" or "br"`);
@@ -232,6 +233,8 @@ export function validateManifest(text: string, label: string, fileVersion: numbe
     }
     if (f.kind !== 'safetensors') bad(`file ${q} kind is ${JSON.stringify(f.kind)}, expected "raw" or "safetensors"`);
     if (!name.endsWith('.safetensors')) bad(`file ${q} is of kind safetensors but its name does not end in .safetensors`);
+    // only a safetensors file of version 4 may leave its sha256 out
+    const sha256 = version >= CHIP_VERSION_OPTIONAL_SHA && f.sha256 === undefined ? null : hexSha(f.sha256);
     const header = range(f.header, `file ${q} header`);
     if (header[1] < 8) bad(`file ${q} header is ${header[1]} bytes, shorter than the 8-byte length prefix`);
     const tensors: ChipTensor[] = [];

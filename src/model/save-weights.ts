@@ -57,10 +57,11 @@ function checkMatrix(name: string, m: Matrix, rows: number, cols: number): void 
  * the tensor and the flat index). With `csr` (the matrix `fill` reads) the stored entries are
  * written straight into the zeroed batch instead: the same bytes, without visiting the zeros (a
  * compiled chip's embedding and LM head are 248,320 rows of ≈ 1,100 columns, ≈ 99.9 % zeros).
- * With `rowEmpty` (true only for a row `fill` leaves all zeros) the source also has sparseChunks.
+ * With `entries` (where the columns of row r's stored entries are, every other element of it zero:
+ * a CSR row) the source also has sparseChunks (csrStretches); a CSR `csr` gives its own.
  */
 function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: number, fill: RowFill,
-  batchBytes: number, csr?: Matrix['csr'], rowEmpty?: (row: number) => boolean): TensorSource {
+  batchBytes: number, csr?: Matrix['csr'], entries?: RowEntries): TensorSource {
   const one = new Float32Array(1);
   const oneBits = new Uint32Array(one.buffer);
   /** bf16 bits of float32 bits b, or a ChipcError for element (r, c). */
@@ -85,31 +86,44 @@ function rowSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: numbe
         u16![base + c] = bf16Bits(oneBits[0]!, r, c, one[0]);
       }
     };
-    const source = batchSource(spec, dtype, rows, cols, batchBytes, null, writeRow);
-    source.sparseChunks = () => csrStretches(rows, cols, dtype, rowPtr, colIdx, writeRow);
+    const source = batchSource(spec, dtype, rows, cols, batchBytes, writeRow);
+    const at: RowSpan = { cols: colIdx, from: 0, to: 0 };
+    source.sparseChunks = () => csrStretches(rows, cols, dtype, (r) => {
+      at.from = rowPtr[r]!;
+      at.to = rowPtr[r + 1]!;
+      return at;
+    }, writeRow);
     return source;
   }
   const row = new Float32Array(cols);
   const rowBits = new Uint32Array(row.buffer);
-  return batchSource(spec, dtype, rows, cols, batchBytes, rowEmpty ?? null, (r, base, f32, u16) => {
+  const writeRow = (r: number, base: number, f32: Float32Array | null, u16: Uint16Array | null): void => {
     row.fill(0);
     fill(r, row);
     if (f32) f32.set(row, base);
     else for (let c = 0; c < cols; c++) u16![base + c] = bf16Bits(rowBits[c]!, r, c, row[c]!);
-  });
+  };
+  const source = batchSource(spec, dtype, rows, cols, batchBytes, writeRow);
+  if (entries) source.sparseChunks = () => csrStretches(rows, cols, dtype, entries, writeRow);
+  return source;
 }
 
 /** Entries of a CSR row closer than this many columns share one stretch (csrStretches). */
 const STRETCH_GAP = 32;
 
+/** Where a row's stored entries are: their columns are cols[from … to − 1] (any order). */
+interface RowSpan { cols: ArrayLike<number>; from: number; to: number }
+/** Row r's span (the object may be reused from call to call). */
+type RowEntries = (r: number) => RowSpan;
+
 /**
- * The bytes of a CSR matrix as TensorSource.sparseChunks: each row's entries in stretches (sorted
- * columns; a gap of more than STRETCH_GAP columns starts a new stretch), written by `writeRow` into
- * a one-row buffer, and the zeros around them as byte counts. A compiled chip's tensors are nearly
+ * The bytes of a CSR matrix as TensorSource.sparseChunks: each row's entries (`entries`) in
+ * stretches (sorted columns; a gap of more than STRETCH_GAP columns starts a new stretch), written
+ * by `writeRow` into a one-row buffer, and the zeros around them as byte counts. A compiled chip's tensors are nearly
  * all zeros (the embedding and LM head: one or a few entries in rows of thousands of columns), so
  * the `.chip` writer scans only the stretches. The buffer's entries are cleared after each row.
  */
-function* csrStretches(rows: number, cols: number, dtype: EmitDType, rowPtr: ArrayLike<number>, colIdx: ArrayLike<number>,
+function* csrStretches(rows: number, cols: number, dtype: EmitDType, entries: RowEntries,
   writeRow: (r: number, base: number, f32: Float32Array | null, u16: Uint16Array | null) => void): Iterable<Uint8Array | number> {
   const elemBytes = dtype === 'F32' ? 4 : 2;
   const row = new Uint8Array(cols * elemBytes);
@@ -118,8 +132,8 @@ function* csrStretches(rows: number, cols: number, dtype: EmitDType, rowPtr: Arr
   let zeros = 0;
   let sorted = new Int32Array(16);
   for (let r = 0; r < rows; r++) {
-    const a = rowPtr[r]!;
-    const n = rowPtr[r + 1]! - a;
+    const { cols: colIdx, from: a, to } = entries(r);
+    const n = to - a;
     if (n === 0) {
       zeros += cols * elemBytes;
       continue;
@@ -163,56 +177,32 @@ function* csrStretches(rows: number, cols: number, dtype: EmitDType, rowPtr: Arr
 
 /**
  * A TensorSource yielding whole rows in batches of about `batchBytes`: each batch is zeroed and
- * `writeRow(r, base, f32, u16)` writes row r at element offset `base` (f32 set for F32, u16 for
- * BF16). With `rowEmpty` its sparseChunks yields each run of empty rows as its byte count and
- * batches only the runs of other rows (a compiled chip's tensors are mostly empty rows: unused
- * vocabulary rows, FFN units and head dims).
+ * `writeRow(r, base, f32, u16)` writes row r at element offset `base` (f32 set for F32, u16 for BF16).
  */
 function batchSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: number, batchBytes: number,
-  rowEmpty: ((row: number) => boolean) | null,
   writeRow: (r: number, base: number, f32: Float32Array | null, u16: Uint16Array | null) => void): TensorSource {
   const elemBytes = dtype === 'F32' ? 4 : 2;
-  const rowBytes = cols * elemBytes;
-  const rowsPerBatch = Math.max(1, Math.floor(batchBytes / Math.max(1, rowBytes)));
-  /** Rows [start, start + n) as one chunk of `buffer` (zeroed first unless fresh). */
-  const batch = (buffer: Uint8Array, start: number, n: number, fresh: boolean): Uint8Array => {
-    const bytes = buffer.subarray(0, n * rowBytes);
-    if (!fresh) bytes.fill(0);
-    const f32 = dtype === 'F32' ? new Float32Array(bytes.buffer, 0, n * cols) : null;
-    const u16 = dtype === 'BF16' ? new Uint16Array(bytes.buffer, 0, n * cols) : null;
-    for (let j = 0; j < n; j++) writeRow(start + j, j * cols, f32, u16);
-    return bytes;
-  };
-  const source: TensorSource = {
+  return {
     name: spec.name,
     dtype,
     shape: [...spec.shape],
     *chunks(): Iterable<Uint8Array> {
+      const rowsPerBatch = Math.max(1, Math.floor(batchBytes / Math.max(1, cols * elemBytes)));
       // One buffer for every batch, zeroed again before each (TensorSource: a chunk is consumed
       // before the next is asked for). A fresh zeroed buffer per batch cost a page fault per 4 KiB
       // of the dense bytes (≈ 6.5 GB for the chip at qwen3.5-4b).
-      const buffer = new Uint8Array(Math.min(rowsPerBatch, rows) * rowBytes);
-      for (let start = 0; start < rows; start += rowsPerBatch) yield batch(buffer, start, Math.min(rowsPerBatch, rows - start), start === 0);
+      const buffer = new Uint8Array(Math.min(rowsPerBatch, rows) * cols * elemBytes);
+      for (let start = 0; start < rows; start += rowsPerBatch) {
+        const n = Math.min(rowsPerBatch, rows - start);
+        const bytes = buffer.subarray(0, n * cols * elemBytes);
+        if (start > 0) bytes.fill(0);
+        const f32 = dtype === 'F32' ? new Float32Array(bytes.buffer, 0, n * cols) : null;
+        const u16 = dtype === 'BF16' ? new Uint16Array(bytes.buffer, 0, n * cols) : null;
+        for (let j = 0; j < n; j++) writeRow(start + j, j * cols, f32, u16);
+        yield bytes;
+      }
     },
   };
-  if (rowEmpty === null) return source;
-  source.sparseChunks = function* (): Iterable<Uint8Array | number> {
-    let buffer: Uint8Array | null = null;
-    let fresh = true;
-    for (let r = 0; r < rows;) {
-      const from = r;
-      if (rowEmpty(r)) {
-        while (r < rows && rowEmpty(r)) r++;
-        yield (r - from) * rowBytes;
-        continue;
-      }
-      while (r < rows && r - from < rowsPerBatch && !rowEmpty(r)) r++;
-      buffer ??= new Uint8Array(Math.min(rowsPerBatch, rows) * rowBytes);
-      yield batch(buffer, from, r - from, fresh);
-      fresh = false;
-    }
-  };
-  return source;
 }
 
 /**
@@ -265,14 +255,18 @@ export function modelWeightsToSources(weights: ModelWeights, dtype: EmitDType, o
       const p = partOf(n);
       fillMatrixRow(parts[p][1], n - starts[p], row);
     };
-    // a row is known empty when its part is CSR and holds no entry in it
-    const rowEmpty = parts.every(([, m]) => !m.dense) ? (o: number): boolean => {
+    // where on-disk row o's entries are, when every part is CSR: its part's row
+    const at: RowSpan = { cols: [], from: 0, to: 0 };
+    const entries: RowEntries | undefined = parts.every(([, m]) => !m.dense) ? (o) => {
       const n = rowMap[o]!;
       const p = partOf(n);
       const csr = parts[p]![1].csr!;
-      return csr.rowPtr[n - starts[p]!] === csr.rowPtr[n - starts[p]! + 1];
+      at.cols = csr.colIdx;
+      at.from = csr.rowPtr[n - starts[p]!]!;
+      at.to = csr.rowPtr[n - starts[p]! + 1]!;
+      return at;
     } : undefined;
-    out.push(rowSource(s, dtype, total, s.shape[1], fill, batchBytes, undefined, rowEmpty));
+    out.push(rowSource(s, dtype, total, s.shape[1], fill, batchBytes, undefined, entries));
   };
   const vec = (name: string, v: Float32Array): void => {
     const s = spec(name);

@@ -101,17 +101,10 @@ export function checkCheckpointTensors(store: TensorStore, cfg: ModelConfig): st
 
 /** Growable (row, col, value) triples. */
 class Triples {
-  rows: Uint32Array;
-  cols: Uint32Array;
-  vals: Float32Array;
+  rows = new Uint32Array(1024);
+  cols = new Uint32Array(1024);
+  vals = new Float32Array(1024);
   n = 0;
-  /** `capacity`: the expected count, when known (no regrowth up to it). */
-  constructor(capacity = 1024) {
-    const cap = Math.max(16, capacity);
-    this.rows = new Uint32Array(cap);
-    this.cols = new Uint32Array(cap);
-    this.vals = new Float32Array(cap);
-  }
   push(r: number, c: number, v: number): void {
     if (this.n === this.vals.length) {
       const cap = this.n * 2;
@@ -148,20 +141,6 @@ export interface BlockSource {
 function isBlockSource(store: TensorStore): store is TensorStore & BlockSource {
   const s = store as Partial<BlockSource>;
   return typeof s.blocks === 'function' && typeof s.readBlockData === 'function';
-}
-
-/**
- * At least the number of non-zero elements of the tensor where the store lists its blocks (each
- * block's whole elements, plus the two it may share with its neighbours); otherwise a small
- * default, the collector's first capacity.
- */
-function nonZeroBound(store: TensorStore, name: string): number {
-  const elem = STREAM_ELEM_BYTES[store.info(name).dtype];
-  if (elem === undefined || !isBlockSource(store)) return 1024;
-  const { lengths } = store.blocks(name);
-  let bound = 0;
-  for (let k = 0; k < lengths.length; k++) bound += Math.ceil(lengths[k]! / elem) + 1;
-  return bound;
 }
 
 /**
@@ -260,11 +239,6 @@ function forEachNonZeroInBlocks(src: BlockSource, name: string, dtype: string, e
       const s = starts[b]!;
       const end = s + lengths[b]!;
       const off = dataPos[b]! - base - s; // data[off + pos] is the tensor's byte pos, for pos in [s, end)
-      if (s % elem === 0 && end % elem === 0 && pending < 0) {
-        // Whole elements only and nothing pending (nearly every block): decoded in one tight loop.
-        wholeElements(data, off + s, s / elem, (end - s) / elem, dtype, bits, asF32, visit);
-        continue;
-      }
       const eFirst = Math.floor(s / elem);
       const eEnd = Math.ceil(end / elem);
       for (let e = eFirst; e < eEnd; e++) {
@@ -290,32 +264,6 @@ function forEachNonZeroInBlocks(src: BlockSource, name: string, dtype: string, e
     k = k1;
   }
   flush();
-}
-
-/**
- * Visits the non-zero elements among `n` whole elements whose bytes start at data[at], element e0
- * first: forEachNonZeroInBlocks's decoding (F32 bits as they are, BF16 as the high half, F16
- * converted; ±0 skipped, NaN visited), without its per-element assembly.
- */
-function wholeElements(data: Uint8Array, at: number, e0: number, n: number, dtype: string, bits: Uint32Array,
-  asF32: Float32Array, visit: (index: number, value: number) => void): void {
-  if (dtype === 'F32') {
-    for (let i = 0, p = at; i < n; i++, p += 4) {
-      const u = data[p]! | (data[p + 1]! << 8) | (data[p + 2]! << 16) | (data[p + 3]! << 24);
-      if ((u & 0x7fffffff) === 0) continue;
-      bits[0] = u;
-      visit(e0 + i, asF32[0]!);
-    }
-    return;
-  }
-  for (let i = 0, p = at; i < n; i++, p += 2) {
-    const u = data[p]! | (data[p + 1]! << 8);
-    if ((u & 0x7fff) === 0) continue;
-    if (dtype === 'BF16') {
-      bits[0] = u << 16;
-      visit(e0 + i, asF32[0]!);
-    } else visit(e0 + i, f16ToF32(u));
-  }
 }
 
 /** CSR from row-sorted-stable triples (counting sort by row; column order within a row kept). */
@@ -373,7 +321,7 @@ export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: Loa
     const tensor = full(name);
     const bounds = [0, ...splits];
     if (mode === 'sparse') {
-      const t = new Triples(nonZeroBound(store, tensor));
+      const t = new Triples();
       forEachNonZero(store, tensor, chunkBytes, (i, v) => {
         const o = Math.floor(i / cols);
         t.push(rowMap === null ? o : rowMap[o], i - o * cols, v);

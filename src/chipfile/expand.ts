@@ -51,13 +51,13 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
   fs.mkdirSync(tmpDir);
   let bytes = 0;
   const sha256: Record<string, string> = {};
-  const hashed = chip.manifest.files.filter((f) => opts.hashes === true || f.sha256 !== null);
+  const hashed = new Set(chip.manifest.files.filter((f) => opts.hashes === true || f.sha256 !== null));
   // the files' SHA-256 on a second thread while this one writes (hash-thread.ts)
-  const hasher = byteHasher(hashed.reduce((s, f) => s + f.size, 0));
+  const hasher = byteHasher([...hashed].reduce((s, f) => s + f.size, 0));
   try {
     for (const f of chip.manifest.files) {
       const file = path.join(tmpDir, f.name);
-      const hash = hashed.includes(f) ? hasher.newHash() : null;
+      const hash = hashed.has(f) ? hasher.newHash() : null;
       const fd = fs.openSync(file, 'wx');
       try {
         const w = new BufferedWriter(fd, hash ? [hash] : []);

@@ -9,6 +9,7 @@
 import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer, type ModelConfig } from './config.ts';
 import type { TensorSource, WriteProgress } from '../safetensors/types.ts';
+import { dtypeBytes } from '../safetensors/dtype.ts';
 import { writeCheckpoint, type CheckpointWriteResult } from '../safetensors/writer.ts';
 import { writeChipFromSources } from '../chipfile/from-sources.ts';
 import type { CompactResult } from '../chipfile/compact.ts';
@@ -125,7 +126,7 @@ type RowEntries = (r: number) => RowSpan;
  */
 function* csrStretches(rows: number, cols: number, dtype: EmitDType, entries: RowEntries,
   writeRow: (r: number, base: number, f32: Float32Array | null, u16: Uint16Array | null) => void): Iterable<Uint8Array | number> {
-  const elemBytes = dtype === 'F32' ? 4 : 2;
+  const elemBytes = dtypeBytes(dtype);
   const row = new Uint8Array(cols * elemBytes);
   const f32 = dtype === 'F32' ? new Float32Array(row.buffer) : null;
   const u16 = dtype === 'BF16' ? new Uint16Array(row.buffer) : null;
@@ -181,7 +182,7 @@ function* csrStretches(rows: number, cols: number, dtype: EmitDType, entries: Ro
  */
 function batchSource(spec: TensorSpec, dtype: EmitDType, rows: number, cols: number, batchBytes: number,
   writeRow: (r: number, base: number, f32: Float32Array | null, u16: Uint16Array | null) => void): TensorSource {
-  const elemBytes = dtype === 'F32' ? 4 : 2;
+  const elemBytes = dtypeBytes(dtype);
   return {
     name: spec.name,
     dtype,

@@ -235,6 +235,62 @@ describe('emitRows: the ambiguity check', () => {
   });
 });
 
+describe('tables passed again: token tables and emit rows shared by several builds', () => {
+  const problemsOf = (def: ReturnType<typeof defineCircuit>): string[] => {
+    try {
+      buildCircuit(def);
+    } catch (e) {
+      expect(e).toBeInstanceOf(CircuitErrors);
+      return (e as CircuitErrors).problems.map((q) => `${q.code}: ${q.message}`);
+    }
+    return [];
+  };
+
+  it('a token table gives the field its values and bounds, and is checked against each declared range and vocabulary', () => {
+    const table = [5, 0, 2, 7, 1, 3, 6, 4];
+    const sums: number[][] = [];
+    for (let build = 0; build < 2; build++) {
+      const ir = buildCircuit(defineCircuit({ name: 'tab', vocab: 8 }, (c) => {
+        const x = c.tokenTable('x', table);
+        c.emit([c.table('y', [x], (v) => (v + 1) % 8, [0, 7])]);
+      }));
+      const node = ir.nodes.find((n) => n.op === 'token_field')!;
+      expect(node.range).toEqual({ lo: 0, hi: 7 });
+      sums.push(new Interpreter(ir).generate([3], 3).map((p) => p.emitted!));
+    }
+    // the field is the table: fed id 3 (value 7) the circuit emits 0, then follows the table
+    expect(sums[0]![0]).toBe(0);
+    expect(sums[1]).toEqual(sums[0]);
+    // the same array, a narrower declared range: refused (the bounds found once still decide)
+    expect(problemsOf(defineCircuit({ name: 'tab', vocab: 8 }, (c) => { c.emit([c.tokenTable('x', table, [0, 6])]); })))
+      .toEqual(['signal.range: token field "x" is 7 at token 3, outside its declared range [0, 6]']);
+    expect(problemsOf(defineCircuit({ name: 'tab', vocab: 9 }, (c) => { c.emit([c.tokenTable('x', table, [0, 7])]); })))
+      .toEqual(['signal.vocab: token field "x" has 8 values; the vocabulary has 9 ids']);
+    expect(problemsOf(defineCircuit({ name: 'tab', vocab: 2 }, (c) => { c.emit([c.tokenTable('x', [0, 0.5])]); })))
+      .toEqual(['signal.nonint: token field "x" at token 1 must be an integer, got 0.5']);
+  });
+
+  it('emit rows sound for one set of field ranges are checked again for another', () => {
+    const rows = [{ token: 0, values: [0, 2] }, { token: 1, values: [1, null] }, { token: 2, values: [2, 0] }];
+    const def = (hi: number) => defineCircuit({ name: 'rows', vocab: 9 }, (c) => {
+      const f = [0, 1].map((k) => c.tokenField(`f${k}`, (t) => Math.min(hi, Math.floor(t / 3 ** k) % 3), [0, hi]));
+      c.emitRows(f, rows);
+    });
+    expect(problemsOf(def(2))).toEqual([]);
+    expect(problemsOf(def(2))).toEqual([]);
+    expect(problemsOf(def(1))).toEqual([
+      'emit.rows: emit row of token 0 requires 2 of "f1", outside its range [0, 1]',
+      'emit.rows: emit row of token 2 requires 2 of "f0", outside its range [0, 1]',
+    ]);
+    // an ambiguous set stays refused however often it is passed
+    const clash = [{ token: 0, values: [0, null] }, { token: 1, values: [null, 1] }];
+    const amb = () => defineCircuit({ name: 'amb', vocab: 9 }, (c) => {
+      c.emitRows([0, 1].map((k) => c.tokenField(`f${k}`, (t) => Math.floor(t / 3 ** k) % 3, [0, 2])), clash);
+    });
+    for (let i = 0; i < 2; i++) expect(problemsOf(amb())).toEqual(['emit.injective: emit rows of tokens 0 and 1 can both match the same field values']);
+  });
+});
+
 describe('previousAll: several delays in one group of delay RAMs', () => {
   it('delays a group of signals exactly, with their defaults, using one key head per slice of log2(dk) bits', async () => {
     const { compileCircuit } = await import('../src/compile.ts');

@@ -15,7 +15,7 @@
 import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { add32, constWord, eq32, slt, sltu, type Word } from './alu.ts';
 import type { CpuShape } from './cpu-layout.ts';
-import { Kind, tokenKind } from './cpu-tokens.ts';
+import { Kind, protocolField, tokenKind } from './cpu-tokens.ts';
 import { immSpec, wordFromSpec } from './cpu-words.ts';
 
 export interface PcControlInputs {
@@ -52,7 +52,7 @@ export function pcControl(c: CircuitBuilder, io: PcControlInputs): PcControl {
   // (v3) a fed HALT clears it, so a request's write tokens and J(entry) can follow a HALT
   // (re-entry: services, docs/token-protocol.md).
   // The enable is a token field (free, in the embedding) so the latch is written in the first GDN layer.
-  const isJorHalt = c.tokenField('isJorHALT', (t) => { const k = tokenKind(t).kind; return k === Kind.J || k === Kind.HALT || k === Kind.TRAP ? 1 : 0; }, [0, 1]);
+  const isJorHalt = protocolField(c, 'isJorHALT', (t) => { const k = tokenKind(t).kind; return k === Kind.J || k === Kind.HALT || k === Kind.TRAP ? 1 : 0; }, [0, 1]);
   const baseRam = c.ram('base', { rows: 1, fields: [...jw.map(() => 2), ...jwUp.map(() => 2), 2] });
   baseRam.write(c.constant(0), [...jw, ...jwUp, isJ], isJorHalt);
   const baseRead = baseRam.read(c.constant(0));

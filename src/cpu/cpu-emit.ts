@@ -10,6 +10,7 @@
  * produces nothing further (the circuit's output).
  */
 import type { CircuitBuilder, Sig } from '../dsl/index.ts';
+import type { EmitRow } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
 import {
   D_COUNT, E_PER_SLOT, H_COUNT, HALT_COUNT, J_COUNT, K_COUNT, N_COUNT, OUT_PER_SLOT, Q_COUNT, WINDOW_SLOTS,
@@ -174,8 +175,19 @@ export function emit(c: CircuitBuilder, io: EmitInputs): void {
     [ca(14), mulHigh[1]!], [ca(15), mulHigh[3]!], [ca(7), trapAny],
   ], [0, 255]);
   const pay0 = p0;
-  // Rows: each token and the field values it requires.
-  const rows: { token: number; values: (number | null)[] }[] = [];
+  c.emitRows([outKind, outJ, pay0, p1], emitTable());
+}
+
+let emitRowsTable: readonly EmitRow[] | null = null;
+
+/**
+ * The emit rows: each token and the values it requires of the emit fields (kind, window slot,
+ * payload bytes 0 and 1; null: any). They depend on the token protocol alone, so they are made
+ * once per process and every chip build passes the same array (the builder checks it once).
+ */
+function emitTable(): readonly EmitRow[] {
+  if (emitRowsTable !== null) return emitRowsTable;
+  const rows: EmitRow[] = [];
   // E / K: the payload's high byte sign-extended (bits 8…13 and copies of bit 13), as the value's
   // own byte 1 (or 3) holds it when the value fits 14 (or 30) bits.
   const sxHi = (v: number) => (sext(v, 14) >> 8) & 255;
@@ -190,5 +202,6 @@ export function emit(c: CircuitBuilder, io: EmitInputs): void {
   for (let v = 0; v < Q_COUNT; v++) rows.push({ token: TOK.Q + v, values: [8, null, v, null] });
   for (let v = 0; v < CODE_STORE_WORDS; v++) rows.push({ token: TOK.A + v, values: [10, null, v & 255, v >> 8] });
   for (let v = 0; v < TRAP_IDS; v++) rows.push({ token: TOK.TRAP + v, values: [7, null, v, 1] });
-  c.emitRows([outKind, outJ, pay0, p1], rows);
+  emitRowsTable = rows;
+  return rows;
 }

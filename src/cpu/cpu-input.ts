@@ -8,7 +8,7 @@
  */
 import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { Q_DIGITS } from '../../riscv/protocol.ts';
-import { bit as bitOf, Kind, narrowCommit, tokenKind as kindOfId, wideCommit } from './cpu-tokens.ts';
+import { bit as bitOf, Kind, narrowCommit, protocolField, tokenKind as kindOfId, wideCommit } from './cpu-tokens.ts';
 
 // Module-level copies of the two functions the token fields call for each of the alphabet's
 // ≈ 248,000 ids: an import transpiled to CommonJS (tsx, vitest) is a getter call per use, which
@@ -49,7 +49,7 @@ export interface TokenInputs {
 }
 
 export function tokenInputs(c: CircuitBuilder): TokenInputs {
-  const is = (k: Kind, name: string) => c.tokenField(name, (t) => (tokenKind(t).kind === k ? 1 : 0), [0, 1]);
+  const is = (k: Kind, name: string) => protocolField(c, name, (t) => (tokenKind(t).kind === k ? 1 : 0), [0, 1]);
   const isE = is(Kind.E, 'isE');
   const isD = is(Kind.D, 'isD');
   const isJ = is(Kind.J, 'isJ');
@@ -59,29 +59,29 @@ export function tokenInputs(c: CircuitBuilder): TokenInputs {
     const { kind: k, j: jj } = tokenKind(t);
     return k === Kind.E || k === Kind.N || k === Kind.J || (k === Kind.OUT && jj >= 1);
   };
-  const isStart = c.tokenField('isStart', (t) => (startsInstruction(t) ? 1 : 0), [0, 1]);
+  const isStart = protocolField(c, 'isStart', (t) => (startsInstruction(t) ? 1 : 0), [0, 1]);
   // What the fed token asks of the pending instruction: 0 start one, 1 fed D, 2 fed H, 3 emit the
   // window-end J (K, OUT(0, ·)), 4 fed Q (a division step), 5 fed A (a code store's word index).
-  const fedC = c.tokenField('fedC', (t) => {
+  const fedC = protocolField(c, 'fedC', (t) => {
     const k = tokenKind(t).kind;
     return k === Kind.D ? 1 : k === Kind.H ? 2 : k === Kind.K || (k === Kind.OUT && !startsInstruction(t)) ? 3 : k === Kind.Q ? 4 : k === Kind.A ? 5 : 0;
   }, [0, 5]);
   const isA = is(Kind.A, 'isA');
-  const aW = Array.from({ length: 10 }, (_, k) => c.tokenField(`aW${k}`, (t) => (tokenKind(t).kind === Kind.A ? bit(tokenKind(t).v, k) : 0), [0, 1]));
+  const aW = Array.from({ length: 10 }, (_, k) => protocolField(c, `aW${k}`, (t) => (tokenKind(t).kind === Kind.A ? bit(tokenKind(t).v, k) : 0), [0, 1]));
   const isQ = is(Kind.Q, 'isQ');
-  const qStep = c.tokenField('qStep', (t) => (tokenKind(t).kind === Kind.Q ? Math.floor(tokenKind(t).v / Q_RADIX) : 0), [0, 7]);
-  const qDigit = c.tokenField('qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v % Q_RADIX : 0), [0, 15]);
-  const tj = [0, 1].map((k) => c.tokenField(`tj${k}`, (t) => (tokenKind(t).kind === Kind.J ? 0 : bit(tokenKind(t).j, k)), [0, 1]));
-  const jw = Array.from({ length: 15 }, (_, k) => c.tokenField(`jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v, k) : 0), [0, 1]));
+  const qStep = protocolField(c, 'qStep', (t) => (tokenKind(t).kind === Kind.Q ? Math.floor(tokenKind(t).v / Q_RADIX) : 0), [0, 7]);
+  const qDigit = protocolField(c, 'qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v % Q_RADIX : 0), [0, 15]);
+  const tj = [0, 1].map((k) => protocolField(c, `tj${k}`, (t) => (tokenKind(t).kind === Kind.J ? 0 : bit(tokenKind(t).j, k)), [0, 1]));
+  const jw = Array.from({ length: 15 }, (_, k) => protocolField(c, `jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v, k) : 0), [0, 1]));
   // J's word index shifted right by 2, plus 1 (mod 2^13): the high bits of base + j when j carries
   // out of the low two (so PC = base + j is one table layer, not an adder's two).
-  const jwUp = Array.from({ length: 13 }, (_, k) => c.tokenField(`jwUp${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(((tokenKind(t).v >> 2) + 1) & 0x1fff, k) : 0), [0, 1]));
+  const jwUp = Array.from({ length: 13 }, (_, k) => protocolField(c, `jwUp${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(((tokenKind(t).v >> 2) + 1) & 0x1fff, k) : 0), [0, 1]));
   // The narrow commit value is sign-extended from 14 bits: bits 13…31 are one field (the
   // embedding carries each token's bits once, not 19 copies of its sign).
-  const cvNLow = Array.from({ length: 14 }, (_, k) => c.tokenField(`cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
+  const cvNLow = Array.from({ length: 14 }, (_, k) => protocolField(c, `cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
   const cvN = [...cvNLow, ...Array.from({ length: 18 }, () => cvNLow[13]!)];
-  const cvW = Array.from({ length: 16 }, (_, k) => c.tokenField(`cvW${k}`, (t) => bit(wideCommit(t), 16 + k), [0, 1]));
-  const dLo = Array.from({ length: 16 }, (_, k) => c.tokenField(`dLo${k}`, (t) => (tokenKind(t).kind === Kind.D ? bit(tokenKind(t).v, k) : 0), [0, 1]));
+  const cvW = Array.from({ length: 16 }, (_, k) => protocolField(c, `cvW${k}`, (t) => bit(wideCommit(t), 16 + k), [0, 1]));
+  const dLo = Array.from({ length: 16 }, (_, k) => protocolField(c, `dLo${k}`, (t) => (tokenKind(t).kind === Kind.D ? bit(tokenKind(t).v, k) : 0), [0, 1]));
   const dLoPrev = c.previousAll(dLo); // the D latch: the previous position's D payload
 
   return { isE, isD, isJ, isH, isA, isQ, isStart, fedC, aW, qStep, qDigit, tj, jw, jwUp, cvNLow, cvN, cvW, dLo, dLoPrev };

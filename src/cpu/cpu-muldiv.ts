@@ -19,7 +19,7 @@ import { BN_BANKS, BN_OPCODE, macUnit, type MacUnit } from './mac-unit.ts';
 import { wordFromNibbles, wordNibbles, type Word } from './alu.ts';
 import { divStep, negWord, signedResult } from './div.ts';
 import { mulBytes } from './mul.ts';
-import { Kind, tokenKind } from './cpu-tokens.ts';
+import { Kind, protocolField, tokenKind } from './cpu-tokens.ts';
 import { bitsWord } from './cpu-words.ts';
 
 export interface BignumInputs {
@@ -185,7 +185,7 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   // or H(R hi) (fed the step's D); the result follows the last step's H like any result.
   const stepping = c.table('stepping', [isDivOp, fedC, prevIsQ, ppQ, sLatch!], (dv, f, pq, ppq, sl) =>
     (dv && (f === 0 || f === 4 || (f === 1 && pq) || (f === 2 && ppq && sl < 7)) ? 1 : 0), [0, 1]);
-  const stepKind = c.tokenField('divStepKind', (t) => {
+  const stepKind = protocolField(c, 'divStepKind', (t) => {
     const k = tokenKind(t).kind;
     return k === Kind.Q ? 1 : k === Kind.D ? 2 : 0; // emits: 0 Q (at the start, after H), 1 D (fed Q), 2 H (fed D)
   }, [0, 2]);

@@ -13,7 +13,7 @@
 import type { CircuitBuilder, Ram, Sig } from '../dsl/index.ts';
 import { BN_BANKS, BN_OPCODE } from './mac-unit.ts';
 import type { Word } from './alu.ts';
-import { Kind, tokenKind } from './cpu-tokens.ts';
+import { Kind, protocolField, tokenKind } from './cpu-tokens.ts';
 import { addSmall, bitsWord } from './cpu-words.ts';
 
 export interface RegisterFileInputs {
@@ -93,7 +93,7 @@ export function registerFile(c: CircuitBuilder, io: RegisterFileInputs): Registe
   const pcWord = bitsWord(c, [c.constant(0), c.constant(0), ...w, ...Array.from({ length: 14 }, () => c.constant(0)), c.constant(1)].slice(0, 32));
   const prevLink = c.previousAll(linkBits.slice(2, 18));
   const prevDLo = dLoPrev;
-  const commitValue = c.tokenField('commitsValue', (t) => { const k = tokenKind(t).kind; return k === Kind.E || k === Kind.K || k === Kind.H ? 1 : 0; }, [0, 1]);
+  const commitValue = protocolField(c, 'commitsValue', (t) => { const k = tokenKind(t).kind; return k === Kind.E || k === Kind.K || k === Kind.H ? 1 : 0; }, [0, 1]);
   // Division steps (v2): the H of a step brings back the partial remainder and commits nothing. It
   // is the H two positions after a Q.
   const prevIsQ = c.previous(isQ).named('prevIsQ');

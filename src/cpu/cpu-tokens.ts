@@ -16,6 +16,8 @@ export const TOK = {
   A: A_BASE, TRAP: TRAP_BASE,
 } as const;
 import { VOCAB } from '../../riscv/chip-shape.ts';
+import type { CircuitBuilder, Sig } from '../dsl/index.ts';
+import { ChipcError } from '../util/errors.ts';
 
 export { CODE_STORE_WORDS, VOCAB } from '../../riscv/chip-shape.ts';
 /** TRAP(cause) ids (protocol v5): 0 illegal instruction, 1 ebreak, 2 fetch fault, 3 load fault, 4 store fault; 5…7 reserved. */
@@ -69,4 +71,32 @@ export function wideCommit(t: number): number {
   if (kind === Kind.E || kind === Kind.K) return sext(v, 14) << 16;
   if (kind === Kind.H) return v << 16;
   return 0;
+}
+
+// ── token fields as protocol constants ─────────────────────────────────────────────────────────
+/** A field's table over the alphabet, and the source of the function that made it. */
+interface FieldTable { readonly values: readonly number[]; readonly source: string }
+
+const fieldTables = new Map<string, FieldTable>();
+
+/**
+ * The chip's token field `name`: `fn(id)` for each of the alphabet's ids, as `c.tokenField` would
+ * give it. The chip's fields depend on the token protocol alone, never on the chip's options, so
+ * each is tabulated once per process and every later chip build passes the same table (about 100
+ * fields over ≈ 248,000 ids took a second of each build). A name is one field: asking for it
+ * again with a function of different source is a mistake in the chip, reported as one.
+ */
+export function protocolField(c: CircuitBuilder, name: string, fn: (id: number) => number, range: [number, number]): Sig {
+  const source = fn.toString();
+  let table = fieldTables.get(name);
+  if (table === undefined) {
+    const vocab = VOCAB; // (read once: an import is a getter call per use where transpiled to CommonJS)
+    const values = new Array<number>(vocab);
+    for (let t = 0; t < vocab; t++) values[t] = fn(t);
+    table = { values, source };
+    fieldTables.set(name, table);
+  } else if (table.source !== source) {
+    throw new ChipcError('cpu.field', `the chip's token field "${name}" is defined twice, by different functions`);
+  }
+  return c.tokenTable(name, table.values, range);
 }

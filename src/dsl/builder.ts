@@ -233,24 +233,34 @@ export class CircuitBuilder {
   tokenField(name: string, fn: (tokenId: number) => number, range?: [number, number]): Sig {
     const loc = callerLoc();
     // This runs for every id of the vocabulary (≈ 248,000 on the RV32 chip, ≈ 100 fields): the
-    // array is sized once (growing it by push copied it ≈ 18 times) and the checks are inline
-    // (checkInt's message argument was a string built per id).
+    // array is sized once (growing it by push copied it ≈ 18 times).
     const vocab = this.meta.vocab;
     const values = new Array<number>(vocab);
-    let lo = Infinity;
-    let hi = -Infinity;
-    for (let t = 0; t < vocab; t++) {
-      let v = fn(t);
-      if (!Number.isSafeInteger(v)) v = this.checkInt(v, `token field "${name}" at token ${t}`, loc);
-      values[t] = v;
-      if (v < lo) lo = v;
-      if (v > hi) hi = v;
+    for (let t = 0; t < vocab; t++) values[t] = fn(t);
+    return this.tokenFieldNode(name, values, range, loc);
+  }
+
+  /**
+   * A field of the input token given as its table: `values[tokenId]` for every id of the
+   * vocabulary. The table is not copied: it must not change afterwards (circuits that build the
+   * same field again pass the same array, and its bounds are checked once per array).
+   */
+  tokenTable(name: string, values: readonly number[], range?: [number, number]): Sig {
+    const loc = callerLoc();
+    if (values.length !== this.meta.vocab) {
+      this.problem('signal.vocab', `token field "${name}" has ${values.length} values; the vocabulary has ${this.meta.vocab} ids`, loc);
     }
-    let r: Range = { lo, hi };
+    return this.tokenFieldNode(name, values, range, loc);
+  }
+
+  private tokenFieldNode(name: string, values: readonly number[], range: [number, number] | undefined, loc: SourceLoc): Sig {
+    const bounds = tableBounds(values);
+    if (bounds.nonInt >= 0) this.checkInt(values[bounds.nonInt]!, `token field "${name}" at token ${bounds.nonInt}`, loc);
+    let r: Range = { lo: bounds.lo, hi: bounds.hi };
     if (range) {
       r = this.checkRange({ lo: range[0], hi: range[1] }, `token field "${name}"`, loc);
       // the values' own bounds decide; the first offending id is searched only when one exists
-      const bad = lo < r.lo || hi > r.hi ? values.findIndex((v) => v < r.lo || v > r.hi) : -1;
+      const bad = bounds.lo < r.lo || bounds.hi > r.hi ? values.findIndex((v) => v < r.lo || v > r.hi) : -1;
       if (bad >= 0) {
         this.problem('signal.range', `token field "${name}" is ${values[bad]} at token ${bad}, outside its declared range [${r.lo}, ${r.hi}]`, loc);
       }
@@ -605,13 +615,27 @@ export class CircuitBuilder {
    * run time exactly one must (the interpreter checks). Suits alphabets where token kinds carry
    * different payloads (a kind field plus payload fields that only some kinds use).
    */
-  emitRows(fields: Sig[], rows: EmitRow[]): void {
+  emitRows(fields: Sig[], rows: readonly EmitRow[]): void {
     const loc = callerLoc();
     if (this.emitDecl !== null) {
       this.problem('emit.twice', 'the circuit emits twice; one emit per circuit', loc);
       return;
     }
     const fs = fields.map((f) => this.sig(f, loc));
+    // Rows already found sound against the same field ranges (a circuit built again that passes
+    // the same rows array) are not checked again.
+    const rangesKey = fs.map((f) => `${f.range.lo}:${f.range.hi}`).join(',');
+    if (soundEmitRows.get(rows) !== `${this.meta.vocab}|${rangesKey}`) {
+      const before = this.problems.length;
+      if (!this.checkEmitRows(fs, rows, loc)) return;
+      if (this.problems.length === before) soundEmitRows.set(rows, `${this.meta.vocab}|${rangesKey}`);
+    }
+    // (the rows are kept as given: they must not change afterwards)
+    this.emitDecl = { fields: fs.map((s) => s.id), tokens: [], rows, loc };
+  }
+
+  /** Check emit rows (every token once, in the vocabulary, within the fields' ranges, no two able to match together); false when a check stopped early. */
+  private checkEmitRows(fs: Sig[], rows: readonly EmitRow[], loc: SourceLoc): boolean {
     const seenTokens = new Set<number>();
     // Group rows by which fields they constrain; rows conflict when they agree on every field
     // both constrain. Within a group: distinct value tuples; across groups: distinct projections.
@@ -622,17 +646,17 @@ export class CircuitBuilder {
     for (const row of rows) {
       if (!Number.isInteger(row.token) || row.token < 0 || row.token >= this.meta.vocab) {
         this.problem('emit.token', `emit row token ${row.token} is not a token id of the vocabulary [0, ${this.meta.vocab})`, loc);
-        return;
+        return false;
       }
       if (seenTokens.has(row.token)) {
         this.problem('emit.injective', `token ${row.token} appears in two emit rows`, loc);
-        return;
+        return false;
       }
       seenTokens.add(row.token);
       const vals = row.values;
       if (vals.length !== nf) {
         this.problem('emit.rows', `emit row of token ${row.token} has ${vals.length} values for ${nf} fields`, loc);
-        return;
+        return false;
       }
       let mk = '';
       let key = '';
@@ -648,7 +672,7 @@ export class CircuitBuilder {
       }
       if (constrained === 0) {
         this.problem('emit.rows', `emit row of token ${row.token} constrains no field`, loc);
-        return;
+        return false;
       }
       for (let i = outside; i >= 0 && i < nf; i++) {
         const v = vals[i];
@@ -665,7 +689,7 @@ export class CircuitBuilder {
       const other = g.keys.get(key);
       if (other !== undefined) {
         this.problem('emit.injective', `emit rows of tokens ${other} and ${row.token} require the same values`, loc);
-        return;
+        return false;
       }
       g.keys.set(key, row.token);
     }
@@ -707,12 +731,12 @@ export class CircuitBuilder {
           const t = pa.get(key);
           if (t !== undefined) {
             this.problem('emit.injective', `emit rows of tokens ${t} and ${token} can both match the same field values`, loc);
-            return;
+            return false;
           }
         }
       }
     }
-    this.emitDecl = { fields: fs.map((s) => s.id), tokens: [], rows: rows.map((r) => ({ token: r.token, values: [...r.values] })), loc };
+    return true;
   }
 
   toIR(source: string): CircuitIR {
@@ -729,4 +753,34 @@ export class CircuitBuilder {
       ...(this.meta.notes && this.meta.notes.length ? { notes: [...this.meta.notes] } : {}),
     };
   }
+}
+
+/** A token table's bounds and its first id whose value is not a safe integer (−1: none). */
+interface TableBounds { readonly lo: number; readonly hi: number; readonly nonInt: number }
+
+// Emit rows found sound, with the vocabulary and field ranges they were checked against.
+const soundEmitRows = new WeakMap<readonly EmitRow[], string>();
+
+// Tables passed to tokenTable again (a circuit built twice) are not scanned again.
+const boundsOfTable = new WeakMap<readonly number[], TableBounds>();
+
+function tableBounds(values: readonly number[]): TableBounds {
+  const memo = boundsOfTable.get(values);
+  if (memo) return memo;
+  let lo = Infinity;
+  let hi = -Infinity;
+  let nonInt = -1;
+  for (let t = 0; t < values.length; t++) {
+    const v = values[t]!;
+    if (!Number.isSafeInteger(v)) {
+      if (nonInt < 0) nonInt = t;
+      continue;
+    }
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (lo > hi) lo = hi = 0; // an empty vocabulary, or no integer value at all (already a problem)
+  const bounds = { lo, hi, nonInt };
+  boundsOfTable.set(values, bounds);
+  return bounds;
 }

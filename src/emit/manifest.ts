@@ -39,7 +39,7 @@ export interface Manifest {
    */
   rams: ManifestRam[];
   /** emitted[i] = token emitted for the i-th tuple of the emit fields (row-major over their ranges). */
-  emit: { fields: string[]; tokens: number[]; rows?: { token: number; values: (number | null)[] }[] } | null;
+  emit: { fields: string[]; tokens: number[]; rows?: readonly { readonly token: number; readonly values: readonly (number | null)[] }[] } | null;
   report: ReturnType<typeof compileReport>;
 }
 

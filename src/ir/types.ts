@@ -58,7 +58,7 @@ interface NodeBase {
 export interface TokenFieldNode extends NodeBase {
   op: 'token_field';
   /** values[tokenId]: the field's value for every token id of the circuit vocabulary. */
-  values: number[];
+  values: readonly number[];
 }
 export interface ConstNode extends NodeBase {
   op: 'const';
@@ -189,9 +189,9 @@ export interface LookupDecl {
 }
 
 export interface EmitRow {
-  token: number;
+  readonly token: number;
   /** Required value of each emit field (null: any value). */
-  values: (number | null)[];
+  readonly values: readonly (number | null)[];
 }
 
 export interface EmitDecl {
@@ -205,7 +205,7 @@ export interface EmitDecl {
    * Partial rows (`c.emitRows`): each token names the values it requires of some fields; the
    * validator proves at most one row matches any tuple, and the interpreter requires exactly one.
    */
-  rows?: EmitRow[];
+  rows?: readonly EmitRow[];
   loc: SourceLoc;
 }
 

@@ -270,6 +270,24 @@ describe('tables passed again: token tables and emit rows shared by several buil
       .toEqual(['signal.nonint: token field "x" at token 1 must be an integer, got 0.5']);
   });
 
+  it('one table lowered under different declared ranges: each compile embeds its own one-hot, bit for bit as interpreted', async () => {
+    const { compileCircuit } = await import('../src/compile.ts');
+    const { resolveTarget } = await import('../src/model/targets.ts');
+    const { checkCompiled } = await import('../src/verify/check.ts');
+    const table = Array.from({ length: 16 }, (_, t) => (t * 5 + 3) % 8);
+    const toks = Array.from({ length: 24 }, (_, i) => (i * 7 + 1) % 16);
+    const emitted: number[][] = [];
+    for (const range of [[0, 7], [0, 9], [-2, 7], [0, 7]] as [number, number][]) {
+      const ir = buildCircuit(defineCircuit({ name: 'shared', vocab: 16 }, (c) => { c.emit([c.tokenTable('x', table, range)], (v) => v - range[0]); }));
+      const res = compileCircuit(ir, resolveTarget('tiny').config);
+      const check = checkCompiled(res, toks, { profile: 'f32' });
+      expect(check.mismatches).toEqual([]);
+      // the emitted token is value − lo of the declared range (the one-hot's index)
+      emitted.push(new Interpreter(ir).run(toks).map((p) => p.emitted!));
+      expect(emitted.at(-1)).toEqual(toks.map((t) => table[t]! - range[0]));
+    }
+  });
+
   it('emit rows sound for one set of field ranges are checked again for another', () => {
     const rows = [{ token: 0, values: [0, 2] }, { token: 1, values: [1, null] }, { token: 2, values: [2, 0] }];
     const def = (hi: number) => defineCircuit({ name: 'rows', vocab: 9 }, (c) => {

@@ -24,6 +24,20 @@ import { SLOT_LIMIT } from './frame.ts';
  */
 export type EmbedValues = ((token: number) => number) | { readonly tokens: Int32Array; readonly values: Float64Array };
 
+/** An embedding column: the ids whose value is not 0 (ascending) and their values. */
+type Column = { readonly tokens: Int32Array; readonly values: Float64Array };
+
+// The embedding columns made from each token field's table, per encoding key. They depend only on
+// the table and the key, never on the circuit being lowered, and are never written after they are
+// made; a table passed to several builds (src/cpu/cpu-tokens.ts protocolField) is scanned once.
+const fieldColumns = new WeakMap<readonly number[], Map<string, readonly Column[]>>();
+
+function keepColumns(values: readonly number[], key: string, cols: readonly Column[]): void {
+  let byKey = fieldColumns.get(values);
+  if (byKey === undefined) fieldColumns.set(values, (byKey = new Map()));
+  byKey.set(key, cols);
+}
+
 type OpInit = LoweredOp extends infer O ? (O extends LoweredOp ? Omit<O, 'id'> : never) : never;
 
 /**
@@ -90,12 +104,18 @@ export class LowerContext {
    * over its values (a field has a value for each of the vocabulary's ids, ≈ 248,000 on the RV32
    * chip; a function per dim visited every id once per dim): `entries(v, put)` calls put(j, x)
    * for each dim j whose value is x ≠ 0 when the field's value is v (`dflt` where it has none).
+   * `entriesKey` names what `entries` computes (the encoding and its parameters): the columns are
+   * kept per field table and key, so a circuit lowered again whose fields are the same tables
+   * (the RV32 chip's protocol fields) reuses them.
    */
   embedFieldDims(
     n: IrNode & { op: 'token_field' }, encoding: 'onehot' | 'bits', count: number, nameOf: (j: number) => string,
-    entries: (v: number, put: (j: number, x: number) => void) => void, dflt: number,
+    entriesKey: string, entries: (v: number, put: (j: number, x: number) => void) => void, dflt: number,
   ): VDim[] {
     const vocab = this.ir.vocab;
+    const key = `${encoding}|${entriesKey}|${count}|${dflt}|${vocab}`;
+    const kept = fieldColumns.get(n.values)?.get(key);
+    if (kept) return kept.map((c, j) => this.embedDim(n.id, encoding, j, 0, 1, nameOf(j), c));
     const sizes = new Int32Array(count);
     const valueAt = (t: number): number => n.values[t] ?? dflt;
     const countEntry = (j: number, x: number): void => { if (x !== 0) sizes[j]!++; };
@@ -110,6 +130,7 @@ export class LowerContext {
       c.values[fill[j]!++] = x;
     };
     for (token = 0; token < vocab; token++) entries(valueAt(token), putEntry);
+    keepColumns(n.values, key, cols);
     return cols.map((c, j) => this.embedDim(n.id, encoding, j, 0, 1, nameOf(j), c));
   }
 
@@ -161,6 +182,9 @@ export class LowerContext {
 
   /** The non-zero entries of values[0 … vocab) (a missing value is 0) as an embedding column. */
   private nonZeroColumn(values: readonly number[]): EmbedValues {
+    const key = `scalar|${this.ir.vocab}`;
+    const kept = fieldColumns.get(values)?.get(key);
+    if (kept) return kept[0]!;
     const n = Math.min(this.ir.vocab, values.length);
     // (the non-zero ids of one field go to a scratch array of the context, then are copied out)
     const at = this.columnScratch.length >= n ? this.columnScratch : (this.columnScratch = new Int32Array(n));
@@ -169,7 +193,9 @@ export class LowerContext {
     const tokens = at.slice(0, count);
     const vals = new Float64Array(count);
     for (let k = 0; k < count; k++) vals[k] = values[tokens[k]!]!;
-    return { tokens, values: vals };
+    const column = { tokens, values: vals };
+    keepColumns(values, key, [column]);
+    return column;
   }
 
   /** Memoised encodings other than scalar. */

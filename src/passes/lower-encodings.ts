@@ -29,7 +29,7 @@ export function bitsOf(ctx: LowerContext, id: NodeId, base: number, width: numbe
       const nameOf = (j: number) => `${n.name}.bit${j}`;
       const dims = n.op === 'const'
         ? Array.from({ length: width }, (_, j) => ctx.embedDim(n.id, 'bits', j, 0, 1, nameOf(j), () => bit(n.value, j)))
-        : ctx.embedFieldDims(n, 'bits', width, nameOf, (v, put) => { for (let j = 0; j < width; j++) put(j, bit(v, j)); }, r.lo);
+        : ctx.embedFieldDims(n, 'bits', width, nameOf, `base ${base}`, (v, put) => { for (let j = 0; j < width; j++) put(j, bit(v, j)); }, r.lo);
       for (const d of dims) ctx.dims[d]!.base = base;
       return dims;
     }
@@ -93,7 +93,7 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
       const nameOf = (j: number) => `${n.name}=${r.lo + j}`;
       if (n.op === 'const') return Array.from({ length: count }, (_, j) => ctx.embedDim(n.id, 'onehot', j, 0, 1, nameOf(j), () => (n.value === r.lo + j ? 1 : 0)));
       // (a value outside the field's range, which the build refuses, would set no dim, as before)
-      return ctx.embedFieldDims(n, 'onehot', count, nameOf, (v, put) => { if (v >= r.lo && v <= r.hi) put(v - r.lo, 1); }, r.lo);
+      return ctx.embedFieldDims(n, 'onehot', count, nameOf, `lo ${r.lo}`, (v, put) => { if (v >= r.lo && v <= r.hi) put(v - r.lo, 1); }, r.lo);
     }
     const dims = Array.from({ length: count }, (_, j) => ctx.newDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`));
     // The early forms below fall back to the decode of the scalar when their gadget's bounds fail.

@@ -6,7 +6,7 @@
  * (attention), delay lines → lower-prev.ts (GDN, conv previous-token tap); encodings →
  * lower-encodings.ts; constants, linear nodes and delays fold into forms.
  */
-import type { CircuitIR, IrNode } from '../ir/types.ts';
+import type { CircuitIR, EmitRow, IrNode } from '../ir/types.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
 import { input, linUnit, withDimBounds } from '../gadgets/ffn-core.ts';
@@ -74,40 +74,68 @@ function producers(ir: CircuitIR, target: ModelConfig): Producers {
 }
 
 function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): LoweredCircuit {
-  const lmHeadRows = new Map<number, { dim: VDim; weight: number }[]>();
   const lmHeadDims: VDim[] = [];
+  let lmHead: (t: number) => { dim: VDim; weight: number }[] = () => [];
   if (ir.emit) {
     const fields = ir.emit.fields;
     const hots = fields.map((f) => oneHotOf(ctx, f));
     for (const h of hots) lmHeadDims.push(...h);
     const ranges = fields.map((f) => ctx.resolve(f).range);
+    // Each emitted token's row of the LM head, as flat arrays indexed by token (the RV32 chip
+    // emits ≈ 248,000 rows: objects per row and entry were a fifth of its lowering).
+    const perToken = new Int32Array(ir.vocab + 1);
+    let rowDims: VDim[] = [];
+    let rowWeights: number[] = [];
     if (ir.emit.rows) {
       // Partial rows: a row constraining r fields puts weight W − (r − 1) on its first field's
       // one-hot and 1 on the others (W = 1 + the most fields any row constrains), so the row that
       // fully matches scores exactly W and every other row at most W − 1 (small exact integers).
+      const rows = ir.emit.rows;
+      const constrained = (row: EmitRow) => {
+        let r = 0;
+        for (const x of row.values) if (x !== null) r++;
+        return r;
+      };
       let W = 1;
-      for (const r of ir.emit.rows) W = Math.max(W, 1 + r.values.filter((x) => x !== null).length);
-      for (const row of ir.emit.rows) {
-        const out: { dim: VDim; weight: number }[] = [];
-        const r = row.values.filter((x) => x !== null).length;
+      for (const row of rows) {
+        const r = constrained(row);
+        W = Math.max(W, 1 + r);
+        perToken[row.token + 1] = r;
+      }
+      for (let t = 0; t < ir.vocab; t++) perToken[t + 1]! += perToken[t]!;
+      rowDims = new Array<VDim>(perToken[ir.vocab]!);
+      rowWeights = new Array<number>(perToken[ir.vocab]!);
+      for (const row of rows) {
+        const r = perToken[row.token + 1]! - perToken[row.token]!;
+        let at = perToken[row.token]!;
         row.values.forEach((want, k) => {
           if (want === null) return;
-          out.push({ dim: hots[k]![want - ranges[k]!.lo]!, weight: out.length === 0 ? W - (r - 1) : 1 });
+          rowDims[at] = hots[k]![want - ranges[k]!.lo]!;
+          rowWeights[at] = at === perToken[row.token]! ? W - (r - 1) : 1;
+          at++;
         });
-        lmHeadRows.set(row.token, out);
       }
     } else {
       const spans = ranges.map((r) => r.hi - r.lo + 1);
+      const nf = fields.length;
+      ir.emit.tokens.forEach((tok) => { perToken[tok + 1] = nf; });
+      for (let t = 0; t < ir.vocab; t++) perToken[t + 1]! += perToken[t]!;
+      rowDims = new Array<VDim>(perToken[ir.vocab]!);
+      rowWeights = new Array<number>(perToken[ir.vocab]!).fill(1);
       ir.emit.tokens.forEach((tok, idx) => {
         let rem = idx;
-        const row: { dim: VDim; weight: number }[] = [];
-        for (let k = fields.length - 1; k >= 0; k--) {
-          row.push({ dim: hots[k]![rem % spans[k]!]!, weight: 1 });
+        for (let k = nf - 1; k >= 0; k--) {
+          rowDims[perToken[tok]! + k] = hots[k]![rem % spans[k]!]!;
           rem = Math.floor(rem / spans[k]!);
         }
-        lmHeadRows.set(tok, row.reverse());
       });
     }
+    lmHead = (t) => {
+      if (!(t >= 0 && t < ir.vocab)) return [];
+      const out: { dim: VDim; weight: number }[] = [];
+      for (let e = perToken[t]!; e < perToken[t + 1]!; e++) out.push({ dim: rowDims[e]!, weight: rowWeights[e]! });
+      return out;
+    };
   }
   if (target.vocabSize < ir.vocab) {
     throw new ChipcError('fit.vocab', `the circuit uses ${ir.vocab} token ids; the target's vocabulary has ${target.vocabSize}`);
@@ -119,7 +147,7 @@ function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): Lowered
     ops: ctx.ops,
     embedding: embeddingRows(embedDims.map((d) => [d, embedded.get(d)!] as const), ir.vocab),
     embedDims,
-    lmHead: (t) => lmHeadRows.get(t) ?? [],
+    lmHead,
     lmHeadDims,
   };
 }
@@ -131,55 +159,50 @@ function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): Lowered
  * most of the RV32 chip's assembly time in allocation and garbage collection.
  */
 function embeddingRows(dims: readonly (readonly [VDim, EmbedValues])[], vocab: number): (t: number) => { dim: VDim; value: number }[] {
-  // column by column: the (token, dim index, value) of each non-zero entry
-  // (sized for the columns' entries up front: growing by doubling copied ≈ 3.5 M entries a dozen times)
-  let capacity = 1024;
-  for (const [, f] of dims) capacity += typeof f === 'function' ? 0 : f.tokens.length;
-  let tokens = new Int32Array(capacity);
-  let which = new Int32Array(capacity);
-  let vals = new Float64Array(capacity);
-  let n = 0;
+  // Two passes over the columns: count each token's entries, then place them (a counting sort by
+  // token that keeps each token's entries in dims order), without intermediate arrays. A column
+  // given as a function (constants) is tabulated first.
+  const columns = dims.map(([, f]) => (typeof f === 'function' ? tabulate(f, vocab) : f));
   const perToken = new Int32Array(vocab + 1);
-  const add = (t: number, j: number, v: number): void => {
-    if (n === tokens.length) {
-      const grow = <A extends Int32Array | Float64Array>(a: A, b: A): A => (b.set(a), b);
-      tokens = grow(tokens, new Int32Array(2 * n));
-      which = grow(which, new Int32Array(2 * n));
-      vals = grow(vals, new Float64Array(2 * n));
+  for (const { tokens, values } of columns) {
+    for (let e = 0; e < tokens.length; e++) {
+      const t = tokens[e]!;
+      if (t < vocab && values[e] !== 0) perToken[t + 1]!++;
     }
-    tokens[n] = t;
-    which[n] = j;
-    vals[n] = v;
-    n++;
-    perToken[t + 1]!++;
-  };
-  dims.forEach(([, f], j) => {
-    if (typeof f === 'function') {
-      for (let t = 0; t < vocab; t++) {
-        const v = f(t);
-        if (v !== 0) add(t, j, v);
-      }
-      return;
-    }
-    for (let e = 0; e < f.tokens.length; e++) {
-      const t = f.tokens[e]!;
-      if (t < vocab && f.values[e] !== 0) add(t, j, f.values[e]!);
-    }
-  });
-  // grouped by token (a stable counting sort: each token's entries stay in dims order)
+  }
   for (let t = 0; t < vocab; t++) perToken[t + 1]! += perToken[t]!;
+  const n = perToken[vocab]!;
   const next = perToken.slice(0, vocab);
   const rowDim = new Int32Array(n);
   const rowVal = new Float64Array(n);
-  for (let e = 0; e < n; e++) {
-    const at = next[tokens[e]!]!++;
-    rowDim[at] = which[e]!;
-    rowVal[at] = vals[e]!;
-  }
+  columns.forEach(({ tokens, values }, j) => {
+    for (let e = 0; e < tokens.length; e++) {
+      const t = tokens[e]!;
+      const v = values[e]!;
+      if (t >= vocab || v === 0) continue;
+      const at = next[t]!++;
+      rowDim[at] = j;
+      rowVal[at] = v;
+    }
+  });
   return (t) => {
     if (!(t >= 0 && t < vocab)) return [];
     const out: { dim: VDim; value: number }[] = [];
     for (let e = perToken[t]!; e < perToken[t + 1]!; e++) out.push({ dim: dims[rowDim[e]!]![0], value: rowVal[e]! });
     return out;
   };
+}
+
+/** The non-zero entries of f over the ids 0 … vocab − 1, as a column. */
+function tabulate(f: (t: number) => number, vocab: number): { tokens: Int32Array; values: Float64Array } {
+  const ids: number[] = [];
+  const vals: number[] = [];
+  for (let t = 0; t < vocab; t++) {
+    const v = f(t);
+    if (v !== 0) {
+      ids.push(t);
+      vals.push(v);
+    }
+  }
+  return { tokens: Int32Array.from(ids), values: Float64Array.from(vals) };
 }

@@ -278,6 +278,44 @@ function emitRowMap(ir: CircuitIR, limit: number): Int32Array | null {
   return map;
 }
 
+// Circuits built again from the same tables (the RV32 chip's protocol fields and emit rows, one
+// set per process: src/cpu/cpu-tokens.ts) share the tables derived from them below; both are
+// read-only. Each is held weakly: it lives as long as some program uses it.
+const tableIds = new WeakMap<object, number>();
+let nextTableId = 0;
+const idOf = (a: object): number => {
+  let id = tableIds.get(a);
+  if (id === undefined) tableIds.set(a, (id = nextTableId++));
+  return id;
+};
+const tokenTables = new Map<string, WeakRef<Int32Array>>();
+const emitMaps = new Map<string, WeakRef<Int32Array>>();
+
+/** The token-major table of these token-field columns: table[t·width + col] = columns[col][t]. */
+function tokenMajorTable(columns: readonly (readonly number[])[], vocab: number, width: number): Int32Array {
+  const key = `${vocab}|${width}|${columns.map(idOf).join(',')}`;
+  const kept = tokenTables.get(key)?.deref();
+  if (kept !== undefined) return kept;
+  const table = new Int32Array(vocab * width);
+  // filled row by row (sequential writes; each column is read sequentially too)
+  for (let t = 0, at = 0; t < vocab; t++, at += width) {
+    for (let col = 0; col < columns.length; col++) table[at + col] = columns[col]![t]!;
+  }
+  tokenTables.set(key, new WeakRef(table));
+  return table;
+}
+
+/** emitRowMap, shared by circuits whose emit rows are the same array over the same field ranges. */
+function sharedEmitRowMap(ir: CircuitIR, limit: number): Int32Array | null {
+  const e = ir.emit!;
+  const key = `${idOf(e.rows!)}|${limit}|${e.fields.map((f) => `${ir.nodes[f]!.range.lo}:${ir.nodes[f]!.range.hi}`).join(',')}`;
+  const kept = emitMaps.get(key)?.deref();
+  if (kept !== undefined) return kept;
+  const map = emitRowMap(ir, limit);
+  if (map !== null) emitMaps.set(key, new WeakRef(map));
+  return map;
+}
+
 /** What the generated code of a circuit is, independent of any evaluator's state (fastProgramOf). */
 interface FastProgram {
   /** The body of `new Function('env', src)`: env = [helpers, v, P, S, R, K, TF, LR]. */
@@ -338,12 +376,7 @@ function fastProgramOf(ir: CircuitIR, o: { checks: boolean; chunkSize: number; m
     }
   }
   const tfWidth = Math.max(1, tfColumn.size);
-  const tokenTable = new Int32Array(ir.vocab * tfWidth);
-  // filled row by row (sequential writes; each column is read sequentially too)
-  const columns = [...tfColumn.keys()];
-  for (let t = 0, at = 0; t < ir.vocab; t++, at += tfWidth) {
-    for (let col = 0; col < columns.length; col++) tokenTable[at + col] = columns[col]![t]!;
-  }
+  const tokenTable = tokenMajorTable([...tfColumn.keys()], ir.vocab, tfWidth);
   let checksEmitted = 0;
   const rangeOf = (id: NodeId): Range => ir.nodes[id]!.range;
   const prevIndex = new Map<NodeId, number>(prevNodes.map((n, i) => [n.id, i]));
@@ -526,7 +559,7 @@ function fastProgramOf(ir: CircuitIR, o: { checks: boolean; chunkSize: number; m
       emitMode = 'table';
       emitExpr = `${k(packed(e.tokens))}[${index}]`;
     } else {
-      const map = emitRowMap(ir, o.maxEmitMap);
+      const map = sharedEmitRowMap(ir, o.maxEmitMap);
       if (map) {
         emitMode = 'map';
         emitExpr = `${k(map)}[${index}]`;

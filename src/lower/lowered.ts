@@ -76,15 +76,22 @@ export interface AttnOp extends OpBase {
 
 export type LoweredOp = FfnOp | GdnOp | AttnOp;
 
+/**
+ * One row per token id: `row(t, put)` calls put(dim, x) for each entry of token t's row, in a fixed
+ * order (none for an id outside the circuit's vocabulary). A visitor, not an array: the assembler
+ * reads every row of a ≈ 248,000-token vocabulary, and an object per entry was most of its garbage.
+ */
+export type TokenRow = (token: number, put: (dim: VDim, x: number) => void) => void;
+
 export interface LoweredCircuit {
   dims: VDimInfo[];
   ops: LoweredOp[];
-  /** Embedding contents: raw values of vdims for each token id of the circuit vocabulary. */
-  embedding: (token: number) => { dim: VDim; value: number }[];
+  /** Embedding contents: the raw value of each vdim of token t's row that is not 0. */
+  embedding: TokenRow;
   /** Dims written by the embedding. */
   embedDims: VDim[];
-  /** LM head rows: which dims the LM head reads for each token id. */
-  lmHead: (token: number) => { dim: VDim; weight: number }[];
+  /** LM head rows: which dims the LM head reads for token t, and with what weight. */
+  lmHead: TokenRow;
   /** Dims the LM head reads (live until the end). */
   lmHeadDims: VDim[];
 }

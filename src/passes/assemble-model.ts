@@ -17,6 +17,7 @@ import type {
 import { ChipcError } from '../util/errors.ts';
 import { frameConstants, type ResidualFrame } from '../lower/frame.ts';
 import type { FfnUnit, LayerSpec, VDim } from '../lower/forms.ts';
+import type { TokenRow } from '../lower/lowered.ts';
 import { CsrBuilder, csrFromRows, formRow, type SlotMap } from './assemble/rows.ts';
 
 /** dt_bias of every pinned GDN head: softplus(−128) = 0 exactly, so g = −0. */
@@ -28,10 +29,10 @@ export interface ModelSpec {
   frame: ResidualFrame;
   slotOf: SlotMap;
   /** Raw residual values of token t's embedding row (besides the frame constants). */
-  embedding: (token: number) => { dim: VDim; value: number }[];
+  embedding: TokenRow;
   layers: LayerSpec[];
   /** LM head row of token t: logit = Σ weight·raw(dim) (raw units; scaled like forms). */
-  lmHead: (token: number) => { dim: VDim; weight: number }[];
+  lmHead: TokenRow;
 }
 
 function zeros(n: number): Float32Array {
@@ -214,10 +215,10 @@ export function assembleModel(spec: ModelSpec): ModelWeights {
   const inv = 1 / frame.normScale;
   const embedTokens = csrFromRows(cfg.vocabSize, H, 'embed_tokens', (t, emit) => {
     for (const [d, v] of consts) emit(d, v);
-    for (const e of spec.embedding(t)) emit(slotOf(e.dim), e.value);
+    spec.embedding(t, (d, v) => emit(slotOf(d), v));
   });
   const lmHead = csrFromRows(cfg.vocabSize, H, 'lm_head', (t, emit) => {
-    for (const w of spec.lmHead(t)) emit(slotOf(w.dim), w.weight * inv);
+    spec.lmHead(t, (d, w) => emit(slotOf(d), w * inv));
   });
   return { config: cfg, embedTokens, layers, norm: zeros(H), lmHead };
 }

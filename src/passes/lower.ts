@@ -12,7 +12,7 @@ import { ChipcError } from '../util/errors.ts';
 import { input, linUnit, withDimBounds } from '../gadgets/ffn-core.ts';
 import { atNode, LowerContext, type EmbedValues, type Producers } from '../lower/context.ts';
 import type { VDim } from '../lower/forms.ts';
-import type { LoweredCircuit } from '../lower/lowered.ts';
+import type { LoweredCircuit, TokenRow } from '../lower/lowered.ts';
 import { opReads } from '../lower/op-io.ts';
 import { lowerArith } from './lower-arith.ts';
 import { oneHotOf } from './lower-encodings.ts';
@@ -75,7 +75,7 @@ function producers(ir: CircuitIR, target: ModelConfig): Producers {
 
 function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): LoweredCircuit {
   const lmHeadDims: VDim[] = [];
-  let lmHead: (t: number) => { dim: VDim; weight: number }[] = () => [];
+  let lmHead: TokenRow = () => {};
   if (ir.emit) {
     const fields = ir.emit.fields;
     const hots = fields.map((f) => oneHotOf(ctx, f));
@@ -130,11 +130,9 @@ function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): Lowered
         }
       });
     }
-    lmHead = (t) => {
-      if (!(t >= 0 && t < ir.vocab)) return [];
-      const out: { dim: VDim; weight: number }[] = [];
-      for (let e = perToken[t]!; e < perToken[t + 1]!; e++) out.push({ dim: rowDims[e]!, weight: rowWeights[e]! });
-      return out;
+    lmHead = (t, put) => {
+      if (!(t >= 0 && t < ir.vocab)) return;
+      for (let e = perToken[t]!; e < perToken[t + 1]!; e++) put(rowDims[e]!, rowWeights[e]!);
     };
   }
   if (target.vocabSize < ir.vocab) {
@@ -158,7 +156,7 @@ function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): Lowered
  * token of the target's vocabulary (≈ 248,000 for Qwen3.5), and an object per dim per token was
  * most of the RV32 chip's assembly time in allocation and garbage collection.
  */
-function embeddingRows(dims: readonly (readonly [VDim, EmbedValues])[], vocab: number): (t: number) => { dim: VDim; value: number }[] {
+function embeddingRows(dims: readonly (readonly [VDim, EmbedValues])[], vocab: number): TokenRow {
   // Two passes over the columns: count each token's entries, then place them (a counting sort by
   // token that keeps each token's entries in dims order), without intermediate arrays. A column
   // given as a function (constants) is tabulated first.
@@ -185,11 +183,10 @@ function embeddingRows(dims: readonly (readonly [VDim, EmbedValues])[], vocab: n
       rowVal[at] = v;
     }
   });
-  return (t) => {
-    if (!(t >= 0 && t < vocab)) return [];
-    const out: { dim: VDim; value: number }[] = [];
-    for (let e = perToken[t]!; e < perToken[t + 1]!; e++) out.push({ dim: dims[rowDim[e]!]![0], value: rowVal[e]! });
-    return out;
+  const dimAt = dims.map(([d]) => d);
+  return (t, put) => {
+    if (!(t >= 0 && t < vocab)) return;
+    for (let e = perToken[t]!; e < perToken[t + 1]!; e++) put(dimAt[rowDim[e]!]!, rowVal[e]!);
   };
 }
 

@@ -51,8 +51,11 @@ export function buildHarness(spec: HarnessSpec): Harness {
     moe: null,
     family: 'qwen3_5_text',
   };
+  const rowOf = (row: (token: number) => { dim: VDim; value?: number; weight?: number }[]) => (t: number, put: (dim: VDim, x: number) => void) => {
+    for (const e of row(t)) put(e.dim, e.value ?? e.weight!);
+  };
   const weights = assembleModel({
-    config, frame, slotOf, embedding: spec.embedding, layers: spec.layers, lmHead: spec.lmHead ?? (() => []),
+    config, frame, slotOf, embedding: rowOf(spec.embedding), layers: spec.layers, lmHead: rowOf(spec.lmHead ?? (() => [])),
   });
   return { weights, frame, config, slotOf };
 }

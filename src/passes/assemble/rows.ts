@@ -53,21 +53,19 @@ export class CsrBuilder {
     if (r < 0 || r >= this.rows) throw new Error(`internal: row ${r} outside [0, ${this.rows})`);
     this.rowsData[r] = row;
   }
-  /** Add a single entry (column-wise writes such as down/out projections); repeated entries sum. */
+  /**
+   * Add a single entry (column-wise writes such as down/out projections); repeated entries sum,
+   * in the order they were added. Appended as given: `build` sorts a row and sums its repeats (a
+   * search per entry made rows written by many heads quadratic).
+   */
   add(r: number, c: number, w: number): void {
     let row = this.rowsData[r];
     if (!row) {
       row = { cols: [], vals: [] };
       this.rowsData[r] = row;
     }
-    const n = row.cols.length;
-    // Entries mostly arrive in ascending column order: append without a search.
-    const i = n > 0 && row.cols[n - 1]! < c ? -1 : row.cols.indexOf(c);
-    if (i >= 0) row.vals[i]! += w;
-    else {
-      row.cols.push(c);
-      row.vals.push(w);
-    }
+    row.cols.push(c);
+    row.vals.push(w);
   }
   build(what: string): { rows: number; cols: number; csr: { rowPtr: Uint32Array; colIdx: Uint32Array; values: Float32Array } } {
     let nnz = 0;
@@ -80,13 +78,16 @@ export class CsrBuilder {
       rowPtr[r] = k;
       const row = this.rowsData[r];
       if (row) {
-        let sorted = true;
-        for (let i = 1; i < row.cols.length && sorted; i++) sorted = row.cols[i - 1]! < row.cols[i]!;
-        const order = sorted ? row.cols.map((_, i) => i) : row.cols.map((_, i) => i).sort((a, b) => row.cols[a]! - row.cols[b]!);
-        for (const i of order) {
-          const w = row.vals[i]!;
+        let increasing = true;
+        for (let i = 1; i < row.cols.length && increasing; i++) increasing = row.cols[i - 1]! < row.cols[i]!;
+        // (a stable sort: the repeats of a column keep the order they were added in, and sum so)
+        const order = increasing ? row.cols.map((_, i) => i) : row.cols.map((_, i) => i).sort((a, b) => row.cols[a]! - row.cols[b]!);
+        let i = 0;
+        while (i < order.length) {
+          const c = row.cols[order[i]!]!;
+          let w = row.vals[order[i++]!]!;
+          while (i < order.length && row.cols[order[i]!] === c) w += row.vals[order[i++]!]!;
           if (w === 0) continue;
-          const c = row.cols[i]!;
           if (c < 0 || c >= this.cols) throw new Error(`internal: column ${c} outside [0, ${this.cols}) in ${what}`);
           colIdx[k] = c;
           values[k] = checkWeight(w, what);
@@ -101,16 +102,21 @@ export class CsrBuilder {
 
 /**
  * Build a CSR matrix row by row from a callback that emits (column, weight) entries of row r in
- * any order (duplicates sum). Rows are appended to growable typed arrays, so matrices with many
- * rows (embeddings and LM heads at real vocabulary sizes) cost no per-row objects.
+ * any order (duplicates sum). `fill` is called twice per row — once to count the entries, once to
+ * place them — so the arrays are allocated once at their size and matrices with many rows
+ * (embeddings and LM heads at real vocabulary sizes) cost no per-row objects and no regrowth.
+ * `fill` must emit the same entries both times.
  */
 export function csrFromRows(
   rows: number, cols: number, what: string,
   fill: (r: number, emit: (c: number, w: number) => void) => void,
 ): { rows: number; cols: number; csr: { rowPtr: Uint32Array; colIdx: Uint32Array; values: Float32Array } } {
+  let total = 0;
+  const count = () => { total++; };
+  for (let r = 0; r < rows; r++) fill(r, count);
   const rowPtr = new Uint32Array(rows + 1);
-  let colIdx = new Uint32Array(1024);
-  let values = new Float32Array(1024);
+  const colIdx = new Uint32Array(total);
+  const values = new Float32Array(total);
   let k = 0;
   const rc: number[] = [];
   const rw: number[] = [];
@@ -118,35 +124,27 @@ export function csrFromRows(
     rc.push(c);
     rw.push(w);
   };
+  // (most weights repeat — 1, the frame constants — so the last one found exact is not checked again)
+  let exact = NaN;
+  const place = (c: number, w: number): void => {
+    if (c < 0 || c >= cols) throw new Error(`internal: column ${c} outside [0, ${cols}) in ${what}`);
+    if (w !== exact) exact = checkWeight(w, what);
+    colIdx[k] = c;
+    values[k] = w;
+    k++;
+  };
   for (let r = 0; r < rows; r++) {
     rowPtr[r] = k;
     rc.length = 0;
     rw.length = 0;
     fill(r, emit);
-    if (rc.length === 0) continue;
-    if (k + rc.length > colIdx.length) {
-      const n = Math.max(colIdx.length * 2, k + rc.length);
-      const ci = new Uint32Array(n);
-      ci.set(colIdx);
-      colIdx = ci;
-      const vv = new Float32Array(n);
-      vv.set(values);
-      values = vv;
-    }
+    if (k + rc.length > total) throw new Error(`internal: ${what} row ${r} emitted more entries than when counted`);
     // Columns already strictly increasing (the embedding's rows, most FFN rows): no sort, and each
     // weight is its own sum (0 + w = w, and w = ±0 is dropped either way).
     let increasing = true;
     for (let i = 1; i < rc.length && increasing; i++) increasing = rc[i]! > rc[i - 1]!;
     if (increasing) {
-      for (let i = 0; i < rc.length; i++) {
-        const c = rc[i]!;
-        const w = rw[i]!;
-        if (w === 0) continue;
-        if (c < 0 || c >= cols) throw new Error(`internal: column ${c} outside [0, ${cols}) in ${what}`);
-        colIdx[k] = c;
-        values[k] = checkWeight(w, what);
-        k++;
-      }
+      for (let i = 0; i < rc.length; i++) if (rw[i] !== 0) place(rc[i]!, rw[i]!);
       continue;
     }
     const order = rc.map((_, i) => i);
@@ -156,13 +154,9 @@ export function csrFromRows(
       const c = rc[order[i]!]!;
       let w = 0;
       while (i < order.length && rc[order[i]!] === c) w += rw[order[i++]!]!;
-      if (w === 0) continue;
-      if (c < 0 || c >= cols) throw new Error(`internal: column ${c} outside [0, ${cols}) in ${what}`);
-      colIdx[k] = c;
-      values[k] = checkWeight(w, what);
-      k++;
+      if (w !== 0) place(c, w);
     }
   }
   rowPtr[rows] = k;
-  return { rows, cols, csr: { rowPtr, colIdx: colIdx.slice(0, k), values: values.slice(0, k) } };
+  return { rows, cols, csr: { rowPtr, colIdx: k === total ? colIdx : colIdx.subarray(0, k), values: k === total ? values : values.subarray(0, k) } };
 }

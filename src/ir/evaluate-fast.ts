@@ -290,6 +290,14 @@ const idOf = (a: object): number => {
 };
 const tokenTables = new Map<string, WeakRef<Int32Array>>();
 const emitMaps = new Map<string, WeakRef<Int32Array>>();
+// A key goes when its table is collected (unless a newer table took the key meanwhile).
+const forgetKey = new FinalizationRegistry<{ map: Map<string, WeakRef<Int32Array>>; key: string }>(({ map, key }) => {
+  if (map.get(key)?.deref() === undefined) map.delete(key);
+});
+function keepWeakly(map: Map<string, WeakRef<Int32Array>>, key: string, table: Int32Array): void {
+  map.set(key, new WeakRef(table));
+  forgetKey.register(table, { map, key });
+}
 
 /** The token-major table of these token-field columns: table[t·width + col] = columns[col][t]. */
 function tokenMajorTable(columns: readonly (readonly number[])[], vocab: number, width: number): Int32Array {
@@ -301,7 +309,7 @@ function tokenMajorTable(columns: readonly (readonly number[])[], vocab: number,
   for (let t = 0, at = 0; t < vocab; t++, at += width) {
     for (let col = 0; col < columns.length; col++) table[at + col] = columns[col]![t]!;
   }
-  tokenTables.set(key, new WeakRef(table));
+  keepWeakly(tokenTables, key, table);
   return table;
 }
 
@@ -312,7 +320,7 @@ function sharedEmitRowMap(ir: CircuitIR, limit: number): Int32Array | null {
   const kept = emitMaps.get(key)?.deref();
   if (kept !== undefined) return kept;
   const map = emitRowMap(ir, limit);
-  if (map !== null) emitMaps.set(key, new WeakRef(map));
+  if (map !== null) keepWeakly(emitMaps, key, map);
   return map;
 }
 

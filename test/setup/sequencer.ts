@@ -11,17 +11,17 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 /** The longest test files of a measured run (docs/benchmarks.md "The test suite"), longest first. */
 export const HEAVY_FILES: readonly string[] = [
   'test/rv32-cpu.test.ts',
-  'test/rv32-generic.test.ts',
+  'test/package.test.ts',
   'test/store-chip.test.ts',
   'test/chunked-prefill.test.ts',
-  'test/chip-banks.test.ts',
-  'test/store-segments.test.ts',
-  'test/chip-targets.test.ts',
+  'test/rv32-generic.test.ts',
+  'test/riscv-qemu.test.ts',
   'test/run-merged.test.ts',
-  'test/repl.test.ts',
-  'test/executor-prime.test.ts',
+  'test/chip-banks.test.ts',
   'test/firmware.test.ts',
-  'test/chip-service.test.ts',
+  'test/executor-prime.test.ts',
+  'test/store-segments.test.ts',
+  'test/gadgets-gdn-ram.test.ts',
 ];
 
 export default class HeavyFirstSequencer extends BaseSequencer {

@@ -184,7 +184,13 @@ describe('emitRows: an alphabet whose token kinds use different fields', () => {
 });
 
 describe('emitRows: the ambiguity check', () => {
-  it('refuses a set of rows exactly when two of them can match the same field values (random rows)', () => {
+  // The check keys rows by number over small field ranges, by string where the ranges' product
+  // passes 2^52, and compares rows pairwise beyond 30 fields: the same property in each case.
+  it.each([
+    { label: 'three fields of 0…2', hi: 2, extra: 0 },
+    { label: 'ranges of 2^20 values (string keys)', hi: 2 ** 20, extra: 0 },
+    { label: '31 fields, 28 of them never constrained (pairwise)', hi: 2, extra: 28 },
+  ])('refuses a set of rows exactly when two of them can match the same field values (random rows; $label)', ({ hi, extra }) => {
     // three fields with values 0…2; each row constrains a random subset (null: any value)
     const value = fc.option(fc.nat({ max: 2 }), { nil: null, freq: 3 });
     const rowValues = fc.tuple(value, value, value).filter((v) => v.some((x) => x !== null));
@@ -192,8 +198,9 @@ describe('emitRows: the ambiguity check', () => {
       // by brute force: some pair agrees on every field both constrain
       const clash = vals.some((a, i) => vals.some((b, j) => j > i && a.every((x, k) => x === null || b[k] === null || x === b[k])));
       const build = () => buildCircuit(defineCircuit({ name: 'rows', vocab: 27 }, (c) => {
-        const f = [0, 1, 2].map((k) => c.tokenField(`f${k}`, (t) => Math.floor(t / 3 ** k) % 3, [0, 2]));
-        c.emitRows(f, vals.map((v, token) => ({ token, values: [...v] })));
+        const f = [0, 1, 2].map((k) => c.tokenField(`f${k}`, (t) => Math.floor(t / 3 ** k) % 3, [0, hi]));
+        for (let k = 0; k < extra; k++) f.push(c.tokenField(`g${k}`, (t) => t % 2, [0, 1]));
+        c.emitRows(f, vals.map((v, token) => ({ token, values: [...v, ...Array<null>(extra).fill(null)] })));
       }));
       if (!clash) {
         expect(build).not.toThrow();
@@ -207,7 +214,7 @@ describe('emitRows: the ambiguity check', () => {
       }
       expect(err).toBeInstanceOf(CircuitErrors);
       expect((err as CircuitErrors).problems.map((q) => q.code)).toContain('emit.injective');
-    }), { numRuns: 400 });
+    }), { numRuns: 300 });
   });
 
   it('refuses malformed rows: a row constraining no field, a value outside its field\'s range, a wrong count, a token outside the vocabulary', () => {

@@ -9,6 +9,7 @@ import type {
   CircuitIR, CompareOp, EmitDecl, EmitRow, IrNode, LogicOp, LookupDecl, NodeId, Problem, RamDecl, Range, SourceLoc,
 } from '../ir/types.ts';
 import { callerLoc } from './source-loc.ts';
+import { checkEmitRows } from './emit-rows-check.ts';
 
 // (Problem lives in the IR, where the validator reads it; the DSL's surface still names it.)
 export type { Problem } from '../ir/types.ts';
@@ -627,116 +628,11 @@ export class CircuitBuilder {
     const rangesKey = fs.map((f) => `${f.range.lo}:${f.range.hi}`).join(',');
     if (soundEmitRows.get(rows) !== `${this.meta.vocab}|${rangesKey}`) {
       const before = this.problems.length;
-      if (!this.checkEmitRows(fs, rows, loc)) return;
+      if (!checkEmitRows(fs, rows, this.meta.vocab, (code, message) => this.problem(code, message, loc))) return;
       if (this.problems.length === before) soundEmitRows.set(rows, `${this.meta.vocab}|${rangesKey}`);
     }
     // (the rows are kept as given: they must not change afterwards)
     this.emitDecl = { fields: fs.map((s) => s.id), tokens: [], rows, loc };
-  }
-
-  /** Check emit rows (every token once, in the vocabulary, within the fields' ranges, no two able to match together); false when a check stopped early. */
-  private checkEmitRows(fs: Sig[], rows: readonly EmitRow[], loc: SourceLoc): boolean {
-    const seenTokens = new Set<number>();
-    // Group rows by which fields they constrain; rows conflict when they agree on every field
-    // both constrain. Within a group: distinct value tuples; across groups: distinct projections.
-    const groups = new Map<string, { mask: boolean[]; keys: Map<string, number> }>();
-    // One pass per row without intermediate arrays (the RV32 chip emits ≈ 248,000 rows): the
-    // constraint mask as a string of 0/1, the key as the constrained values joined by commas.
-    const nf = fs.length;
-    for (const row of rows) {
-      if (!Number.isInteger(row.token) || row.token < 0 || row.token >= this.meta.vocab) {
-        this.problem('emit.token', `emit row token ${row.token} is not a token id of the vocabulary [0, ${this.meta.vocab})`, loc);
-        return false;
-      }
-      if (seenTokens.has(row.token)) {
-        this.problem('emit.injective', `token ${row.token} appears in two emit rows`, loc);
-        return false;
-      }
-      seenTokens.add(row.token);
-      const vals = row.values;
-      if (vals.length !== nf) {
-        this.problem('emit.rows', `emit row of token ${row.token} has ${vals.length} values for ${nf} fields`, loc);
-        return false;
-      }
-      let mk = '';
-      let key = '';
-      let constrained = 0;
-      let outside = -1;
-      for (let i = 0; i < nf; i++) {
-        const v = vals[i];
-        if (v === null) { mk += '0'; continue; }
-        mk += '1';
-        key = constrained++ === 0 ? String(v) : `${key},${v}`;
-        const r = fs[i]!.range;
-        if (outside < 0 && (!Number.isInteger(v) || v < r.lo || v > r.hi)) outside = i;
-      }
-      if (constrained === 0) {
-        this.problem('emit.rows', `emit row of token ${row.token} constrains no field`, loc);
-        return false;
-      }
-      for (let i = outside; i >= 0 && i < nf; i++) {
-        const v = vals[i];
-        const r = fs[i]!.range;
-        if (v !== null && (!Number.isInteger(v) || v < r.lo || v > r.hi)) {
-          this.problem('emit.rows', `emit row of token ${row.token} requires ${v} of "${fs[i]!.name}", outside its range [${r.lo}, ${r.hi}]`, loc);
-        }
-      }
-      let g = groups.get(mk);
-      if (!g) {
-        g = { mask: vals.map((v) => v !== null), keys: new Map() };
-        groups.set(mk, g);
-      }
-      const other = g.keys.get(key);
-      if (other !== undefined) {
-        this.problem('emit.injective', `emit rows of tokens ${other} and ${row.token} require the same values`, loc);
-        return false;
-      }
-      g.keys.set(key, row.token);
-    }
-    // Across groups, project each group's keys onto the fields the pair both constrain; a
-    // projection is kept per (group, shared fields): groups share few field sets, and recomputing
-    // it per pair was most of the RV32 chip's emit check (≈ 248,000 rows).
-    const gl = [...groups.values()];
-    const projections = new Map<string, Map<string, number>>();
-    const project = (gi: number, common: boolean[]): Map<string, number> => {
-      const g = gl[gi]!;
-      const id = `${gi}|${common.map((c) => (c ? '1' : '0')).join('')}`;
-      let out = projections.get(id);
-      if (out !== undefined) return out;
-      // the positions, among the group's constrained fields, of the shared ones
-      const picks: number[] = [];
-      let k = 0;
-      g.mask.forEach((m, i) => {
-        if (!m) return;
-        if (common[i]) picks.push(k);
-        k++;
-      });
-      if (picks.length === k) {
-        out = g.keys; // every constrained field is shared: the key is its own projection
-      } else {
-        out = new Map();
-        for (const [key, token] of g.keys) {
-          const vals = key.split(',');
-          out.set(picks.map((p) => vals[p]!).join(','), token);
-        }
-      }
-      projections.set(id, out);
-      return out;
-    };
-    for (let a = 0; a < gl.length; a++) {
-      for (let b = a + 1; b < gl.length; b++) {
-        const common = gl[a]!.mask.map((m, i) => m && gl[b]!.mask[i]!);
-        const pa = project(a, common);
-        for (const [key, token] of project(b, common)) {
-          const t = pa.get(key);
-          if (t !== undefined) {
-            this.problem('emit.injective', `emit rows of tokens ${t} and ${token} can both match the same field values`, loc);
-            return false;
-          }
-        }
-      }
-    }
-    return true;
   }
 
   toIR(source: string): CircuitIR {

@@ -17,6 +17,7 @@ export const TOK = {
 } as const;
 import { VOCAB } from '../../riscv/chip-shape.ts';
 import type { CircuitBuilder, Sig } from '../dsl/index.ts';
+import type { TokenValues } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
 
 export { CODE_STORE_WORDS, VOCAB } from '../../riscv/chip-shape.ts';
@@ -75,7 +76,7 @@ export function wideCommit(t: number): number {
 
 // ── token fields as protocol constants ─────────────────────────────────────────────────────────
 /** A field's table over the alphabet, and the source of the function that made it. */
-interface FieldTable { readonly values: readonly number[]; readonly source: string }
+interface FieldTable { readonly values: TokenValues; readonly source: string }
 
 const fieldTables = new Map<string, FieldTable>();
 
@@ -90,13 +91,31 @@ export function protocolField(c: CircuitBuilder, name: string, fn: (id: number) 
   const source = fn.toString();
   let table = fieldTables.get(name);
   if (table === undefined) {
-    const vocab = VOCAB; // (read once: an import is a getter call per use where transpiled to CommonJS)
-    const values = new Array<number>(vocab);
-    for (let t = 0; t < vocab; t++) values[t] = fn(t);
-    table = { values, source };
+    table = { values: tabulate(fn), source };
     fieldTables.set(name, table);
   } else if (table.source !== source) {
     throw new ChipcError('cpu.field', `the chip's token field "${name}" is defined twice, by different functions`);
   }
   return c.tokenTable(name, table.values, range);
+}
+
+
+/**
+ * fn over the alphabet as a compact table: one byte per id while every value fits a signed byte
+ * (all the chip's fields: bits, kinds, small counts), else a plain array. A plain array of ≈ 248,000
+ * numbers is 2 MB, and allocating ≈ 100 of them was most of a chip build's first second.
+ */
+function tabulate(fn: (id: number) => number): TokenValues {
+  const vocab = VOCAB; // (read once: an import is a getter call per use where transpiled to CommonJS)
+  const bytes = new Int8Array(vocab);
+  for (let t = 0; t < vocab; t++) {
+    const v = fn(t);
+    if (!Number.isInteger(v) || v < -128 || v > 127 || Object.is(v, -0)) {
+      const values = Array.from(bytes.subarray(0, t), Number);
+      for (let u = t; u < vocab; u++) values.push(fn(u));
+      return values;
+    }
+    bytes[t] = v;
+  }
+  return bytes;
 }

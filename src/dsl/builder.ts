@@ -6,7 +6,7 @@
  * can report all of them together with their `file:line:col`.
  */
 import type {
-  CircuitIR, CompareOp, EmitDecl, EmitRow, IrNode, LogicOp, LookupDecl, NodeId, Problem, RamDecl, Range, SourceLoc,
+  CircuitIR, CompareOp, EmitDecl, EmitRow, IrNode, LogicOp, LookupDecl, NodeId, Problem, RamDecl, Range, SourceLoc, TokenValues,
 } from '../ir/types.ts';
 import { callerLoc } from './source-loc.ts';
 import { checkEmitRows } from './emit-rows-check.ts';
@@ -246,7 +246,7 @@ export class CircuitBuilder {
    * vocabulary. The table is not copied: it must not change afterwards (circuits that build the
    * same field again pass the same array, and its bounds are checked once per array).
    */
-  tokenTable(name: string, values: readonly number[], range?: [number, number]): Sig {
+  tokenTable(name: string, values: TokenValues, range?: [number, number]): Sig {
     const loc = callerLoc();
     if (values.length !== this.meta.vocab) {
       this.problem('signal.vocab', `token field "${name}" has ${values.length} values; the vocabulary has ${this.meta.vocab} ids`, loc);
@@ -254,14 +254,15 @@ export class CircuitBuilder {
     return this.tokenFieldNode(name, values, range, loc);
   }
 
-  private tokenFieldNode(name: string, values: readonly number[], range: [number, number] | undefined, loc: SourceLoc): Sig {
+  private tokenFieldNode(name: string, values: TokenValues, range: [number, number] | undefined, loc: SourceLoc): Sig {
     const bounds = tableBounds(values);
     if (bounds.nonInt >= 0) this.checkInt(values[bounds.nonInt]!, `token field "${name}" at token ${bounds.nonInt}`, loc);
     let r: Range = { lo: bounds.lo, hi: bounds.hi };
     if (range) {
       r = this.checkRange({ lo: range[0], hi: range[1] }, `token field "${name}"`, loc);
       // the values' own bounds decide; the first offending id is searched only when one exists
-      const bad = bounds.lo < r.lo || bounds.hi > r.hi ? values.findIndex((v) => v < r.lo || v > r.hi) : -1;
+      let bad = -1;
+      if (bounds.lo < r.lo || bounds.hi > r.hi) for (let t = 0; t < values.length && bad < 0; t++) if (values[t]! < r.lo || values[t]! > r.hi) bad = t;
       if (bad >= 0) {
         this.problem('signal.range', `token field "${name}" is ${values[bad]} at token ${bad}, outside its declared range [${r.lo}, ${r.hi}]`, loc);
       }
@@ -658,9 +659,9 @@ interface TableBounds { readonly lo: number; readonly hi: number; readonly nonIn
 const soundEmitRows = new WeakMap<readonly EmitRow[], string>();
 
 // Tables passed to tokenTable again (a circuit built twice) are not scanned again.
-const boundsOfTable = new WeakMap<readonly number[], TableBounds>();
+const boundsOfTable = new WeakMap<TokenValues, TableBounds>();
 
-function tableBounds(values: readonly number[]): TableBounds {
+function tableBounds(values: TokenValues): TableBounds {
   const memo = boundsOfTable.get(values);
   if (memo) return memo;
   let lo = Infinity;

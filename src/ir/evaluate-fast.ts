@@ -41,20 +41,21 @@ type Num = ArrayLike<number>;
 
 const isInt32 = (x: number): boolean => Number.isInteger(x) && x >= -0x80000000 && x <= 0x7fffffff;
 /** `a.every(isInt32)`, faster: `(x | 0) === x` holds exactly for the int32s (and −0, as isInt32). */
-function allInt32(a: readonly number[]): boolean {
+function allInt32(a: Num): boolean {
   for (let i = 0; i < a.length; i++) {
     const x = a[i]!;
     if ((x | 0) !== x) return false;
   }
   return true;
 }
-/** A typed copy of `a` when every entry is an int32 (exact), else `a` itself. */
-function packed(a: readonly number[]): Num {
+/** `a` as an Int32Array when every entry is an int32 (exact: a copy unless it is one), else `a` itself. */
+function packed(a: Num): Num {
+  if (a instanceof Int32Array) return a;
   if (!allInt32(a)) return a;
   return Int32Array.from(a);
 }
 /** Min and max of the entries (undefined holes count as 0, as an Int32Array store makes them). */
-function span(a: readonly number[]): Range {
+function span(a: Num): Range {
   let lo = Infinity, hi = -Infinity;
   for (let i = 0; i < a.length; i++) {
     const x = a[i] ?? 0;
@@ -300,7 +301,7 @@ function keepWeakly(map: Map<string, WeakRef<Int32Array>>, key: string, table: I
 }
 
 /** The token-major table of these token-field columns: table[t·width + col] = columns[col][t]. */
-function tokenMajorTable(columns: readonly (readonly number[])[], vocab: number, width: number): Int32Array {
+function tokenMajorTable(columns: readonly Num[], vocab: number, width: number): Int32Array {
   const key = `${vocab}|${width}|${columns.map(idOf).join(',')}`;
   const kept = tokenTables.get(key)?.deref();
   if (kept !== undefined) return kept;
@@ -374,10 +375,10 @@ function fastProgramOf(ir: CircuitIR, o: { checks: boolean; chunkSize: number; m
     }
     return name;
   };
-  const tfArrays = new Map<readonly number[], Num>();
+  const tfArrays = new Map<Num, Num>();
   // Token fields with int32 values become the columns of one token-major table, so a position
   // touches one contiguous row instead of one cache line per field.
-  const tfColumn = new Map<readonly number[], number>();
+  const tfColumn = new Map<Num, number>();
   for (const n of ir.nodes) {
     if (n.op === 'token_field' && !tfColumn.has(n.values) && n.values.length === ir.vocab && allInt32(n.values)) {
       tfColumn.set(n.values, tfColumn.size);

@@ -16,7 +16,7 @@ const packr = new Packr({ useRecords: false, variableMapSize: true });
 const unpackr = new Unpackr({ useRecords: false });
 
 export function encodeIR(ir: CircuitIR): Uint8Array {
-  const payload = packr.pack(ir);
+  const payload = packr.pack(plainTables(ir));
   const sha256 = createHash('sha256').update(payload).digest('hex');
   return packr.pack({ magic: MAGIC, version: ir.version, sha256, payload });
 }
@@ -52,4 +52,14 @@ export function writeIR(file: string, ir: CircuitIR): void {
 export function readIR(file: string): CircuitIR {
   if (!fs.existsSync(file)) throw new ChipcError('ir.file', `${file} does not exist`);
   return decodeIR(fs.readFileSync(file), file);
+}
+
+/**
+ * The IR with every token field's values as a plain array: a field may be held as a typed array
+ * (a compact table, `c.tokenTable`), which msgpack would write as raw bytes and read back as a
+ * Buffer; the file keeps one form, a list of integers.
+ */
+function plainTables(ir: CircuitIR): CircuitIR {
+  if (!ir.nodes.some((n) => n.op === 'token_field' && !Array.isArray(n.values))) return ir;
+  return { ...ir, nodes: ir.nodes.map((n) => (n.op === 'token_field' && !Array.isArray(n.values) ? { ...n, values: Array.from(n.values) } : n)) };
 }

@@ -55,10 +55,13 @@ interface NodeBase {
   loc: SourceLoc;
 }
 
+/** A token field's values by token id: a plain array, or a typed array of integers (a compact table). */
+export type TokenValues = readonly number[] | Int8Array | Int16Array | Int32Array;
+
 export interface TokenFieldNode extends NodeBase {
   op: 'token_field';
   /** values[tokenId]: the field's value for every token id of the circuit vocabulary. */
-  values: readonly number[];
+  values: TokenValues;
 }
 export interface ConstNode extends NodeBase {
   op: 'const';

@@ -12,7 +12,7 @@
  * Token fields and constants get every encoding from the embedding for free; computed signals
  * get bits and one-hots from one ramp table over their scalar form (one FFN sublayer later).
  */
-import { fmtLoc, type CircuitIR, type IrNode, type NodeId, type SourceLoc } from '../ir/types.ts';
+import { fmtLoc, type CircuitIR, type IrNode, type NodeId, type SourceLoc, type TokenValues } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
 import { combine, constForm, form, type Form, type VDim } from './forms.ts';
 import type { Encoding, LoweredOp, VDimInfo } from './lowered.ts';
@@ -30,9 +30,9 @@ type Column = { readonly tokens: Int32Array; readonly values: Float64Array };
 // The embedding columns made from each token field's table, per encoding key. They depend only on
 // the table and the key, never on the circuit being lowered, and are never written after they are
 // made; a table passed to several builds (src/cpu/cpu-tokens.ts protocolField) is scanned once.
-const fieldColumns = new WeakMap<readonly number[], Map<string, readonly Column[]>>();
+const fieldColumns = new WeakMap<TokenValues, Map<string, readonly Column[]>>();
 
-function keepColumns(values: readonly number[], key: string, cols: readonly Column[]): void {
+function keepColumns(values: TokenValues, key: string, cols: readonly Column[]): void {
   let byKey = fieldColumns.get(values);
   if (byKey === undefined) fieldColumns.set(values, (byKey = new Map()));
   byKey.set(key, cols);
@@ -181,7 +181,7 @@ export class LowerContext {
   }
 
   /** The non-zero entries of values[0 … vocab) (a missing value is 0) as an embedding column. */
-  private nonZeroColumn(values: readonly number[]): EmbedValues {
+  private nonZeroColumn(values: TokenValues): EmbedValues {
     const key = `scalar|${this.ir.vocab}`;
     const kept = fieldColumns.get(values)?.get(key);
     if (kept) return kept[0]!;

@@ -255,7 +255,7 @@ describe('tables passed again: token tables and emit rows shared by several buil
 
   it('a token table gives the field its values and bounds, and is checked against each declared range and vocabulary', () => {
     const table = [5, 0, 2, 7, 1, 3, 6, 4];
-    const sums: number[][] = [];
+    const emitted: number[][] = [];
     for (let build = 0; build < 2; build++) {
       const ir = buildCircuit(defineCircuit({ name: 'tab', vocab: 8 }, (c) => {
         const x = c.tokenTable('x', table);
@@ -263,11 +263,11 @@ describe('tables passed again: token tables and emit rows shared by several buil
       }));
       const node = ir.nodes.find((n) => n.op === 'token_field')!;
       expect(node.range).toEqual({ lo: 0, hi: 7 });
-      sums.push(new Interpreter(ir).generate([3], 3).map((p) => p.emitted!));
+      emitted.push(new Interpreter(ir).generate([3], 3).map((p) => p.emitted!));
     }
     // the field is the table: fed id 3 (value 7) the circuit emits 0, then follows the table
-    expect(sums[0]![0]).toBe(0);
-    expect(sums[1]).toEqual(sums[0]);
+    expect(emitted[0]![0]).toBe(0);
+    expect(emitted[1]).toEqual(emitted[0]);
     // the same array, a narrower declared range: refused (the bounds found once still decide)
     expect(problemsOf(defineCircuit({ name: 'tab', vocab: 8 }, (c) => { c.emit([c.tokenTable('x', table, [0, 6])]); })))
       .toEqual(['signal.range: token field "x" is 7 at token 3, outside its declared range [0, 6]']);

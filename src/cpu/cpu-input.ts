@@ -12,7 +12,7 @@ import { bit as bitOf, Kind, narrowCommit, protocolField, tokenKind as kindOfId,
 
 // Module-level copies of the two functions the token fields call for each of the alphabet's
 // ≈ 248,000 ids: an import transpiled to CommonJS (tsx, vitest) is a getter call per use, which
-// cost ≈ 1 s per chip build.
+// cost ≈ 1 s per tabulation of the fields (once per process: cpu-tokens.ts protocolField).
 const tokenKind = kindOfId;
 const bit = bitOf;
 const Q_RADIX = Q_DIGITS;

@@ -626,11 +626,11 @@ export class CircuitBuilder {
     const fs = fields.map((f) => this.sig(f, loc));
     // Rows already found sound against the same field ranges (a circuit built again that passes
     // the same rows array) are not checked again.
-    const rangesKey = fs.map((f) => `${f.range.lo}:${f.range.hi}`).join(',');
-    if (soundEmitRows.get(rows) !== `${this.meta.vocab}|${rangesKey}`) {
+    const checkedAgainst = `${this.meta.vocab}|${fs.map((f) => `${f.range.lo}:${f.range.hi}`).join(',')}`;
+    if (soundEmitRows.get(rows) !== checkedAgainst) {
       const before = this.problems.length;
       if (!checkEmitRows(fs, rows, this.meta.vocab, (code, message) => this.problem(code, message, loc))) return;
-      if (this.problems.length === before) soundEmitRows.set(rows, `${this.meta.vocab}|${rangesKey}`);
+      if (this.problems.length === before) soundEmitRows.set(rows, checkedAgainst);
     }
     // (the rows are kept as given: they must not change afterwards)
     this.emitDecl = { fields: fs.map((s) => s.id), tokens: [], rows, loc };

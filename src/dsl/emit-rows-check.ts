@@ -8,8 +8,9 @@
  * conflict when their values are equal; across two groups, when their values projected onto the
  * fields both groups constrain are equal. A row's values are keyed as one number in mixed radix
  * over the fields' ranges (a string where the product of the ranges' sizes passes 2^52): the RV32
- * chip emits ≈ 248,000 rows, and string keys built per row were most of the check. A row with a
- * value outside its field's range is reported and left out of the conflict checks.
+ * chip emits ≈ 248,000 rows, and string keys built per row were most of the check. Beyond 30
+ * fields (no bit masks) every pair of rows is compared. A row with a value outside its field's
+ * range is reported and left out of the conflict checks.
  */
 import type { EmitRow, Range } from '../ir/types.ts';
 
@@ -38,7 +39,7 @@ export function checkEmitRows(
     strides.push(space);
     space *= s;
   }
-  const numeric = space <= 2 ** 52 && nf <= 30;
+  const numeric = space <= 2 ** 52;
   /** The key of a row's values on the fields of `mask` (all within their ranges). */
   const keyOf = (values: readonly (number | null)[], mask: number): Key => {
     if (numeric) {
@@ -51,7 +52,8 @@ export function checkEmitRows(
     return key;
   };
   const seenTokens = new Uint8Array(vocab);
-  const groups = new Map<number | string, { mask: number; rows: EmitRow[]; keys: Map<Key, number> }>();
+  const groups = new Map<number, { mask: number; rows: EmitRow[]; keys: Map<Key, number> }>();
+  const wide: EmitRow[] = [];
   for (const row of rows) {
     if (!Number.isInteger(row.token) || row.token < 0 || row.token >= vocab) {
       problem('emit.token', `emit row token ${row.token} is not a token id of the vocabulary [0, ${vocab})`);
@@ -89,11 +91,13 @@ export function checkEmitRows(
       });
       continue;
     }
-    // (more than 30 fields: the mask is kept as a string of 0/1)
-    const groupId = nf <= 30 ? mask : vals.map((v) => (v === null ? '0' : '1')).join('');
-    let g = groups.get(groupId);
-    if (!g) groups.set(groupId, (g = { mask, rows: [], keys: new Map() }));
-    const key = nf <= 30 ? keyOf(vals, mask) : vals.join(',');
+    if (nf > 30) { // no bit masks: every pair is compared below
+      wide.push(row);
+      continue;
+    }
+    let g = groups.get(mask);
+    if (!g) groups.set(mask, (g = { mask, rows: [], keys: new Map() }));
+    const key = keyOf(vals, mask);
     const other = g.keys.get(key);
     if (other !== undefined) {
       problem('emit.injective', `emit rows of tokens ${other} and ${row.token} require the same values`);
@@ -102,7 +106,7 @@ export function checkEmitRows(
     g.keys.set(key, row.token);
     g.rows.push(row);
   }
-  if (nf > 30) return checkWideGroups([...groups.values()], problem);
+  if (nf > 30) return checkPairwise(wide, problem);
   // Across groups: each group's rows projected onto the fields a pair both constrain, kept per
   // (group, shared fields) — groups share few field sets. A later row overwrites an earlier one
   // with the same projection (the earlier one then conflicts as well, with the same rows).
@@ -136,9 +140,8 @@ export function checkEmitRows(
   return true;
 }
 
-/** The cross-group check for more than 30 fields (no bit masks): pairwise over the rows. */
-function checkWideGroups(groups: { rows: EmitRow[] }[], problem: (code: string, message: string) => void): boolean {
-  const rows = groups.flatMap((g) => g.rows);
+/** The conflict check for more than 30 fields (no bit masks): every pair of rows. */
+function checkPairwise(rows: readonly EmitRow[], problem: (code: string, message: string) => void): boolean {
   for (let a = 0; a < rows.length; a++) {
     for (let b = a + 1; b < rows.length; b++) {
       const va = rows[a]!.values;

@@ -6,8 +6,10 @@
  * target's), and the throughput ratio to copying the same bytes on the same disk in the same run
  * (copy time / emit time: each shard copied with fs.copyFileSync and fsynced, as emission fsyncs
  * each shard). `--determinism` emits a second time and compares the sha256 of every file.
+ * Zero runs of ≥ 64 KiB are left as holes, as `chipc compile -o DIR` leaves them; `--no-holes`
+ * writes every byte. The copy is of the bytes (a sendfile copy writes the holes' zeros).
  *   npx tsx bench/emit-full.ts [--targets qwen3.5-4b,qwen3-coder-next] [--code-words 1024]
- *                              [--mem-bytes 8192] [--dtype bf16|f32] [--determinism] [--json]
+ *                              [--mem-bytes 8192] [--dtype bf16|f32] [--determinism] [--no-holes] [--json]
  * At qwen3-coder-next the vocabulary is extended from 151,936 to 248,320 ids (the chip's 248,197
  * token ids, rounded up to a multiple of 256), as a merge into that host would extend it.
  * Temporary files go under os.tmpdir() (or --dir DIR) and are removed, also on failure.
@@ -92,7 +94,7 @@ function runTarget(name: string, work: string, codeWords: number, memBytes: numb
 
   const out = path.join(work, 'emit');
   const t1 = performance.now();
-  const w = saveModel(out, res.weights, { dtype, metadata: { chipc_circuit: ir.name, chipc_target: target.name } });
+  const w = saveModel(out, res.weights, { dtype, holes, metadata: { chipc_circuit: ir.name, chipc_target: target.name } });
   const emitSeconds = (performance.now() - t1) / 1000;
   const shardFiles = w.files.filter((f) => f.endsWith('.safetensors'));
   const bytes = shardFiles.reduce((s, f) => s + fs.statSync(path.join(out, f)).size, 0);
@@ -116,7 +118,7 @@ function runTarget(name: string, work: string, codeWords: number, memBytes: numb
     const first = hashDir(out);
     fs.rmSync(out, { recursive: true, force: true });
     const again = path.join(work, 'emit2');
-    saveModel(again, res.weights, { dtype, metadata: { chipc_circuit: ir.name, chipc_target: target.name } });
+    saveModel(again, res.weights, { dtype, holes, metadata: { chipc_circuit: ir.name, chipc_target: target.name } });
     const second = hashDir(again);
     deterministic = first.size === second.size && [...first].every(([f, h]) => second.get(f) === h);
     fs.rmSync(again, { recursive: true, force: true });
@@ -154,6 +156,8 @@ const codeWords = Number(arg('--code-words', '1024'));
 const memBytes = Number(arg('--mem-bytes', '8192'));
 const dtype = arg('--dtype', 'bf16') === 'f32' ? 'F32' : 'BF16';
 const determinism = process.argv.includes('--determinism');
+/** `--no-holes`: write every zero byte (the default leaves zero runs of ≥ 64 KiB as holes). */
+const holes = !process.argv.includes('--no-holes');
 
 if (process.argv.includes('--child')) {
   const name = arg('--child', '');
@@ -169,7 +173,7 @@ if (process.argv.includes('--child')) {
     const work = fs.mkdtempSync(path.join(base, 'chipc-emit-full-'));
     try {
       const args = [...process.execArgv, self, '--child', name, '--work', work, '--code-words', String(codeWords),
-        '--mem-bytes', String(memBytes), '--dtype', dtype === 'F32' ? 'f32' : 'bf16', ...(determinism ? ['--determinism'] : [])];
+        '--mem-bytes', String(memBytes), '--dtype', dtype === 'F32' ? 'f32' : 'bf16', ...(determinism ? ['--determinism'] : []), ...(holes ? [] : ['--no-holes'])];
       const r = spawnSync(process.execPath, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
       const line = (r.stdout ?? '').split('\n').find((l) => l.startsWith('RESULT '));
       if (r.status !== 0 || !line) {

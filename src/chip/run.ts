@@ -715,11 +715,11 @@ export function fitCodeRam(prog: ChipProgram, codeWords: number): void {
  */
 export function emitChip(
   out: string, res: CompileResult, shape: Required<CpuOptions>, targetName: string,
-  opts: { dtype: 'F32' | 'BF16'; overwrite?: boolean; onProgress?: SaveModelOptions['onProgress']; fileHashes?: boolean },
+  opts: { dtype: 'F32' | 'BF16'; overwrite?: boolean; onProgress?: SaveModelOptions['onProgress']; fileHashes?: boolean; holes?: boolean },
 ): string {
   const extraFiles = { [MANIFEST_FILE]: manifestJson(runManifest(res, shape, targetName)) };
   if (!out.endsWith('.chip')) {
-    saveModel(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles, onProgress: opts.onProgress });
+    saveModel(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles, onProgress: opts.onProgress, holes: opts.holes });
     return out;
   }
   // straight from the weights' sources: no dense form written (docs/chip-file.md)

@@ -197,6 +197,8 @@ function roleOf(name: string): Role {
 
 export interface MergeOptions {
   overwrite?: boolean;
+  /** Leave zero runs of 64 KiB or more as holes in a directory output (default true; WriteOptions.holes). */
+  holes?: boolean;
   /** Bytes of tensor data per shard (writeCheckpoint's maxShardSize; default 5 GB). */
   maxShardSize?: number;
   /** Output rows are built in batches of about this many bytes (default 1 MiB). */
@@ -347,6 +349,7 @@ function mergeOpen(host: Side, chip: Side, outDir: string, opts: MergeOptions): 
   extra[MERGE_INFO_FILE] = JSON.stringify(info, null, 2) + '\n';
   const writeOpts = {
     maxShardSize: opts.maxShardSize,
+    holes: opts.holes,
     overwrite: opts.overwrite,
     metadata: { chipc_merge: 'v1' },
     extraFiles: extra,

@@ -367,6 +367,8 @@ export interface SaveModelOptions {
   onProgress?: (p: WriteProgress) => void;
   /** `.chip` only: record each safetensors file's dense SHA-256 in its manifest (CompactOptions.fileHashes). */
   fileHashes?: boolean;
+  /** Leave zero runs of 64 KiB or more as holes (default true; WriteOptions.holes). */
+  holes?: boolean;
 }
 
 /**
@@ -383,6 +385,7 @@ export function saveModel(dir: string, weights: ModelWeights, opts: SaveModelOpt
     overwrite: opts.overwrite,
     extraFiles,
     onProgress: opts.onProgress,
+    holes: opts.holes,
   });
 }
 

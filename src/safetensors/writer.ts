@@ -20,12 +20,11 @@ import { byteSizeOf, dtypeBytes, dtypeRank, encodeFromF32, ENCODABLE, fmtF32, is
 import { compareCodePoints, MAX_FORMAT_INT } from './reader.ts';
 import { INDEX_FILE_NAME, SINGLE_FILE_NAME } from './checkpoint.ts';
 import { tempSibling } from '../util/temp-files.ts';
+import { BufferedWriter, ZEROS } from '../util/sparse-file.ts';
 
 /** huggingface_hub's default max_shard_size ("5GB" = 5·10^9 bytes). */
 export const DEFAULT_MAX_SHARD_SIZE = 5_000_000_000;
 
-/** One shared, never-written buffer of zeros that zero runs are sliced from (1 MiB). */
-const ZEROS = new Uint8Array(1 << 20);
 /** Elements encoded per chunk by denseSource. */
 const DENSE_CHUNK_ELEMENTS = 1 << 20;
 
@@ -98,11 +97,6 @@ function buildHeader(prepared: Prepared[], metadata: Record<string, string>): { 
   return { header, dataSize: offset };
 }
 
-function writeAll(fd: number, bytes: Uint8Array): void {
-  let done = 0;
-  while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done);
-}
-
 const tempName = tempSibling;
 
 export interface WriteResult {
@@ -128,27 +122,44 @@ function writePrepared(target: string, prepared: Prepared[], opts: WriteOptions,
   let fd: number | null = null;
   try {
     fd = fs.openSync(tmp, 'wx');
+    const holes = opts.holes !== false;
+    const w = new BufferedWriter(fd, [], holes);
     const len = new Uint8Array(8);
     new DataView(len.buffer).setBigUint64(0, BigInt(header.length), true);
-    writeAll(fd, len);
-    writeAll(fd, header);
+    w.write(len);
+    w.write(header);
     onBytes?.(8 + header.length, null);
     for (const { source, info } of prepared) {
       const q = JSON.stringify(info.name);
       let written = 0;
-      for (const chunk of source.chunks()) {
-        if (!(chunk instanceof Uint8Array)) throw new ChipcError('safetensors.source-chunk', `tensor ${q}: source yielded a ${Object.prototype.toString.call(chunk)}, not a Uint8Array`);
-        if (written + chunk.length > info.byteLength) {
+      const count = (n: number): void => {
+        if (written + n > info.byteLength) {
           throw new ChipcError('safetensors.source-size', `tensor ${q}: source yielded more than the ${info.byteLength} bytes its shape ${JSON.stringify(info.shape)} of ${info.dtype} needs`);
         }
-        writeAll(fd, chunk);
-        written += chunk.length;
-        onBytes?.(chunk.length, info.name);
+        written += n;
+        onBytes?.(n, info.name);
+      };
+      // With holes, the zeros a source knows of (sparseChunks' counts, slices of the shared zero
+      // buffer) are skipped when the run is long enough; the bytes are the same either way.
+      const chunks = holes && source.sparseChunks ? source.sparseChunks() : source.chunks();
+      for (const chunk of chunks) {
+        if (typeof chunk === 'number') {
+          if (!Number.isSafeInteger(chunk) || chunk < 0) throw new ChipcError('safetensors.source-chunk', `tensor ${q}: source yielded a zero run of ${chunk} bytes`);
+          count(chunk);
+          w.writeZeros(chunk);
+        } else if (chunk instanceof Uint8Array) {
+          count(chunk.length);
+          if (chunk.buffer === ZEROS.buffer) w.writeZeros(chunk.length);
+          else w.write(chunk);
+        } else {
+          throw new ChipcError('safetensors.source-chunk', `tensor ${q}: source yielded a ${Object.prototype.toString.call(chunk)}, not a Uint8Array`);
+        }
       }
       if (written !== info.byteLength) {
         throw new ChipcError('safetensors.source-size', `tensor ${q}: source yielded ${written} bytes but shape ${JSON.stringify(info.shape)} of ${info.dtype} needs ${info.byteLength}`);
       }
     }
+    w.end();
     fs.fsyncSync(fd);
     fs.closeSync(fd);
     fd = null;
@@ -365,7 +376,7 @@ export function writeCheckpoint(dir: string, sources: readonly TensorSource[], o
         bytesWritten += bytes;
         onProgress({ bytesWritten, totalBytes, shard: i + 1, shards: n, file, tensor, done: false });
       });
-      writePrepared(path.join(tmpDir, file), shard.members, { metadata: meta }, hook);
+      writePrepared(path.join(tmpDir, file), shard.members, { metadata: meta, holes: opts.holes }, hook);
       files.push(file);
     });
     if (n > 1) {

@@ -8,7 +8,7 @@ import { compactCheckpoint } from '../../chipfile/compact.ts';
 import { expandChipFile } from '../../chipfile/expand.ts';
 import type { ChipCodec } from '../../chipfile/format.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { CODEC_HELP, FILE_HASHES_HELP, integerOption } from '../support/options.ts';
+import { CODEC_HELP, FILE_HASHES_HELP, NO_HOLES_HELP, integerOption } from '../support/options.ts';
 import { fmtBytes, fmtInt, makeOut } from '../support/output.ts';
 import type { Runner } from '../support/output.ts';
 import { prepareOutput } from '../support/files.ts';
@@ -27,6 +27,7 @@ interface ExpandCliOptions {
   output: string;
   overwrite?: boolean;
   hashes?: boolean;
+  holes: boolean;
   json?: boolean;
 }
 
@@ -69,6 +70,7 @@ export function registerChipfile(program: Command, run: Runner): void {
     .argument('<file>', 'a .chip file')
     .requiredOption('-o, --output <dir>', 'the checkpoint directory to write')
     .option('--overwrite', 'replace an existing non-empty output directory')
+    .option('--no-holes', NO_HOLES_HELP)
     .option('--hashes', 'compute every written file\'s SHA-256 (printed), not only those the .chip records (which are checked)')
     .option('--json', 'print one JSON document')
     .action((file: string, o: ExpandCliOptions) =>
@@ -77,7 +79,7 @@ export function registerChipfile(program: Command, run: Runner): void {
         // (an existing output is refused by expandChipFile itself)
         prepareOutput(o.output, { option: '-o', inputs: [file], overwrite: true });
         const t0 = performance.now();
-        const r = expandChipFile(file, o.output, { overwrite: Boolean(o.overwrite), hashes: o.hashes === true });
+        const r = expandChipFile(file, o.output, { overwrite: Boolean(o.overwrite), hashes: o.hashes === true, holes: o.holes });
         const ms = performance.now() - t0;
         out.emit({ input: file, output: r.dir, files: r.files, bytes: r.bytes, sha256: r.sha256, ms });
         out.line(`wrote ${r.files.join(', ')} (${fmtBytes(r.bytes)}) to ${r.dir} in ${ms.toFixed(0)} ms`);

@@ -18,7 +18,7 @@ import { parseChipCodec } from './chipfile.ts';
 import { buildManifest, compileReport, manifestJson, MANIFEST_FILE } from '../../emit/manifest.ts';
 import { allocationSvg } from '../../emit/svg.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { CODEC_HELP, FILE_HASHES_HELP, integerOption, maxShardSizeOption } from '../support/options.ts';
+import { CODEC_HELP, FILE_HASHES_HELP, NO_HOLES_HELP, integerOption, maxShardSizeOption } from '../support/options.ts';
 import { fmtInt, makeOut, table } from '../support/output.ts';
 import { makeProgressReporter } from '../support/progress.ts';
 import type { Runner } from '../support/output.ts';
@@ -32,6 +32,7 @@ interface CompileCliOptions {
   chip?: string;
   codec: string;
   fileHashes?: boolean;
+  holes: boolean;
   maxShardSize?: string;
   dtype: string;
   report?: boolean;
@@ -54,6 +55,7 @@ export function registerCompile(program: Command, run: Runner): void {
     .option('--chip <file>', 'write the compact .chip file of the checkpoint directly (no dense directory; byte-identical to `chipc compact` of it)')
     .option('--codec <codec>', `with --chip: ${CODEC_HELP}`, 'br')
     .option('--file-hashes', FILE_HASHES_HELP)
+    .option('--no-holes', NO_HOLES_HELP)
     .option('--max-shard-size <bytes>', 'tensor bytes per safetensors shard (default 5000000000, as huggingface_hub)')
     .option('--dtype <d>', 'emitted weight dtype: bf16 or f32 (weights are bf16-exact either way)', 'bf16')
     .option('--report', 'print dims, live maximum, slots, heads, units and non-zeros per layer')
@@ -90,6 +92,7 @@ export function registerCompile(program: Command, run: Runner): void {
           overwrite: Boolean(o.overwrite),
           metadata: { chipc_circuit: ir.name, chipc_target: target.name },
           extraFiles: { [MANIFEST_FILE]: manifestJson(manifest) },
+          holes: o.holes,
         };
         const showProgress = o.progress ?? !o.json;
         if (o.output) {

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import type { Command } from 'commander';
 import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { codeSizeOption, FILE_HASHES_HELP, integerOption, memSizeOption } from '../support/options.ts';
+import { codeSizeOption, FILE_HASHES_HELP, NO_HOLES_HELP, integerOption, memSizeOption } from '../support/options.ts';
 import { compileGenericChip, defaultChipSizes, describeSizes, genericShape, type GenericChipSpec } from '../../chip/generic.ts';
 import { emitChip, fmtBytes } from '../../chip/run.ts';
 import type { Matrix } from '../../model/weights.ts';
@@ -19,7 +19,7 @@ import type { Runner } from '../support/output.ts';
 import { prepareOutput } from '../support/files.ts';
 import { summaryOf } from '../support/command-table.ts';
 
-interface CpuCliOptions { output: string; target: string; codeSize?: string; memSize?: string; dtype: string; overwrite?: boolean; json?: boolean; attentionLayer?: boolean; hidden?: string; fileHashes?: boolean }
+interface CpuCliOptions { output: string; target: string; codeSize?: string; memSize?: string; dtype: string; overwrite?: boolean; json?: boolean; attentionLayer?: boolean; hidden?: string; fileHashes?: boolean; holes: boolean }
 
 /** Non-zero weights of a matrix (CSR values, or the dense array's non-zeros). */
 const nonZeros = (m: Matrix): number => (m.csr ? m.csr.values.length : (m.dense ?? new Float32Array()).reduce((s, v) => s + (v !== 0 ? 1 : 0), 0));
@@ -38,6 +38,7 @@ export function registerCpu(program: Command, run: Runner): void {
     .option('--attention-layer', 'make the last layer with an empty mixer a full-attention layer that adds exactly 0, so transformers\' generate() runs the chip alone (its cache takes its length from an attention layer); costs no layer, but every token then attends over all positions')
     .option('--hidden <n>', 'hidden size to emit (default: the target\'s, widened only as needed); a chip to merge into a host needs the host\'s times a power of four (docs/merge.md)')
     .option('--file-hashes', FILE_HASHES_HELP)
+    .option('--no-holes', NO_HOLES_HELP)
     .option('--json', 'print one JSON document')
     .action((o: CpuCliOptions) =>
       run(() => {
@@ -59,7 +60,7 @@ export function registerCpu(program: Command, run: Runner): void {
         const res = compileGenericChip(spec);
         const compileSeconds = (performance.now() - t0) / 1000;
         const t1 = performance.now();
-        emitChip(o.output, res, shape, target.name, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32', overwrite: Boolean(o.overwrite), fileHashes: o.fileHashes === true });
+        emitChip(o.output, res, shape, target.name, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32', overwrite: Boolean(o.overwrite), fileHashes: o.fileHashes === true, holes: o.holes });
         const writeSeconds = (performance.now() - t1) / 1000;
         const chipNonZeros = res.layers.reduce((s, l) => s + l.nonZeros, 0);
         const io = nonZeros(res.weights.embedTokens) + (res.weights.lmHead === res.weights.embedTokens ? 0 : nonZeros(res.weights.lmHead));

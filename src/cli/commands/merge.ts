@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { mergeCheckpoints } from '../../merge/merge.ts';
 import { ChipcError } from '../../util/errors.ts';
-import { FILE_HASHES_HELP, maxShardSizeOption } from '../support/options.ts';
+import { FILE_HASHES_HELP, NO_HOLES_HELP, maxShardSizeOption } from '../support/options.ts';
 import { fmtInt, makeOut } from '../support/output.ts';
 import { makeProgressReporter } from '../support/progress.ts';
 import type { Runner } from '../support/output.ts';
@@ -22,6 +22,7 @@ interface MergeCliOptions {
   json?: boolean;
   progress?: boolean;
   fileHashes?: boolean;
+  holes: boolean;
 }
 
 export function registerMerge(program: Command, run: Runner): void {
@@ -34,6 +35,7 @@ export function registerMerge(program: Command, run: Runner): void {
     .option('--overwrite', 'replace an existing output (directory, or .chip file)')
     .option('--max-shard-size <bytes>', 'bytes of tensor data per shard (default 5000000000)')
     .option('--file-hashes', FILE_HASHES_HELP)
+    .option('--no-holes', NO_HOLES_HELP)
     .option('--json', 'print one JSON document')
     .option('--progress', 'report write progress on stderr even with --json')
     .option('--no-progress', 'do not report write progress')
@@ -47,7 +49,7 @@ export function registerMerge(program: Command, run: Runner): void {
         let r: ReturnType<typeof mergeCheckpoints>;
         try {
           r = mergeCheckpoints(o.host, o.chip, o.output, {
-            overwrite: Boolean(o.overwrite), maxShardSize, fileHashes: o.fileHashes === true,
+            overwrite: Boolean(o.overwrite), maxShardSize, fileHashes: o.fileHashes === true, holes: o.holes,
             onProgress: progress ? (p) => progress.update(p) : undefined,
           });
         } finally {

@@ -92,5 +92,7 @@ export function engineOption(value: string): 'weights' | 'ir' {
 
 /** The help of `--file-hashes`, on every command that writes a `.chip`. */
 export const FILE_HASHES_HELP = 'with a .chip output: record each safetensors file\'s SHA-256 in its manifest (hashes every dense byte: about doubles the write; expand checks them)';
+/** The help of `--no-holes`, on every command that writes a dense checkpoint directory. */
+export const NO_HOLES_HELP = 'with a checkpoint directory output: write every zero byte instead of leaving zero runs of 64 KiB or more as holes (the files read the same either way)';
 /** The help of `--codec`, on every command that writes a `.chip`. */
 export const CODEC_HELP = 'br: the current format version (4), 1 MiB frames brotli-compressed where that saves ≥ 1/8; none: version 1, all verbatim, with every file\'s SHA-256';

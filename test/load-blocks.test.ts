@@ -3,14 +3,16 @@
  * src/model/load-weights.ts). It must visit exactly what the streamed path visits on the same
  * tensor read from its safetensors file — the same flat indices, the same value bits, ±0 skipped,
  * NaN kept — for F32, BF16 and F16, when blocks split an element between them (minGap 1) or
- * merge across gaps (the default minGap), stored verbatim or brotli-framed.
+ * merge across gaps (the default minGap), stored verbatim or brotli-framed. nonZeroCsr (sparse
+ * loading's CSR: one loop over the blocks for BF16 and F32) holds the same elements, rows permuted
+ * or not, from the blocks as from the stream.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { forEachNonZero } from '../src/model/load-weights.ts';
+import { forEachNonZero, nonZeroCsr } from '../src/model/load-weights.ts';
 import { writeSafetensors } from '../src/safetensors/writer.ts';
 import { openSafetensors } from '../src/safetensors/reader.ts';
 import { compactCheckpoint } from '../src/chipfile/compact.ts';
@@ -72,6 +74,72 @@ describe('sparse loading from .chip blocks', () => {
           for (const name of ['a.f32', 'b.bf16', 'c.f16']) {
             const want = visits(plain, name, chunkBytes);
             expect(visits(chip, name, chunkBytes), `${name}, minGap ${minGap}, ${codec}`).toEqual(want);
+          }
+        } finally {
+          plain.close();
+          chip.close();
+        }
+        fs.rmSync(dir, { recursive: true });
+        fs.rmSync(chipPath);
+      },
+    ), { numRuns: 60 });
+  });
+
+  it('nonZeroCsr holds forEachNonZero\'s elements (row pointers, columns, value bits), rows permuted or not, from the blocks as from the stream', () => {
+    fc.assert(fc.property(
+      fc.array(word(4), { minLength: 1, maxLength: 300 }),
+      fc.array(word(2), { minLength: 1, maxLength: 300 }),
+      fc.constantFrom(1, 8),
+      fc.constantFrom(8, 64, 4096),
+      fc.integer({ min: 1, max: 9 }),
+      fc.boolean(),
+      (w32, w16, minGap, chunkBytes, cols, remap) => {
+        const dir = path.join(tmp, `tr${case_++}`);
+        fs.mkdirSync(dir);
+        const le = (words: number[], bytes: number) => {
+          const b = new Uint8Array(words.length * bytes);
+          words.forEach((w, i) => { for (let j = 0; j < bytes; j++) b[i * bytes + j] = Math.floor(w / 2 ** (8 * j)) % 256; });
+          return b;
+        };
+        // whole rows of `cols` (the tail words dropped)
+        const r32 = Math.max(1, Math.floor(w32.length / cols));
+        const r16 = Math.max(1, Math.floor(w16.length / cols));
+        const pad = (w: number[], n: number) => [...w, ...new Array(Math.max(0, n - w.length)).fill(0)].slice(0, n);
+        const src = (name: string, dtype: 'F32' | 'BF16' | 'F16', bytes: Uint8Array, rows: number) =>
+          ({ name, dtype, shape: [rows, cols], chunks: () => [bytes] });
+        writeSafetensors(path.join(dir, 'model.safetensors'), [
+          src('a.f32', 'F32', le(pad(w32, r32 * cols), 4), r32),
+          src('b.bf16', 'BF16', le(pad(w16, r16 * cols), 2), r16),
+          src('c.f16', 'F16', le(pad(w16, r16 * cols), 2), r16),
+        ]);
+        const chipPath = path.join(tmp, `tr${case_}.chip`);
+        compactCheckpoint(dir, chipPath, { minGap });
+        const plain = openSafetensors(path.join(dir, 'model.safetensors'));
+        const chip = openChipFile(chipPath);
+        const f = new Float32Array(1);
+        const u = new Uint32Array(f.buffer);
+        const bitsOf = (v: number) => { f[0] = v; return u[0]!; };
+        try {
+          for (const [name, rows] of [['a.f32', r32], ['b.bf16', r16], ['c.f16', r16]] as const) {
+            // a permutation (disk row o is neutral row map[o]): every row moved up by one, the last to the top
+            const map = remap ? Uint32Array.from({ length: rows }, (_, o) => (o + 1) % rows) : null;
+            // the expected CSR, by neutral row, each row's entries in ascending column
+            const byRow: [number, number][][] = Array.from({ length: rows }, () => []);
+            for (const [i, b] of visits(plain, name, chunkBytes)) {
+              const o = Math.floor(i / cols);
+              byRow[map === null ? o : map[o]!]!.push([i - o * cols, b]);
+            }
+            const wantPtr = [0];
+            for (const r of byRow) wantPtr.push(wantPtr[wantPtr.length - 1]! + r.length);
+            const want = { rowPtr: wantPtr, entries: byRow.flat() };
+            for (const store of [chip, plain]) {
+              const csr = nonZeroCsr(store, name, chunkBytes, rows, cols, map);
+              const got = {
+                rowPtr: [...csr.rowPtr],
+                entries: Array.from({ length: csr.colIdx.length }, (_, k) => [csr.colIdx[k]!, bitsOf(csr.values[k]!)]),
+              };
+              expect(got, `${name}, ${store === chip ? '.chip' : 'safetensors'}, minGap ${minGap}, cols ${cols}`).toEqual(want);
+            }
           }
         } finally {
           plain.close();

@@ -300,11 +300,17 @@ export function pushVarint(out: number[], x: number): void {
 }
 
 /** A tensor's blocks: starts (byte offset in the tensor) and lengths, ascending. */
+/**
+ * A tensor's blocks. Uint32Arrays when the tensor has fewer than 2^32 bytes (every tensor of a
+ * compiled chip: the qwen3.5-4b embedding is 1.3 GB), else Float64Arrays: a chip's embedding and LM
+ * head have millions of blocks, and writing three fresh Float64Arrays of them was most of opening
+ * its `.chip` (a page fault for every 4 KiB first written).
+ */
 export interface BlockTable {
-  starts: Float64Array;
-  lengths: Float64Array;
+  starts: Float64Array | Uint32Array;
+  lengths: Float64Array | Uint32Array;
   /** Offset of each block's bytes within the tensor's data range (prefix sums of lengths). */
-  dataPos: Float64Array;
+  dataPos: Float64Array | Uint32Array;
 }
 
 /**
@@ -355,9 +361,10 @@ export function varintReader(bytes: Uint8Array, what: string, fail: (msg: string
  */
 export function decodeBlockTable(bytes: Uint8Array, count: number, byteLength: number, dataLength: number, minGap: number,
   fail: (msg: string) => never): BlockTable {
-  const starts = new Float64Array(count);
-  const lengths = new Float64Array(count);
-  const dataPos = new Float64Array(count);
+  const wide = byteLength > 0xffffffff;
+  const starts = wide ? new Float64Array(count) : new Uint32Array(count);
+  const lengths = wide ? new Float64Array(count) : new Uint32Array(count);
+  const dataPos = wide ? new Float64Array(count) : new Uint32Array(count);
   const reader = varintReader(bytes, 'block table', fail);
   const varint = reader.next;
   let end = 0;

@@ -99,20 +99,66 @@ export function checkCheckpointTensors(store: TensorStore, cfg: ModelConfig): st
 // ---------------------------------------------------------------------------------------------
 // Streaming non-zero collection
 
-/** Growable (row, col, value) triples. */
-class Triples {
-  rows = new Uint32Array(1024);
-  cols = new Uint32Array(1024);
-  vals = new Float32Array(1024);
+/**
+ * A CSR matrix built from the non-zero elements of a [rows, cols] tensor visited in ascending flat
+ * index (so by disk row, then column): `rowStart[o]` is where disk row o's entries begin. The entry
+ * arrays are sized up front (`capacity`, exact or an upper bound) and grown by doubling past it.
+ */
+class DiskRowCsr {
+  readonly rowStart: Uint32Array;
+  colIdx: Uint32Array;
+  values: Float32Array;
   n = 0;
-  push(r: number, c: number, v: number): void {
-    if (this.n === this.vals.length) {
-      const cap = this.n * 2;
-      const rows = new Uint32Array(cap); rows.set(this.rows); this.rows = rows;
-      const cols = new Uint32Array(cap); cols.set(this.cols); this.cols = cols;
-      const vals = new Float32Array(cap); vals.set(this.vals); this.vals = vals;
+  /** The disk row of the last entry added (rows up to it have their start recorded). */
+  row = -1;
+  constructor(readonly rows: number, readonly cols: number, capacity = 1024) {
+    this.rowStart = new Uint32Array(rows + 1);
+    const cap = Math.max(16, capacity);
+    this.colIdx = new Uint32Array(cap);
+    this.values = new Float32Array(cap);
+  }
+  /** Adds flat element i = o·cols + c with value v (i above every earlier one). */
+  add(i: number, v: number): void {
+    const o = Math.floor(i / this.cols);
+    while (this.row < o) this.rowStart[++this.row] = this.n;
+    if (this.n === this.values.length) this.grow();
+    this.colIdx[this.n] = i - o * this.cols;
+    this.values[this.n] = v;
+    this.n++;
+  }
+  grow(): void {
+    const cap = this.n * 2;
+    const c = new Uint32Array(cap); c.set(this.colIdx); this.colIdx = c;
+    const v = new Float32Array(cap); v.set(this.values); this.values = v;
+  }
+  /**
+   * The CSR of the neutral rows: neutral row rowMap[o] is disk row o (o when null). Without a
+   * row map the entry arrays are kept (as views) when at least half full: a copy writes fresh
+   * memory page by page, which cost more than the slack (a chip's embedding: 4.7 M entries in
+   * arrays sized 6.7 M from its blocks, which hold zeros between close entries).
+   */
+  finish(rowMap: ArrayLike<number> | null): CsrMatrix {
+    const { rows, n, rowStart } = this;
+    while (this.row < rows) rowStart[++this.row] = n;
+    if (rowMap === null) {
+      const keep = 2 * n >= this.values.length;
+      return keep
+        ? { rowPtr: rowStart, colIdx: this.colIdx.subarray(0, n), values: this.values.subarray(0, n) }
+        : { rowPtr: rowStart, colIdx: this.colIdx.slice(0, n), values: this.values.slice(0, n) };
     }
-    this.rows[this.n] = r; this.cols[this.n] = c; this.vals[this.n] = v; this.n++;
+    const rowPtr = new Uint32Array(rows + 1);
+    for (let o = 0; o < rows; o++) rowPtr[rowMap[o]! + 1] = rowStart[o + 1]! - rowStart[o]!;
+    for (let r = 0; r < rows; r++) rowPtr[r + 1] += rowPtr[r]!;
+    const colIdx = new Uint32Array(n);
+    const values = new Float32Array(n);
+    for (let o = 0; o < rows; o++) {
+      const from = rowStart[o]!;
+      const to = rowStart[o + 1]!;
+      if (to === from) continue;
+      colIdx.set(this.colIdx.subarray(from, to), rowPtr[rowMap[o]!]);
+      values.set(this.values.subarray(from, to), rowPtr[rowMap[o]!]);
+    }
+    return { rowPtr, colIdx, values };
   }
 }
 
@@ -266,23 +312,98 @@ function forEachNonZeroInBlocks(src: BlockSource, name: string, dtype: string, e
   flush();
 }
 
-/** CSR from row-sorted-stable triples (counting sort by row; column order within a row kept). */
-function triplesToCsr(t: Triples, rows: number, sorted: boolean): CsrMatrix {
-  const rowPtr = new Uint32Array(rows + 1);
-  for (let k = 0; k < t.n; k++) rowPtr[t.rows[k] + 1]++;
-  for (let r = 0; r < rows; r++) rowPtr[r + 1] += rowPtr[r];
-  if (sorted) {
-    return { rowPtr, colIdx: t.cols.slice(0, t.n), values: t.vals.slice(0, t.n) };
+/**
+ * The CSR of a [rows, cols] tensor's non-zero elements (forEachNonZero's elements and values),
+ * neutral row rowMap[o] holding the tensor's row o (o when null). From a BlockSource in BF16 or
+ * F32 (a `.chip`: every compiled chip), the blocks are decoded in one loop straight into entry
+ * arrays sized once from the block lengths: a closure call per element, the arrays' doublings and
+ * a (row, col, value) triple list sorted afterwards were most of opening a saved chip. Elements
+ * that straddle a block edge are assembled from both blocks, as forEachNonZeroInBlocks does.
+ * Exported for tests.
+ */
+export function nonZeroCsr(store: TensorStore, name: string, chunkBytes: number, rows: number, cols: number,
+  rowMap: ArrayLike<number> | null): CsrMatrix {
+  const info = store.info(name);
+  const elem = STREAM_ELEM_BYTES[info.dtype];
+  if (!isBlockSource(store) || (info.dtype !== 'BF16' && info.dtype !== 'F32')) {
+    const m = new DiskRowCsr(rows, cols);
+    forEachNonZero(store, name, chunkBytes, (i, v) => m.add(i, v));
+    return m.finish(rowMap);
   }
-  const colIdx = new Uint32Array(t.n);
-  const values = new Float32Array(t.n);
-  const next = rowPtr.slice(0, rows);
-  for (let k = 0; k < t.n; k++) {
-    const dst = next[t.rows[k]]++;
-    colIdx[dst] = t.cols[k];
-    values[dst] = t.vals[k];
+  const { starts, lengths, dataPos } = store.blocks(name);
+  const e4 = elem === 4;
+  // every element that meets a block, once per block it meets: an upper bound of the count
+  let capacity = 0;
+  for (let k = 0; k < starts.length; k++) capacity += Math.ceil((starts[k]! + lengths[k]!) / elem) - Math.floor(starts[k]! / elem);
+  const m = new DiskRowCsr(rows, cols, capacity);
+  const { rowStart, colIdx: tc, values: tv } = m;
+  let row = -1;
+  const bits = new Uint32Array(1);
+  const asF32 = new Float32Array(bits.buffer);
+  let n = 0;
+  // element e from its little-endian bits, unless ±0 (NaN is kept) — the path of the elements
+  // that straddle a block edge (assembled from both blocks, as forEachNonZeroInBlocks does)
+  const put = (e: number, raw: number): void => {
+    bits[0] = e4 ? raw : raw << 16;
+    if (asF32[0] === 0) return;
+    const o = Math.floor(e / cols);
+    while (row < o) rowStart[++row] = n;
+    tc[n] = e - o * cols;
+    tv[n] = asF32[0]!;
+    n++;
+  };
+  let pending = -1;
+  let raw = 0;
+  for (let k = 0; k < starts.length;) {
+    let k1 = k + 1;
+    while (k1 < starts.length && dataPos[k1]! + lengths[k1]! - dataPos[k]! <= chunkBytes) k1++;
+    const base = dataPos[k]!;
+    const data = store.readBlockData(name, base, dataPos[k1 - 1]! + lengths[k1 - 1]!);
+    for (let b = k; b < k1; b++) {
+      const s = starts[b]!;
+      const end = s + lengths[b]!;
+      const off = dataPos[b]! - base - s; // data[off + pos] is the tensor's byte pos, for pos in [s, end)
+      const eFirst = Math.floor(s / elem);
+      const eEnd = Math.ceil(end / elem);
+      for (let e = eFirst; e < eEnd; e++) {
+        const pos0 = e * elem;
+        if (pos0 < s || pos0 + elem > end) {
+          if (e !== pending) {
+            if (pending >= 0) put(pending, raw);
+            pending = e;
+            raw = 0;
+          }
+          for (let j = 0; j < elem; j++) {
+            const pos = pos0 + j;
+            if (pos >= s && pos < end) raw = (raw | (data[off + pos]! << (8 * j))) >>> 0;
+          }
+          continue;
+        }
+        if (pending >= 0) { put(pending, raw); pending = -1; }
+        const at = off + pos0;
+        if (e4) {
+          bits[0] = data[at]! | (data[at + 1]! << 8) | (data[at + 2]! << 16) | (data[at + 3]! << 24);
+          if (asF32[0] === 0) continue;
+        } else {
+          const h = data[at]! | (data[at + 1]! << 8);
+          if ((h & 0x7fff) === 0) continue;
+          bits[0] = h << 16;
+        }
+        const o = Math.floor(e / cols);
+        while (row < o) rowStart[++row] = n;
+        tc[n] = e - o * cols;
+        tv[n] = asF32[0]!;
+        n++;
+      }
+    }
+    k = k1;
   }
-  return { rowPtr, colIdx, values };
+  if (pending >= 0) put(pending, raw);
+  // (capacity counts every element that meets a block, once per block it meets: n cannot pass it)
+  if (n > tv.length) throw new ChipcError('weights.checkpoint', `tensor ${name}: ${n} non-zero elements in blocks sized for ${tv.length}`);
+  m.n = n;
+  m.row = row;
+  return m.finish(rowMap);
 }
 
 /** Rows [from, to) of a CSR matrix as its own CSR. */
@@ -321,12 +442,7 @@ export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: Loa
     const tensor = full(name);
     const bounds = [0, ...splits];
     if (mode === 'sparse') {
-      const t = new Triples();
-      forEachNonZero(store, tensor, chunkBytes, (i, v) => {
-        const o = Math.floor(i / cols);
-        t.push(rowMap === null ? o : rowMap[o], i - o * cols, v);
-      });
-      const csr = triplesToCsr(t, rows, rowMap === null);
+      const csr = nonZeroCsr(store, tensor, chunkBytes, rows, cols, rowMap);
       if (splits.length === 1) return [{ rows, cols, csr }];
       return splits.map((end, s) => ({ rows: end - bounds[s], cols, csr: csrRows(csr, bounds[s], end) }));
     }

@@ -6,7 +6,9 @@
  * one, and so is a loaded chip — a store command with `--model` skips the compile (seconds) and
  * reads the checkpoint instead.
  */
-import { loadModel } from '../model/load-weights.ts';
+import fs from 'node:fs';
+import { loadModel, loadModelFromChipFile } from '../model/load-weights.ts';
+import { openChipFile, type ChipFile } from '../chipfile/read.ts';
 import type { RamDeclShape, RamStatePlacement } from '../load/ram-state.ts';
 import { hasCircuit, type ChipModel } from './chip-model.ts';
 import type { ManifestRam } from '../emit/manifest.ts';
@@ -28,7 +30,17 @@ const isInt = (x: unknown): x is number => typeof x === 'number' && Number.isSaf
  * readChipCheckpoint and checkChipFits otherwise.
  */
 export function loadChipModel(path: string, prog: ChipProgram): ChipModel & { checkpoint: ChipCheckpoint } {
-  const ck = readChipCheckpoint(path);
+  // a .chip is opened and validated once, for the manifest and the weights
+  const chip = fs.statSync(path, { throwIfNoEntry: false })?.isFile() ? openChipFile(path) : undefined;
+  try {
+    return loadChipModelFrom(path, prog, chip);
+  } finally {
+    chip?.close();
+  }
+}
+
+function loadChipModelFrom(path: string, prog: ChipProgram, chip: ChipFile | undefined): ChipModel & { checkpoint: ChipCheckpoint } {
+  const ck = readChipCheckpoint(path, chip);
   if (ck.merged) {
     throw new ChipcError('run.model', `${path} is a merged checkpoint (chip ids from ${ck.idOffset}); a chip service needs the chip alone (the checkpoint chipc run --emit or chipc store chip wrote)`);
   }
@@ -36,7 +48,7 @@ export function loadChipModel(path: string, prog: ChipProgram): ChipModel & { ch
   if (isInt(banked)) prog.chip.memBankWords = banked;
   checkChipFits(ck, prog);
   const { rams, decls } = manifestRams(path, ck.manifest.rams);
-  const weights = loadModel(path, { mode: 'sparse' });
+  const weights = chip === undefined ? loadModel(path, { mode: 'sparse' }) : loadModelFromChipFile(chip, path, { mode: 'sparse' });
   if (weights.config.numLayers !== ck.manifest.layerTypes?.length) {
     throw new ChipcError('run.model', `${path}: config.json has ${weights.config.numLayers} layers, the manifest ${String(ck.manifest.layerTypes?.length)}`);
   }

@@ -24,7 +24,7 @@ import {
   codeBanks, memBanks, memBankWordsFor, CODE_STORE_WORDS, CONFIG_CODE_END, CONFIG_TOHOST, MEM_BANK_WORDS, VOCAB, type CpuOptions,
 } from '../../riscv/chip-shape.ts';
 import type { ModelWeights } from '../model/weights.ts';
-import { openChipFile } from '../chipfile/read.ts';
+import { openChipFile, type ChipFile } from '../chipfile/read.ts';
 import { MANIFEST_FILE, buildManifest, manifestJson, type Manifest } from '../emit/manifest.ts';
 import { MERGE_INFO_FILE } from '../merge/merge.ts';
 import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-weights.ts';
@@ -606,14 +606,18 @@ function parseJson(bytes: Uint8Array | string, label: string): Record<string, un
 /**
  * Read a checkpoint's config.json, chipc-manifest.json and (merged) chipc-merge.json — a directory
  * or a `.chip` file — without loading any tensor. ChipcError: missing path (checkpoint.not-found), no
- * config (target.config), no chip manifest or disagreeing merge records (run.model).
+ * config (target.config), no chip manifest or disagreeing merge records (run.model). `open`: the
+ * `.chip` file at `p` already open (read, left open), so that a caller loading its weights as well
+ * opens and validates it once.
  */
-export function readChipCheckpoint(p: string): ChipCheckpoint {
-  const st = fs.statSync(p, { throwIfNoEntry: false });
-  if (st === undefined) throw new ChipcError('checkpoint.not-found', `${p} does not exist`);
+export function readChipCheckpoint(p: string, open?: ChipFile): ChipCheckpoint {
+  const st = open === undefined ? fs.statSync(p, { throwIfNoEntry: false }) : undefined;
+  if (open === undefined && st === undefined) throw new ChipcError('checkpoint.not-found', `${p} does not exist`);
   const files = new Map<string, Uint8Array | string>();
   const wanted = ['config.json', MANIFEST_FILE, MERGE_INFO_FILE];
-  if (st.isFile()) {
+  if (open !== undefined) {
+    for (const f of wanted) if (open.hasFile(f)) files.set(f, open.readFile(f));
+  } else if (st!.isFile()) {
     const chip = openChipFile(p);
     try {
       for (const f of wanted) if (chip.hasFile(f)) files.set(f, chip.readFile(f));

@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { openCheckpoint } from '../safetensors/checkpoint.ts';
-import { openChipFile } from '../chipfile/read.ts';
+import { openChipFile, type ChipFile } from '../chipfile/read.ts';
 import { parseHfConfig } from './hf-config.ts';
 import { isMoeLayer, type ModelConfig } from './config.ts';
 import type { TensorStore } from '../safetensors/types.ts';
@@ -556,9 +556,7 @@ export function loadModel(dir: string, opts: LoadOptions): ModelWeights {
   if (fs.statSync(dir, { throwIfNoEntry: false })?.isFile()) {
     const chip = openChipFile(dir);
     try {
-      if (!chip.hasFile('config.json')) throw new ChipcError('target.config', `${dir}: the .chip file holds no config.json`);
-      const cfg = parseConfigText(new TextDecoder().decode(chip.readFile('config.json')), `${dir}: config.json`);
-      return loadModelWeights(chip, cfg, opts);
+      return loadModelFromChipFile(chip, dir, opts);
     } finally {
       chip.close();
     }
@@ -577,6 +575,13 @@ export function loadModel(dir: string, opts: LoadOptions): ModelWeights {
   } finally {
     store.close();
   }
+}
+
+/** loadModel of an open `.chip` file (left open); `label` names it in errors. */
+export function loadModelFromChipFile(chip: ChipFile, label: string, opts: LoadOptions): ModelWeights {
+  if (!chip.hasFile('config.json')) throw new ChipcError('target.config', `${label}: the .chip file holds no config.json`);
+  const cfg = parseConfigText(new TextDecoder().decode(chip.readFile('config.json')), `${label}: config.json`);
+  return loadModelWeights(chip, cfg, opts);
 }
 
 function parseConfigText(text: string, label: string): ModelConfig {

@@ -27,9 +27,11 @@ const isInt = (x: unknown): x is number => typeof x === 'number' && Number.isSaf
  * program's data-RAM bank size is taken from the manifest first). ChipcError `run.model` for a
  * merged checkpoint (a service session drives the chip's own ids), a manifest without RAM layouts
  * (written before they were recorded) or one whose RAM records are malformed; the errors of
- * readChipCheckpoint and checkChipFits otherwise.
+ * readChipCheckpoint and checkChipFits otherwise. `open`: the `.chip` file at `path` already open
+ * (read, left open: the caller's to close).
  */
-export function loadChipModel(path: string, prog: ChipProgram): ChipModel & { checkpoint: ChipCheckpoint } {
+export function loadChipModel(path: string, prog: ChipProgram, open?: ChipFile): ChipModel & { checkpoint: ChipCheckpoint } {
+  if (open !== undefined) return loadChipModelFrom(path, prog, open);
   // a .chip is opened and validated once, for the manifest and the weights
   const chip = fs.statSync(path, { throwIfNoEntry: false })?.isFile() ? openChipFile(path) : undefined;
   try {

@@ -14,6 +14,8 @@ import { sparseSource, writeCheckpoint, writeSafetensors, zerosSource } from '..
 import { compactCheckpoint } from '../src/chipfile/compact.ts';
 import { expandChipFile } from '../src/chipfile/expand.ts';
 import { expectSameDir } from './helpers/dirs.ts';
+import { chipError } from './helpers/assert.ts';
+import type { TensorSource } from '../src/safetensors/types.ts';
 import { cli } from './helpers/cli.ts';
 
 let tmp = '';
@@ -152,5 +154,27 @@ describe('safetensors and .chip writers leave holes by default', () => {
       expect(diskBytes(path.join(holed, 'model.safetensors'))).toBeLessThan(1 << 20);
       expect(diskBytes(path.join(dense, 'model.safetensors'))).toBeGreaterThanOrEqual(16 << 20);
     }
+  });
+
+  it('refuses a zero run that is negative, fractional or past the tensor\'s size, leaving no file', () => {
+    const withZeros = (runs: (number | Uint8Array)[]): TensorSource => ({
+      name: 't', dtype: 'U8', shape: [HOLE_MIN_BYTES * 2],
+      chunks: () => [new Uint8Array(HOLE_MIN_BYTES * 2)],
+      sparseChunks: () => runs,
+    });
+    const file = path.join(tmp, 'bad.safetensors');
+    for (const [runs, code] of [
+      [[-5], 'safetensors.source-chunk'],
+      [[1.5], 'safetensors.source-chunk'],
+      [[HOLE_MIN_BYTES * 2 + 1], 'safetensors.source-size'],
+      [[HOLE_MIN_BYTES, new Uint8Array(HOLE_MIN_BYTES + 1)], 'safetensors.source-size'],
+      [[HOLE_MIN_BYTES], 'safetensors.source-size'],
+    ] as const) {
+      expect(chipError(() => writeSafetensors(file, [withZeros([...runs])])).code, JSON.stringify(runs.map((r) => typeof r === 'number' ? r : r.length))).toBe(code);
+      expect(fs.readdirSync(tmp).filter((n) => n.includes('bad.safetensors'))).toEqual([]);
+    }
+    // with holes off the dense chunks are written instead (the sparse ones are not read)
+    writeSafetensors(file, [withZeros([-5])], { holes: false });
+    expect(fs.statSync(file).size).toBeGreaterThan(HOLE_MIN_BYTES * 2);
   });
 });

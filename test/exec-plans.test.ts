@@ -10,7 +10,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { Executor } from '../src/exec/executor.ts';
-import { plansOf } from '../src/exec/plans.ts';
+import { ExecPlans, plansOf } from '../src/exec/plans.ts';
+import { sparsePlanOf } from '../src/exec/matmul-plans.ts';
 import { loadModel } from '../src/model/load-weights.ts';
 import { expectChipcError } from './helpers/assert.ts';
 
@@ -52,5 +53,27 @@ describe('ExecOptions.tuning', () => {
     for (const tuning of [{ scatterMinNnz: -1 }, { bigColumn: Number.NaN }, { bigColumn: '5' as unknown as number }, { bigColumns: 5 } as unknown as { bigColumn: number }]) {
       expectChipcError(() => new Executor(w, { tuning }), 'exec.bad-option');
     }
+  });
+});
+
+describe('sparsePlanOf', () => {
+  const csrMatrix = (rows: number[][], cols: number, values: number[]) => {
+    const rowPtr = new Uint32Array(rows.length + 1);
+    rows.forEach((r, i) => { rowPtr[i + 1] = rowPtr[i]! + r.length; });
+    return { rows: rows.length, cols, csr: { rowPtr, colIdx: Uint32Array.from(rows.flat()), values: Float32Array.from(values) } };
+  };
+
+  it('lists the rows with stored entries and tells finite weights (±0, subnormals, ±max) from ±Inf and NaN', () => {
+    const finite = [0, -0, 1.5, 2 ** -149, -(2 ** -149), 3.4028234663852886e38, -3.4028234663852886e38];
+    const m = csrMatrix([[0], [], [1, 2], [], [], [0, 1, 2, 3]], 4, finite);
+    const p = sparsePlanOf(new ExecPlans(), m);
+    expect([...p.nonEmptyRows]).toEqual([0, 2, 5]);
+    expect(p.finite).toBe(true);
+    for (const bad of [Infinity, -Infinity, NaN]) {
+      const values = [...finite];
+      values[4] = bad;
+      expect(sparsePlanOf(new ExecPlans(), csrMatrix([[0], [], [1, 2], [], [], [0, 1, 2, 3]], 4, values)).finite, String(bad)).toBe(false);
+    }
+    expect([...sparsePlanOf(new ExecPlans(), csrMatrix([[], []], 3, [])).nonEmptyRows]).toEqual([]);
   });
 });

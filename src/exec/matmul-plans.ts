@@ -19,8 +19,10 @@ function csrAllFinite(plans: ExecPlans, csr: CsrMatrix): boolean {
   let ok = csrFinite.get(csr);
   if (ok === undefined) {
     ok = true;
+    // by bits: an exponent of all ones is ±Inf or NaN
     const v = csr.values;
-    for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) { ok = false; break; }
+    const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);
+    for (let i = 0; i < bits.length; i++) if ((bits[i]! & 0x7f800000) === 0x7f800000) { ok = false; break; }
     csrFinite.set(csr, ok);
   }
   return ok;
@@ -48,15 +50,19 @@ export function sparsePlanOf(plans: ExecPlans, m: Matrix): SparsePlan {
   let p = sparsePlans.get(m);
   if (p && p.csr === (m.csr ?? p.csr) && (m.dense !== undefined) === (p.denseNegZeroRow !== null)) return p;
   const csr = csrOf(m, plans);
-  const rows: number[] = [];
-  for (let r = 0; r < m.rows; r++) if (csr.rowPtr[r + 1] > csr.rowPtr[r]) rows.push(r);
+  const rowPtr = csr.rowPtr;
+  // counted first, then filled: a growing array of up to 248,320 rows (the LM head) cost more
+  let count = 0;
+  for (let r = 0; r < m.rows; r++) if (rowPtr[r + 1] > rowPtr[r]) count++;
+  const nonEmptyRows = new Uint32Array(count);
+  for (let r = 0, i = 0; r < m.rows; r++) if (rowPtr[r + 1] > rowPtr[r]) nonEmptyRows[i++] = r;
   let denseNegZeroRow: Uint8Array | null = null;
   if (m.dense) {
     denseNegZeroRow = new Uint8Array(m.rows);
     const u = new Uint32Array(m.dense.buffer, m.dense.byteOffset, m.dense.length);
     for (let i = 0; i < u.length; i++) if (u[i] === 0x80000000) denseNegZeroRow[Math.floor(i / m.cols)] = 1;
   }
-  p = { csr, finite: csrAllFinite(plans, csr), nonEmptyRows: Uint32Array.from(rows), denseNegZeroRow };
+  p = { csr, finite: csrAllFinite(plans, csr), nonEmptyRows, denseNegZeroRow };
   sparsePlans.set(m, p);
   return p;
 }
@@ -75,15 +81,13 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
     const k0 = rowPtr[r];
     const k1 = rowPtr[r + 1];
     if (k1 - k0 > maxRowNnz) maxRowNnz = k1 - k0;
-    for (let k = k0; k < k1; k++) {
-      if (k > k0 && colIdx[k] <= colIdx[k - 1]) { sorted = false; break; }
-      colPtr[colIdx[k] + 1]++;
-    }
+    for (let k = k0 + 1; k < k1; k++) if (colIdx[k] <= colIdx[k - 1]) { sorted = false; break; }
   }
   if (!sorted) {
     cscPlans.set(m, null);
     return null;
   }
+  for (let k = 0; k < nnz; k++) colPtr[colIdx[k] + 1]++;
   for (let c = 0; c < m.cols; c++) colPtr[c + 1] += colPtr[c];
   const next = colPtr.slice(0, m.cols);
   const rowIdx = new Uint32Array(nnz);

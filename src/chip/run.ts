@@ -25,7 +25,7 @@ import {
 } from '../../riscv/chip-shape.ts';
 import type { ModelWeights } from '../model/weights.ts';
 import { openChipFile, type ChipFile } from '../chipfile/read.ts';
-import { MANIFEST_FILE, buildManifest, manifestJson, type Manifest } from '../emit/manifest.ts';
+import { MANIFEST_FILE, buildManifest, manifestJson, parseManifestDeferringEmit, type Manifest } from '../emit/manifest.ts';
 import { MERGE_INFO_FILE } from '../merge/merge.ts';
 import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-weights.ts';
 import { loadElf } from '../../riscv/elf.ts';
@@ -592,10 +592,10 @@ export interface ChipCheckpoint {
   manifest: RunManifest;
 }
 
-function parseJson(bytes: Uint8Array | string, label: string): Record<string, unknown> {
+function parseJson(bytes: Uint8Array | string, label: string, parse: (text: string) => unknown = JSON.parse): Record<string, unknown> {
   let j: unknown;
   try {
-    j = JSON.parse(typeof bytes === 'string' ? bytes : new TextDecoder().decode(bytes));
+    j = parse(typeof bytes === 'string' ? bytes : new TextDecoder().decode(bytes));
   } catch (e) {
     throw new ChipcError('run.model', `${label} is not valid JSON: ${(e as Error).message}`, { cause: e });
   }
@@ -642,7 +642,8 @@ export function readChipCheckpoint(p: string, open?: ChipFile): ChipCheckpoint {
     throw new ChipcError('run.model',
       `${p} has no ${MANIFEST_FILE}: it is not a compiled chip (or a merge of one); make the chip for this program with \`chipc run FILE.elf --emit DIR\``);
   }
-  const manifest = parseJson(m, `${p}: ${MANIFEST_FILE}`) as unknown as RunManifest;
+  // (the emit rows, most of the text, are parsed only if read: running a chip does not)
+  const manifest = parseJson(m, `${p}: ${MANIFEST_FILE}`, (text) => parseManifestDeferringEmit(text, `${p}: ${MANIFEST_FILE}`)) as unknown as RunManifest;
   // The id offset: chipc-merge.json and config.json's chipc_merge block (both written by chipc merge) must agree.
   const offsets: number[] = [];
   const offsetOf = (rec: unknown, label: string) => {

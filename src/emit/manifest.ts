@@ -6,6 +6,7 @@
  * Deterministic JSON (fixed key order, no timestamps).
  */
 import type { CompileResult } from '../compile.ts';
+import { ChipcError } from '../util/errors.ts';
 import type { GdnRamHeadRole, GdnRamLayout } from '../lower/ram-lowering.ts';
 
 export const MANIFEST_FILE = 'chipc-manifest.json';
@@ -111,6 +112,56 @@ export function manifestJson(m: object): string {
   };
   write(m, 0, '', '', true);
   return lines.join('\n') + '\n';
+}
+
+/**
+ * Parses manifest text as JSON, leaving the value of its top-level `emit` key (≈ 12 MB of the chip's
+ * 12.3 MB manifest: the token alphabet's emit rows, which running a chip does not read) unparsed
+ * until first read: `emit` is then a getter that parses it once (ChipcError `run.model` naming
+ * `label` if it is not valid JSON). The section is found by the layout manifestJson writes (every
+ * top-level key, and only those, at the start of a line indented by two spaces); text in another
+ * layout, or in which the rest does not parse without the section, is parsed whole.
+ */
+export function parseManifestDeferringEmit(text: string, label: string): unknown {
+  const key = '\n  "emit": ';
+  const at = text.indexOf(key);
+  if (at < 0 || text.indexOf(key, at + 1) >= 0) return JSON.parse(text);
+  const from = at + key.length;
+  let to = text.indexOf('\n  "', from); // the next top-level key
+  let head: string;
+  if (to >= 0) {
+    head = text.slice(0, at) + text.slice(to);
+  } else {
+    to = text.lastIndexOf('\n}'); // emit is the last key: drop the comma before it too
+    if (to < from) return JSON.parse(text);
+    const before = text.slice(0, at);
+    if (!before.endsWith(',')) return JSON.parse(text);
+    head = before.slice(0, -1) + text.slice(to);
+  }
+  const section = text.slice(from, to).replace(/,\s*$/, '');
+  let obj: unknown;
+  try {
+    obj = JSON.parse(head);
+  } catch {
+    return JSON.parse(text);
+  }
+  if (obj === null || typeof obj !== 'object' || Array.isArray(obj) || 'emit' in obj) return JSON.parse(text);
+  let parsed: { value: unknown } | null = null;
+  Object.defineProperty(obj, 'emit', {
+    enumerable: true,
+    configurable: true,
+    get(): unknown {
+      if (parsed === null) {
+        try {
+          parsed = { value: JSON.parse(section) };
+        } catch (e) {
+          throw new ChipcError('run.model', `${label}: its "emit" section is not valid JSON: ${(e as Error).message}`, { cause: e });
+        }
+      }
+      return parsed.value;
+    },
+  });
+  return obj;
 }
 
 export function buildManifest(res: CompileResult, targetName: string): Manifest {

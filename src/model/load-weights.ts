@@ -206,7 +206,11 @@ export function forEachNonZero(store: TensorStore, name: string, chunkBytes: num
     return;
   }
   if (isBlockSource(store)) {
-    forEachNonZeroInBlocks(store, name, info.dtype, elem, chunkBytes, visit);
+    // the block decoder of nonZeroCsr, the tensor as rows of 2^30 elements
+    const rowLength = 2 ** 30;
+    const rows = Math.max(1, Math.ceil(info.numel / rowLength));
+    const { rowPtr, colIdx, values } = blockCsr(store, name, info.dtype, elem, chunkBytes, rows, rowLength, null);
+    for (let r = 0; r < rows; r++) for (let k = rowPtr[r]!; k < rowPtr[r + 1]!; k++) visit(r * rowLength + colIdx[k]!, values[k]!);
     return;
   }
   const bits = new Uint32Array(1);
@@ -247,91 +251,33 @@ export function forEachNonZero(store: TensorStore, name: string, chunkBytes: num
 }
 
 /**
- * forEachNonZero over a BlockSource: each element meeting a block is assembled from the block's
- * bytes (bytes outside every block are zero; an element split between two blocks gets its bytes
- * from both), decoded as the streamed path decodes it, and visited unless ±0. Block data is read
- * in batches of at most `chunkBytes` (one block at least).
- */
-function forEachNonZeroInBlocks(src: BlockSource, name: string, dtype: string, elem: number, chunkBytes: number,
-  visit: (index: number, value: number) => void): void {
-  const { starts, lengths, dataPos } = src.blocks(name);
-  const bits = new Uint32Array(1);
-  const asF32 = new Float32Array(bits.buffer);
-  let pending = -1; // the element being assembled, and its bytes so far (little-endian)
-  let raw = 0;
-  // element e's little-endian bytes as one integer: visited unless ±0
-  const emit = (e: number, bits32: number) => {
-    if (dtype === 'F32') {
-      bits[0] = bits32;
-      if (asF32[0] !== 0) visit(e, asF32[0]);
-    } else if ((bits32 & 0x7fff) !== 0) {
-      if (dtype === 'BF16') {
-        bits[0] = bits32 << 16;
-        visit(e, asF32[0]);
-      } else visit(e, f16ToF32(bits32));
-    }
-  };
-  const flush = () => {
-    if (pending < 0) return;
-    emit(pending, raw);
-    pending = -1;
-  };
-  for (let k = 0; k < starts.length;) {
-    let k1 = k + 1;
-    while (k1 < starts.length && dataPos[k1]! + lengths[k1]! - dataPos[k]! <= chunkBytes) k1++;
-    const base = dataPos[k]!;
-    const data = src.readBlockData(name, base, dataPos[k1 - 1]! + lengths[k1 - 1]!);
-    for (let b = k; b < k1; b++) {
-      const s = starts[b]!;
-      const end = s + lengths[b]!;
-      const off = dataPos[b]! - base - s; // data[off + pos] is the tensor's byte pos, for pos in [s, end)
-      const eFirst = Math.floor(s / elem);
-      const eEnd = Math.ceil(end / elem);
-      for (let e = eFirst; e < eEnd; e++) {
-        const pos0 = e * elem;
-        if (pos0 >= s && pos0 + elem <= end) {
-          // wholly inside this block (most elements; no earlier block met it): its bytes in one read
-          flush();
-          const at = off + pos0;
-          emit(e, elem === 4 ? (data[at]! | (data[at + 1]! << 8) | (data[at + 2]! << 16) | (data[at + 3]! << 24)) >>> 0 : data[at]! | (data[at + 1]! << 8));
-          continue;
-        }
-        if (e !== pending) {
-          flush();
-          pending = e;
-          raw = 0;
-        }
-        for (let j = 0; j < elem; j++) {
-          const pos = pos0 + j;
-          if (pos >= s && pos < end) raw = (raw | (data[off + pos]! << (8 * j))) >>> 0;
-        }
-      }
-    }
-    k = k1;
-  }
-  flush();
-}
-
-/**
  * The CSR of a [rows, cols] tensor's non-zero elements (forEachNonZero's elements and values),
- * neutral row rowMap[o] holding the tensor's row o (o when null). From a BlockSource in BF16 or
- * F32 (a `.chip`: every compiled chip), the blocks are decoded in one loop straight into entry
- * arrays sized once from the block lengths: a closure call per element, the arrays' doublings and
- * a (row, col, value) triple list sorted afterwards were most of opening a saved chip. Elements
- * that straddle a block edge are assembled from both blocks, as forEachNonZeroInBlocks does.
- * Exported for tests.
+ * neutral row rowMap[o] holding the tensor's row o (o when null). From a BlockSource (a `.chip`)
+ * the blocks are decoded in one loop straight into entry arrays sized once from the block lengths
+ * (blockCsr): a closure call per element, the arrays' doublings and a (row, col, value) triple list
+ * sorted afterwards were most of opening a saved chip. Exported for tests.
  */
 export function nonZeroCsr(store: TensorStore, name: string, chunkBytes: number, rows: number, cols: number,
   rowMap: ArrayLike<number> | null): CsrMatrix {
   const info = store.info(name);
   const elem = STREAM_ELEM_BYTES[info.dtype];
-  if (!isBlockSource(store) || (info.dtype !== 'BF16' && info.dtype !== 'F32')) {
-    const m = new DiskRowCsr(rows, cols);
-    forEachNonZero(store, name, chunkBytes, (i, v) => m.add(i, v));
-    return m.finish(rowMap);
-  }
+  if (isBlockSource(store) && elem !== undefined) return blockCsr(store, name, info.dtype, elem, chunkBytes, rows, cols, rowMap);
+  const m = new DiskRowCsr(rows, cols);
+  forEachNonZero(store, name, chunkBytes, (i, v) => m.add(i, v));
+  return m.finish(rowMap);
+}
+
+/**
+ * nonZeroCsr from a BlockSource (F32, BF16 or F16 elements of `elem` bytes): each element that
+ * meets a block is assembled from the block's bytes (bytes outside every block are zero; an
+ * element split between two blocks gets its bytes from both) and stored unless ±0 (NaN is kept).
+ * Block data is read in runs of blocks of at most `chunkBytes` (one block at least).
+ */
+function blockCsr(store: BlockSource, name: string, dtype: string, elem: number, chunkBytes: number, rows: number, cols: number,
+  rowMap: ArrayLike<number> | null): CsrMatrix {
   const { starts, lengths, dataPos } = store.blocks(name);
   const e4 = elem === 4;
+  const f16 = dtype === 'F16';
   // every element that meets a block, once per block it meets: an upper bound of the count
   let capacity = 0;
   for (let k = 0; k < starts.length; k++) capacity += Math.ceil((starts[k]! + lengths[k]!) / elem) - Math.floor(starts[k]! / elem);
@@ -342,14 +288,21 @@ export function nonZeroCsr(store: TensorStore, name: string, chunkBytes: number,
   const asF32 = new Float32Array(bits.buffer);
   let n = 0;
   // element e from its little-endian bits, unless ±0 (NaN is kept) — the path of the elements
-  // that straddle a block edge (assembled from both blocks, as forEachNonZeroInBlocks does)
+  // that straddle a block edge (assembled from both blocks)
   const put = (e: number, raw: number): void => {
-    bits[0] = e4 ? raw : raw << 16;
-    if (asF32[0] === 0) return;
+    let v: number;
+    if (f16) {
+      if ((raw & 0x7fff) === 0) return;
+      v = f16ToF32(raw);
+    } else {
+      bits[0] = e4 ? raw : raw << 16;
+      if (asF32[0] === 0) return;
+      v = asF32[0]!;
+    }
     const o = Math.floor(e / cols);
     while (row < o) rowStart[++row] = n;
     tc[n] = e - o * cols;
-    tv[n] = asF32[0]!;
+    tv[n] = v;
     n++;
   };
   let pending = -1;
@@ -380,19 +333,26 @@ export function nonZeroCsr(store: TensorStore, name: string, chunkBytes: number,
           continue;
         }
         if (pending >= 0) { put(pending, raw); pending = -1; }
+        // wholly inside this block (nearly every element): put's steps, inline on this hot path
         const at = off + pos0;
+        let v: number;
         if (e4) {
           bits[0] = data[at]! | (data[at + 1]! << 8) | (data[at + 2]! << 16) | (data[at + 3]! << 24);
-          if (asF32[0] === 0) continue;
+          v = asF32[0]!;
+          if (v === 0) continue;
         } else {
           const h = data[at]! | (data[at + 1]! << 8);
           if ((h & 0x7fff) === 0) continue;
-          bits[0] = h << 16;
+          if (f16) v = f16ToF32(h);
+          else {
+            bits[0] = h << 16;
+            v = asF32[0]!;
+          }
         }
         const o = Math.floor(e / cols);
         while (row < o) rowStart[++row] = n;
         tc[n] = e - o * cols;
-        tv[n] = asF32[0]!;
+        tv[n] = v;
         n++;
       }
     }

@@ -42,7 +42,50 @@ const word = (bytes: number) => fc.oneof(
   { weight: 1, arbitrary: fc.constant(bytes === 4 ? 0x7fc00001 : 0x7fc1) }, // NaN
 );
 
+/** Little-endian bytes of `words`, `bytes` each. */
+function le(words: number[], bytes: number): Uint8Array {
+  const b = new Uint8Array(words.length * bytes);
+  words.forEach((w, i) => { for (let j = 0; j < bytes; j++) b[i * bytes + j] = Math.floor(w / 2 ** (8 * j)) % 256; });
+  return b;
+}
+
 let case_ = 0;
+/**
+ * Writes a.f32 (the words of w32), b.bf16 and c.f16 (both the words of w16) as [rows, cols] tensors
+ * (cols null: one dimension) into a safetensors file and its `.chip`, and runs `check(plain, chip)`
+ * on both opened; removes them after.
+ */
+function withStores(w32: number[], w16: number[], cols: number | null, chip: { minGap: number; codec?: 'none' | 'br' },
+  check: (plain: TensorStore, chipFile: TensorStore, rows: { a: number; b: number }) => void): void {
+  const dir = path.join(tmp, `ck${case_++}`);
+  fs.mkdirSync(dir);
+  // whole rows of `cols` (the tail words dropped, at least one row: zeros added)
+  const shape = (n: number) => (cols === null ? [n] : [Math.max(1, Math.floor(n / cols)), cols]);
+  const fit = (w: number[]) => {
+    const n = shape(w.length).reduce((x, y) => x * y, 1);
+    return [...w, ...new Array(Math.max(0, n - w.length)).fill(0)].slice(0, n);
+  };
+  const src = (name: string, dtype: 'F32' | 'BF16' | 'F16', words: number[], bytes: number) =>
+    ({ name, dtype, shape: shape(words.length), chunks: () => [le(fit(words), bytes)] });
+  writeSafetensors(path.join(dir, 'model.safetensors'), [
+    src('a.f32', 'F32', w32, 4),
+    src('b.bf16', 'BF16', w16, 2),
+    src('c.f16', 'F16', w16, 2),
+  ]);
+  const chipPath = path.join(tmp, `ck${case_}.chip`);
+  compactCheckpoint(dir, chipPath, chip);
+  const plain = openSafetensors(path.join(dir, 'model.safetensors'));
+  const chipFile = openChipFile(chipPath);
+  try {
+    check(plain, chipFile, { a: shape(w32.length)[0]!, b: shape(w16.length)[0]! });
+  } finally {
+    plain.close();
+    chipFile.close();
+  }
+  fs.rmSync(dir, { recursive: true });
+  fs.rmSync(chipPath);
+}
+
 describe('sparse loading from .chip blocks', () => {
   it('visits what the streamed path visits, for every dtype, gap and codec', () => {
     fc.assert(fc.property(
@@ -52,40 +95,20 @@ describe('sparse loading from .chip blocks', () => {
       fc.constantFrom('none' as const, 'br' as const),
       fc.constantFrom(8, 64, 4096),
       (w32, w16, minGap, codec, chunkBytes) => {
-        const dir = path.join(tmp, `ck${case_++}`);
-        fs.mkdirSync(dir);
-        const le = (words: number[], bytes: number) => {
-          const b = new Uint8Array(words.length * bytes);
-          words.forEach((w, i) => { for (let j = 0; j < bytes; j++) b[i * bytes + j] = Math.floor(w / 2 ** (8 * j)) % 256; });
-          return b;
-        };
-        const src = (name: string, dtype: 'F32' | 'BF16' | 'F16', bytes: Uint8Array, n: number) =>
-          ({ name, dtype, shape: [n], chunks: () => [bytes] });
-        writeSafetensors(path.join(dir, 'model.safetensors'), [
-          src('a.f32', 'F32', le(w32, 4), w32.length),
-          src('b.bf16', 'BF16', le(w16, 2), w16.length),
-          src('c.f16', 'F16', le(w16, 2), w16.length),
-        ]);
-        const chipPath = path.join(tmp, `ck${case_}.chip`);
-        compactCheckpoint(dir, chipPath, { minGap, codec });
-        const plain = openSafetensors(path.join(dir, 'model.safetensors'));
-        const chip = openChipFile(chipPath);
-        try {
+        withStores(w32, w16, null, { minGap, codec }, (plain, chip) => {
           for (const name of ['a.f32', 'b.bf16', 'c.f16']) {
             const want = visits(plain, name, chunkBytes);
             expect(visits(chip, name, chunkBytes), `${name}, minGap ${minGap}, ${codec}`).toEqual(want);
           }
-        } finally {
-          plain.close();
-          chip.close();
-        }
-        fs.rmSync(dir, { recursive: true });
-        fs.rmSync(chipPath);
+        });
       },
     ), { numRuns: 60 });
   });
 
   it('nonZeroCsr holds forEachNonZero\'s elements (row pointers, columns, value bits), rows permuted or not, from the blocks as from the stream', () => {
+    const f = new Float32Array(1);
+    const u = new Uint32Array(f.buffer);
+    const bitsOf = (v: number) => { f[0] = v; return u[0]!; };
     fc.assert(fc.property(
       fc.array(word(4), { minLength: 1, maxLength: 300 }),
       fc.array(word(2), { minLength: 1, maxLength: 300 }),
@@ -94,33 +117,8 @@ describe('sparse loading from .chip blocks', () => {
       fc.integer({ min: 1, max: 9 }),
       fc.boolean(),
       (w32, w16, minGap, chunkBytes, cols, remap) => {
-        const dir = path.join(tmp, `tr${case_++}`);
-        fs.mkdirSync(dir);
-        const le = (words: number[], bytes: number) => {
-          const b = new Uint8Array(words.length * bytes);
-          words.forEach((w, i) => { for (let j = 0; j < bytes; j++) b[i * bytes + j] = Math.floor(w / 2 ** (8 * j)) % 256; });
-          return b;
-        };
-        // whole rows of `cols` (the tail words dropped)
-        const r32 = Math.max(1, Math.floor(w32.length / cols));
-        const r16 = Math.max(1, Math.floor(w16.length / cols));
-        const pad = (w: number[], n: number) => [...w, ...new Array(Math.max(0, n - w.length)).fill(0)].slice(0, n);
-        const src = (name: string, dtype: 'F32' | 'BF16' | 'F16', bytes: Uint8Array, rows: number) =>
-          ({ name, dtype, shape: [rows, cols], chunks: () => [bytes] });
-        writeSafetensors(path.join(dir, 'model.safetensors'), [
-          src('a.f32', 'F32', le(pad(w32, r32 * cols), 4), r32),
-          src('b.bf16', 'BF16', le(pad(w16, r16 * cols), 2), r16),
-          src('c.f16', 'F16', le(pad(w16, r16 * cols), 2), r16),
-        ]);
-        const chipPath = path.join(tmp, `tr${case_}.chip`);
-        compactCheckpoint(dir, chipPath, { minGap });
-        const plain = openSafetensors(path.join(dir, 'model.safetensors'));
-        const chip = openChipFile(chipPath);
-        const f = new Float32Array(1);
-        const u = new Uint32Array(f.buffer);
-        const bitsOf = (v: number) => { f[0] = v; return u[0]!; };
-        try {
-          for (const [name, rows] of [['a.f32', r32], ['b.bf16', r16], ['c.f16', r16]] as const) {
+        withStores(w32, w16, cols, { minGap }, (plain, chip, rowsOf) => {
+          for (const [name, rows] of [['a.f32', rowsOf.a], ['b.bf16', rowsOf.b], ['c.f16', rowsOf.b]] as const) {
             // a permutation (disk row o is neutral row map[o]): every row moved up by one, the last to the top
             const map = remap ? Uint32Array.from({ length: rows }, (_, o) => (o + 1) % rows) : null;
             // the expected CSR, by neutral row, each row's entries in ascending column
@@ -141,12 +139,7 @@ describe('sparse loading from .chip blocks', () => {
               expect(got, `${name}, ${store === chip ? '.chip' : 'safetensors'}, minGap ${minGap}, cols ${cols}`).toEqual(want);
             }
           }
-        } finally {
-          plain.close();
-          chip.close();
-        }
-        fs.rmSync(dir, { recursive: true });
-        fs.rmSync(chipPath);
+        });
       },
     ), { numRuns: 60 });
   });

@@ -22,10 +22,15 @@ import { SLOT_LIMIT } from './frame.ts';
  * An embedded dim's values: a function of the token id, or its non-zero entries as a column
  * (ascending token ids, each with its value).
  */
-export type EmbedValues = ((token: number) => number) | { readonly tokens: Int32Array; readonly values: Float64Array };
+export type EmbedValues = ((token: number) => number) | Column;
 
-/** An embedding column: the ids whose value is not 0 (ascending) and their values. */
-type Column = { readonly tokens: Int32Array; readonly values: Float64Array };
+/**
+ * An embedding column: the ids whose value is not 0 (ascending) and their values — in the integer
+ * type of the token field's own table where it has one, as 0/1 bytes for one-hot and bit dims: a
+ * Float64Array of every field's values was ≈ 300 MB of fresh memory in the RV32 chip's first
+ * lowering.
+ */
+type Column = { readonly tokens: Int32Array; readonly values: Float64Array | Int8Array | Int16Array | Int32Array | Uint8Array };
 
 // The embedding columns made from each token field's table, per encoding key. They depend only on
 // the table and the key, never on the circuit being lowered, and are never written after they are
@@ -120,11 +125,13 @@ export class LowerContext {
     const valueAt = (t: number): number => n.values[t] ?? dflt;
     const countEntry = (j: number, x: number): void => { if (x !== 0) sizes[j]!++; };
     for (let t = 0; t < vocab; t++) entries(valueAt(t), countEntry);
-    const cols = Array.from({ length: count }, (_, j) => ({ tokens: new Int32Array(sizes[j]!), values: new Float64Array(sizes[j]!) }));
+    // (the dims are 0/1: every x put is 1)
+    const cols = Array.from({ length: count }, (_, j) => ({ tokens: new Int32Array(sizes[j]!), values: new Uint8Array(sizes[j]!) }));
     const fill = new Int32Array(count);
     let token = 0;
     const putEntry = (j: number, x: number): void => {
       if (x === 0) return;
+      if (x !== 1) throw new Error(`internal: ${n.name}: ${encoding} dim ${j} would be ${x} at token ${token}, not 0 or 1`);
       const c = cols[j]!;
       c.tokens[fill[j]!] = token;
       c.values[fill[j]!++] = x;
@@ -191,7 +198,8 @@ export class LowerContext {
     let count = 0;
     for (let t = 0; t < n; t++) if (values[t] !== 0 && values[t] !== undefined) at[count++] = t;
     const tokens = at.slice(0, count);
-    const vals = new Float64Array(count);
+    const vals = values instanceof Int8Array ? new Int8Array(count) : values instanceof Int16Array ? new Int16Array(count)
+      : values instanceof Int32Array ? new Int32Array(count) : new Float64Array(count);
     for (let k = 0; k < count; k++) vals[k] = values[tokens[k]!]!;
     const column = { tokens, values: vals };
     keepColumns(values, key, [column]);

@@ -13,8 +13,8 @@ import { OPC, immB, immJ, immS } from './decode.ts';
 import { cpuForProgram, loadElf } from './elf.ts';
 import { bnMac, type Cpu, type HaltReason, type TraceEvent } from './cpu.ts';
 import {
-  A_COUNT, BOS_ID, CODE_BASE, CODE_BYTES, PROTOCOL_VERSION, TRAP_CAUSE, codeWord, decodeToken, encodeToken, fits14, fits30,
-  splitResult, type TokenKind, type TrapCause,
+  A_COUNT, BOS_ID, CODE_BASE, CODE_BYTES, PROTOCOL_VERSION, TRAP_CAUSE, codeWord, decodeToken, encodeToken, fitsNarrow,
+  splitResult, wideHi14, type TokenKind, type TrapCause,
 } from './protocol.ts';
 
 /**
@@ -349,14 +349,15 @@ export function goldenRun(cpu: Cpu, program: GoldenProgram, prompt: readonly num
         if (!windowEnd) out(encodeToken({ kind: 'N', j: j + 1 }));
       } else if (r.result !== null) {
         const v = r.result;
-        const { lo, hi14, hi16 } = splitResult(v);
+        const { lo, hi16 } = splitResult(v);
+        const hi14 = wideHi14(v);
         const commit = (payload: number): number =>
           encodeToken(windowEnd ? { kind: 'K', v: payload } : { kind: 'E', j: j + 1, v: payload });
         // v2: a word-crossing load first brings back the bytes it read first, then always the wide form.
         if (r.loadPrefix !== null) out(encodeToken({ kind: 'D', v: r.loadPrefix }));
-        if (fits14(v) && r.loadPrefix === null) {
+        if (fitsNarrow(v) && r.loadPrefix === null) {
           out(commit(v | 0));
-        } else if (fits30(v)) {
+        } else if (hi14 !== null) {
           out(encodeToken({ kind: 'D', v: lo }));
           out(commit(hi14));
         } else {

@@ -1,7 +1,8 @@
 /**
- * The chip's token protocol, v5 (docs/token-protocol.md): the id ranges of every token kind,
+ * The chip's token protocol, v6 (docs/token-protocol.md): the id ranges of every token kind,
  * encodeToken / decodeToken / formatToken, the sign-extension helpers and range predicates used
- * to choose between the narrow (E), wide (D + E) and full (D + H + N) result forms, the BOS id and
+ * to choose between the narrow (E), wide (D + E) and full (D + H + N) result forms (v6: the wide
+ * form's pointer quadrant), the BOS id and
  * the code-address mapping of J(w).
  *
  * Every id below PROTOCOL_ALPHABET_SIZE is a token of exactly one kind; ids at or above it (up to
@@ -9,7 +10,7 @@
  */
 import { ChipcError } from '../src/util/errors.ts';
 
-export const PROTOCOL_VERSION = 'v5';
+export const PROTOCOL_VERSION = 'v6';
 
 /** First id of each kind and the number of ids it owns (ranges are contiguous, in this order). */
 export const E_BASE = 0;
@@ -137,12 +138,45 @@ export function fits30(v: number): boolean {
 }
 
 /**
- * The payloads carrying a 32-bit result: lo = v mod 2^16 (the D payload), hi14 = signExtend14(v >> 16)
- * (the E/K payload after a D; exact when fits30(v)), hi16 = (v >>> 16) (the H payload).
+ * v6: the E/K payloads whose two top bits are 10 (as signed 14-bit numbers, [−8192, −4096)) are
+ * the **pointer quadrant** of the wide form: after a D they complete the value
+ * 0x80000000 + 65,536·(payload mod 2^12) + lo (a pointer into code or data), not a large
+ * negative number. The narrow form never emits them (a value in [−8192, −4096) takes the wide
+ * form), so each E/K id names one high byte in both forms.
  */
-export function splitResult(v: number): { lo: number; hi14: number; hi16: number } {
+export const POINTER_QUADRANT = 2;
+
+/** True when v (signed or unsigned form) takes the narrow form E(j, v) / K(v): −4096 ≤ (v as int32) ≤ 8191 (v6). */
+export function fitsNarrow(v: number): boolean {
+  const s = check32(v, 'fitsNarrow');
+  return s >= -4096 && s <= 8191;
+}
+
+/**
+ * The E/K payload (a signed 14-bit number) that completes D(v mod 2^16) to the 32-bit value v, or
+ * null when v takes the full form (D, H): the value's bits 16…29 when it fits 30 bits and its top
+ * four bits are not 1110 (the quadrant that v6 gave to pointers), or the pointer quadrant's
+ * payload when its top four bits are 1000.
+ */
+export function wideHi14(v: number): number | null {
+  const s = check32(v, 'wideHi14');
+  const top = s >>> 28;
+  if (top === 0x8) return signExtend14((POINTER_QUADRANT << 12) | ((s >>> 16) & 0xfff));
+  if (top === 0xe || !fits30(s)) return null;
+  return signExtend14(s >> 16);
+}
+
+/** The value that the E/K payload hi14 (any 14-bit form) completes with D's lo (the commit rule after a D; v6), as an int32. */
+export function wideValue(hi14: number, lo: number): number {
+  const h = hi14 & 0x3fff;
+  const hi16 = h >>> 12 === POINTER_QUADRANT ? 0x8000 | (h & 0xfff) : signExtend14(h) & 0xffff;
+  return ((hi16 << 16) | (lo & 0xffff)) | 0;
+}
+
+/** The payloads carrying a 32-bit result in the full form: lo = v mod 2^16 (the D payload), hi16 = v >>> 16 (the H payload). */
+export function splitResult(v: number): { lo: number; hi16: number } {
   const s = check32(v, 'splitResult');
-  return { lo: s & 0xffff, hi14: signExtend14(s >> 16), hi16: (s >>> 16) & 0xffff };
+  return { lo: s & 0xffff, hi16: (s >>> 16) & 0xffff };
 }
 
 /** J payload for a code address: w = (pc − 0x80000000) / 4; ChipcError outside the 128 KiB code space or misaligned. */

@@ -15,7 +15,7 @@ import fc from 'fast-check';
 import { assembleElf, cpuForProgram, loadElf, type TraceEvent } from '../riscv/index.ts';
 import {
   BOS_ID, CODE_BASE, PROTOCOL_ALPHABET_SIZE, QWEN_VOCAB_SIZE, codeAddress, codeWord, decodeToken,
-  encodeToken, fits14, fits30, formatToken, signExtend14, signExtend30, splitResult, type Token, type TokenFields,
+  encodeToken, fits14, fits30, fitsNarrow, formatToken, signExtend14, signExtend30, splitResult, wideHi14, wideValue, type Token, type TokenFields,
 } from '../riscv/protocol.ts';
 import { INSTR_CLASSES, PROMPT_LENGTH, divisionSteps, goldenTokens, type GoldenTrace } from '../riscv/golden-trace.ts';
 import { expectChipcError } from './helpers/assert.ts';
@@ -157,6 +157,13 @@ describe('alphabet', () => {
   });
 });
 
+// v6: the commit rule after a D, stated from the doc independently of the helpers: payload bits
+// 13…12 = 10 give 0x80000000 + 2^16·(bits 11…0) + lo, every other payload v·2^16 + lo (v signed).
+const docWide = (payload: number, lo: number): number => {
+  const u = payload & 0x3fff;
+  return (u >> 12 === 2 ? 0x80000000 + 65536 * (u & 0xfff) + lo : (u >= 8192 ? u - 16384 : u) * 65536 + lo + 2 ** 32) % 2 ** 32;
+};
+
 describe('sign extension and range predicates', () => {
   it('signExtend14 / signExtend30 on every low-bit pattern boundary and at random', () => {
     expect([0, 0x1fff, 0x2000, 0x3fff, 0x4000, 0xffffffff, -1].map(signExtend14)).toEqual([0, 8191, -8192, -1, 0, -1, -1]);
@@ -190,13 +197,42 @@ describe('sign extension and range predicates', () => {
     }
   });
 
-  it('splitResult: D lo and the E/K or H high parts rebuild the value as the commit rule says', () => {
+  it('splitResult: D lo and H hi16 rebuild every value', () => {
     fc.assert(fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), (s) => {
-      const { lo, hi14, hi16 } = splitResult(s);
+      const { lo, hi16 } = splitResult(s);
       expect(hi16 * 65536 + lo).toBe(s < 0 ? s + 2 ** 32 : s);
-      // commit of E/K after D: sign-extend30({v, lo}) = v·2^16 + lo with v signed 14-bit.
-      if (fits30(s)) expect(hi14 * 65536 + lo).toBe(s);
     }), { numRuns: 1000 });
+  });
+
+  it('v6 narrow and wide forms: boundaries, the pointer quadrant, and the lost 0xE quadrant', () => {
+    for (const v of [0, 8191, -1, -4096, 0xfffff000, 0xffffffff]) expect(fitsNarrow(v), `fitsNarrow(${v})`).toBe(true);
+    for (const v of [8192, -4097, -8192, 0xffffe000, 0x80000000]) expect(fitsNarrow(v), `fitsNarrow(${v})`).toBe(false);
+    // pointers into the code and data RAMs take two tokens; their payloads sit in quadrant 10
+    expect(wideHi14(0x80000000)).toBe(-8192);
+    expect(wideHi14(0x8001fffc)).toBe(-8191);
+    expect(wideHi14(0x8fffffff)).toBe(-4097);
+    expect(wideValue(-8191, 0xfffc) >>> 0).toBe(0x8001fffc);
+    // values with top bits 1110 (v5's [−2^29, −2^28)) and those beyond 30 bits take the full form
+    for (const v of [0xe0000000, 0xefffffff, -(2 ** 29), 0x90000000, 0x7fffffff, 2 ** 29, 0xdfffffff]) expect(wideHi14(v), `wideHi14(${v})`).toBe(null);
+    for (const v of [0xf0000000, 2 ** 29 - 1, -(2 ** 28), 8192, -8192]) expect(wideHi14(v), `wideHi14(${v})`).not.toBe(null);
+    for (const v of [2 ** 32, 0.5]) { expectChipcError(() => fitsNarrow(v), 'protocol.value'); expectChipcError(() => wideHi14(v), 'protocol.value'); }
+  });
+
+  it('v6 wide form: every value it carries comes back by the doc rule, and it carries exactly the values the doc lists', () => {
+    fc.assert(fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), (s) => {
+      const u = s < 0 ? s + 2 ** 32 : s;
+      const hi = wideHi14(s);
+      const top = u >>> 28;
+      expect(hi !== null).toBe(top === 0x8 || top === 0x0 || top === 0x1 || top === 0xf);
+      if (hi !== null) {
+        expect(hi).toBeGreaterThanOrEqual(-8192);
+        expect(hi).toBeLessThanOrEqual(8191);
+        expect(docWide(hi, u & 0xffff)).toBe(u);
+        expect(wideValue(hi, u & 0xffff) >>> 0).toBe(u);
+      }
+      expect(fitsNarrow(s)).toBe(s >= -4096 && s <= 8191);
+    }), { numRuns: 2000 });
+    for (let p = -8192; p < 8192; p += 7) expect(wideValue(p, 0x1234) >>> 0).toBe(docWide(p, 0x1234));
   });
 
   it('code address mapping', () => {
@@ -359,39 +395,45 @@ describe('golden token trace: hand-built programs', () => {
       K(93), Jpc(0x80000010), HALT(0)]);
   });
 
-  it('lui: fits 30 (D, E), 32-bit (D, H, N), narrow (E), fits 30 at the window end (D, K, J)', () => {
+  it('lui: wide (D, E), a pointer (D, E in the pointer quadrant), narrow (E), top bits 1110 (D, H, J), below −4096 (D, E)', () => {
     const t = trace(`
       _start:
         lui a0, 0x12345      # j0: 0x12345000 < 2^29 -> D(0x5000), E(1, 0x1234)
-        lui a1, 0x80000      # j1: 0x80000000 -> D(0), H(0x8000), N(2)
+        lui a1, 0x80000      # j1: 0x80000000, a pointer -> D(0), E(2, -8192) (payload bits 13..12 = 10)
         lui a2, 0xfffff      # j2: -4096 -> E(3, -4096)
-        lui a3, 0xe0000      # j3: -2^29 -> D(0), K(-8192), J(0x80000010)
-        li a7, 93            # j0
-        li a0, 0             # j1
-        ecall                # j2: exit(0)
+        lui a3, 0xe0000      # j3: 0xe0000000, top bits 1110 -> D(0), H(0xe000), J(0x80000010)
+        lui a4, 0xffffe      # j0: -8192, below the narrow form -> D(0xe000), E(1, -1)
+        li a7, 93            # j1
+        li a0, 0             # j2
+        ecall                # j3: exit(0)
     `);
     expectStream(t, [
       D(0x5000), E(1, 0x1234),
-      D(0x0000), H(0x8000), N(2),
+      D(0x0000), E(2, -8192),
       E(3, -4096),
-      D(0x0000), K(-8192), Jpc(0x80000010),
-      E(1, 93), E(2, 0), HALT(0),
-    ], [0, 0, 1, 1, 1, 2, 3, 3, 3, 4, 5, 6]);
-    expect(t.summary.byClass['lui/auipc']).toEqual({ instructions: 4, tokens: 9, tokensPerInstruction: 9 / 4 });
+      D(0x0000), H(0xe000), Jpc(0x80000010),
+      D(0xe000), E(1, -1),
+      E(2, 93), E(3, 0), HALT(0),
+    ], [0, 0, 1, 1, 2, 3, 3, 3, 4, 4, 5, 6, 7]);
+    expect(t.summary.byClass['lui/auipc']).toEqual({ instructions: 5, tokens: 10, tokensPerInstruction: 10 / 5 });
   });
 
-  it('32-bit result at the window end (D, H, J) and inside a window (D, H, N)', () => {
+  it('32-bit result at the window end (D, H, J) and inside a window (D, H, N); a pointer at the window end (D, K, J)', () => {
     const t = trace(`
       _start:
         nop                  # j0 -> N(1)
         nop                  # j1 -> N(2)
         nop                  # j2 -> N(3)
-        lui a0, 0x87654      # j3: 0x87654000 -> D(0x4000), H(0x8765), J(0x80000010)
-        addi a0, a0, 0x321   # j0: 0x87654321 -> D(0x4321), H(0x8765), N(1)
-        li a7, 93            # j1 -> E(2, 93)
-        ecall                # exit(0x87654321 < 0) -> HALT(255)
+        lui a0, 0x97654      # j3: 0x97654000 -> D(0x4000), H(0x9765), J(0x80000010)
+        addi a0, a0, 0x321   # j0: 0x97654321 -> D(0x4321), H(0x9765), N(1)
+        nop                  # j1 -> N(2)
+        nop                  # j2 -> N(3)
+        lui a1, 0x87654      # j3: 0x87654000 -> D(0x4000), K(0x2765 - 0x4000 = -6299), J(0x80000020)
+        li a7, 93            # j0 -> E(1, 93)
+        ecall                # exit(0x97654321 < 0) -> HALT(255)
     `);
-    expectStream(t, [N(1), N(2), N(3), D(0x4000), H(0x8765), Jpc(0x80000010), D(0x4321), H(0x8765), N(1), E(2, 93), HALT(255)]);
+    expectStream(t, [N(1), N(2), N(3), D(0x4000), H(0x9765), Jpc(0x80000010), D(0x4321), H(0x9765), N(1),
+      N(2), N(3), D(0x4000), K(-6299), Jpc(0x80000020), E(1, 93), HALT(255)]);
   });
 
   it('branches: not taken (N), taken (J), taken to pc+4 (still J)', () => {
@@ -478,13 +520,13 @@ describe('golden token trace: hand-built programs', () => {
   it('tohost store halts with HALT(value >> 1)', () => {
     const t = trace(`
       _start:
-        la t0, tohost          # auipc t0, 0 -> 0x80000000: D(0), H(0x8000), N(1); addi -> 0x80000010: D(0x10), H(0x8000), N(2)
+        la t0, tohost          # auipc t0, 0 -> 0x80000000: D(0), E(1, -8192); addi -> 0x80000010: D(0x10), E(2, -8192)
         addi t1, zero, 7       # j2 -> E(3, 7)
         sw t1, 0(t0)           # j3: tohost = 7 -> HALT(3)
       tohost:
         .word 0
     `);
-    expectStream(t, [D(0), H(0x8000), N(1), D(0x10), H(0x8000), N(2), E(3, 7), HALT(3)]);
+    expectStream(t, [D(0), E(1, -8192), D(0x10), E(2, -8192), E(3, 7), HALT(3)]);
     expect(t.halt.reason).toBe('tohost');
     expect(t.summary.byClass.store).toEqual({ instructions: 1, tokens: 1, tokensPerInstruction: 1 });
   });
@@ -580,8 +622,8 @@ function replay(tokens: Int32Array, wordAt: (i: number) => number): Replayed {
     lo = null;
     const instrBefore = started.length - 1;
     switch (t.kind) {
-      case 'E': commit(wide === null ? t.v : t.v * 65536 + wide); started.push(base + 4 * t.j); break;
-      case 'K': commit(wide === null ? t.v : t.v * 65536 + wide); break;
+      case 'E': commit(wide === null ? t.v : docWide(t.v, wide)); started.push(base + 4 * t.j); break;
+      case 'K': commit(wide === null ? t.v : docWide(t.v, wide)); break;
       case 'D': lo = t.v; break;
       case 'H': {
         expect(wide).not.toBe(null);

@@ -61,7 +61,7 @@ function expectStream(t: GoldenTrace, generated: number[], owners: number[], pcs
 
 describe('v5 alphabet: TRAP(cause)', () => {
   it('8 ids right after A: [248,197, 248,205); the alphabet has 248,205 ids', () => {
-    expect(PROTOCOL_VERSION).toBe('v5');
+    expect(PROTOCOL_VERSION).toBe('v6'); // v6 changed no id (docs/token-protocol.md "v6")
     expect(TRAP_BASE).toBe(248197);
     expect(TRAP_COUNT).toBe(8);
     expect(PROTOCOL_ALPHABET_SIZE).toBe(248205);
@@ -204,9 +204,9 @@ describe('golden stream: TRAP(load) / TRAP(store)', () => {
   });
 
   it('a load just past the end of RAM, at the window end', () => {
-    // 32 KiB RAM: 0x80008000 is the first byte past it. lui a0, 0x80008 -> D(0x8000), H(0x8000), N(1).
+    // 32 KiB RAM: 0x80008000 is the first byte past it. lui a0, 0x80008 -> D(0x8000), E(1, -8192) (a pointer, v6).
     const t = trace('_start:\n lui a0, 0x80008\n nop\n nop\n lb a1, 0(a0)\n', { mem: { size: 32 * 1024 } });
-    expectStream(t, [D(0x8000), H(0x8000), N(1), N(2), N(3), LOAD], [0, 0, 0, 1, 2, 3], [BASE, BASE + 4, BASE + 8, BASE + 12]);
+    expectStream(t, [D(0x8000), E(1, -8192), N(2), N(3), LOAD], [0, 0, 1, 2, 3], [BASE, BASE + 4, BASE + 8, BASE + 12]);
   });
 
   it('a store to an unmapped address', () => {
@@ -248,8 +248,8 @@ describe('golden stream: TRAP(fetch)', () => {
 
   it('a jump beyond the 128 KiB J range (inside RAM) and a jump or taken branch beyond the code RAM', () => {
     let t = trace('_start:\n lui t0, 0x80020\n jr t0\n');
-    // lui -> D(0), H(0x8002), N(1); jr -> TRAP(fetch).
-    expectStream(t, [D(0), H(0x8002), N(1), FETCH], [0, 0, 0, 1], [BASE, BASE + 4], ['lui/auipc', 'jal/jalr']);
+    // lui -> D(0), E(1, 0x2002 - 0x4000) (a pointer, v6); jr -> TRAP(fetch).
+    expectStream(t, [D(0), E(1, 0x2002 - 0x4000), FETCH], [0, 0, 1], [BASE, BASE + 4], ['lui/auipc', 'jal/jalr']);
     expect(t.halt).toMatchObject({ reason: 'fault', pc: 0x80020000, trap: 'fetch' });
     const src = '_start:\n li a0, 1\n j far\n nop\n nop\nfar:\n li a7, 93\n ecall\n';
     t = trace(src, { codeBytes: 16 });

@@ -6,7 +6,7 @@
  */
 import {
   A_BASE, BOS_ID, D_BASE, E_BASE, E_PER_SLOT, H_BASE, HALT_BASE, J_BASE, K_BASE, N_BASE, OUT_BASE, OUT_PER_SLOT,
-  Q_BASE, TRAP_BASE, TRAP_COUNT, WINDOW_SLOTS,
+  Q_BASE, TRAP_BASE, TRAP_COUNT, WINDOW_SLOTS, wideValue,
 } from '../../riscv/protocol.ts';
 
 // ── token alphabet (docs/token-protocol.md "Alphabet") ─────────────────────────────────────────
@@ -66,10 +66,13 @@ export function narrowCommit(t: number): number {
   const { kind, v } = tokenKind(t);
   return kind === Kind.E || kind === Kind.K ? sext(v, 14) : 0;
 }
-/** Upper value bits when completing a D: E/K carry bits 16…29 (sign-extended), H bits 16…31. */
+/**
+ * Upper value bits when completing a D: E/K carry bits 16…29 (sign-extended), or in the pointer
+ * quadrant (payload bits 13…12 = 10, protocol v6) 0x8000 + bits 11…0 as bits 16…31; H bits 16…31.
+ */
 export function wideCommit(t: number): number {
   const { kind, v } = tokenKind(t);
-  if (kind === Kind.E || kind === Kind.K) return sext(v, 14) << 16;
+  if (kind === Kind.E || kind === Kind.K) return wideValue(v, 0);
   if (kind === Kind.H) return v << 16;
   return 0;
 }

@@ -103,6 +103,38 @@ describe('one generic chip runs different programs (weights and IR)', () => {
     }
   }, 120_000);
 
+  it('protocol v6 result forms at their edges (narrow, wide, pointer, full), at every window position: the golden stream, and the values committed', () => {
+    // Each value is built by li (lui, addi: both results are emitted) and folded into t0 by xor and
+    // into t2 by add, so a wrongly committed value changes later results and the exit code.
+    const values = [
+      0x80000000, 0x8fffffff, 0x8001fffc, 0x90000000, 0xe0000000, 0xefffffff, 0xf0000000, 0xdfffffff, 0x1fffffff, 0x20000000,
+      -4096, -4097, -8192, -8193, 8191, 8192, -1,
+    ];
+    const body = values.map((v) => `li t1, ${v | 0}\nxor t0, t0, t1\nadd t2, t2, t1\n`).join('');
+    const exit = 'xor t0, t0, t2\nsrli t1, t0, 16\nxor t0, t0, t1\nsrli t1, t0, 8\nxor t0, t0, t1\nandi a0, t0, 255\nli a7, 93\necall';
+    let pointerForms = 0;
+    let fullE = 0;
+    for (let pad = 0; pad < 4; pad++) {
+      const { elf } = assembleElf(`${'addi zero, zero, 0\n'.repeat(pad)}${body}${exit}`);
+      const prog = programOf(elf, SHAPE, target.config);
+      const { g, opts } = golden(elf, prog);
+      expect(g.halt.reason).toBe('exit');
+      const toks = [...g.tokens].map(formatToken);
+      for (let i = 1; i < toks.length; i++) {
+        // after a D: E or K with a payload in [−8192, −4096) (quadrant 10) is a pointer's high half
+        const m = /^(?:E\(\d, |K\()(-?\d+)\)$/.exec(toks[i]!);
+        if (toks[i - 1]!.startsWith('D(') && m && Number(m[1]) < -4096) pointerForms++;
+        if (toks[i - 1]!.startsWith('D(') && /^H\(0xe/.test(toks[i]!)) fullE++;
+      }
+      const r = runOnChip(chip, prog, opts);
+      expect(r.divergence).toBeNull();
+      expect(r.exitCode).toBe(g.halt.exitCode);
+      expect(r.tokens.slice(r.promptLength)).toEqual([...g.tokens.subarray(2)]);
+    }
+    expect(pointerForms).toBeGreaterThanOrEqual(4 * 3); // the three pointers at every pad
+    expect(fullE).toBeGreaterThanOrEqual(4 * 2); // 0xe0000000 and 0xefffffff take D, H
+  }, 120_000);
+
   it('a non-exit ecall leaves −38 (ENOSYS) in a0 at every window position, as the emulator', () => {
     for (let pad = 0; pad < 4; pad++) {
       const src = `${'addi zero, zero, 0\n'.repeat(pad)}li a7, 63\necall\nmv a1, a0\nli a7, 93\naddi a0, a1, 43\necall`;

@@ -271,3 +271,18 @@ export function formatToken(id: number): string {
     case 'TRAP': return `TRAP(${TRAP_CAUSE_NAMES[t.cause] ?? t.cause})`;
   }
 }
+
+/**
+ * formatToken(id), and after a D (prev) the 32-bit word that the D and this E / K / H carry
+ * together: `E(2, -8192) = 0x80000010` (a pointer in the wide form, v6), `H(0x9765) = 0x97654321`.
+ * A stream printer's view: the word is what the two tokens carry, whether or not it is committed
+ * to a register (a store's or a division step's H carries a word it does not commit).
+ */
+export function formatTokenAfter(id: number, prev: number | null): string {
+  const text = formatToken(id);
+  if (prev === null || prev < D_BASE || prev >= D_BASE + D_COUNT) return text;
+  const lo = prev - D_BASE;
+  const t = decodeToken(id);
+  const word = t.kind === 'E' || t.kind === 'K' ? wideValue(t.v, lo) : t.kind === 'H' ? (t.v << 16) | lo : null;
+  return word === null ? text : `${text} = ${hex(word >>> 0, 8)}`;
+}

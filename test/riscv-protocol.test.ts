@@ -15,7 +15,7 @@ import fc from 'fast-check';
 import { assembleElf, cpuForProgram, loadElf, type TraceEvent } from '../riscv/index.ts';
 import {
   BOS_ID, CODE_BASE, PROTOCOL_ALPHABET_SIZE, QWEN_VOCAB_SIZE, codeAddress, codeWord, decodeToken,
-  encodeToken, fits14, fits30, fitsNarrow, formatToken, signExtend14, signExtend30, splitResult, wideHi14, wideValue, type Token, type TokenFields,
+  encodeToken, fits14, fits30, fitsNarrow, formatToken, formatTokenAfter, signExtend14, signExtend30, splitResult, wideHi14, wideValue, type Token, type TokenFields,
 } from '../riscv/protocol.ts';
 import { INSTR_CLASSES, PROMPT_LENGTH, divisionSteps, goldenTokens, type GoldenTrace } from '../riscv/golden-trace.ts';
 import { expectChipcError } from './helpers/assert.ts';
@@ -154,6 +154,17 @@ describe('alphabet', () => {
     expect(formatToken(TRAP(0))).toBe('TRAP(illegal)');
     expect(formatToken(TRAP(4))).toBe('TRAP(store)');
     expect(formatToken(TRAP(5))).toBe('TRAP(5)');
+  });
+
+  it('formatTokenAfter: after a D, the word the pair carries (v6 pointers, wide, full); otherwise formatToken', () => {
+    expect(formatTokenAfter(E(2, -8192), D(0x0010))).toBe('E(2, -8192) = 0x80000010');
+    expect(formatTokenAfter(K(0x2765 - 0x4000), D(0x4000))).toBe('K(-6299) = 0x87654000');
+    expect(formatTokenAfter(E(1, 0x1234), D(0x5000))).toBe('E(1, 4660) = 0x12345000');
+    expect(formatTokenAfter(E(1, -1), D(0xe000))).toBe('E(1, -1) = 0xffffe000');
+    expect(formatTokenAfter(H(0x9765), D(0x4321))).toBe('H(0x9765) = 0x97654321');
+    expect(formatTokenAfter(E(1, 5), null)).toBe('E(1, 5)');
+    expect(formatTokenAfter(E(1, 5), N(1))).toBe('E(1, 5)');
+    expect(formatTokenAfter(N(2), D(0x10))).toBe('N(2)');
   });
 });
 

@@ -312,12 +312,13 @@ describe('chipc run', () => {
     process.env['CHIPC_CACHE_DIR'] = path.join(dir, 'cache');
     try {
       const file = path.join(dir, 'prog.elf');
-      // x10 = 6·7 − 35 = 7 through adds and shifts; exit(7).
+      // x10 = 6·7 − 35 = 7 through adds and shifts; x11 a pointer (two tokens, protocol v6); exit(7).
       fs.writeFileSync(file, assembleElf(`
         addi x5, x0, 6
         slli x6, x5, 3
         sub x6, x6, x5
         addi x10, x6, -35
+        lui x11, 0x80001
         addi x17, x0, 93
         ecall
       `).elf);
@@ -329,11 +330,15 @@ describe('chipc run', () => {
         expect(doc.divergence).toBeNull();
         expect(doc.exitCode).toBe(7);
         expect(code).toBe(7);
-        expect(doc.instructions).toBe(6);
+        expect(doc.instructions).toBe(7);
         expect(doc.chip).toEqual({ codeBytes: 256, memBytes: 1024 });
         expect(doc.cache.hit).toBe(hit);
         expect(doc.cache.path.startsWith(path.join(dir, 'cache'))).toBe(true);
       }
+      // --trace: a token a line; after a D, the word the pair carries
+      const traced = await cli('run', file, '--code-size', '256', '--mem-size', '1024', '--trace');
+      expect(traced.code).toBe(7);
+      expect(traced.out.split('\n').slice(0, 9)).toEqual(['E(1, 6)', 'E(2, 48)', 'E(3, 42)', 'K(7)', 'J(0x4)', 'D(0x1000)', 'E(1, -8192) = 0x80001000', 'E(2, 93)', 'HALT(7)']);
     } finally {
       if (saved === undefined) delete process.env['CHIPC_CACHE_DIR'];
       else process.env['CHIPC_CACHE_DIR'] = saved;

@@ -29,7 +29,7 @@ import { openChipFile } from '../../chipfile/read.ts';
 import { loadChipModel } from '../../chip/loaded.ts';
 import type { CompileResult } from '../../compile.ts';
 import type { Mismatch } from '../../verify/check.ts';
-import { decodeToken, formatToken } from '../../../riscv/protocol.ts';
+import { decodeToken, formatToken, formatTokenAfter } from '../../../riscv/protocol.ts';
 import { EXIT_DIFFERENT, fmtInt, makeOut } from '../support/output.ts';
 import type { Runner } from '../support/output.ts';
 import { prepareOutput } from '../support/files.ts';
@@ -151,6 +151,7 @@ export function registerRun(program: Command, run: Runner): void {
           const consoleBytes: number[] = [];
           // seconds from the process's start to the first generated token (what a user waits for)
           let firstTokenAfterStart: number | null = null;
+          let prevToken: number | null = null;
           const onToken = (t: number) => {
             firstTokenAfterStart ??= process.uptime();
             const d = decodeToken(t);
@@ -158,7 +159,8 @@ export function registerRun(program: Command, run: Runner): void {
               consoleBytes.push(d.b);
               if (!o.json && !o.trace) process.stdout.write(Buffer.from([d.b]));
             }
-            if (o.trace && !o.json) out.line(formatToken(t));
+            if (o.trace && !o.json) out.line(formatTokenAfter(t, prevToken));
+            prevToken = t;
           };
           const runOpts = { profile, order, kernelOrder, maxTokens, golden, goldenPc, goldenEnd, onToken, load, prefill };
           let r: RunResult;

@@ -270,7 +270,12 @@ describe('attention shortcuts', () => {
 // ---------------------------------------------------------------------------------------------
 // whole executors
 
-/** A random tiny model, CSR-only, with unused GDN heads (zero q/k/v/z/b/a rows), an unused key head and sparse FFNs. */
+/**
+ * A random tiny model, CSR-only, with unused GDN heads (zero q/k/v/z/b/a rows), an unused key head,
+ * and dense MLPs with sparse gate / up rows whose last third of units have no entry (a compiled chip's layout:
+ * the incremental SwiGLU cuts them, mlp.ts ffnTrimOf) while the down projection still stores
+ * entries in their columns.
+ */
 function holedModel(seed: number): ModelWeights {
   const cfg = resolveTarget('tiny').config;
   const w = randomModelWeights(cfg, seed);
@@ -279,6 +284,16 @@ function holedModel(seed: number): ModelWeights {
   const zeroRows = (m: Matrix, from: number, to: number): void => { m.dense!.fill(0, from * m.cols, to * m.cols); };
   const csrOnly = (m: Matrix): Matrix => ({ rows: m.rows, cols: m.cols, csr: sparsifyMatrix(densifyMatrix(m)).csr });
   for (const l of w.layers) {
+    if (l.mlp.kind === 'dense') {
+      const f = l.mlp;
+      for (const x of [f.gateProj, f.upProj, f.downProj]) Object.assign(x, densifyMatrix(x));
+      const units = f.gateProj.rows;
+      // about a fifth of each gate / up row stored, so that the incremental path takes them
+      for (const x of [f.gateProj, f.upProj]) for (let k = 0; k < x.dense!.length; k++) if ((k % x.cols + Math.floor(k / x.cols)) % 5 !== 0) x.dense![k] = 0;
+      zeroRows(f.gateProj, units - Math.floor(units / 3), units);
+      zeroRows(f.upProj, units - Math.floor(units / 3), units);
+      Object.assign(f, { gateProj: csrOnly(f.gateProj), upProj: csrOnly(f.upProj), downProj: csrOnly(f.downProj) });
+    }
     const m = l.mixer;
     if (m.kind === 'linear_attention') {
       for (const x of [m.inProjQkv, m.inProjZ, m.inProjB, m.inProjA, m.outProj]) Object.assign(x, densifyMatrix(x));

@@ -272,8 +272,8 @@ describe('attention shortcuts', () => {
 
 /**
  * A random tiny model, CSR-only, with unused GDN heads (zero q/k/v/z/b/a rows), an unused key head,
- * and dense MLPs with sparse gate / up rows whose last third of units have no entry (a compiled chip's layout:
- * the incremental SwiGLU cuts them, mlp.ts ffnTrimOf) while the down projection still stores
+ * and dense MLPs with sparse gate / up rows (so that the incremental SwiGLU takes them) whose last
+ * third of units have no entry, a compiled chip's layout, while the down projection still stores
  * entries in their columns.
  */
 function holedModel(seed: number): ModelWeights {

@@ -9,7 +9,7 @@
  *    acc = act(fl(acc + act(fl(act(sigmoid(x·w_sgᵀ)) · Shared(x))))).
  */
 import { ChipcError } from '../util/errors.ts';
-import type { CsrMatrix, Matrix, MoeMlpWeights } from '../model/weights.ts';
+import type { Matrix, MoeMlpWeights } from '../model/weights.ts';
 import { linear, linearEx, linearOnSupport, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { nonEmptyRowUnion } from './matmul-plans.ts';
 import type { ExecPlans } from './plans.ts';
@@ -44,40 +44,6 @@ function gateUpParts(plans: ExecPlans, m: { gateProj: Matrix; upProj: Matrix }):
 }
 
 /**
- * Gate and up of m cut to the units up to the last one either stores an entry in, for the
- * incremental path (plans.ffnTrims): a compiled chip fills its FFN units from the first, and the
- * host shape's intermediate size is mostly empty (chip-test: 26,072 of 229,376 units used), so the
- * first decode step — which folds every gate / up row and sets every unit's h — and every per-row
- * state would otherwise pay for the empty ones. Exact: a cut unit u has no stored gate or up entry,
- * so the whole matrices give it g_u = u_u (both +0, or both −0 when every input has its sign bit
- * set) and h_u = act(fl(g_u · u_u)) = +0; swigluDelta keeps h_u = +0 for it and passes the down
- * projection h at its full width, so down sees the same input, and each kept gate / up row folds
- * the same entries in the same order (rows are independent). Returns m's own gate and up when
- * nothing would be cut or they have dense storage.
- */
-function ffnTrimOf(plans: ExecPlans, m: { gateProj: Matrix; upProj: Matrix }): { gateProj: Matrix; upProj: Matrix } {
-  const { gateProj: g, upProj: u } = m;
-  const kept = plans.ffnTrims.get(m);
-  if (kept !== undefined && kept.src[0] === g && kept.src[1] === u && kept.srcCsr[0] === g.csr && kept.srcCsr[1] === u.csr) return kept.cut;
-  let cut: { gateProj: Matrix; upProj: Matrix } = { gateProj: g, upProj: u };
-  const n = g.rows;
-  if (g.csr && u.csr && !g.dense && !u.dense && u.rows === n) {
-    let units = 0;
-    for (const rp of [g.csr.rowPtr, u.csr.rowPtr]) {
-      let r = n;
-      while (r > units && rp[r] === rp[r - 1]) r--; // rows [r, n) are empty
-      units = Math.max(units, r);
-    }
-    if (units < n) {
-      const rows = (c: CsrMatrix): CsrMatrix => ({ rowPtr: c.rowPtr.subarray(0, units + 1), colIdx: c.colIdx, values: c.values });
-      cut = { gateProj: { rows: units, cols: g.cols, csr: rows(g.csr) }, upProj: { rows: units, cols: u.cols, csr: rows(u.csr) } };
-    }
-  }
-  plans.ffnTrims.set(m, { src: [g, u], srcCsr: [g.csr, u.csr], cut });
-  return cut;
-}
-
-/**
  * The SwiGLU through delta.ts's incremental matmuls (sparse path, sequential order, CSR-only
  * matrices): gate and up, stacked into one matrix [gate; up] (stack-rows.ts), keep their outputs
  * across calls and recompute the rows of changed input columns; h_i = act(fl(act(silu(g_i))·u_i))
@@ -93,23 +59,20 @@ function swigluDelta(
   ctx: ExecNumericContext, m: { gateProj: Matrix; upProj: Matrix; downProj: Matrix }, x: Float32Array,
   stats: MatmulStats | undefined, out: Float32Array, io?: SwigluIo,
 ): boolean {
-  const N = m.gateProj.rows;
+  const n = m.gateProj.rows;
   const H = m.gateProj.cols;
-  if (m.downProj.cols !== N || m.upProj.rows !== N || m.upProj.cols !== H || out.length < m.downProj.rows || x.length < H) return false;
-  // the units up to the last used one (h stays +0 beyond them: ffnTrimOf)
-  const gu = ffnTrimOf(ctx.plans, m);
-  const n = gu.gateProj.rows;
+  if (m.downProj.cols !== n || m.upProj.rows !== n || m.upProj.cols !== H || out.length < m.downProj.rows || x.length < H) return false;
   // per numeric context and gate matrix (ctx.memos.ffnDeltaStates): h and the gate/up memo version it reflects
   const byM = ctx.memos.ffnDeltaStates;
   let st = byM.get(m.gateProj);
-  if (st === undefined || st.h.length !== N) {
-    const h = new Float32Array(N);
+  if (st === undefined || st.h.length !== n) {
+    const h = new Float32Array(n);
     st = { h, hBits: new Uint32Array(h.buffer), valid: false, changed: new Int32Array(n), ver: -1 };
     byM.set(m.gateProj, st);
   }
   let t0 = phaseStart();
   // gate and up read the same x: one stacked matrix [gate; up] (stack-rows.ts), unit i at rows i, n + i
-  const stack = rowStackOf(ctx.plans, gateUpParts(ctx.plans, gu));
+  const stack = rowStackOf(ctx.plans, gateUpParts(ctx.plans, m));
   const gus = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, io?.share ?? { stamp: nextInputStamp() });
   t0 = phaseEnd('ffn.gateUp', t0);
   if (gus === null) { st.valid = false; return false; }

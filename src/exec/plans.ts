@@ -18,8 +18,7 @@
  *        [qkv, z, b, a]): gdn-token.ts; convLive (stacked in_proj → live conv channels),
  *        singleTap (conv1d weights → single-tap weights): gdn-tracked.ts; idleLayers (GdnWeights →
  *        all in_proj weights +0): gdn-idle.ts;
- *      - gateUpLists (MLP → [gate, up]), ffnTrims (MLP → gate and up up to the last unit used): mlp.ts;
- *        onePlus (norm weights → fl(1 + w)): norms.ts.
+ *      - gateUpLists (MLP → [gate, up]): mlp.ts; onePlus (norm weights → fl(1 + w)): norms.ts.
  *  (b) a memo of outputs that depends on the weights and the numeric mode:
  *      - idleOutputs (GdnWeights → numeric mode → the idle step's output; gdn-idle.ts): a pure
  *        function of the weights and the mode, keyed by both — ExecPlans;
@@ -262,7 +261,6 @@ export class ExecPlans {
   readonly singleTap = new WeakMap<Float32Array, Float32Array>();
   readonly idleLayers = new WeakMap<GdnWeights, boolean>();
   readonly gateUpLists = new WeakMap<object, Matrix[]>();
-  readonly ffnTrims = new WeakMap<object, FfnTrim>();
   readonly onePlus = new WeakMap<Float32Array, Float32Array>();
   /** (b) Per GDN weights, per numeric mode (gdn-idle.ts idleModeKey): the idle step's output. */
   readonly idleOutputs = new WeakMap<GdnWeights, Map<string, Float32Array>>();
@@ -272,16 +270,6 @@ export class ExecPlans {
   readonly supportBuffers = new WeakMap<Matrix, Float32Array>();
   /** (c) swiglu's gate and up outputs (grown to the widest MLP). */
   ffnScratch: { g: Float32Array; u: Float32Array } = { g: new Float32Array(0), u: new Float32Array(0) };
-}
-
-/**
- * An MLP's gate and up cut to their first units (mlp.ts ffnTrimOf): views of the same CSR arrays
- * with fewer rows (or the matrices themselves), made for `src` and its storage `srcCsr`.
- */
-export interface FfnTrim {
-  readonly src: readonly [Matrix, Matrix];
-  readonly srcCsr: readonly [CsrMatrix | undefined, CsrMatrix | undefined];
-  readonly cut: { gateProj: Matrix; upProj: Matrix };
 }
 
 /** The one ExecPlans of each ModelWeights object (the only module-level cache left in src/exec/). */

@@ -1,9 +1,8 @@
 /**
  * The chip's token protocol, v6 (docs/token-protocol.md): the id ranges of every token kind,
  * encodeToken / decodeToken / formatToken, the sign-extension helpers and range predicates used
- * to choose between the narrow (E), wide (D + E) and full (D + H + N) result forms (v6: the wide
- * form's pointer quadrant), the BOS id and
- * the code-address mapping of J(w).
+ * to choose between the narrow (E), wide (D + E, with v6's pointer quadrant) and full (D + H + N)
+ * result forms, the BOS id and the code-address mapping of J(w).
  *
  * Every id below PROTOCOL_ALPHABET_SIZE is a token of exactly one kind; ids at or above it (up to
  * the model's 248,320-id vocabulary) are reserved and decode to a ChipcError.

@@ -133,6 +133,17 @@ describe('one generic chip runs different programs (weights and IR)', () => {
     }
     expect(pointerForms).toBeGreaterThanOrEqual(4 * 3); // the three pointers at every pad
     expect(fullE).toBeGreaterThanOrEqual(4 * 2); // 0xe0000000 and 0xefffffff take D, H
+
+    // A divergence on the E of a pointer names the words each stream's D, E pair carries.
+    const { elf } = assembleElf(`${body}${exit}`);
+    const prog = programOf(elf, SHAPE, target.config);
+    const { g, opts } = golden(elf, prog);
+    const at = [...g.tokens].findIndex((t, i) => i > 0 && formatToken(g.tokens[i - 1]!).startsWith('D(') && formatToken(t) === 'E(2, -8192)');
+    expect(at).toBeGreaterThan(1); // li t1, 0x80000000 at slot 1: D(0), E(2, -8192)
+    const wrong = Int32Array.from(g.tokens);
+    wrong[at] = g.tokens[at]! + 1; // E(2, -8191): the pointer 0x80010000
+    const r = runOnChip(chip, prog, { ...opts, golden: wrong });
+    expect(r.divergence).toMatchObject({ position: at, expected: 'E(2, -8191) = 0x80010000', got: 'E(2, -8192) = 0x80000000' });
   }, 120_000);
 
   it('a non-exit ecall leaves −38 (ENOSYS) in a0 at every window position, as the emulator', () => {

@@ -31,7 +31,7 @@ import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-w
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
 import { firstRunInputWrites, inputAreaOf, startPrompt, type InputArea, type MemoryWrite } from '../../riscv/console-input.ts';
-import { BOS_ID, CODE_BASE, codeWord, decodeToken, encodeToken, formatToken, trapCauseName } from '../../riscv/protocol.ts';
+import { BOS_ID, CODE_BASE, codeWord, decodeToken, encodeToken, formatToken, formatTokenAfter, trapCauseName } from '../../riscv/protocol.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import type { TargetShape } from '../dsl/index.ts';
 import { FastEvaluator } from '../ir/evaluate-fast.ts';
@@ -545,7 +545,11 @@ function follow(
       break;
     }
     if (opts.golden && next !== opts.golden[g]) {
-      divergence = { position: pos, expected: formatToken(opts.golden[g]!), got: formatToken(next), pc: opts.goldenPc?.[g] ?? null };
+      // (both streams agree up to here: after a D, each token is shown with the word the pair carries)
+      const prev = tokens[tokens.length - 1] ?? null;
+      divergence = {
+        position: pos, expected: formatTokenAfter(opts.golden[g]!, prev), got: formatTokenAfter(next, prev), pc: opts.goldenPc?.[g] ?? null,
+      };
       break;
     }
     tokens.push(next);

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { cli } from './helpers/cli.ts';
 import { programOf } from '../src/chip/run.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
-import { BOS_ID, decodeToken, encodeToken } from '../riscv/protocol.ts';
+import { BOS_ID, PROTOCOL_VERSION, decodeToken, encodeToken } from '../riscv/protocol.ts';
 import { CODE_BASE, VOCAB } from '../src/cpu/cpu.ts';
 
 describe('chipc trace', () => {
@@ -69,7 +69,7 @@ describe('chipc trace', () => {
       const ck = path.join(dir, 'chip');
       fs.mkdirSync(ck);
       fs.writeFileSync(path.join(ck, 'config.json'), JSON.stringify({ vocab_size: 248320 }));
-      const manifest = { circuit: 'rv32-v1', vocab: { circuit: VOCAB }, rv32: { codeWords: 4096, memWords: 8192, memBankWords: 2048, generic: true } };
+      const manifest = { circuit: 'rv32-v1', vocab: { circuit: VOCAB }, rv32: { codeWords: 4096, memWords: 8192, memBankWords: 2048, generic: true, protocol: PROTOCOL_VERSION } };
       fs.writeFileSync(path.join(ck, 'chipc-manifest.json'), JSON.stringify(manifest));
       const elfPath = 'fixtures/isa/zba.elf';
       const out = path.join(dir, 'zba.json');

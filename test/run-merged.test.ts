@@ -33,7 +33,7 @@ import { loadChipModel } from '../src/chip/loaded.ts';
 import { VOCAB } from '../src/cpu/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
-import { decodeToken } from '../riscv/protocol.ts';
+import { PROTOCOL_VERSION, decodeToken } from '../riscv/protocol.ts';
 import { MANIFEST_FILE } from '../src/emit/manifest.ts';
 import { MERGE_INFO_FILE } from '../src/merge/merge.ts';
 import { ChipcError } from '../src/util/errors.ts';
@@ -182,7 +182,7 @@ describe('runOnModel: the compiled chip, alone and with its ids offset', () => {
 
 describe('chipc run --model: refusals before any tensor is loaded', () => {
   const prog = programOf(elf, MEM);
-  const good = { codeWords: prog.chip.codeWords, memWords: MEM / 4, memBankWords: prog.chip.memBankWords, generic: true };
+  const good = { codeWords: prog.chip.codeWords, memWords: MEM / 4, memBankWords: prog.chip.memBankWords, generic: true, protocol: PROTOCOL_VERSION };
   let n = 0;
   /** A checkpoint directory with only config.json and the given manifest / merge records (enough for the checks). */
   function fakeCkpt(opts: { vocab?: number; manifest?: unknown; mergeOffset?: number; configOffset?: number }): string {
@@ -254,8 +254,10 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
     ['no manifest', { manifest: undefined }, 'run.model', /no chipc-manifest\.json.*--emit/],
     ['another circuit', { manifest: { ...manifest(good), circuit: 'counter' } }, 'run.model', /circuit "counter", not the RV32 chip/],
     ['another alphabet', { manifest: { ...manifest(good), vocab: { circuit: 512, bos: 0 } } }, 'run.model', /alphabet has 512 tokens/],
-    ['the v4 alphabet (a chip of an older chipc)', { manifest: { ...manifest(good), vocab: { circuit: 248_197, bos: 0 } } }, 'run.model', /alphabet has 248197 tokens; the RV32 chip \(protocol v5\) has 248205/],
+    ['the v4 alphabet (a chip of an older chipc)', { manifest: { ...manifest(good), vocab: { circuit: 248_197, bos: 0 } } }, 'run.model', /alphabet has 248197 tokens; the RV32 chip \(protocol v6\) has 248205/],
     ['no recorded RAM shape (chipc compile src/cpu/cpu.ts)', { manifest: manifest(undefined) }, 'run.model', /does not record its RAM shape.*chipc cpu/],
+    ['a chip of token protocol v5 (no protocol recorded)', { manifest: manifest({ ...good, protocol: undefined }) }, 'run.model', /speaks token protocol v5 or older \(its manifest records none\), this chipc v6.*chipc cpu/],
+    ['a chip of another token protocol', { manifest: manifest({ ...good, protocol: 'v7' }) }, 'run.model', /speaks token protocol v7, this chipc v6/],
     ['a per-program chip of an older chipc', { manifest: manifest({ codeWords: good.codeWords, codeEnd: 20, memWords: MEM / 4, tohost: null }) }, 'run.model', /compiled for one program by an older chipc/],
     ['another data RAM size', { manifest: manifest({ ...good, memWords: 2048 }) }, 'run.mem', /data RAM is 8 KiB, the run asks for 1 KiB/],
     ['a code RAM smaller than the program\'s code', { manifest: manifest({ ...good, codeWords: 8 }) }, 'run.code', /code RAM is 32 bytes; the program's code ends at \d+ bytes: make a chip with `chipc cpu --code-size 256`/],

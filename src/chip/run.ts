@@ -31,7 +31,9 @@ import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-w
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
 import { firstRunInputWrites, inputAreaOf, startPrompt, type InputArea, type MemoryWrite } from '../../riscv/console-input.ts';
-import { BOS_ID, CODE_BASE, codeWord, decodeToken, encodeToken, formatToken, formatTokenAfter, trapCauseName } from '../../riscv/protocol.ts';
+import {
+  BOS_ID, CODE_BASE, PROTOCOL_VERSION, codeWord, decodeToken, encodeToken, formatToken, formatTokenAfter, trapCauseName,
+} from '../../riscv/protocol.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import type { TargetShape } from '../dsl/index.ts';
 import { FastEvaluator } from '../ir/evaluate-fast.ts';
@@ -578,12 +580,18 @@ export { goldenTokens };
 /**
  * The manifest of an RV32 chip checkpoint (`chipc cpu`, `chipc run --emit`, `chipc store chip`):
  * the compile manifest plus `rv32`, the chip's shape — code RAM rows, data RAM rows, rows per bank
- * — and `generic: true` (no program-specific constant: any program that fits runs on it).
+ * —, `generic: true` (no program-specific constant: any program that fits runs on it) and the
+ * token protocol it speaks (`protocol`, PROTOCOL_VERSION; absent in chips of protocol v5 and before).
  */
-export type RunManifest = Manifest & { rv32?: Required<CpuOptions> & { generic?: boolean; codeEnd?: number; tohost?: number | null } };
+export type RunManifest = Manifest & {
+  rv32?: Required<CpuOptions> & { generic?: boolean; protocol?: string; codeEnd?: number; tohost?: number | null };
+};
 
 export function runManifest(res: CompileResult, shape: Required<CpuOptions>, targetName: string): RunManifest {
-  return { ...buildManifest(res, targetName), rv32: { codeWords: shape.codeWords, memWords: shape.memWords, memBankWords: shape.memBankWords, generic: true } };
+  return {
+    ...buildManifest(res, targetName),
+    rv32: { codeWords: shape.codeWords, memWords: shape.memWords, memBankWords: shape.memBankWords, generic: true, protocol: PROTOCOL_VERSION },
+  };
 }
 
 /** What `chipc run --model` needs to know about a checkpoint before loading its tensors. */
@@ -677,7 +685,7 @@ export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
   const remedy = 'make one with `chipc cpu -o OUT` (and merge that)';
   if (m.circuit !== 'rv32-v1') throw new ChipcError('run.model', `${ck.path}: the chip is circuit "${String(m.circuit)}", not the RV32 chip (rv32-v1)`);
   if (m.vocab?.circuit !== VOCAB) {
-    throw new ChipcError('run.model', `${ck.path}: the chip's alphabet has ${String(m.vocab?.circuit)} tokens; the RV32 chip (protocol v5) has ${VOCAB}; ${remedy}`);
+    throw new ChipcError('run.model', `${ck.path}: the chip's alphabet has ${String(m.vocab?.circuit)} tokens; the RV32 chip (protocol ${PROTOCOL_VERSION}) has ${VOCAB}; ${remedy}`);
   }
   if (ck.vocabSize < ck.idOffset + VOCAB) {
     throw new ChipcError('run.model', `${ck.path}: vocab_size ${ck.vocabSize} cannot hold the chip's ${VOCAB} ids from id ${ck.idOffset}`);
@@ -689,6 +697,12 @@ export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
   }
   if (have.generic !== true) {
     throw new ChipcError('run.model', `${ck.path}: the chip was compiled for one program by an older chipc (its code end and tohost are built in); ${remedy}`);
+  }
+  if (have.protocol !== PROTOCOL_VERSION) {
+    // Its tokens mean other values (v6 moved pointers into the wide form): the golden stream, --trace
+    // and the words a run reports would not be the chip's.
+    const speaks = typeof have.protocol === 'string' ? `token protocol ${have.protocol}` : 'token protocol v5 or older (its manifest records none)';
+    throw new ChipcError('run.model', `${ck.path}: the chip speaks ${speaks}, this chipc ${PROTOCOL_VERSION} (docs/token-protocol.md); ${remedy}`);
   }
   const need = prog.chip;
   if (have.memWords !== need.memWords) {

@@ -124,12 +124,6 @@ function check32(v: number, what: string): number {
   return v | 0;
 }
 
-/** True when the 32-bit value v (signed or unsigned form) equals signExtend14 of its low 14 bits, i.e. −8192 ≤ (v as int32) ≤ 8191. */
-export function fits14(v: number): boolean {
-  const s = check32(v, 'fits14');
-  return signExtend14(s) === s;
-}
-
 /** True when the 32-bit value v (signed or unsigned form) equals signExtend30 of its low 30 bits, i.e. −2^29 ≤ (v as int32) < 2^29. */
 export function fits30(v: number): boolean {
   const s = check32(v, 'fits30');

@@ -15,7 +15,7 @@ import fc from 'fast-check';
 import { assembleElf, cpuForProgram, loadElf, type TraceEvent } from '../riscv/index.ts';
 import {
   BOS_ID, CODE_BASE, PROTOCOL_ALPHABET_SIZE, QWEN_VOCAB_SIZE, codeAddress, codeWord, decodeToken,
-  encodeToken, fits14, fits30, fitsNarrow, formatToken, formatTokenAfter, signExtend14, signExtend30, splitResult, wideHi14, wideValue, type Token, type TokenFields,
+  encodeToken, fits30, fitsNarrow, formatToken, formatTokenAfter, signExtend14, signExtend30, splitResult, wideHi14, wideValue, type Token, type TokenFields,
 } from '../riscv/protocol.ts';
 import { INSTR_CLASSES, PROMPT_LENGTH, divisionSteps, goldenTokens, type GoldenTrace } from '../riscv/golden-trace.ts';
 import { expectChipcError } from './helpers/assert.ts';
@@ -186,26 +186,17 @@ describe('sign extension and range predicates', () => {
     }), { numRuns: 1000 });
   });
 
-  it('fits14 / fits30 boundaries, signed and unsigned forms', () => {
-    const yes14 = [0, 8191, -8192, -1, 0xffffffff, 0xffffe000];
-    const no14 = [8192, -8193, 0xffffdfff, 0x80000000, 0x7fffffff];
-    for (const v of yes14) expect(fits14(v), `fits14(${v})`).toBe(true);
-    for (const v of no14) expect(fits14(v), `fits14(${v})`).toBe(false);
+  it('fits30 boundaries, signed and unsigned forms', () => {
     const yes30 = [0, 2 ** 29 - 1, -(2 ** 29), 0xe0000000, 8192, 0x10000000];
     const no30 = [2 ** 29, -(2 ** 29) - 1, 0xdfffffff, 0x80000000, 0x7fffffff];
     for (const v of yes30) expect(fits30(v), `fits30(${v})`).toBe(true);
     for (const v of no30) expect(fits30(v), `fits30(${v})`).toBe(false);
     fc.assert(fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), (s) => {
       const u = s < 0 ? s + 2 ** 32 : s;
-      expect(fits14(s)).toBe(s >= -8192 && s <= 8191);
-      expect(fits14(u)).toBe(s >= -8192 && s <= 8191);
       expect(fits30(s)).toBe(s >= -(2 ** 29) && s < 2 ** 29);
       expect(fits30(u)).toBe(s >= -(2 ** 29) && s < 2 ** 29);
     }), { numRuns: 1000 });
-    for (const v of [2 ** 32, -(2 ** 31) - 1, 0.5, Number.NaN]) {
-      expectChipcError(() => fits14(v), 'protocol.value');
-      expectChipcError(() => fits30(v), 'protocol.value');
-    }
+    for (const v of [2 ** 32, -(2 ** 31) - 1, 0.5, Number.NaN]) expectChipcError(() => fits30(v), 'protocol.value');
   });
 
   it('splitResult: D lo and H hi16 rebuild every value', () => {

@@ -13,10 +13,10 @@ import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import type { EmitRow } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
 import {
-  D_COUNT, E_PER_SLOT, H_COUNT, HALT_COUNT, J_COUNT, K_COUNT, N_COUNT, OUT_PER_SLOT, POINTER_QUADRANT, Q_COUNT, WINDOW_SLOTS,
+  D_COUNT, E_PER_SLOT, H_COUNT, HALT_COUNT, J_COUNT, K_COUNT, N_COUNT, OUT_PER_SLOT, Q_COUNT, WINDOW_SLOTS, fitsNarrow, wideHi14, wideValue,
 } from '../../riscv/protocol.ts';
 import type { Word } from './alu.ts';
-import { CODE_STORE_WORDS, sext, TOK, TRAP_IDS } from './cpu-tokens.ts';
+import { CODE_STORE_WORDS, TOK, TRAP_IDS } from './cpu-tokens.ts';
 
 export interface EmitInputs {
   /** The result word (selectResult) and the operand rs2 (its low byte is the console byte). */
@@ -72,13 +72,13 @@ export function emit(c: CircuitBuilder, io: EmitInputs): void {
     jumpTaken, jumpTrap, twLo, twHi, stepping, stepKind, stepRem, divQPay, mulHigh,
   } = io;
   const r3 = result[3]!;
-  // r3: 0 is 0x00, 1 is 0xff, 2 another that the wide form (D, E) carries — bits 31…29 equal and
-  // bits 31…28 not 1110, or bits 31…28 = 1000 (protocol v6's pointer quadrant) — 3 other.
-  const signTop = c.table('r3cls', [r3], (v) => (v === 0 ? 0 : v === 255 ? 1 : (v >> 4) === 8 || ((v >> 5) === 0 || (v >> 5) === 7) && (v >> 4) !== 14 ? 2 : 3), [0, 3]);
+  // r3: 0 is 0x00, 1 is 0xff, 2 another top byte that the wide form (D, E) carries (wideHi14: bits
+  // 31…29 equal and bits 31…28 not 1110, or a pointer's 1000), 3 other.
+  const signTop = c.table('r3cls', [r3], (v) => (v === 0 ? 0 : v === 255 ? 1 : wideHi14((v << 24) >>> 0) !== null ? 2 : 3), [0, 3]);
   const r2cls = c.table('r2cls', [result[2]!], (v) => (v === 0 ? 0 : v === 255 ? 1 : 2), [0, 2]);
-  // r1 (with r2, r3 at 0x00 or 0xff): the narrow form carries [−4096, 8191] (v6: [−8192, −4096)
-  // is the pointer quadrant's payload, so its E/K rows read a high byte 0x8·).
-  const r1cls = c.table('r1cls', [result[1]!], (v) => ((v >> 5) === 0 ? 0 : (v >> 4) === 15 ? 1 : 2), [0, 2]);
+  // r1 (with r2, r3 both 0x00 or both 0xff): whether the narrow form carries the value (fitsNarrow:
+  // [−4096, 8191]; v6 gave [−8192, −4096) to the pointer quadrant, whose E/K rows read a high byte 0x8·).
+  const r1cls = c.table('r1cls', [result[1]!], (v) => (fitsNarrow(v << 8) ? 0 : fitsNarrow((0xffff0000 | (v << 8)) >>> 0) ? 1 : 2), [0, 2]);
   // A store's word always takes the full form (D, H), so it never "fits" (the class of a store
   // that emits no word is not read: the plan's store modes ignore it).
   // Nor does a crossing load's value (its second position always emits D).
@@ -191,10 +191,10 @@ let emitRowsTable: readonly EmitRow[] | null = null;
 function emitTable(): readonly EmitRow[] {
   if (emitRowsTable !== null) return emitRowsTable;
   const rows: EmitRow[] = [];
-  // E / K: the payload's high byte sign-extended (bits 8…13 and copies of bit 13), as the value's
-  // own byte 1 (or 3) holds it when the value fits 14 (or 30) bits; in the pointer quadrant
-  // (payload bits 13…12 = 10) 0x80 + bits 11…8, as a pointer's byte 3 holds it (protocol v6).
-  const sxHi = (v: number) => (v >> 12 === POINTER_QUADRANT ? 0x80 | ((v >> 8) & 15) : (sext(v, 14) >> 8) & 255);
+  // E / K: the top byte of the word the payload completes after a D (wideValue): the payload's high
+  // byte sign-extended (bits 8…13 and copies of bit 13), as the value's own byte 1 (or 3) holds it
+  // in the narrow (or wide) form, or in the pointer quadrant 0x80 + bits 11…8, a pointer's byte 3.
+  const sxHi = (v: number) => wideValue(v, 0) >>> 24;
   for (let jj = 0; jj < WINDOW_SLOTS; jj++) for (let v = 0; v < E_PER_SLOT; v++) rows.push({ token: TOK.E + E_PER_SLOT * jj + v, values: [0, jj, v & 255, sxHi(v)] });
   for (let v = 0; v < D_COUNT; v++) rows.push({ token: TOK.D + v, values: [1, null, v & 255, v >> 8] });
   for (let v = 0; v < J_COUNT; v++) rows.push({ token: TOK.J + v, values: [2, null, v & 255, v >> 8] });

@@ -21,7 +21,8 @@ import { compactCheckpoint } from '../src/chipfile/compact.ts';
 import { writeChipFromSources } from '../src/chipfile/from-sources.ts';
 import { expandChipFile } from '../src/chipfile/expand.ts';
 import { openChipFile } from '../src/chipfile/read.ts';
-import { decodeFrameIndex, encodeFrame, inflateFrame, worthCompressing } from '../src/chipfile/codec.ts';
+import { decodeFrameIndex, encodeFrame, encodeFrameIndex, FrameEncoder, inflateFrame, worthCompressing } from '../src/chipfile/codec.ts';
+import { encodeBlockTable, varintSize, writeVarint } from '../src/chipfile/format.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import { cli } from './helpers/cli.ts';
 import { expectSameDir } from './helpers/dirs.ts';
@@ -447,6 +448,69 @@ describe('frame rules and refusing bad frames', () => {
     const es = open(withIndex(sum));
     expect(es.code).toBe('chipfile.codec');
     expect(es.message).toMatch(/data frames hold \d+ stored bytes but the segment is \d+ bytes/);
+  });
+
+  it('varints are written as the independent LEB128 rule (leb) at every byte-count edge, sized exactly', () => {
+    const edges = [0, 1, 127, 128, 255, 16383, 16384, 2 ** 21 - 1, 2 ** 21, 2 ** 28 - 1, 2 ** 28, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 35, 2 ** 49 - 1, 2 ** 53 - 1];
+    fc.assert(fc.property(fc.array(fc.oneof(fc.constantFrom(...edges), fc.nat(), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })), { maxLength: 40 }), (xs) => {
+      const want = leb(xs);
+      expect([...encodeFrameIndex(xs)]).toEqual(want);
+      const out = new Uint8Array(want.length + 3).fill(0xee);
+      let p = 1;
+      for (const x of xs) {
+        const q = writeVarint(out, p, x);
+        expect(q - p).toBe(varintSize(x));
+        expect(q - p).toBe(leb([x]).length);
+        p = q;
+      }
+      expect(p).toBe(1 + want.length);
+      expect([...out.subarray(1, p)]).toEqual(want); // nothing written outside [1, p)
+      expect(out[0]).toBe(0xee);
+      expect(out[p]).toBe(0xee);
+    }), { numRuns: 300 });
+  });
+
+  it('a block table is the varint pairs (gap from the previous end, length), over typed and plain arrays alike', () => {
+    fc.assert(fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 2 ** 40 }), fc.integer({ min: 1, max: 2 ** 33 })), { maxLength: 50 }), (gl) => {
+      const starts: number[] = [];
+      const lengths: number[] = [];
+      let end = 0;
+      for (const [gap, len] of gl) { starts.push(end + gap); lengths.push(len); end += gap + len; }
+      const want = leb(gl.flat());
+      expect([...encodeBlockTable(starts, lengths, starts.length)]).toEqual(want);
+      expect([...encodeBlockTable(Float64Array.from(starts), Float64Array.from(lengths), starts.length)]).toEqual(want);
+      // only the first `count` blocks
+      if (gl.length > 0) expect([...encodeBlockTable(starts, lengths, gl.length - 1)]).toEqual(leb(gl.slice(0, -1).flat()));
+    }), { numRuns: 200 });
+  });
+
+  it('FrameEncoder: pieces of any size through push and pushRange give the frames of the whole segment', () => {
+    fc.assert(fc.property(
+      fc.uint8Array({ minLength: 0, maxLength: 700 }), fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 12 }), fc.integer({ min: 1, max: 97 }),
+      (bytes, cuts, frameSize) => {
+        const framesOf = (feed: (e: FrameEncoder) => void) => {
+          const out: number[][] = [];
+          const e = new FrameEncoder(frameSize, (b) => out.push([...b]));
+          feed(e);
+          e.finish();
+          return { out, stored: [...e.stored], size: e.size, compressed: e.compressed };
+        };
+        const whole = framesOf((e) => e.push(bytes));
+        const pieces = framesOf((e) => {
+          // the piece sits inside a larger array (pushRange) or is a subarray of its own (push)
+          for (let at = 0, i = 0; at < bytes.length; i++) {
+            const n = Math.min(cuts[i % cuts.length]!, bytes.length - at);
+            if (i % 2 === 0) e.pushRange(bytes, at, at + n);
+            else e.push(bytes.subarray(at, at + n));
+            at += n;
+            if (n === 0 && cuts.every((c) => c === 0)) break;
+          }
+        });
+        if (cuts.every((c) => c === 0) && bytes.length > 0) return;
+        expect(pieces).toEqual(whole);
+        expect(whole.size).toBe(bytes.length);
+        expect(whole.out.flat().length).toBe(whole.stored.reduce((a, b) => a + b, 0));
+      }), { numRuns: 200 });
   });
 
   it('decodeFrameIndex: stored lengths in [1, decoded], one varint per frame, nothing left over', () => {

@@ -173,7 +173,7 @@ describe('the block scanner', () => {
       const s = new BlockScanner(minGap, () => {});
       s.push(bytes);
       s.finish();
-      return s.starts.map((x, k) => [x, s.lengths[k]]);
+      return [...s.starts].map((x, k): [number, number] => [x, s.lengths[k]!]);
     };
     expect(run(8)).toEqual([[2, 2], [31, 1]]);
     expect(run(27)).toEqual([[2, 2], [31, 1]]); // the gap [4, 31) is exactly 27 zeros
@@ -191,7 +191,7 @@ describe('the block scanner', () => {
     backing.set(vals, shift);
     const bytes = backing.subarray(shift);
     const sunk: number[] = [];
-    const s = new BlockScanner(minGap, (b) => sunk.push(...b));
+    const s = new BlockScanner(minGap, (b, from, to) => sunk.push(...b.subarray(from, to)));
     let at = 0;
     for (let i = 0; at < bytes.length; i++) {
       const n = cuts[i % cuts.length]!;
@@ -202,7 +202,7 @@ describe('the block scanner', () => {
     }
     s.finish();
     const want = naiveBlocks(bytes, minGap);
-    expect(s.starts.map((x, k) => [x, s.lengths[k]])).toEqual(want);
+    expect([...s.starts].map((x, k) => [x, s.lengths[k]])).toEqual(want);
     expect(sunk).toEqual(want.flatMap(([st, len]) => [...bytes.subarray(st, st + len)]));
   }
 
@@ -236,12 +236,24 @@ describe('the block scanner', () => {
     zeroRunsAgree(90, 200, 40, false);
   });
 
+  it('thousands of blocks (the table grows past its first arrays), pushed whole and in chunks of 5 bytes', () => {
+    // a non-zero byte every 10 bytes, some followed by another: at least 8 zeros between (minGap 8), each its own block
+    const bytes = new Uint8Array(10 * 5000);
+    for (let i = 0; i < 5000; i++) { bytes[10 * i] = 1 + (i % 255); if (i % 7 === 0) bytes[10 * i + 1] = 3; }
+    agreesWithNaive([...bytes], [bytes.length], 8, 0);
+    agreesWithNaive([...bytes], [5], 8, 1);
+    const s = new BlockScanner(8, () => {});
+    s.push(bytes);
+    s.finish();
+    expect(s.count).toBe(5000);
+  });
+
   it('zero runs given as counts (skipZeros) scan as the same zeros pushed: blocks and stored bytes', () => {
     // short cuts, so that many chunks are all zeros
     zeroRunsAgree(40, 12, 24, true);
     // a gap of minGap − 1 zeros, all skipped, stays inside the block (its zeros are stored)
     const sunk: number[] = [];
-    const s = new BlockScanner(8, (b) => sunk.push(...b));
+    const s = new BlockScanner(8, (b, from, to) => sunk.push(...b.subarray(from, to)));
     s.push(Uint8Array.of(5));
     s.skipZeros(3);
     s.skipZeros(4);
@@ -249,7 +261,7 @@ describe('the block scanner', () => {
     s.skipZeros(8);
     s.push(Uint8Array.of(7));
     s.finish();
-    expect(s.starts.map((x, k) => [x, s.lengths[k]])).toEqual([[0, 9], [18, 1]]);
+    expect([...s.starts].map((x, k) => [x, s.lengths[k]])).toEqual([[0, 9], [18, 1]]);
     expect(sunk).toEqual([5, 0, 0, 0, 0, 0, 0, 0, 6, 7]);
   });
 });

@@ -9,7 +9,7 @@
  */
 import * as zlib from 'node:zlib';
 import { ChipcError } from '../util/errors.ts';
-import { pushVarint, varintReader } from './format.ts';
+import { varintReader, varintSize, writeVarint } from './format.ts';
 
 /** Fixed brotli encoder parameters of a frame of `length` decoded bytes. */
 export function brotliParams(length: number): Record<number, number> {
@@ -45,23 +45,54 @@ export class FrameEncoder {
   size = 0;
   /** Whether any frame was stored compressed. */
   compressed = false;
-  private readonly buf: Uint8Array;
+  /**
+   * The frame being filled: grown by doubling up to frameSize as bytes come (a chip has a hundred
+   * segments, most far below a frame, and a fresh zeroed 1 MiB per segment cost a page fault per
+   * 4 KiB).
+   */
+  private buf: Uint8Array;
   private fill = 0;
 
-  constructor(frameSize: number, private readonly sink: (bytes: Uint8Array) => void) {
-    this.buf = new Uint8Array(frameSize);
+  constructor(private readonly frameSize: number, private readonly sink: (bytes: Uint8Array) => void) {
+    this.buf = new Uint8Array(Math.min(frameSize, 4096));
+  }
+
+  /** Room for at least `n` more bytes in buf, or a full frame's worth (buf.length = frameSize). */
+  private reserve(n: number): void {
+    if (this.fill + n <= this.buf.length || this.buf.length === this.frameSize) return;
+    let size = this.buf.length;
+    while (size < this.fill + n && size < this.frameSize) size *= 2;
+    const grown = new Uint8Array(Math.min(size, this.frameSize));
+    grown.set(this.buf.subarray(0, this.fill));
+    this.buf = grown;
   }
 
   push(bytes: Uint8Array): void {
-    let at = 0;
-    while (at < bytes.length) {
-      const k = Math.min(bytes.length - at, this.buf.length - this.fill);
-      this.buf.set(bytes.subarray(at, at + k), this.fill);
+    this.pushRange(bytes, 0, bytes.length);
+  }
+
+  /** push(bytes.subarray(from, to)) without the subarray (most blocks of a chip are a few bytes). */
+  pushRange(bytes: Uint8Array, from: number, to: number): void {
+    this.reserve(to - from);
+    const buf = this.buf;
+    if (to - from <= 16 && this.fill + (to - from) < buf.length) {
+      // a short piece that does not complete the frame: copied byte by byte (a set() of a
+      // subarray costs more for a few bytes)
+      let f = this.fill;
+      for (let i = from; i < to; i++) buf[f++] = bytes[i]!;
+      this.fill = f;
+      this.size += to - from;
+      return;
+    }
+    let at = from;
+    while (at < to) {
+      const k = Math.min(to - at, buf.length - this.fill);
+      buf.set(bytes.subarray(at, at + k), this.fill);
       this.fill += k;
       at += k;
-      if (this.fill === this.buf.length) this.flushFrame();
+      if (this.fill === this.frameSize) this.flushFrame();
     }
-    this.size += bytes.length;
+    this.size += to - from;
   }
 
   /** Ends the segment: the last, shorter frame. */
@@ -81,9 +112,12 @@ export class FrameEncoder {
 
 /** The frame index bytes: each stored length as an unsigned LEB128 varint, in order. */
 export function encodeFrameIndex(stored: readonly number[]): Uint8Array {
-  const out: number[] = [];
-  for (const s of stored) pushVarint(out, s);
-  return Uint8Array.from(out);
+  let size = 0;
+  for (const s of stored) size += varintSize(s);
+  const out = new Uint8Array(size);
+  let p = 0;
+  for (const s of stored) p = writeVarint(out, p, s);
+  return out;
 }
 
 /** Where one segment's frames are: payload offset and stored length of each (decoded frame k is [k·frameSize, …)). */

@@ -229,7 +229,7 @@ export function writeTensorBlocks(
   const framed = wc.codec === 'br';
   const dataStart = payload.position;
   const dataFrames = framed ? new FrameEncoder(wc.frameSize, (b) => payload.write(b)) : null;
-  const scanner = new BlockScanner(minGap, dataFrames ? (b) => dataFrames.push(b) : (b) => payload.write(b));
+  const scanner = new BlockScanner(minGap, dataFrames ? (b, from, to) => dataFrames.pushRange(b, from, to) : (b, from, to) => payload.write(b.subarray(from, to)));
   let seen = 0;
   for (const chunk of chunks) {
     onChunk?.(chunk, seen);
@@ -247,7 +247,7 @@ export function writeTensorBlocks(
   dataFrames?.finish();
   const data: Range = [dataStart, payload.position - dataStart];
   const tableStart = payload.position;
-  const tableBytes = encodeBlockTable(scanner.starts, scanner.lengths, scanner.starts.length);
+  const tableBytes = encodeBlockTable(scanner.starts, scanner.lengths, scanner.count);
   let codec: ChipCodec = 'none';
   let stored: number[] = [];
   if (dataFrames) {
@@ -265,7 +265,7 @@ export function writeTensorBlocks(
   const frames: Range = [indexStart, payload.position - indexStart];
   const tensor: ChipTensor = {
     name: info.name, dtype: info.dtype, shape: info.shape, dataOffsets: info.dataOffsets, codec,
-    data, dataSize: scanner.storedBytes, table, tableSize: tableBytes.length, frames, blocks: scanner.starts.length,
+    data, dataSize: scanner.storedBytes, table, tableSize: tableBytes.length, frames, blocks: scanner.count,
   };
   return { tensor, seen, storedBytes: scanner.storedBytes };
 }

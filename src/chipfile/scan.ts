@@ -3,14 +3,19 @@
  * non-zero byte and ends after a non-zero byte; two non-zero bytes separated by a zero run
  * shorter than `minGap` bytes belong to the same block (the zeros are stored), a run of `minGap`
  * or more zeros separates blocks. The block bytes go to `sink` as they are found, so memory is
- * the current chunk plus the (start, length) table.
+ * the current chunk plus the (start, length) table. A chip's embedding has millions of blocks of
+ * a few bytes, so the table is kept in typed arrays and the sink gets ranges, not subarrays.
  */
 import { ZEROS } from './io.ts';
 
+/** Receives bytes[from … to) of a block (the array is the scanner's chunk or a run of zeros). */
+export type BlockSink = (bytes: Uint8Array, from: number, to: number) => void;
+
 export class BlockScanner {
-  /** Block starts and lengths (byte offsets within the tensor), ascending. */
-  starts: number[] = [];
-  lengths: number[] = [];
+  /** Blocks found so far. */
+  count = 0;
+  private startsBuf = new Float64Array(64);
+  private lengthsBuf = new Float64Array(64);
   /** Bytes given to the sink so far. */
   storedBytes = 0;
   private pos = 0; // tensor offset of the current chunk's first byte
@@ -21,7 +26,17 @@ export class BlockScanner {
   private chunk: Uint8Array = ZEROS;
   private pendingFrom = -1; // chunk offset where the not-yet-sunk part of the open block starts, or −1
 
-  constructor(private readonly minGap: number, private readonly sink: (bytes: Uint8Array) => void) {}
+  constructor(private readonly minGap: number, private readonly sink: BlockSink) {}
+
+  /** Block starts (byte offsets within the tensor), ascending: a view valid until the next push. */
+  get starts(): Float64Array {
+    return this.startsBuf.subarray(0, this.count);
+  }
+
+  /** Block lengths, in the order of `starts` (a view valid until the next push). */
+  get lengths(): Float64Array {
+    return this.lengthsBuf.subarray(0, this.count);
+  }
 
   /** Scans the next `chunk` of the tensor's bytes. */
   push(chunk: Uint8Array): void {
@@ -80,7 +95,7 @@ export class BlockScanner {
     if (this.open && S - this.blockEnd < this.minGap) {
       if (this.pendingFrom < 0) {
         // The open block's written part ended in an earlier chunk: the bytes up to this chunk are zeros.
-        this.emit(ZEROS.subarray(0, this.pos - this.written)); // < minGap bytes
+        this.emit(ZEROS, 0, this.pos - this.written); // < minGap bytes
         this.pendingFrom = 0;
       }
       this.blockEnd = this.pos + e;
@@ -98,21 +113,30 @@ export class BlockScanner {
   private flushPending(): void {
     if (this.pendingFrom < 0) return;
     const end = this.blockEnd - this.pos;
-    this.emit(this.chunk.subarray(this.pendingFrom, end));
+    this.emit(this.chunk, this.pendingFrom, end);
     this.pendingFrom = -1;
   }
 
-  private emit(bytes: Uint8Array): void {
-    if (bytes.length === 0) return;
-    this.sink(bytes);
-    this.written += bytes.length;
-    this.storedBytes += bytes.length;
+  private emit(bytes: Uint8Array, from: number, to: number): void {
+    if (to <= from) return;
+    this.sink(bytes, from, to);
+    this.written += to - from;
+    this.storedBytes += to - from;
   }
 
   private close(): void {
     if (!this.open) return;
-    this.starts.push(this.blockStart);
-    this.lengths.push(this.blockEnd - this.blockStart);
+    if (this.count === this.startsBuf.length) {
+      const starts = new Float64Array(2 * this.count);
+      starts.set(this.startsBuf);
+      this.startsBuf = starts;
+      const lengths = new Float64Array(2 * this.count);
+      lengths.set(this.lengthsBuf);
+      this.lengthsBuf = lengths;
+    }
+    this.startsBuf[this.count] = this.blockStart;
+    this.lengthsBuf[this.count] = this.blockEnd - this.blockStart;
+    this.count++;
     this.open = false;
   }
 }

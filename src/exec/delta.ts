@@ -56,6 +56,7 @@ import type { MatmulStats } from './matmul.ts';
 import { cscPlanOf, sparsePlanOf } from './matmul-plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import type { DeltaLinearState, ExecPlans } from './plans.ts';
+import { carveArrays } from './arena.ts';
 
 export type { DeltaLinearState } from './plans.ts';
 
@@ -176,14 +177,21 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
   const byM = ctx.memos.deltaStates;
   let st = byM.get(m);
   if (st === undefined) {
-    const colBits = new Uint32Array(4 * (m.cols + 1));
+    // one buffer for the per-row and per-column records (arena.ts: only the pages written fault)
+    const a = carveArrays({
+      colBits: [Uint32Array, 4 * (m.cols + 1)], y: [Float32Array, m.rows], rows: [Int32Array, m.rows], mark: [Uint16Array, m.rows],
+      changed: [Int32Array, m.cols], rowSlot: [Int32Array, m.rows], refold: [Int32Array, m.rows], oldX: [Float32Array, m.cols],
+      rowBound: [Float64Array, m.rows], rowLow: [Int16Array, m.rows], widened: [Int32Array, m.cols],
+    });
+    const colBits = a.colBits;
     st = {
-      colBits, colVals: new Float32Array(colBits.buffer), colInts: new Int32Array(colBits.buffer), negTotal: 0, y: new Float32Array(m.rows), valid: false, full: false,
-      rows: new Int32Array(m.rows), nRows: 0, mark: new Uint16Array(m.rows), epoch: 0, changed: new Int32Array(m.cols), nChanged: 0, usable: 0,
+      colBits, colVals: new Float32Array(colBits.buffer, colBits.byteOffset, colBits.length),
+      colInts: new Int32Array(colBits.buffer, colBits.byteOffset, colBits.length), negTotal: 0, y: a.y, valid: false, full: false,
+      rows: a.rows, nRows: 0, mark: a.mark, epoch: 0, changed: a.changed, nChanged: 0, usable: 0,
       version: 0,
-      rowExact: new Float64Array(4 * 16), rowSlot: new Int32Array(m.rows), nSlots: 0, refold: new Int32Array(m.rows), oldX: new Float32Array(m.cols), nUpdated: 0, stamp: -1,
-      rowBound: new Float64Array(m.rows), rowLow: new Int16Array(m.rows),
-      widened: new Int32Array(m.cols), nBounded: 0, inSrc: null, inOff: 0, inView: null,
+      rowExact: new Float64Array(4 * 16), rowSlot: a.rowSlot, nSlots: 0, refold: a.refold, oldX: a.oldX, nUpdated: 0, stamp: -1,
+      rowBound: a.rowBound, rowLow: a.rowLow,
+      widened: a.widened, nBounded: 0, inSrc: null, inOff: 0, inView: null,
       plan: null, csc: null, lows: null, planCsr: undefined, planDense: undefined,
     };
     byM.set(m, st);
@@ -359,7 +367,7 @@ function deltaLinearIn(
     // Bounded rows (f32) are folded alone; tracked ones (every row in bf16) with their records.
     const nonEmpty = plan.nonEmptyRows;
     const y = st.y;
-    y.fill(0);
+    if (st.version !== 0) y.fill(0); // (a state never computed holds +0 already: its pages stay untouched)
     if (bf16) {
       for (let i = 0; i < nonEmpty.length; i++) refoldRow(ctx, st, nonEmpty[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
       st.mark.fill(1);

@@ -25,7 +25,7 @@ import {
 } from '../../riscv/chip-shape.ts';
 import type { ModelWeights } from '../model/weights.ts';
 import { openChipFile, type ChipFile } from '../chipfile/read.ts';
-import { MANIFEST_FILE, buildManifest, manifestJson, parseManifestDeferringEmit, type Manifest } from '../emit/manifest.ts';
+import { MANIFEST_FILE, buildManifest, manifestJson, parseManifestDeferringEmit, readManifestHead, type Manifest } from '../emit/manifest.ts';
 import { MERGE_INFO_FILE } from '../merge/merge.ts';
 import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-weights.ts';
 import { loadElf } from '../../riscv/elf.ts';
@@ -611,6 +611,10 @@ function parseJson(bytes: Uint8Array | string, label: string, parse: (text: stri
   } catch (e) {
     throw new ChipcError('run.model', `${label} is not valid JSON: ${(e as Error).message}`, { cause: e });
   }
+  return checkedObject(j, label);
+}
+
+function checkedObject(j: unknown, label: string): Record<string, unknown> {
   if (j === null || typeof j !== 'object' || Array.isArray(j)) throw new ChipcError('run.model', `${label} is not a JSON object`);
   return j as Record<string, unknown>;
 }
@@ -626,17 +630,39 @@ export function readChipCheckpoint(p: string, open?: ChipFile): ChipCheckpoint {
   const st = open === undefined ? fs.statSync(p, { throwIfNoEntry: false }) : undefined;
   if (open === undefined && st === undefined) throw new ChipcError('checkpoint.not-found', `${p} does not exist`);
   const files = new Map<string, Uint8Array | string>();
-  const wanted = ['config.json', MANIFEST_FILE, MERGE_INFO_FILE];
+  const wanted = ['config.json', MERGE_INFO_FILE];
+  // a .chip's manifest is read up to its emit rows (readManifestHead), which are read again from
+  // the file only if asked for
+  let chipManifest: unknown;
+  const fromChip = (chip: ChipFile) => {
+    for (const f of wanted) if (chip.hasFile(f)) files.set(f, chip.readFile(f));
+    if (!chip.hasFile(MANIFEST_FILE)) return;
+    const label = `${p}: ${MANIFEST_FILE}`;
+    try {
+      chipManifest = readManifestHead(chip.readFilePieces(MANIFEST_FILE), () => {
+        const again = openChipFile(p);
+        try {
+          return again.readFile(MANIFEST_FILE);
+        } finally {
+          again.close();
+        }
+      }, label);
+    } catch (e) {
+      if (e instanceof ChipcError) throw e;
+      throw new ChipcError('run.model', `${label} is not valid JSON: ${(e as Error).message}`, { cause: e });
+    }
+  };
   if (open !== undefined) {
-    for (const f of wanted) if (open.hasFile(f)) files.set(f, open.readFile(f));
+    fromChip(open);
   } else if (st!.isFile()) {
     const chip = openChipFile(p);
     try {
-      for (const f of wanted) if (chip.hasFile(f)) files.set(f, chip.readFile(f));
+      fromChip(chip);
     } finally {
       chip.close();
     }
   } else {
+    wanted.push(MANIFEST_FILE);
     for (const f of wanted) {
       const fp = path.join(p, f);
       if (fs.existsSync(fp)) files.set(f, fs.readFileSync(fp, 'utf8'));
@@ -650,12 +676,14 @@ export function readChipCheckpoint(p: string, open?: ChipFile): ChipCheckpoint {
     throw new ChipcError('target.config', `${p}: config.json vocab_size must be a positive integer`);
   }
   const m = files.get(MANIFEST_FILE);
-  if (m === undefined) {
+  if (m === undefined && chipManifest === undefined) {
     throw new ChipcError('run.model',
       `${p} has no ${MANIFEST_FILE}: it is not a compiled chip (or a merge of one); make the chip for this program with \`chipc run FILE.elf --emit DIR\``);
   }
   // (the emit rows, most of the text, are parsed only if read: running a chip does not)
-  const manifest = parseJson(m, `${p}: ${MANIFEST_FILE}`, (text) => parseManifestDeferringEmit(text, `${p}: ${MANIFEST_FILE}`)) as unknown as RunManifest;
+  const manifest = (chipManifest !== undefined
+    ? checkedObject(chipManifest, `${p}: ${MANIFEST_FILE}`)
+    : parseJson(m!, `${p}: ${MANIFEST_FILE}`, (text) => parseManifestDeferringEmit(text, `${p}: ${MANIFEST_FILE}`))) as unknown as RunManifest;
   // The id offset: chipc-merge.json and config.json's chipc_merge block (both written by chipc merge) must agree.
   const offsets: number[] = [];
   const offsetOf = (rec: unknown, label: string) => {

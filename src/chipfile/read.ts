@@ -13,7 +13,7 @@ import type { TensorInfo, TensorStore } from '../safetensors/types.ts';
 import { compareCodePoints, DEFAULT_CHUNK_BYTES, parseHeader } from '../safetensors/reader.ts';
 import { decodeToF32 } from '../safetensors/dtype.ts';
 import {
-  CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSIONS_READ, decodeBlockTable, MAX_MANIFEST_BYTES, PREFIX_BYTES, validateManifest,
+  CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSIONS_READ, decodeBlockTable, DEFAULT_FRAME_SIZE, MAX_MANIFEST_BYTES, PREFIX_BYTES, validateManifest,
   type BlockTable, type ChipFileEntry, type ChipManifest, type ChipSafetensorsFile, type ChipTensor,
 } from './format.ts';
 import { decodeFrameIndex, FrameCache, inflateFrame, type FrameList } from './codec.ts';
@@ -99,6 +99,29 @@ export class ChipFile implements TensorStore {
     if (f.codec === 'none') return this.readPayload(f.data[0], f.data[1]);
     return readSegment((o, l) => this.readPayload(o, l), f.data[0], f.size, this.rawFrames.get(name)!, this.manifest.frameSize, 0, f.size,
       (k, stored, decoded) => inflateFrame(stored, decoded, `${this.path}: file ${JSON.stringify(name)} frame ${k}`));
+  }
+
+  /**
+   * The bytes of a stored verbatim file in order, in pieces: its decoded frames (brotli files),
+   * or reads of at most a frame's size. A reader that needs only the start stops early, and the
+   * frames after it are never read or inflated.
+   */
+  *readFilePieces(name: string): Iterable<Uint8Array> {
+    const f = this.files.get(name);
+    if (f === undefined) throw new ChipcError('chipfile.no-file', `${this.path}: holds no file named ${JSON.stringify(name)}`);
+    if (f.kind !== 'raw') throw new ChipcError('chipfile.no-file', `${this.path}: ${name} is a safetensors file; read its tensors`);
+    if (f.codec === 'none') {
+      const step = this.manifest.frameSize > 0 ? this.manifest.frameSize : DEFAULT_FRAME_SIZE;
+      for (let at = 0; at < f.data[1]; at += step) yield this.readPayload(f.data[0] + at, Math.min(step, f.data[1] - at));
+      return;
+    }
+    const frames = this.rawFrames.get(name)!;
+    for (let k = 0; k < frames.stored.length; k++) {
+      const decoded = Math.min(this.manifest.frameSize, f.size - k * this.manifest.frameSize);
+      const stored = this.readPayload(frames.offsets[k]!, frames.stored[k]!);
+      // (a stored length equal to the decoded one means a verbatim frame: codec.ts)
+      yield frames.stored[k] === decoded ? stored : inflateFrame(stored, decoded, `${this.path}: file ${JSON.stringify(name)} frame ${k}`);
+    }
   }
 
   /** `length` bytes at payload offset `offset`. */

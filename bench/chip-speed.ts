@@ -17,7 +17,9 @@
  * Two figures:
  * - `firstThousandTokensPerSecond`: the first run of the process, cold (no JIT warm-up, as a
  *   fresh `chipc run` process): 1,000 (or N, if smaller, or fewer at HALT) generated tokens over
- *   the wall time from the start of the prompt (which yields the first token) to the last of them.
+ *   the wall time from the start of the prompt (which yields the first token) to the last of them;
+ *   `firstThousandPageFaults` the minor page faults of that window (each a first touch of a fresh
+ *   4 KiB page, dear on some virtual machines: bench/page-faults.ts).
  * - `tokensPerSecond` (steady): after `--warmup N` (default 2000) untimed decode steps on fresh
  *   executors of the same weights and program (repeated when the program halts sooner), so that
  *   the timed run measures the JIT's optimized code; each timed run starts after a forced major GC
@@ -201,8 +203,9 @@ function goldenRate(file: string): { instructions: number; perSecond: number } {
  * yields the first token) to the last of them; run first, before any warm-up: the cold start a
  * fresh `chipc run` process sees (JIT compiles, the first step's incremental state).
  */
-function coldRun(n: number): { tokens: number; ms: number } {
+function coldRun(n: number): { tokens: number; ms: number; pageFaults: number } {
   const ex = newExecutor();
+  const f0 = process.resourceUsage().minorPageFault;
   const t = performance.now();
   let last = start(ex);
   let got = 1;
@@ -210,7 +213,7 @@ function coldRun(n: number): { tokens: number; ms: number } {
     last = ex.decodeArgmax(last);
     got++;
   }
-  return { tokens: got, ms: performance.now() - t };
+  return { tokens: got, ms: performance.now() - t, pageFaults: process.resourceUsage().minorPageFault - f0 };
 }
 const cold = coldRun(Math.min(1000, tokens));
 const firstThousandTokensPerSecond = cold.tokens / (cold.ms / 1000);
@@ -243,7 +246,7 @@ if (json) {
   console.log(JSON.stringify({
     dir: path.basename(path.resolve(dir ?? elf ?? '')), chip: elf !== undefined ? chipLabel : null, profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
     tokensPerSecond: 1000 / msPerToken, firstStepMs: plain.firstMs,
-    firstThousandTokens: cold.tokens, firstThousandMs: cold.ms, firstThousandTokensPerSecond,
+    firstThousandTokens: cold.tokens, firstThousandMs: cold.ms, firstThousandTokensPerSecond, firstThousandPageFaults: cold.pageFaults,
     tokensPerInstruction: elf !== undefined && plain.instructions > 0 ? steps / plain.instructions : null,
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
@@ -254,7 +257,7 @@ if (json) {
   if (elf !== undefined) console.log(`chip: ${chipLabel}`);
   console.log(`checkpoint: ${c.numLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}, FFN ${c.intermediateSize} (loaded in ${Math.round(loadMs)} ms)`);
   console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] fed in ${plain.prefillMs.toFixed(1)} ms (decode path); ${steps} decode steps (${distinct} distinct ids)`);
-  console.log(`cold start (the process's first run, no warm-up): ${cold.tokens} generated tokens in ${cold.ms.toFixed(0)} ms from the prompt's start, ${firstThousandTokensPerSecond.toFixed(1)} tokens/s`);
+  console.log(`cold start (the process's first run, no warm-up): ${cold.tokens} generated tokens in ${cold.ms.toFixed(0)} ms from the prompt's start, ${firstThousandTokensPerSecond.toFixed(1)} tokens/s (${cold.pageFaults.toLocaleString('en-US')} page faults: bench/page-faults.ts)`);
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);
   // the first step builds the sequence's incremental decode state (the GDN tracks; the projection
   // memos come from the prefill): part of the figure above, shown apart as it weighs on short programs

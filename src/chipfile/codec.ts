@@ -46,9 +46,9 @@ export class FrameEncoder {
   /** Whether any frame was stored compressed. */
   compressed = false;
   /**
-   * The frame being filled: grown by doubling up to frameSize as bytes come (a chip has a hundred
-   * segments, most far below a frame, and a fresh zeroed 1 MiB per segment cost a page fault per
-   * 4 KiB).
+   * The frame being filled: grown by doubling up to frameSize as bytes come (a chip has about two
+   * hundred segments, most far below a frame, and a fresh zeroed 1 MiB per segment cost a page
+   * fault per 4 KiB).
    */
   private buf: Uint8Array;
   private fill = 0;

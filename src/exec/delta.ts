@@ -211,8 +211,13 @@ function lowbitsOf(plans: ExecPlans, m: Matrix, csrValues: Float32Array, cscValu
   let lows = weightLowbits.get(m);
   if (lows === undefined) {
     const lowsOf = (v: Float32Array): Int16Array => {
+      // read as bits in place (a float's round trip through a scratch array cost more)
+      const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);
       const out = new Int16Array(v.length);
-      for (let k = 0; k < v.length; k++) out[k] = v[k] === 0 ? 0 : lowbit32(floatBits(v[k]));
+      for (let k = 0; k < v.length; k++) {
+        const b = bits[k];
+        out[k] = (b & 0x7fffffff) === 0 ? 0 : lowbit32(b);
+      }
       return out;
     };
     lows = { csr: lowsOf(csrValues), csc: lowsOf(cscValues) };
@@ -287,12 +292,6 @@ function foldRow(
   return acc;
 }
 
-const bitsScratch = new Float32Array(1);
-const bitsScratchU = new Uint32Array(bitsScratch.buffer);
-function floatBits(v: number): number {
-  bitsScratch[0] = v;
-  return bitsScratchU[0];
-}
 
 /**
  * y = x[xOff .. xOff+cols)·Wᵀ, maintained incrementally (see the module comment); returns the

@@ -156,6 +156,14 @@ export function parseManifestDeferringEmit(text: string, label: string): unknown
     return JSON.parse(text);
   }
   if (obj === null || typeof obj !== 'object' || Array.isArray(obj) || 'emit' in obj) return JSON.parse(text);
+  return deferEmit(obj, label, () => JSON.parse(section));
+}
+
+/**
+ * Gives `obj` an enumerable `emit` getter that calls `parse` on first read and keeps its value
+ * (ChipcError `run.model` naming `label` when it throws, which happens again on the next read).
+ */
+function deferEmit(obj: object, label: string, parse: () => unknown): object {
   let parsed: { value: unknown } | null = null;
   Object.defineProperty(obj, 'emit', {
     enumerable: true,
@@ -163,8 +171,9 @@ export function parseManifestDeferringEmit(text: string, label: string): unknown
     get(): unknown {
       if (parsed === null) {
         try {
-          parsed = { value: JSON.parse(section) };
+          parsed = { value: parse() };
         } catch (e) {
+          if (e instanceof ChipcError) throw e;
           throw new ChipcError('run.model', `${label}: its "emit" section is not valid JSON: ${(e as Error).message}`, { cause: e });
         }
       }
@@ -203,24 +212,7 @@ export function readManifestHead(pieces: Iterable<Uint8Array>, whole: () => Uint
       continue;
     }
     if (head === null || typeof head !== 'object' || Array.isArray(head) || (head as { version?: unknown }).version !== 2 || 'emit' in head) continue;
-    let parsed: { value: unknown } | null = null;
-    Object.defineProperty(head, 'emit', {
-      enumerable: true,
-      configurable: true,
-      get(): unknown {
-        if (parsed === null) {
-          let all: { emit?: unknown };
-          try {
-            all = JSON.parse(new TextDecoder().decode(whole())) as { emit?: unknown };
-          } catch (e) {
-            throw new ChipcError('run.model', `${label}: its "emit" section is not valid JSON: ${(e as Error).message}`, { cause: e });
-          }
-          parsed = { value: all.emit };
-        }
-        return parsed.value;
-      },
-    });
-    return head;
+    return deferEmit(head, label, () => (JSON.parse(new TextDecoder().decode(whole())) as { emit?: unknown }).emit);
   }
   text += decoder.decode();
   return parseManifestDeferringEmit(text, label);

@@ -19,7 +19,8 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { BignumService, BIGNUM_OPS, operandOf, valueOf, type BignumOp } from '../src/bignum/service.ts';
 import { ChipService, type ServiceEngine } from '../src/chip/service.ts';
-import { compileChip, programOf } from '../src/chip/run.ts';
+import { programOf } from '../src/chip/run.ts';
+import { compileChip } from '../src/chip/build.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');

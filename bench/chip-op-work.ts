@@ -17,7 +17,8 @@
 import fs from 'node:fs';
 import { Command } from 'commander';
 import { Executor, argmax } from '../src/exec/executor.ts';
-import { compileChip, programOf } from '../src/chip/run.ts';
+import { programOf } from '../src/chip/run.ts';
+import { compileChip } from '../src/chip/build.ts';
 import { applyRamContents } from '../src/load/ram-state.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { CODE_BASE } from '../src/cpu/cpu.ts';

@@ -15,7 +15,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { compileChip, programOf, runOnChip } from '../src/chip/run.ts';
+import { programOf, runOnChip } from '../src/chip/run.ts';
+import { compileChip } from '../src/chip/build.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 

@@ -16,7 +16,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { compileChip, emitChip, programOf, readChipCheckpoint, runOnModel } from '../src/chip/run.ts';
+import { programOf, readChipCheckpoint, runOnModel } from '../src/chip/run.ts';
+import { compileChip, emitChip } from '../src/chip/build.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { randomModelWeights } from '../src/model/random-weights.ts';
 import { saveModel } from '../src/model/save-weights.ts';

@@ -26,9 +26,10 @@ export type { ModelWeights, Matrix } from './model/weights.ts';
 export { compileReport, buildManifest, MANIFEST_FILE, type Manifest } from './emit/manifest.ts';
 
 // the RV32IM+Zba chip
-export { compileGenericChip, defaultChipSizes, genericShape, type GenericChipSpec } from './chip/generic.ts';
+export { defaultChipSizes, genericShape, type GenericChipSpec } from './chip/generic.ts';
+export { compileGenericChip, emitChip } from './chip/build.ts';
 export {
-  programOf, runOnChip, runOnModel, emitChip, readChipCheckpoint, checkChipFits, feedLoaderPrompt,
+  programOf, runOnChip, runOnModel, readChipCheckpoint, checkChipFits, feedLoaderPrompt,
   parsePrefillPlan, DEFAULT_CODE_BYTES, DEFAULT_MEM_BYTES, type PrefillPlan, type RunResult,
 } from './chip/run.ts';
 export { loadChipModel, type ChipModel } from './chip/loaded.ts';

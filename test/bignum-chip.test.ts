@@ -8,7 +8,8 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BignumService, BIGNUM_OPS, operandOf, valueOf, type BignumOp } from '../src/bignum/service.ts';
 import { ChipService } from '../src/chip/service.ts';
-import { compileChip, programOf, type ChipProgram } from '../src/chip/run.ts';
+import { programOf, type ChipProgram } from '../src/chip/run.ts';
+import { compileChip } from '../src/chip/build.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 

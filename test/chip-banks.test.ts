@@ -9,7 +9,8 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MEM_BANK_WORDS, codeBanks, memBanks } from '../src/cpu/cpu.ts';
-import { chipRamContents, compileChip, memBankWordsFor, programOf, runOnChip, runOnInterpreter, type ChipProgram } from '../src/chip/run.ts';
+import { chipRamContents, memBankWordsFor, programOf, runOnChip, type ChipProgram } from '../src/chip/run.ts';
+import { compileChip, runOnInterpreter } from '../src/chip/build.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { assembleElf, encode } from '../riscv/asm.ts';

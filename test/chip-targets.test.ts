@@ -8,7 +8,8 @@
  * trace.
  */
 import { describe, expect, it } from 'vitest';
-import { compileChip, programOf, runOnChip } from '../src/chip/run.ts';
+import { programOf, runOnChip } from '../src/chip/run.ts';
+import { compileChip } from '../src/chip/build.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 import { assembleElf } from '../riscv/asm.ts';

@@ -14,7 +14,8 @@ import { goldenTokens } from '../riscv/golden-trace.ts';
 import { BOS_ID, CODE_BASE, decodeToken, encodeToken } from '../riscv/protocol.ts';
 import { Memory } from '../riscv/memory.ts';
 import { loadElf } from '../riscv/elf.ts';
-import { programOf, runOnInterpreter } from '../src/chip/run.ts';
+import { programOf } from '../src/chip/run.ts';
+import { runOnInterpreter } from '../src/chip/build.ts';
 import { inputEchoElf } from './helpers/input-echo.ts';
 import { chipError, expectChipcError } from './helpers/assert.ts';
 

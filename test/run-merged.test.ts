@@ -26,9 +26,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix, ModelWeights } from '../src/model/weights.ts';
-import {
-  checkChipFits, compileChip, emitChip, programOf, readChipCheckpoint, runOnChip, runOnModel, type ChipProgram,
-} from '../src/chip/run.ts';
+import { checkChipFits, programOf, readChipCheckpoint, runOnChip, runOnModel, type ChipProgram } from '../src/chip/run.ts';
+import { compileChip, emitChip } from '../src/chip/build.ts';
 import { loadChipModel } from '../src/chip/loaded.ts';
 import { VOCAB } from '../src/cpu/cpu.ts';
 import { assembleElf } from '../riscv/asm.ts';

@@ -3,16 +3,13 @@
  * that runs any program fitting its RAMs — the program's code end and `tohost` arrive at run
  * time as configuration words, its entry as the prompt's J (docs/token-protocol.md). `chipc cpu`
  * writes one; `chipc run` without `--model` takes one from the chip cache (src/chip/cache.ts),
- * compiling it only when the cache has none for this compiler.
+ * compiling it only when the cache has none for this compiler (cached.ts; the compile itself is
+ * build.ts's compileGenericChip, imported only on a miss).
  */
-import crypto from 'node:crypto';
-import { compileCircuit, type CompileResult } from '../compile.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
 import { memBankWordsFor, type CpuOptions } from '../../riscv/chip-shape.ts';
-import { checkRamSizes, chipIr, emitChip, fmtBytes, DEFAULT_CODE_BYTES, DEFAULT_MEM_BYTES } from './run.ts';
-import { getOrBuildChip, type ChipCacheResult } from './cache.ts';
-import type { SaveModelOptions } from '../model/save-weights.ts';
+import { checkRamSizes, fmtBytes, DEFAULT_CODE_BYTES, DEFAULT_MEM_BYTES } from './run.ts';
 
 /** What a generic chip is compiled for: a target shape and its two RAM sizes. */
 export interface GenericChipSpec {
@@ -61,42 +58,7 @@ export function genericShape(spec: GenericChipSpec): Required<CpuOptions> {
   return { codeWords: codeBytes / 4, memWords: memBytes / 4, memBankWords };
 }
 
-/** Compile the generic chip of a spec. */
-export function compileGenericChip(spec: GenericChipSpec): CompileResult {
-  return compileCircuit(chipIr(genericShape(spec)), spec.target, {
-    attentionLayer: spec.attentionLayer === true, ...(spec.hidden !== undefined ? { hidden: spec.hidden } : {}),
-  });
-}
-
 /** A one-line description: "16 KiB code, 64 KiB data". */
 export function describeSizes(spec: Pick<GenericChipSpec, 'codeBytes' | 'memBytes'>): string {
   return `${fmtBytes(spec.codeBytes)} code, ${fmtBytes(spec.memBytes)} data`;
-}
-
-/**
- * The cached generic chip of a spec, in bf16 (every chip weight is bf16-exact, so the file holds
- * the compiled values exactly): on a miss `onCompile` is told, the chip compiled and written into
- * the cache, and the CompileResult handed back (`compiled`) so the caller runs it without reading
- * the file again. The cache key: the target's name and a hash of its config, the two sizes.
- */
-export async function cachedGenericChip(
-  spec: GenericChipSpec,
-  opts: { noCache?: boolean; log?: (line: string) => void; onCompile?: () => void; onProgress?: SaveModelOptions['onProgress'] } = {},
-): Promise<ChipCacheResult & { compiled: CompileResult | null; compileSeconds: number }> {
-  const shape = genericShape(spec);
-  const configHash = crypto.createHash('sha256').update(JSON.stringify(spec.target)).digest('hex').slice(0, 16);
-  let compiled: CompileResult | null = null;
-  let compileSeconds = 0;
-  const r = await getOrBuildChip(
-    { circuit: 'rv32im', target: spec.targetName, options: { codeBytes: spec.codeBytes, memBytes: spec.memBytes, config: configHash, ...(spec.attentionLayer === true ? { attentionLayer: 1 } : {}), ...(spec.hidden !== undefined ? { hidden: spec.hidden } : {}) }, dtype: 'bf16' },
-    (tmpPath) => {
-      opts.onCompile?.();
-      const t0 = performance.now();
-      compiled = compileGenericChip(spec);
-      compileSeconds = (performance.now() - t0) / 1000;
-      emitChip(tmpPath, compiled, shape, spec.targetName, { dtype: 'BF16', overwrite: true, onProgress: opts.onProgress });
-    },
-    { noCache: opts.noCache, log: opts.log },
-  );
-  return { ...r, compiled, compileSeconds };
 }

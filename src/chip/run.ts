@@ -10,35 +10,26 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { buildCircuit } from '../dsl/load.ts';
-import { compileCircuit, type CompileResult } from '../compile.ts';
 import type { ChipModel } from './chip-model.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { Executor, argmax } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
 import { applyRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
-// The one import of a circuit in src/: the runner compiles the CPU (chipIr); its shape is riscv/chip-shape.ts.
-import { cpuCircuit } from '../cpu/cpu.ts';
 import {
   codeBanks, memBanks, memBankWordsFor, CODE_STORE_WORDS, CONFIG_CODE_END, CONFIG_TOHOST, MEM_BANK_WORDS, VOCAB, type CpuOptions,
 } from '../../riscv/chip-shape.ts';
 import type { ModelWeights } from '../model/weights.ts';
 import { openChipFile, type ChipFile } from '../chipfile/read.ts';
-import { MANIFEST_FILE, buildManifest, manifestJson, parseManifestDeferringEmit, readManifestHead, type Manifest } from '../emit/manifest.ts';
-import { MERGE_INFO_FILE } from '../merge/merge.ts';
-import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-weights.ts';
+import { MANIFEST_FILE, parseManifestDeferringEmit, readManifestHead, type Manifest } from '../emit/manifest.ts';
+import { MERGE_INFO_FILE } from '../merge/plan.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
 import { firstRunInputWrites, inputAreaOf, startPrompt, type InputArea, type MemoryWrite } from '../../riscv/console-input.ts';
 import {
   BOS_ID, CODE_BASE, PROTOCOL_VERSION, codeWord, decodeToken, encodeToken, formatToken, formatTokenAfter, trapCauseName,
 } from '../../riscv/protocol.ts';
-import type { CircuitIR } from '../ir/types.ts';
 import type { TargetShape } from '../dsl/index.ts';
-import { FastEvaluator } from '../ir/evaluate-fast.ts';
-import type { LayerHookEvent } from '../exec/types.ts';
-import { comparePosition, type Mismatch } from '../verify/check.ts';
 
 export interface ChipProgram {
   entry: number;
@@ -228,19 +219,6 @@ export function chipRamContents(prog: ChipProgram): [name: string, rows: Map<num
   return out;
 }
 
-/** Write the program's image into the RAMs of a fast evaluator of the chip circuit (the IR's state-file path). */
-export function preloadFast(fast: FastEvaluator, prog: ChipProgram): void {
-  for (const [name, rows] of chipRamContents(prog)) {
-    const ram = fast.ir.rams.findIndex((r) => r.name === name);
-    for (const [row, v] of rows) fast.setRamRow(ram, row, v);
-  }
-}
-
-/** Compile the chip circuit with `opts` for `target`. */
-export function compileChip(opts: Required<CpuOptions>, target: ModelConfig): CompileResult {
-  return compileCircuit(chipIr(opts), target);
-}
-
 export interface GoldenOptions {
   maxTokens: number;
   /** The expected token stream (riscv/golden-trace.ts) and, per token, its instruction's pc. */
@@ -404,51 +382,6 @@ export function runOnModel(
   return follow(prog.loader, prog.start.length, first - off, (t) => ex.decodeArgmax(t + off) - off, opts, t0, off);
 }
 
-/**
- * Where a divergence of runOnChip starts. `tokens` are the run's tokens (RunResult.tokens: the
- * prompt and the generated tokens before the divergent one) and `position` the divergent token's
- * position, so the forward that produced it consumed tokens[position − 1]. Replays the run — the
- * same loading, the same prefill and decode calls — through the weights and, beside it, through
- * the chip circuit (FastEvaluator), and compares at that position every placed signal after every
- * sublayer with the circuit's values (verify/check.ts comparePosition). Returns the mismatches,
- * earliest sublayer first: empty when the weights agree with the circuit everywhere (then the
- * circuit itself differs from the golden trace), only `token` when the residual agrees but the LM
- * head picks another token.
- */
-export function locateDivergence(
-  res: CompileResult, prog: ChipProgram, tokens: readonly number[], position: number,
-  opts: ExecOptions & { load?: 'state' | 'prompt' },
-): Mismatch[] {
-  const target = position - 1;
-  if (!Number.isInteger(target) || target < 0 || target >= tokens.length) {
-    throw new ChipcError('chip.locate', `position ${position} is outside the run's ${tokens.length} tokens`);
-  }
-  const fast = new FastEvaluator(res.ir);
-  if (opts.load !== 'prompt') preloadFast(fast, prog);
-  let ref = fast.stepResult(tokens[0]!);
-  for (let i = 1; i <= target; i++) {
-    if (i === target) ref = fast.stepResult(tokens[i]!);
-    else fast.step(tokens[i]!);
-  }
-  const ex = chipExecutor(res, prog, opts);
-  const afterSub: Float32Array[] = [];
-  const hook = (ev: LayerHookEvent) => {
-    if (ev.position !== target) return;
-    if (ev.layer === 0) afterSub[0] = ev.residualIn.slice();
-    afterSub[2 * ev.layer + 1] = ev.residualMid.slice();
-    afterSub[2 * ev.layer + 2] = ev.residualOut.slice();
-  };
-  const prefillLen = opts.load === 'prompt' ? 1 : Math.min(2, tokens.length);
-  if (target < prefillLen) ex.addHook(hook);
-  const logits = ex.prefill(tokens.slice(0, prefillLen), { allLogits: true });
-  let got = target < prefillLen ? argmax(logits[target]!) : -1;
-  for (let i = prefillLen; i <= target; i++) {
-    if (i === target) ex.addHook(hook);
-    got = ex.decodeArgmax(tokens[i]!);
-  }
-  return comparePosition(res, ref.values, ref.emitted, afterSub, got, target).mismatches;
-}
-
 /** An executor for the compiled chip; with load 'state' (the default) the program's RAM rows are written into its GDN state. */
 export function chipExecutor(res: ChipModel, prog: ChipProgram, opts: ExecOptions & { load?: 'state' | 'prompt' }): Executor {
   const ex = new Executor(res.weights, opts);
@@ -462,42 +395,10 @@ export function chipExecutor(res: ChipModel, prog: ChipProgram, opts: ExecOption
 }
 
 /**
- * The same run on the chip circuit without weights (the oracle one link up the chain), any RAM
- * size, in the FastEvaluator (the IR compiled to JavaScript, equal to the IR interpreter node for
- * node: test/ir-fast.test.ts).
+ * Feed each generated token back until HALT or TRAP, a divergence from the golden stream, its end, or
+ * the limit (shared with build.ts's runOnInterpreter).
  */
-export function runOnInterpreter(prog: ChipProgram, opts: GoldenOptions): RunResult {
-  const ir = chipIr(prog.chip);
-  const interp = fastEvaluators.get(ir) ?? new FastEvaluator(ir);
-  fastEvaluators.set(ir, interp);
-  interp.reset();
-  if (opts.load !== 'prompt') preloadFast(interp, prog);
-  const prompt = opts.load === 'prompt' ? prog.loader : prog.start;
-  const t0 = performance.now();
-  let next = 0;
-  for (const t of prompt) next = interp.step(t)!;
-  return follow(prompt, prog.start.length, next, (t) => interp.step(t)!, opts, t0);
-}
-
-// Building the chip circuit takes seconds (its token fields span 248,197 ids): keep the last few.
-const irCache = new Map<string, CircuitIR>();
-const fastEvaluators = new WeakMap<CircuitIR, FastEvaluator>();
-
-/** The chip circuit's IR for these options (memoised: the 4 most recent option sets). */
-export function chipIr(opts: Required<CpuOptions>): CircuitIR {
-  const key = JSON.stringify([opts.codeWords, opts.memWords, opts.memBankWords]);
-  let ir = irCache.get(key);
-  if (ir === undefined) {
-    ir = buildCircuit(cpuCircuit(opts), 'src/cpu/cpu.ts');
-    if (irCache.size >= 4) irCache.delete(irCache.keys().next().value!);
-    irCache.set(key, ir);
-  }
-  return ir;
-}
-
-
-/** Feed each generated token back until HALT or TRAP, a divergence from the golden stream, its end, or the limit. */
-function follow(
+export function follow(
   prompt: number[], goldenPrompt: number, first: number, step: (t: number) => number,
   opts: GoldenOptions, t0: number, idOffset = 0,
 ): RunResult {
@@ -586,13 +487,6 @@ export { goldenTokens };
 export type RunManifest = Manifest & {
   rv32?: Required<CpuOptions> & { generic?: boolean; protocol?: string; codeEnd?: number; tohost?: number | null };
 };
-
-export function runManifest(res: CompileResult, shape: Required<CpuOptions>, targetName: string): RunManifest {
-  return {
-    ...buildManifest(res, targetName),
-    rv32: { codeWords: shape.codeWords, memWords: shape.memWords, memBankWords: shape.memBankWords, generic: true, protocol: PROTOCOL_VERSION },
-  };
-}
 
 /** What `chipc run --model` needs to know about a checkpoint before loading its tensors. */
 export interface ChipCheckpoint {
@@ -757,23 +651,4 @@ export function fitCodeRam(prog: ChipProgram, codeWords: number): void {
   prog.chip.codeWords = codeWords;
   prog.codeBytes = 4 * codeWords;
   prog.code = new Map([...prog.data].filter(([row]) => row < codeWords));
-}
-
-/**
- * Write a compiled RV32 chip of shape `shape` with its run manifest (`chipc cpu -o OUT`, `chipc
- * run --emit OUT`): a checkpoint directory, or a `.chip` file when OUT ends in `.chip` (straight
- * from the weights' sources). Refuses an existing OUT unless `overwrite`.
- */
-export function emitChip(
-  out: string, res: CompileResult, shape: Required<CpuOptions>, targetName: string,
-  opts: { dtype: 'F32' | 'BF16'; overwrite?: boolean; onProgress?: SaveModelOptions['onProgress']; fileHashes?: boolean; holes?: boolean },
-): string {
-  const extraFiles = { [MANIFEST_FILE]: manifestJson(runManifest(res, shape, targetName)) };
-  if (!out.endsWith('.chip')) {
-    saveModel(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles, onProgress: opts.onProgress, holes: opts.holes });
-    return out;
-  }
-  // straight from the weights' sources: no dense form written (docs/chip-file.md)
-  saveModelChip(out, res.weights, { dtype: opts.dtype, overwrite: opts.overwrite, extraFiles, onProgress: opts.onProgress, fileHashes: opts.fileHashes });
-  return out;
 }

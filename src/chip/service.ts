@@ -35,7 +35,8 @@ import { FastEvaluator } from '../ir/evaluate-fast.ts';
 import type { CircuitIR } from '../ir/types.ts';
 import { applyRamContents, captureRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
-import { chipExecutor, preloadFast, type ChipProgram } from './run.ts';
+import { chipExecutor, type ChipProgram } from './run.ts';
+import { preloadFast } from './build.ts';
 
 /** One request word: a 4-aligned byte address in the chip's data RAM and the 32-bit word to store there. */
 export type ServiceWrite = MemoryWrite;

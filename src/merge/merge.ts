@@ -21,10 +21,9 @@ import { isChipFile, openChipFile } from '../chipfile/read.ts';
 import { writeChipFromSources } from '../chipfile/from-sources.ts';
 import type { CompactResult } from '../chipfile/compact.ts';
 import { MANIFEST_FILE } from '../emit/manifest.ts';
-import { planMerge, type MergePlan } from './plan.ts';
+import { MERGE_INFO_FILE, planMerge, type MergePlan } from './plan.ts';
 
-/** Written beside the merged checkpoint: the plan's numbers (id offset, scales, layer split). */
-export const MERGE_INFO_FILE = 'chipc-merge.json';
+export { MERGE_INFO_FILE };
 
 /** Small host files copied verbatim when present (tokenizer and generation settings). */
 const HOST_EXTRA_FILES = [

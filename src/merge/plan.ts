@@ -38,6 +38,12 @@ export interface MergePlan {
   notes: string[];
 }
 
+/**
+ * Written beside the merged checkpoint: the plan's numbers (id offset, scales, layer split). Here,
+ * not in merge.ts, so that a reader of checkpoints (chip/run.ts) needs no part of the merger.
+ */
+export const MERGE_INFO_FILE = 'chipc-merge.json';
+
 /** Config fields both blocks must agree on (they share one config.json). */
 const SHARED_FIELDS: [keyof ModelConfig, string][] = [
   ['intermediateSize', 'intermediate_size'],

@@ -7,7 +7,8 @@
  * `chipc run` does. The cache key holds a hash of the compiler's sources, so a changed compiler
  * builds them again: a test on a shared chip fails when the compiler breaks it.
  */
-import { cachedGenericChip, type GenericChipSpec } from '../../src/chip/generic.ts';
+import { type GenericChipSpec } from '../../src/chip/generic.ts';
+import { cachedGenericChip } from '../../src/chip/cached.ts';
 import { loadChipModel, type ChipModel } from '../../src/chip/loaded.ts';
 import { programOf } from '../../src/chip/run.ts';
 import { resolveTarget } from '../../src/model/targets.ts';

@@ -19,11 +19,9 @@ import { resolveTarget } from '../../model/targets.ts';
 import { ChipcError } from '../../util/errors.ts';
 import { codeSizeOption, engineOption, inputOption, integerOption, memSizeOption, profileOption, type InputFlags } from '../support/options.ts';
 import { parseOrder } from './exec.ts';
-import {
-  checkChipFits, emitChip, fmtBytes, goldenTokens, locateDivergence, parsePrefillPlan, prefillPlanName, programOf, readChipCheckpoint,
-  runOnChip, runOnInterpreter, runOnModel, type ChipProgram, type RunResult,
-} from '../../chip/run.ts';
-import { cachedGenericChip, compileGenericChip, defaultChipSizes, describeSizes, genericShape, type GenericChipSpec } from '../../chip/generic.ts';
+import { checkChipFits, fmtBytes, goldenTokens, parsePrefillPlan, prefillPlanName, programOf, readChipCheckpoint, runOnChip, runOnModel, type ChipProgram, type RunResult } from '../../chip/run.ts';
+import { defaultChipSizes, describeSizes, genericShape, type GenericChipSpec } from '../../chip/generic.ts';
+import { cachedGenericChip } from '../../chip/cached.ts';
 import { loadModel, loadModelFromChipFile } from '../../model/load-weights.ts';
 import { openChipFile } from '../../chipfile/read.ts';
 import { loadChipModel } from '../../chip/loaded.ts';
@@ -34,6 +32,12 @@ import { EXIT_DIFFERENT, fmtInt, makeOut } from '../support/output.ts';
 import type { Runner } from '../support/output.ts';
 import { prepareOutput } from '../support/files.ts';
 import { summaryOf } from '../support/command-table.ts';
+
+/**
+ * The compile side (src/chip/build.ts), imported only by the paths that compile or replay the
+ * circuit: a run of a saved or cached chip never loads the compiler, the DSL or the CPU circuit.
+ */
+const build = () => import('../../chip/build.ts');
 
 interface RunCliOptions extends InputFlags {
   target?: string;
@@ -135,6 +139,7 @@ export function registerRun(program: Command, run: Runner): void {
           if (o.emit !== undefined) {
             prepareOutput(o.emit, { option: '--emit', inputs: [file], overwrite: o.overwrite === true });
             const t0 = performance.now();
+            const { compileGenericChip, emitChip } = await build();
             const res = compileGenericChip(spec);
             const compileSeconds = (performance.now() - t0) / 1000;
             emitChip(o.emit, res, genericShape(spec), target.name, { dtype: o.dtype === 'bf16' ? 'BF16' : 'F32', overwrite: o.overwrite });
@@ -191,11 +196,11 @@ export function registerRun(program: Command, run: Runner): void {
             r = runOnModel(weights, prog, { ...runOpts, idOffset: ck.idOffset });
             where = `${ck.merged ? `merged checkpoint (chip ids from ${fmtInt(ck.idOffset)})` : 'chip checkpoint'} ${ck.path} loaded in ${openS.toFixed(1)} s (${numLayers} layers)`;
           } else if (o.engine === 'ir') {
-            r = runOnInterpreter(prog, runOpts);
+            r = (await build()).runOnInterpreter(prog, runOpts);
             where = 'chip circuit in the IR (fast evaluator)';
           } else if (!o.cache) {
             const t0 = performance.now();
-            compiled = compileGenericChip(spec);
+            compiled = (await build()).compileGenericChip(spec);
             openS = (performance.now() - t0) / 1000;
             layers = compiled.layers.length;
             numLayers = compiled.weights.config.numLayers;
@@ -227,7 +232,7 @@ export function registerRun(program: Command, run: Runner): void {
           if (r.divergence && compiled !== null) {
             // Replay the run beside the chip circuit to find the first sublayer whose residual differs.
             if (!o.json) out.line(chalk.yellow(`divergence at token ${r.divergence.position}: replaying to locate it…`));
-            located = locateDivergence(compiled, prog, r.tokens, r.divergence.position, { profile, load });
+            located = (await build()).locateDivergence(compiled, prog, r.tokens, r.divergence.position, { profile, load });
           }
           if (!o.json && !o.trace && consoleBytes.length > 0 && consoleBytes[consoleBytes.length - 1] !== 10) process.stdout.write('\n');
           const generated = r.tokens.length - r.promptLength;

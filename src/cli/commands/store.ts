@@ -25,7 +25,7 @@ import { StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type St
 import type { FirmwareResult, StoreRequest } from '../../store/firmware.ts';
 import { parseStoreScript, tokenArgument } from '../../store/script.ts';
 import { resolveTarget } from '../../model/targets.ts';
-import { emitChip } from '../../chip/run.ts';
+import { emitChip } from '../../chip/build.ts';
 import type { ServiceEngine } from '../../chip/service.ts';
 import { ChipcError } from '../../util/errors.ts';
 import { engineOption, integerOption, profileOption } from '../support/options.ts';

@@ -1,12 +1,12 @@
 /**
- * Running an RV32 program on the compiled chip (`chipc run`): compile the chip for a target with a
- * code RAM sized to the program and a data RAM of the chosen size, load the program's image into
- * both RAMs' GDN state (the state-file path), feed the prompt [BOS, J(entry)] and let the model
- * generate until HALT — optionally beside the golden emulator's token trace, stopping at the
- * first divergence. Or run a saved checkpoint of the chip (`chipc run --model`: the chip alone, or
- * merged into a host model with its ids offset, docs/merge.md "Running"): the program is loaded
- * by its loader prompt — or, for the chip alone, written into its state at the RAM placements its
- * manifest records (src/chip/loaded.ts) — and the model decoded greedily, with no compile.
+ * Running an RV32 program on the compiled chip (`chipc run`): the program's image, configuration
+ * and prompts for a chip shape (programOf), its image loaded into the RAMs' GDN state (the
+ * state-file path) or fed as a loader prompt, the prompt [BOS, J(entry)] and greedy generation
+ * until HALT — optionally beside the golden emulator's token trace, stopping at the first
+ * divergence. A saved checkpoint of the chip (`chipc run --model`: the chip alone, or merged into
+ * a host model with its ids offset, docs/merge.md "Running") is read here too (readChipCheckpoint,
+ * checkChipFits). Compiling the chip, writing it and the runs on its circuit are build.ts's: a
+ * run of a saved or cached chip does not load the compiler.
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -40,7 +40,6 @@ export function compileChip(opts: Required<CpuOptions>, target: ModelConfig): Co
   return compileCircuit(chipIr(opts), target);
 }
 
-
 /**
  * Where a divergence of runOnChip starts. `tokens` are the run's tokens (RunResult.tokens: the
  * prompt and the generated tokens before the divergent one) and `position` the divergent token's
@@ -86,7 +85,6 @@ export function locateDivergence(
   return comparePosition(res, ref.values, ref.emitted, afterSub, got, target).mismatches;
 }
 
-
 /**
  * The same run on the chip circuit without weights (the oracle one link up the chain), any RAM
  * size, in the FastEvaluator (the IR compiled to JavaScript, equal to the IR interpreter node for
@@ -121,15 +119,13 @@ export function chipIr(opts: Required<CpuOptions>): CircuitIR {
   return ir;
 }
 
-
-
+/** The manifest of a compiled RV32 chip (RunManifest, chip/run.ts): the compile manifest, its shape, `generic` and its token protocol. */
 export function runManifest(res: CompileResult, shape: Required<CpuOptions>, targetName: string): RunManifest {
   return {
     ...buildManifest(res, targetName),
     rv32: { codeWords: shape.codeWords, memWords: shape.memWords, memBankWords: shape.memBankWords, generic: true, protocol: PROTOCOL_VERSION },
   };
 }
-
 
 /**
  * Write a compiled RV32 chip of shape `shape` with its run manifest (`chipc cpu -o OUT`, `chipc

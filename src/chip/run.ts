@@ -197,7 +197,6 @@ export function configTohostWord(tohost: number | null): number {
   return tohost === null ? 0 : (tohost | 1) >>> 0;
 }
 
-
 /**
  * The program's image per RAM of the chip: the code RAM, each data-RAM bank ("mem", "mem1", …:
  * memBanks, rows renumbered from the bank's first word) and the register file.

@@ -36,7 +36,7 @@ import fs from 'node:fs';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import path from 'node:path';
-import { Executor, argmax } from '../src/exec/executor.ts';
+import { Executor } from '../src/exec/executor.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { loadModel } from '../src/model/load-weights.ts';
 import type { ModelWeights } from '../src/model/weights.ts';

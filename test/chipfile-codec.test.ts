@@ -488,6 +488,7 @@ describe('frame rules and refusing bad frames', () => {
     fc.assert(fc.property(
       fc.uint8Array({ minLength: 0, maxLength: 700 }), fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 12 }), fc.integer({ min: 1, max: 97 }),
       (bytes, cuts, frameSize) => {
+        fc.pre(cuts.some((c) => c > 0)); // (empty pieces among others: all-empty cuts would never advance)
         const framesOf = (feed: (e: FrameEncoder) => void) => {
           const out: number[][] = [];
           const e = new FrameEncoder(frameSize, (b) => out.push([...b]));
@@ -503,10 +504,8 @@ describe('frame rules and refusing bad frames', () => {
             if (i % 2 === 0) e.pushRange(bytes, at, at + n);
             else e.push(bytes.subarray(at, at + n));
             at += n;
-            if (n === 0 && cuts.every((c) => c === 0)) break;
           }
         });
-        if (cuts.every((c) => c === 0) && bytes.length > 0) return;
         expect(pieces).toEqual(whole);
         expect(whole.size).toBe(bytes.length);
         expect(whole.out.flat().length).toBe(whole.stored.reduce((a, b) => a + b, 0));

@@ -11,7 +11,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ChipModel } from './chip-model.ts';
-import type { ModelConfig } from '../model/config.ts';
 import { Executor, argmax } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
 import { applyRamContents } from '../load/ram-state.ts';
@@ -27,7 +26,7 @@ import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
 import { firstRunInputWrites, inputAreaOf, startPrompt, type InputArea, type MemoryWrite } from '../../riscv/console-input.ts';
 import {
-  BOS_ID, CODE_BASE, PROTOCOL_VERSION, codeWord, decodeToken, encodeToken, formatToken, formatTokenAfter, trapCauseName,
+  BOS_ID, CODE_BASE, PROTOCOL_VERSION, decodeToken, encodeToken, formatToken, formatTokenAfter, trapCauseName,
 } from '../../riscv/protocol.ts';
 import type { TargetShape } from '../dsl/index.ts';
 
@@ -497,19 +496,21 @@ export interface ChipCheckpoint {
   manifest: RunManifest;
 }
 
-function parseJson(bytes: Uint8Array | string, label: string, parse: (text: string) => unknown = JSON.parse): Record<string, unknown> {
+/** The JSON object `produce` parses: ChipcError `run.model` naming `label` when it is not valid JSON or not an object. */
+function jsonObject(label: string, produce: () => unknown): Record<string, unknown> {
   let j: unknown;
   try {
-    j = parse(typeof bytes === 'string' ? bytes : new TextDecoder().decode(bytes));
+    j = produce();
   } catch (e) {
+    if (e instanceof ChipcError) throw e;
     throw new ChipcError('run.model', `${label} is not valid JSON: ${(e as Error).message}`, { cause: e });
   }
-  return checkedObject(j, label);
-}
-
-function checkedObject(j: unknown, label: string): Record<string, unknown> {
   if (j === null || typeof j !== 'object' || Array.isArray(j)) throw new ChipcError('run.model', `${label} is not a JSON object`);
   return j as Record<string, unknown>;
+}
+
+function parseJson(bytes: Uint8Array | string, label: string, parse: (text: string) => unknown = JSON.parse): Record<string, unknown> {
+  return jsonObject(label, () => parse(typeof bytes === 'string' ? bytes : new TextDecoder().decode(bytes)));
 }
 
 /**
@@ -526,24 +527,19 @@ export function readChipCheckpoint(p: string, open?: ChipFile): ChipCheckpoint {
   const wanted = ['config.json', MERGE_INFO_FILE];
   // a .chip's manifest is read up to its emit rows (readManifestHead), which are read again from
   // the file only if asked for
-  let chipManifest: unknown;
+  let chipManifest: Record<string, unknown> | undefined;
   const fromChip = (chip: ChipFile) => {
     for (const f of wanted) if (chip.hasFile(f)) files.set(f, chip.readFile(f));
     if (!chip.hasFile(MANIFEST_FILE)) return;
     const label = `${p}: ${MANIFEST_FILE}`;
-    try {
-      chipManifest = readManifestHead(chip.readFilePieces(MANIFEST_FILE), () => {
-        const again = openChipFile(p);
-        try {
-          return again.readFile(MANIFEST_FILE);
-        } finally {
-          again.close();
-        }
-      }, label);
-    } catch (e) {
-      if (e instanceof ChipcError) throw e;
-      throw new ChipcError('run.model', `${label} is not valid JSON: ${(e as Error).message}`, { cause: e });
-    }
+    chipManifest = jsonObject(label, () => readManifestHead(chip.readFilePieces(MANIFEST_FILE), () => {
+      const again = openChipFile(p);
+      try {
+        return again.readFile(MANIFEST_FILE);
+      } finally {
+        again.close();
+      }
+    }, label));
   };
   if (open !== undefined) {
     fromChip(open);
@@ -574,9 +570,8 @@ export function readChipCheckpoint(p: string, open?: ChipFile): ChipCheckpoint {
       `${p} has no ${MANIFEST_FILE}: it is not a compiled chip (or a merge of one); make the chip for this program with \`chipc run FILE.elf --emit DIR\``);
   }
   // (the emit rows, most of the text, are parsed only if read: running a chip does not)
-  const manifest = (chipManifest !== undefined
-    ? checkedObject(chipManifest, `${p}: ${MANIFEST_FILE}`)
-    : parseJson(m!, `${p}: ${MANIFEST_FILE}`, (text) => parseManifestDeferringEmit(text, `${p}: ${MANIFEST_FILE}`))) as unknown as RunManifest;
+  const manifest = (chipManifest
+    ?? parseJson(m!, `${p}: ${MANIFEST_FILE}`, (text) => parseManifestDeferringEmit(text, `${p}: ${MANIFEST_FILE}`))) as unknown as RunManifest;
   // The id offset: chipc-merge.json and config.json's chipc_merge block (both written by chipc merge) must agree.
   const offsets: number[] = [];
   const offsetOf = (rec: unknown, label: string) => {

@@ -93,9 +93,7 @@ export class ChipFile implements TensorStore {
 
   /** The bytes of a stored verbatim file (config.json, the index, chipc-manifest.json, …). */
   readFile(name: string): Uint8Array {
-    const f = this.files.get(name);
-    if (f === undefined) throw new ChipcError('chipfile.no-file', `${this.path}: holds no file named ${JSON.stringify(name)}`);
-    if (f.kind !== 'raw') throw new ChipcError('chipfile.no-file', `${this.path}: ${name} is a safetensors file; read its tensors`);
+    const f = this.rawFile(name);
     if (f.codec === 'none') return this.readPayload(f.data[0], f.data[1]);
     return readSegment((o, l) => this.readPayload(o, l), f.data[0], f.size, this.rawFrames.get(name)!, this.manifest.frameSize, 0, f.size,
       (k, stored, decoded) => inflateFrame(stored, decoded, `${this.path}: file ${JSON.stringify(name)} frame ${k}`));
@@ -107,9 +105,7 @@ export class ChipFile implements TensorStore {
    * frames after it are never read or inflated.
    */
   *readFilePieces(name: string): Iterable<Uint8Array> {
-    const f = this.files.get(name);
-    if (f === undefined) throw new ChipcError('chipfile.no-file', `${this.path}: holds no file named ${JSON.stringify(name)}`);
-    if (f.kind !== 'raw') throw new ChipcError('chipfile.no-file', `${this.path}: ${name} is a safetensors file; read its tensors`);
+    const f = this.rawFile(name);
     if (f.codec === 'none') {
       const step = this.manifest.frameSize > 0 ? this.manifest.frameSize : DEFAULT_FRAME_SIZE;
       for (let at = 0; at < f.data[1]; at += step) yield this.readPayload(f.data[0] + at, Math.min(step, f.data[1] - at));
@@ -122,6 +118,14 @@ export class ChipFile implements TensorStore {
       // (a stored length equal to the decoded one means a verbatim frame: codec.ts)
       yield frames.stored[k] === decoded ? stored : inflateFrame(stored, decoded, `${this.path}: file ${JSON.stringify(name)} frame ${k}`);
     }
+  }
+
+  /** The manifest entry of a stored verbatim file; ChipcError chipfile.no-file for a missing name or a safetensors file. */
+  private rawFile(name: string): ChipFileEntry & { kind: 'raw' } {
+    const f = this.files.get(name);
+    if (f === undefined) throw new ChipcError('chipfile.no-file', `${this.path}: holds no file named ${JSON.stringify(name)}`);
+    if (f.kind !== 'raw') throw new ChipcError('chipfile.no-file', `${this.path}: ${name} is a safetensors file; read its tensors`);
+    return f;
   }
 
   /** `length` bytes at payload offset `offset`. */

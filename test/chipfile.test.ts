@@ -17,7 +17,8 @@ import { loadCircuitFile } from '../src/dsl/load.ts';
 import { compileCircuit, type CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { saveModel } from '../src/model/save-weights.ts';
-import { loadModel } from '../src/model/load-weights.ts';
+import { randomModelWeights } from '../src/model/random-weights.ts';
+import { loadModel, loadModelFromChipFile } from '../src/model/load-weights.ts';
 import { Executor } from '../src/exec/executor.ts';
 import { openCheckpoint } from '../src/safetensors/checkpoint.ts';
 import { denseSource, writeCheckpoint } from '../src/safetensors/writer.ts';
@@ -162,6 +163,59 @@ describe.each(VARIANTS)('compiled counter, $label', (v) => {
         expect(new Executor(fromDir, { profile }).generate([16], 18)).toEqual(expected);
       }
     }
+  });
+});
+
+describe('the token embedding read row by row from a .chip (lazyEmbedding)', () => {
+  it('gives every eager row bit for bit, runs the same tokens and builds the eager CSR on first access; a tied embedding loads whole', async () => {
+    const bits = (a: Float32Array) => [...new Uint32Array(a.buffer, a.byteOffset, a.length)];
+    // (a compiled circuit's LM head is its own matrix: its config unties the embeddings)
+    const untied = compileCircuit(await loadCircuitFile('circuits/examples/counter.ts'), resolveTarget('tiny').config);
+    const d = path.join(tmp, 'untied');
+    saveModel(d, untied.weights, { dtype: 'BF16', metadata: { chipc_circuit: 'counter' } });
+    const c = path.join(tmp, 'untied.chip');
+    compactCheckpoint(d, c);
+    const eager = loadModel(c, { mode: 'sparse' });
+    const file = openChipFile(c);
+    const lazy = loadModelFromChipFile(file, c, { mode: 'sparse', lazyEmbedding: true });
+    file.close();
+    expect(eager.embedTokens.readRow).toBeUndefined();
+    expect(lazy.embedTokens.readRow).toBeTypeOf('function');
+    expect(lazy.config.tieWordEmbeddings).toBe(false);
+    expect(lazy.lmHead).not.toBe(lazy.embedTokens);
+    const want = eager.embedTokens.csr!;
+    const { rows, cols } = eager.embedTokens;
+    const expand = (r: number) => {
+      const row = new Float32Array(cols);
+      for (let k = want.rowPtr[r]!; k < want.rowPtr[r + 1]!; k++) row[want.colIdx[k]!] = want.values[k]!;
+      return bits(row);
+    };
+    const out = new Float32Array(cols);
+    let nonZeroRows = 0;
+    for (let r = 0; r < rows; r++) {
+      lazy.embedTokens.readRow!(r, out);
+      expect(bits(out), `row ${r}`).toEqual(expand(r));
+      if (want.rowPtr[r + 1]! > want.rowPtr[r]!) nonZeroRows++;
+    }
+    expect(nonZeroRows).toBeGreaterThan(10);
+    // greedy from BOS (16) counts 1, 2, … (mod 16), as from the eager load
+    const expected = Array.from({ length: 18 }, (_, i) => (i + 1) % 16);
+    expect(new Executor(lazy, { profile: 'bf16' }).generate([16], 18)).toEqual(expected);
+    expect(new Executor(eager, { profile: 'bf16' }).generate([16], 18)).toEqual(expected);
+    const built = lazy.embedTokens.csr!;
+    expect([...built.rowPtr]).toEqual([...want.rowPtr]);
+    expect([...built.colIdx]).toEqual([...want.colIdx]);
+    expect(bits(built.values)).toEqual(bits(want.values));
+    // tied embeddings (tiny's, with random weights): the LM head needs the whole matrix, which then loads as before
+    const tiedDir = path.join(tmp, 'tied');
+    saveModel(tiedDir, randomModelWeights(resolveTarget('tiny').config, 1), { dtype: 'F32' });
+    const tiedPath = path.join(tmp, 'tied.chip');
+    compactCheckpoint(tiedDir, tiedPath);
+    const tied = openChipFile(tiedPath);
+    const whole = loadModelFromChipFile(tied, tiedPath, { mode: 'sparse', lazyEmbedding: true });
+    tied.close();
+    expect(whole.embedTokens.readRow).toBeUndefined();
+    expect(whole.lmHead).toBe(whole.embedTokens);
   });
 });
 

@@ -12,11 +12,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { forEachNonZero, nonZeroCsr } from '../src/model/load-weights.ts';
+import { forEachNonZero, heldRows, nonZeroCsr } from '../src/model/load-weights.ts';
+import type { CsrMatrix, Matrix } from '../src/model/weights.ts';
 import { writeSafetensors } from '../src/safetensors/writer.ts';
 import { openSafetensors } from '../src/safetensors/reader.ts';
 import { compactCheckpoint } from '../src/chipfile/compact.ts';
-import { openChipFile } from '../src/chipfile/read.ts';
+import { openChipFile, type ChipFile } from '../src/chipfile/read.ts';
+import { chipError } from './helpers/assert.ts';
 import type { TensorStore } from '../src/safetensors/types.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-load-blocks-'));
@@ -143,4 +145,56 @@ describe('sparse loading from .chip blocks', () => {
       },
     ), { numRuns: 60 });
   });
+
+  it('a held tensor read row by row (heldRows) gives each row of nonZeroCsr bit for bit after the file is closed and removed, and its csr is nonZeroCsr\'s', () => {
+    const bitsOf = (a: Float32Array) => [...new Uint32Array(a.buffer, a.byteOffset, a.length)];
+    fc.assert(fc.property(
+      fc.array(word(4), { minLength: 1, maxLength: 300 }),
+      fc.array(word(2), { minLength: 1, maxLength: 300 }),
+      fc.constantFrom(1, 8),
+      fc.constantFrom('none' as const, 'br' as const),
+      fc.integer({ min: 1, max: 9 }),
+      fc.array(fc.nat(), { maxLength: 40 }),
+      (w32, w16, minGap, codec, cols, picks) => {
+        const held: { name: string; rows: number; want: CsrMatrix; m: Matrix }[] = [];
+        withStores(w32, w16, cols, { minGap, codec }, (plain, chip, rowsOf) => {
+          for (const [name, rows] of [['a.f32', rowsOf.a], ['b.bf16', rowsOf.b], ['c.f16', rowsOf.b]] as const) {
+            const want = nonZeroCsr(plain, name, 64, rows, cols, null);
+            const h = (chip as ChipFile).holdTensor(name);
+            expect(Buffer.from(h.readBytes()).equals(Buffer.from(plain.readBytes(name))), name).toBe(true);
+            held.push({ name, rows, want, m: heldRows(h, rows, cols, 64) });
+          }
+        });
+        for (const { name, rows, want, m } of held) {
+          const expand = (r: number) => {
+            const row = new Float32Array(cols);
+            for (let k = want.rowPtr[r]!; k < want.rowPtr[r + 1]!; k++) row[want.colIdx[k]!] = want.values[k]!;
+            return bitsOf(row);
+          };
+          const out = new Float32Array(cols).fill(Number.NaN); // readRow writes every column
+          // rows in a random order with repeats (the cache), then every row
+          for (const r of [...picks.map((p) => p % rows), ...Array.from({ length: rows }, (_, r) => r)]) {
+            m.readRow!(r, out);
+            expect(bitsOf(out), `${name} row ${r}, minGap ${minGap}, ${codec}, cols ${cols}`).toEqual(expand(r));
+          }
+          const csr = m.csr!;
+          expect([...csr.rowPtr], name).toEqual([...want.rowPtr]);
+          expect([...csr.colIdx], name).toEqual([...want.colIdx]);
+          expect(bitsOf(csr.values), name).toEqual(bitsOf(want.values));
+          m.readRow!(rows - 1, out); // (from the built CSR now)
+          expect(bitsOf(out), name).toEqual(expand(rows - 1));
+        }
+      },
+    ), { numRuns: 40 });
+  });
+
+  it('a held tensor refuses a shape it does not have and another tensor\'s name', () => {
+    withStores([1, 2, 3, 4], [5, 6], 2, { minGap: 8 }, (_plain, chip) => {
+      const h = (chip as ChipFile).holdTensor('a.f32');
+      expect(chipError(() => heldRows(h, 3, 2, 64)).code).toBe('weights.mismatch');
+      expect(chipError(() => h.readBlockData('b.bf16', 0, 1)).code).toBe('safetensors.no-tensor');
+      expect(chipError(() => h.readBytes(0, 17)).code).toBe('safetensors.range');
+    });
+  });
 });
+

@@ -50,7 +50,9 @@ function loadChipModelFrom(path: string, prog: ChipProgram, chip: ChipFile | und
   if (isInt(banked)) prog.chip.memBankWords = banked;
   checkChipFits(ck, prog);
   const { rams, decls } = manifestRams(path, ck.manifest.rams);
-  const weights = chip === undefined ? loadModel(path, { mode: 'sparse' }) : loadModelFromChipFile(chip, path, { mode: 'sparse' });
+  // a run looks up the rows of the tokens it feeds: the embedding's are decoded on demand
+  const opts = { mode: 'sparse', lazyEmbedding: true } as const;
+  const weights = chip === undefined ? loadModel(path, opts) : loadModelFromChipFile(chip, path, opts);
   if (weights.config.numLayers !== ck.manifest.layerTypes?.length) {
     throw new ChipcError('run.model', `${path}: config.json has ${weights.config.numLayers} layers, the manifest ${String(ck.manifest.layerTypes?.length)}`);
   }

@@ -174,37 +174,32 @@ export class ChipFile implements TensorStore {
   readBytes(name: string, start?: number, end?: number): Uint8Array {
     this.checkOpen();
     const { info, table } = this.get(name);
-    const s = start ?? 0;
-    const e = end ?? info.byteLength;
-    if (!Number.isSafeInteger(s) || !Number.isSafeInteger(e) || s < 0 || e < s || e > info.byteLength) {
-      throw new ChipcError('safetensors.range', `${this.path}: byte range [${s}, ${e}) is outside tensor ${JSON.stringify(name)} of ${info.byteLength} bytes`);
+    return blockRangeBytes(table, info.byteLength, start, end, `${this.path}: tensor ${JSON.stringify(name)}`,
+      (from, to) => this.readBlockData(name, from, to));
+  }
+
+  /**
+   * Tensor `name` held in memory (HeldTensor): its stored block data is read now, in one read, and
+   * stays readable after this file is closed.
+   */
+  holdTensor(name: string, frameCacheBytes: number = HELD_FRAME_CACHE_BYTES): HeldTensor {
+    this.checkOpen();
+    const { tensor, info, table, dataFrames } = this.get(name);
+    // the payload range of the stored data: the frames (br) or the bytes themselves (none)
+    let lo = tensor.data[0];
+    let hi = tensor.data[0] + tensor.dataSize;
+    if (dataFrames !== null) {
+      lo = Infinity;
+      hi = -Infinity;
+      for (let k = 0; k < dataFrames.offsets.length; k++) {
+        lo = Math.min(lo, dataFrames.offsets[k]!);
+        hi = Math.max(hi, dataFrames.offsets[k]! + dataFrames.stored[k]!);
+      }
+      if (dataFrames.offsets.length === 0) lo = hi = tensor.data[0];
     }
-    const out = new Uint8Array(e - s);
-    const { starts, lengths, dataPos } = table;
-    // First block ending after s (binary search on ends, which ascend with starts).
-    let lo = 0;
-    let hi = starts.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (starts[mid] + lengths[mid] <= s) lo = mid + 1;
-      else hi = mid;
-    }
-    let last = lo;
-    while (last < starts.length && starts[last] < e) last++;
-    if (last === lo) return out;
-    // The blocks [lo, last) are contiguous in the block data: one read covers them.
-    const from = Math.max(s, starts[lo]);
-    const dataFrom = dataPos[lo] + (from - starts[lo]);
-    const to = Math.min(e, starts[last - 1] + lengths[last - 1]);
-    const dataTo = dataPos[last - 1] + (to - starts[last - 1]);
-    const stored = this.readBlockData(name, dataFrom, dataTo);
-    for (let k = lo; k < last; k++) {
-      const bs = Math.max(s, starts[k]);
-      const be = Math.min(e, starts[k] + lengths[k]);
-      const src = dataPos[k] + (bs - starts[k]) - dataFrom;
-      out.set(stored.subarray(src, src + (be - bs)), bs - s);
-    }
-    return out;
+    const stored = this.readPayload(lo, hi - lo);
+    return new HeldTensor(`${this.path}: tensor ${JSON.stringify(name)}`, name, { ...info, shape: [...info.shape], dataOffsets: [info.dataOffsets[0], info.dataOffsets[1]] },
+      table, tensor.data[0], tensor.dataSize, dataFrames, this.manifest.frameSize, (o, l) => stored.subarray(o - lo, o - lo + l), frameCacheBytes);
   }
 
   readF32(name: string): Float32Array {
@@ -233,6 +228,117 @@ export class ChipFile implements TensorStore {
 
   private checkOpen(): void {
     if (this.closed) throw new ChipcError('safetensors.closed', `${this.path}: the file was closed`);
+  }
+}
+
+/**
+ * Bytes [start, end) (defaults: the whole tensor of `byteLength` bytes) of a tensor stored as
+ * blocks: zeros, with the blocks that meet the range copied in from the block data
+ * (`readData(from, to)`: bytes [from, to) of the blocks' bytes concatenated). ChipcError
+ * safetensors.range for a range outside the tensor; `label` names it.
+ */
+function blockRangeBytes(table: BlockTable, byteLength: number, start: number | undefined, end: number | undefined, label: string,
+  readData: (from: number, to: number) => Uint8Array): Uint8Array {
+  const s = start ?? 0;
+  const e = end ?? byteLength;
+  if (!Number.isSafeInteger(s) || !Number.isSafeInteger(e) || s < 0 || e < s || e > byteLength) {
+    throw new ChipcError('safetensors.range', `${label}: byte range [${s}, ${e}) is outside the tensor's ${byteLength} bytes`);
+  }
+  const out = new Uint8Array(e - s);
+  const { starts, lengths, dataPos } = table;
+  // First block ending after s (binary search on ends, which ascend with starts).
+  let lo = 0;
+  let hi = starts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (starts[mid] + lengths[mid] <= s) lo = mid + 1;
+    else hi = mid;
+  }
+  let last = lo;
+  while (last < starts.length && starts[last] < e) last++;
+  if (last === lo) return out;
+  // The blocks [lo, last) are contiguous in the block data: one read covers them.
+  const from = Math.max(s, starts[lo]);
+  const dataFrom = dataPos[lo] + (from - starts[lo]);
+  const to = Math.min(e, starts[last - 1] + lengths[last - 1]);
+  const dataTo = dataPos[last - 1] + (to - starts[last - 1]);
+  const stored = readData(dataFrom, dataTo);
+  for (let k = lo; k < last; k++) {
+    const bs = Math.max(s, starts[k]);
+    const be = Math.min(e, starts[k] + lengths[k]);
+    const src = dataPos[k] + (bs - starts[k]) - dataFrom;
+    out.set(stored.subarray(src, src + (be - bs)), bs - s);
+  }
+  return out;
+}
+
+/** Default bound on the inflated frames a HeldTensor keeps (decoded bytes). */
+export const HELD_FRAME_CACHE_BYTES = 16 << 20;
+
+/**
+ * One tensor of a `.chip` file held in memory (ChipFile.holdTensor): its block table and its block
+ * data as stored in the file (brotli frames or verbatim bytes), readable after the file is closed.
+ * A range inflates only the frames it meets, kept in a bounded cache of their own. It serves a
+ * reader that needs a few rows of a large tensor — the executor's embedding lookups — without
+ * decoding the whole tensor, and the whole tensor (as a BlockSource) when that is needed after all.
+ */
+export class HeldTensor {
+  private readonly cache: FrameCache;
+
+  constructor(private readonly label: string, readonly name: string, readonly info: TensorInfo, readonly table: BlockTable,
+    private readonly dataAt: number, private readonly dataSize: number, private readonly frames: FrameList | null,
+    private readonly frameSize: number, private readonly read: (offset: number, length: number) => Uint8Array, frameCacheBytes: number) {
+    this.cache = new FrameCache(frameCacheBytes);
+  }
+
+  /** Bytes [start, end) of the tensor (defaults: all of it), as ChipFile.readBytes. */
+  readBytes(start?: number, end?: number): Uint8Array {
+    return blockRangeBytes(this.table, this.info.byteLength, start, end, this.label, (from, to) => this.readData(from, to));
+  }
+
+  /** BlockSource: the block table (of this tensor only). */
+  blocks(name: string): BlockTable {
+    this.check(name);
+    return this.table;
+  }
+
+  /** BlockSource: bytes [from, to) of the block data (of this tensor only). */
+  readBlockData(name: string, from: number, to: number): Uint8Array {
+    this.check(name);
+    if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 0 || to < from || to > this.dataSize) {
+      throw new ChipcError('safetensors.range', `${this.label}: block data range [${from}, ${to}) is outside its ${this.dataSize} bytes`);
+    }
+    return this.readData(from, to);
+  }
+
+  /**
+   * Inflates the stored frames now, into the cache, as far as the cache's bound holds them (a
+   * reader about to read rows all over the tensor pays for them here, not at its first reads).
+   */
+  inflateFrames(): void {
+    if (this.frames === null) return;
+    let bytes = 0;
+    for (let k = 0; k < this.frames.offsets.length; k++) {
+      const decoded = Math.min(this.frameSize, this.dataSize - k * this.frameSize);
+      bytes += decoded;
+      if (bytes > this.cache.maxBytes) return;
+      this.readData(k * this.frameSize, k * this.frameSize + Math.min(1, decoded));
+    }
+  }
+
+  private readData(from: number, to: number): Uint8Array {
+    return readSegment(this.read, this.dataAt, this.dataSize, this.frames, this.frameSize, from, to, (k, stored, decoded) => {
+      const key = String(k);
+      const hit = this.cache.get(key);
+      if (hit !== undefined) return hit;
+      const frame = inflateFrame(stored, decoded, `${this.label} block data frame ${k}`);
+      this.cache.set(key, frame);
+      return frame;
+    });
+  }
+
+  private check(name: string): void {
+    if (name !== this.name) throw new ChipcError('safetensors.no-tensor', `${this.label}: holds only this tensor, not ${JSON.stringify(name)}`);
   }
 }
 

@@ -11,7 +11,7 @@
  */
 import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer, type ModelConfig } from '../model/config.ts';
-import type { Matrix, ModelWeights } from '../model/weights.ts';
+import { sparseOnly, type Matrix, type ModelWeights } from '../model/weights.ts';
 import { attentionStep, KvCache, ropeInvFreq } from './attention.ts';
 import { gdnForward } from './gdn.ts';
 import { gdnDimsOf, newGdnCache, type GdnCache } from './gdn-cache.ts';
@@ -92,7 +92,7 @@ function checkMatrix(name: string, m: Matrix, rows: number, cols: number): void 
   if (m.rows !== rows || m.cols !== cols) {
     throw new ChipcError('exec.bad-weights', `${name} is ${m.rows}×${m.cols}, expected ${rows}×${cols}`);
   }
-  if (!m.dense && !m.csr) throw new ChipcError('exec.bad-weights', `${name} has neither dense nor CSR data`);
+  if (!m.dense && !m.readRow && !m.csr) throw new ChipcError('exec.bad-weights', `${name} has neither dense nor CSR data`);
 }
 
 function checkVec(name: string, v: Float32Array, n: number): void {
@@ -233,7 +233,7 @@ export class Executor {
     if (opts.path !== undefined && opts.path !== 'dense' && opts.path !== 'sparse') {
       throw new ChipcError('exec.bad-option', `unknown matmul path '${String(opts.path)}' (expected dense or sparse)`);
     }
-    this.path = opts.path ?? (allMatrices(weights).every((m) => m.csr && !m.dense) ? 'sparse' : 'dense');
+    this.path = opts.path ?? (allMatrices(weights).every(sparseOnly) ? 'sparse' : 'dense');
     if (opts.firstToken !== undefined && opts.firstToken !== 'chunked' && opts.firstToken !== 'recurrent') {
       throw new ChipcError('exec.bad-option', `unknown first-token mode '${String(opts.firstToken)}' (expected chunked or recurrent)`);
     }

@@ -342,6 +342,7 @@ export function matrixRowInto(m: Matrix, r: number, out: Float32Array): Float32A
     throw new ChipcError('exec.bad-token', `row ${r} out of range [0, ${m.rows})`);
   }
   if (m.dense) out.set(m.dense.subarray(r * m.cols, (r + 1) * m.cols));
+  else if (m.readRow) m.readRow(r, out);
   else expandRow(m.csr as CsrMatrix, r, out);
   return out;
 }
@@ -353,6 +354,7 @@ export function matrixRow(m: Matrix, r: number): Float32Array {
   }
   if (m.dense) return m.dense.slice(r * m.cols, (r + 1) * m.cols);
   const row = new Float32Array(m.cols);
-  expandRow(m.csr as CsrMatrix, r, row);
+  if (m.readRow) m.readRow(r, row);
+  else expandRow(m.csr as CsrMatrix, r, row);
   return row;
 }

@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { openCheckpoint } from '../safetensors/checkpoint.ts';
-import { openChipFile, type ChipFile } from '../chipfile/read.ts';
+import { openChipFile, type ChipFile, type HeldTensor } from '../chipfile/read.ts';
 import { parseHfConfig } from './hf-config.ts';
 import { isMoeLayer, type ModelConfig } from './config.ts';
 import type { TensorStore } from '../safetensors/types.ts';
@@ -20,6 +20,7 @@ import {
   qkvzDiskToNeutral,
 } from './naming.ts';
 import { sparsifyMatrix } from './random-weights.ts';
+import { lazyRowMatrix } from './lazy-rows.ts';
 import type {
   AttentionWeights, CsrMatrix, DenseMlpWeights, GdnWeights, LayerWeights, Matrix, ModelWeights,
   MoeMlpWeights,
@@ -31,6 +32,12 @@ export interface LoadOptions {
   mode: LoadMode;
   /** Bytes per streamed chunk in sparse mode (default 4 MiB). */
   chunkBytes?: number;
+  /**
+   * Sparse mode from a `.chip`, untied embeddings: hold the token embedding's stored bytes and
+   * decode its rows on demand (model/lazy-rows.ts; its `csr` is built on first access) instead of
+   * building its CSR now. For a reader that looks up a few rows — a chip run.
+   */
+  lazyEmbedding?: boolean;
 }
 
 const LIST_LIMIT = 20;
@@ -366,6 +373,21 @@ function blockCsr(store: BlockSource, name: string, dtype: string, elem: number,
   return m.finish(rowMap);
 }
 
+function canHold(store: TensorStore): store is TensorStore & { holdTensor(name: string): HeldTensor } {
+  return typeof (store as { holdTensor?: unknown }).holdTensor === 'function';
+}
+
+/**
+ * A [rows, cols] tensor held in memory as a matrix read row by row (lazyRowMatrix), its CSR built
+ * from the held blocks on demand (blockCsr, as nonZeroCsr builds it from the file). Exported for tests.
+ */
+export function heldRows(held: HeldTensor, rows: number, cols: number, chunkBytes: number): Matrix {
+  const elem = STREAM_ELEM_BYTES[held.info.dtype]!;
+  // (inflated now: a run's first thousand tokens met most frames of a chip's embedding)
+  held.inflateFrames();
+  return lazyRowMatrix(held, rows, cols, () => blockCsr(held, held.name, held.info.dtype, elem, chunkBytes, rows, cols, null));
+}
+
 /** Rows [from, to) of a CSR matrix as its own CSR. */
 function csrRows(csr: CsrMatrix, from: number, to: number): CsrMatrix {
   const base = csr.rowPtr[from];
@@ -497,7 +519,11 @@ export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: Loa
       mlp,
     });
   }
-  const embedTokens = matrix(`${MODEL_PREFIX}embed_tokens.weight`, cfg.vocabSize, H);
+  const embedName = full(`${MODEL_PREFIX}embed_tokens.weight`);
+  const embedTokens = mode === 'sparse' && opts.lazyEmbedding === true && !cfg.tieWordEmbeddings && canHold(store)
+    && STREAM_ELEM_BYTES[store.info(embedName).dtype] !== undefined
+    ? heldRows(store.holdTensor(embedName), cfg.vocabSize, H, chunkBytes)
+    : matrix(`${MODEL_PREFIX}embed_tokens.weight`, cfg.vocabSize, H);
   return {
     config: cfg,
     embedTokens,

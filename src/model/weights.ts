@@ -22,6 +22,18 @@ export interface Matrix {
   dense?: Float32Array;
   /** Non-zero entries only (a stored −0 counts as zero; see exec/matmul.ts for sign handling). */
   csr?: CsrMatrix;
+  /**
+   * Row r into `out` (cols entries: the row's values, +0 where it stores ±0 or nothing — what
+   * expanding its CSR row gives), for a matrix whose rows are read on demand (model/lazy-rows.ts):
+   * its `csr` is then a getter that builds the whole CSR on first access, so a reader that needs
+   * single rows (an embedding lookup) reads them here and never touches `csr`.
+   */
+  readRow?: (r: number, out: Float32Array) => void;
+}
+
+/** Whether m is held sparse only: a CSR (built or on demand) and no dense form; reads no lazy CSR. */
+export function sparseOnly(m: Matrix): boolean {
+  return m.dense === undefined && (m.readRow !== undefined || m.csr !== undefined);
 }
 
 export interface GdnWeights {

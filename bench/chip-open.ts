@@ -4,7 +4,8 @@
  * times (the first is what a fresh process pays after reading the manifest once, as `chipc run
  * --model` does; later ones run warm code), with the parts of the
  * first: opening and validating the `.chip` (checksum, manifest, every block table), reading its
- * manifest, and building the sparse weights from its blocks.
+ * manifest, and building the sparse weights from its blocks (the token embedding held, its rows
+ * decoded on demand: model/lazy-rows.ts).
  *
  *   npx tsx bench/chip-open.ts --model CHIP [--elf fixtures/firmware/hello.elf] [--runs 3] [--json]
  */
@@ -57,7 +58,7 @@ t = performance.now();
 readChipCheckpoint(model, chip);
 const manifestMs = ms(t);
 t = performance.now();
-loadModelFromChipFile(chip, model, { mode: 'sparse' });
+loadModelFromChipFile(chip, model, { mode: 'sparse', lazyEmbedding: true }); // (as loadChipModel loads)
 const weightsMs = ms(t);
 chip.close();
 

@@ -324,6 +324,26 @@ export interface BlockTable {
 }
 
 /**
+ * The blocks of `table` that meet bytes [start, end) of their tensor: [lo, last) (empty when
+ * lo = last). Blocks do not overlap and ascend, so their ends ascend with their starts: a binary
+ * search for the first block ending after `start`, then every block starting before `end`. They
+ * are contiguous in the block data (dataPos[lo] on).
+ */
+export function blocksMeeting(table: BlockTable, start: number, end: number): [lo: number, last: number] {
+  const { starts, lengths } = table;
+  let lo = 0;
+  let hi = starts.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (starts[mid]! + lengths[mid]! <= start) lo = mid + 1;
+    else hi = mid;
+  }
+  let last = lo;
+  while (last < starts.length && starts[last]! < end) last++;
+  return [lo, last];
+}
+
+/**
  * Encodes blocks as varint pairs (gap, length): gap = start for the first block, else start minus
  * the previous block's end. Non-overlap is structural: a decoded block can never start before
  * the previous one ends.

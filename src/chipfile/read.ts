@@ -13,7 +13,7 @@ import type { TensorInfo, TensorStore } from '../safetensors/types.ts';
 import { compareCodePoints, DEFAULT_CHUNK_BYTES, parseHeader } from '../safetensors/reader.ts';
 import { decodeToF32 } from '../safetensors/dtype.ts';
 import {
-  CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSIONS_READ, decodeBlockTable, DEFAULT_FRAME_SIZE, MAX_MANIFEST_BYTES, PREFIX_BYTES, validateManifest,
+  blocksMeeting, CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSIONS_READ, decodeBlockTable, DEFAULT_FRAME_SIZE, MAX_MANIFEST_BYTES, PREFIX_BYTES, validateManifest,
   type BlockTable, type ChipFileEntry, type ChipManifest, type ChipSafetensorsFile, type ChipTensor,
 } from './format.ts';
 import { decodeFrameIndex, FrameCache, inflateFrame, type FrameList } from './codec.ts';
@@ -246,16 +246,7 @@ function blockRangeBytes(table: BlockTable, byteLength: number, start: number | 
   }
   const out = new Uint8Array(e - s);
   const { starts, lengths, dataPos } = table;
-  // First block ending after s (binary search on ends, which ascend with starts).
-  let lo = 0;
-  let hi = starts.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (starts[mid] + lengths[mid] <= s) lo = mid + 1;
-    else hi = mid;
-  }
-  let last = lo;
-  while (last < starts.length && starts[last] < e) last++;
+  const [lo, last] = blocksMeeting(table, s, e);
   if (last === lo) return out;
   // The blocks [lo, last) are contiguous in the block data: one read covers them.
   const from = Math.max(s, starts[lo]);

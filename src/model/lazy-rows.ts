@@ -12,6 +12,7 @@
 import { ChipcError } from '../util/errors.ts';
 import { f16ToF32 } from '../safetensors/dtype.ts';
 import type { HeldTensor } from '../chipfile/read.ts';
+import { blocksMeeting } from '../chipfile/format.ts';
 import type { CsrMatrix, Matrix } from './weights.ts';
 
 /** Decoded rows kept (then the cache starts again): an embedding row is ≈ 20 entries. */
@@ -39,7 +40,6 @@ export function lazyRowMatrix(held: HeldTensor, rows: number, cols: number, buil
     throw new ChipcError('weights.mismatch', `tensor ${held.name} (${dtype}, ${held.info.numel} elements) cannot be read as ${rows}×${cols} F32, BF16 or F16 rows`);
   }
   const { starts, lengths, dataPos } = held.table;
-  const nBlocks = starts.length;
   const rowBytes = cols * elem;
   // the row's bytes: the blocks copied in, zero elsewhere (the copied span is zeroed again after)
   const scratch = new Uint8Array(rowBytes);
@@ -52,16 +52,7 @@ export function lazyRowMatrix(held: HeldTensor, rows: number, cols: number, buil
   const decodeRow = (r: number): SparseRow => {
     const s = r * rowBytes;
     const e = s + rowBytes;
-    // the first block ending after s (ends ascend with starts), then every block starting before e
-    let lo = 0;
-    let hi = nBlocks;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (starts[mid]! + lengths[mid]! <= s) lo = mid + 1;
-      else hi = mid;
-    }
-    let last = lo;
-    while (last < nBlocks && starts[last]! < e) last++;
+    const [lo, last] = blocksMeeting(held.table, s, e);
     if (last === lo) return EMPTY_ROW;
     const from = Math.max(s, starts[lo]!);
     const to = Math.min(e, starts[last - 1]! + lengths[last - 1]!);

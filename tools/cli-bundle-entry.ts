@@ -1,9 +1,25 @@
 /**
- * Entry of the single-file CLI bundle (tools/bundle-cli.sh; docs/hf-check.md "Without npm"): the
- * CLI of bin/chipc.js without tsx, for a machine that has node but no node_modules. Circuits given
- * as TypeScript files on the command line need bin/chipc.js; the built-in ones (`run`, `trace`,
- * `emu`, …) are in the bundle.
+ * Entry of the single-file CLI bundle (tools/bundle-cli.mjs): the CLI of bin/chipc.js. bin/chipc.js
+ * imports it in a checkout while it is fresh and calls `launch`; run as the main script (`node
+ * build/cli/chipc.mjs`, docs/hf-check.md "Without npm": a machine with node but no node_modules)
+ * it runs the CLI itself. Circuit files given on the command line load through tsx, from
+ * node_modules.
  */
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { launch } from '../src/cli/launch.ts';
 
-await launch(process.argv);
+export { launch };
+
+/** Whether this file is the script node was started with (not imported by bin/chipc.js). */
+function isMain(): boolean {
+  const main = process.argv[1];
+  if (main === undefined) return false;
+  try {
+    return fs.realpathSync(main) === fs.realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isMain()) await launch(process.argv);

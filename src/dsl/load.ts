@@ -5,7 +5,6 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import fs from 'node:fs';
-import { register, tsImport } from 'tsx/esm/api';
 import { ChipcError } from '../util/errors.ts';
 import { fmtLoc, type CircuitIR } from '../ir/types.ts';
 import { validate } from '../passes/validate.ts';
@@ -42,12 +41,14 @@ function userCode<T>(source: string, what: string, body: () => T): T {
 
 /**
  * Circuit files are TypeScript (or modules that import it): tsx loads them. The launcher registers
- * it before the CLI when it runs from the sources; the compiled package (dist/) registers it here,
- * on the first circuit file, so that commands without one do not pay for it.
+ * it before the CLI when it runs from the sources; the compiled package (dist/) and the CLI bundle
+ * (tools/bundle-cli.mjs) register it here, on the first circuit file, so that commands without one
+ * do not pay for it (importing tsx's API takes ≈ 0.2 s).
  */
-function ensureTypeScriptLoader(): void {
+async function ensureTypeScriptLoader(): Promise<void> {
   const g = globalThis as { __chipcTsxRegistered?: boolean };
   if (g.__chipcTsxRegistered === true || import.meta.url.endsWith('.ts')) return;
+  const { register } = await import('tsx/esm/api');
   register();
   g.__chipcTsxRegistered = true;
 }
@@ -60,7 +61,7 @@ export async function loadCircuitFile(file: string, target?: TargetShape): Promi
   const abs = path.resolve(file);
   if (!fs.existsSync(abs)) throw new ChipcError('circuit.file', `circuit file ${file} does not exist`);
   let mod: { default?: unknown };
-  ensureTypeScriptLoader();
+  await ensureTypeScriptLoader();
   try {
     mod = (await import(pathToFileURL(abs).href)) as { default?: unknown };
   } catch (e) {
@@ -71,6 +72,7 @@ export async function loadCircuitFile(file: string, target?: TargetShape): Promi
     // without "type": "module"): node hands it to the CommonJS loader, which finds ES module syntax
     // and comes back to the file being loaded. tsx's scoped import compiles it as a module.
     try {
+      const { tsImport } = await import('tsx/esm/api');
       mod = (await tsImport(pathToFileURL(abs).href, import.meta.url)) as { default?: unknown };
     } catch (e2) {
       throw new ChipcError('circuit.import', `cannot load circuit ${file}: ${(e2 as Error).message}`, { cause: e2 });

@@ -1,13 +1,18 @@
 /**
  * Source locations for circuit errors: every builder call records where in the circuit file it
  * was made, from the V8 stack trace (tsx maps it back to the TypeScript source). Frames inside
- * chipc's own `src/` are skipped so the location is the user's line.
+ * chipc's own code (this module's `src/`, and the package's `src/` when this runs from the CLI
+ * bundle or `dist/`) are skipped so the location is the user's line.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SourceLoc } from '../ir/types.ts';
+import { PACKAGE_ROOT } from '../util/package-root.ts';
 
 const SRC_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+// The package's src/ as well: run from the CLI bundle or dist/, this module is not under it, while
+// a circuit that imports the DSL by relative path runs the DSL's sources from there.
+const PACKAGE_SRC = path.join(PACKAGE_ROOT, 'src');
 const FRAME = /\(?((?:file:\/\/)?[^()\s]+?):(\d+):(\d+)\)?$/;
 
 /**
@@ -41,7 +46,7 @@ export function stackLoc(stack: string): SourceLoc | null {
     if (file.startsWith('file://')) file = fileURLToPath(file);
     if (file.startsWith('node:') || file.includes('node_modules')) continue;
     const abs = path.resolve(file);
-    if (abs.startsWith(SRC_ROOT + path.sep)) continue;
+    if (abs.startsWith(SRC_ROOT + path.sep) || abs.startsWith(PACKAGE_SRC + path.sep)) continue;
     return { file: path.relative(process.cwd(), abs) || abs, line: Number(m[2]), col: Number(m[3]) };
   }
   return null;

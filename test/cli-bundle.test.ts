@@ -88,6 +88,7 @@ describe('tools/bundle-cli.mjs', () => {
     const inputs = record.inputs.map((e) => e[0]);
     expect(inputs).toContain('src/cli/launch.ts');
     expect(inputs).toContain('src/exec/executor.ts');
+    expect(inputs).toContain('package-lock.json');
     expect(inputs.some((p) => p.startsWith('node_modules/tsx/'))).toBe(false); // tsx stays outside
     const bundle = path.join(outRel, 'chipc.mjs');
     const emu = spawnSync(process.execPath, [bundle, 'emu', 'fixtures/firmware/hello.elf'], { encoding: 'utf8' });

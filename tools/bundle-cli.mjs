@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * Bundles the chipc CLI into one file, build/cli/chipc.mjs, and records what it was built from
- * (build/cli/chipc.inputs.json: every file esbuild read, with its size and mtime, and the bundle's
- * own). Two uses:
+ * (build/cli/chipc.inputs.json: every file esbuild read and the package manifests, each with its
+ * size and mtime, and the bundle's own). Two uses:
  *
  * - In a checkout, bin/chipc.js runs the bundle instead of the sources through tsx while the record
  *   holds (bin/fresh-bundle.js): every input as recorded, so the bundle is these sources. It starts
@@ -59,7 +59,9 @@ async function bundle() {
       logLevel: 'warning',
       banner: { js: "import { createRequire as __chipcCreateRequire } from 'module'; const require = __chipcCreateRequire(import.meta.url);" },
     });
-    const inputs = Object.keys(result.metafile.inputs).sort().map((p) => {
+    // (with the manifests: a dependency installed anew keeps npm's fixed mtimes on its files)
+    const read = new Set([...Object.keys(result.metafile.inputs), ...['package.json', 'package-lock.json'].filter((p) => fs.existsSync(path.join(root, p)))]);
+    const inputs = [...read].sort().map((p) => {
       const s = fs.statSync(path.join(root, p));
       return [p, s.size, s.mtimeMs];
     });

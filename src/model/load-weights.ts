@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { openCheckpoint } from '../safetensors/checkpoint.ts';
 import { openChipFile, type ChipFile, type HeldTensor } from '../chipfile/read.ts';
+import { blocksMeeting } from '../chipfile/format.ts';
 import { parseHfConfig } from './hf-config.ts';
 import { isMoeLayer, type ModelConfig } from './config.ts';
 import type { TensorStore } from '../safetensors/types.ts';
@@ -378,14 +379,39 @@ function canHold(store: TensorStore): store is TensorStore & { holdTensor(name: 
 }
 
 /**
- * A [rows, cols] tensor held in memory as a matrix read row by row (lazyRowMatrix), its CSR built
- * from the held blocks on demand (blockCsr, as nonZeroCsr builds it from the file). Exported for tests.
+ * A [rows, cols] tensor held in memory as a matrix read row by row (lazyRowMatrix): a row is
+ * blockCsr over the blocks that meet it, the whole CSR blockCsr over all of them — each element
+ * decoded as nonZeroCsr decodes it from the file. ChipcError weights.mismatch when the tensor is
+ * not rows × cols F32, BF16 or F16 elements. Exported for tests.
  */
 export function heldRows(held: HeldTensor, rows: number, cols: number, chunkBytes: number): Matrix {
-  const elem = STREAM_ELEM_BYTES[held.info.dtype]!;
+  const { dtype, numel } = held.info;
+  const elem = STREAM_ELEM_BYTES[dtype];
+  if (elem === undefined || numel !== rows * cols) {
+    throw new ChipcError('weights.mismatch', `tensor ${held.name} (${dtype}, ${numel} elements) cannot be read as ${rows}×${cols} F32, BF16 or F16 rows`);
+  }
   // (inflated now: a run's first thousand tokens met most frames of a chip's embedding)
   held.inflateFrames();
-  return lazyRowMatrix(held, rows, cols, () => blockCsr(held, held.name, held.info.dtype, elem, chunkBytes, rows, cols, null));
+  const table = held.table;
+  const rowBytes = cols * elem;
+  const readRow = (r: number): CsrMatrix => {
+    // the blocks that meet row r, cut to it and placed from its start (rows start on an element)
+    const s = r * rowBytes;
+    const [lo, last] = blocksMeeting(table, s, s + rowBytes);
+    const n = last - lo;
+    const starts = new Float64Array(n);
+    const lengths = new Float64Array(n);
+    const dataPos = new Float64Array(n);
+    for (let k = 0; k < n; k++) {
+      const bs = Math.max(s, table.starts[lo + k]!);
+      lengths[k] = Math.min(s + rowBytes, table.starts[lo + k]! + table.lengths[lo + k]!) - bs;
+      starts[k] = bs - s;
+      dataPos[k] = table.dataPos[lo + k]! + (bs - table.starts[lo + k]!);
+    }
+    const row: BlockSource = { blocks: () => ({ starts, lengths, dataPos }), readBlockData: (name, from, to) => held.readBlockData(name, from, to) };
+    return blockCsr(row, held.name, dtype, elem, chunkBytes, 1, cols, null);
+  };
+  return lazyRowMatrix(rows, cols, readRow, () => blockCsr(held, held.name, dtype, elem, chunkBytes, rows, cols, null));
 }
 
 /** Rows [from, to) of a CSR matrix as its own CSR. */

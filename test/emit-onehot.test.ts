@@ -107,3 +107,63 @@ describe('emit one-hots from tables and choices', () => {
     expect(() => buildCircuit(notBit, 'wide')).toThrow(/must be a bit/);
   });
 });
+
+/**
+ * A table over one choice (src/passes/lower-encodings.ts `choiceTable`): per case a table of the
+ * case's value gated off by its condition, plus the table at 0 when no case holds — one FFN layer
+ * after the conditions and values. f below is not 0 at 0, so the "no case" term is exercised (x ≥ 13).
+ */
+const fOf = (p: number) => (p === 0 ? 5 : (p * 7) % 11);
+const gOf = (f: number, y: number) => (f + y) % 13;
+
+function tableOverChoice(useChoose: boolean) {
+  return defineCircuit({ name: useChoose ? 'choice-table' : 'select-sum-table', vocab: VOCAB, bos: BOS }, (c) => {
+    const x = c.tokenField('x', (t) => (t < 256 ? t >> 4 : 0), [0, 15]);
+    const y = c.tokenField('y', (t) => (t < 256 ? t & 15 : 0), [0, 15]);
+    const is = (k: number): Sig => c.table(`is${k}`, [x], (v) => (kindOf(v) === k ? 1 : 0), [0, 1]);
+    const values: Sig[] = [
+      c.table('v0', [y], (b) => 3 * b, [0, 45]),
+      c.table('v1', [x, y], (a, b) => a + b, [0, 30]),
+      c.table('v2', [y], (b) => 15 - b, [0, 15]),
+    ];
+    const cases: [Sig, Sig][] = [0, 1, 2].map((k) => [is(k), values[k]!]);
+    const pay = useChoose
+      ? c.choose(cases, [0, 45])
+      : c.linear(cases.map(([cond, v]) => [c.select(cond, v, 0), 1] as [Sig, number]), 0, [0, 45]);
+    const f = c.table('f', [pay], fOf, [0, 10]); // its scalar, read by g
+    const fHot = c.table('fHot', [pay], fOf, [0, 10]); // its one-hot, read by the LM head
+    const g = c.table('g', [f, y], gOf, [0, 12]);
+    c.emit([fHot, g], (a, b) => 13 * a + b); // 143 ids
+  });
+}
+
+describe('tables over a choice', () => {
+  const chosen = compile(tableOverChoice(true));
+  const plain = compile(tableOverChoice(false));
+
+  it('read the choice\'s cases: one layer after them, where the selects and then the table take two', () => {
+    const what = chosen.lowered.ops.map((o) => o.what);
+    expect(what).toContain('table of choice "f"');
+    expect(what.some((w) => w.startsWith('one-hot table of choice "fHot"'))).toBe(true);
+    // no select of the choice is computed: nothing reads its scalar
+    expect(what.filter((w) => w.startsWith('select '))).toEqual([]);
+    const sublayerOf = (res: typeof chosen, w: string) => res.schedule.sublayer[res.lowered.ops.find((o) => o.what.split(' + ').includes(w))!.id]!;
+    expect(sublayerOf(chosen, 'table of choice "f"')).toBe(3); // cases' tables at 1
+    expect(sublayerOf(plain, 'table "f"')).toBe(5); // selects at 3
+    expect(plain.schedule.numLayers).toBe(chosen.schedule.numLayers + 1);
+  });
+
+  it('emit what the interpreter emits, bit for bit (f32, bf16), and the interpreter the arithmetic', () => {
+    for (const res of [chosen, plain]) {
+      for (const profile of ['f32', 'bf16'] as const) {
+        expect(checkCompiled(res, TOKENS, { profile }).mismatches).toEqual([]);
+      }
+    }
+    const steps = new Interpreter(chosen.ir).run(TOKENS);
+    for (let p = 1; p < TOKENS.length; p++) {
+      const t = TOKENS[p]!;
+      const f = fOf(payOf(t >> 4, t & 15));
+      expect(steps[p]!.emitted).toBe(13 * f + gOf(f, t & 15));
+    }
+  });
+});

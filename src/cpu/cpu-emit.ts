@@ -19,8 +19,12 @@ import type { Word } from './alu.ts';
 import { CODE_STORE_WORDS, TOK, TRAP_IDS } from './cpu-tokens.ts';
 
 export interface EmitInputs {
-  /** The result word (selectResult) and the operand rs2 (its low byte is the console byte). */
-  result: Word;
+  /** The result word without a load's or store's word (`others`, selectResult), the load's value
+   * and the store's merged word (memory): at most one not 0, their sum the result; and the
+   * operand rs2 (its low byte is the console byte). */
+  others: Word;
+  loaded: Word;
+  merged: Word;
   B: Word;
   /** The fed token's ask (cpu-input.ts), the window slot (pcControl), the word index + 1 (register file). */
   fedC: Sig;
@@ -30,7 +34,8 @@ export interface EmitInputs {
   prevWasStart: Sig;
   ppStart: Sig;
   ppQ: Sig;
-  /** Decode: stores, bn.mac, a destination, the early traps. */
+  /** Decode: loads, stores, bn.mac, a destination, the early traps. */
+  isLoad: Sig;
   isStore: Sig;
   isBn: Sig;
   hasRd: Sig;
@@ -64,28 +69,67 @@ export interface EmitInputs {
   mulHigh: Word;
 }
 
+/**
+ * Weights of the byte classes (byte 3's four, byte 2's three, byte 1's three) whose sum says the
+ * value's width, and that width for each sum (−1: no class combination gives it): the smallest
+ * weights (sums 0…11) for which the width is a function of the sum. Classes (0, 0, 0) and
+ * (1, 1, 1) are narrow, any other with byte 3's class at most 2 wide, the rest neither.
+ */
+const WIDTH_WEIGHTS: readonly [readonly number[], readonly number[], readonly number[]] = [[0, 2, 1, 7], [0, 2, 1], [0, 2, 1]];
+const WIDTH_OF_SUM: readonly number[] = widthBySum();
+
+function widthBySum(): number[] {
+  const [w3, w2, w1] = WIDTH_WEIGHTS;
+  const bySum: number[] = [];
+  for (let x = 0; x < w3.length; x++) for (let y = 0; y < w2.length; y++) for (let z = 0; z < w1.length; z++) {
+    const width = x === 3 ? 2 : x === y && y === z && x < 2 ? 0 : 1;
+    const sum = w3[x]! + w2[y]! + w1[z]!;
+    const known = bySum[sum];
+    if (known !== undefined && known !== width) throw new Error(`internal: width sum ${sum} is ambiguous`);
+    bySum[sum] = width;
+  }
+  return Array.from({ length: bySum.length }, (_, k) => bySum[k] ?? -1);
+}
+
 /** Emit the position's token (the circuit's output: c.emitRows). */
 export function emit(c: CircuitBuilder, io: EmitInputs): void {
   const {
-    result, B, fedC, j, seq16, prevWasStart, ppStart, ppQ, isStore, isBn, hasRd, earlyAny, earlyCause, isSubStore, codeStore,
+    others, loaded, merged, B, fedC, j, seq16, prevWasStart, ppStart, ppQ, isLoad, isStore, isBn, hasRd, earlyAny, earlyCause, isSubStore, codeStore,
     consoleCount, memFaultAny, memFaultCause, xLoad, xLoadFirst, xLoadSecond, xStoreSecond, prefix, rowLo, rowHi, halting, haltPay,
     jumpTaken, jumpTrap, twLo, twHi, stepping, stepKind, stepRem, divQPay, mulHigh,
   } = io;
-  const r3 = result[3]!;
-  // r3: 0 is 0x00, 1 is 0xff, 2 another top byte that the wide form (D, E) carries (wideHi14: bits
-  // 31…29 equal and bits 31…28 not 1110, or a pointer's 1000), 3 other.
-  const signTop = c.table('r3cls', [r3], (v) => (v === 0 ? 0 : v === 255 ? 1 : wideHi14((v << 24) >>> 0) !== null ? 2 : 3), [0, 3]);
-  const r2cls = c.table('r2cls', [result[2]!], (v) => (v === 0 ? 0 : v === 255 ? 1 : 2), [0, 2]);
-  // r1 (with r2, r3 both 0x00 or both 0xff): whether the narrow form carries the value (fitsNarrow:
-  // [−4096, 8191]; v6 gave [−8192, −4096) to the pointer quadrant, whose E/K rows read a high byte 0x8·).
-  const r1cls = c.table('r1cls', [result[1]!], (v) => (fitsNarrow(v << 8) ? 0 : fitsNarrow((0xffff0000 | (v << 8)) >>> 0) ? 1 : 2), [0, 2]);
-  // A store's word always takes the full form (D, H), so it never "fits" (the class of a store
-  // that emits no word is not read: the plan's store modes ignore it).
-  // Nor does a crossing load's value (its second position always emits D).
+  // The value's width from its bytes: 0 the narrow form carries it, 1 the wide form (D, E / K), 2
+  // neither (D, H). Each byte has a class — byte 3: 0 is 0x00, 1 is 0xff, 2 another top byte
+  // that the wide form carries (wideHi14: bits 31…29 equal and bits 31…28 not 1110, or a
+  // pointer's 1000), 3 other; byte 2: 0 is 0x00, 1 is 0xff, 2 other; byte 1 (with bytes 2 and 3
+  // both 0x00 or both 0xff): 0 or 1 whether the narrow form carries the value then (fitsNarrow:
+  // [−4096, 8191]; v6 gave [−8192, −4096) to the pointer quadrant, whose E/K rows read a high
+  // byte 0x8·), 2 neither — and the width is narrow for the classes (0, 0, 0) and (1, 1, 1),
+  // wide while byte 3's class is at most 2. The classes enter one sum through weights
+  // (WIDTH_WEIGHTS) chosen so that the sum alone says the width: the kind table then reads it
+  // one layer after the result's bytes.
+  const [w3, w2, w1] = WIDTH_WEIGHTS;
+  // A byte's class is read as the sum of the classes of its three parts — the result without a
+  // load's or store's word, the load's value, the store's merged word — of which at most one is
+  // not 0 (and the class of 0x00 weighs 0). The last two are tables of choices, one layer after
+  // the word read (the data RAM's banks are the chip's deepest RAMs) instead of two.
+  const classOf = (name: string, byte: number, f: (v: number) => number) => c.linear([
+    [c.table(`${name}Others`, [others[byte]!], f, [0, 7]), 1],
+    [c.table(`${name}Load`, [loaded[byte]!], f, [0, 7]), 1],
+    [c.table(`${name}Store`, [merged[byte]!], f, [0, 7]), 1],
+  ], 0, [0, 7]).named(name);
+  const r3cls = classOf('r3cls', 3, (v) => w3[v === 0 ? 0 : v === 255 ? 1 : wideHi14((v << 24) >>> 0) !== null ? 2 : 3]!);
+  const r2cls = classOf('r2cls', 2, (v) => w2[v === 0 ? 0 : v === 255 ? 1 : 2]!);
+  const r1cls = classOf('r1cls', 1, (v) => w1[fitsNarrow(v << 8) ? 0 : fitsNarrow((0xffff0000 | (v << 8)) >>> 0) ? 1 : 2]!);
+  const widthSum = c.linear([[r3cls, 1], [r2cls, 1], [r1cls, 1]], 0, [0, WIDTH_OF_SUM.length - 1]).named('widthSum');
   // Width class: 0 the narrow form (E / K), 1 the wide form (D, E / K), 2 neither (D then H).
-  // bn.mac's low word always takes the full form too (a fixed five-token sequence).
-  const widthClass = c.table('widthClass', [signTop, r2cls, r1cls, isStore, xLoad, isBn],
-    (x, y, z, st, xl, bn) => (!st && !xl && !bn && x === y && y === z && x < 2 ? 0 : !st && !bn && x <= 2 ? 1 : 2), [0, 2]);
+  // A store's word always takes the full form (D, H), so it never "fits" (the class of a store
+  // that emits no word is not read: the plan's store modes ignore it); nor does a crossing
+  // load's value (its second position always emits D), nor bn.mac's low word (a fixed
+  // five-token sequence). These flags count as one class, `emitForms`: 0 either form, 1 the
+  // wide form only (a crossing load), 2 neither.
+  const forms = c.table('emitForms', [isStore, xLoad, isBn], (st, xl, bn) => (st || bn ? 2 : xl ? 1 : 0), [0, 2]);
+  const widthClass = (sum: number, fm: number) => { const w = WIDTH_OF_SUM[sum]!; return fm === 0 && w === 0 ? 0 : fm <= 1 && w <= 1 ? 1 : 2; };
   const wend = j.eq(3).named('windowEnd');
   // The mode of this position, by priority (the out-of-turn modes never coincide): 6 a halt or a trap, 5 a
   // taken jump, 7 / 8 / 9 a division step emitting Q / D / H, 10 a crossing load's first D, 11 a
@@ -142,37 +186,58 @@ export function emit(c: CircuitBuilder, io: EmitInputs): void {
   // So does bn.mac's low word, after its carry's H.
   const planFed = c.table('planFed', [fedC, ppQ, xLoadSecond, ppStart, isBn],
     (f, ppq, xl, ps, bn) => (f === 4 || f === 5 || (f === 2 && (ppq || (ps && bn))) || xl ? 0 : f), [0, 3]);
-  const planIn = [planFed, mode, widthClass];
-  const planOf = (a: number[]) => plan(a[0]!, a[1]!, a[2]!);
-  // Out-of-turn kinds: a division step emits Q, D, H; crossing accesses D; a code store A.
-  const outKind = c.table('outKind', planIn, (...a) => {
-    const md = a[1]!;
-    return md >= 7 && md <= 9 ? [8, 1, 3][md - 7]! : md === 10 || md === 11 ? 1 : md === 12 ? 10 : planOf(a)[0];
-  }, [0, 10]);
+  // The kind over (fed, mode, width class): the inputs that come early — fed, mode and the
+  // forms — fold into one class (`emitEarly`: classes by the kinds they give over the width
+  // sums, numbered by first appearance), and the kind is one table over that class and the
+  // width sum, one FFN layer after the byte classes (on a load, the result's bytes come last:
+  // the data RAM's banks are the chip's deepest RAMs).
+  const kindOf = (f: number, md: number, wc: number) =>
+    (md >= 7 && md <= 9 ? [8, 1, 3][md - 7]! : md === 10 || md === 11 ? 1 : md === 12 ? 10 : plan(f, md, wc)[0]);
+  const earlyKinds: number[][] = [];
+  const earlyIndex = new Map<string, number>();
+  const earlyClass = (f: number, md: number, fm: number): number => {
+    const kinds = WIDTH_OF_SUM.map((_, sum) => kindOf(f, md, widthClass(sum, fm)));
+    const key = kinds.join(',');
+    let k = earlyIndex.get(key);
+    if (k === undefined) { k = earlyKinds.length; earlyIndex.set(key, k); earlyKinds.push(kinds); }
+    return k;
+  };
+  for (let f = 0; f < 4; f++) for (let md = 0; md <= 14; md++) for (let fm = 0; fm < 3; fm++) earlyClass(f, md, fm);
+  const early = c.table('emitEarly', [planFed, mode, forms], earlyClass, [0, earlyKinds.length - 1]);
+  const outKind = c.table('outKind', [early, widthSum], (k, sum) => earlyKinds[k]![sum]!, [0, 10]);
   // One bit per payload case straight from the plan (one FFN layer, no compare after it).
   // The payload case never depends on the width class (checked here), so its tables skip it.
   for (let f = 0; f < 4; f++) for (let md = 0; md <= 14; md++) {
     if (new Set([0, 1, 2].map((wc) => plan(f, md, wc)[1])).size !== 1) throw new ChipcError('chip.payload-case', `payload case of (${f}, ${md}) depends on the width class`);
   }
+  // (Cases 2, 3 and 10, the result's bytes, are split below.)
   const caseBits = Array.from({ length: 16 }, (_, k) =>
-    k <= 1 ? c.constant(0) : c.table(`pcase${k}`, [planFed, mode], (f, md) => (plan(f, md, 0)[1] === k ? 1 : 0), [0, 1]));
+    k <= 3 || k === 10 ? c.constant(0) : c.table(`pcase${k}`, [planFed, mode], (f, md) => (plan(f, md, 0)[1] === k ? 1 : 0), [0, 1]));
   const ca = (k: number) => caseBits[k]!;
   const outJ = c.table('outJ', [j], (v) => (v + 1) & 3, [0, 3]);
   const seq = seq16.slice(0, 15); // w + 1
   const seqLo = c.linear(seq.slice(0, 8).map((x, k) => [x, 2 ** k] as [Sig, number]));
   const seqHi = c.linear(seq.slice(8, 15).map((x, k) => [x, 2 ** k] as [Sig, number]));
-  // Cases 2 and 10 both emit (r0, r1): one case of each choice on their sum (never both).
-  const caR01 = c.linear([[ca(2), 1], [ca(10), 1]], 0, [0, 1]).named('pcaseR01');
+  // Cases 2 and 10 both emit (r0, r1), case 3 (r2, r3). Each is split by whether the instruction
+  // loads or stores, whose result is the word the data RAM gave (the load's value or the store's
+  // merged word, read through their few select dims one layer after the RAM), and otherwise
+  // `others` (read from its own slot, ready layers before): at most one of the two cases holds.
+  const isMem = c.linear([[isLoad, 1], [isStore, 1]], 0, [0, 1]);
+  const caseOf = (name: string, ks: number[], mem: number) => c.table(name, [planFed, mode, isMem],
+    (f, md, m) => (ks.includes(plan(f, md, 0)[1]) && m === mem ? 1 : 0), [0, 1]);
+  const memWord = [0, 1, 2, 3].map((b) => c.linear([[loaded[b]!, 1], [merged[b]!, 1]], 0, [0, 255]));
+  const caR01 = caseOf('pcaseR01', [2, 10], 0), caR01Mem = caseOf('pcaseR01Mem', [2, 10], 1);
+  const caR23 = caseOf('pcaseR23', [3], 0), caR23Mem = caseOf('pcaseR23Mem', [3], 1);
   const p0 = c.choose([
-    [caR01, result[0]!],
-    [ca(3), result[2]!], [ca(4), twLo], [ca(5), seqLo],
+    [caR01, others[0]!], [caR01Mem, memWord[0]!], [caR23, others[2]!], [caR23Mem, memWord[2]!],
+    [ca(4), twLo], [ca(5), seqLo],
     [ca(6), B[0]!], [ca(7), c.linear([[haltPay, 1], [trapCause, 1]], 0, [0, 255])], [ca(8), divQPay], [ca(12), stepRem[0]!], [ca(13), stepRem[2]!],
     [ca(9), prefix[0]!], [ca(11), rowLo],
     [ca(14), mulHigh[0]!], [ca(15), mulHigh[2]!],
   ], [0, 255]);
   const p1 = c.choose([
-    [caR01, result[1]!],
-    [ca(3), result[3]!], [ca(4), twHi], [ca(5), seqHi],
+    [caR01, others[1]!], [caR01Mem, memWord[1]!], [caR23, others[3]!], [caR23Mem, memWord[3]!],
+    [ca(4), twHi], [ca(5), seqHi],
     [ca(12), stepRem[1]!], [ca(13), stepRem[3]!], [ca(9), prefix[1]!],
     [ca(11), c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3])],
     [ca(14), mulHigh[1]!], [ca(15), mulHigh[3]!], [ca(7), trapAny],

@@ -92,8 +92,13 @@ export interface ResultInputs {
   isSys73: Sig;
 }
 
-/** The instruction's result word (bytes r0…r3): the candidate aluOp names, or ENOSYS for SYSTEM. */
-export function selectResult(c: CircuitBuilder, io: ResultInputs): Word {
+/**
+ * The instruction's result word (bytes r0…r3): the candidate aluOp names, or ENOSYS for SYSTEM;
+ * and `others`, the same sum without a load's value and a store's merged word (r = others +
+ * loaded + merged, at most one of them not 0), so that a table of a result byte can be read as a
+ * table of each (emit: the words a load or store reads come last).
+ */
+export function selectResult(c: CircuitBuilder, io: ResultInputs): { result: Word; others: Word } {
   const { link, loaded, merged, product, mulHigh, Qword, remLatch, aluOp, isSys73 } = io;
   const { sum, diff, sll, lt, ltu, xorW, srl, sra, orW, andW, shadd, immU, auipc, zero } = io.alu;
   const divRes = { quot: io.quot, rem: io.rem };
@@ -106,8 +111,12 @@ export function selectResult(c: CircuitBuilder, io: ResultInputs): Word {
   const sel = candidates.map((_, k) => aluOp.eq(k));
   // A SYSTEM instruction's result (aluOp 16, no candidate) is −38 = 0xffffffda: its bytes enter the sum.
   const enosys = [0xda, 0xff, 0xff, 0xff];
-  const result: Word = [0, 1, 2, 3].map((byte) =>
-    c.linear([...candidates.map((cw, k) => (k === 16 || k === 17 ? [cw[byte]!, 1] : [c.select(sel[k]!, cw[byte]!, 0), 1]) as [Sig, number]),
-      [isSys73, enosys[byte]!]], 0, [0, 255]).named(`r${byte}`));
-  return result;
+  const termsOf = (byte: number) => [
+    ...candidates.map((cw, k) => (k === 16 || k === 17 ? null : [c.select(sel[k]!, cw[byte]!, 0), 1]) as [Sig, number] | null),
+    [isSys73, enosys[byte]!] as [Sig, number],
+  ].filter((t): t is [Sig, number] => t !== null);
+  const terms = [0, 1, 2, 3].map(termsOf);
+  const others: Word = terms.map((t, byte) => c.linear(t, 0, [0, 255]).named(`r${byte}Others`));
+  const result: Word = terms.map((t, byte) => c.linear([...t, [loaded[byte]!, 1], [merged[byte]!, 1]], 0, [0, 255]).named(`r${byte}`));
+  return { result, others };
 }

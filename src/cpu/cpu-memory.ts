@@ -347,11 +347,13 @@ function memoryAccess(c: CircuitBuilder, io: MemoryInputs, at: Address, ram: Dat
     const fromLatch = [0, 1].map((jb) => c.table(`ld${i}L${jb}`, [memF3, off, isLoad], (f3, o, ld) => (ld && loadByteSource(f3, o, i) === `latch${jb}` ? 1 : 0), [0, 1]));
     // Sign extension: 255 · bit 7 of the value's top byte (always a lane of the word read now).
     const sx = pick(`sx${i}_`, (l, f3, o) => (f3 < 4 && i >= 1 << (f3 & 3) && loadByteSource(f3, o, (1 << (f3 & 3)) - 1) === `old${l}` ? 1 : 0));
-    return c.linear([
-      ...fromByte(fromOld, oldByte),
-      ...fromLatch.map((sl, jb) => [c.select(sl, latch[jb]!, 0), 1] as [Sig, number]),
-      ...fromByte(sx, old.filter((_, k) => k % 8 === 7).map((bit) => c.linear([[bit, 255]]))),
-    ], 0, [0, 255]).named(`load${i}`);
+    // One source per byte (at most one condition holds): a choice, so that a table of the value
+    // (emit's width class) is one layer after the word read, not two.
+    return c.choose([
+      ...fromOld.map((s, l) => [s, oldByte[l]!] as [Sig, Sig]),
+      ...fromLatch.map((sl, jb) => [sl, latch[jb]!] as [Sig, Sig]),
+      ...sx.map((s, l) => [s, c.linear([[old[8 * l + 7]!, 255]])] as [Sig, Sig]),
+    ], [0, 255]).named(`load${i}`);
   });
   // The first position of a crossing load brings back the bytes of the word it read (at most two).
   const prefix = [0, 1].map((jb) => c.linear(fromByte(
@@ -361,7 +363,8 @@ function memoryAccess(c: CircuitBuilder, io: MemoryInputs, at: Address, ram: Dat
   const merged: Word = [0, 1, 2, 3].map((lane) => {
     const keep = c.table(`keep${lane}`, [memF3, off, secondPhase, isStore], (f3, o, sp, st) => (st && storeByteSource(f3, o, sp, lane) === -1 ? 1 : 0), [0, 1]);
     const from = [0, 1, 2, 3].map((i) => c.table(`st${lane}B${i}`, [memF3, off, secondPhase, isStore], (f3, o, sp, st) => (st && storeByteSource(f3, o, sp, lane) === i ? 1 : 0), [0, 1]));
-    return c.linear([[c.select(keep, oldByte[lane]!, 0), 1], ...from.map((sl, i) => [c.select(sl, B[i]!, 0), 1] as [Sig, number])], 0, [0, 255]).named(`merged${lane}`);
+    // One source per lane: a choice, as for loads.
+    return c.choose([[keep, oldByte[lane]!], ...from.map((sl, i) => [sl, B[i]!] as [Sig, Sig])], [0, 255]).named(`merged${lane}`);
   });
   const isSubStore = c.table('isSubStore', [isStore, memF3, off], (st, f3, o) => (st && (f3 < 2 || o !== 0) ? 1 : 0), [0, 1]);
   // A store whose four address bytes all equal the console's: one compare over the byte tests and isStore.

@@ -62,12 +62,12 @@ export function cpuCircuit(opts: CpuOptions) {
     });
     const mul = multiply(c, { ...rf, clsAlu: dec.clsAlu, funct3: dec.funct3, mac });
     const div = divide(c, { ...tok, ...rf, ...dec, loading: pc.loading, prevDLo: tok.dLoPrev });
-    const result = selectResult(c, {
+    const { others } = selectResult(c, {
       alu, link: rf.link, loaded: mem.loaded, merged: mem.merged, ...mul, ...div, aluOp: dec.aluOp, isSys73: dec.isSys73,
     });
     const flow = controlFlow(c, { shape, ...rf, ...dec, ins, immI: alu.immI });
     const halt = haltCheck(c, { ...rf, ...dec, ...mem, tohostBits: config.tohostBits });
-    emit(c, { ...tok, ...pc, ...rf, ...dec, ...mem, ...flow, ...halt, ...div, mulHigh: mul.mulHigh, result });
+    emit(c, { ...tok, ...pc, ...rf, ...dec, ...mem, ...flow, ...halt, ...div, mulHigh: mul.mulHigh, others });
   });
 }
 

@@ -395,7 +395,8 @@ export class CircuitBuilder {
    * The value of the one case whose condition holds, 0 when none does: Σ_k select(cond_k, value_k, 0).
    * At most one condition may hold at any position (the interpreters check it). Lowered as that
    * sum of selects; as an emit field its one-hot comes straight from the conditions and values
-   * (one FFN layer after them instead of two: passes/lower-encodings.ts).
+   * (one FFN layer after them instead of two: passes/lower-encodings.ts), and so does a table
+   * whose only input it is.
    */
   choose(cases: [Sig, SigLike][], range?: [number, number]): Sig {
     const loc = callerLoc();

@@ -68,7 +68,11 @@ export class LowerContext {
   private readonly encodings = new Map<string, VDim[]>();
   private columnScratch = new Int32Array(0);
 
-  constructor(readonly ir: CircuitIR, private readonly producers: Producers) {}
+  /**
+   * `gdnKeyHeads`: the target's GDN key heads per layer, for the lowering's own estimates of where
+   * ops land (a choice's case read from its slot or not); unbounded when not given.
+   */
+  constructor(readonly ir: CircuitIR, private readonly producers: Producers, readonly gdnKeyHeads = Infinity) {}
 
   node(id: NodeId): IrNode {
     return this.ir.nodes[id]!;

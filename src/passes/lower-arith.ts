@@ -2,7 +2,8 @@
  * Pass (part of lowering) — arithmetic to SwiGLU units. Each computed IR node (table, compare,
  * select, logic) becomes one FFN op writing the node's scalar dim:
  * - table: a shared-ramp table over the inputs combined into one mixed-radix index
- *   Σ stride_i·(x_i − lo_i);
+ *   Σ stride_i·(x_i − lo_i); a table over one choice (c.choose) straight from its conditions and
+ *   values instead (lower-encodings.ts `choiceTable`: one layer, not the selects' and then its);
  * - compare: a step/equality table of the difference a − b; select: a two-switch mux; and, or,
  *   xor, not: one or two units (gadgets/ffn.ts).
  * Constants and linear nodes are folded into these forms (lower/context.ts), so they cost nothing.
@@ -14,6 +15,7 @@ import type { FfnUnit, VDim } from '../lower/forms.ts';
 import { atNode, type LowerContext } from '../lower/context.ts';
 import { opReads } from '../lower/op-io.ts';
 import { cheapestTableOrder } from './table-order.ts';
+import { choiceTable, unlessBound } from './lower-encodings.ts';
 
 function emitFfn(ctx: LowerContext, n: IrNode, units: FfnUnit[], out: VDim, what: string): VDim {
   ctx.addOp({ kind: 'ffn', what, units, reads: opReads(units), writes: [out] });
@@ -22,6 +24,17 @@ function emitFfn(ctx: LowerContext, n: IrNode, units: FfnUnit[], out: VDim, what
 
 function lowerTable(ctx: LowerContext, n: TableNode, values: number[], inputs: number[]): VDim {
   const out = ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name);
+  // A table over one choice (c.choose): straight from the choice's conditions and values.
+  const only = inputs.length === 1 ? ctx.resolve(inputs[0]!) : null;
+  if (only !== null && only.op === 'linear' && only.choice) {
+    const { lo, hi } = only.range;
+    const f = (v: number) => (v >= lo && v <= hi ? values[v - lo]! : 0); // outside the range: never chosen
+    const units = unlessBound(() => choiceTable(ctx, only.terms.map((t) => t.node), [{ dim: out, f }], n.name));
+    if (units) {
+      ctx.addOp({ kind: 'ffn', what: `table of choice "${n.name}"`, units, reads: opReads(units), writes: [out] });
+      return out;
+    }
+  }
   const outsOver = (at: Int32Array) => [{ dim: out, values: Array.from(at, (i) => values[i]!) }];
   const { x, at, units } = atNode(ctx, n.id, 'the table', () =>
     cheapestTableOrder(ctx, inputs, (ix, pos) => rampTable(ix, outsOver(pos), n.name), (pos) => rampUnitsLowerBound(outsOver(pos))));

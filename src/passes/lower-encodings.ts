@@ -75,7 +75,8 @@ export function zeroDim(ctx: LowerContext): VDim {
 /**
  * One-hot of the value: dim j is [value = lo + j]. Token fields and constants: embedding dims.
  * A table: the indicator columns of the table itself, over its own index (one FFN layer after its
- * inputs, like the table; fuse-tables merges it with the scalar table when both are used).
+ * inputs, like the table; fuse-tables merges it with the scalar table when both are used); over
+ * one choice, straight from the choice's conditions and values (`choiceTable`).
  * A choice (c.choose) Σ_k select(cond_k, value_k, 0): per case, the one-hot of value_k with every
  * unit gated off by cond_k (rampTable's gate-off), all cases writing the same dims (at most one
  * case holds), and a LIN unit writing [no case holds] into the dim of 0 — the choice's value then
@@ -97,6 +98,17 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
     }
     const dims = Array.from({ length: count }, (_, j) => ctx.newDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`));
     // The early forms below fall back to the decode of the scalar when their gadget's bounds fail.
+    const only = n.op === 'table' && n.inputs.length === 1 ? ctx.resolve(n.inputs[0]!) : null;
+    if (n.op === 'table' && only !== null && only.op === 'linear' && only.choice) {
+      // A table over one choice: its indicator columns straight from the choice's cases.
+      const { lo: xLo, hi: xHi } = only.range;
+      const valueAt = (v: number) => (v >= xLo && v <= xHi ? n.values[v - xLo]! : NaN); // outside the range: never chosen
+      const units = unlessBound(() => choiceTable(ctx, only.terms.map((t) => t.node), dims.map((dim, j) => ({ dim, f: (v: number) => (valueAt(v) === r.lo + j ? 1 : 0) })), `${n.name}.onehot`));
+      if (units) {
+        ctx.addOp({ kind: 'ffn', what: `one-hot table of choice "${n.name}"`, units, reads: opReads(units), writes: dims });
+        return dims;
+      }
+    }
     if (n.op === 'table') {
       const oneHotOver = (at: Int32Array) => dims.map((d, j) => ({ dim: d, values: Array.from(at, (i) => (n.values[i] === r.lo + j ? 1 : 0)) }));
       const best = unlessBound(() => cheapestTableOrder(ctx, n.inputs, (ix, at) => rampTable(ix, oneHotOver(at), `${n.name}.onehot`), (at) => rampUnitsLowerBound(oneHotOver(at))));
@@ -122,7 +134,7 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
 }
 
 /** make()'s result, or null when a gadget bound (a ChipcError `ffn.*`) fails. */
-function unlessBound<T>(make: () => T): T | null {
+export function unlessBound<T>(make: () => T): T | null {
   try {
     return make();
   } catch (e) {
@@ -139,11 +151,32 @@ const CHOICE_MARGIN = 512;
 
 /**
  * Units of a choice's one-hot: dims[v − lo] += [cond_k = 1 ∧ value_k = v] for every case k, plus
- * dims[0 − lo] += [no cond holds] (the choice is 0 then). The second term is 1 − Σ_k cond_k (at
- * most one cond holds): one LIN unit of the constant and −1 per cond, so the dims always hold
- * exactly one 1.
+ * dims[0 − lo] += [no cond holds] (the choice is 0 then): choiceTable with one indicator output
+ * per value, so the dims always hold exactly one 1.
  */
 function choiceOneHot(ctx: LowerContext, selects: NodeId[], dims: VDim[], lo: number, name: string): FfnUnit[] {
+  return choiceTable(ctx, selects, dims.map((dim, j) => ({ dim, f: (v: number) => (v === lo + j ? 1 : 0) })), name);
+}
+
+/** An output of choiceTable: dim += f(the choice's value). */
+export interface ChoiceOutput {
+  dim: VDim;
+  /** Integer values; only read at values a case can take. */
+  f: (v: number) => number;
+}
+
+/**
+ * Units of functions of a choice (c.choose: Σ_k select(cond_k, value_k, 0), at most one cond
+ * holding), straight from its conditions and values: for every output, dim += f(value_k) gated by
+ * cond_k for every case k (a ramp table over value_k with every unit gated off by cond_k,
+ * rampTable's gate-off: exactly f(value_k) when cond_k = 1, exactly 0 when it is 0), plus
+ * dim += f(0)·[no cond holds] (the choice is 0 then), [no cond holds] = 1 − Σ_k cond_k in one LIN
+ * unit. One FFN layer after the conditions and values, where the choice's selects and then a
+ * table over their sum take two. Preconditions: each cond is a bit, at most one holds (the
+ * interpreters check choices), every ramp within the bf16 gate window (ChipcError `ffn.*`
+ * otherwise, which callers take as "build it the plain way").
+ */
+export function choiceTable(ctx: LowerContext, selects: NodeId[], outputs: ChoiceOutput[], name: string): FfnUnit[] {
   const units: FfnUnit[] = [];
   const cases = selects.map((sid, k) => {
     const sel = ctx.resolve(sid);
@@ -152,7 +185,7 @@ function choiceOneHot(ctx: LowerContext, selects: NodeId[], dims: VDim[], lo: nu
   });
   // Every unit of a case reads its value: a value spread over many dims (a sum of selects) is read
   // from its own slot instead (one LIN unit) when that slot is ready by the time the last case's
-  // inputs are (an ASAP estimate), so the one-hot is not delayed by it.
+  // inputs are (an ASAP estimate), so the outputs are not delayed by it.
   const ready = readyEstimator(ctx);
   const readyOf = (f: Form) => Math.max(0, ...f.terms.map((t) => ready(t.dim)));
   const ffnAt = (r: number) => (r % 2 === 1 ? r : r + 1);
@@ -161,22 +194,23 @@ function choiceOneHot(ctx: LowerContext, selects: NodeId[], dims: VDim[], lo: nu
   cases.forEach((cs, k) => {
     const vr = cs.range;
     conds.push(cs.cond.form);
+    const span = Array.from({ length: vr.hi - vr.lo + 1 }, (_, i) => vr.lo + i);
     const outs = [];
-    for (let v = vr.lo; v <= vr.hi; v++) {
-      const j = v - lo;
-      if (j < 0 || j >= dims.length) continue; // outside the choice's declared range: never chosen
-      outs.push({ dim: dims[j]!, values: Array.from({ length: vr.hi - vr.lo + 1 }, (_, i) => (i === v - vr.lo ? 1 : 0)) });
+    for (const o of outputs) {
+      const values = span.map(o.f);
+      if (values.some((x) => x !== 0)) outs.push({ dim: o.dim, values });
     }
     if (!outs.length) return;
     const slot = cs.vf.terms.length > WIDE_FORM && ffnAt(readyOf(cs.vf)) + 2 <= at;
     const value = slot ? form([{ dim: ctx.scalarDim(cs.value), coef: 1 }], 0) : cs.vf;
     units.push(...rampTable(input(value, vr.lo, vr.hi), outs, `${name}.case${k}`, { bit: cs.cond, margin: CHOICE_MARGIN }));
   });
-  if (lo <= 0 && 0 - lo < dims.length) {
+  const atZero = outputs.filter((o) => o.f(0) !== 0).map((o) => ({ dim: o.dim, k: o.f(0) }));
+  if (atZero.length) {
     // [no case holds] = 1 − Σ cond_k
     let none = constForm(1);
     for (const c of conds) none = combine(1, none, -1, c);
-    units.push(linUnit(input(none, 0, 1), [{ dim: dims[0 - lo]!, k: 1 }], `${name}.none`));
+    units.push(linUnit(input(none, 0, 1), atZero, `${name}.none`));
   }
   return units;
 }
@@ -184,7 +218,9 @@ function choiceOneHot(ctx: LowerContext, selects: NodeId[], dims: VDim[], lo: nu
 /**
  * An ASAP estimate of the sublayer from which each dim can be read, over the ops lowered so far
  * (the schedule's parity: sequence mixers at even sublayers, FFNs at odd): 0 for an embedded dim,
- * its latest writer's sublayer + 1 otherwise. The real schedule may place ops later.
+ * its latest writer's sublayer + 1 otherwise. GDN ops, in op order, take the first mixer with
+ * enough of the target's key heads left (a RAM in banks fills a layer per bank). The real
+ * schedule may place ops later.
  */
 function readyEstimator(ctx: LowerContext): (d: VDim) => number {
   const writers = new Map<VDim, number[]>();
@@ -194,6 +230,7 @@ function readyEstimator(ctx: LowerContext): (d: VDim) => number {
     else writers.set(d, [op.id]);
   }
   const opAt = new Map<number, number>();
+  const headsUsed = new Map<number, number>();
   const ready = (d: VDim): number => Math.max(0, ...(writers.get(d) ?? []).map((id) => sublayerOf(id) + 1));
   const sublayerOf = (id: number): number => {
     const memo = opAt.get(id);
@@ -203,9 +240,15 @@ function readyEstimator(ctx: LowerContext): (d: VDim) => number {
     let r = 0;
     for (const d of op.reads) r = Math.max(r, ready(d));
     const parity = op.kind === 'ffn' ? 1 : 0;
-    const s = r % 2 === parity ? r : r + 1;
+    let s = r % 2 === parity ? r : r + 1;
+    if (op.kind === 'gdn') {
+      const heads = op.heads.length;
+      while (heads <= ctx.gdnKeyHeads && (headsUsed.get(s) ?? 0) + heads > ctx.gdnKeyHeads) s += 2;
+      headsUsed.set(s, (headsUsed.get(s) ?? 0) + heads);
+    }
     opAt.set(id, s);
     return s;
   };
+  for (const op of ctx.ops) sublayerOf(op.id);
   return ready;
 }

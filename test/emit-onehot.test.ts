@@ -130,8 +130,8 @@ function tableOverChoice(useChoose: boolean) {
     const pay = useChoose
       ? c.choose(cases, [0, 45])
       : c.linear(cases.map(([cond, v]) => [c.select(cond, v, 0), 1] as [Sig, number]), 0, [0, 45]);
-    const f = c.table('f', [pay], fOf, [0, 10]); // its scalar, read by g
-    const fHot = c.table('fHot', [pay], fOf, [0, 10]); // its one-hot, read by the LM head
+    const f = c.table('f', [pay], fOf, [0, 10], { overCases: useChoose }); // its scalar, read by g
+    const fHot = c.table('fHot', [pay], fOf, [0, 10], { overCases: useChoose }); // its one-hot, read by the LM head
     const g = c.table('g', [f, y], gOf, [0, 12]);
     c.emit([fHot, g], (a, b) => 13 * a + b); // 143 ids
   });
@@ -165,5 +165,13 @@ describe('tables over a choice', () => {
       const f = fOf(payOf(t >> 4, t & 15));
       expect(steps[p]!.emitted).toBe(13 * f + gOf(f, t & 15));
     }
+  });
+
+  it('a table built over cases whose input is not one choice is a circuit error', () => {
+    const notChoice = defineCircuit({ name: 'cases-of-sum', vocab: 16 }, (c) => {
+      const x = c.tokenField('x', (t) => t, [0, 15]);
+      c.emit([c.table('f', [x], (v) => v, [0, 15], { overCases: true })], (v) => v);
+    });
+    expect(() => buildCircuit(notChoice, 'not-choice')).toThrow(/table "f" is built over the cases of a choice, so its only input must be a c.choose/);
   });
 });

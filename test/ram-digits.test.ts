@@ -78,3 +78,45 @@ describe('RAM address as one-hot digits (a linear of a 3-bit table and a 2-bit t
     });
   }
 });
+
+/**
+ * Enables read through their forms (passes/lower-ram.ts): a write enable and a read enable that are
+ * sums of two exclusive tables (as the chip's banks have: the loader's bank, or the access's)
+ * cost no layer of their own, and the RAM writes and reads exactly where the sum is 1.
+ * Write when bit 9 is set (split by the row's high digit); read unless the value is 15.
+ */
+const enables = defineCircuit({ name: 'enable-sums', vocab: BOS + 1, bos: BOS }, (c) => {
+  const isWrite = c.tokenField('isWrite', (t) => (t < BOS ? fields(t).write : 0), [0, 1]);
+  const hi = c.tokenField('hi', (t) => (t < BOS ? fields(t).row >> 3 : 0), [0, 3]);
+  const row = c.tokenField('row', (t) => (t < BOS ? fields(t).row : 0), [0, 31]);
+  const value = c.tokenField('value', (t) => (t < BOS ? fields(t).value : 0), [0, 15]);
+  const wLow = c.table('wLow', [isWrite, hi], (w, h) => (w && h < 2 ? 1 : 0), [0, 1]);
+  const wHigh = c.table('wHigh', [isWrite, hi], (w, h) => (w && h >= 2 ? 1 : 0), [0, 1]);
+  const rLow = c.table('rLow', [value], (v) => (v < 8 ? 1 : 0), [0, 1]);
+  const rHigh = c.table('rHigh', [value], (v) => (v >= 8 && v < 15 ? 1 : 0), [0, 1]);
+  const mem = c.ram('mem', { rows: 32, fields: [16] });
+  mem.write(row, [value], c.linear([[wLow, 1], [wHigh, 1]], 0, [0, 1]).named('wEnable'));
+  const [out] = mem.read(row, c.linear([[rLow, 1], [rHigh, 1]], 0, [0, 1]).named('rEnable'));
+  c.emit([out!.named('out')]);
+});
+const withEnables = compileCircuit(buildCircuit(enables), target);
+
+describe('RAM enables that are sums of exclusive signals', () => {
+  it('are read as forms: the RAM sits in the layer after the tables (no layer to add them up)', () => {
+    const place = withEnables.rams.find((r) => r.name === 'mem')!;
+    expect(place.layer).toBe(1); // tables at layer 0's FFN, the RAM at layer 1's mixer
+    expect(withEnables.lowered.ops.map((o) => o.what).filter((w) => /wEnable|rEnable/.test(w))).toEqual([]);
+  });
+  it('write and read exactly where the sums say (interpreter = a Map model; weights = interpreter, f32 and bf16)', () => {
+    fc.assert(fc.property(streams, (tokens) => {
+      const out = new Interpreter(withEnables.ir).run(tokens).map((p) => p.emitted);
+      const mem = new Map<number, number>();
+      tokens.slice(1).forEach((t, i) => {
+        const f = fields(t);
+        if (f.write) mem.set(f.row, f.value);
+        expect(out[i + 1]).toBe(f.value === 15 ? 0 : mem.get(f.row) ?? 0);
+      });
+      for (const profile of ['f32', 'bf16'] as const) expect(checkCompiled(withEnables, tokens, { profile }).mismatches).toEqual([]);
+    }), { numRuns: 6 });
+  });
+});

@@ -115,8 +115,8 @@ export function emit(c: CircuitBuilder, io: EmitInputs): void {
   // the word read (the data RAM's banks are the chip's deepest RAMs) instead of two.
   const classOf = (name: string, byte: number, f: (v: number) => number) => c.linear([
     [c.table(`${name}Others`, [others[byte]!], f, [0, 7]), 1],
-    [c.table(`${name}Load`, [loaded[byte]!], f, [0, 7]), 1],
-    [c.table(`${name}Store`, [merged[byte]!], f, [0, 7]), 1],
+    [c.table(`${name}Load`, [loaded[byte]!], f, [0, 7], { overCases: true }), 1],
+    [c.table(`${name}Store`, [merged[byte]!], f, [0, 7], { overCases: true }), 1],
   ], 0, [0, 7]).named(name);
   const r3cls = classOf('r3cls', 3, (v) => w3[v === 0 ? 0 : v === 255 ? 1 : wideHi14((v << 24) >>> 0) !== null ? 2 : 3]!);
   const r2cls = classOf('r2cls', 2, (v) => w2[v === 0 ? 0 : v === 255 ? 1 : 2]!);

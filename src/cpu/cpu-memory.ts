@@ -255,70 +255,54 @@ function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
     mem.write(writeRow!, storeBits, memWrite);
     old = mem.read(row!, readEnable);
   } else {
-    // A word-crossing access (v2) touches word w = row and w + 1 (row + 1: bit k flips when every
-    // bit below it is 1, i.e. when the count of ones below it is k — the tables read that count
-    // beside bit k, so row + 1 costs no layer of its own; the bank enables use its high bits).
-    const onesBelow = rowBits.map((_, k) => c.linear(rowBits.slice(0, k).map((x) => [x, 1] as [Sig, number])));
-    const rowPlus1 = (x: number, below: number, k: number) => x ^ (below === k ? 1 : 0);
-    const rowBits4 = rowBits.map((x, k) => c.table(`row1_${k}`, [x, onesBelow[k]!], (v, lo) => rowPlus1(v, lo, k), [0, 1]));
+    // A word-crossing access (v2) touches word w = row and w + 1: row + 1 is carried through the
+    // digit tables (the carry count below each digit) and, for the bank, through the carry out of
+    // the bank's low bits (bankCarry).
     const hiBits = memBits - bankBits;
-    const bankOf = (bitsHi: number[]) => bitsHi.reduce((a, x, k) => a + (x << k), 0);
     const outs: Sig[][] = [];
-    // The bank number of row, and the carry of row + 1 out of the bank's low bits.
+    // The bank number of row, and the carry of row + 1 out of the bank's low bits; the loader's bank.
     const hiRow = c.linear(rowBits.slice(bankBits).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, 2 ** hiBits - 1]);
     const bankCarry = carryInto(bankBits);
     const hiLoad = c.linear(loadAddr.slice(bankBits, memBits).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, 2 ** hiBits - 1]);
-    // The write row's digits before the bank picks them (as for one bank: the loader's digit
-    // comes in through the row digit).
-    const wDigits = rowDigits(bankBits, WRITE_DIGIT_BITS).map((d, g) => {
+    // One write row and one read row, as digits of the bank's low bits, shared by the banks (as
+    // for one bank: the loader's digit comes in through the row digit; row + 1 through the carry
+    // count), and one written word; each bank writes and reads only where its enables say (β and
+    // the q gate: an idle bank's state and output stay as they are). Gating the digits per bank
+    // as well would cost a layer: the bank of row + 1 is known only from the address bits.
+    const wRow = c.linear(rowDigits(bankBits, WRITE_DIGIT_BITS).map((d, g) => {
       const mask = 2 ** d.width - 1;
       const carry = carryInto(d.lo);
       const loaderDigit = c.table(`memLDigit${g}`, [loading, digitOf(loadAddr, d)], (ld, la) => (ld ? la : 0), [0, mask]);
-      return { d, mask, carry, digit: c.linear([[digitOf(rowBits, d), 1], [loaderDigit, 1]], 0, [0, mask]) };
-    });
+      const digit = c.linear([[digitOf(rowBits, d), 1], [loaderDigit, 1]], 0, [0, mask]);
+      return [c.table(`memWDigit${g}`, [writeSrc, digit, carry.count],
+        (src, v, cc) => (src === 0 ? idleDigit(2 ** (bankBits - 1), d) : src === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number];
+    }));
+    const rRow = c.linear(rowDigits(bankBits, READ_DIGIT_BITS).map((d, g) => {
+      const mask = 2 ** d.width - 1;
+      const carry = carryInto(d.lo);
+      const next = c.linear([[readNext, 1], [carry.count, 1]], 0, [0, carry.full + 1]);
+      return [c.table(`memRDigit${g}`, [readOn, next, digitOf(rowBits, d)],
+        (on, nx, v) => (on === 4 ? (nx === carry.full + 1 ? (v + 1) & mask : v) : 0), [0, mask]), 2 ** d.lo] as [Sig, number];
+    }));
+    // The enables read the bank of row (hiRow) and the carry out of the bank's low bits (the bank
+    // of row + 1 is one more then), beside the in-RAM count, all from the address bits' layer;
+    // each is a sum of exclusive tables, which the RAM reads as its enable form (no layer of its own).
+    // The read's early part: 0 no read needed (bank 0 reads row 0, output unused), 1 + 2·load + next.
+    const readCase = c.table('memReadCase', [readsOld, isLoad, readNext], (ro, ld, rn) => (!ro ? 0 : 1 + 2 * ld + rn), [0, 4]);
+    const bankOfAccess = (b: number, next: boolean, h: number, cc: number) => (next && cc === bankCarry.full ? h + 1 : h) === b;
     for (let b = 0; b < memBankCount; b++) {
       const bank = c.ram(b === 0 ? 'mem' : `mem${b}`, { rows: Math.min(bankWords, memWords - b * bankWords), fields: fields32 });
-      const wIn = [memWrite, loading, writeSecond, ...loadAddr.slice(bankBits, memBits), ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)];
-      const wen = c.table(`memWBank${b}`, wIn, (...v) => {
-        const [en, ld, ws] = v as [number, number, number];
-        const la = v.slice(3, 3 + hiBits), r0 = v.slice(3 + hiBits, 3 + 2 * hiBits), r1 = v.slice(3 + 2 * hiBits);
-        return en && bankOf(ld ? la : ws ? r1 : r0) === b ? 1 : 0;
-      }, [0, 1]);
-      // This bank's write (docs/cpu-plan.md "Read and write digits in every bank"): 0 none, 1 at
-      // row (or the loader's address), 2 at row + 1 — the bank of row + 1 is the bank of row plus
-      // the carry out of its low bits. Only this bank's write row and word then move on a store:
-      // an idle bank's are 0 (its k and v projections stay put).
-      const wmode = c.table(`memWMode${b}`, [writeSrc, hiRow, bankCarry.count, hiLoad], (src, h, cc, hl) => {
-        if (src === 0) return 0;
-        const bank = src === 1 ? hl : src === 2 && cc === bankCarry.full ? h + 1 : h;
-        return bank !== b ? 0 : src === 2 ? 2 : 1;
-      }, [0, 2]);
-      const wRow = c.linear(wDigits.map(({ d, mask, carry, digit }, g) => [c.table(`memWDigit${g}B${b}`, [wmode, digit, carry.count],
-        (md, v, cc) => (md === 0 ? 0 : md === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number]));
-      const word = storeBits.map((x, k) => c.table(`memWord${k}B${b}`, [x, wmode], (v, md) => (md === 0 ? 0 : v), [0, 1]));
-      bank.write(wRow, word, wen);
+      const wenLoad = c.table(`memWLoad${b}`, [writeSrc, hiLoad], (src, hl) => (src === 1 && hl === b ? 1 : 0), [0, 1]);
+      const wenRow = c.table(`memWBank${b}`, [writeSrc, inRamCount, hiRow, bankCarry.count],
+        (src, n, h, cc) => (src >= 2 && n === 3 && bankOfAccess(b, src === 2, h, cc) ? 1 : 0), [0, 1]);
+      bank.write(wRow, storeBits, c.linear([[wenLoad, 1], [wenRow, 1]], 0, [0, 1]).named(`memWEnable${b}`));
       // Bank 0 also reads (row 0, output ignored) when no read is needed or a store is outside the
       // RAM, as for one bank.
-      const ren = c.table(`memRBank${b}`, [inRamCount, readsOld, isLoad, readNext, ...rowBits.slice(bankBits), ...rowBits4.slice(bankBits)], (...v) => {
-        const [n, ro, ld, rn] = v as [number, number, number, number];
-        if (!ro || (!ld && n !== 3)) return b === 0 ? 1 : 0;
-        return n === 3 && bankOf(rn ? v.slice(4 + hiBits) : v.slice(4, 4 + hiBits)) === b ? 1 : 0;
+      const ren = c.table(`memRBank${b}`, [readCase, inRamCount, hiRow, bankCarry.count], (rc, n, h, cc) => {
+        const ld = rc >= 3 ? 1 : 0;
+        if (rc === 0 || (!ld && n !== 3)) return b === 0 ? 1 : 0;
+        return n === 3 && bankOfAccess(b, (rc - 1) % 2 === 1, h, cc) ? 1 : 0;
       }, [0, 1]);
-      // The bank's read row as digits, as for one bank: `memRSel<b>` says whether this bank
-      // reads (a read in the RAM whose word — row, or row + 1 for a crossing access's second
-      // word — lies in bank b; the bank of row + 1 is the bank of row plus the carry out of the
-      // bank's low bits), and each digit table gives the digit of row or row + 1 when it does,
-      // else 0. A changed digit moves 2 × bankWords/32 query channels where each row bit moved
-      // all of them (docs/cpu-plan.md, "Read and write digits in every bank").
-      const sel = c.table(`memRSel${b}`, [readOn, readNext, hiRow, bankCarry.count],
-        (on, rn, h, cc) => (on === 4 && (rn && cc === bankCarry.full ? h + 1 : h) === b ? 1 : 0), [0, 1]);
-      const rRow = c.linear(rowDigits(bankBits, READ_DIGIT_BITS).map((d, g) => {
-        const mask = 2 ** d.width - 1;
-        const carry = carryInto(d.lo);
-        const next = c.linear([[readNext, 1], [carry.count, 1]], 0, [0, carry.full + 1]);
-        return [c.table(`memRDigit${g}B${b}`, [sel, next, digitOf(rowBits, d)],
-          (on, nx, v) => (on ? (nx === carry.full + 1 ? (v + 1) & mask : v) : 0), [0, mask]), 2 ** d.lo] as [Sig, number];
-      }));
       outs.push(bank.read(rRow, ren));
     }
     old = Array.from({ length: 32 }, (_, k) => c.linear(outs.map((o) => [o[k]!, 1] as [Sig, number]), 0, [0, 1]));

@@ -333,8 +333,20 @@ export class CircuitBuilder {
    * Any function of a few small signals, given by `fn` over the product of their ranges
    * (lowered to a one-hot decode and a weighted sum of FFN units).
    */
-  table(name: string, inputs: Sig[], fn: (...vals: number[]) => number, range?: [number, number]): Sig {
+  /**
+   * A lookup table over the inputs' values. `opts.overCases`: the only input is a `c.choose`, and
+   * the table is built from the choice's cases — per case a table of its value gated off by its
+   * condition — one FFN layer after the conditions and values instead of two (the choice's
+   * selects, then the table), for a table per case (worth it on a critical path only).
+   */
+  table(name: string, inputs: Sig[], fn: (...vals: number[]) => number, range?: [number, number], opts: { overCases?: boolean } = {}): Sig {
     const loc = callerLoc();
+    if (opts.overCases === true) {
+      const only = inputs.length === 1 ? this.node(inputs[0]!.id) : null;
+      if (only === null || only.op !== 'linear' || only.choice !== true) {
+        this.problem('table.cases', `table "${name}" is built over the cases of a choice, so its only input must be a c.choose`, loc);
+      }
+    }
     const ins = inputs.map((s) => this.sig(s, loc));
     const ranges = ins.map((s) => s.range);
     const size = ranges.reduce((a, r) => a * (r.hi - r.lo + 1), 1);
@@ -365,7 +377,7 @@ export class CircuitBuilder {
       const bad = values.findIndex((v) => v < r.lo || v > r.hi);
       if (bad >= 0) this.problem('signal.range', `table "${name}" yields ${values[bad]}, outside its declared range [${r.lo}, ${r.hi}]`, loc);
     }
-    return this.push({ op: 'table', name, inputs: ins.map((s) => s.id), values, range: r }, loc);
+    return this.push({ op: 'table', name, inputs: ins.map((s) => s.id), values, range: r, ...(opts.overCases === true ? { overCases: true as const } : {}) }, loc);
   }
 
   compare(cmp: CompareOp, a: SigLike, b: SigLike): Sig {
@@ -395,8 +407,8 @@ export class CircuitBuilder {
    * The value of the one case whose condition holds, 0 when none does: Σ_k select(cond_k, value_k, 0).
    * At most one condition may hold at any position (the interpreters check it). Lowered as that
    * sum of selects; as an emit field its one-hot comes straight from the conditions and values
-   * (one FFN layer after them instead of two: passes/lower-encodings.ts), and so does a table
-   * whose only input it is.
+   * (one FFN layer after them instead of two: passes/lower-encodings.ts), and so does a table over
+   * it built with `overCases`.
    */
   choose(cases: [Sig, SigLike][], range?: [number, number]): Sig {
     const loc = callerLoc();

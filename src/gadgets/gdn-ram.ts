@@ -70,8 +70,8 @@ export interface RamWriteVDims {
   addrBits: VDim[];
   /** Address bits given as one-hot digits instead (disjoint bit spans; default none). */
   addrDigits?: RamAddrDigit[];
-  /** Write enable (0/1); null = always write. */
-  enable: VDim | null;
+  /** Write enable (0/1): a dim, or a form over dims whose value is 0 or 1 (a sum of exclusive 0/1 dims); null = always write. */
+  enable: VDim | Form | null;
   /** fieldBits[f][j]: bit j of field f's value (ceil(log2(hi + 1)) bits per field). */
   fieldBits: VDim[][];
 }
@@ -80,8 +80,8 @@ export interface RamWriteVDims {
 export interface RamReadVDims {
   addrBits: VDim[];
   addrDigits?: RamAddrDigit[];
-  /** Read enable (0/1); null = always read. A disabled read outputs 0 (valid 0). */
-  enable: VDim | null;
+  /** Read enable (0/1), a dim or a form as the write's; null = always read. A disabled read outputs 0 (valid 0). */
+  enable: VDim | Form | null;
 }
 
 /**
@@ -201,6 +201,11 @@ export function formExactInAnyOrder(fm: Form): boolean {
     }
   }
   return true;
+}
+
+/** An enable as a form (a dim is the form 1·dim); null stays null. */
+function enableForm(e: VDim | Form | null): Form | null {
+  return e === null ? null : typeof e === 'number' ? { terms: [{ dim: e, coef: 1 }], constant: 0 } : e;
 }
 
 function bad(code: string, msg: string): never {
@@ -342,7 +347,8 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
    * A's (x for a wanted 0, 1 − x for a wanted 1), a one-hot digit when its dim for A's digit is
    * not 1 (1 − oneHot[d]; a missing dim is a constant 0, always a mismatch).
    */
-  const decode = (bits: VDim[], digits: RamAddrDigit[] | undefined, en: VDim | null, A: number, ignore = 0): Form => {
+  const decode = (bits: VDim[], digits: RamAddrDigit[] | undefined, enable: VDim | Form | null, A: number, ignore = 0): Form => {
+    const en = enableForm(enable);
     const terms: Term[] = [];
     let constant = S;
     let inDigit = 0; // the bits the digits cover (checkAddr: disjoint, inside nbits ≤ 31)
@@ -365,12 +371,13 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
       terms.push({ dim: d, coef: one ? S : -S });
     });
     if (en !== null) {
-      terms.push({ dim: en, coef: 2 * S });
-      constant -= 2 * S;
+      for (const t of en.terms) terms.push({ dim: t.dim, coef: 2 * S * t.coef });
+      constant += 2 * S * en.constant - 2 * S;
     }
     return { terms: mergeTerms(terms), constant };
   };
   const zeroForm = (): Form => ({ terms: [], constant: 0 });
+
 
   /** Word bit at position pos: the write vdim, or null for a constant 0 (padding). */
   const wordBitDims: (VDim | null)[] = new Array(groups * 2).fill(null);
@@ -408,8 +415,9 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
     verified.add(key);
   };
 
-  const bForm: Form = io.write?.enable != null
-    ? { terms: [{ dim: io.write.enable, coef: 256 }], constant: -128 }
+  const writeEnable = enableForm(io.write?.enable ?? null);
+  const bForm: Form = writeEnable !== null
+    ? { terms: writeEnable.terms.map((t) => ({ dim: t.dim, coef: 256 * t.coef })), constant: 256 * writeEnable.constant - 128 }
     : { terms: [], constant: io.write ? 128 : -128 };
   /** Address bit `selectBit` (the value-head select of packed rows) equal to j, as a 0/1 form. */
   const selectForm = (bits: VDim[], digits: RamAddrDigit[] | undefined, j: number): Form => {
@@ -432,7 +440,7 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
   const packedB = (j: number): Form => {
     const w = io.write!;
     const sel = scaled(selectForm(w.addrBits, w.addrDigits, j), 256, 0);
-    return w.enable !== null ? addForms(sel, { terms: [{ dim: w.enable, coef: 256 }], constant: -384 }) : scaled(sel, 1, -128);
+    return writeEnable !== null ? addForms(sel, scaled(writeEnable, 256, -384)) : scaled(sel, 1, -128);
   };
   /** z of value head j of packed rows: 32 for the read's head (silu = 32), −128 for the other (silu = −0). */
   const packedZ = (rd: RamReadVDims, j: number): Form => scaled(selectForm(rd.addrBits, rd.addrDigits, j), 160, -128);

@@ -82,6 +82,8 @@ export interface TableNode extends NodeBase {
   inputs: NodeId[];
   /** Row-major over the inputs' ranges (first input slowest): values[Σ (v_i − lo_i)·stride_i]. */
   values: number[];
+  /** Built from the cases of its one input, a choice (`c.table(…, { overCases: true })`). */
+  overCases?: true;
 }
 export interface CompareNode extends NodeBase {
   op: 'compare';

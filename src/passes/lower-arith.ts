@@ -2,8 +2,9 @@
  * Pass (part of lowering) — arithmetic to SwiGLU units. Each computed IR node (table, compare,
  * select, logic) becomes one FFN op writing the node's scalar dim:
  * - table: a shared-ramp table over the inputs combined into one mixed-radix index
- *   Σ stride_i·(x_i − lo_i); a table over one choice (c.choose) straight from its conditions and
- *   values instead (lower-encodings.ts `choiceTable`: one layer, not the selects' and then its);
+ *   Σ stride_i·(x_i − lo_i); a table over the cases of a choice (`overCases`) straight from its
+ *   conditions and values instead (lower-encodings.ts `choiceTable`: one layer, not the selects'
+ *   and then its);
  * - compare: a step/equality table of the difference a − b; select: a two-switch mux; and, or,
  *   xor, not: one or two units (gadgets/ffn.ts).
  * Constants and linear nodes are folded into these forms (lower/context.ts), so they cost nothing.
@@ -24,8 +25,8 @@ function emitFfn(ctx: LowerContext, n: IrNode, units: FfnUnit[], out: VDim, what
 
 function lowerTable(ctx: LowerContext, n: TableNode, values: number[], inputs: number[]): VDim {
   const out = ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name);
-  // A table over one choice (c.choose): straight from the choice's conditions and values.
-  const only = inputs.length === 1 ? ctx.resolve(inputs[0]!) : null;
+  // A table over the cases of a choice (c.table's overCases): straight from its conditions and values.
+  const only = n.overCases === true && inputs.length === 1 ? ctx.resolve(inputs[0]!) : null;
   if (only !== null && only.op === 'linear' && only.choice) {
     const { lo, hi } = only.range;
     const f = (v: number) => (v >= lo && v <= hi ? values[v - lo]! : 0); // outside the range: never chosen

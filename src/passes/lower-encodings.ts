@@ -75,8 +75,8 @@ export function zeroDim(ctx: LowerContext): VDim {
 /**
  * One-hot of the value: dim j is [value = lo + j]. Token fields and constants: embedding dims.
  * A table: the indicator columns of the table itself, over its own index (one FFN layer after its
- * inputs, like the table; fuse-tables merges it with the scalar table when both are used); over
- * one choice, straight from the choice's conditions and values (`choiceTable`).
+ * inputs, like the table; fuse-tables merges it with the scalar table when both are used); a
+ * table over the cases of a choice (`overCases`), straight from its conditions and values (`choiceTable`).
  * A choice (c.choose) Σ_k select(cond_k, value_k, 0): per case, the one-hot of value_k with every
  * unit gated off by cond_k (rampTable's gate-off), all cases writing the same dims (at most one
  * case holds), and a LIN unit writing [no case holds] into the dim of 0 — the choice's value then
@@ -98,9 +98,9 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
     }
     const dims = Array.from({ length: count }, (_, j) => ctx.newDim(n.id, 'onehot', j, 0, 1, `${n.name}=${r.lo + j}`));
     // The early forms below fall back to the decode of the scalar when their gadget's bounds fail.
-    const only = n.op === 'table' && n.inputs.length === 1 ? ctx.resolve(n.inputs[0]!) : null;
+    const only = n.op === 'table' && n.overCases === true && n.inputs.length === 1 ? ctx.resolve(n.inputs[0]!) : null;
     if (n.op === 'table' && only !== null && only.op === 'linear' && only.choice) {
-      // A table over one choice: its indicator columns straight from the choice's cases.
+      // A table over the cases of a choice: its indicator columns straight from them.
       const { lo: xLo, hi: xHi } = only.range;
       const valueAt = (v: number) => (v >= xLo && v <= xHi ? n.values[v - xLo]! : NaN); // outside the range: never chosen
       const units = unlessBound(() => choiceTable(ctx, only.terms.map((t) => t.node), dims.map((dim, j) => ({ dim, f: (v: number) => (valueAt(v) === r.lo + j ? 1 : 0) })), `${n.name}.onehot`));

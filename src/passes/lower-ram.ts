@@ -11,7 +11,7 @@ import { lowerRamToGdn, type GdnRamIo } from '../gadgets/gdn-ram.ts';
 import { gdnDims } from '../model/naming.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { LowerContext } from '../lower/context.ts';
-import type { VDim } from '../lower/forms.ts';
+import type { Form, VDim } from '../lower/forms.ts';
 import { gdnReads } from '../lower/op-io.ts';
 import { bitsOf, oneHotOf, zeroDim } from './lower-encodings.ts';
 import type { NodeId } from '../ir/types.ts';
@@ -69,7 +69,8 @@ function addrDigitsOf(ctx: LowerContext, id: NodeId, width: number): { addrBits:
 export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): void {
   const addrBits = ceilLog2(ram.rows);
   const fieldBits = ram.fields.map((f) => (f.hi <= 0 ? 0 : ceilLog2(f.hi + 1)));
-  const enableDim = (id: number | null): VDim | null => (id === null ? null : ctx.scalarDim(id));
+  // An enable is read through its form: a sum of exclusive 0/1 signals then costs no layer.
+  const enableDim = (id: number | null): Form | null => (id === null ? null : ctx.formOf(id));
   const addrOf = (id: NodeId): { addrBits: VDim[]; addrDigits?: RamAddrDigit[] } =>
     addrDigitsOf(ctx, id, addrBits) ?? { addrBits: bitsOf(ctx, id, 0, addrBits) };
   const io: GdnRamIo = {

@@ -5,6 +5,7 @@
  * (src/chip) and the CLI read them here, so that src/ needs the circuit only to compile it.
  */
 import type { TargetShape } from '../src/dsl/index.ts';
+import { ChipcError } from '../src/util/errors.ts';
 import { packsRows } from '../src/gadgets/gdn-ram.ts';
 import { A_COUNT, PROTOCOL_ALPHABET_SIZE } from './protocol.ts';
 
@@ -34,8 +35,9 @@ export interface CpuOptions {
   memWords?: number;
   /**
    * Rows of one RAM bank (a power of two, default MEM_BANK_WORDS): what one GDN layer of the
-   * target holds (memBankWordsFor: 8,192 at chip-test, 2,048 at qwen3.5-4b). The data RAM and a
-   * code RAM larger than one bank are split into banks of this size.
+   * target holds (memBankWordsFor: 8,192 at chip-test, 2,048 at qwen3.5-4b). A code RAM larger
+   * than one bank is split into banks of this size; a data RAM into the fewest interleaved banks
+   * (a power of two) of at most this size (memLayout).
    */
   memBankWords?: number;
 }
@@ -44,7 +46,7 @@ export interface CpuOptions {
  * Default rows of one data-RAM bank: 8,192 words (32 KiB), what one GDN layer holds at chip-test
  * (64 key heads × 128 rows of one 32-bit word); qwen3.5-4b's layer holds 2,048 (16 × 128), so a
  * chip for it uses 2,048-word banks (CpuOptions.memBankWords). A data RAM larger than one bank is
- * split into banks "mem", "mem1", … placed in different layers.
+ * split into interleaved banks "mem", "mem1", … (memLayout) placed in different layers.
  */
 export const MEM_BANK_WORDS = 8192;
 
@@ -64,11 +66,43 @@ export function memBankWordsFor(target: TargetShape): number {
   return 2 ** Math.floor(Math.log2(Math.max(1, rows)));
 }
 
-/** The data RAM's banks for memWords words: [RAM name, first word, rows]. */
-export function memBanks(memWords: number, bankWords: number = MEM_BANK_WORDS): [name: string, first: number, rows: number][] {
-  const out: [string, number, number][] = [];
-  for (let b = 0; b * bankWords < memWords; b++) out.push([b === 0 ? 'mem' : `mem${b}`, b * bankWords, Math.min(bankWords, memWords - b * bankWords)]);
-  return out;
+/** The data RAM's banks: 4 (2^MEM_BANK_SHIFT), the address's bits 2 and 3, in its low nibble. */
+export const MEM_BANK_SHIFT = 2;
+
+/** The manifest's name for this layout (`rv32.memLayout`): a chip that records another keeps consecutive words in a bank. */
+export const MEM_LAYOUT = 'interleaved';
+
+/**
+ * How the data RAM's words sit in its banks: interleaved over four banks — word w is row w >> 2
+ * of bank w mod 4 — so that the bank of an address is its bits 2 and 3 (known from the address's
+ * low nibble, before its carries) and the row is its bits from 4 up, whole nibbles. Small banks
+ * share a GDN layer (the scheduler fills a layer's key heads); a bank holds at most bankWords
+ * rows (what one layer holds), so the RAM at most 4·bankWords words (ChipcError chip.mem).
+ */
+export interface MemLayout {
+  count: number;
+  shift: number;
+  /** Rows of each bank (memWords / count). */
+  rows: number;
+  names: string[];
+}
+
+export function memLayout(memWords: number, bankWords: number = MEM_BANK_WORDS): MemLayout {
+  const count = 2 ** MEM_BANK_SHIFT;
+  if (memWords % count !== 0 || memWords / count > bankWords) {
+    throw new ChipcError('chip.mem', `a data RAM of ${memWords} words does not fit ${count} equal banks of at most ${bankWords} words`);
+  }
+  return { count, shift: MEM_BANK_SHIFT, rows: memWords / count, names: Array.from({ length: count }, (_, b) => (b === 0 ? 'mem' : `mem${b}`)) };
+}
+
+/** Bank and row of data word w. */
+export function memPlace(layout: MemLayout, w: number): [bank: number, row: number] {
+  return [w & (layout.count - 1), w >> layout.shift];
+}
+
+/** The data word at row `row` of bank `bank`. */
+export function memWordAt(layout: MemLayout, bank: number, row: number): number {
+  return (row << layout.shift) | bank;
 }
 
 /** The code RAM's banks for codeWords words (one RAM "code" when it fits one bank): [RAM name, first word, rows]. */

@@ -1,14 +1,17 @@
 /**
- * A data RAM larger than one GDN layer holds (src/cpu/cpu.ts, memBanks): 128 KiB as four
- * banks of 8,192 words in four layers. A program stores and loads words (aligned, sub-word and
- * word-crossing) in every bank and at the bank edges, through the compiled weights and the IR,
+ * A data RAM larger than one GDN layer holds (riscv/chip-shape.ts, memLayout): 128 KiB as four
+ * interleaved banks of 8,192 words (word w in bank w mod 4) in four layers. A program stores and
+ * loads words (aligned, sub-word and word-crossing — a crossing access always spans two banks,
+ * and from bank 3 into bank 0 the row moves on too) across the RAM, through the compiled weights and the IR,
  * every token equal to the golden trace; the loader prompt reaches every bank. A code RAM larger
  * than one bank (codeBanks: "code", "code1", …) at the qwen3.5-4b shape with one value head per key
  * head: fetch from both banks, a code store, the loader reaching bank 1 — on one generic chip that
  * also runs the data-bank program. Packed rows at qwen3.5-4b itself: banks of 4,096 words.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MEM_BANK_WORDS, codeBanks, memBanks } from '../src/cpu/cpu.ts';
+import fc from 'fast-check';
+import { MEM_BANK_WORDS, codeBanks, memLayout, memPlace, memWordAt } from '../src/cpu/cpu.ts';
+import { ChipcError } from '../src/util/errors.ts';
 import { chipRamContents, memBankWordsFor, programOf, runOnChip, type ChipProgram } from '../src/chip/run.ts';
 import { compileChip, runOnInterpreter } from '../src/chip/build.ts';
 import type { CompileResult } from '../src/compile.ts';
@@ -40,13 +43,28 @@ function bankProgram(bankWords = MEM_BANK_WORDS, banks = 4): string {
   return lines.join('\n');
 }
 
-describe('memBanks', () => {
-  it('splits a data RAM into banks of MEM_BANK_WORDS rows', () => {
-    expect(memBanks(8192)).toEqual([['mem', 0, 8192]]);
-    expect(memBanks(100)).toEqual([['mem', 0, 100]]);
-    expect(memBanks(32768)).toEqual([['mem', 0, 8192], ['mem1', 8192, 8192], ['mem2', 16384, 8192], ['mem3', 24576, 8192]]);
-    expect(memBanks(8192 + 10)).toEqual([['mem', 0, 8192], ['mem1', 8192, 10]]);
-    expect(memBanks(4096 + 10, 2048)).toEqual([['mem', 0, 2048], ['mem1', 2048, 2048], ['mem2', 4096, 10]]);
+describe('memLayout', () => {
+  it('interleaves a data RAM over four banks of at most a bank\'s rows', () => {
+    const shape = (w: number, bank?: number) => { const l = memLayout(w, bank); return [l.count, l.shift, l.rows, l.names]; };
+    const names = ['mem', 'mem1', 'mem2', 'mem3'];
+    expect(shape(8192)).toEqual([4, 2, 2048, names]);
+    expect(shape(64)).toEqual([4, 2, 16, names]);
+    expect(shape(32768)).toEqual([4, 2, 8192, names]);
+    expect(shape(8192 + 64)).toEqual([4, 2, 2064, names]);
+    expect(shape(4096 + 64, 2048)).toEqual([4, 2, 1040, names]);
+    expect(() => memLayout(65536, 2048)).toThrow(ChipcError);
+    expect(() => memLayout(65536, 2048)).toThrow(/data RAM of 65536 words does not fit 4 equal banks of at most 2048 words/);
+    expect(() => memLayout(32768 + 4)).toThrow(/does not fit 4 equal banks of at most 8192 words/);
+  });
+  it('places word w at row w >> shift of bank w mod count, and back', () => {
+    fc.assert(fc.property(fc.constantFrom(64, 8192, 8192 + 64, 32768), fc.nat(), (words, r) => {
+      const l = memLayout(words);
+      const w = r % words;
+      const [bank, row] = memPlace(l, w);
+      expect(bank).toBe(w % l.count);
+      expect(row).toBeLessThan(l.rows);
+      expect(memWordAt(l, bank, row)).toBe(w);
+    }));
   });
   it('sizes the banks to what one GDN layer of the target holds', () => {
     // chip-test: one value head per key head, one 32-bit word per key-head row (64 × 128 rows)
@@ -90,7 +108,7 @@ function codeBankProgram(): string {
   `;
 }
 
-describe('a 16 KiB code RAM and a 16 KiB data RAM at the qwen3.5-4b shape with one value head per key head: each two banks of 2,048 words', () => {
+describe('a 16 KiB code RAM and a 16 KiB data RAM at the qwen3.5-4b shape with one value head per key head: the code in two banks of 2,048 words, the data in four of 1,024', () => {
   const SHAPE = { codeBytes: 16 * 1024, memBytes: 16 * 1024 };
   // (qwen3.5-4b's own two value heads per key head pack two words per row: 4,096-word banks, below)
   const target = { ...resolveTarget('qwen3.5-4b').config, linearNumValueHeads: 16 };
@@ -105,7 +123,7 @@ describe('a 16 KiB code RAM and a 16 KiB data RAM at the qwen3.5-4b shape with o
     expect(codeBanks(2048, 2048)).toEqual([['code', 0, 2048]]);
     const names = res.rams.map((r) => r.name);
     expect(names.filter((n) => /^code\d*$/.test(n)).sort()).toEqual(['code', 'code1']);
-    expect(names.filter((n) => /^mem\d*$/.test(n)).sort()).toEqual(['mem', 'mem1']);
+    expect(names.filter((n) => /^mem\d*$/.test(n)).sort()).toEqual(['mem', 'mem1', 'mem2', 'mem3']);
   });
 
   it('data in both banks: runs through the weights with every token equal to the golden trace', () => {
@@ -141,7 +159,7 @@ describe('a 16 KiB code RAM and a 16 KiB data RAM at the qwen3.5-4b shape with o
   }, 300_000);
 });
 
-describe('packed rows at qwen3.5-4b: 16 KiB of code in one bank, 32 KiB of data in two banks of 4,096 words', () => {
+describe('packed rows at qwen3.5-4b: 16 KiB of code in one bank, 32 KiB of data in four banks of 2,048 words', () => {
   const SHAPE = { codeBytes: 16 * 1024, memBytes: 32 * 1024 };
   const target = resolveTarget('qwen3.5-4b').config;
   let res: CompileResult;
@@ -149,12 +167,12 @@ describe('packed rows at qwen3.5-4b: 16 KiB of code in one bank, 32 KiB of data 
     res = compileChip(programOf(assembleElf('ecall').elf, SHAPE, target).chip, target);
   }, 300_000);
 
-  it('one code bank and two data banks, each two words per key-head row in half the key heads', () => {
+  it('one code bank and four data banks, each two words per key-head row (the code in all 16 key heads, a data bank in 8)', () => {
     const banks = res.rams.filter((r) => /^(code|mem)\d*$/.test(r.name));
-    expect(banks.map((r) => r.name).sort()).toEqual(['code', 'mem', 'mem1']);
+    expect(banks.map((r) => r.name).sort()).toEqual(['code', 'mem', 'mem1', 'mem2', 'mem3']);
     for (const r of banks) {
       expect(r.lowering.layout.wordsPerRow, r.name).toBe(2);
-      expect(r.lowering.layout.rowBlocks, r.name).toBe(16);
+      expect(r.lowering.layout.rowBlocks, r.name).toBe(r.name === 'code' ? 16 : 8);
     }
   });
 

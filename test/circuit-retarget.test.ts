@@ -50,7 +50,7 @@ describe('retarget', () => {
     expect(JSON.parse(f.out).results[0].fits).toBe(true);
   });
 
-  it('the chip circuit splits its 32 KiB data RAM into banks of one layer of the target', () => {
+  it('the chip circuit splits its 32 KiB data RAM into four banks of at most one layer of the target', () => {
     for (const name of ['chip-test', 'qwen3.5-4b']) {
       const t = resolveTarget(name).config;
       const ir = buildCircuit(cpu.retarget!(t), 'cpu');
@@ -58,7 +58,7 @@ describe('retarget', () => {
       expect(banks.every((b) => b.rows <= memBankWordsFor(t))).toBe(true);
       expect(banks.reduce((s, b) => s + b.rows, 0)).toBe(8192);
     }
-    // Without a target: one bank of 8,192 rows (chip-test's layer).
-    expect(buildCircuit(cpu, 'cpu').rams.filter((r) => /^mem\d*$/.test(r.name)).map((r) => r.rows)).toEqual([8192]);
+    // Without a target: four interleaved banks of 2,048 rows.
+    expect(buildCircuit(cpu, 'cpu').rams.filter((r) => /^mem\d*$/.test(r.name)).map((r) => r.rows)).toEqual([2048, 2048, 2048, 2048]);
   });
 });

@@ -5,6 +5,7 @@
  * expected tokens the golden emulator's stream after [BOS, J(entry)], ending with HALT — for the
  * generic chip's RAM sizes (default, or --code-size / --mem-size).
  */
+import { MEM_LAYOUT } from '../riscv/chip-shape.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -69,7 +70,7 @@ describe('chipc trace', () => {
       const ck = path.join(dir, 'chip');
       fs.mkdirSync(ck);
       fs.writeFileSync(path.join(ck, 'config.json'), JSON.stringify({ vocab_size: 248320 }));
-      const manifest = { circuit: 'rv32-v1', vocab: { circuit: VOCAB }, rv32: { codeWords: 4096, memWords: 8192, memBankWords: 2048, generic: true, protocol: PROTOCOL_VERSION } };
+      const manifest = { circuit: 'rv32-v1', vocab: { circuit: VOCAB }, rv32: { codeWords: 4096, memWords: 8192, memBankWords: 2048, memLayout: MEM_LAYOUT, generic: true, protocol: PROTOCOL_VERSION } };
       fs.writeFileSync(path.join(ck, 'chipc-manifest.json'), JSON.stringify(manifest));
       const elfPath = 'fixtures/isa/zba.elf';
       const out = path.join(dir, 'zba.json');

@@ -27,6 +27,7 @@ import type { CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix, ModelWeights } from '../src/model/weights.ts';
 import { checkChipFits, programOf, readChipCheckpoint, runOnChip, runOnModel, type ChipProgram } from '../src/chip/run.ts';
+import { MEM_LAYOUT } from '../riscv/chip-shape.ts';
 import { compileChip, emitChip } from '../src/chip/build.ts';
 import { loadChipModel } from '../src/chip/loaded.ts';
 import { VOCAB } from '../src/cpu/cpu.ts';
@@ -181,7 +182,7 @@ describe('runOnModel: the compiled chip, alone and with its ids offset', () => {
 
 describe('chipc run --model: refusals before any tensor is loaded', () => {
   const prog = programOf(elf, MEM);
-  const good = { codeWords: prog.chip.codeWords, memWords: MEM / 4, memBankWords: prog.chip.memBankWords, generic: true, protocol: PROTOCOL_VERSION };
+  const good = { codeWords: prog.chip.codeWords, memWords: MEM / 4, memBankWords: prog.chip.memBankWords, memLayout: MEM_LAYOUT, generic: true, protocol: PROTOCOL_VERSION };
   let n = 0;
   /** A checkpoint directory with only config.json and the given manifest / merge records (enough for the checks). */
   function fakeCkpt(opts: { vocab?: number; manifest?: unknown; mergeOffset?: number; configOffset?: number }): string {
@@ -265,6 +266,16 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
     ['disagreeing merge records', { vocab: 300_000, manifest: manifest(good), mergeOffset: 512, configOffset: 256 }, 'run.model', /chip ids start at 512, config\.json chipc_merge says 256/],
   ] as const)('%s', (_label, opts, code, re) => {
     refuse(fakeCkpt(opts as Parameters<typeof fakeCkpt>[0]), code, re);
+  });
+
+  it('a chip whose data RAM is not interleaved (no memLayout recorded: an older chipc) is refused', () => {
+    const { memLayout: _, ...older } = good;
+    for (const rv32 of [older, { ...good, memLayout: 'banks' }]) {
+      let err: unknown;
+      try { checkChipFits(readChipCheckpoint(fakeCkpt({ manifest: manifest(rv32) })), prog); } catch (e) { err = e; }
+      expect((err as ChipcError).code).toBe('run.model');
+      expect((err as ChipcError).message).toMatch(/keeps its data RAM in banks of consecutive words \(an older chipc\), this chipc interleaves it over four banks; make one with `chipc cpu -o OUT`/);
+    }
   });
 
   it('through the CLI: exit 2 with the message; --mem-size defaults to the chip\'s; --load state without layouts or merged refused', async () => {

@@ -193,7 +193,7 @@ describe('the chip through the compiled weights = the interpreter, bit for bit',
   it.each(['f32', 'bf16'] as const)('hand program, plain generation after [BOS, J(entry)], %s', (profile) => {
     const golden = goldenTokens(elf, { mem: { size: 1024 }, codeBytes: prog.codeBytes }).tokens;
     const ramRows = chipRamContents(prog);
-    expect(ramRows.map(([name]) => name)).toEqual(['code', 'mem', 'regs', 'codeEnd', 'tohost']);
+    expect(ramRows.map(([name]) => name)).toEqual(['code', 'mem', 'mem1', 'mem2', 'mem3', 'regs', 'codeEnd', 'tohost']);
     const r = checkCompiled(res, golden.slice(0, 2), {
       profile, mode: 'generate', prompt: 2, length: golden.length, prefill: 2,
       setup: (ex, interp) => {

@@ -15,7 +15,7 @@ import type { ExecOptions, LayerHookEvent } from '../exec/types.ts';
 import { ChipcError } from '../util/errors.ts';
 // The one import of a circuit in src/: the builder compiles the CPU (chipIr); its shape is riscv/chip-shape.ts.
 import { cpuCircuit } from '../cpu/cpu.ts';
-import type { CpuOptions } from '../../riscv/chip-shape.ts';
+import { MEM_LAYOUT, type CpuOptions } from '../../riscv/chip-shape.ts';
 import { MANIFEST_FILE, buildManifest, manifestJson } from '../emit/manifest.ts';
 import { saveModel, saveModelChip, type SaveModelOptions } from '../model/save-weights.ts';
 import { PROTOCOL_VERSION } from '../../riscv/protocol.ts';
@@ -123,7 +123,7 @@ export function chipIr(opts: Required<CpuOptions>): CircuitIR {
 export function runManifest(res: CompileResult, shape: Required<CpuOptions>, targetName: string): RunManifest {
   return {
     ...buildManifest(res, targetName),
-    rv32: { codeWords: shape.codeWords, memWords: shape.memWords, memBankWords: shape.memBankWords, generic: true, protocol: PROTOCOL_VERSION },
+    rv32: { codeWords: shape.codeWords, memWords: shape.memWords, memBankWords: shape.memBankWords, memLayout: MEM_LAYOUT, generic: true, protocol: PROTOCOL_VERSION },
   };
 }
 

@@ -16,7 +16,7 @@ import type { ExecOptions } from '../exec/types.ts';
 import { applyRamContents } from '../load/ram-state.ts';
 import { ChipcError } from '../util/errors.ts';
 import {
-  codeBanks, memBanks, memBankWordsFor, CODE_STORE_WORDS, CONFIG_CODE_END, CONFIG_TOHOST, MEM_BANK_WORDS, VOCAB, type CpuOptions,
+  codeBanks, memLayout, memPlace, memBankWordsFor, MEM_LAYOUT, CODE_STORE_WORDS, CONFIG_CODE_END, CONFIG_TOHOST, MEM_BANK_WORDS, VOCAB, type CpuOptions,
 } from '../../riscv/chip-shape.ts';
 import type { ModelWeights } from '../model/weights.ts';
 import { openChipFile, type ChipFile } from '../chipfile/read.ts';
@@ -197,20 +197,25 @@ export function configTohostWord(tohost: number | null): number {
 }
 
 /**
- * The program's image per RAM of the chip: the code RAM, each data-RAM bank ("mem", "mem1", …:
- * memBanks, rows renumbered from the bank's first word) and the register file.
+ * The program's image per RAM of the chip: the code RAM (its banks hold consecutive words), each
+ * data-RAM bank ("mem", "mem1", …: memLayout, word w at row w >> shift of bank w mod count) and
+ * the register file.
  */
 export function chipRamContents(prog: ChipProgram): [name: string, rows: Map<number, number[]>][] {
   const out: [string, Map<number, number[]>][] = [];
-  const banked = (rows: Map<number, number[]>, banks: [string, number, number][]) => {
-    for (const [name, first, n] of banks) {
-      const m = new Map<number, number[]>();
-      for (const [row, v] of rows) if (row >= first && row < first + n) m.set(row - first, v);
-      out.push([name, m]);
-    }
-  };
-  banked(prog.code, codeBanks(prog.chip.codeWords, prog.chip.memBankWords));
-  banked(prog.data, memBanks(prog.chip.memWords, prog.chip.memBankWords));
+  for (const [name, first, n] of codeBanks(prog.chip.codeWords, prog.chip.memBankWords)) {
+    const m = new Map<number, number[]>();
+    for (const [row, v] of prog.code) if (row >= first && row < first + n) m.set(row - first, v);
+    out.push([name, m]);
+  }
+  const layout = memLayout(prog.chip.memWords, prog.chip.memBankWords);
+  const banks = layout.names.map(() => new Map<number, number[]>());
+  for (const [w, v] of prog.data) {
+    if (w < 0 || w >= prog.chip.memWords) continue; // (programOf keeps the image inside the RAM)
+    const [bank, row] = memPlace(layout, w);
+    banks[bank]!.set(row, v);
+  }
+  layout.names.forEach((name, b) => out.push([name, banks[b]!]));
   out.push(['regs', prog.regs]);
   out.push(['codeEnd', new Map([[0, bitsOfWord(prog.config.codeEnd).slice(0, 11)]])]);
   out.push(['tohost', new Map([[0, bitsOfWord(configTohostWord(prog.config.tohost))]])]);
@@ -483,7 +488,7 @@ export { goldenTokens };
  * token protocol it speaks (`protocol`, PROTOCOL_VERSION; absent in chips of protocol v5 and before).
  */
 export type RunManifest = Manifest & {
-  rv32?: Required<CpuOptions> & { generic?: boolean; protocol?: string; codeEnd?: number; tohost?: number | null };
+  rv32?: Required<CpuOptions> & { generic?: boolean; protocol?: string; codeEnd?: number; tohost?: number | null; memLayout?: string };
 };
 
 /** What `chipc run --model` needs to know about a checkpoint before loading its tensors. */
@@ -633,6 +638,10 @@ export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
   }
   if ((have.memBankWords ?? MEM_BANK_WORDS) !== need.memBankWords) {
     throw new ChipcError('run.model', `${ck.path}: the chip's RAM banks hold ${have.memBankWords ?? MEM_BANK_WORDS} rows, the run's ${need.memBankWords}; ${remedy}`);
+  }
+  if (have.memLayout !== MEM_LAYOUT) {
+    // Its data RAM is one bank or banks of consecutive words: the program's image would land in the wrong rows.
+    throw new ChipcError('run.model', `${ck.path}: the chip keeps its data RAM in banks of consecutive words (an older chipc), this chipc interleaves it over four banks; ${remedy}`);
   }
   // The program runs with the chip's code RAM: its image fills it (words below its size) and the
   // golden emulator's fetch limit is its size.

@@ -27,7 +27,7 @@ import { startPrompt, type MemoryWrite } from '../../riscv/console-input.ts';
 import { hex } from '../../riscv/memory.ts';
 import { codeEndWords, goldenRun, haltCode, type GoldenTrace } from '../../riscv/golden-trace.ts';
 import { BOS_ID, CODE_BASE, decodeToken, encodeToken, formatToken } from '../../riscv/protocol.ts';
-import { memBanks } from '../../riscv/chip-shape.ts';
+import { memLayout, memPlace, memWordAt } from '../../riscv/chip-shape.ts';
 import { hasCircuit, type ChipModel } from './loaded.ts';
 import { argmax, type Executor } from '../exec/executor.ts';
 import type { ExecOptions } from '../exec/types.ts';
@@ -264,17 +264,18 @@ export class ChipService {
   /** The data RAM's rows as the chip holds them now (word index → 32 bits, nonzero rows only), over every bank. */
   captureMemory(): Map<number, number[]> {
     const out = new Map<number, number[]>();
-    for (const [name, first, rows] of memBanks(this.prog.chip.memWords, this.prog.chip.memBankWords)) {
+    const layout = memLayout(this.prog.chip.memWords, this.prog.chip.memBankWords);
+    layout.names.forEach((name, bank) => {
       if (this.fast !== null) {
         const ram = this.fast.ir.rams.findIndex((r) => r.name === name);
-        for (let row = 0; row < rows; row++) {
+        for (let row = 0; row < layout.rows; row++) {
           const v = this.fast.ramRow(ram, row);
-          if (v.some((b) => b !== 0)) out.set(first + row, [...v]);
+          if (v.some((b) => b !== 0)) out.set(memWordAt(layout, bank, row), [...v]);
         }
       } else {
-        for (const [row, v] of captureRamContents(this.ex!, this.res!, this.placement(name))) out.set(first + row, v);
+        for (const [row, v] of captureRamContents(this.ex!, this.res!, this.placement(name))) out.set(memWordAt(layout, bank, row), v);
       }
-    }
+    });
     return out;
   }
 
@@ -290,19 +291,20 @@ export class ChipService {
         throw new ChipcError('service.write', `data-RAM row ${row} is outside the chip's ${this.prog.chip.memWords} words`);
       }
     }
-    for (const [name, first, count] of memBanks(this.prog.chip.memWords, this.prog.chip.memBankWords)) {
-      const mine = [...rows].filter(([row]) => row >= first && row < first + count);
+    const layout = memLayout(this.prog.chip.memWords, this.prog.chip.memBankWords);
+    for (const [bank, name] of layout.names.entries()) {
+      const mine = [...rows].map(([w, v]) => [...memPlace(layout, w), v] as const).filter(([b]) => b === bank).map(([, row, v]) => [row, v] as const);
       if (mine.length === 0) continue;
       if (this.fast !== null) {
         const ram = this.fast.ir.rams.findIndex((r) => r.name === name);
-        for (const [row, v] of mine) this.fast.setRamRow(ram, row - first, v);
+        for (const [row, v] of mine) this.fast.setRamRow(ram, row, v);
         continue;
       }
       const placement = this.placement(name);
       const merged = captureRamContents(this.ex!, this.res!, placement);
       for (const [row, v] of mine) {
-        if (v.every((b) => b === 0)) merged.delete(row - first);
-        else merged.set(row - first, [...v]);
+        if (v.every((b) => b === 0)) merged.delete(row);
+        else merged.set(row, [...v]);
       }
       applyRamContents(this.ex!, this.res!, placement, merged);
     }

@@ -159,7 +159,7 @@ export function nibbleFromBits(c: CircuitBuilder, bits: Sig[]): Sig {
  * Carry class of a byte sum s ∈ [0, 510] (s = a + b, or a + 255 − b): −1 kill (s ≤ 254),
  * 0 propagate (s = 255), +1 generate (s ≥ 256). One table, 3 units.
  */
-function carryClass(c: CircuitBuilder, s: Sig, name: string): Sig {
+export function carryClass(c: CircuitBuilder, s: Sig, name: string): Sig {
   return c.table(name, [s], (v) => (v >= 256 ? 1 : v === 255 ? 0 : -1), [-1, 1]);
 }
 
@@ -169,7 +169,7 @@ function carryClass(c: CircuitBuilder, s: Sig, name: string): Sig {
  * (its term outweighs all lower ones: 2^{j+1} > Σ_{i<j+1} 2^i), all-propagate gives w_{−1}'s
  * sign, i.e. cin. X_k ∈ [−31, 31]: one compare, ≤ 2 units.
  */
-function carries(c: CircuitBuilder, w: Sig[], cin: Sig | 0 | 1, tag: string): Sig[] {
+export function carries(c: CircuitBuilder, w: Sig[], cin: Sig | 0 | 1, tag: string): Sig[] {
   const wm1: [Sig | number, number] = typeof cin === 'number' ? [2 * cin - 1, 1] : [cin, 2];
   const bias = typeof cin === 'number' ? 0 : -1;
   const out: Sig[] = [];

@@ -1,12 +1,14 @@
 /**
- * Memory: the data RAM (one aligned 32-bit word per row at CODE_BASE + 4·row, in banks of one GDN
- * layer each when it is larger than one) and everything loads and stores need around it.
+ * Memory: the data RAM (aligned 32-bit words from CODE_BASE, interleaved over four banks: word w at
+ * row w >> 2 of bank w mod 4, riscv/chip-shape.ts memLayout) and everything loads and stores need
+ * around it.
  *
  *  - memoryAddress: the effective address (its own adder: rs1's address port + the I / S
- *    immediate, both 0 unless the instruction loads or stores), its row bits and offset, the
- *    in-RAM test, and which word an access reads or writes at this position (a word-crossing
- *    access spans positions; the second word is row + 1).
- *  - dataRam: the read and write rows as one-hot-friendly digits, the banks, the word written
+ *    immediate, both 0 unless the instruction loads or stores), its bits and offset, and which
+ *    word an access reads or writes at this position (a word-crossing access spans positions;
+ *    the second word is the next one).
+ *  - dataRam: the read and write rows as nibble digits from a carry lookahead, the banks and
+ *    their enables (with an in-RAM test from two carry-outs), the word written
  *    (rs2 for an aligned SW, else the merged word the token brings back, or the loader's word),
  *    and the word read (`old`).
  *  - memoryAccess: a load's value (bytes of the word read or of the first position's D latch,
@@ -19,9 +21,9 @@
  * candidates for the result, the memory-side emit signals and the trap causes.
  */
 import type { CircuitBuilder, Sig } from '../dsl/index.ts';
-import { add32, constWord, type Word } from './alu.ts';
+import { add32, carries, carryClass, constWord, type Word } from './alu.ts';
 import {
-  CONSOLE_ADDR, READ_DIGIT_BITS, WRITE_DIGIT_BITS, crosses, loadByteSource, loadPrefixLane, rowDigits, storeByteSource, widthOf,
+  CONSOLE_ADDR, crosses, loadByteSource, loadPrefixLane, storeByteSource, widthOf,
   type CpuShape,
 } from './cpu-layout.ts';
 import { bitsWord } from './cpu-words.ts';
@@ -93,6 +95,26 @@ export function memory(c: CircuitBuilder, io: MemoryInputs): Memory {
 }
 
 type Address = ReturnType<typeof memoryAddress>;
+
+/**
+ * f(early inputs…, offset) as a table over (a class of the early inputs, the offset's sum): the
+ * offset (the address's bits 0, 1) is (aE's two low bits + the immediate's) mod 4, a sum the
+ * table reads straight from the operands, so the result is one FFN layer after them (a table over
+ * `offset` would be two). The class numbers the early inputs' combinations by the values f gives
+ * over the four offsets (first appearance order).
+ */
+function overOffset(c: CircuitBuilder, name: string, early: Sig[], offSum: Sig, f: (...v: number[]) => number): Sig {
+  const byOffset: number[][] = [];
+  const index = new Map<string, number>();
+  const cls = c.table(`${name}Class`, early, (...v) => {
+    const row = [0, 1, 2, 3].map((o) => f(...v, o));
+    const key = row.join(',');
+    let k = index.get(key);
+    if (k === undefined) { k = byOffset.length; index.set(key, k); byOffset.push(row); }
+    return k;
+  });
+  return c.table(name, [cls, offSum], (k, s) => byOffset[k]![s & 3]!);
+}
 type DataRam = ReturnType<typeof dataRam>;
 type Access = ReturnType<typeof memoryAccess>;
 
@@ -122,25 +144,13 @@ function memoryAddress(c: CircuitBuilder, io: MemoryInputs) {
   // value is the same; its units just stop moving with other instructions' funct3. (The access
   // shape from funct3, loads and stores alike: 0 byte, 1 half, 2 word; 4, 5 unsigned byte / half.)
   const memF3 = c.table('memFunct3', [isMem, funct3], (m, f) => (m ? f : 0), [0, 7]);
-  const highOk = [1, 2].map((b) => {
-    const mask = 0xff & ~((1 << Math.max(0, Math.min(8, 2 + memBits - 8 * b))) - 1);
-    return c.table(`eaHigh${b}`, [ea[b]!], (v) => ((v & mask) === 0 ? 1 : 0), [0, 1]);
-  });
   const top = c.table('eaTop', [ea[3]!], (v) => (v === 0x80 ? 1 : 0), [0, 1]);
-  // In RAM ⇔ all three checks hold ⇔ their count is 3: tables read the count (no AND layer).
-  const inRamCount = c.linear([[top, 1], [highOk[0]!, 1], [highOk[1]!, 1]]).named('inRamCount');
   // The word read (`old`) feeds only loads and the stores that keep old bytes (sub-word or
   // word-crossing; an aligned SW writes its whole word): every other instruction's read is
   // disabled, so its row stays 0 and the read port's q projection stays constant across runs of
   // such instructions (much less work for incremental decode, docs/executor.md round 3).
   const readsOld = c.table('readsOld', [isLoad, isStore, memF3, off], (ld, st, f3, o) =>
     (ld || (st && (f3 < 2 || o !== 0)) ? 1 : 0), [0, 1]);
-  // The read port's enable is 0 only for a load outside the RAM (which must read 0). An idle port
-  // stays enabled at row 0, and so does a store outside the RAM (the console's SB: it writes
-  // nothing, so the old word it would merge is unused); every consumer of the word read is gated
-  // by the access kind. The q projection then does not move when a read starts or ends: 8,192
-  // channels on a 32 KiB RAM (docs/cpu-plan.md, "Less work per token").
-  const readEnable = c.table('memReadEnable', [inRamCount, isLoad], (n, ld) => (ld && n !== 3 ? 0 : 1), [0, 1]);
   const fedD = fedC.eq(1).named('fedD');
   const fedH = fedC.eq(2).named('fedH');
   const atStart = fedC.eq(0).named('atStart');
@@ -149,164 +159,147 @@ function memoryAddress(c: CircuitBuilder, io: MemoryInputs) {
   const writeSecond = c.and(fedH, ppH).named('writeSecond');
   const readNext = c.table('readNext', [isStore, memF3, off, atStart, secondPhase], (st, f3, o, at, sp) =>
     (!crosses(f3, o) ? 0 : st ? sp : at ? (4 - o > 2 ? 1 : 0) : (4 - o > 2 ? 0 : 1)), [0, 1]);
-  return { ea, rowBits, off, memF3, top, inRamCount, readsOld, readEnable, fedD, fedH, atStart, secondPhase, writeSecond, readNext };
+  // The offset before its mod 4, for the tables that read it with early inputs (overOffset).
+  const offSum = c.linear([[aE[0]!, 1], [aE[1]!, 2], [eaImmBits[0]!, 1], [eaImmBits[1]!, 2]], 0, [0, 6]).named('offsetSum');
+  return { ea, eaImmBits, isMem, rowBits, off, offSum, memF3, top, readsOld, fedD, fedH, atStart, secondPhase, writeSecond, readNext };
 }
 
+/**
+ * The data RAM, in memBankCount interleaved banks (word w at row w >> memBankShift of bank
+ * w mod memBankCount: cpu-layout.ts). Every bank reads the same row and writes the same row and
+ * word; each writes and reads only where its enables say (β, the q gate: an idle bank's state and
+ * output stay as they are). The rows and enables are ready one FFN layer after the address's
+ * carries, without the address itself:
+ *  - the bank is the address's bits 2… (at most 2 bits): a table over the low nibbles' sum;
+ *  - the row's digits are the address's nibbles (the parts of them above the bank bits), each a
+ *    table over aE's nibble + the immediate's nibble + the carry into it, from a carry lookahead
+ *    over nibbles; the row of the next word (a crossing access's second word, the address + 4)
+ *    adds the difference of a second lookahead's carry;
+ *  - "in the RAM" (the enables need it: a console store writes nothing) is c1 − c2, the carries
+ *    out of aE + (0x80000000 + imm) and aE + (0x80000000 − memBytes + imm): the address lies in
+ *    [CODE_BASE, CODE_BASE + memBytes) exactly when the first carries and the second does not.
+ */
 function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
-  const { isLoad, isStore, b, tokenWord, loading, loadWord, loadAddr } = io;
-  const { memWords, memBits, bankWords, memBankCount, bankBits } = io.shape;
-  const { ea, rowBits, off, memF3, inRamCount, readsOld, readEnable, fedH, writeSecond, readNext } = at;
-  // The read address is row 0 when no read is needed (the word is unused then): an idle
-  // port's q projection then stays constant from one instruction to the next, which the
-  // executor's incremental decode turns into skipped work (docs/executor.md, round 3).
-  // One bank: the row as digits of READ_DIGIT_BITS bits, each a table over the digit's bits (a
-  // free linear of them) and the carry of row + 1 into it, so that the RAM reads each digit
-  // through its one-hot (passes/lower-ram.ts addrDigitsOf): a changed digit then moves
-  // 2 × 8,192/32 query channels where a changed bit moved all 8,192 (docs/cpu-plan.md, "One-hot
-  // address digits" and round 4).
-  const digitOf = (bits: Sig[], d: { lo: number; width: number }) =>
-    c.linear(bits.slice(d.lo, d.lo + d.width).map((x, j) => [x, 2 ** j] as [Sig, number]));
-  // Row + 1 carries into the digit at row bit lo iff row bits 0 … lo−1 (address bits 2 … lo+1)
-  // are all 1: a count of per-byte tests over the address bytes (a table layer before the bits'
-  // consumers, like the bits themselves), full iff it equals the bytes tested. Its few values
-  // keep the digit tables small (a count of the ones below bit lo would have lo + 1).
-  const carries = new Map<number, { count: Sig; full: number }>();
-  const carryInto = (lo: number): { count: Sig; full: number } => {
-    const known = carries.get(lo);
-    if (known) return known;
-    const tests: [Sig, number][] = [];
-    for (let byte = 0; 8 * byte < lo + 2; byte++) {
-      const from = Math.max(2, 8 * byte), to = Math.min(lo + 2, 8 * byte + 8); // address bits [from, to)
-      if (from >= to) continue;
-      const mask = ((1 << (to - from)) - 1) << (from - 8 * byte);
-      tests.push([c.table(`rowCarry${lo}B${byte}`, [ea[byte]!], (v) => ((v & mask) === mask ? 1 : 0), [0, 1]), 1]);
-    }
-    const r = { count: tests.length === 0 ? c.constant(0) : c.linear(tests), full: tests.length };
-    carries.set(lo, r);
-    return r;
+  const { isLoad, isStore, aE, b, ins, funct3, tokenWord, loading, loadWord, loadAddr } = io;
+  const { memBankCount, memBankShift: shift, bankBits, memBytes } = io.shape;
+  const { eaImmBits, isMem, off, offSum, memF3, fedH, atStart, secondPhase, writeSecond } = at;
+  const nibOf = (bits: Sig[], n: number) => c.linear(bits.slice(4 * n, 4 * n + 4).map((x, j) => [x, 2 ** j] as [Sig, number]), 0, [0, 15]);
+  // The address's nibbles 0 … top, the sums aE_n + imm_n, and the carries into them for the address
+  // and for the address + 4 (its nibble 0 sum plus 4).
+  const rowEnd = 2 + shift + bankBits; // address bits [2 + shift, rowEnd) are the row
+  const nibbles = Math.ceil(rowEnd / 4);
+  const sums = Array.from({ length: nibbles }, (_, n) => c.linear([[nibOf(aE, n), 1], [nibOf(eaImmBits, n), 1]], 0, [0, 30]).named(`eaNib${n}`));
+  const classOf = (x: number) => (x >= 16 ? 1 : x === 15 ? 0 : -1);
+  const cls = sums.slice(0, nibbles - 1).map((x, n) => c.table(`eaNibCls${n}`, [x], classOf, [-1, 1]));
+  const carry = nibbles > 1 ? carries(c, cls, 0, 'eaNib') : [];
+  const carryNext = nibbles > 1 ? carries(c, [c.table('eaNibCls0Next', [sums[0]!], (x) => classOf(x + 4), [-1, 1]), ...cls.slice(1)], 0, 'eaNibNext') : [];
+  // s_n = the address's nibble n before the mod 16; d_n = 1 when the next word carries one more into it.
+  const nibSum = (n: number) => (n === 0 ? sums[0]! : c.linear([[sums[n]!, 1], [carry[n - 1]!, 1]], 0, [0, 31]));
+  const nibNext = (n: number) => (n === 0 ? null : c.linear([[carryNext[n - 1]!, 1], [carry[n - 1]!, -1]], 0, [0, 1]));
+  // The row's digits: the part of each nibble in [2 + shift, rowEnd), lo = its first row bit.
+  const digits: { n: number; from: number; width: number; lo: number }[] = [];
+  for (let n = 0; n < nibbles; n++) {
+    const from = Math.max(4 * n, 2 + shift), to = Math.min(4 * n + 4, rowEnd);
+    if (from < to) digits.push({ n, from: from - 4 * n, width: to - from, lo: from - 2 - shift });
+  }
+  // mode: 0 the idle row, 1 the row, 2 the next word's row.
+  const digitOf = (m: number, v: number, d: number, dg: { n: number; from: number; width: number }, idle: number) => {
+    if (m === 0) return idle;
+    const nib = (m === 2 ? v + (dg.n === 0 ? 4 : d) : v) & 15;
+    return (nib >> dg.from) & (2 ** dg.width - 1);
   };
-  // The row a port reads or writes when idle, as digits. The write port idles at the middle row
-  // (only the top row bit set): stores go mostly to the stack, in the top half, in every demo
-  // (golden traces), and the top bit is a one-bit digit that every channel reads. Loads are
-  // split between the stack and the data below; the read port idles at row 0 (measured better).
-  const idleDigit = (idleRow: number, d: { lo: number; width: number }) => Math.floor(idleRow / 2 ** d.lo) & (2 ** d.width - 1);
-  const writeIdleRow = 2 ** (memBits - 1);
-  // Each read digit's table reads two sums instead of four gate inputs, so that it spans 5-bit
-  // digits: inRamCount + readsOld is 4 iff the read is in the RAM and needed, readNext + the
-  // carry count is full + 1 iff the row is row + 1 here (5 × (full + 2) × 32 ≤ 640 cases; with
-  // the four inputs, 3-bit digits took 384).
-  const readOn = c.linear([[inRamCount, 1], [readsOld, 1]], 0, [0, 4]).named('memReadOn');
-  const row = memBankCount > 1 ? null : c.linear(rowDigits(memBits, READ_DIGIT_BITS).map((d, g) => {
-    const mask = 2 ** d.width - 1;
-    const carry = carryInto(d.lo);
-    const next = c.linear([[readNext, 1], [carry.count, 1]], 0, [0, carry.full + 1]);
-    return [c.table(`memRDigit${g}`, [readOn, next, digitOf(rowBits, d)],
-      (on, nx, v) => (on === 4 ? (nx === carry.full + 1 ? (v + 1) & mask : v) : 0), [0, mask]), 2 ** d.lo] as [Sig, number];
-  })).named('memRow');
+  const rowOf = (name: string, mode: Sig, extra: (n: number) => Sig | null, idleRow: number) => c.linear(digits.map((dg, g) => {
+    const idle = Math.floor(idleRow / 2 ** dg.lo) & (2 ** dg.width - 1);
+    const v = extra(dg.n);
+    const value = v === null ? nibSum(dg.n) : c.linear([[nibSum(dg.n), 1], [v, 1]], 0, [0, 31]);
+    const next = nibNext(dg.n);
+    const table = next === null
+      ? c.table(`${name}${g}`, [mode, value], (m, x) => digitOf(m, x, 0, dg, idle), [0, 2 ** dg.width - 1])
+      : c.table(`${name}${g}`, [mode, value, next], (m, x, d) => digitOf(m, x, d, dg, idle), [0, 2 ** dg.width - 1]);
+    return [table, 2 ** dg.lo] as [Sig, number];
+  }));
+  // The bank of the address (bits 2 … 2 + shift of the low nibble's sum) and of the loader's word.
+  const bankMask = memBankCount - 1;
+  const bankRow = shift === 0 ? c.constant(0) : c.table('memBank', [sums[0]!], (x) => (x >> 2) & bankMask, [0, bankMask]);
+  const bankLoad = c.linear(loadAddr.slice(0, shift).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, bankMask]);
+  // In the RAM: c1 − c2 (see above). Y = 0x80000000 + imm (bytes: linear in the immediate's bits);
+  // Y − memBytes differs from Y above byte 0 only, by a function of the immediate's bits 8…11
+  // (its sign included), which each byte reads straight from the instruction (as eaImm does).
+  const immWord = bitsWord(c, eaImmBits);
+  const yWord: Sig[] = [immWord[0]!, immWord[1]!, immWord[2]!, c.linear([[eaImmBits[31]!, -1]], 0x80, [0x7f, 0x80])];
+  const upper = (m: number, x: number[]) => {
+    const h = m ? x[0]! + 2 * x[1]! + 4 * x[2]! - 8 * x[3]! : 0;
+    return (0x800000 - memBytes / 256 + h + 0x1000000) % 0x1000000;
+  };
+  const yLowWord: Sig[] = [immWord[0]!, ...[0, 1, 2].map((k) => c.table(`eaBound${k + 1}`, [isMem, ins[28]!, ins[29]!, ins[30]!, ins[31]!],
+    (m, ...x) => (upper(m, x) >> (8 * k)) & 255, [0, 255]))];
+  const aWord = bitsWord(c, aE);
+  const carryOut = (y: Sig[], tag: string) => carries(c, [0, 1, 2, 3].map((k) => carryClass(c, c.add(aWord[k]!, y[k]!), `${tag}.w${k}`)), 0, tag)[3]!;
+  const inRam = c.linear([[carryOut(yWord, 'memAbove'), 1], [carryOut(yLowWord, 'memBelow'), -1]], 0, [0, 1]).named('memInRam');
   const isSW = c.table('isSW', [isStore, memF3, loading, off], (st, f3, ld, o) => (st && f3 === 2 && !ld && o === 0 ? 1 : 0), [0, 1]);
-  // An aligned SW writes at its own position; any other store writes each merged word at the H
-  // that brings it back (the second word of a crossing store at the second H).
-  const memWrite = c.table('memWrite', [inRamCount, isStore, isSW, fedH, loading, loadWord],
-    (n, st, sw, h, ld, lw) => (ld ? lw : n === 3 && st && (sw || h) ? 1 : 0), [0, 1]);
-  // memWrite without the in-RAM check (which comes a layer later), folded into the write row's
-  // source below: isSW from its parts (SW shape, offset 0, not loading) so no table waits for another.
-  const swShape = c.table('swShape', [isStore, memF3], (st, f3) => (st && f3 === 2 ? 1 : 0), [0, 1]);
-  // The word written: B for an aligned SW, else the token's payload (a merged word at H, the
+  // The word written: rs2 for an aligned SW, else the token's payload (a merged word at H, the
   // loader's word) — and 0 while nothing is written, so that the RAM's v projection stays put
   // across the instructions that do not store (less work for incremental decode).
+  const swShape = c.table('swShape', [isStore, memF3], (st, f3) => (st && f3 === 2 ? 1 : 0), [0, 1]);
   const tokenOn = c.table('memTokenWord', [isStore, swShape, off, fedH, loading, loadWord],
     (st, sws, o, h, ld, lw) => (ld ? lw : st && h && !(sws && o === 0) ? 1 : 0), [0, 1]);
   const storeBits = Array.from({ length: 32 }, (_, k) => c.table(`memWord${k}`, [isSW, tokenOn, b[k]!, tokenWord[k]!],
     (sw, on, bk, tk) => (sw ? bk : on ? tk : 0), [0, 1]));
-  // In loader mode the write goes to the loader's address (bit by bit: a row number can exceed a
-  // slot's ±256). The idle row when no store is under way (constant k projection, as for the read); a
-  // store outside the RAM (console, tohost) keeps its row but writes nothing (memWrite = 0).
-  // The write row's source: 0 none, 1 the loader's address, 2 row + 1 (a crossing store's second word), 3 row.
-  const writeSrc = c.table('memWriteSrc', [isStore, swShape, off, fedH, loading, loadWord, writeSecond], (st, sws, o, h, ld, lw, ws) => {
-    const en = ld ? lw : st && ((sws && o === 0) || h);
+  // An aligned SW writes at its own position; any other store writes each merged word at the H
+  // that brings it back (the second word of a crossing store at the second H); the loader at its H.
+  // The write's source: 0 none, 1 the loader's address, 2 the next word (a crossing store's second), 3 the address.
+  const srcOf = (st: number, f3: number, h: number, ld: number, lw: number, ws: number, o: number) => {
+    const en = ld ? lw : st && ((f3 === 2 && o === 0) || h);
     return !en ? 0 : ld ? 1 : ws ? 2 : 3;
-  }, [0, 3]);
-  // The write row as digits too, of 5 bits: a table over the source, the row's digit and the
-  // carry of row + 1 (4 × 32 × 3 = 384 cases; 6 bits find no exact ramp construction). The loader's
-  // address comes in through the row digit: in loader mode the effective address is 0 (no load
-  // or store, its port reads x0), so the digit plus the loader's digit gated by loader mode (a
-  // table of its own, layers earlier) is the one that applies, 0 … 31 either way. A changed
-  // digit moves 2 × rows/32 key channels: a store's row and the idle row differ in at most 3
-  // digits at 32 KiB. (When the loader's digit was a fourth input, it kept
-  // the digits at 2 bits — 3 bits would have needed 768 cases, past what one exact ramp table
-  // spans — and a changed digit moved 2 × rows/4 channels. `docs/cpu-plan.md`, round 4.)
-  const writeRow = memBankCount > 1 ? null : c.linear(rowDigits(memBits, WRITE_DIGIT_BITS).map((d, g) => {
-    const mask = 2 ** d.width - 1;
-    const carry = carryInto(d.lo);
-    const loaderDigit = c.table(`memLDigit${g}`, [loading, digitOf(loadAddr, d)], (ld, la) => (ld ? la : 0), [0, mask]);
-    const digit = c.linear([[digitOf(rowBits, d), 1], [loaderDigit, 1]], 0, [0, mask]);
-    return [c.table(`memWDigit${g}`, [writeSrc, digit, carry.count],
-      (src, v, cc) => (src === 0 ? idleDigit(writeIdleRow, d) : src === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number];
-  }));
-  // The data RAM in banks of MEM_BANK_WORDS rows (one GDN layer's worth, docs/cpu-plan.md): bank b
-  // is RAM "mem" (b = 0) or "mem<b>", written and read when the address's bits from bankBits up
-  // equal b. Each bank's enables, row digits and written word are tables no later than the
-  // one-bank ones (no extra layer); an idle bank's rows and word are 0 (constant projections, as
-  // above); a disabled read gives 0, so the word read is the sum of the banks' outputs.
+  };
+  const writeIn = [isStore, funct3, fedH, loading, loadWord, writeSecond];
+  const writeSrc = overOffset(c, 'memWriteSrc', writeIn, offSum, srcOf);
+  const writeMode = overOffset(c, 'memWriteMode', writeIn, offSum, (...v) => { const src = srcOf(...(v as [number, number, number, number, number, number, number])); return src === 0 ? 0 : src === 2 ? 2 : 1; });
+  // The loader's address enters through the row's nibbles (in loader mode aE and the immediate are 0):
+  // nibble n of the byte address 4·loadAddr, gated by loader mode.
+  const loaderNib = (n: number) => {
+    const bits = Array.from({ length: 4 }, (_, j) => 4 * n + j - 2).filter((w) => w >= 0 && w < loadAddr.length);
+    if (bits.length === 0) return null;
+    const v = c.linear(bits.map((w) => [loadAddr[w]!, 2 ** (w + 2 - 4 * n)] as [Sig, number]), 0, [0, 15]);
+    return c.table(`memLNib${n}`, [loading, v], (ld, x) => (ld ? x : 0), [0, 15]);
+  };
+  // The write port idles at the middle row (only the top row bit set): stores go mostly to the
+  // stack, in the top half of the RAM; the read port idles at row 0 (docs/cpu-plan.md).
+  const writeRow = rowOf('memWDigit', writeMode, loaderNib, 2 ** (bankBits - 1));
+  // The read: whether it is needed (readsOld) and whether it reads the next word (readNext), from
+  // their early inputs and the offset sum. Mode 0 row 0 (idle), 1 the row, 2 the next word's;
+  // case 0 no read needed, else 1 + 2·load + next.
+  const readsOldOf = (ld: number, st: number, f3: number, o: number) => ld || (st && (f3 < 2 || o !== 0));
+  const readNextOf = (st: number, f3: number, o: number, as: number, sp: number) =>
+    (!crosses(f3, o) ? 0 : st ? sp : as ? (4 - o > 2 ? 1 : 0) : (4 - o > 2 ? 0 : 1));
+  const readIn = [isLoad, isStore, funct3, atStart, secondPhase];
+  const readMode = overOffset(c, 'memReadMode', readIn, offSum, (ld, st, f3, as, sp, o) =>
+    (!readsOldOf(ld!, st!, f3!, o!) ? 0 : readNextOf(st!, f3!, o!, as!, sp!) ? 2 : 1));
+  const readRow = rowOf('memRDigit', readMode, () => null, 0);
+  const readCase = overOffset(c, 'memReadCase', readIn, offSum, (ld, st, f3, as, sp, o) =>
+    (!readsOldOf(ld!, st!, f3!, o!) ? 0 : 1 + 2 * ld! + readNextOf(st!, f3!, o!, as!, sp!)));
   const fields32 = Array.from({ length: 32 }, () => 2);
-  let old: Sig[];
-  if (memBankCount === 1) {
-    const mem = c.ram('mem', { rows: memWords, fields: fields32 });
-    mem.write(writeRow!, storeBits, memWrite);
-    old = mem.read(row!, readEnable);
-  } else {
-    // A word-crossing access (v2) touches word w = row and w + 1: row + 1 is carried through the
-    // digit tables (the carry count below each digit) and, for the bank, through the carry out of
-    // the bank's low bits (bankCarry).
-    const hiBits = memBits - bankBits;
-    const outs: Sig[][] = [];
-    // The bank number of row, and the carry of row + 1 out of the bank's low bits; the loader's bank.
-    const hiRow = c.linear(rowBits.slice(bankBits).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, 2 ** hiBits - 1]);
-    const bankCarry = carryInto(bankBits);
-    const hiLoad = c.linear(loadAddr.slice(bankBits, memBits).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, 2 ** hiBits - 1]);
-    // One write row and one read row, as digits of the bank's low bits, shared by the banks (as
-    // for one bank: the loader's digit comes in through the row digit; row + 1 through the carry
-    // count), and one written word; each bank writes and reads only where its enables say (β and
-    // the q gate: an idle bank's state and output stay as they are). Gating the digits per bank
-    // as well would cost a layer: the bank of row + 1 is known only from the address bits.
-    const wRow = c.linear(rowDigits(bankBits, WRITE_DIGIT_BITS).map((d, g) => {
-      const mask = 2 ** d.width - 1;
-      const carry = carryInto(d.lo);
-      const loaderDigit = c.table(`memLDigit${g}`, [loading, digitOf(loadAddr, d)], (ld, la) => (ld ? la : 0), [0, mask]);
-      const digit = c.linear([[digitOf(rowBits, d), 1], [loaderDigit, 1]], 0, [0, mask]);
-      return [c.table(`memWDigit${g}`, [writeSrc, digit, carry.count],
-        (src, v, cc) => (src === 0 ? idleDigit(2 ** (bankBits - 1), d) : src === 2 && cc === carry.full ? (v + 1) & mask : v), [0, mask]), 2 ** d.lo] as [Sig, number];
-    }));
-    const rRow = c.linear(rowDigits(bankBits, READ_DIGIT_BITS).map((d, g) => {
-      const mask = 2 ** d.width - 1;
-      const carry = carryInto(d.lo);
-      const next = c.linear([[readNext, 1], [carry.count, 1]], 0, [0, carry.full + 1]);
-      return [c.table(`memRDigit${g}`, [readOn, next, digitOf(rowBits, d)],
-        (on, nx, v) => (on === 4 ? (nx === carry.full + 1 ? (v + 1) & mask : v) : 0), [0, mask]), 2 ** d.lo] as [Sig, number];
-    }));
-    // The enables read the bank of row (hiRow) and the carry out of the bank's low bits (the bank
-    // of row + 1 is one more then), beside the in-RAM count, all from the address bits' layer;
-    // each is a sum of exclusive tables, which the RAM reads as its enable form (no layer of its own).
-    // The read's early part: 0 no read needed (bank 0 reads row 0, output unused), 1 + 2·load + next.
-    const readCase = c.table('memReadCase', [readsOld, isLoad, readNext], (ro, ld, rn) => (!ro ? 0 : 1 + 2 * ld + rn), [0, 4]);
-    const bankOfAccess = (b: number, next: boolean, h: number, cc: number) => (next && cc === bankCarry.full ? h + 1 : h) === b;
-    for (let b = 0; b < memBankCount; b++) {
-      const bank = c.ram(b === 0 ? 'mem' : `mem${b}`, { rows: Math.min(bankWords, memWords - b * bankWords), fields: fields32 });
-      const wenLoad = c.table(`memWLoad${b}`, [writeSrc, hiLoad], (src, hl) => (src === 1 && hl === b ? 1 : 0), [0, 1]);
-      const wenRow = c.table(`memWBank${b}`, [writeSrc, inRamCount, hiRow, bankCarry.count],
-        (src, n, h, cc) => (src >= 2 && n === 3 && bankOfAccess(b, src === 2, h, cc) ? 1 : 0), [0, 1]);
-      bank.write(wRow, storeBits, c.linear([[wenLoad, 1], [wenRow, 1]], 0, [0, 1]).named(`memWEnable${b}`));
-      // Bank 0 also reads (row 0, output ignored) when no read is needed or a store is outside the
-      // RAM, as for one bank.
-      const ren = c.table(`memRBank${b}`, [readCase, inRamCount, hiRow, bankCarry.count], (rc, n, h, cc) => {
-        const ld = rc >= 3 ? 1 : 0;
-        if (rc === 0 || (!ld && n !== 3)) return b === 0 ? 1 : 0;
-        return n === 3 && bankOfAccess(b, (rc - 1) % 2 === 1, h, cc) ? 1 : 0;
-      }, [0, 1]);
-      outs.push(bank.read(rRow, ren));
-    }
-    old = Array.from({ length: 32 }, (_, k) => c.linear(outs.map((o) => [o[k]!, 1] as [Sig, number]), 0, [0, 1]));
+  const outs: Sig[][] = [];
+  for (let bk = 0; bk < memBankCount; bk++) {
+    // (rows: a power of two, the row digits' whole range — an access outside the RAM still has
+    // digits, and its enables are 0; the host places the image in the first memBankRows)
+    const bank = c.ram(bk === 0 ? 'mem' : `mem${bk}`, { rows: 2 ** bankBits, fields: fields32 });
+    // Written by the loader (its bank) or by a store in the RAM (the bank of the address, or of the next word).
+    const wenLoad = c.table(`memWLoad${bk}`, [writeSrc, bankLoad], (src, bl) => (src === 1 && bl === bk ? 1 : 0), [0, 1]);
+    const wenAccess = c.table(`memWBank${bk}`, [writeSrc, inRam, bankRow],
+      (src, ok, br) => (src >= 2 && ok && ((src === 2 ? br + 1 : br) & bankMask) === bk ? 1 : 0), [0, 1]);
+    bank.write(writeRow, storeBits, c.linear([[wenLoad, 1], [wenAccess, 1]], 0, [0, 1]).named(`memWEnable${bk}`));
+    // Read by a load in the RAM (the bank of the word it reads) or by a store keeping old bytes; a
+    // load outside the RAM reads 0 (every bank off), and bank 0 reads row 0 (output unused) when no
+    // read is needed or a store is outside the RAM.
+    const ren = c.table(`memRBank${bk}`, [readCase, inRam, bankRow], (rc, ok, br) => {
+      const ld = rc >= 3;
+      if (rc === 0 || (!ld && !ok)) return bk === 0 ? 1 : 0;
+      return ok && ((rc - 1) % 2 === 1 ? br + 1 : br) % memBankCount === bk ? 1 : 0;
+    }, [0, 1]);
+    outs.push(bank.read(readRow, ren));
   }
+  const old = Array.from({ length: 32 }, (_, k) => c.linear(outs.map((o) => [o[k]!, 1] as [Sig, number]), 0, [0, 1]));
   return { old, isSW };
 }
 

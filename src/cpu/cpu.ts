@@ -34,7 +34,8 @@ import { emit } from './cpu-emit.ts';
 export { TOK, CODE_STORE_WORDS, TRAP_IDS, VOCAB, Kind, tokenKind, type TokenKind } from './cpu-tokens.ts';
 export {
   CODE_BASE, CONFIG_CODE_END, CONFIG_TOHOST, CONSOLE_ADDR, MEM_BANK_WORDS, FETCH_DIGIT_BITS, READ_DIGIT_BITS, WRITE_DIGIT_BITS,
-  codeBanks, crosses, loadByteSource, loadPrefixLane, memBankWordsFor, memBanks, rowDigits, storeByteSource, type CpuOptions,
+  codeBanks, crosses, loadByteSource, loadPrefixLane, memBankWordsFor, memLayout, memPlace, memWordAt, rowDigits, storeByteSource, type CpuOptions,
+  type MemLayout,
 } from './cpu-layout.ts';
 
 /**

@@ -12,7 +12,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { defineCircuit } from '../src/dsl/index.ts';
-import type { CircuitDef, Sig } from '../src/dsl/index.ts';
+import type { CircuitBuilder, CircuitDef, Sig } from '../src/dsl/index.ts';
 import { buildCircuit } from '../src/dsl/load.ts';
 import { compileCircuit } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
@@ -29,21 +29,30 @@ const kindOf = (x: number) => (x < 5 ? 0 : x < 10 ? 1 : x < 13 ? 2 : 3);
 /** The chosen value: 3y, y + x, 15 − y, or 0. */
 const payOf = (x: number, y: number) => [3 * y, y + x, 15 - y, 0][kindOf(x)]!;
 
+/**
+ * The token fields x, y and the payload payOf(x, y): a choice among three cases or none, or the
+ * same spelled as a plain sum of selects. `overlap`: case 1 also holds at x = 4 (with case 0).
+ */
+function payload(c: CircuitBuilder, useChoose: boolean, overlap = false): { x: Sig; y: Sig; pay: Sig } {
+  const x = c.tokenField('x', (t) => (t < 256 ? t >> 4 : 0), [0, 15]);
+  const y = c.tokenField('y', (t) => (t < 256 ? t & 15 : 0), [0, 15]);
+  const is = (k: number): Sig => c.table(`is${k}`, [x], (v) => (kindOf(v) === k || (overlap && k === 1 && v === 4) ? 1 : 0), [0, 1]);
+  const values: Sig[] = [
+    c.table('v0', [y], (b) => 3 * b, [0, 45]),
+    c.table('v1', [x, y], (a, b) => a + b, [0, 30]),
+    c.table('v2', [y], (b) => 15 - b, [0, 15]),
+  ];
+  const cases: [Sig, Sig][] = [0, 1, 2].map((k) => [is(k), values[k]!]);
+  const pay = useChoose
+    ? c.choose(cases, [0, 45])
+    : c.linear(cases.map(([cond, v]) => [c.select(cond, v, 0), 1] as [Sig, number]), 0, [0, 45]);
+  return { x, y, pay };
+}
+
 function circuit(useChoose: boolean, overlap = false) {
   return defineCircuit({ name: useChoose ? 'choose-demo' : 'select-sum-demo', vocab: VOCAB, bos: BOS }, (c) => {
-    const x = c.tokenField('x', (t) => (t < 256 ? t >> 4 : 0), [0, 15]);
-    const y = c.tokenField('y', (t) => (t < 256 ? t & 15 : 0), [0, 15]);
+    const { x, pay } = payload(c, useChoose, overlap);
     const kind = c.table('kind', [x], kindOf, [0, 3]);
-    const is = (k: number): Sig => c.table(`is${k}`, [x], (v) => (kindOf(v) === k || (overlap && k === 1 && v === 4) ? 1 : 0), [0, 1]);
-    const values: Sig[] = [
-      c.table('v0', [y], (b) => 3 * b, [0, 45]),
-      c.table('v1', [x, y], (a, b) => a + b, [0, 30]),
-      c.table('v2', [y], (b) => 15 - b, [0, 15]),
-    ];
-    const cases: [Sig, Sig][] = [0, 1, 2].map((k) => [is(k), values[k]!]);
-    const pay = useChoose
-      ? c.choose(cases, [0, 45])
-      : c.linear(cases.map(([cond, v]) => [c.select(cond, v, 0), 1] as [Sig, number]), 0, [0, 45]);
     c.emit([kind, pay.named('pay')], (k, p) => 46 * k + p); // 184 ids
   });
 }
@@ -118,18 +127,7 @@ const gOf = (f: number, y: number) => (f + y) % 13;
 
 function tableOverChoice(useChoose: boolean) {
   return defineCircuit({ name: useChoose ? 'choice-table' : 'select-sum-table', vocab: VOCAB, bos: BOS }, (c) => {
-    const x = c.tokenField('x', (t) => (t < 256 ? t >> 4 : 0), [0, 15]);
-    const y = c.tokenField('y', (t) => (t < 256 ? t & 15 : 0), [0, 15]);
-    const is = (k: number): Sig => c.table(`is${k}`, [x], (v) => (kindOf(v) === k ? 1 : 0), [0, 1]);
-    const values: Sig[] = [
-      c.table('v0', [y], (b) => 3 * b, [0, 45]),
-      c.table('v1', [x, y], (a, b) => a + b, [0, 30]),
-      c.table('v2', [y], (b) => 15 - b, [0, 15]),
-    ];
-    const cases: [Sig, Sig][] = [0, 1, 2].map((k) => [is(k), values[k]!]);
-    const pay = useChoose
-      ? c.choose(cases, [0, 45])
-      : c.linear(cases.map(([cond, v]) => [c.select(cond, v, 0), 1] as [Sig, number]), 0, [0, 45]);
+    const { y, pay } = payload(c, useChoose);
     const f = c.table('f', [pay], fOf, [0, 10], { overCases: useChoose }); // its scalar, read by g
     const fHot = c.table('fHot', [pay], fOf, [0, 10], { overCases: useChoose }); // its one-hot, read by the LM head
     const g = c.table('g', [f, y], gOf, [0, 12]);

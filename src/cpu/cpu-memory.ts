@@ -115,6 +115,7 @@ function overOffset(c: CircuitBuilder, name: string, early: Sig[], offSum: Sig, 
   });
   return c.table(name, [cls, offSum], (k, s) => byOffset[k]![s & 3]!);
 }
+
 type DataRam = ReturnType<typeof dataRam>;
 type Access = ReturnType<typeof memoryAccess>;
 
@@ -145,23 +146,15 @@ function memoryAddress(c: CircuitBuilder, io: MemoryInputs) {
   // shape from funct3, loads and stores alike: 0 byte, 1 half, 2 word; 4, 5 unsigned byte / half.)
   const memF3 = c.table('memFunct3', [isMem, funct3], (m, f) => (m ? f : 0), [0, 7]);
   const top = c.table('eaTop', [ea[3]!], (v) => (v === 0x80 ? 1 : 0), [0, 1]);
-  // The word read (`old`) feeds only loads and the stores that keep old bytes (sub-word or
-  // word-crossing; an aligned SW writes its whole word): every other instruction's read is
-  // disabled, so its row stays 0 and the read port's q projection stays constant across runs of
-  // such instructions (much less work for incremental decode, docs/executor.md round 3).
-  const readsOld = c.table('readsOld', [isLoad, isStore, memF3, off], (ld, st, f3, o) =>
-    (ld || (st && (f3 < 2 || o !== 0)) ? 1 : 0), [0, 1]);
   const fedD = fedC.eq(1).named('fedD');
   const fedH = fedC.eq(2).named('fedH');
   const atStart = fedC.eq(0).named('atStart');
   // Second word of a crossing store: fed its first H (two after the start) or the D after it.
   const secondPhase = c.table('secondPhase', [fedC, ppStart, prevWasH], (f, ps, ph) => ((f === 2 && ps) || (f === 1 && ph) ? 1 : 0), [0, 1]);
   const writeSecond = c.and(fedH, ppH).named('writeSecond');
-  const readNext = c.table('readNext', [isStore, memF3, off, atStart, secondPhase], (st, f3, o, at, sp) =>
-    (!crosses(f3, o) ? 0 : st ? sp : at ? (4 - o > 2 ? 1 : 0) : (4 - o > 2 ? 0 : 1)), [0, 1]);
   // The offset before its mod 4, for the tables that read it with early inputs (overOffset).
   const offSum = c.linear([[aE[0]!, 1], [aE[1]!, 2], [eaImmBits[0]!, 1], [eaImmBits[1]!, 2]], 0, [0, 6]).named('offsetSum');
-  return { ea, eaImmBits, isMem, rowBits, off, offSum, memF3, top, readsOld, fedD, fedH, atStart, secondPhase, writeSecond, readNext };
+  return { ea, eaImmBits, isMem, rowBits, off, offSum, memF3, top, fedD, fedH, atStart, secondPhase, writeSecond };
 }
 
 /**
@@ -266,9 +259,12 @@ function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
   // The write port idles at the middle row (only the top row bit set): stores go mostly to the
   // stack, in the top half of the RAM; the read port idles at row 0 (docs/cpu-plan.md).
   const writeRow = rowOf('memWDigit', writeMode, loaderNib, 2 ** (bankBits - 1));
-  // The read: whether it is needed (readsOld) and whether it reads the next word (readNext), from
-  // their early inputs and the offset sum. Mode 0 row 0 (idle), 1 the row, 2 the next word's;
-  // case 0 no read needed, else 1 + 2·load + next.
+  // The read: whether the word read is needed (loads and the stores that keep old bytes — sub-word
+  // or word-crossing; an aligned SW writes its whole word) and whether it is the next word (a
+  // crossing access's other word), from their early inputs and the offset sum. Mode 0 row 0 (idle:
+  // the read port's q projection then stays constant across runs of other instructions, less work
+  // for incremental decode, docs/executor.md round 3), 1 the row, 2 the next word's; case 0 no
+  // read needed, else 1 + 2·load + next.
   const readsOldOf = (ld: number, st: number, f3: number, o: number) => ld || (st && (f3 < 2 || o !== 0));
   const readNextOf = (st: number, f3: number, o: number, as: number, sp: number) =>
     (!crosses(f3, o) ? 0 : st ? sp : as ? (4 - o > 2 ? 1 : 0) : (4 - o > 2 ? 0 : 1));

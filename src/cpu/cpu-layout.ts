@@ -18,9 +18,6 @@ export { CODE_BASE };
 export const widthOf = (f3: number): number => ((f3 & 3) === 3 ? 0 : 1 << (f3 & 3));
 /** Does an access of funct3 `f3` at offset `o` in its word cross into the next word? */
 export const crosses = (f3: number, o: number): boolean => widthOf(f3) > 0 && o + widthOf(f3) > 4;
-/** Bits per digit of the data RAM's write and read rows. */
-export const WRITE_DIGIT_BITS = 5;
-export const READ_DIGIT_BITS = 5;
 /** Digit width of the fetch's read row (the pc's word index inside its code bank). */
 export const FETCH_DIGIT_BITS = 5;
 

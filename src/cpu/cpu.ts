@@ -33,7 +33,7 @@ import { emit } from './cpu-emit.ts';
 // src/chip and the tests, imports them from here).
 export { TOK, CODE_STORE_WORDS, TRAP_IDS, VOCAB, Kind, tokenKind, type TokenKind } from './cpu-tokens.ts';
 export {
-  CODE_BASE, CONFIG_CODE_END, CONFIG_TOHOST, CONSOLE_ADDR, MEM_BANK_WORDS, FETCH_DIGIT_BITS, READ_DIGIT_BITS, WRITE_DIGIT_BITS,
+  CODE_BASE, CONFIG_CODE_END, CONFIG_TOHOST, CONSOLE_ADDR, MEM_BANK_WORDS, FETCH_DIGIT_BITS,
   codeBanks, crosses, loadByteSource, loadPrefixLane, memBankWordsFor, memLayout, memPlace, memWordAt, rowDigits, storeByteSource, type CpuOptions,
   type MemLayout,
 } from './cpu-layout.ts';

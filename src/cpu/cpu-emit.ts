@@ -17,6 +17,7 @@ import {
 } from '../../riscv/protocol.ts';
 import type { Word } from './alu.ts';
 import { CODE_STORE_WORDS, TOK, TRAP_IDS } from './cpu-tokens.ts';
+import { tableOverClass } from './cpu-words.ts';
 
 export interface EmitInputs {
   /** The result word without a load's or store's word (`others`, selectResult), the load's value
@@ -187,24 +188,14 @@ export function emit(c: CircuitBuilder, io: EmitInputs): void {
   const planFed = c.table('planFed', [fedC, ppQ, xLoadSecond, ppStart, isBn],
     (f, ppq, xl, ps, bn) => (f === 4 || f === 5 || (f === 2 && (ppq || (ps && bn))) || xl ? 0 : f), [0, 3]);
   // The kind over (fed, mode, width class): the inputs that come early — fed, mode and the
-  // forms — fold into one class (`emitEarly`: classes by the kinds they give over the width
-  // sums, numbered by first appearance), and the kind is one table over that class and the
+  // forms — fold into one class (`emitEarly`, tableOverClass: classes by the kinds they give over
+  // the width sums), and the kind is one table over that class and the
   // width sum, one FFN layer after the byte classes (on a load, the result's bytes come last:
   // the data RAM's banks are the chip's deepest RAMs).
   const kindOf = (f: number, md: number, wc: number) =>
     (md >= 7 && md <= 9 ? [8, 1, 3][md - 7]! : md === 10 || md === 11 ? 1 : md === 12 ? 10 : plan(f, md, wc)[0]);
-  const earlyKinds: number[][] = [];
-  const earlyIndex = new Map<string, number>();
-  const earlyClass = (f: number, md: number, fm: number): number => {
-    const kinds = WIDTH_OF_SUM.map((_, sum) => kindOf(f, md, widthClass(sum, fm)));
-    const key = kinds.join(',');
-    let k = earlyIndex.get(key);
-    if (k === undefined) { k = earlyKinds.length; earlyIndex.set(key, k); earlyKinds.push(kinds); }
-    return k;
-  };
-  for (let f = 0; f < 4; f++) for (let md = 0; md <= 14; md++) for (let fm = 0; fm < 3; fm++) earlyClass(f, md, fm);
-  const early = c.table('emitEarly', [planFed, mode, forms], earlyClass, [0, earlyKinds.length - 1]);
-  const outKind = c.table('outKind', [early, widthSum], (k, sum) => earlyKinds[k]![sum]!, [0, 10]);
+  const outKind = tableOverClass(c, ['emitEarly', 'outKind'], [planFed, mode, forms], widthSum,
+    (f, md, fm, sum) => kindOf(f!, md!, widthClass(sum!, fm!)), [0, 10]);
   // One bit per payload case straight from the plan (one FFN layer, no compare after it).
   // The payload case never depends on the width class (checked here), so its tables skip it.
   for (let f = 0; f < 4; f++) for (let md = 0; md <= 14; md++) {

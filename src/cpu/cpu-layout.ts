@@ -74,13 +74,12 @@ export interface CpuShape {
   /**
    * Rows one RAM bank can hold (the code RAM's bank size); the data RAM's banks (a power of two,
    * memBankShift = its log2: word w lives in bank w mod memBankCount, row w >> memBankShift —
-   * interleaved, so the bank is the address's bits 2… and known from its low nibble), the rows of
-   * each (memWords / memBankCount) and the row bits inside one.
+   * interleaved, so the bank is the address's bits 2… and known from its low nibble) and the row
+   * bits inside one (of its memWords / memBankCount rows).
    */
   bankWords: number;
   memBankCount: number;
   memBankShift: number;
-  memBankRows: number;
   bankBits: number;
   /** Code-RAM banks (1 when the code RAM fits one bank) and the row bits inside one (addrBits with one bank). */
   codeBankCount: number;
@@ -104,8 +103,8 @@ export function cpuShape(opts: CpuOptions): CpuShape {
   if (memBits > 15) throw new ChipcError('chip.mem', `data RAM of ${memWords} words is larger than the 128 KiB (32,768 words) the loader addresses`);
   const bankWords = opts.memBankWords ?? MEM_BANK_WORDS;
   if (!Number.isInteger(Math.log2(bankWords)) || bankWords < 1) throw new ChipcError('chip.mem', `a data-RAM bank of ${bankWords} words is not a power of two`);
-  const { count: memBankCount, shift: memBankShift, rows: memBankRows } = memLayout(memWords, bankWords);
-  const bankBits = Math.max(1, Math.ceil(Math.log2(memBankRows)));
+  const { count: memBankCount, shift: memBankShift, rows } = memLayout(memWords, bankWords);
+  const bankBits = Math.max(1, Math.ceil(Math.log2(rows)));
   // The code RAM in banks of the same size when it is larger than one (fetch reads every bank; the
   // one holding the pc is enabled, the others read 0).
   const codeBankCount = Math.max(1, Math.ceil(opts.codeWords / bankWords));
@@ -114,7 +113,7 @@ export function cpuShape(opts: CpuOptions): CpuShape {
     throw new ChipcError('chip.code', `RAM banks of ${bankWords} words are smaller than the ${CODE_STORE_WORDS} code words a code store reaches; use a code RAM of at most one bank`);
   }
   return {
-    codeWords: opts.codeWords, addrBits, memWords, memBits, bankWords, memBankCount, memBankShift, memBankRows, bankBits, codeBankCount, codeBankBits,
+    codeWords: opts.codeWords, addrBits, memWords, memBits, bankWords, memBankCount, memBankShift, bankBits, codeBankCount, codeBankBits,
     memBytes: 4 * memWords, codeBytes: 4 * opts.codeWords,
   };
 }

@@ -26,7 +26,7 @@ import {
   CONSOLE_ADDR, crosses, loadByteSource, loadPrefixLane, storeByteSource, widthOf,
   type CpuShape,
 } from './cpu-layout.ts';
-import { bitsWord } from './cpu-words.ts';
+import { bitsWord, tableOverClass } from './cpu-words.ts';
 
 export interface MemoryInputs {
   shape: CpuShape;
@@ -97,23 +97,12 @@ export function memory(c: CircuitBuilder, io: MemoryInputs): Memory {
 type Address = ReturnType<typeof memoryAddress>;
 
 /**
- * f(early inputs…, offset) as a table over (a class of the early inputs, the offset's sum): the
- * offset (the address's bits 0, 1) is (aE's two low bits + the immediate's) mod 4, a sum the
- * table reads straight from the operands, so the result is one FFN layer after them (a table over
- * `offset` would be two). The class numbers the early inputs' combinations by the values f gives
- * over the four offsets (first appearance order).
+ * f(early inputs…, offset) from the offset's sum: the offset (the address's bits 0, 1) is (aE's two
+ * low bits + the immediate's) mod 4, a sum a table reads straight from the operands, so the result
+ * is one FFN layer after them (a table over `offset` would be two).
  */
 function overOffset(c: CircuitBuilder, name: string, early: Sig[], offSum: Sig, f: (...v: number[]) => number): Sig {
-  const byOffset: number[][] = [];
-  const index = new Map<string, number>();
-  const cls = c.table(`${name}Class`, early, (...v) => {
-    const row = [0, 1, 2, 3].map((o) => f(...v, o));
-    const key = row.join(',');
-    let k = index.get(key);
-    if (k === undefined) { k = byOffset.length; index.set(key, k); byOffset.push(row); }
-    return k;
-  });
-  return c.table(name, [cls, offSum], (k, s) => byOffset[k]![s & 3]!);
+  return tableOverClass(c, [`${name}Class`, name], early, offSum, (...v) => f(...v.slice(0, -1), v[v.length - 1]! & 3));
 }
 
 type DataRam = ReturnType<typeof dataRam>;
@@ -278,7 +267,7 @@ function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
   const outs: Sig[][] = [];
   for (let bk = 0; bk < memBankCount; bk++) {
     // (rows: a power of two, the row digits' whole range — an access outside the RAM still has
-    // digits, and its enables are 0; the host places the image in the first memBankRows)
+    // digits, and its enables are 0; the host places the image in the first memWords / 4: memLayout)
     const bank = c.ram(bk === 0 ? 'mem' : `mem${bk}`, { rows: 2 ** bankBits, fields: fields32 });
     // Written by the loader (its bank) or by a store in the RAM (the bank of the address, or of the next word).
     const wenLoad = c.table(`memWLoad${bk}`, [writeSrc, bankLoad], (src, bl) => (src === 1 && bl === bk ? 1 : 0), [0, 1]);

@@ -6,6 +6,38 @@
 import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { byteFromNibbles, type Word } from './alu.ts';
 
+/**
+ * f(early…, late) as two tables: a class of the early inputs — their combinations numbered, in
+ * table order, by the values f gives over late's range (first appearance) — and the table over
+ * (class, late). The second is one FFN layer after late whatever the early inputs' count, where
+ * one table over them all would span more cases than an exact ramp table can.
+ */
+export function tableOverClass(
+  c: CircuitBuilder, names: [klass: string, table: string], early: Sig[], late: Sig, f: (...v: number[]) => number, range?: [number, number],
+): Sig {
+  const lates = Array.from({ length: late.range.hi - late.range.lo + 1 }, (_, i) => late.range.lo + i);
+  const rows: number[][] = [];
+  const index = new Map<string, number>();
+  const classOf = (...v: number[]): number => {
+    const row = lates.map((x) => f(...v, x));
+    const key = row.join(',');
+    let k = index.get(key);
+    if (k === undefined) { k = rows.length; index.set(key, k); rows.push(row); }
+    return k;
+  };
+  // Every combination in table order (first input slowest), so that the class's range is known.
+  const spans = early.map((s) => s.range.hi - s.range.lo + 1);
+  const size = spans.reduce((a, n) => a * n, 1);
+  for (let i = 0; i < size; i++) {
+    let rem = i;
+    const v = new Array<number>(early.length);
+    for (let k = early.length - 1; k >= 0; k--) { v[k] = early[k]!.range.lo + (rem % spans[k]!); rem = Math.floor(rem / spans[k]!); }
+    classOf(...v);
+  }
+  const klass = c.table(names[0], early, classOf, [0, rows.length - 1]);
+  return c.table(names[1], [klass, late], (k, x) => rows[k]![x - late.range.lo]!, range);
+}
+
 /** The word of 32 bits (LSB first). */
 export function bitsWord(c: CircuitBuilder, bits: Sig[]): Word {
   // Each byte is built from two nibbles that are linear forms of its bits, so a consumer that wants

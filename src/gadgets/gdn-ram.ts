@@ -347,8 +347,7 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
    * A's (x for a wanted 0, 1 − x for a wanted 1), a one-hot digit when its dim for A's digit is
    * not 1 (1 − oneHot[d]; a missing dim is a constant 0, always a mismatch).
    */
-  const decode = (bits: VDim[], digits: RamAddrDigit[] | undefined, enable: VDim | Form | null, A: number, ignore = 0): Form => {
-    const en = enableForm(enable);
+  const decode = (bits: VDim[], digits: RamAddrDigit[] | undefined, en: Form | null, A: number, ignore = 0): Form => {
     const terms: Term[] = [];
     let constant = S;
     let inDigit = 0; // the bits the digits cover (checkAddr: disjoint, inside nbits ≤ 31)
@@ -452,6 +451,7 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
   const countProduct = (dim: VDim) => productsPerOut.set(dim, (productsPerOut.get(dim) ?? 0) + 1);
   for (let p = 0; p < ports; p++) {
     const rd = io.reads[p]!;
+    const readEnable = enableForm(rd.addr.enable);
     for (let b = 0; b < rowBlocks; b++) {
       const q: Form[] = [];
       const k: Form[] = [];
@@ -460,7 +460,7 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
       for (let i = 0; i < dk; i++) {
         const A = rowOf(b, 0, i);
         const live = i < rowsPerKeyHead && A < ram.rows;
-        q.push(live ? decode(rd.addr.addrBits, rd.addr.addrDigits, rd.addr.enable, A, ignore) : zeroForm());
+        q.push(live ? decode(rd.addr.addrBits, rd.addr.addrDigits, readEnable, A, ignore) : zeroForm());
         // The write enable lives in β alone (β = +0 writes nothing): a key that also read it would
         // make every key channel of the RAM change with it, which incremental decode pays for.
         k.push(live && io.write ? decode(io.write.addrBits, io.write.addrDigits, null, A, ignore) : zeroForm());

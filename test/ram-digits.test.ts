@@ -120,3 +120,56 @@ describe('RAM enables that are sums of exclusive signals', () => {
     }), { numRuns: 6 });
   });
 });
+
+/**
+ * Packed rows (gadgets/gdn-ram.ts: two words per state row at a target with two value heads per
+ * key head) pick the value head by the address's top bit, in every β and z. When that bit lies in
+ * a table digit, the lowering splits the digit (passes/lower-ram.ts): its low bits as a narrower
+ * one-hot digit ('residue' dims) and the top bit as its own dim, both columns of the table's own
+ * index. Row = lo + 4·table(hi): a 2-bit token-field digit and a 3-bit table digit, whose top bit
+ * (row bit 4) is the select bit of tiny's 16-row key heads.
+ */
+const packed = defineCircuit({ name: 'packed-digits', vocab: BOS + 1, bos: BOS }, (c) => {
+  const isWrite = c.tokenField('isWrite', (t) => (t < BOS ? fields(t).write : 0), [0, 1]);
+  const lo = c.tokenField('lo', (t) => (t < BOS ? fields(t).row & 3 : 0), [0, 3]);
+  const hi = c.tokenField('hi', (t) => (t < BOS ? fields(t).row >> 2 : 0), [0, 7]);
+  const value = c.tokenField('value', (t) => (t < BOS ? fields(t).value : 0), [0, 15]);
+  const hiT = c.table('hiDigit', [hi], (v) => v, [0, 7]);
+  const row = c.linear([[lo, 1], [hiT, 4]]).named('row');
+  const mem = c.ram('mem', { rows: 32, fields: [16] });
+  mem.write(row, [value], isWrite);
+  const [out] = mem.read(row);
+  c.emit([out!.named('out')]);
+});
+const withPacked = compileCircuit(buildCircuit(packed), tiny);
+
+describe('packed rows whose select bit lies in a table digit', () => {
+  it('read the select bit as one dim in z and β (not half the digit\'s one-hot)', () => {
+    const place = withPacked.rams.find((r) => r.name === 'mem')!;
+    const gdn = withPacked.weights.layers[place.layer]!.mixer;
+    if (gdn.kind !== 'linear_attention') throw new Error('expected a GDN layer');
+    const rowsOf = (csr: { rowPtr: Int32Array | Uint32Array }) => Array.from({ length: csr.rowPtr.length - 1 }, (_, r) => csr.rowPtr[r + 1]! - csr.rowPtr[r]!);
+    // every z row: the select bit and the constant (its anchor); from the 3-bit one-hot it read 4 dims and the constant
+    const z = rowsOf(gdn.inProjZ.csr!).filter((n) => n > 0);
+    expect(z.length).toBeGreaterThan(0);
+    expect(Math.max(...z)).toBe(2);
+    // β of each value head: the select bit, the write enable and the constant
+    expect(Math.max(...rowsOf(gdn.inProjB.csr!))).toBe(3);
+    const names = withPacked.signals.map((s) => `${s.name}:${s.encoding}`);
+    expect(names).toContain('hiDigit.bit2:bits');
+    expect(names.filter((n) => n.endsWith(':residue'))).toHaveLength(4);
+    expect(names.filter((n) => n.startsWith('hiDigit=') && n.endsWith(':onehot'))).toEqual([]);
+  });
+  it('write and read as a Map model says (interpreter; weights = interpreter at every position and dim, f32 and bf16)', () => {
+    fc.assert(fc.property(streams, (tokens) => {
+      const out = new Interpreter(withPacked.ir).run(tokens).map((p) => p.emitted);
+      const mem = new Map<number, number>();
+      tokens.slice(1).forEach((t, i) => {
+        const f = fields(t);
+        if (f.write) mem.set(f.row, f.value);
+        expect(out[i + 1]).toBe(mem.get(f.row) ?? 0);
+      });
+      for (const profile of ['f32', 'bf16'] as const) expect(checkCompiled(withPacked, tokens, { profile }).mismatches).toEqual([]);
+    }), { numRuns: 6 });
+  });
+});

@@ -34,6 +34,8 @@ export interface Manifest {
     encoding: string;
     index: number;
     base?: number;
+    /** residue: the dim holds [(value − base) mod modulus = index]. */
+    modulus?: number;
     dim: number;
     birth: number;
     end: number;
@@ -238,6 +240,7 @@ export function buildManifest(res: CompileResult, targetName: string): Manifest 
     signals: res.signals.map((s) => ({
       name: s.name, node: s.node, encoding: s.encoding, index: s.index,
       ...(s.base !== undefined ? { base: s.base } : {}),
+      ...(s.modulus !== undefined ? { modulus: s.modulus } : {}),
       dim: res.slotDim(s.slot), birth: s.birth, end: s.end, cleared: s.cleared,
     })),
     rams: res.rams.map((r) => {

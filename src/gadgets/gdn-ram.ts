@@ -254,7 +254,7 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
   // Packed rows (docs/gadgets-gdn.md) when the rows are also a power of two ≥ 2·dk (so every
   // address is a row): the select bit (chosen once the ports' digits are checked, selectBitOf)
   // picks the value head, in β for writes and in z for reads.
-  const wordsPerRow = opts.packRows !== false && packsRows(dims, wordBits) && ram.rows === 2 ** nbits && ram.rows >= 2 * fullRows ? 2 : 1;
+  const wordsPerRow = ramWordsPerRow(ram, dims, opts);
   const rowsPerKeyHead = Math.min(fullRows, 2 ** nbits);
   const rowBits = Math.log2(rowsPerKeyHead);
   const rowBlocks = Math.ceil(ram.rows / (rowsPerKeyHead * wordsPerRow));
@@ -559,6 +559,17 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
 export function packsRows(dims: GdnRamDims, wordBits: number): boolean {
   const r = dims.hv / dims.hk;
   return Number.isInteger(r) && r % 2 === 0 && dims.dv >= 4 && Math.max(1, Math.ceil(wordBits / 2)) <= dims.dv / 4;
+}
+
+/**
+ * Words per state row of a RAM lowered for `dims`: 2 (packed rows) when a key head holds two of
+ * its words per row (packsRows) and its rows are a power of two ≥ 2·dk (every address a row),
+ * unless `opts.packRows` is false; else 1.
+ */
+export function ramWordsPerRow(ram: RamDecl, dims: GdnRamDims, opts: GdnRamOptions = {}): 1 | 2 {
+  const wordBits = ram.fields.reduce((sum, f) => sum + fieldWidth(f.hi), 0);
+  const fullRows = 2 ** Math.floor(Math.log2(dims.dk));
+  return opts.packRows !== false && packsRows(dims, wordBits) && ram.rows === 2 ** ceilLog2(ram.rows) && ram.rows >= 2 * fullRows ? 2 : 1;
 }
 
 /**

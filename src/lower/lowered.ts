@@ -18,9 +18,10 @@ import type { GdnRamLowering } from './ram-lowering.ts';
  * [v = lo + index]; a delay line's 'delayed' (v − base from position d on, 0 before) and 'valid'
  * (0 before position d, then 1), d = the conv tap it reads: index 0 for d = 1 (one delay), else
  * index = d (2 or 3: a delay of delays); 'delayedBit' bit `index` of the source's (v − base) from
- * position `tap` on (0 before: the idempotent delay RAMs of passes/lower-prev.ts).
+ * position `tap` on (0 before: the idempotent delay RAMs of passes/lower-prev.ts); 'residue'
+ * [(v − base) mod modulus = index] (the one-hot of a table's low bits: lower-ram.ts).
  */
-export type Encoding = 'scalar' | 'bits' | 'onehot' | 'delayed' | 'delayedBit' | 'valid';
+export type Encoding = 'scalar' | 'bits' | 'onehot' | 'delayed' | 'delayedBit' | 'valid' | 'residue';
 
 export interface VDimInfo {
   id: VDim;
@@ -33,6 +34,8 @@ export interface VDimInfo {
   base?: number;
   /** Delay encodings: the conv tap d the dim reads (position t − d). */
   tap?: number;
+  /** residue: the dim holds [(value − base) mod modulus = index]. */
+  modulus?: number;
   /** Raw value range of the dim. */
   lo: number;
   hi: number;

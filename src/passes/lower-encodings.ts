@@ -133,6 +133,44 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
   });
 }
 
+/**
+ * Bit k of a table's value (values ≥ 0) as a 0/1 dim ('bits'). One FFN layer after the table's
+ * inputs, like the table: an indicator column over the table's own index (fuse-tables merges it
+ * with the table's other columns). Null for a node that is not a plain table, or when the ramp's
+ * bounds fail: the caller keeps another encoding.
+ */
+export function tableBitOf(ctx: LowerContext, id: NodeId, k: number): VDim | null {
+  return tableColumnsOf(ctx, id, `bit${k}`, 'bits', [{ index: k, name: `bit${k}`, f: (v) => (Math.floor(v / 2 ** k) % 2 === 1 ? 1 : 0) }])?.[0] ?? null;
+}
+
+/**
+ * The one-hot of a table's value mod 2^k (values ≥ 0; 'residue', modulus 2^k): dim j is
+ * [value mod 2^k = j]. Like tableBitOf: one FFN layer after the table's inputs; null when it
+ * cannot be built that way.
+ */
+export function tableLowOneHotOf(ctx: LowerContext, id: NodeId, k: number): VDim[] | null {
+  const m = 2 ** k;
+  return tableColumnsOf(ctx, id, `mod${m}`, 'residue', Array.from({ length: m }, (_, j) => ({ index: j, name: `mod${m}=${j}`, f: (v: number) => (v % m === j ? 1 : 0) })), m);
+}
+
+function tableColumnsOf(
+  ctx: LowerContext, id: NodeId, key: string, encoding: 'bits' | 'residue',
+  cols: { index: number; name: string; f: (value: number) => 0 | 1 }[], modulus?: number,
+): VDim[] | null {
+  const n = ctx.resolve(id);
+  if (n.op !== 'table' || n.overCases === true || n.range.lo < 0) return null;
+  const dims = ctx.encoding(`table.${key}:${n.id}`, () => {
+    const dims = cols.map((c) => ctx.newDim(n.id, encoding, c.index, 0, 1, `${n.name}.${c.name}`));
+    if (modulus !== undefined) for (const d of dims) ctx.dims[d]!.modulus = modulus;
+    const over = (at: Int32Array) => dims.map((dim, i) => ({ dim, values: Array.from(at, (x) => cols[i]!.f(n.values[x]!)) }));
+    const best = unlessBound(() => cheapestTableOrder(ctx, n.inputs, (ix, at) => rampTable(ix, over(at), `${n.name}.${key}`), (at) => rampUnitsLowerBound(over(at))));
+    if (best === null) return [];
+    ctx.addOp({ kind: 'ffn', what: `${key} table "${n.name}"`, units: best.units, reads: opReads(best.units), writes: dims, table: { input: best.x, outs: over(best.at) } });
+    return dims;
+  });
+  return dims.length === cols.length ? dims : null;
+}
+
 /** make()'s result, or null when a gadget bound (a ChipcError `ffn.*`) fails. */
 export function unlessBound<T>(make: () => T): T | null {
   try {

@@ -7,13 +7,13 @@
  */
 import type { RamDecl } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
-import { lowerRamToGdn, type GdnRamIo } from '../gadgets/gdn-ram.ts';
+import { lowerRamToGdn, ramWordsPerRow, type GdnRamIo } from '../gadgets/gdn-ram.ts';
 import { gdnDims } from '../model/naming.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { LowerContext } from '../lower/context.ts';
 import type { Form, VDim } from '../lower/forms.ts';
 import { gdnReads } from '../lower/op-io.ts';
-import { bitsOf, oneHotOf, zeroDim } from './lower-encodings.ts';
+import { bitsOf, oneHotOf, tableBitOf, tableLowOneHotOf, zeroDim } from './lower-encodings.ts';
 import type { NodeId } from '../ir/types.ts';
 import type { RamAddrDigit } from '../gadgets/gdn-ram.ts';
 
@@ -33,7 +33,7 @@ function ceilLog2(x: number): number {
  * with that digit only (gadgets/gdn-ram.ts RamAddrDigit): much less work for incremental decode
  * than bits that every row reads.
  */
-function addrDigitsOf(ctx: LowerContext, id: NodeId, width: number): { addrBits: VDim[]; addrDigits: RamAddrDigit[] } | null {
+function addrDigitsOf(ctx: LowerContext, id: NodeId, width: number, selectBit: number | null): { addrBits: VDim[]; addrDigits: RamAddrDigit[] } | null {
   const n = ctx.resolve(id);
   if (n.op !== 'linear' || n.bias !== 0) return null;
   const covered = new Array<boolean>(width).fill(false);
@@ -59,6 +59,18 @@ function addrDigitsOf(ctx: LowerContext, id: NodeId, width: number): { addrBits:
       continue;
     }
     const r = ctx.resolve(sp.node).range;
+    if (selectBit === sp.lo + sp.w - 1) {
+      // the digit's top bit is packed rows' select bit: the digit's low bits as a narrower digit,
+      // the select bit as its own dim (β and z read one dim, not half the digit's one-hot)
+      const top = tableBitOf(ctx, sp.node, sp.w - 1);
+      const low = top === null ? null : sp.w > 2 ? tableLowOneHotOf(ctx, sp.node, sp.w - 1) : tableBitOf(ctx, sp.node, 0);
+      if (top !== null && low !== null) {
+        addrBits[selectBit] = top;
+        if (Array.isArray(low)) addrDigits.push({ lo: sp.lo, width: sp.w - 1, oneHot: low });
+        else addrBits[sp.lo] = low;
+        continue;
+      }
+    }
     const dims = oneHotOf(ctx, sp.node);
     addrDigits.push({ lo: sp.lo, width: sp.w, oneHot: Array.from({ length: 2 ** sp.w }, (_, v) => (v >= r.lo && v <= r.hi ? dims[v - r.lo]! : null)) });
   }
@@ -71,8 +83,11 @@ export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): 
   const fieldBits = ram.fields.map((f) => (f.hi <= 0 ? 0 : ceilLog2(f.hi + 1)));
   // An enable is read through its form: a sum of exclusive 0/1 signals then costs no layer.
   const enableDim = (id: number | null): Form | null => (id === null ? null : ctx.formOf(id));
+  // Packed rows read the select bit in every β and z: the top address bit, given its own dim
+  // where it lies in a digit that is a table (one dim read instead of half the digit's one-hot).
+  const selectBit = ramWordsPerRow(ram, gdnDims(target)) === 2 ? addrBits - 1 : null;
   const addrOf = (id: NodeId): { addrBits: VDim[]; addrDigits?: RamAddrDigit[] } =>
-    addrDigitsOf(ctx, id, addrBits) ?? { addrBits: bitsOf(ctx, id, 0, addrBits) };
+    addrDigitsOf(ctx, id, addrBits, selectBit) ?? { addrBits: bitsOf(ctx, id, 0, addrBits) };
   const io: GdnRamIo = {
     write: ram.write
       ? {

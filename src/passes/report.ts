@@ -21,6 +21,8 @@ export interface SignalPlacement {
   base?: number;
   /** Delay encodings: the conv tap d (the dim holds position t − d's value, 0 before d). */
   tap?: number;
+  /** residue: the dim holds [(value − base) mod modulus = index]. */
+  modulus?: number;
   slot: number;
   /** Sublayer that writes it (−1 = embedding) and the sublayer whose FFN clears it (or 2·layers = never). */
   birth: number;
@@ -47,7 +49,7 @@ export function placeSignals(lowered: LoweredCircuit, sched: Schedule, packing: 
   return lowered.dims
     .filter((d) => packing.slot[d.id]! >= 0)
     .map((d) => ({
-      name: d.name, node: d.node, encoding: d.encoding, index: d.index, base: d.base, tap: d.tap, slot: packing.slot[d.id]!,
+      name: d.name, node: d.node, encoding: d.encoding, index: d.index, base: d.base, tap: d.tap, ...(d.modulus !== undefined ? { modulus: d.modulus } : {}), slot: packing.slot[d.id]!,
       birth: packing.birth[d.id]!, end: packing.end[d.id]! >= END ? END : packing.end[d.id]!,
       cleared: clearedSet.has(d.id), lo: d.lo, hi: d.hi,
     }));

@@ -58,6 +58,8 @@ function expectedValue(res: CompileResult, s: SignalPlacement, v: number, positi
       return Math.floor((v - (s.base ?? 0)) / 2 ** s.index) % 2;
     case 'onehot':
       return v === res.ir.nodes[s.node]!.range.lo + s.index ? 1 : 0;
+    case 'residue':
+      return (((v - (s.base ?? 0)) % s.modulus!) + s.modulus!) % s.modulus! === s.index ? 1 : 0;
     default:
       throw new Error(`internal: encoding ${s.encoding}`);
   }

@@ -21,7 +21,7 @@
  * candidates for the result, the memory-side emit signals and the trap causes.
  */
 import type { CircuitBuilder, Sig } from '../dsl/index.ts';
-import { add32, carries, carryClass, constWord, type Word } from './alu.ts';
+import { add32, carries, carryClass, constWord, wordNibbles, type Word } from './alu.ts';
 import {
   CONSOLE_ADDR, crosses, loadByteSource, loadPrefixLane, storeByteSource, widthOf,
   type CpuShape,
@@ -36,8 +36,9 @@ export interface MemoryInputs {
   isLoad: Sig;
   isStore: Sig;
   earlyAny: Sig;
-  /** The effective address's base (bits), rs2 as bits and as a word (register file). */
+  /** The effective address's base (bits and word), rs2 as bits and as a word (register file). */
   aE: Sig[];
+  AE: Word;
   b: Sig[];
   B: Word;
   /** Token fields: fedC, D's payload, the D latch, the token word {H, D latch} (cpu-input.ts). */
@@ -109,7 +110,7 @@ type DataRam = ReturnType<typeof dataRam>;
 type Access = ReturnType<typeof memoryAccess>;
 
 function memoryAddress(c: CircuitBuilder, io: MemoryInputs) {
-  const { ins, funct3, isLoad, isStore, aE, fedC, ppStart, prevWasH, ppH } = io;
+  const { ins, funct3, isLoad, isStore, aE, AE, fedC, ppStart, prevWasH, ppH } = io;
   const { memBits } = io.shape;
   // `sum` is the effective address. Its bits 2… address the row; offset = bits 0, 1. An address
   // outside [CODE_BASE, CODE_BASE + 4·memWords) reads 0 and writes nothing (the enable).
@@ -123,7 +124,6 @@ function memoryAddress(c: CircuitBuilder, io: MemoryInputs) {
   const eaImmBits = Array.from({ length: 32 }, (_, k) => k < 5
     ? c.table(`eaImm${k}`, [isStore, isLoad, ins[7 + k]!, ins[20 + k]!], (st, ld, sb, ib) => (st ? sb : ld ? ib : 0), [0, 1])
     : k < 11 ? c.table(`eaImm${k}`, [isMem, ins[20 + k]!], (m, x) => (m ? x : 0), [0, 1]) : immSign);
-  const AE = bitsWord(c, aE);
   const ea = add32(c, AE, bitsWord(c, eaImmBits), 0, 'ea').sum;
   const addrBit = (k: number) => c.table(`ea${k}`, [ea[k >> 3]!], (v) => (v >> (k & 7)) & 1, [0, 1]);
   const rowBits = Array.from({ length: memBits }, (_, k) => addrBit(2 + k));
@@ -162,7 +162,7 @@ function memoryAddress(c: CircuitBuilder, io: MemoryInputs) {
  *    [CODE_BASE, CODE_BASE + memBytes) exactly when the first carries and the second does not.
  */
 function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
-  const { isLoad, isStore, aE, b, ins, funct3, tokenWord, loading, loadWord, loadAddr } = io;
+  const { isLoad, isStore, AE, b, ins, funct3, tokenWord, loading, loadWord, loadAddr } = io;
   const { memBankCount, memBankShift: shift, bankBits, memBytes } = io.shape;
   const { eaImmBits, isMem, off, offSum, memF3, fedH, atStart, secondPhase, writeSecond } = at;
   const nibOf = (bits: Sig[], n: number) => c.linear(bits.slice(4 * n, 4 * n + 4).map((x, j) => [x, 2 ** j] as [Sig, number]), 0, [0, 15]);
@@ -170,7 +170,7 @@ function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
   // and for the address + 4 (its nibble 0 sum plus 4).
   const rowEnd = 2 + shift + bankBits; // address bits [2 + shift, rowEnd) are the row
   const nibbles = Math.ceil(rowEnd / 4);
-  const sums = Array.from({ length: nibbles }, (_, n) => c.linear([[nibOf(aE, n), 1], [nibOf(eaImmBits, n), 1]], 0, [0, 30]).named(`eaNib${n}`));
+  const sums = Array.from({ length: nibbles }, (_, n) => c.linear([[wordNibbles(c, AE)[n]!, 1], [nibOf(eaImmBits, n), 1]], 0, [0, 30]).named(`eaNib${n}`));
   const classOf = (x: number) => (x >= 16 ? 1 : x === 15 ? 0 : -1);
   const cls = sums.slice(0, nibbles - 1).map((x, n) => c.table(`eaNibCls${n}`, [x], classOf, [-1, 1]));
   const carry = nibbles > 1 ? carries(c, cls, 0, 'eaNib') : [];
@@ -215,8 +215,7 @@ function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
   };
   const yLowWord: Sig[] = [immWord[0]!, ...[0, 1, 2].map((k) => c.table(`eaBound${k + 1}`, [isMem, ins[28]!, ins[29]!, ins[30]!, ins[31]!],
     (m, ...x) => (upper(m, x) >> (8 * k)) & 255, [0, 255]))];
-  const aWord = bitsWord(c, aE);
-  const carryOut = (y: Sig[], tag: string) => carries(c, [0, 1, 2, 3].map((k) => carryClass(c, c.add(aWord[k]!, y[k]!), `${tag}.w${k}`)), 0, tag)[3]!;
+  const carryOut = (y: Sig[], tag: string) => carries(c, [0, 1, 2, 3].map((k) => carryClass(c, c.add(AE[k]!, y[k]!), `${tag}.w${k}`)), 0, tag)[3]!;
   const inRam = c.linear([[carryOut(yWord, 'memAbove'), 1], [carryOut(yLowWord, 'memBelow'), -1]], 0, [0, 1]).named('memInRam');
   const isSW = c.table('isSW', [isStore, memF3, loading, off], (st, f3, ld, o) => (st && f3 === 2 && !ld && o === 0 ? 1 : 0), [0, 1]);
   // The word written: rs2 for an aligned SW, else the token's payload (a merged word at H, the

@@ -14,7 +14,7 @@ import type { CircuitBuilder, Ram, Sig } from '../dsl/index.ts';
 import { BN_BANKS, BN_OPCODE } from './mac-unit.ts';
 import type { Word } from './alu.ts';
 import { Kind, protocolField, tokenKind } from './cpu-tokens.ts';
-import { addSmall, bitsWord } from './cpu-words.ts';
+import { addSmall, bitsWord, readWord } from './cpu-words.ts';
 
 export interface RegisterFileInputs {
   /** Token fields (cpu-input.ts). */
@@ -55,6 +55,8 @@ export interface RegisterFile {
   Am: Word;
   Bm: Word;
   aE: Sig[];
+  /** The effective address's base as a word (its nibbles from the read-out). */
+  AE: Word;
   /** 1 when the instruction has a destination the emit plan must fill (rd ≠ x0, or SYSTEM's a0). */
   hasRd: Sig;
   /** The word index + 1 (16 bits: the link's and the next slot's w + 1), the link PC + 4, and the PC, as words. */
@@ -148,27 +150,23 @@ export function registerFile(c: CircuitBuilder, io: RegisterFileInputs): Registe
     2 ** k] as [Sig, number])).named(name);
   const rs1 = regAddr(15, 17, 'rs1', () => true);
   const rs2 = regAddr(20, 10, 'rs2', usesRs2);
-  const a = regs.read(rs1);
-  const b = regs.read(rs2);
+  const { bits: a, word: A } = readWord(c, regs, rs1);
+  const { bits: b, word: B } = readWord(c, regs, rs2);
   // The multiplier's operands through two more read ports that read x0 unless the instruction
   // multiplies (MUL…MULHU, bn.mac): its 64 digit-pair tables and everything after them then
   // see constant operands across runs of other instructions (incremental decode skips them).
   // (ALU class 6 is the M extension and bn.mac; funct3 < 4 the multiplies among them.)
   const mulAddr = (from: number, name: string) => c.linear(Array.from({ length: 5 }, (_, k) =>
     [c.table(`${name}b${k}`, [clsAlu, ins[14]!, ins[from + k]!], (cls, f3hi, x) => (cls === 6 && f3hi === 0 ? x : 0), [0, 1]), 2 ** k] as [Sig, number])).named(name);
-  const am = regs.read(mulAddr(15, 'rs1m'));
-  const bm = regs.read(mulAddr(20, 'rs2m'));
+  const { bits: am, word: Am } = readWord(c, regs, mulAddr(15, 'rs1m'));
+  const { bits: bm, word: Bm } = readWord(c, regs, mulAddr(20, 'rs2m'));
   // The effective address's base through one more read port that reads x0 unless the instruction
   // loads or stores: with its immediate gated the same way (cpu-memory.ts), the address and every table
   // over it stay constant across runs of other instructions (incremental decode skips them).
   const usesEa = (op: number) => op === 0x03 || op === 0x23;
-  const aE = regs.read(regAddr(15, 0, 'rs1e', usesEa, loading));
-  const Am = bitsWord(c, am);
-  const Bm = bitsWord(c, bm);
-  const A = bitsWord(c, a);
-  const B = bitsWord(c, b);
+  const { bits: aE, word: AE } = readWord(c, regs, regAddr(15, 0, 'rs1e', usesEa, loading));
   return {
-    regs, a, b, A, B, am, bm, Am, Bm, aE, hasRd, seq16, link, pcWord, prevIsQ, ppQ, prevWasStart: prevWasStart!, prevWasH: prevWasH!,
+    regs, a, b, A, B, am, bm, Am, Bm, aE, AE, hasRd, seq16, link, pcWord, prevIsQ, ppQ, prevWasStart: prevWasStart!, prevWasH: prevWasH!,
     ppStart: ppStart!, ppH: ppH!, remTransfer, bnCarryIn, bnCarryMoves,
   };
 }

@@ -3,7 +3,7 @@
  * positions (wordFromSpec with the immediate layouts of immSpec), a bytewise select (muxWord), and
  * a few-bit increment over bits (addSmall). Each builds the same signals wherever it is called.
  */
-import type { CircuitBuilder, Sig } from '../dsl/index.ts';
+import type { CircuitBuilder, Ram, Sig } from '../dsl/index.ts';
 import { byteFromNibbles, type Word } from './alu.ts';
 
 /**
@@ -36,6 +36,17 @@ export function tableOverClass(
   }
   const klass = c.table(names[0], early, classOf, [0, rows.length - 1]);
   return c.table(names[1], [klass, late], (k, x) => rows[k]![x - late.range.lo]!, range);
+}
+
+/**
+ * Read a word stored as 32 one-bit fields: its bits, and the word built from nibbles that the
+ * read-out writes as values of their own (Ram.readWithGroups), so that a table over a nibble
+ * reads one dim where it would read four bits.
+ */
+export function readWord(c: CircuitBuilder, ram: Ram, addr: Sig, enable?: Sig): { bits: Sig[]; word: Word } {
+  const groups = Array.from({ length: 8 }, (_, n) => Array.from({ length: 4 }, (_, k) => [4 * n + k, 2 ** k] as [number, number]));
+  const r = ram.readWithGroups(addr, enable, groups);
+  return { bits: r.fields, word: [0, 1, 2, 3].map((b) => byteFromNibbles(c, r.groups[2 * b]!, r.groups[2 * b + 1]!)) };
 }
 
 /** The word of 32 bits (LSB first). */

@@ -88,6 +88,15 @@ export class Ram {
   read(addr: Sig, enable?: Sig): Sig[] {
     return this.c.ramRead(this, addr, enable);
   }
+  /**
+   * Read row `addr` as `read` does, and also the groups: group g is Σ coef·field over its
+   * [field, coef] pairs (fields distinct, coefs positive integers), a linear signal that the
+   * compiled read-out writes as a value of its own, so its consumers read one dim instead of
+   * one per field (the nibbles of a word stored as bits, for the tables over them).
+   */
+  readWithGroups(addr: Sig, enable: Sig | undefined, groups: [number, number][][]): { fields: Sig[]; groups: Sig[] } {
+    return this.c.ramReadGroups(this, addr, enable, groups);
+  }
 }
 
 export interface LookupOptions {
@@ -537,6 +546,27 @@ export class CircuitBuilder {
     );
     decl.reads.push({ addr: a.id, enable: en ? en.id : null, results: results.map((s) => s.id), loc });
     return results;
+  }
+
+  ramReadGroups(ram: Ram, addr: Sig, enable: Sig | undefined, groups: [number, number][][]): { fields: Sig[]; groups: Sig[] } {
+    const loc = callerLoc();
+    const decl = this.rams[ram.id]!;
+    const fields = this.ramRead(ram, addr, enable);
+    const port = decl.reads[decl.reads.length - 1]!;
+    const sigs = groups.map((g, i) => {
+      const seen = new Set<number>();
+      for (const [f, coef] of g) {
+        if (!Number.isInteger(f) || f < 0 || f >= fields.length || seen.has(f)) {
+          this.problem('ram.group', `RAM "${decl.name}" read group ${i}: field ${f} is not a distinct field of its ${fields.length}`, loc);
+        }
+        if (!Number.isInteger(coef) || coef < 1) this.problem('ram.group', `RAM "${decl.name}" read group ${i}: coefficient ${coef} is not a positive integer`, loc);
+        seen.add(f);
+      }
+      if (g.length === 0) this.problem('ram.group', `RAM "${decl.name}" read group ${i} has no fields`, loc);
+      return this.linear(g.map(([f, coef]) => [fields[f]!, coef] as [Sig, number]), 0).named(`${decl.name}.r${decl.reads.length - 1}.g${i}`);
+    });
+    port.groups = sigs.map((s) => s.id);
+    return { fields, groups: sigs };
   }
 
   // ── hard-attention lookups ────────────────────────────────────────────────────────────────

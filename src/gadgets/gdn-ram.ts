@@ -95,6 +95,8 @@ export interface RamReadOutVDims {
   bits?: (VDim[] | null)[];
   /** 1 when the addressed row has ever been written (and the read is enabled), else 0. */
   valid?: VDim | null;
+  /** groups[g]: Σ coef·(field's value) over its terms, as one integer (distinct fields, positive coefs). */
+  groups?: { dim: VDim; terms: { field: number; coef: number }[] }[];
 }
 
 export interface GdnRamIo {
@@ -313,6 +315,18 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
         bad('ram.field', `RAM ${name}: field ${f} (range [0, ${ram.fields[f]!.hi}]) cannot be read as one value: a residual slot holds at most ${SLOT_MAX} (read its bits instead)`);
       }
     });
+    rd.out.groups?.forEach((g, i) => {
+      const seen = new Set<number>();
+      let hi = 0;
+      for (const t of g.terms) {
+        if (!Number.isInteger(t.field) || t.field < 0 || t.field >= ram.fields.length || seen.has(t.field) || !Number.isInteger(t.coef) || t.coef < 1) {
+          bad('ram.io', `RAM ${name}: read port ${p} group ${i} has a term (field ${t.field}, coefficient ${t.coef}) that is not a distinct field with a positive integer coefficient`);
+        }
+        seen.add(t.field);
+        hi += t.coef * ram.fields[t.field]!.hi;
+      }
+      if (hi > SLOT_MAX) bad('ram.field', `RAM ${name}: read port ${p} group ${i} reaches ${hi}; a residual slot holds at most ${SLOT_MAX}`);
+    });
     const bitsOut = rd.out.bits;
     if (bitsOut && bitsOut.length !== ram.fields.length) bad('ram.io', `RAM ${name}: read port ${p} has ${bitsOut.length} bit outputs for ${ram.fields.length} fields`);
     bitsOut?.forEach((bs, f) => {
@@ -488,6 +502,10 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
                 if (!bf || !((d >> kb) & 1)) continue;
                 const vd = rd.out.values?.[bf.f];
                 if (vd !== null && vd !== undefined) valueW.set(vd, (valueW.get(vd) ?? 0) + 2 ** bf.j);
+                for (const grp of rd.out.groups ?? []) {
+                  const t = grp.terms.find((x) => x.field === bf.f);
+                  if (t !== undefined) valueW.set(grp.dim, (valueW.get(grp.dim) ?? 0) + t.coef * 2 ** bf.j);
+                }
                 const bd = rd.out.bits?.[bf.f]?.[bf.j];
                 if (bd !== null && bd !== undefined) out.push({ col, dim: bd, weight: 1 / hotOut });
               }

@@ -162,6 +162,12 @@ export interface RamReadPort {
   enable: NodeId | null;
   /** Result nodes, one per field. */
   results: NodeId[];
+  /**
+   * Linear nodes over this port's results (Σ coef·field, bias 0) that the read-out writes as
+   * values of their own (`Ram.readWithGroups`): a consumer then reads one dim where it would read
+   * one per field (say, a nibble of a word whose fields are its bits).
+   */
+  groups?: NodeId[];
   loc: SourceLoc;
 }
 

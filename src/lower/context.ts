@@ -72,7 +72,12 @@ export class LowerContext {
    * `gdnKeyHeads`: the target's GDN key heads per layer, for the lowering's own estimates of where
    * ops land (a choice's case read from its slot or not); unbounded when not given.
    */
-  constructor(readonly ir: CircuitIR, private readonly producers: Producers, readonly gdnKeyHeads = Infinity) {}
+  /** Each RAM read group (RamReadPort.groups) → a result of its port, whose lowering writes the group's dim. */
+  private readonly readGroups = new Map<NodeId, NodeId>();
+
+  constructor(readonly ir: CircuitIR, private readonly producers: Producers, readonly gdnKeyHeads = Infinity) {
+    for (const ram of ir.rams) for (const port of ram.reads) for (const g of port.groups ?? []) this.readGroups.set(g, port.results[0]!);
+  }
 
   node(id: NodeId): IrNode {
     return this.ir.nodes[id]!;
@@ -151,7 +156,14 @@ export class LowerContext {
     const memo = this.forms.get(n.id);
     if (memo) return memo;
     let f: Form;
-    if (n.op === 'const') f = constForm(n.value);
+    const group = this.readGroups.get(n.id);
+    if (group !== undefined) {
+      // a RAM read group: its RAM's lowering (on demand, here) gives it a dim of its own
+      this.scalarDim(group);
+      const dim = this.scalarDims.get(n.id);
+      if (dim === undefined) throw new Error(`internal: read group "${n.name}" has no dim after its RAM's lowering`);
+      f = form([{ dim, coef: 1 }], 0);
+    } else if (n.op === 'const') f = constForm(n.value);
     else if (n.op === 'linear') {
       f = constForm(n.bias);
       for (const t of n.terms) f = combine(1, f, t.coef, this.formOf(t.node));
@@ -165,6 +177,13 @@ export class LowerContext {
     const n = this.resolve(id);
     const memo = this.scalarDims.get(n.id);
     if (memo !== undefined) return memo;
+    const group = this.readGroups.get(n.id);
+    if (group !== undefined) {
+      this.scalarDim(group); // the RAM's lowering sets the group's dim
+      const dim = this.scalarDims.get(n.id);
+      if (dim === undefined) throw new Error(`internal: read group "${n.name}" has no dim after its RAM's lowering`);
+      return dim;
+    }
     if (n.range.lo < -SLOT_LIMIT || n.range.hi > SLOT_LIMIT) {
       this.fail(n, 'lower.range', `signal "${n.name}" has range [${n.range.lo}, ${n.range.hi}]; a residual slot holds integers within ±${SLOT_LIMIT} exactly (split it into digits)`);
     }

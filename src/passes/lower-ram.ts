@@ -103,7 +103,17 @@ export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): 
         ctx.setScalarDim(rid, d);
         return d;
       });
-      return { addr: { ...addrOf(p.addr), enable: enableDim(p.enable) }, out: { values } };
+      // read groups: linear nodes over this port's results, written by the read-out as values
+      const groups = (p.groups ?? []).map((gid) => {
+        const g = ctx.node(gid);
+        if (g.op !== 'linear' || g.bias !== 0 || g.terms.some((t) => !p.results.includes(t.node))) {
+          ctx.fail(g, 'ram.group', `RAM "${ram.name}": read group "${g.name}" is not a sum of its port's fields with positive coefficients`);
+        }
+        const d = ctx.newDim(gid, 'scalar', 0, g.range.lo, g.range.hi, g.name);
+        ctx.setScalarDim(gid, d);
+        return { dim: d, terms: g.terms.map((t) => ({ field: p.results.indexOf(t.node), coef: t.coef })) };
+      });
+      return { addr: { ...addrOf(p.addr), enable: enableDim(p.enable) }, out: { values, ...(groups.length > 0 ? { groups } : {}) } };
     }),
   };
   const low = (() => {
@@ -114,7 +124,7 @@ export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): 
       throw e;
     }
   })();
-  const writes = io.reads.flatMap((r) => (r.out.values ?? []).filter((d): d is VDim => d !== null));
+  const writes = io.reads.flatMap((r) => [...(r.out.values ?? []).filter((d): d is VDim => d !== null), ...(r.out.groups ?? []).map((g) => g.dim)]);
   ctx.addOp({
     kind: 'gdn', what: `RAM "${ram.name}"`, heads: low.heads, reads: gdnReads(low.heads), writes,
     normWeight: low.normWeight, ram: { id: ram.id, lowering: low },

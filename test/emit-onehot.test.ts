@@ -173,3 +173,45 @@ describe('tables over a choice', () => {
     expect(() => buildCircuit(notChoice, 'not-choice')).toThrow(/table "f" is built over the cases of a choice, so its only input must be a c.choose/);
   });
 });
+
+/**
+ * A choice read as a value (src/passes/lower-encodings.ts `choiceDim`): one SWITCH unit per case,
+ * all writing one dim, in the layer after the conditions and values, as the selects were — so a
+ * table over it reads one dim, where over the sum of selects it reads one per case.
+ */
+function choiceAsValue(useChoose: boolean) {
+  return defineCircuit({ name: useChoose ? 'choice-value' : 'select-sum-value', vocab: VOCAB, bos: BOS }, (c) => {
+    const { pay } = payload(c, useChoose);
+    const h = c.table('h', [pay], (p) => (5 * p + 1) % 17, [0, 16]); // a plain table: reads pay's form
+    c.emit([h], (v) => v);
+  });
+}
+
+describe('a choice as one dim', () => {
+  const chosen = compile(choiceAsValue(true));
+  const plain = compile(choiceAsValue(false));
+  const widestGate = (res: typeof chosen) => Math.max(...res.lowered.ops
+    .filter((o) => o.kind === 'ffn' && o.what.includes('"h"'))
+    .flatMap((o) => (o.kind === 'ffn' ? o.units.map((u) => u.gate.terms.length) : [])));
+
+  it('is one placed signal written by one SWITCH unit per case, in the layer the selects took', () => {
+    const op = chosen.lowered.ops.find((o) => o.what.startsWith('choice "'));
+    expect(op?.kind).toBe('ffn');
+    if (op?.kind !== 'ffn') return;
+    expect(op.units.length).toBe(3);
+    expect(op.writes.length).toBe(1);
+    expect(chosen.schedule.numLayers).toBe(plain.schedule.numLayers);
+    // the table over pay reads its one dim, where the sum of selects gives 3
+    expect(widestGate(chosen)).toBe(1);
+    expect(widestGate(plain)).toBe(3);
+  });
+
+  it('gives, through the weights (f32, bf16), what the interpreter gives at every position and dim', () => {
+    for (const profile of ['f32', 'bf16'] as const) expect(checkCompiled(chosen, TOKENS, { profile }).mismatches).toEqual([]);
+    const steps = new Interpreter(chosen.ir).run(TOKENS);
+    for (let p = 1; p < TOKENS.length; p++) {
+      const t = TOKENS[p]!;
+      expect(steps[p]!.emitted).toBe((5 * payOf(t >> 4, t & 15) + 1) % 17);
+    }
+  });
+});

@@ -381,14 +381,14 @@ function shift32(c: CircuitBuilder, kind: ShiftKind, a: Word, shamt: Sig | Shift
   }
   const out: Sig[] = [];
   for (let k = 0; k < 8; k++) {
-    const terms: Sig[] = [];
+    const cases: [Sig, Sig][] = [];
     for (let n = 0; n < 8; n++) {
       const src = left ? k - n : k + n;
       const v = src >= 0 && src < 8 ? R[src]! : src >= 8 ? fill : null;
-      if (v !== null) terms.push(c.select(onehot[n]!, v, 0));
+      if (v !== null) cases.push([onehot[n]!, v]);
     }
-    // exactly one select is live (or none: 0), so the sum is a nibble
-    out.push(c.linear(terms.map((x) => [x, 1] as [Sig, number]), 0, [0, 15]).named(`${tag}.O${k}`));
+    // exactly one case is live (or none: 0): a choice, so the nibble is one dim
+    out.push(c.choose(cases, [0, 15]).named(`${tag}.O${k}`));
   }
   return wordFromNibbles(c, out);
 }

@@ -156,8 +156,9 @@ export function emit(c: CircuitBuilder, io: EmitInputs): void {
   const stepK = c.table('stepMode', [stepping, stepKind], (st, sk) => (st ? 1 + sk : 0), [0, 3]);
   const otherK = c.table('otherMode', [xLoadFirst, xStoreSecond, codeStore, fedC, isBn, prevWasStart],
     (xl, xs, cs, f, bn, ps) => (xl ? 1 : xs ? 2 : cs && f === 0 ? 3 : bn && f === 0 ? 4 : bn && f === 1 && ps ? 5 : 0), [0, 5]);
-  const mode = c.table('mode', [haltOrJump, stepK, otherK, resW],
-    (hj, sk, ok, rw) => (hj === 1 ? 6 : hj === 2 ? 5 : sk ? 6 + sk : ok ? 9 + ok : rw), [0, 14]);
+  const modeOf = (hj: number, sk: number, ok: number, rw: number) => (hj === 1 ? 6 : hj === 2 ? 5 : sk ? 6 + sk : ok ? 9 + ok : rw);
+  const modeIn = [haltOrJump, stepK, otherK, resW];
+  const mode = c.table('mode', modeIn, modeOf, [0, 14]);
   // Emitted kind: 0 E 1 D 2 J 3 H 4 K 5 N 6 OUT 7 HALT (the out-of-turn kinds Q / D / H / A are set
   // in the kind table beside the plan); payload case: 0 none (payload 0: N, whose row reads no
   // payload, so the LM head's argmax memo sees one key per N token), 1 unused, 2
@@ -201,37 +202,78 @@ export function emit(c: CircuitBuilder, io: EmitInputs): void {
   for (let f = 0; f < 4; f++) for (let md = 0; md <= 14; md++) {
     if (new Set([0, 1, 2].map((wc) => plan(f, md, wc)[1])).size !== 1) throw new ChipcError('chip.payload-case', `payload case of (${f}, ${md}) depends on the width class`);
   }
-  // (Cases 2, 3 and 10, the result's bytes, are split below.)
-  const caseBits = Array.from({ length: 16 }, (_, k) =>
-    k <= 3 || k === 10 ? c.constant(0) : c.table(`pcase${k}`, [planFed, mode], (f, md) => (plan(f, md, 0)[1] === k ? 1 : 0), [0, 1]));
-  const ca = (k: number) => caseBits[k]!;
+  // (Cases 2, 3 and 10, the result's bytes, are split below; the cases ready early are chosen
+  // first, payEarly below: the others have a bit each.)
+  const caseBits = new Map<number, Sig>();
+  const ca = (k: number): Sig => {
+    let bit = caseBits.get(k);
+    if (bit === undefined) caseBits.set(k, (bit = c.table(`pcase${k}`, [planFed, mode], (f, md) => (plan(f, md, 0)[1] === k ? 1 : 0), [0, 1])));
+    return bit;
+  };
   const outJ = c.table('outJ', [j], (v) => (v + 1) & 3, [0, 3]);
   const seq = seq16.slice(0, 15); // w + 1
   const seqLo = c.linear(seq.slice(0, 8).map((x, k) => [x, 2 ** k] as [Sig, number]));
   const seqHi = c.linear(seq.slice(8, 15).map((x, k) => [x, 2 ** k] as [Sig, number]));
   // Cases 2 and 10 both emit (r0, r1), case 3 (r2, r3). Each is split by whether the instruction
   // loads or stores, whose result is the word the data RAM gave (the load's value or the store's
-  // merged word, read through their few select dims one layer after the RAM), and otherwise
-  // `others` (read from its own slot, ready layers before): at most one of the two cases holds.
+  // merged word, one layer after the RAM), and otherwise `others` (ready layers before: chosen
+  // early, below): at most one of the two cases holds.
   const isMem = c.linear([[isLoad, 1], [isStore, 1]], 0, [0, 1]);
   const caseOf = (name: string, ks: number[], mem: number) => c.table(name, [planFed, mode, isMem],
     (f, md, m) => (ks.includes(plan(f, md, 0)[1]) && m === mem ? 1 : 0), [0, 1]);
   const memWord = [0, 1, 2, 3].map((b) => c.linear([[loaded[b]!, 1], [merged[b]!, 1]], 0, [0, 255]));
-  const caR01 = caseOf('pcaseR01', [2, 10], 0), caR01Mem = caseOf('pcaseR01Mem', [2, 10], 1);
-  const caR23 = caseOf('pcaseR23', [3], 0), caR23Mem = caseOf('pcaseR23Mem', [3], 1);
+  const caR01Mem = caseOf('pcaseR01Mem', [2, 10], 1), caR23Mem = caseOf('pcaseR23Mem', [3], 1);
+  // The payloads ready before the data RAM's word and the division step's remainder — the result
+  // without a load's or store's word, w + 1, the console byte, the quotient digit, the code
+  // store's word, bn.mac's carry — are chosen first, one FFN layer before the payload's one-hot,
+  // by the payload case the mode would give without a halt, trap or taken jump (those take cases
+  // 4 and 7 of their own): tables over the mode's other late inputs (otherK, resW) and a class of
+  // its early ones with planFed and isMem, numbered by the cases they give over the late ones.
+  // Where a halt or jump does set the mode, that choice is not read (its case is 0). The one-hot
+  // then has eight cases where it had fifteen (each case of a byte's one-hot is a gated ramp
+  // table of ≈ 250 units).
+  const caseNoJump = (ok: number, rw: number, sk: number, f: number, m: number) => {
+    const k = plan(f, modeOf(0, sk, ok, rw), 0)[1];
+    return (k === 2 || k === 10 || k === 3) && m === 1 ? -1 : k; // the result's word from memory: not early
+  };
+  const lateCombos: [number, number][] = [];
+  for (let ok = 0; ok <= 5; ok++) for (let rw = 0; rw <= 4; rw++) lateCombos.push([ok, rw]);
+  const classRows: number[][] = [];
+  const classIndex = new Map<string, number>();
+  const classOfEarly = (sk: number, f: number, m: number) => {
+    const row = lateCombos.map(([ok, rw]) => caseNoJump(ok, rw, sk, f, m));
+    const key = row.join(',');
+    let id = classIndex.get(key);
+    if (id === undefined) { id = classRows.length; classIndex.set(key, id); classRows.push(row); }
+    return id;
+  };
+  for (let sk = 0; sk <= 3; sk++) for (let f = 0; f <= 3; f++) for (let m = 0; m <= 1; m++) classOfEarly(sk, f, m);
+  const payClass = c.table('payEarlyClass', [stepK, planFed, isMem], classOfEarly, [0, classRows.length - 1]);
+  const early = (name: string, ks: number[]) => c.table(name, [otherK, resW, payClass],
+    (ok, rw, cl) => (ks.includes(classRows[cl!]![ok! * 5 + rw!]!) ? 1 : 0), [0, 1]);
+  const EARLY_CASES = [5, 6, 8, 11, 14, 15];
+  const eR01 = early('payEarlyR01', [2, 10]), eR23 = early('payEarlyR23', [3]);
+  const ek = new Map(EARLY_CASES.map((k) => [k, early(`payEarly${k}`, [k])] as [number, Sig]));
+  const e = (k: number) => ek.get(k)!;
+  const pre0 = c.choose([
+    [eR01, others[0]!], [eR23, others[2]!], [e(5), seqLo], [e(6), B[0]!], [e(8), divQPay], [e(11), rowLo], [e(14), mulHigh[0]!], [e(15), mulHigh[2]!],
+  ], [0, 255]).named('payEarly0');
+  const pre1 = c.choose([
+    [eR01, others[1]!], [eR23, others[3]!], [e(5), seqHi],
+    [e(11), c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3])], [e(14), mulHigh[1]!], [e(15), mulHigh[3]!],
+  ], [0, 255]).named('payEarly1');
+  // The case that reads them, from the mode (as the other cases).
+  const caEarly = c.table('pcaseEarly', [planFed, mode, isMem], (f, md, m) => {
+    const k = plan(f, md, 0)[1];
+    return EARLY_CASES.includes(k) || ((k === 2 || k === 10 || k === 3) && m === 0) ? 1 : 0;
+  }, [0, 1]);
   const p0 = c.choose([
-    [caR01, others[0]!], [caR01Mem, memWord[0]!], [caR23, others[2]!], [caR23Mem, memWord[2]!],
-    [ca(4), twLo], [ca(5), seqLo],
-    [ca(6), B[0]!], [ca(7), c.linear([[haltPay, 1], [trapCause, 1]], 0, [0, 255])], [ca(8), divQPay], [ca(12), stepRem[0]!], [ca(13), stepRem[2]!],
-    [ca(9), prefix[0]!], [ca(11), rowLo],
-    [ca(14), mulHigh[0]!], [ca(15), mulHigh[2]!],
+    [caEarly, pre0], [ca(4), twLo], [ca(7), c.linear([[haltPay, 1], [trapCause, 1]], 0, [0, 255])],
+    [caR01Mem, memWord[0]!], [caR23Mem, memWord[2]!], [ca(12), stepRem[0]!], [ca(13), stepRem[2]!], [ca(9), prefix[0]!],
   ], [0, 255]);
   const p1 = c.choose([
-    [caR01, others[1]!], [caR01Mem, memWord[1]!], [caR23, others[3]!], [caR23Mem, memWord[3]!],
-    [ca(4), twHi], [ca(5), seqHi],
-    [ca(12), stepRem[1]!], [ca(13), stepRem[3]!], [ca(9), prefix[1]!],
-    [ca(11), c.table('codeStoreW89', [rowHi], (h) => h & 3, [0, 3])],
-    [ca(14), mulHigh[1]!], [ca(15), mulHigh[3]!], [ca(7), trapAny],
+    [caEarly, pre1], [ca(4), twHi], [ca(7), trapAny],
+    [caR01Mem, memWord[1]!], [caR23Mem, memWord[3]!], [ca(12), stepRem[1]!], [ca(13), stepRem[3]!], [ca(9), prefix[1]!],
   ], [0, 255]);
   const pay0 = p0;
   c.emitRows([outKind, outJ, pay0, p1], emitTable());

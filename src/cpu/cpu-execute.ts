@@ -6,7 +6,7 @@
  * into the result word. Reads the operands (register file), the instruction bits, the decode
  * and the PC word.
  */
-import type { CircuitBuilder, Sig } from '../dsl/index.ts';
+import type { CircuitBuilder, Sig, SigLike } from '../dsl/index.ts';
 import { add32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
 import { bitsWord, immSpec, muxWord, wordFromSpec } from './cpu-words.ts';
 
@@ -111,12 +111,12 @@ export function selectResult(c: CircuitBuilder, io: ResultInputs): { result: Wor
   const sel = candidates.map((_, k) => aluOp.eq(k));
   // A SYSTEM instruction's result (aluOp 16, no candidate) is −38 = 0xffffffda: its bytes enter the sum.
   const enosys = [0xda, 0xff, 0xff, 0xff];
-  const termsOf = (byte: number) => [
-    ...candidates.map((cw, k) => (k === 16 || k === 17 ? null : [c.select(sel[k]!, cw[byte]!, 0), 1]) as [Sig, number] | null),
-    [isSys73, enosys[byte]!] as [Sig, number],
-  ].filter((t): t is [Sig, number] => t !== null);
-  const terms = [0, 1, 2, 3].map(termsOf);
-  const others: Word = terms.map((t, byte) => c.linear(t, 0, [0, 255]).named(`r${byte}Others`));
-  const result: Word = terms.map((t, byte) => c.linear([...t, [loaded[byte]!, 1], [merged[byte]!, 1]], 0, [0, 255]).named(`r${byte}`));
+  // (SYSTEM's aluOp has no candidate, so isSys73 excludes every other case: one choice per byte,
+  // whose value is one dim: passes/lower-encodings.ts choiceDim)
+  const others: Word = [0, 1, 2, 3].map((byte) => c.choose([
+    ...candidates.flatMap((cw, k) => (k === 16 || k === 17 ? [] : [[sel[k]!, cw[byte]!] as [Sig, SigLike]])),
+    [isSys73, enosys[byte]!] as [Sig, SigLike],
+  ], [0, 255]).named(`r${byte}Others`));
+  const result: Word = others.map((o, byte) => c.linear([[o, 1], [loaded[byte]!, 1], [merged[byte]!, 1]], 0, [0, 255]).named(`r${byte}`));
   return { result, others };
 }

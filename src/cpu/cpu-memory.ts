@@ -296,7 +296,6 @@ function memoryAccess(c: CircuitBuilder, io: MemoryInputs, at: Address, ram: Dat
   // outside their instructions and enter the result sum without a select of their own.
   const pick = (name: string, f: (lane: number, f3: number, o: number) => number) =>
     [0, 1, 2, 3].map((lane) => c.table(`${name}${lane}`, [memF3, off, isLoad], (f3, o, ld) => (ld ? f(lane, f3, o) : 0), [0, 1]));
-  const fromByte = (sel: Sig[], bytes: Sig[]) => sel.map((s, lane) => [c.select(s, bytes[lane]!, 0), 1] as [Sig, number]);
   // Loads (LB LH LW LBU LHU): byte i of the value is at address byte off + i — lane off + i of the
   // word read, or for a crossing load (second and third positions) either a lane of the word read
   // now or a byte of the first position's D payload (fed now at the second position, the previous
@@ -317,8 +316,8 @@ function memoryAccess(c: CircuitBuilder, io: MemoryInputs, at: Address, ram: Dat
     ], [0, 255]).named(`load${i}`);
   });
   // The first position of a crossing load brings back the bytes of the word it read (at most two).
-  const prefix = [0, 1].map((jb) => c.linear(fromByte(
-    pick(`ldA${jb}_`, (l, f3, o) => (loadPrefixLane(f3, o, jb) === l ? 1 : 0)), oldByte), 0, [0, 255]));
+  const prefix = [0, 1].map((jb) => c.choose(
+    pick(`ldA${jb}_`, (l, f3, o) => (loadPrefixLane(f3, o, jb) === l ? 1 : 0)).map((s, lane) => [s, oldByte[lane]!] as [Sig, Sig]), [0, 255]));
   // Stores other than an aligned SW: the word they leave in memory (old bytes outside the stored
   // lanes); for a crossing store, the first or the second word.
   const merged: Word = [0, 1, 2, 3].map((lane) => {

@@ -20,7 +20,7 @@ import { wordFromNibbles, wordNibbles, type Word } from './alu.ts';
 import { divStep, negWord, signedResult } from './div.ts';
 import { mulBytes } from './mul.ts';
 import { Kind, protocolField, tokenKind } from './cpu-tokens.ts';
-import { bitsWord } from './cpu-words.ts';
+import { readWord } from './cpu-words.ts';
 
 export interface BignumInputs {
   /** The register file and the bank enables (register file); the instruction (fetch, decode). */
@@ -151,7 +151,7 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   const rRam = c.ram('divR', { rows: 1, fields: Array.from({ length: 32 }, () => 2) });
   const rIn = Array.from({ length: 32 }, (_, k) => c.and(isH, k < 16 ? prevDLo[k]! : cvW[k - 16]!));
   rRam.write(c.constant(0), rIn, c.or(remTransfer, divStart));
-  const remLatch = bitsWord(c, rRam.read(c.constant(0)));
+  const remLatch = readWord(c, rRam, c.constant(0)).word;
   // Operands: magnitudes for DIV / REM, the values for DIVU / REMU.
   const nA = wordNibbles(c, A);
   const nB = wordNibbles(c, B);
@@ -176,7 +176,7 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
     const later = c.table(`divStep${k}`, [fedC, sLatch!], (f, sl) => (f !== 0 && (f === 2 ? sl + 1 : sl) === k ? 1 : 0), [0, 1]);
     return c.linear([[startGe[k]!, 1], [startGe[k + 1]!, -1], [later, 1]], 0, [0, 1]).named(`divSel${k}`);
   });
-  const nib = c.linear(stepSel.map((sel, k) => [c.select(sel, magA[7 - k]!, 0), 1] as [Sig, number]), 0, [0, 15]).named('divNib');
+  const nib = c.choose(stepSel.map((sel, k) => [sel, magA[7 - k]!] as [Sig, Sig]), [0, 15]).named('divNib');
   const step = divStep(c, remLatch, nib, magB, 'div');
   const sUse = c.linear(stepSel.map((sel, k) => [sel, k] as [Sig, number]), 0, [0, 7]);
   const Qword = wordFromNibbles(c, Array.from({ length: 8 }, (_, j) => digits[7 - j]!));

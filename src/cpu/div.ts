@@ -103,10 +103,9 @@ export function divStep(c: CircuitBuilder, R: Word, nib: Sig, B: Word, tag = 'di
     if (m < 15) terms.push([ge[m]!, -1]);
     onehot.push(c.linear(terms, 0, [0, 1]).named(`${tag}.is${m}`));
   }
-  const remNibbles = Array.from({ length: 8 }, (_, j) => {
-    const sel = onehot.map((o, m) => c.select(o, digits[m]![j]!, 0).named(`${tag}.r${j}.m${m}`));
-    return c.linear(sel.map((v) => [v, 1] as [Sig, number]), 0, [0, 15]).named(`${tag}.r${j}`);
-  });
+  // (one o_m holds: a choice, whose nibble is one dim, passes/lower-encodings.ts choiceDim)
+  const remNibbles = Array.from({ length: 8 }, (_, j) =>
+    c.choose(onehot.map((o, m) => [o, digits[m]![j]!] as [Sig, Sig]), [0, 15]).named(`${tag}.r${j}`));
   return { q, rem: wordFromNibbles(c, remNibbles), ge };
 }
 

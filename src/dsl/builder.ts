@@ -414,8 +414,9 @@ export class CircuitBuilder {
 
   /**
    * The value of the one case whose condition holds, 0 when none does: Σ_k select(cond_k, value_k, 0).
-   * At most one condition may hold at any position (the interpreters check it). Lowered as that
-   * sum of selects; as an emit field its one-hot comes straight from the conditions and values
+   * At most one condition may hold at any position (the interpreters check it). Lowered as one dim
+   * that every case's SWITCH unit writes (passes/lower-encodings.ts choiceDim; the sum of selects
+   * where a value is too wide for a switch); as an emit field its one-hot comes straight from the conditions and values
    * (one FFN layer after them instead of two: passes/lower-encodings.ts), and so does a table over
    * it built with `overCases`.
    */

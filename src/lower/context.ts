@@ -165,9 +165,14 @@ export class LowerContext {
       f = form([{ dim, coef: 1 }], 0);
     } else if (n.op === 'const') f = constForm(n.value);
     else if (n.op === 'linear') {
-      f = constForm(n.bias);
-      for (const t of n.terms) f = combine(1, f, t.coef, this.formOf(t.node));
-    } else f = this.producers.form(this, n) ?? form([{ dim: this.scalarDim(n.id), coef: 1 }], 0);
+      // a choice may have a dim of its own (producers.form); else its selects' sum
+      const own = n.choice ? this.producers.form(this, n) : null;
+      if (own !== null) f = own;
+      else {
+        f = constForm(n.bias);
+        for (const t of n.terms) f = combine(1, f, t.coef, this.formOf(t.node));
+      }
+    } else f =  this.producers.form(this, n) ?? form([{ dim: this.scalarDim(n.id), coef: 1 }], 0);
     this.forms.set(n.id, f);
     return f;
   }

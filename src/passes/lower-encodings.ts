@@ -3,9 +3,9 @@
  * constants come from the embedding (free); computed signals get them from one shared-ramp table
  * over their scalar form (FFN; gadgets/ffn-core.ts `rampTable`).
  */
-import type { NodeId } from '../ir/types.ts';
+import type { IrNode, NodeId } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
-import { input, linUnit, rampTable, rampUnitsLowerBound } from '../gadgets/ffn-core.ts';
+import { input, linUnit, rampTable, rampUnitsLowerBound, switchUnit } from '../gadgets/ffn-core.ts';
 import { combine, constForm, form, type FfnUnit, type Form, type VDim } from '../lower/forms.ts';
 import { atNode, type LowerContext } from '../lower/context.ts';
 import { cheapestTableOrder } from './table-order.ts';
@@ -179,6 +179,33 @@ export function unlessBound<T>(make: () => T): T | null {
     if (e instanceof ChipcError && e.code.startsWith('ffn.')) return null;
     throw e;
   }
+}
+
+/**
+ * A choice (c.choose: Σ_k select(cond_k, value_k, 0), at most one cond holding) as one dim: one
+ * SWITCH unit per case, all writing that dim (gadgets/ffn-core.ts switchUnit: exactly
+ * cond_k·value_k, ±0 when cond_k = 0), so the dim holds the chosen value (0 when no case holds)
+ * one FFN layer after the conditions and values — where the selects took two units per case and
+ * a dim each, and every consumer read all of them. Preconditions: each cond a bit, at most one
+ * holding (the interpreters check choices), every value within the switch's up range. Null when
+ * a switch's bounds fail (the caller reads the selects' sum).
+ */
+export function choiceDim(ctx: LowerContext, n: IrNode): VDim | null {
+  if (n.op !== 'linear' || !n.choice) return null;
+  const dims = ctx.encoding(`choice:${n.id}`, () => {
+    const dim = ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name);
+    const units = unlessBound(() => n.terms.map((t, k) => {
+      const s = ctx.resolve(t.node);
+      if (s.op !== 'select') throw new Error(`internal: choice "${n.name}" has a case that is not a select`);
+      const v = ctx.resolve(s.then).range;
+      return switchUnit(input(ctx.formOf(s.cond), 0, 1), input(ctx.formOf(s.then), v.lo, v.hi), [{ dim, k: 1 }], `${n.name}.case${k}`);
+    }));
+    if (units === null) return [];
+    ctx.addOp({ kind: 'ffn', what: `choice "${n.name}"`, units, reads: opReads(units), writes: [dim] });
+    ctx.setScalarDim(n.id, dim);
+    return [dim];
+  });
+  return dims[0] ?? null;
 }
 
 /** A choice case's value read through more dims than this is read from its own slot. */

@@ -11,11 +11,11 @@ import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
 import { input, linUnit, withDimBounds } from '../gadgets/ffn-core.ts';
 import { atNode, LowerContext, type EmbedValues, type Producers } from '../lower/context.ts';
-import type { VDim } from '../lower/forms.ts';
+import { form, type VDim } from '../lower/forms.ts';
 import type { LoweredCircuit, TokenRow } from '../lower/lowered.ts';
 import { opReads } from '../lower/op-io.ts';
 import { lowerArith } from './lower-arith.ts';
-import { oneHotOf } from './lower-encodings.ts';
+import { choiceDim, oneHotOf } from './lower-encodings.ts';
 import { lowerRam } from './lower-ram.ts';
 import { lowerLookup } from './lower-lookup.ts';
 import { lowerPrev } from './lower-prev.ts';
@@ -43,7 +43,14 @@ function producers(ir: CircuitIR, target: ModelConfig): Producers {
   const ramsDone = new Set<number>();
   const lookupsDone = new Set<number>();
   return {
-    form: (ctx, n) => (n.op === 'prev' ? lowerPrev(ctx, n, target) : null),
+    form: (ctx, n) => {
+      if (n.op === 'prev') return lowerPrev(ctx, n, target);
+      if (n.op === 'linear' && n.choice) {
+        const d = choiceDim(ctx, n);
+        return d === null ? null : form([{ dim: d, coef: 1 }], 0);
+      }
+      return null;
+    },
     scalar: (ctx, n) => {
       switch (n.op) {
         case 'table':
@@ -52,6 +59,7 @@ function producers(ir: CircuitIR, target: ModelConfig): Producers {
         case 'logic':
           return lowerArith(ctx, n);
         case 'linear':
+          return (n.choice ? choiceDim(ctx, n) : null) ?? lowerLinear(ctx, n);
         case 'prev':
           return lowerLinear(ctx, n);
         case 'ram_read':

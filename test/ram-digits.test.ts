@@ -14,7 +14,7 @@ import { buildCircuit } from '../src/dsl/load.ts';
 import { compileCircuit } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { checkCompiled } from '../src/verify/check.ts';
-import { Interpreter } from '../src/ir/interpret.ts';
+import { expectMapModel } from './helpers/ram-model.ts';
 
 const BOS = 1024;
 const fields = (t: number) => ({ write: (t >> 9) & 1, row: (t >> 4) & 31, value: t & 15 });
@@ -56,15 +56,7 @@ describe('RAM address as one-hot digits (a linear of a 3-bit table and a 2-bit t
     expect(most).toBe(3);
   });
   it('the interpreter matches a Map model of the RAM', () => {
-    fc.assert(fc.property(streams, (tokens) => {
-      const out = new Interpreter(res.ir).run(tokens).map((p) => p.emitted);
-      const mem = new Map<number, number>();
-      tokens.slice(1).forEach((t, i) => {
-        const f = fields(t);
-        if (f.write) mem.set(f.row, f.value);
-        expect(out[i + 1]).toBe(mem.get(f.row) ?? 0);
-      });
-    }), { numRuns: 20 });
+    fc.assert(fc.property(streams, (tokens) => expectMapModel(res.ir, tokens, fields, (word) => word ?? 0)), { numRuns: 20 });
   });
   for (const [label, opts] of [
     ['f32 sparse', { profile: 'f32', path: 'sparse' }], ['f32 dense', { profile: 'f32', path: 'dense' }],
@@ -109,13 +101,7 @@ describe('RAM enables that are sums of exclusive signals', () => {
   });
   it('write and read exactly where the sums say (interpreter = a Map model; weights = interpreter, f32 and bf16)', () => {
     fc.assert(fc.property(streams, (tokens) => {
-      const out = new Interpreter(withEnables.ir).run(tokens).map((p) => p.emitted);
-      const mem = new Map<number, number>();
-      tokens.slice(1).forEach((t, i) => {
-        const f = fields(t);
-        if (f.write) mem.set(f.row, f.value);
-        expect(out[i + 1]).toBe(f.value === 15 ? 0 : mem.get(f.row) ?? 0);
-      });
+      expectMapModel(withEnables.ir, tokens, fields, (word, f) => (f.value === 15 ? 0 : word ?? 0));
       for (const profile of ['f32', 'bf16'] as const) expect(checkCompiled(withEnables, tokens, { profile }).mismatches).toEqual([]);
     }), { numRuns: 6 });
   });
@@ -162,13 +148,7 @@ describe('packed rows whose select bit lies in a table digit', () => {
   });
   it('write and read as a Map model says (interpreter; weights = interpreter at every position and dim, f32 and bf16)', () => {
     fc.assert(fc.property(streams, (tokens) => {
-      const out = new Interpreter(withPacked.ir).run(tokens).map((p) => p.emitted);
-      const mem = new Map<number, number>();
-      tokens.slice(1).forEach((t, i) => {
-        const f = fields(t);
-        if (f.write) mem.set(f.row, f.value);
-        expect(out[i + 1]).toBe(mem.get(f.row) ?? 0);
-      });
+      expectMapModel(withPacked.ir, tokens, fields, (word) => word ?? 0);
       for (const profile of ['f32', 'bf16'] as const) expect(checkCompiled(withPacked, tokens, { profile }).mismatches).toEqual([]);
     }), { numRuns: 6 });
   });

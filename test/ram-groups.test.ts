@@ -15,7 +15,7 @@ import { buildCircuit } from '../src/dsl/load.ts';
 import { compileCircuit } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { checkCompiled } from '../src/verify/check.ts';
-import { Interpreter } from '../src/ir/interpret.ts';
+import { expectMapModel } from './helpers/ram-model.ts';
 import { ChipcError } from '../src/util/errors.ts';
 
 const BOS = 1024;
@@ -65,13 +65,7 @@ describe('RAM read groups', () => {
   });
   it('the interpreter reads the row as a Map model says; the weights equal the interpreter at every dim (f32, bf16)', () => {
     fc.assert(fc.property(streams, (tokens) => {
-      const out = new Interpreter(withGroups.ir).run(tokens).map((p) => p.emitted);
-      const mem = new Map<number, number>();
-      tokens.slice(1).forEach((t, i) => {
-        const f = fields(t);
-        if (f.write) mem.set(f.row, f.value);
-        expect(out[i + 1]).toBe(product(mem.get(f.row) ?? 0));
-      });
+      expectMapModel(withGroups.ir, tokens, fields, (word) => product(word ?? 0));
       for (const profile of ['f32', 'bf16'] as const) expect(checkCompiled(withGroups, tokens, { profile }).mismatches).toEqual([]);
     }), { numRuns: 8 });
   });

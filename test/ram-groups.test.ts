@@ -62,6 +62,9 @@ describe('RAM read groups', () => {
     const names = withGroups.signals.map((s) => s.name);
     expect(names).toContain('mem.r0.g0');
     expect(names).toContain('mem.r0.g1');
+    // the fields themselves are read by nothing: the lowering drops them from the read-out (no slot)
+    expect(names.filter((n) => /^mem\.r0\.f\d+$/.test(n))).toEqual([]);
+    expect(withoutGroups.signals.map((s) => s.name).filter((n) => /^mem\.r0\.f\d+$/.test(n))).toHaveLength(8);
   });
   it('the interpreter reads the row as a Map model says; the weights equal the interpreter at every dim (f32, bf16)', () => {
     fc.assert(fc.property(streams, (tokens) => {

@@ -104,8 +104,8 @@ export interface RuntimeConfigInputs {
 export interface RuntimeConfig {
   /** The program's code end in words (11 bits): stores below it are code stores. */
   codeEndBits: Sig[];
-  /** Its tohost address (32 bits, bit 0 set when there is one). */
-  tohostBits: Sig[];
+  /** Its tohost address (bit 0 set when there is one) as 4 bytes, least significant first: read groups of its bits. */
+  tohostBytes: Sig[];
 }
 
 export function runtimeConfig(c: CircuitBuilder, io: RuntimeConfigInputs): RuntimeConfig {
@@ -117,8 +117,9 @@ export function runtimeConfig(c: CircuitBuilder, io: RuntimeConfigInputs): Runti
   const codeEndBits = codeEndRam.read(c.constant(0));
   const tohostRam = c.ram('tohost', { rows: 1, fields: Array.from({ length: 32 }, () => 2) });
   tohostRam.write(c.constant(0), tokenWord, loadConfig(1));
-  const tohostBits = tohostRam.read(c.constant(0));
-  return { codeEndBits, tohostBits };
+  const byteGroups = [0, 1, 2, 3].map((k) => Array.from({ length: 8 }, (_, i) => [8 * k + i, 2 ** i] as [number, number]));
+  const tohostBytes = tohostRam.readWithGroups(c.constant(0), undefined, byteGroups).groups;
+  return { codeEndBits, tohostBytes };
 }
 
 export interface ControlFlowInputs {
@@ -207,8 +208,8 @@ export interface HaltInputs {
   isSystem: Sig;
   isSW: Sig;
   ea: Word;
-  /** The configured tohost address (runtimeConfig) and the early-trap flag (decode). */
-  tohostBits: Sig[];
+  /** The configured tohost address's bytes (runtimeConfig) and the early-trap flag (decode). */
+  tohostBytes: Sig[];
   earlyAny: Sig;
 }
 
@@ -219,7 +220,7 @@ export interface Halt {
 }
 
 export function haltCheck(c: CircuitBuilder, io: HaltInputs): Halt {
-  const { A, B, b, isSystem, isSW, ea, tohostBits, earlyAny } = io;
+  const { A, B, b, isSystem, isSW, ea, tohostBytes, earlyAny } = io;
   // ── halt: ecall with a7 = 93 (code a0), or a nonzero word stored to tohost (code value >>> 1);
   //    the code is clipped to 255 outside 0…255 (docs/token-protocol.md) ─────────────────────
   const a7is93 = c.and(eq32(c, A, constWord(c, 93), 'a7'), isSystem).named('exit');
@@ -236,7 +237,7 @@ export function haltCheck(c: CircuitBuilder, io: HaltInputs): Halt {
     // tohost address comes from its configuration word, whose bit 0 says one is set (tohost is
     // word-aligned): byte 0 must equal that byte − 1, which no address byte does without it.
     const nonZero = c.not(eq32(c, B, constWord(c, 0), 'tohostZero'));
-    const tohostByte = (k: number) => c.linear(tohostBits.slice(8 * k, 8 * k + 8).map((x, i) => [x, 2 ** i] as [Sig, number]), k === 0 ? -1 : 0);
+    const tohostByte = (k: number) => c.linear([[tohostBytes[k]!, 1]], k === 0 ? -1 : 0);
     const tohostHalt = c.linear([
       ...[0, 1, 2, 3].map((k) => [c.linear([[ea[k]!, 1], [tohostByte(k), -1]]).eq(0), 1] as [Sig, number]),
       [isSW, 1], [nonZero, 1], [earlyAny, -6],

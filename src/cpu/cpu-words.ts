@@ -38,14 +38,16 @@ export function tableOverClass(
   return c.table(names[1], [klass, late], (k, x) => rows[k]![x - late.range.lo]!, range);
 }
 
+/** The 8 nibbles of a word stored as 32 one-bit fields, as read groups (Ram.readWithGroups). */
+export const NIBBLE_GROUPS: [number, number][][] = Array.from({ length: 8 }, (_, n) => Array.from({ length: 4 }, (_, k) => [4 * n + k, 2 ** k] as [number, number]));
+
 /**
  * Read a word stored as 32 one-bit fields: its bits, and the word built from nibbles that the
  * read-out writes as values of their own (Ram.readWithGroups), so that a table over a nibble
  * reads one dim where it would read four bits.
  */
 export function readWord(c: CircuitBuilder, ram: Ram, addr: Sig, enable?: Sig): { bits: Sig[]; word: Word } {
-  const groups = Array.from({ length: 8 }, (_, n) => Array.from({ length: 4 }, (_, k) => [4 * n + k, 2 ** k] as [number, number]));
-  const r = ram.readWithGroups(addr, enable, groups);
+  const r = ram.readWithGroups(addr, enable, NIBBLE_GROUPS);
   return { bits: r.fields, word: [0, 1, 2, 3].map((b) => byteFromNibbles(c, r.groups[2 * b]!, r.groups[2 * b + 1]!)) };
 }
 

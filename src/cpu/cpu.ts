@@ -67,7 +67,7 @@ export function cpuCircuit(opts: CpuOptions) {
       alu, link: rf.link, loaded: mem.loaded, merged: mem.merged, ...mul, ...div, aluOp: dec.aluOp, isSys73: dec.isSys73,
     });
     const flow = controlFlow(c, { shape, ...rf, ...dec, ins, immI: alu.immI });
-    const halt = haltCheck(c, { ...rf, ...dec, ...mem, tohostBits: config.tohostBits });
+    const halt = haltCheck(c, { ...rf, ...dec, ...mem, tohostBytes: config.tohostBytes });
     emit(c, { ...tok, ...pc, ...rf, ...dec, ...mem, ...flow, ...halt, ...div, mulHigh: mul.mulHigh, others });
   });
 }

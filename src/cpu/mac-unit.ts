@@ -25,6 +25,7 @@
  * instruction's bank), so their bit sums stay 0/1 and the column bound above holds.
  */
 import type { CircuitBuilder, Ram, Sig } from '../dsl/index.ts';
+import { NIBBLE_GROUPS } from './cpu-words.ts';
 
 /** custom-0: the unit's opcode (funct3 = 0; funct7 = 0: bn.mac, 1: bn.mac1; every other custom-0 word is illegal). */
 export const BN_OPCODE = 0x0b;
@@ -60,7 +61,9 @@ export interface MacUnit {
 
 /** Build the unit's read port and carry latches. */
 export function macUnit(c: CircuitBuilder, io: MacUnitInputs): MacUnit {
-  const acc = io.regs.read(io.rd, io.isMac);
+  // rd and the carry enter the columns as nibbles, read as groups (their bits are then unread)
+  const accRead = io.regs.readWithGroups(io.rd, io.isMac, NIBBLE_GROUPS);
+  const acc = accRead.fields;
   const bits32 = Array.from({ length: 32 }, () => 2);
   const pending = c.ram('bnPending', { rows: 1, fields: bits32 });
   pending.write(c.constant(0), io.tokenWord, io.carryIn);
@@ -68,12 +71,13 @@ export function macUnit(c: CircuitBuilder, io: MacUnitInputs): MacUnit {
   const reads = io.bankRead.map((en, b) => {
     const bank = c.ram(b === 0 ? 'bnCarry' : `bnCarry${b}`, { rows: 1, fields: bits32 });
     bank.write(c.constant(0), pend, io.bankMove[b]!);
-    return bank.read(c.constant(0), en);
+    return bank.readWithGroups(c.constant(0), en, NIBBLE_GROUPS);
   });
-  // At most one bank is read (the others read 0): each bit of the sum is 0 or 1.
-  const carry = Array.from({ length: 32 }, (_, m) => c.linear(reads.map((r) => [r[m]!, 1] as [Sig, number]), 0, [0, 1]));
+  // At most one bank is read (the others read 0): each bit of the sum is 0 or 1, each nibble a nibble.
+  const carry = Array.from({ length: 32 }, (_, m) => c.linear(reads.map((r) => [r.fields[m]!, 1] as [Sig, number]), 0, [0, 1]));
+  const carryNibbles = Array.from({ length: 8 }, (_, n) => c.linear(reads.map((r) => [r.groups[n]!, 1] as [Sig, number]), 0, [0, 15]));
   const columns = (cols: [Sig | number, number][][]): void => {
-    for (let m = 0; m < 32; m++) cols[m >> 2]!.push([acc[m]!, 2 ** (m & 3)], [carry[m]!, 2 ** (m & 3)]);
+    for (let n = 0; n < 8; n++) cols[n]!.push([accRead.groups[n]!, 1], [carryNibbles[n]!, 1]);
   };
   return { acc, carry, columns };
 }

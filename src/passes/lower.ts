@@ -12,7 +12,7 @@ import { ChipcError } from '../util/errors.ts';
 import { input, linUnit, withDimBounds } from '../gadgets/ffn-core.ts';
 import { atNode, LowerContext, type EmbedValues, type Producers } from '../lower/context.ts';
 import { form, type VDim } from '../lower/forms.ts';
-import type { LoweredCircuit, TokenRow } from '../lower/lowered.ts';
+import type { LoweredCircuit, LoweredOp, TokenRow } from '../lower/lowered.ts';
 import { opReads } from '../lower/op-io.ts';
 import { lowerArith } from './lower-arith.ts';
 import { choiceDim, oneHotOf } from './lower-encodings.ts';
@@ -146,6 +146,7 @@ function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): Lowered
   if (target.vocabSize < ir.vocab) {
     throw new ChipcError('fit.vocab', `the circuit uses ${ir.vocab} token ids; the target's vocabulary has ${target.vocabSize}`);
   }
+  pruneUnreadRamOutputs(ctx.ops, lmHeadDims);
   const embedded = ctx.embedded;
   const embedDims = [...embedded.keys()];
   return {
@@ -210,4 +211,19 @@ function tabulate(f: (t: number) => number, vocab: number): { tokens: Int32Array
     }
   }
   return { tokens: Int32Array.from(ids), values: Float64Array.from(vals) };
+}
+
+/**
+ * A RAM's lowering gives every field of every read port a dim (and its read groups theirs); the
+ * ones no op and no LM head row reads are dropped from the op's writes and its read-out (out_proj
+ * columns), so they take no slot. (A 32-bit word read for its nibbles, say, leaves its bits.)
+ */
+function pruneUnreadRamOutputs(ops: LoweredOp[], lmHeadDims: VDim[]): void {
+  const read = new Set<VDim>(lmHeadDims);
+  for (const op of ops) for (const d of op.reads) read.add(d);
+  for (const op of ops) {
+    if (op.kind !== 'gdn' || op.ram === undefined || op.writes.every((d) => read.has(d))) continue;
+    op.writes = op.writes.filter((d) => read.has(d));
+    for (const h of op.heads) for (const v of h.values) if (v !== null) v.out = v.out.filter((o) => read.has(o.dim));
+  }
 }

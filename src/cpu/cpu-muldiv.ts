@@ -136,7 +136,9 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   const { A, B, b, clsAlu, funct3, loading, isStart, isQ, isH, fedC, qStep, qDigit, cvW, prevDLo, prevIsQ, ppQ, remTransfer } = io;
   // ── M extension: division by radix-16 steps, one per position (docs/token-protocol.md "v2 changes")
   //    Latches written from tokens: the step s (Q), the digits q_s (Q), the partial remainder
-  //    R (the step's H, with the D latch); all three cleared / reset when a division starts.
+  //    R (the step's H, with the D latch); the digits and R are cleared at every instruction's
+  //    start (read only inside a division; a reset from the fed token alone lets their RAMs sit
+  //    layers sooner than one from the decoded division, and their inputs leave the residual).
   const isDivOp = c.table('isDivOp', [clsAlu, funct3], (k, f3) => (k === 6 && f3 >= 4 ? 1 : 0), [0, 1]);
   const signedDiv = c.table('signedDiv', [clsAlu, funct3], (k, f3) => (k === 6 && (f3 === 4 || f3 === 6) ? 1 : 0), [0, 1]);
   const divStart = c.table('divStart', [isStart, isDivOp, loading], (st, dv, ld) => (st && dv && !ld ? 1 : 0), [0, 1]);
@@ -145,12 +147,12 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   const [sLatch] = sRam.read(c.constant(0));
   const digits = Array.from({ length: 8 }, (_, i) => {
     const d = c.ram(`divQ${i}`, { rows: 1, fields: [16] });
-    d.write(c.constant(0), [qDigit], c.table(`divQ${i}en`, [isQ, qStep, divStart], (q, st, ds) => ((q && st === i) || ds ? 1 : 0), [0, 1]));
+    d.write(c.constant(0), [qDigit], c.table(`divQ${i}en`, [isQ, qStep, isStart], (q, st, s) => ((q && st === i) || s ? 1 : 0), [0, 1]));
     return d.read(c.constant(0))[0]!;
   });
   const rRam = c.ram('divR', { rows: 1, fields: Array.from({ length: 32 }, () => 2) });
   const rIn = Array.from({ length: 32 }, (_, k) => c.and(isH, k < 16 ? prevDLo[k]! : cvW[k - 16]!));
-  rRam.write(c.constant(0), rIn, c.or(remTransfer, divStart));
+  rRam.write(c.constant(0), rIn, c.or(remTransfer, isStart));
   const remLatch = readWord(c, rRam, c.constant(0)).word;
   // Operands: magnitudes for DIV / REM, the values for DIVU / REMU.
   const nA = wordNibbles(c, A);

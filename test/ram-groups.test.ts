@@ -73,12 +73,18 @@ describe('RAM read groups', () => {
     }), { numRuns: 8 });
   });
   it('refuses a group with a repeated field, a field out of range or a coefficient that is not a positive integer', () => {
+    const build = (group: [number, number][]) => buildCircuit(defineCircuit({ name: 'group', vocab: 4 }, (c) => {
+      const bits = Array.from({ length: 8 }, (_, k) => c.tokenField(`b${k}`, (t) => (t >> (k % 2)) & 1, [0, 1]));
+      const mem = c.ram('mem', { rows: 2, fields: bits.map(() => 2) });
+      mem.write(c.constant(0), bits);
+      const r = mem.readWithGroups(c.constant(0), undefined, [group]);
+      c.emit([r.fields[0]!]);
+    }));
+    // the same circuit with a valid group builds
+    expect(build([[0, 1], [1, 2]]).rams[0]!.reads[0]!.groups).toHaveLength(1);
     for (const bad of [[[0, 1], [0, 2]], [[8, 1]], [[1, 0]], [[2, 1.5]], []] as [number, number][][]) {
-      expect(() => buildCircuit(defineCircuit({ name: 'bad-group', vocab: 4 }, (c) => {
-        const mem = c.ram('mem', { rows: 2, fields: Array.from({ length: 8 }, () => 2) });
-        const r = mem.readWithGroups(c.constant(0), undefined, [bad]);
-        c.emit([r.fields[0]!]);
-      }))).toThrow(ChipcError);
+      expect(() => build(bad)).toThrow(ChipcError);
+      expect(() => build(bad)).toThrow(/read group 0/);
     }
   });
 });

@@ -17,7 +17,7 @@ import {
 } from '../../riscv/protocol.ts';
 import type { Word } from './alu.ts';
 import { CODE_STORE_WORDS, TOK, TRAP_IDS } from './cpu-tokens.ts';
-import { tableOverClass } from './cpu-words.ts';
+import { classOverLate, tableOverClass } from './cpu-words.ts';
 
 export interface EmitInputs {
   /** The result word without a load's or store's word (`others`, selectResult), the load's value
@@ -219,38 +219,25 @@ export function emit(c: CircuitBuilder, io: EmitInputs): void {
   // merged word, one layer after the RAM), and otherwise `others` (ready layers before: chosen
   // early, below): at most one of the two cases holds.
   const isMem = c.linear([[isLoad, 1], [isStore, 1]], 0, [0, 1]);
-  const caseOf = (name: string, ks: number[], mem: number) => c.table(name, [planFed, mode, isMem],
-    (f, md, m) => (ks.includes(plan(f, md, 0)[1]) && m === mem ? 1 : 0), [0, 1]);
+  const caseOfMem = (name: string, ks: number[]) => c.table(name, [planFed, mode, isMem],
+    (f, md, m) => (ks.includes(plan(f, md, 0)[1]) && m === 1 ? 1 : 0), [0, 1]);
   const memWord = [0, 1, 2, 3].map((b) => c.linear([[loaded[b]!, 1], [merged[b]!, 1]], 0, [0, 255]));
-  const caR01Mem = caseOf('pcaseR01Mem', [2, 10], 1), caR23Mem = caseOf('pcaseR23Mem', [3], 1);
+  const caR01Mem = caseOfMem('pcaseR01Mem', [2, 10]), caR23Mem = caseOfMem('pcaseR23Mem', [3]);
   // The payloads ready before the data RAM's word and the division step's remainder — the result
   // without a load's or store's word, w + 1, the console byte, the quotient digit, the code
   // store's word, bn.mac's carry — are chosen first, one FFN layer before the payload's one-hot,
   // by the payload case the mode would give without a halt, trap or taken jump (those take cases
   // 4 and 7 of their own): tables over the mode's other late inputs (otherK, resW) and a class of
-  // its early ones with planFed and isMem, numbered by the cases they give over the late ones.
+  // its early ones with planFed and isMem (classOverLate).
   // Where a halt or jump does set the mode, that choice is not read (its case is 0). The one-hot
   // then has eight cases where it had fifteen (each case of a byte's one-hot is a gated ramp
   // table of ≈ 250 units).
-  const caseNoJump = (ok: number, rw: number, sk: number, f: number, m: number) => {
-    const k = plan(f, modeOf(0, sk, ok, rw), 0)[1];
+  const payClass = classOverLate(c, 'payEarlyClass', [stepK, planFed, isMem], [otherK, resW], (sk, f, m, ok, rw) => {
+    const k = plan(f!, modeOf(0, sk!, ok!, rw!), 0)[1];
     return (k === 2 || k === 10 || k === 3) && m === 1 ? -1 : k; // the result's word from memory: not early
-  };
-  const lateCombos: [number, number][] = [];
-  for (let ok = 0; ok <= 5; ok++) for (let rw = 0; rw <= 4; rw++) lateCombos.push([ok, rw]);
-  const classRows: number[][] = [];
-  const classIndex = new Map<string, number>();
-  const classOfEarly = (sk: number, f: number, m: number) => {
-    const row = lateCombos.map(([ok, rw]) => caseNoJump(ok, rw, sk, f, m));
-    const key = row.join(',');
-    let id = classIndex.get(key);
-    if (id === undefined) { id = classRows.length; classIndex.set(key, id); classRows.push(row); }
-    return id;
-  };
-  for (let sk = 0; sk <= 3; sk++) for (let f = 0; f <= 3; f++) for (let m = 0; m <= 1; m++) classOfEarly(sk, f, m);
-  const payClass = c.table('payEarlyClass', [stepK, planFed, isMem], classOfEarly, [0, classRows.length - 1]);
-  const early = (name: string, ks: number[]) => c.table(name, [otherK, resW, payClass],
-    (ok, rw, cl) => (ks.includes(classRows[cl!]![ok! * 5 + rw!]!) ? 1 : 0), [0, 1]);
+  });
+  const early = (name: string, ks: number[]) => c.table(name, [otherK, resW, payClass.klass],
+    (ok, rw, cl) => (ks.includes(payClass.at(cl!, ok!, rw!)) ? 1 : 0), [0, 1]);
   const EARLY_CASES = [5, 6, 8, 11, 14, 15];
   const eR01 = early('payEarlyR01', [2, 10]), eR23 = early('payEarlyR23', [3]);
   const ek = new Map(EARLY_CASES.map((k) => [k, early(`payEarly${k}`, [k])] as [number, Sig]));

@@ -6,36 +6,55 @@
 import type { CircuitBuilder, Ram, Sig } from '../dsl/index.ts';
 import { byteFromNibbles, type Word } from './alu.ts';
 
+/** Every combination of the signals' values in table order (first signal slowest). */
+function combinations(sigs: Sig[]): number[][] {
+  const spans = sigs.map((s) => s.range.hi - s.range.lo + 1);
+  const size = spans.reduce((a, n) => a * n, 1);
+  return Array.from({ length: size }, (_, i) => {
+    let rem = i;
+    const v = new Array<number>(sigs.length);
+    for (let k = sigs.length - 1; k >= 0; k--) { v[k] = sigs[k]!.range.lo + (rem % spans[k]!); rem = Math.floor(rem / spans[k]!); }
+    return v;
+  });
+}
+
 /**
- * f(early…, late) as two tables: a class of the early inputs — their combinations numbered, in
- * table order, by the values f gives over late's range (first appearance) — and the table over
- * (class, late). The second is one FFN layer after late whatever the early inputs' count, where
- * one table over them all would span more cases than an exact ramp table can.
+ * A class of the early inputs for f(early…, late…): their combinations numbered, in table order,
+ * by the values f gives over the late inputs' combinations (first appearance), as one table;
+ * `at(k, late…)` is f's value for class k at those late values. A table over (class, late…) is
+ * then one FFN layer after the late inputs whatever the early inputs' count, where one table over
+ * them all would span more cases than an exact ramp table can.
  */
-export function tableOverClass(
-  c: CircuitBuilder, names: [klass: string, table: string], early: Sig[], late: Sig, f: (...v: number[]) => number, range?: [number, number],
-): Sig {
-  const lates = Array.from({ length: late.range.hi - late.range.lo + 1 }, (_, i) => late.range.lo + i);
+export function classOverLate(
+  c: CircuitBuilder, name: string, early: Sig[], late: Sig[], f: (...v: number[]) => number,
+): { klass: Sig; at: (k: number, ...late: number[]) => number } {
+  const lates = combinations(late);
   const rows: number[][] = [];
   const index = new Map<string, number>();
   const classOf = (...v: number[]): number => {
-    const row = lates.map((x) => f(...v, x));
+    const row = lates.map((x) => f(...v, ...x));
     const key = row.join(',');
     let k = index.get(key);
     if (k === undefined) { k = rows.length; index.set(key, k); rows.push(row); }
     return k;
   };
-  // Every combination in table order (first input slowest), so that the class's range is known.
-  const spans = early.map((s) => s.range.hi - s.range.lo + 1);
-  const size = spans.reduce((a, n) => a * n, 1);
-  for (let i = 0; i < size; i++) {
-    let rem = i;
-    const v = new Array<number>(early.length);
-    for (let k = early.length - 1; k >= 0; k--) { v[k] = early[k]!.range.lo + (rem % spans[k]!); rem = Math.floor(rem / spans[k]!); }
-    classOf(...v);
-  }
-  const klass = c.table(names[0], early, classOf, [0, rows.length - 1]);
-  return c.table(names[1], [klass, late], (k, x) => rows[k]![x - late.range.lo]!, range);
+  // Every combination first, so that the class's range is known.
+  for (const v of combinations(early)) classOf(...v);
+  const klass = c.table(name, early, classOf, [0, rows.length - 1]);
+  const at = (k: number, ...x: number[]) => {
+    let i = 0;
+    x.forEach((xv, j) => { i = i * (late[j]!.range.hi - late[j]!.range.lo + 1) + xv - late[j]!.range.lo; });
+    return rows[k]![i]!;
+  };
+  return { klass, at };
+}
+
+/** f(early…, late) as two tables: the class of the early inputs over late (classOverLate), and the table over (class, late). */
+export function tableOverClass(
+  c: CircuitBuilder, names: [klass: string, table: string], early: Sig[], late: Sig, f: (...v: number[]) => number, range?: [number, number],
+): Sig {
+  const { klass, at } = classOverLate(c, names[0], early, [late], f);
+  return c.table(names[1], [klass, late], (k, x) => at(k, x), range);
 }
 
 /** The 8 nibbles of a word stored as 32 one-bit fields, as read groups (Ram.readWithGroups). */

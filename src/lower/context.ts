@@ -156,14 +156,9 @@ export class LowerContext {
     const memo = this.forms.get(n.id);
     if (memo) return memo;
     let f: Form;
-    const group = this.readGroups.get(n.id);
-    if (group !== undefined) {
-      // a RAM read group: its RAM's lowering (on demand, here) gives it a dim of its own
-      this.scalarDim(group);
-      const dim = this.scalarDims.get(n.id);
-      if (dim === undefined) throw new Error(`internal: read group "${n.name}" has no dim after its RAM's lowering`);
-      f = form([{ dim, coef: 1 }], 0);
-    } else if (n.op === 'const') f = constForm(n.value);
+    // a RAM read group has a dim of its own (scalarDim: its RAM's lowering writes it)
+    if (this.readGroups.has(n.id)) f = form([{ dim: this.scalarDim(n.id), coef: 1 }], 0);
+    else if (n.op === 'const') f = constForm(n.value);
     else if (n.op === 'linear') {
       // a choice may have a dim of its own (producers.form); else its selects' sum
       const own = n.choice ? this.producers.form(this, n) : null;
@@ -172,7 +167,7 @@ export class LowerContext {
         f = constForm(n.bias);
         for (const t of n.terms) f = combine(1, f, t.coef, this.formOf(t.node));
       }
-    } else f =  this.producers.form(this, n) ?? form([{ dim: this.scalarDim(n.id), coef: 1 }], 0);
+    } else f = this.producers.form(this, n) ?? form([{ dim: this.scalarDim(n.id), coef: 1 }], 0);
     this.forms.set(n.id, f);
     return f;
   }

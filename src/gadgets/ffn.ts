@@ -146,7 +146,8 @@ export function eq(out: VDim, x: IntInput, t: number, k = 1): FfnUnit[] {
 
 export type CompareOp = 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge';
 
-const CMP: Record<CompareOp, (d: number) => boolean> = {
+/** [d op 0] for d = a − b. */
+export const COMPARE_HOLDS: Record<CompareOp, (d: number) => boolean> = {
   eq: (d) => d === 0, ne: (d) => d !== 0, lt: (d) => d < 0, le: (d) => d <= 0, gt: (d) => d > 0, ge: (d) => d >= 0,
 };
 
@@ -160,7 +161,7 @@ export function compare(out: VDim, a: IntInput, b: IntInput | number, op: Compar
   checkK(k, 'compare');
   const bi = typeof b === 'number' ? input(constForm(b), b, b) : b;
   const d = minus(a, bi);
-  const p = CMP[op];
+  const p = COMPARE_HOLDS[op];
   return fnTable(out, d, (v) => (p(v) ? k : 0), `compare.${op}`);
 }
 

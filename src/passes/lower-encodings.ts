@@ -3,9 +3,12 @@
  * constants come from the embedding (free); computed signals get them from one shared-ramp table
  * over their scalar form (FFN; gadgets/ffn-core.ts `rampTable`).
  */
-import type { IrNode, NodeId } from '../ir/types.ts';
+import { SLOT_MAX, type CircuitIR, type IrNode, type NodeId } from '../ir/types.ts';
+import { nodeDeps } from '../ir/deps.ts';
 import { ChipcError } from '../util/errors.ts';
 import { input, linUnit, rampTable, rampUnitsLowerBound, switchUnit } from '../gadgets/ffn-core.ts';
+import { COMPARE_HOLDS, compare } from '../gadgets/ffn.ts';
+import type { IntInput, RampOutput } from '../gadgets/ffn-core.ts';
 import { combine, constForm, form, type FfnUnit, type Form, type VDim } from '../lower/forms.ts';
 import { atNode, type LowerContext } from '../lower/context.ts';
 import { cheapestTableOrder } from './table-order.ts';
@@ -202,6 +205,112 @@ export function choiceDim(ctx: LowerContext, n: IrNode): VDim | null {
     }));
     if (units === null) return [];
     ctx.addOp({ kind: 'ffn', what: `choice "${n.name}"`, units, reads: opReads(units), writes: [dim] });
+    ctx.setScalarDim(n.id, dim);
+    return [dim];
+  });
+  return dims[0] ?? null;
+}
+
+/** How many places name each node: other nodes' inputs, RAM ports, lookups and the emit (kept per IR). */
+const useCounts = new WeakMap<CircuitIR, Int32Array>();
+function usesOf(ir: CircuitIR): Int32Array {
+  let uses = useCounts.get(ir);
+  if (uses !== undefined) return uses;
+  uses = new Int32Array(ir.nodes.length);
+  const count = (id: NodeId | null | undefined) => { if (id !== null && id !== undefined) uses![id]!++; };
+  for (const n of ir.nodes) for (const d of new Set(nodeDeps(ir, n))) count(d);
+  for (const ram of ir.rams) {
+    if (ram.write) { count(ram.write.addr); count(ram.write.enable); ram.write.values.forEach(count); }
+    for (const r of ram.reads) { count(r.addr); count(r.enable); r.groups?.forEach(count); }
+  }
+  for (const lk of ir.lookups) { [...lk.key, ...lk.value, ...lk.query].forEach(count); count(lk.stamp); count(lk.publish); }
+  ir.emit?.fields.forEach(count);
+  useCounts.set(ir, uses);
+  return uses;
+}
+
+/** How many table nodes read each node (fuse-tables shares ramps among tables over one index). */
+const tableReadCounts = new WeakMap<CircuitIR, Int32Array>();
+function tableReadsOf(ctx: LowerContext): Int32Array {
+  let reads = tableReadCounts.get(ctx.ir);
+  if (reads !== undefined) return reads;
+  reads = new Int32Array(ctx.ir.nodes.length);
+  for (const n of ctx.ir.nodes) if (n.op === 'table') for (const x of new Set(n.inputs.map((i) => ctx.resolve(i).id))) reads[x]!++;
+  tableReadCounts.set(ctx.ir, reads);
+  return reads;
+}
+
+/**
+ * A sum of comparisons or tables as one dim: L = Σ_k coef_k·t_k (bias 0, integer coefficients),
+ * every term t_k a compare or a one-input table that nothing but L reads — say, a byte
+ * Σ 2^i·[x_i + y_i = 1] of a bitwise XOR. The terms over one input x (tables over x, compares of x
+ * with a constant) become one ramp table of x with values Σ_k coef_k·t_k(x); a compare of two
+ * signals, its step table with scale coef_k (gadgets/ffn.ts `compare`). They all write L's dim, in
+ * one FFN op, so L takes one slot where its terms took one each, and every consumer reads one dim.
+ * It costs no layer: the op sits where the last term would, and every consumer of L waited for
+ * that term anyway. Exactness: each table's units sum to exactly its values (the ramp table's own
+ * bounds, checked on the summed values: integers within ±256, partial sums < 2^24), every unit's
+ * output is an integer and L's range is within the slot limit, so the sum is exact in any order
+ * (the order-invariance analysis checks the emitted down projection). Null when L is not such a
+ * sum or a table breaks a gadget bound (then L stays the terms' form).
+ */
+export function sumDim(ctx: LowerContext, n: IrNode): VDim | null {
+  if (n.op !== 'linear' || n.choice || n.bias !== 0 || n.terms.length < 2 || n.range.lo < -SLOT_MAX || n.range.hi > SLOT_MAX) return null;
+  const uses = usesOf(ctx.ir);
+  // the terms by the one input they read (a table's, a compare's with a constant): f(x) per value of x
+  const byInput = new Map<NodeId, { coef: number; f: (v: number) => number; table: boolean }[]>();
+  const pairs: { node: IrNode & { op: 'compare' }; coef: number }[] = [];
+  for (const t of n.terms) {
+    const m = ctx.resolve(t.node);
+    if (uses[t.node] !== 1 || uses[m.id] !== 1 || !Number.isInteger(t.coef)) return null;
+    let x: NodeId;
+    let f: (v: number) => number;
+    if (m.op === 'table' && !m.overCases && m.inputs.length === 1) {
+      x = ctx.resolve(m.inputs[0]!).id;
+      const lo = ctx.resolve(x).range.lo;
+      const values = m.values;
+      f = (v) => values[v - lo]!;
+    } else if (m.op === 'compare') {
+      const a = ctx.resolve(m.a);
+      const b = ctx.resolve(m.b);
+      const holds = COMPARE_HOLDS[m.cmp];
+      if (b.op === 'const') { x = a.id; f = (v) => (holds(v - b.value) ? 1 : 0); }
+      else if (a.op === 'const') { x = b.id; f = (v) => (holds(a.value - v) ? 1 : 0); }
+      else { pairs.push({ node: m, coef: t.coef }); continue; }
+    } else return null;
+    const g = byInput.get(x);
+    const term = { coef: t.coef, f, table: m.op === 'table' };
+    if (g) g.push(term);
+    else byInput.set(x, [term]);
+  }
+  // Tables over an input that other tables read too share ramps with them (fuse-tables): taken
+  // into the sum they would not (the shifters' tables over one nibble cost 4× the units apart).
+  const tableReads = tableReadsOf(ctx);
+  for (const [x, terms] of byInput) {
+    const tables = terms.filter((t) => t.table).length;
+    if (tables > 0 && tableReads[x] !== tables) return null;
+  }
+  const dims = ctx.encoding(`sum:${n.id}`, () => {
+    const dim = ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name);
+    let table: { input: IntInput; outs: RampOutput[] } | undefined;
+    const units = unlessBound(() => {
+      const us: FfnUnit[] = [];
+      for (const [x, terms] of byInput) {
+        const r = ctx.resolve(x).range;
+        const ix = input(ctx.formOf(x), r.lo, r.hi);
+        const outs = [{ dim, values: Array.from({ length: r.hi - r.lo + 1 }, (_, i) => terms.reduce((acc, t) => acc + t.coef * t.f(r.lo + i), 0)) }];
+        if (byInput.size === 1 && pairs.length === 0) table = { input: ix, outs };
+        us.push(...rampTable(ix, outs, `${n.name}.sum`));
+      }
+      for (const { node, coef } of pairs) {
+        const ra = ctx.resolve(node.a).range;
+        const rb = ctx.resolve(node.b).range;
+        us.push(...compare(dim, input(ctx.formOf(node.a), ra.lo, ra.hi), input(ctx.formOf(node.b), rb.lo, rb.hi), node.cmp, coef));
+      }
+      return us;
+    });
+    if (units === null) return [];
+    ctx.addOp({ kind: 'ffn', what: `sum "${n.name}"`, units, reads: opReads(units), writes: [dim], ...(table ? { table } : {}) });
     ctx.setScalarDim(n.id, dim);
     return [dim];
   });

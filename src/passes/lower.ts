@@ -15,7 +15,7 @@ import { form, type VDim } from '../lower/forms.ts';
 import type { LoweredCircuit, LoweredOp, TokenRow } from '../lower/lowered.ts';
 import { opReads } from '../lower/op-io.ts';
 import { lowerArith } from './lower-arith.ts';
-import { choiceDim, oneHotOf } from './lower-encodings.ts';
+import { choiceDim, oneHotOf, sumDim } from './lower-encodings.ts';
 import { lowerRam } from './lower-ram.ts';
 import { lowerLookup } from './lower-lookup.ts';
 import { lowerPrev } from './lower-prev.ts';
@@ -45,8 +45,8 @@ function producers(ir: CircuitIR, target: ModelConfig): Producers {
   return {
     form: (ctx, n) => {
       if (n.op === 'prev') return lowerPrev(ctx, n, target);
-      if (n.op === 'linear' && n.choice) {
-        const d = choiceDim(ctx, n);
+      if (n.op === 'linear') {
+        const d = n.choice ? choiceDim(ctx, n) : sumDim(ctx, n);
         return d === null ? null : form([{ dim: d, coef: 1 }], 0);
       }
       return null;
@@ -59,7 +59,7 @@ function producers(ir: CircuitIR, target: ModelConfig): Producers {
         case 'logic':
           return lowerArith(ctx, n);
         case 'linear':
-          return (n.choice ? choiceDim(ctx, n) : null) ?? lowerLinear(ctx, n);
+          return (n.choice ? choiceDim(ctx, n) : sumDim(ctx, n)) ?? lowerLinear(ctx, n);
         case 'prev':
           return lowerLinear(ctx, n);
         case 'ram_read':

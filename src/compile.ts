@@ -49,6 +49,12 @@ export interface CompileOptions {
    * whose mixer is empty is a `fit.attention-layer` error.
    */
   attentionLayer?: boolean;
+  /**
+   * Move FFN ops later, toward their readers, where that shortens what is alive (passes/sink-ops.ts;
+   * default true). The layers and values are the same either way; false keeps every op as early as
+   * its inputs allow (for comparisons).
+   */
+  sinkOps?: boolean;
 }
 
 export interface CompileResult {
@@ -75,7 +81,7 @@ export function compileCircuit(ir: CircuitIR, host: ModelConfig, opts: CompileOp
   }
   const target = fitVocab(ir, host, opts.vocab);
   const lowered = fuseTables(lower(ir, target));
-  const { schedule: sched, packing } = scheduleAndPack(lowered, target);
+  const { schedule: sched, packing } = scheduleAndPack(lowered, target, { sinkOps: opts.sinkOps ?? true });
   const frame = sizeFrame(packing.slotsUsed, target.hiddenSize, opts.hidden);
   const slotDim = (s: number) => frame.firstSlot + s;
   const slotOf = (v: number) => {

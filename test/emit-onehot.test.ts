@@ -215,3 +215,52 @@ describe('a choice as one dim', () => {
     }
   });
 });
+
+/**
+ * A choice whose case value is a wide form ready long before the conditions: five token fields
+ * summed (embedded, ready at once), chosen by a condition at the end of a three-table chain. The
+ * switch reads the value's own slot (one LIN unit writes it early), so the five fields need not
+ * stay alive until the choice; `wide: false` gives the value two fields, read as they are.
+ */
+function wideCase(wide: boolean) {
+  return defineCircuit({ name: wide ? 'wide-case' : 'narrow-case', vocab: VOCAB, bos: BOS }, (c) => {
+    const nib = (k: number) => c.tokenField(`f${k}`, (t) => (t < 256 ? (t >> k) & 7 : 0), [0, 7]);
+    const fields = (wide ? [0, 1, 2, 3, 4] : [0, 1]).map(nib);
+    const value = c.linear(fields.map((f) => [f, 1] as [Sig, number]), 0, [0, 35]).named('value');
+    const y = c.tokenField('y', (t) => (t < 256 ? t & 15 : 0), [0, 15]);
+    const cond = [(v: number) => (v * 5 + 2) % 16, (v: number) => (v + 9) % 16, (v: number) => (v < 7 ? 1 : 0)]
+      .reduce((s: Sig, f, i) => c.table(`cond${i}`, [s], f, i === 2 ? [0, 1] : [0, 15]), y);
+    const chosen = c.choose([[cond, value]], [0, 35]).named('chosen');
+    c.emit([c.table('h', [chosen], (v) => v % 9, [0, 8])], (v) => v);
+  });
+}
+
+describe('a choice reads a wide case value from its own slot', () => {
+  const wide = compile(wideCase(true));
+  const narrow = compile(wideCase(false));
+  const switchUp = (res: typeof wide) => {
+    const op = res.lowered.ops.find((o) => o.what === 'choice "chosen"');
+    return op?.kind === 'ffn' ? op.units.map((u) => u.up.terms.length) : [];
+  };
+
+  it('reads one dim, which one LIN unit writes before the choice; a narrow value is read as it is', () => {
+    expect(switchUp(wide)).toEqual([1]);
+    expect(wide.lowered.ops.some((o) => o.what === 'linear "value"')).toBe(true);
+    expect(switchUp(narrow)).toEqual([2]);
+    expect(narrow.lowered.ops.some((o) => o.what === 'linear "value"')).toBe(false);
+  });
+
+  it('gives, through the weights (f32, bf16), what the interpreter gives at every position and dim', () => {
+    for (const res of [wide, narrow]) {
+      for (const profile of ['f32', 'bf16'] as const) expect(checkCompiled(res, TOKENS, { profile }).mismatches).toEqual([]);
+    }
+    const steps = new Interpreter(wide.ir).run(TOKENS);
+    for (let p = 1; p < TOKENS.length; p++) {
+      const t = TOKENS[p]!;
+      let v = t & 15;
+      v = ((((v * 5 + 2) % 16) + 9) % 16) < 7 ? 1 : 0;
+      const value = [0, 1, 2, 3, 4].reduce((s, k) => s + ((t >> k) & 7), 0);
+      expect(steps[p]!.emitted).toBe((v ? value : 0) % 9);
+    }
+  });
+});

@@ -70,12 +70,14 @@ export class LowerContext {
 
   /**
    * `gdnKeyHeads`: the target's GDN key heads per layer, for the lowering's own estimates of where
-   * ops land (a choice's case read from its slot or not); unbounded when not given.
+   * ops land (a choice's case read from its slot or not); `ffnUnits`: its FFN units per layer, so
+   * that an op the lowering may build whole or in parts (a sum as one dim) is built in parts when
+   * whole it would crowd a layer. Both unbounded when not given.
    */
   /** Each RAM read group (RamReadPort.groups) → a result of its port, whose lowering writes the group's dim. */
   private readonly readGroups = new Map<NodeId, NodeId>();
 
-  constructor(readonly ir: CircuitIR, private readonly producers: Producers, readonly gdnKeyHeads = Infinity) {
+  constructor(readonly ir: CircuitIR, private readonly producers: Producers, readonly gdnKeyHeads = Infinity, readonly ffnUnits = Infinity) {
     for (const ram of ir.rams) for (const port of ram.reads) for (const g of port.groups ?? []) this.readGroups.set(g, port.results[0]!);
   }
 

@@ -197,11 +197,23 @@ export function choiceDim(ctx: LowerContext, n: IrNode): VDim | null {
   if (n.op !== 'linear' || !n.choice) return null;
   const dims = ctx.encoding(`choice:${n.id}`, () => {
     const dim = ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name);
-    const units = unlessBound(() => n.terms.map((t, k) => {
+    const sels = n.terms.map((t) => {
       const s = ctx.resolve(t.node);
       if (s.op !== 'select') throw new Error(`internal: choice "${n.name}" has a case that is not a select`);
+      return { s, cf: ctx.formOf(s.cond), vf: ctx.formOf(s.then) };
+    });
+    // A case value spread over many dims is read from its own slot when that slot is ready by the
+    // time the last case's inputs are (an ASAP estimate): its dims can then leave the residual
+    // before the choice, and the switch reads one dim.
+    const ready = readyEstimator(ctx);
+    const readyOf = (f: Form) => Math.max(0, ...f.terms.map((t) => ready(t.dim)));
+    const ffnAt = (r: number) => (r % 2 === 1 ? r : r + 1);
+    const at = ffnAt(Math.max(0, ...sels.map(({ cf, vf }) => Math.max(readyOf(cf), readyOf(vf)))));
+    const units = unlessBound(() => sels.map(({ s, cf, vf }, k) => {
       const v = ctx.resolve(s.then).range;
-      return switchUnit(input(ctx.formOf(s.cond), 0, 1), input(ctx.formOf(s.then), v.lo, v.hi), [{ dim, k: 1 }], `${n.name}.case${k}`);
+      const own = vf.terms.length > WIDE_FORM && ffnAt(readyOf(vf)) + 2 <= at;
+      const value = own ? form([{ dim: ctx.scalarDim(s.then), coef: 1 }], 0) : vf;
+      return switchUnit(input(cf, 0, 1), input(value, v.lo, v.hi), [{ dim, k: 1 }], `${n.name}.case${k}`);
     }));
     if (units === null) return [];
     ctx.addOp({ kind: 'ffn', what: `choice "${n.name}"`, units, reads: opReads(units), writes: [dim] });
@@ -229,6 +241,9 @@ function usesOf(ir: CircuitIR): Int32Array {
   return uses;
 }
 
+/** A sum as one dim takes at most 1/SUM_SHARE of a layer's FFN units. */
+const SUM_SHARE = 8;
+
 /** How many table nodes read each node (fuse-tables shares ramps among tables over one index). */
 const tableReadCounts = new WeakMap<CircuitIR, Int32Array>();
 function tableReadsOf(ctx: LowerContext): Int32Array {
@@ -252,7 +267,8 @@ function tableReadsOf(ctx: LowerContext): Int32Array {
  * bounds, checked on the summed values: integers within ±256, partial sums < 2^24), every unit's
  * output is an integer and L's range is within the slot limit, so the sum is exact in any order
  * (the order-invariance analysis checks the emitted down projection). Null when L is not such a
- * sum or a table breaks a gadget bound (then L stays the terms' form).
+ * sum, a table breaks a gadget bound, or the op would take more than an eighth of a layer's FFN
+ * units (then L stays the terms' form).
  */
 export function sumDim(ctx: LowerContext, n: IrNode): VDim | null {
   if (n.op !== 'linear' || n.choice || n.bias !== 0 || n.terms.length < 2 || n.range.lo < -SLOT_MAX || n.range.hi > SLOT_MAX) return null;
@@ -309,7 +325,8 @@ export function sumDim(ctx: LowerContext, n: IrNode): VDim | null {
       }
       return us;
     });
-    if (units === null) return [];
+    // (whole, it must leave most of a layer's FFN to the rest: its terms apart could spread)
+    if (units === null || units.length > ctx.ffnUnits / SUM_SHARE) return [];
     ctx.addOp({ kind: 'ffn', what: `sum "${n.name}"`, units, reads: opReads(units), writes: [dim], ...(table ? { table } : {}) });
     ctx.setScalarDim(n.id, dim);
     return [dim];

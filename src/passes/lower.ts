@@ -30,7 +30,7 @@ function lowerLinear(ctx: LowerContext, n: IrNode): VDim {
 }
 
 export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
-  const ctx = new LowerContext(ir, producers(ir, target), target.linearNumKeyHeads);
+  const ctx = new LowerContext(ir, producers(ir, target), target.linearNumKeyHeads, target.intermediateSize);
   // Gadgets bound their partial sums with the dims' real ranges (a bit is charged 1, not 256).
   return withDimBounds((d) => {
     const info = ctx.dims[d];

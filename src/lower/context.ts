@@ -162,7 +162,7 @@ export class LowerContext {
     if (this.readGroups.has(n.id)) f = form([{ dim: this.scalarDim(n.id), coef: 1 }], 0);
     else if (n.op === 'const') f = constForm(n.value);
     else if (n.op === 'linear') {
-      // a choice or a sum of compares may have a dim of its own (producers.form); else its terms' sum
+      // a choice or a sum of compares and tables may have a dim of its own (producers.form); else its terms' sum
       const own = this.producers.form(this, n);
       if (own !== null) f = own;
       else {

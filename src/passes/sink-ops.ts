@@ -7,7 +7,8 @@
  * sublayer, no later than the one before its first reader (LM head dims are read after the last
  * layer), in a layer with FFN units to spare. Moving from sublayer c to s frees its outputs' slots
  * for s − c sublayers each and holds each input whose last reader it becomes until s; the op takes
- * the sublayer with the largest net saving, if any is positive. The layer count, every op's
+ * the latest sublayer with the largest net saving when that is not negative (a move that saves
+ * nothing itself lets the other readers of the same input follow: the ALU's case conditions). The layer count, every op's
  * inputs and outputs and their values are unchanged: only when values are computed moves, never
  * past a reader. Adds to the schedule: later sublayers for some FFN ops (`producedAt` follows).
  */
@@ -31,7 +32,6 @@ export function sinkOps(lc: LoweredCircuit, sched: Schedule, res: LayerResources
   };
   const order = lc.ops.filter((op) => op.kind === 'ffn').sort((a, b) => sublayer[b.id]! - sublayer[a.id]! || b.id - a.id);
   for (const op of order) {
-    if (op.kind !== 'ffn') continue;
     const cur = sublayer[op.id]!;
     let latest = END - 1;
     for (const w of op.writes) {

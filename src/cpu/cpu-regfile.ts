@@ -105,9 +105,13 @@ export function registerFile(c: CircuitBuilder, io: RegisterFileInputs): Registe
   // two positions after the start — commits nothing and latches the carry as pending; the low
   // word's H (two after that H) commits rd and moves the pending carry into the instruction's
   // carry bank, so every position of the instruction recomputes the same t = rs1·rs2 + rd + carry.
+  // Every H two positions after a start latches its word as pending, whatever the instruction:
+  // only bn.mac's low word's H reads it, and the H before it is always bn.mac's own carry. So the
+  // latch waits for no decode, and its RAM and the banks sit two layers sooner (their 32 pending
+  // bits leave the residual before the multiplier's widest layer: 33 slots at qwen3.5-4b).
   const [prevWasStart, prevWasH] = c.previousAll([isStart, isH]);
   const [ppStart, ppH] = c.previousAll([prevWasStart!, prevWasH!]);
-  const bnCarryIn = c.table('bnCarryIn', [isH, ppStart!, prevIsBn!, loading], (h, ps, pb, ld) => (h && ps && pb && !ld ? 1 : 0), [0, 1]);
+  const bnCarryIn = c.table('bnCarryIn', [isH, ppStart!, loading], (h, ps, ld) => (h && ps && !ld ? 1 : 0), [0, 1]);
   // The carry bank (funct7 bit 0) of the instruction whose low word's H this is.
   const bnCarryMoves = Array.from({ length: BN_BANKS }, (_, b) => c.table(`bnCarryMove${b}`, [isH, ppH!, prevIsBn!, loading, prevBnBank!],
     (h, ph, pb, ld, bk) => (h && ph && pb && !ld && bk === b ? 1 : 0), [0, 1]));

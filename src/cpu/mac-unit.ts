@@ -43,7 +43,11 @@ export interface MacUnitInputs {
   bankMove: Sig[];
   /** The 32-bit word a D, H pair brings back at a position fed H (bits, LSB first). */
   tokenWord: Sig[];
-  /** 1 at the H of the new carry (two positions after the instruction's start). */
+  /**
+   * 1 at every H two positions after an instruction's start: bn.mac's new carry there; another
+   * instruction's word, which nothing reads (only bn.mac's low word's H, two positions later,
+   * moves the pending word, and the H before it is always bn.mac's own carry).
+   */
   carryIn: Sig;
 }
 

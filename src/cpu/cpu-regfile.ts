@@ -107,8 +107,8 @@ export function registerFile(c: CircuitBuilder, io: RegisterFileInputs): Registe
   // carry bank, so every position of the instruction recomputes the same t = rs1·rs2 + rd + carry.
   // Every H two positions after a start latches its word as pending, whatever the instruction:
   // only bn.mac's low word's H reads it, and the H before it is always bn.mac's own carry. So the
-  // latch waits for no decode, and its RAM and the banks sit two layers sooner (their 32 pending
-  // bits leave the residual before the multiplier's widest layer: 33 slots at qwen3.5-4b).
+  // latch waits for no decode: its RAM sits in layer 1 and the banks in layer 4 (layers 4 and 5
+  // when it waited), and its 32 bits leave the residual before the multiplier's widest layer.
   const [prevWasStart, prevWasH] = c.previousAll([isStart, isH]);
   const [ppStart, ppH] = c.previousAll([prevWasStart!, prevWasH!]);
   const bnCarryIn = c.table('bnCarryIn', [isH, ppStart!, loading], (h, ps, ld) => (h && ps && !ld ? 1 : 0), [0, 1]);

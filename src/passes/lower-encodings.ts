@@ -202,18 +202,10 @@ export function choiceDim(ctx: LowerContext, n: IrNode): VDim | null {
       if (s.op !== 'select') throw new Error(`internal: choice "${n.name}" has a case that is not a select`);
       return { s, cf: ctx.formOf(s.cond), vf: ctx.formOf(s.then) };
     });
-    // A case value spread over many dims is read from its own slot when that slot is ready by the
-    // time the last case's inputs are (an ASAP estimate): its dims can then leave the residual
-    // before the choice, and the switch reads one dim.
-    const ready = readyEstimator(ctx);
-    const readyOf = (f: Form) => Math.max(0, ...f.terms.map((t) => ready(t.dim)));
-    const ffnAt = (r: number) => (r % 2 === 1 ? r : r + 1);
-    const at = ffnAt(Math.max(0, ...sels.map(({ cf, vf }) => Math.max(readyOf(cf), readyOf(vf)))));
-    const units = unlessBound(() => sels.map(({ s, cf, vf }, k) => {
+    const valueForm = caseValueForms(ctx, sels.map(({ s, cf, vf }) => ({ value: s.then, vf, cf })));
+    const units = unlessBound(() => sels.map(({ s, cf }, k) => {
       const v = ctx.resolve(s.then).range;
-      const own = vf.terms.length > WIDE_FORM && ffnAt(readyOf(vf)) + 2 <= at;
-      const value = own ? form([{ dim: ctx.scalarDim(s.then), coef: 1 }], 0) : vf;
-      return switchUnit(input(cf, 0, 1), input(value, v.lo, v.hi), [{ dim, k: 1 }], `${n.name}.case${k}`);
+      return switchUnit(input(cf, 0, 1), input(valueForm(k), v.lo, v.hi), [{ dim, k: 1 }], `${n.name}.case${k}`);
     }));
     if (units === null) return [];
     ctx.addOp({ kind: 'ffn', what: `choice "${n.name}"`, units, reads: opReads(units), writes: [dim] });
@@ -223,36 +215,35 @@ export function choiceDim(ctx: LowerContext, n: IrNode): VDim | null {
   return dims[0] ?? null;
 }
 
-/** How many places name each node: other nodes' inputs, RAM ports, lookups and the emit (kept per IR). */
-const useCounts = new WeakMap<CircuitIR, Int32Array>();
-function usesOf(ir: CircuitIR): Int32Array {
-  let uses = useCounts.get(ir);
-  if (uses !== undefined) return uses;
-  uses = new Int32Array(ir.nodes.length);
-  const count = (id: NodeId | null | undefined) => { if (id !== null && id !== undefined) uses![id]!++; };
-  for (const n of ir.nodes) for (const d of new Set(nodeDeps(ir, n))) count(d);
+/** A sum as one dim takes at most 1/SUM_SHARE of a layer's FFN units. */
+const SUM_SHARE = 8;
+
+/**
+ * Per IR: `uses`, how many places name each node (other nodes' inputs, RAM ports, lookups, the
+ * emit); `tableReads`, how many table nodes read each node (fuse-tables shares ramps among tables
+ * over one index). Wires are resolved for tableReads, as table inputs are when lowered.
+ */
+const readCounts = new WeakMap<CircuitIR, { uses: Int32Array; tableReads: Int32Array }>();
+function readCountsOf(ctx: LowerContext): { uses: Int32Array; tableReads: Int32Array } {
+  const ir = ctx.ir;
+  let counts = readCounts.get(ir);
+  if (counts !== undefined) return counts;
+  const uses = new Int32Array(ir.nodes.length);
+  const tableReads = new Int32Array(ir.nodes.length);
+  const count = (id: NodeId | null | undefined) => { if (id !== null && id !== undefined) uses[id]!++; };
+  for (const n of ir.nodes) {
+    for (const d of new Set(nodeDeps(ir, n))) count(d);
+    if (n.op === 'table') for (const x of new Set(n.inputs.map((i) => ctx.resolve(i).id))) tableReads[x]!++;
+  }
   for (const ram of ir.rams) {
     if (ram.write) { count(ram.write.addr); count(ram.write.enable); ram.write.values.forEach(count); }
     for (const r of ram.reads) { count(r.addr); count(r.enable); r.groups?.forEach(count); }
   }
   for (const lk of ir.lookups) { [...lk.key, ...lk.value, ...lk.query].forEach(count); count(lk.stamp); count(lk.publish); }
   ir.emit?.fields.forEach(count);
-  useCounts.set(ir, uses);
-  return uses;
-}
-
-/** A sum as one dim takes at most 1/SUM_SHARE of a layer's FFN units. */
-const SUM_SHARE = 8;
-
-/** How many table nodes read each node (fuse-tables shares ramps among tables over one index). */
-const tableReadCounts = new WeakMap<CircuitIR, Int32Array>();
-function tableReadsOf(ctx: LowerContext): Int32Array {
-  let reads = tableReadCounts.get(ctx.ir);
-  if (reads !== undefined) return reads;
-  reads = new Int32Array(ctx.ir.nodes.length);
-  for (const n of ctx.ir.nodes) if (n.op === 'table') for (const x of new Set(n.inputs.map((i) => ctx.resolve(i).id))) reads[x]!++;
-  tableReadCounts.set(ctx.ir, reads);
-  return reads;
+  counts = { uses, tableReads };
+  readCounts.set(ir, counts);
+  return counts;
 }
 
 /**
@@ -272,7 +263,7 @@ function tableReadsOf(ctx: LowerContext): Int32Array {
  */
 export function sumDim(ctx: LowerContext, n: IrNode): VDim | null {
   if (n.op !== 'linear' || n.choice || n.bias !== 0 || n.terms.length < 2 || n.range.lo < -SLOT_MAX || n.range.hi > SLOT_MAX) return null;
-  const uses = usesOf(ctx.ir);
+  const { uses, tableReads } = readCountsOf(ctx);
   // the terms by the one input they read (a table's, a compare's with a constant): f(x) per value of x
   const byInput = new Map<NodeId, { coef: number; f: (v: number) => number; table: boolean }[]>();
   const pairs: { node: IrNode & { op: 'compare' }; coef: number }[] = [];
@@ -301,7 +292,6 @@ export function sumDim(ctx: LowerContext, n: IrNode): VDim | null {
   }
   // Tables over an input that other tables read too share ramps with them (fuse-tables): taken
   // into the sum they would not (the shifters' tables over one nibble cost 4× the units apart).
-  const tableReads = tableReadsOf(ctx);
   for (const [x, terms] of byInput) {
     const tables = terms.filter((t) => t.table).length;
     if (tables > 0 && tableReads[x] !== tables) return null;
@@ -336,6 +326,27 @@ export function sumDim(ctx: LowerContext, n: IrNode): VDim | null {
 
 /** A choice case's value read through more dims than this is read from its own slot. */
 const WIDE_FORM = 4;
+
+/**
+ * The form through which a choice reads each case's value (`valueForm(k)`): a value spread over
+ * more than WIDE_FORM dims is read from its own slot (one LIN unit) when that slot is ready by the
+ * time the last case's inputs (`cf`, `vf`) are, by an ASAP estimate. Its dims can then leave the
+ * residual before the choice, which is not delayed by it, and every unit of the case reads one
+ * dim. The slot is made only when asked for (a case with no units needs none).
+ */
+function caseValueForms(ctx: LowerContext, cases: { value: NodeId; vf: Form; cf: Form }[]): (k: number) => Form {
+  // (the estimate walks every op lowered so far: only where some value is wide)
+  if (!cases.some((c) => c.vf.terms.length > WIDE_FORM)) return (k) => cases[k]!.vf;
+  const ready = readyEstimator(ctx);
+  const readyOf = (f: Form) => Math.max(0, ...f.terms.map((t) => ready(t.dim)));
+  const ffnAt = (r: number) => (r % 2 === 1 ? r : r + 1);
+  const at = ffnAt(Math.max(0, ...cases.map((c) => Math.max(readyOf(c.vf), readyOf(c.cf)))));
+  return (k) => {
+    const c = cases[k]!;
+    const own = c.vf.terms.length > WIDE_FORM && ffnAt(readyOf(c.vf)) + 2 <= at;
+    return own ? form([{ dim: ctx.scalarDim(c.value), coef: 1 }], 0) : c.vf;
+  };
+}
 
 /** Gate-off margin of a choice case's units (≥ every ramp's argument + 1; as table2's). */
 const CHOICE_MARGIN = 512;
@@ -374,13 +385,8 @@ export function choiceTable(ctx: LowerContext, selects: NodeId[], outputs: Choic
     if (sel.op !== 'select') throw new Error(`internal: choice "${name}" term ${k} is not a select`);
     return { value: sel.then, range: ctx.resolve(sel.then).range, vf: ctx.formOf(sel.then), cond: input(ctx.formOf(sel.cond), 0, 1) };
   });
-  // Every unit of a case reads its value: a value spread over many dims (a sum of selects) is read
-  // from its own slot instead (one LIN unit) when that slot is ready by the time the last case's
-  // inputs are (an ASAP estimate), so the outputs are not delayed by it.
-  const ready = readyEstimator(ctx);
-  const readyOf = (f: Form) => Math.max(0, ...f.terms.map((t) => ready(t.dim)));
-  const ffnAt = (r: number) => (r % 2 === 1 ? r : r + 1);
-  const at = ffnAt(Math.max(0, ...cases.map((cs) => Math.max(readyOf(cs.vf), readyOf(cs.cond.form)))));
+  // Every unit of a case reads its value (its own slot where it is wide: caseValueForms)
+  const valueForm = caseValueForms(ctx, cases.map((cs) => ({ value: cs.value, vf: cs.vf, cf: cs.cond.form })));
   const conds: Form[] = [];
   cases.forEach((cs, k) => {
     const vr = cs.range;
@@ -392,9 +398,7 @@ export function choiceTable(ctx: LowerContext, selects: NodeId[], outputs: Choic
       if (values.some((x) => x !== 0)) outs.push({ dim: o.dim, values });
     }
     if (!outs.length) return;
-    const slot = cs.vf.terms.length > WIDE_FORM && ffnAt(readyOf(cs.vf)) + 2 <= at;
-    const value = slot ? form([{ dim: ctx.scalarDim(cs.value), coef: 1 }], 0) : cs.vf;
-    units.push(...rampTable(input(value, vr.lo, vr.hi), outs, `${name}.case${k}`, { bit: cs.cond, margin: CHOICE_MARGIN }));
+    units.push(...rampTable(input(valueForm(k), vr.lo, vr.hi), outs, `${name}.case${k}`, { bit: cs.cond, margin: CHOICE_MARGIN }));
   });
   const atZero = outputs.filter((o) => o.f(0) !== 0).map((o) => ({ dim: o.dim, k: o.f(0) }));
   if (atZero.length) {

@@ -8,11 +8,11 @@
  * layer), in a layer with FFN units to spare. Moving from sublayer c to s frees its outputs' slots
  * for s − c sublayers each and holds each input whose last reader it becomes until s; the op takes
  * the latest sublayer with the largest net saving when that is not negative (a move that saves
- * nothing itself lets the other readers of the same input follow: the ALU's case conditions). The layer count, every op's
- * inputs and outputs and their values are unchanged: only when values are computed moves, never
- * past a reader. Adds to the schedule: later sublayers for some FFN ops (`producedAt` follows).
+ * nothing itself lets the other readers of the same input follow: the ALU's case conditions). The
+ * layer count, every op's inputs and outputs and their values are unchanged: only when values are
+ * computed moves, never past a reader. Adds to the schedule: later sublayers for some FFN ops (`producedAt` follows).
  */
-import type { LoweredCircuit } from '../lower/lowered.ts';
+import type { FfnOp, LoweredCircuit } from '../lower/lowered.ts';
 import type { LayerResources, Schedule } from './schedule.ts';
 
 export function sinkOps(lc: LoweredCircuit, sched: Schedule, res: LayerResources): Schedule {
@@ -30,7 +30,7 @@ export function sinkOps(lc: LoweredCircuit, sched: Schedule, res: LayerResources
     for (const r of readers[d]!) if (r !== skip && sublayer[r]! > e) e = sublayer[r]!;
     return e;
   };
-  const order = lc.ops.filter((op) => op.kind === 'ffn').sort((a, b) => sublayer[b.id]! - sublayer[a.id]! || b.id - a.id);
+  const order = lc.ops.filter((op): op is FfnOp => op.kind === 'ffn').sort((a, b) => sublayer[b.id]! - sublayer[a.id]! || b.id - a.id);
   for (const op of order) {
     const cur = sublayer[op.id]!;
     let latest = END - 1;

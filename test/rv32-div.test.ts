@@ -288,10 +288,11 @@ describe('divStep depth at qwen3.5-4b', () => {
   it('q is ready after 3 FFN layers and the remainder after 4 (nibble token operands)', () => {
     const res = compileCircuit(buildCircuit(divDemo), resolveTarget('qwen3.5-4b').config);
     const births = (re: RegExp): number[] => [...new Set(res.signals.filter((s) => re.test(s.name)).map((s) => s.birth))];
-    // sublayer 2L + 1 is layer L's FFN: the ge bits in layer 2's FFN, the remainder's nibbles (one
-    // choice over the 16 multiples each, one dim) in layer 3's
+    // sublayer 2L + 1 is layer L's FFN: the ge bits in layer 2's FFN; the remainder's nibbles (free
+    // forms of one choice over the 16 multiples and two borrow sums, one dim each) in layer 3's
     expect(births(/^div\.ge\d+$/)).toEqual([5]);
-    expect(births(/^div\.r\d$/)).toEqual([7]);
+    expect(births(/^div\.(p\d|b\d)$/)).toEqual([7]);
+    expect(res.signals.filter((s) => /^div\.(p\d|b\d)$/.test(s.name)).length).toBe(8 + 7);
     expect(res.layers.length).toBe(5); // + the emit's one-hot layer
   });
 });

@@ -43,20 +43,25 @@ const sign = (v: number): number => Math.sign(v);
  *            S_m = sign(16·t_{m,8} + t_{m,7}) (a table over [−16m − 15, 255]).
  *            Because |t| ≤ 15, |Σ_{i<j} 16^i·t_i| ≤ 16^j − 1 < 16^j: the sign of any prefix sum
  *            V_{m,j} = Σ_{i<j} 16^i·t_{m,i} is the sign of its highest non-zero digit.
- *   layer 3  borrows β_{m,j} = [V_{m,j} < 0] = [Σ_{i<j} 2^i·σ_{m,i} < 0] (j = 2…8; the form lies
- *            in [−255, 255]; β_{m,1} = 0 since t_{m,0} ≥ 0) and
- *            g_m = [T_m ≥ 0] = [X ≥ m·B] = [128·S_m + Σ_{i<7} 2^i·σ_{m,i} ≥ 0] (form in [−255, 255]).
+ *   layer 3  g_m = [T_m ≥ 0] = [X ≥ m·B] = [128·S_m + Σ_{i<7} 2^i·σ_{m,i} ≥ 0] (form in [−255, 255]).
  *            q = Σ_m g_m (free; g_m is monotone in m since m·B is, so q = min(15, ⌊X / B⌋)).
- *            The digits of T_m mod 2^32 are v_{m,j} = t_{m,j} − β_{m,j} + 16·β_{m,j+1} ∈ [0, 15]
- *            for every m (two's complement digits of the prefix sums; free forms, declared [0, 15]):
- *            V_{m,j} = −16^j·β_{m,j} + low_j with low_j ∈ [0, 16^j), so
- *            V_{m,j+1} = 16^j·(t_{m,j} − β_{m,j}) + low_j fixes digit j and the next borrow.
- *   layer 4  rem nibble j = Σ_{m=0}^{15} select(o_m, v_{m,j}, 0) with the one-hot o_m = g_m − g_{m+1}
- *            (g_0 = 1, g_16 = 0; declared [0, 1]) and v_{0,j} = x_j (T_0 = X): 128 selects; the sum
- *            has at most one live term (declared [0, 15]).
+ *            The nibbles of T_m mod 2^32 are v_{m,j} = t_{m,j} − β_{m,j} + 16·β_{m,j+1} ∈ [0, 15]
+ *            with the borrows β_{m,j} = [V_{m,j} < 0] = [F_{m,j} < 0], F_{m,j} = Σ_{i<j} 2^i·σ_{m,i}
+ *            ∈ [−(2^j − 1), 2^j − 1] (β_{m,0} = β_{m,1} = 0 since t_{m,0} ≥ 0): two's complement
+ *            digits of the prefix sums, V_{m,j} = −16^j·β_{m,j} + low_j with low_j ∈ [0, 16^j).
+ *   layer 4  with the one-hot o_m = g_m − g_{m+1} (g_0 = 1, g_16 = 0; declared [0, 1]) of q,
+ *            rem nibble j = v_{q,j} = p_j − b_j + 16·b_{j+1}, where
+ *              p_j = Σ_{m=0}^{15} select(o_m, t_{m,j}, 0) (t_{0,j} = x_j: T_0 = X), a choice, and
+ *              b_j = Σ_{m=1}^{15} [F_{m,j} + 2^j·(1 − o_m) < 0] = β_{q,j} (j = 2…8; 0 for q = 0):
+ *            the compare holds only for the picked multiple, since F ≥ −(2^j − 1) makes the form ≥ 1
+ *            when o_m = 0 (its form lies in [−(2^j − 1), 3·2^j − 1]). b_j is a sum of single-use
+ *            compares, one dim (passes/lower-encodings.ts sumDim). The borrows wait for the one-hot,
+ *            so they sit in the choice's layer and the 105 borrows of all multiples never exist:
+ *            the signs σ are what the layer-4 FFN reads.
  * So q is ready after 3 FFN layers and rem after 4, from the nibbles of R and B. rem is built
  * from nibbles (wordFromNibbles), so the next step reads its nibbles for free.
- * Every slot value is an integer within ±256 (k ∈ [−15, 0], σ, S ∈ {−1, 0, 1}, bits, nibbles);
+ * Every slot value is an integer within ±256 (k ∈ [−15, 0], σ, S ∈ {−1, 0, 1}, bits, p_j ∈ [−15, 15],
+ * b_j ∈ [0, 15], nibbles);
  * every table input spans ≤ 511 values with ramps inside the bf16 gate window.
  */
 export function divStep(c: CircuitBuilder, R: Word, nib: Sig, B: Word, tag = 'div'): { q: Sig; rem: Word; ge: Sig[] } {
@@ -65,7 +70,8 @@ export function divStep(c: CircuitBuilder, R: Word, nib: Sig, B: Word, tag = 'di
   const bn = wordNibbles(c, B);
   const x: Sig[] = [nib, ...rn]; // x_0 … x_8
   const ge: Sig[] = []; // g_1 … g_15
-  const digits: Sig[][] = [x.slice(0, 8)]; // v_{m,j}, m = 0…15, j = 0…7
+  const signs: Sig[][] = []; // σ_{m,0…7}, m = 1…15
+  const tDigits: Sig[][] = []; // t_{m,0…7}, m = 1…15
   for (let m = 1; m <= 15; m++) {
     const t = `${tag}.m${m}`;
     // layer 1: d_{m,j} = x_j − m·b_j and its floor-16 carry k_{m,j}
@@ -81,20 +87,16 @@ export function divStep(c: CircuitBuilder, R: Word, nib: Sig, B: Word, tag = 'di
     // layer 2: digit signs, and the sign of the top pair
     const s = td.slice(0, 8).map((tj, j) => c.table(`${t}.s${j}`, [tj], sign, [-1, 1]));
     const top = c.table(`${t}.S`, [c.linear([[td[8]!, 16], [td[7]!, 1]])], sign, [-1, 1]);
-    // layer 3: borrows β_j into digit j (β_1 = 0) and g_m = [T_m ≥ 0]
-    const beta: (Sig | number)[] = [0, 0];
-    for (let j = 2; j <= 8; j++) {
-      beta.push(c.linear(s.slice(0, j).map((sj, i) => [sj, 2 ** i] as [Sig, number])).lt(0).named(`${t}.b${j}`));
-    }
+    // layer 3: g_m = [T_m ≥ 0]; the borrow forms F_{m,j} wait for the one-hot (layer 4)
     const gTerms: [Sig, number][] = s.slice(0, 7).map((sj, i) => [sj, 2 ** i]);
     gTerms.push([top, 128]);
     ge.push(c.linear(gTerms).ge(0).named(`${tag}.ge${m}`));
-    // the digits of T_m mod 2^32
-    digits.push(td.slice(0, 8).map((tj, j) =>
-      c.linear([[tj, 1], [beta[j]!, -1], [beta[j + 1]!, 16]], 0, [0, 15]).named(`${t}.v${j}`)));
+    signs.push(s);
+    tDigits.push(td.slice(0, 8));
   }
   const q = c.add(...ge).named(`${tag}.q`);
-  // layer 4: rem = T_q mod 2^32, selected by the one-hot of q
+  // layer 4: rem = T_q mod 2^32. The one-hot o_m = g_m − g_{m+1} picks t_{q,j} (a choice), and
+  // the picked multiple's borrows come from compares that hold only for it (see the doc comment).
   const onehot: Sig[] = [];
   for (let m = 0; m <= 15; m++) {
     const terms: [Sig | number, number][] = [];
@@ -103,9 +105,23 @@ export function divStep(c: CircuitBuilder, R: Word, nib: Sig, B: Word, tag = 'di
     if (m < 15) terms.push([ge[m]!, -1]);
     onehot.push(c.linear(terms, 0, [0, 1]).named(`${tag}.is${m}`));
   }
+  // borrowSum[j] = Σ_m [o_m = 1 ∧ F_{m,j} < 0] = β_{q,j} (j = 2…8; 0 below)
+  const borrowSum: (Sig | number)[] = [0, 0];
+  for (let j = 2; j <= 8; j++) {
+    const picked = signs.map((s, i) => {
+      const m = i + 1;
+      const terms: [Sig | number, number][] = s.slice(0, j).map((sj, l) => [sj, 2 ** l]);
+      terms.push([1, 2 ** j], [ge[m - 1]!, -(2 ** j)]);
+      if (m < 15) terms.push([ge[m]!, 2 ** j]);
+      return c.linear(terms).lt(0).named(`${tag}.m${m}.b${j}`);
+    });
+    borrowSum.push(c.add(...picked).named(`${tag}.b${j}`));
+  }
   // (one o_m holds: a choice, whose nibble is one dim, passes/lower-encodings.ts choiceDim)
-  const remNibbles = Array.from({ length: 8 }, (_, j) =>
-    c.choose(onehot.map((o, m) => [o, digits[m]![j]!] as [Sig, Sig]), [0, 15]).named(`${tag}.r${j}`));
+  const remNibbles = Array.from({ length: 8 }, (_, j) => {
+    const picked = c.choose(onehot.map((o, m) => [o, m === 0 ? x[j]! : tDigits[m - 1]![j]!] as [Sig, Sig]), [j === 0 ? 0 : -15, 15]).named(`${tag}.p${j}`);
+    return c.linear([[picked, 1], [borrowSum[j]!, -1], [borrowSum[j + 1]!, 16]], 0, [0, 15]).named(`${tag}.r${j}`);
+  });
   return { q, rem: wordFromNibbles(c, remNibbles), ge };
 }
 

@@ -17,7 +17,7 @@ interface Case { layers: number; births: number[]; reads: [number, number][]; lm
 function inputs(c: Case): [LoweredCircuit, Schedule] {
   const ops = c.reads.map(([dim, sublayer], id) => ({ id, reads: [dim], sublayer }));
   const lc = { dims: c.births.map(() => ({})), ops, lmHeadDims: c.lmHead } as unknown as LoweredCircuit;
-  const sched = { numLayers: c.layers, producedAt: Int32Array.from(c.births), sublayer: ops.map((o) => o.sublayer) } as unknown as Schedule;
+  const sched = { numLayers: c.layers, producedAt: Int32Array.from(c.births), bornAt: Int32Array.from(c.births), sublayer: ops.map((o) => o.sublayer) } as unknown as Schedule;
   return [lc, sched];
 }
 

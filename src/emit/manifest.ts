@@ -39,6 +39,8 @@ export interface Manifest {
     dim: number;
     birth: number;
     end: number;
+    /** Where later than birth: the sublayer after which the value is whole (several RAM read-outs add to the dim). */
+    ready?: number;
     cleared: boolean;
   }[];
   /**
@@ -241,7 +243,7 @@ export function buildManifest(res: CompileResult, targetName: string): Manifest 
       name: s.name, node: s.node, encoding: s.encoding, index: s.index,
       ...(s.base !== undefined ? { base: s.base } : {}),
       ...(s.modulus !== undefined ? { modulus: s.modulus } : {}),
-      dim: res.slotDim(s.slot), birth: s.birth, end: s.end, cleared: s.cleared,
+      dim: res.slotDim(s.slot), birth: s.birth, end: s.end, ...(s.ready !== undefined ? { ready: s.ready } : {}), cleared: s.cleared,
     })),
     rams: res.rams.map((r) => {
       const decl = res.ir.rams[r.ram]!;

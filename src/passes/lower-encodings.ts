@@ -224,7 +224,7 @@ const SUM_SHARE = 8;
  * over one index). Wires are resolved for tableReads, as table inputs are when lowered.
  */
 const readCounts = new WeakMap<CircuitIR, { uses: Int32Array; tableReads: Int32Array }>();
-function readCountsOf(ctx: LowerContext): { uses: Int32Array; tableReads: Int32Array } {
+export function readCountsOf(ctx: LowerContext): { uses: Int32Array; tableReads: Int32Array } {
   const ir = ctx.ir;
   let counts = readCounts.get(ir);
   if (counts !== undefined) return counts;

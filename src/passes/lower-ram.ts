@@ -5,7 +5,7 @@
  * the read enable; its outputs are the read values
  * (gadgets/gdn-ram.ts does the address decode, the row layout and the read-out).
  */
-import type { RamDecl } from '../ir/types.ts';
+import { SLOT_MAX, type CircuitIR, type IrNode, type RamDecl } from '../ir/types.ts';
 import { ChipcError } from '../util/errors.ts';
 import { lowerRamToGdn, ramWordsPerRow, type GdnRamIo } from '../gadgets/gdn-ram.ts';
 import { gdnDims } from '../model/naming.ts';
@@ -13,7 +13,7 @@ import type { ModelConfig } from '../model/config.ts';
 import type { LowerContext } from '../lower/context.ts';
 import type { Form, VDim } from '../lower/forms.ts';
 import { gdnReads } from '../lower/op-io.ts';
-import { bitsOf, oneHotOf, tableBitOf, tableLowOneHotOf, zeroDim } from './lower-encodings.ts';
+import { bitsOf, oneHotOf, readCountsOf, tableBitOf, tableLowOneHotOf, zeroDim } from './lower-encodings.ts';
 import type { NodeId } from '../ir/types.ts';
 import type { RamAddrDigit } from '../gadgets/gdn-ram.ts';
 
@@ -78,6 +78,59 @@ function addrDigitsOf(ctx: LowerContext, id: NodeId, width: number, selectBit: n
 }
 
 /** Lower one RAM; sets the scalar dims of all its read results. */
+// Per IR: each RAM read result that is a term of a sum of read-outs (readSumDim) → that sum's node.
+const readSums = new WeakMap<CircuitIR, Map<NodeId, NodeId>>();
+function readSumsOf(ctx: LowerContext): Map<NodeId, NodeId> {
+  let sumOf = readSums.get(ctx.ir);
+  if (sumOf !== undefined) return sumOf;
+  sumOf = new Map();
+  const { uses } = readCountsOf(ctx);
+  for (const n of ctx.ir.nodes) {
+    if (n.op !== 'linear' || n.choice || n.bias !== 0 || n.terms.length < 2 || n.range.lo < 0 || n.range.hi > SLOT_MAX) continue;
+    const results = new Set<NodeId>();
+    const rams = new Set<number>();
+    for (const t of n.terms) {
+      const m = ctx.resolve(t.node);
+      if (m.op !== 'ram_read' || uses[t.node] !== 1 || uses[m.id] !== 1 || !Number.isInteger(t.coef) || t.coef < 1 || results.has(m.id)) break;
+      results.add(m.id);
+      rams.add(m.ram);
+    }
+    if (results.size === n.terms.length && rams.size >= 2) for (const id of results) sumOf.set(id, n.id);
+  }
+  readSums.set(ctx.ir, sumOf);
+  return sumOf;
+}
+
+/** The dim of a sum of read-outs (made on first ask; its RAMs write it). */
+function readSumOwnDim(ctx: LowerContext, n: IrNode): VDim {
+  return ctx.encoding(`readsum:${n.id}`, () => [ctx.newDim(n.id, 'scalar', 0, n.range.lo, n.range.hi, n.name)])[0]!;
+}
+
+/**
+ * A sum of RAM read-outs as one dim: L = Σ_k coef_k·r_k (bias 0, positive integer coefficients,
+ * range within [0, SLOT_MAX]), every term r_k a read field that nothing but L reads, from two RAMs
+ * or more — say, a word read from one of four banks, each bank's read-out 0 but the one that holds
+ * it. Every RAM's read-out writes its terms straight into L's dim (a read group whose out_proj
+ * weight carries the coefficient), so the residual adds them up as the RAMs are read, layer after
+ * layer: L takes one slot from the first RAM's layer on, where its terms took one each until L's
+ * readers. Exactness: every read-out is an exact integer (the RAM gadget's bound); every partial
+ * sum is an integer in [0, SLOT_MAX], so each addition is exact. The dim has several writers: its
+ * slot starts at the first (schedule `bornAt`), its value is whole after the last (`producedAt`:
+ * readers and the checker wait for it). `lowerRamOnce` lowers a RAM unless it is lowered already.
+ * Null when L is not such a sum.
+ */
+export function readSumDim(ctx: LowerContext, n: IrNode, lowerRamOnce: (ram: number) => void): VDim | null {
+  if (n.op !== 'linear' || n.terms.length === 0) return null;
+  const first = ctx.resolve(n.terms[0]!.node);
+  if (readSumsOf(ctx).get(first.id) !== n.id) return null;
+  const dim = readSumOwnDim(ctx, n);
+  for (const t of n.terms) {
+    const m = ctx.resolve(t.node);
+    if (m.op === 'ram_read') lowerRamOnce(m.ram);
+  }
+  return dim;
+}
+
 export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): void {
   const addrBits = ceilLog2(ram.rows);
   const fieldBits = ram.fields.map((f) => (f.hi <= 0 ? 0 : ceilLog2(f.hi + 1)));
@@ -97,7 +150,9 @@ export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): 
         }
       : null,
     reads: ram.reads.map((p) => {
+      const sumOf = readSumsOf(ctx);
       const values = p.results.map((rid) => {
+        if (sumOf.has(rid)) return null; // written into its sum's dim (readSumDim)
         const n = ctx.node(rid);
         const d = ctx.newDim(rid, 'scalar', 0, n.range.lo, n.range.hi, n.name);
         ctx.setScalarDim(rid, d);
@@ -113,6 +168,19 @@ export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): 
         ctx.setScalarDim(gid, d);
         return { dim: d, terms: g.terms.map((t) => ({ field: p.results.indexOf(t.node), coef: t.coef })) };
       });
+      // each sum of read-outs this port's fields are terms of: a group writing the sum's dim
+      const sums = new Map<NodeId, { field: number; coef: number }[]>();
+      p.results.forEach((rid, field) => {
+        const sid = sumOf.get(rid);
+        if (sid === undefined) return;
+        const sum = ctx.node(sid);
+        if (sum.op !== 'linear') return;
+        const coef = sum.terms.find((t) => ctx.resolve(t.node).id === rid)!.coef;
+        const terms = sums.get(sid);
+        if (terms) terms.push({ field, coef });
+        else sums.set(sid, [{ field, coef }]);
+      });
+      for (const [sid, terms] of sums) groups.push({ dim: readSumOwnDim(ctx, ctx.node(sid)), terms });
       return { addr: { ...addrOf(p.addr), enable: enableDim(p.enable) }, out: { values, ...(groups.length > 0 ? { groups } : {}) } };
     }),
   };

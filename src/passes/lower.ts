@@ -16,7 +16,7 @@ import type { LoweredCircuit, LoweredOp, TokenRow } from '../lower/lowered.ts';
 import { opReads } from '../lower/op-io.ts';
 import { lowerArith } from './lower-arith.ts';
 import { choiceDim, oneHotOf, sumDim } from './lower-encodings.ts';
-import { lowerRam } from './lower-ram.ts';
+import { lowerRam, readSumDim } from './lower-ram.ts';
 import { lowerLookup } from './lower-lookup.ts';
 import { lowerPrev } from './lower-prev.ts';
 
@@ -42,11 +42,16 @@ export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
 function producers(ir: CircuitIR, target: ModelConfig): Producers {
   const ramsDone = new Set<number>();
   const lookupsDone = new Set<number>();
+  const ramOnce = (ctx: LowerContext) => (ram: number) => {
+    if (ramsDone.has(ram)) return;
+    ramsDone.add(ram);
+    lowerRam(ctx, ir.rams[ram]!, target);
+  };
   return {
     form: (ctx, n) => {
       if (n.op === 'prev') return lowerPrev(ctx, n, target);
       if (n.op === 'linear') {
-        const d = n.choice ? choiceDim(ctx, n) : sumDim(ctx, n);
+        const d = n.choice ? choiceDim(ctx, n) : sumDim(ctx, n) ?? readSumDim(ctx, n, ramOnce(ctx));
         return d === null ? null : form([{ dim: d, coef: 1 }], 0);
       }
       return null;
@@ -59,14 +64,11 @@ function producers(ir: CircuitIR, target: ModelConfig): Producers {
         case 'logic':
           return lowerArith(ctx, n);
         case 'linear':
-          return (n.choice ? choiceDim(ctx, n) : sumDim(ctx, n)) ?? lowerLinear(ctx, n);
+          return (n.choice ? choiceDim(ctx, n) : sumDim(ctx, n) ?? readSumDim(ctx, n, ramOnce(ctx))) ?? lowerLinear(ctx, n);
         case 'prev':
           return lowerLinear(ctx, n);
         case 'ram_read':
-          if (!ramsDone.has(n.ram)) {
-            ramsDone.add(n.ram);
-            lowerRam(ctx, ir.rams[n.ram]!, target);
-          }
+          ramOnce(ctx)(n.ram);
           return ctx.scalarDim(n.id);
         case 'lookup_value':
           if (!lookupsDone.has(n.lookup)) {

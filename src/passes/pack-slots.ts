@@ -1,6 +1,6 @@
 /**
  * Pass — pack residual slots by liveness. A virtual dim occupies its slot from the sublayer that
- * writes it (`birth`; −1 for the embedding) through the sublayer that clears it (`end`): the
+ * first writes it (`birth`; −1 for the embedding) through the sublayer that clears it (`end`): the
  * residual stream is additive, so a slot is reusable only after an FFN unit subtracts the dead
  * value (gadgets: `clear`). The clear runs in the first FFN sublayer at or after the dim's last
  * reader (the same FFN when the last reader is an FFN: it reads the value before adding −value),
@@ -32,7 +32,7 @@ export interface Packing {
 export function packSlots(lc: LoweredCircuit, sched: Schedule): Packing {
   const n = lc.dims.length;
   const END = 2 * sched.numLayers;
-  const birth = Int32Array.from(sched.producedAt);
+  const birth = Int32Array.from(sched.bornAt);
   const lastUse = new Int32Array(n).fill(-3);
   for (const op of lc.ops) {
     const s = sched.sublayer[op.id]!;

@@ -27,6 +27,8 @@ export interface SignalPlacement {
   /** Sublayer that writes it (−1 = embedding) and the sublayer whose FFN clears it (or 2·layers = never). */
   birth: number;
   end: number;
+  /** Where later than birth: the sublayer after which the value is whole (a dim several RAM read-outs add to). */
+  ready?: number;
   cleared: boolean;
   lo: number;
   hi: number;
@@ -51,6 +53,7 @@ export function placeSignals(lowered: LoweredCircuit, sched: Schedule, packing: 
     .map((d) => ({
       name: d.name, node: d.node, encoding: d.encoding, index: d.index, base: d.base, tap: d.tap, ...(d.modulus !== undefined ? { modulus: d.modulus } : {}), slot: packing.slot[d.id]!,
       birth: packing.birth[d.id]!, end: packing.end[d.id]! >= END ? END : packing.end[d.id]!,
+      ...(sched.producedAt[d.id]! > packing.birth[d.id]! ? { ready: sched.producedAt[d.id]! } : {}),
       cleared: clearedSet.has(d.id), lo: d.lo, hi: d.hi,
     }));
 }

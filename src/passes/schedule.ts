@@ -23,8 +23,13 @@ export interface LayerResources {
 export interface Schedule {
   /** Sublayer index of every op (by op id). */
   sublayer: Int32Array;
-  /** Sublayer that writes every vdim (−1 = the embedding). */
+  /**
+   * Sublayer after which every vdim holds its value (−1 = the embedding): its last writer's. A dim
+   * that several ops add to (a sum of RAM read-outs, lower-ram.ts `readSumDim`) is whole only then.
+   */
   producedAt: Int32Array;
+  /** Sublayer of every vdim's first writer, where its slot starts (= producedAt but for sums). */
+  bornAt: Int32Array;
   numLayers: number;
   layerTypes: LayerType[];
   /** Per layer: FFN units, GDN key heads, attention kv heads used by ops (before slot clears). */
@@ -46,22 +51,25 @@ function opCost(op: LoweredOp): { units: number; gdn: number; attn: number } {
  * units or heads run short, the ops on the critical path get them and the ops with slack wait.
  */
 export function opOrder(lc: LoweredCircuit): LoweredOp[] {
-  const writer = new Int32Array(lc.dims.length).fill(-1);
+  // (a dim may have several writers: the GDN ops whose read-outs add up to it, readSumDim)
+  const writers: number[][] = Array.from({ length: lc.dims.length }, () => []);
   for (const op of lc.ops) {
     for (const d of op.writes) {
-      if (writer[d] !== -1) throw new Error(`internal: vdim ${lc.dims[d]?.name} written by two ops`);
-      writer[d] = op.id;
+      if (writers[d]!.length > 0 && (op.kind !== 'gdn' || lc.ops[writers[d]![0]!]!.kind !== 'gdn')) {
+        throw new Error(`internal: vdim ${lc.dims[d]?.name} written by two ops that are not both RAM read-outs`);
+      }
+      writers[d]!.push(op.id);
     }
   }
   for (const d of lc.embedDims) {
-    if (writer[d] !== -1) throw new Error(`internal: vdim ${lc.dims[d]?.name} written by the embedding and an op`);
+    if (writers[d]!.length > 0) throw new Error(`internal: vdim ${lc.dims[d]?.name} written by the embedding and an op`);
   }
   const n = lc.ops.length;
   const indeg = new Int32Array(n);
   const users: number[][] = lc.ops.map(() => []);
   for (const op of lc.ops) {
     const deps = new Set<number>();
-    for (const d of op.reads) if (writer[d]! >= 0) deps.add(writer[d]!);
+    for (const d of op.reads) for (const w of writers[d]!) deps.add(w);
     for (const w of deps) {
       indeg[op.id]++;
       users[w]!.push(op.id);
@@ -178,7 +186,8 @@ export function schedule(lc: LoweredCircuit, res: LayerResources): Schedule {
       s++;
     }
     sublayer[op.id] = s;
-    for (const d of op.writes) producedAt[d] = s;
+    // (every writer of a dim precedes its readers in opOrder: the running maximum is final)
+    for (const d of op.writes) producedAt[d] = Math.max(producedAt[d]!, s);
     const L = Math.floor(s / 2) + 1;
     if (res.maxLayers !== undefined && L > res.maxLayers) {
       throw new ChipcError('fit.layers', `${op.what} lands in layer ${L - 1}; the target allows ${res.maxLayers} layers`);
@@ -188,5 +197,20 @@ export function schedule(lc: LoweredCircuit, res: LayerResources): Schedule {
   ensure(numLayers - 1);
   // A layer with no mixer op gets an empty GDN mixer (all-zero weights: its output is exactly 0).
   const layerTypes = types.map((t) => t ?? 'linear_attention');
-  return { sublayer, producedAt, numLayers, layerTypes, usage };
+  return { sublayer, ...writeSublayers(lc, sublayer), numLayers, layerTypes, usage };
+}
+
+/** Each dim's first and last writer's sublayer under `sublayer` (−1 for embedded dims, −2 for dims nothing writes). */
+export function writeSublayers(lc: LoweredCircuit, sublayer: Int32Array): { producedAt: Int32Array; bornAt: Int32Array } {
+  const producedAt = new Int32Array(lc.dims.length).fill(-2);
+  const bornAt = new Int32Array(lc.dims.length).fill(-2);
+  for (const d of lc.embedDims) producedAt[d] = bornAt[d] = -1;
+  for (const op of lc.ops) {
+    const s = sublayer[op.id]!;
+    for (const d of op.writes) {
+      producedAt[d] = Math.max(producedAt[d]!, s);
+      bornAt[d] = bornAt[d] === -2 ? s : Math.min(bornAt[d]!, s);
+    }
+  }
+  return { producedAt, bornAt };
 }

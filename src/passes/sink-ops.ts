@@ -10,10 +10,10 @@
  * the latest sublayer with the largest net saving when that is not negative (a move that saves
  * nothing itself lets the other readers of the same input follow: the ALU's case conditions). The
  * layer count, every op's inputs and outputs and their values are unchanged: only when values are
- * computed moves, never past a reader. Adds to the schedule: later sublayers for some FFN ops (`producedAt` follows).
+ * computed moves, never past a reader. Adds to the schedule: later sublayers for some FFN ops (`producedAt`, `bornAt` follow).
  */
 import type { FfnOp, LoweredCircuit } from '../lower/lowered.ts';
-import type { LayerResources, Schedule } from './schedule.ts';
+import { writeSublayers, type LayerResources, type Schedule } from './schedule.ts';
 
 export function sinkOps(lc: LoweredCircuit, sched: Schedule, res: LayerResources): Schedule {
   const END = 2 * sched.numLayers; // LM head dims are read here, after the last layer
@@ -59,7 +59,5 @@ export function sinkOps(lc: LoweredCircuit, sched: Schedule, res: LayerResources
     usage[best >> 1]!.units += units;
     sublayer[op.id] = best;
   }
-  const producedAt = sched.producedAt.slice();
-  for (const op of lc.ops) for (const d of op.writes) producedAt[d] = sublayer[op.id]!;
-  return { ...sched, sublayer, producedAt, usage };
+  return { ...sched, sublayer, ...writeSublayers(lc, sublayer), usage };
 }

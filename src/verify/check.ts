@@ -73,9 +73,9 @@ function f32bits(x: number): number {
   return u32OfF32[0]!;
 }
 
-/** Is the placed signal in the residual after sublayer s (written, and not yet cleared)? */
+/** Is the placed signal in the residual after sublayer s (whole, and not yet cleared)? */
 function presentAfter(sig: SignalPlacement, s: number): boolean {
-  return sig.birth <= s && (!sig.cleared || s < sig.end);
+  return (sig.ready ?? sig.birth) <= s && (!sig.cleared || s < sig.end);
 }
 
 export function checkCompiled(res: CompileResult, tokensIn: ArrayLike<number>, opts: CheckOptions = {}): CheckResult {

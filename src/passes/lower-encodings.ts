@@ -216,7 +216,7 @@ export function choiceDim(ctx: LowerContext, n: IrNode): VDim | null {
 }
 
 /** A sum as one dim takes at most 1/SUM_SHARE of a layer's FFN units. */
-const SUM_SHARE = 8;
+export const SUM_SHARE = 8;
 
 /**
  * Per IR: `uses`, how many places name each node (other nodes' inputs, RAM ports, lookups, the
@@ -417,7 +417,7 @@ export function choiceTable(ctx: LowerContext, selects: NodeId[], outputs: Choic
  * enough of the target's key heads left (a RAM in banks fills a layer per bank). The real
  * schedule may place ops later.
  */
-function readyEstimator(ctx: LowerContext): (d: VDim) => number {
+export function readyEstimator(ctx: LowerContext): (d: VDim) => number {
   const writers = new Map<VDim, number[]>();
   for (const op of ctx.ops) for (const d of op.writes) {
     const w = writers.get(d);

@@ -17,6 +17,7 @@ import { opReads } from '../lower/op-io.ts';
 import { lowerArith } from './lower-arith.ts';
 import { choiceDim, oneHotOf, sumDim } from './lower-encodings.ts';
 import { lowerRam, readSumDim } from './lower-ram.ts';
+import { tableSumForm } from './lower-table-sums.ts';
 import { lowerLookup } from './lower-lookup.ts';
 import { lowerPrev } from './lower-prev.ts';
 
@@ -38,6 +39,12 @@ export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
   }, () => lowerIn(ctx, ir, target));
 }
 
+/** A table sum whose form is exactly its one dim (no other terms, no bias), as that dim. */
+function tableSumDim(ctx: LowerContext, n: IrNode): VDim | null {
+  const f = tableSumForm(ctx, n);
+  return f !== null && f.constant === 0 && f.terms.length === 1 && f.terms[0]!.coef === 1 ? f.terms[0]!.dim : null;
+}
+
 /** Each computed signal's producer, by its kind (a RAM or lookup is lowered whole, at its first read). */
 function producers(ir: CircuitIR, target: ModelConfig): Producers {
   const ramsDone = new Set<number>();
@@ -51,7 +58,13 @@ function producers(ir: CircuitIR, target: ModelConfig): Producers {
     form: (ctx, n) => {
       if (n.op === 'prev') return lowerPrev(ctx, n, target);
       if (n.op === 'linear') {
-        const d = n.choice ? choiceDim(ctx, n) : sumDim(ctx, n) ?? readSumDim(ctx, n, ramOnce(ctx));
+        if (!n.choice) {
+          const own = sumDim(ctx, n);
+          if (own !== null) return form([{ dim: own, coef: 1 }], 0);
+          const tables = tableSumForm(ctx, n);
+          if (tables !== null) return tables;
+        }
+        const d = n.choice ? choiceDim(ctx, n) : readSumDim(ctx, n, ramOnce(ctx));
         return d === null ? null : form([{ dim: d, coef: 1 }], 0);
       }
       return null;
@@ -64,7 +77,7 @@ function producers(ir: CircuitIR, target: ModelConfig): Producers {
         case 'logic':
           return lowerArith(ctx, n);
         case 'linear':
-          return (n.choice ? choiceDim(ctx, n) : sumDim(ctx, n) ?? readSumDim(ctx, n, ramOnce(ctx))) ?? lowerLinear(ctx, n);
+          return (n.choice ? choiceDim(ctx, n) : sumDim(ctx, n) ?? tableSumDim(ctx, n) ?? readSumDim(ctx, n, ramOnce(ctx))) ?? lowerLinear(ctx, n);
         case 'prev':
           return lowerLinear(ctx, n);
         case 'ram_read':

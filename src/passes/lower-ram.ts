@@ -77,7 +77,6 @@ function addrDigitsOf(ctx: LowerContext, id: NodeId, width: number, selectBit: n
   return { addrBits, addrDigits };
 }
 
-/** Lower one RAM; sets the scalar dims of all its read results. */
 // Per IR: each RAM read result that is a term of a sum of read-outs (readSumDim) → that sum's node.
 const readSums = new WeakMap<CircuitIR, Map<NodeId, NodeId>>();
 function readSumsOf(ctx: LowerContext): Map<NodeId, NodeId> {
@@ -131,6 +130,7 @@ export function readSumDim(ctx: LowerContext, n: IrNode, lowerRamOnce: (ram: num
   return dim;
 }
 
+/** Lower one RAM; sets the scalar dims of its read results (but the terms of sums of read-outs). */
 export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): void {
   const addrBits = ceilLog2(ram.rows);
   const fieldBits = ram.fields.map((f) => (f.hi <= 0 ? 0 : ceilLog2(f.hi + 1)));

@@ -6,14 +6,17 @@
  * per nibble pair (i, j), whose ramps fuse-tables shares because they read the same two inputs.
  *
  * Here every table over one input list becomes one ramp table with one output per sum it feeds
- * (values: Σ coef·table), so the ramps stay shared, and each sum's table part is one dim. The
- * sums whose tables share inputs form a component (tables over one input list all feed sums of
- * the component: closed under "reads the same inputs as"); the whole component is one op. L's
- * form is then its dim plus the rest terms' forms plus the bias.
+ * (values: Σ coef·table, plus the sum's bias on the first table that feeds it), so the ramps stay
+ * shared, and each sum's tables are one dim. The sums whose tables share inputs form a component
+ * (tables over one input list all feed sums of the component: closed under "reads the same inputs
+ * as"); the whole component is one op. A sum's other terms are folded into its dim by one LIN unit
+ * when the ASAP estimate says they are ready by the op's sublayer (the dim then holds the sum, and
+ * the checker compares it); else L's form is its dim plus their forms, and the dim, holding part of
+ * L, belongs to no IR node (`L.tables`).
  *
  * It applies when every table over each input list of the component is a term of one of its sums
- * (so no ramp is lost to a table outside it), the coefficients are integers, each sum's table part
- * lies within ±SLOT_MAX, the component has more tables than sums (it saves dims), and the op fits
+ * (so no ramp is lost to a table outside it), the coefficients are integers, each dim's range lies
+ * within ±SLOT_MAX, the component has more tables than sums (it saves dims), and the op fits
  * the layer budget: a lone sum, sumDim's eighth of a layer's FFN units (its tables apart could
  * spread over layers); several sums whose tables share ramps across them, a whole layer.
  * Exactness: each ramp table's outputs are exactly its values (the ramp engine's bounds: values

@@ -39,7 +39,7 @@ export function lower(ir: CircuitIR, target: ModelConfig): LoweredCircuit {
   }, () => lowerIn(ctx, ir, target));
 }
 
-/** A table sum whose form is exactly its one dim (no other terms, no bias), as that dim. */
+/** A table sum whose form is exactly its one dim (its other terms folded in, or none), as that dim. */
 function tableSumDim(ctx: LowerContext, n: IrNode): VDim | null {
   const f = tableSumForm(ctx, n);
   return f !== null && f.constant === 0 && f.terms.length === 1 && f.terms[0]!.coef === 1 ? f.terms[0]!.dim : null;

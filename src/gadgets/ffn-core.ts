@@ -5,9 +5,10 @@
  *
  * A unit computes residual[out] += w·silu(gate)·up (forms.ts). Exactness (docs/numerics.md "FFN gadgets"),
  * in float32 and in the bf16 profile, in any summation order and with FMA:
- *  - RAMP_t(x) = silu(A·(x − t))·1 = A·max(0, x − t) for integer x, because A·m ≥ 128 > 16.64 is
+ *  - RAMP_t(x) = silu(A·(x − t)) = A·max(0, x − t) for integer x, because A·m ≥ 128 > 16.64 is
  *    in silu's identity region for m ≥ 1, silu(0) = 0, and A·m ≤ −128 < −88.73 gives −0; A = 128
  *    is a power of two ≥ 89, so the down weight c/A is bf16-exact iff c has ≤ 8 significant bits.
+ *    The unit takes up −1 and down −c/A: the same product, and an off unit's activation is +0.
  *  - LIN: silu(G)·up = 32·up (G = 32 ≥ 16.64), down k/32.
  *  - SWITCH: silu(2A·s − A)·up = s·A·up for a bit s (gate ±128), down k/A.
  * Bounds enforced (ChipcError otherwise): the positive side of every ramp gate is ≤ 256·A (bf16:
@@ -340,8 +341,8 @@ export function rampTable(x: IntInput, outs: RampOutput[], tag: string, gateOff?
 }
 
 /**
- * RAMP unit: outs += k·max(0, dir·(x − t)) via gate A·dir·(x − t) [− A·margin·(1 − bit)], up 1,
- * down k/A. mMax is the largest positive dir·(x − t) over the range (checked ≤ 256 by callers).
+ * RAMP unit: outs += k·max(0, dir·(x − t)) via gate A·dir·(x − t) [− A·margin·(1 − bit)], up −1,
+ * down −k/A. mMax is the largest positive dir·(x − t) over the range (checked ≤ 256 by callers).
  */
 export function rampUnit(
   x: IntInput, dir: 1 | -1, t: number, mMax: number, outs: { dim: VDim; k: number }[], tag: string, gateOff?: GateOff,
@@ -361,6 +362,9 @@ export function rampUnit(
   if (bound >= EXACT_INT_LIMIT) {
     fail('ffn.gate-range', `${tag}: ramp gate partial sums may reach 2^24 (form too large for A = ${A})`);
   }
-  const down = outs.map((o) => ({ dim: o.dim, weight: downWeight(o.k / A, tag) }));
-  return mkUnit(gateForm, constForm(1), down, A * Math.max(1, mMax), tag);
+  // up −1, down −k/A: an unit that is off gives silu(gate)·(−1) = (−0)·(−1) = +0, not −0, so the
+  // hidden units whose sign bit is set are the few that are on (the sparse decode's scatter form
+  // needs fewer of those than a down row has entries: exec/matmul.ts, exec/delta.ts)
+  const down = outs.map((o) => ({ dim: o.dim, weight: downWeight(-o.k / A, tag) }));
+  return mkUnit(gateForm, constForm(-1), down, A * Math.max(1, mMax), tag);
 }

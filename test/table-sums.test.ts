@@ -6,7 +6,8 @@
  * Tables over (x, y) feed D0 and D1, tables over (x, z) D1 and D2: one component of three sums.
  * It is one op writing three placed dims named for the sums, whose ramps are shared as
  * fuse-tables shares them apart (no more units than the tables' own ops plus the folded term and
- * the bias). The same circuit with a table of h emitted too (so h is not the sum's alone) keeps the
+ * the bias). With w three tables late, D1's dim holds its tables' part and w stays a term of its
+ * form. The same circuit with a table of h emitted too (so h is not the sum's alone) keeps the
  * tables apart: the positive control. Both give, through the weights (f32, bf16), what the
  * interpreter gives at every position and placed dim, and the interpreter what plain arithmetic
  * gives.
@@ -23,19 +24,25 @@ import { Interpreter } from '../src/ir/interpret.ts';
 const VOCAB = 1024; // t < 1023: x = t & 15, y = (t >> 4) & 15, z = (t >> 8) & 3, w = t % 5; 1023 is BOS
 const BOS = 1023;
 const fieldsOf = (t: number) => (t === BOS ? { x: 0, y: 0, z: 0, w: 0 } : { x: t & 15, y: (t >> 4) & 15, z: (t >> 8) & 3, w: t % 5 });
-const columns = (t: number): [number, number, number] => {
+/** The column sums; `lateW`: w enters D1 as (3³·w) mod 5, through three tables. */
+const columns = (t: number, lateW = false): [number, number, number] => {
   const { x, y, z, w } = fieldsOf(t);
-  return [((x * y) & 15) + 3, (x * y >> 4) + ((x * z) & 15) + w, (x * z) >> 4];
+  return [((x * y) & 15) + 3, (x * y >> 4) + ((x * z) & 15) + (lateW ? (27 * w) % 5 : w), (x * z) >> 4];
 };
 const outOf = (d: [number, number, number]) => ((d[0] * 7 + d[1] * 3 + d[2]) % 61);
 
-/** `shareH`: a table of h is emitted too, so h has two readers. */
-function circuit(shareH: boolean): CircuitDef {
+/**
+ * `shareH`: a table of h is emitted too, so h has two readers. `lateW`: w reaches D1 through three
+ * tables, so it is not ready when the tables are and stays a term of D1's form.
+ */
+function circuit(shareH: boolean, lateW = false): CircuitDef {
   return defineCircuit({ name: shareH ? 'table-sums-shared' : 'table-sums', vocab: VOCAB, bos: BOS }, (c) => {
     const x = c.tokenField('x', (t) => fieldsOf(t).x, [0, 15]);
     const y = c.tokenField('y', (t) => fieldsOf(t).y, [0, 15]);
     const z = c.tokenField('z', (t) => fieldsOf(t).z, [0, 3]);
-    const w = c.tokenField('w', (t) => fieldsOf(t).w, [0, 4]);
+    const wTok = c.tokenField('w', (t) => fieldsOf(t).w, [0, 4]);
+    const through = (v: typeof wTok, k: number) => c.table(`w${k}`, [v], (u) => (3 * u) % 5, [0, 4]);
+    const w = lateW ? through(through(through(wTok, 1), 2), 3) : wTok;
     const l = c.table('l', [x, y], (a, b) => (a * b) & 15, [0, 15]);
     const h = c.table('h', [x, y], (a, b) => (a * b) >> 4, [0, 14]);
     const l2 = c.table('l2', [x, z], (a, b) => (a * b) & 15, [0, 15]);
@@ -77,6 +84,17 @@ describe('sums of tables that share their inputs, as one dim each', () => {
     expect(op.kind === 'ffn' ? op.units.length : 0).toBeLessThanOrEqual(tableUnits(shared) + 2);
     expect(summed.packing.slotsUsed).toBeLessThan(shared.packing.slotsUsed);
     expect(summed.schedule.numLayers).toBe(shared.schedule.numLayers);
+  });
+
+  it('leaves a term that comes later than the tables out of the dim, which then holds part of the sum', () => {
+    const late = compile(circuit(false, true));
+    const op = sumsOp(late)[0]!;
+    const dims = op.writes.map((d) => late.lowered.dims[d]!);
+    expect(dims.map((d) => d.name).sort()).toEqual(['D0', 'D1.tables', 'D2']);
+    expect(dims.find((d) => d.name === 'D1.tables')!.node).toBe(-1);
+    for (const profile of ['f32', 'bf16'] as const) expect(checkCompiled(late, TOKENS, { profile }).mismatches).toEqual([]);
+    const interp = new Interpreter(late.ir);
+    expect(TOKENS.map((t) => interp.step(t).emitted)).toEqual(TOKENS.map((t) => outOf(columns(t, true))));
   });
 
   it('keeps the tables apart when one has another reader (the positive control)', () => {

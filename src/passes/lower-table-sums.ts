@@ -48,6 +48,9 @@ interface Component {
 
 /** A component's lowering in one context (one compile of the IR). */
 interface Built {
+  /** The input lists whose tables the op computes, and the sums it writes (those they feed). */
+  keys?: Set<string>;
+  sums?: NodeId[];
   op?: FfnOp;
   /** Per sum, whether its other terms are folded into its dim. */
   folded?: boolean[];
@@ -149,12 +152,12 @@ function componentOf(ctx: LowerContext, idx: SumIndex, L: IrNode): Component | n
   return comp;
 }
 
-/** The range of a sum's table part plus its bias (what its dim holds). */
-function tablePartRange(ctx: LowerContext, comp: Component, sum: NodeId): { lo: number; hi: number } {
+/** The range of a sum's tables in `groups` plus its bias (what its dim holds). */
+function tablePartRange(ctx: LowerContext, groups: TableTerm[][], sum: NodeId): { lo: number; hi: number } {
   const n = ctx.node(sum);
   let lo = n.op === 'linear' ? n.bias : 0;
   let hi = lo;
-  for (const g of comp.groups.values()) for (const t of g) {
+  for (const g of groups) for (const t of g) {
     if (t.sum !== sum) continue;
     const r = t.table.range;
     lo += Math.min(t.coef * r.lo, t.coef * r.hi);
@@ -165,20 +168,34 @@ function tablePartRange(ctx: LowerContext, comp: Component, sum: NodeId): { lo: 
 
 /**
  * Build the component's op (once); its sums' dims, or null when it breaks a bound or the budget.
- * Then fold each sum's other terms into its dim (one LIN unit) where the estimate says they are
- * ready by the op's sublayer, so the dim holds the whole sum. Lowering those terms may ask for a
- * sum of this component again: its form is then handed out unfolded, and that sum stays so.
+ * The op waits for its latest input, so an input list ready later than the earliest sum could be
+ * (by the ASAP estimate) leaves the op: its tables are lowered apart and stay terms of their sums'
+ * forms, and a sum left with no table leaves too. Then each sum's other terms are folded into its
+ * dim (one LIN unit) where the estimate says they are ready by the op's sublayer, so the dim holds
+ * the whole sum. Lowering those terms may ask for a sum of this component again: its form is then
+ * handed out unfolded, and that sum stays so.
  */
 function build(ctx: LowerContext, comp: Component): Map<NodeId, VDim> | null {
+  const built = builtOf(ctx, comp);
   const made = ctx.encoding(`tablesums:${comp.sums[0]}`, () => {
-    const ranges = comp.sums.map((s) => tablePartRange(ctx, comp, s));
+    // (the inputs' forms first: lowering them adds the ops the estimate walks)
+    const inputDims = new Map([...comp.groups].map(([key, g]) => [key, g[0]!.table.inputs.flatMap((i) => ctx.formOf(i).terms.map((t) => t.dim))]));
+    const ready = readyEstimator(ctx);
+    const groupReady = new Map([...inputDims].map(([key, ds]) => [key, Math.max(0, ...ds.map(ready))]));
+    const sumReady = comp.sums.map((s) => Math.max(0, ...[...comp.groups].filter(([, g]) => g.some((t) => t.sum === s)).map(([k]) => groupReady.get(k)!)));
+    const at = Math.min(...sumReady);
+    built.keys = new Set([...comp.groups.keys()].filter((k) => groupReady.get(k)! <= at));
+    const groups = [...comp.groups].filter(([k]) => built.keys!.has(k)).map(([, g]) => g);
+    const sums = comp.sums.filter((s) => groups.some((g) => g.some((t) => t.sum === s)));
+    built.sums = sums;
+    const ranges = sums.map((s) => tablePartRange(ctx, groups, s));
     if (ranges.some((r) => r.lo < -SLOT_MAX || r.hi > SLOT_MAX)) return [];
     // built on placeholder dims −1 − (the sum's index), given real dims once the op is kept
     const units = unlessBound(() => {
       const us: FfnUnit[] = [];
       // each sum's bias rides on the first group that feeds it
       const biased = new Set<NodeId>();
-      for (const g of comp.groups.values()) {
+      for (const g of groups) {
         const sumsHere = [...new Set(g.map((t) => t.sum))];
         const bias = sumsHere.map((s) => {
           const n = ctx.node(s);
@@ -186,46 +203,50 @@ function build(ctx: LowerContext, comp: Component): Map<NodeId, VDim> | null {
           biased.add(s);
           return n.bias;
         });
-        const outsOver = (at: Int32Array): RampOutput[] => sumsHere.map((s, k) => ({
-          dim: -1 - comp.sums.indexOf(s),
-          values: Array.from(at, (i) => g.reduce((acc, t) => (t.sum === s ? acc + t.coef * t.table.values[i]! : acc), bias[k]!)),
+        const outsOver = (pos: Int32Array): RampOutput[] => sumsHere.map((s, k) => ({
+          dim: -1 - sums.indexOf(s),
+          values: Array.from(pos, (i) => g.reduce((acc, t) => (t.sum === s ? acc + t.coef * t.table.values[i]! : acc), bias[k]!)),
         }));
         const tag = `${ctx.node(sumsHere[0]!).name}.sums`;
-        us.push(...cheapestTableOrder(ctx, g[0]!.table.inputs, (ix, at) => rampTable(ix, outsOver(at), tag), (at) => rampUnitsLowerBound(outsOver(at))).units);
+        us.push(...cheapestTableOrder(ctx, g[0]!.table.inputs, (ix, pos) => rampTable(ix, outsOver(pos), tag), (pos) => rampUnitsLowerBound(outsOver(pos))).units);
       }
       return us;
     });
     // one sum: sumDim's budget (its tables apart could spread over layers); a component of
     // several sums, whose tables share ramps across them, may take a whole layer (the multiplier)
-    if (units === null || units.length > (comp.sums.length === 1 ? ctx.ffnUnits / SUM_SHARE : ctx.ffnUnits)) return [];
+    if (units === null || units.length > (sums.length === 1 ? ctx.ffnUnits / SUM_SHARE : ctx.ffnUnits)) return [];
     // until its other terms are folded in, a sum's dim holds part of its value: no IR node's (−1)
-    const idx = indexOf(ctx);
-    const dims = comp.sums.map((s, k) => {
+    const dims = sums.map((s, k) => {
       const n = ctx.node(s);
-      const whole = n.op === 'linear' && n.terms.every((t) => isTableTerm(ctx, idx, t.node, s));
+      const whole = n.op === 'linear' && n.terms.every((t) => inOp(ctx, built, t.node, s));
       return ctx.newDim(whole ? s : -1, 'scalar', 0, ranges[k]!.lo, ranges[k]!.hi, whole ? n.name : `${n.name}.tables`);
     });
     for (const u of units) u.down = u.down.map((o) => (o.dim < 0 ? { ...o, dim: dims[-1 - o.dim]! } : o));
-    builtOf(ctx, comp).op = ctx.addOp({ kind: 'ffn', what: `sums of tables "${ctx.node(comp.sums[0]!).name}" + ${comp.sums.length - 1}`, units, reads: opReads(units), writes: dims }) as FfnOp;
+    built.op = ctx.addOp({ kind: 'ffn', what: `sums of tables "${ctx.node(sums[0]!).name}" + ${sums.length - 1}`, units, reads: opReads(units), writes: dims }) as FfnOp;
     return dims;
   });
   if (made.length === 0) return null;
-  const built = builtOf(ctx, comp);
-  if (built.folded === undefined && built.handedOut === undefined) foldRest(ctx, comp, built, made);
-  return new Map(comp.sums.map((s, k) => [s, made[k]!]));
+  if (built.folded === undefined && built.handedOut === undefined) foldRest(ctx, built, made);
+  return new Map(built.sums!.map((s, k) => [s, made[k]!]));
 }
 
-function foldRest(ctx: LowerContext, comp: Component, built: Built, dims: VDim[]): void {
+/** Is `node` a table term of `sum` that the component's op computes? */
+function inOp(ctx: LowerContext, built: Built, node: NodeId, sum: NodeId): boolean {
+  if (!isTableTerm(ctx, indexOf(ctx), node, sum)) return false;
+  return built.keys!.has(inputKey(ctx, ctx.resolve(node) as TableNode));
+}
+
+function foldRest(ctx: LowerContext, built: Built, dims: VDim[]): void {
   built.handedOut = new Set();
-  const idx = indexOf(ctx);
-  const rest = comp.sums.map((s) => {
+  const sums = built.sums!;
+  const rest = sums.map((s) => {
     const n = ctx.node(s);
     if (n.op !== 'linear') return null;
     let f: Form = constForm(0);
     let lo = 0;
     let hi = 0;
     for (const t of n.terms) {
-      if (isTableTerm(ctx, idx, t.node, s)) continue;
+      if (inOp(ctx, built, t.node, s)) continue;
       const r = ctx.resolve(t.node).range;
       f = combine(1, f, t.coef, ctx.formOf(t.node));
       lo += Math.min(t.coef * r.lo, t.coef * r.hi);
@@ -237,7 +258,7 @@ function foldRest(ctx: LowerContext, comp: Component, built: Built, dims: VDim[]
   const op = built.op!;
   let opAt = 1;
   for (const d of op.reads) opAt = Math.max(opAt, ready(d) | 1);
-  const folded = comp.sums.map((s, k) => {
+  const folded = sums.map((s, k) => {
     const r = rest[k];
     const info = ctx.dims[dims[k]!]!;
     if (r === null || built.handedOut!.has(s) || r.lo < -VALUE_LIMIT || r.hi > VALUE_LIMIT) return false;
@@ -265,11 +286,12 @@ export function tableSumForm(ctx: LowerContext, n: IrNode): Form | null {
   const comp = componentOf(ctx, idx, n);
   if (comp === null) return null;
   const dims = build(ctx, comp);
-  if (dims === null) return null;
-  let f: Form = form([{ dim: dims.get(n.id)!, coef: 1 }], 0);
+  const own = dims?.get(n.id);
+  if (own === undefined) return null;
+  let f: Form = form([{ dim: own, coef: 1 }], 0);
   const built = builtOf(ctx, comp);
   if (built.folded === undefined) built.handedOut?.add(n.id);
-  else if (built.folded[comp.sums.indexOf(n.id)]) return f;
-  for (const t of n.terms) if (!isTableTerm(ctx, idx, t.node, n.id)) f = combine(1, f, t.coef, ctx.formOf(t.node));
+  else if (built.folded[built.sums!.indexOf(n.id)]) return f;
+  for (const t of n.terms) if (!inOp(ctx, built, t.node, n.id)) f = combine(1, f, t.coef, ctx.formOf(t.node));
   return f;
 }

@@ -108,7 +108,7 @@ export function clear(dim: VDim, r: { lo: number; hi: number }): FfnUnit[] {
 // Ramps, steps, comparisons, one-hot, tables
 
 /**
- * out += k·max(0, x − t). 1 unit: gate A·(x − t), up 1, down k/A.
+ * out += k·max(0, x − t). 1 unit: gate A·(x − t), up −1, down −k/A (rampUnit).
  * Preconditions: hi − t ≤ 256 (bf16 gate window), k·max(0, hi − t) within ±256, k 8-bit.
  */
 export function ramp(out: VDim, x: IntInput, t: number, k = 1): FfnUnit[] {

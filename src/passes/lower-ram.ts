@@ -139,6 +139,7 @@ export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): 
   // Packed rows read the select bit in every β and z: the top address bit, given its own dim
   // where it lies in a digit that is a table (one dim read instead of half the digit's one-hot).
   const selectBit = ramWordsPerRow(ram, gdnDims(target)) === 2 ? addrBits - 1 : null;
+  const sumOf = readSumsOf(ctx); // read results that are terms of a sum of read-outs (readSumDim)
   const addrOf = (id: NodeId): { addrBits: VDim[]; addrDigits?: RamAddrDigit[] } =>
     addrDigitsOf(ctx, id, addrBits, selectBit) ?? { addrBits: bitsOf(ctx, id, 0, addrBits) };
   const io: GdnRamIo = {
@@ -150,7 +151,6 @@ export function lowerRam(ctx: LowerContext, ram: RamDecl, target: ModelConfig): 
         }
       : null,
     reads: ram.reads.map((p) => {
-      const sumOf = readSumsOf(ctx);
       const values = p.results.map((rid) => {
         if (sumOf.has(rid)) return null; // written into its sum's dim (readSumDim)
         const n = ctx.node(rid);

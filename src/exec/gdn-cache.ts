@@ -166,6 +166,8 @@ export interface GdnTrack {
   chanF: Float32Array;
   /** Per key head: its q / k inputs (conved) changed this step. Per value head: v changed. */
   qkDirty: Uint8Array;
+  /** Per key head: its q inputs changed this step (a subset of qkDirty). */
+  qDirty: Uint8Array;
   vDirty: Uint8Array;
   /** Per value head: S may have changed in the last step; core output changed this step. */
   headModified: Uint8Array;

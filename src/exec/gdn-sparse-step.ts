@@ -210,12 +210,17 @@ const negOffScratch = [false, false];
  * all ±0 and every δ_j is finite (the update leaves rows with k_i = ±0 alone), nothing changes S,
  * and o = dot(S[:,j], q) is the previous output: the step returns at once. Any other outcome runs
  * the step as above, which refreshes the memo (valid only when that step left S unchanged).
+ *
+ * `qSame` (a tracked decode step): q is bit-identical to the q of this head's previous step, S is
+ * as that step left it, and o[oOff..] still holds that step's output. A step that then leaves S
+ * unchanged (a read-only head whose key moved, a RAM whose β is ±0) has the same output
+ * dot(S[:,j], q): it returns before the output dots.
  */
 export function recurrentStepSparse(
   dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array,
   q: Float32Array, qOff: number, k: Float32Array, kOff: number, v: Float32Array, vOff: number,
   g: number, beta: number, o: Float32Array, oOff: number, scratch: SparseStepScratch,
-  memo?: KvMemo, h = 0, same = false,
+  memo?: KvMemo, h = 0, same = false, qSame = false,
 ): number {
   const eg = exp32(g);
   scratch.modified[0] = 0;
@@ -309,6 +314,8 @@ export function recurrentStepSparse(
   }
   // kv (computed above on a finite state) still describes S when the step left S as it was
   if (memo && finiteState && scratch.modified[0] === 0) { memo.valid[h] = 1; memo.kFinite[h] = kFinite ? 1 : 0; memo.kZero[h] = kn === 0 ? 1 : 0; }
+  // q and S as at the step that wrote o[oOff..], and this step left S alone: o is still dot(S, q)
+  if (qSame && scratch.modified[0] === 0) return kind;
   if (kind !== STATE_ANY) {
     nonZeroIndices(q, qOff, dk, qIdx, rowNonZero, negOffScratch, qDot, dotCount);
     const qNegOff = negOffScratch[0];

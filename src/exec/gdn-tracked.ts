@@ -45,7 +45,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
     chan, chanF,
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(oldCore.buffer),
     weights: w, siluForm, active: new Int32Array(d.convDim), nActive: 0,
-    qkDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
+    qkDirty: new Uint8Array(d.hk), qDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     coreChanged: new Uint8Array(d.hv), oldCore, normedChanged: new Int32Array(d.valueDim),
     step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
     outLinearCsr: null, outLinearDense: null, linearOut: { version: 0, full: true, rows: new Int32Array(0), nRows: 0 },
@@ -301,11 +301,13 @@ export function gdnDecodeTracked(
       t.nActive = freshConvStep(null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active, form);
     }
     t.qkDirty.fill(1);
+    t.qDirty.fill(1);
     t.vDirty.fill(1);
     t.step = 1;
     cache.track = t;
   } else {
     t.qkDirty.fill(0);
+    t.qDirty.fill(0);
     t.vDirty.fill(0);
     const mixedBits = t.projBits;
     const { active, chan, chanF } = t;
@@ -343,7 +345,8 @@ export function gdnDecodeTracked(
       const before = conBits[c];
       conved[c] = silu32(y, form);
       if (conBits[c] !== before) {
-        if (c < 2 * keyDim) t.qkDirty[Math.floor((c < keyDim ? c : c - keyDim) / dk)] = 1;
+        if (c < keyDim) { const kh = Math.floor(c / dk); t.qkDirty[kh] = 1; t.qDirty[kh] = 1; }
+        else if (c < 2 * keyDim) t.qkDirty[Math.floor((c - keyDim) / dk)] = 1;
         else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
       }
       if (tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
@@ -401,12 +404,17 @@ export function gdnDecodeTracked(
     const o0 = h * dv;
     // same q, k and S as this head's previous step (whose output core still holds): kv can be reused
     const same = !fresh && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0;
+    // same q as this head's previous step (q changes only where qDirty is set, and then every head
+    // of the key head steps) and S as that step left it: if this step leaves S alone, the output
+    // that step wrote to core is this step's too
+    const qSame = !fresh && t.qDirty[kh] === 0 && cache.exposed[h] === 0;
     if (!same) for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
-    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same);
+    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame);
     headModified[h] = scratch.modified[0];
     // the output is a function of q and S: with both as before it is as before; a step that wrote S
     // counts as a change (the gated norm below compares what it recomputes)
     if (same) coreChanged[h] = scratch.modified[0];
+    else if (qSame && scratch.modified[0] === 0) coreChanged[h] = 0;
     else for (let j = 0; j < dv; j++) if (!Object.is(core[o0 + j], oldCore[j])) { coreChanged[h] = 1; break; }
   }
   t0 = phaseEnd('gdn.recurrent', t0);

@@ -154,7 +154,8 @@ interface Retired {
  * of leading zero nibbles of the dividend (capped at 7), or s0 = 0 when the divisor is 0 (whose
  * steps give digits 15 and so the all-ones quotient) or a signed dividend is negative. Step s: X = 16·R + nibble (7 − s) of the dividend,
  * q = min(15, ⌊X / divisor⌋) (15 for divisor 0), R ← (X − q·divisor) mod 2^32; it emits
- * Q(s, q), D(R mod 2^16), H(R >>> 16).
+ * Q(s, q), D(R mod 2^16), H(R >>> 16) — v7: without the H at steps s < 7 when b, as an unsigned
+ * value, lies in [1, 2^16) (a short divisor: every R < b fits 16 bits).
  */
 export function divisionSteps(a: number, b: number, signed: boolean): { tokens: number[]; quotient: number; remainder: number } {
   const mag = (x: number) => (signed && x < 0 ? -x : x >>> 0); // |INT_MIN| = 2^31
@@ -163,6 +164,7 @@ export function divisionSteps(a: number, b: number, signed: boolean): { tokens: 
   let s0 = 0;
   if (mb !== 0 && !(signed && (a | 0) < 0)) while (s0 < 7 && ((ma >>> (4 * (7 - s0))) & 15) === 0) s0++;
   const tokens: number[] = [];
+  const short = b >>> 0 >= 1 && b >>> 0 < 2 ** 16;
   let R = 0;
   let Q = 0;
   for (let s = s0; s < 8; s++) {
@@ -170,7 +172,9 @@ export function divisionSteps(a: number, b: number, signed: boolean): { tokens: 
     const q = mb === 0 ? 15 : Math.min(15, Math.floor(X / mb));
     R = (X - q * mb) % 2 ** 32;
     Q = Q * 16 + q;
-    tokens.push(encodeToken({ kind: 'Q', s, q }), encodeToken({ kind: 'D', v: R & 0xffff }), encodeToken({ kind: 'H', v: R >>> 16 }));
+    tokens.push(encodeToken({ kind: 'Q', s, q }), encodeToken({ kind: 'D', v: R & 0xffff }));
+    // v7: with a divisor in [1, 2^16) (rs2 as an unsigned value) R < 2^16, and steps 0…6 send no H
+    if (s === 7 || !short) tokens.push(encodeToken({ kind: 'H', v: R >>> 16 }));
   }
   if (mb !== 0 && (Q !== Math.floor(ma / mb) || R !== ma % mb)) {
     throw new Error(`golden trace: division steps of ${ma} / ${mb} gave ${Q} rem ${R}`);

@@ -620,7 +620,8 @@ export function checkChipFits(ck: ChipCheckpoint, prog: ChipProgram): void {
     throw new ChipcError('run.model', `${ck.path}: the chip was compiled for one program by an older chipc (its code end and tohost are built in); ${remedy}`);
   }
   if (have.protocol !== PROTOCOL_VERSION) {
-    // Its tokens mean other values (v6 moved pointers into the wide form): the golden stream, --trace
+    // Its tokens mean other values (v6 moved pointers into the wide form, v7 drops a short
+    // division's H): the golden stream, --trace
     // and the words a run reports would not be the chip's.
     const speaks = typeof have.protocol === 'string' ? `token protocol ${have.protocol}` : 'token protocol v5 or older (its manifest records none)';
     throw new ChipcError('run.model', `${ck.path}: the chip speaks ${speaks}, this chipc ${PROTOCOL_VERSION} (docs/token-protocol.md); ${remedy}`);

@@ -20,7 +20,7 @@ import { wordFromNibbles, wordNibbles, type Word } from './alu.ts';
 import { divStep, negWord, signedResult } from './div.ts';
 import { mulBytes } from './mul.ts';
 import { Kind, protocolField, tokenKind } from './cpu-tokens.ts';
-import { readWord } from './cpu-words.ts';
+import { NIBBLE_GROUPS, readWord } from './cpu-words.ts';
 
 export interface BignumInputs {
   /** The register file and the bank enables (register file); the instruction (fetch, decode). */
@@ -107,11 +107,14 @@ export interface DivideInputs {
   /** Token fields (cpu-input.ts) and the delays of Q (register file). */
   isStart: Sig;
   isQ: Sig;
+  isD: Sig;
   isH: Sig;
   fedC: Sig;
   qStep: Sig;
   qDigit: Sig;
   cvW: Sig[];
+  /** The fed D's payload (a short step's remainder) and the previous position's (the D latch). */
+  dLo: Sig[];
   prevDLo: Sig[];
   prevIsQ: Sig;
   ppQ: Sig;
@@ -133,7 +136,7 @@ export interface Division {
 }
 
 export function divide(c: CircuitBuilder, io: DivideInputs): Division {
-  const { A, B, b, clsAlu, funct3, loading, isStart, isQ, isH, fedC, qStep, qDigit, cvW, prevDLo, prevIsQ, ppQ, remTransfer } = io;
+  const { A, B, b, clsAlu, funct3, loading, isStart, isQ, isD, isH, fedC, qStep, qDigit, cvW, dLo, prevDLo, prevIsQ, ppQ, remTransfer } = io;
   // ── M extension: division by radix-16 steps, one per position (docs/token-protocol.md "v2 changes")
   //    Latches written from tokens: the step s (Q), the digits q_s (Q), the partial remainder
   //    R (the step's H, with the D latch); the digits and R are cleared at every instruction's
@@ -154,6 +157,15 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   const rIn = Array.from({ length: 32 }, (_, k) => c.and(isH, k < 16 ? prevDLo[k]! : cvW[k - 16]!));
   rRam.write(c.constant(0), rIn, c.or(remTransfer, isStart));
   const remLatch = readWord(c, rRam, c.constant(0)).word;
+  // v7: with a divisor in [1, 2^16) every partial remainder fits 16 bits, so a step before the
+  // last sends Q, D only: the D of steps 0…6 writes {0, D} into a second latch, the short
+  // remainder (cleared at the start like the other), and the next step runs at that D.
+  const stepD = c.table('divStepD', [isD, prevIsQ, sLatch!], (d, pq, sl) => (d && pq && sl < 7 ? 1 : 0), [0, 1]);
+  const rsRam = c.ram('divRs', { rows: 1, fields: Array.from({ length: 16 }, () => 2) });
+  rsRam.write(c.constant(0), dLo.map((x) => c.and(isD, x)), c.or(stepD, isStart));
+  const shortNib = rsRam.readWithGroups(c.constant(0), undefined, NIBBLE_GROUPS.slice(0, 4)).groups;
+  // The divisor as an unsigned value is in [1, 2^16): its bits 16… are 0 and one below is 1.
+  const divShort = c.linear([...b.slice(16).map((x) => [x, 16] as [Sig, number]), ...b.slice(0, 16).map((x) => [x, -1] as [Sig, number])]).lt(0).named('divShort');
   // Operands: magnitudes for DIV / REM, the values for DIVU / REMU.
   const nA = wordNibbles(c, A);
   const nB = wordNibbles(c, B);
@@ -174,23 +186,32 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
     const form = c.linear([...zeroNib.slice(8 - k).map((z) => [z, 1] as [Sig, number]), [negA, -8], [bZero, -8], [divStart, -32]], 32);
     return form.eq(k).named(`divS0ge${k}`);
   }), c.constant(0)];
+  // fed a step's H, or (short divisor) the D of a step before the last: the next step
   const stepSel = Array.from({ length: 8 }, (_, k) => {
-    const later = c.table(`divStep${k}`, [fedC, sLatch!], (f, sl) => (f !== 0 && (f === 2 ? sl + 1 : sl) === k ? 1 : 0), [0, 1]);
+    const later = c.table(`divStep${k}`, [fedC, sLatch!, prevIsQ, divShort], (f, sl, pq, sh) =>
+      (f !== 0 && (f === 2 || (f === 1 && pq && sh && sl < 7) ? sl + 1 : sl) === k ? 1 : 0), [0, 1]);
     return c.linear([[startGe[k]!, 1], [startGe[k + 1]!, -1], [later, 1]], 0, [0, 1]).named(`divSel${k}`);
   });
   const nib = c.choose(stepSel.map((sel, k) => [sel, magA[7 - k]!] as [Sig, Sig]), [0, 15]).named('divNib');
-  const step = divStep(c, remLatch, nib, magB, 'div');
+  // The partial remainder the step reads: the short latch for a short divisor, else the full one.
+  // Nibbles 4… need no choice: with a short divisor the full latch holds 0 until the last H.
+  const notShort = c.not(divShort);
+  const remIn = wordFromNibbles(c, wordNibbles(c, remLatch).map((x, j) =>
+    (j < 4 ? c.choose([[divShort, shortNib[j]!], [notShort, x]], [0, 15]).named(`divRem${j}`) : x)));
+  const step = divStep(c, remIn, nib, magB, 'div');
   const sUse = c.linear(stepSel.map((sel, k) => [sel, k] as [Sig, number]), 0, [0, 7]);
   const Qword = wordFromNibbles(c, Array.from({ length: 8 }, (_, j) => digits[7 - j]!));
   const divRes = signedResult(c, Qword, remLatch, negA, negB, bZero, 'sdiv');
-  // Stepping: this position emits Q(s, q) (at the start and after a step's H), D(R lo) (fed Q)
-  // or H(R hi) (fed the step's D); the result follows the last step's H like any result.
+  // Stepping: this position emits Q(s, q) (at the start, after a step's H, and with a short
+  // divisor after the D of a step before the last), D(R lo) (fed Q) or H(R hi) (fed the step's
+  // D); the result follows the last step's H like any result.
   const stepping = c.table('stepping', [isDivOp, fedC, prevIsQ, ppQ, sLatch!], (dv, f, pq, ppq, sl) =>
     (dv && (f === 0 || f === 4 || (f === 1 && pq) || (f === 2 && ppq && sl < 7)) ? 1 : 0), [0, 1]);
-  const stepKind = protocolField(c, 'divStepKind', (t) => {
+  const fedKind = protocolField(c, 'divStepKind', (t) => {
     const k = tokenKind(t).kind;
     return k === Kind.Q ? 1 : k === Kind.D ? 2 : 0; // emits: 0 Q (at the start, after H), 1 D (fed Q), 2 H (fed D)
   }, [0, 2]);
+  const stepKind = c.table('divStepNext', [fedKind, divShort, sLatch!], (fk, sh, sl) => (fk === 2 && sh && sl < 7 ? 0 : fk), [0, 2]);
   // A step's payloads are cases of the emit plan (mode 7 / 8 / 9 from stepKind): Q(s, q) carries
   // 16·s + q, D the remainder's low half, H its high half.
   const divQPay = c.linear([[sUse, Q_DIGITS], [step.q, 1]], 0, [0, 255]).named('divQPay');

@@ -29,7 +29,7 @@
  * instructions/s through the weights and the golden emulator's instructions/s on the same program
  * in the same process (the reference); the work per token of the incremental matmuls (stored
  * entries walked, rows reached and refolded, and the entries the refolds walk) and of the tracked
- * GDN steps (conv channels recomputed) — deterministic, so it compares two builds on a noisy
+ * GDN steps (conv channels recomputed, value-head steps run) — deterministic, so it compares two builds on a noisy
  * machine where timings cannot — and the phase table.
  */
 import fs from 'node:fs';
@@ -146,7 +146,7 @@ function start(ex: Executor): number {
  * The prompt (start) + `n` greedy decode steps; returns the decode ms (and the first step's), the prompt's ms
  * and the emitted ids.
  */
-interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number }
+interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number; heads: number }
 function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number } {
   const ex = newExecutor();
   const p0 = performance.now();
@@ -154,7 +154,7 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: 
   const prefillMs = performance.now() - p0;
   ex.setPhaseTimes(times);
   const ids = [last];
-  const w0 = { entries: ex.stats.deltaEntries, rows: ex.stats.deltaRows, refolds: ex.stats.deltaRefolds, refoldEntries: ex.stats.deltaRefoldEntries, conv: ex.stats.convChannels };
+  const w0 = { entries: ex.stats.deltaEntries, rows: ex.stats.deltaRows, refolds: ex.stats.deltaRefolds, refoldEntries: ex.stats.deltaRefoldEntries, conv: ex.stats.convChannels, heads: ex.stats.gdnHeadSteps };
   // a major GC now, not in the timed window (the compile leaves garbage for one to collect, and
   // its incremental marking, tens of ms, landed inside short runs such as hello's); then a pause
   // while its helper threads finish: started right after the GC, hello's first decode step (which
@@ -180,6 +180,7 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: 
     entries: ex.stats.deltaEntries - w0.entries, rows: ex.stats.deltaRows - w0.rows, refolds: ex.stats.deltaRefolds - w0.refolds,
     refoldEntries: ex.stats.deltaRefoldEntries - w0.refoldEntries,
     conv: ex.stats.convChannels - w0.conv,
+    heads: ex.stats.gdnHeadSteps - w0.heads,
   };
   return { decodeMs, firstMs, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps, work, instructions };
 }
@@ -251,7 +252,7 @@ if (json) {
     tokensPerInstruction: elf !== undefined && plain.instructions > 0 ? steps / plain.instructions : null,
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
-    workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps },
+    workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps, headSteps: plain.work.heads / steps },
     phasesMsPerToken: times && Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v / steps])),
   }));
 } else {
@@ -269,7 +270,7 @@ if (json) {
       + `${Math.round(golden.perSecond).toLocaleString('en-US')} instructions/s (same process)`);
   }
   const per = (v: number) => Math.round(v / steps).toLocaleString('en-US');
-  console.log(`work per token (deterministic): ${per(plain.work.entries)} stored entries walked, ${per(plain.work.rows)} rows reached, ${per(plain.work.refolds)} refolded (${per(plain.work.refoldEntries)} entries); ${per(plain.work.conv)} conv channels recomputed`);
+  console.log(`work per token (deterministic): ${per(plain.work.entries)} stored entries walked, ${per(plain.work.rows)} rows reached, ${per(plain.work.refolds)} refolded (${per(plain.work.refoldEntries)} entries); ${per(plain.work.conv)} conv channels recomputed, ${per(plain.work.heads)} GDN value-head steps`);
   if (times) {
     console.log(`phases (profiled run: ${(profiledMs / steps).toFixed(3)} ms/token):`);
     const rows = Object.entries(times).sort((a, b) => b[1] - a[1]);

@@ -409,6 +409,7 @@ export function gdnDecodeTracked(
     // that step wrote to core is this step's too
     const qSame = !fresh && t.qDirty[kh] === 0 && cache.exposed[h] === 0;
     if (!same) for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
+    if (stats && !fresh) stats.gdnHeadSteps++;
     cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame);
     headModified[h] = scratch.modified[0];
     // the output is a function of q and S: with both as before it is as before; a step that wrote S

@@ -78,6 +78,8 @@ export interface MatmulStats {
   deltaRefoldEntries: number;
   /** Conv channels the tracked GDN steps recomputed (gdn-tracked.ts; the rest kept their state and output). */
   convChannels: number;
+  /** Value heads whose recurrent step the tracked GDN steps after the first ran (the others had no changed input). */
+  gdnHeadSteps: number;
   /** Incremental matmuls that took their producer's changed columns instead of scanning their input (delta.ts DeltaShare `since`). */
   deltaShared: number;
   /**
@@ -88,7 +90,7 @@ export interface MatmulStats {
 }
 
 export function newMatmulStats(): MatmulStats {
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, deltaShared: 0, outProjKept: 0 };
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, gdnHeadSteps: 0, deltaShared: 0, outProjKept: 0 };
 }
 
 function checkShapes(m: Matrix, x: Float32Array, xOff: number): void {

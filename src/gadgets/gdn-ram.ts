@@ -7,9 +7,12 @@
  *
  * Math per token (the layer is pinned by the assembler: g = −0, exp(g) = 1, conv tap 1.0):
  *  - key row i of a key head holding address A(i):
- *      k_pre_i = S·(Σ_b s_b·a_b + zeros(A) − nbits + 1),  s_b = +1 if bit b of A else −1
- *    = S·(1 − mismatching bits): S for the addressed row, 0 for one wrong bit, ≤ −S otherwise.
- *    S = 128 (a power of two ≥ 89): silu(S) = S, silu(0) = 0, silu(≤ −128) = −0, and L2
+ *      k_pre_i = S·(2·(Σ_b s_b·a_b + zeros(A) − nbits) + 1),  s_b = +1 if bit b of A else −1
+ *    = S·(1 − 2·mismatching bits): S for the addressed row, ≤ −S for every other row (so a row
+ *    that is not addressed reads −0 however far the address is: an address move changes the q / k
+ *    bits of the key heads that hold the old or the new address only, and incremental decode
+ *    steps only their value heads).
+ *    S = 128 (a power of two ≥ 89): silu(S) = S, silu(≤ −128) = −0, and L2
  *    (Σk² = S² = 4^7, eps absorbed) gives k = e_A exactly, or k = ±0 in the other key heads.
  *    q the same from a read port's address bits, plus 2S·(en − 1) for its enable (a disabled
  *    read: every q_pre ≤ −S, q = ±0; an enabled one: q = fl(1/√dk)·e_A).
@@ -357,9 +360,10 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
 
   // ---- forms ------------------------------------------------------------------------------
   /**
-   * Decode form S·(1 − mismatches(addr, A)) − 2S·(1 − en): a bit mismatches when it differs from
+   * Decode form S·(1 − 2·mismatches(addr, A)) − 2S·(1 − en): a bit mismatches when it differs from
    * A's (x for a wanted 0, 1 − x for a wanted 1), a one-hot digit when its dim for A's digit is
-   * not 1 (1 − oneHot[d]; a missing dim is a constant 0, always a mismatch).
+   * not 1 (1 − oneHot[d]; a missing dim is a constant 0, always a mismatch). Every value is an odd
+   * multiple of S within ±S·(2·(digits + bits) + 3): exact in any order, in bf16 too.
    */
   const decode = (bits: VDim[], digits: RamAddrDigit[] | undefined, en: Form | null, A: number, ignore = 0): Form => {
     const terms: Term[] = [];
@@ -372,16 +376,16 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
       // one-hot dims of those values (one of them or none is 1)
       const care = mask & ~(ignore >> dg.lo);
       const want = (A >> dg.lo) & care;
-      constant -= S;
+      constant -= 2 * S;
       dg.oneHot.forEach((dim, d) => {
-        if ((d & care) === want && dim !== null && dim !== undefined) terms.push({ dim, coef: S });
+        if ((d & care) === want && dim !== null && dim !== undefined) terms.push({ dim, coef: 2 * S });
       });
     }
     bits.forEach((d, b) => {
       if ((inDigit >> b) & 1 || (ignore >> b) & 1) return;
       const one = (A >> b) & 1;
-      if (one) constant -= S;
-      terms.push({ dim: d, coef: one ? S : -S });
+      if (one) constant -= 2 * S;
+      terms.push({ dim: d, coef: one ? 2 * S : -2 * S });
     });
     if (en !== null) {
       for (const t of en.terms) terms.push({ dim: t.dim, coef: 2 * S * t.coef });

@@ -171,6 +171,8 @@ export interface GdnTrack {
   vDirty: Uint8Array;
   /** Per value head: S may have changed in the last step; core output changed this step. */
   headModified: Uint8Array;
+  /** Per value head: S was written from outside since the head's last step (noteGdnStateWritten). */
+  writtenOutside: Uint8Array;
   coreChanged: Uint8Array;
   /** Scratch: a value head's previous output; normed entries that changed this step. */
   oldCore: Float32Array;

@@ -46,6 +46,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(oldCore.buffer),
     weights: w, siluForm, active: new Int32Array(d.convDim), nActive: 0,
     qkDirty: new Uint8Array(d.hk), qDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
+    writtenOutside: new Uint8Array(d.hv),
     coreChanged: new Uint8Array(d.hv), oldCore, normedChanged: new Int32Array(d.valueDim),
     step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
     outLinearCsr: null, outLinearDense: null, linearOut: { version: 0, full: true, rows: new Int32Array(0), nRows: 0 },
@@ -185,7 +186,7 @@ export function gdnConvSnapshot(cache: GdnCache, K: number): Float32Array {
  * its next step runs in full instead of repeating the previous one.
  */
 export function noteGdnStateWritten(cache: GdnCache, h: number): void {
-  if (cache.track) cache.track.headModified[h] = 1;
+  if (cache.track) { cache.track.headModified[h] = 1; cache.track.writtenOutside[h] = 1; }
 }
 
 /** Ends tracking: catches up every lazy channel and drops the track (before an untracked step; the next tracked step starts fresh). */
@@ -405,9 +406,10 @@ export function gdnDecodeTracked(
     // same q, k and S as this head's previous step (whose output core still holds): kv can be reused
     const same = !fresh && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0;
     // same q as this head's previous step (q changes only where qDirty is set, and then every head
-    // of the key head steps) and S as that step left it: if this step leaves S alone, the output
-    // that step wrote to core is this step's too
-    const qSame = !fresh && t.qDirty[kh] === 0 && cache.exposed[h] === 0;
+    // of the key head steps) and S as that step left it (not written from outside since): if this
+    // step leaves S alone, the output that step wrote to core is this step's too
+    const qSame = !fresh && t.qDirty[kh] === 0 && cache.exposed[h] === 0 && t.writtenOutside[h] === 0;
+    t.writtenOutside[h] = 0;
     if (!same) for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
     if (stats && !fresh) stats.gdnHeadSteps++;
     cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame);

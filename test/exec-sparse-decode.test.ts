@@ -122,10 +122,12 @@ describe('recurrentStepSparse', () => {
     // A head stepped repeatedly as the tracked decode does: q and k each often repeat (both: the
     // memo's `same`; q alone: `qSame`, a RAM whose read row stays while a shared write row moves),
     // v and β change (written or masked), k is one-hot or all ±0, now and then g decays S or v is
-    // not finite. Each step runs recurrentStepSparse with a memo and recurrentStep on a copy; o and
-    // S must be bit-identical whichever shortcut returned.
+    // not finite or huge (S then grows past the β = ±0 shortcut's bound, where v_j − kv_j can
+    // overflow). Each step runs recurrentStepSparse with a memo and the bound, and recurrentStep on
+    // a copy; o and S must be bit-identical whichever shortcut returned.
     let early = 0;
     let reused = 0;
+    let betaZero = 0;
     let steps = 0;
     const dkv = fc.constantFrom(2, 3, 4);
     fc.assert(fc.property(dkv, dkv, fc.integer({ min: 0, max: 2 ** 31 - 1 }), (dk, dv, seed) => {
@@ -135,7 +137,8 @@ describe('recurrentStepSparse', () => {
       const Sa = new Float32Array(dk * dv);
       const Sb = Sa.slice();
       const rows = new Uint8Array(dk);
-      let kind = classifyState(Sb, rows);
+      const sMax = new Float64Array(1);
+      let kind = classifyState(Sb, rows, sMax, 0);
       const memo = newKvMemo(1, dv);
       const scratch = newSparseStepScratch(dk, dv);
       const oa = new Float32Array(dv), ob = new Float32Array(dv);
@@ -150,14 +153,18 @@ describe('recurrentStepSparse', () => {
           const hot = Math.floor(rnd() * (dk + 1)); // dk: no hot row (k all ±0)
           k = Float32Array.from({ length: dk }, (_, i) => (i === hot ? pick([1, 1, 0.5, Infinity]) : pick([0, -0])));
         }
-        const v = Float32Array.from({ length: dv }, () => pick([-0, -0, 181, 3, rnd() < 0.05 ? NaN : 181]));
+        const huge = rnd() < 0.1;
+        const v = Float32Array.from({ length: dv }, () => (huge ? pick([3e38, -3e38, 1e38]) : pick([-0, -0, 181, 3, rnd() < 0.05 ? NaN : 181])));
         const beta = pick([0, 0, -0, 1, 0.5]);
         const g = rnd() < 0.1 ? -1 : -0;
         recurrentStep(ctx, dk, dv, Sa, q, 0, k, 0, v, 0, g, beta, oa, 0, false);
         const same = keepQ && keepK && !prevModified;
         const validBefore = memo.valid[0] === 1;
-        kind = recurrentStepSparse(dk, dv, Sb, kind, rows, q, 0, k, 0, v, 0, g, beta, ob, 0, scratch, memo, 0, same, keepQ);
+        if (keepQ && beta === 0 && g === 0 && kind !== STATE_ANY) betaZero++;
+        kind = recurrentStepSparse(dk, dv, Sb, kind, rows, q, 0, k, 0, v, 0, g, beta, ob, 0, scratch, memo, 0, same, keepQ, sMax);
         prevModified = scratch.modified[0] === 1;
+        // the bound stays a bound
+        if (kind !== STATE_ANY) for (const x of Sb) expect(Math.abs(x)).toBeLessThanOrEqual(sMax[0]!);
         expect(bits(Sb)).toEqual(bits(Sa));
         expect(bits(ob)).toEqual(bits(oa));
         if (same && validBefore && memo.valid[0] === 1 && !prevModified) early++;
@@ -170,6 +177,7 @@ describe('recurrentStepSparse', () => {
     // (about 600 and 450 of each over 9,600 steps)
     expect(early).toBeGreaterThan(300); // the memo's path ran
     expect(reused).toBeGreaterThan(250); // and the output was kept with a moved key
+    expect(betaZero).toBeGreaterThan(1000); // steps the β = ±0 shortcut may take
   });
 
   it('classifyState: +0 only → ZERO; any −0 or non-finite → ANY; +0 and positive → POS; else CLEAN', () => {

@@ -462,11 +462,15 @@ function deltaLinearIn(
   const allBounded = st.nBounded === m.rows;
   for (let t = 0; t < nc; t++) {
     const c = changed[t];
+    const xn = x[xOff + c];
+    const xo = oldX[t];
+    // ±0 → ±0 (a sign flip of an off FFN unit, say): every product is ±0 before and after, which
+    // neither the fold (it skips zero inputs) nor the update (it adds ±0) sees; only negTotal,
+    // updated above, reads the sign
+    if (xn === 0 && xo === 0) continue;
     const k0 = colInts[4 * c + 3];
     const k1 = colInts[4 * c + 7];
     walked += k1 - k0;
-    const xn = x[xOff + c];
-    const xo = oldX[t];
     const lx = xn === 0 || allBounded ? 0 : lowbit32(xb[c]); // (only tracked rows read it)
     for (let k = k0; k < k1; k++) {
       const r = rowIdx[k];

@@ -322,7 +322,7 @@ export class Executor {
     if (!s) throw new ChipcError('exec.bad-head', `value head ${valueHead} out of range [0, ${c.S.length})`);
     if (state.length !== s.length) throw new ChipcError('exec.bad-state', `state of ${state.length} entries for a head of ${s.length}`);
     s.set(state);
-    c.kind[valueHead] = classifyState(s, c.rowNonZero[valueHead]);
+    c.kind[valueHead] = classifyState(s, c.rowNonZero[valueHead], c.sMax, valueHead);
     noteGdnStateWritten(c, valueHead);
   }
 

@@ -44,6 +44,12 @@ export interface GdnCache {
   exposed: Uint8Array;
   /** Per value head, per row i of S: 0 only if row i is known to be all +0 (kept with `kind`). */
   rowNonZero: Uint8Array[];
+  /**
+   * Per value head, an upper bound of |S_ij| over every entry, kept with `kind` (meaningful while
+   * the kind is not STATE_ANY; Infinity when unknown): what recurrentStepSparse's β = ±0 shortcut
+   * needs to know that no δ_j can overflow.
+   */
+  sMax: Float64Array;
   /** Buffers of single-token calls (decode), reused so a step allocates nothing; created on first use. */
   buffers?: GdnBuffers;
   /** What gdnDecodeTracked knows about the last decode step; undefined = nothing (rebuilt by a full step). */
@@ -119,7 +125,7 @@ export function newGdnCache(d: GdnDims): GdnCache {
   }
   return {
     conv: new Float32Array(d.convDim * d.K), S, kind: new Uint8Array(d.hv).fill(STATE_ZERO), exposed: new Uint8Array(d.hv),
-    rowNonZero, dims: d,
+    rowNonZero, sMax: new Float64Array(d.hv), dims: d,
     // every optional field from the start: one object shape for the JIT (fields added later had
     // each cache change shape, deoptimizing the decode's code when a new executor's caches came)
     buffers: undefined, track: undefined, convZero: 1, convInputs: undefined, idleOut: undefined, idleInput: undefined,

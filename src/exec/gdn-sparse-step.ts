@@ -17,6 +17,10 @@ import { exp32 } from './numeric.ts';
 
 const f32 = Math.fround;
 
+/** recurrentStepSparse's β = ±0 shortcut: B·Σ|k_i| and B at most 2^125, every |v_j| at most 2^126. */
+const BETA_ZERO_BOUND = 2 ** 125;
+const V_BOUND = 2 ** 126;
+
 /**
  * What is known about one head's state S, for the sparse decode step (recurrentStepSparse):
  *  - STATE_ANY: nothing (it may hold −0 or non-finite entries);
@@ -32,12 +36,14 @@ export const STATE_POS = 3;
 
 /**
  * The STATE_* kind of S by a scan of its bit patterns. With `rowNonZero` (length dk, S being
- * dk × dv) it also records which rows hold a bit pattern other than +0 (1) and which are all +0 (0).
+ * dk × dv) it also records which rows hold a bit pattern other than +0 (1) and which are all +0 (0);
+ * with `sMax`, it writes max |S_ij| at sMax[h] (Infinity if some entry is not finite).
  */
-export function classifyState(S: Float32Array, rowNonZero?: Uint8Array): number {
+export function classifyState(S: Float32Array, rowNonZero?: Uint8Array, sMax?: Float64Array, h = 0): number {
   const u = new Uint32Array(S.buffer, S.byteOffset, S.length);
   let kind = STATE_ZERO;
   let neg = false;
+  let max = 0;
   if (rowNonZero) rowNonZero.fill(0);
   const dv = rowNonZero ? S.length / rowNonZero.length : 0;
   for (let i = 0; i < u.length; i++) {
@@ -49,7 +55,10 @@ export function classifyState(S: Float32Array, rowNonZero?: Uint8Array): number 
       if (b >>> 31 === 1) neg = true;
       if (kind === STATE_ZERO) kind = STATE_CLEAN;
     }
+    const a = Math.abs(S[i]);
+    if (a > max) max = a; // (read only when every entry is finite)
   }
+  if (sMax) sMax[h] = kind === STATE_ANY ? Infinity : max;
   return kind === STATE_CLEAN && !neg ? STATE_POS : kind;
 }
 
@@ -118,6 +127,20 @@ function columnDotsInto(
   S: Float32Array, dv: number, x: Float32Array, xOff: number, idx: Int32Array, n: number,
   nzRows: Int32Array, nzn: number, xNegOffRows: boolean, signOfX: number, out: Float32Array, outOff: number, any: Uint8Array,
 ): void {
+  if (n === 1) {
+    // One visited row (a one-hot key or query: a RAM's row), in one pass: the sum is the product
+    // itself (fl(−0 + p) = p for p ≠ 0), and a zero product leaves the zero-sum cases below with
+    // no visited term non-zero
+    const i = idx[0];
+    const xi = x[xOff + i];
+    const row = i * dv;
+    for (let j = 0; j < dv; j++) {
+      const p = f32(S[row + j] * xi);
+      if (p !== 0) out[outOff + j] = p;
+      else out[outOff + j] = zeroSum(S, dv, x, xOff, nzRows, nzn, xNegOffRows, signOfX, j);
+    }
+    return;
+  }
   for (let j = 0; j < dv; j++) { out[outOff + j] = -0; any[j] = 0; }
   for (let t = 0; t < n; t++) {
     const i = idx[t];
@@ -131,16 +154,25 @@ function columnDotsInto(
   for (let j = 0; j < dv; j++) {
     const acc = out[outOff + j];
     if (acc !== 0 || Number.isNaN(acc)) continue;
-    if (any[j] === 1 || !xNegOffRows) { out[outOff + j] = 0; continue; }
-    // every term is ±0: as sparseColumnDot decides the sign of the zero
-    if (signOfX >= 0) { out[outOff + j] = signOfX === 1 ? -0 : 0; continue; }
-    let z = -0;
-    for (let t = 0; t < nzn; t++) {
-      const i = nzRows[t];
-      if (1 / f32(S[i * dv + j] * x[xOff + i]) > 0) { z = 0; break; }
-    }
-    out[outOff + j] = z;
+    out[outOff + j] = any[j] === 1 ? 0 : zeroSum(S, dv, x, xOff, nzRows, nzn, xNegOffRows, signOfX, j);
   }
+}
+
+/**
+ * Column j's dot when every visited term was ±0 (so every term of the full sum is ±0): −0 iff
+ * every term is −0, as sparseColumnDot decides the sign of the zero. The rows not visited give
+ * ±0 terms whose signs `xNegOffRows` and `signOfX` summarise; the other rows are checked.
+ */
+function zeroSum(
+  S: Float32Array, dv: number, x: Float32Array, xOff: number, nzRows: Int32Array, nzn: number, xNegOffRows: boolean, signOfX: number, j: number,
+): number {
+  if (!xNegOffRows) return 0;
+  if (signOfX >= 0) return signOfX === 1 ? -0 : 0;
+  for (let t = 0; t < nzn; t++) {
+    const i = nzRows[t];
+    if (1 / f32(S[i * dv + j] * x[xOff + i]) > 0) return 0;
+  }
+  return -0;
 }
 
 /** Lists the rows marked in rowNonZero into out; returns how many. */
@@ -215,12 +247,20 @@ const negOffScratch = [false, false];
  * as that step left it, and o[oOff..] still holds that step's output. A step that then leaves S
  * unchanged (a read-only head whose key moved, a RAM whose β is ±0) has the same output
  * dot(S[:,j], q): it returns before the output dots.
+ *
+ * `sMax` (the cache's bound, at h): an upper bound B of |S_ij| while `kind` is not STATE_ANY,
+ * kept by every write this step makes (Infinity when unknown). With qSame, no decay and β = ±0,
+ * the step returns at once — before kv — when B·Σ_i|k_i| ≤ 2^125 and every |v_j| ≤ 2^126: then
+ * every partial sum of kv_j is below 2^125·(1 + 2^−23)^(dk+1) < 2^126 (dk ≤ 2^16), so v_j − kv_j
+ * is below 2^127 in magnitude and rounds to a finite float, δ_j = fl(finite·(±0)) = ±0, and with
+ * k finite (Σ|k_i| is) and S free of −0 the update leaves S as it is: o is the previous output.
+ * (A pinned RAM's bank whose write key moved while its β is ±0: most of a store's value heads.)
  */
 export function recurrentStepSparse(
   dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array,
   q: Float32Array, qOff: number, k: Float32Array, kOff: number, v: Float32Array, vOff: number,
   g: number, beta: number, o: Float32Array, oOff: number, scratch: SparseStepScratch,
-  memo?: KvMemo, h = 0, same = false, qSame = false,
+  memo?: KvMemo, h = 0, same = false, qSame = false, sMax?: Float64Array,
 ): number {
   const eg = exp32(g);
   scratch.modified[0] = 0;
@@ -244,13 +284,32 @@ export function recurrentStepSparse(
     let nonZero = false;
     let dirty = false;
     let neg = false;
+    let max = 0;
     for (let i = 0; i < S.length; i++) {
       const y = f32(S[i] * eg);
       S[i] = y;
-      if (y !== 0) { nonZero = true; if (y - y !== 0) dirty = true; else if (y < 0) neg = true; } else if (1 / y < 0) dirty = true;
+      if (y !== 0) {
+        nonZero = true;
+        if (y - y !== 0) dirty = true;
+        else { if (y < 0) neg = true; const a = Math.abs(y); if (a > max) max = a; }
+      } else if (1 / y < 0) dirty = true;
     }
     // not dirty ⇒ eg finite (a +0 row times inf would be NaN), so +0 rows stayed +0
     kind = dirty ? STATE_ANY : nonZero ? (neg ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
+    if (sMax) sMax[h] = dirty ? Infinity : max;
+  }
+  if (qSame && sMax !== undefined && beta === 0 && scratch.modified[0] === 0 && kind !== STATE_ANY && sMax[h] <= BETA_ZERO_BOUND) {
+    // β = ±0 and every v_j − kv_j provably finite: S stays, and so does o (see `sMax` above)
+    let kSum = 0;
+    for (let i = 0; i < dk; i++) kSum += Math.abs(k[kOff + i]);
+    if (sMax[h] * kSum <= BETA_ZERO_BOUND) {
+      let vSmall = true;
+      for (let j = 0; j < dv; j++) if (!(Math.abs(v[vOff + j]) <= V_BOUND)) { vSmall = false; break; }
+      if (vSmall) {
+        if (memo) memo.valid[h] = 0; // (kv was not computed)
+        return kind;
+      }
+    }
   }
   const { kIdx, qIdx, kDot, qDot, dotCount, nzRows, delta } = scratch;
   const finiteState = kind !== STATE_ANY;
@@ -291,6 +350,7 @@ export function recurrentStepSparse(
     // negative entries outside the updated rows may remain unless the state had none
     let neg = kind === STATE_CLEAN;
     if (kn > 0) scratch.modified[0] = 1;
+    let max = 0;
     for (let t = 0; t < kn; t++) {
       const i = kIdx[t];
       const ki = k[kOff + i];
@@ -299,10 +359,16 @@ export function recurrentStepSparse(
       for (let j = 0; j < dv; j++) {
         const y = f32(S[row + j] + f32(ki * delta[j]));
         S[row + j] = y;
-        if (y !== 0) { nonZero = true; if (y - y !== 0) dirty = true; else if (y < 0) neg = true; } else if (1 / y < 0) dirty = true;
+        if (y !== 0) {
+          nonZero = true;
+          if (y - y !== 0) dirty = true;
+          else { if (y < 0) neg = true; const a = Math.abs(y); if (a > max) max = a; }
+        } else if (1 / y < 0) dirty = true;
       }
     }
     kind = dirty ? STATE_ANY : nonZero ? (neg ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
+    // the rows not written keep entries within the old bound
+    if (sMax && kn > 0) sMax[h] = dirty ? Infinity : Math.max(sMax[h], max);
   } else {
     scratch.modified[0] = 1;
     for (let i = 0; i < dk; i++) {
@@ -310,7 +376,7 @@ export function recurrentStepSparse(
       const row = i * dv;
       for (let j = 0; j < dv; j++) S[row + j] = f32(S[row + j] + f32(ki * delta[j]));
     }
-    kind = classifyState(S, rowNonZero);
+    kind = classifyState(S, rowNonZero, sMax, h);
   }
   // kv (computed above on a finite state) still describes S when the step left S as it was
   if (memo && finiteState && scratch.modified[0] === 0) { memo.valid[h] = 1; memo.kFinite[h] = kFinite ? 1 : 0; memo.kZero[h] = kn === 0 ? 1 : 0; }

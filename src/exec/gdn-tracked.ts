@@ -401,7 +401,7 @@ export function gdnDecodeTracked(
     if (!fresh && t.vDirty[h] === 0 && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0) continue;
     const S = cache.S[h];
     const rows = cache.rowNonZero[h];
-    const kind = cache.exposed[h] ? classifyState(S, rows) : cache.kind[h];
+    const kind = cache.exposed[h] ? classifyState(S, rows, cache.sMax, h) : cache.kind[h];
     const o0 = h * dv;
     // same q, k and S as this head's previous step (whose output core still holds): kv can be reused
     const same = !fresh && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0;
@@ -412,7 +412,7 @@ export function gdnDecodeTracked(
     t.writtenOutside[h] = 0;
     if (!same) for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
     if (stats && !fresh) stats.gdnHeadSteps++;
-    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame);
+    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax);
     headModified[h] = scratch.modified[0];
     // the output is a function of q and S: with both as before it is as before; a step that wrote S
     // counts as a change (the gated norm below compares what it recomputes)

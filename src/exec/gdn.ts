@@ -234,7 +234,7 @@ function gdnForwardFull(
         for (let j = 0; j < dv; j++) core[t][h * dv + j] = ctx.act(o[t * dv + j]);
       }
     }
-    for (let h = 0; h < hv; h++) cache.kind[h] = classifyState(cache.S[h], cache.rowNonZero[h]);
+    for (let h = 0; h < hv; h++) cache.kind[h] = classifyState(cache.S[h], cache.rowNonZero[h], cache.sMax, h);
     if (wantStates && L > 0) states[L - 1] = cache.S.map((s) => s.slice());
   } else if (path === 'sparse' && ctx.order.kind === 'sequential') {
     // The sparse decode step (bit-identical to recurrentStep in sequential order, see there).
@@ -246,9 +246,10 @@ function gdnForwardFull(
         const kh = Math.floor(h / r);
         const S = cache.S[h];
         const rows = cache.rowNonZero[h];
-        const kind = cache.exposed[h] ? classifyState(S, rows) : cache.kind[h];
+        const kind = cache.exposed[h] ? classifyState(S, rows, cache.sMax, h) : cache.kind[h];
         cache.kind[h] = recurrentStepSparse(
           dk, dv, S, kind, rows, tk.q, kh * dk, tk.k, kh * dk, tk.v, h * dv, tk.g[h], tk.beta[h], o, h * dv, scratch,
+          undefined, h, false, false, cache.sMax,
         );
         for (let j = 0; j < dv; j++) o[h * dv + j] = ctx.act(o[h * dv + j]);
       }
@@ -268,6 +269,7 @@ function gdnForwardFull(
       if (wantStates) states[t] = cache.S.map((s) => s.slice());
     }
     cache.kind.fill(STATE_ANY);
+    cache.sMax.fill(Infinity);
     for (const rows of cache.rowNonZero) rows.fill(1);
   }
   t0 = phaseEnd(mode === 'prefill' ? 'gdn.chunked' : 'gdn.recurrent', t0);

@@ -333,6 +333,8 @@ export function gdnDecodeTracked(
       if (since >= 0) chan[4 * c] = -1;
       replayShifts(conv, base, K, since >= 0 ? skippedShifts(t, since, K) + 1 : 1);
       conv[base + K - 1] = mixed[c];
+      // a new input differs from the tap it was shifted past: the taps cannot be settled (below)
+      const moved = (mixedBits[c] | 0) !== chan[4 * c + 3];
       chan[4 * c + 3] = mixedBits[c];
       const sw = chanF[4 * c + 2];
       const single = sw === sw;
@@ -350,7 +352,7 @@ export function gdnDecodeTracked(
         else if (c < 2 * keyDim) t.qkDirty[Math.floor((c - keyDim) / dk)] = 1;
         else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
       }
-      if (tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
+      if (!moved && tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
       else if ((single && y !== 0 && y - y === 0) || (y - y === 0 && steadyAhead(cw, conv, base, K, y))) {
         // Lazy: while the input stays, every later step's fold is the same y. A single-tap channel
         // with y ≠ 0: its older taps weigh ±0 and are finite (else y would be NaN), so the fold is
@@ -410,14 +412,14 @@ export function gdnDecodeTracked(
     // step leaves S alone, the output that step wrote to core is this step's too
     const qSame = !fresh && t.qDirty[kh] === 0 && cache.exposed[h] === 0 && t.writtenOutside[h] === 0;
     t.writtenOutside[h] = 0;
-    if (!same) for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
+    // (a step with q as before mostly leaves S, and so o, alone: its old output is not kept)
+    if (!same && !qSame) for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
     if (stats && !fresh) stats.gdnHeadSteps++;
     cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax);
     headModified[h] = scratch.modified[0];
     // the output is a function of q and S: with both as before it is as before; a step that wrote S
     // counts as a change (the gated norm below compares what it recomputes)
-    if (same) coreChanged[h] = scratch.modified[0];
-    else if (qSame && scratch.modified[0] === 0) coreChanged[h] = 0;
+    if (same || qSame) coreChanged[h] = scratch.modified[0];
     else for (let j = 0; j < dv; j++) if (!Object.is(core[o0 + j], oldCore[j])) { coreChanged[h] = 1; break; }
   }
   t0 = phaseEnd('gdn.recurrent', t0);

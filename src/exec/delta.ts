@@ -46,7 +46,10 @@
  * g = G_r, its fold is the exact sum, and that sum is a float32. So a changed column updates a
  * bounded row by y_r ← y_r + (w·x_new − w·x_old) in double, with no check: both products are
  * exact (24 × 24 bits), their difference and the new sum are multiples of 2^(G_r) below
- * 2^(25+G_r) (exact in double), and the new sum is the exact sum of a mixed input (a float32). It
+ * 2^(25+G_r) (exact in double), and the new sum is the exact sum of a mixed input (a float32).
+ * The difference is computed as w·(x_new − x_old), once per column: |w|·M_c ≤ B_r < 2^(23+G_r)
+ * and G_r ≤ lowbit(w) + L_c give M_c < 2^(23+L_c), so x_new − x_old is a multiple of 2^(L_c)
+ * below 2^(24+L_c), exact (even in float32), and w times it is exact in double. It
  * is never −0: y starts as a fold from +0 (never −0) and +0 + (−0) = +0. A widening that breaks a
  * row's bound makes it a tracked row for good; it is refolded in that call (which builds its
  * record). Bounded rows are y itself, so the bf16 profile (y = act(sum)) tracks every row.
@@ -472,14 +475,17 @@ function deltaLinearIn(
     const k1 = colInts[4 * c + 7];
     walked += k1 - k0;
     const lx = xn === 0 || allBounded ? 0 : lowbit32(xb[c]); // (only tracked rows read it)
+    // Exact whenever a bounded row reads c (only those use it): its bound gives |x| ≤ M_c <
+    // 2^(23+L_c) for x_old and x_new, both multiples of 2^L_c, so Δ is a multiple of 2^L_c below
+    // 2^(24+L_c); and w·Δ (24 × 24 bits) is the exact w·x_new − w·x_old (module comment)
+    const dx = xn - xo;
     for (let k = k0; k < k1; k++) {
       const r = rowIdx[k];
       const f = mark[r];
       if ((f & 1) === 0) {
         // a bounded row: the exact update, unchecked (module comment)
         if (f !== cur) { mark[r] = cur; rows[nr++] = r; }
-        const w = cv[k];
-        yv[r] += w * xn - w * xo;
+        yv[r] += cv[k] * dx;
         continue;
       }
       if ((f & ~3) !== cur) { mark[r] = cur | 1; rows[nr++] = r; } // a tracked row's first touch

@@ -305,10 +305,7 @@ export function recurrentStepSparse(
     if (sMax[h] * kSum <= BETA_ZERO_BOUND) {
       let vSmall = true;
       for (let j = 0; j < dv; j++) if (!(Math.abs(v[vOff + j]) <= V_BOUND)) { vSmall = false; break; }
-      if (vSmall) {
-        if (memo) memo.valid[h] = 0; // (kv was not computed)
-        return kind;
-      }
+      if (vSmall) return kind; // (the memo stays invalid: kv was not computed)
     }
   }
   const { kIdx, qIdx, kDot, qDot, dotCount, nzRows, delta } = scratch;

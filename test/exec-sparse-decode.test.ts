@@ -177,7 +177,7 @@ describe('recurrentStepSparse', () => {
     // (about 600 and 450 of each over 9,600 steps)
     expect(early).toBeGreaterThan(300); // the memo's path ran
     expect(reused).toBeGreaterThan(250); // and the output was kept with a moved key
-    expect(betaZero).toBeGreaterThan(1000); // steps the β = ±0 shortcut may take
+    expect(betaZero).toBeGreaterThan(400); // steps the β = ±0 shortcut may take (about 1,000)
   });
 
   it('classifyState: +0 only → ZERO; any −0 or non-finite → ANY; +0 and positive → POS; else CLEAN', () => {

@@ -19,7 +19,10 @@
  *   fresh `chipc run` process): 1,000 (or N, if smaller, or fewer at HALT) generated tokens over
  *   the wall time from the start of the prompt (which yields the first token) to the last of them;
  *   `firstThousandPageFaults` the minor page faults of that window (each a first touch of a fresh
- *   4 KiB page, dear on some virtual machines: bench/page-faults.ts).
+ *   4 KiB page, dear on some virtual machines: bench/page-faults.ts). `firstThousandCurve` and
+ *   `warmCurve`: ms from the prompt's start to generated tokens 1, 10, 50, 100, 250, 500, 1,000,
+ *   in the cold run and in the timed run (a fresh executor on warm code, the weight plans built),
+ *   so the difference is what a fresh process pays once (plans, JIT, first touches).
  * - `tokensPerSecond` (steady): after `--warmup N` (default 2000) untimed decode steps on fresh
  *   executors of the same weights and program (repeated when the program halts sooner), so that
  *   the timed run measures the JIT's optimized code; each timed run starts after a forced major GC
@@ -147,7 +150,10 @@ function start(ex: Executor): number {
  * and the emitted ids.
  */
 interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number; heads: number }
-function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number } {
+/** Generated-token counts at which the cold run and the timed run note their time (the curve). */
+const CURVE_AT = [1, 10, 50, 100, 250, 500, 1000];
+interface CurvePoint { tokens: number; ms: number }
+function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number; curve: CurvePoint[] } {
   const ex = newExecutor();
   const p0 = performance.now();
   let last = start(ex);
@@ -165,10 +171,14 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: 
   const c0 = process.cpuUsage();
   let steps = 0;
   let firstMs = 0;
+  // the curve: the prompt's time (which yields token 1), then the decode steps' (the GC and the
+  // pause before them left out)
+  const curve: CurvePoint[] = [{ tokens: 1, ms: prefillMs }];
   for (; steps < n; steps++) {
     if (elf !== undefined && decodeToken(last).kind === 'HALT') break;
     last = ex.decodeArgmax(last);
     if (steps === 0) firstMs = performance.now() - d0;
+    if (CURVE_AT.includes(steps + 2)) curve.push({ tokens: steps + 2, ms: prefillMs + performance.now() - d0 });
     ids.push(last);
   }
   const cpu = process.cpuUsage(c0);
@@ -182,7 +192,7 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: 
     conv: ex.stats.convChannels - w0.conv,
     heads: ex.stats.gdnHeadSteps - w0.heads,
   };
-  return { decodeMs, firstMs, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps, work, instructions };
+  return { decodeMs, firstMs, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps, work, instructions, curve };
 }
 
 /** The golden emulator's instructions/s on the same program (--elf), run whole, repeated for ≥ 0.3 s. */
@@ -205,17 +215,19 @@ function goldenRate(file: string): { instructions: number; perSecond: number } {
  * yields the first token) to the last of them; run first, before any warm-up: the cold start a
  * fresh `chipc run` process sees (JIT compiles, the first step's incremental state).
  */
-function coldRun(n: number): { tokens: number; ms: number; pageFaults: number } {
+function coldRun(n: number): { tokens: number; ms: number; pageFaults: number; curve: CurvePoint[] } {
   const ex = newExecutor();
   const f0 = process.resourceUsage().minorPageFault;
   const t = performance.now();
   let last = start(ex);
   let got = 1;
+  const curve: CurvePoint[] = [{ tokens: 1, ms: performance.now() - t }];
   while (got < n && !(elf !== undefined && decodeToken(last).kind === 'HALT')) {
     last = ex.decodeArgmax(last);
     got++;
+    if (CURVE_AT.includes(got)) curve.push({ tokens: got, ms: performance.now() - t });
   }
-  return { tokens: got, ms: performance.now() - t, pageFaults: process.resourceUsage().minorPageFault - f0 };
+  return { tokens: got, ms: performance.now() - t, pageFaults: process.resourceUsage().minorPageFault - f0, curve };
 }
 const cold = coldRun(Math.min(1000, tokens));
 const firstThousandTokensPerSecond = cold.tokens / (cold.ms / 1000);
@@ -249,6 +261,7 @@ if (json) {
     dir: path.basename(path.resolve(dir ?? elf ?? '')), chip: elf !== undefined ? chipLabel : null, profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
     tokensPerSecond: 1000 / msPerToken, firstStepMs: plain.firstMs,
     firstThousandTokens: cold.tokens, firstThousandMs: cold.ms, firstThousandTokensPerSecond, firstThousandPageFaults: cold.pageFaults,
+    firstThousandCurve: cold.curve, warmCurve: plain.curve,
     tokensPerInstruction: elf !== undefined && plain.instructions > 0 ? steps / plain.instructions : null,
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
@@ -260,6 +273,10 @@ if (json) {
   console.log(`checkpoint: ${c.numLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}, FFN ${c.intermediateSize} (loaded in ${Math.round(loadMs)} ms)`);
   console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] fed in ${plain.prefillMs.toFixed(1)} ms (decode path); ${steps} decode steps (${distinct} distinct ids)`);
   console.log(`cold start (the process's first run, no warm-up): ${cold.tokens} generated tokens in ${cold.ms.toFixed(0)} ms from the prompt's start, ${firstThousandTokensPerSecond.toFixed(1)} tokens/s (${cold.pageFaults.toLocaleString('en-US')} page faults: bench/page-faults.ts)`);
+  // where the cold run loses time against the timed run of the same program (a fresh executor on
+  // warm code and built weight plans): ms from the prompt's start to the Nth generated token
+  const curveLine = (cv: CurvePoint[]) => cv.map((p) => `${p.tokens}: ${p.ms.toFixed(0)}`).join(', ');
+  console.log(`  ms from the prompt's start to generated token N — cold: ${curveLine(cold.curve)}; warm: ${curveLine(plain.curve)}`);
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);
   // the first step builds the sequence's incremental decode state (the GDN tracks; the projection
   // memos come from the prefill): part of the figure above, shown apart as it weighs on short programs

@@ -469,33 +469,33 @@ describe('incremental decode on whole executors', () => {
     const { res, stream } = await regfileStream(5, 12);
     const layers = res.weights.config.layerTypes.flatMap((t, i) => (t === 'linear_attention' ? [i] : []));
     for (const tok of [...new Set(stream.slice(1, 12))]) {
-    const s = new Executor(res.weights, { path: 'sparse', profile: 'f32' });
-    const d = new Executor(res.weights, { path: 'dense', profile: 'f32' });
-    const recS = recorder(s);
-    const recD = recorder(d);
-    s.prefill([stream[0]!]);
-    d.prefill([stream[0]!]);
-    for (let i = 0; i < 12; i++) {
-      if (i === 6) {
-        for (const li of layers) {
-          const heads = res.weights.config.linearNumValueHeads;
-          for (let h = 0; h < heads; h++) {
-            const S = new Float32Array(res.weights.config.linearKeyHeadDim * res.weights.config.linearValueHeadDim);
-            for (let e = 0; e < S.length; e++) S[e] = (e + h) % 3 === 0 ? 181.01934814453125 : 0;
-            for (const ex of [s, d]) ex.setGdnState(li, h, S);
+      const s = new Executor(res.weights, { path: 'sparse', profile: 'f32' });
+      const d = new Executor(res.weights, { path: 'dense', profile: 'f32' });
+      const recS = recorder(s);
+      const recD = recorder(d);
+      s.prefill([stream[0]!]);
+      d.prefill([stream[0]!]);
+      for (let i = 0; i < 12; i++) {
+        if (i === 6) {
+          for (const li of layers) {
+            const heads = res.weights.config.linearNumValueHeads;
+            for (let h = 0; h < heads; h++) {
+              const S = new Float32Array(res.weights.config.linearKeyHeadDim * res.weights.config.linearValueHeadDim);
+              for (let e = 0; e < S.length; e++) S[e] = (e + h) % 3 === 0 ? 181.01934814453125 : 0;
+              for (const ex of [s, d]) ex.setGdnState(li, h, S);
+            }
           }
         }
+        expect(s.decodeArgmax(tok)).toBe(argmax(d.decode(tok)));
+        // gdnStateCopy: the state's bits, a copy (writing it changes nothing), nothing handed out
+        for (const li of layers) {
+          const copy = s.gdnStateCopy(li, 0);
+          expect(bits(copy)).toEqual(bits(d.gdnStateCopy(li, 0)));
+          copy.fill(7);
+          expect(Array.from(s.gdnCacheOf(li).exposed).every((e) => e === 0)).toBe(true);
+        }
       }
-      expect(s.decodeArgmax(tok)).toBe(argmax(d.decode(tok)));
-      // gdnStateCopy: the state's bits, a copy (writing it changes nothing), nothing handed out
-      for (const li of layers) {
-        const copy = s.gdnStateCopy(li, 0);
-        expect(bits(copy)).toEqual(bits(d.gdnStateCopy(li, 0)));
-        copy.fill(7);
-        expect(Array.from(s.gdnCacheOf(li).exposed).every((e) => e === 0)).toBe(true);
-      }
-    }
-    expect(recS).toEqual(recD);
+      expect(recS).toEqual(recD);
     }
   });
 

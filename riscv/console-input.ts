@@ -62,11 +62,25 @@ export function applyWrites(memory: Memory, writes: readonly MemoryWrite[]): voi
   for (const [address, word] of writes) memory.write32(address, word);
 }
 
-/** Words of the data RAM a loader E token addresses (bit 15 of its payload selects a register). */
+/** Words of the data RAM a loader address reaches (p = 0x8000 + k names register k, or configuration word k − 32). */
 export const LOADER_WORDS = 0x8000;
 
 /**
- * The loader tokens E(p) D(lo) H(hi) of the writes (p = the word index from CODE_BASE).
+ * The token that latches loader address p (protocol v8, docs/token-protocol.md "Loading by
+ * prompt"): E(0, p) for p < 0x4000, K(p − 0x4000) for the data RAM's words from 0x4000, and
+ * OUT(0, p − 0x8000) for a register (p − 0x8000 < 32) or a configuration word. None of them starts
+ * an instruction in another slot than 0, so the chip's slot latch changes at most once in a loader
+ * prompt (the chunked-prefill rule, docs/numerics.md).
+ */
+export function loaderAddressToken(p: number): number {
+  if (!Number.isInteger(p) || p < 0 || p >= 0x8000 + 256) throw new ChipcError('input.address', `loader address ${p} is outside [0, 0x8100)`);
+  if (p < 0x4000) return encodeToken({ kind: 'E', j: 0, v: (p ^ 0x2000) - 0x2000 });
+  if (p < 0x8000) return encodeToken({ kind: 'K', v: ((p - 0x4000) ^ 0x2000) - 0x2000 });
+  return encodeToken({ kind: 'OUT', j: 0, b: p - 0x8000 });
+}
+
+/**
+ * The loader tokens (address p: loaderAddressToken), D(lo), H(hi) of the writes (p = the word index from CODE_BASE).
  * ChipcError 'input.address' for an address that is not a 4-aligned word of the data RAM
  * [CODE_BASE, CODE_BASE + min(memBytes, 128 KiB)).
  */
@@ -79,7 +93,7 @@ export function writeTokens(writes: readonly MemoryWrite[], memBytes: number): n
       throw new ChipcError('input.address', `the word at 0x${(address >>> 0).toString(16)} is not a 4-aligned address in the chip's data RAM [0x${CODE_BASE.toString(16)}, 0x${(CODE_BASE + 4 * limit).toString(16)})`);
     }
     out.push(
-      encodeToken({ kind: 'E', j: p >> 14, v: ((p & 0x3fff) ^ 0x2000) - 0x2000 }),
+      loaderAddressToken(p),
       encodeToken({ kind: 'D', v: word & 0xffff }),
       encodeToken({ kind: 'H', v: word >>> 16 }),
     );

@@ -236,13 +236,14 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
     const ck = readChipCheckpoint(fakeCkpt({ manifest: manifest(chip) }));
     checkChipFits(ck, a);
     checkChipFits(ck, b);
-    // The code end and tohost travel in the loader prompt: E(0x8020) and E(0x8021), each then D(lo), H(hi).
+    // The code end and tohost travel in the loader prompt at addresses 0x8020 and 0x8021 — OUT(0, 0x20)
+    // and OUT(0, 0x21) (protocol v8) —, each then D(lo), H(hi).
     const cfg = (q: ChipProgram, p: number) => {
-      const i = q.loader.findIndex((t) => { const d = decodeToken(t); return d.kind === 'E' && d.j === p >> 14 && ((d.v + 0x4000) & 0x3fff) === (p & 0x3fff); });
+      const i = q.loader.findIndex((t) => { const d = decodeToken(t); return d.kind === 'OUT' && d.j === 0 && d.b === p - 0x8000; });
       expect(i).toBeGreaterThan(0);
       const lo = decodeToken(q.loader[i + 1]!);
       const hi = decodeToken(q.loader[i + 2]!);
-      if (lo.kind !== 'D' || hi.kind !== 'H') throw new Error('expected D, H after E');
+      if (lo.kind !== 'D' || hi.kind !== 'H') throw new Error('expected D, H after the address');
       return (lo.v | (hi.v << 16)) >>> 0;
     };
     expect(cfg(b, 0x8021)).toBe((tohost | 1) >>> 0);
@@ -254,10 +255,11 @@ describe('chipc run --model: refusals before any tensor is loaded', () => {
     ['no manifest', { manifest: undefined }, 'run.model', /no chipc-manifest\.json.*--emit/],
     ['another circuit', { manifest: { ...manifest(good), circuit: 'counter' } }, 'run.model', /circuit "counter", not the RV32 chip/],
     ['another alphabet', { manifest: { ...manifest(good), vocab: { circuit: 512, bos: 0 } } }, 'run.model', /alphabet has 512 tokens/],
-    ['the v4 alphabet (a chip of an older chipc)', { manifest: { ...manifest(good), vocab: { circuit: 248_197, bos: 0 } } }, 'run.model', /alphabet has 248197 tokens; the RV32 chip \(protocol v7\) has 248205/],
+    ['the v4 alphabet (a chip of an older chipc)', { manifest: { ...manifest(good), vocab: { circuit: 248_197, bos: 0 } } }, 'run.model', /alphabet has 248197 tokens; the RV32 chip \(protocol v8\) has 248205/],
     ['no recorded RAM shape (chipc compile src/cpu/cpu.ts)', { manifest: manifest(undefined) }, 'run.model', /does not record its RAM shape.*chipc cpu/],
-    ['a chip of token protocol v5 (no protocol recorded)', { manifest: manifest({ ...good, protocol: undefined }) }, 'run.model', /speaks token protocol v5 or older \(its manifest records none\), this chipc v7.*chipc cpu/],
-    ['a chip of another token protocol', { manifest: manifest({ ...good, protocol: 'v6' }) }, 'run.model', /speaks token protocol v6, this chipc v7/],
+    ['a chip of token protocol v5 (no protocol recorded)', { manifest: manifest({ ...good, protocol: undefined }) }, 'run.model', /speaks token protocol v5 or older \(its manifest records none\), this chipc v8.*chipc cpu/],
+    ['a chip of another token protocol', { manifest: manifest({ ...good, protocol: 'v6' }) }, 'run.model', /speaks token protocol v6, this chipc v8/],
+    ['a chip of protocol v7 (its loader reads addresses from E tokens only)', { manifest: manifest({ ...good, protocol: 'v7' }) }, 'run.model', /speaks token protocol v7, this chipc v8/],
     ['a per-program chip of an older chipc', { manifest: manifest({ codeWords: good.codeWords, codeEnd: 20, memWords: MEM / 4, tohost: null }) }, 'run.model', /compiled for one program by an older chipc/],
     ['another data RAM size', { manifest: manifest({ ...good, memWords: 2048 }) }, 'run.mem', /data RAM is 8 KiB, the run asks for 1 KiB/],
     ['a code RAM smaller than the program\'s code', { manifest: manifest({ ...good, codeWords: 8 }) }, 'run.code', /code RAM is 32 bytes; the program's code ends at \d+ bytes: make a chip with `chipc cpu --code-size 256`/],

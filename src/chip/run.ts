@@ -24,7 +24,7 @@ import { MANIFEST_FILE, parseManifestDeferringEmit, readManifestHead, type Manif
 import { MERGE_INFO_FILE } from '../merge/plan.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
-import { firstRunInputWrites, inputAreaOf, startPrompt, type InputArea, type MemoryWrite } from '../../riscv/console-input.ts';
+import { firstRunInputWrites, inputAreaOf, loaderAddressToken, startPrompt, type InputArea, type MemoryWrite } from '../../riscv/console-input.ts';
 import {
   BOS_ID, CODE_BASE, PROTOCOL_VERSION, decodeToken, encodeToken, formatToken, formatTokenAfter, trapCauseName,
 } from '../../riscv/protocol.ts';
@@ -162,12 +162,12 @@ export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}
   const sp = (CODE_BASE + memBytes) & ~15;
   const regs = new Map([[2, bitsOfWord(sp)]]);
   const config = { codeEnd: Math.min(used, CODE_STORE_WORDS), tohost: p.tohost };
-  // Loader prompt: E(word) or E(0x8000 + register / 0x8020 + configuration word), D(lo), H(hi) per
-  // nonzero word (sorted by address), the configuration, sp, then J(entry).
+  // Loader prompt: the address of a word (p < 0x8000), a register (0x8000 + r) or a configuration
+  // word (0x8020 + k) — loaderAddressToken —, D(lo), H(hi) per nonzero word (sorted by address),
+  // the configuration, sp, then J(entry).
   const loader: number[] = [BOS_ID];
   const put = (p: number, v: number) => loader.push(
-    encodeToken({ kind: 'E', j: p >> 14, v: ((p & 0x3fff) ^ 0x2000) - 0x2000 }),
-    encodeToken({ kind: 'D', v: v & 0xffff }), encodeToken({ kind: 'H', v: v >>> 16 }));
+    loaderAddressToken(p), encodeToken({ kind: 'D', v: v & 0xffff }), encodeToken({ kind: 'H', v: v >>> 16 }));
   for (const [row, wd] of words.sort((x, y) => x[0] - y[0])) put(row, wd);
   put(CONFIG_CODE_END, config.codeEnd);
   put(CONFIG_TOHOST, configTohostWord(config.tohost));

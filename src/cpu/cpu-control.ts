@@ -23,10 +23,11 @@ export interface PcControlInputs {
   isH: Sig;
   isJ: Sig;
   isStart: Sig;
+  startSlot: Sig[];
+  notStart: Sig;
   jw: Sig[];
-  jwUp: Sig[];
-  cvNLow: Sig[];
-  tj: Sig[];
+  jwPlus: Sig[][];
+  loadP: Sig[];
 }
 
 export interface PcControl {
@@ -39,60 +40,66 @@ export interface PcControl {
   loadReg: Sig;
   /** 1 at a loader H that writes configuration word k (built when first asked for, in the caller's order). */
   loadConfig: (k: number) => Sig;
-  /** The instruction's word index (15 bits, LSB first) and its window slot j (0…3). */
+  /** The instruction's word index (15 bits, LSB first; choices by the slot) and its window slot j (0…3). */
   w: Sig[];
   j: Sig;
+  /**
+   * The PC as a choice: slotSel[s] is 1 when the instruction sits in slot s of the window (at most
+   * one is), slotWords[s] the word index of slot s (15 bits). Fetch builds its row digits as
+   * choices over these, so that the code RAM reads them one FFN layer after the latches.
+   */
+  slotSel: Sig[];
+  slotWords: Sig[][];
+  /** The word index + 1 (16 bits: the link is 0x80000000 + 4 times it), a choice by the slot like w. */
+  seq16: Sig[];
 }
 
 export function pcControl(c: CircuitBuilder, io: PcControlInputs): PcControl {
-  const { isH, isJ, isStart, jw, jwUp, cvNLow, tj } = io;
-  // ── PC: the window base (J's word index) latched by J; PC = base + j at instruction starts,
-  //    latched so that positions fed D, H or K re-execute the same instruction ───────────────
+  const { isH, isJ, isStart, startSlot, notStart, jw, jwPlus, loadP } = io;
+  // ── PC: the window's base latched by J — as the word index of each of its four slots — and the
+  //    slot of the last instruction start, latched beside it. Both latches are written from token
+  //    fields, so both sit in the first GDN layer, and the PC is a choice between four latched
+  //    words one FFN layer later: fetch reads the code RAM in the second GDN layer. ────────────
   // The same latch remembers that a J came: before the first J the chip is in loader mode, and
   // (v3) a fed HALT clears it, so a request's write tokens and J(entry) can follow a HALT
   // (re-entry: services, docs/token-protocol.md).
-  // The enable is a token field (free, in the embedding) so the latch is written in the first GDN layer.
   const isJorHalt = protocolField(c, 'isJorHALT', (t) => { const k = tokenKind(t).kind; return k === Kind.J || k === Kind.HALT || k === Kind.TRAP ? 1 : 0; }, [0, 1]);
-  const baseRam = c.ram('base', { rows: 1, fields: [...jw.map(() => 2), ...jwUp.map(() => 2), 2] });
-  baseRam.write(c.constant(0), [...jw, ...jwUp, isJ], isJorHalt);
+  const latchedBits = [...jw, ...jwPlus.flat(), isJ];
+  const baseRam = c.ram('base', { rows: 1, fields: latchedBits.map(() => 2) });
+  baseRam.write(c.constant(0), latchedBits, isJorHalt);
   const baseRead = baseRam.read(c.constant(0));
-  const base = baseRead.slice(0, 15);
-  const baseUp = baseRead.slice(15, 28);
-  const loading = c.linear([[baseRead[28]!, -1]], 1).named('loading');
+  const plus = [1, 2, 3, 4].map((s) => baseRead.slice(15 + 16 * (s - 1), 15 + 16 * s));
+  // Slot s's word index (v + s mod 2^15) and its successor (v + s + 1, 16 bits).
+  const slotWords = [baseRead.slice(0, 15), ...plus.slice(0, 3).map((p) => p.slice(0, 15))];
+  const nextWords = plus;
+  const loading = c.linear([[baseRead[latchedBits.length - 1]!, -1]], 1).named('loading');
+  // The slot latch: the one-hot of the slot of the last token that started an instruction (J: 0),
+  // read only at positions that start none (D, H, K, Q, A, OUT(0, ·) re-execute the pending
+  // instruction); a start takes its slot from its own token. In a loader prompt every start is an
+  // E(p) of slot 0 or the final J (the loader's other addresses come through K and OUT(0, ·)), so
+  // the latch's row changes at most once there (docs/numerics.md "Chunked prefill").
+  const slotRam = c.ram('slot', { rows: 1, fields: [2, 2, 2, 2] });
+  slotRam.write(c.constant(0), startSlot, isStart);
+  const latchedSlot = slotRam.read(c.constant(0), notStart);
+  const slotSel = [0, 1, 2, 3].map((s) => c.linear([[startSlot[s]!, 1], [latchedSlot[s]!, 1]], 0, [0, 1]).named(`slot${s}`));
+  const w = Array.from({ length: 15 }, (_, k) => c.choose(slotWords.map((sw, s) => [slotSel[s]!, sw[k]!] as [Sig, Sig]), [0, 1]).named(`pc${k}`));
+  const j = c.linear(slotSel.map((x, s) => [x, s] as [Sig, number]), 0, [0, 3]).named('j');
+  const seq16 = Array.from({ length: 16 }, (_, k) => c.choose(nextWords.map((nw, s) => [slotSel[s]!, nw[k]!] as [Sig, Sig]), [0, 1]).named(`seq${k}`));
 
-  // ── loader (docs/token-protocol.md "Loading by prompt"): before the first J, E(p) latches a
-  //    load address p (bit 15: register p mod 32, else word p of memory) and the H of D(lo),
+  // ── loader (docs/token-protocol.md "Loading by prompt"): before the first J, a token naming a
+  //    load address p — E(0, p), K(p − 0x4000), OUT(0, p − 0x8000) — latches it (bit 15:
+  //    register p mod 32 or a configuration word, else word p of memory), and the H of D(lo),
   //    H(hi) writes {hi, lo} there ─────────────────────────────────────────────────────────
-  // E(p)'s id is p itself: bits 0…13 are the narrow payload bits (cvN) and bits 14, 15 the
-  // window index j (tj), so the loader address needs no token fields of its own.
-  // The H of E(p), D(lo), H(hi) takes p from the token two positions back (a delay of delays:
-  // the conv's tap at t − 2), not from a latch RAM rewritten at every E — a chunked prefill reads
-  // such a row exactly only while it was rewritten at most once in the chunk (docs/numerics.md
-  // "Chunked prefill").
-  const la = [...cvNLow, ...tj];
-  const loadAddr = c.previousAll(c.previousAll(la));
+  // The H takes p from the token two positions back (a delay of delays: the conv's tap at t − 2),
+  // not from a latch RAM rewritten at every address — a chunked prefill reads such a row exactly
+  // only while it was rewritten at most once in the chunk (docs/numerics.md "Chunked prefill").
+  const loadAddr = c.previousAll(c.previousAll(loadP));
   const loadWord = c.table('loadWord', [loading, isH, loadAddr[15]!], (l, h, r) => (l && h && !r ? 1 : 0), [0, 1]);
   // p = 0x8000 + r (r < 32) is register r; p = 0x8000 + 32 + k is configuration word k.
   const loadReg = c.table('loadReg', [loading, isH, loadAddr[15]!, loadAddr[5]!], (l, h, r, cf) => (l && h && r && !cf ? 1 : 0), [0, 1]);
   const loadConfig = (k: number) => c.table(`loadConfig${k}`, [loading, isH, loadAddr[15]!, loadAddr[5]!, loadAddr[0]!],
     (l, h, r, cf, b0) => (l && h && r && cf && b0 === k ? 1 : 0), [0, 1]);
-  // PC = base + j (mod 2^15): the low two bits from a table, each higher bit base's or baseUp's
-  // (= (base >> 2) + 1) by the carry out of the low two bits — one table per bit.
-  const start = Array.from({ length: 15 }, (_, k) => k < 2
-    ? c.table(`pc${k}`, [base[0]!, base[1]!, tj[0]!, tj[1]!], (b0, b1, t0, t1) => ((b0 + 2 * b1 + t0 + 2 * t1) >> k) & 1, [0, 1])
-    : c.table(`pc${k}`, [base[0]!, base[1]!, tj[0]!, tj[1]!, base[k]!, baseUp[k - 2]!],
-      (b0, b1, t0, t1, bk, uk) => (b0 + 2 * b1 + t0 + 2 * t1 >= 4 ? uk : bk), [0, 1]));
-  // The latch also keeps the instruction's window index j for the positions that re-execute it.
-  const pcl = c.ram('pc', { rows: 1, fields: Array.from({ length: 17 }, () => 2) });
-  // Written only outside loader mode: a loader prompt then writes it once (at its J), so reads
-  // of it inside a chunked prefill sum at most one change (docs/numerics.md "Chunked prefill").
-  const pcWrite = c.table('pcWrite', [isStart, loading], (st, ld) => (st && !ld ? 1 : 0), [0, 1]);
-  pcl.write(c.constant(0), [...start, ...tj], pcWrite);
-  const latched = pcl.read(c.constant(0));
-  const w = latched.slice(0, 15); // word index bits, LSB first
-  const j = c.linear([[latched[15]!, 1], [latched[16]!, 2]]).named('j');
-
-  return { loading, loadAddr, loadWord, loadReg, loadConfig, w, j };
+  return { loading, loadAddr, loadWord, loadReg, loadConfig, w, j, slotSel, slotWords, seq16 };
 }
 
 export interface RuntimeConfigInputs {

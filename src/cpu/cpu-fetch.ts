@@ -11,8 +11,10 @@ import { FETCH_DIGIT_BITS, rowDigits, type CpuShape } from './cpu-layout.ts';
 
 export interface FetchInputs {
   shape: CpuShape;
-  /** The instruction's word index (pcControl). */
+  /** The instruction's word index (pcControl), and the same as a choice: the slot selects and each slot's word index. */
   w: Sig[];
+  slotSel: Sig[];
+  slotWords: Sig[][];
   /** Loader mode and its address (pcControl). */
   loading: Sig;
   loadAddr: Sig[];
@@ -31,7 +33,7 @@ export interface Fetched {
 }
 
 export function fetch(c: CircuitBuilder, io: FetchInputs): Fetched {
-  const { w, loading, loadAddr, isH, isA, aW, tokenWord } = io;
+  const { w, slotSel, slotWords, loading, loadAddr, isH, isA, aW, tokenWord } = io;
   const { addrBits, codeWords, bankWords, codeBankCount, codeBankBits } = io.shape;
   // Written by the loader (a word below the code RAM's end) or by a code store; both enables and
   // the row from the raw signals (tables over the latches and token fields: fetch waits for them).
@@ -52,19 +54,23 @@ export function fetch(c: CircuitBuilder, io: FetchInputs): Fetched {
     c.table(`codeWRow${k}`, [isH, ppA!, loading, k < 10 ? smcAddr[k]! : c.constant(0), loadAddr[k]!], (h, pa, ld, a, l) => (h && pa ? a : ld ? l : 0), [0, 1]));
   const codeWord = tokenWord.map((x, k) => c.table(`codeWBit${k}`, [isH, ppA!, loading, x], (h, pa, ld, v) => (h && (pa || ld) ? v : 0), [0, 1]));
   const fields32Code = Array.from({ length: 32 }, () => 2);
-  // The fetch row as digits of FETCH_DIGIT_BITS bits of the pc's word index, each a table over
-  // its bits (gated by the bank: 0 when the pc is in another bank), so that the code RAM reads
-  // each digit through its one-hot (passes/lower-ram.ts addrDigitsOf): the pc moving by one word
-  // changes the low digit's one-hot in two dims, each read by 1/32 of the rows, where a changed
-  // bit moved the query of every row of the code RAM. The tables sit in the FFN sublayer between
-  // the pc latch and fetch, so fetch stays where it was.
-  const fetchRow = (bank: { index: number; hi: Sig } | null, bits: number): Sig => c.linear(rowDigits(bits, FETCH_DIGIT_BITS).map((d, g) => {
+  // The fetch row as digits of FETCH_DIGIT_BITS bits of the pc's word index, so that the code RAM
+  // reads each digit through its one-hot (passes/lower-ram.ts addrDigitsOf): the pc moving by one
+  // word changes the low digit's one-hot in two dims, each read by 1/32 of the rows, where a
+  // changed bit moved the query of every row of the code RAM. With one bank, each digit is a
+  // choice by the slot between the four latched slot words' digits: its one-hot is one FFN layer
+  // after the latches, and fetch is in the second GDN layer. Banks gate their digits by the
+  // bank (0 when the pc is in another bank): tables over the pc's bits, a layer later.
+  // A digit of one or two bits is read as its bits (w's choices): the top one may be the packed
+  // rows' select bit, which β and z read as one dim (lower-ram.ts addrDigitsOf).
+  const fetchRow = (bank: { index: number; hi: Sig } | null, bits: number): Sig => c.linear(rowDigits(bits, FETCH_DIGIT_BITS).flatMap((d, g) => {
     const mask = 2 ** d.width - 1;
-    const digit = c.linear(w.slice(d.lo, d.lo + d.width).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, mask]);
+    const digitOf = (word: Sig[]) => c.linear(word.slice(d.lo, d.lo + d.width).map((x, k) => [x, 2 ** k] as [Sig, number]), 0, [0, mask]);
+    if (bank === null && d.width <= 2) return Array.from({ length: d.width }, (_, k) => [w[d.lo + k]!, 2 ** (d.lo + k)] as [Sig, number]);
     const t = bank === null
-      ? (d.width === 1 ? w[d.lo]! : c.table(`pcDigit${g}`, [digit], (v) => v, [0, mask]))
-      : c.table(`pcDigit${g}B${bank.index}`, [bank.hi, digit], (h, v) => (h === bank.index ? v : 0), [0, mask]);
-    return [t, 2 ** d.lo] as [Sig, number];
+      ? c.choose(slotWords.map((sw, s) => [slotSel[s]!, digitOf(sw)] as [Sig, Sig]), [0, mask]).named(`pcDigit${g}`)
+      : c.table(`pcDigit${g}B${bank.index}`, [bank.hi, digitOf(w)], (h, v) => (h === bank.index ? v : 0), [0, mask]);
+    return [[t, 2 ** d.lo] as [Sig, number]];
   }));
   let ins: Sig[];
   if (codeBankCount === 1) {

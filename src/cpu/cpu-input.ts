@@ -34,10 +34,19 @@ export interface TokenInputs {
   aW: Sig[];
   qStep: Sig;
   qDigit: Sig;
-  /** The window slot j of a starting token (2 bits; 0 for J), J's word index (15 bits) and (index >> 2) + 1 (13 bits). */
+  /** The window slot j of a starting token (2 bits; 0 for J). */
   tj: Sig[];
+  /** 1 when the token starts the instruction in slot s (startSlot[s]; J: slot 0), and 1 when it starts none. */
+  startSlot: Sig[];
+  notStart: Sig;
+  /** J's word index (15 bits) and the index plus s for s = 1…4 (16 bits each, jwPlus[s − 1]). */
   jw: Sig[];
-  jwUp: Sig[];
+  jwPlus: Sig[][];
+  /**
+   * The loader address p a token names (protocol v8; 16 bits): E(j, v) names 0x4000·j + v, K(v)
+   * 0x4000 + v, OUT(0, b) 0x8000 + b (a register, or a configuration word from 0x8020); 0 for others.
+   */
+  loadP: Sig[];
   /** The narrow commit value: its low 14 bits, and all 32 (bits 13… one shared field). */
   cvNLow: Sig[];
   cvN: Sig[];
@@ -72,10 +81,19 @@ export function tokenInputs(c: CircuitBuilder): TokenInputs {
   const qStep = protocolField(c, 'qStep', (t) => (tokenKind(t).kind === Kind.Q ? Math.floor(tokenKind(t).v / Q_RADIX) : 0), [0, 7]);
   const qDigit = protocolField(c, 'qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v % Q_RADIX : 0), [0, 15]);
   const tj = [0, 1].map((k) => protocolField(c, `tj${k}`, (t) => (tokenKind(t).kind === Kind.J ? 0 : bit(tokenKind(t).j, k)), [0, 1]));
+  const startSlot = [0, 1, 2, 3].map((s) => protocolField(c, `startSlot${s}`, (t) => (startsInstruction(t) && (tokenKind(t).kind === Kind.J ? 0 : tokenKind(t).j) === s ? 1 : 0), [0, 1]));
+  const notStart = protocolField(c, 'notStart', (t) => (startsInstruction(t) ? 0 : 1), [0, 1]);
+  // J's word index v and v + s for s = 1…4 (16 bits: v + 4 reaches 2^15): the base latch keeps
+  // them all, so that the PC (v + slot, mod 2^15) and the link (v + slot + 1) are choices by the
+  // slot one FFN layer after the latch (no adder, no table over base and slot before fetch).
   const jw = Array.from({ length: 15 }, (_, k) => protocolField(c, `jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v, k) : 0), [0, 1]));
-  // J's word index shifted right by 2, plus 1 (mod 2^13): the high bits of base + j when j carries
-  // out of the low two (so PC = base + j is one table layer, not an adder's two).
-  const jwUp = Array.from({ length: 13 }, (_, k) => protocolField(c, `jwUp${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(((tokenKind(t).v >> 2) + 1) & 0x1fff, k) : 0), [0, 1]));
+  const jwPlus = [1, 2, 3, 4].map((s) => Array.from({ length: 16 }, (_, k) => protocolField(c, `jw${k}+${s}`,
+    (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v + s, k) : 0), [0, 1])));
+  const loaderAddress = (t: number) => {
+    const { kind: k, j: jj, v } = tokenKind(t);
+    return k === Kind.E ? 0x4000 * jj + v : k === Kind.K ? 0x4000 + v : k === Kind.OUT && jj === 0 ? 0x8000 + v : 0;
+  };
+  const loadP = Array.from({ length: 16 }, (_, k) => protocolField(c, `loadP${k}`, (t) => bit(loaderAddress(t), k), [0, 1]));
   // The narrow commit value is sign-extended from 14 bits: bits 13…31 are one field (the
   // embedding carries each token's bits once, not 19 copies of its sign).
   const cvNLow = Array.from({ length: 14 }, (_, k) => protocolField(c, `cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
@@ -84,5 +102,5 @@ export function tokenInputs(c: CircuitBuilder): TokenInputs {
   const dLo = Array.from({ length: 16 }, (_, k) => protocolField(c, `dLo${k}`, (t) => (tokenKind(t).kind === Kind.D ? bit(tokenKind(t).v, k) : 0), [0, 1]));
   const dLoPrev = c.previousAll(dLo); // the D latch: the previous position's D payload
 
-  return { isE, isD, isJ, isH, isA, isQ, isStart, fedC, aW, qStep, qDigit, tj, jw, jwUp, cvNLow, cvN, cvW, dLo, dLoPrev };
+  return { isE, isD, isJ, isH, isA, isQ, isStart, fedC, aW, qStep, qDigit, tj, startSlot, notStart, jw, jwPlus, loadP, cvNLow, cvN, cvW, dLo, dLoPrev };
 }

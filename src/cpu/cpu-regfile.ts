@@ -14,7 +14,7 @@ import type { CircuitBuilder, Ram, Sig } from '../dsl/index.ts';
 import { BN_BANKS, BN_OPCODE } from './mac-unit.ts';
 import type { Word } from './alu.ts';
 import { Kind, protocolField, tokenKind } from './cpu-tokens.ts';
-import { addSmall, bitsWord, readWord } from './cpu-words.ts';
+import { bitsWord, readWord } from './cpu-words.ts';
 
 export interface RegisterFileInputs {
   /** Token fields (cpu-input.ts). */
@@ -26,8 +26,9 @@ export interface RegisterFileInputs {
   cvN: Sig[];
   cvW: Sig[];
   dLoPrev: Sig[];
-  /** The PC latch's word index and the loader's state (pcControl). */
+  /** The instruction's word index, the index + 1 (16 bits: the link's) and the loader's state (pcControl). */
   w: Sig[];
+  seq16: Sig[];
   loading: Sig;
   loadAddr: Sig[];
   loadReg: Sig;
@@ -59,8 +60,7 @@ export interface RegisterFile {
   AE: Word;
   /** 1 when the instruction has a destination the emit plan must fill (rd ≠ x0, or SYSTEM's a0). */
   hasRd: Sig;
-  /** The word index + 1 (16 bits: the link's and the next slot's w + 1), the link PC + 4, and the PC, as words. */
-  seq16: Sig[];
+  /** The link PC + 4 and the PC, as words. */
   link: Word;
   pcWord: Word;
   /** Delays of the fed token's kind: Q one and two positions back, start and H one and two back. */
@@ -78,7 +78,7 @@ export interface RegisterFile {
 }
 
 export function registerFile(c: CircuitBuilder, io: RegisterFileInputs): RegisterFile {
-  const { isD, isH, isJ, isQ, isStart, cvN, cvW, dLoPrev, w, loading, loadAddr, loadReg, ins, opcode, rd, clsAlu, isBn, isJump, isSys73, writesRd } = io;
+  const { isD, isH, isJ, isQ, isStart, cvN, cvW, dLoPrev, w, seq16, loading, loadAddr, loadReg, ins, opcode, rd, clsAlu, isBn, isJump, isSys73, writesRd } = io;
   // One delay for everything the commit needs from the previous position's decode (all ready
   // right after fetch); the commit enable and each committed bit are then one table each.
   // The destination is not x0: rd ≠ 0, or SYSTEM (a0).
@@ -89,7 +89,6 @@ export function registerFile(c: CircuitBuilder, io: RegisterFileInputs): Registe
   // ≥ 1 when the previous instruction's destination is not x0 (a sum of two delayed bits: no layer of its own)
   const prevRdNZ = c.linear([[prevRdFieldNZ!, 1], [prevIsSys!, 1]], 0, [0, 2]);
   // The link (PC + 4) from the word index + 1 over 16 bits (a carry out of bit 14 lands in bit 17).
-  const seq16 = addSmall(c, [...w, c.constant(0)], [1, 0], 'seq');
   const linkBits = [c.constant(0), c.constant(0), ...seq16, ...Array.from({ length: 13 }, () => c.constant(0)), c.constant(1)];
   const link = bitsWord(c, linkBits);
   const pcWord = bitsWord(c, [c.constant(0), c.constant(0), ...w, ...Array.from({ length: 14 }, () => c.constant(0)), c.constant(1)].slice(0, 32));
@@ -170,7 +169,7 @@ export function registerFile(c: CircuitBuilder, io: RegisterFileInputs): Registe
   const usesEa = (op: number) => op === 0x03 || op === 0x23;
   const { bits: aE, word: AE } = readWord(c, regs, regAddr(15, 0, 'rs1e', usesEa, loading));
   return {
-    regs, a, b, A, B, am, bm, Am, Bm, aE, AE, hasRd, seq16, link, pcWord, prevIsQ, ppQ, prevWasStart: prevWasStart!, prevWasH: prevWasH!,
+    regs, a, b, A, B, am, bm, Am, Bm, aE, AE, hasRd, link, pcWord, prevIsQ, ppQ, prevWasStart: prevWasStart!, prevWasH: prevWasH!,
     ppStart: ppStart!, ppH: ppH!, remTransfer, bnCarryIn, bnCarryMoves,
   };
 }

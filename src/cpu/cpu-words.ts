@@ -1,7 +1,7 @@
 /**
  * Small word builders the CPU's stages share: a word from bits (bitsWord), from instruction bit
- * positions (wordFromSpec with the immediate layouts of immSpec), a bytewise select (muxWord), and
- * a few-bit increment over bits (addSmall). Each builds the same signals wherever it is called.
+ * positions (wordFromSpec with the immediate layouts of immSpec) and a bytewise select (muxWord).
+ * Each builds the same signals wherever it is called.
  */
 import type { CircuitBuilder, Ram, Sig } from '../dsl/index.ts';
 import { byteFromNibbles, type Word } from './alu.ts';
@@ -119,23 +119,4 @@ export function immSpec(kind: 'I' | 'S' | 'B' | 'U' | 'J'): (number | null)[] {
 /** select(cond, a, b) bytewise. */
 export function muxWord(c: CircuitBuilder, cond: Sig, a: Word, b: Word): Word {
   return a.map((x, i) => c.select(cond, x, b[i]!));
-}
-
-/**
- * bits + small (a 0…3 addend given as two bits, or a constant) over bits.length bits, modulo
- * 2^bits.length: the low two bits and a carry from one table, then each higher bit flips when
- * the carry runs through all the bits below it (one table per bit) — 2 FFN layers.
- */
-export function addSmall(c: CircuitBuilder, bits: Sig[], addend: (Sig | number)[], tag: string): Sig[] {
-  const low = c.linear([[bits[0]!, 1], [bits[1]!, 2], [addend[0]!, 1], [addend[1]!, 2]]).named(`${tag}Low`);
-  const carry = c.table(`${tag}Carry`, [low], (v) => (v >= 4 ? 1 : 0), [0, 1]);
-  const out: Sig[] = [
-    c.table(`${tag}0`, [low], (v) => v & 1, [0, 1]),
-    c.table(`${tag}1`, [low], (v) => (v >> 1) & 1, [0, 1]),
-  ];
-  for (let k = 2; k < bits.length; k++) {
-    const run = c.linear([[carry, 1], ...bits.slice(2, k).map((x) => [x, 1] as [Sig, number])]);
-    out.push(c.table(`${tag}${k}`, [bits[k]!, run], (bk, r) => bk ^ (r === k - 1 ? 1 : 0), [0, 1]));
-  }
-  return out;
 }

@@ -53,7 +53,7 @@ export function cpuCircuit(opts: CpuOptions) {
     // The 32-bit word a D, H pair brings back: {H payload, D latch} at a position fed H.
     const tokenWord = [...tok.dLoPrev, ...tok.cvW];
     const config = runtimeConfig(c, { tokenWord, loadConfig: pc.loadConfig });
-    const { ins, fetchOut } = fetch(c, { shape, w: pc.w, loading: pc.loading, loadAddr: pc.loadAddr, isH: tok.isH, isA: tok.isA, aW: tok.aW, tokenWord });
+    const { ins, fetchOut } = fetch(c, { shape, w: pc.w, slotSel: pc.slotSel, slotWords: pc.slotWords, loading: pc.loading, loadAddr: pc.loadAddr, isH: tok.isH, isA: tok.isA, aW: tok.aW, tokenWord });
     const dec = decode(c, { ins, fetchOut, loading: pc.loading });
     const rf = registerFile(c, { ...tok, ...pc, ...dec, ins });
     const mac = bignumUnit(c, { ...rf, ...dec, ins, dLoPrev: tok.dLoPrev, cvW: tok.cvW });

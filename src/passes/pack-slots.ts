@@ -29,7 +29,11 @@ export interface Packing {
   clears: { dim: number; sublayer: number }[];
 }
 
-export function packSlots(lc: LoweredCircuit, sched: Schedule): Packing {
+/**
+ * `clearAt` (optional, per dim): an FFN sublayer before which the dim is not cleared (−1: none) —
+ * schedule-and-pack defers clears out of a layer whose FFN they would overflow.
+ */
+export function packSlots(lc: LoweredCircuit, sched: Schedule, clearAt?: Int32Array): Packing {
   const n = lc.dims.length;
   const END = 2 * sched.numLayers;
   const birth = Int32Array.from(sched.bornAt);
@@ -51,7 +55,7 @@ export function packSlots(lc: LoweredCircuit, sched: Schedule): Packing {
     const afterRead = lastUse[d]! >= 0 ? lastUse[d]! | 1 : -1;
     // Not in the FFN that writes it: the earliest FFN strictly after its birth.
     const afterBirth = birth[d]! % 2 === 1 || birth[d]! === -1 ? birth[d]! + 2 : birth[d]! + 1;
-    end[d] = Math.max(afterRead, birth[d]! === -1 ? 1 : afterBirth);
+    end[d] = Math.max(afterRead, birth[d]! === -1 ? 1 : afterBirth, clearAt?.[d] ?? -1);
     if (end[d]! >= END) end[d] = END;
   }
 

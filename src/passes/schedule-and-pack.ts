@@ -6,6 +6,14 @@
  * When a layer's ops and clears overflow its FFN, that many units are reserved in the layer and
  * the circuit is scheduled (and packed) again. Reservations only grow, so this ends; a circuit
  * whose clears still overflow after 50 rounds is a `fit.units` error.
+ *
+ * A reservation pushes the ops with the least height out of its layer, and height counts data
+ * dependences only: an op whose delay holds back a RAM in banks (one GDN layer each, so every bank
+ * after the first waits for the one before) looks as if it had slack. So when a schedule that fits
+ * has more layers than an earlier round's (which overflowed only by its clears), the ops that
+ * resources delayed on its critical path (criticalDelayedOps) get a height boost and the circuit is
+ * scheduled again, up to BOOST_ROUNDS times; the result is the fitting schedule with the fewest
+ * layers (then the fewest slots), the first one found on a tie.
  */
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
@@ -14,18 +22,28 @@ import { schedule, type Schedule } from './schedule.ts';
 import { packSlots, type Packing } from './pack-slots.ts';
 import { sinkOps } from './sink-ops.ts';
 
+/** Rounds of height boosts, and the boost (sublayers) an op gets per round. */
+const BOOST_ROUNDS = 8;
+const BOOST = 64;
+
 export function scheduleAndPack(
   lowered: LoweredCircuit, target: ModelConfig, opts: { sinkOps?: boolean } = {},
 ): { schedule: Schedule; packing: Packing } {
   const reserve: number[] = [];
+  const boost = new Int32Array(lowered.ops.length);
+  let fewest = Infinity;
+  let boostRounds = 0;
+  let best: { schedule: Schedule; packing: Packing } | null = null;
   for (let round = 0; ; round++) {
     const res = {
       ffnUnits: target.intermediateSize,
       gdnKeyHeads: target.linearNumKeyHeads,
       attnKvHeads: target.numKeyValueHeads,
       ffnReserve: reserve,
+      boost,
     };
     const early = schedule(lowered, res);
+    fewest = Math.min(fewest, early.numLayers);
     const packedEarly = packSlots(lowered, early);
     let sched = early;
     let packing = packedEarly;
@@ -38,6 +56,10 @@ export function scheduleAndPack(
         packing = packedSunk;
       }
     }
+    if (overflow(sched, packing, target.intermediateSize).length > 0) {
+      const deferred = packDeferringClears(lowered, sched, target.intermediateSize);
+      if (deferred !== null) packing = deferred;
+    }
     const clears = new Array<number>(sched.numLayers).fill(0);
     for (const c of packing.clears) clears[Math.floor(c.sublayer / 2)]!++;
     let over = false;
@@ -48,7 +70,87 @@ export function scheduleAndPack(
         over = true;
       }
     });
-    if (!over) return { schedule: sched, packing };
+    if (!over) {
+      if (best === null || sched.numLayers < best.schedule.numLayers
+        || (sched.numLayers === best.schedule.numLayers && packing.slotsUsed < best.packing.slotsUsed)) best = { schedule: sched, packing };
+      if (best.schedule.numLayers <= fewest || boostRounds >= BOOST_ROUNDS) return best;
+      const delayed = criticalDelayedOps(lowered, early);
+      if (delayed.length === 0) return best;
+      for (const id of delayed) boost[id]! += BOOST;
+      boostRounds++;
+      continue;
+    }
     if (round >= 50) throw new ChipcError('fit.units', 'slot clears keep overflowing the FFN budget; the circuit is too wide for this target');
   }
+}
+
+/** The layers whose ops and slot clears need more FFN units than the target has, with the excess. */
+function overflow(sched: Schedule, packing: Packing, ffnUnits: number): { layer: number; excess: number }[] {
+  const clears = new Array<number>(sched.numLayers).fill(0);
+  for (const c of packing.clears) clears[Math.floor(c.sublayer / 2)]!++;
+  const out: { layer: number; excess: number }[] = [];
+  sched.usage.forEach((u, L) => { if (u.units + clears[L]! > ffnUnits) out.push({ layer: L, excess: u.units + clears[L]! - ffnUnits }); });
+  return out;
+}
+
+const DEFER_ROUNDS = 16;
+
+/**
+ * The schedule packed with the clears that overflow a layer's FFN deferred to the next layer's
+ * (a dead value may stay in its slot longer: it is subtracted later), round by round as the
+ * packing changes; null when some layer still overflows after DEFER_ROUNDS or has no later layer.
+ * Deferring keeps the ops where the schedule put them, where reserving units in the layer pushes
+ * ops out of it — off the critical path, and values alive longer (more slots).
+ */
+function packDeferringClears(lowered: LoweredCircuit, sched: Schedule, ffnUnits: number): Packing | null {
+  const clearAt = new Int32Array(lowered.dims.length).fill(-1);
+  for (let round = 0; round < DEFER_ROUNDS; round++) {
+    const packing = packSlots(lowered, sched, clearAt);
+    const over = overflow(sched, packing, ffnUnits);
+    if (over.length === 0) return packing;
+    for (const { layer, excess } of over) {
+      if (layer + 1 >= sched.numLayers) return null;
+      const here = packing.clears.filter((c) => c.sublayer === 2 * layer + 1);
+      for (const c of here.slice(here.length - excess)) clearAt[c.dim] = 2 * layer + 3;
+    }
+  }
+  return null;
+}
+
+/**
+ * The ops on the schedule's critical path that resources delayed: walking back from the ops of
+ * the last layer through the inputs that came last, an op placed later than its inputs allow (an
+ * FFN layer or a mixer without room for it); for a delayed GDN or attention op, the walk goes on
+ * through the ops of its kind in the mixers it waited behind (the banks before it).
+ */
+export function criticalDelayedOps(lc: LoweredCircuit, sched: Schedule): number[] {
+  const writers: number[][] = Array.from({ length: lc.dims.length }, () => []);
+  for (const op of lc.ops) for (const d of op.writes) writers[d]!.push(op.id);
+  const byMixer = new Map<number, number[]>();
+  for (const op of lc.ops) {
+    if (op.kind === 'ffn') continue;
+    const s = sched.sublayer[op.id]!;
+    (byMixer.get(s) ?? byMixer.set(s, []).get(s)!).push(op.id);
+  }
+  const lastLayer = sched.numLayers - 1;
+  const seen = new Uint8Array(lc.ops.length);
+  const queue: number[] = [];
+  const visit = (id: number) => { if (seen[id] === 0) { seen[id] = 1; queue.push(id); } };
+  for (const op of lc.ops) if (sched.sublayer[op.id]! >> 1 === lastLayer) visit(op.id);
+  const out: number[] = [];
+  while (queue.length > 0) {
+    const id = queue.pop()!;
+    const op = lc.ops[id]!;
+    const s = sched.sublayer[id]!;
+    let latest = -1;
+    for (const d of op.reads) latest = Math.max(latest, sched.producedAt[d]!);
+    let ready = latest + 1;
+    if ((ready % 2 === 1) !== (op.kind === 'ffn')) ready++;
+    if (ready < s) {
+      out.push(id);
+      if (op.kind !== 'ffn') for (let m = ready; m < s; m += 2) for (const other of byMixer.get(m) ?? []) visit(other);
+    }
+    for (const d of op.reads) if (sched.producedAt[d] === latest) for (const w of writers[d]!) visit(w);
+  }
+  return out.sort((a, b) => a - b);
 }

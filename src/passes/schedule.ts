@@ -18,6 +18,11 @@ export interface LayerResources {
   maxLayers?: number;
   /** FFN units to keep free per layer (for the slot clears packing adds afterwards). */
   ffnReserve?: number[];
+  /**
+   * Per op (by id): sublayers added to its height, so that it is placed before ops of the same
+   * height (schedule-and-pack boosts the ops a reservation pushed off the critical path).
+   */
+  boost?: Int32Array;
 }
 
 export interface Schedule {
@@ -50,7 +55,7 @@ function opCost(op: LoweredOp): { units: number; gdn: number; attn: number } {
  * sublayers, to the ops that read nothing it feeds) goes first, ties by id: when a layer's FFN
  * units or heads run short, the ops on the critical path get them and the ops with slack wait.
  */
-export function opOrder(lc: LoweredCircuit): LoweredOp[] {
+export function opOrder(lc: LoweredCircuit, boost?: Int32Array): LoweredOp[] {
   // (a dim may have several writers: the GDN ops whose read-outs add up to it, readSumDim)
   const writers: number[][] = Array.from({ length: lc.dims.length }, () => []);
   for (const op of lc.ops) {
@@ -89,7 +94,7 @@ export function opOrder(lc: LoweredCircuit): LoweredOp[] {
     const o = topo[k]!;
     let h = 0;
     for (const u of users[o]!) h = Math.max(h, height[u]! + (isFfn(o) === isFfn(u) ? 2 : 1));
-    height[o] = h;
+    height[o] = h + (boost?.[o] ?? 0);
   }
   // Kahn again with a binary heap on (−height, id).
   const before = (a: number, b: number) => (height[a] !== height[b] ? height[a]! > height[b]! : a < b);
@@ -143,7 +148,7 @@ export function schedule(lc: LoweredCircuit, res: LayerResources): Schedule {
       types.push(null);
     }
   };
-  for (const op of opOrder(lc)) {
+  for (const op of opOrder(lc, res.boost)) {
     let ready = -1;
     for (const d of op.reads) {
       const p = producedAt[d]!;

@@ -1,9 +1,11 @@
 /**
  * Control: what decides where the program goes and when it stops.
  *
- *  - pcControl (first, after the token fields): the window base latched by J, loader mode (before
- *    the first J, and again after a HALT or TRAP), the loader's address and write enables, and the
- *    PC latch (word index w and window slot j) that positions re-executing an instruction read.
+ *  - pcControl (first, after the token fields): the window base latched by J (the word index of
+ *    each of its four slots, and each one's successor), the slot latch (the slot of the last
+ *    instruction start, which positions re-executing an instruction read), the PC and the link as
+ *    choices by the slot, loader mode (before the first J, and again after a HALT or TRAP), and the
+ *    loader's address and write enables.
  *  - runtimeConfig: the two configuration words the loader writes (code end, tohost).
  *  - controlFlow (after execute and the M unit): branch condition, jump / branch targets and
  *    whether they are good — a taken jump emits J(target word), a bad target TRAP(fetch).

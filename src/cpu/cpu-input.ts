@@ -34,8 +34,6 @@ export interface TokenInputs {
   aW: Sig[];
   qStep: Sig;
   qDigit: Sig;
-  /** The window slot j of a starting token (2 bits; 0 for J). */
-  tj: Sig[];
   /** 1 when the token starts the instruction in slot s (startSlot[s]; J: slot 0), and 1 when it starts none. */
   startSlot: Sig[];
   notStart: Sig;
@@ -80,7 +78,6 @@ export function tokenInputs(c: CircuitBuilder): TokenInputs {
   const isQ = is(Kind.Q, 'isQ');
   const qStep = protocolField(c, 'qStep', (t) => (tokenKind(t).kind === Kind.Q ? Math.floor(tokenKind(t).v / Q_RADIX) : 0), [0, 7]);
   const qDigit = protocolField(c, 'qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v % Q_RADIX : 0), [0, 15]);
-  const tj = [0, 1].map((k) => protocolField(c, `tj${k}`, (t) => (tokenKind(t).kind === Kind.J ? 0 : bit(tokenKind(t).j, k)), [0, 1]));
   const startSlot = [0, 1, 2, 3].map((s) => protocolField(c, `startSlot${s}`, (t) => (startsInstruction(t) && (tokenKind(t).kind === Kind.J ? 0 : tokenKind(t).j) === s ? 1 : 0), [0, 1]));
   const notStart = protocolField(c, 'notStart', (t) => (startsInstruction(t) ? 0 : 1), [0, 1]);
   // J's word index v and v + s for s = 1…4 (16 bits: v + 4 reaches 2^15): the base latch keeps
@@ -102,5 +99,5 @@ export function tokenInputs(c: CircuitBuilder): TokenInputs {
   const dLo = Array.from({ length: 16 }, (_, k) => protocolField(c, `dLo${k}`, (t) => (tokenKind(t).kind === Kind.D ? bit(tokenKind(t).v, k) : 0), [0, 1]));
   const dLoPrev = c.previousAll(dLo); // the D latch: the previous position's D payload
 
-  return { isE, isD, isJ, isH, isA, isQ, isStart, fedC, aW, qStep, qDigit, tj, startSlot, notStart, jw, jwPlus, loadP, cvNLow, cvN, cvW, dLo, dLoPrev };
+  return { isE, isD, isJ, isH, isA, isQ, isStart, fedC, aW, qStep, qDigit, startSlot, notStart, jw, jwPlus, loadP, cvNLow, cvN, cvW, dLo, dLoPrev };
 }

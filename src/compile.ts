@@ -55,6 +55,12 @@ export interface CompileOptions {
    * its inputs allow (for comparisons).
    */
   sinkOps?: boolean;
+  /**
+   * When slot clears overflow a layer's FFN, defer them to the next layer before reserving units,
+   * and boost the ops that resources delayed when a schedule comes out longer than an earlier
+   * round's (passes/schedule-and-pack.ts; default true). False: reservations only (for comparisons).
+   */
+  repairSchedule?: boolean;
 }
 
 export interface CompileResult {
@@ -81,7 +87,7 @@ export function compileCircuit(ir: CircuitIR, host: ModelConfig, opts: CompileOp
   }
   const target = fitVocab(ir, host, opts.vocab);
   const lowered = fuseTables(lower(ir, target));
-  const { schedule: sched, packing } = scheduleAndPack(lowered, target, { sinkOps: opts.sinkOps ?? true });
+  const { schedule: sched, packing } = scheduleAndPack(lowered, target, { sinkOps: opts.sinkOps ?? true, repair: opts.repairSchedule ?? true });
   const frame = sizeFrame(packing.slotsUsed, target.hiddenSize, opts.hidden);
   const slotDim = (s: number) => frame.firstSlot + s;
   const slotOf = (v: number) => {

@@ -12,12 +12,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { MEM_BANK_WORDS, codeBanks, memLayout, memPlace, memWordAt } from '../src/cpu/cpu.ts';
 import { ChipcError } from '../src/util/errors.ts';
-import { chipRamContents, memBankWordsFor, programOf, runOnChip, type ChipProgram } from '../src/chip/run.ts';
+import { chipRamContents, memBankWordsFor, parsePrefillPlan, programOf, runOnChip, type ChipProgram } from '../src/chip/run.ts';
 import { compileChip, runOnInterpreter } from '../src/chip/build.ts';
 import type { CompileResult } from '../src/compile.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { assembleElf, encode } from '../riscv/asm.ts';
-import { decodeToken } from '../riscv/protocol.ts';
+import { decodeToken, encodeToken } from '../riscv/protocol.ts';
+import { loaderAddressToken } from '../riscv/console-input.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 
 const MEM = 128 * 1024;
@@ -223,6 +224,30 @@ describe('a 128 KiB data RAM in four banks (chip-test)', () => {
       expect(r.divergence, load).toBeNull();
       expect(r.exitCode, load).toBe(golden.halt.exitCode);
     }
+  }, 300_000);
+
+  it('a loader prompt writes a data word above 64 KiB through K (protocol v8), token by token and in one FMA chunk; v7\'s E(1, ·) still loads it token by token', () => {
+    // x10 = the word at 0x80010008 (word index 0x4002), exit with its low byte
+    const far = assembleElf('lui x6, 0x80010\nlw x10, 8(x6)\nandi x10, x10, 255\naddi x17, x0, 93\necall').elf;
+    const p2 = programOf(far, { memBytes: MEM, codeBytes: prog.codeBytes });
+    expect(p2.chip).toEqual(prog.chip);
+    const J = p2.loader[p2.loader.length - 1]!;
+    const word = [encodeToken({ kind: 'D', v: 0xbeef }), encodeToken({ kind: 'H', v: 0x12ab })];
+    const v8 = [encodeToken({ kind: 'K', v: 2 }), ...word];
+    expect(v8[0]).toBe(loaderAddressToken(0x4002));
+    const v7 = [encodeToken({ kind: 'E', j: 1, v: 2 }), ...word];
+    const withWord = (addr: number[]) => ({ ...p2, loader: [...p2.loader.slice(0, -1), ...addr, J] });
+    const runs = [
+      runOnChip(res, withWord(v8), { maxTokens: 100, load: 'prompt' }),
+      runOnChip(res, withWord(v8), { maxTokens: 100, load: 'prompt', prefill: parsePrefillPlan('whole'), kernelOrder: { kind: 'fma' } }),
+      runOnChip(res, withWord(v7), { maxTokens: 100, load: 'prompt' }),
+    ];
+    for (const r of runs) {
+      expect(r.halted).toBe(true);
+      expect(r.exitCode).toBe(0xef);
+    }
+    // without the word the program reads 0 (the K token is what loads it)
+    expect(runOnChip(res, p2, { maxTokens: 100, load: 'prompt' }).exitCode).toBe(0);
   }, 300_000);
 
   it('runs through the IR with every token equal to the golden trace', () => {

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { applyWrites, inputAreaOf, inputWrites, startPrompt, writeTokens } from '../riscv/console-input.ts';
+import { applyWrites, inputAreaOf, inputWrites, loaderAddressToken, startPrompt, writeTokens } from '../riscv/console-input.ts';
 import { goldenTokens } from '../riscv/golden-trace.ts';
 import { BOS_ID, CODE_BASE, decodeToken, encodeToken } from '../riscv/protocol.ts';
 import { Memory } from '../riscv/memory.ts';
@@ -71,6 +71,25 @@ describe('the input prompt', () => {
       { kind: 'J', w: 4 },
     ]);
     expect(p[0]).toBe(BOS_ID);
+  });
+
+  it('names a word from 0x4000 with K (protocol v8): a 128 KiB data RAM\'s upper half', () => {
+    const p = startPrompt([[0x80010008, 0x12abbeef], [0x8001fffc, 7]], 0x80000000, 128 * 1024);
+    expect(p.slice(1, -1).map((t) => decodeToken(t))).toEqual([
+      { kind: 'K', v: 2 }, { kind: 'D', v: 0xbeef }, { kind: 'H', v: 0x12ab },
+      { kind: 'K', v: -1 }, { kind: 'D', v: 7 }, { kind: 'H', v: 0 },
+    ]);
+  });
+
+  it('loaderAddressToken: E(0, p) below 0x4000, K(p − 0x4000) below 0x8000, OUT(0, p − 0x8000) above; no start in another slot', () => {
+    fc.assert(fc.property(fc.integer({ min: 0, max: 0x80ff }), (p) => {
+      const t = decodeToken(loaderAddressToken(p));
+      // p as the chip reads it back (cpu-input.ts loadP), from the decoded token alone
+      const back = t.kind === 'E' ? 0x4000 * t.j + (t.v & 0x3fff) : t.kind === 'K' ? 0x4000 + (t.v & 0x3fff) : t.kind === 'OUT' && t.j === 0 ? 0x8000 + t.b : -1;
+      expect(back).toBe(p);
+      if (t.kind === 'E') expect(t.j).toBe(0);
+    }), { numRuns: 500, seed: 20261205 });
+    for (const p of [-1, 0x8100, 1.5]) expectChipcError(() => loaderAddressToken(p), 'input.address');
   });
 
   it('refuses words outside the data RAM', () => {

@@ -27,8 +27,9 @@ const BOOST_ROUNDS = 8;
 const BOOST = 64;
 
 export function scheduleAndPack(
-  lowered: LoweredCircuit, target: ModelConfig, opts: { sinkOps?: boolean } = {},
+  lowered: LoweredCircuit, target: ModelConfig, opts: { sinkOps?: boolean; repair?: boolean } = {},
 ): { schedule: Schedule; packing: Packing } {
+  const repair = opts.repair !== false;
   const reserve: number[] = [];
   const boost = new Int32Array(lowered.ops.length);
   let fewest = Infinity;
@@ -56,7 +57,7 @@ export function scheduleAndPack(
         packing = packedSunk;
       }
     }
-    if (overflow(sched, packing, target.intermediateSize).length > 0) {
+    if (repair && overflow(sched, packing, target.intermediateSize).length > 0) {
       const deferred = packDeferringClears(lowered, sched, target.intermediateSize);
       if (deferred !== null) packing = deferred;
     }
@@ -73,7 +74,7 @@ export function scheduleAndPack(
     if (!over) {
       if (best === null || sched.numLayers < best.schedule.numLayers
         || (sched.numLayers === best.schedule.numLayers && packing.slotsUsed < best.packing.slotsUsed)) best = { schedule: sched, packing };
-      if (best.schedule.numLayers <= fewest || boostRounds >= BOOST_ROUNDS) return best;
+      if (!repair || best.schedule.numLayers <= fewest || boostRounds >= BOOST_ROUNDS) return best;
       const delayed = criticalDelayedOps(lowered, early);
       if (delayed.length === 0) return best;
       for (const id of delayed) boost[id]! += BOOST;

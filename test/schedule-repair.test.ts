@@ -1,0 +1,95 @@
+/**
+ * schedule-and-pack's repairs (src/passes/schedule-and-pack.ts): slot clears that overflow a
+ * layer's FFN are deferred to the next layer's (packSlots' clearAt) before units are reserved,
+ * and the ops that resources delayed on the critical path (criticalDelayedOps) get their height
+ * boosted when a fitting schedule comes out longer than an earlier round's. On the generic RV32
+ * chip at qwen3.5-4b the repairs give 11 layers where reservations alone give 12 (the control,
+ * `repairSchedule: false`); either way every layer's ops and clears fit its FFN, every op sits
+ * after what it reads, and every clear after its dim's last reader.
+ */
+import { describe, expect, it } from 'vitest';
+import { packSlots } from '../src/passes/pack-slots.ts';
+import { criticalDelayedOps } from '../src/passes/schedule-and-pack.ts';
+import type { LoweredCircuit } from '../src/lower/lowered.ts';
+import type { Schedule } from '../src/passes/schedule.ts';
+import { compileCircuit, type CompileResult } from '../src/compile.ts';
+import { buildCircuit } from '../src/dsl/load.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import { cpuCircuit, memBankWordsFor } from '../src/cpu/cpu.ts';
+import { defaultChipSizes } from '../src/chip/generic.ts';
+
+/** A lowered circuit and schedule of hand-placed ops (kind, sublayer, dims read and written). */
+function handCase(layers: number, births: number[], ops: { kind: 'ffn' | 'gdn'; at: number; reads: number[]; writes: number[] }[], lmHead: number[] = []) {
+  const lc = { dims: births.map(() => ({})), ops: ops.map((o, id) => ({ id, kind: o.kind, reads: o.reads, writes: o.writes })), lmHeadDims: lmHead } as unknown as LoweredCircuit;
+  const sched = { numLayers: layers, producedAt: Int32Array.from(births), bornAt: Int32Array.from(births), sublayer: Int32Array.from(ops.map((o) => o.at)) } as unknown as Schedule;
+  return { lc, sched };
+}
+
+describe('packSlots clearAt', () => {
+  it('holds a dim until the FFN it names: its clear moves there, and a later dim cannot take its slot before', () => {
+    // 3 layers (sublayers 0 … 5): dim 0 embedded, read by FFN 0 (1); dim 1 born at mixer 1 (2), read at 3.
+    const { lc, sched } = handCase(3, [-1, 2], [{ kind: 'ffn', at: 1, reads: [0], writes: [] }, { kind: 'ffn', at: 3, reads: [1], writes: [] }]);
+    const plain = packSlots(lc, sched);
+    expect(Array.from(plain.end)).toEqual([1, 3]);
+    expect(Array.from(plain.slot)).toEqual([0, 0]);
+    expect(plain.clears).toEqual([{ dim: 0, sublayer: 1 }]);
+    const held = packSlots(lc, sched, Int32Array.from([3, -1]));
+    expect(Array.from(held.end)).toEqual([3, 3]);
+    expect(Array.from(held.slot)).toEqual([0, 1]);
+    expect(held.slotsUsed).toBe(2);
+    expect(held.clears).toEqual([]);
+  });
+});
+
+describe('criticalDelayedOps', () => {
+  it('walks back from the last layer through the latest inputs; a delayed mixer op leads to the mixer ops it waited behind', () => {
+    // op 0 (FFN) could run at 1 but sits at 3; op 1 (GDN) reads it at 4; op 2 (GDN) reads it too
+    // but waited for heads until 6; op 3 (FFN, the last layer) reads both at 7. op 4 (FFN) is
+    // delayed (ready 1, at 5) but off the critical path: nothing in the last layer waits for it.
+    const { lc, sched } = handCase(4, [-1, 3, 4, 6, -2, 5], [
+      { kind: 'ffn', at: 3, reads: [0], writes: [1] },
+      { kind: 'gdn', at: 4, reads: [1], writes: [2] },
+      { kind: 'gdn', at: 6, reads: [1], writes: [3] },
+      { kind: 'ffn', at: 7, reads: [2, 3], writes: [4] },
+      { kind: 'ffn', at: 5, reads: [0], writes: [5] },
+    ]);
+    expect(criticalDelayedOps(lc, sched)).toEqual([0, 2]);
+  });
+});
+
+describe('the generic chip at qwen3.5-4b', () => {
+  const target = resolveTarget('qwen3.5-4b').config;
+  const sizes = defaultChipSizes(target);
+  const ir = buildCircuit(cpuCircuit({ codeWords: sizes.codeBytes / 4, memWords: sizes.memBytes / 4, memBankWords: memBankWordsFor(target) }), 'src/cpu/cpu.ts');
+  const repaired = compileCircuit(ir, target);
+  const reserved = compileCircuit(ir, target, { repairSchedule: false });
+
+  /** Ops after what they read; every layer's ops and clears within the FFN; clears after the last read. */
+  function checkFits(res: CompileResult): void {
+    const { sublayer, producedAt, usage, numLayers } = res.schedule;
+    const lastRead = new Int32Array(res.lowered.dims.length).fill(-1);
+    for (const op of res.lowered.ops) {
+      const s = sublayer[op.id]!;
+      expect(s % 2).toBe(op.kind === 'ffn' ? 1 : 0);
+      for (const d of op.reads) {
+        expect(producedAt[d]!).toBeLessThan(s);
+        lastRead[d] = Math.max(lastRead[d]!, s);
+      }
+    }
+    const clears = new Array<number>(numLayers).fill(0);
+    for (const c of res.packing.clears) {
+      clears[c.sublayer >> 1]!++;
+      expect(c.sublayer % 2).toBe(1);
+      expect(c.sublayer).toBeGreaterThanOrEqual(lastRead[c.dim]!);
+    }
+    usage.forEach((u, L) => expect(u.units + clears[L]!, `layer ${L}`).toBeLessThanOrEqual(target.intermediateSize));
+  }
+
+  it('has 11 layers and at most 700 slots with the repairs, 12 layers with reservations alone', () => {
+    expect(repaired.schedule.numLayers).toBe(11);
+    expect(repaired.packing.slotsUsed).toBeLessThanOrEqual(700);
+    expect(reserved.schedule.numLayers).toBe(12);
+    checkFits(repaired);
+    checkFits(reserved);
+  });
+});

@@ -3,9 +3,11 @@
  * sunk schedule is kept when it packs into no more slots than the early one). Scheduling budgets
  * each layer's FFN units for the ops only; packing then adds slot clears, one FFN unit each, in
  * the layers where slots are reused.
- * When a layer's ops and clears overflow its FFN, that many units are reserved in the layer and
- * the circuit is scheduled (and packed) again. Reservations only grow, so this ends; a circuit
- * whose clears still overflow after 50 rounds is a `fit.units` error.
+ * When a layer's ops and clears overflow its FFN, the clears that do not fit are first deferred to
+ * the next layer's FFN (packDeferringClears: the dead values stay in their slots a layer longer,
+ * the ops where they are). Where that fails, that many units are reserved in the layer and the
+ * circuit is scheduled (and packed) again. Reservations only grow, so this ends; a circuit whose
+ * clears still overflow after 50 rounds is a `fit.units` error.
  *
  * A reservation pushes the ops with the least height out of its layer, and height counts data
  * dependences only: an op whose delay holds back a RAM in banks (one GDN layer each, so every bank
@@ -13,7 +15,8 @@
  * has more layers than an earlier round's (which overflowed only by its clears), the ops that
  * resources delayed on its critical path (criticalDelayedOps) get a height boost and the circuit is
  * scheduled again, up to BOOST_ROUNDS times; the result is the fitting schedule with the fewest
- * layers (then the fewest slots), the first one found on a tie.
+ * layers (then the fewest slots), the first one found on a tie. `repair: false` (compileCircuit's
+ * repairSchedule) turns deferring and boosting off: reservations only.
  */
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
@@ -61,17 +64,9 @@ export function scheduleAndPack(
       const deferred = packDeferringClears(lowered, sched, target.intermediateSize);
       if (deferred !== null) packing = deferred;
     }
-    const clears = new Array<number>(sched.numLayers).fill(0);
-    for (const c of packing.clears) clears[Math.floor(c.sublayer / 2)]!++;
-    let over = false;
-    sched.usage.forEach((u, L) => {
-      const excess = u.units + clears[L]! - target.intermediateSize;
-      if (excess > 0) {
-        reserve[L] = (reserve[L] ?? 0) + excess;
-        over = true;
-      }
-    });
-    if (!over) {
+    const over = overflow(sched, packing, target.intermediateSize);
+    for (const { layer, excess } of over) reserve[layer] = (reserve[layer] ?? 0) + excess;
+    if (over.length === 0) {
       if (best === null || sched.numLayers < best.schedule.numLayers
         || (sched.numLayers === best.schedule.numLayers && packing.slotsUsed < best.packing.slotsUsed)) best = { schedule: sched, packing };
       if (!repair || best.schedule.numLayers <= fewest || boostRounds >= BOOST_ROUNDS) return best;

@@ -5,7 +5,8 @@
  * boosted when a fitting schedule comes out longer than an earlier round's. On the generic RV32
  * chip at qwen3.5-4b the repairs give 11 layers where reservations alone give 12 (the control,
  * `repairSchedule: false`); either way every layer's ops and clears fit its FFN, every op sits
- * after what it reads, and every clear after its dim's last reader.
+ * after what it reads, and every clear after its dim's last reader. At qwen3-next-80b they gain no
+ * layer and would cost slots, so the reservations' schedule is kept.
  */
 import { describe, expect, it } from 'vitest';
 import { packSlots } from '../src/passes/pack-slots.ts';
@@ -57,10 +58,15 @@ describe('criticalDelayedOps', () => {
   });
 });
 
-describe('the generic chip at qwen3.5-4b', () => {
-  const target = resolveTarget('qwen3.5-4b').config;
+/** The default generic chip's IR for a target. */
+function genericChip(name: string) {
+  const target = resolveTarget(name).config;
   const sizes = defaultChipSizes(target);
-  const ir = buildCircuit(cpuCircuit({ codeWords: sizes.codeBytes / 4, memWords: sizes.memBytes / 4, memBankWords: memBankWordsFor(target) }), 'src/cpu/cpu.ts');
+  return { target, ir: buildCircuit(cpuCircuit({ codeWords: sizes.codeBytes / 4, memWords: sizes.memBytes / 4, memBankWords: memBankWordsFor(target) }), 'src/cpu/cpu.ts') };
+}
+
+describe('the generic chip at qwen3.5-4b', () => {
+  const { target, ir } = genericChip('qwen3.5-4b');
   const repaired = compileCircuit(ir, target);
   const reserved = compileCircuit(ir, target, { repairSchedule: false });
 
@@ -92,4 +98,15 @@ describe('the generic chip at qwen3.5-4b', () => {
     checkFits(repaired);
     checkFits(reserved);
   });
+});
+
+describe('the generic chip at qwen3-next-80b', () => {
+  it('keeps the reservations\' schedule where the repairs gain no layer and would cost slots', () => {
+    const { target, ir } = genericChip('qwen3-next-80b');
+    const repaired = compileCircuit(ir, target);
+    const reserved = compileCircuit(ir, target, { repairSchedule: false });
+    expect(repaired.schedule.numLayers).toBe(reserved.schedule.numLayers);
+    expect(repaired.packing.slotsUsed).toBe(reserved.packing.slotsUsed);
+    expect(Array.from(repaired.schedule.sublayer)).toEqual(Array.from(reserved.schedule.sublayer));
+  }, 120_000);
 });

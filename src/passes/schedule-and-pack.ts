@@ -32,12 +32,29 @@ const BOOST = 64;
 export function scheduleAndPack(
   lowered: LoweredCircuit, target: ModelConfig, opts: { sinkOps?: boolean; repair?: boolean } = {},
 ): { schedule: Schedule; packing: Packing } {
-  const repair = opts.repair !== false;
+  const plain = fixpoint(lowered, target, opts.sinkOps !== false, false);
+  if (opts.repair === false) return plain;
+  // The repairs can cost slots where they gain no layer (a deferred clear holds its value longer,
+  // a boosted op is computed earlier): keep the plain result unless the repaired one is better.
+  const repaired = fixpoint(lowered, target, opts.sinkOps !== false, true);
+  return better(repaired, plain) ? repaired : plain;
+}
+
+type Packed = { schedule: Schedule; packing: Packing };
+
+/** Fewer layers, or as many in fewer slots. */
+function better(a: Packed, b: Packed): boolean {
+  return a.schedule.numLayers < b.schedule.numLayers
+    || (a.schedule.numLayers === b.schedule.numLayers && a.packing.slotsUsed < b.packing.slotsUsed);
+}
+
+/** Schedule and pack to a fixpoint, with the repairs or reservations alone. */
+function fixpoint(lowered: LoweredCircuit, target: ModelConfig, sink: boolean, repair: boolean): Packed {
   const reserve: number[] = [];
   const boost = new Int32Array(lowered.ops.length);
   let fewest = Infinity;
   let boostRounds = 0;
-  let best: { schedule: Schedule; packing: Packing } | null = null;
+  let best: Packed | null = null;
   for (let round = 0; ; round++) {
     const res = {
       ffnUnits: target.intermediateSize,
@@ -51,7 +68,7 @@ export function scheduleAndPack(
     const packedEarly = packSlots(lowered, early);
     let sched = early;
     let packing = packedEarly;
-    if (opts.sinkOps !== false) {
+    if (sink) {
       // sinking moves ops one at a time by a local estimate; the packing decides whether it paid
       const sunk = sinkOps(lowered, early, res);
       const packedSunk = packSlots(lowered, sunk);
@@ -67,8 +84,8 @@ export function scheduleAndPack(
     const over = overflow(sched, packing, target.intermediateSize);
     for (const { layer, excess } of over) reserve[layer] = (reserve[layer] ?? 0) + excess;
     if (over.length === 0) {
-      if (best === null || sched.numLayers < best.schedule.numLayers
-        || (sched.numLayers === best.schedule.numLayers && packing.slotsUsed < best.packing.slotsUsed)) best = { schedule: sched, packing };
+      const here = { schedule: sched, packing };
+      if (best === null || better(here, best)) best = here;
       if (!repair || best.schedule.numLayers <= fewest || boostRounds >= BOOST_ROUNDS) return best;
       const delayed = criticalDelayedOps(lowered, early);
       if (delayed.length === 0) return best;

@@ -26,7 +26,6 @@ export interface PcControlInputs {
   isJ: Sig;
   isStart: Sig;
   startSlot: Sig[];
-  notStart: Sig;
   jw: Sig[];
   jwPlus: Sig[][];
   loadP: Sig[];
@@ -57,7 +56,7 @@ export interface PcControl {
 }
 
 export function pcControl(c: CircuitBuilder, io: PcControlInputs): PcControl {
-  const { isH, isJ, isStart, startSlot, notStart, jw, jwPlus, loadP } = io;
+  const { isH, isJ, isStart, startSlot, jw, jwPlus, loadP } = io;
   // ── PC: the window's base latched by J — as the word index of each of its four slots — and the
   //    slot of the last instruction start, latched beside it. Both latches are written from token
   //    fields, so both sit in the first GDN layer, and the PC is a choice between four latched
@@ -82,7 +81,8 @@ export function pcControl(c: CircuitBuilder, io: PcControlInputs): PcControl {
   // the latch's row changes at most once there (docs/numerics.md "Chunked prefill").
   const slotRam = c.ram('slot', { rows: 1, fields: [2, 2, 2, 2] });
   slotRam.write(c.constant(0), startSlot, isStart);
-  const latchedSlot = slotRam.read(c.constant(0), notStart);
+  // (the enable is read through its form: 1 − isStart costs no field and no layer)
+  const latchedSlot = slotRam.read(c.constant(0), c.linear([[isStart, -1]], 1, [0, 1]));
   const slotSel = [0, 1, 2, 3].map((s) => c.linear([[startSlot[s]!, 1], [latchedSlot[s]!, 1]], 0, [0, 1]).named(`slot${s}`));
   const w = Array.from({ length: 15 }, (_, k) => c.choose(slotWords.map((sw, s) => [slotSel[s]!, sw[k]!] as [Sig, Sig]), [0, 1]).named(`pc${k}`));
   const j = c.linear(slotSel.map((x, s) => [x, s] as [Sig, number]), 0, [0, 3]).named('j');

@@ -34,9 +34,8 @@ export interface TokenInputs {
   aW: Sig[];
   qStep: Sig;
   qDigit: Sig;
-  /** 1 when the token starts the instruction in slot s (startSlot[s]; J: slot 0), and 1 when it starts none. */
+  /** 1 when the token starts the instruction in slot s (startSlot[s]; J: slot 0). */
   startSlot: Sig[];
-  notStart: Sig;
   /** J's word index (15 bits) and the index plus s for s = 1…4 (16 bits each, jwPlus[s − 1]). */
   jw: Sig[];
   jwPlus: Sig[][];
@@ -79,7 +78,6 @@ export function tokenInputs(c: CircuitBuilder): TokenInputs {
   const qStep = protocolField(c, 'qStep', (t) => (tokenKind(t).kind === Kind.Q ? Math.floor(tokenKind(t).v / Q_RADIX) : 0), [0, 7]);
   const qDigit = protocolField(c, 'qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v % Q_RADIX : 0), [0, 15]);
   const startSlot = [0, 1, 2, 3].map((s) => protocolField(c, `startSlot${s}`, (t) => (startsInstruction(t) && (tokenKind(t).kind === Kind.J ? 0 : tokenKind(t).j) === s ? 1 : 0), [0, 1]));
-  const notStart = protocolField(c, 'notStart', (t) => (startsInstruction(t) ? 0 : 1), [0, 1]);
   // J's word index v and v + s for s = 1…4 (16 bits: v + 4 reaches 2^15): the base latch keeps
   // them all, so that the PC (v + slot, mod 2^15) and the link (v + slot + 1) are choices by the
   // slot one FFN layer after the latch (no adder, no table over base and slot before fetch).
@@ -99,5 +97,5 @@ export function tokenInputs(c: CircuitBuilder): TokenInputs {
   const dLo = Array.from({ length: 16 }, (_, k) => protocolField(c, `dLo${k}`, (t) => (tokenKind(t).kind === Kind.D ? bit(tokenKind(t).v, k) : 0), [0, 1]));
   const dLoPrev = c.previousAll(dLo); // the D latch: the previous position's D payload
 
-  return { isE, isD, isJ, isH, isA, isQ, isStart, fedC, aW, qStep, qDigit, startSlot, notStart, jw, jwPlus, loadP, cvNLow, cvN, cvW, dLo, dLoPrev };
+  return { isE, isD, isJ, isH, isA, isQ, isStart, fedC, aW, qStep, qDigit, startSlot, jw, jwPlus, loadP, cvNLow, cvN, cvW, dLo, dLoPrev };
 }

@@ -32,11 +32,14 @@ const BOOST = 64;
 export function scheduleAndPack(
   lowered: LoweredCircuit, target: ModelConfig, opts: { sinkOps?: boolean; repair?: boolean } = {},
 ): { schedule: Schedule; packing: Packing } {
-  const plain = fixpoint(lowered, target, opts.sinkOps !== false, false);
-  if (opts.repair === false) return plain;
-  // The repairs can cost slots where they gain no layer (a deferred clear holds its value longer,
-  // a boosted op is computed earlier): keep the plain result unless the repaired one is better.
-  const repaired = fixpoint(lowered, target, opts.sinkOps !== false, true);
+  const sink = opts.sinkOps !== false;
+  if (opts.repair === false) return fixpoint(lowered, target, sink, false);
+  const repaired = fixpoint(lowered, target, sink, true);
+  // A run no repair touched is the plain run, round for round. Otherwise the repairs can cost
+  // slots where they gain no layer (a deferred clear holds its value longer, a boosted op is
+  // computed earlier): keep the plain result unless the repaired one is better.
+  if (!repaired.repairedAny) return repaired;
+  const plain = fixpoint(lowered, target, sink, false);
   return better(repaired, plain) ? repaired : plain;
 }
 
@@ -48,8 +51,9 @@ function better(a: Packed, b: Packed): boolean {
     || (a.schedule.numLayers === b.schedule.numLayers && a.packing.slotsUsed < b.packing.slotsUsed);
 }
 
-/** Schedule and pack to a fixpoint, with the repairs or reservations alone. */
-function fixpoint(lowered: LoweredCircuit, target: ModelConfig, sink: boolean, repair: boolean): Packed {
+/** Schedule and pack to a fixpoint, with the repairs or reservations alone; `repairedAny`: a clear was deferred or an op boosted. */
+function fixpoint(lowered: LoweredCircuit, target: ModelConfig, sink: boolean, repair: boolean): Packed & { repairedAny: boolean } {
+  let repairedAny = false;
   const reserve: number[] = [];
   const boost = new Int32Array(lowered.ops.length);
   let fewest = Infinity;
@@ -79,18 +83,19 @@ function fixpoint(lowered: LoweredCircuit, target: ModelConfig, sink: boolean, r
     }
     if (repair && overflow(sched, packing, target.intermediateSize).length > 0) {
       const deferred = packDeferringClears(lowered, sched, target.intermediateSize);
-      if (deferred !== null) packing = deferred;
+      if (deferred !== null) { packing = deferred; repairedAny = true; }
     }
     const over = overflow(sched, packing, target.intermediateSize);
     for (const { layer, excess } of over) reserve[layer] = (reserve[layer] ?? 0) + excess;
     if (over.length === 0) {
       const here = { schedule: sched, packing };
       if (best === null || better(here, best)) best = here;
-      if (!repair || best.schedule.numLayers <= fewest || boostRounds >= BOOST_ROUNDS) return best;
+      if (!repair || best.schedule.numLayers <= fewest || boostRounds >= BOOST_ROUNDS) return { ...best, repairedAny };
       const delayed = criticalDelayedOps(lowered, early);
-      if (delayed.length === 0) return best;
+      if (delayed.length === 0) return { ...best, repairedAny };
       for (const id of delayed) boost[id]! += BOOST;
       boostRounds++;
+      repairedAny = true;
       continue;
     }
     if (round >= 50) throw new ChipcError('fit.units', 'slot clears keep overflowing the FFN budget; the circuit is too wide for this target');

@@ -79,8 +79,13 @@ export function loaderAddressToken(p: number): number {
   return encodeToken({ kind: 'OUT', j: 0, b: p - 0x8000 });
 }
 
+/** The three loader tokens that write `word` at loader address p: its address token, D(low half), H(high half). */
+export function loaderWordTokens(p: number, word: number): number[] {
+  return [loaderAddressToken(p), encodeToken({ kind: 'D', v: word & 0xffff }), encodeToken({ kind: 'H', v: word >>> 16 })];
+}
+
 /**
- * The loader tokens (address p: loaderAddressToken), D(lo), H(hi) of the writes (p = the word index from CODE_BASE).
+ * The loader tokens (loaderWordTokens: address p, D(lo), H(hi)) of the writes (p = the word index from CODE_BASE).
  * ChipcError 'input.address' for an address that is not a 4-aligned word of the data RAM
  * [CODE_BASE, CODE_BASE + min(memBytes, 128 KiB)).
  */
@@ -92,11 +97,7 @@ export function writeTokens(writes: readonly MemoryWrite[], memBytes: number): n
     if (!Number.isInteger(p) || p < 0 || p >= limit) {
       throw new ChipcError('input.address', `the word at 0x${(address >>> 0).toString(16)} is not a 4-aligned address in the chip's data RAM [0x${CODE_BASE.toString(16)}, 0x${(CODE_BASE + 4 * limit).toString(16)})`);
     }
-    out.push(
-      loaderAddressToken(p),
-      encodeToken({ kind: 'D', v: word & 0xffff }),
-      encodeToken({ kind: 'H', v: word >>> 16 }),
-    );
+    out.push(...loaderWordTokens(p, word));
   }
   return out;
 }

@@ -24,9 +24,9 @@ import { MANIFEST_FILE, parseManifestDeferringEmit, readManifestHead, type Manif
 import { MERGE_INFO_FILE } from '../merge/plan.ts';
 import { loadElf } from '../../riscv/elf.ts';
 import { codeEndWords, goldenTokens } from '../../riscv/golden-trace.ts';
-import { firstRunInputWrites, inputAreaOf, loaderAddressToken, startPrompt, type InputArea, type MemoryWrite } from '../../riscv/console-input.ts';
+import { firstRunInputWrites, inputAreaOf, loaderWordTokens, startPrompt, type InputArea, type MemoryWrite } from '../../riscv/console-input.ts';
 import {
-  BOS_ID, CODE_BASE, PROTOCOL_VERSION, decodeToken, encodeToken, formatToken, formatTokenAfter, trapCauseName,
+  BOS_ID, CODE_BASE, PROTOCOL_VERSION, decodeToken, formatToken, formatTokenAfter, trapCauseName,
 } from '../../riscv/protocol.ts';
 import type { TargetShape } from '../dsl/index.ts';
 
@@ -166,8 +166,7 @@ export function programOf(elf: Uint8Array, shape: number | ChipShapeOptions = {}
   // word (0x8020 + k) — loaderAddressToken —, D(lo), H(hi) per nonzero word (sorted by address),
   // the configuration, sp, then J(entry).
   const loader: number[] = [BOS_ID];
-  const put = (p: number, v: number) => loader.push(
-    loaderAddressToken(p), encodeToken({ kind: 'D', v: v & 0xffff }), encodeToken({ kind: 'H', v: v >>> 16 }));
+  const put = (p: number, v: number) => loader.push(...loaderWordTokens(p, v));
   for (const [row, wd] of words.sort((x, y) => x[0] - y[0])) put(row, wd);
   put(CONFIG_CODE_END, config.codeEnd);
   put(CONFIG_TOHOST, configTohostWord(config.tohost));

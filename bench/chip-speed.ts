@@ -41,6 +41,7 @@ import vm from 'node:vm';
 import path from 'node:path';
 import { Executor } from '../src/exec/executor.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
+import { DELTA_ROLES, type DeltaRole, type DeltaWork } from '../src/exec/matmul.ts';
 import { loadModel } from '../src/model/load-weights.ts';
 import type { ModelWeights } from '../src/model/weights.ts';
 import { chipExecutor, programOf, readChipCheckpoint, type ChipProgram } from '../src/chip/run.ts';
@@ -149,7 +150,7 @@ function start(ex: Executor): number {
  * The prompt (start) + `n` greedy decode steps; returns the decode ms (and the first step's), the prompt's ms
  * and the emitted ids.
  */
-interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number; heads: number }
+interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number; heads: number; byRole: Record<DeltaRole, DeltaWork> }
 /** Generated-token counts at which the cold run and the timed run note their time (the curve). */
 const CURVE_AT = [1, 10, 50, 100, 250, 500, 1000];
 interface CurvePoint { tokens: number; ms: number }
@@ -160,7 +161,7 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: 
   const prefillMs = performance.now() - p0;
   ex.setPhaseTimes(times);
   const ids = [last];
-  const w0 = { entries: ex.stats.deltaEntries, rows: ex.stats.deltaRows, refolds: ex.stats.deltaRefolds, refoldEntries: ex.stats.deltaRefoldEntries, conv: ex.stats.convChannels, heads: ex.stats.gdnHeadSteps };
+  const w0 = { entries: ex.stats.deltaEntries, rows: ex.stats.deltaRows, refolds: ex.stats.deltaRefolds, refoldEntries: ex.stats.deltaRefoldEntries, conv: ex.stats.convChannels, heads: ex.stats.gdnHeadSteps, byRole: structuredClone(ex.stats.deltaByRole) };
   // a major GC now, not in the timed window (the compile leaves garbage for one to collect, and
   // its incremental marking, tens of ms, landed inside short runs such as hello's); then a pause
   // while its helper threads finish: started right after the GC, hello's first decode step (which
@@ -191,6 +192,11 @@ function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: 
     refoldEntries: ex.stats.deltaRefoldEntries - w0.refoldEntries,
     conv: ex.stats.convChannels - w0.conv,
     heads: ex.stats.gdnHeadSteps - w0.heads,
+    byRole: Object.fromEntries(DELTA_ROLES.map((r) => {
+      const a = ex.stats.deltaByRole[r];
+      const b = w0.byRole[r];
+      return [r, { calls: a.calls - b.calls, changedColumns: a.changedColumns - b.changedColumns, entries: a.entries - b.entries, rows: a.rows - b.rows, refolds: a.refolds - b.refolds, refoldEntries: a.refoldEntries - b.refoldEntries }];
+    })) as Record<DeltaRole, DeltaWork>,
   };
   return { decodeMs, firstMs, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps, work, instructions, curve };
 }
@@ -266,6 +272,7 @@ if (json) {
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
     workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps, headSteps: plain.work.heads / steps },
+    workPerTokenByMatrix: Object.fromEntries(DELTA_ROLES.map((r) => [r, Object.fromEntries(Object.entries(plain.work.byRole[r]).map(([k, v]) => [k, v / steps]))])),
     phasesMsPerToken: times && Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v / steps])),
   }));
 } else {
@@ -288,6 +295,11 @@ if (json) {
   }
   const per = (v: number) => Math.round(v / steps).toLocaleString('en-US');
   console.log(`work per token (deterministic): ${per(plain.work.entries)} stored entries walked, ${per(plain.work.rows)} rows reached, ${per(plain.work.refolds)} refolded (${per(plain.work.refoldEntries)} entries); ${per(plain.work.conv)} conv channels recomputed, ${per(plain.work.heads)} GDN value-head steps`);
+  // the incremental matmuls' part of it, by the matrix computed (per token; calls = matrices per step)
+  for (const r of DELTA_ROLES) {
+    const w = plain.work.byRole[r];
+    console.log(`  ${r.padEnd(12)} ${(w.calls / steps).toFixed(1).padStart(5)} calls, ${per(w.changedColumns).padStart(6)} changed input columns, ${per(w.entries).padStart(6)} entries walked, ${per(w.rows).padStart(6)} rows reached, ${per(w.refolds).padStart(5)} refolded (${per(w.refoldEntries)} entries)`);
+  }
   if (times) {
     console.log(`phases (profiled run: ${(profiledMs / steps).toFixed(3)} ms/token):`);
     const rows = Object.entries(times).sort((a, b) => b[1] - a[1]);

@@ -18,7 +18,7 @@ import { deltaLinear, lowbit32 } from '../src/exec/delta.ts';
 import { rowStackOf } from '../src/exec/stack-rows.ts';
 import { dropGdnTrack, gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
-import { linearEx, newMatmulStats } from '../src/exec/matmul.ts';
+import { DELTA_ROLES, linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { linearArgmax } from '../src/exec/matmul-argmax.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import { ExecPlans } from '../src/exec/plans.ts';
@@ -459,6 +459,35 @@ describe('incremental decode on whole executors', () => {
       expect(s.stats.deltaShared).toBeGreaterThan(0);
       expect(times['gdn.tracked']).toBeGreaterThan(0); // the tracked GDN step ran
     }
+  });
+
+  it('the work breakdown by matrix (stats.deltaByRole) sums to the totals, one call per matrix and step', async () => {
+    const { res, stream } = await regfileStream(7, 40);
+    const types = res.weights.config.layerTypes;
+    const gdnLayers = types.filter((t) => t === 'linear_attention').length;
+    const s = new Executor(res.weights, { path: 'sparse', profile: 'f32' });
+    s.prefill([stream[0]!]);
+    for (let i = 1; i < stream.length; i++) s.decodeArgmax(stream[i]!);
+    const st = s.stats;
+    const by = st.deltaByRole;
+    const sum = (k: 'entries' | 'rows' | 'refolds' | 'refoldEntries') => DELTA_ROLES.reduce((a, r) => a + by[r][k], 0);
+    expect(sum('entries')).toBe(st.deltaEntries);
+    expect(sum('rows')).toBe(st.deltaRows);
+    expect(sum('refolds')).toBe(st.deltaRefolds);
+    expect(sum('refoldEntries')).toBe(st.deltaRefoldEntries);
+    expect(st.deltaEntries).toBeGreaterThan(0);
+    // every decode step computes each layer's gate/up and down, and each GDN layer's input
+    // projections, incrementally (the prefill's call is each matrix's first: not counted)
+    const steps = stream.length - 1;
+    expect(by['ffn.gateUp'].calls).toBe(types.length * steps);
+    expect(by['ffn.down'].calls).toBe(types.length * steps);
+    expect(by['gdn.inProj'].calls).toBe(gdnLayers * steps);
+    for (const r of DELTA_ROLES) expect(by[r].changedColumns).toBeGreaterThan(0);
+    // the dense path computes nothing incrementally
+    const d = new Executor(res.weights, { path: 'dense', profile: 'f32' });
+    d.prefill([stream[0]!]);
+    for (let i = 1; i < 5; i++) d.decode(stream[i]!);
+    for (const r of DELTA_ROLES) expect(d.stats.deltaByRole[r]).toEqual({ calls: 0, changedColumns: 0, entries: 0, rows: 0, refolds: 0, refoldEntries: 0 });
   });
 
   it('setGdnState between tracked steps whose inputs repeat: the next step reads the new state', async () => {

@@ -55,7 +55,7 @@
  * record). Bounded rows are y itself, so the bf16 profile (y = act(sum)) tracks every row.
  */
 import type { Matrix } from '../model/weights.ts';
-import type { MatmulStats } from './matmul.ts';
+import type { DeltaRole, MatmulStats } from './matmul.ts';
 import { cscPlanOf, sparsePlanOf } from './matmul-plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import type { DeltaLinearState, ExecPlans } from './plans.ts';
@@ -302,10 +302,11 @@ function foldRow(
  * when the form does not apply (then nothing is computed and the caller runs linear()).
  * `cand` (with nCand), when given, lists every input column that may differ from the previous
  * call's input (e.g. the rows the producer recomputed); otherwise all columns are compared.
+ * `role` names the matrix for the work breakdown (stats.deltaByRole).
  */
 export function deltaLinear(
   ctx: ExecNumericContext, m: Matrix, x: Float32Array, xOff: number, cand: Int32Array | null, nCand: number,
-  stats?: MatmulStats, share?: DeltaShare,
+  stats?: MatmulStats, share?: DeltaShare, role?: DeltaRole,
 ): DeltaLinearState | null {
   if (ctx.order.kind !== 'sequential' || xOff + m.cols > x.length) return null;
   const st = stateOf(ctx, m);
@@ -317,14 +318,14 @@ export function deltaLinear(
     if (stats) stats.deltaShared++;
   }
   st.stamp = -1; // set again below when the call succeeds
-  const r = deltaLinearIn(ctx, m, st, x, xOff, cand, nCand, stats);
+  const r = deltaLinearIn(ctx, m, st, x, xOff, cand, nCand, stats, role);
   if (r !== null) st.stamp = stamp;
   return r;
 }
 
 function deltaLinearIn(
   ctx: ExecNumericContext, m: Matrix, st: DeltaLinearState, x: Float32Array, xOff: number, cand: Int32Array | null, nCand: number,
-  stats?: MatmulStats,
+  stats?: MatmulStats, role?: DeltaRole,
 ): DeltaLinearState | null {
   if (st.usable === 0) {
     const plan = sparsePlanOf(ctx.plans, m);
@@ -522,6 +523,15 @@ function deltaLinearIn(
     stats.deltaRows += nr;
     stats.deltaRefolds += nr - nUpdated;
     stats.deltaRefoldEntries += refoldEntries;
+    if (role !== undefined) {
+      const w = stats.deltaByRole[role];
+      w.calls++;
+      w.changedColumns += nc;
+      w.entries += walked;
+      w.rows += nr;
+      w.refolds += nr - nUpdated;
+      w.refoldEntries += refoldEntries;
+    }
   }
   return st;
 }

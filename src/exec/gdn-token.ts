@@ -109,7 +109,7 @@ function projectToken(
 ): { mixed: Float32Array; z: Float32Array; b: Float32Array; a: Float32Array; stack: Matrix | null } {
   if (path === 'sparse' && ctx.order.kind === 'sequential') {
     const stack = rowStackOf(ctx.plans, inProjParts(ctx.plans, w));
-    const ps = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, { stamp: nextInputStamp() });
+    const ps = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, { stamp: nextInputStamp() }, 'gdn.inProj');
     if (ps !== null && stack !== null) {
       const off = stack.offsets;
       const y = ps.y;

@@ -266,7 +266,7 @@ export function gdnDecodeTracked(
   // the four projections read the same x: one stacked matrix [qkv; z; b; a] (stack-rows.ts)
   const stack = rowStackOf(ctx.plans, inProjParts(ctx.plans, w));
   if (stack === null) return null;
-  const ps = deltaLinear(ctx, stack.m, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() });
+  const ps = deltaLinear(ctx, stack.m, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() }, 'gdn.inProj');
   if (ps === null) return null;
   noteConvInputs(cache, stack.m);
   const off = stack.offsets;
@@ -451,7 +451,7 @@ export function gdnDecodeTracked(
   // layers, whose gated norm outputs all −0, failed it every token).
   const outProj = w.outProj;
   const kept = !fresh && !ps.full && nc === 0 && t.outLinearCsr === outProj.csr && t.outLinearDense === outProj.dense;
-  const os = kept ? null : deltaLinear(ctx, outProj, normed, 0, fresh || ps.full ? null : changedList, nc, stats);
+  const os = kept ? null : deltaLinear(ctx, outProj, normed, 0, fresh || ps.full ? null : changedList, nc, stats, undefined, 'gdn.outProj');
   // the incremental output is handed out as it is (its memo is next written by this layer's next step)
   if (os === null) {
     if (!kept) {

@@ -305,7 +305,7 @@ function gdnForwardFull(
     // out_proj through its incremental memo where it applies (as the tracked step's), so that the
     // first tracked step after a prefill reuses it; a copy, as the memo's output is rewritten later
     const os = path === 'sparse' && ctx.order.kind === 'sequential'
-      ? deltaLinear(ctx, w.outProj, normed, 0, null, 0, stats) : null;
+      ? deltaLinear(ctx, w.outProj, normed, 0, null, 0, stats, undefined, 'gdn.outProj') : null;
     if (os !== null) {
       const o = buf ? buf.out : new Float32Array(w.outProj.rows);
       o.set(os.y);

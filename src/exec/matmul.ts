@@ -87,10 +87,33 @@ export interface MatmulStats {
    * apply and no entry of its input changed (gdn-tracked.ts; counted in `sparse` too).
    */
   outProjKept: number;
+  /**
+   * The incremental matmuls' work (the delta* fields above) split by the matrix a decode step
+   * computed: a GDN layer's stacked input projections and its out_proj, an FFN's stacked
+   * gate/up and its down_proj. Its parts sum to the totals (a call made without a role counts
+   * in the totals only).
+   */
+  deltaByRole: Record<DeltaRole, DeltaWork>;
+}
+
+/** The matrices a decode step computes incrementally (MatmulStats.deltaByRole). */
+export const DELTA_ROLES = ['gdn.inProj', 'gdn.outProj', 'ffn.gateUp', 'ffn.down'] as const;
+export type DeltaRole = (typeof DELTA_ROLES)[number];
+
+/** One matrix role's incremental work over the calls after each matrix's first (MatmulStats). */
+export interface DeltaWork {
+  calls: number;
+  /** Input columns whose bits changed since the matrix's previous call. */
+  changedColumns: number;
+  entries: number;
+  rows: number;
+  refolds: number;
+  refoldEntries: number;
 }
 
 export function newMatmulStats(): MatmulStats {
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, gdnHeadSteps: 0, deltaShared: 0, outProjKept: 0 };
+  const deltaByRole = Object.fromEntries(DELTA_ROLES.map((r) => [r, { calls: 0, changedColumns: 0, entries: 0, rows: 0, refolds: 0, refoldEntries: 0 }])) as Record<DeltaRole, DeltaWork>;
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, gdnHeadSteps: 0, deltaShared: 0, outProjKept: 0, deltaByRole };
 }
 
 function checkShapes(m: Matrix, x: Float32Array, xOff: number): void {

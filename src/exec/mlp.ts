@@ -73,7 +73,7 @@ function swigluDelta(
   let t0 = phaseStart();
   // gate and up read the same x: one stacked matrix [gate; up] (stack-rows.ts), unit i at rows i, n + i
   const stack = rowStackOf(ctx.plans, gateUpParts(ctx.plans, m));
-  const gus = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, io?.share ?? { stamp: nextInputStamp() });
+  const gus = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, io?.share ?? { stamp: nextInputStamp() }, 'ffn.gateUp');
   t0 = phaseEnd('ffn.gateUp', t0);
   if (gus === null) { st.valid = false; return false; }
   const h = st.h;
@@ -116,7 +116,7 @@ function swigluDelta(
   st.ver = gus.version;
   st.valid = true;
   t0 = phaseEnd('ffn.act', t0);
-  const ds = deltaLinear(ctx, m.downProj, h, 0, cand, nch, stats);
+  const ds = deltaLinear(ctx, m.downProj, h, 0, cand, nch, stats, undefined, 'ffn.down');
   if (ds !== null) out.set(ds.y);
   else linear(ctx, m.downProj, h, 'sparse', { stats, out });
   if (io) io.outSource = ds;

@@ -169,11 +169,16 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   // Operands: magnitudes for DIV / REM, the values for DIVU / REMU.
   const nA = wordNibbles(c, A);
   const nB = wordNibbles(c, B);
-  const negA = c.table('divNegA', [nA[7]!, signedDiv], (n, sg) => (sg && n >= 8 ? 1 : 0), [0, 1]);
-  const negB = c.table('divNegB', [nB[7]!, signedDiv], (n, sg) => (sg && n >= 8 ? 1 : 0), [0, 1]);
+  // The signs and magnitudes are 0 unless the instruction divides: the step's tables (15
+  // multiples of the divisor, their digit signs and compares: most of the divider's units) then
+  // see constant inputs across runs of other instructions, which incremental decode skips. (Every
+  // reader of negA / negB is gated by the division already: the signed result's selects and s0.)
+  const negA = c.table('divNegA', [nA[7]!, signedDiv, isDivOp], (n, sg, dv) => (dv && sg && n >= 8 ? 1 : 0), [0, 1]);
+  const negB = c.table('divNegB', [nB[7]!, signedDiv, isDivOp], (n, sg, dv) => (dv && sg && n >= 8 ? 1 : 0), [0, 1]);
   const magOf = (n: Sig[], neg: Sig, w: Word, tag: string) => {
     const nn = wordNibbles(c, negWord(c, w, tag));
-    return n.map((x, j) => c.select(neg, nn[j]!, x).named(`${tag}${j}`));
+    const pos = c.linear([[isDivOp, 1], [neg, -1]], 0, [0, 1]).named(`${tag}Pos`); // a division, operand ≥ 0
+    return n.map((x, j) => c.choose([[neg, nn[j]!], [pos, x]], [0, 15]).named(`${tag}${j}`));
   };
   const magA = magOf(nA, negA, A, 'divMagA');
   const magB = wordFromNibbles(c, magOf(nB, negB, B, 'divMagB'));

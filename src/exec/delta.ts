@@ -523,6 +523,7 @@ function deltaLinearIn(
     stats.deltaRows += nr;
     stats.deltaRefolds += nr - nUpdated;
     stats.deltaRefoldEntries += refoldEntries;
+    if (stats.onDelta !== undefined) stats.onDelta(m, rows, nr, changed, nc);
     if (role !== undefined) {
       const w = stats.deltaByRole[role];
       w.calls++;

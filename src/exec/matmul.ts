@@ -94,6 +94,13 @@ export interface MatmulStats {
    * in the totals only).
    */
   deltaByRole: Record<DeltaRole, DeltaWork>;
+  /**
+   * Called after each incremental call but a matrix's first, when set (a work probe such as
+   * bench/op-work.ts): the matrix, the rows it reached (rows[0..nRows)) and its input columns
+   * whose bits changed (changed[0..nChanged)); the arrays are the call's scratch, valid only
+   * during the call.
+   */
+  onDelta?: (m: Matrix, rows: Int32Array, nRows: number, changed: Int32Array, nChanged: number) => void;
 }
 
 /** The matrices a decode step computes incrementally (MatmulStats.deltaByRole). */

@@ -33,7 +33,7 @@ function supportBufferOf(plans: ExecPlans, down: Matrix, n: number): Float32Arra
 }
 
 /** [gate_proj, up_proj] of m, as one array kept per MLP (plans.gateUpLists: a step allocates nothing). */
-function gateUpParts(plans: ExecPlans, m: { gateProj: Matrix; upProj: Matrix }): Matrix[] {
+export function gateUpParts(plans: ExecPlans, m: { gateProj: Matrix; upProj: Matrix }): Matrix[] {
   const gateUpLists = plans.gateUpLists;
   let p = gateUpLists.get(m);
   if (p === undefined || p[0] !== m.gateProj || p[1] !== m.upProj) {

@@ -72,6 +72,7 @@ function wordValue(values: Int32Array, w: Word): bigint {
 
 describe('ALU functions in the IR interpreter = BigInt reference on random 32-bit operands', () => {
   const N = 1200;
+  const gateOf = (t: number) => (t % 3 === 0 ? 0 : 1);
   for (const split of [true, false]) {
     it(`operands as ${split ? 'nibble' : 'byte'} token fields`, () => {
       const { a, b, s } = cases(N, split ? 7 : 8);
@@ -80,6 +81,7 @@ describe('ALU functions in the IR interpreter = BigInt reference on random 32-bi
         const A = wordFromTokens(c, 'a', (t) => a[t]!, { splitNibbles: split });
         const B = wordFromTokens(c, 'b', (t) => b[t]!, { splitNibbles: split });
         const S = split ? shiftAmountFromTokens(c, 's', (t) => s[t]!).amount : c.tokenField('s', (t) => s[t]!, [0, 31]);
+        const G = c.tokenField('gate', gateOf, [0, 1]);
         results.push(
           { op: 'add', ref: 'add', out: add32(c, A, B).sum },
           { op: 'sub', ref: 'sub', out: sub32(c, A, B).diff },
@@ -96,6 +98,10 @@ describe('ALU functions in the IR interpreter = BigInt reference on random 32-bi
           { op: 'sll', ref: 'sll', out: sll32(c, A, S) },
           { op: 'srl', ref: 'srl', out: srl32(c, A, S) },
           { op: 'sra', ref: 'sra', out: sra32(c, A, S) },
+          // gated (the CPU's shifter: 0 while the gate is 0)
+          { op: 'sll.gated', ref: 'sll', out: sll32(c, A, S, 'sllG', G) },
+          { op: 'srl.gated', ref: 'srl', out: srl32(c, A, S, 'srlG', G) },
+          { op: 'sra.gated', ref: 'sra', out: sra32(c, A, S, 'sraG', G) },
           { op: 'sh1add', ref: 'sh1add', out: sh1add(c, A, B) },
           { op: 'sh2add', ref: 'sh2add', out: sh2add(c, A, B) },
           { op: 'sh3add', ref: 'sh3add', out: sh3add(c, A, B) },
@@ -116,6 +122,7 @@ describe('ALU functions in the IR interpreter = BigInt reference on random 32-bi
           const cin = BigInt(t & 1);
           if (r.op === 'addc') want = (big(a[t]!) + big(b[t]!) + cin) & M32;
           if (r.op === 'addc.carry') want = (big(a[t]!) + big(b[t]!) + cin) >> 32n;
+          if (r.op.endsWith('.gated') && gateOf(t) === 0) want = 0n;
           if (got !== want) throw new Error(`${r.op}(0x${a[t]!.toString(16)}, 0x${b[t]!.toString(16)}, s=${s[t]}): got 0x${got.toString(16)}, want 0x${want.toString(16)}`);
           checked++;
         }

@@ -356,18 +356,25 @@ type ShiftKind = 'sll' | 'srl' | 'sra';
  * which overlap an operand split). (Before declared ranges, a third layer of range-restoring
  * tables brought O_k's inferred range [0, 120] back to [0, 15].)
  */
-function shift32(c: CircuitBuilder, kind: ShiftKind, a: Word, shamt: Sig | ShiftAmount, tag: string): Word {
+function shift32(c: CircuitBuilder, kind: ShiftKind, a: Word, shamt: Sig | ShiftAmount, tag: string, gate?: Sig): Word {
   checkWord(a, `${tag} a`);
   const { m, onehot } = 'm' in shamt ? shamt : shiftAmount(c, shamt);
   const N = wordNibbles(c, a);
   const left = kind === 'sll';
+  // A table over (nibble, m), or with a gate over (nibble, m, gate), 0 while the gate is 0: with
+  // the gate the slowest index its ramps all sit in the gate-1 half, so while the gate is 0 none
+  // is active however the nibble and m move (no unit changes).
+  const nibTable = (name: string, x: Sig, f: (x: number, s: number) => number, range: [number, number]): Sig => gate === undefined
+    ? c.table(name, [x, m], f, range)
+    : c.table(name, [x, m, gate], (v, s, g) => (g ? f(v, s) : 0), range);
   // sra: the sign nibble 15·[N_7 ≥ 8] fills above the top; Q_7 reads the sign from N_7 itself.
-  const fill: Sig | null = kind === 'sra' ? c.linear([[N[7]!.ge(8), 15]]) : null;
+  const sign = kind !== 'sra' ? null : gate === undefined ? N[7]!.ge(8) : c.table(`${tag}.sign`, [N[7]!, gate], (v, g) => (g && v >= 8 ? 1 : 0), [0, 1]);
+  const fill: Sig | null = sign === null ? null : c.linear([[sign, 15]]);
   const R: (Sig | null)[] = [];
   for (let k = 0; k < 8; k++) {
     const P = left
-      ? c.table(`${tag}.P${k}`, [N[k]!, m], (x, s) => (x << s) & 15, [0, 15])
-      : c.table(`${tag}.P${k}`, [N[k]!, m], (x, s) => x >> s, [0, 15]);
+      ? nibTable(`${tag}.P${k}`, N[k]!, (x, s) => (x << s) & 15, [0, 15])
+      : nibTable(`${tag}.P${k}`, N[k]!, (x, s) => x >> s, [0, 15]);
     const nb = left ? (k > 0 ? N[k - 1]! : null) : k < 7 ? N[k + 1]! : fill ? N[7]! : null;
     if (nb === null) {
       R.push(P);
@@ -375,8 +382,8 @@ function shift32(c: CircuitBuilder, kind: ShiftKind, a: Word, shamt: Sig | Shift
     }
     const above = (y: number): number => (!left && k === 7 ? (y >= 8 ? 15 : 0) : y); // sra: N_8 = 15·sign
     const Q = left
-      ? c.table(`${tag}.Q${k}`, [nb, m], (y, s) => (s === 0 ? 0 : y >> (4 - s)), [0, 7])
-      : c.table(`${tag}.Q${k}`, [nb, m], (y, s) => (s === 0 ? 0 : (above(y) << (4 - s)) & 15), [0, 14]);
+      ? nibTable(`${tag}.Q${k}`, nb, (y, s) => (s === 0 ? 0 : y >> (4 - s)), [0, 7])
+      : nibTable(`${tag}.Q${k}`, nb, (y, s) => (s === 0 ? 0 : (above(y) << (4 - s)) & 15), [0, 14]);
     R.push(c.linear([[P, 1], [Q, 1]], 0, [0, 15])); // disjoint bits: the sum is the shifted nibble
   }
   const out: Sig[] = [];
@@ -394,16 +401,16 @@ function shift32(c: CircuitBuilder, kind: ShiftKind, a: Word, shamt: Sig | Shift
 }
 
 /** a << (s & 31) (mod 2^32). Depth 2 from nibbles and prepared shift amount (see shift32). */
-export function sll32(c: CircuitBuilder, a: Word, shamt: Sig | ShiftAmount, tag = 'sll'): Word {
-  return shift32(c, 'sll', a, shamt, tag);
+export function sll32(c: CircuitBuilder, a: Word, shamt: Sig | ShiftAmount, tag = 'sll', gate?: Sig): Word {
+  return shift32(c, 'sll', a, shamt, tag, gate);
 }
 /** a >>> s (logical). Depth 2 (see shift32). */
-export function srl32(c: CircuitBuilder, a: Word, shamt: Sig | ShiftAmount, tag = 'srl'): Word {
-  return shift32(c, 'srl', a, shamt, tag);
+export function srl32(c: CircuitBuilder, a: Word, shamt: Sig | ShiftAmount, tag = 'srl', gate?: Sig): Word {
+  return shift32(c, 'srl', a, shamt, tag, gate);
 }
 /** a >> s (arithmetic: the sign fills). Depth 2 (see shift32). */
-export function sra32(c: CircuitBuilder, a: Word, shamt: Sig | ShiftAmount, tag = 'sra'): Word {
-  return shift32(c, 'sra', a, shamt, tag);
+export function sra32(c: CircuitBuilder, a: Word, shamt: Sig | ShiftAmount, tag = 'sra', gate?: Sig): Word {
+  return shift32(c, 'sra', a, shamt, tag, gate);
 }
 
 /**

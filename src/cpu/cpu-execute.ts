@@ -7,7 +7,7 @@
  * and the PC word.
  */
 import type { CircuitBuilder, Sig, SigLike } from '../dsl/index.ts';
-import { add32, shAdd, shiftAmount, sll32, slt, sltu, sra32, srl32, sub32, type Word } from './alu.ts';
+import { add32, shAdd, sll32, slt, sltu, sra32, srl32, sub32, type ShiftAmount, type Word } from './alu.ts';
 import { bitsWord, immSpec, muxWord, wordFromSpec } from './cpu-words.ts';
 
 export interface ExecuteInputs {
@@ -21,6 +21,8 @@ export interface ExecuteInputs {
   ins: Sig[];
   isOp: Sig;
   isStore: Sig;
+  /** The result candidate (decode): which instructions shift. */
+  aluOp: Sig;
 }
 
 /** The ALU's candidates (each a word, bytes LSB first; lt / ltu single bits). */
@@ -46,17 +48,26 @@ export interface Executed {
 }
 
 export function execute(c: CircuitBuilder, io: ExecuteInputs): Executed {
-  const { a, b, A, B, pcWord, ins, isOp, isStore } = io;
+  const { a, b, A, B, pcWord, ins, isOp, isStore, aluOp } = io;
   const immI = wordFromSpec(c, ins, immSpec('I'));
   // Stores add their S-immediate: `sum` is then the effective address of every load and store.
   const immIS = muxWord(c, isStore, wordFromSpec(c, ins, immSpec('S')), immI);
   const opB = muxWord(c, isOp, B, immIS);
   const sum = add32(c, A, opB, 0, 'sum').sum;
   const diff = sub32(c, A, opB, 'diff').diff;
-  const shamt = shiftAmount(c, c.linear([0, 1, 2, 3, 4].map((k) => [c.select(isOp, b[k]!, ins[20 + k]!), 2 ** k] as [Sig, number])));
-  const sll = sll32(c, A, shamt);
-  const srl = srl32(c, A, shamt);
-  const sra = sra32(c, A, shamt);
+  // The shifter is off unless the instruction shifts (SLL, SRL, SRA and their immediate forms):
+  // its amount's tables and its nibble tables read the gate as their slowest input, so while it
+  // is 0 no unit of theirs is active and none moves with rs1, rs2 or the immediate (incremental
+  // decode skips them). The gate is one more input of tables the shifter had: no layer.
+  const isShift = c.table('isShift', [aluOp], (op) => (op === 2 || op === 6 || op === 7 ? 1 : 0), [0, 1]);
+  const shRaw = c.linear([0, 1, 2, 3, 4].map((k) => [c.select(isOp, b[k]!, ins[20 + k]!), 2 ** k] as [Sig, number])).named('shamt');
+  const shamt: ShiftAmount = {
+    m: c.table('shamt.m', [shRaw, isShift], (v, sh) => (sh ? v & 3 : 0), [0, 3]),
+    onehot: Array.from({ length: 8 }, (_, n) => c.table(`shamt.is${n}`, [shRaw, isShift], (v, sh) => (sh && v >> 2 === n ? 1 : 0), [0, 1])),
+  };
+  const sll = sll32(c, A, shamt, 'sll', isShift);
+  const srl = srl32(c, A, shamt, 'srl', isShift);
+  const sra = sra32(c, A, shamt, 'sra', isShift);
   const bBits = Array.from({ length: 32 }, (_, k) => c.select(isOp, b[k]!, k < 11 ? ins[20 + k]! : ins[31]!));
   const bitOp = (name: string, f: (s: number) => number) => bitsWord(c, a.map((x, k) => c.table(`${name}${k}`, [c.add(x, bBits[k]!)], f, [0, 1])));
   const xorW = bitOp('xor', (s) => (s === 1 ? 1 : 0));

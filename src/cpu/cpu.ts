@@ -57,7 +57,7 @@ export function cpuCircuit(opts: CpuOptions) {
     const dec = decode(c, { ins, fetchOut, loading: pc.loading });
     const rf = registerFile(c, { ...tok, ...pc, ...dec, ins });
     const mac = bignumUnit(c, { ...rf, ...dec, ins, dLoPrev: tok.dLoPrev, cvW: tok.cvW });
-    const alu = execute(c, { ...rf, ins, isOp: dec.isOp, isStore: dec.isStore });
+    const alu = execute(c, { ...rf, ins, isOp: dec.isOp, isStore: dec.isStore, aluOp: dec.aluOp });
     const mem = memory(c, {
       shape, ...dec, ...pc, ...rf, ins, fedC: tok.fedC, dLo: tok.dLo, prevDLo: tok.dLoPrev, tokenWord, codeEndBits: config.codeEndBits,
     });

@@ -58,7 +58,7 @@ import type { Matrix } from '../model/weights.ts';
 import type { DeltaRole, MatmulStats } from './matmul.ts';
 import { cscPlanOf, sparsePlanOf } from './matmul-plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
-import type { DeltaLinearState, ExecPlans } from './plans.ts';
+import type { CscPlan, DeltaLinearState, ExecPlans, SparsePlan } from './plans.ts';
 import { carveArrays } from './arena.ts';
 
 export type { DeltaLinearState } from './plans.ts';
@@ -323,6 +323,59 @@ export function deltaLinear(
   return r;
 }
 
+/**
+ * deltaLinearIn's first call on a state (or after it lost validity): every non-empty row folded
+ * from scratch and every column's record set. A function of its own so that the incremental form's
+ * optimised code is compiled from feedback of incremental calls only (the first step of a fresh
+ * executor runs this form for every matrix; compiled with it, the incremental code was thrown
+ * away at the next step for want of feedback: a visible part of a cold run's first tokens).
+ */
+function foldFresh(
+  ctx: ExecNumericContext, m: Matrix, st: DeltaLinearState, plan: SparsePlan, csc: CscPlan, x: Float32Array, xOff: number,
+  xb: Uint32Array, wLowCsr: Int16Array, bf16: boolean, stats?: MatmulStats,
+): DeltaLinearState | null {
+  const cols = m.cols;
+  const { rowPtr, colIdx, values } = plan.csr;
+  let negTotal = 0;
+  for (let c = 0; c < cols; c++) {
+    const v = x[xOff + c];
+    if (v - v !== 0) return null;
+    negTotal += signSet(xb[c]);
+  }
+  if (csc.maxRowNnz >= cols - negTotal) return null;
+  // Rows with no stored entry are +0 (bf16: act(+0) = +0) and no walk or refold ever reaches
+  // them (nothing else of theirs is read): only the others are folded.
+  // Bounded rows (f32) are folded alone; tracked ones (every row in bf16) with their records.
+  const nonEmpty = plan.nonEmptyRows;
+  const y = st.y;
+  if (st.version !== 0) y.fill(0); // (a state never computed holds +0 already: its pages stay untouched)
+  if (bf16) {
+    for (let i = 0; i < nonEmpty.length; i++) refoldRow(ctx, st, nonEmpty[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
+    st.mark.fill(1);
+    st.nBounded = 0;
+  } else {
+    buildBounds(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty);
+    const mark = st.mark;
+    for (let i = 0; i < nonEmpty.length; i++) {
+      const r = nonEmpty[i];
+      if ((mark[r] & 1) !== 0) refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
+      else y[r] = foldRow(rowPtr, colIdx, values, x, xOff, r);
+    }
+  }
+  const { colBits, colInts } = st;
+  for (let c = 0; c < cols; c++) colBits[4 * c] = xb[c];
+  for (let c = 0; c <= cols; c++) colInts[4 * c + 3] = csc.colPtr[c];
+  st.negTotal = negTotal;
+  st.valid = true;
+  st.full = true;
+  st.nRows = 0;
+  st.nChanged = 0;
+  st.nUpdated = 0;
+  st.version++;
+  if (stats) { stats.sparse++; stats.delta++; }
+  return st;
+}
+
 function deltaLinearIn(
   ctx: ExecNumericContext, m: Matrix, st: DeltaLinearState, x: Float32Array, xOff: number, cand: Int32Array | null, nCand: number,
   stats?: MatmulStats, role?: DeltaRole,
@@ -357,46 +410,7 @@ function deltaLinearIn(
   const lows = st.lows!;
   const wLow = lows.csc;
   const wLowCsr = lows.csr;
-  if (!st.valid) {
-    let negTotal = 0;
-    for (let c = 0; c < cols; c++) {
-      const v = x[xOff + c];
-      if (v - v !== 0) return null;
-      negTotal += signSet(xb[c]);
-    }
-    if (csc.maxRowNnz >= cols - negTotal) return null;
-    // Rows with no stored entry are +0 (bf16: act(+0) = +0) and no walk or refold ever reaches
-    // them (nothing else of theirs is read): only the others are folded.
-    // Bounded rows (f32) are folded alone; tracked ones (every row in bf16) with their records.
-    const nonEmpty = plan.nonEmptyRows;
-    const y = st.y;
-    if (st.version !== 0) y.fill(0); // (a state never computed holds +0 already: its pages stay untouched)
-    if (bf16) {
-      for (let i = 0; i < nonEmpty.length; i++) refoldRow(ctx, st, nonEmpty[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
-      st.mark.fill(1);
-      st.nBounded = 0;
-    } else {
-      buildBounds(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty);
-      const mark = st.mark;
-      for (let i = 0; i < nonEmpty.length; i++) {
-        const r = nonEmpty[i];
-        if ((mark[r] & 1) !== 0) refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
-        else y[r] = foldRow(rowPtr, colIdx, values, x, xOff, r);
-      }
-    }
-    const { colBits, colInts } = st;
-    for (let c = 0; c < cols; c++) colBits[4 * c] = xb[c];
-    for (let c = 0; c <= cols; c++) colInts[4 * c + 3] = csc.colPtr[c];
-    st.negTotal = negTotal;
-    st.valid = true;
-    st.full = true;
-    st.nRows = 0;
-    st.nChanged = 0;
-    st.nUpdated = 0;
-    st.version++;
-    if (stats) { stats.sparse++; stats.delta++; }
-    return st;
-  }
+  if (!st.valid) return foldFresh(ctx, m, st, plan, csc, x, xOff, xb, wLowCsr, bf16, stats);
   // the changed columns (their recorded bits updated as found, so a repeated candidate counts once)
   const { colBits, colVals, colInts } = st;
   const changed = st.changed;

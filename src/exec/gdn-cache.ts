@@ -93,8 +93,8 @@ export interface GdnBuffers {
    * head), valid where normMemoValid is 1. `normed` is written only by that computation.
    */
   normMemo: Uint32Array; normMemoValid: Uint8Array;
-  /** Bit views of conved, normed and the tracked step's oldCore scratch (made once: a view costs an allocation). */
-  convedBits: Uint32Array; normedBits: Uint32Array;
+  /** Bit views of conved, normed and core (made once: a view costs an allocation). */
+  convedBits: Uint32Array; normedBits: Uint32Array; coreBits: Uint32Array;
   /** gdnDecodeTracked's result (rewritten by each call). */
   tracked: { out: Float32Array; source: OutputSource | null };
 }
@@ -102,10 +102,11 @@ export interface GdnBuffers {
 export function gdnBuffers(d: GdnDims, H: number): GdnBuffers {
   const conved = new Float32Array(d.convDim);
   const normed = new Float32Array(d.valueDim);
+  const core = new Float32Array(d.valueDim);
   return {
-    convedBits: new Uint32Array(conved.buffer), normedBits: new Uint32Array(normed.buffer), tracked: { out: conved, source: null }, mixed: new Float32Array(d.convDim), z: new Float32Array(d.valueDim), b: new Float32Array(d.hv), a: new Float32Array(d.hv),
+    convedBits: new Uint32Array(conved.buffer), normedBits: new Uint32Array(normed.buffer), coreBits: new Uint32Array(core.buffer), tracked: { out: conved, source: null }, mixed: new Float32Array(d.convDim), z: new Float32Array(d.valueDim), b: new Float32Array(d.hv), a: new Float32Array(d.hv),
     conved, q: new Float32Array(d.keyDim), k: new Float32Array(d.keyDim),
-    beta: new Float32Array(d.hv), g: new Float32Array(d.hv), core: new Float32Array(d.valueDim),
+    beta: new Float32Array(d.hv), g: new Float32Array(d.hv), core,
     normed, out: new Float32Array(H), step: newSparseStepScratch(d.dk, d.dv),
     normMemo: new Uint32Array(2 * d.valueDim), normMemoValid: new Uint8Array(d.hv),
   };
@@ -180,8 +181,7 @@ export interface GdnTrack {
   /** Per value head: S was written from outside since the head's last step (noteGdnStateWritten). */
   writtenOutside: Uint8Array;
   coreChanged: Uint8Array;
-  /** Scratch: a value head's previous output; normed entries that changed this step. */
-  oldCore: Float32Array;
+  /** Normed entries that changed this step. */
   normedChanged: Int32Array;
   /** Tracked steps completed on this track (the conv step index of the next one). */
   step: number;
@@ -209,8 +209,9 @@ export interface GdnTrack {
    * residual add after the layer recomputes nothing for it then.
    */
   linearOut: { version: number; full: boolean; rows: Int32Array; nRows: number };
-  /** Bit views of the stacked projections' output, of the conv state and of oldCore (remade when their arrays change). */
+  /** Bit views of the stacked projections' output and of the conv state (remade when their arrays change). */
   projBits: Uint32Array;
   convBits: Uint32Array;
+  /** Scratch: a value head's previous output (or normed output), as bit patterns. */
   oldCoreBits: Uint32Array;
 }

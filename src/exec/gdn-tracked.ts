@@ -25,7 +25,7 @@ import { gatedRmsNorm } from './norms.ts';
 import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 import { rowStackOf } from './stack-rows.ts';
-import type { ConvLive, ExecPlans } from './plans.ts';
+import type { ConvLive, DeltaLinearState, ExecPlans } from './plans.ts';
 import { classifyState, newKvMemo, recurrentStepSparse } from './gdn-sparse-step.ts';
 import type { GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
 import { convZeroOf, inProjParts, normalizeQk, noteConvInputs } from './gdn-token.ts';
@@ -38,16 +38,15 @@ const CH_LISTED = 2;
 
 /** A new track; its channel records are written by the first step (freshConvStep). */
 function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTrack {
-  const oldCore = new Float32Array(d.dv);
   const chan = new Int32Array(4 * d.convDim);
   const chanF = new Float32Array(chan.buffer);
   return {
     chan, chanF,
-    projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(oldCore.buffer),
+    projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(d.dv),
     weights: w, siluForm, active: new Int32Array(d.convDim), nActive: 0,
     qkDirty: new Uint8Array(d.hk), qDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
-    coreChanged: new Uint8Array(d.hv), oldCore, normedChanged: new Int32Array(d.valueDim),
+    coreChanged: new Uint8Array(d.hv), normedChanged: new Int32Array(d.valueDim),
     step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
     outLinearCsr: null, outLinearDense: null, linearOut: { version: 0, full: true, rows: new Int32Array(0), nRows: 0 },
   };
@@ -239,6 +238,83 @@ function tapsSettled(convBits: Uint32Array, base: number, K: number): boolean {
 }
 
 /**
+ * The conv part of a tracked step after the first (gdnDecodeTracked's list): channels whose input
+ * moved join the active list, every active channel shifts and refolds, and channels become settled
+ * or lazy; marks the key and value heads whose conv outputs changed (t.qkDirty, qDirty, vDirty).
+ * A function of its own, apart from the first step's form (freshConvStep), so that its optimised
+ * code is compiled from feedback of the steps that run it.
+ */
+function trackedConvStep(
+  t: GdnTrack, cache: GdnCache, ps: DeltaLinearState, mixed: Float32Array, buf: GdnBuffers, cw: Float32Array, K: number,
+  convDim: number, zOff: number, keyDim: number, dk: number, dv: number, form: 'mul' | 'div', stats?: MatmulStats,
+): void {
+  const conv = cache.conv;
+  const conved = buf.conved;
+  const conBits = buf.convedBits;
+  const convBits = t.convBits;
+  t.qkDirty.fill(0);
+  t.qDirty.fill(0);
+  t.vDirty.fill(0);
+  const mixedBits = t.projBits;
+  const { active, chan, chanF } = t;
+  let n = t.nActive;
+  // settled channels whose input differs from their (equal) taps join the active list
+  if (ps.full) {
+    for (let c = 0; c < convDim; c++) if ((chan[4 * c + 1] & CH_ACTIVE) === 0 && (mixedBits[c] | 0) !== chan[4 * c + 3]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
+  } else {
+    for (let i = 0; i < ps.nRows; i++) {
+      const c = ps.rows[i];
+      if (c < zOff && (chan[4 * c + 1] & CH_ACTIVE) === 0 && (mixedBits[c] | 0) !== chan[4 * c + 3]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
+    }
+  }
+  const lazyList = t.lazyList;
+  let m = 0;
+  for (let i = 0; i < n; i++) {
+    const c = active[i];
+    const base = c * K;
+    // the shifts a lazy channel skipped (catchUpChannel) and this step's, in one pass: one more
+    // replayed shift with the new input written over the newest tap is this step's shift
+    const since = chan[4 * c];
+    if (since >= 0) chan[4 * c] = -1;
+    replayShifts(conv, base, K, since >= 0 ? skippedShifts(t, since, K) + 1 : 1);
+    conv[base + K - 1] = mixed[c];
+    // a new input differs from the tap it was shifted past: the taps cannot be settled (below)
+    const moved = (mixedBits[c] | 0) !== chan[4 * c + 3];
+    chan[4 * c + 3] = mixedBits[c];
+    const sw = chanF[4 * c + 2];
+    const single = sw === sw;
+    let y = single ? f32(sw * conv[base + K - 1]) : 0;
+    if (y === 0 || !olderTapsFinite(conv, base, K)) {
+      // the fold itself; a single-tap channel with a product p ≠ 0 and finite older taps folds
+      // −0 + (±0)… + p = p (the older taps weigh ±0), which the line above computed
+      y = -0;
+      for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
+    }
+    const before = conBits[c];
+    conved[c] = silu32(y, form);
+    if (conBits[c] !== before) {
+      if (c < keyDim) { const kh = Math.floor(c / dk); t.qkDirty[kh] = 1; t.qDirty[kh] = 1; }
+      else if (c < 2 * keyDim) t.qkDirty[Math.floor((c - keyDim) / dk)] = 1;
+      else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
+    }
+    if (!moved && tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
+    else if ((single && y !== 0 && y - y === 0) || (y - y === 0 && steadyAhead(cw, conv, base, K, y))) {
+      // Lazy: while the input stays, every later step's fold is the same y. A single-tap channel
+      // with y ≠ 0: its older taps weigh ±0 and are finite (else y would be NaN), so the fold is
+      // −0 + (±0)… + p = p whatever they hold. Any other channel: the K − 1 shifted windows were
+      // folded ahead (steadyAhead). The skipped shifts are replayed when the channel next runs
+      // (catchUpChannel) or before anything else reads the state (materializeLazyConv).
+      chan[4 * c] = t.step;
+      if ((chan[4 * c + 1] & CH_LISTED) === 0) lazyList[t.nLazy++] = c;
+      chan[4 * c + 1] = CH_LISTED; // (no longer active)
+    } else active[m++] = c;
+  }
+  t.nActive = m;
+  t.step++;
+  if (stats) stats.convChannels += n;
+}
+
+/**
  * One decode step of the GDN mixer that recomputes only what changed since the previous step
  * (sparse path, sequential order, f32 profile, either silu form; bit-identical to gdnForwardFull,
  * by purity: every recomputed quantity is a pure function of inputs that are compared bit for bit;
@@ -306,68 +382,7 @@ export function gdnDecodeTracked(
     t.vDirty.fill(1);
     t.step = 1;
     cache.track = t;
-  } else {
-    t.qkDirty.fill(0);
-    t.qDirty.fill(0);
-    t.vDirty.fill(0);
-    const mixedBits = t.projBits;
-    const { active, chan, chanF } = t;
-    let n = t.nActive;
-    // settled channels whose input differs from their (equal) taps join the active list
-    if (ps.full) {
-      for (let c = 0; c < convDim; c++) if ((chan[4 * c + 1] & CH_ACTIVE) === 0 && (mixedBits[c] | 0) !== chan[4 * c + 3]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
-    } else {
-      for (let i = 0; i < ps.nRows; i++) {
-        const c = ps.rows[i];
-        if (c < zOff && (chan[4 * c + 1] & CH_ACTIVE) === 0 && (mixedBits[c] | 0) !== chan[4 * c + 3]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
-      }
-    }
-    const lazyList = t.lazyList;
-    let m = 0;
-    for (let i = 0; i < n; i++) {
-      const c = active[i];
-      const base = c * K;
-      // the shifts a lazy channel skipped (catchUpChannel) and this step's, in one pass: one more
-      // replayed shift with the new input written over the newest tap is this step's shift
-      const since = chan[4 * c];
-      if (since >= 0) chan[4 * c] = -1;
-      replayShifts(conv, base, K, since >= 0 ? skippedShifts(t, since, K) + 1 : 1);
-      conv[base + K - 1] = mixed[c];
-      // a new input differs from the tap it was shifted past: the taps cannot be settled (below)
-      const moved = (mixedBits[c] | 0) !== chan[4 * c + 3];
-      chan[4 * c + 3] = mixedBits[c];
-      const sw = chanF[4 * c + 2];
-      const single = sw === sw;
-      let y = single ? f32(sw * conv[base + K - 1]) : 0;
-      if (y === 0 || !olderTapsFinite(conv, base, K)) {
-        // the fold itself; a single-tap channel with a product p ≠ 0 and finite older taps folds
-        // −0 + (±0)… + p = p (the older taps weigh ±0), which the line above computed
-        y = -0;
-        for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
-      }
-      const before = conBits[c];
-      conved[c] = silu32(y, form);
-      if (conBits[c] !== before) {
-        if (c < keyDim) { const kh = Math.floor(c / dk); t.qkDirty[kh] = 1; t.qDirty[kh] = 1; }
-        else if (c < 2 * keyDim) t.qkDirty[Math.floor((c - keyDim) / dk)] = 1;
-        else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
-      }
-      if (!moved && tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
-      else if ((single && y !== 0 && y - y === 0) || (y - y === 0 && steadyAhead(cw, conv, base, K, y))) {
-        // Lazy: while the input stays, every later step's fold is the same y. A single-tap channel
-        // with y ≠ 0: its older taps weigh ±0 and are finite (else y would be NaN), so the fold is
-        // −0 + (±0)… + p = p whatever they hold. Any other channel: the K − 1 shifted windows were
-        // folded ahead (steadyAhead). The skipped shifts are replayed when the channel next runs
-        // (catchUpChannel) or before anything else reads the state (materializeLazyConv).
-        chan[4 * c] = t.step;
-        if ((chan[4 * c + 1] & CH_LISTED) === 0) lazyList[t.nLazy++] = c;
-        chan[4 * c + 1] = CH_LISTED; // (no longer active)
-      } else active[m++] = c;
-    }
-    t.nActive = m;
-    t.step++;
-    if (stats) stats.convChannels += n;
-  }
+  } else trackedConvStep(t, cache, ps, y, buf, cw, K, convDim, zOff, keyDim, dk, dv, form, stats);
   t0 = phaseEnd('gdn.conv', t0);
   const scale = d.qScale;
   const { q, k } = buf;
@@ -396,7 +411,10 @@ export function gdnDecodeTracked(
   t0 = phaseEnd('gdn.qkGates', t0);
   const core = buf.core;
   const scratch = buf.step;
-  const { oldCore, coreChanged, headModified } = t;
+  const { coreChanged, headModified } = t;
+  // old outputs are kept and compared as bit patterns (integer moves: no float conversions)
+  const oldBits = t.oldCoreBits;
+  const coreBits = buf.coreBits;
   for (let h = 0; h < hv; h++) {
     const kh = Math.floor(h / r);
     coreChanged[h] = 0;
@@ -413,14 +431,14 @@ export function gdnDecodeTracked(
     const qSame = !fresh && t.qDirty[kh] === 0 && cache.exposed[h] === 0 && t.writtenOutside[h] === 0;
     t.writtenOutside[h] = 0;
     // (a step with q as before mostly leaves S, and so o, alone: its old output is not kept)
-    if (!same && !qSame) for (let j = 0; j < dv; j++) oldCore[j] = core[o0 + j];
+    if (!same && !qSame) for (let j = 0; j < dv; j++) oldBits[j] = coreBits[o0 + j];
     if (stats && !fresh) stats.gdnHeadSteps++;
     cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax);
     headModified[h] = scratch.modified[0];
     // the output is a function of q and S: with both as before it is as before; a step that wrote S
     // counts as a change (the gated norm below compares what it recomputes)
     if (same || qSame) coreChanged[h] = scratch.modified[0];
-    else for (let j = 0; j < dv; j++) if (!Object.is(core[o0 + j], oldCore[j])) { coreChanged[h] = 1; break; }
+    else for (let j = 0; j < dv; j++) if (coreBits[o0 + j] !== oldBits[j]) { coreChanged[h] = 1; break; }
   }
   t0 = phaseEnd('gdn.recurrent', t0);
   // gated norm of the heads whose output or z changed
@@ -437,10 +455,9 @@ export function gdnDecodeTracked(
   for (let h = 0; h < hv; h++) {
     if (!fresh && !ps.full && coreChanged[h] === 0) continue;
     const o0 = h * dv;
-    for (let j = 0; j < dv; j++) oldCore[j] = normed[o0 + j];
+    for (let j = 0; j < dv; j++) oldBits[j] = nb[o0 + j];
     gatedRmsNorm(ctx, core, o0, y, zOff + o0, dv, w.norm, cfg.rmsNormEps, normed, o0);
-    const ob = t.oldCoreBits;
-    for (let j = 0; j < dv; j++) if (nb[o0 + j] !== ob[j]) changedList[nc++] = o0 + j;
+    for (let j = 0; j < dv; j++) if (nb[o0 + j] !== oldBits[j]) changedList[nc++] = o0 + j;
   }
   buf.normMemoValid.fill(0); // the untracked path's memo no longer describes `normed`
   t0 = phaseEnd('gdn.gatedNorm', t0);

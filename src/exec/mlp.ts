@@ -44,6 +44,19 @@ export function gateUpParts(plans: ExecPlans, m: { gateProj: Matrix; upProj: Mat
 }
 
 /**
+ * h_i = act(act(silu(gate_i)) · up_i) for every unit (gate at go[i], up at go[n + i]): swigluDelta's
+ * form when its previous h does not describe the stacked output's previous version. A function of
+ * its own so that the incremental loop's optimised code is compiled from feedback of incremental
+ * steps (the first step of a fresh executor runs this form only).
+ */
+function swigluAll(ctx: ExecNumericContext, go: Float32Array, h: Float32Array, n: number, form: 'mul' | 'div'): void {
+  for (let i = 0; i < n; i++) {
+    const gi = go[i];
+    h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * go[n + i]));
+  }
+}
+
+/**
  * The SwiGLU through delta.ts's incremental matmuls (sparse path, sequential order, CSR-only
  * matrices): gate and up, stacked into one matrix [gate; up] (stack-rows.ts), keep their outputs
  * across calls and recompute the rows of changed input columns; h_i = act(fl(act(silu(g_i))·u_i))
@@ -52,16 +65,18 @@ export function gateUpParts(plans: ExecPlans, m: { gateProj: Matrix; upProj: Mat
  * (g_i, u_i), and the h it keeps was computed from the stack's output of the previous call
  * (checked by its version; otherwise every unit is recomputed); the down projection gets the
  * rows whose h bit pattern changed as its candidate columns. Each matmul equals linear()'s
- * (delta.ts, module comment). Returns false, having written nothing to `out`, when a delta
+ * (delta.ts, module comment). Returns the output: with `io` (a tracked decode step, which reads it
+ * before this matrix's next call) the down projection's own incremental output, not copied;
+ * otherwise `out`, filled. Returns null, having written nothing to `out`, when a delta
  * precondition fails.
  */
 function swigluDelta(
   ctx: ExecNumericContext, m: { gateProj: Matrix; upProj: Matrix; downProj: Matrix }, x: Float32Array,
   stats: MatmulStats | undefined, out: Float32Array, io?: SwigluIo,
-): boolean {
+): Float32Array | null {
   const n = m.gateProj.rows;
   const H = m.gateProj.cols;
-  if (m.downProj.cols !== n || m.upProj.rows !== n || m.upProj.cols !== H || out.length < m.downProj.rows || x.length < H) return false;
+  if (m.downProj.cols !== n || m.upProj.rows !== n || m.upProj.cols !== H || out.length < m.downProj.rows || x.length < H) return null;
   // per numeric context and gate matrix (ctx.memos.ffnDeltaStates): h and the gate/up memo version it reflects
   const byM = ctx.memos.ffnDeltaStates;
   let st = byM.get(m.gateProj);
@@ -75,18 +90,14 @@ function swigluDelta(
   const stack = rowStackOf(ctx.plans, gateUpParts(ctx.plans, m));
   const gus = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, io?.share ?? { stamp: nextInputStamp() }, 'ffn.gateUp');
   t0 = phaseEnd('ffn.gateUp', t0);
-  if (gus === null) { st.valid = false; return false; }
+  if (gus === null) { st.valid = false; return null; }
   const h = st.h;
   const go = gus.y; // gate at i, up at n + i
   const form = ctx.siluForm;
   let nch = 0;
   let cand: Int32Array | null = null;
-  if (!st.valid || gus.full || st.ver !== gus.version - 1) {
-    for (let i = 0; i < n; i++) {
-      const gi = go[i];
-      h[i] = ctx.act(f32((gi === 0 ? gi : ctx.act(silu32(gi, form))) * go[n + i]));
-    }
-  } else {
+  if (!st.valid || gus.full || st.ver !== gus.version - 1) swigluAll(ctx, go, h, n, form);
+  else {
     const hb = st.hBits;
     const changed = st.changed;
     const f32Profile = ctx.profile === 'f32'; // act is the identity
@@ -117,11 +128,13 @@ function swigluDelta(
   st.valid = true;
   t0 = phaseEnd('ffn.act', t0);
   const ds = deltaLinear(ctx, m.downProj, h, 0, cand, nch, stats, undefined, 'ffn.down');
-  if (ds !== null) out.set(ds.y);
-  else linear(ctx, m.downProj, h, 'sparse', { stats, out });
+  let y = out;
+  if (ds === null) linear(ctx, m.downProj, h, 'sparse', { stats, out });
+  else if (io) y = ds.y; // (a copy of 2,560 floats per layer and token at qwen3.5-4b, saved)
+  else out.set(ds.y);
   if (io) io.outSource = ds;
   phaseEnd('ffn.down', t0);
-  return true;
+  return y;
 }
 
 /**
@@ -136,7 +149,9 @@ export interface SwigluIo {
 
 /**
  * SwiGLU MLP: down(silu(gate(x)) ⊙ up(x)), into `out` when given (else a fresh array). `io` (a
- * decode step's incremental exchange) gets outSource set (null unless the incremental form ran).
+ * decode step's incremental exchange) gets outSource set (null unless the incremental form ran);
+ * with `io` the result may instead be the incremental form's own output vector, valid until the
+ * next call on the same down projection: read it, do not write it.
  */
 export function swiglu(
   ctx: ExecNumericContext, m: { gateProj: Matrix; upProj: Matrix; downProj: Matrix }, x: Float32Array,
@@ -152,8 +167,8 @@ export function swiglu(
   const { g: gScratch, u: uScratch } = ctx.plans.ffnScratch;
   // g, u and h live only inside this call: scratch of ctx.plans (no re-entrancy), sliced to the width.
   if (path === 'sparse' && ctx.order.kind === 'sequential' && !m.gateProj.dense && !m.upProj.dense && !m.downProj.dense) {
-    const y = out ?? new Float32Array(m.downProj.rows);
-    if (swigluDelta(ctx, m, x, stats, y, io)) return y;
+    const y = swigluDelta(ctx, m, x, stats, out ?? new Float32Array(m.downProj.rows), io);
+    if (y !== null) return y;
   }
   let t0 = phaseStart();
   const gr = linearEx(ctx, m.gateProj, x, path, { stats, out: gScratch.subarray(0, n) });

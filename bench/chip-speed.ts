@@ -3,7 +3,7 @@
  * per token with a per-phase breakdown (Executor.setPhaseTimes; the un-profiled run is timed
  * separately so the probes do not inflate it).
  *
- *   npx tsx bench/chip-speed.ts --elf fixtures/firmware/hello.elf [--target T | --model CHIP | --sized] [--tokens N] ...
+ *   npx tsx bench/chip-speed.ts --elf fixtures/firmware/hello.elf [--target T | --model CHIP [--cold-plans] | --sized] [--tokens N] ...
  *   npx tsx bench/chip-speed.ts DIR [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json]
  *
  * `--elf FILE` runs the program on the generic chip `chipc run` uses: the default sizes of
@@ -22,7 +22,10 @@
  *   4 KiB page, dear on some virtual machines: bench/page-faults.ts). `firstThousandCurve` and
  *   `warmCurve`: ms from the prompt's start to generated tokens 1, 10, 50, 100, 250, 500, 1,000,
  *   in the cold run and in the timed run (a fresh executor on warm code, the weight plans built),
- *   so the difference is what a fresh process pays once (plans, JIT, first touches).
+ *   so the difference is what a fresh process pays once (plans, JIT, first touches). With
+ *   `--cold-plans` (and `--model`), `coldPlansCurve`: the same after the cold run, on a second copy
+ *   of the chip loaded in the process (warm code, its weight plans still to build), which splits
+ *   that difference into the weight plans' part and the JIT's.
  * - `tokensPerSecond` (steady): after `--warmup N` (default 2000) untimed decode steps on fresh
  *   executors of the same weights and program (repeated when the program halts sooner), so that
  *   the timed run measures the JIT's optimized code; each timed run starts after a forced major GC
@@ -56,7 +59,7 @@ import { cpuForProgram, loadElf } from '../riscv/elf.ts';
 let PROMPT = [247044, 131072];
 
 function usage(msg: string): never {
-  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--target T|--model CHIP|--sized] [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json]`);
+  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--target T|--model CHIP [--cold-plans]|--sized] [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json]`);
   process.exit(2);
 }
 
@@ -71,6 +74,7 @@ let warmup = 2000;
 let targetName = 'chip-test';
 let modelPath: string | undefined;
 let sized = false;
+let coldPlans = false;
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
   if (a === '--tokens') tokens = Number(argv[++i]);
@@ -82,6 +86,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--target') targetName = argv[++i] ?? usage('--target needs a name');
   else if (a === '--model') modelPath = argv[++i] ?? usage('--model needs a path');
   else if (a === '--sized') sized = true;
+  else if (a === '--cold-plans') coldPlans = true;
   else if (a.startsWith('--')) usage(`unknown option ${a}`);
   else if (dir === undefined) dir = a;
   else usage(`unexpected argument ${a}`);
@@ -95,12 +100,15 @@ if (dir !== undefined && !fs.existsSync(path.join(dir, 'config.json'))) usage(`$
 if (elf !== undefined && !fs.existsSync(elf)) usage(`${elf} does not exist`);
 if (elf === undefined && (modelPath !== undefined || sized)) usage('--model and --sized go with --elf');
 if (modelPath !== undefined && sized) usage('--model and --sized exclude each other');
+if (coldPlans && modelPath === undefined) usage('--cold-plans needs --model (a second copy of the chip is loaded from it)');
 
 const t0 = performance.now();
 let weights: ModelWeights;
 /** A fresh executor of the weights (with --elf: the program's RAM images and configuration words loaded). */
 let newExecutor: () => Executor = () => new Executor(weights, { profile, order: { kind: 'sequential' }, path: 'sparse' });
 let chipLabel = '';
+/** --cold-plans: a fresh executor of a second copy of the chip (weights of their own, so plans of their own). */
+let newCopyExecutor: (() => Executor) | null = null;
 if (elf !== undefined) {
   const bytes = fs.readFileSync(elf);
   const target = resolveTarget(targetName);
@@ -125,6 +133,10 @@ if (elf !== undefined) {
   weights = model.weights;
   PROMPT = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
   newExecutor = () => chipExecutor(model, prog, { profile, order: { kind: 'sequential' }, path: 'sparse' });
+  if (coldPlans) {
+    const copy = loadChipModel(modelPath as string, prog);
+    newCopyExecutor = () => chipExecutor(copy, prog, { profile, order: { kind: 'sequential' }, path: 'sparse' });
+  }
 } else weights = loadModel(dir as string, { mode: 'sparse' });
 const loadMs = performance.now() - t0;
 
@@ -221,8 +233,7 @@ function goldenRate(file: string): { instructions: number; perSecond: number } {
  * yields the first token) to the last of them; run first, before any warm-up: the cold start a
  * fresh `chipc run` process sees (JIT compiles, the first step's incremental state).
  */
-function coldRun(n: number): { tokens: number; ms: number; pageFaults: number; curve: CurvePoint[] } {
-  const ex = newExecutor();
+function coldRun(n: number, ex = newExecutor()): { tokens: number; ms: number; pageFaults: number; curve: CurvePoint[] } {
   const f0 = process.resourceUsage().minorPageFault;
   const t = performance.now();
   let last = start(ex);
@@ -237,6 +248,14 @@ function coldRun(n: number): { tokens: number; ms: number; pageFaults: number; c
 }
 const cold = coldRun(Math.min(1000, tokens));
 const firstThousandTokensPerSecond = cold.tokens / (cold.ms / 1000);
+// warm code (the cold run's), weight plans still to build (the copy's): after a GC and a pause, as the timed run
+let coldPlansRun: ReturnType<typeof coldRun> | null = null;
+if (newCopyExecutor !== null) {
+  const ex = newCopyExecutor();
+  fullGc();
+  settle(SETTLE_MS);
+  coldPlansRun = coldRun(Math.min(1000, tokens), ex);
+}
 
 // JIT warm-up: untimed decodes of the same program (each on a fresh executor, as the timed run)
 // until `warmup` steps have run. The JIT compiles the decode's functions only once they are hot:
@@ -267,7 +286,7 @@ if (json) {
     dir: path.basename(path.resolve(dir ?? elf ?? '')), chip: elf !== undefined ? chipLabel : null, profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
     tokensPerSecond: 1000 / msPerToken, firstStepMs: plain.firstMs,
     firstThousandTokens: cold.tokens, firstThousandMs: cold.ms, firstThousandTokensPerSecond, firstThousandPageFaults: cold.pageFaults,
-    firstThousandCurve: cold.curve, warmCurve: plain.curve,
+    firstThousandCurve: cold.curve, warmCurve: plain.curve, coldPlansCurve: coldPlansRun?.curve ?? null,
     tokensPerInstruction: elf !== undefined && plain.instructions > 0 ? steps / plain.instructions : null,
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
@@ -284,6 +303,7 @@ if (json) {
   // warm code and built weight plans): ms from the prompt's start to the Nth generated token
   const curveLine = (cv: CurvePoint[]) => cv.map((p) => `${p.tokens}: ${p.ms.toFixed(0)}`).join(', ');
   console.log(`  ms from the prompt's start to generated token N — cold: ${curveLine(cold.curve)}; warm: ${curveLine(plain.curve)}`);
+  if (coldPlansRun) console.log(`  warm code, weight plans to build (--cold-plans: a second copy of the chip): ${curveLine(coldPlansRun.curve)}`);
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);
   // the first step builds the sequence's incremental decode state (the GDN tracks; the projection
   // memos come from the prefill): part of the figure above, shown apart as it weighs on short programs

@@ -9,6 +9,9 @@
 import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { BN_OPCODE } from './mac-unit.ts';
 
+/** aluOp's codes of the shifts (sll, srl, sra; the result list of the aluOp table below). */
+export const ALU_SHIFT_OPS: readonly number[] = [2, 6, 7];
+
 export interface DecodeInputs {
   /** The instruction's bits and fetchOut (fetch), loader mode (pcControl). */
   ins: Sig[];

@@ -9,6 +9,7 @@
 import type { CircuitBuilder, Sig, SigLike } from '../dsl/index.ts';
 import { add32, shAdd, sll32, slt, sltu, sra32, srl32, sub32, type ShiftAmount, type Word } from './alu.ts';
 import { bitsWord, immSpec, muxWord, wordFromSpec } from './cpu-words.ts';
+import { ALU_SHIFT_OPS } from './cpu-decode.ts';
 
 export interface ExecuteInputs {
   /** rs1 / rs2 as bits and words (register file), the PC as a word. */
@@ -59,7 +60,7 @@ export function execute(c: CircuitBuilder, io: ExecuteInputs): Executed {
   // its amount's tables and its nibble tables read the gate as their slowest input, so while it
   // is 0 no unit of theirs is active and none moves with rs1, rs2 or the immediate (incremental
   // decode skips them). The gate is one more input of tables the shifter had: no layer.
-  const isShift = c.table('isShift', [aluOp], (op) => (op === 2 || op === 6 || op === 7 ? 1 : 0), [0, 1]);
+  const isShift = c.table('isShift', [aluOp], (op) => (ALU_SHIFT_OPS.includes(op) ? 1 : 0), [0, 1]);
   const shRaw = c.linear([0, 1, 2, 3, 4].map((k) => [c.select(isOp, b[k]!, ins[20 + k]!), 2 ** k] as [Sig, number])).named('shamt');
   const shamt: ShiftAmount = {
     m: c.table('shamt.m', [shRaw, isShift], (v, sh) => (sh ? v & 3 : 0), [0, 3]),

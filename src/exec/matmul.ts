@@ -96,7 +96,7 @@ export interface MatmulStats {
   deltaByRole: Record<DeltaRole, DeltaWork>;
   /**
    * Called after each incremental call but a matrix's first, when set (a work probe such as
-   * bench/op-work.ts): the matrix, the rows it reached (rows[0..nRows)) and its input columns
+   * bench/chip-op-work.ts): the matrix, the rows it reached (rows[0..nRows)) and its input columns
    * whose bits changed (changed[0..nChanged)); the arrays are the call's scratch, valid only
    * during the call.
    */

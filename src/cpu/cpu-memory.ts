@@ -28,6 +28,14 @@ import {
 } from './cpu-layout.ts';
 import { bitsWord, tableOverClass } from './cpu-words.ts';
 
+/**
+ * Where the bundled firmware's data starts, in bytes from CODE_BASE: the link script
+ * (firmware/runtime/link.ld) puts .data, .bss and then the stack at 0x80004000, after the 16 KiB
+ * of code. Most stores land within 4 KiB above it, so the data RAM's write port idles at its row
+ * (dataRam): a store then moves only the row digits that differ from it.
+ */
+export const FIRMWARE_DATA_OFFSET = 0x4000;
+
 export interface MemoryInputs {
   shape: CpuShape;
   /** The instruction's bits (fetch) and its decode. */
@@ -244,9 +252,11 @@ function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
     const v = c.linear(bits.map((w) => [loadAddr[w]!, 2 ** (w + 2 - 4 * n)] as [Sig, number]), 0, [0, 15]);
     return c.table(`memLNib${n}`, [loading, v], (ld, x) => (ld ? x : 0), [0, 15]);
   };
-  // The write port idles at the middle row (only the top row bit set): stores go mostly to the
-  // stack, in the top half of the RAM; the read port idles at row 0 (docs/cpu-plan.md).
-  const writeRow = rowOf('memWDigit', writeMode, loaderNib, 2 ** (bankBits - 1));
+  // The write port idles at the row of the firmware's data start (bank 0's row of that word; the
+  // row digits wrap in a RAM too small to hold it): the stores of the bundled firmware land in its
+  // top digit mostly (docs/cpu-plan.md "The write port's idle row"); the read port idles at row 0.
+  const idleWriteRow = ((FIRMWARE_DATA_OFFSET >> 2) >> shift) & (2 ** bankBits - 1);
+  const writeRow = rowOf('memWDigit', writeMode, loaderNib, idleWriteRow);
   // The read: whether the word read is needed (loads and the stores that keep old bytes — sub-word
   // or word-crossing; an aligned SW writes its whole word) and whether it is the next word (a
   // crossing access's other word), from their early inputs and the offset sum. Mode 0 row 0 (idle:

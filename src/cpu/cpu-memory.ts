@@ -254,7 +254,7 @@ function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
   };
   // The write port idles at the row of the firmware's data start (bank 0's row of that word; the
   // row digits wrap in a RAM too small to hold it): the stores of the bundled firmware land in its
-  // top digit mostly (docs/cpu-plan.md "The write port's idle row"); the read port idles at row 0.
+  // top digit mostly (docs/cpu-plan.md "The memory ports at rest"); the read port idles at row 0.
   const idleWriteRow = ((FIRMWARE_DATA_OFFSET >> 2) >> shift) & (2 ** bankBits - 1);
   const writeRow = rowOf('memWDigit', writeMode, loaderNib, idleWriteRow);
   // The read: whether the word read is needed (loads and the stores that keep old bytes — sub-word
@@ -283,14 +283,13 @@ function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
     const wenAccess = c.table(`memWBank${bk}`, [writeSrc, inRam, bankRow],
       (src, ok, br) => (src >= 2 && ok && ((src === 2 ? br + 1 : br) & bankMask) === bk ? 1 : 0), [0, 1]);
     bank.write(writeRow, storeBits, c.linear([[wenLoad, 1], [wenAccess, 1]], 0, [0, 1]).named(`memWEnable${bk}`));
-    // Read by a load in the RAM (the bank of the word it reads) or by a store keeping old bytes; a
-    // load outside the RAM reads 0 (every bank off), and bank 0 reads row 0 (output unused) when no
-    // read is needed or a store is outside the RAM.
-    const ren = c.table(`memRBank${bk}`, [readCase, inRam, bankRow], (rc, ok, br) => {
-      const ld = rc >= 3;
-      if (rc === 0 || (!ld && !ok)) return bk === 0 ? 1 : 0;
-      return ok && ((rc - 1) % 2 === 1 ? br + 1 : br) % memBankCount === bk ? 1 : 0;
-    }, [0, 1]);
+    // Read by a load in the RAM (the bank of the word it reads) or by a store keeping old bytes.
+    // Otherwise every bank is off (the word read is 0): no read needed, or an access outside the
+    // RAM. So a bank's read enable moves only around its own reads (docs/cpu-plan.md "The memory
+    // ports at rest": bank 0, reading row 0 at rest, turned its enable off and on around every read
+    // of another bank).
+    const ren = c.table(`memRBank${bk}`, [readCase, inRam, bankRow],
+      (rc, ok, br) => (rc !== 0 && ok && ((rc - 1) % 2 === 1 ? br + 1 : br) % memBankCount === bk ? 1 : 0), [0, 1]);
     outs.push(bank.read(readRow, ren));
   }
   const old = Array.from({ length: 32 }, (_, k) => c.linear(outs.map((o) => [o[k]!, 1] as [Sig, number]), 0, [0, 1]));

@@ -12,7 +12,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import { rmsNorm1p } from '../src/exec/norms.ts';
-import { addTracked, NormSite, SourceSeen, TrackedVector } from '../src/exec/residual-track.ts';
+import { addTracked, NormSite, ResidualTrack, rowEntriesOf, SourceSeen, TrackedVector } from '../src/exec/residual-track.ts';
+import { ExecPlans } from '../src/exec/plans.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { decodeLockstep } from './helpers/lockstep.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
@@ -162,6 +163,49 @@ describe('addTracked', () => {
         }
       }), { numRuns: 100 });
     }
+  });
+});
+
+describe('ResidualTrack embedding by entries', () => {
+  it('setEmbeddingEntries gives setEmbedding\'s x0 and change list, bit for bit (±0, NaN; f32 and bf16)', () => {
+    const H = 13;
+    // sparse rows: most entries +0, some −0, a few values (the embedding rows of a chip's alphabet)
+    const entryArb = fc.oneof(
+      { weight: 6, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.constant(-0) },
+      { weight: 2, arbitrary: fc.float({ noDefaultInfinity: false }) },
+    );
+    const rowArb = fc.array(entryArb, { minLength: H, maxLength: H }).map((r) => Float32Array.from(r));
+    for (const profile of ['f32', 'bf16'] as const) {
+      const ctx = makeNumericContext({ profile, order: { kind: 'sequential' } });
+      fc.assert(fc.property(fc.array(rowArb, { minLength: 2, maxLength: 8 }), fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }), (rows, fresh) => {
+        const dense = new ResidualTrack(new ExecPlans(), H, [], new Float32Array(H), 1e-6);
+        const byEntries = new ResidualTrack(new ExecPlans(), H, [], new Float32Array(H), 1e-6);
+        for (let s = 0; s < rows.length; s++) {
+          const f = s === 0 || fresh[s]!;
+          const entries = rowEntriesOf(rows[s]!);
+          // every index not listed holds +0 (bits), and the listed ones hold the row's bits
+          const listed = new Set(entries.idx);
+          for (let i = 0; i < H; i++) {
+            if (!listed.has(i)) expect(bits(rows[s]!)[i]).toBe(0);
+          }
+          dense.setEmbedding(ctx, rows[s]!, f);
+          if (f || !byEntries.setEmbeddingEntries(ctx, entries)) byEntries.setEmbedding(ctx, rows[s]!, f, entries);
+          expect(Array.from(bits(byEntries.x0.v))).toEqual(Array.from(bits(dense.x0.v)));
+          expect(byEntries.x0.all).toBe(dense.x0.all);
+          expect(Array.from(byEntries.x0.changed.subarray(0, byEntries.x0.n))).toEqual(Array.from(dense.x0.changed.subarray(0, dense.x0.n)));
+        }
+      }), { numRuns: 200 });
+    }
+  });
+
+  it('setEmbeddingEntries refuses after a step that gave no entries', () => {
+    const ctx = makeNumericContext({ profile: 'f32', order: { kind: 'sequential' } });
+    const tr = new ResidualTrack(new ExecPlans(), 4, [], new Float32Array(4), 1e-6);
+    const row = Float32Array.from([0, 2, 0, 0]);
+    tr.setEmbedding(ctx, row, true);
+    const x0 = Array.from(bits(tr.x0.v));
+    expect(tr.setEmbeddingEntries(ctx, rowEntriesOf(Float32Array.from([1, 0, 0, 0])))).toBe(false);
+    expect(Array.from(bits(tr.x0.v))).toEqual(x0);
   });
 });
 

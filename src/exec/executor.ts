@@ -25,7 +25,7 @@ import { plansOf } from './plans.ts';
 import { rmsNorm1p } from './norms.ts';
 import type { ExecOptions, LayerHook, LayerHookEvent } from './types.ts';
 import { phaseEnd, phaseStart, setActiveTimes, type PhaseTimes } from './profile.ts';
-import { addTracked, ResidualTrack } from './residual-track.ts';
+import { addTracked, ResidualTrack, rowEntriesOf, type RowEntries } from './residual-track.ts';
 import type { SwigluIo } from './mlp.ts';
 import type { DeltaShare } from './delta.ts';
 
@@ -219,6 +219,9 @@ export class Executor {
   /** The final-norm output of the last forward when the tracked step ran it, else null. */
   private trackedNormed: Float32Array | null = null;
   private embedRow: Float32Array | null = null;
+  /** Token embedding rows as their entries, by token id (the tracked step's; a few per distinct id). */
+  private readonly embedEntries = new Map<number, RowEntries>();
+  private embedStorage: unknown = null;
   /** forwardTracked's exchange objects (SwiGLU's, the mixer's share, the mixer's input list), made on first use. */
   private trackedIo: { ff: SwigluIo; mix: DeltaShare; normed: Float32Array[] } | null = null;
 
@@ -590,8 +593,17 @@ export class Executor {
     const hooked = this.hooks.length > 0;
     const buf = (this.buffers ??= newForwardBuffers(H));
     let t0 = phaseStart();
-    const row = matrixRowInto(this.weights.embedTokens, id, (this.embedRow ??= new Float32Array(H)));
-    tr.setEmbedding(ctx, row, fresh);
+    const emb = this.weights.embedTokens;
+    // (kept while the embedding's storage is the same, as the weight plans are: plans.ts)
+    const storage = emb.readRow ?? emb.dense ?? emb.csr ?? null;
+    if (storage !== this.embedStorage) { this.embedEntries.clear(); this.embedStorage = storage; }
+    let entries = this.embedEntries.get(id);
+    if (entries === undefined) {
+      entries = rowEntriesOf(matrixRowInto(emb, id, (this.embedRow ??= new Float32Array(H))));
+      this.embedEntries.set(id, entries);
+    }
+    // only the entries of the previous row and this one can differ (residual-track.ts)
+    if (fresh || !tr.setEmbeddingEntries(ctx, entries)) tr.setEmbedding(ctx, matrixRowInto(emb, id, (this.embedRow ??= new Float32Array(H))), fresh, entries);
     t0 = phaseEnd('embed', t0);
     let x = tr.x0;
     // the step's exchange objects, kept on the executor (a step allocates none)

@@ -299,8 +299,11 @@ export class ResidualTrack {
     for (const l of this.layers) { l.mixSeen.forget(); l.ffSeen.forget(); }
   }
 
-  /** x0 = act(row) with its change list against the previous step's row (exact, by bits). */
-  setEmbedding(ctx: ExecNumericContext, row: Float32Array, fresh: boolean): void {
+  /**
+   * x0 = act(row) with its change list against the previous step's row (exact, by bits).
+   * `entries`, when given, are row's (RowEntries), for the next step's setEmbeddingEntries.
+   */
+  setEmbedding(ctx: ExecNumericContext, row: Float32Array, fresh: boolean, entries: RowEntries | null = null): void {
     const x = this.x0;
     const H = x.v.length;
     let n = 0;
@@ -311,5 +314,70 @@ export class ResidualTrack {
     }
     x.all = fresh;
     x.n = n;
+    this.rowEntries = entries;
   }
+
+  /**
+   * The same, not fresh, for a row given by its entries: `entries.idx` (ascending) lists every
+   * index whose bits are not +0, `entries.val` their values; every other entry is +0. Applies
+   * when the previous step's row came with its entries (setEmbedding's or this method's); returns
+   * false, changing nothing, when it did not. Only the previous row's entries and this row's can
+   * differ (everywhere else both rows are +0 and x0 holds act(+0)), so only those are visited, in
+   * ascending order, each once: the values and the change list are setEmbedding's.
+   */
+  setEmbeddingEntries(ctx: ExecNumericContext, entries: RowEntries): boolean {
+    const prev = this.rowEntries;
+    if (prev === null) return false;
+    const x = this.x0;
+    const H = x.v.length;
+    const zero = ctx.act(0);
+    const { idx, val } = entries;
+    const pi = prev.idx;
+    let a = 0;
+    let b = 0;
+    let n = 0;
+    while (a < pi.length || b < idx.length) {
+      const ia = a < pi.length ? pi[a] : H;
+      const ib = b < idx.length ? idx[b] : H;
+      let i: number;
+      let v: number;
+      if (ib <= ia) {
+        i = ib;
+        v = ctx.act(val[b++]);
+        if (ia === ib) a++;
+      } else {
+        i = ia;
+        v = zero;
+        a++;
+      }
+      const old = x.bits[i];
+      x.v[i] = v;
+      if (x.bits[i] !== old) x.changed[n++] = i;
+    }
+    x.all = false;
+    x.n = n;
+    this.rowEntries = entries;
+    return true;
+  }
+
+  /** The entries of the row x0 was last set from (null: not given). */
+  private rowEntries: RowEntries | null = null;
+}
+
+/** A vector's entries whose bits are not +0: ascending indices and their values. */
+export interface RowEntries {
+  idx: Int32Array;
+  val: Float32Array;
+}
+
+/** The entries of `row` whose bits are not +0 (RowEntries). */
+export function rowEntriesOf(row: Float32Array): RowEntries {
+  const bits = new Uint32Array(row.buffer, row.byteOffset, row.length);
+  let n = 0;
+  for (let i = 0; i < row.length; i++) if (bits[i] !== 0) n++;
+  const idx = new Int32Array(n);
+  const val = new Float32Array(n);
+  n = 0;
+  for (let i = 0; i < row.length; i++) if (bits[i] !== 0) { idx[n] = i; val[n++] = row[i]; }
+  return { idx, val };
 }

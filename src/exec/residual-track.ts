@@ -280,6 +280,8 @@ export class ResidualTrack {
   readonly finalNorm: NormSite;
   /** True when every vector holds the previous decode step's values. */
   valid = false;
+  /** The entries of the row x0 was last set from (null: not given). */
+  private rowEntries: RowEntries | null = null;
 
   /** `plans`: where the norms' fl(1 + w) vectors are kept (the executor's ctx.plans). */
   constructor(
@@ -359,9 +361,6 @@ export class ResidualTrack {
     this.rowEntries = entries;
     return true;
   }
-
-  /** The entries of the row x0 was last set from (null: not given). */
-  private rowEntries: RowEntries | null = null;
 }
 
 /** A vector's entries whose bits are not +0: ascending indices and their values. */

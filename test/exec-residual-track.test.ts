@@ -257,10 +257,11 @@ describe('tracked decode on whole executors', () => {
     Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
 
   // silu 'div' is the default; 'mul' runs the same fast paths (the tracked GDN step included)
-  for (const [profile, siluForm] of [['f32', 'div'], ['f32', 'mul'], ['bf16', 'div']] as const) {
-    it(`sparse random model: logits, residuals and GDN states equal the dense path (${profile}, silu ${siluForm})`, () => {
+  // (embedRowsKept 1: the kept embedding rows start over at every new id)
+  for (const [profile, siluForm, kept] of [['f32', 'div', 4096], ['f32', 'mul', 4096], ['bf16', 'div', 4096], ['f32', 'div', 1]] as const) {
+    it(`sparse random model: logits, residuals and GDN states equal the dense path (${profile}, silu ${siluForm}, ${kept} embedding rows kept)`, () => {
       const w = sparseRandomModel(5);
-      const s = new Executor(w, { path: 'sparse', profile, siluForm });
+      const s = new Executor(w, { path: 'sparse', profile, siluForm, tuning: { embedRowsKept: kept } });
       const d = new Executor(w, { path: 'dense', profile, siluForm });
       const times: PhaseTimes = {};
       s.setPhaseTimes(times);

@@ -219,7 +219,7 @@ export class Executor {
   /** The final-norm output of the last forward when the tracked step ran it, else null. */
   private trackedNormed: Float32Array | null = null;
   private embedRow: Float32Array | null = null;
-  /** Token embedding rows as their entries, by token id (the tracked step's; a few per distinct id). */
+  /** Token embedding rows as their entries, by token id (the tracked step's; ExecTuning.embedRowsKept at most). */
   private readonly embedEntries = new Map<number, RowEntries>();
   private embedStorage: unknown = null;
   /** forwardTracked's exchange objects (SwiGLU's, the mixer's share, the mixer's input list), made on first use. */
@@ -600,6 +600,7 @@ export class Executor {
     let entries = this.embedEntries.get(id);
     if (entries === undefined) {
       entries = rowEntriesOf(matrixRowInto(emb, id, (this.embedRow ??= new Float32Array(H))));
+      if (this.embedEntries.size >= ctx.tuning.embedRowsKept) this.embedEntries.clear(); // (ExecTuning)
       this.embedEntries.set(id, entries);
     }
     // only the entries of the previous row and this one can differ (residual-track.ts)

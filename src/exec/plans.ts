@@ -57,6 +57,12 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
    * payload byte value reaches ≈ 1,000 – 2,300 rows, a token kind 16 k – 65 k.
    */
   bigColumn: 4096,
+  /**
+   * Token ids whose embedding rows an executor keeps as their entries (residual-track.ts
+   * setEmbeddingEntries; about 300 bytes each). A long run feeds tens of thousands of distinct
+   * payload ids; past this many the kept rows start over.
+   */
+  embedRowsKept: 4096,
 });
 
 /**

@@ -67,6 +67,8 @@ export interface ExecTuning {
   scatterMinNnz?: number;
   /** Stored entries above which a column is "big" for the greedy LM head's bounded argmax (4096). */
   bigColumn?: number;
+  /** Token ids whose embedding rows a tracked decode keeps as their entries (4096; then it starts over). */
+  embedRowsKept?: number;
 }
 
 /** Read-only views handed to hooks; arrays are copies the hook may keep. */

@@ -31,8 +31,10 @@ import { bitsWord, tableOverClass } from './cpu-words.ts';
 /**
  * Where the bundled firmware's data starts, in bytes from CODE_BASE: the link script
  * (firmware/runtime/link.ld) puts .data, .bss and then the stack at 0x80004000, after the 16 KiB
- * of code. Most stores land within 4 KiB above it, so the data RAM's write port idles at its row
- * (dataRam): a store then moves only the row digits that differ from it.
+ * of code. The demos' stores land mostly in the 8 KiB above it (golden traces, docs/cpu-plan.md
+ * "The memory ports at rest"), so the data RAM's write port idles at its row (dataRam): a store
+ * then moves only the row digits that differ from it. Any other layout runs as exactly (a write
+ * at rest has β = 0 whatever its row); only the work per token differs.
  */
 export const FIRMWARE_DATA_OFFSET = 0x4000;
 

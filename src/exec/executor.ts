@@ -597,14 +597,17 @@ export class Executor {
     // (kept while the embedding's storage is the same, as the weight plans are: plans.ts)
     const storage = emb.readRow ?? emb.dense ?? emb.csr ?? null;
     if (storage !== this.embedStorage) { this.embedEntries.clear(); this.embedStorage = storage; }
+    const rowBuf = (this.embedRow ??= new Float32Array(H));
+    let row: Float32Array | null = null; // the whole row, when read
     let entries = this.embedEntries.get(id);
     if (entries === undefined) {
-      entries = rowEntriesOf(matrixRowInto(emb, id, (this.embedRow ??= new Float32Array(H))));
+      row = matrixRowInto(emb, id, rowBuf);
+      entries = rowEntriesOf(row);
       if (this.embedEntries.size >= ctx.tuning.embedRowsKept) this.embedEntries.clear(); // (ExecTuning)
       this.embedEntries.set(id, entries);
     }
     // only the entries of the previous row and this one can differ (residual-track.ts)
-    if (fresh || !tr.setEmbeddingEntries(ctx, entries)) tr.setEmbedding(ctx, matrixRowInto(emb, id, (this.embedRow ??= new Float32Array(H))), fresh, entries);
+    if (fresh || !tr.setEmbeddingEntries(ctx, entries)) tr.setEmbedding(ctx, row ?? matrixRowInto(emb, id, rowBuf), fresh, entries);
     t0 = phaseEnd('embed', t0);
     let x = tr.x0;
     // the step's exchange objects, kept on the executor (a step allocates none)

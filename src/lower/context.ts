@@ -17,6 +17,7 @@ import { ChipcError } from '../util/errors.ts';
 import { combine, constForm, form, type Form, type VDim } from './forms.ts';
 import type { Encoding, LoweredOp, VDimInfo } from './lowered.ts';
 import { SLOT_LIMIT } from './frame.ts';
+import { encodingColumns, nonZeroTokensInto } from './token-columns.ts';
 
 /**
  * An embedded dim's values: a function of the token id, or its non-zero entries as a column
@@ -132,22 +133,7 @@ export class LowerContext {
     const key = `${encoding}|${entriesKey}|${count}|${dflt}|${vocab}`;
     const kept = fieldColumns.get(n.values)?.get(key);
     if (kept) return kept.map((c, j) => this.embedDim(n.id, encoding, j, 0, 1, nameOf(j), c));
-    const sizes = new Int32Array(count);
-    const valueAt = (t: number): number => n.values[t] ?? dflt;
-    const countEntry = (j: number, x: number): void => { if (x !== 0) sizes[j]!++; };
-    for (let t = 0; t < vocab; t++) entries(valueAt(t), countEntry);
-    // (the dims are 0/1: every x put is 1)
-    const cols = Array.from({ length: count }, (_, j) => ({ tokens: new Int32Array(sizes[j]!), values: new Uint8Array(sizes[j]!) }));
-    const fill = new Int32Array(count);
-    let token = 0;
-    const putEntry = (j: number, x: number): void => {
-      if (x === 0) return;
-      if (x !== 1) throw new Error(`internal: ${n.name}: ${encoding} dim ${j} would be ${x} at token ${token}, not 0 or 1`);
-      const c = cols[j]!;
-      c.tokens[fill[j]!] = token;
-      c.values[fill[j]!++] = x;
-    };
-    for (token = 0; token < vocab; token++) entries(valueAt(token), putEntry);
+    const cols = encodingColumns(n.values, vocab, dflt, count, entries, n.name, encoding);
     keepColumns(n.values, key, cols);
     return cols.map((c, j) => this.embedDim(n.id, encoding, j, 0, 1, nameOf(j), c));
   }
@@ -220,8 +206,7 @@ export class LowerContext {
     const n = Math.min(this.ir.vocab, values.length);
     // (the non-zero ids of one field go to a scratch array of the context, then are copied out)
     const at = this.columnScratch.length >= n ? this.columnScratch : (this.columnScratch = new Int32Array(n));
-    let count = 0;
-    for (let t = 0; t < n; t++) if (values[t] !== 0 && values[t] !== undefined) at[count++] = t;
+    const count = nonZeroTokensInto(values, n, at);
     const tokens = at.slice(0, count);
     const vals = values instanceof Int8Array ? new Int8Array(count) : values instanceof Int16Array ? new Int16Array(count)
       : values instanceof Int32Array ? new Int32Array(count) : new Float64Array(count);

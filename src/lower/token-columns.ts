@@ -1,0 +1,104 @@
+/**
+ * The embedding columns of a token field (an id → value table of vocabulary length, TokenValues):
+ * the ids that a dim's column holds. A chip's token fields are 168 tables of 248,205 entries with
+ * 12 % of them non-zero; the lowering made each field's columns by calling the encoding's entry
+ * function once per token, ≈ 40 million calls in a process's first compile. Here a table is read
+ * a 32-bit word at a time where it is a byte or 16-bit table (a word of zeros is four or two
+ * zero tokens skipped at once), and an encoding's entries are made once per distinct value.
+ * Every function returns exactly what the per-token loop over valueAt(t) = values[t] ?? dflt,
+ * t = 0 … vocab − 1, would (test/lower-token-columns.test.ts compares them).
+ */
+import type { TokenValues } from '../ir/types.ts';
+
+/**
+ * The ids t < n whose table value is a number other than 0 (±0 and a missing value count as 0),
+ * ascending, written into `out` (length ≥ n); returns their count.
+ */
+export function nonZeroTokensInto(values: TokenValues, n: number, out: Int32Array): number {
+  const len = Math.min(n, values.length);
+  let count = 0;
+  if ((values instanceof Int8Array || values instanceof Int16Array) && values.byteOffset % 4 === 0) {
+    const per = 4 / values.BYTES_PER_ELEMENT; // entries per 32-bit word
+    const words = Math.floor(len / per);
+    const u32 = new Uint32Array(values.buffer, values.byteOffset, words);
+    for (let w = 0; w < words; w++) {
+      if (u32[w] === 0) continue;
+      for (let t = w * per, end = t + per; t < end; t++) if (values[t] !== 0) out[count++] = t;
+    }
+    for (let t = words * per; t < len; t++) if (values[t] !== 0) out[count++] = t;
+    return count;
+  }
+  for (let t = 0; t < len; t++) {
+    const v = values[t];
+    if (v !== 0 && v !== undefined) out[count++] = t;
+  }
+  return count;
+}
+
+/** The 0/1 columns of a field's encoding: column j holds the ids t where entries(valueAt(t)) puts j. */
+export interface FieldColumn { tokens: Int32Array; values: Uint8Array }
+
+/**
+ * The `count` columns of an encoding whose entries(v, put) puts (j, x) pairs for a field value v
+ * (x must be 0 or 1: a put of x = 0 puts nothing), over ids 0 … vocab − 1 with valueAt(t) =
+ * values[t] ?? dflt. Throws the lowering's internal error at the first id (ascending) whose value
+ * puts an x other than 0 or 1 (`name` and `encoding` name it).
+ */
+export function encodingColumns(
+  values: TokenValues, vocab: number, dflt: number, count: number,
+  entries: (v: number, put: (j: number, x: number) => void) => void, name: string, encoding: string,
+): FieldColumn[] {
+  // the pairs (j, x ≠ 0) each distinct value puts, made on first sight (entries is a function of v)
+  const made = new Map<number, number[]>();
+  const putsOf = (v: number): number[] => {
+    let p = made.get(v);
+    if (p === undefined) {
+      const list: number[] = [];
+      entries(v, (j, x) => { if (x !== 0) list.push(j, x); });
+      made.set(v, (p = list));
+    }
+    return p;
+  };
+  const typed = values instanceof Int8Array || values instanceof Int16Array || values instanceof Int32Array;
+  const len = Math.min(vocab, values.length);
+  // The ids to visit: all of them, or (a typed table whose value 0 puts nothing) the non-zero ones
+  // and those past the table's end (whose value is dflt) when dflt puts something.
+  let ids: Int32Array | null = null;
+  let nIds = vocab;
+  if (typed && putsOf(0).length === 0) {
+    ids = new Int32Array(vocab);
+    nIds = nonZeroTokensInto(values, len, ids);
+    if (putsOf(dflt).length > 0) for (let t = len; t < vocab; t++) ids[nIds++] = t;
+  }
+  const valueAt = (t: number): number => values[t] ?? dflt;
+  // (a small typed table's values have a direct index: one array read per id instead of a map lookup)
+  const offset = values instanceof Int8Array ? 128 : values instanceof Int16Array ? 32768 : -1;
+  const byValue: (number[] | undefined)[] = offset >= 0 ? new Array<number[] | undefined>(2 * offset) : [];
+  const pairsAt = (t: number): number[] => {
+    if (offset >= 0 && t < len) {
+      const v = values[t]!;
+      return byValue[v + offset] ??= putsOf(v);
+    }
+    return putsOf(valueAt(t));
+  };
+  const sizes = new Int32Array(count);
+  for (let i = 0; i < nIds; i++) {
+    const p = pairsAt(ids === null ? i : ids[i]!);
+    for (let q = 0; q < p.length; q += 2) sizes[p[q]!]!++;
+  }
+  const cols = Array.from({ length: count }, (_, j) => ({ tokens: new Int32Array(sizes[j]!), values: new Uint8Array(sizes[j]!) }));
+  const fill = new Int32Array(count);
+  for (let i = 0; i < nIds; i++) {
+    const t = ids === null ? i : ids[i]!;
+    const p = pairsAt(t);
+    for (let q = 0; q < p.length; q += 2) {
+      const j = p[q]!;
+      const x = p[q + 1]!;
+      if (x !== 1) throw new Error(`internal: ${name}: ${encoding} dim ${j} would be ${x} at token ${t}, not 0 or 1`);
+      const c = cols[j]!;
+      c.tokens[fill[j]!] = t;
+      c.values[fill[j]!++] = 1;
+    }
+  }
+  return cols;
+}

@@ -10,6 +10,11 @@
  *   ranges they do not.
  * - rampUnitsLowerBound, which lets the order search skip orders unbuilt, is at most rampTable's
  *   unit count, and equal to it when no weight is split.
+ * - The search compares orders by their planned unit counts and builds only the winner;
+ *   cheapestTableOrderByBuilding, which builds every order, is its definition: on random tables
+ *   (a stub context: input i has a range and the form coef·dim_i, whose magnitude decides whether a
+ *   ramp gate stays exact, a bound the plan does not see) both give the same order, units and
+ *   outputs, or the same error — also where the planned winner fails to build.
  * Both circuits run through the compiled weights equal to the IR interpreter bit for bit (f32 and
  * bf16), and the interpreter equals plain arithmetic.
  */
@@ -23,6 +28,8 @@ import { input, rampTable, rampUnitsLowerBound } from '../src/gadgets/ffn-core.t
 import fc from 'fast-check';
 import { form } from '../src/lower/forms.ts';
 import { Interpreter } from '../src/ir/interpret.ts';
+import { cheapestTableOrder, cheapestTableOrderByBuilding } from '../src/passes/table-order.ts';
+import type { LowerContext } from '../src/lower/context.ts';
 
 const VOCAB = 1024;
 const BOS = 1023;
@@ -124,5 +131,71 @@ describe('the lower bound that lets the order search skip orders (rampUnitsLower
       expect(units).not.toBeNull();
       expect(rampUnitsLowerBound(tables.map((values) => ({ values })))).toBe(units);
     }), { numRuns: 300, seed: 20261203 });
+  });
+});
+
+type Range = { lo: number; hi: number };
+
+function stubContext(ranges: Range[], coef: number): LowerContext {
+  return { resolve: (id: number) => ({ range: ranges[id] }), formOf: (id: number) => form([{ dim: id, coef }], 0) } as unknown as LowerContext;
+}
+
+function outcome(f: () => { at: Int32Array; units: unknown; outs: unknown }): unknown {
+  try {
+    const r = f();
+    return { at: Array.from(r.at), units: r.units, outs: r.outs };
+  } catch (e) {
+    return { error: String(e) };
+  }
+}
+
+const arbTable = fc.record({
+  ranges: fc.array(fc.record({ lo: fc.integer({ min: -2, max: 2 }), width: fc.integer({ min: 1, max: 6 }) }), { minLength: 1, maxLength: 3 })
+    .map((rs) => rs.map(({ lo, width }) => ({ lo, hi: lo + width }))),
+  coef: fc.constantFrom(1, 2, 16, 64, 128),
+  seed: fc.integer(),
+  spread: fc.constantFrom(3, 41, 2001),
+});
+
+describe('cheapestTableOrder', () => {
+  it('picks what building every order picks (same order, units and outputs, or the same error)', () => {
+    fc.assert(fc.property(arbTable, ({ ranges, coef, seed, spread }) => {
+      const total = ranges.reduce((a, r) => a * (r.hi - r.lo + 1), 1);
+      let s = seed | 0;
+      const values = Array.from({ length: total }, () => { s = (Math.imul(s, 1103515245) + 12345) | 0; return (s >>> 8) % 2 === 0 ? 0 : ((s >>> 9) % spread) - (spread >> 1); });
+      const outsOf = (at: Int32Array) => [{ dim: 100, values: Array.from(at, (i) => values[i]!) }];
+      const ctx = stubContext(ranges, coef);
+      const inputs = ranges.map((_, i) => i);
+      expect(outcome(() => cheapestTableOrder(ctx, inputs, outsOf, 't'))).toEqual(outcome(() => cheapestTableOrderByBuilding(ctx, inputs, outsOf, 't')));
+    }), { numRuns: 1500 });
+  });
+
+  it('when the fewest-unit order cannot be built, the cheapest one that can wins', () => {
+    // f(a, b) = b over a ∈ [0, 1], b ∈ [0, 6]: with a slowest (the given order) the values run
+    // 0…6, 0…6 (few bends), with b slowest they climb in pairs (a bend at every step); at coef 64
+    // the given order's index 64·(7a + b) is too large for an exact ramp gate, the other's
+    // 64·(a + 2b) is not
+    const ranges = [{ lo: 0, hi: 1 }, { lo: 0, hi: 6 }];
+    const values = Array.from({ length: 14 }, (_, i) => i % 7);
+    const outsOf = (at: Int32Array) => [{ dim: 100, values: Array.from(at, (i) => values[i]!) }];
+    const ctx = stubContext(ranges, 64);
+    const givenOrder = input(form([{ dim: 0, coef: 448 }, { dim: 1, coef: 64 }], 0), 0, 13);
+    expect(() => rampTable(givenOrder, outsOf(Int32Array.from({ length: 14 }, (_, i) => i)), 't')).toThrow(/gate partial sums/);
+    const got = cheapestTableOrder(ctx, [0, 1], outsOf, 't');
+    expect(Array.from(got.at)).toEqual([0, 7, 1, 8, 2, 9, 3, 10, 4, 11, 5, 12, 6, 13]);
+    expect(outcome(() => got)).toEqual(outcome(() => cheapestTableOrderByBuilding(ctx, [0, 1], outsOf, 't')));
+  });
+
+  it('keeps the given order on a tie, also when split weights leave the lower bound below the count', () => {
+    // f(a, b) over two bits with f(0, 1) = f(1, 0) reads the same along both orders, so both need
+    // the same units; its last second difference, −256 − 2·1 + 1 = −257 (9 significant bits), is
+    // split over two units, so the lower bound does not skip the second order
+    const ranges = [{ lo: 0, hi: 1 }, { lo: 0, hi: 1 }];
+    const values = [0, 1, 1, -256];
+    const outsOf = (at: Int32Array) => [{ dim: 100, values: Array.from(at, (i) => values[i]!) }];
+    const ctx = stubContext(ranges, 1);
+    const got = cheapestTableOrder(ctx, [0, 1], outsOf, 't');
+    expect(Array.from(got.at)).toEqual([0, 1, 2, 3]);
+    expect(outcome(() => got)).toEqual(outcome(() => cheapestTableOrderByBuilding(ctx, [0, 1], outsOf, 't')));
   });
 });

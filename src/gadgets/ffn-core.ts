@@ -297,6 +297,19 @@ export function rampUnitsLowerBound(outs: readonly { values: readonly number[] }
  * A down weight c/A with more than 8 significant bits is split over duplicated units.
  */
 export function rampTable(x: IntInput, outs: RampOutput[], tag: string, gateOff?: GateOff): FfnUnit[] {
+  return buildRampTable(x, planRampTable(x, outs, tag), tag, gateOff);
+}
+
+/** A representation rampTable chose; `cost` is the number of units it builds. */
+export type RampTablePlan = RampPlan;
+
+/**
+ * rampTable's checks of its input and values and its choice of representation, throwing as it
+ * does; the plan's `cost` is the number of units rampTable builds from it (buildRampTable can still
+ * fail a unit's own bound). Input orders are compared by this count (passes/table-order.ts), so
+ * the units of the orders that lose are never built.
+ */
+export function planRampTable(x: IntInput, outs: RampOutput[], tag: string): RampTablePlan {
   checkInput(x, tag);
   const n = x.hi - x.lo + 1;
   if (n > MAX_DOMAIN) fail('ffn.domain', `${tag}: input range [${x.lo}, ${x.hi}] has ${n} values (at most ${MAX_DOMAIN})`);
@@ -319,7 +332,11 @@ export function rampTable(x: IntInput, outs: RampOutput[], tag: string, gateOff?
     fail(e.code, `${tag}: no exact ramp construction over [${x.lo}, ${x.hi}]: ${e.msg}`);
   }
   ok.sort((p, q) => p.cost - q.cost || p.peakSum - q.peakSum);
-  const plan = ok[0]!;
+  return ok[0]!;
+}
+
+/** rampTable's units from its plan (planRampTable of the same x). */
+export function buildRampTable(x: IntInput, plan: RampTablePlan, tag: string, gateOff?: GateOff): FfnUnit[] {
   const units: FfnUnit[] = [];
   for (const pu of plan.units) {
     const chunks = pu.coefs.map((c) => ({ dim: c.dim, parts: splitSignificand(c.c) }));

@@ -10,7 +10,7 @@
  * Constants and linear nodes are folded into these forms (lower/context.ts), so they cost nothing.
  */
 import type { CompareNode, IrNode, LogicNode, SelectNode, TableNode } from '../ir/types.ts';
-import { input, rampTable, rampUnitsLowerBound } from '../gadgets/ffn-core.ts';
+import { input } from '../gadgets/ffn-core.ts';
 import { and, compare, mux, not, or, xor } from '../gadgets/ffn.ts';
 import type { FfnUnit, VDim } from '../lower/forms.ts';
 import { atNode, type LowerContext } from '../lower/context.ts';
@@ -37,9 +37,7 @@ function lowerTable(ctx: LowerContext, n: TableNode, values: number[], inputs: n
     }
   }
   const outsOver = (at: Int32Array) => [{ dim: out, values: Array.from(at, (i) => values[i]!) }];
-  const { x, at, units } = atNode(ctx, n.id, 'the table', () =>
-    cheapestTableOrder(ctx, inputs, (ix, pos) => rampTable(ix, outsOver(pos), n.name), (pos) => rampUnitsLowerBound(outsOver(pos))));
-  const outs = outsOver(at);
+  const { x, units, outs } = atNode(ctx, n.id, 'the table', () => cheapestTableOrder(ctx, inputs, outsOver, n.name));
   ctx.addOp({ kind: 'ffn', what: `${n.op} "${n.name}"`, units, reads: opReads(units), writes: [out], table: { input: x, outs } });
   return out;
 }

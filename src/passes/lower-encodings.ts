@@ -6,7 +6,7 @@
 import { SLOT_MAX, type CircuitIR, type IrNode, type NodeId } from '../ir/types.ts';
 import { nodeDeps } from '../ir/deps.ts';
 import { ChipcError } from '../util/errors.ts';
-import { input, linUnit, rampTable, rampUnitsLowerBound, switchUnit } from '../gadgets/ffn-core.ts';
+import { input, linUnit, rampTable, switchUnit } from '../gadgets/ffn-core.ts';
 import { COMPARE_HOLDS, compare } from '../gadgets/ffn.ts';
 import type { IntInput, RampOutput } from '../gadgets/ffn-core.ts';
 import { combine, constForm, form, type FfnUnit, type Form, type VDim } from '../lower/forms.ts';
@@ -114,10 +114,9 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
     }
     if (n.op === 'table') {
       const oneHotOver = (at: Int32Array) => dims.map((d, j) => ({ dim: d, values: Array.from(at, (i) => (n.values[i] === r.lo + j ? 1 : 0)) }));
-      const best = unlessBound(() => cheapestTableOrder(ctx, n.inputs, (ix, at) => rampTable(ix, oneHotOver(at), `${n.name}.onehot`), (at) => rampUnitsLowerBound(oneHotOver(at))));
+      const best = unlessBound(() => cheapestTableOrder(ctx, n.inputs, oneHotOver, `${n.name}.onehot`));
       if (best) {
-        const { x, units } = best;
-        const outs = oneHotOver(best.at);
+        const { x, units, outs } = best;
         ctx.addOp({ kind: 'ffn', what: `one-hot table "${n.name}"`, units, reads: opReads(units), writes: dims, table: { input: x, outs } });
         return dims;
       }
@@ -166,9 +165,9 @@ function tableColumnsOf(
     const dims = cols.map((c) => ctx.newDim(n.id, encoding, c.index, 0, 1, `${n.name}.${c.name}`));
     if (modulus !== undefined) for (const d of dims) ctx.dims[d]!.modulus = modulus;
     const over = (at: Int32Array) => dims.map((dim, i) => ({ dim, values: Array.from(at, (x) => cols[i]!.f(n.values[x]!)) }));
-    const best = unlessBound(() => cheapestTableOrder(ctx, n.inputs, (ix, at) => rampTable(ix, over(at), `${n.name}.${key}`), (at) => rampUnitsLowerBound(over(at))));
+    const best = unlessBound(() => cheapestTableOrder(ctx, n.inputs, over, `${n.name}.${key}`));
     if (best === null) return [];
-    ctx.addOp({ kind: 'ffn', what: `${key} table "${n.name}"`, units: best.units, reads: opReads(best.units), writes: dims, table: { input: best.x, outs: over(best.at) } });
+    ctx.addOp({ kind: 'ffn', what: `${key} table "${n.name}"`, units: best.units, reads: opReads(best.units), writes: dims, table: { input: best.x, outs: best.outs } });
     return dims;
   });
   return dims.length === cols.length ? dims : null;

@@ -25,7 +25,7 @@
  */
 import { SLOT_MAX, type CircuitIR, type IrNode, type NodeId, type TableNode } from '../ir/types.ts';
 import { nodeDeps } from '../ir/deps.ts';
-import { input, linUnit, rampTable, rampUnitsLowerBound, VALUE_LIMIT, type RampOutput } from '../gadgets/ffn-core.ts';
+import { input, linUnit, VALUE_LIMIT, type RampOutput } from '../gadgets/ffn-core.ts';
 import { combine, constForm, form, type FfnUnit, type Form, type VDim } from '../lower/forms.ts';
 import type { LowerContext } from '../lower/context.ts';
 import type { FfnOp } from '../lower/lowered.ts';
@@ -208,7 +208,7 @@ function build(ctx: LowerContext, comp: Component): Map<NodeId, VDim> | null {
           values: Array.from(pos, (i) => g.reduce((acc, t) => (t.sum === s ? acc + t.coef * t.table.values[i]! : acc), bias[k]!)),
         }));
         const tag = `${ctx.node(sumsHere[0]!).name}.sums`;
-        us.push(...cheapestTableOrder(ctx, g[0]!.table.inputs, (ix, pos) => rampTable(ix, outsOver(pos), tag), (pos) => rampUnitsLowerBound(outsOver(pos))).units);
+        us.push(...cheapestTableOrder(ctx, g[0]!.table.inputs, outsOver, tag).units);
       }
       return us;
     });

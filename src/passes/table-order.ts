@@ -4,8 +4,8 @@
  * Shared by lower-arith.ts (tables) and lower-encodings.ts (a table's own one-hot columns).
  */
 import { ChipcError } from '../util/errors.ts';
-import { input, MAX_DOMAIN, type IntInput } from '../gadgets/ffn-core.ts';
-import { combine, constForm, type FfnUnit, type Form } from '../lower/forms.ts';
+import { buildRampTable, input, MAX_DOMAIN, planRampTable, rampTable, rampUnitsLowerBound, type IntInput, type RampTablePlan } from '../gadgets/ffn-core.ts';
+import { combine, constForm, type FfnUnit, type Form, type RampOutput } from '../lower/forms.ts';
 import type { LowerContext } from '../lower/context.ts';
 
 /** A mixed-radix index over the inputs' ranges (first input slowest), and its span. */
@@ -55,45 +55,93 @@ function candidateOrders(k: number): number[][] {
  * f(opcode, b) = (opcode is special ? c : b) bends at every step with b fastest (≈ 2·128 units)
  * but only around the special opcode with b slowest (a dozen). Every candidate order (all of
  * them for up to 4 inputs; otherwise the given one, its reverse and each input moved to either
- * end) is lowered with `build`, which gets the index and `at`, the original flat index of each
- * position of the reordered one; the cheapest that meets every gadget bound wins (ties: the
- * earlier candidate, the given order first). When none does, the given order's error is thrown.
- * `lowerBound(at)`, when given, is at most the units `build` would return for that order: an order
- * whose bound reaches the best count so far is skipped unbuilt.
+ * end) is a ramp table (gadgets/ffn-core.ts rampTable) over `outsOf(at)`, the outputs' values along
+ * the reordered index (`at`: the original flat index of each of its positions); the cheapest that
+ * meets every gadget bound wins (ties: the earlier candidate, the given order first). When none
+ * does, the given order's error is thrown.
+ *
+ * The orders are compared by their unit counts (planRampTable's cost, no units made), an order
+ * whose lower bound (rampUnitsLowerBound) reaches the best count so far skipped unplanned, and only
+ * the winner's units are built. Should a unit of the winner fail its own bound (a failure the plan
+ * cannot see), every order is built as well, and the result is theirs
+ * (cheapestTableOrderByBuilding): the same as when each order is built, always.
  */
 export function cheapestTableOrder(
-  ctx: LowerContext, inputs: number[], build: (x: IntInput, at: Int32Array) => FfnUnit[],
-  lowerBound?: (at: Int32Array) => number,
-): { x: IntInput; at: Int32Array; units: FfnUnit[] } {
+  ctx: LowerContext, inputs: number[], outsOf: (at: Int32Array) => RampOutput[], tag: string,
+): { x: IntInput; at: Int32Array; units: FfnUnit[]; outs: RampOutput[] } {
+  const orders = tableOrders(ctx, inputs);
+  let best: { x: IntInput; at: Int32Array; outs: RampOutput[]; plan: RampTablePlan } | null = null;
+  for (const order of orders) {
+    const { x, at } = orderIndex(ctx, inputs, order);
+    const outs = outsOf(at);
+    // An order whose units cannot be fewer than the best one's is not planned (it could not win).
+    if (best !== null && rampUnitsLowerBound(outs) >= best.plan.cost) continue;
+    let plan: RampTablePlan;
+    try {
+      plan = planRampTable(x, outs, tag);
+    } catch (e) {
+      if (!(e instanceof ChipcError && e.code.startsWith('ffn.'))) throw e;
+      continue;
+    }
+    if (best === null || plan.cost < best.plan.cost) best = { x, at, outs, plan };
+  }
+  if (best !== null) {
+    try {
+      return { x: best.x, at: best.at, outs: best.outs, units: buildRampTable(best.x, best.plan, tag) };
+    } catch (e) {
+      if (!(e instanceof ChipcError && e.code.startsWith('ffn.'))) throw e;
+    }
+  }
+  return cheapestTableOrderByBuilding(ctx, inputs, outsOf, tag);
+}
+
+/** The candidate orders of a table over `inputs` (beyond the ramp engine's domain only the given one: its error is the one to report). */
+function tableOrders(ctx: LowerContext, inputs: number[]): number[][] {
+  const total = inputs.reduce((a, id) => { const r = ctx.resolve(id).range; return a * (r.hi - r.lo + 1); }, 1);
+  return total > MAX_DOMAIN ? [inputs.map((_, i) => i)] : candidateOrders(inputs.length);
+}
+
+/** The index of `order` (a permutation of the inputs) as a ramp input, and each of its positions' original flat index. */
+function orderIndex(ctx: LowerContext, inputs: number[], order: number[]): { x: IntInput; at: Int32Array } {
   const spans = inputs.map((id) => { const r = ctx.resolve(id).range; return r.hi - r.lo + 1; });
-  const total = spans.reduce((a, b) => a * b, 1);
   // the original strides: first input slowest
   const stride = new Array<number>(inputs.length);
   for (let i = inputs.length - 1, s = 1; i >= 0; i--) { stride[i] = s; s *= spans[i]!; }
-  let best: { x: IntInput; at: Int32Array; units: FfnUnit[] } | null = null;
-  let firstError: unknown = null;
-  // beyond the ramp engine's domain only the given order is tried (its error is the one to report)
-  const orders = total > MAX_DOMAIN ? [inputs.map((_, i) => i)] : candidateOrders(inputs.length);
-  for (const order of orders) {
-    const { f, span } = indexForm(ctx, order.map((i) => inputs[i]!));
-    const at = new Int32Array(span);
-    for (let j = 0; j < span; j++) {
-      let rest = j;
-      let orig = 0;
-      for (let q = order.length - 1; q >= 0; q--) {
-        const i = order[q]!;
-        orig += (rest % spans[i]!) * stride[i]!;
-        rest = Math.floor(rest / spans[i]!);
-      }
-      at[j] = orig;
+  const { f, span } = indexForm(ctx, order.map((i) => inputs[i]!));
+  // at[j]: j's digits in the reordered radix (order's last input fastest) weighed by the original
+  // strides, counted up digit by digit (no division per position: spans reach MAX_DOMAIN)
+  const at = new Int32Array(span);
+  const digit = new Int32Array(order.length);
+  let orig = 0;
+  for (let j = 0; j < span; j++) {
+    at[j] = orig;
+    for (let q = order.length - 1; q >= 0; q--) {
+      const i = order[q]!;
+      if (++digit[q]! < spans[i]!) { orig += stride[i]!; break; }
+      orig -= (spans[i]! - 1) * stride[i]!;
+      digit[q] = 0;
     }
-    // An order whose units cannot be fewer than the best one's is not built (the result is the same:
-    // it could not win, and its errors matter only while nothing has been built).
-    if (best !== null && lowerBound !== undefined && lowerBound(at) >= best.units.length) continue;
-    const x = input(f, 0, span - 1);
+  }
+  return { x: input(f, 0, span - 1), at };
+}
+
+/**
+ * The cheapest order by building every one (each order's ramp table in full, no order skipped):
+ * the definition cheapestTableOrder computes faster (exported for its tests). When no order
+ * builds, the first order's error (in candidate order) is thrown.
+ */
+export function cheapestTableOrderByBuilding(
+  ctx: LowerContext, inputs: number[], outsOf: (at: Int32Array) => RampOutput[], tag: string,
+): { x: IntInput; at: Int32Array; units: FfnUnit[]; outs: RampOutput[] } {
+  const orders = tableOrders(ctx, inputs);
+  let best: { x: IntInput; at: Int32Array; units: FfnUnit[]; outs: RampOutput[] } | null = null;
+  let firstError: unknown = null;
+  for (const order of orders) {
+    const { x, at } = orderIndex(ctx, inputs, order);
+    const outs = outsOf(at);
     try {
-      const units = build(x, at);
-      if (best === null || units.length < best.units.length) best = { x, at, units };
+      const units = rampTable(x, outs, tag);
+      if (best === null || units.length < best.units.length) best = { x, at, units, outs };
     } catch (e) {
       if (!(e instanceof ChipcError && e.code.startsWith('ffn.'))) throw e;
       if (firstError === null) firstError = e;

@@ -178,40 +178,65 @@ function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): Lowered
  * Token t's embedding entries (every embedded dim whose value at t is not ±0, in `dims` order; none
  * for t ≥ vocab), computed once, column by column, into flat arrays: the assembler asks for every
  * token of the target's vocabulary (≈ 248,000 for Qwen3.5), and an object per dim per token was
- * most of the RV32 chip's assembly time in allocation and garbage collection.
+ * most of the RV32 chip's assembly time in allocation and garbage collection. (Exported for its
+ * tests.)
  */
-function embeddingRows(dims: readonly (readonly [VDim, EmbedValues])[], vocab: number): TokenRow {
+export function embeddingRows(dims: readonly (readonly [VDim, EmbedValues])[], vocab: number): TokenRow {
   // Two passes over the columns: count each token's entries, then place them (a counting sort by
   // token that keeps each token's entries in dims order), without intermediate arrays. A column
   // given as a function (constants) is tabulated first.
   const columns = dims.map(([, f]) => (typeof f === 'function' ? tabulate(f, vocab) : f));
   const perToken = new Int32Array(vocab + 1);
-  for (const { tokens, values } of columns) {
-    for (let e = 0; e < tokens.length; e++) {
-      const t = tokens[e]!;
-      if (t < vocab && values[e] !== 0) perToken[t + 1]!++;
-    }
-  }
+  for (const c of columns) countPerToken(perToken, c.tokens, c.values, vocab);
   for (let t = 0; t < vocab; t++) perToken[t + 1]! += perToken[t]!;
   const n = perToken[vocab]!;
   const next = perToken.slice(0, vocab);
-  const rowDim = new Int32Array(n);
-  const rowVal = new Float64Array(n);
-  columns.forEach(({ tokens, values }, j) => {
-    for (let e = 0; e < tokens.length; e++) {
-      const t = tokens[e]!;
-      const v = values[e]!;
-      if (t >= vocab || v === 0) continue;
-      const at = next[t]!++;
-      rowDim[at] = j;
-      rowVal[at] = v;
-    }
-  });
+  // The narrowest arrays that hold the entries exactly: a dim index in 16 bits (a chip embeds a
+  // few hundred dims), a value in float32 unless some column's is not one. The RV32 chip has ≈ 5
+  // million entries, and the fresh pages of 8 + 4 bytes each were much of this function's time.
+  const rowDim = columns.length <= 0x10000 ? new Uint16Array(n) : new Int32Array(n);
+  const rowVal = columns.every((c) => exactInFloat32(c.values)) ? new Float32Array(n) : new Float64Array(n);
+  for (let j = 0; j < columns.length; j++) placeColumn(next, rowDim, rowVal, columns[j]!.tokens, columns[j]!.values, j, vocab);
   const dimAt = dims.map(([d]) => d);
   return (t, put) => {
     if (!(t >= 0 && t < vocab)) return;
     for (let e = perToken[t]!; e < perToken[t + 1]!; e++) put(dimAt[rowDim[e]!]!, rowVal[e]!);
   };
+}
+
+type ColumnValues = Float64Array | Int8Array | Int16Array | Int32Array | Uint8Array;
+
+// embeddingRows' two passes, a function each (called per column, not a closure per column: a
+// first compile of the process runs them over ≈ 5 million entries)
+
+/** perToken[t + 1] += the column's entries at token t (t < vocab, value not 0). */
+function countPerToken(perToken: Int32Array, tokens: Int32Array, values: ColumnValues, vocab: number): void {
+  for (let e = 0; e < tokens.length; e++) {
+    const t = tokens[e]!;
+    if (t < vocab && values[e] !== 0) perToken[t + 1]!++;
+  }
+}
+
+/** Places column j's entries (t < vocab, value not 0) at next[t]++ in rowDim / rowVal. */
+function placeColumn(
+  next: Int32Array, rowDim: Uint16Array | Int32Array, rowVal: Float32Array | Float64Array, tokens: Int32Array, values: ColumnValues,
+  j: number, vocab: number,
+): void {
+  for (let e = 0; e < tokens.length; e++) {
+    const t = tokens[e]!;
+    const v = values[e]!;
+    if (t >= vocab || v === 0) continue;
+    const at = next[t]!++;
+    rowDim[at] = j;
+    rowVal[at] = v;
+  }
+}
+
+/** Whether every value is a float32 (Math.fround leaves it as it is): always for 8- and 16-bit integers. */
+function exactInFloat32(values: ColumnValues): boolean {
+  if (values instanceof Int8Array || values instanceof Uint8Array || values instanceof Int16Array) return true;
+  for (let e = 0; e < values.length; e++) if (Math.fround(values[e]!) !== values[e]!) return false;
+  return true;
 }
 
 /** The non-zero entries of f over the ids 0 … vocab − 1, as a column. */

@@ -140,6 +140,20 @@ export function splitSignificand(c: number): number[] {
   return parts;
 }
 
+/** splitSignificand(c).length, without the parts. */
+function significandParts(c: number): number {
+  if (!Number.isInteger(c)) throw new Error(`internal: splitSignificand(${c})`);
+  let n = 0;
+  let rest = c;
+  while (rest !== 0) {
+    const e = Math.floor(Math.log2(Math.abs(rest)));
+    const q = 2 ** Math.max(0, e - 7);
+    rest -= Math.trunc(rest / q) * q;
+    n++;
+  }
+  return n;
+}
+
 /** A down weight, checked bf16-exact. */
 function downWeight(w: number, what: string): number {
   if (!Number.isFinite(w) || Math.fround(w) !== w || !bf16Exact(w)) {
@@ -216,18 +230,21 @@ interface RampPlan {
  */
 function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: boolean): RampPlan {
   const n = x.hi - x.lo + 1;
-  const vals = outs.map((o) => (dir === 1 ? o.values : [...o.values].reverse()));
   const ylo = dir === 1 ? x.lo : -x.hi;
   const units: RampPlanUnit[] = [];
   let error: RampPlan['error'] = null;
+  // F(v, i): an output's value at step i of the direction (the values reversed for dir −1, read in
+  // place), extended below 0 flat (a constant unit) or by zeros
+  const last = n - 1;
+  const F = (v: number[], i: number): number => {
+    if (i < 0) i = withConst ? 0 : -1;
+    if (i < 0) return 0;
+    return dir === 1 ? v[i]! : v[last - i]!;
+  };
   if (withConst) {
-    const coefs = outs.map((o, k) => ({ dim: o.dim, c: vals[k]![0]! })).filter((c) => c.c !== 0);
+    const coefs = outs.map((o) => ({ dim: o.dim, c: F(o.values, 0) })).filter((c) => c.c !== 0);
     if (coefs.length) units.push({ kind: 'const', dir, t: 0, mMax: 1, coefs });
   }
-  const F = (v: number[], i: number): number => {
-    if (i >= 0) return v[i]!;
-    return withConst ? v[0]! : 0;
-  };
   const jStart = withConst ? 1 : 0;
   for (let i = jStart; i < n; i++) {
     // Ramp at y-threshold ylo + i − 1: its second difference c = F(i) − 2F(i−1) + F(i−2).
@@ -235,7 +252,7 @@ function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: 
     // tried, and the objects of the zero differences were much of the compile's garbage.)
     let coefs: { dim: VDim; c: number }[] | null = null;
     for (let k = 0; k < outs.length; k++) {
-      const v = vals[k]!;
+      const v = outs[k]!.values;
       const c = F(v, i) - 2 * F(v, i - 1) + F(v, i - 2);
       if (c !== 0) (coefs ??= []).push({ dim: outs[k]!.dim, c });
     }
@@ -250,7 +267,9 @@ function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: 
   let cost = 0;
   const sums = new Map<VDim, number>();
   for (const u of units) {
-    cost += Math.max(...u.coefs.map((c) => splitSignificand(c.c).length));
+    let copies = 0;
+    for (const c of u.coefs) copies = Math.max(copies, significandParts(c.c));
+    cost += copies;
     for (const c of u.coefs) sums.set(c.dim, (sums.get(c.dim) ?? 0) + Math.abs(c.c) * u.mMax);
   }
   const peakSum = Math.max(0, ...sums.values());

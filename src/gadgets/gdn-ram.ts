@@ -470,6 +470,19 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
   for (let p = 0; p < ports; p++) {
     const rd = io.reads[p]!;
     const readEnable = enableForm(rd.addr.enable);
+    // per field, the read groups whose terms read it: (group dim, the coefficient of its first such
+    // term), in group order (looked up for every bit of every value head's columns)
+    const groupsOfField = new Map<number, { dim: VDim; coef: number }[]>();
+    for (const grp of rd.out.groups ?? []) {
+      const seen = new Set<number>();
+      for (const t of grp.terms) {
+        if (seen.has(t.field)) continue;
+        seen.add(t.field);
+        let list = groupsOfField.get(t.field);
+        if (list === undefined) groupsOfField.set(t.field, (list = []));
+        list.push({ dim: grp.dim, coef: t.coef });
+      }
+    }
     for (let b = 0; b < rowBlocks; b++) {
       const q: Form[] = [];
       const k: Form[] = [];
@@ -506,10 +519,7 @@ export function lowerRamToGdn(ram: RamDecl, io: GdnRamIo, dims: GdnRamDims, opts
                 if (!bf || !((d >> kb) & 1)) continue;
                 const vd = rd.out.values?.[bf.f];
                 if (vd !== null && vd !== undefined) valueW.set(vd, (valueW.get(vd) ?? 0) + 2 ** bf.j);
-                for (const grp of rd.out.groups ?? []) {
-                  const t = grp.terms.find((x) => x.field === bf.f);
-                  if (t !== undefined) valueW.set(grp.dim, (valueW.get(grp.dim) ?? 0) + t.coef * 2 ** bf.j);
-                }
+                for (const gt of groupsOfField.get(bf.f) ?? []) valueW.set(gt.dim, (valueW.get(gt.dim) ?? 0) + gt.coef * 2 ** bf.j);
                 const bd = rd.out.bits?.[bf.f]?.[bf.j];
                 if (bd !== null && bd !== undefined) out.push({ col, dim: bd, weight: 1 / hotOut });
               }

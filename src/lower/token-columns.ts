@@ -10,6 +10,9 @@
  */
 import type { TokenValues } from '../ir/types.ts';
 
+/** Whether this machine stores a word's lowest byte first (a Uint32Array's bytes as a byte table reads them). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
 /**
  * The ids t < n whose table value is a number other than 0 (±0 and a missing value count as 0),
  * ascending, written into `out` (length ≥ n); returns their count.
@@ -17,15 +20,31 @@ import type { TokenValues } from '../ir/types.ts';
 export function nonZeroTokensInto(values: TokenValues, n: number, out: Int32Array): number {
   const len = Math.min(n, values.length);
   let count = 0;
-  if ((values instanceof Int8Array || values instanceof Int16Array) && values.byteOffset % 4 === 0) {
-    const per = 4 / values.BYTES_PER_ELEMENT; // entries per 32-bit word
-    const words = Math.floor(len / per);
+  if (LITTLE_ENDIAN && values instanceof Int8Array && values.byteOffset % 4 === 0) {
+    // a word's non-zero bytes, lowest first (the lowest address on a little-endian machine): its
+    // lowest set bit names the byte, which is then cleared — no branch per byte
+    const words = len >> 2;
+    const u32 = new Uint32Array(values.buffer, values.byteOffset, words);
+    for (let w = 0; w < words; w++) {
+      let x = u32[w]!;
+      while (x !== 0) {
+        const b = (31 - Math.clz32(x & -x)) >> 3;
+        out[count++] = 4 * w + b;
+        x &= ~(0xff << (8 * b));
+      }
+    }
+    for (let t = words * 4; t < len; t++) if (values[t] !== 0) out[count++] = t;
+    return count;
+  }
+  if (values instanceof Int16Array && values.byteOffset % 4 === 0) {
+    const words = len >> 1;
     const u32 = new Uint32Array(values.buffer, values.byteOffset, words);
     for (let w = 0; w < words; w++) {
       if (u32[w] === 0) continue;
-      for (let t = w * per, end = t + per; t < end; t++) if (values[t] !== 0) out[count++] = t;
+      if (values[2 * w] !== 0) out[count++] = 2 * w;
+      if (values[2 * w + 1] !== 0) out[count++] = 2 * w + 1;
     }
-    for (let t = words * per; t < len; t++) if (values[t] !== 0) out[count++] = t;
+    for (let t = words * 2; t < len; t++) if (values[t] !== 0) out[count++] = t;
     return count;
   }
   for (let t = 0; t < len; t++) {

@@ -246,14 +246,22 @@ function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: 
     if (coefs.length) units.push({ kind: 'const', dir, t: 0, mMax: 1, coefs });
   }
   const jStart = withConst ? 1 : 0;
+  // each output's F(i − 1) and F(i − 2), carried from step to step (one value read per step)
+  const m = outs.length;
+  const prev1 = new Float64Array(m);
+  const prev2 = new Float64Array(m);
+  for (let k = 0; k < m; k++) { prev1[k] = F(outs[k]!.values, jStart - 1); prev2[k] = F(outs[k]!.values, jStart - 2); }
   for (let i = jStart; i < n; i++) {
     // Ramp at y-threshold ylo + i − 1: its second difference c = F(i) − 2F(i−1) + F(i−2).
     // (A loop, not map + filter: this runs for every index of every table in every input order
     // tried, and the objects of the zero differences were much of the compile's garbage.)
     let coefs: { dim: VDim; c: number }[] | null = null;
-    for (let k = 0; k < outs.length; k++) {
-      const v = outs[k]!.values;
-      const c = F(v, i) - 2 * F(v, i - 1) + F(v, i - 2);
+    const at = dir === 1 ? i : last - i;
+    for (let k = 0; k < m; k++) {
+      const f = outs[k]!.values[at]!;
+      const c = f - 2 * prev1[k]! + prev2[k]!;
+      prev2[k] = prev1[k]!;
+      prev1[k] = f;
       if (c !== 0) (coefs ??= []).push({ dim: outs[k]!.dim, c });
     }
     if (coefs === null) continue;

@@ -107,8 +107,10 @@ function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): Lowered
     // Each emitted token's row of the LM head, as flat arrays indexed by token (the RV32 chip
     // emits ≈ 248,000 rows: objects per row and entry were a fifth of its lowering).
     const perToken = new Int32Array(ir.vocab + 1);
-    let rowDims: VDim[] = [];
-    let rowWeights: number[] = [];
+    // (typed arrays: ≈ 810,000 entries at the RV32 chip, every dim an integer ≥ 0, every weight a
+    // small integer)
+    let rowDims = new Int32Array(0);
+    let rowWeights = new Float64Array(0);
     if (ir.emit.rows) {
       // Partial rows: a row constraining r fields puts weight W − (r − 1) on its first field's
       // one-hot and 1 on the others (W = 1 + the most fields any row constrains), so the row that
@@ -126,25 +128,27 @@ function lowerIn(ctx: LowerContext, ir: CircuitIR, target: ModelConfig): Lowered
         perToken[row.token + 1] = r;
       }
       for (let t = 0; t < ir.vocab; t++) perToken[t + 1]! += perToken[t]!;
-      rowDims = new Array<VDim>(perToken[ir.vocab]!);
-      rowWeights = new Array<number>(perToken[ir.vocab]!);
+      rowDims = new Int32Array(perToken[ir.vocab]!);
+      rowWeights = new Float64Array(perToken[ir.vocab]!);
       for (const row of rows) {
         const r = perToken[row.token + 1]! - perToken[row.token]!;
         let at = perToken[row.token]!;
-        row.values.forEach((want, k) => {
-          if (want === null) return;
+        const values = row.values;
+        for (let k = 0; k < values.length; k++) {
+          const want = values[k];
+          if (want === null || want === undefined) continue;
           rowDims[at] = hots[k]![want - ranges[k]!.lo]!;
           rowWeights[at] = at === perToken[row.token]! ? W - (r - 1) : 1;
           at++;
-        });
+        }
       }
     } else {
       const spans = ranges.map((r) => r.hi - r.lo + 1);
       const nf = fields.length;
       ir.emit.tokens.forEach((tok) => { perToken[tok + 1] = nf; });
       for (let t = 0; t < ir.vocab; t++) perToken[t + 1]! += perToken[t]!;
-      rowDims = new Array<VDim>(perToken[ir.vocab]!);
-      rowWeights = new Array<number>(perToken[ir.vocab]!).fill(1);
+      rowDims = new Int32Array(perToken[ir.vocab]!);
+      rowWeights = new Float64Array(perToken[ir.vocab]!).fill(1);
       ir.emit.tokens.forEach((tok, idx) => {
         let rem = idx;
         for (let k = nf - 1; k >= 0; k--) {

@@ -1,10 +1,10 @@
 /**
  * The embedding columns of a token field (an id → value table of vocabulary length, TokenValues):
  * the ids that a dim's column holds. A chip's token fields are 168 tables of 248,205 entries with
- * 12 % of them non-zero; the lowering made each field's columns by calling the encoding's entry
- * function once per token, ≈ 40 million calls in a process's first compile. Here a table is read
- * a 32-bit word at a time where it is a byte or 16-bit table (a word of zeros is four or two
- * zero tokens skipped at once), and an encoding's entries are made once per distinct value.
+ * 12 % of them non-zero: an encoding's entry function called once per id would be ≈ 40 million
+ * calls in a process's first compile. So a table is read a 32-bit word at a time where it is a
+ * byte or 16-bit table (a word of zeros is four or two zero ids skipped at once), and an
+ * encoding's entries are made once per distinct value.
  * Every function returns exactly what the per-token loop over valueAt(t) = values[t] ?? dflt,
  * t = 0 … vocab − 1, would (test/lower-token-columns.test.ts compares them).
  */

@@ -197,7 +197,7 @@ export function embeddingRows(dims: readonly (readonly [VDim, EmbedValues])[], v
   const next = perToken.slice(0, vocab);
   // The narrowest arrays that hold the entries exactly: a dim index in 16 bits (a chip embeds a
   // few hundred dims), a value in float32 unless some column's is not one. The RV32 chip has ≈ 5
-  // million entries, and the fresh pages of 8 + 4 bytes each were much of this function's time.
+  // million entries, and fresh pages cost a fault each (docs/benchmarks.md "Page faults").
   const rowDim = columns.length <= 0x10000 ? new Uint16Array(n) : new Int32Array(n);
   const rowVal = columns.every((c) => exactInFloat32(c.values)) ? new Float32Array(n) : new Float64Array(n);
   for (let j = 0; j < columns.length; j++) placeColumn(next, rowDim, rowVal, columns[j]!.tokens, columns[j]!.values, j, vocab);

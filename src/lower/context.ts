@@ -17,7 +17,7 @@ import { ChipcError } from '../util/errors.ts';
 import { combine, constForm, form, type Form, type VDim } from './forms.ts';
 import type { Encoding, LoweredOp, VDimInfo } from './lowered.ts';
 import { SLOT_LIMIT } from './frame.ts';
-import { encodingColumns, nonZeroTokensInto } from './token-columns.ts';
+import { encodingColumns, nonZeroTokensInto, valuesAt } from './token-columns.ts';
 
 /**
  * An embedded dim's values: a function of the token id, or its non-zero entries as a column
@@ -208,10 +208,7 @@ export class LowerContext {
     const at = this.columnScratch.length >= n ? this.columnScratch : (this.columnScratch = new Int32Array(n));
     const count = nonZeroTokensInto(values, n, at);
     const tokens = at.slice(0, count);
-    const vals = values instanceof Int8Array ? new Int8Array(count) : values instanceof Int16Array ? new Int16Array(count)
-      : values instanceof Int32Array ? new Int32Array(count) : new Float64Array(count);
-    for (let k = 0; k < count; k++) vals[k] = values[tokens[k]!]!;
-    const column = { tokens, values: vals };
+    const column = { tokens, values: valuesAt(values, tokens) };
     keepColumns(values, key, [column]);
     return column;
   }

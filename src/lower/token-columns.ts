@@ -21,30 +21,15 @@ export function nonZeroTokensInto(values: TokenValues, n: number, out: Int32Arra
   const len = Math.min(n, values.length);
   let count = 0;
   if (LITTLE_ENDIAN && values instanceof Int8Array && values.byteOffset % 4 === 0) {
-    // a word's non-zero bytes, lowest first (the lowest address on a little-endian machine): its
-    // lowest set bit names the byte, which is then cleared — no branch per byte
     const words = len >> 2;
-    const u32 = new Uint32Array(values.buffer, values.byteOffset, words);
-    for (let w = 0; w < words; w++) {
-      let x = u32[w]!;
-      while (x !== 0) {
-        const b = (31 - Math.clz32(x & -x)) >> 3;
-        out[count++] = 4 * w + b;
-        x &= ~(0xff << (8 * b));
-      }
-    }
-    for (let t = words * 4; t < len; t++) if (values[t] !== 0) out[count++] = t;
+    count = byteWordsInto(new Uint32Array(values.buffer, values.byteOffset, words), out);
+    for (let t = 4 * words; t < len; t++) if (values[t] !== 0) out[count++] = t;
     return count;
   }
   if (values instanceof Int16Array && values.byteOffset % 4 === 0) {
     const words = len >> 1;
-    const u32 = new Uint32Array(values.buffer, values.byteOffset, words);
-    for (let w = 0; w < words; w++) {
-      if (u32[w] === 0) continue;
-      if (values[2 * w] !== 0) out[count++] = 2 * w;
-      if (values[2 * w + 1] !== 0) out[count++] = 2 * w + 1;
-    }
-    for (let t = words * 2; t < len; t++) if (values[t] !== 0) out[count++] = t;
+    count = halfWordsInto(new Uint32Array(values.buffer, values.byteOffset, words), values, out);
+    for (let t = 2 * words; t < len; t++) if (values[t] !== 0) out[count++] = t;
     return count;
   }
   for (let t = 0; t < len; t++) {
@@ -52,6 +37,51 @@ export function nonZeroTokensInto(values: TokenValues, n: number, out: Int32Arra
     if (v !== 0 && v !== undefined) out[count++] = t;
   }
   return count;
+}
+
+// The word loops are functions of their own, called once per table with nothing after the loop:
+// a first call runs a long loop in on-stack-replaced code, which an operation after the loop, not
+// yet run when it was compiled, would throw away — on every later call too (V8 keeps the code).
+
+/**
+ * The ids of the non-zero bytes of a byte table read as words, into out; their count. A word's
+ * lowest set bit names its lowest non-zero byte (the lowest address on a little-endian machine),
+ * which is then cleared: no branch per byte.
+ */
+function byteWordsInto(u32: Uint32Array, out: Int32Array): number {
+  let count = 0;
+  for (let w = 0; w < u32.length; w++) {
+    let x = u32[w]!;
+    while (x !== 0) {
+      const b = (31 - Math.clz32(x & -x)) >> 3;
+      out[count++] = 4 * w + b;
+      x &= ~(0xff << (8 * b));
+    }
+  }
+  return count;
+}
+
+/** The ids of the non-zero entries of a 16-bit table (`u32`: its words, two entries each), into out; their count. */
+function halfWordsInto(u32: Uint32Array, values: Int16Array, out: Int32Array): number {
+  let count = 0;
+  for (let w = 0; w < u32.length; w++) {
+    if (u32[w] === 0) continue;
+    if (values[2 * w] !== 0) out[count++] = 2 * w;
+    if (values[2 * w + 1] !== 0) out[count++] = 2 * w + 1;
+  }
+  return count;
+}
+
+/**
+ * The values of the table at `tokens`, in the table's own integer type (a plain table's as
+ * float64). A function of its own, called once per field (see byteWordsInto).
+ */
+export function valuesAt(values: TokenValues, tokens: Int32Array): Int8Array | Int16Array | Int32Array | Float64Array {
+  const n = tokens.length;
+  const out = values instanceof Int8Array ? new Int8Array(n) : values instanceof Int16Array ? new Int16Array(n)
+    : values instanceof Int32Array ? new Int32Array(n) : new Float64Array(n);
+  for (let k = 0; k < n; k++) out[k] = values[tokens[k]!]!;
+  return out;
 }
 
 /** The 0/1 columns of a field's encoding: column j holds the ids t where entries(valueAt(t)) puts j. */

@@ -8,15 +8,32 @@ import { buildRampTable, input, MAX_DOMAIN, planRampTable, rampTable, rampUnitsL
 import { combine, constForm, type FfnUnit, type Form, type RampOutput } from '../lower/forms.ts';
 import type { LowerContext } from '../lower/context.ts';
 
-/** A mixed-radix index over the inputs' ranges (first input slowest), and its span. */
-export function indexForm(ctx: LowerContext, inputs: number[]): { f: Form; span: number } {
-  let f = constForm(0);
-  let span = 1;
+/** A table input as the index reads it: its form (terms merged and sorted) and range. */
+interface IndexInput { form: Form; lo: number; hi: number }
+
+/**
+ * The table's inputs as the index reads them (resolved once per table, not once per order tried).
+ * Last input first: asking for a form may lower its node, and lowering numbers dims and ops in
+ * the order it meets them, so the inputs are asked in the order the given order's index asks.
+ */
+function indexInputs(ctx: LowerContext, inputs: number[]): IndexInput[] {
+  const parts = new Array<IndexInput>(inputs.length);
   for (let i = inputs.length - 1; i >= 0; i--) {
     const r = ctx.resolve(inputs[i]!).range;
-    f = combine(1, f, span, combine(1, ctx.formOf(inputs[i]!), 0, constForm(0)));
-    f.constant -= span * r.lo;
-    span *= r.hi - r.lo + 1;
+    parts[i] = { form: combine(1, ctx.formOf(inputs[i]!), 0, constForm(0)), lo: r.lo, hi: r.hi };
+  }
+  return parts;
+}
+
+/** A mixed-radix index over the inputs' ranges (first input slowest), and its span. */
+function indexForm(parts: readonly IndexInput[]): { f: Form; span: number } {
+  let f = constForm(0);
+  let span = 1;
+  for (let i = parts.length - 1; i >= 0; i--) {
+    const p = parts[i]!;
+    f = combine(1, f, span, p.form);
+    f.constant -= span * p.lo;
+    span *= p.hi - p.lo + 1;
   }
   return { f, span };
 }
@@ -69,10 +86,11 @@ function candidateOrders(k: number): number[][] {
 export function cheapestTableOrder(
   ctx: LowerContext, inputs: number[], outsOf: (at: Int32Array) => RampOutput[], tag: string,
 ): { x: IntInput; at: Int32Array; units: FfnUnit[]; outs: RampOutput[] } {
-  const orders = tableOrders(ctx, inputs);
+  const parts = indexInputs(ctx, inputs);
+  const orders = tableOrders(parts);
   let best: { x: IntInput; at: Int32Array; outs: RampOutput[]; plan: RampTablePlan } | null = null;
   for (const order of orders) {
-    const { x, at } = orderIndex(ctx, inputs, order);
+    const { x, at } = orderIndex(parts, order);
     const outs = outsOf(at);
     // An order whose units cannot be fewer than the best one's is not planned (it could not win).
     if (best !== null && rampUnitsLowerBound(outs) >= best.plan.cost) continue;
@@ -96,18 +114,18 @@ export function cheapestTableOrder(
 }
 
 /** The candidate orders of a table over `inputs` (beyond the ramp engine's domain only the given one: its error is the one to report). */
-function tableOrders(ctx: LowerContext, inputs: number[]): number[][] {
-  const total = inputs.reduce((a, id) => { const r = ctx.resolve(id).range; return a * (r.hi - r.lo + 1); }, 1);
-  return total > MAX_DOMAIN ? [inputs.map((_, i) => i)] : candidateOrders(inputs.length);
+function tableOrders(parts: readonly IndexInput[]): number[][] {
+  const total = parts.reduce((a, p) => a * (p.hi - p.lo + 1), 1);
+  return total > MAX_DOMAIN ? [parts.map((_, i) => i)] : candidateOrders(parts.length);
 }
 
 /** The index of `order` (a permutation of the inputs) as a ramp input, and each of its positions' original flat index. */
-function orderIndex(ctx: LowerContext, inputs: number[], order: number[]): { x: IntInput; at: Int32Array } {
-  const spans = inputs.map((id) => { const r = ctx.resolve(id).range; return r.hi - r.lo + 1; });
+function orderIndex(parts: readonly IndexInput[], order: number[]): { x: IntInput; at: Int32Array } {
+  const spans = parts.map((p) => p.hi - p.lo + 1);
   // the original strides: first input slowest
-  const stride = new Array<number>(inputs.length);
-  for (let i = inputs.length - 1, s = 1; i >= 0; i--) { stride[i] = s; s *= spans[i]!; }
-  const { f, span } = indexForm(ctx, order.map((i) => inputs[i]!));
+  const stride = new Array<number>(parts.length);
+  for (let i = parts.length - 1, s = 1; i >= 0; i--) { stride[i] = s; s *= spans[i]!; }
+  const { f, span } = indexForm(order.map((i) => parts[i]!));
   // at[j]: j's digits in the reordered radix (order's last input fastest) weighed by the original
   // strides, counted up digit by digit (no division per position: spans reach MAX_DOMAIN)
   const at = new Int32Array(span);
@@ -133,11 +151,12 @@ function orderIndex(ctx: LowerContext, inputs: number[], order: number[]): { x: 
 export function cheapestTableOrderByBuilding(
   ctx: LowerContext, inputs: number[], outsOf: (at: Int32Array) => RampOutput[], tag: string,
 ): { x: IntInput; at: Int32Array; units: FfnUnit[]; outs: RampOutput[] } {
-  const orders = tableOrders(ctx, inputs);
+  const parts = indexInputs(ctx, inputs);
+  const orders = tableOrders(parts);
   let best: { x: IntInput; at: Int32Array; units: FfnUnit[]; outs: RampOutput[] } | null = null;
   let firstError: unknown = null;
   for (const order of orders) {
-    const { x, at } = orderIndex(ctx, inputs, order);
+    const { x, at } = orderIndex(parts, order);
     const outs = outsOf(at);
     try {
       const units = rampTable(x, outs, tag);

@@ -297,22 +297,35 @@ function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: 
  */
 export function rampUnitsLowerBound(outs: readonly { values: readonly number[] }[]): number {
   const n = outs[0]?.values.length ?? 0;
-  let best = Infinity;
-  for (const dir of [1, -1] as const) {
-    const at = (v: readonly number[], i: number) => (dir === 1 ? v[i]! : v[n - 1 - i]!);
-    for (const withConst of [false, true]) {
-      const F = (v: readonly number[], i: number) => (i >= 0 ? at(v, i) : withConst ? at(v, 0) : 0);
-      let count = withConst && outs.some((o) => at(o.values, 0) !== 0) ? 1 : 0;
-      for (let i = withConst ? 1 : 0; i < n && count < best; i++) {
-        for (const o of outs) {
-          const v = o.values;
-          if (F(v, i) - 2 * F(v, i - 1) + F(v, i - 2) !== 0) { count++; break; }
-        }
-      }
-      best = Math.min(best, count);
+  if (n === 0) return 0;
+  const last = n - 1;
+  // Whether some output is non-zero at position i, or some output's value there minus `m` times
+  // its value at position j is (the boundary steps' second differences, whose missing terms are
+  // the extension: 0, or F(0) with a constant unit).
+  const someNonZero = (i: number, j: number, m: number): number => {
+    for (const o of outs) if (o.values[i]! - m * (j < 0 ? 0 : o.values[j]!) !== 0) return 1;
+    return 0;
+  };
+  // The steps past the first two read three values inside the range, and the two directions read
+  // the same triples (reversed): one count serves all four representations. (The values are
+  // integers far below 2^53, so the order of the sum does not matter.)
+  let inner = 0;
+  for (let j = 2; j < n; j++) {
+    for (const o of outs) {
+      const v = o.values;
+      if (v[j]! - 2 * v[j - 1]! + v[j - 2]! !== 0) { inner++; break; }
     }
   }
-  return best;
+  const up = someNonZero(0, -1, 0);
+  const down = someNonZero(last, -1, 0);
+  const second = n >= 2;
+  // ramps opening up: F(0) and F(1) − 2F(0) with zero extension; a constant unit for F(0) and
+  // F(1) − F(0) with it (likewise from the top for ramps opening down)
+  const upZero = up + (second ? someNonZero(1, 0, 2) : 0) + inner;
+  const upConst = up + (second ? someNonZero(1, 0, 1) : 0) + inner;
+  const downZero = down + (second ? someNonZero(last - 1, last, 2) : 0) + inner;
+  const downConst = down + (second ? someNonZero(last - 1, last, 1) : 0) + inner;
+  return Math.min(upZero, upConst, downZero, downConst);
 }
 
 /**

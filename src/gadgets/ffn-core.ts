@@ -129,14 +129,7 @@ export function checkOutRange(lo: number, hi: number, what: string): void {
 export function splitSignificand(c: number): number[] {
   if (!Number.isInteger(c)) throw new Error(`internal: splitSignificand(${c})`);
   const parts: number[] = [];
-  let rest = c;
-  while (rest !== 0) {
-    const e = Math.floor(Math.log2(Math.abs(rest)));
-    const q = 2 ** Math.max(0, e - 7);
-    const p = Math.trunc(rest / q) * q;
-    parts.push(p);
-    rest -= p;
-  }
+  for (let rest = c; rest !== 0; rest -= parts[parts.length - 1]!) parts.push(leadingPart(rest));
   return parts;
 }
 
@@ -144,14 +137,15 @@ export function splitSignificand(c: number): number[] {
 function significandParts(c: number): number {
   if (!Number.isInteger(c)) throw new Error(`internal: splitSignificand(${c})`);
   let n = 0;
-  let rest = c;
-  while (rest !== 0) {
-    const e = Math.floor(Math.log2(Math.abs(rest)));
-    const q = 2 ** Math.max(0, e - 7);
-    rest -= Math.trunc(rest / q) * q;
-    n++;
-  }
+  for (let rest = c; rest !== 0; rest -= leadingPart(rest)) n++;
   return n;
+}
+
+/** The top 8 significant bits of a non-zero integer (splitSignificand's next part). */
+function leadingPart(rest: number): number {
+  const e = Math.floor(Math.log2(Math.abs(rest)));
+  const q = 2 ** Math.max(0, e - 7);
+  return Math.trunc(rest / q) * q;
 }
 
 /** A down weight, checked bf16-exact. */
@@ -213,7 +207,8 @@ interface RampPlanUnit {
   coefs: { dim: VDim; c: number }[];
 }
 
-interface RampPlan {
+/** A representation of a ramp table; `cost` is the number of units buildRampTable makes from it. */
+export interface RampPlan {
   units: RampPlanUnit[];
   cost: number;
   /** Largest per-output bound on |partial sums| (Σ|c|·mMax). */
@@ -340,16 +335,13 @@ export function rampTable(x: IntInput, outs: RampOutput[], tag: string, gateOff?
   return buildRampTable(x, planRampTable(x, outs, tag), tag, gateOff);
 }
 
-/** A representation rampTable chose; `cost` is the number of units it builds. */
-export type RampTablePlan = RampPlan;
-
 /**
  * rampTable's checks of its input and values and its choice of representation, throwing as it
  * does; the plan's `cost` is the number of units rampTable builds from it (buildRampTable can still
  * fail a unit's own bound). Input orders are compared by this count (passes/table-order.ts), so
  * the units of the orders that lose are never built.
  */
-export function planRampTable(x: IntInput, outs: RampOutput[], tag: string): RampTablePlan {
+export function planRampTable(x: IntInput, outs: RampOutput[], tag: string): RampPlan {
   checkInput(x, tag);
   const n = x.hi - x.lo + 1;
   if (n > MAX_DOMAIN) fail('ffn.domain', `${tag}: input range [${x.lo}, ${x.hi}] has ${n} values (at most ${MAX_DOMAIN})`);
@@ -376,7 +368,7 @@ export function planRampTable(x: IntInput, outs: RampOutput[], tag: string): Ram
 }
 
 /** rampTable's units from its plan (planRampTable of the same x). */
-export function buildRampTable(x: IntInput, plan: RampTablePlan, tag: string, gateOff?: GateOff): FfnUnit[] {
+export function buildRampTable(x: IntInput, plan: RampPlan, tag: string, gateOff?: GateOff): FfnUnit[] {
   const units: FfnUnit[] = [];
   for (const pu of plan.units) {
     const chunks = pu.coefs.map((c) => ({ dim: c.dim, parts: splitSignificand(c.c) }));

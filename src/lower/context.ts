@@ -31,7 +31,7 @@ export type EmbedValues = ((token: number) => number) | Column;
  * Float64Array of every field's values was ≈ 300 MB of fresh memory in the RV32 chip's first
  * lowering.
  */
-type Column = { readonly tokens: Int32Array; readonly values: Float64Array | Int8Array | Int16Array | Int32Array | Uint8Array };
+export type Column = { readonly tokens: Int32Array; readonly values: Float64Array | Int8Array | Int16Array | Int32Array | Uint8Array };
 
 // The embedding columns made from each token field's table, per encoding key. They depend only on
 // the table and the key, never on the circuit being lowered, and are never written after they are

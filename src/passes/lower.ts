@@ -10,7 +10,7 @@ import type { CircuitIR, EmitRow, IrNode } from '../ir/types.ts';
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
 import { input, linUnit, withDimBounds } from '../gadgets/ffn-core.ts';
-import { atNode, LowerContext, type EmbedValues, type Producers } from '../lower/context.ts';
+import { atNode, LowerContext, type Column, type EmbedValues, type Producers } from '../lower/context.ts';
 import { form, type VDim } from '../lower/forms.ts';
 import type { LoweredCircuit, LoweredOp, TokenRow } from '../lower/lowered.ts';
 import { opReads } from '../lower/op-io.ts';
@@ -208,10 +208,9 @@ export function embeddingRows(dims: readonly (readonly [VDim, EmbedValues])[], v
   };
 }
 
-type ColumnValues = Float64Array | Int8Array | Int16Array | Int32Array | Uint8Array;
+type ColumnValues = Column['values'];
 
-// embeddingRows' two passes, a function each (called per column, not a closure per column: a
-// first compile of the process runs them over ≈ 5 million entries)
+// embeddingRows' two passes, a function each, called per column
 
 /** perToken[t + 1] += the column's entries at token t (t < vocab, value not 0). */
 function countPerToken(perToken: Int32Array, tokens: Int32Array, values: ColumnValues, vocab: number): void {

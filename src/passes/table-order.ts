@@ -4,7 +4,7 @@
  * Shared by lower-arith.ts (tables) and lower-encodings.ts (a table's own one-hot columns).
  */
 import { ChipcError } from '../util/errors.ts';
-import { buildRampTable, input, MAX_DOMAIN, planRampTable, rampTable, rampUnitsLowerBound, type IntInput, type RampTablePlan } from '../gadgets/ffn-core.ts';
+import { buildRampTable, input, MAX_DOMAIN, planRampTable, rampTable, rampUnitsLowerBound, type IntInput, type RampPlan } from '../gadgets/ffn-core.ts';
 import { combine, constForm, type FfnUnit, type Form, type RampOutput } from '../lower/forms.ts';
 import type { LowerContext } from '../lower/context.ts';
 
@@ -88,13 +88,13 @@ export function cheapestTableOrder(
 ): { x: IntInput; at: Int32Array; units: FfnUnit[]; outs: RampOutput[] } {
   const parts = indexInputs(ctx, inputs);
   const orders = tableOrders(parts);
-  let best: { x: IntInput; at: Int32Array; outs: RampOutput[]; plan: RampTablePlan } | null = null;
+  let best: { x: IntInput; at: Int32Array; outs: RampOutput[]; plan: RampPlan } | null = null;
   for (const order of orders) {
     const { x, at } = orderIndex(parts, order);
     const outs = outsOf(at);
     // An order whose units cannot be fewer than the best one's is not planned (it could not win).
     if (best !== null && rampUnitsLowerBound(outs) >= best.plan.cost) continue;
-    let plan: RampTablePlan;
+    let plan: RampPlan;
     try {
       plan = planRampTable(x, outs, tag);
     } catch (e) {

@@ -216,18 +216,68 @@ export interface RampPlan {
   error: { code: string; msg: string } | null;
 }
 
+/** One output's coefficient at a ramp step: its dim and the values' second difference there. */
+interface RampCoef {
+  dim: VDim;
+  c: number;
+}
+
+/**
+ * The outputs' bends past the first two steps, shared by the four representations. Step j
+ * (2 ≤ j < n) of the ramps opening up reads F(j), F(j − 1), F(j − 2); the ramps opening down
+ * read the same three values in reverse at their step n + 1 − j, so both have the second
+ * difference D(j) = F(j) − 2F(j − 1) + F(j − 2) there (the values are integers far below 2^53: the
+ * order of the sum does not change it), and the extension below the range (zeros or a constant
+ * unit) reaches only the first two steps.
+ */
+interface RampBends {
+  /** The steps j, ascending, where some output's D(j) ≠ 0. */
+  at: number[];
+  /** Each such step's non-zero coefficients, in the outputs' order. */
+  coefs: RampCoef[][];
+  /** The units those steps cost: per step, the most parts of one of its coefficients' splits. */
+  copies: number;
+}
+
+function rampBends(outs: readonly RampOutput[], n: number): RampBends {
+  const at: number[] = [];
+  const coefs: RampCoef[][] = [];
+  let copies = 0;
+  const m = outs.length;
+  for (let j = 2; j < n; j++) {
+    // (a loop, not map + filter: this runs for every index of every table in every input order
+    // planned, and the objects of the zero differences were much of the compile's garbage)
+    let cs: RampCoef[] | null = null;
+    let most = 0;
+    for (let k = 0; k < m; k++) {
+      const v = outs[k]!.values;
+      const c = v[j]! - 2 * v[j - 1]! + v[j - 2]!;
+      if (c === 0) continue;
+      (cs ??= []).push({ dim: outs[k]!.dim, c });
+      most = Math.max(most, significandParts(c));
+    }
+    if (cs === null) continue;
+    at.push(j);
+    coefs.push(cs);
+    copies += most;
+  }
+  return { at, coefs, copies };
+}
+
 /**
  * Plan for values F(i) (i = 0…n−1) of ramps opening in direction dir over the input range.
  * withConst: F(0) from a constant unit and ramps t = lo+j (j = 0…n−2) with the flat extension
  * F(−1) = F(0); otherwise zero extension F(−1) = F(−2) = 0 and ramps t = lo−1+j (j = 0…n−1).
  * For dir = −1 the same is done on y = −x (values reversed), whose ramps max(0, y − t') are
- * max(0, −t' − x): recorded as dir −1 with t = −t'.
+ * max(0, −t' − x): recorded as dir −1 with t = −t'. The steps past the first two are `bends`
+ * (rampBends of the same outputs).
  */
-function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: boolean): RampPlan {
+function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: boolean, bends: RampBends): RampPlan {
   const n = x.hi - x.lo + 1;
   const ylo = dir === 1 ? x.lo : -x.hi;
   const units: RampPlanUnit[] = [];
   let error: RampPlan['error'] = null;
+  let cost = 0;
   // F(v, i): an output's value at step i of the direction (the values reversed for dir −1, read in
   // place), extended below 0 flat (a constant unit) or by zeros
   const last = n - 1;
@@ -236,43 +286,47 @@ function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: 
     if (i < 0) return 0;
     return dir === 1 ? v[i]! : v[last - i]!;
   };
-  if (withConst) {
-    const coefs = outs.map((o) => ({ dim: o.dim, c: F(o.values, 0) })).filter((c) => c.c !== 0);
-    if (coefs.length) units.push({ kind: 'const', dir, t: 0, mMax: 1, coefs });
-  }
-  const jStart = withConst ? 1 : 0;
-  // each output's F(i − 1) and F(i − 2), carried from step to step (one value read per step)
-  const m = outs.length;
-  const prev1 = new Float64Array(m);
-  const prev2 = new Float64Array(m);
-  for (let k = 0; k < m; k++) { prev1[k] = F(outs[k]!.values, jStart - 1); prev2[k] = F(outs[k]!.values, jStart - 2); }
-  for (let i = jStart; i < n; i++) {
-    // Ramp at y-threshold ylo + i − 1: its second difference c = F(i) − 2F(i−1) + F(i−2).
-    // (A loop, not map + filter: this runs for every index of every table in every input order
-    // tried, and the objects of the zero differences were much of the compile's garbage.)
-    let coefs: { dim: VDim; c: number }[] | null = null;
-    const at = dir === 1 ? i : last - i;
-    for (let k = 0; k < m; k++) {
-      const f = outs[k]!.values[at]!;
-      const c = f - 2 * prev1[k]! + prev2[k]!;
-      prev2[k] = prev1[k]!;
-      prev1[k] = f;
-      if (c !== 0) (coefs ??= []).push({ dim: outs[k]!.dim, c });
-    }
-    if (coefs === null) continue;
+  const copiesOf = (coefs: readonly RampCoef[]): number => {
+    let most = 0;
+    for (const c of coefs) most = Math.max(most, significandParts(c.c));
+    return most;
+  };
+  // the ramp at y-threshold ylo + i − 1 (step i), whose argument reaches n − i
+  const ramp = (i: number, coefs: RampCoef[]): void => {
     const ty = ylo + i - 1;
     const mMax = n - i; // y_hi − ty
     if (mMax > VALUE_LIMIT && error === null) {
       error = { code: 'ffn.gate-range', msg: `a ramp would need a positive gate argument of ${mMax} > ${VALUE_LIMIT} (bf16 gate window |form − t| + 1 ≤ 256)` };
     }
     units.push({ kind: 'ramp', dir, t: dir === 1 ? ty : -ty, mMax, coefs });
+  };
+  if (withConst) {
+    const coefs = outs.map((o) => ({ dim: o.dim, c: F(o.values, 0) })).filter((c) => c.c !== 0);
+    if (coefs.length) {
+      units.push({ kind: 'const', dir, t: 0, mMax: 1, coefs });
+      cost += copiesOf(coefs);
+    }
   }
-  let cost = 0;
+  // the first two steps, where the extension enters: c = F(i) − 2F(i−1) + F(i−2)
+  for (let i = withConst ? 1 : 0; i < Math.min(n, 2); i++) {
+    const coefs: RampCoef[] = [];
+    for (const o of outs) {
+      const c = F(o.values, i) - 2 * F(o.values, i - 1) + F(o.values, i - 2);
+      if (c !== 0) coefs.push({ dim: o.dim, c });
+    }
+    if (coefs.length === 0) continue;
+    ramp(i, coefs);
+    cost += copiesOf(coefs);
+  }
+  // the steps past them, ascending (bend j is step n + 1 − j of the ramps opening down)
+  const nb = bends.at.length;
+  for (let b = 0; b < nb; b++) {
+    const t = dir === 1 ? b : nb - 1 - b;
+    ramp(dir === 1 ? bends.at[t]! : last + 2 - bends.at[t]!, bends.coefs[t]!);
+  }
+  cost += bends.copies;
   const sums = new Map<VDim, number>();
   for (const u of units) {
-    let copies = 0;
-    for (const c of u.coefs) copies = Math.max(copies, significandParts(c.c));
-    cost += copies;
     for (const c of u.coefs) sums.set(c.dim, (sums.get(c.dim) ?? 0) + Math.abs(c.c) * u.mMax);
   }
   const peakSum = Math.max(0, ...sums.values());
@@ -347,16 +401,21 @@ export function planRampTable(x: IntInput, outs: RampOutput[], tag: string): Ram
   if (n > MAX_DOMAIN) fail('ffn.domain', `${tag}: input range [${x.lo}, ${x.hi}] has ${n} values (at most ${MAX_DOMAIN})`);
   for (const o of outs) {
     if (o.values.length !== n) throw new Error(`internal: ${tag}: ${o.values.length} values for ${n} inputs`);
+    let lo = Infinity;
+    let hi = -Infinity;
     for (const v of o.values) {
       if (!Number.isInteger(v)) fail('ffn.table-value', `${tag}: value ${v} is not an integer`);
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
     }
-    checkOutRange(Math.min(...o.values), Math.max(...o.values), tag);
+    checkOutRange(lo, hi, tag);
   }
+  const bends = rampBends(outs, n);
   const plans = [
-    planDirection(x, outs, 1, false),
-    planDirection(x, outs, 1, true),
-    planDirection(x, outs, -1, false),
-    planDirection(x, outs, -1, true),
+    planDirection(x, outs, 1, false, bends),
+    planDirection(x, outs, 1, true, bends),
+    planDirection(x, outs, -1, false, bends),
+    planDirection(x, outs, -1, true, bends),
   ];
   const ok = plans.filter((p) => p.error === null);
   if (!ok.length) {

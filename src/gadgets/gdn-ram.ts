@@ -634,8 +634,18 @@ function selectBitOf(rowBits: number, nbits: number, ports: (RamAddrDigit[] | un
   return best;
 }
 
+/**
+ * The terms with each dim's coefficients summed (from 0, in the order given: the sort is stable),
+ * zero sums dropped, dims ascending.
+ */
 function mergeTerms(terms: Term[]): Term[] {
-  const m = new Map<VDim, number>();
-  for (const t of terms) m.set(t.dim, (m.get(t.dim) ?? 0) + t.coef);
-  return [...m.entries()].filter(([, c]) => c !== 0).map(([dim, coef]) => ({ dim, coef })).sort((a, b) => a.dim - b.dim);
+  const sorted = terms.slice().sort((a, b) => a.dim - b.dim);
+  const out: Term[] = [];
+  for (let i = 0; i < sorted.length;) {
+    const dim = sorted[i]!.dim;
+    let coef = 0;
+    for (; i < sorted.length && sorted[i]!.dim === dim; i++) coef += sorted[i]!.coef;
+    if (coef !== 0) out.push({ dim, coef });
+  }
+  return out;
 }

@@ -237,6 +237,14 @@ interface RampBends {
   coefs: RampCoef[][];
   /** The units those steps cost: per step, the most parts of one of its coefficients' splits. */
   copies: number;
+  /**
+   * Per output, Σ |c|·mMax over those steps for the ramps opening up (mMax n − j) and down
+   * (mMax j − 1): the steps' part of a representation's partial-sum bound. (Integer sums. They are
+   * exact, so in any order the same, whenever they are read: a representation without a ramp past
+   * the gate window has at most 257 units, each term below 2^18.)
+   */
+  upSums: Float64Array;
+  downSums: Float64Array;
 }
 
 function rampBends(outs: readonly RampOutput[], n: number): RampBends {
@@ -244,6 +252,8 @@ function rampBends(outs: readonly RampOutput[], n: number): RampBends {
   const coefs: RampCoef[][] = [];
   let copies = 0;
   const m = outs.length;
+  const upSums = new Float64Array(m);
+  const downSums = new Float64Array(m);
   for (let j = 2; j < n; j++) {
     // (a loop, not map + filter: this runs for every index of every table in every input order
     // planned, and the objects of the zero differences were much of the compile's garbage)
@@ -255,13 +265,15 @@ function rampBends(outs: readonly RampOutput[], n: number): RampBends {
       if (c === 0) continue;
       (cs ??= []).push({ dim: outs[k]!.dim, c });
       most = Math.max(most, significandParts(c));
+      upSums[k] += Math.abs(c) * (n - j);
+      downSums[k] += Math.abs(c) * (j - 1);
     }
     if (cs === null) continue;
     at.push(j);
     coefs.push(cs);
     copies += most;
   }
-  return { at, coefs, copies };
+  return { at, coefs, copies, upSums, downSums };
 }
 
 /**
@@ -300,19 +312,25 @@ function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: 
     }
     units.push({ kind: 'ramp', dir, t: dir === 1 ? ty : -ty, mMax, coefs });
   };
+  // each output's partial-sum bound: the steps past the first two, then the units before them
+  const sums = Float64Array.from(dir === 1 ? bends.upSums : bends.downSums);
   if (withConst) {
     const coefs = outs.map((o) => ({ dim: o.dim, c: F(o.values, 0) })).filter((c) => c.c !== 0);
     if (coefs.length) {
       units.push({ kind: 'const', dir, t: 0, mMax: 1, coefs });
       cost += copiesOf(coefs);
+      outs.forEach((o, k) => { sums[k] += Math.abs(F(o.values, 0)); });
     }
   }
   // the first two steps, where the extension enters: c = F(i) − 2F(i−1) + F(i−2)
   for (let i = withConst ? 1 : 0; i < Math.min(n, 2); i++) {
     const coefs: RampCoef[] = [];
-    for (const o of outs) {
-      const c = F(o.values, i) - 2 * F(o.values, i - 1) + F(o.values, i - 2);
-      if (c !== 0) coefs.push({ dim: o.dim, c });
+    for (let k = 0; k < outs.length; k++) {
+      const v = outs[k]!.values;
+      const c = F(v, i) - 2 * F(v, i - 1) + F(v, i - 2);
+      if (c === 0) continue;
+      coefs.push({ dim: outs[k]!.dim, c });
+      sums[k] += Math.abs(c) * (n - i);
     }
     if (coefs.length === 0) continue;
     ramp(i, coefs);
@@ -325,11 +343,15 @@ function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: 
     ramp(dir === 1 ? bends.at[t]! : last + 2 - bends.at[t]!, bends.coefs[t]!);
   }
   cost += bends.copies;
-  const sums = new Map<VDim, number>();
-  for (const u of units) {
-    for (const c of u.coefs) sums.set(c.dim, (sums.get(c.dim) ?? 0) + Math.abs(c.c) * u.mMax);
+  // per dim (outputs may share one), the largest bound
+  let peakSum = 0;
+  const byDim = new Map<VDim, number>();
+  for (let k = 0; k < outs.length; k++) {
+    const dim = outs[k]!.dim;
+    const sum = (byDim.get(dim) ?? 0) + sums[k]!;
+    byDim.set(dim, sum);
+    if (sum > peakSum) peakSum = sum;
   }
-  const peakSum = Math.max(0, ...sums.values());
   if (peakSum >= EXACT_INT_LIMIT && error === null) {
     error = { code: 'ffn.partial-sum', msg: `down partial sums could reach ${peakSum} ≥ 2^24` };
   }

@@ -639,7 +639,9 @@ function selectBitOf(rowBits: number, nbits: number, ports: (RamAddrDigit[] | un
  * zero sums dropped, dims ascending.
  */
 function mergeTerms(terms: Term[]): Term[] {
-  const sorted = terms.slice().sort((a, b) => a.dim - b.dim);
+  let ascending = true;
+  for (let i = 1; i < terms.length && ascending; i++) ascending = terms[i - 1]!.dim <= terms[i]!.dim;
+  const sorted = ascending ? terms : terms.slice().sort((a, b) => a.dim - b.dim);
   const out: Term[] = [];
   for (let i = 0; i < sorted.length;) {
     const dim = sorted[i]!.dim;

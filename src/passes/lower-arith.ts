@@ -15,7 +15,7 @@ import { and, compare, mux, not, or, xor } from '../gadgets/ffn.ts';
 import type { FfnUnit, VDim } from '../lower/forms.ts';
 import { atNode, type LowerContext } from '../lower/context.ts';
 import { opReads } from '../lower/op-io.ts';
-import { cheapestTableOrder } from './table-order.ts';
+import { cheapestTableOrder, valuesAlong } from './table-order.ts';
 import { choiceTable, unlessBound } from './lower-encodings.ts';
 
 function emitFfn(ctx: LowerContext, n: IrNode, units: FfnUnit[], out: VDim, what: string): VDim {
@@ -36,7 +36,7 @@ function lowerTable(ctx: LowerContext, n: TableNode, values: number[], inputs: n
       return out;
     }
   }
-  const outsOver = (at: Int32Array) => [{ dim: out, values: Array.from(at, (i) => values[i]!) }];
+  const outsOver = (at: Int32Array) => [{ dim: out, values: valuesAlong(values, at) }];
   const { x, units, outs } = atNode(ctx, n.id, 'the table', () => cheapestTableOrder(ctx, inputs, outsOver, n.name));
   ctx.addOp({ kind: 'ffn', what: `${n.op} "${n.name}"`, units, reads: opReads(units), writes: [out], table: { input: x, outs } });
   return out;

@@ -11,7 +11,7 @@ import { COMPARE_HOLDS, compare } from '../gadgets/ffn.ts';
 import type { IntInput, RampOutput } from '../gadgets/ffn-core.ts';
 import { combine, constForm, form, type FfnUnit, type Form, type VDim } from '../lower/forms.ts';
 import { atNode, type LowerContext } from '../lower/context.ts';
-import { cheapestTableOrder } from './table-order.ts';
+import { cheapestTableOrder, valuesAlong } from './table-order.ts';
 import { opReads } from '../lower/op-io.ts';
 
 /** Bits of (value − base), LSB first, `width` of them. */
@@ -113,7 +113,10 @@ export function oneHotOf(ctx: LowerContext, id: NodeId): VDim[] {
       }
     }
     if (n.op === 'table') {
-      const oneHotOver = (at: Int32Array) => dims.map((d, j) => ({ dim: d, values: Array.from(at, (i) => (n.values[i] === r.lo + j ? 1 : 0)) }));
+      const oneHotOver = (at: Int32Array) => {
+        const v = valuesAlong(n.values, at);
+        return dims.map((d, j) => ({ dim: d, values: v.map((x) => (x === r.lo + j ? 1 : 0)) }));
+      };
       const best = unlessBound(() => cheapestTableOrder(ctx, n.inputs, oneHotOver, `${n.name}.onehot`));
       if (best) {
         const { x, units, outs } = best;
@@ -164,7 +167,10 @@ function tableColumnsOf(
   const dims = ctx.encoding(`table.${key}:${n.id}`, () => {
     const dims = cols.map((c) => ctx.newDim(n.id, encoding, c.index, 0, 1, `${n.name}.${c.name}`));
     if (modulus !== undefined) for (const d of dims) ctx.dims[d]!.modulus = modulus;
-    const over = (at: Int32Array) => dims.map((dim, i) => ({ dim, values: Array.from(at, (x) => cols[i]!.f(n.values[x]!)) }));
+    const over = (at: Int32Array) => {
+      const v = valuesAlong(n.values, at);
+      return dims.map((dim, i) => ({ dim, values: v.map((x) => cols[i]!.f(x)) }));
+    };
     const best = unlessBound(() => cheapestTableOrder(ctx, n.inputs, over, `${n.name}.${key}`));
     if (best === null) return [];
     ctx.addOp({ kind: 'ffn', what: `${key} table "${n.name}"`, units: best.units, reads: opReads(best.units), writes: dims, table: { input: best.x, outs: best.outs } });

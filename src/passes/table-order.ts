@@ -25,6 +25,13 @@ function indexInputs(ctx: LowerContext, inputs: number[]): IndexInput[] {
   return parts;
 }
 
+/** `values` along an order's index: position k holds values[at[k]] (a plain array, as RampOutput takes). */
+export function valuesAlong(values: ArrayLike<number>, at: Int32Array): number[] {
+  const out: number[] = [];
+  for (let k = 0; k < at.length; k++) out.push(values[at[k]!]!);
+  return out;
+}
+
 /** A mixed-radix index over the inputs' ranges (first input slowest), and its span. */
 function indexForm(parts: readonly IndexInput[]): { f: Form; span: number } {
   let f = constForm(0);

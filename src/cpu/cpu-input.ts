@@ -8,13 +8,12 @@
  */
 import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { Q_DIGITS } from '../../riscv/protocol.ts';
-import { bit as bitOf, Kind, narrowCommit, protocolField, tokenKind as kindOfId, wideCommit } from './cpu-tokens.ts';
+import { Kind, narrowCommit, protocolBits, protocolField, tokenKind as kindOfId, wideCommit } from './cpu-tokens.ts';
 
-// Module-level copies of the two functions the token fields call for each of the alphabet's
-// ≈ 248,000 ids: an import transpiled to CommonJS (tsx, vitest) is a getter call per use, which
-// cost ≈ 1 s per tabulation of the fields (once per process: cpu-tokens.ts protocolField).
+// A module-level copy of the function the token fields call for each of the alphabet's ≈ 248,000
+// ids: an import transpiled to CommonJS (tsx, vitest) is a getter call per use, which cost ≈ 1 s
+// per tabulation of the fields (once per process: cpu-tokens.ts protocolField).
 const tokenKind = kindOfId;
-const bit = bitOf;
 const Q_RADIX = Q_DIGITS;
 
 /** The fed token's fields (bits LSB first). */
@@ -54,6 +53,9 @@ export interface TokenInputs {
   dLoPrev: Sig[];
 }
 
+/** Field names `${prefix}${k}${suffix}` for k = 0…count−1. */
+const names = (prefix: string, count: number, suffix = ''): string[] => Array.from({ length: count }, (_, k) => `${prefix}${k}${suffix}`);
+
 export function tokenInputs(c: CircuitBuilder): TokenInputs {
   const is = (k: Kind, name: string) => protocolField(c, name, (t) => (tokenKind(t).kind === k ? 1 : 0), [0, 1]);
   const isE = is(Kind.E, 'isE');
@@ -73,7 +75,7 @@ export function tokenInputs(c: CircuitBuilder): TokenInputs {
     return k === Kind.D ? 1 : k === Kind.H ? 2 : k === Kind.K || (k === Kind.OUT && !startsInstruction(t)) ? 3 : k === Kind.Q ? 4 : k === Kind.A ? 5 : 0;
   }, [0, 5]);
   const isA = is(Kind.A, 'isA');
-  const aW = Array.from({ length: 10 }, (_, k) => protocolField(c, `aW${k}`, (t) => (tokenKind(t).kind === Kind.A ? bit(tokenKind(t).v, k) : 0), [0, 1]));
+  const aW = protocolBits(c, names('aW', 10), (t) => (tokenKind(t).kind === Kind.A ? tokenKind(t).v : 0));
   const isQ = is(Kind.Q, 'isQ');
   const qStep = protocolField(c, 'qStep', (t) => (tokenKind(t).kind === Kind.Q ? Math.floor(tokenKind(t).v / Q_RADIX) : 0), [0, 7]);
   const qDigit = protocolField(c, 'qDigit', (t) => (tokenKind(t).kind === Kind.Q ? tokenKind(t).v % Q_RADIX : 0), [0, 15]);
@@ -81,20 +83,19 @@ export function tokenInputs(c: CircuitBuilder): TokenInputs {
   // J's word index v and v + s for s = 1…4 (16 bits: v + 4 reaches 2^15): the base latch keeps
   // them all, so that the PC (v + slot, mod 2^15) and the link (v + slot + 1) are choices by the
   // slot one FFN layer after the latch (no adder, no table over base and slot before fetch).
-  const jw = Array.from({ length: 15 }, (_, k) => protocolField(c, `jw${k}`, (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v, k) : 0), [0, 1]));
-  const jwPlus = [1, 2, 3, 4].map((s) => Array.from({ length: 16 }, (_, k) => protocolField(c, `jw${k}+${s}`,
-    (t) => (tokenKind(t).kind === Kind.J ? bit(tokenKind(t).v + s, k) : 0), [0, 1])));
+  const jw = protocolBits(c, names('jw', 15), (t) => (tokenKind(t).kind === Kind.J ? tokenKind(t).v : 0));
+  const jwPlus = [1, 2, 3, 4].map((s) => protocolBits(c, names('jw', 16, `+${s}`), (t) => (tokenKind(t).kind === Kind.J ? tokenKind(t).v + s : 0)));
   const loaderAddress = (t: number) => {
     const { kind: k, j: jj, v } = tokenKind(t);
     return k === Kind.E ? 0x4000 * jj + v : k === Kind.K ? 0x4000 + v : k === Kind.OUT && jj === 0 ? 0x8000 + v : 0;
   };
-  const loadP = Array.from({ length: 16 }, (_, k) => protocolField(c, `loadP${k}`, (t) => bit(loaderAddress(t), k), [0, 1]));
+  const loadP = protocolBits(c, names('loadP', 16), loaderAddress);
   // The narrow commit value is sign-extended from 14 bits: bits 13…31 are one field (the
   // embedding carries each token's bits once, not 19 copies of its sign).
-  const cvNLow = Array.from({ length: 14 }, (_, k) => protocolField(c, `cvN${k}`, (t) => bit(narrowCommit(t), k), [0, 1]));
+  const cvNLow = protocolBits(c, names('cvN', 14), narrowCommit);
   const cvN = [...cvNLow, ...Array.from({ length: 18 }, () => cvNLow[13]!)];
-  const cvW = Array.from({ length: 16 }, (_, k) => protocolField(c, `cvW${k}`, (t) => bit(wideCommit(t), 16 + k), [0, 1]));
-  const dLo = Array.from({ length: 16 }, (_, k) => protocolField(c, `dLo${k}`, (t) => (tokenKind(t).kind === Kind.D ? bit(tokenKind(t).v, k) : 0), [0, 1]));
+  const cvW = protocolBits(c, names('cvW', 16), wideCommit, 16);
+  const dLo = protocolBits(c, names('dLo', 16), (t) => (tokenKind(t).kind === Kind.D ? tokenKind(t).v : 0));
   const dLoPrev = c.previousAll(dLo); // the D latch: the previous position's D payload
 
   return { isE, isD, isJ, isH, isA, isQ, isStart, fedC, aW, qStep, qDigit, startSlot, jw, jwPlus, loadP, cvNLow, cvN, cvW, dLo, dLoPrev };

@@ -104,6 +104,45 @@ export function protocolField(c: CircuitBuilder, name: string, fn: (id: number) 
 
 
 /**
+ * The chip's token fields for bits from … from + names.length − 1 of `fn(id)`: field names[k] is
+ * bit from + k of fn(id), the field protocolField(c, names[k], (t) => bit(fn(t), from + k), [0, 1])
+ * gives, in that order. fn runs once per id for all of them, not once per id and bit (≈ 150 of the
+ * chip's fields are bits of a few values per id: a J's word index, a D's payload, the committed
+ * value), and each bit is taken from a table of fn's values.
+ */
+export function protocolBits(c: CircuitBuilder, names: readonly string[], fn: (id: number) => number, from = 0): Sig[] {
+  const source = (k: number) => `bit ${from + k} of ${fn.toString()}`;
+  let words: Uint32Array | null = null;
+  return names.map((name, k) => {
+    let table = fieldTables.get(name);
+    if (table === undefined) {
+      words ??= tabulateWords(fn);
+      table = { values: bitTable(words, from + k), source: source(k) };
+      fieldTables.set(name, table);
+    } else if (table.source !== source(k)) {
+      throw new ChipcError('cpu.field', `the chip's token field "${name}" is defined twice, by different functions`);
+    }
+    return c.tokenTable(name, table.values, [0, 1]);
+  });
+}
+
+/** fn(id) >>> 0 for each of the alphabet's ids (bit k of that is bit(fn(id), k)). */
+function tabulateWords(fn: (id: number) => number): Uint32Array {
+  const vocab = VOCAB;
+  const words = new Uint32Array(vocab);
+  for (let t = 0; t < vocab; t++) words[t] = fn(t) >>> 0;
+  return words;
+}
+
+/** Bit k of each word, one byte per id (the table tabulate gives a 0/1 field). */
+function bitTable(words: Uint32Array, k: number): Int8Array {
+  const bytes = new Int8Array(words.length);
+  for (let t = 0; t < words.length; t++) bytes[t] = (words[t]! >>> k) & 1;
+  return bytes;
+}
+
+
+/**
  * fn over the alphabet as a compact table: one byte per id while every value fits a signed byte
  * (all the chip's fields: bits, kinds, small counts), else a plain array. A plain array of ≈ 248,000
  * numbers is 2 MB, and allocating ≈ 100 of them was most of a chip build's first second.

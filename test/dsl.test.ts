@@ -277,6 +277,21 @@ describe('tables passed again: token tables and emit rows shared by several buil
       .toEqual(['signal.nonint: token field "x" at token 1 must be an integer, got 0.5']);
   });
 
+  it('a byte table (Int8Array) gives the bounds of its values, negative ones and the extremes included', () => {
+    // (256 ids, the values repeated: every value + 128 is a token id)
+    const rangeOf = (values: number[]) => {
+      const table = Int8Array.from({ length: 256 }, (_, t) => values[t % values.length]!);
+      const ir = buildCircuit(defineCircuit({ name: 'bytes', vocab: 256 }, (c) => { c.emit([c.tokenTable('x', table)], (v) => v + 128); }));
+      return ir.nodes.find((n) => n.op === 'token_field')!.range;
+    };
+    expect(rangeOf([-3, 5, -128, 127, 0])).toEqual({ lo: -128, hi: 127 });
+    expect(rangeOf([-2, -1, -2])).toEqual({ lo: -2, hi: -1 });
+    expect(rangeOf([4, 9, 4])).toEqual({ lo: 4, hi: 9 });
+    const table = Int8Array.from([1, 0, -5, 3, 1, 1, 1, 1]);
+    expect(problemsOf(defineCircuit({ name: 'bytes', vocab: 8 }, (c) => { c.emit([c.tokenTable('x', table, [-4, 3])], (v) => v + 4); })))
+      .toEqual(['signal.range: token field "x" is -5 at token 2, outside its declared range [-4, 3]']);
+  });
+
   it('one table lowered under different declared ranges: each compile embeds its own one-hot, bit for bit as interpreted', async () => {
     const { compileCircuit } = await import('../src/compile.ts');
     const { resolveTarget } = await import('../src/model/targets.ts');

@@ -111,6 +111,7 @@ export function protocolField(c: CircuitBuilder, name: string, fn: (id: number) 
  * value), and each bit is taken from a table of fn's values.
  */
 export function protocolBits(c: CircuitBuilder, names: readonly string[], fn: (id: number) => number, from = 0): Sig[] {
+  if (!Number.isInteger(from) || from < 0 || from + names.length > 32) throw new Error(`internal: bits ${from}…${from + names.length - 1} of a 32-bit value`);
   const source = (k: number) => `bit ${from + k} of ${fn.toString()}`;
   let words: Uint32Array | null = null;
   return names.map((name, k) => {

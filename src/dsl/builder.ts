@@ -708,6 +708,25 @@ const boundsOfTable = new WeakMap<TokenValues, TableBounds>();
 function tableBounds(values: TokenValues): TableBounds {
   const memo = boundsOfTable.get(values);
   if (memo) return memo;
+  const bounds = values instanceof Int8Array ? byteTableBounds(values) : anyTableBounds(values);
+  boundsOfTable.set(values, bounds);
+  return bounds;
+}
+
+/** A byte table's bounds: every value an integer (a loop of its own: most tables are bytes). */
+function byteTableBounds(values: Int8Array): TableBounds {
+  let lo = 127;
+  let hi = -128;
+  for (let t = 0; t < values.length; t++) {
+    const v = values[t]!;
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  if (lo > hi) lo = hi = 0; // an empty vocabulary
+  return { lo, hi, nonInt: -1 };
+}
+
+function anyTableBounds(values: TokenValues): TableBounds {
   let lo = Infinity;
   let hi = -Infinity;
   let nonInt = -1;
@@ -721,7 +740,5 @@ function tableBounds(values: TokenValues): TableBounds {
     if (v > hi) hi = v;
   }
   if (lo > hi) lo = hi = 0; // an empty vocabulary, or no integer value at all (already a problem)
-  const bounds = { lo, hi, nonInt };
-  boundsOfTable.set(values, bounds);
-  return bounds;
+  return { lo, hi, nonInt };
 }

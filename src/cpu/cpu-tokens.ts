@@ -86,7 +86,7 @@ const fieldTables = new Map<string, FieldTable>();
 /**
  * The chip's token field `name`: `fn(id)` for each of the alphabet's ids, as `c.tokenField` would
  * give it. The chip's fields depend on the token protocol alone, never on the chip's options, so
- * each is tabulated once per process and every later chip build passes the same table (about 100
+ * each is tabulated once per process and every later chip build passes the same table (about 170
  * fields over ≈ 248,000 ids took a second of each build). A name is one field: asking for it
  * again with a function of different source is a mistake in the chip, reported as one.
  */

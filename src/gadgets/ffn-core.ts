@@ -239,9 +239,8 @@ interface RampBends {
   copies: number;
   /**
    * Per output, Σ |c|·mMax over those steps for the ramps opening up (mMax n − j) and down
-   * (mMax j − 1): the steps' part of a representation's partial-sum bound. (Integer sums. They are
-   * exact, so in any order the same, whenever they are read: a representation without a ramp past
-   * the gate window has at most 257 units, each term below 2^18.)
+   * (mMax j − 1): the steps' part of a representation's partial-sum bound. (Integer sums, exact
+   * and so the same in any order: |c| ≤ 4·256, mMax and the step count ≤ MAX_DOMAIN, below 2^35.)
    */
   upSums: Float64Array;
   downSums: Float64Array;

@@ -314,11 +314,17 @@ function planDirection(x: IntInput, outs: RampOutput[], dir: 1 | -1, withConst: 
   // each output's partial-sum bound: the steps past the first two, then the units before them
   const sums = Float64Array.from(dir === 1 ? bends.upSums : bends.downSums);
   if (withConst) {
-    const coefs = outs.map((o) => ({ dim: o.dim, c: F(o.values, 0) })).filter((c) => c.c !== 0);
+    // the constant unit: F(0) (its argument is 1)
+    const coefs: RampCoef[] = [];
+    for (let k = 0; k < outs.length; k++) {
+      const c = F(outs[k]!.values, 0);
+      if (c === 0) continue;
+      coefs.push({ dim: outs[k]!.dim, c });
+      sums[k] += Math.abs(c);
+    }
     if (coefs.length) {
       units.push({ kind: 'const', dir, t: 0, mMax: 1, coefs });
       cost += copiesOf(coefs);
-      outs.forEach((o, k) => { sums[k] += Math.abs(F(o.values, 0)); });
     }
   }
   // the first two steps, where the extension enters: c = F(i) − 2F(i−1) + F(i−2)

@@ -16,7 +16,10 @@
  * resources delayed on its critical path (criticalDelayedOps) get a height boost and the circuit is
  * scheduled again, up to BOOST_ROUNDS times; the result is the fitting schedule with the fewest
  * layers (then the fewest slots), the first one found on a tie. `repair: false` (compileCircuit's
- * repairSchedule) turns deferring and boosting off: reservations only.
+ * repairSchedule) turns deferring and boosting off: reservations only. When the repairs were used,
+ * a run with reservations only is made too and the better one kept; that run is a comparison, so
+ * its `fit.units` failure leaves the repaired result standing (reservations grow by each round's
+ * excess, and a layer whose clears alone overflow can take more than 50 rounds to push ops out).
  */
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
@@ -39,7 +42,14 @@ export function scheduleAndPack(
   // slots where they gain no layer (a deferred clear holds its value longer, a boosted op is
   // computed earlier): keep the plain result unless the repaired one is better.
   if (!repaired.repairedAny) return repaired;
-  const plain = fixpoint(lowered, target, sink, false);
+  let plain: Packed;
+  try {
+    plain = fixpoint(lowered, target, sink, false);
+  } catch (e) {
+    // the plain run is only a comparison: where reservations alone do not fit, the repairs did
+    if (e instanceof ChipcError && e.code === 'fit.units') return repaired;
+    throw e;
+  }
   return better(repaired, plain) ? repaired : plain;
 }
 

@@ -150,9 +150,12 @@ interface Retired {
 
 /**
  * The v2 division steps of DIV/DIVU/REM/REMU on rs1 = a, rs2 = b (docs/token-protocol.md): radix-16
- * long division on the magnitudes (signed ops) or the unsigned values, from step s0 = the number
- * of leading zero nibbles of the dividend (capped at 7), or s0 = 0 when the divisor is 0 (whose
- * steps give digits 15 and so the all-ones quotient) or a signed dividend is negative. Step s: X = 16·R + nibble (7 − s) of the dividend,
+ * long division on the magnitudes (signed ops) or the unsigned values, from step s0 with the
+ * dividend's top s0 nibbles as the partial remainder R: s0 = min(7, lz(a)) (lz: leading zero
+ * nibbles of the 32-bit value; R = 0 then), and v9: for a short divisor (b as an unsigned value in
+ * [1, 2^16)) s0 = min(7, lz(a) + nibbles(b) − 1), the quotient's leading digits known to be 0;
+ * s0 = 0 when the divisor is 0 (whose steps give digits 15 and so the all-ones quotient) or a
+ * signed dividend is negative. Step s: X = 16·R + nibble (7 − s) of the dividend,
  * q = min(15, ⌊X / divisor⌋) (15 for divisor 0), R ← (X − q·divisor) mod 2^32; it emits
  * Q(s, q), D(R mod 2^16), H(R >>> 16) — v7: without the H at steps s < 7 when b, as an unsigned
  * value, lies in [1, 2^16) (a short divisor: every R < b fits 16 bits).
@@ -161,11 +164,17 @@ export function divisionSteps(a: number, b: number, signed: boolean): { tokens: 
   const mag = (x: number) => (signed && x < 0 ? -x : x >>> 0); // |INT_MIN| = 2^31
   const ma = mag(a | 0);
   const mb = mag(b | 0);
+  const lz = (x: number) => (x === 0 ? 8 : Math.clz32(x) >>> 2);
   let s0 = 0;
-  if (mb !== 0 && !(signed && (a | 0) < 0)) while (s0 < 7 && ((ma >>> (4 * (7 - s0))) & 15) === 0) s0++;
+  if (mb !== 0 && !(signed && (a | 0) < 0)) {
+    s0 = Math.min(7, lz(ma));
+    // v9: a short divisor's division starts past the quotient's leading zero digits
+    if (b >>> 0 < 2 ** 16) s0 = Math.min(7, lz(ma) + 8 - lz(b >>> 0) - 1);
+  }
   const tokens: number[] = [];
   const short = b >>> 0 >= 1 && b >>> 0 < 2 ** 16;
-  let R = 0;
+  // the dividend's top s0 nibbles: below the divisor (fewer nibbles than it), so a remainder
+  let R = s0 === 0 ? 0 : ma >>> (4 * (8 - s0));
   let Q = 0;
   for (let s = s0; s < 8; s++) {
     const X = 16 * R + ((ma >>> (4 * (7 - s))) & 15);

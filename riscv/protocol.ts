@@ -1,5 +1,5 @@
 /**
- * The chip's token protocol, v8 (docs/token-protocol.md): the id ranges of every token kind,
+ * The chip's token protocol, v9 (docs/token-protocol.md): the id ranges of every token kind,
  * encodeToken / decodeToken / formatToken, the sign-extension helpers and range predicates used
  * to choose between the narrow (E), wide (D + E, with v6's pointer quadrant) and full (D + H + N)
  * result forms, the BOS id and the code-address mapping of J(w).
@@ -9,7 +9,7 @@
  */
 import { ChipcError } from '../src/util/errors.ts';
 
-export const PROTOCOL_VERSION = 'v8';
+export const PROTOCOL_VERSION = 'v9';
 
 /** First id of each kind and the number of ids it owns (ranges are contiguous, in this order). */
 export const E_BASE = 0;

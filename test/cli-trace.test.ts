@@ -28,7 +28,7 @@ describe('chipc trace', () => {
       const elf = fs.readFileSync(elfPath);
       // Without size options: the generic chip's RAMs, 16 KiB of code and 64 KiB of data.
       const prog = programOf(elf, { codeBytes: 16 * 1024, memBytes: 64 * 1024 });
-      expect(doc).toMatchObject({ format: 'chipc-trace', version: 1, protocol: 'v8', codeBytes: 16 * 1024, memBytes: 64 * 1024, halted: true, trap: null });
+      expect(doc).toMatchObject({ format: 'chipc-trace', version: 1, protocol: 'v9', codeBytes: 16 * 1024, memBytes: 64 * 1024, halted: true, trap: null });
       // the prompt: BOS … J(entry), the loader prompt of the image (with the configuration words and sp)
       expect(doc.prompt).toEqual(prog.loader);
       expect(doc.prompt[0]).toBe(BOS_ID);

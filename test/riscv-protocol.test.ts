@@ -319,6 +319,22 @@ describe('golden token trace: hand-built programs', () => {
     expect(t.summary.byClass['mul/div']).toEqual({ instructions: 1, tokens: 16, tokensPerInstruction: 16 });
   });
 
+  it('v9: a short division starts at the step where the quotient may first be non-zero', () => {
+    // 0x12345678 / 10000 (0x2710, four nibbles): lz(a) = 0, so steps 0…2 are skipped (digits 0)
+    // and step 3 starts from R = 0x123 (below 10000); the quotient 30,541 = 0x774d has four digits.
+    const t = trace(`
+      _start:
+        li a0, 0x12345678
+        li a1, 10000
+        divu a2, a0, a1
+        li a7, 93
+        ecall
+    `);
+    const qs = Array.from(t.tokens).map((id) => decodeToken(id)).filter((k) => k.kind === 'Q');
+    expect(qs.map((k) => (k.kind === 'Q' ? [k.s, k.q] : null))).toEqual([[3, 0], [4, 7], [5, 7], [6, 4], [7, 13]]);
+    expect(t.summary.byClass['mul/div']!.tokens).toBe(2 * 5 + 1 + 2); // Q, D per step, the last H, D + E of 30,541
+  });
+
   it('v7: a divisor in [1, 2^16) sends Q, D per step and the H of the last step only', () => {
     // 100 = 0x64, 7: step 6 (nibble 6): X = 6, q = 0, R = 6; step 7 (nibble 4): X = 100, q = 14, R = 2.
     const t = trace(`
@@ -363,7 +379,20 @@ describe('golden token trace: hand-built programs', () => {
         expect(q.kind).toBe('Q');
         if (q.kind !== 'Q') return;
         if (s >= 0) expect(q.s).toBe(s + 1);
-        else for (let k = 0; k < q.s; k++) expect((ma >> BigInt(4 * (7 - k))) & 15n).toBe(0n); // skipped: leading zero nibbles
+        else {
+          // v9: the first step is past the quotient's leading digits known to be 0 — lz(a) +
+          // nibbles(b) − 1 of them (v8's lz(a) for a negative signed divisor, none for a negative
+          // signed dividend or a zero divisor), at most 7 — and starts from the dividend's top
+          // nibbles, a remainder below the divisor
+          const nibbles = (x: bigint) => { let n = 0; for (let y = x; y > 0n; y >>= 4n) n++; return n; };
+          const lzA = 8 - nibbles(ma);
+          const shortB = (b >>> 0) < 65536;
+          const s0 = mb === 0n || (signed && a < 0) ? 0 : shortB ? Math.min(7, lzA + nibbles(BigInt(b >>> 0)) - 1) : Math.min(7, lzA);
+          expect(q.s).toBe(s0);
+          if (mb !== 0n) expect(BigInt(quotient) >> BigInt(4 * (8 - s0))).toBe(0n);
+          R = s0 === 0 ? 0n : ma >> BigInt(4 * (8 - s0));
+          if (mb !== 0n) expect(R < mb).toBe(true);
+        }
         s = q.s;
         const X = 16n * R + ((ma >> BigInt(4 * (7 - s))) & 15n);
         const digit = mb === 0n ? 15n : X / mb < 15n ? X / mb : 15n;

@@ -100,10 +100,9 @@ export interface DivideInputs {
   A: Word;
   B: Word;
   b: Sig[];
-  /** The ALU class and funct3 (decode), loader mode (pcControl). */
+  /** The ALU class and funct3 (decode). */
   clsAlu: Sig;
   funct3: Sig;
-  loading: Sig;
   /** Token fields (cpu-input.ts) and the delays of Q (register file). */
   isStart: Sig;
   isQ: Sig;
@@ -136,7 +135,7 @@ export interface Division {
 }
 
 export function divide(c: CircuitBuilder, io: DivideInputs): Division {
-  const { A, B, b, clsAlu, funct3, loading, isStart, isQ, isD, isH, fedC, qStep, qDigit, cvW, dLo, prevDLo, prevIsQ, ppQ, remTransfer } = io;
+  const { A, B, b, clsAlu, funct3, isStart, isQ, isD, isH, fedC, qStep, qDigit, cvW, dLo, prevDLo, prevIsQ, ppQ, remTransfer } = io;
   // ── M extension: division by radix-16 steps, one per position (docs/token-protocol.md "v2 changes")
   //    Latches written from tokens: the step s (Q), the digits q_s (Q), the partial remainder
   //    R (the step's H, with the D latch); the digits and R are cleared at every instruction's
@@ -144,7 +143,6 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   //    layers sooner than one from the decoded division, and their inputs leave the residual).
   const isDivOp = c.table('isDivOp', [clsAlu, funct3], (k, f3) => (k === 6 && f3 >= 4 ? 1 : 0), [0, 1]);
   const signedDiv = c.table('signedDiv', [clsAlu, funct3], (k, f3) => (k === 6 && (f3 === 4 || f3 === 6) ? 1 : 0), [0, 1]);
-  const divStart = c.table('divStart', [isStart, isDivOp, loading], (st, dv, ld) => (st && dv && !ld ? 1 : 0), [0, 1]);
   const sRam = c.ram('divS', { rows: 1, fields: [8] });
   sRam.write(c.constant(0), [qStep], isQ);
   const [sLatch] = sRam.read(c.constant(0));
@@ -161,9 +159,13 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   // last sends Q, D only: the D of steps 0…6 writes {0, D} into a second latch, the short
   // remainder (cleared at the start like the other), and the next step runs at that D.
   const stepD = c.table('divStepD', [isD, prevIsQ, sLatch!], (d, pq, sl) => (d && pq && sl < 7 ? 1 : 0), [0, 1]);
-  const rsRam = c.ram('divRs', { rows: 1, fields: Array.from({ length: 16 }, () => 2) });
-  rsRam.write(c.constant(0), dLo.map((x) => c.and(isD, x)), c.or(stepD, isStart));
-  const shortNib = rsRam.readWithGroups(c.constant(0), undefined, NIBBLE_GROUPS.slice(0, 4)).groups;
+  // Its last field (v9) is 1 from every start until a step's D: the positions where a division's
+  // first step runs before its remainder reaches a latch (below).
+  const rsRam = c.ram('divRs', { rows: 1, fields: [...Array.from({ length: 16 }, () => 2), 2] });
+  rsRam.write(c.constant(0), [...dLo.map((x) => c.and(isD, x)), isStart], c.or(stepD, isStart));
+  const rsRead = rsRam.readWithGroups(c.constant(0), undefined, NIBBLE_GROUPS.slice(0, 4));
+  const shortNib = rsRead.groups;
+  const inFirst = rsRead.fields[16]!;
   // The divisor as an unsigned value is in [1, 2^16): its bits 16… are 0 and one below is 1.
   const divShort = c.linear([...b.slice(16).map((x) => [x, 16] as [Sig, number]), ...b.slice(0, 16).map((x) => [x, -1] as [Sig, number])]).lt(0).named('divShort');
   // Operands: magnitudes for DIV / REM, the values for DIVU / REMU.
@@ -183,26 +185,57 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   const magA = magOf(nA, negA, A, 'divMagA');
   const magB = wordFromNibbles(c, magOf(nB, negB, B, 'divMagB'));
   const bZero = c.linear(b.map((x) => [x, 1] as [Sig, number])).eq(0).named('divBZero');
-  // The step this position runs: at the start s0 (the leading zero nibbles of a non-negative
-  // dividend, at most 7; 0 for a negative one or a zero divisor), after a step's H s + 1, else s.
-  const zeroNib = nA.map((x, i) => x.eq(0).named(`divZ${i}`));
-  const startGe = [divStart, ...Array.from({ length: 7 }, (_, m) => {
+  // The step this position runs: at the start s0, after a step's H s + 1, else s. s0 (v9) is
+  // the number of the quotient's leading digits known to be 0, at most 7: lz(A) + nibbles(B) − 1
+  // = lz(A) + 7 − lz(B) for a short divisor (lz: leading zero nibbles of the raw operand), lz(A)
+  // for any other (v8's start: a divisor's bits 16… count as no zero nibble, lz(B) = 7 then), 0
+  // for a negative signed dividend or a zero divisor. Every step from s0 on runs as before.
+  //   lz(A) = Σ_{a=1…8} [A's top a nibbles are 0] (a nibble sum is 0 only when every nibble is);
+  //   lz(B) = Σ_{a=1…7} [B's top 4a bits are 0, or bits 16… are not] (from B's bits: its nibbles
+  //   would hold the register read-out into the chip's widest sublayer); s0 ≥ k is one compare
+  //   on lz(A) − lz(B), one sum of the compares.
+  const lzDiff = c.linear([
+    ...Array.from({ length: 8 }, (_, m) => [c.linear(nA.slice(7 - m).map((x) => [x, 1] as [Sig, number])).le(0).named(`divZA${m + 1}`), 1] as [Sig, number]),
+    ...Array.from({ length: 7 }, (_, m) => [c.linear(b.map((x, i) =>
+      [x, (i >= 28 - 4 * m ? 1 : 0) - (i >= 16 ? 13 : 0)] as [Sig, number]).filter(([, k]) => k !== 0)).le(0).named(`divZB${m + 1}`), -1] as [Sig, number]),
+  ]).named('divLzDiff');
+  // A division's first step runs at several positions — the start (its Q), the Q (its D), and
+  // the D for a long divisor or step 7 (its H) — before its remainder reaches a latch. The short
+  // latch's flag (set at a start, cleared at a step's D) marks them (`phase`; a long divisor's
+  // start reads no dividend nibbles, s0 = lz(A), so its first step's D may end the phase): there
+  // the start's compares, on the same operands, select the step and its remainder; afterwards the
+  // latched step and the latches do.
+  const phase = c.table('divPhase', [inFirst!, isDivOp], (f, dv) => (f && dv ? 1 : 0), [0, 1]);
+  const startGe = [phase, ...Array.from({ length: 7 }, (_, m) => {
     const k = m + 1;
-    const form = c.linear([...zeroNib.slice(8 - k).map((z) => [z, 1] as [Sig, number]), [negA, -8], [bZero, -8], [divStart, -32]], 32);
-    return form.eq(k).named(`divS0ge${k}`);
+    const form = c.linear([[lzDiff, 1], [negA, -16], [bZero, -16], [phase, 64]], 7 - 64);
+    return form.ge(k).named(`divS0ge${k}`);
   }), c.constant(0)];
+  // The first step k (one-hot in the phase, all 0 elsewhere) reads the dividend's top k nibbles as
+  // its partial remainder: below the divisor, since they are fewer than the divisor's nibbles.
+  const startSel = Array.from({ length: 8 }, (_, k) => c.linear([[startGe[k]!, 1], [startGe[k + 1]!, -1]], 0, [0, 1]));
   // fed a step's H, or (short divisor) the D of a step before the last: the next step
   const stepSel = Array.from({ length: 8 }, (_, k) => {
-    const later = c.table(`divStep${k}`, [fedC, sLatch!, prevIsQ, divShort], (f, sl, pq, sh) =>
-      (f !== 0 && (f === 2 || (f === 1 && pq && sh && sl < 7) ? sl + 1 : sl) === k ? 1 : 0), [0, 1]);
+    const later = c.table(`divStep${k}`, [fedC, sLatch!, prevIsQ, divShort, inFirst!], (f, sl, pq, sh, fi) =>
+      (!fi && f !== 0 && (f === 2 || (f === 1 && pq && sh && sl < 7) ? sl + 1 : sl) === k ? 1 : 0), [0, 1]);
     return c.linear([[startGe[k]!, 1], [startGe[k + 1]!, -1], [later, 1]], 0, [0, 1]).named(`divSel${k}`);
   });
   const nib = c.choose(stepSel.map((sel, k) => [sel, magA[7 - k]!] as [Sig, Sig]), [0, 15]).named('divNib');
-  // The partial remainder the step reads: the short latch for a short divisor, else the full one.
-  // Nibbles 4… need no choice: with a short divisor the full latch holds 0 until the last H.
-  const notShort = c.not(divShort);
-  const remIn = wordFromNibbles(c, wordNibbles(c, remLatch).map((x, j) =>
-    (j < 4 ? c.choose([[divShort, shortNib[j]!], [notShort, x]], [0, 15]).named(`divRem${j}`) : x)));
+  // The partial remainder the step reads: in the phase, the first step k's nibble j is the
+  // dividend's nibble j + 8 − k (the latches hold 0 there); after it, the short latch for a short
+  // divisor, else the full one (nibbles 4… of the full one alone: with a short divisor it holds 0
+  // until the last H). One choice per nibble, its cases exclusive (the latches' off in the phase):
+  // the step's digit forms keep one dim per remainder nibble (a sum of two would put each of its
+  // 105 normalised digits in a slot of its own).
+  const latchShort = c.linear([...b.slice(16).map((x) => [x, 16] as [Sig, number]), ...b.slice(0, 16).map((x) => [x, -1] as [Sig, number]), [phase, 17]]).lt(0).named('divLatchShort');
+  const latchLong = c.linear([[phase, -1], [latchShort, -1]], 1, [0, 1]);
+  const latchOn = c.linear([[phase, -1]], 1, [0, 1]);
+  const remIn = wordFromNibbles(c, wordNibbles(c, remLatch).map((x, j) => {
+    const startCases = Array.from({ length: Math.max(0, 7 - j) }, (_, m) => { const k = j + 1 + m; return [startSel[k]!, nA[j + 8 - k]!] as [Sig, Sig]; });
+    if (j < 4) return c.choose([[latchShort, shortNib[j]!], [latchLong, x], ...startCases], [0, 15]).named(`divRem${j}`);
+    if (j < 7) return c.choose([[latchOn, x], ...startCases], [0, 15]).named(`divRem${j}`);
+    return x;
+  }));
   const step = divStep(c, remIn, nib, magB, 'div');
   const sUse = c.linear(stepSel.map((sel, k) => [sel, k] as [Sig, number]), 0, [0, 7]);
   const Qword = wordFromNibbles(c, Array.from({ length: 8 }, (_, j) => digits[7 - j]!));

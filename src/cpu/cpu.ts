@@ -62,7 +62,7 @@ export function cpuCircuit(opts: CpuOptions) {
       shape, ...dec, ...pc, ...rf, ins, fedC: tok.fedC, dLo: tok.dLo, prevDLo: tok.dLoPrev, tokenWord, codeEndBits: config.codeEndBits,
     });
     const mul = multiply(c, { ...rf, clsAlu: dec.clsAlu, funct3: dec.funct3, mac });
-    const div = divide(c, { ...tok, ...rf, ...dec, loading: pc.loading, prevDLo: tok.dLoPrev });
+    const div = divide(c, { ...tok, ...rf, ...dec, prevDLo: tok.dLoPrev });
     const { others } = selectResult(c, {
       alu, link: rf.link, loaded: mem.loaded, merged: mem.merged, ...mul, ...div, aluOp: dec.aluOp, isSys73: dec.isSys73,
     });

@@ -110,3 +110,19 @@ describe('the generic chip at qwen3-next-80b', () => {
     expect(Array.from(repaired.schedule.sublayer)).toEqual(Array.from(reserved.schedule.sublayer));
   }, 120_000);
 });
+
+describe('reservations where a layer\'s clears alone overflow', () => {
+  it('a chip of 256-byte code and 1 KiB data at qwen3-next-80b fits with reservations alone, and with the repairs', () => {
+    // Its layer 4 holds ops that cannot leave it and ≈ 160 clears beyond the FFN's free units: a
+    // reservation that grew by each round's excess (2 units) moved no op for more than 50 rounds
+    // (`fit.units`); one of at least the layer's clears moves them at once.
+    const target = resolveTarget('qwen3-next-80b').config;
+    const ir = buildCircuit(cpuCircuit({ codeWords: 64, memWords: 256, memBankWords: memBankWordsFor(target) }), 'src/cpu/cpu.ts');
+    for (const res of [compileCircuit(ir, target, { repairSchedule: false }), compileCircuit(ir, target)]) {
+      const clears = new Array<number>(res.schedule.numLayers).fill(0);
+      for (const c of res.packing.clears) clears[c.sublayer >> 1]!++;
+      res.schedule.usage.forEach((u, L) => expect(u.units + clears[L]!, `layer ${L}`).toBeLessThanOrEqual(target.intermediateSize));
+      expect(res.schedule.numLayers).toBeLessThanOrEqual(12);
+    }
+  }, 120_000);
+});

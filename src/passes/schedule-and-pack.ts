@@ -5,9 +5,10 @@
  * the layers where slots are reused.
  * When a layer's ops and clears overflow its FFN, the clears that do not fit are first deferred to
  * the next layer's FFN (packDeferringClears: the dead values stay in their slots a layer longer,
- * the ops where they are). Where that fails, that many units are reserved in the layer and the
- * circuit is scheduled (and packed) again. Reservations only grow, so this ends; a circuit whose
- * clears still overflow after 50 rounds is a `fit.units` error.
+ * the ops where they are). Where that fails, that many units more are reserved in the layer, and
+ * at least as many as the layer has clears (a reservation its ops already leave free would move no
+ * op), and the circuit is scheduled (and packed) again. Reservations only grow, so this ends; a
+ * circuit whose clears still overflow after 50 rounds is a `fit.units` error.
  *
  * A reservation pushes the ops with the least height out of its layer, and height counts data
  * dependences only: an op whose delay holds back a RAM in banks (one GDN layer each, so every bank
@@ -18,8 +19,7 @@
  * layers (then the fewest slots), the first one found on a tie. `repair: false` (compileCircuit's
  * repairSchedule) turns deferring and boosting off: reservations only. When the repairs were used,
  * a run with reservations only is made too and the better one kept; that run is a comparison, so
- * its `fit.units` failure leaves the repaired result standing (reservations grow by each round's
- * excess, and a layer whose clears alone overflow can take more than 50 rounds to push ops out).
+ * its `fit.units` failure leaves the repaired result standing.
  */
 import type { ModelConfig } from '../model/config.ts';
 import { ChipcError } from '../util/errors.ts';
@@ -96,7 +96,9 @@ function fixpoint(lowered: LoweredCircuit, target: ModelConfig, sink: boolean, r
       if (deferred !== null) { packing = deferred; repairedAny = true; }
     }
     const over = overflow(sched, packing, target.intermediateSize);
-    for (const { layer, excess } of over) reserve[layer] = (reserve[layer] ?? 0) + excess;
+    // at least the layer's clears: a reservation below them that its ops already leave free
+    // (units + reservation ≤ budget) would move no op, and only grow by the excess each round
+    for (const { layer, excess, clears } of over) reserve[layer] = Math.max((reserve[layer] ?? 0) + excess, clears);
     if (over.length === 0) {
       const here = { schedule: sched, packing };
       if (best === null || better(here, best)) best = here;
@@ -112,12 +114,12 @@ function fixpoint(lowered: LoweredCircuit, target: ModelConfig, sink: boolean, r
   }
 }
 
-/** The layers whose ops and slot clears need more FFN units than the target has, with the excess. */
-function overflow(sched: Schedule, packing: Packing, ffnUnits: number): { layer: number; excess: number }[] {
+/** The layers whose ops and slot clears need more FFN units than the target has, with the excess and the layer's clears. */
+function overflow(sched: Schedule, packing: Packing, ffnUnits: number): { layer: number; excess: number; clears: number }[] {
   const clears = new Array<number>(sched.numLayers).fill(0);
   for (const c of packing.clears) clears[Math.floor(c.sublayer / 2)]!++;
-  const out: { layer: number; excess: number }[] = [];
-  sched.usage.forEach((u, L) => { if (u.units + clears[L]! > ffnUnits) out.push({ layer: L, excess: u.units + clears[L]! - ffnUnits }); });
+  const out: { layer: number; excess: number; clears: number }[] = [];
+  sched.usage.forEach((u, L) => { if (u.units + clears[L]! > ffnUnits) out.push({ layer: L, excess: u.units + clears[L]! - ffnUnits, clears: clears[L]! }); });
   return out;
 }
 

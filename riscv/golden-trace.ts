@@ -165,14 +165,14 @@ export function divisionSteps(a: number, b: number, signed: boolean): { tokens: 
   const ma = mag(a | 0);
   const mb = mag(b | 0);
   const lz = (x: number) => (x === 0 ? 8 : Math.clz32(x) >>> 2);
+  const short = b >>> 0 >= 1 && b >>> 0 < 2 ** 16;
   let s0 = 0;
   if (mb !== 0 && !(signed && (a | 0) < 0)) {
     s0 = Math.min(7, lz(ma));
     // v9: a short divisor's division starts past the quotient's leading zero digits
-    if (b >>> 0 < 2 ** 16) s0 = Math.min(7, lz(ma) + 8 - lz(b >>> 0) - 1);
+    if (short) s0 = Math.min(7, lz(ma) + 8 - lz(b >>> 0) - 1);
   }
   const tokens: number[] = [];
-  const short = b >>> 0 >= 1 && b >>> 0 < 2 ** 16;
   // the dividend's top s0 nibbles: below the divisor (fewer nibbles than it), so a remainder
   let R = s0 === 0 ? 0 : ma >>> (4 * (8 - s0));
   let Q = 0;

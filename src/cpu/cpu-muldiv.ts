@@ -205,7 +205,7 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   // start reads no dividend nibbles, s0 = lz(A), so its first step's D may end the phase): there
   // the start's compares, on the same operands, select the step and its remainder; afterwards the
   // latched step and the latches do.
-  const phase = c.table('divPhase', [inFirst!, isDivOp], (f, dv) => (f && dv ? 1 : 0), [0, 1]);
+  const phase = c.table('divPhase', [inFirst, isDivOp], (f, dv) => (f && dv ? 1 : 0), [0, 1]);
   const startGe = [phase, ...Array.from({ length: 7 }, (_, m) => {
     const k = m + 1;
     const form = c.linear([[lzDiff, 1], [negA, -16], [bZero, -16], [phase, 64]], 7 - 64);
@@ -216,7 +216,7 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   const startSel = Array.from({ length: 8 }, (_, k) => c.linear([[startGe[k]!, 1], [startGe[k + 1]!, -1]], 0, [0, 1]));
   // fed a step's H, or (short divisor) the D of a step before the last: the next step
   const stepSel = Array.from({ length: 8 }, (_, k) => {
-    const later = c.table(`divStep${k}`, [fedC, sLatch!, prevIsQ, divShort, inFirst!], (f, sl, pq, sh, fi) =>
+    const later = c.table(`divStep${k}`, [fedC, sLatch!, prevIsQ, divShort, inFirst], (f, sl, pq, sh, fi) =>
       (!fi && f !== 0 && (f === 2 || (f === 1 && pq && sh && sl < 7) ? sl + 1 : sl) === k ? 1 : 0), [0, 1]);
     return c.linear([[startGe[k]!, 1], [startGe[k + 1]!, -1], [later, 1]], 0, [0, 1]).named(`divSel${k}`);
   });
@@ -224,7 +224,7 @@ export function divide(c: CircuitBuilder, io: DivideInputs): Division {
   // The partial remainder the step reads: in the phase, the first step k's nibble j is the
   // dividend's nibble j + 8 − k (the latches hold 0 there); after it, the short latch for a short
   // divisor, else the full one (nibbles 4… of the full one alone: with a short divisor it holds 0
-  // until the last H). One choice per nibble, its cases exclusive (the latches' off in the phase):
+  // until the last H). One choice per nibble, its cases exclusive (the latches' cases are off in the phase):
   // the step's digit forms keep one dim per remainder nibble (a sum of two would put each of its
   // 105 normalised digits in a slot of its own).
   const latchShort = c.linear([...b.slice(16).map((x) => [x, 16] as [Sig, number]), ...b.slice(0, 16).map((x) => [x, -1] as [Sig, number]), [phase, 17]]).lt(0).named('divLatchShort');

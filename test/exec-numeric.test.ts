@@ -247,6 +247,40 @@ describe('rmsNorm1p', () => {
   });
 });
 
+describe('gatedRmsNorm', () => {
+  // The formula written out with the generic numeric context's own pieces (ctx.sum, ctx.act,
+  // silu32 in the context's form): the f32 fast path of norms.ts must give the same bits.
+  const reference = (ctx: ReturnType<typeof makeNumericContext>, o: Float32Array, z: Float32Array, w: Float32Array, eps: number): Float32Array => {
+    const sq = o.map((v) => f32(v * v));
+    const sum = ctx.sum(sq, 0, 1, o.length);
+    const mean = ctx.meanMode === 'div' ? f32(sum / o.length) : f32(sum * f32(1 / o.length));
+    const r = rsqrt32(f32(mean + f32(eps)));
+    return o.map((v, i) => ctx.act(f32(ctx.act(f32(w[i]! * ctx.act(f32(v * r)))) * silu32(z[i]!, ctx.siluForm))));
+  };
+  const special = [0, -0, 1, -1, 1e-40, -3e-39, 17, -89, 16.5, -88.5, 2 ** 60, -(2 ** -20), 3.4e38, NaN, Infinity, -Infinity];
+  const vec = (n: number) => fc.array(fc.oneof(fc.float({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom(...special)), { minLength: n, maxLength: n })
+    .map((a) => Float32Array.from(a));
+  it('equals the written-out formula bit for bit (f32 and bf16, sequential and fma, mean modes, silu forms, offsets)', async () => {
+    const { gatedRmsNorm } = await import('../src/exec/norms.ts');
+    fc.assert(fc.property(fc.integer({ min: 1, max: 40 }).chain((n) => fc.tuple(vec(n), vec(n), vec(n), fc.constantFrom(1e-6, 1e-5))),
+      fc.constantFrom('sequential', 'fma'), fc.constantFrom('div', 'mulrecip'), fc.constantFrom('mul', 'div'), fc.constantFrom('f32', 'bf16'),
+      fc.integer({ min: 0, max: 3 }),
+      ([o, z, w, eps], order, meanMode, siluForm, profile, off) => {
+        const ctx = makeNumericContext({ order: { kind: order } as never, meanMode: meanMode as 'div' | 'mulrecip', siluForm: siluForm as 'mul' | 'div', profile: profile as 'f32' | 'bf16' });
+        const oo = new Float32Array(off + o.length);
+        oo.set(o, off);
+        const zo = new Float32Array(2 * off + z.length);
+        zo.set(z, 2 * off);
+        const out = new Float32Array(off + o.length + 2).fill(7);
+        gatedRmsNorm(ctx, oo, off, zo, 2 * off, o.length, w, eps, out, off + 1);
+        const want = reference(ctx, o, z, w, eps);
+        expect([...new Uint32Array(out.buffer).slice(off + 1, off + 1 + o.length)]).toEqual([...new Uint32Array(want.buffer)]);
+        expect(out[off]).toBe(7); // nothing written outside the range
+        expect(out[off + o.length + 1]).toBe(7);
+      }), { numRuns: 400 });
+  });
+});
+
 describe('l2normSeq (gdn-token.ts: q and k in sequential order)', () => {
   // norms.ts l2norm with the sequential sum, then fl(·s): the same bits however many zeros, and
   // for NaN and infinite inputs.

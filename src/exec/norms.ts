@@ -89,11 +89,33 @@ export function gatedRmsNorm(
   ctx: ExecNumericContext, o: ArrayLike<number>, oOff: number, z: ArrayLike<number>, zOff: number, n: number,
   w: Float32Array, eps: number, out: Float32Array, outOff: number,
 ): void {
+  if (ctx.profile === 'f32' && ctx.order.kind !== 'shuffled' && o instanceof Float32Array && z instanceof Float32Array) {
+    gatedRmsNormF32(ctx, o, oOff, z, zOff, n, w, eps, out, outOff);
+    return;
+  }
   const mean = meanOf(ctx, sumSquares(ctx, o, oOff, n), n);
   const r = rsqrt32(f32(mean + f32(eps)));
   for (let i = 0; i < n; i++) {
     const h = ctx.act(f32(w[i] * ctx.act(f32(o[oOff + i] * r))));
     out[outOff + i] = ctx.act(f32(h * silu32(z[zOff + i], ctx.siluForm)));
+  }
+}
+
+/**
+ * gatedRmsNorm for the f32 profile in index order (as rmsNorm1pF32: the sum of squares folded in
+ * place, act the identity), one monomorphic pass each: the same operations, rounded the same way.
+ */
+function gatedRmsNormF32(
+  ctx: ExecNumericContext, o: Float32Array, oOff: number, z: Float32Array, zOff: number, n: number,
+  w: Float32Array, eps: number, out: Float32Array, outOff: number,
+): void {
+  let acc = -0;
+  for (let i = 0; i < n; i++) { const v = o[oOff + i]; acc = f32(acc + f32(v * v)); }
+  const r = rsqrt32(f32(meanOf(ctx, acc, n) + f32(eps)));
+  const form = ctx.siluForm;
+  for (let i = 0; i < n; i++) {
+    const h = f32(w[i] * f32(o[oOff + i] * r));
+    out[outOff + i] = f32(h * silu32(z[zOff + i], form));
   }
 }
 

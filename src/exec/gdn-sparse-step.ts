@@ -269,12 +269,16 @@ export function recurrentStepSparse(
     const kv = memo.kv;
     const m0 = h * dv;
     let unchanged = true;
-    if (memo.kZero[h] === 1) {
-      // k all ±0: every δ_j finite leaves S as it is (the update's rows with k_i = ±0 are left alone)
-      for (let j = 0; j < dv; j++) { const dj = f32(f32(v[vOff + j] - kv[m0 + j]) * beta); if (dj - dj !== 0) { unchanged = false; break; } }
-    } else {
-      // δ all ±0, k finite: fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij
-      for (let j = 0; j < dv; j++) if (f32(f32(v[vOff + j] - kv[m0 + j]) * beta) !== 0) { unchanged = false; break; }
+    // k all ±0 (kz = 1): every δ_j finite leaves S as it is (the update's rows with k_i = ±0 are
+    // left alone); k finite (kz = 0): δ all ±0 does (fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij).
+    // One test for both: t = δ_j − kz·δ_j is 0 for a finite δ_j when kz = 1 and δ_j itself when
+    // kz = 0 (an infinite or NaN δ_j gives NaN either way), so t ≠ 0 exactly when S may change.
+    // (One loop, not one per case: code first run late in a decode had the JIT's optimised
+    // caller thrown away.)
+    const kz = memo.kZero[h];
+    for (let j = 0; j < dv; j++) {
+      const dj = f32(f32(v[vOff + j] - kv[m0 + j]) * beta);
+      if (dj - kz * dj !== 0) { unchanged = false; break; }
     }
     if (unchanged) return kind; // S, and so o, stay as they were
   }

@@ -47,7 +47,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
     qkDirty: new Uint8Array(d.hk), qDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
     coreChanged: new Uint8Array(d.hv), normedChanged: new Int32Array(d.valueDim),
-    step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
+    step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1, bRows: new Int32Array(0),
     outLinearCsr: null, outLinearDense: null, linearOut: { version: 0, full: true, rows: new Int32Array(0), nRows: 0 },
   };
 }
@@ -391,16 +391,17 @@ export function gdnDecodeTracked(
   const { beta, g } = buf;
   const gateDirty = t.vDirty; // β / g changes are folded into the per-value-head dirty flags
   // β_h and g_h are pure functions of b_h and a_h: when the projections advanced by one version
-  // since β and g were computed, only the heads of their recomputed rows can change
+  // since β and g were computed, only the heads of their recomputed rows can change; otherwise
+  // every head's b row is listed (one loop over a row list either way: a branch first taken late
+  // in a decode had the JIT's optimised code of this function thrown away)
   const gateRows = !fresh && !ps.full && t.projVer === ps.version - 1;
+  if (t.bRows.length !== hv || t.bRows[0] !== bOff) t.bRows = Int32Array.from({ length: hv }, (_, h) => bOff + h);
+  const gateList = gateRows ? ps.rows : t.bRows;
   const nGate = gateRows ? ps.nRows : hv;
   for (let i = 0; i < nGate; i++) {
-    let h = i;
-    if (gateRows) {
-      const r = ps.rows[i];
-      if (r < bOff) continue;
-      h = r < aOff ? r - bOff : r - aOff;
-    }
+    const r = gateList[i];
+    if (r < bOff) continue;
+    const h = r < aOff ? r - bOff : r - aOff;
     const nb = sigmoid32(y[bOff + h]);
     const ng = f32(-exp32(w.aLog[h]) * softplus32(f32(y[aOff + h] + w.dtBias[h])));
     if (fresh || !Object.is(nb, beta[h]) || !Object.is(ng, g[h]) || nb !== nb || ng !== ng) gateDirty[h] = 1;

@@ -404,7 +404,10 @@ export function gdnDecodeTracked(
     const h = r < aOff ? r - bOff : r - aOff;
     const nb = sigmoid32(y[bOff + h]);
     const ng = f32(-exp32(w.aLog[h]) * softplus32(f32(y[aOff + h] + w.dtBias[h])));
-    if (fresh || !Object.is(nb, beta[h]) || !Object.is(ng, g[h]) || nb !== nb || ng !== ng) gateDirty[h] = 1;
+    // every test evaluated (no short circuit): a test first reached late in a decode — the first
+    // step whose β stayed, say — had the JIT's optimised code of this function thrown away
+    const kept = +Object.is(nb, beta[h]) & +Object.is(ng, g[h]) & +(nb === nb) & +(ng === ng);
+    if (fresh || kept === 0) gateDirty[h] = 1;
     beta[h] = nb;
     g[h] = ng;
   }

@@ -460,4 +460,22 @@ describe('round 2: cold conv channels', () => {
       expect(bits(conv)).toEqual(new Array(convDim * K).fill(0)); // the state stays all +0
     }
   });
+
+  it('convZeroOf: per channel the plain fold of fl(w_j·0) from −0 and whether every tap is finite (any K, ±0, ±inf, NaN)', () => {
+    const special = [0, -0, 1, -1, 2 ** -149, -(2 ** -149), 3.4e38, -3.4e38, Infinity, -Infinity, NaN];
+    fc.assert(fc.property(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1, max: 12 }), fc.integer(), (K, convDim, seed) => {
+      let s = seed >>> 0;
+      const rnd = (): number => { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; return s / 2 ** 32; };
+      const cw = Float32Array.from({ length: convDim * K }, () => special[Math.floor(rnd() * special.length)]!);
+      const cz = convZeroOf(new ExecPlans(), { conv1d: cw } as Parameters<typeof convZeroOf>[1], convDim, K);
+      for (let c = 0; c < convDim; c++) {
+        let y = -0;
+        let ok = true;
+        for (let j = 0; j < K; j++) { const wj = cw[c * K + j]!; if (!Number.isFinite(wj)) ok = false; y = Math.fround(y + Math.fround(wj * 0)); }
+        expect(cz.finite[c]).toBe(ok ? 1 : 0);
+        if (ok) expect(bits(cz.out.subarray(c, c + 1))).toEqual(bits(Float32Array.of(y)));
+        else expect(Number.isNaN(cz.out[c]!)).toBe(true);
+      }
+    }), { numRuns: 300 });
+  });
 });

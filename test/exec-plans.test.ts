@@ -9,9 +9,10 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { Executor } from '../src/exec/executor.ts';
 import { ExecPlans, plansOf } from '../src/exec/plans.ts';
-import { sparsePlanOf } from '../src/exec/matmul-plans.ts';
+import { cscPlanOf, sparsePlanOf } from '../src/exec/matmul-plans.ts';
 import { loadModel } from '../src/model/load-weights.ts';
 import { expectChipcError } from './helpers/assert.ts';
 
@@ -75,5 +76,40 @@ describe('sparsePlanOf', () => {
       expect(sparsePlanOf(new ExecPlans(), csrMatrix([[0], [], [1, 2], [], [], [0, 1, 2, 3]], 4, values)).finite, String(bad)).toBe(false);
     }
     expect([...sparsePlanOf(new ExecPlans(), csrMatrix([[], []], 3, [])).nonEmptyRows]).toEqual([]);
+  });
+});
+
+describe('cscPlanOf', () => {
+  it('is the transpose of sorted CSR rows (column order, rows ascending within a column, the longest row), and null when a row is not strictly ascending', () => {
+    fc.assert(fc.property(fc.integer({ min: 1, max: 9 }), fc.integer({ min: 0, max: 12 }), fc.integer(), fc.boolean(), (cols, rows, seed, spoil) => {
+      let s = seed >>> 0;
+      const rnd = (): number => { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; return s / 2 ** 32; };
+      const rowCols: number[][] = [];
+      for (let r = 0; r < rows; r++) rowCols.push(Array.from({ length: cols }, (_, c) => c).filter(() => rnd() < 0.4));
+      // spoil one row with two entries: swap them (descending) or repeat one (equal)
+      const spoilable = rowCols.filter((r) => r.length >= 2);
+      const spoilt = spoil && spoilable.length > 0;
+      if (spoilt) {
+        const r = spoilable[Math.floor(rnd() * spoilable.length)]!;
+        const i = Math.floor(rnd() * (r.length - 1));
+        if (rnd() < 0.5) [r[i], r[i + 1]] = [r[i + 1]!, r[i]!]; else r[i + 1] = r[i]!;
+      }
+      const rowPtr = new Uint32Array(rows + 1);
+      rowCols.forEach((r, i) => { rowPtr[i + 1] = rowPtr[i]! + r.length; });
+      const colIdx = Uint32Array.from(rowCols.flat());
+      const values = Float32Array.from(colIdx, () => Math.fround(rnd() * 8 - 4));
+      const m = { rows, cols, csr: { rowPtr, colIdx, values } };
+      const p = cscPlanOf(new ExecPlans(), m, m.csr);
+      if (spoilt) { expect(p).toBeNull(); return; }
+      expect(p).not.toBeNull();
+      const want: [number, number, number][] = []; // (column, row, value) in column then row order
+      for (let r = 0; r < rows; r++) for (let k = rowPtr[r]!; k < rowPtr[r + 1]!; k++) want.push([colIdx[k]!, r, values[k]!]);
+      want.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+      const got: [number, number, number][] = [];
+      for (let c = 0; c < cols; c++) for (let k = p!.colPtr[c]!; k < p!.colPtr[c + 1]!; k++) got.push([c, p!.rowIdx[k]!, p!.values[k]!]);
+      expect(got).toEqual(want);
+      expect(p!.colPtr[cols]).toBe(colIdx.length);
+      expect(p!.maxRowNnz).toBe(Math.max(0, ...rowCols.map((r) => r.length)));
+    }), { numRuns: 400 });
   });
 });

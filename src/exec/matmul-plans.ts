@@ -75,19 +75,24 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
   const { rowPtr, colIdx, values } = csr;
   const nnz = rowPtr[m.rows];
   const colPtr = new Uint32Array(m.cols + 1);
-  let sorted = true;
+  // one pass: the rows' order check, the longest row and the column counts (a fresh process
+  // transposes every matrix in its first steps, in code the JIT has not compiled yet)
   let maxRowNnz = 0;
-  for (let r = 0; r < m.rows && sorted; r++) {
+  for (let r = 0; r < m.rows; r++) {
     const k0 = rowPtr[r];
     const k1 = rowPtr[r + 1];
     if (k1 - k0 > maxRowNnz) maxRowNnz = k1 - k0;
-    for (let k = k0 + 1; k < k1; k++) if (colIdx[k] <= colIdx[k - 1]) { sorted = false; break; }
+    let last = -1;
+    for (let k = k0; k < k1; k++) {
+      const c = colIdx[k];
+      if (c <= last) {
+        cscPlans.set(m, null);
+        return null;
+      }
+      last = c;
+      colPtr[c + 1]++;
+    }
   }
-  if (!sorted) {
-    cscPlans.set(m, null);
-    return null;
-  }
-  for (let k = 0; k < nnz; k++) colPtr[colIdx[k] + 1]++;
   for (let c = 0; c < m.cols; c++) colPtr[c + 1] += colPtr[c];
   const next = colPtr.slice(0, m.cols);
   const rowIdx = new Uint32Array(nnz);

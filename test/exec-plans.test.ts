@@ -18,6 +18,7 @@ import { expectChipcError } from './helpers/assert.ts';
 
 const TINY = path.join(fileURLToPath(new URL('..', import.meta.url)), 'fixtures', 'tiny');
 const PROMPT = [1, 2, 3, 300, 17];
+const bitsOf = (x: number): number => new Uint32Array(Float32Array.of(x).buffer)[0]!;
 const bits = (a: Float32Array) => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
 describe('ExecPlans: one per weights object', () => {
@@ -97,7 +98,8 @@ describe('cscPlanOf', () => {
       const rowPtr = new Uint32Array(rows + 1);
       rowCols.forEach((r, i) => { rowPtr[i + 1] = rowPtr[i]! + r.length; });
       const colIdx = Uint32Array.from(rowCols.flat());
-      const values = Float32Array.from(colIdx, () => Math.fround(rnd() * 8 - 4));
+      const special = [0, -0, NaN, 3.4e38, -3.4e38];
+      const values = Float32Array.from(colIdx, () => (rnd() < 0.3 ? special[Math.floor(rnd() * special.length)]! : Math.fround(rnd() * 8 - 4)));
       const m = { rows, cols, csr: { rowPtr, colIdx, values } };
       const p = cscPlanOf(new ExecPlans(), m, m.csr);
       if (spoilt) { expect(p).toBeNull(); return; }
@@ -107,7 +109,15 @@ describe('cscPlanOf', () => {
       want.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
       const got: [number, number, number][] = [];
       for (let c = 0; c < cols; c++) for (let k = p!.colPtr[c]!; k < p!.colPtr[c + 1]!; k++) got.push([c, p!.rowIdx[k]!, p!.values[k]!]);
-      expect(got).toEqual(want);
+      expect(got.map(([c, r, v]) => [c, r, bitsOf(v)])).toEqual(want.map(([c, r, v]) => [c, r, bitsOf(v)]));
+      // each column's largest and smallest weight, the first of equal ones (+0 and −0 tie) taken,
+      // NaN passed over, +0 for a column with no entry or only NaN
+      for (let c = 0; c < cols; c++) {
+        let hi = -Infinity, lo = Infinity;
+        for (const [wc, , v] of want) if (wc === c) { if (v > hi) hi = v; if (v < lo) lo = v; }
+        expect(bitsOf(p!.colMax[c]!)).toBe(bitsOf(hi === -Infinity ? 0 : hi));
+        expect(bitsOf(p!.colMin[c]!)).toBe(bitsOf(lo === Infinity ? 0 : lo));
+      }
       expect(p!.colPtr[cols]).toBe(colIdx.length);
       expect(p!.maxRowNnz).toBe(Math.max(0, ...rowCols.map((r) => r.length)));
     }), { numRuns: 400 });

@@ -229,7 +229,7 @@ function boundedPrepOf(plans: ExecPlans, m: Matrix, csc: CscPlan): BoundedPrep {
   const boundedPreps = plans.boundedPreps;
   let p = boundedPreps.get(csc);
   if (p === undefined) {
-    p = { extremes: columnExtremes(m, csc), packed: new Array(m.cols) };
+    p = { extremes: { max: csc.colMax, min: csc.colMin }, packed: new Array(m.cols) };
     boundedPreps.set(csc, p);
   }
   return p;
@@ -362,15 +362,3 @@ function packedRowsOf(csr: CsrMatrix, colPtr: Uint32Array, rowIdx: Uint32Array, 
   return { u, f };
 }
 
-/** Per column: the largest and smallest stored weight (+0 for a column without entries). */
-function columnExtremes(m: Matrix, csc: CscPlan): { max: Float32Array; min: Float32Array } {
-  const max = new Float32Array(m.cols);
-  const min = new Float32Array(m.cols);
-  for (let c = 0; c < m.cols; c++) {
-    let hi = -Infinity, lo = Infinity;
-    for (let k = csc.colPtr[c]; k < csc.colPtr[c + 1]; k++) { const w = csc.values[k]; if (w > hi) hi = w; if (w < lo) lo = w; }
-    max[c] = hi === -Infinity ? 0 : hi;
-    min[c] = lo === Infinity ? 0 : lo;
-  }
-  return { max, min };
-}

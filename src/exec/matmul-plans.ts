@@ -97,14 +97,28 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
   const next = colPtr.slice(0, m.cols);
   const rowIdx = new Uint32Array(nnz);
   const cv = new Float32Array(nnz);
+  // the column extremes in the same pass (a pass of their own over the LM head's 810,016 entries
+  // cost a fresh process milliseconds in its first step)
+  const hi = new Float64Array(m.cols).fill(-Infinity);
+  const lo = new Float64Array(m.cols).fill(Infinity);
   for (let r = 0; r < m.rows; r++) {
     for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
-      const at = next[colIdx[k]]++;
+      const c = colIdx[k];
+      const w = values[k];
+      const at = next[c]++;
       rowIdx[at] = r;
-      cv[at] = values[k];
+      cv[at] = w;
+      if (w > hi[c]) hi[c] = w;
+      if (w < lo[c]) lo[c] = w;
     }
   }
-  p = { colPtr, rowIdx, values: cv, maxRowNnz };
+  const colMax = new Float32Array(m.cols);
+  const colMin = new Float32Array(m.cols);
+  for (let c = 0; c < m.cols; c++) {
+    colMax[c] = hi[c] === -Infinity ? 0 : hi[c];
+    colMin[c] = lo[c] === Infinity ? 0 : lo[c];
+  }
+  p = { colPtr, rowIdx, values: cv, maxRowNnz, colMax, colMin };
   cscPlans.set(m, p);
   return p;
 }

@@ -90,6 +90,12 @@ export interface CscPlan {
   values: Float32Array;
   /** The largest number of stored entries in one row. */
   maxRowNnz: number;
+  /**
+   * Per column, the largest and the smallest stored weight (+0 for a column without entries; a
+   * NaN weight is passed over), found in the transpose's own pass (boundedArgmax's bounds).
+   */
+  colMax: Float32Array;
+  colMin: Float32Array;
 }
 
 /** A stack of matrices over the same input: part p owns rows offsets[p] … offsets[p+1) of m. */

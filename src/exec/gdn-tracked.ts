@@ -52,23 +52,31 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
   };
 }
 
+/** freshConvStep's count of the channels it made lazy (scratch: a step allocates nothing). */
+const lazyCount = new Int32Array(1);
+
 /**
  * The first tracked step's conv: convStepF32's step in silu `form` (the same operations, so the
- * same state and output) fused with writing each channel's record (GdnTrack.chan: not lazy, the single-tap
+ * same state and output) fused with writing each channel's record (GdnTrack.chan: the single-tap
  * weight, the newest tap's bits, CH_ACTIVE when its taps are not all equal) and listing the
  * active channels in `active`, in one pass, over channels list[0..n) (null: every channel
- * 0 … n−1). A cold channel (convStepF32) keeps its all-+0 taps: settled, newest bits 0. Returns
- * the number of active channels.
+ * 0 … n−1). A cold channel (convStepF32) keeps its all-+0 taps: settled, newest bits 0. A
+ * single-tap channel whose fold is finite and non-zero is not active but lazy at once, as
+ * trackedConvStep would make it at the next step (while its input stays its fold is fl(w·x)
+ * whatever its older taps hold): lazy since this step (step 0), listed in lazyList[0..lazy[0]).
+ * (A fresh cache's first tracked step had every such channel of every layer to visit again.)
+ * Returns the number of active channels.
  */
 function freshConvStep(
   list: Int32Array | null, n: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array,
   conved: Float32Array, finite: Uint8Array, zeroOut: Float32Array, singleW: Float32Array, chan: Int32Array,
-  active: Int32Array, form: 'mul' | 'div',
+  active: Int32Array, form: 'mul' | 'div', lazyList: Int32Array, lazy: Int32Array,
 ): number {
   const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, mixed.length);
   const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
   const chanF = new Float32Array(chan.buffer, chan.byteOffset, chan.length);
   let nActive = 0;
+  let nLazy = 0;
   for (let i = 0; i < n; i++) {
     const c = list === null ? i : list[i];
     const base = c * K;
@@ -90,9 +98,15 @@ function freshConvStep(
     chan[4 * c + 3] = nb;
     let settled = true;
     for (let j = 0; j < K - 1; j++) if (convBits[base + j] !== nb) { settled = false; break; }
+    const sw = singleW[c];
     if (settled) chan[4 * c + 1] = 0;
-    else { chan[4 * c + 1] = CH_ACTIVE; active[nActive++] = c; }
+    else if (sw === sw && y !== 0 && y - y === 0) {
+      chan[4 * c] = 0;
+      chan[4 * c + 1] = CH_LISTED;
+      lazyList[nLazy++] = c;
+    } else { chan[4 * c + 1] = CH_ACTIVE; active[nActive++] = c; }
   }
+  lazy[0] = nLazy;
   return nActive;
 }
 
@@ -373,10 +387,14 @@ export function gdnDecodeTracked(
       conved.set(cz.out);
       t.nActive = freshConvStep(
         live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active, form,
+        t.lazyList, lazyCount,
       );
     } else {
-      t.nActive = freshConvStep(null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active, form);
+      t.nActive = freshConvStep(
+        null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active, form, t.lazyList, lazyCount,
+      );
     }
+    t.nLazy = lazyCount[0];
     t.qkDirty.fill(1);
     t.qDirty.fill(1);
     t.vDirty.fill(1);

@@ -273,8 +273,8 @@ export function recurrentStepSparse(
     // left alone); k finite (kz = 0): δ all ±0 does (fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij).
     // One test for both: t = δ_j − kz·δ_j is 0 for a finite δ_j when kz = 1 and δ_j itself when
     // kz = 0 (an infinite or NaN δ_j gives NaN either way), so t ≠ 0 exactly when S may change.
-    // (One loop, not one per case: code first run late in a decode had the JIT's optimised
-    // caller thrown away.)
+    // (One loop, not one per case: the zero-key loop first ran late in a decode and had the
+    // JIT's optimised code of this function thrown away.)
     const kz = memo.kZero[h];
     for (let j = 0; j < dv; j++) {
       const dj = f32(f32(v[vOff + j] - kv[m0 + j]) * beta);

@@ -188,6 +188,14 @@ describe('deltaLinear', () => {
     const y = deltaLinear(ctx, m, x, 0, null, 0)!.y;
     expect(bits(y)).toEqual(bits(linearEx(plain, { rows: 4, cols: 4, dense: d2 }, x, 'dense').out));
     expect(bits(y.subarray(0, 1))).toEqual([0]); // +0, not the old row's 5
+    // the next steps are incremental, over the new storage's columns (a transpose or weight
+    // lowbits kept from the old storage would walk its entries)
+    for (const [c, v] of [[1, 5], [2, 0.5], [0, 7], [1, -3]] as const) {
+      x[c] = v;
+      const st = deltaLinear(ctx, m, x, 0, null, 0)!;
+      expect(st.full).toBe(false);
+      expect(bits(st.y)).toEqual(bits(linearEx(plain, { rows: 4, cols: 4, dense: d2 }, x, 'dense').out));
+    }
   });
 
   it('exact rows are updated, not refolded, on circuit-like values — and refolded where a fold would round', () => {

@@ -208,10 +208,13 @@ export function invalidateDelta(ctx: ExecNumericContext, m: Matrix): void {
   if (st) st.valid = false;
 }
 
-/** The lowest set bits of m's stored weights in CSR and CSC (cscPlanOf) order (kept per matrix in plans.weightLowbits). */
-function lowbitsOf(plans: ExecPlans, m: Matrix, csrValues: Float32Array, cscValues: Float32Array): { csr: Int16Array; csc: Int16Array } {
+/**
+ * The lowest set bits of a matrix's stored weights in CSR and CSC (cscPlanOf) order, kept per CSR
+ * values array in plans.weightLowbits (new storage, new bits).
+ */
+function lowbitsOf(plans: ExecPlans, csrValues: Float32Array, cscValues: Float32Array): { csr: Int16Array; csc: Int16Array } {
   const weightLowbits = plans.weightLowbits;
-  let lows = weightLowbits.get(m);
+  let lows = weightLowbits.get(csrValues);
   if (lows === undefined) {
     const lowsOf = (v: Float32Array): Int16Array => {
       // read as bits in place (a float's round trip through a scratch array cost more)
@@ -224,7 +227,7 @@ function lowbitsOf(plans: ExecPlans, m: Matrix, csrValues: Float32Array, cscValu
       return out;
     };
     lows = { csr: lowsOf(csrValues), csc: lowsOf(cscValues) };
-    weightLowbits.set(m, lows);
+    weightLowbits.set(csrValues, lows);
   }
   return lows;
 }
@@ -394,7 +397,7 @@ function deltaLinearIn(
     if (csc === null) return null;
     st.plan = plan;
     st.csc = csc;
-    st.lows = lowbitsOf(ctx.plans, m, plan.csr.values, csc.values);
+    st.lows = lowbitsOf(ctx.plans, plan.csr.values, csc.values);
     st.planCsr = m.csr;
     st.planDense = m.dense;
     st.valid = false; // y and the column records describe the old storage

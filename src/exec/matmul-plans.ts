@@ -67,10 +67,13 @@ export function sparsePlanOf(plans: ExecPlans, m: Matrix): SparsePlan {
   return p;
 }
 
-/** The CscPlan of m (plans.ts; built once per Matrix and `plans`), null for unsorted CSR rows. */
+/**
+ * The CscPlan of m's CSR `csr` (plans.ts; built once per CSR and `plans`, so a matrix given new
+ * storage gets a new one), null for unsorted CSR rows.
+ */
 export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan | null {
   const cscPlans = plans.cscPlans;
-  let p = cscPlans.get(m);
+  let p = cscPlans.get(csr);
   if (p !== undefined) return p;
   const { rowPtr, colIdx, values } = csr;
   const nnz = rowPtr[m.rows];
@@ -86,7 +89,7 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
     for (let k = k0; k < k1; k++) {
       const c = colIdx[k];
       if (c <= last) {
-        cscPlans.set(m, null);
+        cscPlans.set(csr, null);
         return null;
       }
       last = c;
@@ -119,7 +122,7 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
     colMin[c] = lo[c] === Infinity ? 0 : lo[c];
   }
   p = { colPtr, rowIdx, values: cv, maxRowNnz, colMax, colMin };
-  cscPlans.set(m, p);
+  cscPlans.set(csr, p);
   return p;
 }
 

@@ -9,10 +9,10 @@
  *
  *  (a) derived purely from the weights (a plan of a matrix, a per-layer flag) — ExecPlans:
  *      - csrFinite (CsrMatrix → every stored value finite), derivedCsr (dense array → its CSR),
- *        sparsePlans (Matrix → SparsePlan), cscPlans (Matrix → CscPlan | null), rowUnions (gate
+ *        sparsePlans (Matrix → SparsePlan), cscPlans (a CSR → CscPlan | null), rowUnions (gate
  *        Matrix → union of gate/up non-empty rows): matmul-plans.ts;
  *      - boundedPreps (CscPlan → column extremes, packed small columns): matmul-argmax.ts;
- *      - weightLowbits (Matrix → lowest set bit of each stored weight): delta.ts;
+ *      - weightLowbits (a CSR's values → lowest set bit of each stored weight): delta.ts;
  *      - stacks (first part → row stacks [A; B; …]): stack-rows.ts;
  *      - convZero (conv1d weights → finite taps, all-+0 channel output), inProjLists (GdnWeights →
  *        [qkv, z, b, a]): gdn-token.ts; convLive (stacked in_proj → live conv channels),
@@ -262,10 +262,10 @@ export class ExecPlans {
   readonly csrFinite = new WeakMap<CsrMatrix, boolean>();
   readonly derivedCsr = new WeakMap<Float32Array, CsrMatrix>();
   readonly sparsePlans = new WeakMap<Matrix, SparsePlan>();
-  readonly cscPlans = new WeakMap<Matrix, CscPlan | null>();
+  readonly cscPlans = new WeakMap<CsrMatrix, CscPlan | null>();
   readonly rowUnions = new WeakMap<Matrix, { other: Matrix; rows: Int32Array }>();
   readonly boundedPreps = new WeakMap<CscPlan, BoundedPrep>();
-  readonly weightLowbits = new WeakMap<Matrix, { csr: Int16Array; csc: Int16Array }>();
+  readonly weightLowbits = new WeakMap<Float32Array, { csr: Int16Array; csc: Int16Array }>();
   readonly stacks = new WeakMap<Matrix, StackEntry[]>();
   readonly convZero = new WeakMap<Float32Array, ConvZero>();
   readonly inProjLists = new WeakMap<GdnWeights, Matrix[]>();

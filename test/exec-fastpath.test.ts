@@ -351,6 +351,23 @@ describe('round 2: argmax-only LM head', () => {
     expect(() => linearArgmax(makeNumericContext({ tuning: TUNING }), allNaN.csr, x, 'sparse', new Float32Array(rows))).toThrow(/NaN/);
   });
 
+  it('a matrix given new storage is argmaxed over it, not from the memo of the old one', () => {
+    const rows = 6;
+    const cols = 4;
+    const csrOf = (entries: [number, number, number][]) => {
+      const d = new Float32Array(rows * cols);
+      for (const [r, c, v] of entries) d[r * cols + c] = v;
+      return sparsifyMatrix({ rows, cols, dense: d }).csr!;
+    };
+    const m: Matrix = { rows, cols, csr: csrOf([[1, 0, 2], [4, 2, 1]]) };
+    const x = Float32Array.from([1, 0, 3, 0]);
+    const ctx = makeNumericContext({ tuning: TUNING });
+    expect(linearArgmax(ctx, m, x, 'sparse', new Float32Array(rows))).toBe(4); // row 4: 3 beats row 1: 2
+    expect(linearArgmax(ctx, m, x, 'sparse', new Float32Array(rows))).toBe(4); // (from the memo)
+    m.csr = csrOf([[1, 0, 5], [4, 2, 1]]);
+    expect(linearArgmax(ctx, m, x, 'sparse', new Float32Array(rows))).toBe(1); // row 1: 5 now
+  });
+
   it('property: linearArgmax = argmax(dense linear) on random sparse matrices and inputs', () => {
     fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.boolean(), (seed, bf16) => {
       const rnd = lcg(seed);

@@ -103,20 +103,23 @@ export function scatterInto(
 
 const ARGMAX_MEMO_MAX = 1 << 16;
 
-/** linearArgmax's memo of m in ctx (ctx.memos.argmaxMemos; the type ArgmaxMemo is plans.ts's), or null outside sequential order. */
+/**
+ * linearArgmax's memo of m in ctx (ctx.memos.argmaxMemos; the type ArgmaxMemo is plans.ts's), or
+ * null outside sequential order. A matrix given new storage starts a new memo.
+ */
 function argmaxMemoOf(ctx: ExecNumericContext, m: Matrix): ArgmaxMemo | null {
   if (ctx.order.kind !== 'sequential') return null;
   const byM = ctx.memos.argmaxMemos;
   let memo = byM.get(m);
-  if (memo === undefined) {
-    const plan = sparsePlanOf(ctx.plans, m);
+  const plan = sparsePlanOf(ctx.plans, m);
+  if (memo === undefined || memo.csr !== plan.csr) {
     const csc = cscPlanOf(ctx.plans, m, plan.csr);
     let ok = plan.finite && csc !== null;
     if (ok && plan.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) { ok = false; break; }
     const colHasEntries = new Uint8Array(m.cols);
     if (csc) for (let c = 0; c < m.cols; c++) colHasEntries[c] = csc.colPtr[c + 1] > csc.colPtr[c] ? 1 : 0;
     memo = {
-      colHasEntries, cscMaxRowNnz: ok && csc ? csc.maxRowNnz : Infinity, map: new Map(), entries: 0,
+      csr: plan.csr, colHasEntries, cscMaxRowNnz: ok && csc ? csc.maxRowNnz : Infinity, map: new Map(), entries: 0,
       scratch: new Uint32Array(2 * m.cols),
     };
     byM.set(m, memo);

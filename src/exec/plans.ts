@@ -130,6 +130,8 @@ export interface SparseOut {
  * those activations (scatterInto), so is the argmax. Keys are compared in full (no hash trust).
  */
 export interface ArgmaxMemo {
+  /** The storage the memo describes (sparsePlanOf's CSR). */
+  csr: CsrMatrix;
   colHasEntries: Uint8Array;
   cscMaxRowNnz: number;
   map: Map<number, { key: Uint32Array; best: number }[]>;

@@ -310,6 +310,39 @@ describe('SwiGLU incremental form', () => {
   });
 });
 
+describe('SwiGLU row union on new storage', () => {
+  it('gate and up given new storage: the union and the down input buffer follow it (the union path)', () => {
+    const H = 3;
+    const n = 4;
+    const mat = (rows: number, cols: number, entries: [number, number, number][]): { dense: Matrix; csr: Matrix } => {
+      const d = new Float32Array(rows * cols);
+      for (const [r, c, v] of entries) d[r * cols + c] = v;
+      return { dense: { rows, cols, dense: d }, csr: { rows, cols, csr: sparsifyMatrix({ rows, cols, dense: d }).csr } };
+    };
+    // units 0 and 1 live first; then unit 1 empties and unit 3 lives (down reads every unit)
+    const gate1 = mat(n, H, [[0, 0, 30], [1, 1, -30]]);
+    const up1 = mat(n, H, [[0, 0, 1], [1, 1, 2]]);
+    const gate2 = mat(n, H, [[0, 0, 30], [3, 2, -30]]);
+    const up2 = mat(n, H, [[0, 0, 1], [3, 2, 3]]);
+    const down = mat(H, n, [[0, 0, 1], [0, 1, 1], [0, 3, 1], [1, 1, 2], [2, 3, 1]]);
+    // two of three activations with the sign bit set: the incremental form does not apply (its
+    // precondition needs a row's entries below the clear-sign activations), the union path runs
+    const x = Float32Array.from([1, -1, -2]);
+    const ctx = makeNumericContext({ tuning: TUNING });
+    const m = { gateProj: { ...gate1.csr }, upProj: { ...up1.csr }, downProj: down.csr };
+    const dense = (g: Matrix, u: Matrix) => swiglu(makeNumericContext({}), { gateProj: g, upProj: u, downProj: down.dense }, x, 'dense');
+    const stats = newMatmulStats();
+    expect(bits(swiglu(ctx, m, x, 'sparse', stats))).toEqual(bits(dense(gate1.dense, up1.dense)));
+    expect(stats.delta).toBe(0);
+    expect(stats.sparse).toBeGreaterThan(0);
+    m.gateProj.csr = gate2.csr.csr;
+    m.upProj.csr = up2.csr.csr;
+    const want2 = dense(gate2.dense, up2.dense);
+    expect(bits(want2)).not.toEqual(bits(dense(gate1.dense, up1.dense)));
+    expect(bits(swiglu(ctx, m, x, 'sparse'))).toEqual(bits(want2));
+  });
+});
+
 describe('round 2: argmax-only LM head', () => {
   const plainArgmax = (m: Matrix, x: Float32Array, profile: 'f32' | 'bf16'): number =>
     argmax(linearEx(makeNumericContext({ tuning: TUNING, profile }), m, x, 'dense').out);

@@ -145,19 +145,22 @@ export function storedEntries(plans: ExecPlans, m: Matrix): number {
   return p.csr.rowPtr[m.rows];
 }
 
-/** Sorted union of the non-empty rows of two matrices with the same row count (cached per pair's first matrix). */
+/**
+ * Sorted union of the non-empty rows of two matrices with the same row count (cached per pair's
+ * first matrix and both matrices' storage: new storage, a new union).
+ */
 export function nonEmptyRowUnion(plans: ExecPlans, a: Matrix, b: Matrix): Int32Array {
   const rowUnions = plans.rowUnions;
-  const c = rowUnions.get(a);
-  if (c && c.other === b) return c.rows;
   const pa = sparsePlanOf(plans, a);
   const pb = sparsePlanOf(plans, b);
+  const c = rowUnions.get(a);
+  if (c && c.other === b && c.aCsr === pa.csr && c.bCsr === pb.csr) return c.rows;
   const mark = new Uint8Array(a.rows);
   for (const r of pa.nonEmptyRows) mark[r] = 1;
   for (const r of pb.nonEmptyRows) mark[r] = 1;
   const rows: number[] = [];
   for (let r = 0; r < a.rows; r++) if (mark[r]) rows.push(r);
   const out = Int32Array.from(rows);
-  rowUnions.set(a, { other: b, rows: out });
+  rowUnions.set(a, { other: b, aCsr: pa.csr, bCsr: pb.csr, rows: out });
   return out;
 }

@@ -21,13 +21,17 @@ import { rowStackOf } from './stack-rows.ts';
 
 const f32 = Math.fround;
 
-/** Per down-projection matrix: an input buffer that stays +0 outside the gate/up row union (plans.supportBuffers). */
-function supportBufferOf(plans: ExecPlans, down: Matrix, n: number): Float32Array {
+/**
+ * Per gate/up row union U (nonEmptyRowUnion): an input buffer for the down projection that stays
+ * +0 outside U (plans.supportBuffers). Kept per union, not per matrix: when gate or up get new
+ * storage, a new union gets a new buffer, and no value written for a row of the old union stays.
+ */
+function supportBufferOf(plans: ExecPlans, union: Int32Array, n: number): Float32Array {
   const supportBuffers = plans.supportBuffers;
-  let b = supportBuffers.get(down);
+  let b = supportBuffers.get(union);
   if (!b || b.length !== n) {
     b = new Float32Array(n);
-    supportBuffers.set(down, b);
+    supportBuffers.set(union, b);
   }
   return b;
 }
@@ -182,7 +186,7 @@ export function swiglu(
     // (silu(±0) = ±0, (±0)·(±0) with equal signs = +0). Only the union U of their non-empty rows
     // is computed; the down projection reads h from a per-matrix buffer that is +0 outside U.
     const U = nonEmptyRowUnion(ctx.plans, m.gateProj, m.upProj);
-    const h = supportBufferOf(ctx.plans, m.downProj, n);
+    const h = supportBufferOf(ctx.plans, U, n);
     for (let t = 0; t < U.length; t++) {
       const i = U[t];
       const gi = g[i];

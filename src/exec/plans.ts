@@ -29,9 +29,10 @@
  *        memo's hit counts are per executor too).
  *  (c) scratch buffers, carrying nothing from one call to the next that the call relies on:
  *      - argmaxStates (Matrix → SparseOut and activation scratch; the SparseOut clears the rows
- *        its previous call touched, whoever made it), supportBuffers (down Matrix → input buffer
- *        +0 outside the gate/up union, an invariant every call keeps), ffnScratch (SwiGLU's g and
- *        u) — ExecPlans (sized by the weights; sharing them costs nothing, calls are synchronous).
+ *        its previous call touched, whoever made it), supportBuffers (gate/up row union → the
+ *        down projection's input buffer, +0 outside the union, an invariant every call keeps),
+ *        ffnScratch (SwiGLU's g and u) — ExecPlans (sized by the weights; sharing them costs
+ *        nothing, calls are synchronous).
  *
  * What stays module-level, and why: delta.ts `inputStamps` (a counter whose stamps must be
  * unique across every executor: a DeltaShare compares them) and fixed-size scratch that holds
@@ -265,7 +266,7 @@ export class ExecPlans {
   readonly derivedCsr = new WeakMap<Float32Array, CsrMatrix>();
   readonly sparsePlans = new WeakMap<Matrix, SparsePlan>();
   readonly cscPlans = new WeakMap<CsrMatrix, CscPlan | null>();
-  readonly rowUnions = new WeakMap<Matrix, { other: Matrix; rows: Int32Array }>();
+  readonly rowUnions = new WeakMap<Matrix, { other: Matrix; aCsr: CsrMatrix; bCsr: CsrMatrix; rows: Int32Array }>();
   readonly boundedPreps = new WeakMap<CscPlan, BoundedPrep>();
   readonly weightLowbits = new WeakMap<Float32Array, { csr: Int16Array; csc: Int16Array }>();
   readonly stacks = new WeakMap<Matrix, StackEntry[]>();
@@ -281,7 +282,7 @@ export class ExecPlans {
   /** (c) linearArgmax's sparse output and activation scratch, per matrix. */
   readonly argmaxStates = new WeakMap<Matrix, { so: SparseOut; nz: Int32Array; neg: Int32Array }>();
   /** (c) Per down-projection matrix: an input buffer that stays +0 outside the gate/up row union. */
-  readonly supportBuffers = new WeakMap<Matrix, Float32Array>();
+  readonly supportBuffers = new WeakMap<Int32Array, Float32Array>();
   /** (c) swiglu's gate and up outputs (grown to the widest MLP). */
   ffnScratch: { g: Float32Array; u: Float32Array } = { g: new Float32Array(0), u: new Float32Array(0) };
 }

@@ -96,9 +96,9 @@ function price(file: string): Map<number, Priced> {
       if (fin !== undefined && (fin.kind === 'E' || fin.kind === 'K')) {
         commits = true;
         const prev = core[core.length - 2];
-        // D + E/K is the wide form, unless the D is a division step's or a word-crossing load's
-        // prefix (then the result is the narrow E/K alone, or the load's wide form D, D, E)
-        const wide = prev !== undefined && prev.kind === 'D' && !(core.length >= 3 && core[core.length - 3]!.kind === 'Q');
+        // D + E/K is the wide form (a division's last step ends with H, so its result's D is its
+        // own); a word-crossing load's prefix D comes before it (D, D, E)
+        const wide = prev !== undefined && prev.kind === 'D';
         const v = wide ? wideValue(fin.v, (prev as { v: number }).v) : fin.v;
         const own = core.length - (wide ? 2 : 1);
         const crossingLoad = wide && own > 0 && core[own - 1]!.kind === 'D';

@@ -52,26 +52,22 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
   };
 }
 
-/** freshConvStep's count of the channels it made lazy (scratch: a step allocates nothing). */
-const lazyCount = new Int32Array(1);
-
 /**
  * The first tracked step's conv: convStepF32's step in silu `form` (the same operations, so the
- * same state and output) fused with writing each channel's record (GdnTrack.chan: the single-tap
+ * same state and output) fused with writing each channel's record (t.chan: the single-tap
  * weight, the newest tap's bits, CH_ACTIVE when its taps are not all equal) and listing the
- * active channels in `active`, in one pass, over channels list[0..n) (null: every channel
- * 0 … n−1). A cold channel (convStepF32) keeps its all-+0 taps: settled, newest bits 0. A
+ * active channels (t.active, t.nActive), in one pass, over channels list[0..n) (null: every
+ * channel 0 … n−1). A cold channel (convStepF32) keeps its all-+0 taps: settled, newest bits 0. A
  * single-tap channel whose fold is finite and non-zero is not active but lazy at once, as
  * trackedConvStep would make it at the next step (while its input stays its fold is fl(w·x)
- * whatever its older taps hold): lazy since this step (step 0), listed in lazyList[0..lazy[0]).
+ * whatever its older taps hold): lazy since this step (step 0), listed in t.lazyList (t.nLazy).
  * (A fresh cache's first tracked step had every such channel of every layer to visit again.)
- * Returns the number of active channels.
  */
 function freshConvStep(
-  list: Int32Array | null, n: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array,
-  conved: Float32Array, finite: Uint8Array, zeroOut: Float32Array, singleW: Float32Array, chan: Int32Array,
-  active: Int32Array, form: 'mul' | 'div', lazyList: Int32Array, lazy: Int32Array,
-): number {
+  t: GdnTrack, list: Int32Array | null, n: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array,
+  conved: Float32Array, finite: Uint8Array, zeroOut: Float32Array, singleW: Float32Array, form: 'mul' | 'div',
+): void {
+  const { chan, active, lazyList } = t;
   const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, mixed.length);
   const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
   const chanF = new Float32Array(chan.buffer, chan.byteOffset, chan.length);
@@ -106,8 +102,8 @@ function freshConvStep(
       lazyList[nLazy++] = c;
     } else { chan[4 * c + 1] = CH_ACTIVE; active[nActive++] = c; }
   }
-  lazy[0] = nLazy;
-  return nActive;
+  t.nActive = nActive;
+  t.nLazy = nLazy;
 }
 
 /** The ConvLive of a stacked in_proj and conv weight (plans.ts, which says what it holds; kept in plans.convLive). */
@@ -385,16 +381,10 @@ export function gdnDecodeTracked(
       // the channels off the live list are cold (ConvLive): their records and outputs are copies
       t.chan.set(live.template);
       conved.set(cz.out);
-      t.nActive = freshConvStep(
-        live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active, form,
-        t.lazyList, lazyCount,
-      );
+      freshConvStep(t, live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, form);
     } else {
-      t.nActive = freshConvStep(
-        null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, t.chan, t.active, form, t.lazyList, lazyCount,
-      );
+      freshConvStep(t, null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, form);
     }
-    t.nLazy = lazyCount[0];
     t.qkDirty.fill(1);
     t.qDirty.fill(1);
     t.vDirty.fill(1);

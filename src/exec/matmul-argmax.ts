@@ -232,7 +232,7 @@ function boundedPrepOf(plans: ExecPlans, m: Matrix, csc: CscPlan): BoundedPrep {
   const boundedPreps = plans.boundedPreps;
   let p = boundedPreps.get(csc);
   if (p === undefined) {
-    p = { extremes: { max: csc.colMax, min: csc.colMin }, packed: new Array(m.cols) };
+    p = { packed: new Array(m.cols) };
     boundedPreps.set(csc, p);
   }
   return p;
@@ -271,7 +271,7 @@ function boundedArgmax(
   if (nBig === 0) return -1; // nothing to save: the scatter is small
   order.sort((a, b) => sizeOf(a) - sizeOf(b) || a - b);
   const pre = boundedPrepOf(plans, m, csc);
-  const ext = pre.extremes;
+  const { colMax, colMin } = csc;
   const mark = memo.rowMark ??= new Uint8Array(m.rows);
   const rows = memo.rowList ??= new Int32Array(m.rows);
   const { rowPtr, colIdx, values } = plan.csr;
@@ -335,7 +335,7 @@ function boundedArgmax(
     for (let j = i + 1; j < order.length; j++) {
       const cj = order[j];
       const xv = x[cj];
-      const top = f32((xv > 0 ? ext.max[cj] : ext.min[cj]) * xv);
+      const top = f32((xv > 0 ? colMax[cj] : colMin[cj]) * xv);
       if (top > 0) bound += top;
     }
     bound *= (1 + 2 ** -23) ** (order.length - i - 1);

@@ -102,8 +102,8 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
   const cv = new Float32Array(nnz);
   // the column extremes in the same pass (a pass of their own over the LM head's 810,016 entries
   // cost a fresh process milliseconds in its first step)
-  const hi = new Float64Array(m.cols).fill(-Infinity);
-  const lo = new Float64Array(m.cols).fill(Infinity);
+  const colMax = new Float32Array(m.cols).fill(-Infinity);
+  const colMin = new Float32Array(m.cols).fill(Infinity);
   for (let r = 0; r < m.rows; r++) {
     for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
       const c = colIdx[k];
@@ -111,15 +111,14 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
       const at = next[c]++;
       rowIdx[at] = r;
       cv[at] = w;
-      if (w > hi[c]) hi[c] = w;
-      if (w < lo[c]) lo[c] = w;
+      if (w > colMax[c]) colMax[c] = w;
+      if (w < colMin[c]) colMin[c] = w;
     }
   }
-  const colMax = new Float32Array(m.cols);
-  const colMin = new Float32Array(m.cols);
+  // +0 for a column with no entry (or only NaN ones)
   for (let c = 0; c < m.cols; c++) {
-    colMax[c] = hi[c] === -Infinity ? 0 : hi[c];
-    colMin[c] = lo[c] === Infinity ? 0 : lo[c];
+    if (colMax[c] === -Infinity) colMax[c] = 0;
+    if (colMin[c] === Infinity) colMin[c] = 0;
   }
   p = { colPtr, rowIdx, values: cv, maxRowNnz, colMax, colMin };
   cscPlans.set(csr, p);

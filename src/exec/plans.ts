@@ -11,7 +11,7 @@
  *      - csrFinite (CsrMatrix → every stored value finite), derivedCsr (dense array → its CSR),
  *        sparsePlans (Matrix → SparsePlan), cscPlans (a CSR → CscPlan | null), rowUnions (gate
  *        Matrix → union of gate/up non-empty rows): matmul-plans.ts;
- *      - boundedPreps (CscPlan → column extremes, packed small columns): matmul-argmax.ts;
+ *      - boundedPreps (CscPlan → packed small columns): matmul-argmax.ts;
  *      - weightLowbits (a CSR's values → lowest set bit of each stored weight): delta.ts;
  *      - stacks (first part → row stacks [A; B; …]): stack-rows.ts;
  *      - convZero (conv1d weights → finite taps, all-+0 channel output), inProjLists (GdnWeights →
@@ -144,11 +144,10 @@ export interface ArgmaxMemo {
 }
 /**
  * What boundedArgmax derives from the weights alone, kept per matrix (per CSC plan) rather than
- * per memo, so every executor of the same weights shares it: the column extremes, and per small
- * column, made on first use, its rows with their whole CSR rows (packedRowsOf).
+ * per memo, so every executor of the same weights shares it: per small column, made on first use,
+ * its rows with their whole CSR rows (packedRowsOf). (The column extremes are the CSC plan's.)
  */
 export interface BoundedPrep {
-  extremes: { max: Float32Array; min: Float32Array };
   packed: ({ u: Uint32Array; f: Float32Array } | undefined)[];
 }
 

@@ -4,7 +4,9 @@
  * [A; B; …]: A's rows, then B's rows offset by A.rows, and so on. delta.ts keeps one memo per
  * matrix, so a stack scans the input's changed columns once, checks each column's bounds once and
  * reaches every part's rows in one walk of the column, where separate calls did all of that once
- * per part.
+ * per part. Where the parts' entries already lie end to end in one pair of arrays (a `.chip`
+ * loads a stack's parts so: model/load-weights.ts EntryArena) the stack's entry arrays are views
+ * of them; otherwise they are copies. Only the stack's row pointers are new either way.
  *
  * Exactness. Row off_p + r of the stack stores exactly part p's row r (the same entries in the
  * same order), and each row of x·Wᵀ is a function of its own entries and x alone (matmul.ts), so
@@ -63,17 +65,47 @@ function buildStack(plans: ExecPlans, parts: readonly Matrix[]): RowStack | null
   }
   const rows = offsets[parts.length];
   const rowPtr = new Uint32Array(rows + 1);
-  const colIdx = new Uint32Array(nnz);
-  const values = new Float32Array(nnz);
+  const adjacent = adjacentEntries(csrs, parts);
+  const colIdx = adjacent?.colIdx ?? new Uint32Array(nnz);
+  const values = adjacent?.values ?? new Float32Array(nnz);
   let k = 0;
   for (let p = 0; p < parts.length; p++) {
     const { rowPtr: rp, colIdx: ci, values: v } = csrs[p];
     const n = parts[p].rows;
     const base = offsets[p];
-    colIdx.set(ci.subarray(rp[0], rp[n]), k);
-    values.set(v.subarray(rp[0], rp[n]), k);
+    if (adjacent === null) {
+      colIdx.set(ci.subarray(rp[0], rp[n]), k);
+      values.set(v.subarray(rp[0], rp[n]), k);
+    }
     for (let r = 0; r < n; r++) rowPtr[base + r + 1] = k + (rp[r + 1] - rp[0]);
     k += rp[n] - rp[0];
   }
   return { m: { rows, cols, csr: { rowPtr, colIdx, values } }, offsets };
+}
+
+/**
+ * The stack's entry arrays as views, when the parts' stored entries already lie end to end in one
+ * buffer each for columns and values (a `.chip` loads stacked matrices so: model/load-weights.ts
+ * EntryArena): part p's entries rp[0] … rp[rows) start where part p − 1's end. Null otherwise.
+ */
+function adjacentEntries(csrs: readonly CsrMatrix[], parts: readonly Matrix[]): { colIdx: Uint32Array; values: Float32Array } | null {
+  const first = csrs[0];
+  const ci0 = first.colIdx;
+  const v0 = first.values;
+  // byte offsets, in each buffer, of where the next part's entries must start
+  let ciAt = ci0.byteOffset + 4 * first.rowPtr[0];
+  let vAt = v0.byteOffset + 4 * first.rowPtr[0];
+  const ciStart = ciAt;
+  const vStart = vAt;
+  let nnz = 0;
+  for (let p = 0; p < csrs.length; p++) {
+    const { rowPtr: rp, colIdx: ci, values: v } = csrs[p];
+    if (ci.buffer !== ci0.buffer || v.buffer !== v0.buffer) return null;
+    if (ci.byteOffset + 4 * rp[0] !== ciAt || v.byteOffset + 4 * rp[0] !== vAt) return null;
+    const n = rp[parts[p].rows] - rp[0];
+    ciAt += 4 * n;
+    vAt += 4 * n;
+    nnz += n;
+  }
+  return { colIdx: new Uint32Array(ci0.buffer, ciStart, nnz), values: new Float32Array(v0.buffer, vStart, nnz) };
 }

@@ -108,6 +108,20 @@ export function checkCheckpointTensors(store: TensorStore, cfg: ModelConfig): st
 // Streaming non-zero collection
 
 /**
+ * Entry arrays that several CSRs decoded one after another share: each takes its entries from
+ * `n` on, so consecutive matrices' `colIdx` and `values` are adjacent views of one buffer pair.
+ * The executor stacks matrices that read the same input (exec/stack-rows.ts) and then walks the
+ * stack's rows in one CSR; adjacent parts make that CSR a view instead of a copy, which a fresh
+ * process otherwise wrote page by page in its first step.
+ */
+export interface EntryArena {
+  readonly colIdx: Uint32Array;
+  readonly values: Float32Array;
+  /** Entries taken so far. */
+  n: number;
+}
+
+/**
  * A CSR matrix built from the non-zero elements of a [rows, cols] tensor visited in ascending flat
  * index (so by disk row, then column): `rowStart[o]` is where disk row o's entries begin. The entry
  * arrays are sized up front (`capacity`, exact or an upper bound) and grown by doubling past it.
@@ -119,8 +133,17 @@ class DiskRowCsr {
   n = 0;
   /** The disk row of the last entry added (rows up to it have their start recorded). */
   row = -1;
-  constructor(readonly rows: number, readonly cols: number, capacity = 1024) {
+  /** Whether the entry arrays are views of a shared EntryArena's (finish keeps them as views). */
+  readonly shared: boolean;
+  constructor(readonly rows: number, readonly cols: number, capacity = 1024, arena?: EntryArena) {
     this.rowStart = new Uint32Array(rows + 1);
+    this.shared = arena !== undefined;
+    if (arena !== undefined) {
+      // the next `capacity` free entries of the arena (blockCsr's capacity is an upper bound: no growth)
+      this.colIdx = arena.colIdx.subarray(arena.n, arena.n + capacity);
+      this.values = arena.values.subarray(arena.n, arena.n + capacity);
+      return;
+    }
     const cap = Math.max(16, capacity);
     this.colIdx = new Uint32Array(cap);
     this.values = new Float32Array(cap);
@@ -135,6 +158,7 @@ class DiskRowCsr {
     this.n++;
   }
   grow(): void {
+    if (this.shared) throw new ChipcError('weights.checkpoint', 'a shared entry arena was sized too small');
     const cap = this.n * 2;
     const c = new Uint32Array(cap); c.set(this.colIdx); this.colIdx = c;
     const v = new Float32Array(cap); v.set(this.values); this.values = v;
@@ -149,7 +173,7 @@ class DiskRowCsr {
     const { rows, n, rowStart } = this;
     while (this.row < rows) rowStart[++this.row] = n;
     if (rowMap === null) {
-      const keep = 2 * n >= this.values.length;
+      const keep = this.shared || 2 * n >= this.values.length;
       return keep
         ? { rowPtr: rowStart, colIdx: this.colIdx.subarray(0, n), values: this.values.subarray(0, n) }
         : { rowPtr: rowStart, colIdx: this.colIdx.slice(0, n), values: this.values.slice(0, n) };
@@ -282,14 +306,12 @@ export function nonZeroCsr(store: TensorStore, name: string, chunkBytes: number,
  * Block data is read in runs of blocks of at most `chunkBytes` (one block at least).
  */
 function blockCsr(store: BlockSource, name: string, dtype: string, elem: number, chunkBytes: number, rows: number, cols: number,
-  rowMap: ArrayLike<number> | null): CsrMatrix {
+  rowMap: ArrayLike<number> | null, arena?: EntryArena): CsrMatrix {
   const { starts, lengths, dataPos } = store.blocks(name);
   const e4 = elem === 4;
   const f16 = dtype === 'F16';
-  // every element that meets a block, once per block it meets: an upper bound of the count
-  let capacity = 0;
-  for (let k = 0; k < starts.length; k++) capacity += Math.ceil((starts[k]! + lengths[k]!) / elem) - Math.floor(starts[k]! / elem);
-  const m = new DiskRowCsr(rows, cols, capacity);
+  const capacity = blockCapacity(store, name, elem);
+  const m = new DiskRowCsr(rows, cols, capacity, arena);
   const { rowStart, colIdx: tc, values: tv } = m;
   let row = -1;
   const bits = new Uint32Array(1);
@@ -371,7 +393,20 @@ function blockCsr(store: BlockSource, name: string, dtype: string, elem: number,
   if (n > tv.length) throw new ChipcError('weights.checkpoint', `tensor ${name}: ${n} non-zero elements in blocks sized for ${tv.length}`);
   m.n = n;
   m.row = row;
-  return m.finish(rowMap);
+  const csr = m.finish(rowMap);
+  if (arena !== undefined) arena.n += n;
+  return csr;
+}
+
+/**
+ * Every element of the tensor that meets one of its blocks, once per block it meets: an upper
+ * bound of its stored (non-zero) elements.
+ */
+function blockCapacity(store: BlockSource, name: string, elem: number): number {
+  const { starts, lengths } = store.blocks(name);
+  let capacity = 0;
+  for (let k = 0; k < starts.length; k++) capacity += Math.ceil((starts[k]! + lengths[k]!) / elem) - Math.floor(starts[k]! / elem);
+  return capacity;
 }
 
 function canHold(store: TensorStore): store is TensorStore & { holdTensor(name: string): HeldTensor } {
@@ -472,6 +507,24 @@ export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: Loa
   };
   const matrix = (name: string, rows: number, cols: number): Matrix =>
     matrices(name, rows, cols, null, [rows])[0];
+  /**
+   * Matrices [rows_i, cols] that the executor stacks (exec/stack-rows.ts), in its order: in sparse
+   * mode from a `.chip`, decoded into one EntryArena, so their entry arrays are adjacent views and
+   * the stack is a view too; otherwise one `matrix` each.
+   */
+  const rowGroup = (parts: readonly (readonly [name: string, rows: number])[], cols: number): Matrix[] => {
+    const names = parts.map(([n]) => full(n));
+    const elems = names.map((n) => STREAM_ELEM_BYTES[store.info(n).dtype]);
+    if (mode !== 'sparse' || !isBlockSource(store) || elems.some((e) => e === undefined)) {
+      return parts.map(([n, rows]) => matrix(n, rows, cols));
+    }
+    let capacity = 0;
+    for (let i = 0; i < names.length; i++) capacity += blockCapacity(store, names[i], elems[i]!);
+    const arena: EntryArena = { colIdx: new Uint32Array(capacity), values: new Float32Array(capacity), n: 0 };
+    return parts.map(([, rows], i) => ({
+      rows, cols, csr: blockCsr(store, names[i], store.info(names[i]).dtype, elems[i]!, chunkBytes, rows, cols, null, arena),
+    }));
+  };
 
   const layers: LayerWeights[] = [];
   for (let i = 0; i < cfg.numLayers; i++) {
@@ -487,10 +540,11 @@ export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: Loa
         [inProjB, inProjA] = matrices(`${la}in_proj_ba.weight`, 2 * d.hv, H,
           baDiskToNeutral(cfg), [d.hv, 2 * d.hv]);
       } else {
-        inProjQkv = matrix(`${la}in_proj_qkv.weight`, d.convDim, H);
-        inProjZ = matrix(`${la}in_proj_z.weight`, d.valueDim, H);
-        inProjB = matrix(`${la}in_proj_b.weight`, d.hv, H);
-        inProjA = matrix(`${la}in_proj_a.weight`, d.hv, H);
+        // (exec/gdn-token.ts inProjParts: the order the executor stacks them in)
+        [inProjQkv, inProjZ, inProjB, inProjA] = rowGroup([
+          [`${la}in_proj_qkv.weight`, d.convDim], [`${la}in_proj_z.weight`, d.valueDim],
+          [`${la}in_proj_b.weight`, d.hv], [`${la}in_proj_a.weight`, d.hv],
+        ], H);
       }
       mixer = {
         kind: 'linear_attention',
@@ -518,11 +572,10 @@ export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: Loa
     let mlp: DenseMlpWeights | MoeMlpWeights;
     if (isMoeLayer(cfg, i)) {
       const m = cfg.moe!;
-      const ffn = (pre: string, inner: number) => ({
-        gateProj: matrix(`${pre}gate_proj.weight`, inner, H),
-        upProj: matrix(`${pre}up_proj.weight`, inner, H),
-        downProj: matrix(`${pre}down_proj.weight`, H, inner),
-      });
+      const ffn = (pre: string, inner: number) => {
+        const [gateProj, upProj] = rowGroup([[`${pre}gate_proj.weight`, inner], [`${pre}up_proj.weight`, inner]], H);
+        return { gateProj, upProj, downProj: matrix(`${pre}down_proj.weight`, H, inner) };
+      };
       mlp = {
         kind: 'moe',
         gate: matrix(`${mp}gate.weight`, m.numExperts, H),
@@ -531,12 +584,11 @@ export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: Loa
         sharedExpertGate: matrix(`${mp}shared_expert_gate.weight`, 1, H),
       };
     } else {
-      mlp = {
-        kind: 'dense',
-        gateProj: matrix(`${mp}gate_proj.weight`, cfg.intermediateSize, H),
-        upProj: matrix(`${mp}up_proj.weight`, cfg.intermediateSize, H),
-        downProj: matrix(`${mp}down_proj.weight`, H, cfg.intermediateSize),
-      };
+      // (exec/mlp.ts gateUpParts: the order the executor stacks them in)
+      const [gateProj, upProj] = rowGroup([
+        [`${mp}gate_proj.weight`, cfg.intermediateSize], [`${mp}up_proj.weight`, cfg.intermediateSize],
+      ], H);
+      mlp = { kind: 'dense', gateProj, upProj, downProj: matrix(`${mp}down_proj.weight`, H, cfg.intermediateSize) };
     }
     layers.push({
       inputLayernorm: vector(`${p}input_layernorm.weight`),

@@ -5,6 +5,7 @@
  *
  *   npx tsx bench/chip-speed.ts --elf fixtures/firmware/hello.elf [--target T | --model CHIP [--cold-plans] | --sized] [--tokens N] ...
  *   npx tsx bench/chip-speed.ts DIR [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json]
+ *   ... [--cold-runs R [--node-flags "FLAGS"]]
  *
  * `--elf FILE` runs the program on the generic chip `chipc run` uses: the default sizes of
  * `--target` (default chip-test), compiled in this process, or the saved chip `--model CHIP`
@@ -26,6 +27,12 @@
  *   `--cold-plans` (and `--model`), `coldPlansCurve`: the same after the cold run, on a second copy
  *   of the chip loaded in the process (warm code, its weight plans still to build), which splits
  *   that difference into the weight plans' part and the JIT's.
+ *   The cold start varies from process to process far more than the steady rate (the machine's
+ *   page faults and the JIT's background threads), so one process is one sample: `--cold-runs R`
+ *   first runs R fresh processes of this script that each time the cold window alone
+ *   (`--cold-only`, one after another, this process idle meanwhile) and reports their median,
+ *   least and greatest (`coldRuns`); `--node-flags` gives those processes Node options (for
+ *   example "--v8-pool-size=0": docs/benchmarks.md, "The cold window").
  * - `tokensPerSecond` (steady): after `--warmup N` (default 2000) untimed decode steps on fresh
  *   executors of the same weights and program (repeated when the program halts sooner), so that
  *   the timed run measures the JIT's optimized code; each timed run starts after a forced major GC
@@ -39,6 +46,7 @@
  * machine where timings cannot — and the phase table.
  */
 import fs from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import path from 'node:path';
@@ -59,7 +67,7 @@ import { cpuForProgram, loadElf } from '../riscv/elf.ts';
 let PROMPT = [247044, 131072];
 
 function usage(msg: string): never {
-  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--target T|--model CHIP [--cold-plans]|--sized] [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json]`);
+  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--target T|--model CHIP [--cold-plans]|--sized] [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json] [--cold-runs R [--node-flags "FLAGS"]]`);
   process.exit(2);
 }
 
@@ -75,6 +83,11 @@ let targetName = 'chip-test';
 let modelPath: string | undefined;
 let sized = false;
 let coldPlans = false;
+let coldRuns = 0;
+let nodeFlags: string[] = [];
+let coldOnly = false;
+/** The arguments a --cold-runs child gets: these, less --cold-runs and --node-flags. */
+const childArgs: string[] = [];
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
   if (a === '--tokens') tokens = Number(argv[++i]);
@@ -87,9 +100,16 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--model') modelPath = argv[++i] ?? usage('--model needs a path');
   else if (a === '--sized') sized = true;
   else if (a === '--cold-plans') coldPlans = true;
+  else if (a === '--cold-runs') { coldRuns = Number(argv[++i]); continue; }
+  else if (a === '--node-flags') { nodeFlags = (argv[++i] ?? usage('--node-flags needs a string')).split(/\s+/).filter((f) => f !== ''); continue; }
+  else if (a === '--cold-only') coldOnly = true;
   else if (a.startsWith('--')) usage(`unknown option ${a}`);
   else if (dir === undefined) dir = a;
   else usage(`unexpected argument ${a}`);
+}
+for (let i = 0; i < argv.length; i++) {
+  if (argv[i] === '--cold-runs' || argv[i] === '--node-flags') i++;
+  else childArgs.push(argv[i]);
 }
 if (dir === undefined && elf === undefined) usage('missing checkpoint directory (or --elf FILE)');
 if (dir !== undefined && elf !== undefined) usage('give a checkpoint directory or --elf FILE, not both');
@@ -101,6 +121,42 @@ if (elf !== undefined && !fs.existsSync(elf)) usage(`${elf} does not exist`);
 if (elf === undefined && (modelPath !== undefined || sized)) usage('--model and --sized go with --elf');
 if (modelPath !== undefined && sized) usage('--model and --sized exclude each other');
 if (coldPlans && modelPath === undefined) usage('--cold-plans needs --model (a second copy of the chip is loaded from it)');
+if (!Number.isInteger(coldRuns) || coldRuns < 0) usage('--cold-runs must be a non-negative integer');
+if (nodeFlags.length > 0 && coldRuns === 0) usage('--node-flags goes with --cold-runs');
+if (coldOnly && coldRuns > 0) usage('--cold-only and --cold-runs exclude each other');
+
+/** One --cold-only process's figures. */
+interface ColdSample { tokens: number; ms: number; tokensPerSecond: number; pageFaults: number; curve: { tokens: number; ms: number }[] }
+/**
+ * --cold-runs: R fresh processes of this script (this Node and its loader flags, then
+ * --node-flags), each timing the cold window alone, one after another.
+ */
+function coldSamples(runs: number): ColdSample[] {
+  const out: ColdSample[] = [];
+  for (let r = 0; r < runs; r++) {
+    const res = spawnSync(process.execPath, [...nodeFlags, ...process.execArgv, process.argv[1]!, ...childArgs, '--cold-only', '--json'], { encoding: 'utf8' });
+    if (res.status !== 0) {
+      console.error(`chip-speed: cold run ${r + 1} of ${runs} failed (exit ${String(res.status ?? res.signal)}):\n${res.stderr}`);
+      process.exit(1);
+    }
+    out.push(JSON.parse(res.stdout) as ColdSample);
+  }
+  return out;
+}
+const median = (v: number[]): number => {
+  const s = [...v].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const spread = (v: number[]) => ({ median: median(v), min: Math.min(...v), max: Math.max(...v) });
+const samples = coldRuns > 0 ? coldSamples(coldRuns) : [];
+const coldRunsSummary = samples.length === 0 ? null : {
+  runs: samples.length, nodeFlags: nodeFlags.join(' '),
+  tokensPerSecond: spread(samples.map((s) => s.tokensPerSecond)),
+  ms: spread(samples.map((s) => s.ms)),
+  pageFaults: spread(samples.map((s) => s.pageFaults)),
+  /** The median ms to each curve point over the runs. */
+  curve: samples[0]!.curve.map((p, i) => ({ tokens: p.tokens, ms: median(samples.map((s) => s.curve[i]?.ms ?? NaN)) })),
+};
 
 const t0 = performance.now();
 let weights: ModelWeights;
@@ -248,6 +304,10 @@ function coldRun(n: number, ex = newExecutor()): { tokens: number; ms: number; p
 }
 const cold = coldRun(Math.min(1000, tokens));
 const firstThousandTokensPerSecond = cold.tokens / (cold.ms / 1000);
+if (coldOnly) {
+  console.log(JSON.stringify({ tokens: cold.tokens, ms: cold.ms, tokensPerSecond: firstThousandTokensPerSecond, pageFaults: cold.pageFaults, curve: cold.curve } satisfies ColdSample));
+  process.exit(0);
+}
 // warm code (the cold run's), weight plans still to build (the copy's): after a GC and a pause, as the timed run
 let coldPlansRun: ReturnType<typeof coldRun> | null = null;
 if (newCopyExecutor !== null) {
@@ -286,7 +346,7 @@ if (json) {
     dir: path.basename(path.resolve(dir ?? elf ?? '')), chip: elf !== undefined ? chipLabel : null, profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
     tokensPerSecond: 1000 / msPerToken, firstStepMs: plain.firstMs,
     firstThousandTokens: cold.tokens, firstThousandMs: cold.ms, firstThousandTokensPerSecond, firstThousandPageFaults: cold.pageFaults,
-    firstThousandCurve: cold.curve, warmCurve: plain.curve, coldPlansCurve: coldPlansRun?.curve ?? null,
+    firstThousandCurve: cold.curve, warmCurve: plain.curve, coldPlansCurve: coldPlansRun?.curve ?? null, coldRuns: coldRunsSummary,
     tokensPerInstruction: elf !== undefined && plain.instructions > 0 ? steps / plain.instructions : null,
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
@@ -304,6 +364,13 @@ if (json) {
   const curveLine = (cv: CurvePoint[]) => cv.map((p) => `${p.tokens}: ${p.ms.toFixed(0)}`).join(', ');
   console.log(`  ms from the prompt's start to generated token N — cold: ${curveLine(cold.curve)}; warm: ${curveLine(plain.curve)}`);
   if (coldPlansRun) console.log(`  warm code, weight plans to build (--cold-plans: a second copy of the chip): ${curveLine(coldPlansRun.curve)}`);
+  if (coldRunsSummary) {
+    const { tokensPerSecond: t, ms, pageFaults: f } = coldRunsSummary;
+    const flags = coldRunsSummary.nodeFlags === '' ? '' : ` (node ${coldRunsSummary.nodeFlags})`;
+    console.log(`cold start over ${coldRunsSummary.runs} fresh processes${flags}: median ${t.median.toFixed(1)} tokens/s (${t.min.toFixed(1)}–${t.max.toFixed(1)}), `
+      + `${ms.median.toFixed(0)} ms (${ms.min.toFixed(0)}–${ms.max.toFixed(0)}), ${Math.round(f.median).toLocaleString('en-US')} page faults (${f.min.toLocaleString('en-US')}–${f.max.toLocaleString('en-US')})`);
+    console.log(`  median ms to generated token N: ${curveLine(coldRunsSummary.curve)}`);
+  }
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);
   // the first step builds the sequence's incremental decode state (the GDN tracks; the projection
   // memos come from the prefill): part of the figure above, shown apart as it weighs on short programs

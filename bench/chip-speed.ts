@@ -20,7 +20,8 @@
  *   fresh `chipc run` process): 1,000 (or N, if smaller, or fewer at HALT) generated tokens over
  *   the wall time from the start of the prompt (which yields the first token) to the last of them;
  *   `firstThousandPageFaults` the minor page faults of that window (each a first touch of a fresh
- *   4 KiB page, dear on some virtual machines: bench/page-faults.ts). `firstThousandCurve` and
+ *   4 KiB page, dear on some virtual machines: bench/page-faults.ts), `firstThousandMemory` the
+ *   process's array-buffer bytes and resident bytes after it. `firstThousandCurve` and
  *   `warmCurve`: ms from the prompt's start to generated tokens 1, 10, 50, 100, 250, 500, 1,000,
  *   in the cold run and in the timed run (a fresh executor on warm code, the weight plans built),
  *   so the difference is what a fresh process pays once (plans, JIT, first touches). With
@@ -289,7 +290,7 @@ function goldenRate(file: string): { instructions: number; perSecond: number } {
  * yields the first token) to the last of them; run first, before any warm-up: the cold start a
  * fresh `chipc run` process sees (JIT compiles, the first step's incremental state).
  */
-function coldRun(n: number, ex = newExecutor()): { tokens: number; ms: number; pageFaults: number; curve: CurvePoint[] } {
+function coldRun(n: number, ex = newExecutor()): { tokens: number; ms: number; pageFaults: number; curve: CurvePoint[]; arrayBuffers: number; rss: number } {
   const f0 = process.resourceUsage().minorPageFault;
   const t = performance.now();
   let last = start(ex);
@@ -300,7 +301,9 @@ function coldRun(n: number, ex = newExecutor()): { tokens: number; ms: number; p
     got++;
     if (CURVE_AT.includes(got)) curve.push({ tokens: got, ms: performance.now() - t });
   }
-  return { tokens: got, ms: performance.now() - t, pageFaults: process.resourceUsage().minorPageFault - f0, curve };
+  const ms = performance.now() - t;
+  const mem = process.memoryUsage();
+  return { tokens: got, ms, pageFaults: process.resourceUsage().minorPageFault - f0, curve, arrayBuffers: mem.arrayBuffers, rss: mem.rss };
 }
 const cold = coldRun(Math.min(1000, tokens));
 const firstThousandTokensPerSecond = cold.tokens / (cold.ms / 1000);
@@ -346,6 +349,7 @@ if (json) {
     dir: path.basename(path.resolve(dir ?? elf ?? '')), chip: elf !== undefined ? chipLabel : null, profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
     tokensPerSecond: 1000 / msPerToken, firstStepMs: plain.firstMs,
     firstThousandTokens: cold.tokens, firstThousandMs: cold.ms, firstThousandTokensPerSecond, firstThousandPageFaults: cold.pageFaults,
+    firstThousandMemory: { arrayBuffers: cold.arrayBuffers, rss: cold.rss },
     firstThousandCurve: cold.curve, warmCurve: plain.curve, coldPlansCurve: coldPlansRun?.curve ?? null, coldRuns: coldRunsSummary,
     tokensPerInstruction: elf !== undefined && plain.instructions > 0 ? steps / plain.instructions : null,
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
@@ -358,7 +362,7 @@ if (json) {
   if (elf !== undefined) console.log(`chip: ${chipLabel}`);
   console.log(`checkpoint: ${c.numLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}, FFN ${c.intermediateSize} (loaded in ${Math.round(loadMs)} ms)`);
   console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] fed in ${plain.prefillMs.toFixed(1)} ms (decode path); ${steps} decode steps (${distinct} distinct ids)`);
-  console.log(`cold start (the process's first run, no warm-up): ${cold.tokens} generated tokens in ${cold.ms.toFixed(0)} ms from the prompt's start, ${firstThousandTokensPerSecond.toFixed(1)} tokens/s (${cold.pageFaults.toLocaleString('en-US')} page faults: bench/page-faults.ts)`);
+  console.log(`cold start (the process's first run, no warm-up): ${cold.tokens} generated tokens in ${cold.ms.toFixed(0)} ms from the prompt's start, ${firstThousandTokensPerSecond.toFixed(1)} tokens/s (${cold.pageFaults.toLocaleString('en-US')} page faults: bench/page-faults.ts; then ${(cold.arrayBuffers / 2 ** 20).toFixed(1)} MiB of array buffers, ${(cold.rss / 2 ** 20).toFixed(0)} MiB resident)`);
   // where the cold run loses time against the timed run of the same program (a fresh executor on
   // warm code and built weight plans): ms from the prompt's start to the Nth generated token
   const curveLine = (cv: CurvePoint[]) => cv.map((p) => `${p.tokens}: ${p.ms.toFixed(0)}`).join(', ');

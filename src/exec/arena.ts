@@ -8,6 +8,11 @@
  * buffer above the threshold is mapped as zero pages that fault only where they are touched. So
  * twelve arrays of 100 KiB cost every page of all twelve, and one 1.2 MiB buffer holding them
  * costs only the pages used. The contents are the same: every array starts at +0 either way.
+ * (That holds while the threshold is the default: glibc raises it to the size of each mapped
+ * chunk it frees, up to 32 MiB, and loading a chip frees chunks of several MiB, so after a load
+ * these buffers often come from the heap and are cleared whole. One buffer above any threshold
+ * for all of them faulted less but did not shorten a fresh process's first 1,000 tokens:
+ * docs/benchmarks.md "The cold window".)
  */
 
 type ViewCtor = { new (buffer: ArrayBuffer, byteOffset: number, length: number): ArrayBufferView; readonly BYTES_PER_ELEMENT: number };

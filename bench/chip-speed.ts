@@ -68,7 +68,7 @@ import { cpuForProgram, loadElf } from '../riscv/elf.ts';
 let PROMPT = [247044, 131072];
 
 function usage(msg: string): never {
-  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--target T|--model CHIP [--cold-plans]|--sized] [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json] [--cold-runs R [--node-flags "FLAGS"]]`);
+  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--target T|--model CHIP [--cold-plans]|--sized] [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json] [--cold-runs R [--node-flags "FLAGS"]] [--cold-only]`);
   process.exit(2);
 }
 
@@ -87,7 +87,7 @@ let coldPlans = false;
 let coldRuns = 0;
 let nodeFlags: string[] = [];
 let coldOnly = false;
-/** The arguments a --cold-runs child gets: these, less --cold-runs and --node-flags. */
+/** The arguments a --cold-runs child gets: these, less --cold-runs, --node-flags and --cold-plans. */
 const childArgs: string[] = [];
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i];
@@ -110,7 +110,7 @@ for (let i = 0; i < argv.length; i++) {
 }
 for (let i = 0; i < argv.length; i++) {
   if (argv[i] === '--cold-runs' || argv[i] === '--node-flags') i++;
-  else childArgs.push(argv[i]);
+  else if (argv[i] !== '--cold-plans') childArgs.push(argv[i]);
 }
 if (dir === undefined && elf === undefined) usage('missing checkpoint directory (or --elf FILE)');
 if (dir !== undefined && elf !== undefined) usage('give a checkpoint directory or --elf FILE, not both');

@@ -127,7 +127,7 @@ if (nodeFlags.length > 0 && coldRuns === 0) usage('--node-flags goes with --cold
 if (coldOnly && coldRuns > 0) usage('--cold-only and --cold-runs exclude each other');
 
 /** One --cold-only process's figures. */
-interface ColdSample { tokens: number; ms: number; tokensPerSecond: number; pageFaults: number; curve: { tokens: number; ms: number }[] }
+interface ColdSample { tokens: number; ms: number; tokensPerSecond: number; pageFaults: number; curve: CurvePoint[] }
 /**
  * --cold-runs: R fresh processes of this script (this Node and its loader flags, then
  * --node-flags), each timing the cold window alone, one after another.

@@ -197,8 +197,8 @@ export interface GdnTrack {
   kvMemo: KvMemo;
   /** The version of the stacked input projections (delta.ts) that β and g were last computed from. */
   projVer: number;
-  /** The projection rows of every head's b (offset bOff + h), the gates' row list when all are recomputed. */
-  bRows: Int32Array;
+  /** The stacked in_proj rows of every head's b (convDim + valueDim + h), the gates' row list when all are recomputed. */
+  readonly bRows: Int32Array;
   /**
    * When the last step's out_proj ran through linear() into buf.out (its delta form did not apply):
    * the matrix storage it used; null otherwise.

@@ -47,7 +47,9 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
     qkDirty: new Uint8Array(d.hk), qDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
     coreChanged: new Uint8Array(d.hv), normedChanged: new Int32Array(d.valueDim),
-    step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1, bRows: new Int32Array(0),
+    step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
+    // b's rows follow qkv's and z's in the stacked in_proj [qkv; z; b; a]
+    bRows: Int32Array.from({ length: d.hv }, (_, h) => d.convDim + d.valueDim + h),
     outLinearCsr: null, outLinearDense: null, linearOut: { version: 0, full: true, rows: new Int32Array(0), nRows: 0 },
   };
 }
@@ -403,7 +405,6 @@ export function gdnDecodeTracked(
   // every head's b row is listed (one loop over a row list either way: a branch first taken late
   // in a decode had the JIT's optimised code of this function thrown away)
   const gateRows = !fresh && !ps.full && t.projVer === ps.version - 1;
-  if (t.bRows.length !== hv || t.bRows[0] !== bOff) t.bRows = Int32Array.from({ length: hv }, (_, h) => bOff + h);
   const gateList = gateRows ? ps.rows : t.bRows;
   const nGate = gateRows ? ps.nRows : hv;
   for (let i = 0; i < nGate; i++) {

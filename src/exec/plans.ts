@@ -280,7 +280,7 @@ export class ExecPlans {
   readonly idleOutputs = new WeakMap<GdnWeights, Map<string, Float32Array>>();
   /** (c) linearArgmax's sparse output and activation scratch, per matrix. */
   readonly argmaxStates = new WeakMap<Matrix, { so: SparseOut; nz: Int32Array; neg: Int32Array }>();
-  /** (c) Per down-projection matrix: an input buffer that stays +0 outside the gate/up row union. */
+  /** (c) Per gate/up row union: the down projection's input buffer, +0 outside the union. */
   readonly supportBuffers = new WeakMap<Int32Array, Float32Array>();
   /** (c) swiglu's gate and up outputs (grown to the widest MLP). */
   ffnScratch: { g: Float32Array; u: Float32Array } = { g: new Float32Array(0), u: new Float32Array(0) };

@@ -514,7 +514,8 @@ export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: Loa
    */
   const rowGroup = (parts: readonly (readonly [name: string, rows: number])[], cols: number): Matrix[] => {
     const names = parts.map(([n]) => full(n));
-    const elems = names.map((n) => STREAM_ELEM_BYTES[store.info(n).dtype]);
+    const dtypes = names.map((n) => store.info(n).dtype);
+    const elems = dtypes.map((t) => STREAM_ELEM_BYTES[t]);
     if (mode !== 'sparse' || !isBlockSource(store) || elems.some((e) => e === undefined)) {
       return parts.map(([n, rows]) => matrix(n, rows, cols));
     }
@@ -522,7 +523,7 @@ export function loadModelWeights(store: TensorStore, cfg: ModelConfig, opts: Loa
     for (let i = 0; i < names.length; i++) capacity += blockCapacity(store, names[i], elems[i]!);
     const arena: EntryArena = { colIdx: new Uint32Array(capacity), values: new Float32Array(capacity), n: 0 };
     return parts.map(([, rows], i) => ({
-      rows, cols, csr: blockCsr(store, names[i], store.info(names[i]).dtype, elems[i]!, chunkBytes, rows, cols, null, arena),
+      rows, cols, csr: blockCsr(store, names[i], dtypes[i], elems[i]!, chunkBytes, rows, cols, null, arena),
     }));
   };
 

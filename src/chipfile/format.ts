@@ -397,8 +397,84 @@ export function varintReader(bytes: Uint8Array, what: string, fail: (msg: string
  * blocks hold `dataLength` bytes in all: every varint canonical (no over-long encoding), every
  * length ≥ 1, every gap after the first ≥ minGap, the last end ≤ byteLength, the lengths summing
  * to dataLength, and no byte of the table left over. `fail` must throw.
+ *
+ * A tensor below 4 GiB goes through `decodeNarrowTable` first: one loop with no closures and one
+ * array type, which a fresh process runs at every chip load over millions of blocks (a chip's
+ * embedding and LM head hold 2 M between them). It accepts exactly the tables the checked decoder
+ * accepts, with the same values; anything it does not accept is decoded again by the checked
+ * decoder, which names the problem.
  */
 export function decodeBlockTable(bytes: Uint8Array, count: number, byteLength: number, dataLength: number, minGap: number,
+  fail: (msg: string) => never): BlockTable {
+  if (byteLength <= 0xffffffff) {
+    const table = decodeNarrowTable(bytes, count, byteLength, dataLength, minGap);
+    if (table !== null) return table;
+  }
+  return decodeBlockTableChecked(bytes, count, byteLength, dataLength, minGap, fail);
+}
+
+/**
+ * decodeBlockTable for a tensor of at most 2^32 − 1 bytes, or null where the checked decoder would
+ * refuse the table (or where it is unsure: a varint of more than 5 bytes, whose value is 2^35 or
+ * more and so past any such tensor's end anyway). A canonical varint's last byte is not 0 unless
+ * it is the only byte; every value here stays below 2^36, exact in a double.
+ */
+function decodeNarrowTable(bytes: Uint8Array, count: number, byteLength: number, dataLength: number, minGap: number): BlockTable | null {
+  if (!Number.isInteger(count) || count < 0 || count > bytes.length) return null; // (two bytes per block at least)
+  const starts = new Uint32Array(count);
+  const lengths = new Uint32Array(count);
+  const dataPos = new Uint32Array(count);
+  const n = bytes.length;
+  let at = 0;
+  let end = 0;
+  let sum = 0;
+  for (let k = 0; k < count; k++) {
+    // the gap
+    if (at >= n) return null;
+    let b = bytes[at++]!;
+    let gap = b & 0x7f;
+    if (b >= 0x80) {
+      let scale = 0x80;
+      for (let i = 1; ; i++) {
+        if (i === 5 || at >= n) return null;
+        b = bytes[at++]!;
+        gap += (b & 0x7f) * scale;
+        if (b < 0x80) { if (b === 0) return null; break; }
+        scale *= 0x80;
+      }
+    }
+    // the length
+    if (at >= n) return null;
+    b = bytes[at++]!;
+    let len = b & 0x7f;
+    if (b >= 0x80) {
+      let scale = 0x80;
+      for (let i = 1; ; i++) {
+        if (i === 5 || at >= n) return null;
+        b = bytes[at++]!;
+        len += (b & 0x7f) * scale;
+        if (b < 0x80) { if (b === 0) return null; break; }
+        scale *= 0x80;
+      }
+    }
+    if (len < 1 || (k > 0 && gap < minGap)) return null;
+    const start = end + gap;
+    if (start + len > byteLength) return null;
+    starts[k] = start;
+    lengths[k] = len;
+    dataPos[k] = sum;
+    sum += len;
+    end = start + len;
+  }
+  if (at !== n || sum !== dataLength) return null;
+  return { starts, lengths, dataPos };
+}
+
+/**
+ * decodeBlockTable's checks, one varint at a time through a reader that names what failed (the
+ * path of wide tensors and of every table the narrow loop does not accept).
+ */
+export function decodeBlockTableChecked(bytes: Uint8Array, count: number, byteLength: number, dataLength: number, minGap: number,
   fail: (msg: string) => never): BlockTable {
   const wide = byteLength > 0xffffffff;
   const starts = wide ? new Float64Array(count) : new Uint32Array(count);

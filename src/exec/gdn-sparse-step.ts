@@ -62,6 +62,35 @@ export function classifyState(S: Float32Array, rowNonZero?: Uint8Array, sMax?: F
   return kind === STATE_CLEAN && !neg ? STATE_POS : kind;
 }
 
+/**
+ * classifyState of a state known to be +0 outside the positions index[0..count): the same kind,
+ * all-+0 rows and bound, from those entries alone (classifyState passes over +0 entries, and a
+ * position listed twice is read once more, which changes nothing).
+ */
+export function classifyEntries(S: Float32Array, index: ArrayLike<number>, count: number, rowNonZero: Uint8Array, sMax: Float64Array, h: number): number {
+  const u = new Uint32Array(S.buffer, S.byteOffset, S.length);
+  const dv = S.length / rowNonZero.length;
+  let kind = STATE_ZERO;
+  let neg = false;
+  let max = 0;
+  rowNonZero.fill(0);
+  for (let t = 0; t < count; t++) {
+    const i = index[t]!;
+    const b = u[i]!;
+    if (b === 0) continue;
+    rowNonZero[Math.floor(i / dv)] = 1;
+    if (b === 0x80000000 || (b & 0x7f800000) === 0x7f800000) kind = STATE_ANY;
+    else {
+      if (b >>> 31 === 1) neg = true;
+      if (kind === STATE_ZERO) kind = STATE_CLEAN;
+    }
+    const a = Math.abs(S[i]!);
+    if (a > max) max = a;
+  }
+  sMax[h] = kind === STATE_ANY ? Infinity : max;
+  return kind === STATE_CLEAN && !neg ? STATE_POS : kind;
+}
+
 /** Scratch buffers of recurrentStepSparse (sized for dk, dv; reused across calls). */
 export interface SparseStepScratch {
   kIdx: Int32Array;

@@ -175,11 +175,44 @@ function checkPlacement(placement: RamStatePlacement, sh: GdnShape): void {
 }
 
 /**
+ * The non-+0 entries of one value head's state (RamStateEntries): S[index[t]] = hot for t < count,
+ * every other entry +0.
+ */
+export interface RamValueHeadEntries extends Omit<RamValueHeadState, 'state'> {
+  index: Int32Array;
+  count: number;
+}
+
+/** ramStateRows as entries: per value head, where its hot values are (the hot value is one per RAM). */
+export interface RamStateEntries {
+  layer: number;
+  hot: number;
+  heads: RamValueHeadEntries[];
+}
+
+/**
  * The exact state of every value head of the RAM's key heads after writing `contents` (row →
  * field values) into an empty RAM through its write path, in profile `cfg.profile`:
  * S[i, 4·gl + d] = hot for the row's digit d of each group, +0 elsewhere (see the module header).
  */
 export function ramStateRows(placement: RamStatePlacement, contents: RamContents, cfg: RamStateConfig): RamStateRows {
+  const sh = gdnShape(cfg.model);
+  const entries = ramStateEntries(placement, contents, cfg);
+  return {
+    layer: entries.layer,
+    heads: entries.heads.map(({ index, count, ...head }) => {
+      const state = new Float32Array(sh.dk * sh.dv); // +0 everywhere
+      for (let t = 0; t < count; t++) state[index[t]!] = entries.hot;
+      return { ...head, state };
+    }),
+  };
+}
+
+/**
+ * ramStateRows' states as their hot entries (ascending positions within each head): what
+ * `applyRamContents` writes, so that a load touches only those entries of the executor's state.
+ */
+export function ramStateEntries(placement: RamStatePlacement, contents: RamContents, cfg: RamStateConfig): RamStateEntries {
   const sh = gdnShape(cfg.model);
   checkPlacement(placement, sh);
   checkRamContents(cfg.decl, contents);
@@ -191,24 +224,27 @@ export function ramStateRows(placement: RamStatePlacement, contents: RamContents
   // Digits of each occupied row, once.
   const digits = new Map<number, number[]>();
   for (const [row, values] of contents) digits.set(row, wordDigits(placement, values, totalGroups));
-  const heads: RamValueHeadState[] = [];
+  const heads: RamValueHeadEntries[] = [];
   placement.lowering.roles.forEach((role, h) => {
     const keyHead = placement.keyHeads[h]!;
     for (let j = 0; j < sh.r; j++) {
       const { vi, first } = headRows(lay, role, j, sh.r);
       const used = vi < lay.valueHeadsPerWord;
-      const state = new Float32Array(sh.dk * sh.dv); // +0 everywhere
-      if (used) {
+      let count = 0;
+      if (used) for (let i = 0; i < R; i++) if (digits.has(first + i)) count += G;
+      const index = new Int32Array(count);
+      if (used && count > 0) {
+        let t = 0;
         for (let i = 0; i < R; i++) {
           const d = digits.get(first + i);
           if (!d) continue;
-          for (let gl = 0; gl < G; gl++) state[i * sh.dv + 4 * gl + d[vi * G + gl]!] = hot;
+          for (let gl = 0; gl < G; gl++) index[t++] = i * sh.dv + 4 * gl + d[vi * G + gl]!;
         }
       }
-      heads.push({ valueHead: keyHead * sh.r + j, keyHead, role, wordValueHead: used ? vi : null, state });
+      heads.push({ valueHead: keyHead * sh.r + j, keyHead, role, wordValueHead: used ? vi : null, index, count });
     }
   });
-  return { layer: placement.layer, heads };
+  return { layer: placement.layer, hot, heads };
 }
 
 function checkExecutor(executor: Executor, res: RamHost): void {
@@ -228,8 +264,8 @@ function checkExecutor(executor: Executor, res: RamHost): void {
  */
 export function applyRamContents(executor: Executor, res: RamHost, placement: RamStatePlacement, contents: RamContents): void {
   checkExecutor(executor, res);
-  const rows = ramStateRows(placement, contents, ramStateConfig(res, placement, executor.ctx.profile));
-  for (const h of rows.heads) executor.setGdnState(rows.layer, h.valueHead, h.state);
+  const rows = ramStateEntries(placement, contents, ramStateConfig(res, placement, executor.ctx.profile));
+  for (const h of rows.heads) executor.setGdnStateEntries(rows.layer, h.valueHead, h.index, h.count, rows.hot);
 }
 
 const u32 = new Uint32Array(1);

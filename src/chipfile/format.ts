@@ -420,7 +420,7 @@ export function decodeBlockTable(bytes: Uint8Array, count: number, byteLength: n
  * it is the only byte; every value here stays below 2^36, exact in a double.
  */
 function decodeNarrowTable(bytes: Uint8Array, count: number, byteLength: number, dataLength: number, minGap: number): BlockTable | null {
-  if (!Number.isInteger(count) || count < 0 || count > bytes.length) return null; // (two bytes per block at least)
+  if (!Number.isInteger(count) || count < 0 || 2 * count > bytes.length) return null; // (two bytes per block at least)
   const starts = new Uint32Array(count);
   const lengths = new Uint32Array(count);
   const dataPos = new Uint32Array(count);

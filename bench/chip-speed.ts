@@ -20,7 +20,9 @@
  *   fresh `chipc run` process): 1,000 (or N, if smaller, or fewer at HALT) generated tokens over
  *   the wall time from the start of the prompt (which yields the first token) to the last of them;
  *   `firstThousandPageFaults` the minor page faults of that window (each a first touch of a fresh
- *   4 KiB page, dear on some virtual machines: bench/page-faults.ts), `firstThousandMemory` the
+ *   4 KiB page, dear on some virtual machines: bench/page-faults.ts), `firstThousandGc` the
+ *   collections V8 ran in it (scavenges, others, their ms: the young generation a fresh process
+ *   grows in its first steps), `firstThousandMemory` the
  *   process's array-buffer bytes and resident bytes after it. `firstThousandCurve` and
  *   `warmCurve`: ms from the prompt's start to generated tokens 1, 10, 50, 100, 250, 500, 1,000,
  *   in the cold run and in the timed run (a fresh executor on warm code, the weight plans built),
@@ -51,6 +53,7 @@ import { spawnSync } from 'node:child_process';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import path from 'node:path';
+import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks';
 import { Executor } from '../src/exec/executor.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { DELTA_ROLES, type DeltaRole, type DeltaWork } from '../src/exec/matmul.ts';
@@ -127,7 +130,9 @@ if (nodeFlags.length > 0 && coldRuns === 0) usage('--node-flags goes with --cold
 if (coldOnly && coldRuns > 0) usage('--cold-only and --cold-runs exclude each other');
 
 /** One --cold-only process's figures. */
-interface ColdSample { tokens: number; ms: number; tokensPerSecond: number; pageFaults: number; curve: CurvePoint[] }
+interface ColdSample { tokens: number; ms: number; tokensPerSecond: number; pageFaults: number; curve: CurvePoint[]; gc: GcWork }
+/** The collections V8 ran in a window (perf_hooks 'gc' entries): scavenges, the others (mark-compact and its steps), and their ms. */
+interface GcWork { scavenges: number; others: number; ms: number }
 /**
  * --cold-runs: R fresh processes of this script (this Node and its loader flags, then
  * --node-flags), each timing the cold window alone, one after another.
@@ -155,6 +160,7 @@ const coldRunsSummary = samples.length === 0 ? null : {
   tokensPerSecond: spread(samples.map((s) => s.tokensPerSecond)),
   ms: spread(samples.map((s) => s.ms)),
   pageFaults: spread(samples.map((s) => s.pageFaults)),
+  gcMs: spread(samples.map((s) => s.gc.ms)),
   /** The median ms to each curve point over the runs. */
   curve: samples[0]!.curve.map((p, i) => ({ tokens: p.tokens, ms: median(samples.map((s) => s.curve[i]?.ms ?? NaN)) })),
 };
@@ -285,12 +291,27 @@ function goldenRate(file: string): { instructions: number; perSecond: number } {
   return { instructions: total, perSecond: total / (ms / 1000) };
 }
 
+/** Every collection V8 reports, on the performance.now() clock (delivered after the synchronous run that saw it). */
+const gcSeen: { start: number; ms: number; minor: boolean }[] = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
+    gcSeen.push({ start: e.startTime, ms: e.duration, minor: kind === perfConstants.NODE_PERFORMANCE_GC_MINOR });
+  }
+}).observe({ entryTypes: ['gc'] });
+/** The collections that started in [from, to) (after a timer's turn of the event loop, which delivers them; setImmediate's does not). */
+async function gcWork(from: number, to: number): Promise<GcWork> {
+  await new Promise((r) => setTimeout(r, 0));
+  const seen = gcSeen.filter((g) => g.start >= from && g.start < to);
+  return { scavenges: seen.filter((g) => g.minor).length, others: seen.filter((g) => !g.minor).length, ms: seen.reduce((a, g) => a + g.ms, 0) };
+}
+
 /**
  * The first `n` generated tokens of a fresh executor, timed from the start of its prompt (which
  * yields the first token) to the last of them; run first, before any warm-up: the cold start a
  * fresh `chipc run` process sees (JIT compiles, the first step's incremental state).
  */
-function coldRun(n: number, ex = newExecutor()): { tokens: number; ms: number; pageFaults: number; curve: CurvePoint[]; arrayBuffers: number; rss: number } {
+function coldRun(n: number, ex = newExecutor()): { tokens: number; ms: number; pageFaults: number; curve: CurvePoint[]; arrayBuffers: number; rss: number; from: number } {
   const f0 = process.resourceUsage().minorPageFault;
   const t = performance.now();
   let last = start(ex);
@@ -303,12 +324,13 @@ function coldRun(n: number, ex = newExecutor()): { tokens: number; ms: number; p
   }
   const ms = performance.now() - t;
   const mem = process.memoryUsage();
-  return { tokens: got, ms, pageFaults: process.resourceUsage().minorPageFault - f0, curve, arrayBuffers: mem.arrayBuffers, rss: mem.rss };
+  return { tokens: got, ms, pageFaults: process.resourceUsage().minorPageFault - f0, curve, arrayBuffers: mem.arrayBuffers, rss: mem.rss, from: t };
 }
 const cold = coldRun(Math.min(1000, tokens));
+const coldGc = await gcWork(cold.from, cold.from + cold.ms);
 const firstThousandTokensPerSecond = cold.tokens / (cold.ms / 1000);
 if (coldOnly) {
-  console.log(JSON.stringify({ tokens: cold.tokens, ms: cold.ms, tokensPerSecond: firstThousandTokensPerSecond, pageFaults: cold.pageFaults, curve: cold.curve } satisfies ColdSample));
+  console.log(JSON.stringify({ tokens: cold.tokens, ms: cold.ms, tokensPerSecond: firstThousandTokensPerSecond, pageFaults: cold.pageFaults, curve: cold.curve, gc: coldGc } satisfies ColdSample));
   process.exit(0);
 }
 // warm code (the cold run's), weight plans still to build (the copy's): after a GC and a pause, as the timed run
@@ -349,7 +371,7 @@ if (json) {
     dir: path.basename(path.resolve(dir ?? elf ?? '')), chip: elf !== undefined ? chipLabel : null, profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
     tokensPerSecond: 1000 / msPerToken, firstStepMs: plain.firstMs,
     firstThousandTokens: cold.tokens, firstThousandMs: cold.ms, firstThousandTokensPerSecond, firstThousandPageFaults: cold.pageFaults,
-    firstThousandMemory: { arrayBuffers: cold.arrayBuffers, rss: cold.rss },
+    firstThousandMemory: { arrayBuffers: cold.arrayBuffers, rss: cold.rss }, firstThousandGc: coldGc,
     firstThousandCurve: cold.curve, warmCurve: plain.curve, coldPlansCurve: coldPlansRun?.curve ?? null, coldRuns: coldRunsSummary,
     tokensPerInstruction: elf !== undefined && plain.instructions > 0 ? steps / plain.instructions : null,
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
@@ -362,17 +384,19 @@ if (json) {
   if (elf !== undefined) console.log(`chip: ${chipLabel}`);
   console.log(`checkpoint: ${c.numLayers} layers, hidden ${c.hiddenSize}, vocab ${c.vocabSize}, FFN ${c.intermediateSize} (loaded in ${Math.round(loadMs)} ms)`);
   console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] fed in ${plain.prefillMs.toFixed(1)} ms (decode path); ${steps} decode steps (${distinct} distinct ids)`);
-  console.log(`cold start (the process's first run, no warm-up): ${cold.tokens} generated tokens in ${cold.ms.toFixed(0)} ms from the prompt's start, ${firstThousandTokensPerSecond.toFixed(1)} tokens/s (${cold.pageFaults.toLocaleString('en-US')} page faults: bench/page-faults.ts; then ${(cold.arrayBuffers / 2 ** 20).toFixed(1)} MiB of array buffers, ${(cold.rss / 2 ** 20).toFixed(0)} MiB resident)`);
+  console.log(`cold start (the process's first run, no warm-up): ${cold.tokens} generated tokens in ${cold.ms.toFixed(0)} ms from the prompt's start, ${firstThousandTokensPerSecond.toFixed(1)} tokens/s (${cold.pageFaults.toLocaleString('en-US')} page faults: bench/page-faults.ts; then ${(cold.arrayBuffers / 2 ** 20).toFixed(1)} MiB of array buffers, ${(cold.rss / 2 ** 20).toFixed(0)} MiB resident; `
+    + `${coldGc.scavenges} scavenges and ${coldGc.others} other collections, ${coldGc.ms.toFixed(1)} ms)`);
   // where the cold run loses time against the timed run of the same program (a fresh executor on
   // warm code and built weight plans): ms from the prompt's start to the Nth generated token
   const curveLine = (cv: CurvePoint[]) => cv.map((p) => `${p.tokens}: ${p.ms.toFixed(0)}`).join(', ');
   console.log(`  ms from the prompt's start to generated token N — cold: ${curveLine(cold.curve)}; warm: ${curveLine(plain.curve)}`);
   if (coldPlansRun) console.log(`  warm code, weight plans to build (--cold-plans: a second copy of the chip): ${curveLine(coldPlansRun.curve)}`);
   if (coldRunsSummary) {
-    const { tokensPerSecond: t, ms, pageFaults: f } = coldRunsSummary;
+    const { tokensPerSecond: t, ms, pageFaults: f, gcMs } = coldRunsSummary;
     const flags = coldRunsSummary.nodeFlags === '' ? '' : ` (node ${coldRunsSummary.nodeFlags})`;
     console.log(`cold start over ${coldRunsSummary.runs} fresh processes${flags}: median ${t.median.toFixed(1)} tokens/s (${t.min.toFixed(1)}–${t.max.toFixed(1)}), `
-      + `${ms.median.toFixed(0)} ms (${ms.min.toFixed(0)}–${ms.max.toFixed(0)}), ${Math.round(f.median).toLocaleString('en-US')} page faults (${f.min.toLocaleString('en-US')}–${f.max.toLocaleString('en-US')})`);
+      + `${ms.median.toFixed(0)} ms (${ms.min.toFixed(0)}–${ms.max.toFixed(0)}), ${Math.round(f.median).toLocaleString('en-US')} page faults (${f.min.toLocaleString('en-US')}–${f.max.toLocaleString('en-US')}), `
+      + `${gcMs.median.toFixed(1)} ms of collections (${gcMs.min.toFixed(1)}–${gcMs.max.toFixed(1)})`);
     console.log(`  median ms to generated token N: ${curveLine(coldRunsSummary.curve)}`);
   }
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);

@@ -413,6 +413,30 @@ export function decodeBlockTable(bytes: Uint8Array, count: number, byteLength: n
   return decodeBlockTableChecked(bytes, count, byteLength, dataLength, minGap, fail);
 }
 
+/** decodeNarrowTable's position in its table (narrowVarint reads from it and moves it on). */
+let narrowAt = 0;
+
+/**
+ * The canonical varint of at most 5 bytes at bytes[narrowAt] (narrowAt moved past it), or −1: the
+ * table ends inside it, it is over-long (a last byte 0 after the first), or it runs to a sixth byte.
+ */
+function narrowVarint(bytes: Uint8Array, n: number): number {
+  let at = narrowAt;
+  let x = 0;
+  let scale = 1;
+  for (let i = 0; i < 5 && at < n; i++) {
+    const b = bytes[at++]!;
+    x += (b & 0x7f) * scale;
+    if (b < 0x80) {
+      if (b === 0 && i > 0) return -1;
+      narrowAt = at;
+      return x;
+    }
+    scale *= 0x80;
+  }
+  return -1;
+}
+
 /**
  * decodeBlockTable for a tensor of at most 2^32 − 1 bytes, or null where the checked decoder would
  * refuse the table (or where it is unsure: a varint of more than 5 bytes, whose value is 2^35 or
@@ -425,38 +449,12 @@ function decodeNarrowTable(bytes: Uint8Array, count: number, byteLength: number,
   const lengths = new Uint32Array(count);
   const dataPos = new Uint32Array(count);
   const n = bytes.length;
-  let at = 0;
+  narrowAt = 0;
   let end = 0;
   let sum = 0;
   for (let k = 0; k < count; k++) {
-    // the gap
-    if (at >= n) return null;
-    let b = bytes[at++]!;
-    let gap = b & 0x7f;
-    if (b >= 0x80) {
-      let scale = 0x80;
-      for (let i = 1; ; i++) {
-        if (i === 5 || at >= n) return null;
-        b = bytes[at++]!;
-        gap += (b & 0x7f) * scale;
-        if (b < 0x80) { if (b === 0) return null; break; }
-        scale *= 0x80;
-      }
-    }
-    // the length
-    if (at >= n) return null;
-    b = bytes[at++]!;
-    let len = b & 0x7f;
-    if (b >= 0x80) {
-      let scale = 0x80;
-      for (let i = 1; ; i++) {
-        if (i === 5 || at >= n) return null;
-        b = bytes[at++]!;
-        len += (b & 0x7f) * scale;
-        if (b < 0x80) { if (b === 0) return null; break; }
-        scale *= 0x80;
-      }
-    }
+    const gap = narrowVarint(bytes, n);
+    const len = gap < 0 ? -1 : narrowVarint(bytes, n);
     if (len < 1 || (k > 0 && gap < minGap)) return null;
     const start = end + gap;
     if (start + len > byteLength) return null;
@@ -466,7 +464,7 @@ function decodeNarrowTable(bytes: Uint8Array, count: number, byteLength: number,
     sum += len;
     end = start + len;
   }
-  if (at !== n || sum !== dataLength) return null;
+  if (narrowAt !== n || sum !== dataLength) return null;
   return { starts, lengths, dataPos };
 }
 

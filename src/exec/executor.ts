@@ -339,12 +339,8 @@ export class Executor {
    * whose untouched pages a fresh executor then never maps.)
    */
   setGdnStateEntries(layer: number, valueHead: number, index: ArrayLike<number>, count: number, value: number): void {
-    const c = this.gdn[layer];
-    if (!c) {
-      throw new ChipcError('exec.bad-layer', `layer ${layer} is not a linear_attention layer (0..${this.config.numLayers - 1})`);
-    }
-    const s = c.S[valueHead];
-    if (!s) throw new ChipcError('exec.bad-head', `value head ${valueHead} out of range [0, ${c.S.length})`);
+    const s = this.liveGdnState(layer, valueHead);
+    const c = this.gdn[layer]!;
     if (!Number.isInteger(count) || count < 0 || count > index.length) throw new ChipcError('exec.bad-state', `${count} entries asked of an index list of ${index.length}`);
     for (let t = 0; t < count; t++) {
       const at = index[t]!;

@@ -9,17 +9,25 @@
  *    precondition the logits, and so the argmax, are a pure function of them;
  *  - boundedArgmax (f32 profile): columns are taken smallest first until the best folded row is
  *    strictly above a bound on every row not yet folded.
+ * Each walks the matrix's columns in its ColumnRuns where the columns fall into few runs (the
+ * chip's LM head), else in its CscPlan (argmaxColumnsOf): the same entries, weights and per-row
+ * order of additions, so the same values.
  */
 import { ChipcError } from '../util/errors.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
-import { cscPlanOf, sparsePlanOf, storedEntries, type CscPlan } from './matmul-plans.ts';
+import { columnRunsOf, cscPlanOf, sparsePlanOf, storedEntries, type ColumnRuns, type CscPlan } from './matmul-plans.ts';
 import type { ArgmaxMemo, BoundedPrep, ExecPlans, SparseOut } from './plans.ts';
 
 export type { SparseOut } from './plans.ts';
 
 const f32 = Math.fround;
+
+/** The columns of m's CSR as the argmax walks them: its ColumnRuns, else its CscPlan (null: rows not sorted). */
+function argmaxColumnsOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): ColumnRuns | CscPlan | null {
+  return columnRunsOf(plans, m, csr) ?? cscPlanOf(plans, m, csr);
+}
 
 
 export function newSparseOut(rows: number): SparseOut {
@@ -71,9 +79,9 @@ export function scatterInto(
   if (plan.denseNegZeroRow) {
     for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) return false;
   }
-  const csc = cscPlanOf(ctx.plans, m, plan.csr);
-  if (!csc || csc.maxRowNnz >= m.cols - negTotal) return false;
-  const { colPtr, rowIdx, values } = csc;
+  const cols = argmaxColumnsOf(ctx.plans, m, plan.csr);
+  if (!cols || cols.maxRowNnz >= m.cols - negTotal) return false;
+  const colPtr = cols.colPtr;
   if (maxWork >= 0) {
     let work = 0;
     for (let t = 0; t < nzn; t++) work += colPtr[nz[t] + 1] - colPtr[nz[t]];
@@ -82,16 +90,36 @@ export function scatterInto(
   clearSparseOut(so);
   const { out, mark, touched } = so;
   let n = 0;
-  for (let t = 0; t < nzn; t++) {
-    const c = nz[t];
-    const xc = x[xOff + c];
-    const k1 = colPtr[c + 1];
-    for (let k = colPtr[c]; k < k1; k++) {
-      const p = f32(values[k] * xc);
-      if (p !== 0) {
-        const r = rowIdx[k];
-        out[r] = f32(out[r] + p);
-        if (mark[r] === 0) { mark[r] = 1; touched[n++] = r; }
+  if ('runs' in cols) {
+    // a run's entries share one weight, so one product each: the same p as entry by entry
+    const { runPtr, runs, weights } = cols;
+    for (let t = 0; t < nzn; t++) {
+      const c = nz[t];
+      const xc = x[xOff + c];
+      const q1 = runPtr[c + 1];
+      for (let q = runPtr[c]; q < q1; q++) {
+        const p = f32(weights[4 * q + 3] * xc);
+        if (p === 0) continue;
+        const stride = runs[4 * q + 1];
+        for (let i = 0, r = runs[4 * q]; i < runs[4 * q + 2]; i++, r += stride) {
+          out[r] = f32(out[r] + p);
+          if (mark[r] === 0) { mark[r] = 1; touched[n++] = r; }
+        }
+      }
+    }
+  } else {
+    const { rowIdx, values } = cols;
+    for (let t = 0; t < nzn; t++) {
+      const c = nz[t];
+      const xc = x[xOff + c];
+      const k1 = colPtr[c + 1];
+      for (let k = colPtr[c]; k < k1; k++) {
+        const p = f32(values[k] * xc);
+        if (p !== 0) {
+          const r = rowIdx[k];
+          out[r] = f32(out[r] + p);
+          if (mark[r] === 0) { mark[r] = 1; touched[n++] = r; }
+        }
       }
     }
   }
@@ -113,13 +141,13 @@ function argmaxMemoOf(ctx: ExecNumericContext, m: Matrix): ArgmaxMemo | null {
   let memo = byM.get(m);
   const plan = sparsePlanOf(ctx.plans, m);
   if (memo === undefined || memo.csr !== plan.csr) {
-    const csc = cscPlanOf(ctx.plans, m, plan.csr);
-    let ok = plan.finite && csc !== null;
+    const cols = argmaxColumnsOf(ctx.plans, m, plan.csr);
+    let ok = plan.finite && cols !== null;
     if (ok && plan.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) { ok = false; break; }
     const colHasEntries = new Uint8Array(m.cols);
-    if (csc) for (let c = 0; c < m.cols; c++) colHasEntries[c] = csc.colPtr[c + 1] > csc.colPtr[c] ? 1 : 0;
+    if (cols) for (let c = 0; c < m.cols; c++) colHasEntries[c] = cols.colPtr[c + 1] > cols.colPtr[c] ? 1 : 0;
     memo = {
-      csr: plan.csr, colHasEntries, cscMaxRowNnz: ok && csc ? csc.maxRowNnz : Infinity, map: new Map(), entries: 0,
+      csr: plan.csr, colHasEntries, cscMaxRowNnz: ok && cols ? cols.maxRowNnz : Infinity, map: new Map(), entries: 0,
       scratch: new Uint32Array(2 * m.cols),
     };
     byM.set(m, memo);
@@ -228,12 +256,12 @@ function memoStore(memo: ArgmaxMemo, hash: number, key: Uint32Array, best: numbe
   memo.entries++;
 }
 
-function boundedPrepOf(plans: ExecPlans, m: Matrix, csc: CscPlan): BoundedPrep {
+function boundedPrepOf(plans: ExecPlans, m: Matrix, cols: ColumnRuns | CscPlan): BoundedPrep {
   const boundedPreps = plans.boundedPreps;
-  let p = boundedPreps.get(csc);
+  let p = boundedPreps.get(cols);
   if (p === undefined) {
     p = { packed: new Array(m.cols) };
-    boundedPreps.set(csc, p);
+    boundedPreps.set(cols, p);
   }
   return p;
 }
@@ -247,7 +275,8 @@ function boundedPrepOf(plans: ExecPlans, m: Matrix, csc: CscPlan): BoundedPrep {
  * over those B columns: fl is monotone, and a fold's partial sums stay below the sum of its
  * positive terms times (1 + 2^−24) per addition (a negative term only lowers them). After each
  * column, if the best row of T is strictly above U it is the argmax (no other row reaches or ties
- * it). A column with more than `bigColumn` (ctx.tuning) entries is taken only while another such
+ * it; T's best is its largest non-NaN value, the lowest row among equal ones, whatever the order
+ * its rows were folded in, and a NaN row never wins the argmax). A column with more than `bigColumn` (ctx.tuning) entries is taken only while another such
  * is left out; when the last one would be needed, −1 (the caller scatters everything). So a step
  * whose emitted token is decided by its rarest field folds only that field's rows.
  */
@@ -255,9 +284,9 @@ function boundedArgmax(
   plans: ExecPlans, bigColumn: number, m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo,
 ): number {
   const plan = sparsePlanOf(plans, m);
-  const csc = cscPlanOf(plans, m, plan.csr);
-  if (csc === null) return -1;
-  const { colPtr, rowIdx } = csc;
+  const cols = argmaxColumnsOf(plans, m, plan.csr);
+  if (cols === null) return -1;
+  const colPtr = cols.colPtr;
   const sizeOf = (c: number) => colPtr[c + 1] - colPtr[c];
   const order: number[] = [];
   let nBig = 0;
@@ -270,8 +299,8 @@ function boundedArgmax(
   }
   if (nBig === 0) return -1; // nothing to save: the scatter is small
   order.sort((a, b) => sizeOf(a) - sizeOf(b) || a - b);
-  const pre = boundedPrepOf(plans, m, csc);
-  const { colMax, colMin } = csc;
+  const pre = boundedPrepOf(plans, m, cols);
+  const { colMax, colMin } = cols;
   const mark = memo.rowMark ??= new Uint8Array(m.rows);
   const rows = memo.rowList ??= new Int32Array(m.rows);
   const { rowPtr, colIdx, values } = plan.csr;
@@ -281,9 +310,20 @@ function boundedArgmax(
   let bv = 0;
   /** Marks the rows of column c as in T. */
   const absorb = (c: number) => {
-    for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
-      const r = rowIdx[k];
-      if (mark[r] === 0) { mark[r] = 1; rows[nr++] = r; }
+    if ('runs' in cols) {
+      const { runPtr, runs } = cols;
+      for (let q = runPtr[c]; q < runPtr[c + 1]; q++) {
+        const stride = runs[4 * q + 1];
+        for (let i = 0, r = runs[4 * q]; i < runs[4 * q + 2]; i++, r += stride) {
+          if (mark[r] === 0) { mark[r] = 1; rows[nr++] = r; }
+        }
+      }
+    } else {
+      const rowIdx = cols.rowIdx;
+      for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
+        const r = rowIdx[k];
+        if (mark[r] === 0) { mark[r] = 1; rows[nr++] = r; }
+      }
     }
   };
   /**
@@ -291,7 +331,7 @@ function boundedArgmax(
    * sequential walk instead of a CSR row lookup per row; the same entries in the same order).
    */
   const absorbFolding = (c: number) => {
-    const pk = pre.packed[c] ??= packedRowsOf(plan.csr, colPtr, rowIdx, c);
+    const pk = pre.packed[c] ??= packedRowsOf(plan.csr, cols, c);
     const { u, f } = pk;
     for (let p = 0; p < u.length;) {
       const r = u[p];
@@ -305,7 +345,7 @@ function boundedArgmax(
         const pr = f32(f[p + 1] * x[u[p]]);
         if (pr !== 0) acc = f32(acc + pr);
       }
-      if (best < 0 || acc > bv || (acc === bv && r < best)) { best = r; bv = acc; }
+      if (acc === acc && (best < 0 || acc > bv || (acc === bv && r < best))) { best = r; bv = acc; }
     }
     folded = nr;
   };
@@ -318,7 +358,7 @@ function boundedArgmax(
         const p = f32(values[k] * x[colIdx[k]]);
         if (p !== 0) acc = f32(acc + p);
       }
-      if (best < 0 || acc > bv || (acc === bv && r < best)) { best = r; bv = acc; }
+      if (acc === acc && (best < 0 || acc > bv || (acc === bv && r < best))) { best = r; bv = acc; }
     }
   };
   let answer = -1;
@@ -346,18 +386,37 @@ function boundedArgmax(
 }
 
 /**
+ * The rows column c reaches: a CscPlan's ascending, in place; a ColumnRuns' run after run (runs of
+ * one column may interleave). boundedArgmax folds them in any order: its answer is the largest
+ * non-NaN row value, the lowest row among equal ones.
+ */
+function columnRows(cols: ColumnRuns | CscPlan, c: number): Uint32Array {
+  const { colPtr } = cols;
+  if (!('runs' in cols)) return cols.rowIdx.subarray(colPtr[c], colPtr[c + 1]);
+  const { runPtr, runs } = cols;
+  const out = new Uint32Array(colPtr[c + 1] - colPtr[c]);
+  let n = 0;
+  for (let q = runPtr[c]; q < runPtr[c + 1]; q++) {
+    const stride = runs[4 * q + 1];
+    for (let i = 0, r = runs[4 * q]; i < runs[4 * q + 2]; i++, r += stride) out[n++] = r;
+  }
+  return out;
+}
+
+/**
  * The rows of column c (at most ctx.tuning.bigColumn) with their whole CSR rows, in column order:
  * per row r, [r, n, c_1, w_1, …, c_n, w_n] with w as float32 bits (`f` is the float view).
  */
-function packedRowsOf(csr: CsrMatrix, colPtr: Uint32Array, rowIdx: Uint32Array, c: number): { u: Uint32Array; f: Float32Array } {
+function packedRowsOf(csr: CsrMatrix, cols: ColumnRuns | CscPlan, c: number): { u: Uint32Array; f: Float32Array } {
   const { rowPtr, colIdx, values } = csr;
+  const rowsOfC = columnRows(cols, c);
   let len = 0;
-  for (let k = colPtr[c]; k < colPtr[c + 1]; k++) { const r = rowIdx[k]; len += 2 + 2 * (rowPtr[r + 1] - rowPtr[r]); }
+  for (let k = 0; k < rowsOfC.length; k++) { const r = rowsOfC[k]; len += 2 + 2 * (rowPtr[r + 1] - rowPtr[r]); }
   const u = new Uint32Array(len);
   const f = new Float32Array(u.buffer);
   let p = 0;
-  for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
-    const r = rowIdx[k];
+  for (let k = 0; k < rowsOfC.length; k++) {
+    const r = rowsOfC[k];
     u[p++] = r;
     u[p++] = rowPtr[r + 1] - rowPtr[r];
     for (let j = rowPtr[r]; j < rowPtr[r + 1]; j++) { u[p++] = colIdx[j]; f[p++] = values[j]; }

@@ -3,16 +3,16 @@
  * Matrix object (so weights must not be mutated after their first sparse use): its CSR (its own,
  * or one derived once from the dense form), whether the stored values are finite, the non-empty
  * rows and the dense rows that hold a −0 (SparsePlan), the column-major copy used by the scatter
- * forms (CscPlan), and facts read off them (allPlusZero, storedEntries, nonEmptyRowUnion). Every
+ * forms (CscPlan, or ColumnRuns where the columns fall into few runs), and facts read off them (allPlusZero, storedEntries, nonEmptyRowUnion). Every
  * function here is a pure function of the matrix; none computes a product. The caches are the
  * fields of an ExecPlans (plans.ts: ctx.plans), passed first.
  */
 import { denseToCsr } from '../model/csr.ts';
 import { ChipcError } from '../util/errors.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
-import type { CscPlan, ExecPlans, SparsePlan } from './plans.ts';
+import type { ColumnRuns, CscPlan, ExecPlans, SparsePlan } from './plans.ts';
 
-export type { CscPlan, SparsePlan } from './plans.ts';
+export type { ColumnRuns, CscPlan, SparsePlan } from './plans.ts';
 
 function csrAllFinite(plans: ExecPlans, csr: CsrMatrix): boolean {
   const csrFinite = plans.csrFinite;
@@ -123,6 +123,114 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
   p = { colPtr, rowIdx, values: cv, maxRowNnz, colMax, colMin };
   cscPlans.set(csr, p);
   return p;
+}
+
+/**
+ * ColumnRuns are kept only while the runs number at most this share of the stored entries: a run
+ * takes 16 bytes and a CscPlan entry 8, and a pass that finds more stops there (then the caller
+ * takes the CscPlan).
+ */
+const RUNS_PER_ENTRY = 1 / 4;
+
+/**
+ * The ColumnRuns of m's CSR `csr` (plans.ts; built once per CSR and `plans`, so a matrix given new
+ * storage gets new ones), or null: when a CSR row does not list its columns in ascending order
+ * (cscPlanOf's null), or when the runs would number more than RUNS_PER_ENTRY of the stored
+ * entries (the caller then takes cscPlanOf).
+ *
+ * One pass over the CSR in row order keeps one open run per column: an entry joins its column's
+ * open run when it has the run's weight bits and lies on its progression (the second entry of a
+ * run sets the stride), else it closes that run and opens its own. Closed runs are written in
+ * closing order, which is each column's row order, then grouped by column. Nothing the size of
+ * the entries is written: for the chip's LM head this replaces the transpose's 6.5 MB of rows and
+ * weights (and their fresh pages) with about 30 KB.
+ */
+export function columnRunsOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): ColumnRuns | null {
+  const cache = plans.columnRuns;
+  let p = cache.get(csr);
+  if (p !== undefined) return p;
+  p = buildColumnRuns(m.rows, m.cols, csr);
+  cache.set(csr, p);
+  return p;
+}
+
+function buildColumnRuns(rows: number, cols: number, csr: CsrMatrix): ColumnRuns | null {
+  const { rowPtr, colIdx, values } = csr;
+  const limit = Math.floor(rowPtr[rows] * RUNS_PER_ENTRY);
+  const bits = new Int32Array(values.buffer, values.byteOffset, values.length);
+  // each column's open run at 4c: first row (−1: none), stride, count, weight bits
+  const open = new Int32Array(4 * cols);
+  for (let c = 0; c < cols; c++) open[4 * c] = -1;
+  const colPtr = new Uint32Array(cols + 1);
+  const runPtr = new Uint32Array(cols + 1);
+  let closed = new Int32Array(4 * 256);
+  let closedCol = new Int32Array(256);
+  let nClosed = 0;
+  let nOpen = 0;
+  let maxRowNnz = 0;
+  for (let r = 0; r < rows; r++) {
+    const k0 = rowPtr[r];
+    const k1 = rowPtr[r + 1];
+    if (k1 - k0 > maxRowNnz) maxRowNnz = k1 - k0;
+    let last = -1;
+    for (let k = k0; k < k1; k++) {
+      const c = colIdx[k];
+      if (c <= last) return null;
+      last = c;
+      colPtr[c + 1]++;
+      const b = bits[k];
+      const o = 4 * c;
+      const s = open[o];
+      if (s < 0) {
+        if (nClosed + ++nOpen > limit) return null;
+      } else {
+        if (b === open[o + 3]) {
+          const n = open[o + 2];
+          if (n === 1) { open[o + 1] = r - s; open[o + 2] = 2; continue; }
+          if (r === s + n * open[o + 1]) { open[o + 2] = n + 1; continue; }
+        }
+        if (nClosed + 1 + nOpen > limit) return null;
+        if (nClosed === closedCol.length) {
+          const grown = new Int32Array(2 * closed.length);
+          grown.set(closed);
+          closed = grown;
+          const grownCol = new Int32Array(2 * closedCol.length);
+          grownCol.set(closedCol);
+          closedCol = grownCol;
+        }
+        closed.set(open.subarray(o, o + 4), 4 * nClosed);
+        closedCol[nClosed++] = c;
+        runPtr[c + 1]++;
+      }
+      open[o] = r;
+      open[o + 1] = 0;
+      open[o + 2] = 1;
+      open[o + 3] = b;
+    }
+  }
+  for (let c = 0; c < cols; c++) {
+    if (open[4 * c] >= 0) runPtr[c + 1]++;
+    runPtr[c + 1] += runPtr[c];
+    colPtr[c + 1] += colPtr[c];
+  }
+  const runs = new Int32Array(4 * runPtr[cols]);
+  const next = runPtr.slice(0, cols);
+  for (let i = 0; i < nClosed; i++) runs.set(closed.subarray(4 * i, 4 * i + 4), 4 * next[closedCol[i]]++);
+  for (let c = 0; c < cols; c++) if (open[4 * c] >= 0) runs.set(open.subarray(4 * c, 4 * c + 4), 4 * next[c]++);
+  const weights = new Float32Array(runs.buffer);
+  // the column extremes as cscPlanOf finds them (a run repeats one weight; NaN is passed over)
+  const colMax = new Float32Array(cols).fill(-Infinity);
+  const colMin = new Float32Array(cols).fill(Infinity);
+  for (let c = 0; c < cols; c++) {
+    for (let q = runPtr[c]; q < runPtr[c + 1]; q++) {
+      const w = weights[4 * q + 3];
+      if (w > colMax[c]) colMax[c] = w;
+      if (w < colMin[c]) colMin[c] = w;
+    }
+    if (colMax[c] === -Infinity) colMax[c] = 0;
+    if (colMin[c] === Infinity) colMin[c] = 0;
+  }
+  return { runPtr, runs, weights, colPtr, maxRowNnz, colMax, colMin };
 }
 
 /**

@@ -9,9 +9,10 @@
  *
  *  (a) derived purely from the weights (a plan of a matrix, a per-layer flag) — ExecPlans:
  *      - csrFinite (CsrMatrix → every stored value finite), derivedCsr (dense array → its CSR),
- *        sparsePlans (Matrix → SparsePlan), cscPlans (a CSR → CscPlan | null), rowUnions (gate
- *        Matrix → union of gate/up non-empty rows): matmul-plans.ts;
- *      - boundedPreps (CscPlan → packed small columns): matmul-argmax.ts;
+ *        sparsePlans (Matrix → SparsePlan), cscPlans (a CSR → CscPlan | null), columnRuns (a CSR →
+ *        ColumnRuns | null), rowUnions (gate Matrix → union of gate/up non-empty rows):
+ *        matmul-plans.ts;
+ *      - boundedPreps (CscPlan or ColumnRuns → packed small columns): matmul-argmax.ts;
  *      - weightLowbits (a CSR's values → lowest set bit of each stored weight): delta.ts;
  *      - stacks (first part → row stacks [A; B; …]): stack-rows.ts;
  *      - convZero (conv1d weights → finite taps, all-+0 channel output), inProjLists (GdnWeights →
@@ -95,6 +96,27 @@ export interface CscPlan {
    * Per column, the largest and the smallest stored weight (+0 for a column without entries; a
    * NaN weight is passed over), found in the transpose's own pass (boundedArgmax's bounds).
    */
+  colMax: Float32Array;
+  colMin: Float32Array;
+}
+
+/**
+ * A CscPlan in runs, for a matrix whose columns reach rows in arithmetic progressions of one
+ * weight each (the chip's LM head: 810,016 stored entries in fewer than 2,000 runs, since a token
+ * field's column reaches every id of that field at a fixed stride). Column c's runs are
+ * q = runPtr[c] … runPtr[c+1), each at 4q … 4q+3 of `runs`: first row, row stride, entry count and
+ * the weight (float32 bits; `weights[4q + 3]` is the same word as a float). A run of one entry has
+ * stride 0. Within a column the runs' rows are ascending and disjoint, so walking them lists the
+ * column's entries in the CscPlan's order with the same weights. colPtr, maxRowNnz, colMax and
+ * colMin are the CscPlan's (colPtr counts entries, not runs). Built by columnRunsOf
+ * (matmul-plans.ts) in one pass over the CSR, writing only the runs.
+ */
+export interface ColumnRuns {
+  runPtr: Uint32Array;
+  runs: Int32Array;
+  weights: Float32Array;
+  colPtr: Uint32Array;
+  maxRowNnz: number;
   colMax: Float32Array;
   colMin: Float32Array;
 }
@@ -265,8 +287,9 @@ export class ExecPlans {
   readonly derivedCsr = new WeakMap<Float32Array, CsrMatrix>();
   readonly sparsePlans = new WeakMap<Matrix, SparsePlan>();
   readonly cscPlans = new WeakMap<CsrMatrix, CscPlan | null>();
+  readonly columnRuns = new WeakMap<CsrMatrix, ColumnRuns | null>();
   readonly rowUnions = new WeakMap<Matrix, { other: Matrix; aCsr: CsrMatrix; bCsr: CsrMatrix; rows: Int32Array }>();
-  readonly boundedPreps = new WeakMap<CscPlan, BoundedPrep>();
+  readonly boundedPreps = new WeakMap<CscPlan | ColumnRuns, BoundedPrep>();
   readonly weightLowbits = new WeakMap<Float32Array, { csr: Int16Array; csc: Int16Array }>();
   readonly stacks = new WeakMap<Matrix, StackEntry[]>();
   readonly convZero = new WeakMap<Float32Array, ConvZero>();

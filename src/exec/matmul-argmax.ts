@@ -276,9 +276,10 @@ function boundedPrepOf(plans: ExecPlans, m: Matrix, cols: ColumnRuns | CscPlan):
  * positive terms times (1 + 2^−24) per addition (a negative term only lowers them). After each
  * column, if the best row of T is strictly above U it is the argmax (no other row reaches or ties
  * it; T's best is its largest non-NaN value, the lowest row among equal ones, whatever the order
- * its rows were folded in, and a NaN row never wins the argmax). A column with more than `bigColumn` (ctx.tuning) entries is taken only while another such
- * is left out; when the last one would be needed, −1 (the caller scatters everything). So a step
- * whose emitted token is decided by its rarest field folds only that field's rows.
+ * its rows were folded in, and a NaN row never wins the argmax). A column with more than
+ * `bigColumn` (ctx.tuning) entries is taken only while another such is left out; when the last
+ * one would be needed, −1 (the caller scatters everything). So a step whose emitted token is
+ * decided by its rarest field folds only that field's rows.
  */
 function boundedArgmax(
   plans: ExecPlans, bigColumn: number, m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo,
@@ -328,7 +329,7 @@ function boundedArgmax(
   };
   /**
    * Column c's rows join T and are folded at once, from the column's packed copy of its rows (a
-   * sequential walk instead of a CSR row lookup per row; the same entries in the same order).
+   * sequential walk instead of a CSR row lookup per row; each row's entries in the CSR's order).
    */
   const absorbFolding = (c: number) => {
     const pk = pre.packed[c] ??= packedRowsOf(plan.csr, cols, c);
@@ -404,8 +405,8 @@ function columnRows(cols: ColumnRuns | CscPlan, c: number): Uint32Array {
 }
 
 /**
- * The rows of column c (at most ctx.tuning.bigColumn) with their whole CSR rows, in column order:
- * per row r, [r, n, c_1, w_1, …, c_n, w_n] with w as float32 bits (`f` is the float view).
+ * The rows of column c (at most ctx.tuning.bigColumn) with their whole CSR rows, in columnRows'
+ * order: per row r, [r, n, c_1, w_1, …, c_n, w_n] with w as float32 bits (`f` is the float view).
  */
 function packedRowsOf(csr: CsrMatrix, cols: ColumnRuns | CscPlan, c: number): { u: Uint32Array; f: Float32Array } {
   const { rowPtr, colIdx, values } = csr;

@@ -3,9 +3,10 @@
  * Matrix object (so weights must not be mutated after their first sparse use): its CSR (its own,
  * or one derived once from the dense form), whether the stored values are finite, the non-empty
  * rows and the dense rows that hold a −0 (SparsePlan), the column-major copy used by the scatter
- * forms (CscPlan, or ColumnRuns where the columns fall into few runs), and facts read off them (allPlusZero, storedEntries, nonEmptyRowUnion). Every
- * function here is a pure function of the matrix; none computes a product. The caches are the
- * fields of an ExecPlans (plans.ts: ctx.plans), passed first.
+ * forms (CscPlan; for the greedy LM head, ColumnRuns where the columns fall into few runs), and
+ * facts read off them (allPlusZero, storedEntries, nonEmptyRowUnion). Every function here is a
+ * pure function of the matrix; none computes a product. The caches are the fields of an
+ * ExecPlans (plans.ts: ctx.plans), passed first.
  */
 import { denseToCsr } from '../model/csr.ts';
 import { ChipcError } from '../util/errors.ts';

@@ -165,9 +165,10 @@ export interface ArgmaxMemo {
   rowList?: Int32Array;
 }
 /**
- * What boundedArgmax derives from the weights alone, kept per matrix (per CSC plan) rather than
- * per memo, so every executor of the same weights shares it: per small column, made on first use,
- * its rows with their whole CSR rows (packedRowsOf). (The column extremes are the CSC plan's.)
+ * What boundedArgmax derives from the weights alone, kept per matrix (per CscPlan or ColumnRuns)
+ * rather than per memo, so every executor of the same weights shares it: per small column, made on
+ * first use, its rows with their whole CSR rows (packedRowsOf). (The column extremes are the
+ * CscPlan's or the ColumnRuns'.)
  */
 export interface BoundedPrep {
   packed: ({ u: Uint32Array; f: Float32Array } | undefined)[];

@@ -147,7 +147,7 @@ function argmaxMemoOf(ctx: ExecNumericContext, m: Matrix): ArgmaxMemo | null {
     const colHasEntries = new Uint8Array(m.cols);
     if (cols) for (let c = 0; c < m.cols; c++) colHasEntries[c] = cols.colPtr[c + 1] > cols.colPtr[c] ? 1 : 0;
     memo = {
-      csr: plan.csr, colHasEntries, cscMaxRowNnz: ok && cols ? cols.maxRowNnz : Infinity, map: new Map(), entries: 0,
+      csr: plan.csr, colHasEntries, maxRowNnz: ok && cols ? cols.maxRowNnz : Infinity, map: new Map(), entries: 0,
       scratch: new Uint32Array(2 * m.cols),
     };
     byM.set(m, memo);
@@ -178,7 +178,7 @@ export function linearArgmax(
     const memo = nzn >= 0 ? argmaxMemoOf(ctx, m) : null;
     let key: Uint32Array | null = null;
     let hash = 0;
-    if (memo !== null && memo.cscMaxRowNnz < m.cols - st.neg[0]) {
+    if (memo !== null && memo.maxRowNnz < m.cols - st.neg[0]) {
       // under the scatter precondition the logits are a pure function of the non-zero activations
       // in columns that hold weights: look that key up
       const xb = new Uint32Array(x.buffer, x.byteOffset, m.cols);

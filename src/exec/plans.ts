@@ -149,14 +149,15 @@ export interface SparseOut {
  * linearArgmax's memo (per numeric context and matrix): the greedy token for a key = the list of
  * (column, bit pattern) of the non-zero activations in columns that hold weights. Valid only
  * where the scatter precondition holds (the caller checks maxRowNnz < cols − negTotal; the matrix
- * itself must qualify — `cscMaxRowNnz` is +inf otherwise): then every row is a pure function of
+ * itself must qualify — `maxRowNnz` is +inf otherwise): then every row is a pure function of
  * those activations (scatterInto), so is the argmax. Keys are compared in full (no hash trust).
  */
 export interface ArgmaxMemo {
   /** The storage the memo describes (sparsePlanOf's CSR). */
   csr: CsrMatrix;
   colHasEntries: Uint8Array;
-  cscMaxRowNnz: number;
+  /** The longest row (the CscPlan's or the ColumnRuns'), +inf where the matrix does not qualify. */
+  maxRowNnz: number;
   map: Map<number, { key: Uint32Array; best: number }[]>;
   entries: number;
   scratch: Uint32Array;

@@ -216,4 +216,28 @@ describe('linearArgmax over ColumnRuns', () => {
       expect(stats.argmaxBounded, walk).toBe(1);
     }
   });
+
+  it('a row outside the folded ones that overflows to +Inf ties with a +Inf best: the bound is taken in float32', () => {
+    // x = 1 everywhere. Column 0 (1 entry) reaches row 25, column 1 (2) rows 3 and 25, column 2
+    // (10, a big column) rows 0…9, every weight 3.4e38: rows 3 and 25 fold to +Inf (3.4e38 + 3.4e38
+    // overflows), rows 0…9 but 3 to 3.4e38. The argmax is row 3 (the lowest of the +Inf rows). After
+    // column 0, row 25 (+Inf) is the best folded row, and the bound on the rest, 6.8e38 in double,
+    // is +Inf in float32: row 3 can tie, so the bounded argmax must go on to column 1.
+    const rows = 30;
+    const W = 3.4e38;
+    const csr = csrOf(rows, 3, [[25, 0, W], [3, 1, W], [25, 1, W], ...Array.from({ length: 10 }, (_, r) => [r, 2, W] as [number, number, number])]);
+    const m: Matrix = { rows, cols: 3, csr };
+    const x = Float32Array.from([1, 1, 1]);
+    const dense = new Float32Array(rows * 3);
+    for (let r = 0; r < rows; r++) for (let k = csr.rowPtr[r]!; k < csr.rowPtr[r + 1]!; k++) dense[r * 3 + csr.colIdx[k]!] = csr.values[k]!;
+    expect(argmax(linearEx(makeNumericContext(), { rows, cols: 3, dense }, x, 'dense').out)).toBe(3);
+    for (const walk of ['runs', 'csc'] as const) {
+      const plans = new ExecPlans();
+      if (walk === 'csc') plans.columnRuns.set(csr, null);
+      expect(columnRunsOf(plans, m, csr) === null).toBe(walk === 'csc');
+      const stats = newMatmulStats();
+      expect(linearArgmax(makeNumericContext({ tuning: TUNING }, plans), m, x, 'sparse', new Float32Array(rows), stats), walk).toBe(3);
+      expect(stats.argmaxBounded, walk).toBe(1); // decided after column 1, before the big column
+    }
+  });
 });

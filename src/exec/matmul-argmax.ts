@@ -273,9 +273,10 @@ function boundedPrepOf(plans: ExecPlans, m: Matrix, cols: ColumnRuns | CscPlan):
  * stored entries, as scatterInto computes it). Every other row holds only products of the columns
  * not yet in A (or none: +0), and its fold is at most U = (1 + 2^−23)^B·Σ max(0, max_r fl(w_rc·x_c))
  * over those B columns: fl is monotone, and a fold's partial sums stay below the sum of its
- * positive terms times (1 + 2^−24) per addition (a negative term only lowers them). After each
- * column, if the best row of T is strictly above U it is the argmax (no other row reaches or ties
- * it; T's best is its largest non-NaN value, the lowest row among equal ones, whatever the order
+ * positive terms times (1 + 2^−24) per addition (a negative term only lowers them), and none
+ * overflows to +Inf while U is below float32's overflow threshold (2^128 − 2^103). After each
+ * column, if the best row of T is strictly above fl(U) (+Inf at and above that threshold) it is the
+ * argmax (no other row reaches or ties it; T's best is its largest non-NaN value, the lowest row among equal ones, whatever the order
  * its rows were folded in, and a NaN row never wins the argmax). A column with more than
  * `bigColumn` (ctx.tuning) entries is taken only while another such is left out; when the last
  * one would be needed, −1 (the caller scatters everything). So a step whose emitted token is
@@ -380,7 +381,10 @@ function boundedArgmax(
       if (top > 0) bound += top;
     }
     bound *= (1 + 2 ** -23) ** (order.length - i - 1);
-    if (best >= 0 && bv > bound) { answer = best; break; }
+    // against U rounded to float32: a fold whose real partial sums stay ≤ U stays ≤ U unless U
+    // reaches float32's overflow (then such a fold can be +Inf, tying with a +Inf best), and
+    // fround(U) is +Inf exactly then; below it, bv > fround(U) gives bv > U
+    if (best >= 0 && bv > f32(bound)) { answer = best; break; }
   }
   for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
   return answer;

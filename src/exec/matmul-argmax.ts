@@ -275,12 +275,12 @@ function boundedPrepOf(plans: ExecPlans, m: Matrix, cols: ColumnRuns | CscPlan):
  * over those B columns: fl is monotone, and a fold's partial sums stay below the sum of its
  * positive terms times (1 + 2^−24) per addition (a negative term only lowers them), and none
  * overflows to +Inf while U is below float32's overflow threshold (2^128 − 2^103). After each
- * column, if the best row of T is strictly above fl(U) (+Inf at and above that threshold) it is the
- * argmax (no other row reaches or ties it; T's best is its largest non-NaN value, the lowest row among equal ones, whatever the order
- * its rows were folded in, and a NaN row never wins the argmax). A column with more than
- * `bigColumn` (ctx.tuning) entries is taken only while another such is left out; when the last
- * one would be needed, −1 (the caller scatters everything). So a step whose emitted token is
- * decided by its rarest field folds only that field's rows.
+ * column, if the best row of T is strictly above fl(U) (+Inf at and above that threshold) it is
+ * the argmax (no other row reaches or ties it; T's best is its largest non-NaN value, the lowest
+ * row among equal ones, whatever the order its rows were folded in, and a NaN row never wins the
+ * argmax). A column with more than `bigColumn` (ctx.tuning) entries is taken only while another
+ * such is left out; when the last one would be needed, −1 (the caller scatters everything). So a
+ * step whose emitted token is decided by its rarest field folds only that field's rows.
  */
 function boundedArgmax(
   plans: ExecPlans, bigColumn: number, m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo,

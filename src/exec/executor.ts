@@ -15,7 +15,7 @@ import { sparseOnly, type Matrix, type ModelWeights } from '../model/weights.ts'
 import { attentionStep, KvCache, ropeInvFreq } from './attention.ts';
 import { gdnForward } from './gdn.ts';
 import { gdnDimsOf, newGdnCache, type GdnCache } from './gdn-cache.ts';
-import { classifyEntries, classifyState, STATE_ZERO } from './gdn-sparse-step.ts';
+import { classifyState, STATE_ZERO } from './gdn-sparse-step.ts';
 import { gdnConvSnapshot, noteGdnStateWritten } from './gdn-tracked.ts';
 import { linear, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { linearArgmax } from './matmul-argmax.ts';
@@ -334,9 +334,9 @@ export class Executor {
    * (positions i·dv + j, each in range): the same state, kind, all-+0 rows and bound as setGdnState
    * of that dense array gives, without one. It clears the head unless it is known to be all +0
    * (its tracked kind, and not handed out: the decode steps' own premise), writes those entries
-   * and derives the kind from them alone: the entries left out are +0, which classifyState passes
-   * over. (A RAM load: a chip's RAMs are 160 value heads at qwen3.5-4b, 10 MB of mostly +0 state,
-   * whose untouched pages a fresh executor then never maps.)
+   * and derives the kind from them alone (classifyState over those entries: the ones left out are
+   * +0, which its scan passes over). (A RAM load: a chip's RAMs are 160 value heads at
+   * qwen3.5-4b, 10 MB of mostly +0 state, whose untouched pages a fresh executor then never maps.)
    */
   setGdnStateEntries(layer: number, valueHead: number, index: ArrayLike<number>, count: number, value: number): void {
     const s = this.liveGdnState(layer, valueHead);
@@ -348,7 +348,7 @@ export class Executor {
     }
     if (c.kind[valueHead] !== STATE_ZERO || c.exposed[valueHead] === 1) s.fill(0);
     for (let t = 0; t < count; t++) s[index[t]!] = value;
-    c.kind[valueHead] = classifyEntries(s, index, count, c.rowNonZero[valueHead]!, c.sMax, valueHead);
+    c.kind[valueHead] = classifyState(s, c.rowNonZero[valueHead], c.sMax, valueHead, index, count);
     noteGdnStateWritten(c, valueHead);
   }
 

@@ -38,15 +38,21 @@ export const STATE_POS = 3;
  * The STATE_* kind of S by a scan of its bit patterns. With `rowNonZero` (length dk, S being
  * dk × dv) it also records which rows hold a bit pattern other than +0 (1) and which are all +0 (0);
  * with `sMax`, it writes max |S_ij| at sMax[h] (Infinity if some entry is not finite).
+ * With `entries` (positions, of which the first `count`), only those are read: for a state known to
+ * be +0 elsewhere the result is the same, since the scan passes over +0 entries (and a position
+ * listed twice is read once more, which changes nothing).
  */
-export function classifyState(S: Float32Array, rowNonZero?: Uint8Array, sMax?: Float64Array, h = 0): number {
+export function classifyState(S: Float32Array, rowNonZero?: Uint8Array, sMax?: Float64Array, h = 0,
+  entries?: ArrayLike<number>, count = 0): number {
   const u = new Uint32Array(S.buffer, S.byteOffset, S.length);
   let kind = STATE_ZERO;
   let neg = false;
   let max = 0;
   if (rowNonZero) rowNonZero.fill(0);
   const dv = rowNonZero ? S.length / rowNonZero.length : 0;
-  for (let i = 0; i < u.length; i++) {
+  const n = entries === undefined ? u.length : count;
+  for (let t = 0; t < n; t++) {
+    const i = entries === undefined ? t : entries[t]!;
     const b = u[i];
     if (b === 0) continue;
     if (rowNonZero) rowNonZero[Math.floor(i / dv)] = 1;
@@ -59,35 +65,6 @@ export function classifyState(S: Float32Array, rowNonZero?: Uint8Array, sMax?: F
     if (a > max) max = a; // (read only when every entry is finite)
   }
   if (sMax) sMax[h] = kind === STATE_ANY ? Infinity : max;
-  return kind === STATE_CLEAN && !neg ? STATE_POS : kind;
-}
-
-/**
- * classifyState of a state known to be +0 outside the positions index[0..count): the same kind,
- * all-+0 rows and bound, from those entries alone (classifyState passes over +0 entries, and a
- * position listed twice is read once more, which changes nothing).
- */
-export function classifyEntries(S: Float32Array, index: ArrayLike<number>, count: number, rowNonZero: Uint8Array, sMax: Float64Array, h: number): number {
-  const u = new Uint32Array(S.buffer, S.byteOffset, S.length);
-  const dv = S.length / rowNonZero.length;
-  let kind = STATE_ZERO;
-  let neg = false;
-  let max = 0;
-  rowNonZero.fill(0);
-  for (let t = 0; t < count; t++) {
-    const i = index[t]!;
-    const b = u[i]!;
-    if (b === 0) continue;
-    rowNonZero[Math.floor(i / dv)] = 1;
-    if (b === 0x80000000 || (b & 0x7f800000) === 0x7f800000) kind = STATE_ANY;
-    else {
-      if (b >>> 31 === 1) neg = true;
-      if (kind === STATE_ZERO) kind = STATE_CLEAN;
-    }
-    const a = Math.abs(S[i]!);
-    if (a > max) max = a;
-  }
-  sMax[h] = kind === STATE_ANY ? Infinity : max;
   return kind === STATE_CLEAN && !neg ? STATE_POS : kind;
 }
 

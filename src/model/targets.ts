@@ -12,6 +12,7 @@ import { isMoeLayer } from './config.ts';
 import { parseHfConfig } from './hf-config.ts';
 import { parameterCount } from './naming.ts';
 import { PACKAGE_ROOT } from '../util/package-root.ts';
+import { groupDigits } from '../util/group-digits.ts';
 
 /** Directory holding the built-in target files (`<name>.json`). */
 export const TARGETS_DIR = path.join(PACKAGE_ROOT, 'targets') + path.sep;
@@ -124,6 +125,6 @@ export function formatTargetSummary(s: TargetSummary): string {
     `attention ${s.attention.queryHeads}/${s.attention.keyValueHeads} heads × ${s.attention.headDim}`,
     `GDN ${s.gdn.keyHeads}/${s.gdn.valueHeads} heads, dk ${s.gdn.keyHeadDim}, dv ${s.gdn.valueHeadDim}, conv ${s.gdn.convKernel}`,
     `FFN ${s.ffn}`,
-    `vocab ${s.vocabSize}${s.tiedEmbeddings ? ' (tied)' : ''}, ${s.parameters.toLocaleString('en-US')} parameters`,
+    `vocab ${s.vocabSize}${s.tiedEmbeddings ? ' (tied)' : ''}, ${groupDigits(s.parameters)} parameters`,
   ].join('; ');
 }

@@ -20,6 +20,7 @@ import { loadChipModel, type ChipModel } from '../chip/loaded.ts';
 import { cachedGenericChip } from '../chip/cached.ts';
 import type { CompileResult } from '../compile.ts';
 import type { ModelConfig } from '../model/config.ts';
+import { groupDigits } from '../util/group-digits.ts';
 import type { NumericProfile } from '../exec/types.ts';
 import { ChipcError } from '../util/errors.ts';
 import { decodeToken, formatToken } from '../../riscv/protocol.ts';
@@ -92,7 +93,7 @@ export function storeLimits(p: StoreParams, elf?: Uint8Array): Record<string, nu
 /** The limits as three lines of text. */
 export function storeLimitLines(p: StoreParams, elf?: Uint8Array): string[] {
   const l = storeLimits(p, elf);
-  const n = (x: number | undefined) => x!.toLocaleString('en-US');
+  const n = (x: number | undefined) => groupDigits(x!);
   return [
     `files ≤ ${n(l.maxFiles)} (${n(l.dirSlots)} directory slots), names ≤ ${n(l.nameMax)} tokens, contents ≤ ${n(l.contentMax)} tokens`,
     `${n(l.chunkPool)} chunks of ${l.chunkSize} tokens (${n(l.tokenCapacity)} tokens of names + contents in all), token ids < ${n(l.vocab)}`,

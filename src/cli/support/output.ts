@@ -5,6 +5,7 @@
  * 2 a ChipcError (bad input, named problem), 3 an internal bug.
  */
 import chalk from 'chalk';
+import { groupDigits } from '../../util/group-digits.ts';
 
 export const EXIT_OK = 0;
 export const EXIT_DIFFERENT = 1;
@@ -61,7 +62,7 @@ function visibleLength(s: string): number {
 }
 
 export function fmtInt(n: number): string {
-  return Number.isInteger(n) ? n.toLocaleString('en-US') : String(n);
+  return groupDigits(n);
 }
 
 export function fmtBytes(n: number): string {

@@ -253,6 +253,34 @@ describe('deltaLinear', () => {
     }
   });
 
+  it('an exact tracked row is refolded when a new product has a lower set bit than its sum: the fold would round', () => {
+    // One row, weights 1 on columns 0…3 (four more columns without weights: the scatter form's
+    // +0 term). x1 = 2^24 makes a bounded row (G = 24); x2 = 2^-30 widens column 2 past that
+    // bound, so the row is tracked for good (refolded, inexact: T = 0); x2 back to 0 refolds it
+    // exact with g = 24. Then x0 = x3 = 1: products of lowest set bit 0 < g. The fold in column
+    // order rounds twice, 1 + 2^24 → 2^24 and 2^24 + 1 → 2^24, while the exact sum 2^24 + 2 is a
+    // float32: only a refold gives the fold's 2^24.
+    const w = Float32Array.from([1, 1, 1, 1, 0, 0, 0, 0]);
+    const dense: Matrix = { rows: 1, cols: 8, dense: w };
+    const csr: Matrix = { rows: 1, cols: 8, csr: sparsifyMatrix(dense).csr };
+    const ctx = makeNumericContext({ profile: 'f32' });
+    const x = new Float32Array(8);
+    x[1] = 2 ** 24;
+    const steps: [number, number][][] = [[], [[2, 2 ** -30]], [[2, 0]], [[0, 1], [3, 1]]];
+    const seen: number[] = [];
+    for (const changes of steps) {
+      for (const [c, v] of changes) x[c] = v;
+      const st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+      expect(st).not.toBeNull();
+      expect(bits(st.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
+      seen.push(st.full ? -1 : st.nRows - st.nUpdated);
+    }
+    expect(x[0] + x[1] + x[3]).toBe(2 ** 24 + 2); // (the exact sum, in double)
+    expect(deltaLinear(ctx, csr, x, 0, null, 0)!.y[0]).toBe(2 ** 24);
+    // the first call folds everything; each later one refolds the row
+    expect(seen).toEqual([-1, 1, 1, 1]);
+  });
+
   it('bounded rows: their bounds hold for the current input, they update without a record, and a widening that breaks one makes it tracked', () => {
     // Circuit-like weights and activations; after each call every row still bounded must satisfy
     // what the unchecked update relies on: Σ|w·x| ≤ B_r < 2^(23+G_r) and every product a multiple

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { decodeBlockTable, decodeBlockTableChecked, encodeBlockTable, type BlockTable } from '../src/chipfile/format.ts';
+import { BLOCK_MARK_STRIDE, blockDataPos, blockMarks, decodeBlockTable, decodeBlockTableChecked, encodeBlockTable, type BlockTable } from '../src/chipfile/format.ts';
 
 const fail = (msg: string): never => {
   throw new Error(msg);
@@ -20,7 +20,8 @@ function outcome(decode: typeof decodeBlockTable, bytes: Uint8Array, count: numb
   } catch (e) {
     return { error: (e as Error).message };
   }
-  return { table: { starts: [...t.starts], lengths: [...t.lengths], dataPos: [...t.dataPos], kind: t.starts.constructor.name } };
+  const dataPos = Array.from(t.starts, (_, k) => blockDataPos(t, k));
+  return { table: { starts: [...t.starts], lengths: [...t.lengths], dataPos, kind: t.starts.constructor.name } };
 }
 
 /** Blocks as (gap, length) pairs: gaps after the first ≥ minGap, lengths ≥ 1; some values need 4–5 varint bytes. */
@@ -63,6 +64,27 @@ describe('block tables: the narrow loop and the checked decoder', () => {
         expect(fast.table.lengths).toEqual(lengths);
         expect(fast.table.kind).toBe(wide ? 'Float64Array' : 'Uint32Array');
       }), { numRuns: 5 })), { numRuns: 40 });
+  });
+
+  it('place every block in the block data by its marks: the prefix sums of the lengths, over many mark strides', () => {
+    fc.assert(fc.property(
+      fc.array(fc.integer({ min: 1, max: 5000 }), { maxLength: 5 * BLOCK_MARK_STRIDE + 3 }), fc.boolean(), fc.nat({ max: 1000 }),
+      (lengths, wide, first) => {
+        const starts = lengths.map((_, k) => 10 * k + lengths.slice(0, k).reduce((a, b) => a + b, 0));
+        const end = lengths.length === 0 ? 0 : starts[starts.length - 1]! + lengths[lengths.length - 1]!;
+        const data = lengths.reduce((a, b) => a + b, 0);
+        const bytes = encodeBlockTable(starts, lengths, lengths.length);
+        const prefix = [0];
+        for (const l of lengths) prefix.push(prefix[prefix.length - 1]! + l);
+        for (const decode of [decodeBlockTable, decodeBlockTableChecked]) {
+          const t = decode(bytes, lengths.length, wide ? 2 ** 33 : end, data, 10, fail);
+          expect(Array.from({ length: lengths.length + 1 }, (_, k) => blockDataPos(t, k))).toEqual(prefix);
+          expect([...t.marks]).toEqual([...blockMarks(lengths, lengths.length)]);
+        }
+        // blocks whose bytes start elsewhere in the block data (a row cut from a table)
+        const shifted: BlockTable = { starts: Float64Array.from(starts), lengths: Float64Array.from(lengths), marks: blockMarks(lengths, lengths.length, first) };
+        expect(Array.from({ length: lengths.length + 1 }, (_, k) => blockDataPos(shifted, k))).toEqual(prefix.map((p) => p + first));
+      }), { numRuns: 300 });
   });
 
   it('agree on damaged tables: flipped, inserted and dropped bytes, over-long and long varints, wrong counts and sums', () => {

@@ -72,25 +72,28 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
         } else {
           copyPayload(chip, w, f.header[0], f.header[1]);
           for (const t of f.tensors) {
-            const { starts, lengths, dataPos } = chip.blocks(t.name);
+            const { starts, lengths } = chip.blocks(t.name);
             const byteLength = t.dataOffsets[1] - t.dataOffsets[0];
             let pos = 0;
+            let at0 = 0; // block k's offset in the block data (the blocks' bytes are contiguous)
             // Block bytes are contiguous in the block data: copy them in big pieces, splitting at block ends.
             let k = 0;
             while (k < starts.length) {
               w.writeZeros(starts[k] - pos);
               if (lengths[k] > COPY_BYTES) {
                 for (let at = 0; at < lengths[k]; at += COPY_BYTES) {
-                  w.write(chip.readBlockData(t.name, dataPos[k] + at, dataPos[k] + Math.min(lengths[k], at + COPY_BYTES)));
+                  w.write(chip.readBlockData(t.name, at0 + at, at0 + Math.min(lengths[k], at + COPY_BYTES)));
                 }
                 pos = starts[k] + lengths[k];
+                at0 += lengths[k];
                 k++;
                 continue;
               }
               let runEnd = k + 1;
               let stored = lengths[k];
               while (runEnd < starts.length && stored + lengths[runEnd] <= COPY_BYTES) stored += lengths[runEnd++];
-              const data = chip.readBlockData(t.name, dataPos[k], dataPos[k] + stored);
+              const data = chip.readBlockData(t.name, at0, at0 + stored);
+              at0 += stored;
               let off = 0;
               for (let j = k; j < runEnd; j++) {
                 if (j > k) w.writeZeros(starts[j] - (starts[j - 1] + lengths[j - 1]));

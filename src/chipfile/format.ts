@@ -313,21 +313,52 @@ export function writeVarint(out: Uint8Array, p: number, x: number): number {
 /**
  * A tensor's blocks. Uint32Arrays when the tensor has fewer than 2^32 bytes (every tensor of a
  * compiled chip: the qwen3.5-4b embedding is 1.3 GB), else Float64Arrays: a chip's embedding and LM
- * head have millions of blocks, and writing three fresh Float64Arrays of them was most of opening
- * its `.chip` (a page fault for every 4 KiB first written).
+ * head have millions of blocks, and the fresh memory of their tables was most of opening its
+ * `.chip` (a page fault for every 4 KiB first written). So where a block's bytes lie in the block
+ * data is not stored per block: the blocks' bytes are contiguous in block order, so block k's start
+ * at the offset of block k − 1's plus its length; `marks` keeps that offset for every
+ * BLOCK_MARK_STRIDE-th block (blockDataPos reads any block's), and a walk in block order adds the
+ * lengths as it goes.
  */
 export interface BlockTable {
   starts: Float64Array | Uint32Array;
   lengths: Float64Array | Uint32Array;
-  /** Offset of each block's bytes within the tensor's data range (prefix sums of lengths). */
-  dataPos: Float64Array | Uint32Array;
+  /** marks[i]: the offset of block i·BLOCK_MARK_STRIDE's bytes within the tensor's block data. */
+  marks: Float64Array;
+}
+
+/** Blocks per entry of BlockTable.marks. */
+export const BLOCK_MARK_STRIDE = 64;
+
+/** The offset of block k's bytes within its tensor's block data (k ≤ the block count). */
+export function blockDataPos(table: BlockTable, k: number): number {
+  const { lengths, marks } = table;
+  const m = Math.floor(k / BLOCK_MARK_STRIDE);
+  let pos = marks[m]!;
+  for (let j = m * BLOCK_MARK_STRIDE; j < k; j++) pos += lengths[j]!;
+  return pos;
+}
+
+/**
+ * The marks of blocks of these lengths whose bytes start at `first` in the block data (and run on
+ * contiguously): one per BLOCK_MARK_STRIDE blocks, from block 0.
+ */
+export function blockMarks(lengths: ArrayLike<number>, count: number, first = 0): Float64Array {
+  const marks = new Float64Array(Math.floor(count / BLOCK_MARK_STRIDE) + 1);
+  let pos = first;
+  for (let k = 0; k < count; k++) {
+    if (k % BLOCK_MARK_STRIDE === 0) marks[k / BLOCK_MARK_STRIDE] = pos;
+    pos += lengths[k]!;
+  }
+  if (count % BLOCK_MARK_STRIDE === 0) marks[count / BLOCK_MARK_STRIDE] = pos;
+  return marks;
 }
 
 /**
  * The blocks of `table` that meet bytes [start, end) of their tensor: [lo, last) (empty when
  * lo = last). Blocks do not overlap and ascend, so their ends ascend with their starts: a binary
  * search for the first block ending after `start`, then every block starting before `end`. They
- * are contiguous in the block data (dataPos[lo] on).
+ * are contiguous in the block data (blockDataPos(table, lo) on).
  */
 export function blocksMeeting(table: BlockTable, start: number, end: number): [lo: number, last: number] {
   const { starts, lengths } = table;
@@ -447,7 +478,7 @@ function decodeNarrowTable(bytes: Uint8Array, count: number, byteLength: number,
   if (!Number.isInteger(count) || count < 0 || 2 * count > bytes.length) return null; // (two bytes per block at least)
   const starts = new Uint32Array(count);
   const lengths = new Uint32Array(count);
-  const dataPos = new Uint32Array(count);
+  const marks = new Float64Array(Math.floor(count / BLOCK_MARK_STRIDE) + 1);
   const n = bytes.length;
   narrowAt = 0;
   let end = 0;
@@ -460,12 +491,13 @@ function decodeNarrowTable(bytes: Uint8Array, count: number, byteLength: number,
     if (start + len > byteLength) return null;
     starts[k] = start;
     lengths[k] = len;
-    dataPos[k] = sum;
+    if (k % BLOCK_MARK_STRIDE === 0) marks[k / BLOCK_MARK_STRIDE] = sum;
     sum += len;
     end = start + len;
   }
   if (narrowAt !== n || sum !== dataLength) return null;
-  return { starts, lengths, dataPos };
+  if (count % BLOCK_MARK_STRIDE === 0) marks[count / BLOCK_MARK_STRIDE] = sum;
+  return { starts, lengths, marks };
 }
 
 /**
@@ -477,7 +509,7 @@ export function decodeBlockTableChecked(bytes: Uint8Array, count: number, byteLe
   const wide = byteLength > 0xffffffff;
   const starts = wide ? new Float64Array(count) : new Uint32Array(count);
   const lengths = wide ? new Float64Array(count) : new Uint32Array(count);
-  const dataPos = wide ? new Float64Array(count) : new Uint32Array(count);
+  const marks = new Float64Array(Math.floor(count / BLOCK_MARK_STRIDE) + 1);
   const reader = varintReader(bytes, 'block table', fail);
   const varint = reader.next;
   let end = 0;
@@ -514,11 +546,12 @@ export function decodeBlockTableChecked(bytes: Uint8Array, count: number, byteLe
     if (start + len > byteLength) fail(`block ${k} [${start}, ${start + len}) runs past the tensor's ${byteLength} bytes`);
     starts[k] = start;
     lengths[k] = len;
-    dataPos[k] = sum;
+    if (k % BLOCK_MARK_STRIDE === 0) marks[k / BLOCK_MARK_STRIDE] = sum;
     sum += len;
     end = start + len;
   }
   if (at !== bytes.length) fail(`block table has ${bytes.length - at} bytes after its ${count} blocks`);
   if (sum !== dataLength) fail(`blocks hold ${sum} bytes but the tensor's block data is ${dataLength} bytes`);
-  return { starts, lengths, dataPos };
+  if (count % BLOCK_MARK_STRIDE === 0) marks[count / BLOCK_MARK_STRIDE] = sum;
+  return { starts, lengths, marks };
 }

@@ -13,7 +13,7 @@ import type { TensorInfo, TensorStore } from '../safetensors/types.ts';
 import { compareCodePoints, DEFAULT_CHUNK_BYTES, parseHeader } from '../safetensors/reader.ts';
 import { decodeToF32 } from '../safetensors/dtype.ts';
 import {
-  blocksMeeting, CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSIONS_READ, decodeBlockTable, DEFAULT_FRAME_SIZE, MAX_MANIFEST_BYTES, PREFIX_BYTES, validateManifest,
+  blockDataPos, blocksMeeting, CHECKSUM_BYTES, CHIP_MAGIC, CHIP_VERSIONS_READ, decodeBlockTable, DEFAULT_FRAME_SIZE, MAX_MANIFEST_BYTES, PREFIX_BYTES, validateManifest,
   type BlockTable, type ChipFileEntry, type ChipManifest, type ChipSafetensorsFile, type ChipTensor,
 } from './format.ts';
 import { decodeFrameIndex, FrameCache, inflateFrame, type FrameList } from './codec.ts';
@@ -245,19 +245,22 @@ function blockRangeBytes(table: BlockTable, byteLength: number, start: number | 
     throw new ChipcError('safetensors.range', `${label}: byte range [${s}, ${e}) is outside the tensor's ${byteLength} bytes`);
   }
   const out = new Uint8Array(e - s);
-  const { starts, lengths, dataPos } = table;
+  const { starts, lengths } = table;
   const [lo, last] = blocksMeeting(table, s, e);
   if (last === lo) return out;
   // The blocks [lo, last) are contiguous in the block data: one read covers them.
+  const firstPos = blockDataPos(table, lo);
+  let lastPos = firstPos;
+  for (let k = lo; k < last - 1; k++) lastPos += lengths[k];
   const from = Math.max(s, starts[lo]);
-  const dataFrom = dataPos[lo] + (from - starts[lo]);
+  const dataFrom = firstPos + (from - starts[lo]);
   const to = Math.min(e, starts[last - 1] + lengths[last - 1]);
-  const dataTo = dataPos[last - 1] + (to - starts[last - 1]);
+  const dataTo = lastPos + (to - starts[last - 1]);
   const stored = readData(dataFrom, dataTo);
-  for (let k = lo; k < last; k++) {
+  for (let k = lo, pos = firstPos; k < last; pos += lengths[k], k++) {
     const bs = Math.max(s, starts[k]);
     const be = Math.min(e, starts[k] + lengths[k]);
-    const src = dataPos[k] + (bs - starts[k]) - dataFrom;
+    const src = pos + (bs - starts[k]) - dataFrom;
     out.set(stored.subarray(src, src + (be - bs)), bs - s);
   }
   return out;

@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { openCheckpoint } from '../safetensors/checkpoint.ts';
 import { openChipFile, type ChipFile, type HeldTensor } from '../chipfile/read.ts';
-import { blocksMeeting } from '../chipfile/format.ts';
+import { blockDataPos, blockMarks, blocksMeeting, type BlockTable } from '../chipfile/format.ts';
 import { parseHfConfig } from './hf-config.ts';
 import { isMoeLayer, type ModelConfig } from './config.ts';
 import type { TensorStore } from '../safetensors/types.ts';
@@ -209,10 +209,11 @@ const STREAM_ELEM_BYTES: Record<string, number> = { F32: 4, BF16: 2, F16: 2 };
 /**
  * A store that knows where a tensor's non-zero bytes are (a `.chip` reader): its blocks — byte
  * ranges of the tensor's data, ascending and disjoint, zero everywhere outside them — and their
- * bytes, concatenated (block k's at dataPos[k]).
+ * bytes, concatenated in block order (block k's at blockDataPos(table, k): marks[0] for block 0,
+ * each next block's right after).
  */
 export interface BlockSource {
-  blocks(name: string): { starts: ArrayLike<number>; lengths: ArrayLike<number>; dataPos: ArrayLike<number> };
+  blocks(name: string): BlockTable;
   readBlockData(name: string, from: number, to: number): Uint8Array;
 }
 
@@ -307,7 +308,7 @@ export function nonZeroCsr(store: TensorStore, name: string, chunkBytes: number,
  */
 function blockCsr(store: BlockSource, name: string, dtype: string, elem: number, chunkBytes: number, rows: number, cols: number,
   rowMap: ArrayLike<number> | null, arena?: EntryArena): CsrMatrix {
-  const { starts, lengths, dataPos } = store.blocks(name);
+  const { starts, lengths, marks } = store.blocks(name);
   const e4 = elem === 4;
   const f16 = dtype === 'F16';
   const capacity = blockCapacity(store, name, elem);
@@ -337,15 +338,19 @@ function blockCsr(store: BlockSource, name: string, dtype: string, elem: number,
   };
   let pending = -1;
   let raw = 0;
+  // block k's offset in the block data: the blocks' bytes are contiguous, from marks[0]
+  let base = marks[0]!;
   for (let k = 0; k < starts.length;) {
     let k1 = k + 1;
-    while (k1 < starts.length && dataPos[k1]! + lengths[k1]! - dataPos[k]! <= chunkBytes) k1++;
-    const base = dataPos[k]!;
-    const data = store.readBlockData(name, base, dataPos[k1 - 1]! + lengths[k1 - 1]!);
+    let stored = lengths[k]!;
+    while (k1 < starts.length && stored + lengths[k1]! <= chunkBytes) stored += lengths[k1++]!;
+    const data = store.readBlockData(name, base, base + stored);
+    let pos = base;
     for (let b = k; b < k1; b++) {
       const s = starts[b]!;
       const end = s + lengths[b]!;
-      const off = dataPos[b]! - base - s; // data[off + pos] is the tensor's byte pos, for pos in [s, end)
+      const off = pos - base - s; // data[off + pos] is the tensor's byte pos, for pos in [s, end)
+      pos += lengths[b]!;
       const eFirst = Math.floor(s / elem);
       const eEnd = Math.ceil(end / elem);
       for (let e = eFirst; e < eEnd; e++) {
@@ -386,6 +391,7 @@ function blockCsr(store: BlockSource, name: string, dtype: string, elem: number,
         n++;
       }
     }
+    base += stored;
     k = k1;
   }
   if (pending >= 0) put(pending, raw);
@@ -436,14 +442,15 @@ export function heldRows(held: HeldTensor, rows: number, cols: number, chunkByte
     const n = last - lo;
     const starts = new Float64Array(n);
     const lengths = new Float64Array(n);
-    const dataPos = new Float64Array(n);
+    // (the row's blocks are contiguous in the block data: the first one's bytes, cut to the row, on)
+    const first = n === 0 ? 0 : blockDataPos(table, lo) + (Math.max(s, table.starts[lo]!) - table.starts[lo]!);
     for (let k = 0; k < n; k++) {
       const bs = Math.max(s, table.starts[lo + k]!);
       lengths[k] = Math.min(s + rowBytes, table.starts[lo + k]! + table.lengths[lo + k]!) - bs;
       starts[k] = bs - s;
-      dataPos[k] = table.dataPos[lo + k]! + (bs - table.starts[lo + k]!);
     }
-    const row: BlockSource = { blocks: () => ({ starts, lengths, dataPos }), readBlockData: (name, from, to) => held.readBlockData(name, from, to) };
+    const rowTable: BlockTable = { starts, lengths, marks: blockMarks(lengths, n, first) };
+    const row: BlockSource = { blocks: () => rowTable, readBlockData: (name, from, to) => held.readBlockData(name, from, to) };
     return blockCsr(row, held.name, dtype, elem, chunkBytes, 1, cols, null);
   };
   return lazyRowMatrix(rows, cols, readRow, () => blockCsr(held, held.name, dtype, elem, chunkBytes, rows, cols, null));

@@ -49,7 +49,7 @@ function layout(blocks: { gap: number; length: number }[], firstGap: number): { 
 }
 
 describe('block tables: the narrow loop and the checked decoder', () => {
-  it('decode valid tables to the blocks they encode, as Uint32Arrays below 4 GiB and Float64Arrays above', () => {
+  it('decode valid tables to the blocks they encode, as Uint32Arrays below 4 GiB (lengths in a Uint16Array when they fit) and Float64Arrays above', () => {
     fc.assert(fc.property(fc.integer({ min: 1, max: 64 }), fc.integer({ min: 0, max: 2 ** 20 }), fc.integer({ min: 0, max: 1000 }), fc.boolean(),
       (minGap, firstGap, slack, wide) => fc.assert(fc.property(blocksArb(minGap), (blocks) => {
         const { starts, lengths, end, data } = layout(blocks, firstGap);
@@ -63,6 +63,9 @@ describe('block tables: the narrow loop and the checked decoder', () => {
         expect(fast.table.starts).toEqual(starts);
         expect(fast.table.lengths).toEqual(lengths);
         expect(fast.table.kind).toBe(wide ? 'Float64Array' : 'Uint32Array');
+        // lengths in 16 bits where every block is shorter than 64 KiB (the fast loop's tables)
+        const t = decodeBlockTable(bytes, blocks.length, byteLength, data, minGap, fail);
+        expect(t.lengths.constructor.name).toBe(wide ? 'Float64Array' : lengths.every((l) => l <= 0xffff) ? 'Uint16Array' : 'Uint32Array');
       }), { numRuns: 5 })), { numRuns: 40 });
   });
 

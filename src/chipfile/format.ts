@@ -322,7 +322,8 @@ export function writeVarint(out: Uint8Array, p: number, x: number): number {
  */
 export interface BlockTable {
   starts: Float64Array | Uint32Array;
-  lengths: Float64Array | Uint32Array;
+  /** Uint16Array where every block is shorter than 64 KiB (a chip's sparse tensors: their blocks are runs of non-zero bytes). */
+  lengths: Float64Array | Uint32Array | Uint16Array;
   /** marks[i]: the offset of block i·BLOCK_MARK_STRIDE's bytes within the tensor's block data. */
   marks: Float64Array;
 }
@@ -432,8 +433,8 @@ export function varintReader(bytes: Uint8Array, what: string, fail: (msg: string
  * A tensor below 4 GiB goes through `decodeNarrowTable` first: one loop with no closures and one
  * array type, which a fresh process runs at every chip load over millions of blocks (a chip's
  * embedding and LM head hold 2 M between them). It accepts exactly the tables the checked decoder
- * accepts, with the same values; anything it does not accept is decoded again by the checked
- * decoder, which names the problem.
+ * accepts whose blocks are shorter than 64 KiB, with the same values; anything it does not accept
+ * is decoded again by the checked decoder, which names the problem.
  */
 export function decodeBlockTable(bytes: Uint8Array, count: number, byteLength: number, dataLength: number, minGap: number,
   fail: (msg: string) => never): BlockTable {
@@ -469,15 +470,17 @@ function narrowVarint(bytes: Uint8Array, n: number): number {
 }
 
 /**
- * decodeBlockTable for a tensor of at most 2^32 − 1 bytes, or null where the checked decoder would
- * refuse the table (or where it is unsure: a varint of more than 5 bytes, whose value is 2^35 or
- * more and so past any such tensor's end anyway). A canonical varint's last byte is not 0 unless
- * it is the only byte; every value here stays below 2^36, exact in a double.
+ * decodeBlockTable for a tensor of at most 2^32 − 1 bytes whose blocks are all shorter than 64 KiB
+ * (lengths in a Uint16Array), or null: where the checked decoder would refuse the table, where it
+ * is unsure (a varint of more than 5 bytes, whose value is 2^35 or more and so past any such
+ * tensor's end anyway), and for a longer block (the checked decoder then gives the table in
+ * Uint32Arrays). A canonical varint's last byte is not 0 unless it is the only byte; every value
+ * here stays below 2^36, exact in a double.
  */
 function decodeNarrowTable(bytes: Uint8Array, count: number, byteLength: number, dataLength: number, minGap: number): BlockTable | null {
   if (!Number.isInteger(count) || count < 0 || 2 * count > bytes.length) return null; // (two bytes per block at least)
   const starts = new Uint32Array(count);
-  const lengths = new Uint32Array(count);
+  const lengths = new Uint16Array(count);
   const marks = new Float64Array(Math.floor(count / BLOCK_MARK_STRIDE) + 1);
   const n = bytes.length;
   narrowAt = 0;
@@ -486,7 +489,7 @@ function decodeNarrowTable(bytes: Uint8Array, count: number, byteLength: number,
   for (let k = 0; k < count; k++) {
     const gap = narrowVarint(bytes, n);
     const len = gap < 0 ? -1 : narrowVarint(bytes, n);
-    if (len < 1 || (k > 0 && gap < minGap)) return null;
+    if (len < 1 || len > 0xffff || (k > 0 && gap < minGap)) return null;
     const start = end + gap;
     if (start + len > byteLength) return null;
     starts[k] = start;

@@ -345,12 +345,12 @@ function blockCsr(store: BlockSource, name: string, dtype: string, elem: number,
     let stored = lengths[k]!;
     while (k1 < starts.length && stored + lengths[k1]! <= chunkBytes) stored += lengths[k1++]!;
     const data = store.readBlockData(name, base, base + stored);
-    let pos = base;
+    let at = base; // block b's offset in the block data
     for (let b = k; b < k1; b++) {
       const s = starts[b]!;
       const end = s + lengths[b]!;
-      const off = pos - base - s; // data[off + pos] is the tensor's byte pos, for pos in [s, end)
-      pos += lengths[b]!;
+      const off = at - base - s; // data[off + pos] is the tensor's byte pos, for pos in [s, end)
+      at += lengths[b]!;
       const eFirst = Math.floor(s / elem);
       const eEnd = Math.ceil(end / elem);
       for (let e = eFirst; e < eEnd; e++) {

@@ -3,7 +3,7 @@
  * `toLocaleString('en-US')` writes a safe integer, without the locale machinery: a process's first
  * locale-aware call loads ICU's number data (20–30 ms here), which a command that prints one table
  * pays for nothing. Integers of 1e21 or more in magnitude, whose `String` form is exponential, are
- * written as `String` writes them; so are non-integers.
+ * written as `String` writes them; so are non-integers, and −0 is written "0".
  */
 export function groupDigits(n: number): string {
   const s = String(n);

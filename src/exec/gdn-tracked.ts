@@ -443,14 +443,16 @@ export function gdnDecodeTracked(
     // step leaves S alone, the output that step wrote to core is this step's too
     const qSame = !fresh && t.qDirty[kh] === 0 && cache.exposed[h] === 0 && t.writtenOutside[h] === 0;
     t.writtenOutside[h] = 0;
-    // (a step with q as before mostly leaves S, and so o, alone: its old output is not kept)
-    if (!same && !qSame) for (let j = 0; j < dv; j++) oldBits[j] = coreBits[o0 + j];
+    // (a step with q as before mostly leaves S, and so o, alone: its old output is not kept; a
+    // fresh step norms every head below, so it keeps none and compares none)
+    if (!same && !qSame && !fresh) for (let j = 0; j < dv; j++) oldBits[j] = coreBits[o0 + j];
     if (stats && !fresh) stats.gdnHeadSteps++;
     cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax);
     headModified[h] = scratch.modified[0];
     // the output is a function of q and S: with both as before it is as before; a step that wrote S
     // counts as a change (the gated norm below compares what it recomputes)
     if (same || qSame) coreChanged[h] = scratch.modified[0];
+    else if (fresh) coreChanged[h] = 1;
     else for (let j = 0; j < dv; j++) if (coreBits[o0 + j] !== oldBits[j]) { coreChanged[h] = 1; break; }
   }
   t0 = phaseEnd('gdn.recurrent', t0);
@@ -468,9 +470,10 @@ export function gdnDecodeTracked(
   for (let h = 0; h < hv; h++) {
     if (!fresh && !ps.full && coreChanged[h] === 0) continue;
     const o0 = h * dv;
-    for (let j = 0; j < dv; j++) oldBits[j] = nb[o0 + j];
+    // (a fresh step's out_proj call takes no candidates: its changed list is not made)
+    if (!fresh) for (let j = 0; j < dv; j++) oldBits[j] = nb[o0 + j];
     gatedRmsNorm(ctx, core, o0, y, zOff + o0, dv, w.norm, cfg.rmsNormEps, normed, o0);
-    for (let j = 0; j < dv; j++) if (nb[o0 + j] !== oldBits[j]) changedList[nc++] = o0 + j;
+    if (!fresh) for (let j = 0; j < dv; j++) if (nb[o0 + j] !== oldBits[j]) changedList[nc++] = o0 + j;
   }
   buf.normMemoValid.fill(0); // the untracked path's memo no longer describes `normed`
   t0 = phaseEnd('gdn.gatedNorm', t0);

@@ -101,8 +101,7 @@ export function addTracked(
   const o = out.v;
   const ob = out.bits;
   if (fresh) {
-    if (f32Profile) for (let i = 0; i < H; i++) o[i] = f32(x[i] + b[i]);
-    else for (let i = 0; i < H; i++) o[i] = ctx.act(f32(x[i] + b[i]));
+    addAll(ctx, x, b, o, H, f32Profile);
     out.all = true;
     out.n = 0;
     return;
@@ -146,6 +145,28 @@ function absorbedEach(xv: Float32Array, P: Float32Array, list: Int32Array, n: nu
     if (f32((j === 0 ? -0 : P[j - 1]) + f32(v * v)) !== P[j]) return false;
   }
   return true;
+}
+
+/**
+ * addTracked's fresh step, o = x + b over all H entries: a function of its own, so that a fresh
+ * process's first step (which runs it for every layer) does not make addTracked hot on this path
+ * alone: compiled then, its optimised code had no feedback for the incremental path and was thrown
+ * away at the next step. NormSite.run's loops over every entry are kept apart for the same reason.
+ */
+function addAll(ctx: ExecNumericContext, x: Float32Array, b: Float32Array, o: Float32Array, H: number, f32Profile: boolean): void {
+  if (f32Profile) for (let i = 0; i < H; i++) o[i] = f32(x[i] + b[i]);
+  else for (let i = 0; i < H; i++) o[i] = ctx.act(f32(x[i] + b[i]));
+}
+
+/** NormSite.run's prefix sums of squares over all H entries: P[i] = the fold of v² up to i. */
+function allPrefixSquares(xv: Float32Array, P: Float32Array, H: number): void {
+  let acc = -0;
+  for (let i = 0; i < H; i++) { const v = xv[i]; acc = f32(acc + f32(v * v)); P[i] = acc; }
+}
+
+/** NormSite.run's fresh output over all H entries: fl(fl(x·r)·w1) (act of it in bf16). */
+function normAll(ctx: ExecNumericContext, xv: Float32Array, r: number, w1: Float32Array, ov: Float32Array, H: number, f32Profile: boolean): void {
+  for (let i = 0; i < H; i++) ov[i] = f32Profile ? f32(f32(xv[i] * r) * w1[i]) : ctx.act(f32(f32(xv[i] * r) * w1[i]));
 }
 
 /** A zero-centred RMSNorm site kept across steps (module comment). */
@@ -194,8 +215,7 @@ export class NormSite {
     const P = this.prefix;
     let walked = 0;
     if (fresh || x.all) {
-      let acc = -0;
-      for (let i = 0; i < H; i++) { const v = xv[i]; acc = f32(acc + f32(v * v)); P[i] = acc; }
+      allPrefixSquares(xv, P, H);
       walked = H;
     } else if (x.n > 0 && absorbedEach(xv, P, x.changed, x.n)) {
       walked = x.n; // every prefix keeps its value: nothing to write
@@ -230,7 +250,7 @@ export class NormSite {
     this.prevStamp = fresh ? -1 : this.stamp;
     this.stamp = nextInputStamp();
     if (fresh) {
-      for (let i = 0; i < H; i++) ov[i] = f32Profile ? f32(f32(xv[i] * r) * w1[i]) : ctx.act(f32(f32(xv[i] * r) * w1[i]));
+      normAll(ctx, xv, r, w1, ov, H, f32Profile);
       o.all = true;
       o.n = 0;
       this.r = r;

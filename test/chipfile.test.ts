@@ -92,6 +92,15 @@ describe.each(VARIANTS)('compiled counter, $label', (v) => {
     expect(hiddenEntries(tmp)).toEqual([]);
   });
 
+  it('expands byte for byte in reads of any size: each tensor copied in several reads of whole blocks, a long block in pieces', () => {
+    for (const copyBytes of [1, 7, 97, 4096]) {
+      const out = path.join(tmp, `${v.label}-expanded-${copyBytes}`);
+      expandChipFile(chip(), out, { copyBytes });
+      expectSameDir(dir(), out);
+    }
+    expect(chipError(() => expandChipFile(chip(), path.join(tmp, `${v.label}-expanded-0`), { copyBytes: 0 })).code).toBe('chipfile.bad-option');
+  });
+
   it('is deterministic and does not depend on the chunk size (odd chunk size: unaligned chunk starts)', () => {
     const a = path.join(tmp, `${v.label}-a.chip`);
     const b = path.join(tmp, `${v.label}-b.chip`);

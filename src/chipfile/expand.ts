@@ -26,6 +26,12 @@ export interface ExpandOptions {
    * are written in a fraction of a copy's time (util/sparse-file.ts). false writes every byte.
    */
   holes?: boolean;
+  /**
+   * Bytes of stored data read per positional read (default 4 MiB). A tensor whose blocks hold more
+   * is copied in several reads, each of whole blocks where they fit; smaller values make test
+   * chips take that path.
+   */
+  copyBytes?: number;
 }
 
 export interface ExpandResult {
@@ -37,15 +43,17 @@ export interface ExpandResult {
   sha256: Record<string, string>;
 }
 
-/** Bytes of stored data read per positional read. */
+/** Bytes of stored data read per positional read, by default. */
 const COPY_BYTES = 4 << 20;
 
-function copyPayload(chip: ChipFile, w: BufferedWriter, offset: number, length: number): void {
-  for (let at = 0; at < length; at += COPY_BYTES) w.write(chip.readPayload(offset + at, Math.min(COPY_BYTES, length - at)));
+function copyPayload(chip: ChipFile, w: BufferedWriter, offset: number, length: number, copyBytes: number): void {
+  for (let at = 0; at < length; at += copyBytes) w.write(chip.readPayload(offset + at, Math.min(copyBytes, length - at)));
 }
 
 /** Writes the directory that the open `chip` stands for into `dir` (see the module comment). */
 export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}): ExpandResult {
+  const copyBytes = opts.copyBytes ?? COPY_BYTES;
+  if (!Number.isSafeInteger(copyBytes) || copyBytes < 1) throw new ChipcError('chipfile.bad-option', `copyBytes must be a positive integer, not ${copyBytes}`);
   const target = path.resolve(dir);
   if (fs.existsSync(target)) {
     if (!fs.statSync(target).isDirectory()) throw new ChipcError('chipfile.target-exists', `${dir}: exists and is not a directory`);
@@ -67,10 +75,10 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
       try {
         const w = new BufferedWriter(fd, hash ? [hash] : [], opts.holes !== false);
         if (f.kind === 'raw') {
-          if (f.codec === 'none') copyPayload(chip, w, f.data[0], f.data[1]);
+          if (f.codec === 'none') copyPayload(chip, w, f.data[0], f.data[1], copyBytes);
           else w.write(chip.readFile(f.name));
         } else {
-          copyPayload(chip, w, f.header[0], f.header[1]);
+          copyPayload(chip, w, f.header[0], f.header[1], copyBytes);
           for (const t of f.tensors) {
             const { starts, lengths } = chip.blocks(t.name);
             const byteLength = t.dataOffsets[1] - t.dataOffsets[0];
@@ -80,9 +88,9 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
             let k = 0;
             while (k < starts.length) {
               w.writeZeros(starts[k] - pos);
-              if (lengths[k] > COPY_BYTES) {
-                for (let at = 0; at < lengths[k]; at += COPY_BYTES) {
-                  w.write(chip.readBlockData(t.name, at0 + at, at0 + Math.min(lengths[k], at + COPY_BYTES)));
+              if (lengths[k] > copyBytes) {
+                for (let at = 0; at < lengths[k]; at += copyBytes) {
+                  w.write(chip.readBlockData(t.name, at0 + at, at0 + Math.min(lengths[k], at + copyBytes)));
                 }
                 pos = starts[k] + lengths[k];
                 at0 += lengths[k];
@@ -91,7 +99,7 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
               }
               let runEnd = k + 1;
               let stored = lengths[k];
-              while (runEnd < starts.length && stored + lengths[runEnd] <= COPY_BYTES) stored += lengths[runEnd++];
+              while (runEnd < starts.length && stored + lengths[runEnd] <= copyBytes) stored += lengths[runEnd++];
               const data = chip.readBlockData(t.name, at0, at0 + stored);
               at0 += stored;
               let off = 0;

@@ -169,6 +169,8 @@ function buildColumnRuns(rows: number, cols: number, csr: CsrMatrix): ColumnRuns
   let nClosed = 0;
   let nOpen = 0;
   let maxRowNnz = 0;
+  // cscPlanOf's first pass (the rows' order check, the longest row, the column counts) runs in
+  // this loop too: one walk of the LM head's 810,016 entries in a fresh process's first step, not two
   for (let r = 0; r < rows; r++) {
     const k0 = rowPtr[r];
     const k1 = rowPtr[r + 1];

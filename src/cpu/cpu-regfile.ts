@@ -130,13 +130,20 @@ export function registerFile(c: CircuitBuilder, io: RegisterFileInputs): Registe
   const commitBits = Array.from({ length: 32 }, (_, k) => {
     const linkBit = k >= 2 && k < 18 ? prevLink[k - 2]! : c.constant(k === 31 ? 1 : 0);
     const wide = k < 16 ? prevDLo[k]! : cvW[k - 16]!;
-    return c.table(`commit${k}`, [isJ, prevIsJump!, linkBit, prevWasD!, wide, cvN[k]!],
-      (jj, pj, l, wd, x, n) => (jj && pj ? l : wd ? x : n), [0, 1]);
+    // A J commits the link only after a jump (commitEn reads prevIsJump); after any other
+    // instruction the bits a J selects are not written, so these tables need not read prevIsJump:
+    // with it, its every change (one in three tokens on crc32) walked all 32 tables' units.
+    return c.table(`commit${k}`, [isJ, linkBit, prevWasD!, wide, cvN[k]!],
+      (jj, l, wd, x, n) => (jj ? l : wd ? x : n), [0, 1]);
   });
   const regs = c.ram('regs', { rows: 32, fields: Array.from({ length: 32 }, () => 2) });
   const prevRd = [prevRd0!, prevRd1!, prevRd2!, prevRd3!, prevRd4!];
-  // (a SYSTEM instruction's destination is a0, x10)
-  const commitRow = c.linear(prevRd.map((x, k) => [c.table(`commitRow${k}`, [loading, loadAddr[k]!, x, prevIsSys!], (ld, la, r, sys) => (ld ? la : sys ? (10 >> k) & 1 : r), [0, 1]), 2 ** k] as [Sig, number]));
+  // (a SYSTEM instruction's destination is a0, x10.) After an instruction that writes no register
+  // (a store, a branch: its bits 7…11 are immediate bits) nothing commits, and the row rests at x0
+  // instead of following those bits: the regs RAM's write key moves less (fewer conv channels and
+  // value-head steps per token).
+  const commitRow = c.linear(prevRd.map((x, k) => [c.table(`commitRow${k}`, [loading, loadAddr[k]!, x, prevIsSys!, prevWritesRd!],
+    (ld, la, r, sys, wr) => (ld ? la : !wr ? 0 : sys ? (10 >> k) & 1 : r), [0, 1]), 2 ** k] as [Sig, number]));
   regs.write(commitRow, commitBits, commitEn);
   // ecall reads a7 (x17) and a0 (x10) instead of rs1 / rs2.
   // Each address bit is one table over (opcode, the instruction's bit): straight after fetch.

@@ -13,7 +13,7 @@
  * rewrite to make decode cheaper.
  *
  *   npx tsx bench/chip-op-work.ts [--elf fixtures/firmware/hello.elf] [--target chip-test] [--sized]
- *                                 [--tokens 800] [--warmup 0] [--top 30] [--fold] [--json]
+ *                                 [--tokens 800] [--warmup 0] [--top 30] [--fold] [--by-dim] [--json]
  *
  * The chip is the generic one `chipc run` compiles for the target; `--sized` compiles one sized to
  * the program at chip-test instead (the chip of the figures of 2026-11-30). Either way the
@@ -21,6 +21,10 @@
  * `--fold` sums the ops whose names differ only in digits (the 15 multiples of the divider, say).
  * FFN row i of layer L belongs to the i-th unit of the ops in L's FFN in the assembler's order
  * (passes/gather-layers.ts: ops in lowered order, then the slot clears, listed as one line).
+ * `--by-dim` lists the dims instead, by the same estimate summed over every op that reads them:
+ * how often the dim changes per token, how many input rows read it and which ops own most of them
+ * (a dim that many rows read and that moves at most tokens is the input to gate or drop; the
+ * register commit's prevIsJump was one: docs/cpu-plan.md "The register commit at rest").
  * Columns: sublayer(s), entries per token (estimate), units (FFN) or key heads (GDN), rows reached
  * and units changed per token (measured), the op, and the dims that cost it most (name: entries
  * per token). The estimate counts a term once per change of its dim; the executor's own count
@@ -49,8 +53,9 @@ const opts = new Command()
   .option('--warmup <n>', 'decode steps run before counting', '0')
   .option('--top <n>', 'ops to print', '30')
   .option('--fold', 'sum the ops whose names differ only in digits')
+  .option('--by-dim', 'list the dims by their estimated entries per token instead of the ops')
   .option('--json', 'print JSON')
-  .parse().opts<{ elf: string; target: string; sized?: boolean; tokens: string; warmup: string; top: string; fold?: boolean; json?: boolean }>();
+  .parse().opts<{ elf: string; target: string; sized?: boolean; tokens: string; warmup: string; top: string; fold?: boolean; byDim?: boolean; json?: boolean }>();
 const maxTokens = Number(opts.tokens);
 const warmup = Number(opts.warmup);
 const top = Number(opts.top);
@@ -145,22 +150,25 @@ const perEst = Math.max(1, measured);
 const per = Math.max(1, steps);
 
 const dimOf = (v: number): number => res.slotDim(res.packing.slot[v]!);
-interface OpWork { sublayers: number[]; what: string; kind: string; size: number; entries: number; rowsReached: number; unitsChanged: number; byDim: [string, number][] }
-const out: OpWork[] = [];
-for (const op of lc.ops) {
-  const sub = res.schedule.sublayer[op.id]!;
+/** The input-row forms of an op (FFN gate and up; GDN q, k, v, z and β), or null for other ops. */
+function inputForms(op: (typeof lc.ops)[number]): Form[] | null {
   const forms: Form[] = [];
-  let size = 0;
-  if (op.kind === 'ffn') {
-    for (const u of op.units) forms.push(u.gate, u.up);
-    size = op.units.length;
-  } else if (op.kind === 'gdn') {
+  if (op.kind === 'ffn') for (const u of op.units) forms.push(u.gate, u.up);
+  else if (op.kind === 'gdn') {
     for (const h of op.heads) {
       forms.push(...h.q, ...h.k);
       for (const v of h.values) if (v) forms.push(...v.v, ...v.z, v.b);
     }
-    size = op.heads.length;
-  } else continue;
+  } else return null;
+  return forms;
+}
+interface OpWork { sublayers: number[]; what: string; kind: string; size: number; entries: number; rowsReached: number; unitsChanged: number; byDim: [string, number][] }
+const out: OpWork[] = [];
+for (const op of lc.ops) {
+  const sub = res.schedule.sublayer[op.id]!;
+  const forms = inputForms(op);
+  if (forms === null) continue;
+  const size = op.kind === 'ffn' ? op.units.length : op.kind === 'gdn' ? op.heads.length : 0;
   const byDim = new Map<string, number>();
   let entries = 0;
   for (const f of forms) {
@@ -179,6 +187,44 @@ for (const op of lc.ops) {
   });
 }
 out.push({ sublayers: [], what: 'slot clears', kind: 'ffn', size: res.packing.clears.length, entries: 0, rowsReached: (reached.get(-1) ?? 0) / per, unitsChanged: (changedUnits.get(-1) ?? 0) / per, byDim: [] });
+if (opts.byDim) {
+  // per dim: the estimate's entries summed over its readers, its changes per token (the most at
+  // any sublayer that reads it), its reading rows and the ops that own most of them
+  interface DimWork { dim: string; entries: number; changesPerToken: number; readers: number; ops: [string, number][] }
+  const byName = new Map<string, DimWork & { owners: Map<string, number> }>();
+  const opName = (what: string) => (opts.fold ? what.replace(/\d+/g, '#') : what);
+  for (const op of lc.ops) {
+    const forms = inputForms(op);
+    if (forms === null) continue;
+    const sub = res.schedule.sublayer[op.id]!;
+    for (const f of forms) {
+      for (const t of f.terms) {
+        if (t.coef === 0) continue;
+        const name = lc.dims[t.dim]!.name;
+        let d = byName.get(name);
+        if (d === undefined) byName.set(name, (d = { dim: name, entries: 0, changesPerToken: 0, readers: 0, ops: [], owners: new Map() }));
+        const c = changes[sub]![dimOf(t.dim)]! / perEst;
+        d.entries += c;
+        d.readers++;
+        if (c > d.changesPerToken) d.changesPerToken = c;
+        d.owners.set(opName(op.what), (d.owners.get(opName(op.what)) ?? 0) + 1);
+      }
+    }
+  }
+  const dims: DimWork[] = [...byName.values()].filter((d) => d.entries > 0).sort((a, b) => b.entries - a.entries).slice(0, top)
+    .map(({ owners, ...d }) => ({ ...d, ops: [...owners.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3) }));
+  const chip = opts.sized ? 'the chip sized to the program (chip-test)' : `the generic chip at ${opts.target}`;
+  if (opts.json) console.log(JSON.stringify({ bench: 'chip-op-work', elf: opts.elf, chip, positions: perEst, dims }, null, 1));
+  else {
+    console.log(`${opts.elf} on ${chip}: ${perEst} decode steps compared; the dims whose changes cost the most input-row entries (estimate)`);
+    console.log('entries/token  changes/token  reading rows  dim — ops owning most of those rows');
+    for (const d of dims) {
+      const ops = d.ops.map(([n, k]) => `${n}: ${k}`).join(', ');
+      console.log(`${d.entries.toFixed(0).padStart(13)}  ${d.changesPerToken.toFixed(3).padStart(13)}  ${String(d.readers).padStart(12)}  ${d.dim} — ${ops}`);
+    }
+  }
+  process.exit(0);
+}
 let rows = out;
 if (opts.fold) {
   const byName = new Map<string, OpWork>();

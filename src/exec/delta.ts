@@ -139,13 +139,18 @@ function boundedRow(B: number, G: number): boolean {
 }
 
 /**
- * Builds the column and row bounds from the current input (after a full recompute) and marks each
- * non-empty row bounded or tracked (the empty rows, which nothing reaches, count as bounded).
+ * Builds the column and row bounds from the current input (after a full recompute), marks each
+ * non-empty row bounded or tracked (the empty rows, which nothing reaches, count as bounded) and
+ * writes each bounded row's fold to y (the tracked ones are refolded with their records after).
+ * One walk of the stored entries for both: the fold skips the entries whose input or product is
+ * ±0, the bounds those whose weight or input is ±0 (an input's record then says "never seen
+ * non-zero"), so an entry with both non-zero feeds both (a fresh process runs this walk for every
+ * matrix in its first step, in code the JIT has not compiled yet).
  */
-function buildBounds(
+function buildBoundsAndFold(
   st: DeltaLinearState, rows: number, cols: number, x: Float32Array, xOff: number, xb: Uint32Array,
   rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, wLowCsr: Int16Array,
-  nonEmpty: Uint32Array,
+  nonEmpty: Uint32Array, y: Float32Array,
 ): void {
   const { colVals, colInts, rowBound, rowLow, mark } = st;
   for (let c = 0; c < cols; c++) {
@@ -158,10 +163,15 @@ function buildBounds(
     const r = nonEmpty[i];
     let B = 0;
     let G = NO_LOW;
+    let acc = 0;
     for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
-      const w = values[k];
       const c = colIdx[k];
-      if (w === 0 || colInts[4 * c + 2] === NO_LOW) continue;
+      const xv = x[xOff + c];
+      if (xv === 0) continue;
+      const w = values[k];
+      if (w === 0) continue;
+      const p = f32(w * xv);
+      if (p !== 0) acc = f32(acc + p);
       B = (B + Math.abs(w) * colVals[4 * c + 1]) * BOUND_INFLATE;
       const lb = wLowCsr[k] + colInts[4 * c + 2];
       if (lb < G) G = lb;
@@ -170,7 +180,7 @@ function buildBounds(
     rowLow[r] = G;
     const bounded = boundedRow(B, G);
     mark[r] = bounded ? 0 : 1;
-    if (bounded) nBounded++;
+    if (bounded) { nBounded++; y[r] = acc; }
   }
   st.nBounded = nBounded;
 }
@@ -284,21 +294,6 @@ function refoldRow(
   e[4 * s + 3] = g;
 }
 
-/** Row r's fold (module comment) alone, for a bounded row: it needs no record. */
-function foldRow(
-  rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, x: Float32Array, xOff: number, r: number,
-): number {
-  let acc = 0;
-  for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
-    const xv = x[xOff + colIdx[k]];
-    if (xv === 0) continue;
-    const p = f32(values[k] * xv);
-    if (p !== 0) acc = f32(acc + p);
-  }
-  return acc;
-}
-
-
 /**
  * y = x[xOff .. xOff+cols)·Wᵀ, maintained incrementally (see the module comment); returns the
  * state (y in `state.y`, which stays valid until the next call for this matrix and context) or null
@@ -357,12 +352,11 @@ function foldFresh(
     st.mark.fill(1);
     st.nBounded = 0;
   } else {
-    buildBounds(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty);
+    buildBoundsAndFold(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty, y);
     const mark = st.mark;
     for (let i = 0; i < nonEmpty.length; i++) {
       const r = nonEmpty[i];
       if ((mark[r] & 1) !== 0) refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
-      else y[r] = foldRow(rowPtr, colIdx, values, x, xOff, r);
     }
   }
   const { colBits, colInts } = st;

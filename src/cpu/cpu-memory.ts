@@ -234,8 +234,12 @@ function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
   const swShape = c.table('swShape', [isStore, memF3], (st, f3) => (st && f3 === 2 ? 1 : 0), [0, 1]);
   const tokenOn = c.table('memTokenWord', [isStore, swShape, off, fedH, loading, loadWord],
     (st, sws, o, h, ld, lw) => (ld ? lw : st && h && !(sws && o === 0) ? 1 : 0), [0, 1]);
-  const storeBits = Array.from({ length: 32 }, (_, k) => c.table(`memWord${k}`, [isSW, tokenOn, b[k]!, tokenWord[k]!],
-    (sw, on, bk, tk) => (sw ? bk : on ? tk : 0), [0, 1]));
+  // (Each bit a sum of two ANDs, exclusive by isSW, rather than one table over the four inputs,
+  // all of whose units every change of isSW walked: docs/cpu-plan.md "The register commit at rest".)
+  const storeBits = Array.from({ length: 32 }, (_, k) => c.linear([
+    [c.table(`memWordB${k}`, [isSW, b[k]!], (sw, bk) => (sw && bk ? 1 : 0), [0, 1]), 1],
+    [c.table(`memWordT${k}`, [isSW, tokenOn, tokenWord[k]!], (sw, on, tk) => (!sw && on && tk ? 1 : 0), [0, 1]), 1],
+  ], 0, [0, 1]).named(`memWord${k}`));
   // An aligned SW writes at its own position; any other store writes each merged word at the H
   // that brings it back (the second word of a crossing store at the second H); the loader at its H.
   // The write's source: 0 none, 1 the loader's address, 2 the next word (a crossing store's second), 3 the address.

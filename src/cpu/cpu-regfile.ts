@@ -127,14 +127,24 @@ export function registerFile(c: CircuitBuilder, io: RegisterFileInputs): Registe
     const commits = ct === 1 || (ct === 3 && !pb) || (ct === 2 && pj);
     return commits && wr && nz ? 1 : 0;
   }, [0, 1]);
+  // Each committed bit is the link (a J), the wide value (after a D) or the narrow value. A J
+  // commits the link only after a jump (commitEn reads prevIsJump); after any other instruction
+  // the bits a J selects are not written, so the bits need not read prevIsJump. And each bit is a
+  // sum of one AND table per source, not one table over all five inputs: a table is ramps over
+  // its mixed-radix index, so every change of isJ or prevWasD (each at about four tokens in ten
+  // on crc32) walked all of a five-input table's units, and walks the two or three units of the
+  // ANDs that read it instead (docs/cpu-plan.md "The register commit at rest"). Bit 31, whose
+  // link bit is the constant 1, stays one table.
   const commitBits = Array.from({ length: 32 }, (_, k) => {
     const linkBit = k >= 2 && k < 18 ? prevLink[k - 2]! : c.constant(k === 31 ? 1 : 0);
     const wide = k < 16 ? prevDLo[k]! : cvW[k - 16]!;
-    // A J commits the link only after a jump (commitEn reads prevIsJump); after any other
-    // instruction the bits a J selects are not written, so these tables need not read prevIsJump:
-    // with it, its every change (one in three tokens on crc32) walked all 32 tables' units.
-    return c.table(`commit${k}`, [isJ, linkBit, prevWasD!, wide, cvN[k]!],
-      (jj, l, wd, x, n) => (jj ? l : wd ? x : n), [0, 1]);
+    if (k === 31) return c.table(`commit${k}`, [isJ, linkBit, prevWasD!, wide, cvN[k]!], (jj, l, wd, x, n) => (jj ? l : wd ? x : n), [0, 1]);
+    const terms: [Sig, number][] = [
+      [c.table(`commitW${k}`, [isJ, prevWasD!, wide], (jj, wd, x) => (!jj && wd && x ? 1 : 0), [0, 1]), 1],
+      [c.table(`commitN${k}`, [isJ, prevWasD!, cvN[k]!], (jj, wd, n) => (!jj && !wd && n ? 1 : 0), [0, 1]), 1],
+    ];
+    if (k >= 2 && k < 18) terms.push([c.table(`commitL${k}`, [isJ, linkBit], (jj, l) => (jj && l ? 1 : 0), [0, 1]), 1]);
+    return c.linear(terms, 0, [0, 1]).named(`commit${k}`);
   });
   const regs = c.ram('regs', { rows: 32, fields: Array.from({ length: 32 }, () => 2) });
   const prevRd = [prevRd0!, prevRd1!, prevRd2!, prevRd3!, prevRd4!];

@@ -132,9 +132,9 @@ export function registerFile(c: CircuitBuilder, io: RegisterFileInputs): Registe
   // the bits a J selects are not written, so the bits need not read prevIsJump. And each bit is a
   // sum of one AND table per source, not one table over all five inputs: a table is ramps over
   // its mixed-radix index, so every change of isJ or prevWasD (each at about four tokens in ten
-  // on crc32) walked all of a five-input table's units, and walks the two or three units of the
+  // on crc32) walked all of a five-input table's units (up to 15), and walks the few units of the
   // ANDs that read it instead (docs/cpu-plan.md "The register commit at rest"). Bit 31, whose
-  // link bit is the constant 1, stays one table.
+  // link bit is the constant 1, stays one table (its link term would be isJ itself).
   const commitBits = Array.from({ length: 32 }, (_, k) => {
     const linkBit = k >= 2 && k < 18 ? prevLink[k - 2]! : c.constant(k === 31 ? 1 : 0);
     const wide = k < 16 ? prevDLo[k]! : cvW[k - 16]!;

@@ -358,6 +358,38 @@ describe('deltaLinear', () => {
     expect(bits(st.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
   });
 
+  it('one call: a row updated by an earlier column and then unbounded by a later column\'s widening is refolded once', () => {
+    // row 0 = x0 + x1, row 1 = x0 (+ unweighted columns: the scatter form needs a +0 term in every row)
+    const dense: Matrix = { rows: 2, cols: 4, dense: Float32Array.from([1, 1, 0, 0, 1, 0, 0, 0]) };
+    const csr: Matrix = { rows: 2, cols: 4, csr: sparsifyMatrix(dense).csr };
+    const ctx = makeNumericContext({});
+    const x = Float32Array.from([1, 3, 0, 0]);
+    let st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+    expect(st.nBounded).toBe(2);
+    // column 0 moves within its bound (rows 0 and 1 updated), then column 1 widens past row 0's:
+    // candidates in that order, so row 0 is reached before it loses its bound
+    x[0] = 2;
+    x[1] = 2 ** 24;
+    st = deltaLinear(ctx, csr, x, 0, Int32Array.from([0, 1]), 2)!;
+    expect(st.nBounded).toBe(1); // row 1 stays bounded, row 0 is tracked
+    expect(st.nRows).toBe(2); // each row listed once (the list holds one entry per row of the matrix)
+    expect(Array.from(st.rows.subarray(0, st.nRows)).sort()).toEqual([0, 1]);
+    expect(st.nUpdated).toBe(1); // row 0 refolded, row 1 updated
+    expect(st.y[0]).toBe(2 ** 24 + 2); // fl(2 + 2^24): exact here, from the refold
+    expect(bits(st.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
+    // the same change with the widening column first: the same state
+    const ctx2 = makeNumericContext({});
+    const x2 = Float32Array.from([1, 3, 0, 0]);
+    deltaLinear(ctx2, csr, x2, 0, null, 0);
+    x2[0] = 2;
+    x2[1] = 2 ** 24;
+    const st2 = deltaLinear(ctx2, csr, x2, 0, Int32Array.from([1, 0]), 2)!;
+    expect(st2.nBounded).toBe(1);
+    expect(st2.nRows).toBe(2);
+    expect(Array.from(st2.rows.subarray(0, st2.nRows)).sort()).toEqual([0, 1]);
+    expect(bits(st2.y)).toEqual(bits(st.y));
+  });
+
   it('lowbit32: the exponent of the lowest set bit of a float32', () => {
     const f = new Float32Array(1);
     const u = new Uint32Array(f.buffer);

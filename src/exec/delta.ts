@@ -193,8 +193,8 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
     // one buffer for the per-row and per-column records (arena.ts: only the pages written fault)
     const a = carveArrays({
       colBits: [Uint32Array, 4 * (m.cols + 1)], y: [Float32Array, m.rows], rows: [Int32Array, m.rows], mark: [Uint16Array, m.rows],
-      changed: [Int32Array, m.cols], rowSlot: [Int32Array, m.rows], refold: [Int32Array, m.rows], oldX: [Float32Array, m.cols],
-      rowBound: [Float64Array, m.rows], rowLow: [Int16Array, m.rows], widened: [Int32Array, m.cols],
+      changed: [Int32Array, m.cols], rowSlot: [Int32Array, m.rows], refold: [Int32Array, m.rows],
+      rowBound: [Float64Array, m.rows], rowLow: [Int16Array, m.rows],
     });
     const colBits = a.colBits;
     st = {
@@ -202,9 +202,8 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
       colInts: new Int32Array(colBits.buffer, colBits.byteOffset, colBits.length), negTotal: 0, y: a.y, valid: false, full: false,
       rows: a.rows, nRows: 0, mark: a.mark, epoch: 0, changed: a.changed, nChanged: 0, usable: 0,
       version: 0,
-      rowExact: new Float64Array(4 * 16), rowSlot: a.rowSlot, nSlots: 0, refold: a.refold, oldX: a.oldX, nUpdated: 0, stamp: -1,
-      rowBound: a.rowBound, rowLow: a.rowLow,
-      widened: a.widened, nBounded: 0, inSrc: null, inOff: 0, inView: null,
+      rowExact: new Float64Array(4 * 16), rowSlot: a.rowSlot, nSlots: 0, refold: a.refold, nUpdated: 0, stamp: -1,
+      rowBound: a.rowBound, rowLow: a.rowLow, nBounded: 0, inSrc: null, inOff: 0, inView: null,
       plan: null, csc: null, lows: null, planCsr: undefined, planDense: undefined,
     };
     byM.set(m, st);
@@ -408,32 +407,18 @@ function deltaLinearIn(
   const wLow = lows.csc;
   const wLowCsr = lows.csr;
   if (!st.valid) return foldFresh(ctx, m, st, plan, csc, x, xOff, xb, wLowCsr, bf16, stats);
-  // the changed columns (their recorded bits updated as found, so a repeated candidate counts once)
-  const { colBits, colVals, colInts } = st;
+  // One pass over the candidates: each changed column's record is updated as it is found (so a
+  // repeated candidate counts once), its bounds widened if its new value falls outside them, and
+  // its stored entries walked at once. A bounded row's update needs only the bounds of the column
+  // it takes (module comment), so columns may come in any order; a row that a widening leaves
+  // unbounded is marked for refolding (and later columns pass over it), which recomputes it from
+  // scratch whatever earlier columns added. The precondition's count of sign-bit-set inputs is
+  // complete only after the pass: when it fails, the state is dropped (the next call folds afresh)
+  // and the caller computes the product itself.
+  const { colBits, colVals, colInts, rowBound, rowLow } = st;
   const changed = st.changed;
-  const oldX = st.oldX;
-  const widened = st.widened;
   let nc = 0;
-  let nw = 0;
   let negTotal = st.negTotal;
-  const n = cand === null ? cols : nCand;
-  for (let t = 0; t < n; t++) {
-    const c = cand === null ? t : cand[t];
-    const b = xb[c];
-    const c4 = 4 * c;
-    const ob = colBits[c4];
-    if (b === ob) continue;
-    const v = x[xOff + c];
-    if (v - v !== 0) { st.valid = false; return null; }
-    negTotal += signSet(b) - signSet(ob);
-    oldX[nc] = colVals[c4];
-    colBits[c4] = b;
-    changed[nc++] = c;
-    // (an integer's lowest set bit is ≥ 0: no lowbit needed while the column's bound is ≤ 0)
-    if (!bf16 && v !== 0 && (Math.abs(v) > colVals[c4 + 1] || ((colInts[c4 + 2] > 0 || (v | 0) !== v) && lowbit32(b) < colInts[c4 + 2]))) widened[nw++] = c;
-  }
-  st.negTotal = negTotal;
-  if (csc.maxRowNnz >= cols - negTotal) { st.valid = false; return null; }
   const { colPtr, rowIdx } = csc;
   const cv = csc.values;
   const mark = st.mark;
@@ -447,20 +432,32 @@ function deltaLinearIn(
   let nf = 0;
   let walked = 0;
   const refold = st.refold;
-  // widened columns first: their rows' bounds grow, and a bounded row that loses its bound becomes
-  // tracked and is refolded (marked reached and refolding) before any update reads it
-  if (nw > 0) {
-    const { rowBound, rowLow } = st;
-    let lost = 0;
-    for (let t = 0; t < nw; t++) {
-      const c = widened[t];
-      const v = x[xOff + c];
-      const mOld = colVals[4 * c + 1];
-      const mNew = Math.max(mOld, Math.abs(v));
-      const lNew = Math.min(colInts[4 * c + 2], lowbit32(xb[c]));
-      colVals[4 * c + 1] = mNew;
-      colInts[4 * c + 2] = lNew;
-      for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
+  const n = cand === null ? cols : nCand;
+  for (let t = 0; t < n; t++) {
+    const c = cand === null ? t : cand[t];
+    const b = xb[c];
+    const c4 = 4 * c;
+    const ob = colBits[c4];
+    if (b === ob) continue;
+    const xn = x[xOff + c];
+    if (xn - xn !== 0) { st.valid = false; return null; }
+    negTotal += signSet(b) - signSet(ob);
+    const xo = colVals[c4];
+    colBits[c4] = b;
+    changed[nc++] = c;
+    const k0 = colInts[c4 + 3];
+    const k1 = colInts[c4 + 7];
+    // (an integer's lowest set bit is ≥ 0: no lowbit needed while the column's bound is ≤ 0)
+    if (!bf16 && xn !== 0 && (Math.abs(xn) > colVals[c4 + 1] || ((colInts[c4 + 2] > 0 || (xn | 0) !== xn) && lowbit32(b) < colInts[c4 + 2]))) {
+      // widened: the rows the column reaches get their bounds grown; a bounded row that loses its
+      // bound becomes tracked for good and is refolded (marked reached and refolding)
+      const mOld = colVals[c4 + 1];
+      const mNew = Math.max(mOld, Math.abs(xn));
+      const lNew = Math.min(colInts[c4 + 2], lowbit32(b));
+      colVals[c4 + 1] = mNew;
+      colInts[c4 + 2] = lNew;
+      let lost = 0;
+      for (let k = k0; k < k1; k++) {
         const r = rowIdx[k];
         if ((mark[r] & 1) !== 0) continue; // tracked for good, or already lost this call
         const aw = Math.abs(cv[k]);
@@ -469,24 +466,21 @@ function deltaLinearIn(
         if (grow > 0) rowBound[r] = (rowBound[r] + grow) * BOUND_INFLATE;
         const lb = wLow[k] + lNew;
         if (lb < rowLow[r]) rowLow[r] = lb;
-        if (!boundedRow(rowBound[r], rowLow[r])) { mark[r] = cur | 3; rows[nr++] = r; refold[nf++] = r; lost++; }
+        if (!boundedRow(rowBound[r], rowLow[r])) {
+          if ((mark[r] & ~3) !== cur) rows[nr++] = r;
+          mark[r] = cur | 3;
+          refold[nf++] = r;
+          lost++;
+        }
       }
+      st.nBounded -= lost;
     }
-    st.nBounded -= lost;
-  }
-  const allBounded = st.nBounded === m.rows;
-  for (let t = 0; t < nc; t++) {
-    const c = changed[t];
-    const xn = x[xOff + c];
-    const xo = oldX[t];
     // ±0 → ±0 (a sign flip of an off FFN unit, say): every product is ±0 before and after, which
     // neither the fold (it skips zero inputs) nor the update (it adds ±0) sees; only negTotal,
     // updated above, reads the sign
     if (xn === 0 && xo === 0) continue;
-    const k0 = colInts[4 * c + 3];
-    const k1 = colInts[4 * c + 7];
     walked += k1 - k0;
-    const lx = xn === 0 || allBounded ? 0 : lowbit32(xb[c]); // (only tracked rows read it)
+    const lx = xn === 0 || st.nBounded === m.rows ? 0 : lowbit32(b); // (only tracked rows read it)
     // Exact whenever a bounded row reads c (only those use it): its bound gives |x| ≤ M_c <
     // 2^(23+L_c) for x_old and x_new, both multiples of 2^L_c, so Δ is a multiple of 2^L_c below
     // 2^(24+L_c); and w·Δ (24 × 24 bits) is the exact w·x_new − w·x_old (module comment)
@@ -513,6 +507,8 @@ function deltaLinearIn(
       yv[r] = v === 0 ? 0 : v; // exact: a float32 (an exact 0 folds to +0)
     }
   }
+  st.negTotal = negTotal;
+  if (csc.maxRowNnz >= cols - negTotal) { st.valid = false; return null; }
   // rows left exact hold their exact sum in y already; the others are refolded from scratch
   let refoldEntries = 0;
   if (bf16) for (let t = 0; t < nr; t++) { const r = rows[t]; yv[r] = ctx.act(yv[r]); }

@@ -226,8 +226,6 @@ export interface DeltaLinearState {
   rowExact: Float64Array;
   rowSlot: Int32Array;
   nSlots: number;
-  /** The previous input values of the changed columns (scratch, changed order). */
-  oldX: Float32Array;
   /** Scratch: the rows to refold in the current call. */
   refold: Int32Array;
   /**
@@ -237,8 +235,6 @@ export interface DeltaLinearState {
    */
   rowBound: Float64Array;
   rowLow: Int16Array;
-  /** Scratch: the changed columns that widened their bounds in the current call. */
-  widened: Int32Array;
   /** Rows that are bounded (0 in the bf16 profile). */
   nBounded: number;
   /** The matrix's sparse plans and weight lowbits, and the storage they were made from. */

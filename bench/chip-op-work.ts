@@ -187,12 +187,15 @@ for (const op of lc.ops) {
   });
 }
 out.push({ sublayers: [], what: 'slot clears', kind: 'ffn', size: res.packing.clears.length, entries: 0, rowsReached: (reached.get(-1) ?? 0) / per, unitsChanged: (changedUnits.get(-1) ?? 0) / per, byDim: [] });
+const chip = opts.sized ? 'the chip sized to the program (chip-test)' : `the generic chip at ${opts.target}`;
+/** A name with its digits folded (--fold: the 15 multiples of the divider as one). */
+const fold = (s: string): string => s.replace(/\d+/g, '#');
 if (opts.byDim) {
   // per dim: the estimate's entries summed over its readers, its changes per token (the most at
   // any sublayer that reads it), its reading rows and the ops that own most of them
   interface DimWork { dim: string; entries: number; changesPerToken: number; readers: number; ops: [string, number][] }
   const byName = new Map<string, DimWork & { owners: Map<string, number> }>();
-  const opName = (what: string) => (opts.fold ? what.replace(/\d+/g, '#') : what);
+  const opName = (what: string) => (opts.fold ? fold(what) : what);
   for (const op of lc.ops) {
     const forms = inputForms(op);
     if (forms === null) continue;
@@ -213,7 +216,6 @@ if (opts.byDim) {
   }
   const dims: DimWork[] = [...byName.values()].filter((d) => d.entries > 0).sort((a, b) => b.entries - a.entries).slice(0, top)
     .map(({ owners, ...d }) => ({ ...d, ops: [...owners.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3) }));
-  const chip = opts.sized ? 'the chip sized to the program (chip-test)' : `the generic chip at ${opts.target}`;
   if (opts.json) console.log(JSON.stringify({ bench: 'chip-op-work', elf: opts.elf, chip, positions: perEst, dims }, null, 1));
   else {
     console.log(`${opts.elf} on ${chip}: ${perEst} decode steps compared; the dims whose changes cost the most input-row entries (estimate)`);
@@ -228,7 +230,6 @@ if (opts.byDim) {
 let rows = out;
 if (opts.fold) {
   const byName = new Map<string, OpWork>();
-  const fold = (s: string) => s.replace(/\d+/g, '#');
   for (const o of out) {
     const k = `${o.kind} ${fold(o.what)}`;
     const f = byName.get(k);
@@ -249,7 +250,6 @@ rows.sort((a, b) => b.entries + b.rowsReached - a.entries - a.rowsReached);
 const total = out.reduce((s, o) => s + o.entries, 0);
 const totalRows = out.reduce((s, o) => s + o.rowsReached, 0);
 const totalChanged = out.reduce((s, o) => s + o.unitsChanged, 0);
-const chip = opts.sized ? 'the chip sized to the program (chip-test)' : `the generic chip at ${opts.target}`;
 if (opts.json) {
   console.log(JSON.stringify({ bench: 'chip-op-work', elf: opts.elf, chip, positions: per, total, rowsReached: totalRows, unitsChanged: totalChanged, ops: rows.slice(0, top) }, null, 1));
 } else {

@@ -175,6 +175,8 @@ export interface GdnTrack {
   qkDirty: Uint8Array;
   /** Per key head: its q inputs changed this step (a subset of qkDirty). */
   qDirty: Uint8Array;
+  /** Per key head: its k inputs changed this step (a subset of qkDirty). */
+  kDirty: Uint8Array;
   vDirty: Uint8Array;
   /** Per value head: S may have changed in the last step; core output changed this step. */
   headModified: Uint8Array;

@@ -241,13 +241,15 @@ const negOffScratch = [false, false];
  *    RAM write) touches one row; an all-zero key (an unused head) touches none.
  * Anything else (a state that may hold −0 or non-finite values, non-finite δ) runs the full update.
  *
- * `memo` (a tracked decode step, head h): when `same` — q and k are bit-identical to the previous
- * call's for this head, S has not changed since then, and o[oOff..] still holds that call's output
- * — and memo.valid[h], the kv_j are memo.kv's (a pure function of S, k and S's kind and +0 rows,
- * all unchanged), unless this step decays S. If then every δ_j is ±0 and k is finite, or k was
- * all ±0 and every δ_j is finite (the update leaves rows with k_i = ±0 alone), nothing changes S,
- * and o = dot(S[:,j], q) is the previous output: the step returns at once. Any other outcome runs
- * the step as above, which refreshes the memo (valid only when that step left S unchanged).
+ * `memo` (a tracked decode step, head h): when `kSame` — k is bit-identical to the previous call's
+ * for this head and S has not changed since then — and memo.valid[h], the kv_j are memo.kv's (a
+ * pure function of S, k and S's kind and +0 rows, all unchanged), unless this step decays S. If
+ * then every δ_j is ±0 and k is finite, or k was all ±0 and every δ_j is finite (the update leaves
+ * rows with k_i = ±0 alone), nothing changes S and the memo still describes it: with `same` (q
+ * bit-identical too, and o[oOff..] still holding that call's output) o = dot(S[:,j], q) is the
+ * previous output and the step returns at once; otherwise only the output dots are computed. Any
+ * other outcome runs the step as above, which refreshes the memo (valid only when that step left
+ * S unchanged). `kSame` defaults to `same`, which implies it.
  *
  * `qSame` (a tracked decode step): q is bit-identical to the q of this head's previous step, S is
  * as that step left it, and o[oOff..] still holds that step's output. A step that then leaves S
@@ -266,12 +268,12 @@ export function recurrentStepSparse(
   dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array,
   q: Float32Array, qOff: number, k: Float32Array, kOff: number, v: Float32Array, vOff: number,
   g: number, beta: number, o: Float32Array, oOff: number, scratch: SparseStepScratch,
-  memo?: KvMemo, h = 0, same = false, qSame = false, sMax?: Float64Array,
+  memo?: KvMemo, h = 0, same = false, qSame = false, sMax?: Float64Array, kSame = same,
 ): number {
   const eg = exp32(g);
   scratch.modified[0] = 0;
   const decays = eg !== 1 && !(kind === STATE_ZERO && Number.isFinite(eg));
-  if (memo && same && !decays && kind !== STATE_ANY && memo.valid[h] === 1 && memo.kFinite[h] === 1) {
+  if (memo && kSame && !decays && kind !== STATE_ANY && memo.valid[h] === 1 && memo.kFinite[h] === 1) {
     const kv = memo.kv;
     const m0 = h * dv;
     let unchanged = true;
@@ -286,7 +288,12 @@ export function recurrentStepSparse(
       const dj = f32(f32(v[vOff + j] - kv[m0 + j]) * beta);
       if (dj - kz * dj !== 0) { unchanged = false; break; }
     }
-    if (unchanged) return kind; // S, and so o, stay as they were
+    if (unchanged) {
+      if (same) return kind; // S, and so o, stay as they were
+      // S stays and the memo still describes it; only q moved: the output dots alone
+      outputDots(dk, dv, S, kind, rowNonZero, q, qOff, o, oOff, scratch);
+      return kind;
+    }
   }
   if (memo) memo.valid[h] = 0;
   if (decays) {
@@ -318,7 +325,7 @@ export function recurrentStepSparse(
       if (vSmall) return kind; // (the memo stays invalid: kv was not computed)
     }
   }
-  const { kIdx, qIdx, kDot, qDot, dotCount, nzRows, delta } = scratch;
+  const { kIdx, kDot, dotCount, nzRows, delta } = scratch;
   const finiteState = kind !== STATE_ANY;
   let allDeltaFinite = true;
   let allDeltaZero = true;
@@ -389,6 +396,16 @@ export function recurrentStepSparse(
   if (memo && finiteState && scratch.modified[0] === 0) { memo.valid[h] = 1; memo.kFinite[h] = kFinite ? 1 : 0; memo.kZero[h] = kn === 0 ? 1 : 0; }
   // q and S as at the step that wrote o[oOff..], and this step left S alone: o is still dot(S, q)
   if (qSame && scratch.modified[0] === 0) return kind;
+  outputDots(dk, dv, S, kind, rowNonZero, q, qOff, o, oOff, scratch);
+  return kind;
+}
+
+/** o_j = dot(S[:,j], q) for every j < dv, as recurrentStep computes it (sequential order), for S of STATE_* kind `kind` with all-+0 rows as in rowNonZero. */
+function outputDots(
+  dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array, q: Float32Array, qOff: number,
+  o: Float32Array, oOff: number, scratch: SparseStepScratch,
+): void {
+  const { qIdx, qDot, dotCount, nzRows } = scratch;
   if (kind !== STATE_ANY) {
     nonZeroIndices(q, qOff, dk, qIdx, rowNonZero, negOffScratch, qDot, dotCount);
     const qNegOff = negOffScratch[0];
@@ -403,5 +420,4 @@ export function recurrentStepSparse(
       o[oOff + j] = acc;
     }
   }
-  return kind;
 }

@@ -44,7 +44,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
     chan, chanF,
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(d.dv),
     weights: w, siluForm, active: new Int32Array(d.convDim), nActive: 0,
-    qkDirty: new Uint8Array(d.hk), qDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
+    qkDirty: new Uint8Array(d.hk), qDirty: new Uint8Array(d.hk), kDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
     coreChanged: new Uint8Array(d.hv), normedChanged: new Int32Array(d.valueDim),
     step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
@@ -266,6 +266,7 @@ function trackedConvStep(
   const convBits = t.convBits;
   t.qkDirty.fill(0);
   t.qDirty.fill(0);
+  t.kDirty.fill(0);
   t.vDirty.fill(0);
   const mixedBits = t.projBits;
   const { active, chan, chanF } = t;
@@ -306,7 +307,7 @@ function trackedConvStep(
     conved[c] = silu32(y, form);
     if (conBits[c] !== before) {
       if (c < keyDim) { const kh = Math.floor(c / dk); t.qkDirty[kh] = 1; t.qDirty[kh] = 1; }
-      else if (c < 2 * keyDim) t.qkDirty[Math.floor((c - keyDim) / dk)] = 1;
+      else if (c < 2 * keyDim) { const kh = Math.floor((c - keyDim) / dk); t.qkDirty[kh] = 1; t.kDirty[kh] = 1; }
       else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
     }
     if (!moved && tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
@@ -389,6 +390,7 @@ export function gdnDecodeTracked(
     }
     t.qkDirty.fill(1);
     t.qDirty.fill(1);
+    t.kDirty.fill(1);
     t.vDirty.fill(1);
     t.step = 1;
     cache.track = t;
@@ -438,6 +440,8 @@ export function gdnDecodeTracked(
     const o0 = h * dv;
     // same q, k and S as this head's previous step (whose output core still holds): kv can be reused
     const same = !fresh && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0;
+    // same k and S as this head's previous step: its kv memo still applies (a query moved alone)
+    const kSame = !fresh && t.kDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0;
     // same q as this head's previous step (q changes only where qDirty is set, and then every head
     // of the key head steps) and S as that step left it (not written from outside since): if this
     // step leaves S alone, the output that step wrote to core is this step's too
@@ -447,7 +451,7 @@ export function gdnDecodeTracked(
     // fresh step norms every head below, so it keeps none and compares none)
     if (!same && !qSame && !fresh) for (let j = 0; j < dv; j++) oldBits[j] = coreBits[o0 + j];
     if (stats && !fresh) stats.gdnHeadSteps++;
-    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax);
+    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax, kSame);
     headModified[h] = scratch.modified[0];
     // the output is a function of q and S: with both as before it is as before; a step that wrote S
     // counts as a change (the gated norm below compares what it recomputes)

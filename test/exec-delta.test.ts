@@ -283,7 +283,7 @@ describe('deltaLinear', () => {
 
   it('bounded rows: their bounds hold for the current input, they update without a record, and a widening that breaks one makes it tracked', () => {
     // Circuit-like weights and activations; after each call every row still bounded must satisfy
-    // what the unchecked update relies on: Σ|w·x| ≤ B_r < 2^(23+G_r) and every product a multiple
+    // what the unchecked update relies on: Σ|w·x| ≤ B_r < 2^(24+G_r) and every product a multiple
     // of 2^G_r (recomputed here from the input). Outputs equal the dense linear's bits.
     const W = [1, -1, 2, -3, 0.5, 2 ** 20, -(2 ** 21), 3 * 2 ** 10];
     const X = [0, 1, 2, 3, 0.25, 2 ** 12, 5, 2 ** -3, 2 ** 22];
@@ -321,7 +321,7 @@ describe('deltaLinear', () => {
           expect(sum).toBeLessThanOrEqual(st.rowBound[r]!);
           if (g !== 32767) {
             expect(g).toBeGreaterThanOrEqual(st.rowLow[r]!);
-            expect(st.rowBound[r]!).toBeLessThan(2 ** (23 + st.rowLow[r]!));
+            expect(st.rowBound[r]!).toBeLessThan(2 ** (24 + st.rowLow[r]!));
           }
         }
         expect(nb).toBe(st.nBounded);
@@ -337,6 +337,46 @@ describe('deltaLinear', () => {
     }
     expect(boundedSeen).toBeGreaterThan(10000);
     expect(lost).toBeGreaterThan(20); // widenings did break bounds
+  });
+
+  it('sums up to 2^(24+g) are exact: a row whose |terms| add up to just under 2^24 (g = 0) stays bounded and updates exactly', () => {
+    // row 0 = x0 + x1 + x2, row 1 = x0 + 0.5·x2 (g = −1 once x2 is odd), over unweighted columns
+    // (the scatter form's +0 term). Every partial sum is an integer below 2^24 (a float32), so the
+    // fold is the exact sum in any order. x1 moves within [2^23, 2^24 − 2] while x0 steps through
+    // small values: each call must update, not refold, and give the dense path's bits.
+    const dense: Matrix = { rows: 2, cols: 5, dense: Float32Array.from([1, 1, 1, 0, 0, 1, 0, 0.5, 0, 0]) };
+    const csr: Matrix = { rows: 2, cols: 5, csr: sparsifyMatrix(dense).csr };
+    const ctx = makeNumericContext({ profile: 'f32' });
+    const x = Float32Array.from([1, 2 ** 24 - 2, 0, 0, 0]);
+    let st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+    expect(st.nBounded).toBe(2); // B_0 = 2^24 − 1 < 2^24
+    expect(st.y[0]).toBe(2 ** 24 - 1);
+    for (const [x0, x1] of [[0, 2 ** 23], [1, 2 ** 23 + 1], [0, 2 ** 24 - 2], [1, 2 ** 24 - 3], [0, 12_345_678]]) {
+      x[0] = x0!;
+      x[1] = x1!;
+      st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+      expect(st.nBounded).toBe(2);
+      expect(st.nRows - st.nUpdated).toBe(0); // updated, none refolded
+      expect(st.y[0]).toBe(x0! + x1!);
+      expect(bits(st.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
+    }
+    // a tracked row's record: x2 = 3 raises row 0's bound to 1 + (2^24 − 2) + 3 = 2^24 + 2 (the
+    // columns' bounds keep the largest value seen), so it is tracked for good and refolded; its
+    // record at x1 = 2^22 is exact (g = 0, S = 2^22 + 3 < T = 2^24), and the moves of x1 below
+    // keep S < 2^24: checked updates, not refolds (with T = 2^23 each would refold)
+    x[1] = 2 ** 22;
+    x[2] = 3;
+    st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+    expect(bits(st.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
+    let updates = 0;
+    for (const x1 of [2 ** 23, 2 ** 23 + 7, 2 ** 24 - 4, 2 ** 23]) {
+      x[1] = x1;
+      st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+      updates += st.nUpdated;
+      expect(st.y[0]).toBe(x[0]! + x1 + 3);
+      expect(bits(st.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
+    }
+    expect(updates).toBeGreaterThan(0);
   });
 
   it('a bounded row whose column widens past its bound is refolded: 1 + 2^24 rounds to 2^24', () => {

@@ -20,16 +20,17 @@
  * Σ over the changed columns of w·(x_new − x_old): the cost of a changed column is its stored
  * entries, not the full rows it reaches. A row is *exact* when, for g = a lower bound on the
  * lowest set bit (the exponent of its last significant bit) of every non-zero product w·x in it,
- *     g ≥ −149,   S = Σ|w·x| < T = min(2^(23+g), 2^126).
- * Then each product and each partial sum is an integer multiple of 2^g below 2^(23+g) in
- * magnitude — a float32 (a ≤ 23-bit integer times 2^g, g ≥ −149, below 2^126) — so every
+ *     g ≥ −149,   S = Σ|w·x| < T = min(2^(24+g), 2^126).
+ * Then each product and each partial sum is an integer multiple of 2^g below 2^(24+g) in
+ * magnitude — a float32 (an integer below 2^24, which a float32 significand holds, times 2^g,
+ * g ≥ −149, below 2^126) — so every
  * rounding in the fold is exact and it equals the exact sum (+0 when that is 0: the fold starts at
  * +0 and exact cancellation gives +0). The state keeps, per tracked row, the exact sum yD and S
  * in double, g and T. A changed column updates an exact row only when its new product p has
  * lowbit(p) ≥ g and |p| < T (lowbit(w·x) = lowbit(w) + lowbit(x): odd × odd is odd); otherwise
  * the row is refolded from scratch, which recomputes yD, S and g. Under those checks every value
- * the update touches is a multiple of 2^g below 2^(43+g) (at most 2^20 terms each below
- * 2^(23+g)), exact in double, and the row stays exact iff the updated S < T: checked after each
+ * the update touches is a multiple of 2^g below 2^(44+g) (at most 2^20 terms each below
+ * 2^(24+g)), exact in double, and the row stays exact iff the updated S < T: checked after each
  * column's update (a row whose S reaches T is refolded, even if a later column would bring it
  * back), so each accepted update writes its exact sum to y at once and no pass over the reached
  * rows is needed. Rows that are not exact are refolded.
@@ -40,16 +41,16 @@
  *     B_r ≥ Σ_c |w_rc|·M_c   (each addition rounded to nearest, then scaled by 1 + 2^−50, so B_r
  *                             stays an upper bound of the real sum however many widenings come),
  *     G_r = min over r's stored w_rc ≠ 0 with a seen column of (lowbit(w_rc) + L_c).
- * A row is *bounded* while G_r ≥ −149 and B_r < T(G_r) = min(2^(23+G_r), 2^126) (or it has no
+ * A row is *bounded* while G_r ≥ −149 and B_r < T(G_r) = min(2^(24+G_r), 2^126) (or it has no
  * such entry). Then for every input within the column bounds — the old one, the new one and each
  * mix of the two — S ≤ B_r < T and every product is a multiple of 2^(G_r): the row is exact with
  * g = G_r, its fold is the exact sum, and that sum is a float32. So a changed column updates a
  * bounded row by y_r ← y_r + (w·x_new − w·x_old) in double, with no check: both products are
  * exact (24 × 24 bits), their difference and the new sum are multiples of 2^(G_r) below
- * 2^(25+G_r) (exact in double), and the new sum is the exact sum of a mixed input (a float32).
- * The difference is computed as w·(x_new − x_old), once per column: |w|·M_c ≤ B_r < 2^(23+G_r)
- * and G_r ≤ lowbit(w) + L_c give M_c < 2^(23+L_c), so x_new − x_old is a multiple of 2^(L_c)
- * below 2^(24+L_c), exact (even in float32), and w times it is exact in double. It
+ * 2^(26+G_r) (exact in double), and the new sum is the exact sum of a mixed input (a float32).
+ * The difference is computed as w·(x_new − x_old), once per column: |w|·M_c ≤ B_r < 2^(24+G_r)
+ * and G_r ≤ lowbit(w) + L_c give M_c < 2^(24+L_c), so x_new − x_old is a multiple of 2^(L_c)
+ * below 2^(25+L_c), exact in double, and w times it (24 × 25 bits) is exact in double. It
  * is never −0: y starts as a fold from +0 (never −0) and +0 + (−0) = +0. A widening that breaks a
  * row's bound makes it a tracked row for good; it is refolded in that call (which builds its
  * record). Bounded rows are y itself, so the bf16 profile (y = act(sum)) tracks every row.
@@ -118,11 +119,11 @@ export function lowbit32(b: number): number {
   return (e === 0 ? -149 : e - 150) + 31 - Math.clz32(m & -m);
 }
 
-/** 2^(23+g) for g = −149 … 103, at g + 149. */
-const BOUNDS = Float64Array.from({ length: 253 }, (_, i) => 2 ** (i - 126));
-/** T = min(2^(23+g), 2^126) (g ≥ −149): the bound an exact row's Σ|w·x| stays below. */
+/** 2^(24+g) for g = −149 … 102, at g + 149. */
+const BOUNDS = Float64Array.from({ length: 252 }, (_, i) => 2 ** (i - 125));
+/** T = min(2^(24+g), 2^126) (g ≥ −149): the bound an exact row's Σ|w·x| stays below. */
 function boundOf(g: number): number {
-  return g >= 103 ? BOUNDS[252] : BOUNDS[g + 149];
+  return g >= 102 ? BOUNDS[251] : BOUNDS[g + 149];
 }
 
 /** The largest call epoch a mark holds (14 bits); then every mark is reset to its tracked bit. */
@@ -482,8 +483,8 @@ function deltaLinearIn(
     walked += k1 - k0;
     const lx = xn === 0 || st.nBounded === m.rows ? 0 : lowbit32(b); // (only tracked rows read it)
     // Exact whenever a bounded row reads c (only those use it): its bound gives |x| ≤ M_c <
-    // 2^(23+L_c) for x_old and x_new, both multiples of 2^L_c, so Δ is a multiple of 2^L_c below
-    // 2^(24+L_c); and w·Δ (24 × 24 bits) is the exact w·x_new − w·x_old (module comment)
+    // 2^(24+L_c) for x_old and x_new, both multiples of 2^L_c, so Δ is a multiple of 2^L_c below
+    // 2^(25+L_c); and w·Δ (24 × 25 bits) is the exact w·x_new − w·x_old (module comment)
     const dx = xn - xo;
     for (let k = k0; k < k1; k++) {
       const r = rowIdx[k];

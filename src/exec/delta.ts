@@ -502,10 +502,18 @@ function deltaLinearIn(
       const w = cv[k];
       const pn = w * xn;
       const po = w * xo;
-      if (T === 0 || (pn !== 0 && (wLow[k] + lx < e[r4 + 3] || Math.abs(pn) >= T))) { mark[r] = cur | 3; refold[nf++] = r; continue; }
+      // The update is written before the checks, and a row that fails them is refolded after the
+      // pass, which rewrites its record and y; the checks are evaluated whole (no short circuit).
+      // So every operation of this path runs from the first calls on: an exact update first taken
+      // after the JIT had compiled this function (the RAM value rows' records become exact a few
+      // tokens into a run) had that code thrown away ("insufficient type feedback").
       const v = (e[r4] += pn - po);
-      if ((e[r4 + 1] += Math.abs(pn) - Math.abs(po)) >= T) { mark[r] = cur | 3; refold[nf++] = r; continue; }
-      yv[r] = v === 0 ? 0 : v; // exact: a float32 (an exact 0 folds to +0)
+      const sAbs = (e[r4 + 1] += Math.abs(pn) - Math.abs(po));
+      yv[r] = v + 0; // exact when accepted: a float32 (an exact 0 folds to +0: −0 + 0 = +0)
+      if ((+(T === 0) | (+(pn !== 0) & (+(wLow[k] + lx < e[r4 + 3]) | +(Math.abs(pn) >= T))) | +(sAbs >= T)) !== 0) {
+        mark[r] = cur | 3;
+        refold[nf++] = r;
+      }
     }
   }
   st.negTotal = negTotal;

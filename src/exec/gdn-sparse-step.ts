@@ -273,28 +273,9 @@ export function recurrentStepSparse(
   const eg = exp32(g);
   scratch.modified[0] = 0;
   const decays = eg !== 1 && !(kind === STATE_ZERO && Number.isFinite(eg));
-  if (memo && kSame && !decays && kind !== STATE_ANY && memo.valid[h] === 1 && memo.kFinite[h] === 1) {
-    const kv = memo.kv;
-    const m0 = h * dv;
-    let unchanged = true;
-    // k all ±0 (kz = 1): every δ_j finite leaves S as it is (the update's rows with k_i = ±0 are
-    // left alone); k finite (kz = 0): δ all ±0 does (fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij).
-    // One test for both: t = δ_j − kz·δ_j is 0 for a finite δ_j when kz = 1 and δ_j itself when
-    // kz = 0 (an infinite or NaN δ_j gives NaN either way), so t ≠ 0 exactly when S may change.
-    // (One loop, not one per case: the zero-key loop first ran late in a decode and had the
-    // JIT's optimised code of this function thrown away.)
-    const kz = memo.kZero[h];
-    for (let j = 0; j < dv; j++) {
-      const dj = f32(f32(v[vOff + j] - kv[m0 + j]) * beta);
-      if (dj - kz * dj !== 0) { unchanged = false; break; }
-    }
-    if (unchanged) {
-      if (same) return kind; // S, and so o, stay as they were
-      // S stays and the memo still describes it; only q moved: the output dots alone
-      outputDots(dk, dv, S, kind, rowNonZero, q, qOff, o, oOff, scratch);
-      return kind;
-    }
-  }
+  // (a call of its own, made on every tracked step: its paths first taken a few tokens into a
+  // run — a key that stayed while the query moved — had this function's optimised code thrown away)
+  if (memo && kvMemoStep(dk, dv, S, kind, rowNonZero, q, qOff, v, vOff, beta, o, oOff, scratch, memo, h, same, kSame, decays)) return kind;
   if (memo) memo.valid[h] = 0;
   if (decays) {
     scratch.modified[0] = 1;
@@ -315,17 +296,11 @@ export function recurrentStepSparse(
     kind = dirty ? STATE_ANY : nonZero ? (neg ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
     if (sMax) sMax[h] = dirty ? Infinity : max;
   }
-  if (qSame && sMax !== undefined && beta === 0 && scratch.modified[0] === 0 && kind !== STATE_ANY && sMax[h] <= BETA_ZERO_BOUND) {
-    // β = ±0 and every v_j − kv_j provably finite: S stays, and so does o (see `sMax` above)
-    let kSum = 0;
-    for (let i = 0; i < dk; i++) kSum += Math.abs(k[kOff + i]);
-    if (sMax[h] * kSum <= BETA_ZERO_BOUND) {
-      let vSmall = true;
-      for (let j = 0; j < dv; j++) if (!(Math.abs(v[vOff + j]) <= V_BOUND)) { vSmall = false; break; }
-      if (vSmall) return kind; // (the memo stays invalid: kv was not computed)
-    }
-  }
-  const { kIdx, kDot, dotCount, nzRows, delta } = scratch;
+  // β = ±0 and every v_j − kv_j provably finite: S stays, and so does o (see `sMax` above; a call
+  // of its own for the reason kvMemoStep is one; the memo stays invalid: kv is not computed)
+  if (sMax !== undefined && betaZeroKeeps(dk, dv, k, kOff, v, vOff, beta, kind, sMax, h, scratch.modified[0] === 0 && qSame)) return kind;
+  // (scratch.kv read whether or not it is used: its first use, by an untracked step, came late)
+  const { kIdx, kDot, dotCount, nzRows, delta, kv: scratchKv } = scratch;
   const finiteState = kind !== STATE_ANY;
   let allDeltaFinite = true;
   let allDeltaZero = true;
@@ -339,7 +314,7 @@ export function recurrentStepSparse(
     kFinite = dotCount[1] === 1;
     const nzn = kSign >= 0 ? 0 : listRows(rowNonZero, nzRows);
     // kv_j for every j (into the memo, which keeps them for the next step, or into scratch)
-    const kvArr = memo ? memo.kv : scratch.kv;
+    const kvArr = memo ? memo.kv : scratchKv;
     const m0 = memo ? h * dv : 0;
     columnDotsInto(S, dv, k, kOff, kDot, kdn, nzRows, nzn, kNegOff, kSign, kvArr, m0, scratch.any);
     for (let j = 0; j < dv; j++) {
@@ -356,34 +331,13 @@ export function recurrentStepSparse(
       delta[j] = f32(f32(v[vOff + j] - kv) * beta);
     }
   }
-  if (finiteState && allDeltaZero && kFinite) {
-    // every δ_j = ±0 and k finite: fl(k_i·δ_j) = ±0, and S_ij + (±0) = S_ij since S holds no −0
-  } else if (finiteState && allDeltaFinite) {
-    let nonZero = kind !== STATE_ZERO;
-    let dirty = false;
-    // negative entries outside the updated rows may remain unless the state had none
-    let neg = kind === STATE_CLEAN;
-    if (kn > 0) scratch.modified[0] = 1;
-    let max = 0;
-    for (let t = 0; t < kn; t++) {
-      const i = kIdx[t];
-      const ki = k[kOff + i];
-      const row = i * dv;
-      rowNonZero[i] = 1;
-      for (let j = 0; j < dv; j++) {
-        const y = f32(S[row + j] + f32(ki * delta[j]));
-        S[row + j] = y;
-        if (y !== 0) {
-          nonZero = true;
-          if (y - y !== 0) dirty = true;
-          else { if (y < 0) neg = true; const a = Math.abs(y); if (a > max) max = a; }
-        } else if (1 / y < 0) dirty = true;
-      }
-    }
-    kind = dirty ? STATE_ANY : nonZero ? (neg ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
-    // the rows not written keep entries within the old bound
-    if (sMax && kn > 0) sMax[h] = dirty ? Infinity : Math.max(sMax[h], max);
-  } else {
+  // every δ_j = ±0 and k finite: fl(k_i·δ_j) = ±0, and S_ij + (±0) = S_ij since S holds no −0
+  const kept = finiteState && allDeltaZero && kFinite;
+  const keyRows = !kept && finiteState && allDeltaFinite;
+  // (called at every step, with no rows unless it updates: the first write of a run came after the
+  // JIT had compiled this function, and a call first made then had that code thrown away)
+  kind = updateKeyRows(S, dv, k, kOff, kIdx, keyRows ? kn : 0, delta, rowNonZero, kind, scratch, sMax, h);
+  if (!kept && !keyRows) {
     scratch.modified[0] = 1;
     for (let i = 0; i < dk; i++) {
       const ki = k[kOff + i];
@@ -395,9 +349,91 @@ export function recurrentStepSparse(
   // kv (computed above on a finite state) still describes S when the step left S as it was
   if (memo && finiteState && scratch.modified[0] === 0) { memo.valid[h] = 1; memo.kFinite[h] = kFinite ? 1 : 0; memo.kZero[h] = kn === 0 ? 1 : 0; }
   // q and S as at the step that wrote o[oOff..], and this step left S alone: o is still dot(S, q)
-  if (qSame && scratch.modified[0] === 0) return kind;
+  if (scratch.modified[0] === 0 && qSame) return kind; // (modified read first: at every step)
   outputDots(dk, dv, S, kind, rowNonZero, q, qOff, o, oOff, scratch);
   return kind;
+}
+
+/**
+ * recurrentStepSparse's kv memo (see its `memo`): true when it applies — `kSame`, no decay, a finite
+ * kind, a valid memo of a finite key — and the step leaves S as it is (o then holds the step's
+ * output: the previous one with `same`, else the output dots it computed); false when the step
+ * must run as usual.
+ */
+function kvMemoStep(
+  dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array, q: Float32Array, qOff: number,
+  v: Float32Array, vOff: number, beta: number, o: Float32Array, oOff: number, scratch: SparseStepScratch, memo: KvMemo,
+  h: number, same: boolean, kSame: boolean, decays: boolean,
+): boolean {
+  if (!kSame || decays || kind === STATE_ANY || memo.valid[h] !== 1 || memo.kFinite[h] !== 1) return false;
+  const kv = memo.kv;
+  const m0 = h * dv;
+  // k all ±0 (kz = 1): every δ_j finite leaves S as it is (the update's rows with k_i = ±0 are
+  // left alone); k finite (kz = 0): δ all ±0 does (fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij).
+  // One test for both: t = δ_j − kz·δ_j is 0 for a finite δ_j when kz = 1 and δ_j itself when
+  // kz = 0 (an infinite or NaN δ_j gives NaN either way), so t ≠ 0 exactly when S may change.
+  const kz = memo.kZero[h];
+  for (let j = 0; j < dv; j++) {
+    const dj = f32(f32(v[vOff + j] - kv[m0 + j]) * beta);
+    if (dj - kz * dj !== 0) return false;
+  }
+  // S stays and the memo still describes it: with q as before so does o; otherwise the output dots
+  if (!same) outputDots(dk, dv, S, kind, rowNonZero, q, qOff, o, oOff, scratch);
+  return true;
+}
+
+/**
+ * recurrentStepSparse's β = ±0 shortcut (see its `sMax`): true when `ready` (q as at the head's
+ * previous step, S not decayed), β = ±0, the kind is finite, B·Σ|k_i| ≤ 2^125 and every |v_j| ≤
+ * 2^126: then the step leaves S, and so o, as they were.
+ */
+function betaZeroKeeps(
+  dk: number, dv: number, k: Float32Array, kOff: number, v: Float32Array, vOff: number, beta: number, kind: number,
+  sMax: Float64Array, h: number, ready: boolean,
+): boolean {
+  if (!ready || beta !== 0 || kind === STATE_ANY || !(sMax[h] <= BETA_ZERO_BOUND)) return false;
+  let kSum = 0;
+  for (let i = 0; i < dk; i++) kSum += Math.abs(k[kOff + i]);
+  if (!(sMax[h] * kSum <= BETA_ZERO_BOUND)) return false;
+  for (let j = 0; j < dv; j++) if (!(Math.abs(v[vOff + j]) <= V_BOUND)) return false;
+  return true;
+}
+
+/**
+ * recurrentStepSparse's update for a finite kind and every δ_j finite: S_ij ← fl(S_ij + fl(k_i·δ_j))
+ * for the kn rows kIdx[0..kn) where k_i is not ±0 (the others are left alone: S + (±0) = S for S ≠
+ * −0); marks them in rowNonZero, keeps sMax[h] a bound and returns the new kind (with kn = 0: S
+ * and the kind as they were).
+ */
+function updateKeyRows(
+  S: Float32Array, dv: number, k: Float32Array, kOff: number, kIdx: Int32Array, kn: number, delta: Float32Array,
+  rowNonZero: Uint8Array, kind: number, scratch: SparseStepScratch, sMax: Float64Array | undefined, h: number,
+): number {
+  if (kn === 0) return kind;
+  let nonZero = kind !== STATE_ZERO;
+  let dirty = false;
+  // negative entries outside the updated rows may remain unless the state had none
+  let neg = kind === STATE_CLEAN;
+  if (kn > 0) scratch.modified[0] = 1;
+  let max = 0;
+  for (let t = 0; t < kn; t++) {
+    const i = kIdx[t];
+    const ki = k[kOff + i];
+    const row = i * dv;
+    rowNonZero[i] = 1;
+    for (let j = 0; j < dv; j++) {
+      const y = f32(S[row + j] + f32(ki * delta[j]));
+      S[row + j] = y;
+      if (y !== 0) {
+        nonZero = true;
+        if (y - y !== 0) dirty = true;
+        else { if (y < 0) neg = true; const a = Math.abs(y); if (a > max) max = a; }
+      } else if (1 / y < 0) dirty = true;
+    }
+  }
+  // the rows not written keep entries within the old bound
+  if (sMax && kn > 0) sMax[h] = dirty ? Infinity : Math.max(sMax[h], max);
+  return dirty ? STATE_ANY : nonZero ? (neg ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
 }
 
 /** o_j = dot(S[:,j], q) for every j < dv, as recurrentStep computes it (sequential order), for S of STATE_* kind `kind` with all-+0 rows as in rowNonZero. */

@@ -146,13 +146,14 @@ function boundedRow(B: number, G: number): boolean {
  * One walk of the stored entries for both: the fold skips the entries whose input or product is
  * ±0, the bounds those whose weight or input is ±0 (an input's record then says "never seen
  * non-zero"), so an entry with both non-zero feeds both (a fresh process runs this walk for every
- * matrix in its first step, in code the JIT has not compiled yet).
+ * matrix in its first step, in code the JIT has not compiled yet). Returns the number of bounded
+ * rows (the caller's st.nBounded).
  */
 function buildBoundsAndFold(
   st: DeltaLinearState, rows: number, cols: number, x: Float32Array, xOff: number, xb: Uint32Array,
   rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, wLowCsr: Int16Array,
   nonEmpty: Uint32Array, y: Float32Array,
-): void {
+): number {
   const { colVals, colInts, rowBound, rowLow, mark } = st;
   for (let c = 0; c < cols; c++) {
     const v = x[xOff + c];
@@ -183,7 +184,9 @@ function buildBoundsAndFold(
     mark[r] = bounded ? 0 : 1;
     if (bounded) { nBounded++; y[r] = acc; }
   }
-  st.nBounded = nBounded;
+  // (returned, not stored here: the JIT compiles the loop above while the first call runs it, and
+  // an operation after it, never run before, threw that code away at every matrix's first call)
+  return nBounded;
 }
 
 /** The memo of m in ctx (ctx.memos.deltaStates), made on first use. */
@@ -352,7 +355,7 @@ function foldFresh(
     st.mark.fill(1);
     st.nBounded = 0;
   } else {
-    buildBoundsAndFold(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty, y);
+    st.nBounded = buildBoundsAndFold(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty, y);
     const mark = st.mark;
     for (let i = 0; i < nonEmpty.length; i++) {
       const r = nonEmpty[i];

@@ -235,33 +235,40 @@ export function convZeroOf(plans: ExecPlans, w: GdnWeights, convDim: number, K: 
   if (z === undefined) {
     const finite = new Uint8Array(convDim);
     const out = new Float32Array(convDim);
-    // From the weights' bits (a fresh process runs this over every channel of every GDN layer in
-    // its first forward, before the JIT has compiled it): with finite taps each fl(w_j·0) is ±0
-    // with w_j's sign, and the fold from −0 stays −0 only while every term is −0; a non-finite tap
-    // gives NaN (the fold itself is kept for those channels).
-    const cw = w.conv1d;
-    const bits = new Uint32Array(cw.buffer, cw.byteOffset, cw.length);
-    for (let c = 0; c < convDim; c++) {
-      let exps = 0;
-      let signs = 1;
-      for (let j = c * K; j < c * K + K; j++) {
-        const b = bits[j];
-        exps |= +((b & 0x7f800000) === 0x7f800000);
-        signs &= b >>> 31;
-      }
-      if (exps === 0) {
-        finite[c] = 1;
-        out[c] = signs === 1 ? -0 : 0;
-        continue;
-      }
-      let y = -0;
-      for (let j = 0; j < K; j++) y = f32(y + f32(cw[c * K + j] * 0));
-      out[c] = y;
-    }
+    fillConvZero(w.conv1d, convDim, K, finite, out);
     z = { finite, out };
     convZeroCache.set(w.conv1d, z);
   }
   return z;
+}
+
+/**
+ * convZeroOf's channels, from the weights' bits (a fresh process runs this over every channel of
+ * every GDN layer in its first forward, before the JIT has compiled it): with finite taps each
+ * fl(w_j·0) is ±0 with w_j's sign, and the fold from −0 stays −0 only while every term is −0; a
+ * non-finite tap gives NaN (the fold itself is kept for those channels). The loop is the whole
+ * function: the JIT compiles it while the first call runs it, and an operation after it, never
+ * run before, would throw that code away.
+ */
+function fillConvZero(cw: Float32Array, convDim: number, K: number, finite: Uint8Array, out: Float32Array): void {
+  const bits = new Uint32Array(cw.buffer, cw.byteOffset, cw.length);
+  for (let c = 0; c < convDim; c++) {
+    let exps = 0;
+    let signs = 1;
+    for (let j = c * K; j < c * K + K; j++) {
+      const b = bits[j];
+      exps |= +((b & 0x7f800000) === 0x7f800000);
+      signs &= b >>> 31;
+    }
+    if (exps === 0) {
+      finite[c] = 1;
+      out[c] = signs === 1 ? -0 : 0;
+      continue;
+    }
+    let y = -0;
+    for (let j = 0; j < K; j++) y = f32(y + f32(cw[c * K + j] * 0));
+    out[c] = y;
+  }
 }
 
 /** [in_proj_qkv, in_proj_z, in_proj_b, in_proj_a] of w, as one array kept per layer (plans.inProjLists: a step allocates nothing). */

@@ -58,17 +58,19 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
  * The first tracked step's conv: convStepF32's step in silu `form` (the same operations, so the
  * same state and output) fused with writing each channel's record (t.chan: the single-tap
  * weight, the newest tap's bits, CH_ACTIVE when its taps are not all equal) and listing the
- * active channels (t.active, t.nActive), in one pass, over channels list[0..n) (null: every
+ * active channels (t.active), in one pass, over channels list[0..n) (null: every
  * channel 0 … n−1). A cold channel (convStepF32) keeps its all-+0 taps: settled, newest bits 0. A
  * single-tap channel whose fold is finite and non-zero is not active but lazy at once, as
  * trackedConvStep would make it at the next step (while its input stays its fold is fl(w·x)
- * whatever its older taps hold): lazy since this step (step 0), listed in t.lazyList (t.nLazy).
+ * whatever its older taps hold): lazy since this step (step 0), listed in t.lazyList.
  * (A fresh cache's first tracked step had every such channel of every layer to visit again.)
+ * Returns the active count; the lazy one is kept in lazyCount[0] (0 on entry).
  */
 function freshConvStep(
   t: GdnTrack, list: Int32Array | null, n: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array,
   conved: Float32Array, finite: Uint8Array, zeroOut: Float32Array, singleW: Float32Array, form: 'mul' | 'div',
-): void {
+  lazyCount: Int32Array,
+): number {
   const { chan, active, lazyList } = t;
   const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, mixed.length);
   const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
@@ -102,10 +104,13 @@ function freshConvStep(
       chan[4 * c] = 0;
       chan[4 * c + 1] = CH_LISTED;
       lazyList[nLazy++] = c;
+      lazyCount[0] = nLazy;
     } else { chan[4 * c + 1] = CH_ACTIVE; active[nActive++] = c; }
   }
-  t.nActive = nActive;
-  t.nLazy = nLazy;
+  // (the active count is returned and the lazy one kept in the loop, not stored after it: the JIT
+  // compiles the loop while the first call runs it, and an operation after the loop, never run
+  // before, threw that code away at every layer's first step)
+  return nActive;
 }
 
 /** The ConvLive of a stacked in_proj and conv weight (plans.ts, which says what it holds; kept in plans.convLive). */
@@ -116,14 +121,9 @@ function convLiveOf(plans: ExecPlans, stack: Matrix, cw: Float32Array, convDim: 
     const rowPtr = (stack.csr as CsrMatrix).rowPtr;
     const singleW = singleTapOf(plans, cw, convDim, K);
     const template = new Int32Array(4 * convDim);
-    const templateF = new Float32Array(template.buffer);
-    const live: number[] = [];
-    for (let c = 0; c < convDim; c++) {
-      template[4 * c] = -1;
-      templateF[4 * c + 2] = singleW[c];
-      if (rowPtr[c + 1] > rowPtr[c] || finite[c] !== 1) live.push(c);
-    }
-    cl = { cw, list: Int32Array.from(live), template, singleW };
+    const live = new Int32Array(convDim);
+    const n = fillConvLive(rowPtr, finite, singleW, convDim, template, live);
+    cl = { cw, list: live.slice(0, n), template, singleW };
     convLiveCache.set(stack, cl);
   }
   return cl;
@@ -140,14 +140,38 @@ function singleTapOf(plans: ExecPlans, cw: Float32Array, convDim: number, K: num
   let st = singleTapCache.get(cw);
   if (st === undefined) {
     st = new Float32Array(convDim);
-    for (let c = 0; c < convDim; c++) {
-      let one = true;
-      for (let j = 0; j < K - 1; j++) if (cw[c * K + j] !== 0) { one = false; break; }
-      st[c] = one ? cw[c * K + K - 1]! : NaN;
-    }
+    fillSingleTaps(cw, convDim, K, st);
     singleTapCache.set(cw, st);
   }
   return st;
+}
+
+/**
+ * convLiveOf's template records (lazySince −1, the single-tap weight) and its live channels
+ * (listed in `live`; returns how many). convLiveOf's and fillSingleTaps' loops are functions of
+ * their own, and nothing follows them: the JIT compiles a loop while the first call runs it, and an
+ * operation after it, never run before, threw that code away at every layer's first step.
+ */
+function fillConvLive(
+  rowPtr: Uint32Array | Int32Array, finite: Uint8Array, singleW: Float32Array, convDim: number, template: Int32Array, live: Int32Array,
+): number {
+  const templateF = new Float32Array(template.buffer, template.byteOffset, template.length);
+  let n = 0;
+  for (let c = 0; c < convDim; c++) {
+    template[4 * c] = -1;
+    templateF[4 * c + 2] = singleW[c];
+    if (rowPtr[c + 1] > rowPtr[c] || finite[c] !== 1) live[n++] = c;
+  }
+  return n;
+}
+
+/** singleTapOf's weights into st (see singleTapOf). */
+function fillSingleTaps(cw: Float32Array, convDim: number, K: number, st: Float32Array): void {
+  for (let c = 0; c < convDim; c++) {
+    let one = true;
+    for (let j = 0; j < K - 1; j++) if (cw[c * K + j] !== 0) { one = false; break; }
+    st[c] = one ? cw[c * K + K - 1]! : NaN;
+  }
 }
 
 /**
@@ -378,16 +402,18 @@ export function gdnDecodeTracked(
   if (t.convBits.buffer !== conv.buffer || t.convBits.byteOffset !== conv.byteOffset) t.convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
   const convBits = t.convBits;
   if (fresh) {
+    const lazyCount = new Int32Array(1);
     const cz = convZeroOf(ctx.plans, w, convDim, K);
     const live = convLiveOf(ctx.plans, stack.m, cw, convDim, K, cz.finite);
     if (cache.convInputs === stack.m) {
       // the channels off the live list are cold (ConvLive): their records and outputs are copies
       t.chan.set(live.template);
       conved.set(cz.out);
-      freshConvStep(t, live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, form);
+      t.nActive = freshConvStep(t, live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, form, lazyCount);
     } else {
-      freshConvStep(t, null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, form);
+      t.nActive = freshConvStep(t, null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, form, lazyCount);
     }
+    t.nLazy = lazyCount[0];
     t.qkDirty.fill(1);
     t.qDirty.fill(1);
     t.kDirty.fill(1);

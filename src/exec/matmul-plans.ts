@@ -79,33 +79,65 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
   const { rowPtr, colIdx, values } = csr;
   const nnz = rowPtr[m.rows];
   const colPtr = new Uint32Array(m.cols + 1);
-  // one pass: the rows' order check, the longest row and the column counts (a fresh process
-  // transposes every matrix in its first steps, in code the JIT has not compiled yet)
+  // Each loop is a function of its own with nothing after it: a fresh process transposes every
+  // matrix in its first steps, the JIT compiles a loop while the first call runs it, and an
+  // operation after the loop, never run before, threw that code away at every matrix.
+  const maxRowNnz = countColumns(rowPtr, colIdx, m.rows, colPtr);
+  if (maxRowNnz < 0) {
+    cscPlans.set(csr, null);
+    return null;
+  }
+  prefixSums(colPtr, m.cols);
+  const next = colPtr.slice(0, m.cols);
+  const rowIdx = new Uint32Array(nnz);
+  const cv = new Float32Array(nnz);
+  const colMax = new Float32Array(m.cols).fill(-Infinity);
+  const colMin = new Float32Array(m.cols).fill(Infinity);
+  scatterColumns(rowPtr, colIdx, values, m.rows, next, rowIdx, cv, colMax, colMin);
+  settleExtremes(colMax, colMin, m.cols);
+  p = { colPtr, rowIdx, values: cv, maxRowNnz, colMax, colMin };
+  cscPlans.set(csr, p);
+  return p;
+}
+
+/**
+ * cscPlanOf's first pass: the rows' order check, the longest row and the column counts (at
+ * colPtr[c + 1]) in one pass; returns the longest row's length, or −1 when a row does not list its
+ * columns in ascending order.
+ */
+function countColumns(rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, rows: number, colPtr: Uint32Array): number {
   let maxRowNnz = 0;
-  for (let r = 0; r < m.rows; r++) {
+  for (let r = 0; r < rows; r++) {
     const k0 = rowPtr[r];
     const k1 = rowPtr[r + 1];
     if (k1 - k0 > maxRowNnz) maxRowNnz = k1 - k0;
     let last = -1;
     for (let k = k0; k < k1; k++) {
       const c = colIdx[k];
-      if (c <= last) {
-        cscPlans.set(csr, null);
-        return null;
-      }
+      if (c <= last) return -1;
       last = c;
       colPtr[c + 1]++;
     }
   }
-  for (let c = 0; c < m.cols; c++) colPtr[c + 1] += colPtr[c];
-  const next = colPtr.slice(0, m.cols);
-  const rowIdx = new Uint32Array(nnz);
-  const cv = new Float32Array(nnz);
-  // the column extremes in the same pass (a pass of their own over the LM head's 810,016 entries
-  // cost a fresh process milliseconds in its first step)
-  const colMax = new Float32Array(m.cols).fill(-Infinity);
-  const colMin = new Float32Array(m.cols).fill(Infinity);
-  for (let r = 0; r < m.rows; r++) {
+  return maxRowNnz;
+}
+
+/** counts[1..n] into their running sums (counts[0] = 0 stays). */
+function prefixSums(counts: Uint32Array, n: number): void {
+  for (let c = 0; c < n; c++) counts[c + 1] += counts[c];
+}
+
+/**
+ * cscPlanOf's scatter: every entry to its column's next place (next[c]), with the column extremes
+ * that boundedArgmax bounds with in the same pass (the first of equal weights kept, NaN passed
+ * over; a pass of their own over the LM head's 810,016 entries cost a fresh process milliseconds
+ * in its first step).
+ */
+function scatterColumns(
+  rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, rows: number, next: Uint32Array,
+  rowIdx: Uint32Array, cv: Float32Array, colMax: Float32Array, colMin: Float32Array,
+): void {
+  for (let r = 0; r < rows; r++) {
     for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
       const c = colIdx[k];
       const w = values[k];
@@ -116,14 +148,14 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
       if (w < colMin[c]) colMin[c] = w;
     }
   }
-  // +0 for a column with no entry (or only NaN ones)
-  for (let c = 0; c < m.cols; c++) {
+}
+
+/** +0 for a column with no entry (or only NaN ones): its extremes are still ∓Infinity. */
+function settleExtremes(colMax: Float32Array, colMin: Float32Array, cols: number): void {
+  for (let c = 0; c < cols; c++) {
     if (colMax[c] === -Infinity) colMax[c] = 0;
     if (colMin[c] === Infinity) colMin[c] = 0;
   }
-  p = { colPtr, rowIdx, values: cv, maxRowNnz, colMax, colMin };
-  cscPlans.set(csr, p);
-  return p;
 }
 
 /**

@@ -130,6 +130,7 @@ describe('recurrentStepSparse', () => {
     let reused = 0;
     let betaZero = 0;
     let queryAlone = 0;
+    let betaZeroMoved = 0;
     let steps = 0;
     const dkv = fc.constantFrom(2, 3, 4);
     fc.assert(fc.property(dkv, dkv, fc.integer({ min: 0, max: 2 ** 31 - 1 }), (dk, dv, seed) => {
@@ -164,6 +165,7 @@ describe('recurrentStepSparse', () => {
         const kSame = keepK && !prevModified;
         const validBefore = memo.valid[0] === 1;
         if (keepQ && beta === 0 && g === 0 && kind !== STATE_ANY) betaZero++;
+        if (!keepQ && !first && beta === 0 && g === 0 && kind !== STATE_ANY) betaZeroMoved++;
         kind = recurrentStepSparse(dk, dv, Sb, kind, rows, q, 0, k, 0, v, 0, g, beta, ob, 0, scratch, memo, 0, same, keepQ, sMax, kSame);
         prevModified = scratch.modified[0] === 1;
         // the bound stays a bound
@@ -183,6 +185,7 @@ describe('recurrentStepSparse', () => {
     expect(queryAlone).toBeGreaterThan(100); // and with a moved query, the output dots alone (191 with the seed)
     expect(reused).toBeGreaterThan(250); // and the output was kept with a moved key
     expect(betaZero).toBeGreaterThan(400); // steps the β = ±0 shortcut may take (about 1,000)
+    expect(betaZeroMoved).toBeGreaterThan(200); // and with a moved query, where it computes the output dots (483)
   });
 
   it('classifyState: +0 only → ZERO; any −0 or non-finite → ANY; +0 and positive → POS; else CLEAN', () => {

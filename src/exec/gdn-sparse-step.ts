@@ -257,12 +257,14 @@ const negOffScratch = [false, false];
  * dot(S[:,j], q): it returns before the output dots.
  *
  * `sMax` (the cache's bound, at h): an upper bound B of |S_ij| while `kind` is not STATE_ANY,
- * kept by every write this step makes (Infinity when unknown). With qSame, no decay and β = ±0,
- * the step returns at once — before kv — when B·Σ_i|k_i| ≤ 2^125 and every |v_j| ≤ 2^126: then
- * every partial sum of kv_j is below 2^125·(1 + 2^−23)^(dk+1) < 2^126 (dk ≤ 2^16), so v_j − kv_j
- * is below 2^127 in magnitude and rounds to a finite float, δ_j = fl(finite·(±0)) = ±0, and with
- * k finite (Σ|k_i| is) and S free of −0 the update leaves S as it is: o is the previous output.
- * (A pinned RAM's bank whose write key moved while its β is ±0: most of a store's value heads.)
+ * kept by every write this step makes (Infinity when unknown). With no decay and β = ±0, the step
+ * skips kv and the update when B·Σ_i|k_i| ≤ 2^125 and every |v_j| ≤ 2^126: then every partial sum
+ * of kv_j is below 2^125·(1 + 2^−23)^(dk+1) < 2^126 (dk ≤ 2^16), so v_j − kv_j is below 2^127 in
+ * magnitude and rounds to a finite float, δ_j = fl(finite·(±0)) = ±0, and with k finite (Σ|k_i|
+ * is) and S free of −0 the update leaves S as it is. With qSame o is then the previous output and
+ * the step returns at once; otherwise only the output dots are computed. (A pinned RAM's bank whose
+ * write key moved while its β is ±0: most of a store's value heads; and a bank whose read and write
+ * rows share a key head, both moved, while it writes nothing.)
  */
 export function recurrentStepSparse(
   dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array,
@@ -296,9 +298,10 @@ export function recurrentStepSparse(
     kind = dirty ? STATE_ANY : nonZero ? (neg ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
     if (sMax) sMax[h] = dirty ? Infinity : max;
   }
-  // β = ±0 and every v_j − kv_j provably finite: S stays, and so does o (see `sMax` above; a call
-  // of its own for the reason kvMemoStep is one; the memo stays invalid: kv is not computed)
-  if (sMax !== undefined && betaZeroKeeps(dk, dv, k, kOff, v, vOff, beta, kind, sMax, h, scratch.modified[0] === 0 && qSame)) return kind;
+  // β = ±0 and every v_j − kv_j provably finite: S stays, and with it o unless q moved (see `sMax`
+  // above; a call of its own for the reason kvMemoStep is one; the memo stays invalid: kv is not
+  // computed)
+  if (sMax !== undefined && betaZeroKeeps(dk, dv, S, kind, rowNonZero, q, qOff, k, kOff, v, vOff, beta, o, oOff, scratch, sMax, h, scratch.modified[0] === 0, qSame)) return kind;
   // (scratch.kv read whether or not it is used: its first use, by an untracked step, came late)
   const { kIdx, kDot, dotCount, nzRows, delta, kv: scratchKv } = scratch;
   const finiteState = kind !== STATE_ANY;
@@ -383,19 +386,21 @@ function kvMemoStep(
 }
 
 /**
- * recurrentStepSparse's β = ±0 shortcut (see its `sMax`): true when `ready` (q as at the head's
- * previous step, S not decayed), β = ±0, the kind is finite, B·Σ|k_i| ≤ 2^125 and every |v_j| ≤
- * 2^126: then the step leaves S, and so o, as they were.
+ * recurrentStepSparse's β = ±0 shortcut (see its `sMax`): true when `ready` (S not decayed), β =
+ * ±0, the kind is finite, B·Σ|k_i| ≤ 2^125 and every |v_j| ≤ 2^126: then the step leaves S as it
+ * is, and o holds its output — the previous one with `qSame`, else the output dots computed here.
  */
 function betaZeroKeeps(
-  dk: number, dv: number, k: Float32Array, kOff: number, v: Float32Array, vOff: number, beta: number, kind: number,
-  sMax: Float64Array, h: number, ready: boolean,
+  dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array, q: Float32Array, qOff: number,
+  k: Float32Array, kOff: number, v: Float32Array, vOff: number, beta: number, o: Float32Array, oOff: number,
+  scratch: SparseStepScratch, sMax: Float64Array, h: number, ready: boolean, qSame: boolean,
 ): boolean {
   if (!ready || beta !== 0 || kind === STATE_ANY || !(sMax[h] <= BETA_ZERO_BOUND)) return false;
   let kSum = 0;
   for (let i = 0; i < dk; i++) kSum += Math.abs(k[kOff + i]);
   if (!(sMax[h] * kSum <= BETA_ZERO_BOUND)) return false;
   for (let j = 0; j < dv; j++) if (!(Math.abs(v[vOff + j]) <= V_BOUND)) return false;
+  if (!qSame) outputDots(dk, dv, S, kind, rowNonZero, q, qOff, o, oOff, scratch);
   return true;
 }
 

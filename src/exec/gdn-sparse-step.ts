@@ -352,7 +352,8 @@ export function recurrentStepSparse(
   // kv (computed above on a finite state) still describes S when the step left S as it was
   if (memo && finiteState && scratch.modified[0] === 0) { memo.valid[h] = 1; memo.kFinite[h] = kFinite ? 1 : 0; memo.kZero[h] = kn === 0 ? 1 : 0; }
   // q and S as at the step that wrote o[oOff..], and this step left S alone: o is still dot(S, q)
-  if (scratch.modified[0] === 0 && qSame) return kind; // (modified read first: at every step)
+  // (modified tested first, so that both tests run at every step: docs/executor.md round 23)
+  if (scratch.modified[0] === 0 && qSame) return kind;
   outputDots(dk, dv, S, kind, rowNonZero, q, qOff, o, oOff, scratch);
   return kind;
 }
@@ -419,7 +420,7 @@ function updateKeyRows(
   let dirty = false;
   // negative entries outside the updated rows may remain unless the state had none
   let neg = kind === STATE_CLEAN;
-  if (kn > 0) scratch.modified[0] = 1;
+  scratch.modified[0] = 1;
   let max = 0;
   for (let t = 0; t < kn; t++) {
     const i = kIdx[t];
@@ -437,7 +438,7 @@ function updateKeyRows(
     }
   }
   // the rows not written keep entries within the old bound
-  if (sMax && kn > 0) sMax[h] = dirty ? Infinity : Math.max(sMax[h], max);
+  if (sMax) sMax[h] = dirty ? Infinity : Math.max(sMax[h], max);
   return dirty ? STATE_ANY : nonZero ? (neg ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
 }
 

@@ -57,7 +57,7 @@
  */
 import type { Matrix } from '../model/weights.ts';
 import type { DeltaRole, MatmulStats } from './matmul.ts';
-import { cscPlanOf, sparsePlanOf } from './matmul-plans.ts';
+import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import type { CscPlan, DeltaLinearState, ExecPlans, SparsePlan } from './plans.ts';
 import { carveArrays } from './arena.ts';
@@ -347,7 +347,7 @@ function foldFresh(
   // Rows with no stored entry are +0 (bf16: act(+0) = +0) and no walk or refold ever reaches
   // them (nothing else of theirs is read): only the others are folded.
   // Bounded rows (f32) are folded alone; tracked ones (every row in bf16) with their records.
-  const nonEmpty = plan.nonEmptyRows;
+  const nonEmpty = nonEmptyRowsOf(ctx.plans, m);
   const y = st.y;
   if (st.version !== 0) y.fill(0); // (a state never computed holds +0 already: its pages stay untouched)
   if (bf16) {

@@ -51,21 +51,38 @@ export function sparsePlanOf(plans: ExecPlans, m: Matrix): SparsePlan {
   let p = sparsePlans.get(m);
   if (p && p.csr === (m.csr ?? p.csr) && (m.dense !== undefined) === (p.denseNegZeroRow !== null)) return p;
   const csr = csrOf(m, plans);
-  const rowPtr = csr.rowPtr;
-  // counted first, then filled: a growing array of up to 248,320 rows (the LM head) cost more
-  let count = 0;
-  for (let r = 0; r < m.rows; r++) if (rowPtr[r + 1] > rowPtr[r]) count++;
-  const nonEmptyRows = new Uint32Array(count);
-  for (let r = 0, i = 0; r < m.rows; r++) if (rowPtr[r + 1] > rowPtr[r]) nonEmptyRows[i++] = r;
   let denseNegZeroRow: Uint8Array | null = null;
   if (m.dense) {
     denseNegZeroRow = new Uint8Array(m.rows);
     const u = new Uint32Array(m.dense.buffer, m.dense.byteOffset, m.dense.length);
     for (let i = 0; i < u.length; i++) if (u[i] === 0x80000000) denseNegZeroRow[Math.floor(i / m.cols)] = 1;
   }
-  p = { csr, finite: csrAllFinite(plans, csr), nonEmptyRows, denseNegZeroRow };
+  // (the non-empty rows are listed on first request, nonEmptyRowsOf: the greedy LM head, 248,320
+  // rows at qwen3.5-4b, never asks, and listing them was two passes and a fresh 1 MB in a fresh
+  // process's first step)
+  p = { csr, finite: csrAllFinite(plans, csr), nonEmptyRows: null, denseNegZeroRow };
   sparsePlans.set(m, p);
   return p;
+}
+
+/** The rows of m with at least one stored entry, ascending (listed once per SparsePlan). */
+export function nonEmptyRowsOf(plans: ExecPlans, m: Matrix): Uint32Array {
+  const p = sparsePlanOf(plans, m);
+  if (p.nonEmptyRows === null) p.nonEmptyRows = listNonEmptyRows(p.csr.rowPtr, m.rows);
+  return p.nonEmptyRows;
+}
+
+/** The rows r < rows with rowPtr[r + 1] > rowPtr[r]: counted first, then filled (a growing array cost more). */
+function listNonEmptyRows(rowPtr: Uint32Array | Int32Array, rows: number): Uint32Array {
+  let count = 0;
+  for (let r = 0; r < rows; r++) if (rowPtr[r + 1] > rowPtr[r]) count++;
+  const out = new Uint32Array(count);
+  fillNonEmptyRows(rowPtr, rows, out);
+  return out;
+}
+
+function fillNonEmptyRows(rowPtr: Uint32Array | Int32Array, rows: number, out: Uint32Array): void {
+  for (let r = 0, i = 0; r < rows; r++) if (rowPtr[r + 1] > rowPtr[r]) out[i++] = r;
 }
 
 /**
@@ -276,7 +293,7 @@ function buildColumnRuns(rows: number, cols: number, csr: CsrMatrix): ColumnRuns
  */
 export function allPlusZero(plans: ExecPlans, m: Matrix): boolean {
   const p = sparsePlanOf(plans, m);
-  if (p.nonEmptyRows.length > 0) return false;
+  if (nonEmptyRowsOf(plans, m).length > 0) return false;
   if (p.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (p.denseNegZeroRow[r]) return false;
   return true;
 }
@@ -298,8 +315,8 @@ export function nonEmptyRowUnion(plans: ExecPlans, a: Matrix, b: Matrix): Int32A
   const c = rowUnions.get(a);
   if (c && c.other === b && c.aCsr === pa.csr && c.bCsr === pb.csr) return c.rows;
   const mark = new Uint8Array(a.rows);
-  for (const r of pa.nonEmptyRows) mark[r] = 1;
-  for (const r of pb.nonEmptyRows) mark[r] = 1;
+  for (const r of nonEmptyRowsOf(plans, a)) mark[r] = 1;
+  for (const r of nonEmptyRowsOf(plans, b)) mark[r] = 1;
   const rows: number[] = [];
   for (let r = 0; r < a.rows; r++) if (mark[r]) rows.push(r);
   const out = Int32Array.from(rows);

@@ -40,7 +40,7 @@
 import { ChipcError } from '../util/errors.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { ExecNumericContext } from './numeric.ts';
-import { cscPlanOf, sparsePlanOf, type CscPlan, type SparsePlan } from './matmul-plans.ts';
+import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf, type CscPlan, type SparsePlan } from './matmul-plans.ts';
 
 const f32 = Math.fround;
 
@@ -214,7 +214,7 @@ function sparseLinear(
   const W = m.dense;
   const negRow = plan.denseNegZeroRow;
   const emptyValue = ctx.act(negTotal === cols ? -0 : 0);
-  const nonEmpty = plan.nonEmptyRows;
+  const nonEmpty = nonEmptyRowsOf(ctx.plans, m);
   if (nonEmpty.length < rows) {
     out.fill(emptyValue, 0, rows);
     if (negRow) {

@@ -76,7 +76,8 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
 export interface SparsePlan {
   csr: CsrMatrix;
   finite: boolean;
-  nonEmptyRows: Uint32Array;
+  /** The rows with at least one stored entry, ascending: null until nonEmptyRowsOf lists them. */
+  nonEmptyRows: Uint32Array | null;
   /** 1 where the dense form's row has a −0 entry; null when there is no dense form. */
   denseNegZeroRow: Uint8Array | null;
 }

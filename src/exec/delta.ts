@@ -423,7 +423,7 @@ function deltaLinearIn(
   const changed = st.changed;
   let nc = 0;
   let negTotal = st.negTotal;
-  const { colPtr, rowIdx } = csc;
+  const rowIdx = csc.rowIdx;
   const cv = csc.values;
   const mark = st.mark;
   if (++st.epoch > MAX_EPOCH) { for (let r = 0; r < m.rows; r++) mark[r] &= 1; st.epoch = 1; }

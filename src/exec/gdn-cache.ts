@@ -171,12 +171,11 @@ export interface GdnTrack {
    */
   chan: Int32Array;
   chanF: Float32Array;
-  /** Per key head: its q / k inputs (conved) changed this step. Per value head: v changed. */
-  qkDirty: Uint8Array;
-  /** Per key head: its q inputs changed this step (a subset of qkDirty). */
+  /** Per key head: its q inputs (conved) changed this step. */
   qDirty: Uint8Array;
-  /** Per key head: its k inputs changed this step (a subset of qkDirty). */
+  /** Per key head: its k inputs changed this step. */
   kDirty: Uint8Array;
+  /** Per value head: its v inputs changed this step (or its β or g). */
   vDirty: Uint8Array;
   /** Per value head: S may have changed in the last step; core output changed this step. */
   headModified: Uint8Array;

@@ -44,7 +44,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
     chan, chanF,
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(d.dv),
     weights: w, siluForm, active: new Int32Array(d.convDim), nActive: 0,
-    qkDirty: new Uint8Array(d.hk), qDirty: new Uint8Array(d.hk), kDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
+    qDirty: new Uint8Array(d.hk), kDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
     coreChanged: new Uint8Array(d.hv), normedChanged: new Int32Array(d.valueDim),
     step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
@@ -276,7 +276,7 @@ function tapsSettled(convBits: Uint32Array, base: number, K: number): boolean {
 /**
  * The conv part of a tracked step after the first (gdnDecodeTracked's list): channels whose input
  * moved join the active list, every active channel shifts and refolds, and channels become settled
- * or lazy; marks the key and value heads whose conv outputs changed (t.qkDirty, qDirty, vDirty).
+ * or lazy; marks the key and value heads whose conv outputs changed (t.qDirty, kDirty, vDirty).
  * A function of its own, apart from the first step's form (freshConvStep), so that its optimised
  * code is compiled from feedback of the steps that run it.
  */
@@ -288,7 +288,6 @@ function trackedConvStep(
   const conved = buf.conved;
   const conBits = buf.convedBits;
   const convBits = t.convBits;
-  t.qkDirty.fill(0);
   t.qDirty.fill(0);
   t.kDirty.fill(0);
   t.vDirty.fill(0);
@@ -330,8 +329,8 @@ function trackedConvStep(
     const before = conBits[c];
     conved[c] = silu32(y, form);
     if (conBits[c] !== before) {
-      if (c < keyDim) { const kh = Math.floor(c / dk); t.qkDirty[kh] = 1; t.qDirty[kh] = 1; }
-      else if (c < 2 * keyDim) { const kh = Math.floor((c - keyDim) / dk); t.qkDirty[kh] = 1; t.kDirty[kh] = 1; }
+      if (c < keyDim) t.qDirty[Math.floor(c / dk)] = 1;
+      else if (c < 2 * keyDim) t.kDirty[Math.floor((c - keyDim) / dk)] = 1;
       else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
     }
     if (!moved && tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
@@ -414,7 +413,6 @@ export function gdnDecodeTracked(
       t.nActive = freshConvStep(t, null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, form, lazyCount);
     }
     t.nLazy = lazyCount[0];
-    t.qkDirty.fill(1);
     t.qDirty.fill(1);
     t.kDirty.fill(1);
     t.vDirty.fill(1);
@@ -424,7 +422,7 @@ export function gdnDecodeTracked(
   t0 = phaseEnd('gdn.conv', t0);
   const scale = d.qScale;
   const { q, k } = buf;
-  for (let h = 0; h < hk; h++) if (t.qkDirty[h] === 1) normalizeQk(ctx, conved, q, k, h, dk, keyDim, scale, true);
+  for (let h = 0; h < hk; h++) if ((t.qDirty[h] | t.kDirty[h]) === 1) normalizeQk(ctx, conved, q, k, h, dk, keyDim, scale, true);
   const vOff = 2 * keyDim; // v in conved
   const { beta, g } = buf;
   const gateDirty = t.vDirty; // β / g changes are folded into the per-value-head dirty flags
@@ -459,15 +457,15 @@ export function gdnDecodeTracked(
   for (let h = 0; h < hv; h++) {
     const kh = Math.floor(h / r);
     coreChanged[h] = 0;
-    if (!fresh && t.vDirty[h] === 0 && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0) continue;
+    if (!fresh && (t.vDirty[h] | t.qDirty[kh] | t.kDirty[kh] | headModified[h] | cache.exposed[h]) === 0) continue;
     const S = cache.S[h];
     const rows = cache.rowNonZero[h];
     const kind = cache.exposed[h] ? classifyState(S, rows, cache.sMax, h) : cache.kind[h];
     const o0 = h * dv;
-    // same q, k and S as this head's previous step (whose output core still holds): kv can be reused
-    const same = !fresh && t.qkDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0;
     // same k and S as this head's previous step: its kv memo still applies (a query moved alone)
     const kSame = !fresh && t.kDirty[kh] === 0 && headModified[h] === 0 && cache.exposed[h] === 0;
+    // same q too (whose output core still holds): kv can be reused and the output kept
+    const same = kSame && t.qDirty[kh] === 0;
     // same q as this head's previous step (q changes only where qDirty is set, and then every head
     // of the key head steps) and S as that step left it (not written from outside since): if this
     // step leaves S alone, the output that step wrote to core is this step's too

@@ -210,16 +210,68 @@ function buildColumnRuns(rows: number, cols: number, csr: CsrMatrix): ColumnRuns
   const bits = new Int32Array(values.buffer, values.byteOffset, values.length);
   // each column's open run at 4c: first row (−1: none), stride, count, weight bits
   const open = new Int32Array(4 * cols);
-  for (let c = 0; c < cols; c++) open[4 * c] = -1;
+  markNoneOpen(open, cols);
   const colPtr = new Uint32Array(cols + 1);
   const runPtr = new Uint32Array(cols + 1);
-  let closed = new Int32Array(4 * 256);
-  let closedCol = new Int32Array(256);
+  const scan: RunScan = { closed: new Int32Array(4 * CLOSED_ROOM), closedCol: new Int32Array(CLOSED_ROOM), tally: new Int32Array(2) };
+  const maxRowNnz = scanRuns(rowPtr, colIdx, bits, rows, limit, open, colPtr, runPtr, scan);
+  if (maxRowNnz < 0) return null;
+  countOpenRuns(open, runPtr, colPtr, cols);
+  const runs = new Int32Array(4 * runPtr[cols]);
+  const next = runPtr.slice(0, cols);
+  placeClosedRuns(scan.closed, scan.closedCol, scan.tally[0], runs, next);
+  placeOpenRuns(open, cols, runs, next);
+  const weights = new Float32Array(runs.buffer);
+  // the column extremes as cscPlanOf finds them (a run repeats one weight; NaN is passed over)
+  const colMax = new Float32Array(cols);
+  const colMin = new Float32Array(cols);
+  runExtremes(weights, runPtr, cols, colMax, colMin);
+  return { runPtr, runs, weights, colPtr, maxRowNnz, colMax, colMin };
+}
+
+/** The closed-run lists' first room (runs; doubled when full): the chip's LM head closes 1,359. */
+const CLOSED_ROOM = 4096;
+
+/**
+ * buildColumnRuns' scan state: the closed runs (4 ints each, in closing order), their columns,
+ * and the tally [closed, open] (written as it changes: nothing follows the scan's loop).
+ */
+interface RunScan { closed: Int32Array; closedCol: Int32Array; tally: Int32Array }
+
+function markNoneOpen(open: Int32Array, cols: number): void {
+  for (let c = 0; c < cols; c++) open[4 * c] = -1;
+}
+
+/** The closed-run lists doubled. */
+function growClosed(scan: RunScan): void {
+  const closed = new Int32Array(2 * scan.closed.length);
+  closed.set(scan.closed);
+  const closedCol = new Int32Array(2 * scan.closedCol.length);
+  closedCol.set(scan.closedCol);
+  scan.closed = closed;
+  scan.closedCol = closedCol;
+}
+
+/**
+ * buildColumnRuns' scan of the rows: counts each column's entries (at colPtr[c + 1]) and its
+ * closed runs (at runPtr[c + 1]); returns the longest row's length, or −1 when a row's columns
+ * are not ascending or the runs pass `limit`.
+ * Opening a column's first run and closing a run to open the next are one path (the open run's
+ * record is written to the closed list either way and counted only when a run was open), and the
+ * list's room is tested on that path: the JIT compiles this loop while its first call runs it,
+ * from the paths taken so far, and a path first taken later (a close: in the chip's LM head first
+ * where the vocabulary's token kinds change, rows into the matrix) threw the compiled code away.
+ */
+function scanRuns(
+  rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, bits: Int32Array, rows: number, limit: number,
+  open: Int32Array, colPtr: Uint32Array, runPtr: Uint32Array, scan: RunScan,
+): number {
+  let closed = scan.closed;
+  let closedCol = scan.closedCol;
+  const tally = scan.tally;
   let nClosed = 0;
   let nOpen = 0;
   let maxRowNnz = 0;
-  // cscPlanOf's first pass (the rows' order check, the longest row, the column counts) runs in
-  // this loop too: one walk of the LM head's 810,016 entries in a fresh process's first step, not two
   for (let r = 0; r < rows; r++) {
     const k0 = rowPtr[r];
     const k1 = rowPtr[r + 1];
@@ -227,62 +279,89 @@ function buildColumnRuns(rows: number, cols: number, csr: CsrMatrix): ColumnRuns
     let last = -1;
     for (let k = k0; k < k1; k++) {
       const c = colIdx[k];
-      if (c <= last) return null;
+      if (c <= last) return -1;
       last = c;
       colPtr[c + 1]++;
       const b = bits[k];
       const o = 4 * c;
       const s = open[o];
-      if (s < 0) {
-        if (nClosed + ++nOpen > limit) return null;
-      } else {
-        if (b === open[o + 3]) {
-          const n = open[o + 2];
-          if (n === 1) { open[o + 1] = r - s; open[o + 2] = 2; continue; }
-          if (r === s + n * open[o + 1]) { open[o + 2] = n + 1; continue; }
-        }
-        if (nClosed + 1 + nOpen > limit) return null;
-        if (nClosed === closedCol.length) {
-          const grown = new Int32Array(2 * closed.length);
-          grown.set(closed);
-          closed = grown;
-          const grownCol = new Int32Array(2 * closedCol.length);
-          grownCol.set(closedCol);
-          closedCol = grownCol;
-        }
-        closed.set(open.subarray(o, o + 4), 4 * nClosed);
-        closedCol[nClosed++] = c;
-        runPtr[c + 1]++;
+      const n = open[o + 2];
+      if (s >= 0 && b === open[o + 3]) {
+        if (n === 1) { open[o + 1] = r - s; open[o + 2] = 2; continue; }
+        if (r === s + n * open[o + 1]) { open[o + 2] = n + 1; continue; }
       }
+      if (nClosed === closedCol.length) {
+        growClosed(scan);
+        closed = scan.closed;
+        closedCol = scan.closedCol;
+      }
+      const q = 4 * nClosed;
+      closed[q] = s;
+      closed[q + 1] = open[o + 1];
+      closed[q + 2] = n;
+      closed[q + 3] = open[o + 3];
+      closedCol[nClosed] = c;
+      const wasOpen = (s >>> 31) ^ 1;
+      nClosed += wasOpen;
+      nOpen += 1 - wasOpen;
+      runPtr[c + 1] += wasOpen;
+      tally[0] = nClosed;
+      tally[1] = nOpen;
+      if (nClosed + nOpen > limit) return -1;
       open[o] = r;
       open[o + 1] = 0;
       open[o + 2] = 1;
       open[o + 3] = b;
     }
   }
+  return maxRowNnz;
+}
+
+/** Each column's open run counted, then runPtr and colPtr into running sums. */
+function countOpenRuns(open: Int32Array, runPtr: Uint32Array, colPtr: Uint32Array, cols: number): void {
   for (let c = 0; c < cols; c++) {
     if (open[4 * c] >= 0) runPtr[c + 1]++;
     runPtr[c + 1] += runPtr[c];
     colPtr[c + 1] += colPtr[c];
   }
-  const runs = new Int32Array(4 * runPtr[cols]);
-  const next = runPtr.slice(0, cols);
-  for (let i = 0; i < nClosed; i++) runs.set(closed.subarray(4 * i, 4 * i + 4), 4 * next[closedCol[i]]++);
-  for (let c = 0; c < cols; c++) if (open[4 * c] >= 0) runs.set(open.subarray(4 * c, 4 * c + 4), 4 * next[c]++);
-  const weights = new Float32Array(runs.buffer);
-  // the column extremes as cscPlanOf finds them (a run repeats one weight; NaN is passed over)
-  const colMax = new Float32Array(cols).fill(-Infinity);
-  const colMin = new Float32Array(cols).fill(Infinity);
+}
+
+/** The closed runs to their columns' places (closing order is each column's row order). */
+function placeClosedRuns(closed: Int32Array, closedCol: Int32Array, nClosed: number, runs: Int32Array, next: Uint32Array): void {
+  for (let i = 0; i < nClosed; i++) {
+    const at = 4 * next[closedCol[i]]++;
+    runs[at] = closed[4 * i];
+    runs[at + 1] = closed[4 * i + 1];
+    runs[at + 2] = closed[4 * i + 2];
+    runs[at + 3] = closed[4 * i + 3];
+  }
+}
+
+/** Each column's open run after its closed ones. */
+function placeOpenRuns(open: Int32Array, cols: number, runs: Int32Array, next: Uint32Array): void {
   for (let c = 0; c < cols; c++) {
+    if (open[4 * c] < 0) continue;
+    const at = 4 * next[c]++;
+    runs[at] = open[4 * c];
+    runs[at + 1] = open[4 * c + 1];
+    runs[at + 2] = open[4 * c + 2];
+    runs[at + 3] = open[4 * c + 3];
+  }
+}
+
+/** Each column's largest and smallest run weight (+0 for a column with none, or only NaN). */
+function runExtremes(weights: Float32Array, runPtr: Uint32Array, cols: number, colMax: Float32Array, colMin: Float32Array): void {
+  for (let c = 0; c < cols; c++) {
+    let hi = -Infinity;
+    let lo = Infinity;
     for (let q = runPtr[c]; q < runPtr[c + 1]; q++) {
       const w = weights[4 * q + 3];
-      if (w > colMax[c]) colMax[c] = w;
-      if (w < colMin[c]) colMin[c] = w;
+      if (w > hi) hi = w;
+      if (w < lo) lo = w;
     }
-    if (colMax[c] === -Infinity) colMax[c] = 0;
-    if (colMin[c] === Infinity) colMin[c] = 0;
+    colMax[c] = hi === -Infinity ? 0 : hi;
+    colMin[c] = lo === Infinity ? 0 : lo;
   }
-  return { runPtr, runs, weights, colPtr, maxRowNnz, colMax, colMin };
 }
 
 /**

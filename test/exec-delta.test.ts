@@ -175,6 +175,43 @@ describe('deltaLinear', () => {
     expect(partialCalls).toBeGreaterThan(500);
   });
 
+  it('columns past the last one with an entry: a fresh state leaves their records unwritten, their sign bits still count', () => {
+    const ctx = makeNumericContext({});
+    const plain = makeNumericContext({});
+    // 3 × 8, entries in columns 0 … 2 only; the longest row has 3
+    const d = Float32Array.from([1, 2, 0.5, 0, 0, 0, 0, 0, /* row 1 */ 0, -1, 0, 0, 0, 0, 0, 0, /* row 2 */ 3, 0, 0, 0, 0, 0, 0, 0]);
+    const dense: Matrix = { rows: 3, cols: 8, dense: d };
+    const m: Matrix = { rows: 3, cols: 8, csr: sparsifyMatrix(dense).csr };
+    const x = Float32Array.from([1, 2, 3, 0, 0, 4, -0, 0]);
+    const first = deltaLinear(ctx, m, x, 0, null, 0)!;
+    expect(bits(first.y)).toEqual(bits(linearEx(plain, dense, x, 'dense').out));
+    // records of columns 4 … 7 as allocated, but for the input bits of column 5 (4) and 6 (−0)
+    for (let c = 4; c < 8; c++) {
+      expect([first.colVals[4 * c + 1], first.colInts[4 * c + 2], first.colInts[4 * c + 3]]).toEqual([0, 0, 0]);
+      expect(first.colBits[4 * c]).toBe(new Uint32Array(x.buffer)[c]);
+    }
+    expect(first.colInts[4 * 3 + 3]).toBe(5); // column 2's end: every entry
+    // steps that change used and unused columns (column 6 from −0: its recorded bits take the sign
+    // bit off the count); the inputs with the sign bit set reach 5 at step 4 (the precondition
+    // needs the longest row, 3, below 8 − 5) and the call declines; then 4 again: the state
+    // refolds, every record written, and updates from there
+    const steps: [number, number][][] = [[[3, 7], [0, 5]], [[4, -1], [7, -2], [6, 1]], [[5, -3], [1, 0.25]], [[3, -0]], [[2, -4]], [[4, 6]], [[6, 2], [0, 1]], [[7, 0]]];
+    const declined: number[] = [];
+    for (const [i, changes] of steps.entries()) {
+      for (const [c, v] of changes) x[c] = v;
+      const stats = newMatmulStats();
+      const st = deltaLinear(ctx, m, x, 0, null, 0, stats);
+      const neg = Array.from(x).filter((v) => v < 0 || Object.is(v, -0)).length;
+      if (neg >= 5) { expect(st, `step ${i}`).toBeNull(); declined.push(i); continue; }
+      expect(st, `step ${i}`).not.toBeNull();
+      expect(bits(st!.y)).toEqual(bits(linearEx(plain, dense, x, 'dense').out));
+      // the walk covers the changed used columns' entries only
+      const colEntries = [2, 2, 1, 0, 0, 0, 0, 0];
+      if (!st!.full) expect(stats.deltaEntries, `step ${i}`).toBe(changes.filter(([c]) => c < 3).reduce((a, [c]) => a + colEntries[c]!, 0));
+    }
+    expect(declined).toEqual([4]);
+  });
+
   it('new storage with rows emptied: the rebuild leaves them +0 (only non-empty rows are folded)', () => {
     const ctx = makeNumericContext({});
     const plain = makeNumericContext({});

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Executor } from '../src/exec/executor.ts';
 import { ExecPlans, plansOf } from '../src/exec/plans.ts';
-import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from '../src/exec/matmul-plans.ts';
+import { columnExtremesOf, cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from '../src/exec/matmul-plans.ts';
 import { loadModel } from '../src/model/load-weights.ts';
 import { expectChipcError } from './helpers/assert.ts';
 
@@ -115,12 +115,18 @@ describe('cscPlanOf', () => {
       expect(got.map(([c, r, v]) => [c, r, bitsOf(v)])).toEqual(want.map(([c, r, v]) => [c, r, bitsOf(v)]));
       // each column's largest and smallest weight, the first of equal ones (+0 and −0 tie) taken,
       // NaN passed over, +0 for a column with no entry or only NaN
+      expect(p!.extremes).toBeNull(); // found on first request
+      const ext = columnExtremesOf(p!);
+      expect(columnExtremesOf(p!)).toBe(ext);
+      let used = 0;
       for (let c = 0; c < cols; c++) {
         let hi = -Infinity, lo = Infinity;
-        for (const [wc, , v] of want) if (wc === c) { if (v > hi) hi = v; if (v < lo) lo = v; }
-        expect(bitsOf(p!.colMax[c]!)).toBe(bitsOf(hi === -Infinity ? 0 : hi));
-        expect(bitsOf(p!.colMin[c]!)).toBe(bitsOf(lo === Infinity ? 0 : lo));
+        for (const [wc, , v] of want) if (wc === c) { if (v > hi) hi = v; if (v < lo) lo = v; used = c + 1; }
+        expect(bitsOf(ext.colMax[c]!)).toBe(bitsOf(hi === -Infinity ? 0 : hi));
+        expect(bitsOf(ext.colMin[c]!)).toBe(bitsOf(lo === Infinity ? 0 : lo));
       }
+      expect(p!.usedCols).toBe(used);
+      expect(p!.colPtr.length).toBe(cols + 1);
       expect(p!.colPtr[cols]).toBe(colIdx.length);
       expect(p!.maxRowNnz).toBe(Math.max(0, ...rowCols.map((r) => r.length)));
     }), { numRuns: 400 });

@@ -150,12 +150,13 @@ function boundedRow(B: number, G: number): boolean {
  * rows (the caller's st.nBounded).
  */
 function buildBoundsAndFold(
-  st: DeltaLinearState, rows: number, cols: number, x: Float32Array, xOff: number, xb: Uint32Array,
+  st: DeltaLinearState, rows: number, colEnd: number, x: Float32Array, xOff: number, xb: Uint32Array,
   rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, wLowCsr: Int16Array,
   nonEmpty: Uint32Array, y: Float32Array,
 ): number {
   const { colVals, colInts, rowBound, rowLow, mark } = st;
-  for (let c = 0; c < cols; c++) {
+  // (the records of columns below colEnd: every column with an entry is below it)
+  for (let c = 0; c < colEnd; c++) {
     const v = x[xOff + c];
     colVals[4 * c + 1] = Math.abs(v);
     colInts[4 * c + 2] = v === 0 ? NO_LOW : lowbit32(xb[c]);
@@ -350,21 +351,25 @@ function foldFresh(
   const nonEmpty = nonEmptyRowsOf(ctx.plans, m);
   const y = st.y;
   if (st.version !== 0) y.fill(0); // (a state never computed holds +0 already: its pages stay untouched)
+  // A state never computed keeps the records of the columns past the last one with an entry as
+  // allocated (+0), but for the input bits of the non-zero inputs among them: no row reads their
+  // M_c or L_c, and their walks are empty (start and end 0; the first such column's start is the
+  // last used one's end, above its own end of 0). The chip's down projections use 816 and fewer
+  // of their 9,216 columns: the records of the rest were fresh pages written in the first step.
+  const colEnd = st.version === 0 ? csc.usedCols : cols;
   if (bf16) {
     for (let i = 0; i < nonEmpty.length; i++) refoldRow(ctx, st, nonEmpty[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
     st.mark.fill(1);
     st.nBounded = 0;
   } else {
-    st.nBounded = buildBoundsAndFold(st, m.rows, cols, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty, y);
+    st.nBounded = buildBoundsAndFold(st, m.rows, colEnd, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty, y);
     const mark = st.mark;
     for (let i = 0; i < nonEmpty.length; i++) {
       const r = nonEmpty[i];
       if ((mark[r] & 1) !== 0) refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
     }
   }
-  const { colBits, colInts } = st;
-  for (let c = 0; c < cols; c++) colBits[4 * c] = xb[c];
-  for (let c = 0; c <= cols; c++) colInts[4 * c + 3] = csc.colPtr[c];
+  fillColumnRecords(st.colBits, st.colInts, xb, csc.colPtr, cols, colEnd);
   st.negTotal = negTotal;
   st.valid = true;
   st.full = true;
@@ -374,6 +379,16 @@ function foldFresh(
   st.version++;
   if (stats) { stats.sparse++; stats.delta++; }
   return st;
+}
+
+/**
+ * foldFresh's column records: the input bits of columns below colEnd and of the non-zero inputs
+ * past it (the others hold +0 already), and the walks' starts up to colEnd (foldFresh).
+ */
+function fillColumnRecords(colBits: Uint32Array, colInts: Int32Array, xb: Uint32Array, colPtr: Uint32Array, cols: number, colEnd: number): void {
+  for (let c = 0; c < colEnd; c++) colBits[4 * c] = xb[c];
+  for (let c = colEnd; c < cols; c++) if (xb[c] !== 0) colBits[4 * c] = xb[c];
+  for (let c = 0; c <= colEnd; c++) colInts[4 * c + 3] = colPtr[c];
 }
 
 function deltaLinearIn(
@@ -482,7 +497,7 @@ function deltaLinearIn(
     // ±0 → ±0 (a sign flip of an off FFN unit, say): every product is ±0 before and after, which
     // neither the fold (it skips zero inputs) nor the update (it adds ±0) sees; only negTotal,
     // updated above, reads the sign
-    if (xn === 0 && xo === 0) continue;
+    if ((xn === 0 && xo === 0) || k1 <= k0) continue; // (k1 < k0: past the last used column, foldFresh)
     walked += k1 - k0;
     const lx = xn === 0 || st.nBounded === m.rows ? 0 : lowbit32(b); // (only tracked rows read it)
     // Exact whenever a bounded row reads c (only those use it): its bound gives |x| ≤ M_c <

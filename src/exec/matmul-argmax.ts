@@ -17,7 +17,7 @@ import { ChipcError } from '../util/errors.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
-import { columnRunsOf, cscPlanOf, sparsePlanOf, storedEntries, type ColumnRuns, type CscPlan } from './matmul-plans.ts';
+import { columnExtremesOf, columnRunsOf, cscPlanOf, sparsePlanOf, storedEntries, type ColumnRuns, type CscPlan } from './matmul-plans.ts';
 import type { ArgmaxMemo, BoundedPrep, ExecPlans, SparseOut } from './plans.ts';
 
 export type { SparseOut } from './plans.ts';
@@ -302,7 +302,7 @@ function boundedArgmax(
   if (nBig === 0) return -1; // nothing to save: the scatter is small
   order.sort((a, b) => sizeOf(a) - sizeOf(b) || a - b);
   const pre = boundedPrepOf(plans, m, cols);
-  const { colMax, colMin } = cols;
+  const { colMax, colMin } = columnExtremesOf(cols);
   const mark = memo.rowMark ??= new Uint8Array(m.rows);
   const rows = memo.rowList ??= new Int32Array(m.rows);
   const { rowPtr, colIdx, values } = plan.csr;

@@ -11,7 +11,7 @@
 import { denseToCsr } from '../model/csr.ts';
 import { ChipcError } from '../util/errors.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
-import type { ColumnRuns, CscPlan, ExecPlans, SparsePlan } from './plans.ts';
+import type { ColumnExtremes, ColumnRuns, CscPlan, ExecPlans, SparsePlan } from './plans.ts';
 
 export type { ColumnRuns, CscPlan, SparsePlan } from './plans.ts';
 
@@ -95,34 +95,36 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
   if (p !== undefined) return p;
   const { rowPtr, colIdx, values } = csr;
   const nnz = rowPtr[m.rows];
-  const colPtr = new Uint32Array(m.cols + 1);
+  // one more place than the starts: column c is counted at c + 2 (below)
+  const counts = new Uint32Array(m.cols + 2);
   // Each loop is a function of its own with nothing after it: a fresh process transposes every
   // matrix in its first steps, the JIT compiles a loop while the first call runs it, and an
   // operation after the loop, never run before, threw that code away at every matrix.
-  const maxRowNnz = countColumns(rowPtr, colIdx, m.rows, colPtr);
+  const maxRowNnz = countColumns(rowPtr, colIdx, m.rows, counts);
   if (maxRowNnz < 0) {
     cscPlans.set(csr, null);
     return null;
   }
-  prefixSums(colPtr, m.cols);
-  const next = colPtr.slice(0, m.cols);
+  // Column c counted at c + 2: the running sums from place 1 leave column c's start at c + 1, the
+  // scatter advances that to c's end, which is column c + 1's start, and place 0 holds column 0's
+  // start (0). So the scatter needs no copy of the starts to advance (a fresh 4 bytes a column,
+  // 811 KB over the chip's matrices).
+  prefixSumsFrom(counts, 1, m.cols);
   const rowIdx = new Uint32Array(nnz);
   const cv = new Float32Array(nnz);
-  const colMax = new Float32Array(m.cols).fill(-Infinity);
-  const colMin = new Float32Array(m.cols).fill(Infinity);
-  scatterColumns(rowPtr, colIdx, values, m.rows, next, rowIdx, cv, colMax, colMin);
-  settleExtremes(colMax, colMin, m.cols);
-  p = { colPtr, rowIdx, values: cv, maxRowNnz, colMax, colMin };
+  scatterColumns(rowPtr, colIdx, values, m.rows, counts, rowIdx, cv);
+  const colPtr = counts.subarray(0, m.cols + 1);
+  p = { colPtr, rowIdx, values: cv, maxRowNnz, usedCols: usedColumns(colPtr, m.cols), extremes: null };
   cscPlans.set(csr, p);
   return p;
 }
 
 /**
- * cscPlanOf's first pass: the rows' order check, the longest row and the column counts (at
- * colPtr[c + 1]) in one pass; returns the longest row's length, or −1 when a row does not list its
- * columns in ascending order.
+ * cscPlanOf's first pass: the rows' order check, the longest row and the column counts (column c
+ * at counts[c + 2]) in one pass; returns the longest row's length, or −1 when a row does not list
+ * its columns in ascending order.
  */
-function countColumns(rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, rows: number, colPtr: Uint32Array): number {
+function countColumns(rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, rows: number, counts: Uint32Array): number {
   let maxRowNnz = 0;
   for (let r = 0; r < rows; r++) {
     const k0 = rowPtr[r];
@@ -133,45 +135,66 @@ function countColumns(rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | In
       const c = colIdx[k];
       if (c <= last) return -1;
       last = c;
-      colPtr[c + 1]++;
+      counts[c + 2]++;
     }
   }
   return maxRowNnz;
 }
 
-/** counts[1..n] into their running sums (counts[0] = 0 stays). */
-function prefixSums(counts: Uint32Array, n: number): void {
-  for (let c = 0; c < n; c++) counts[c + 1] += counts[c];
+/** counts[from+1 .. n] into running sums from counts[from]. */
+function prefixSumsFrom(counts: Uint32Array, from: number, n: number): void {
+  for (let c = from; c < n; c++) counts[c + 1] += counts[c];
 }
 
-/**
- * cscPlanOf's scatter: every entry to its column's next place (next[c]), with the column extremes
- * that boundedArgmax bounds with in the same pass (the first of equal weights kept, NaN passed
- * over; a pass of their own over the LM head's 810,016 entries cost a fresh process milliseconds
- * in its first step).
- */
+/** cscPlanOf's scatter: every entry to its column's next place (column c's at next[c + 1], advanced). */
 function scatterColumns(
   rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, rows: number, next: Uint32Array,
-  rowIdx: Uint32Array, cv: Float32Array, colMax: Float32Array, colMin: Float32Array,
+  rowIdx: Uint32Array, cv: Float32Array,
 ): void {
   for (let r = 0; r < rows; r++) {
     for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
-      const c = colIdx[k];
-      const w = values[k];
-      const at = next[c]++;
+      const at = next[colIdx[k] + 1]++;
       rowIdx[at] = r;
-      cv[at] = w;
-      if (w > colMax[c]) colMax[c] = w;
-      if (w < colMin[c]) colMin[c] = w;
+      cv[at] = values[k];
     }
   }
 }
 
-/** +0 for a column with no entry (or only NaN ones): its extremes are still ∓Infinity. */
-function settleExtremes(colMax: Float32Array, colMin: Float32Array, cols: number): void {
+/** One past the last column with an entry (0 when there is none). */
+function usedColumns(colPtr: Uint32Array, cols: number): number {
+  let c = cols;
+  while (c > 0 && colPtr[c] === colPtr[c - 1]) c--;
+  return c;
+}
+
+/**
+ * Per column of a CscPlan, its largest and smallest stored weight (+0 for a column without
+ * entries; a NaN weight is passed over): boundedArgmax's bounds, found on its first request (only
+ * the argmax asks, and the chip's LM head takes its ColumnRuns, which have their own).
+ */
+export function columnExtremesOf(p: CscPlan | ColumnRuns): ColumnExtremes {
+  if ('runs' in p) return p;
+  if (p.extremes === null) {
+    const cols = p.colPtr.length - 1;
+    const colMax = new Float32Array(cols);
+    const colMin = new Float32Array(cols);
+    entryExtremes(p.values, p.colPtr, cols, colMax, colMin);
+    p.extremes = { colMax, colMin };
+  }
+  return p.extremes;
+}
+
+function entryExtremes(values: Float32Array, colPtr: Uint32Array, cols: number, colMax: Float32Array, colMin: Float32Array): void {
   for (let c = 0; c < cols; c++) {
-    if (colMax[c] === -Infinity) colMax[c] = 0;
-    if (colMin[c] === Infinity) colMin[c] = 0;
+    let hi = -Infinity;
+    let lo = Infinity;
+    for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
+      const w = values[k];
+      if (w > hi) hi = w;
+      if (w < lo) lo = w;
+    }
+    colMax[c] = hi === -Infinity ? 0 : hi;
+    colMin[c] = lo === Infinity ? 0 : lo;
   }
 }
 

@@ -93,10 +93,17 @@ export interface CscPlan {
   values: Float32Array;
   /** The largest number of stored entries in one row. */
   maxRowNnz: number;
-  /**
-   * Per column, the largest and the smallest stored weight (+0 for a column without entries; a
-   * NaN weight is passed over), found in the transpose's own pass (boundedArgmax's bounds).
-   */
+  /** One past the last column with an entry (0 when none has one). */
+  usedCols: number;
+  /** The column extremes, null until first asked for (columnExtremesOf, matmul-plans.ts). */
+  extremes: ColumnExtremes | null;
+}
+
+/**
+ * Per column, the largest and the smallest stored weight (+0 for a column without entries; a NaN
+ * weight is passed over; of equal weights, ±0, the first in row order): boundedArgmax's bounds.
+ */
+export interface ColumnExtremes {
   colMax: Float32Array;
   colMin: Float32Array;
 }
@@ -108,18 +115,16 @@ export interface CscPlan {
  * q = runPtr[c] … runPtr[c+1), each at 4q … 4q+3 of `runs`: first row, row stride, entry count and
  * the weight (float32 bits; `weights[4q + 3]` is the same word as a float). A run of one entry has
  * stride 0. Within a column the runs' rows are ascending and disjoint, so walking them lists the
- * column's entries in the CscPlan's order with the same weights. colPtr, maxRowNnz, colMax and
- * colMin are the CscPlan's (colPtr counts entries, not runs). Built by columnRunsOf
+ * column's entries in the CscPlan's order with the same weights. colPtr and maxRowNnz are the
+ * CscPlan's (colPtr counts entries, not runs), colMax and colMin its ColumnExtremes. Built by columnRunsOf
  * (matmul-plans.ts) in one pass over the CSR, writing only the runs.
  */
-export interface ColumnRuns {
+export interface ColumnRuns extends ColumnExtremes {
   runPtr: Uint32Array;
   runs: Int32Array;
   weights: Float32Array;
   colPtr: Uint32Array;
   maxRowNnz: number;
-  colMax: Float32Array;
-  colMin: Float32Array;
 }
 
 /** A stack of matrices over the same input: part p owns rows offsets[p] … offsets[p+1) of m. */
@@ -185,7 +190,8 @@ export interface DeltaLinearState {
    * was computed from (`colBits`, the same word as a float in `colVals`), M_c as a float32 (the
    * largest |x_c| seen is a float32; in `colVals` at 4c+1), L_c (`colInts` at 4c+2) and the first
    * stored entry of the column in the CSC plan (`colInts` at 4c+3, so column c's entries are
-   * 4c+3 … 4(c+1)+3; 4·cols+3 holds the end).
+   * 4c+3 … 4(c+1)+3; 4·cols+3 holds the end). A state's first fold leaves the records past the
+   * CscPlan's usedCols at +0 but for non-zero input bits (their walks are empty: delta.ts foldFresh).
    */
   colBits: Uint32Array;
   colVals: Float32Array;

@@ -14,7 +14,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { deltaLinear, lowbit32 } from '../src/exec/delta.ts';
+import { deltaLinear, lowbit32, weightLows } from '../src/exec/delta.ts';
 import { rowStackOf } from '../src/exec/stack-rows.ts';
 import { dropGdnTrack, gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
@@ -465,6 +465,43 @@ describe('deltaLinear', () => {
     expect(st2.nRows).toBe(2);
     expect(Array.from(st2.rows.subarray(0, st2.nRows)).sort()).toEqual([0, 1]);
     expect(bits(st2.y)).toEqual(bits(st.y));
+  });
+
+  it('weightLows: each weight\'s lowbit32 (0 for ±0), in 8 bits when every one fits, in 16 when one is below 2^−128', () => {
+    const rnd = lcg(28);
+    for (let trial = 0; trial < 40; trial++) {
+      const tiny = trial % 2 === 1;
+      const v = Float32Array.from({ length: 1 + Math.floor(rnd() * 60) }, () => {
+        const r = rnd();
+        return r < 0.1 ? 0 : r < 0.15 ? -0 : Math.fround((rnd() < 0.5 ? -1 : 1) * (1 + Math.floor(rnd() * 1000)) * 2 ** (Math.floor(rnd() * 200) - 100));
+      });
+      // a subnormal or a tiny normal weight: lowest bit below −128
+      if (tiny) v[Math.floor(rnd() * v.length)] = rnd() < 0.5 ? 2 ** -149 : -3 * 2 ** -131;
+      const lows = weightLows(v);
+      const want = Array.from(new Uint32Array(v.buffer), (b) => ((b & 0x7fffffff) === 0 ? 0 : lowbit32(b)));
+      expect(lows.BYTES_PER_ELEMENT, `trial ${trial}`).toBe(want.some((l) => l < -128) ? 2 : 1);
+      expect(want.some((l) => l < -128)).toBe(tiny);
+      expect(Array.from(lows)).toEqual(want);
+    }
+    expect(lowbit32(new Uint32Array(Float32Array.of(2 ** 127).buffer)[0]!)).toBe(127); // the largest fits 8 bits
+  });
+
+  it('weights below 2^−128 (16-bit lowest bits): deltaLinear equals the dense linear over changing inputs', () => {
+    const d = Float32Array.from([2 ** -149, 1, 0, 3 * 2 ** -140, /* row 1 */ 0, -(2 ** -130), 2, 0, /* row 2 */ 1, 0, 0, 2 ** -149]);
+    const dense: Matrix = { rows: 3, cols: 4, dense: d };
+    const m: Matrix = { rows: 3, cols: 4, csr: sparsifyMatrix(dense).csr };
+    const ctx = makeNumericContext({});
+    const plain = makeNumericContext({});
+    const x = Float32Array.from([1, 2, 0, 3]);
+    const rnd = lcg(7);
+    let partial = 0;
+    for (let step = 0; step < 30; step++) {
+      if (step > 0) x[Math.floor(rnd() * 4)] = [0, 1, 2 ** 20, 2 ** 100, 0.5, 3, 2 ** 40 + 1][Math.floor(rnd() * 7)]!;
+      const st = deltaLinear(ctx, m, x, 0, null, 0)!;
+      if (!st.full) partial++;
+      expect(bits(st.y), `step ${step}`).toEqual(bits(linearEx(plain, dense, x, 'dense').out));
+    }
+    expect(partial).toBeGreaterThan(20);
   });
 
   it('lowbit32: the exponent of the lowest set bit of a float32', () => {

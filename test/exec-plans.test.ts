@@ -84,6 +84,26 @@ describe('sparsePlanOf', () => {
 });
 
 describe('cscPlanOf', () => {
+  it('row indices in 16 bits up to 65,536 rows, in 32 above, the same rows either way', () => {
+    for (const rows of [65_536, 65_537, 70_000]) {
+      // entries at the first and last rows and a few between, columns 0 … 2
+      const at = [0, 1, 4_095, 65_534, 65_535, rows - 1].filter((r, i, a) => r < rows && a.indexOf(r) === i);
+      const rowPtr = new Uint32Array(rows + 1);
+      const colIdx: number[] = [];
+      const values: number[] = [];
+      for (let r = 0, k = 0; r < rows; r++) {
+        if (at.includes(r)) { colIdx.push(r % 3); values.push(r + 1); k++; }
+        rowPtr[r + 1] = k;
+      }
+      const csr = { rowPtr, colIdx: Uint32Array.from(colIdx), values: Float32Array.from(values) };
+      const p = cscPlanOf(new ExecPlans(), { rows, cols: 3, csr }, csr)!;
+      expect(p.rowIdx.BYTES_PER_ELEMENT, String(rows)).toBe(rows <= 65_536 ? 2 : 4);
+      const got: [number, number][] = [];
+      for (let c = 0; c < 3; c++) for (let k = p.colPtr[c]!; k < p.colPtr[c + 1]!; k++) got.push([c, p.rowIdx[k]!]);
+      expect(got).toEqual(at.map((r) => [r % 3, r] as [number, number]).sort((a, b) => a[0] - b[0] || a[1] - b[1]));
+    }
+  });
+
   it('is the transpose of sorted CSR rows (column order, rows ascending within a column, the longest row), and null when a row is not strictly ascending', () => {
     fc.assert(fc.property(fc.integer({ min: 1, max: 9 }), fc.integer({ min: 0, max: 12 }), fc.integer(), fc.boolean(), (cols, rows, seed, spoil) => {
       let s = seed >>> 0;

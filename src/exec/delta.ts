@@ -59,7 +59,7 @@ import type { Matrix } from '../model/weights.ts';
 import type { DeltaRole, MatmulStats } from './matmul.ts';
 import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
-import type { CscPlan, DeltaLinearState, ExecPlans, SparsePlan } from './plans.ts';
+import type { CscPlan, DeltaLinearState, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
 import { carveArrays } from './arena.ts';
 
 export type { DeltaLinearState } from './plans.ts';
@@ -151,7 +151,7 @@ function boundedRow(B: number, G: number): boolean {
  */
 function buildBoundsAndFold(
   st: DeltaLinearState, rows: number, colEnd: number, x: Float32Array, xOff: number, xb: Uint32Array,
-  rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, wLowCsr: Int16Array,
+  rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, wLowCsr: WeightLows,
   nonEmpty: Uint32Array, y: Float32Array,
 ): number {
   const { colVals, colInts, rowBound, rowLow, mark } = st;
@@ -226,24 +226,38 @@ export function invalidateDelta(ctx: ExecNumericContext, m: Matrix): void {
  * The lowest set bits of a matrix's stored weights in CSR and CSC (cscPlanOf) order, kept per CSR
  * values array in plans.weightLowbits (new storage, new bits).
  */
-function lowbitsOf(plans: ExecPlans, csrValues: Float32Array, cscValues: Float32Array): { csr: Int16Array; csc: Int16Array } {
+function lowbitsOf(plans: ExecPlans, csrValues: Float32Array, cscValues: Float32Array): { csr: WeightLows; csc: WeightLows } {
   const weightLowbits = plans.weightLowbits;
   let lows = weightLowbits.get(csrValues);
   if (lows === undefined) {
-    const lowsOf = (v: Float32Array): Int16Array => {
-      // read as bits in place (a float's round trip through a scratch array cost more)
-      const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);
-      const out = new Int16Array(v.length);
-      for (let k = 0; k < v.length; k++) {
-        const b = bits[k];
-        out[k] = (b & 0x7fffffff) === 0 ? 0 : lowbit32(b);
-      }
-      return out;
-    };
-    lows = { csr: lowsOf(csrValues), csc: lowsOf(cscValues) };
+    lows = { csr: weightLows(csrValues), csc: weightLows(cscValues) };
     weightLowbits.set(csrValues, lows);
   }
   return lows;
+}
+
+/**
+ * lowbit32 of each weight (0 for ±0), read as bits in place: in 8 bits when every one fits (the
+ * chip's weights; half the fresh memory of 16), else in 16.
+ */
+export function weightLows(v: Float32Array): WeightLows {
+  const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);
+  const narrow = new Int8Array(v.length);
+  if (fillLows(bits, narrow, -128, 127)) return narrow;
+  const wide = new Int16Array(v.length);
+  fillLows(bits, wide, -32768, 32767);
+  return wide;
+}
+
+/** Fills out with each weight's lowest set bit; false (stopping there) at one outside [lo, hi]. */
+function fillLows(bits: Uint32Array, out: WeightLows, lo: number, hi: number): boolean {
+  for (let k = 0; k < bits.length; k++) {
+    const b = bits[k];
+    const l = (b & 0x7fffffff) === 0 ? 0 : lowbit32(b);
+    if (l < lo || l > hi) return false;
+    out[k] = l;
+  }
+  return true;
 }
 
 function signSet(b: number): number {
@@ -257,7 +271,7 @@ function signSet(b: number): number {
  */
 function refoldRow(
   ctx: ExecNumericContext, st: DeltaLinearState, r: number, rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array,
-  values: Float32Array, x: Float32Array, xOff: number, xb: Uint32Array, wLowCsr: Int16Array, bf16: boolean,
+  values: Float32Array, x: Float32Array, xOff: number, xb: Uint32Array, wLowCsr: WeightLows, bf16: boolean,
 ): void {
   let acc = 0;
   let exactSum = 0;
@@ -334,7 +348,7 @@ export function deltaLinear(
  */
 function foldFresh(
   ctx: ExecNumericContext, m: Matrix, st: DeltaLinearState, plan: SparsePlan, csc: CscPlan, x: Float32Array, xOff: number,
-  xb: Uint32Array, wLowCsr: Int16Array, bf16: boolean, stats?: MatmulStats,
+  xb: Uint32Array, wLowCsr: WeightLows, bf16: boolean, stats?: MatmulStats,
 ): DeltaLinearState | null {
   const cols = m.cols;
   const { rowPtr, colIdx, values } = plan.csr;

@@ -395,7 +395,7 @@ function boundedArgmax(
  * one column may interleave). boundedArgmax folds them in any order: its answer is the largest
  * non-NaN row value, the lowest row among equal ones.
  */
-function columnRows(cols: ColumnRuns | CscPlan, c: number): Uint32Array {
+function columnRows(cols: ColumnRuns | CscPlan, c: number): Uint16Array | Uint32Array {
   const { colPtr } = cols;
   if (!('runs' in cols)) return cols.rowIdx.subarray(colPtr[c], colPtr[c + 1]);
   const { runPtr, runs } = cols;

@@ -110,7 +110,7 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
   // start (0). So the scatter needs no copy of the starts to advance (a fresh 4 bytes a column,
   // 811 KB over the chip's matrices).
   prefixSumsFrom(counts, 1, m.cols);
-  const rowIdx = new Uint32Array(nnz);
+  const rowIdx = m.rows <= 0x10000 ? new Uint16Array(nnz) : new Uint32Array(nnz);
   const cv = new Float32Array(nnz);
   scatterColumns(rowPtr, colIdx, values, m.rows, counts, rowIdx, cv);
   const colPtr = counts.subarray(0, m.cols + 1);
@@ -149,7 +149,7 @@ function prefixSumsFrom(counts: Uint32Array, from: number, n: number): void {
 /** cscPlanOf's scatter: every entry to its column's next place (column c's at next[c + 1], advanced). */
 function scatterColumns(
   rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, rows: number, next: Uint32Array,
-  rowIdx: Uint32Array, cv: Float32Array,
+  rowIdx: Uint16Array | Uint32Array, cv: Float32Array,
 ): void {
   for (let r = 0; r < rows; r++) {
     for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {

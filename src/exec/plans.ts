@@ -89,7 +89,8 @@ export interface SparsePlan {
  */
 export interface CscPlan {
   colPtr: Uint32Array;
-  rowIdx: Uint32Array;
+  /** 16-bit for a matrix of at most 65,536 rows (every matrix of the chip but its LM head), else 32. */
+  rowIdx: Uint16Array | Uint32Array;
   values: Float32Array;
   /** The largest number of stored entries in one row. */
   maxRowNnz: number;
@@ -107,6 +108,12 @@ export interface ColumnExtremes {
   colMax: Float32Array;
   colMin: Float32Array;
 }
+
+/**
+ * The lowest set bit of each stored weight (delta.ts weightLows): 8-bit when every one fits (a
+ * normal float32's lies in −126 − 23 … 127), 16-bit when some weight is below about 2^−105.
+ */
+export type WeightLows = Int8Array | Int16Array;
 
 /**
  * A CscPlan in runs, for a matrix whose columns reach rows in arithmetic progressions of one
@@ -247,7 +254,7 @@ export interface DeltaLinearState {
   /** The matrix's sparse plans and weight lowbits, and the storage they were made from. */
   plan: SparsePlan | null;
   csc: CscPlan | null;
-  lows: { csr: Int16Array; csc: Int16Array } | null;
+  lows: { csr: WeightLows; csc: WeightLows } | null;
   planCsr: Matrix['csr'];
   planDense: Matrix['dense'];
   /** The last input vector and offset, and a view of its bits there. */
@@ -295,7 +302,7 @@ export class ExecPlans {
   readonly columnRuns = new WeakMap<CsrMatrix, ColumnRuns | null>();
   readonly rowUnions = new WeakMap<Matrix, { other: Matrix; aCsr: CsrMatrix; bCsr: CsrMatrix; rows: Int32Array }>();
   readonly boundedPreps = new WeakMap<CscPlan | ColumnRuns, BoundedPrep>();
-  readonly weightLowbits = new WeakMap<Float32Array, { csr: Int16Array; csc: Int16Array }>();
+  readonly weightLowbits = new WeakMap<Float32Array, { csr: WeightLows; csc: WeightLows }>();
   readonly stacks = new WeakMap<Matrix, StackEntry[]>();
   readonly convZero = new WeakMap<Float32Array, ConvZero>();
   readonly inProjLists = new WeakMap<GdnWeights, Matrix[]>();

@@ -158,8 +158,11 @@ function buildBoundsAndFold(
   // (the records of columns below colEnd: every column with an entry is below it)
   for (let c = 0; c < colEnd; c++) {
     const v = x[xOff + c];
+    // (the bits read and their lowest bit found for every column, 0 too: made first at a late
+    // non-zero input, after the JIT had compiled this loop, they threw that code away)
+    const low = lowbit32(xb[c]);
     colVals[4 * c + 1] = Math.abs(v);
-    colInts[4 * c + 2] = v === 0 ? NO_LOW : lowbit32(xb[c]);
+    colInts[4 * c + 2] = v === 0 ? NO_LOW : low;
   }
   let nBounded = rows - nonEmpty.length;
   for (let i = 0; i < nonEmpty.length; i++) {
@@ -400,8 +403,16 @@ function foldFresh(
  * past it (the others hold +0 already), and the walks' starts up to colEnd (foldFresh).
  */
 function fillColumnRecords(colBits: Uint32Array, colInts: Int32Array, xb: Uint32Array, colPtr: Uint32Array, cols: number, colEnd: number): void {
-  for (let c = 0; c < colEnd; c++) colBits[4 * c] = xb[c];
-  for (let c = colEnd; c < cols; c++) if (xb[c] !== 0) colBits[4 * c] = xb[c];
+  // (one loop over the bits, every test made from its first column: a second loop's, first run
+  // after the JIT had compiled the first, had that code thrown away)
+  for (let c = 0; c < cols; c++) {
+    const b = xb[c];
+    if (c < colEnd || b !== 0) colBits[4 * c] = b;
+  }
+  fillColumnStarts(colInts, colPtr, colEnd);
+}
+
+function fillColumnStarts(colInts: Int32Array, colPtr: Uint32Array, colEnd: number): void {
   for (let c = 0; c <= colEnd; c++) colInts[4 * c + 3] = colPtr[c];
 }
 

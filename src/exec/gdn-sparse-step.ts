@@ -16,6 +16,16 @@
 import { exp32 } from './numeric.ts';
 
 const f32 = Math.fround;
+/**
+ * Constants that make V8 compile a comparison as one of floats from its first run: `x !== FLOAT_ZERO`
+ * is `x !== 0`, and `Math.abs(x) <= F64_MAX` is "x is finite", but a comparison with −0 or
+ * Number.MAX_VALUE (heap numbers, not small integers) is recorded as one of numbers, where
+ * `x !== 0` and `x - x !== 0` were recorded as small-integer operations while the first values
+ * were integral, and the compiled step was thrown away at the first fraction or −0 and compiled
+ * again (docs/executor.md, round 24).
+ */
+const FLOAT_ZERO = -0;
+const F64_MAX = Number.MAX_VALUE;
 
 /** recurrentStepSparse's β = ±0 shortcut: B·Σ|k_i| and B at most 2^125, every |v_j| at most 2^126. */
 const BETA_ZERO_BOUND = 2 ** 125;
@@ -142,7 +152,7 @@ function columnDotsInto(
     const row = i * dv;
     for (let j = 0; j < dv; j++) {
       const p = f32(S[row + j] * xi);
-      if (p !== 0) out[outOff + j] = p;
+      if (p !== FLOAT_ZERO) out[outOff + j] = p;
       else out[outOff + j] = zeroSum(S, dv, x, xOff, nzRows, nzn, xNegOffRows, signOfX, j);
     }
     return;
@@ -324,8 +334,8 @@ export function recurrentStepSparse(
       const kv = kvArr[m0 + j];
       const dj = f32(f32(v[vOff + j] - kv) * beta);
       delta[j] = dj;
-      if (dj - dj !== 0) allDeltaFinite = false;
-      if (dj !== 0) allDeltaZero = false;
+      if (!(Math.abs(dj) <= F64_MAX)) allDeltaFinite = false;
+      if (dj !== FLOAT_ZERO) allDeltaZero = false;
     }
   } else {
     for (let j = 0; j < dv; j++) {
@@ -373,13 +383,14 @@ function kvMemoStep(
   const kv = memo.kv;
   const m0 = h * dv;
   // k all ±0 (kz = 1): every δ_j finite leaves S as it is (the update's rows with k_i = ±0 are
-  // left alone); k finite (kz = 0): δ all ±0 does (fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij).
-  // One test for both: t = δ_j − kz·δ_j is 0 for a finite δ_j when kz = 1 and δ_j itself when
-  // kz = 0 (an infinite or NaN δ_j gives NaN either way), so t ≠ 0 exactly when S may change.
+  // left alone); k finite (kz = 0): δ all ±0 does (fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij; an
+  // infinite or NaN δ_j is not ±0).
   const kz = memo.kZero[h];
   for (let j = 0; j < dv; j++) {
     const dj = f32(f32(v[vOff + j] - kv[m0 + j]) * beta);
-    if (dj - kz * dj !== 0) return false;
+    // (both tests made at every j from the first step: a test first made later, when k first went
+    // all ±0, had the compiled step thrown away)
+    if (!(Math.abs(dj) <= F64_MAX) || (kz === 0 && dj !== FLOAT_ZERO)) return false;
   }
   // S stays and the memo still describes it: with q as before so does o; otherwise the output dots
   if (!same) outputDots(dk, dv, S, kind, rowNonZero, q, qOff, o, oOff, scratch);

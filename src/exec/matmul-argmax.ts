@@ -52,7 +52,10 @@ export function scanActivations(x: Float32Array, xOff: number, cols: number, nz:
   for (let c = 0; c < cols; c++) {
     const v = x[xOff + c];
     if (v - v !== 0) return -1;
-    if (v !== 0) { nz[n++] = c; if (v < 0) negTotal++; } else if (1 / v < 0) negTotal++;
+    if (v !== 0) nz[n++] = c;
+    // (added at every column: a count first made at a run's first negative activation, after the
+    // JIT had compiled this loop, had that code thrown away)
+    negTotal += v < 0 ? 1 : v === 0 && 1 / v < 0 ? 1 : 0;
   }
   neg[0] = negTotal;
   return n;

@@ -19,14 +19,20 @@ function csrAllFinite(plans: ExecPlans, csr: CsrMatrix): boolean {
   const csrFinite = plans.csrFinite;
   let ok = csrFinite.get(csr);
   if (ok === undefined) {
-    ok = true;
-    // by bits: an exponent of all ones is ±Inf or NaN
     const v = csr.values;
-    const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);
-    for (let i = 0; i < bits.length; i++) if ((bits[i]! & 0x7f800000) === 0x7f800000) { ok = false; break; }
+    ok = allFiniteBits(new Uint32Array(v.buffer, v.byteOffset, v.length));
     csrFinite.set(csr, ok);
   }
   return ok;
+}
+
+/**
+ * By bits: an exponent of all ones is ±Inf or NaN. (The loop is a function of its own, nothing
+ * after it: the map's update after it, first run after the JIT compiled the loop, threw that away.)
+ */
+function allFiniteBits(bits: Uint32Array): boolean {
+  for (let i = 0; i < bits.length; i++) if ((bits[i]! & 0x7f800000) === 0x7f800000) return false;
+  return true;
 }
 
 /**
@@ -74,11 +80,15 @@ export function nonEmptyRowsOf(plans: ExecPlans, m: Matrix): Uint32Array {
 
 /** The rows r < rows with rowPtr[r + 1] > rowPtr[r]: counted first, then filled (a growing array cost more). */
 function listNonEmptyRows(rowPtr: Uint32Array | Int32Array, rows: number): Uint32Array {
-  let count = 0;
-  for (let r = 0; r < rows; r++) if (rowPtr[r + 1] > rowPtr[r]) count++;
-  const out = new Uint32Array(count);
+  const out = new Uint32Array(countNonEmptyRows(rowPtr, rows));
   fillNonEmptyRows(rowPtr, rows, out);
   return out;
+}
+
+function countNonEmptyRows(rowPtr: Uint32Array | Int32Array, rows: number): number {
+  let count = 0;
+  for (let r = 0; r < rows; r++) if (rowPtr[r + 1] > rowPtr[r]) count++;
+  return count;
 }
 
 function fillNonEmptyRows(rowPtr: Uint32Array | Int32Array, rows: number, out: Uint32Array): void {
@@ -129,7 +139,8 @@ function countColumns(rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | In
   for (let r = 0; r < rows; r++) {
     const k0 = rowPtr[r];
     const k1 = rowPtr[r + 1];
-    if (k1 - k0 > maxRowNnz) maxRowNnz = k1 - k0;
+    const len = k1 - k0; // (made for every row: only the test's outcome may change late)
+    if (len > maxRowNnz) maxRowNnz = len;
     let last = -1;
     for (let k = k0; k < k1; k++) {
       const c = colIdx[k];
@@ -298,7 +309,8 @@ function scanRuns(
   for (let r = 0; r < rows; r++) {
     const k0 = rowPtr[r];
     const k1 = rowPtr[r + 1];
-    if (k1 - k0 > maxRowNnz) maxRowNnz = k1 - k0;
+    const len = k1 - k0; // (made for every row: only the test's outcome may change late)
+    if (len > maxRowNnz) maxRowNnz = len;
     let last = -1;
     for (let k = k0; k < k1; k++) {
       const c = colIdx[k];

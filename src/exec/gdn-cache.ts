@@ -181,7 +181,6 @@ export interface GdnTrack {
   headModified: Uint8Array;
   /** Per value head: S was written from outside since the head's last step (noteGdnStateWritten). */
   writtenOutside: Uint8Array;
-  /** Per value head: its core output or its z changed this step; hv + 1 places (the last a spare: gdn-tracked.ts). */
   coreChanged: Uint8Array;
   /** Normed entries that changed this step. */
   normedChanged: Int32Array;

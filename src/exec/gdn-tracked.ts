@@ -46,7 +46,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
     weights: w, siluForm, active: new Int32Array(d.convDim), nActive: 0,
     qDirty: new Uint8Array(d.hk), kDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
-    coreChanged: new Uint8Array(d.hv + 1), normedChanged: new Int32Array(d.valueDim),
+    coreChanged: new Uint8Array(d.hv), normedChanged: new Int32Array(d.valueDim),
     step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
     // b's rows follow qkv's and z's in the stacked in_proj [qkv; z; b; a]
     bRows: Int32Array.from({ length: d.hv }, (_, h) => d.convDim + d.valueDim + h),
@@ -488,11 +488,7 @@ export function gdnDecodeTracked(
   if (!fresh && !ps.full) {
     for (let i = 0; i < ps.nRows; i++) {
       const r = ps.rows[i];
-      // every operation made for every row, a row outside z marking coreChanged[hv] (a spare
-      // place): a program's first z row reached after the JIT had compiled this function (the
-      // interpreter's, some steps in) had the whole step's code thrown away
-      const zh = Math.floor((r - zOff) / dv);
-      coreChanged[r >= zOff && r < bOff ? zh : hv] = 1;
+      if (r >= zOff && r < bOff) coreChanged[Math.floor((r - zOff) / dv)] = 1;
     }
   }
   const normed = buf.normed;

@@ -110,8 +110,8 @@ export interface ColumnExtremes {
 }
 
 /**
- * The lowest set bit of each stored weight (delta.ts weightLows): 8-bit when every one fits (a
- * normal float32's lies in −126 − 23 … 127), 16-bit when some weight is below about 2^−105.
+ * The lowest set bit of each stored weight (delta.ts weightLows): 8-bit when every one fits in
+ * −128 … 127 (every float32's lies in −149 … 127: only a weight below 2^−104 can need 16 bits).
  */
 export type WeightLows = Int8Array | Int16Array;
 

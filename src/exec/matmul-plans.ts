@@ -247,13 +247,13 @@ function buildColumnRuns(rows: number, cols: number, csr: CsrMatrix): ColumnRuns
   markNoneOpen(open, cols);
   const colPtr = new Uint32Array(cols + 1);
   const runPtr = new Uint32Array(cols + 1);
-  const scan: RunScan = { closed: new Int32Array(4 * CLOSED_ROOM), closedCol: new Int32Array(CLOSED_ROOM), tally: new Int32Array(2) };
+  const scan: RunScan = { closed: new Int32Array(4 * CLOSED_ROOM), closedCol: new Int32Array(CLOSED_ROOM), closedCount: new Int32Array(1) };
   const maxRowNnz = scanRuns(rowPtr, colIdx, bits, rows, limit, open, colPtr, runPtr, scan);
   if (maxRowNnz < 0) return null;
   countOpenRuns(open, runPtr, colPtr, cols);
   const runs = new Int32Array(4 * runPtr[cols]);
   const next = runPtr.slice(0, cols);
-  placeClosedRuns(scan.closed, scan.closedCol, scan.tally[0], runs, next);
+  placeClosedRuns(scan.closed, scan.closedCol, scan.closedCount[0], runs, next);
   placeOpenRuns(open, cols, runs, next);
   const weights = new Float32Array(runs.buffer);
   // the column extremes as cscPlanOf finds them (a run repeats one weight; NaN is passed over)
@@ -268,9 +268,9 @@ const CLOSED_ROOM = 4096;
 
 /**
  * buildColumnRuns' scan state: the closed runs (4 ints each, in closing order), their columns,
- * and the tally [closed, open] (written as it changes: nothing follows the scan's loop).
+ * and how many runs are closed (at closedCount[0], written as it changes: nothing follows the scan's loop).
  */
-interface RunScan { closed: Int32Array; closedCol: Int32Array; tally: Int32Array }
+interface RunScan { closed: Int32Array; closedCol: Int32Array; closedCount: Int32Array }
 
 function markNoneOpen(open: Int32Array, cols: number): void {
   for (let c = 0; c < cols; c++) open[4 * c] = -1;
@@ -302,7 +302,7 @@ function scanRuns(
 ): number {
   let closed = scan.closed;
   let closedCol = scan.closedCol;
-  const tally = scan.tally;
+  const closedCount = scan.closedCount;
   let nClosed = 0;
   let nOpen = 0;
   let maxRowNnz = 0;
@@ -340,8 +340,7 @@ function scanRuns(
       nClosed += wasOpen;
       nOpen += 1 - wasOpen;
       runPtr[c + 1] += wasOpen;
-      tally[0] = nClosed;
-      tally[1] = nOpen;
+      closedCount[0] = nClosed;
       if (nClosed + nOpen > limit) return -1;
       open[o] = r;
       open[o + 1] = 0;

@@ -1,18 +1,16 @@
 /**
- * Typed arrays carved from one zero-filled ArrayBuffer, for a structure that allocates several
- * large arrays at once and writes few of their entries (an incremental matmul's per-row records).
+ * Typed arrays carved from zero-filled buffers, for structures that allocate several large arrays
+ * at once and write few of their entries (an incremental matmul's per-row records).
  *
- * Why one buffer: the allocator zero-fills a buffer it takes from the process heap (below its
- * mmap threshold, 128 KiB by default) page by page, and a fresh page costs a fault; on the virtual
- * machine of the benchmarks (docs/benchmarks.md, "Page faults") about 11 µs per 4 KiB page. A
- * buffer above the threshold is mapped as zero pages that fault only where they are touched. So
- * twelve arrays of 100 KiB cost every page of all twelve, and one 1.2 MiB buffer holding them
- * costs only the pages used. The contents are the same: every array starts at +0 either way.
- * (That holds while the threshold is the default: glibc raises it to the size of each mapped
- * chunk it frees, up to 32 MiB, and loading a chip frees chunks of several MiB, so after a load
- * these buffers often come from the heap and are cleared whole. One buffer above any threshold
- * for all of them faulted less but did not shorten a fresh process's first 1,000 tokens:
- * docs/benchmarks.md "The cold window".)
+ * Why: the allocator zero-fills a buffer it takes from the process heap page by page, and a fresh
+ * page costs a fault, about 11 µs per 4 KiB page on the virtual machine of the benchmarks
+ * (docs/benchmarks.md, "The cold window"). A buffer it maps instead is zero pages that fault only
+ * where they are touched. glibc maps a request above its mmap threshold, which starts at 128 KiB
+ * but rises to the size of each mapped chunk the process frees, up to 32 MiB: loading a chip frees
+ * chunks of up to ~10 MB, and dropping an executor frees its own. So a record buffer of its own
+ * (a few hundred KiB per matrix of the chip) came from the heap and was cleared whole, and so did
+ * a 16 MiB chunk once an earlier executor's was freed. A ZeroArena's chunks of 33 MiB are always
+ * mapped: a fresh process's first step touches only the records of the rows it folds.
  */
 
 type ViewCtor = { new (buffer: ArrayBuffer, byteOffset: number, length: number): ArrayBufferView; readonly BYTES_PER_ELEMENT: number };
@@ -21,7 +19,7 @@ type ViewCtor = { new (buffer: ArrayBuffer, byteOffset: number, length: number):
  * One zero-filled buffer holding an array per entry of `spec` ([constructor, length]), each
  * starting at a multiple of 8 bytes; returns the views by the spec's keys.
  */
-export function carveArrays<S extends Record<string, readonly [ViewCtor, number]>>(spec: S): { [K in keyof S]: InstanceType<S[K][0]> } {
+export function carveArrays<S extends Record<string, readonly [ViewCtor, number]>>(spec: S, arena?: ZeroArena): { [K in keyof S]: InstanceType<S[K][0]> } {
   const offsets: number[] = [];
   let bytes = 0;
   for (const [ctor, length] of Object.values(spec)) {
@@ -29,9 +27,38 @@ export function carveArrays<S extends Record<string, readonly [ViewCtor, number]
     offsets.push(bytes);
     bytes += length * ctor.BYTES_PER_ELEMENT;
   }
-  const buf = new ArrayBuffer(bytes);
+  const [buf, base] = arena !== undefined ? arena.take(bytes) : [new ArrayBuffer(bytes), 0];
   const out: Record<string, ArrayBufferView> = {};
   let i = 0;
-  for (const [key, [ctor, length]] of Object.entries(spec)) out[key] = new ctor(buf, offsets[i++]!, length);
+  for (const [key, [ctor, length]] of Object.entries(spec)) out[key] = new ctor(buf, base + offsets[i++]!, length);
   return out as { [K in keyof S]: InstanceType<S[K][0]> };
+}
+
+/**
+ * Zero-filled buffers carved one after another from chunks of at least `chunkBytes` (one chunk
+ * per request that does not fit the current one's rest). Why: a chunk above the allocator's
+ * largest mmap threshold (glibc raises it up to the largest mapped chunk freed, and loading a
+ * chip frees chunks of up to ~10 MB) is mapped as zero pages, so only the pages written fault,
+ * where a request of its own below the threshold comes from the heap and is cleared whole.
+ */
+export class ZeroArena {
+  private chunk: ArrayBuffer | null = null;
+  private used = 0;
+  /**
+   * Chunks of `chunkBytes` (or the request, if larger); a request below `minBytes` gets a buffer
+   * of its own (a small model's executor does not map a chunk for a few KiB of records).
+   */
+  constructor(private readonly chunkBytes: number, private readonly minBytes: number) {}
+  /** A zero-filled region of `bytes` bytes (a multiple of 8 from its start): [buffer, offset]. */
+  take(bytes: number): [ArrayBuffer, number] {
+    if (bytes < this.minBytes) return [new ArrayBuffer(bytes), 0];
+    const need = Math.ceil(bytes / 8) * 8;
+    if (this.chunk === null || this.used + need > this.chunk.byteLength) {
+      this.chunk = new ArrayBuffer(Math.max(this.chunkBytes, need));
+      this.used = 0;
+    }
+    const at = this.used;
+    this.used += need;
+    return [this.chunk, at];
+  }
 }

@@ -203,7 +203,7 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
       colBits: [Uint32Array, 4 * (m.cols + 1)], y: [Float32Array, m.rows], rows: [Int32Array, m.rows], mark: [Uint16Array, m.rows],
       changed: [Int32Array, m.cols], rowSlot: [Int32Array, m.rows], refold: [Int32Array, m.rows],
       rowBound: [Float64Array, m.rows], rowLow: [Int16Array, m.rows],
-    });
+    }, ctx.memos.recordArena);
     const colBits = a.colBits;
     st = {
       colBits, colVals: new Float32Array(colBits.buffer, colBits.byteOffset, colBits.length),

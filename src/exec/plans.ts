@@ -45,6 +45,7 @@
  */
 import type { CsrMatrix, GdnWeights, Matrix, ModelWeights } from '../model/weights.ts';
 import type { ExecTuning } from './types.ts';
+import { ZeroArena } from './arena.ts';
 
 /** The sparse path's size thresholds, every one set (ExecOptions.tuning over DEFAULT_TUNING). */
 export type SparseTuning = Required<ExecTuning>;
@@ -313,8 +314,8 @@ export class ExecPlans {
   readonly onePlus = new WeakMap<Float32Array, Float32Array>();
   /** (b) Per GDN weights, per numeric mode (gdn-idle.ts idleModeKey): the idle step's output. */
   readonly idleOutputs = new WeakMap<GdnWeights, Map<string, Float32Array>>();
-  /** (c) linearArgmax's sparse output and activation scratch, per matrix. */
-  readonly argmaxStates = new WeakMap<Matrix, { so: SparseOut; nz: Int32Array; neg: Int32Array }>();
+  /** (c) linearArgmax's sparse output (made on first use) and activation scratch, per matrix (of `rows` rows). */
+  readonly argmaxStates = new WeakMap<Matrix, { rows: number; so: SparseOut | null; nz: Int32Array; neg: Int32Array }>();
   /** (c) Per gate/up row union: the down projection's input buffer, +0 outside the union. */
   readonly supportBuffers = new WeakMap<Int32Array, Float32Array>();
   /** (c) swiglu's gate and up outputs (grown to the widest MLP). */
@@ -338,6 +339,11 @@ export function plansOf(weights: ModelWeights): ExecPlans {
  */
 export class ExecMemos {
   readonly deltaStates = new WeakMap<Matrix, DeltaLinearState>();
+  /**
+   * The delta states' records (arena.ts ZeroArena): chunks of 33 MiB, above glibc's largest mmap
+   * threshold (32 MiB), for the requests of 256 KiB and more.
+   */
+  readonly recordArena = new ZeroArena(33 << 20, 256 << 10);
   readonly argmaxMemos = new WeakMap<Matrix, ArgmaxMemo>();
   readonly ffnDeltaStates = new WeakMap<Matrix, FfnDeltaState>();
 }

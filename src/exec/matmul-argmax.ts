@@ -173,8 +173,11 @@ export function linearArgmax(
     // per matrix (ctx.plans.argmaxStates): the sparse output and activation scratch
     const argmaxStates = ctx.plans.argmaxStates;
     let st = argmaxStates.get(m);
-    if (!st || st.so.out.length !== m.rows) {
-      st = { so: newSparseOut(m.rows), nz: new Int32Array(m.cols), neg: new Int32Array(1) };
+    if (!st || st.rows !== m.rows) {
+      // (the sparse output is made when the scatter first runs: the memo and boundedArgmax decide
+      // the chip's steps without it, and its 2.2 MB at qwen3.5-4b were fresh pages of a fresh
+      // process's first step)
+      st = { rows: m.rows, so: null, nz: new Int32Array(m.cols), neg: new Int32Array(1) };
       argmaxStates.set(m, st);
     }
     const nzn = scanActivations(x, 0, m.cols, st.nz, st.neg);
@@ -218,17 +221,18 @@ export function linearArgmax(
         return best;
       }
     }
-    if (nzn >= 0 && scatterInto(ctx, m, x, 0, st.nz, nzn, st.neg[0], st.so, storedEntries(ctx.plans, m), stats)) {
-      const { out, mark, touched } = st.so;
+    const so = nzn >= 0 ? st.so ??= newSparseOut(m.rows) : null;
+    if (so !== null && scatterInto(ctx, m, x, 0, st.nz, nzn, st.neg[0], so, storedEntries(ctx.plans, m), stats)) {
+      const { out, mark, touched } = so;
       let best = -1;
       let bv = 0;
-      for (let t = 0; t < st.so.n; t++) {
+      for (let t = 0; t < so.n; t++) {
         const r = touched[t];
         const v = out[r];
         if (v !== v) continue;
         if (best < 0 || v > bv || (v === bv && r < best)) { best = r; bv = v; }
       }
-      if (st.so.n < m.rows) {
+      if (so.n < m.rows) {
         let r = 0;
         while (mark[r] === 1) r++;
         if (best < 0 || 0 > bv || (0 === bv && r < best)) best = r;

@@ -341,9 +341,9 @@ export class ExecMemos {
   readonly deltaStates = new WeakMap<Matrix, DeltaLinearState>();
   /**
    * The delta states' records (arena.ts ZeroArena): chunks of 33 MiB, above glibc's largest mmap
-   * threshold (32 MiB), for the requests of 256 KiB and more.
+   * threshold (32 MiB), for the requests of 64 KiB and more.
    */
-  readonly recordArena = new ZeroArena(33 << 20, 256 << 10);
+  readonly recordArena = new ZeroArena(33 << 20, 64 << 10);
   readonly argmaxMemos = new WeakMap<Matrix, ArgmaxMemo>();
   readonly ffnDeltaStates = new WeakMap<Matrix, FfnDeltaState>();
 }

@@ -23,7 +23,7 @@ describe('ZeroArena', () => {
   it('property: regions are disjoint, 8-byte aligned and zero; small requests get buffers of their own, large ones chunks', () => {
     fc.assert(fc.property(fc.array(fc.integer({ min: 0, max: 5000 }), { minLength: 1, maxLength: 40 }), (sizes) => {
       const arena = new ZeroArena(4096, 64);
-      const taken: { buf: ArrayBuffer; at: number; bytes: number }[] = [];
+      const taken: { buf: ArrayBufferLike; at: number; bytes: number }[] = [];
       for (const bytes of sizes) {
         const [buf, at] = arena.take(bytes);
         expect(at % 8).toBe(0);
@@ -46,6 +46,9 @@ describe('ZeroArena', () => {
     expect(b).toBe(a);
     expect([at0, at1, at2]).toEqual([0, 400, 0]);
     expect(c).not.toBe(a);
+    // shared buffers, which V8 does not count as external memory (arena.ts); a small request's is not
+    expect(a).toBeInstanceOf(SharedArrayBuffer);
+    expect(arena.take(4)[0]).toBeInstanceOf(ArrayBuffer);
   });
 
   it('carveArrays from an arena: views into the chunk, each aligned to its element, zero, independent', () => {

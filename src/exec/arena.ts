@@ -11,9 +11,14 @@
  * (a few hundred KiB per matrix of the chip) came from the heap and was cleared whole, and so did
  * a 16 MiB chunk once an earlier executor's was freed. A ZeroArena's chunks of 33 MiB are always
  * mapped: a fresh process's first step touches only the records of the rows it folds.
+ *
+ * The chunks are SharedArrayBuffers (no other thread sees them): V8 counts an ArrayBuffer's whole
+ * length as external memory and starts collections when that grows fast (a 33 MiB chunk in the
+ * first step brought a scavenge and a mark-compact "for external memory pressure"), but does not
+ * count a shared buffer; the pages a chunk's records touch are a fraction of it.
  */
 
-type ViewCtor = { new (buffer: ArrayBuffer, byteOffset: number, length: number): ArrayBufferView; readonly BYTES_PER_ELEMENT: number };
+type ViewCtor = { new (buffer: ArrayBufferLike, byteOffset: number, length: number): ArrayBufferView; readonly BYTES_PER_ELEMENT: number };
 
 /**
  * One zero-filled buffer holding an array per entry of `spec` ([constructor, length]), each
@@ -35,14 +40,14 @@ export function carveArrays<S extends Record<string, readonly [ViewCtor, number]
 }
 
 /**
- * Zero-filled buffers carved one after another from chunks of at least `chunkBytes` (one chunk
- * per request that does not fit the current one's rest). Why: a chunk above the allocator's
- * largest mmap threshold (glibc raises it up to the largest mapped chunk freed, and loading a
- * chip frees chunks of up to ~10 MB) is mapped as zero pages, so only the pages written fault,
- * where a request of its own below the threshold comes from the heap and is cleared whole.
+ * Zero-filled regions carved one after another from chunks of at least `chunkBytes` (one chunk
+ * per request that does not fit the current one's rest; SharedArrayBuffers, module comment). Why:
+ * a chunk above the allocator's largest mmap threshold is mapped as zero pages, so only the pages
+ * written fault, where a request of its own below the threshold comes from the heap and is
+ * cleared whole (module comment).
  */
 export class ZeroArena {
-  private chunk: ArrayBuffer | null = null;
+  private chunk: SharedArrayBuffer | null = null;
   private used = 0;
   /**
    * Chunks of `chunkBytes` (or the request, if larger); a request below `minBytes` gets a buffer
@@ -50,11 +55,11 @@ export class ZeroArena {
    */
   constructor(private readonly chunkBytes: number, private readonly minBytes: number) {}
   /** A zero-filled region of `bytes` bytes (a multiple of 8 from its start): [buffer, offset]. */
-  take(bytes: number): [ArrayBuffer, number] {
+  take(bytes: number): [ArrayBufferLike, number] {
     if (bytes < this.minBytes) return [new ArrayBuffer(bytes), 0];
     const need = Math.ceil(bytes / 8) * 8;
     if (this.chunk === null || this.used + need > this.chunk.byteLength) {
-      this.chunk = new ArrayBuffer(Math.max(this.chunkBytes, need));
+      this.chunk = new SharedArrayBuffer(Math.max(this.chunkBytes, need));
       this.used = 0;
     }
     const at = this.used;

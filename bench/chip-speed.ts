@@ -22,7 +22,8 @@
  *   `firstThousandPageFaults` the minor page faults of that window (each a first touch of a fresh
  *   4 KiB page, dear on some virtual machines: bench/page-faults.ts), `firstThousandGc` the
  *   collections V8 ran in it (scavenges, others, their ms: the young generation a fresh process
- *   grows in its first steps), `firstThousandMemory` the
+ *   grows in its first steps), `firstThousandThreadCpu` the CPU ms of the main thread and of the
+ *   others (V8's helper threads) in it (Linux), `firstThousandMemory` the
  *   process's array-buffer bytes and resident bytes after it. `firstThousandCurve` and
  *   `warmCurve`: ms from the prompt's start to generated tokens 1, 10, 50, 100, 250, 500, 1,000,
  *   in the cold run and in the timed run (a fresh executor on warm code, the weight plans built),
@@ -130,7 +131,26 @@ if (nodeFlags.length > 0 && coldRuns === 0) usage('--node-flags goes with --cold
 if (coldOnly && coldRuns > 0) usage('--cold-only and --cold-runs exclude each other');
 
 /** One --cold-only process's figures. */
-interface ColdSample { tokens: number; ms: number; tokensPerSecond: number; pageFaults: number; curve: CurvePoint[]; gc: GcWork }
+interface ColdSample { tokens: number; ms: number; tokensPerSecond: number; pageFaults: number; curve: CurvePoint[]; gc: GcWork; threadCpu: ThreadCpu | null }
+/**
+ * CPU ms of this process's threads over a window (Linux: /proc/self/task/TID/schedstat), the main
+ * thread's and the others' (V8's helper threads: optimising compiles and the collector's tasks;
+ * on two cores they compete with the decode). null where /proc is not there.
+ */
+interface ThreadCpu { mainMs: number; helperMs: number }
+function threadCpuNow(): ThreadCpu | null {
+  let tasks: string[];
+  try { tasks = fs.readdirSync('/proc/self/task'); } catch { return null; }
+  let mainMs = 0;
+  let helperMs = 0;
+  for (const tid of tasks) {
+    let ns: number;
+    try { ns = Number(fs.readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]); } catch { continue; }
+    if (Number(tid) === process.pid) mainMs += ns / 1e6;
+    else helperMs += ns / 1e6;
+  }
+  return { mainMs, helperMs };
+}
 /** The collections V8 ran in a window (perf_hooks 'gc' entries): scavenges, the others (mark-compact and its steps), and their ms. */
 interface GcWork { scavenges: number; others: number; ms: number }
 /**
@@ -161,6 +181,8 @@ const coldRunsSummary = samples.length === 0 ? null : {
   ms: spread(samples.map((s) => s.ms)),
   pageFaults: spread(samples.map((s) => s.pageFaults)),
   gcMs: spread(samples.map((s) => s.gc.ms)),
+  threadCpu: samples.every((s) => s.threadCpu !== null)
+    ? { mainMs: spread(samples.map((s) => s.threadCpu!.mainMs)), helperMs: spread(samples.map((s) => s.threadCpu!.helperMs)) } : null,
   /** The median ms to each curve point over the runs. */
   curve: samples[0]!.curve.map((p, i) => ({ tokens: p.tokens, ms: median(samples.map((s) => s.curve[i]?.ms ?? NaN)) })),
 };
@@ -311,7 +333,8 @@ async function gcWork(from: number, to: number): Promise<GcWork> {
  * yields the first token) to the last of them; run first, before any warm-up: the cold start a
  * fresh `chipc run` process sees (JIT compiles, the first step's incremental state).
  */
-function coldRun(n: number, ex = newExecutor()): { tokens: number; ms: number; pageFaults: number; curve: CurvePoint[]; arrayBuffers: number; rss: number; from: number } {
+function coldRun(n: number, ex = newExecutor()): { tokens: number; ms: number; pageFaults: number; curve: CurvePoint[]; arrayBuffers: number; rss: number; from: number; threadCpu: ThreadCpu | null } {
+  const c0 = threadCpuNow();
   const f0 = process.resourceUsage().minorPageFault;
   const t = performance.now();
   let last = start(ex);
@@ -323,14 +346,17 @@ function coldRun(n: number, ex = newExecutor()): { tokens: number; ms: number; p
     if (CURVE_AT.includes(got)) curve.push({ tokens: got, ms: performance.now() - t });
   }
   const ms = performance.now() - t;
+  const pageFaults = process.resourceUsage().minorPageFault - f0;
+  const c1 = threadCpuNow();
   const mem = process.memoryUsage();
-  return { tokens: got, ms, pageFaults: process.resourceUsage().minorPageFault - f0, curve, arrayBuffers: mem.arrayBuffers, rss: mem.rss, from: t };
+  const threadCpu = c0 && c1 ? { mainMs: c1.mainMs - c0.mainMs, helperMs: c1.helperMs - c0.helperMs } : null;
+  return { tokens: got, ms, pageFaults, curve, arrayBuffers: mem.arrayBuffers, rss: mem.rss, from: t, threadCpu };
 }
 const cold = coldRun(Math.min(1000, tokens));
 const coldGc = await gcWork(cold.from, cold.from + cold.ms);
 const firstThousandTokensPerSecond = cold.tokens / (cold.ms / 1000);
 if (coldOnly) {
-  console.log(JSON.stringify({ tokens: cold.tokens, ms: cold.ms, tokensPerSecond: firstThousandTokensPerSecond, pageFaults: cold.pageFaults, curve: cold.curve, gc: coldGc } satisfies ColdSample));
+  console.log(JSON.stringify({ tokens: cold.tokens, ms: cold.ms, tokensPerSecond: firstThousandTokensPerSecond, pageFaults: cold.pageFaults, curve: cold.curve, gc: coldGc, threadCpu: cold.threadCpu } satisfies ColdSample));
   process.exit(0);
 }
 // warm code (the cold run's), weight plans still to build (the copy's): after a GC and a pause, as the timed run
@@ -371,7 +397,7 @@ if (json) {
     dir: path.basename(path.resolve(dir ?? elf ?? '')), chip: elf !== undefined ? chipLabel : null, profile, tokens: steps, loadMs, prefillMs: plain.prefillMs, msPerToken,
     tokensPerSecond: 1000 / msPerToken, firstStepMs: plain.firstMs,
     firstThousandTokens: cold.tokens, firstThousandMs: cold.ms, firstThousandTokensPerSecond, firstThousandPageFaults: cold.pageFaults,
-    firstThousandMemory: { arrayBuffers: cold.arrayBuffers, rss: cold.rss }, firstThousandGc: coldGc,
+    firstThousandMemory: { arrayBuffers: cold.arrayBuffers, rss: cold.rss }, firstThousandGc: coldGc, firstThousandThreadCpu: cold.threadCpu,
     firstThousandCurve: cold.curve, warmCurve: plain.curve, coldPlansCurve: coldPlansRun?.curve ?? null, coldRuns: coldRunsSummary,
     tokensPerInstruction: elf !== undefined && plain.instructions > 0 ? steps / plain.instructions : null,
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
@@ -386,6 +412,7 @@ if (json) {
   console.log(`profile ${profile}, sequential, sparse; prompt [${PROMPT.join(', ')}] fed in ${plain.prefillMs.toFixed(1)} ms (decode path); ${steps} decode steps (${distinct} distinct ids)`);
   console.log(`cold start (the process's first run, no warm-up): ${cold.tokens} generated tokens in ${cold.ms.toFixed(0)} ms from the prompt's start, ${firstThousandTokensPerSecond.toFixed(1)} tokens/s (${cold.pageFaults.toLocaleString('en-US')} page faults: bench/page-faults.ts; then ${(cold.arrayBuffers / 2 ** 20).toFixed(1)} MiB of array buffers, ${(cold.rss / 2 ** 20).toFixed(0)} MiB resident; `
     + `${coldGc.scavenges} scavenges and ${coldGc.others} other collections, ${coldGc.ms.toFixed(1)} ms)`);
+  if (cold.threadCpu) console.log(`  CPU in that window: main thread ${cold.threadCpu.mainMs.toFixed(0)} ms, V8's helper threads ${cold.threadCpu.helperMs.toFixed(0)} ms`);
   // where the cold run loses time against the timed run of the same program (a fresh executor on
   // warm code and built weight plans): ms from the prompt's start to the Nth generated token
   const curveLine = (cv: CurvePoint[]) => cv.map((p) => `${p.tokens}: ${p.ms.toFixed(0)}`).join(', ');
@@ -397,6 +424,8 @@ if (json) {
     console.log(`cold start over ${coldRunsSummary.runs} fresh processes${flags}: median ${t.median.toFixed(1)} tokens/s (${t.min.toFixed(1)}–${t.max.toFixed(1)}), `
       + `${ms.median.toFixed(0)} ms (${ms.min.toFixed(0)}–${ms.max.toFixed(0)}), ${Math.round(f.median).toLocaleString('en-US')} page faults (${f.min.toLocaleString('en-US')}–${f.max.toLocaleString('en-US')}), `
       + `${gcMs.median.toFixed(1)} ms of collections (${gcMs.min.toFixed(1)}–${gcMs.max.toFixed(1)})`);
+    const tc = coldRunsSummary.threadCpu;
+    if (tc) console.log(`  median CPU: main thread ${tc.mainMs.median.toFixed(0)} ms (${tc.mainMs.min.toFixed(0)}–${tc.mainMs.max.toFixed(0)}), helper threads ${tc.helperMs.median.toFixed(0)} ms (${tc.helperMs.min.toFixed(0)}–${tc.helperMs.max.toFixed(0)})`);
     console.log(`  median ms to generated token N: ${curveLine(coldRunsSummary.curve)}`);
   }
   console.log(`decode: ${msPerToken.toFixed(3)} ms/token, ${(1000 / msPerToken).toFixed(1)} tokens/s (process CPU time ${(plain.cpuMs / steps).toFixed(3)} ms/token)`);

@@ -189,20 +189,27 @@ export function columnExtremesOf(p: CscPlan | ColumnRuns): ColumnExtremes {
     const cols = p.colPtr.length - 1;
     const colMax = new Float32Array(cols);
     const colMin = new Float32Array(cols);
-    entryExtremes(p.values, p.colPtr, cols, colMax, colMin);
+    weightExtremes(p.values, 1, 0, p.colPtr, cols, colMax, colMin);
     p.extremes = { colMax, colMin };
   }
   return p.extremes;
 }
 
-function entryExtremes(values: Float32Array, colPtr: Uint32Array, cols: number, colMax: Float32Array, colMin: Float32Array): void {
+/**
+ * Per column c, the largest and smallest of w[stride·k + at] for k = ptr[c] … ptr[c+1) (a CscPlan's
+ * entries: stride 1; ColumnRuns' runs: their weight words), +0 for a column with none (or only
+ * NaN, which is passed over).
+ */
+function weightExtremes(
+  w: Float32Array, stride: number, at: number, ptr: Uint32Array, cols: number, colMax: Float32Array, colMin: Float32Array,
+): void {
   for (let c = 0; c < cols; c++) {
     let hi = -Infinity;
     let lo = Infinity;
-    for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
-      const w = values[k];
-      if (w > hi) hi = w;
-      if (w < lo) lo = w;
+    for (let k = ptr[c]; k < ptr[c + 1]; k++) {
+      const v = w[stride * k + at];
+      if (v > hi) hi = v;
+      if (v < lo) lo = v;
     }
     colMax[c] = hi === -Infinity ? 0 : hi;
     colMin[c] = lo === Infinity ? 0 : lo;
@@ -259,7 +266,7 @@ function buildColumnRuns(rows: number, cols: number, csr: CsrMatrix): ColumnRuns
   // the column extremes as cscPlanOf finds them (a run repeats one weight; NaN is passed over)
   const colMax = new Float32Array(cols);
   const colMin = new Float32Array(cols);
-  runExtremes(weights, runPtr, cols, colMax, colMin);
+  weightExtremes(weights, 4, 3, runPtr, cols, colMax, colMin);
   return { runPtr, runs, weights, colPtr, maxRowNnz, colMax, colMin };
 }
 
@@ -383,20 +390,6 @@ function placeOpenRuns(open: Int32Array, cols: number, runs: Int32Array, next: U
   }
 }
 
-/** Each column's largest and smallest run weight (+0 for a column with none, or only NaN). */
-function runExtremes(weights: Float32Array, runPtr: Uint32Array, cols: number, colMax: Float32Array, colMin: Float32Array): void {
-  for (let c = 0; c < cols; c++) {
-    let hi = -Infinity;
-    let lo = Infinity;
-    for (let q = runPtr[c]; q < runPtr[c + 1]; q++) {
-      const w = weights[4 * q + 3];
-      if (w > hi) hi = w;
-      if (w < lo) lo = w;
-    }
-    colMax[c] = hi === -Infinity ? 0 : hi;
-    colMin[c] = lo === Infinity ? 0 : lo;
-  }
-}
 
 /**
  * True when every weight of the matrix is +0 (bit pattern 0): no CSR entry and, if there is a

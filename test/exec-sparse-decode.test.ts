@@ -5,13 +5,16 @@
  *    huge and non-finite values, and the kind it reports is true of the state it leaves;
  *  - matmul-plans.ts per-matrix plan (empty rows, dense rows without −0) against the dense path;
  *  - numeric.ts roundBf16's shortcut and silu32(±0) against the plain formulas;
+ *  - gdn-tracked.ts's gated norm (entries recomputed where o or z moved while the head's sum of
+ *    squares stays) against the full step, on a pinned write-then-read head;
  *  - whole executors: sparse vs dense path on compiled example circuits and on a random model with
  *    unused heads, with the live GDN state written through gdnState() between decode steps.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Executor, argmax } from '../src/exec/executor.ts';
-import { recurrentStep } from '../src/exec/gdn.ts';
+import { gdnForward, recurrentStep } from '../src/exec/gdn.ts';
+import { gdnDimsOf, newGdnCache } from '../src/exec/gdn-cache.ts';
 import {
   classifyState, newKvMemo, newSparseStepScratch, recurrentStepSparse, STATE_ANY, STATE_CLEAN, STATE_POS, STATE_ZERO,
 } from '../src/exec/gdn-sparse-step.ts';
@@ -23,7 +26,7 @@ import { loadCircuitFile } from '../src/dsl/load.ts';
 import { compileCircuit } from '../src/compile.ts';
 import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
-import type { Matrix, ModelWeights } from '../src/model/weights.ts';
+import type { GdnWeights, Matrix, ModelWeights } from '../src/model/weights.ts';
 
 /** Bit patterns, with every NaN mapped to one value (NaN payloads are not part of the contract). */
 const bits = (a: Float32Array): number[] =>
@@ -287,6 +290,74 @@ describe('attention shortcuts', () => {
         for (const v of s.out) expect(Object.is(v, -0)).toBe(true);
       }
     }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// the tracked GDN step's gated norm
+
+/**
+ * A `tiny` GDN layer (CSR weights) whose every value head writes its v into state row 0 (k = e_0,
+ * β = 1, no decay) and reads row 0 back (q = e_0), so its output o is the v that input dims 1…16
+ * select — the sum of squares of o stays while one hot entry moves, and moves with their count —
+ * and whose gate z is 20
+ * plus 5 where input dims 17…20 select (z moves alone when only that selector does).
+ */
+function pinnedNormLayer(): { w: GdnWeights; H: number } {
+  const cfg = resolveTarget('tiny').config;
+  const d = gdnDimsOf(cfg);
+  const H = cfg.hiddenSize;
+  const { keyDim, valueDim, hk, hv, dk, dv, K } = d;
+  const mat = (rows: number, set: (dense: Float32Array) => void, cols = H): Matrix => {
+    const dense = new Float32Array(rows * cols);
+    set(dense);
+    return { rows, cols, csr: sparsifyMatrix({ rows, cols, dense }).csr };
+  };
+  const inProjQkv = mat(2 * keyDim + valueDim, (m) => {
+    for (let kh = 0; kh < hk; kh++) { m[(kh * dk) * H] = 1; m[(keyDim + kh * dk) * H] = 1; } // q = k = e_0
+    for (let c = 0; c < valueDim; c++) m[(2 * keyDim + c) * H + 1 + (c % dv)] = 1; // v_j = x_{1+j}
+  });
+  const inProjZ = mat(valueDim, (m) => { for (let c = 0; c < valueDim; c++) { m[c * H] = 20; m[c * H + 17 + (c % 4)] = 5; } });
+  const inProjB = mat(hv, (m) => { for (let h = 0; h < hv; h++) m[h * H] = 30; }); // β = fl(sigmoid(30)) = 1
+  const inProjA = mat(hv, () => {});
+  const conv1d = new Float32Array(d.convDim * K);
+  for (let c = 0; c < d.convDim; c++) conv1d[c * K + K - 1] = 1; // single tap: the current input
+  const outProj = mat(H, (m) => { for (let i = 0; i < H; i++) m[i * valueDim + (i % valueDim)] = 0.5; }, valueDim);
+  const norm = Float32Array.from({ length: dv }, (_, j) => 1 + j / 8);
+  return {
+    w: {
+      kind: 'linear_attention', inProjQkv, inProjZ, inProjB, inProjA, conv1d,
+      aLog: new Float32Array(hv).fill(-200), dtBias: new Float32Array(hv).fill(-200), norm, outProj,
+    },
+    H,
+  };
+}
+
+describe('tracked GDN step: gated norm', () => {
+  it('outputs whose hot entry moves at a constant sum of squares, and z moving alone, give the full step\'s bits', () => {
+    const cfg = resolveTarget('tiny').config;
+    const { w, H } = pinnedNormLayer();
+    // per step: the hot v entry, a second one (−1: none; o's sum of squares then moves) and z's selector
+    const step = fc.tuple(fc.integer({ min: 0, max: 15 }), fc.integer({ min: -1, max: 15 }), fc.integer({ min: 0, max: 3 }));
+    fc.assert(fc.property(fc.array(step, { minLength: 2, maxLength: 14 }), (steps) => {
+      const tracked = newGdnCache(gdnDimsOf(cfg));
+      const full = newGdnCache(gdnDimsOf(cfg));
+      const tctx = makeNumericContext({});
+      const fctx = makeNumericContext({});
+      const stats = newMatmulStats();
+      for (const [v, v2, z] of steps) {
+        const x = new Float32Array(H);
+        x[0] = 1;
+        x[1 + v] = 1;
+        if (v2 >= 0) x[1 + v2] = 1;
+        x[17 + z] = 1;
+        const a = gdnForward(tctx, cfg, w, tracked, [x], 'decode', 'sparse', false, stats);
+        const b = gdnForward(fctx, cfg, w, full, [x], 'decode', 'dense', false);
+        expect(bits(a.out[0]!)).toEqual(bits(b.out[0]!));
+      }
+      // the steps after the first ran the tracked step (its head steps are counted)
+      expect(stats.gdnHeadSteps).toBeGreaterThan(0);
+    }), { numRuns: 60, seed: 28 });
   });
 });
 

@@ -184,6 +184,16 @@ export interface GdnTrack {
   coreChanged: Uint8Array;
   /** Normed entries that changed this step. */
   normedChanged: Int32Array;
+  /**
+   * The gated norm's record (f32 form, gatedNormInParts): per value head, the sum of squares and
+   * factor its normed entries were last computed with (normAcc, normR; normKept 1 once they are
+   * set), and per entry the bit patterns of the o and z it was computed from (normIn, normZ).
+   */
+  normIn: Uint32Array;
+  normZ: Uint32Array;
+  normAcc: Float32Array;
+  normR: Float32Array;
+  normKept: Uint8Array;
   /** Tracked steps completed on this track (the conv step index of the next one). */
   step: number;
   /**

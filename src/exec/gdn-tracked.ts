@@ -21,7 +21,7 @@ import type { GdnDims } from '../model/naming.ts';
 import { linear, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32, softplus32 } from './numeric.ts';
-import { gatedRmsNorm } from './norms.ts';
+import { gatedNormEntry, gatedNormFactor, gatedNormSquares } from './norms.ts';
 import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 import { rowStackOf } from './stack-rows.ts';
@@ -47,6 +47,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
     qDirty: new Uint8Array(d.hk), kDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
     coreChanged: new Uint8Array(d.hv), normedChanged: new Int32Array(d.valueDim),
+    normIn: new Uint32Array(d.valueDim), normZ: new Uint32Array(d.valueDim), normAcc: new Float32Array(d.hv), normR: new Float32Array(d.hv), normKept: new Uint8Array(d.hv),
     step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
     // b's rows follow qkv's and z's in the stacked in_proj [qkv; z; b; a]
     bRows: Int32Array.from({ length: d.hv }, (_, h) => d.convDim + d.valueDim + h),
@@ -494,14 +495,46 @@ export function gdnDecodeTracked(
   const normed = buf.normed;
   const nb = buf.normedBits;
   const changedList = t.normedChanged;
+  // The tracked step runs in the f32 profile in sequential order (gdnForward), where gatedRmsNorm
+  // takes its f32 form, in parts: an entry is a pure function of its o and z bits and the head's
+  // factor r, and r one of the head's sum of squares. A head whose sum keeps its bits recomputes
+  // only the entries whose o or z moved since they were computed (t.normIn, t.normZ).
+  const zBits = t.projBits;
+  const { normIn, normZ, normAcc, normR, normKept } = t;
+  const eps = cfg.rmsNormEps;
+  const nw = w.norm;
   let nc = 0;
   for (let h = 0; h < hv; h++) {
     if (!fresh && !ps.full && coreChanged[h] === 0) continue;
     const o0 = h * dv;
+    const acc = gatedNormSquares(core, o0, dv);
+    if (!fresh && normKept[h] === 1 && acc === normAcc[h]) {
+      // the same sum (a float32 ≥ +0 or NaN, and a NaN never compares equal), so the same factor
+      const rr = normR[h];
+      for (let j = 0; j < dv; j++) {
+        const ob = coreBits[o0 + j];
+        const zb = zBits[zOff + o0 + j];
+        if ((+(ob !== normIn[o0 + j]) | +(zb !== normZ[o0 + j])) === 0) continue;
+        normIn[o0 + j] = ob;
+        normZ[o0 + j] = zb;
+        const before = nb[o0 + j];
+        normed[o0 + j] = gatedNormEntry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
+        if (nb[o0 + j] !== before) changedList[nc++] = o0 + j;
+      }
+      continue;
+    }
     // (a fresh step's out_proj call takes no candidates: its changed list is not made)
-    if (!fresh) for (let j = 0; j < dv; j++) oldBits[j] = nb[o0 + j];
-    gatedRmsNorm(ctx, core, o0, y, zOff + o0, dv, w.norm, cfg.rmsNormEps, normed, o0);
-    if (!fresh) for (let j = 0; j < dv; j++) if (nb[o0 + j] !== oldBits[j]) changedList[nc++] = o0 + j;
+    const rr = gatedNormFactor(ctx, acc, dv, eps);
+    normAcc[h] = acc;
+    normR[h] = rr;
+    normKept[h] = 1;
+    for (let j = 0; j < dv; j++) {
+      normIn[o0 + j] = coreBits[o0 + j];
+      normZ[o0 + j] = zBits[zOff + o0 + j];
+      const before = nb[o0 + j];
+      normed[o0 + j] = gatedNormEntry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
+      if (!fresh && nb[o0 + j] !== before) changedList[nc++] = o0 + j;
+    }
   }
   buf.normMemoValid.fill(0); // the untracked path's memo no longer describes `normed`
   t0 = phaseEnd('gdn.gatedNorm', t0);

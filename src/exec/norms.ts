@@ -104,19 +104,33 @@ export function gatedRmsNorm(
 /**
  * gatedRmsNorm for the f32 profile in index order (as rmsNorm1pF32: the sum of squares folded in
  * place, act the identity), one monomorphic pass each: the same operations, rounded the same way.
+ * Its parts (gatedNormSquares, gatedNormFactor, gatedNormEntry) are what the tracked GDN step
+ * recomputes piecewise (gdn-tracked.ts).
  */
 function gatedRmsNormF32(
   ctx: ExecNumericContext, o: Float32Array, oOff: number, z: Float32Array, zOff: number, n: number,
   w: Float32Array, eps: number, out: Float32Array, outOff: number,
 ): void {
+  const r = gatedNormFactor(ctx, gatedNormSquares(o, oOff, n), n, eps);
+  const form = ctx.siluForm;
+  for (let i = 0; i < n; i++) out[outOff + i] = gatedNormEntry(o[oOff + i], r, w[i], z[zOff + i], form);
+}
+
+/** gatedRmsNorm's f32 sum of squares: fl(… fl(−0 + fl(o_0²)) …) over o[oOff .. oOff+n) in index order. */
+export function gatedNormSquares(o: Float32Array, oOff: number, n: number): number {
   let acc = -0;
   for (let i = 0; i < n; i++) { const v = o[oOff + i]; acc = f32(acc + f32(v * v)); }
-  const r = rsqrt32(f32(meanOf(ctx, acc, n) + f32(eps)));
-  const form = ctx.siluForm;
-  for (let i = 0; i < n; i++) {
-    const h = f32(w[i] * f32(o[oOff + i] * r));
-    out[outOff + i] = f32(h * silu32(z[zOff + i], form));
-  }
+  return acc;
+}
+
+/** gatedRmsNorm's f32 factor r = rsqrt(fl(mean(acc) + fl(eps))): a pure function of acc's bits (and ctx, n, eps). */
+export function gatedNormFactor(ctx: ExecNumericContext, acc: number, n: number, eps: number): number {
+  return rsqrt32(f32(meanOf(ctx, acc, n) + f32(eps)));
+}
+
+/** gatedRmsNorm's f32 output entry fl(fl(w·fl(o·r))·silu(z)): a pure function of o, r, w and z's bits (and the form). */
+export function gatedNormEntry(o: number, r: number, w: number, z: number, form: 'mul' | 'div'): number {
+  return f32(f32(w * f32(o * r)) * silu32(z, form));
 }
 
 /**

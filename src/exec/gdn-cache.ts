@@ -225,6 +225,6 @@ export interface GdnTrack {
   /** Bit views of the stacked projections' output and of the conv state (remade when their arrays change). */
   projBits: Uint32Array;
   convBits: Uint32Array;
-  /** Scratch: a value head's previous output (or normed output), as bit patterns. */
-  oldCoreBits: Uint32Array;
+  /** Scratch: the entries of a value head that the gated norm recomputes. */
+  normMoved: Int32Array;
 }

@@ -42,7 +42,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
   const chanF = new Float32Array(chan.buffer);
   return {
     chan, chanF,
-    projBits: new Uint32Array(0), convBits: new Uint32Array(0), oldCoreBits: new Uint32Array(d.dv),
+    projBits: new Uint32Array(0), convBits: new Uint32Array(0), normMoved: new Int32Array(d.dv),
     weights: w, siluForm, active: new Int32Array(d.convDim), nActive: 0,
     qDirty: new Uint8Array(d.hk), kDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
@@ -452,8 +452,6 @@ export function gdnDecodeTracked(
   const core = buf.core;
   const scratch = buf.step;
   const { coreChanged, headModified } = t;
-  // old outputs are kept and compared as bit patterns (integer moves: no float conversions)
-  const oldBits = t.oldCoreBits;
   const coreBits = buf.coreBits;
   for (let h = 0; h < hv; h++) {
     const kh = Math.floor(h / r);
@@ -472,17 +470,13 @@ export function gdnDecodeTracked(
     // step leaves S alone, the output that step wrote to core is this step's too
     const qSame = !fresh && t.qDirty[kh] === 0 && cache.exposed[h] === 0 && t.writtenOutside[h] === 0;
     t.writtenOutside[h] = 0;
-    // (a step with q as before mostly leaves S, and so o, alone: its old output is not kept; a
-    // fresh step norms every head below, so it keeps none and compares none)
-    if (!same && !qSame && !fresh) for (let j = 0; j < dv; j++) oldBits[j] = coreBits[o0 + j];
     if (stats && !fresh) stats.gdnHeadSteps++;
     cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax, kSame);
     headModified[h] = scratch.modified[0];
-    // the output is a function of q and S: with both as before it is as before; a step that wrote S
-    // counts as a change (the gated norm below compares what it recomputes)
-    if (same || qSame) coreChanged[h] = scratch.modified[0];
-    else if (fresh) coreChanged[h] = 1;
-    else for (let j = 0; j < dv; j++) if (coreBits[o0 + j] !== oldBits[j]) { coreChanged[h] = 1; break; }
+    // the output is a function of q and S: with both as before it is as before unless the step
+    // wrote S; otherwise it may have moved (the gated norm compares each entry with the bits it
+    // was computed from)
+    coreChanged[h] = same || qSame ? scratch.modified[0] : 1;
   }
   t0 = phaseEnd('gdn.recurrent', t0);
   // gated norm of the heads whose output or z changed
@@ -497,33 +491,45 @@ export function gdnDecodeTracked(
   const changedList = t.normedChanged;
   // The tracked step runs in the f32 profile in sequential order (gdnForward), where gatedRmsNorm
   // takes its f32 form, in parts: an entry is a pure function of its o and z bits and the head's
-  // factor r, and r one of the head's sum of squares. A head whose sum keeps its bits recomputes
-  // only the entries whose o or z moved since they were computed (t.normIn, t.normZ).
+  // factor r, and r one of the head's sum of squares. A head recomputes only the entries whose o
+  // or z bits moved since they were computed (t.normIn, t.normZ), its sum only when some o moved,
+  // and every entry when the sum's bits moved.
   const zBits = t.projBits;
   const { normIn, normZ, normAcc, normR, normKept } = t;
+  const moved = t.normMoved;
   const eps = cfg.rmsNormEps;
   const nw = w.norm;
   let nc = 0;
   for (let h = 0; h < hv; h++) {
     if (!fresh && !ps.full && coreChanged[h] === 0) continue;
     const o0 = h * dv;
-    const acc = gatedNormSquares(core, o0, dv);
-    if (!fresh && normKept[h] === 1 && acc === normAcc[h]) {
-      // the same sum (a float32 ≥ +0 or NaN, and a NaN never compares equal), so the same factor
-      const rr = normR[h];
+    if (!fresh && normKept[h] === 1) {
+      let m = 0;
+      let oMoved = 0;
       for (let j = 0; j < dv; j++) {
-        const ob = coreBits[o0 + j];
-        const zb = zBits[zOff + o0 + j];
-        if ((+(ob !== normIn[o0 + j]) | +(zb !== normZ[o0 + j])) === 0) continue;
-        normIn[o0 + j] = ob;
-        normZ[o0 + j] = zb;
-        const before = nb[o0 + j];
-        normed[o0 + j] = gatedNormEntry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
-        if (nb[o0 + j] !== before) changedList[nc++] = o0 + j;
+        const mo = +(coreBits[o0 + j] !== normIn[o0 + j]);
+        if ((mo | +(zBits[zOff + o0 + j] !== normZ[o0 + j])) === 0) continue;
+        moved[m++] = j;
+        oMoved |= mo;
       }
-      continue;
+      if (m === 0) continue;
+      // the same o bits give the same sum; a NaN sum never compares equal (the head is redone)
+      const acc = oMoved === 0 ? normAcc[h] : gatedNormSquares(core, o0, dv);
+      if (acc === normAcc[h]) {
+        const rr = normR[h];
+        for (let i = 0; i < m; i++) {
+          const j = moved[i];
+          normIn[o0 + j] = coreBits[o0 + j];
+          normZ[o0 + j] = zBits[zOff + o0 + j];
+          const before = nb[o0 + j];
+          normed[o0 + j] = gatedNormEntry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
+          if (nb[o0 + j] !== before) changedList[nc++] = o0 + j;
+        }
+        continue;
+      }
     }
-    // (a fresh step's out_proj call takes no candidates: its changed list is not made)
+    // every entry (a fresh step's out_proj call takes no candidates: its changed list is not made)
+    const acc = gatedNormSquares(core, o0, dv);
     const rr = gatedNormFactor(ctx, acc, dv, eps);
     normAcc[h] = acc;
     normR[h] = rr;

@@ -294,9 +294,10 @@ function growClosed(scan: RunScan): void {
 }
 
 /**
- * buildColumnRuns' scan of the rows: counts each column's entries (at colPtr[c + 1]) and its
- * closed runs (at runPtr[c + 1]); returns the longest row's length, or −1 when a row's columns
- * are not ascending or the runs pass `limit`.
+ * buildColumnRuns' scan of the rows: counts each column's closed runs (at runPtr[c + 1]) and
+ * their entries (at colPtr[c + 1]: a run's count is added when it closes, so no entry writes a
+ * count of its own); returns the longest row's length, or −1 when a row's columns are not
+ * ascending or the runs pass `limit`.
  * Opening a column's first run and closing a run to open the next are one path (the open run's
  * record is written to the closed list either way and counted only when a run was open), and the
  * list's room is tested on that path: the JIT compiles this loop while its first call runs it,
@@ -323,7 +324,6 @@ function scanRuns(
       const c = colIdx[k];
       if (c <= last) return -1;
       last = c;
-      colPtr[c + 1]++;
       const b = bits[k];
       const o = 4 * c;
       const s = open[o];
@@ -347,6 +347,7 @@ function scanRuns(
       nClosed += wasOpen;
       nOpen += 1 - wasOpen;
       runPtr[c + 1] += wasOpen;
+      colPtr[c + 1] += n; // (0 when no run was open)
       closedCount[0] = nClosed;
       if (nClosed + nOpen > limit) return -1;
       open[o] = r;
@@ -358,10 +359,10 @@ function scanRuns(
   return maxRowNnz;
 }
 
-/** Each column's open run counted, then runPtr and colPtr into running sums. */
+/** Each column's open run and its entries counted, then runPtr and colPtr into running sums. */
 function countOpenRuns(open: Int32Array, runPtr: Uint32Array, colPtr: Uint32Array, cols: number): void {
   for (let c = 0; c < cols; c++) {
-    if (open[4 * c] >= 0) runPtr[c + 1]++;
+    if (open[4 * c] >= 0) { runPtr[c + 1]++; colPtr[c + 1] += open[4 * c + 2]; }
     runPtr[c + 1] += runPtr[c];
     colPtr[c + 1] += colPtr[c];
   }

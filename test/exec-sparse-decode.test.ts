@@ -16,7 +16,7 @@ import { Executor, argmax } from '../src/exec/executor.ts';
 import { gdnForward, recurrentStep } from '../src/exec/gdn.ts';
 import { gdnDimsOf, newGdnCache } from '../src/exec/gdn-cache.ts';
 import {
-  classifyState, newKvMemo, newSparseStepScratch, recurrentStepSparse, STATE_ANY, STATE_CLEAN, STATE_POS, STATE_ZERO,
+  beyondVBound, classifyState, newKvMemo, newSparseStepScratch, recurrentStepSparse, STATE_ANY, STATE_CLEAN, STATE_POS, STATE_ZERO,
 } from '../src/exec/gdn-sparse-step.ts';
 import { linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { exp32, makeNumericContext, roundBf16, silu32 } from '../src/exec/numeric.ts';
@@ -358,6 +358,104 @@ describe('tracked GDN step: gated norm', () => {
       // the steps after the first ran the tracked step (its head steps are counted)
       expect(stats.gdnHeadSteps).toBeGreaterThan(0);
     }), { numRuns: 60, seed: 28 });
+  });
+});
+
+/**
+ * A `tiny` GDN layer (CSR weights, no decay, q = e_0 at every step) whose inputs set, per step, β
+ * (input 21: β = 1, else fl(sigmoid(−200)) = +0), the key (input 22: k = e_1, else e_0),
+ * v's hot entry (inputs 1…16) and whether v overflows (inputs 23 and 24: every v_j = fl(3·10^38 +
+ * 3·10^38) = +∞, beyond the β = ±0 test's bound, and NaN in the conv's next steps): a β = ±0
+ * step then has δ = NaN, which turns S to NaN, and the step must not be passed over.
+ */
+function betaZeroLayer(): { w: GdnWeights; H: number } {
+  const cfg = resolveTarget('tiny').config;
+  const d = gdnDimsOf(cfg);
+  const H = cfg.hiddenSize;
+  const { keyDim, valueDim, hk, hv, dk, dv, K } = d;
+  const mat = (rows: number, set: (dense: Float32Array) => void, cols = H): Matrix => {
+    const dense = new Float32Array(rows * cols);
+    set(dense);
+    return { rows, cols, csr: sparsifyMatrix({ rows, cols, dense }).csr };
+  };
+  const inProjQkv = mat(2 * keyDim + valueDim, (m) => {
+    for (let kh = 0; kh < hk; kh++) {
+      m[(kh * dk) * H] = 1; // q = e_0
+      // k = e_0, or e_1 with input 22 (from 4,096 = 2^12: l2norm gives exactly 1)
+      m[(keyDim + kh * dk) * H] = 4096;
+      m[(keyDim + kh * dk) * H + 22] = -4096;
+      m[(keyDim + kh * dk + 1) * H + 22] = 4096;
+    }
+    for (let c = 0; c < valueDim; c++) {
+      m[(2 * keyDim + c) * H + 1 + (c % dv)] = 1;
+      m[(2 * keyDim + c) * H + 23] = 3e38;
+      m[(2 * keyDim + c) * H + 24] = 3e38;
+    }
+  });
+  const inProjZ = mat(valueDim, (m) => { for (let c = 0; c < valueDim; c++) m[c * H] = 20; });
+  const inProjB = mat(hv, (m) => { for (let h = 0; h < hv; h++) { m[h * H] = -200; m[h * H + 21] = 230; } });
+  const inProjA = mat(hv, () => {});
+  const conv1d = new Float32Array(d.convDim * K);
+  for (let c = 0; c < d.convDim; c++) conv1d[c * K + K - 1] = 1;
+  const outProj = mat(H, (m) => { for (let i = 0; i < H; i++) m[i * valueDim + (i % valueDim)] = 0.5; }, valueDim);
+  return {
+    w: {
+      kind: 'linear_attention', inProjQkv, inProjZ, inProjB, inProjA, conv1d,
+      aLog: new Float32Array(hv).fill(-200), dtBias: new Float32Array(hv).fill(-200), norm: new Float32Array(dv).fill(1), outProj,
+    },
+    H,
+  };
+}
+
+describe('tracked GDN step: β = ±0 heads', () => {
+  const cfg = resolveTarget('tiny').config;
+  const d = gdnDimsOf(cfg);
+  const { w, H } = betaZeroLayer();
+  /** [v's hot entry, β = 1, k = e_1, v = +∞] per step. */
+  type Step = [number, boolean, boolean, boolean];
+  /** The tracked and the full step on the same inputs: the same output bits at every step and the same states after; returns the heads passed over. */
+  const compare = (steps: Step[]): number => {
+    const tracked = newGdnCache(gdnDimsOf(cfg));
+    const full = newGdnCache(gdnDimsOf(cfg));
+    const tctx = makeNumericContext({});
+    const fctx = makeNumericContext({});
+    const stats = newMatmulStats();
+    for (const [v, beta1, k1, inf] of steps) {
+      const x = new Float32Array(H);
+      x[0] = 1;
+      x[1 + v] = 1;
+      if (beta1) x[21] = 1;
+      if (k1) x[22] = 1;
+      if (inf) { x[23] = 1; x[24] = 1; }
+      const a = gdnForward(tctx, cfg, w, tracked, [x], 'decode', 'sparse', false, stats);
+      const b = gdnForward(fctx, cfg, w, full, [x], 'decode', 'dense', false);
+      expect(bits(a.out[0]!)).toEqual(bits(b.out[0]!));
+      // the track's count of each head's v entries beyond the bound is a count of the conv outputs
+      const convedBits = tracked.buffers!.convedBits;
+      for (let h = 0; h < d.hv; h++) {
+        let n = 0;
+        for (let j = 0; j < d.dv; j++) n += beyondVBound(convedBits[2 * d.keyDim + h * d.dv + j]!);
+        expect(tracked.track!.vBeyond[h]).toBe(n);
+      }
+    }
+    for (let h = 0; h < cfg.linearNumValueHeads; h++) expect(bits(tracked.S[h]!)).toEqual(bits(full.S[h]!));
+    return stats.gdnHeadsBetaZero;
+  };
+
+  it('a write, a β = ±0 step that overflows v (δ = NaN), and a kv memo of a key that has since moved', () => {
+    // v = +∞ under β = ±0: fl(v − kv)·(±0) is NaN, and the full step turns S to NaN
+    expect(compare([[3, true, false, false], [3, false, false, true], [4, true, false, false]])).toBe(0);
+    // the second step rewrites the row it holds (δ = ±0: S kept, the kv memo of k = e_0 valid); the
+    // third, β = ±0 with k = e_1, is passed over and must drop that memo, for the fourth (k = e_1
+    // again, same v) would find δ = ±0 in it and keep S where row 1's kv = +0 gives δ = v
+    expect(compare([[3, true, false, false], [3, true, false, false], [3, false, true, false], [3, true, true, false]])).toBeGreaterThan(0);
+  });
+
+  it('random steps: passed over only where S and the output provably stay (property)', () => {
+    const step = fc.tuple(fc.integer({ min: 0, max: 15 }), fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 7 }).map((x) => x === 0));
+    let passedOver = 0;
+    fc.assert(fc.property(fc.array(step, { minLength: 2, maxLength: 16 }), (steps) => { passedOver += compare(steps); }), { numRuns: 150, seed: 28 });
+    expect(passedOver).toBeGreaterThan(0);
   });
 });
 

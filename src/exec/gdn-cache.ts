@@ -227,4 +227,11 @@ export interface GdnTrack {
   convBits: Uint32Array;
   /** Scratch: the entries of a value head that the gated norm recomputes. */
   normMoved: Int32Array;
+  /**
+   * Per value head: how many of its v entries (conv outputs) lie beyond 2^126 in magnitude or are
+   * not numbers (gdn-sparse-step.ts beyondVBound), kept by every conv step; per key head: Σ|k_i| of
+   * its k as last normalised (absSum). The β = ±0 test of the tracked step reads both.
+   */
+  vBeyond: Int32Array;
+  kAbs: Float64Array;
 }

@@ -28,8 +28,23 @@ const FLOAT_ZERO = -0;
 const F64_MAX = Number.MAX_VALUE;
 
 /** recurrentStepSparse's β = ±0 shortcut: B·Σ|k_i| and B at most 2^125, every |v_j| at most 2^126. */
-const BETA_ZERO_BOUND = 2 ** 125;
+export const BETA_ZERO_BOUND = 2 ** 125;
 const V_BOUND = 2 ** 126;
+
+/** Σ|x_i| over x[off .. off+n), in double, in index order (the β = ±0 shortcut's Σ|k_i|). */
+export function absSum(x: Float32Array, off: number, n: number): number {
+  let s = 0;
+  for (let i = 0; i < n; i++) s += Math.abs(x[off + i]);
+  return s;
+}
+
+/**
+ * 1 when the float32 with bit pattern `bits` is not within the β = ±0 shortcut's bound on v
+ * (|v| ≤ 2^126, whose pattern's magnitude is 0x7e800000: NaN and ±∞ lie above it), else 0.
+ */
+export function beyondVBound(bits: number): number {
+  return (bits & 0x7fffffff) > 0x7e800000 ? 1 : 0;
+}
 
 /**
  * What is known about one head's state S, for the sparse decode step (recurrentStepSparse):
@@ -408,9 +423,7 @@ function betaZeroKeeps(
   scratch: SparseStepScratch, sMax: Float64Array, h: number, ready: boolean, qSame: boolean,
 ): boolean {
   if (!ready || beta !== 0 || kind === STATE_ANY || !(sMax[h] <= BETA_ZERO_BOUND)) return false;
-  let kSum = 0;
-  for (let i = 0; i < dk; i++) kSum += Math.abs(k[kOff + i]);
-  if (!(sMax[h] * kSum <= BETA_ZERO_BOUND)) return false;
+  if (!(sMax[h] * absSum(k, kOff, dk) <= BETA_ZERO_BOUND)) return false;
   for (let j = 0; j < dv; j++) if (!(Math.abs(v[vOff + j]) <= V_BOUND)) return false;
   if (!qSame) outputDots(dk, dv, S, kind, rowNonZero, q, qOff, o, oOff, scratch);
   return true;

@@ -26,7 +26,7 @@ import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from 
 import { phaseEnd, phaseStart } from './profile.ts';
 import { rowStackOf } from './stack-rows.ts';
 import type { ConvLive, DeltaLinearState, ExecPlans } from './plans.ts';
-import { classifyState, newKvMemo, recurrentStepSparse } from './gdn-sparse-step.ts';
+import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
 import type { GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
 import { convZeroOf, inProjParts, normalizeQk, noteConvInputs } from './gdn-token.ts';
 
@@ -43,6 +43,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
   return {
     chan, chanF,
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), normMoved: new Int32Array(d.dv),
+    vBeyond: new Int32Array(d.hv), kAbs: new Float64Array(d.hk),
     weights: w, siluForm, active: new Int32Array(d.convDim), nActive: 0,
     qDirty: new Uint8Array(d.hk), kDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
@@ -274,6 +275,15 @@ function tapsSettled(convBits: Uint32Array, base: number, K: number): boolean {
   return true;
 }
 
+/** t.vBeyond from scratch: per value head, how many of its v entries (conved bits from vOff) are beyond the β = ±0 shortcut's bound. */
+function countBeyondVBound(t: GdnTrack, conBits: Uint32Array, vOff: number, hv: number, dv: number): void {
+  for (let h = 0; h < hv; h++) {
+    let n = 0;
+    for (let j = 0; j < dv; j++) n += beyondVBound(conBits[vOff + h * dv + j]);
+    t.vBeyond[h] = n;
+  }
+}
+
 /**
  * The conv part of a tracked step after the first (gdnDecodeTracked's list): channels whose input
  * moved join the active list, every active channel shifts and refolds, and channels become settled
@@ -332,7 +342,11 @@ function trackedConvStep(
     if (conBits[c] !== before) {
       if (c < keyDim) t.qDirty[Math.floor(c / dk)] = 1;
       else if (c < 2 * keyDim) t.kDirty[Math.floor((c - keyDim) / dk)] = 1;
-      else t.vDirty[Math.floor((c - 2 * keyDim) / dv)] = 1;
+      else {
+        const h = Math.floor((c - 2 * keyDim) / dv);
+        t.vDirty[h] = 1;
+        t.vBeyond[h] += beyondVBound(conBits[c]) - beyondVBound(before);
+      }
     }
     if (!moved && tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
     else if ((single && y !== 0 && y - y === 0) || (y - y === 0 && steadyAhead(cw, conv, base, K, y))) {
@@ -417,13 +431,18 @@ export function gdnDecodeTracked(
     t.qDirty.fill(1);
     t.kDirty.fill(1);
     t.vDirty.fill(1);
+    countBeyondVBound(t, conBits, 2 * keyDim, hv, dv);
     t.step = 1;
     cache.track = t;
   } else trackedConvStep(t, cache, ps, y, buf, cw, K, convDim, zOff, keyDim, dk, dv, form, stats);
   t0 = phaseEnd('gdn.conv', t0);
   const scale = d.qScale;
   const { q, k } = buf;
-  for (let h = 0; h < hk; h++) if ((t.qDirty[h] | t.kDirty[h]) === 1) normalizeQk(ctx, conved, q, k, h, dk, keyDim, scale, true);
+  for (let h = 0; h < hk; h++) {
+    if ((t.qDirty[h] | t.kDirty[h]) === 0) continue;
+    normalizeQk(ctx, conved, q, k, h, dk, keyDim, scale, true);
+    if (t.kDirty[h] === 1) t.kAbs[h] = absSum(k, h * dk, dk);
+  }
   const vOff = 2 * keyDim; // v in conved
   const { beta, g } = buf;
   const gateDirty = t.vDirty; // β / g changes are folded into the per-value-head dirty flags
@@ -470,6 +489,17 @@ export function gdnDecodeTracked(
     // step leaves S alone, the output that step wrote to core is this step's too
     const qSame = !fresh && t.qDirty[kh] === 0 && cache.exposed[h] === 0 && t.writtenOutside[h] === 0;
     t.writtenOutside[h] = 0;
+    // β = ±0, no decay, a finite state B = sMax with B·Σ|k_i| ≤ 2^125 and every |v_j| ≤ 2^126
+    // (t.kAbs, t.vBeyond): the step leaves S as it is (recurrentStepSparse's β = ±0 shortcut, the
+    // same test), and with q and S as at this head's previous step so is its output. A kv memo of
+    // this k and S still describes them; one of another k does not (the step would drop it).
+    if (qSame && beta[h] === 0 && exp32(g[h]) === 1 && kind !== STATE_ANY && cache.sMax[h] <= BETA_ZERO_BOUND
+      && cache.sMax[h] * t.kAbs[kh] <= BETA_ZERO_BOUND && t.vBeyond[h] === 0) {
+      if (!kSame) t.kvMemo.valid[h] = 0;
+      headModified[h] = 0;
+      if (stats) stats.gdnHeadsBetaZero++;
+      continue;
+    }
     if (stats && !fresh) stats.gdnHeadSteps++;
     cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax, kSame);
     headModified[h] = scratch.modified[0];

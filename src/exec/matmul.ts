@@ -78,8 +78,10 @@ export interface MatmulStats {
   deltaRefoldEntries: number;
   /** Conv channels the tracked GDN steps recomputed (gdn-tracked.ts; the rest kept their state and output). */
   convChannels: number;
-  /** Value heads whose recurrent step the tracked GDN steps after the first ran (the others had no changed input). */
+  /** Value heads whose recurrent step the tracked GDN steps after the first ran (the others had no changed input or were passed over: gdnHeadsBetaZero). */
   gdnHeadSteps: number;
+  /** Value heads with a changed input that those steps passed over: β = ±0 and the step provably left S and the output as they were (gdn-tracked.ts). */
+  gdnHeadsBetaZero: number;
   /** Incremental matmuls that took their producer's changed columns instead of scanning their input (delta.ts DeltaShare `since`). */
   deltaShared: number;
   /**
@@ -120,7 +122,7 @@ export interface DeltaWork {
 
 export function newMatmulStats(): MatmulStats {
   const deltaByRole = Object.fromEntries(DELTA_ROLES.map((r) => [r, { calls: 0, changedColumns: 0, entries: 0, rows: 0, refolds: 0, refoldEntries: 0 }])) as Record<DeltaRole, DeltaWork>;
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, gdnHeadSteps: 0, deltaShared: 0, outProjKept: 0, deltaByRole };
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, gdnHeadSteps: 0, gdnHeadsBetaZero: 0, deltaShared: 0, outProjKept: 0, deltaByRole };
 }
 
 function checkShapes(m: Matrix, x: Float32Array, xOff: number): void {

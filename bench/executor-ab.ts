@@ -1,0 +1,210 @@
+/**
+ * Steady decode of two builds of the executor, compared in one process: each build runs a fresh
+ * executor of the same saved chip on the same program, and the two take turns on blocks of decode
+ * steps (A B, then B A, …), so a slower minute of the machine slows both alike. Each block's time
+ * is paired with the other build's block next to it; the figure is the median of the pairs'
+ * differences per token, with how many pairs went each way. Separate processes timed one after
+ * another swing by 10–30 % from minute to minute on the development machine (docs/benchmarks.md),
+ * far more than the change one round of executor work makes; pairs of blocks 0.3 s apart do not.
+ *
+ *   npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--blocks N]
+ *     [--block-tokens T] [--warmup W] [--json]
+ *
+ * `--base REV` (A) and `--head REV` (B; default: the working tree, uncommitted edits included) are
+ * git revisions of this repository. Each is bundled with esbuild from its own sources (a revision
+ * other than the working tree is checked out into a temporary worktree, removed afterwards) into
+ * build/ab/, from a small entry this script writes that uses the revision's chipExecutor,
+ * programOf and loadChipModel (src/chip/run.ts, src/chip/loaded.ts) as `chipc run` does. `--model
+ * CHIP` is a saved chip (`npx chipc cpu --target qwen3.5-4b -o CHIP`), `--elf` the program
+ * (default fixtures/firmware/crc32.elf); a build decodes it from its prompt [BOS, J(entry)] and
+ * starts it again from a fresh executor when it halts. Each build first decodes `--warmup` steps
+ * (default 2,000: the JIT's optimised code), then `--blocks` (default 40) blocks of
+ * `--block-tokens` (default 1,000) steps each. Both builds must emit the same tokens: the script
+ * compares every one and exits 1 when they differ.
+ *
+ * Two builds run in one process share the CPU's caches: both rates are a little below a lone
+ * process's, alike. Comparing a revision with itself (`--base HEAD --head HEAD`) measures the
+ * method's own spread.
+ *
+ * Prints per build the median block's tokens/s, then the pairs' median difference in µs per token
+ * (B − A; negative: B faster) and how many of the pairs B won; `--json` prints one object:
+ * { base, head, blocks, blockTokens, tokensPerSecond: { base, head }, diffUsPerToken, headFaster, identical }.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+function usage(msg: string): never {
+  console.error(`executor-ab: ${msg}\nusage: npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--blocks N] [--block-tokens T] [--warmup W] [--json]`);
+  process.exit(2);
+}
+
+const argv = process.argv.slice(2);
+let base: string | undefined;
+let head: string | undefined;
+let model: string | undefined;
+let elf = 'fixtures/firmware/crc32.elf';
+let blocks = 40;
+let blockTokens = 1000;
+let warmup = 2000;
+let json = false;
+for (let i = 0; i < argv.length; i++) {
+  const a = argv[i]!;
+  const value = (): string => {
+    const v = argv[++i];
+    if (v === undefined) usage(`${a} needs a value`);
+    return v;
+  };
+  if (a === '--base') base = value();
+  else if (a === '--head') head = value();
+  else if (a === '--model') model = value();
+  else if (a === '--elf') elf = value();
+  else if (a === '--blocks') blocks = Number(value());
+  else if (a === '--block-tokens') blockTokens = Number(value());
+  else if (a === '--warmup') warmup = Number(value());
+  else if (a === '--json') json = true;
+  else usage(`unknown argument ${a}`);
+}
+if (base === undefined) usage('--base REV is required');
+if (model === undefined) usage('--model CHIP is required (npx chipc cpu --target qwen3.5-4b -o CHIP)');
+for (const [name, v, min] of [['--blocks', blocks, 2], ['--block-tokens', blockTokens, 1], ['--warmup', warmup, 0]] as const) {
+  if (!Number.isInteger(v) || v < min) usage(`${name} must be an integer ≥ ${min}, got ${v}`);
+}
+for (const f of [model, elf]) if (!fs.existsSync(f)) usage(`${f}: no such file`);
+
+/** The commit `rev` names (git rev-parse); a usage error when it names none. */
+function commitOf(rev: string): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--verify', `${rev}^{commit}`], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  } catch {
+    return usage(`${rev} is not a revision of this repository`);
+  }
+}
+
+/**
+ * The entry bundled for each build: a decode runner over that build's sources (imports relative
+ * to the entry's place, build/ab/ under the build's root).
+ */
+const ENTRY = `import fs from 'node:fs';
+import { chipExecutor, programOf, readChipCheckpoint } from '../../src/chip/run.ts';
+import { loadChipModel } from '../../src/chip/loaded.ts';
+import { CODE_BASE } from '../../src/cpu/cpu.ts';
+import { BOS_ID, decodeToken, encodeToken } from '../../riscv/protocol.ts';
+export function makeRunner(elf, chip) {
+  const rv32 = readChipCheckpoint(chip).manifest.rv32;
+  const prog = programOf(fs.readFileSync(elf), { codeBytes: rv32.codeWords * 4, memBytes: rv32.memWords * 4 });
+  const model = loadChipModel(chip, prog);
+  const prompt = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
+  let ex, last;
+  const restart = () => {
+    ex = chipExecutor(model, prog, { profile: 'f32', order: { kind: 'sequential' }, path: 'sparse' });
+    ex.prime(prompt.slice(0, -1));
+    last = ex.decodeArgmax(prompt[prompt.length - 1]);
+  };
+  restart();
+  return {
+    /** n decode steps (a fresh executor after a HALT); their ms and ids. */
+    step(n, ids) {
+      const t = performance.now();
+      for (let i = 0; i < n; i++) {
+        if (decodeToken(last).kind === 'HALT') restart();
+        else last = ex.decodeArgmax(last);
+        ids.push(last);
+      }
+      return performance.now() - t;
+    },
+  };
+}
+`;
+
+interface Build { label: string; bundle: string; cleanup: () => void }
+
+/** Bundles the runner from `rev`'s sources (undefined: the working tree) into build/ab/NAME.mjs. */
+async function buildSide(name: string, rev: string | undefined): Promise<Build> {
+  const esbuild = await import('esbuild');
+  let src = root;
+  let cleanup = (): void => {};
+  let label = 'working tree';
+  if (rev !== undefined) {
+    const commit = commitOf(rev);
+    label = commit.startsWith(rev) ? commit.slice(0, 7) : `${rev} (${commit.slice(0, 7)})`;
+    src = fs.mkdtempSync(path.join(os.tmpdir(), 'chipc-ab-'));
+    fs.rmdirSync(src);
+    execFileSync('git', ['worktree', 'add', '--detach', '--quiet', src, commit], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+    // the worktree resolves its packages from this checkout's node_modules
+    fs.symlinkSync(path.join(root, 'node_modules'), path.join(src, 'node_modules'), 'dir');
+    cleanup = () => execFileSync('git', ['worktree', 'remove', '--force', src], { cwd: root, stdio: 'ignore' });
+  }
+  try {
+    const entryDir = path.join(src, 'build', 'ab');
+    fs.mkdirSync(entryDir, { recursive: true });
+    const entry = path.join(entryDir, `entry-${name}.ts`);
+    fs.writeFileSync(entry, ENTRY);
+    const outDir = path.join(root, 'build', 'ab');
+    fs.mkdirSync(outDir, { recursive: true });
+    const bundle = path.join(outDir, `${name}.mjs`);
+    await esbuild.build({
+      entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', outfile: bundle, logLevel: 'error',
+      banner: { js: "import { createRequire as __abRequire } from 'node:module'; const require = __abRequire(import.meta.url);" },
+    });
+    if (rev === undefined) fs.rmSync(entry);
+    return { label, bundle, cleanup };
+  } catch (e) {
+    cleanup();
+    throw e;
+  }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((p, q) => p - q);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+const sideA = await buildSide('base', base);
+let sideB: Build;
+try {
+  sideB = await buildSide('head', head);
+} catch (e) {
+  sideA.cleanup();
+  throw e;
+}
+try {
+  interface Runner { step(n: number, ids: number[]): number }
+  const load = async (b: Build): Promise<Runner> => ((await import(pathToFileURL(b.bundle).href)) as { makeRunner(elf: string, chip: string): Runner }).makeRunner(elf, model);
+  const a = await load(sideA);
+  const b = await load(sideB);
+  const idsA: number[] = [];
+  const idsB: number[] = [];
+  a.step(warmup, idsA);
+  b.step(warmup, idsB);
+  const ta: number[] = [];
+  const tb: number[] = [];
+  for (let i = 0; i < blocks; i++) {
+    if (i % 2 === 0) { ta.push(a.step(blockTokens, idsA)); tb.push(b.step(blockTokens, idsB)); } else { tb.push(b.step(blockTokens, idsB)); ta.push(a.step(blockTokens, idsA)); }
+  }
+  let firstDiff = -1;
+  for (let i = 0; i < idsA.length; i++) if (idsA[i] !== idsB[i]) { firstDiff = i; break; }
+  const identical = firstDiff < 0 && idsA.length === idsB.length;
+  const diffs = ta.map((x, i) => ((tb[i]! - x) / blockTokens) * 1000);
+  const result = {
+    base: sideA.label, head: sideB.label, blocks, blockTokens,
+    tokensPerSecond: { base: blockTokens / (median(ta) / 1000), head: blockTokens / (median(tb) / 1000) },
+    diffUsPerToken: median(diffs), headFaster: diffs.filter((d) => d < 0).length, identical,
+  };
+  if (json) console.log(JSON.stringify(result));
+  else {
+    console.log(`A ${result.base}: ${result.tokensPerSecond.base.toFixed(0)} tokens/s (median block)`);
+    console.log(`B ${result.head}: ${result.tokensPerSecond.head.toFixed(0)} tokens/s`);
+    console.log(`B − A: ${result.diffUsPerToken >= 0 ? '+' : ''}${result.diffUsPerToken.toFixed(2)} µs per token (median of ${blocks} pairs of ${blockTokens}-step blocks), B faster in ${result.headFaster} of ${blocks}`);
+    console.log(identical ? `the same ${idsA.length} tokens from both` : `the builds' tokens differ at step ${firstDiff}`);
+  }
+  if (!identical) process.exitCode = 1;
+} finally {
+  sideA.cleanup();
+  sideB.cleanup();
+}

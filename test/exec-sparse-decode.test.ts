@@ -6,7 +6,8 @@
  *  - matmul-plans.ts per-matrix plan (empty rows, dense rows without −0) against the dense path;
  *  - numeric.ts roundBf16's shortcut and silu32(±0) against the plain formulas;
  *  - gdn-tracked.ts's gated norm (entries recomputed where o or z moved while the head's sum of
- *    squares stays) against the full step, on a pinned write-then-read head;
+ *    squares stays) and its β = ±0 heads passed over, against the full step, on pinned
+ *    write-then-read heads;
  *  - whole executors: sparse vs dense path on compiled example circuits and on a random model with
  *    unused heads, with the live GDN state written through gdnState() between decode steps.
  */
@@ -294,54 +295,66 @@ describe('attention shortcuts', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// the tracked GDN step's gated norm
+// the tracked GDN step: gated norm and β = ±0 heads
+
+const TINY = resolveTarget('tiny').config;
+const TINY_GDN = gdnDimsOf(TINY);
 
 /**
- * A `tiny` GDN layer (CSR weights) whose every value head writes its v into state row 0 (k = e_0,
- * β = 1, no decay) and reads row 0 back (q = e_0), so its output o is the v that input dims 1…16
- * select — the sum of squares of o stays while one hot entry moves, and moves with their count —
- * and whose gate z is 20
- * plus 5 where input dims 17…20 select (z moves alone when only that selector does).
+ * A `tiny` GDN layer with CSR weights set by `fill` (dense [rows, H] arrays of in_proj's qkv, z and
+ * b rows, b read as β = fl(sigmoid(b))), a single-tap conv (the current input), no decay (a_log =
+ * dt_bias = −200: g = −0), no a rows, norm weights `norm` and out_proj 0.5 on a diagonal.
  */
-function pinnedNormLayer(): { w: GdnWeights; H: number } {
-  const cfg = resolveTarget('tiny').config;
-  const d = gdnDimsOf(cfg);
-  const H = cfg.hiddenSize;
-  const { keyDim, valueDim, hk, hv, dk, dv, K } = d;
+function tinyGdnLayer(fill: { qkv: (m: Float32Array) => void; z: (m: Float32Array) => void; b: (m: Float32Array) => void }, norm: Float32Array): { w: GdnWeights; H: number } {
+  const d = TINY_GDN;
+  const H = TINY.hiddenSize;
+  const { keyDim, valueDim, hv, K } = d;
   const mat = (rows: number, set: (dense: Float32Array) => void, cols = H): Matrix => {
     const dense = new Float32Array(rows * cols);
     set(dense);
     return { rows, cols, csr: sparsifyMatrix({ rows, cols, dense }).csr };
   };
-  const inProjQkv = mat(2 * keyDim + valueDim, (m) => {
-    for (let kh = 0; kh < hk; kh++) { m[(kh * dk) * H] = 1; m[(keyDim + kh * dk) * H] = 1; } // q = k = e_0
-    for (let c = 0; c < valueDim; c++) m[(2 * keyDim + c) * H + 1 + (c % dv)] = 1; // v_j = x_{1+j}
-  });
-  const inProjZ = mat(valueDim, (m) => { for (let c = 0; c < valueDim; c++) { m[c * H] = 20; m[c * H + 17 + (c % 4)] = 5; } });
-  const inProjB = mat(hv, (m) => { for (let h = 0; h < hv; h++) m[h * H] = 30; }); // β = fl(sigmoid(30)) = 1
-  const inProjA = mat(hv, () => {});
   const conv1d = new Float32Array(d.convDim * K);
-  for (let c = 0; c < d.convDim; c++) conv1d[c * K + K - 1] = 1; // single tap: the current input
-  const outProj = mat(H, (m) => { for (let i = 0; i < H; i++) m[i * valueDim + (i % valueDim)] = 0.5; }, valueDim);
-  const norm = Float32Array.from({ length: dv }, (_, j) => 1 + j / 8);
+  for (let c = 0; c < d.convDim; c++) conv1d[c * K + K - 1] = 1;
   return {
     w: {
-      kind: 'linear_attention', inProjQkv, inProjZ, inProjB, inProjA, conv1d,
-      aLog: new Float32Array(hv).fill(-200), dtBias: new Float32Array(hv).fill(-200), norm, outProj,
+      kind: 'linear_attention', inProjQkv: mat(2 * keyDim + valueDim, fill.qkv), inProjZ: mat(valueDim, fill.z),
+      inProjB: mat(hv, fill.b), inProjA: mat(hv, () => {}), conv1d,
+      aLog: new Float32Array(hv).fill(-200), dtBias: new Float32Array(hv).fill(-200), norm,
+      outProj: mat(H, (m) => { for (let i = 0; i < H; i++) m[i * valueDim + (i % valueDim)] = 0.5; }, valueDim),
     },
     H,
   };
 }
 
+/**
+ * A layer whose every value head writes its v into state row 0 (k = e_0, β = 1) and reads row 0
+ * back (q = e_0), so its output o is the v that input dims 1…16 select — the sum of squares of o
+ * stays while one hot entry moves, and moves with their count — and whose gate z is 20 plus 5
+ * where input dims 17…20 select (z moves alone when only that selector does).
+ */
+function pinnedNormLayer(): { w: GdnWeights; H: number } {
+  const H = TINY.hiddenSize;
+  const { keyDim, valueDim, hk, hv, dk, dv } = TINY_GDN;
+  return tinyGdnLayer({
+    qkv: (m) => {
+      for (let kh = 0; kh < hk; kh++) { m[(kh * dk) * H] = 1; m[(keyDim + kh * dk) * H] = 1; } // q = k = e_0
+      for (let c = 0; c < valueDim; c++) m[(2 * keyDim + c) * H + 1 + (c % dv)] = 1; // v_j = x_{1+j}
+    },
+    z: (m) => { for (let c = 0; c < valueDim; c++) { m[c * H] = 20; m[c * H + 17 + (c % 4)] = 5; } },
+    b: (m) => { for (let h = 0; h < hv; h++) m[h * H] = 30; }, // β = fl(sigmoid(30)) = 1
+  }, Float32Array.from({ length: dv }, (_, j) => 1 + j / 8));
+}
+
 describe('tracked GDN step: gated norm', () => {
   it('outputs whose hot entry moves at a constant sum of squares, and z moving alone, give the full step\'s bits', () => {
-    const cfg = resolveTarget('tiny').config;
+    const cfg = TINY;
     const { w, H } = pinnedNormLayer();
     // per step: the hot v entry, a second one (−1: none; o's sum of squares then moves) and z's selector
     const step = fc.tuple(fc.integer({ min: 0, max: 15 }), fc.integer({ min: -1, max: 15 }), fc.integer({ min: 0, max: 3 }));
     fc.assert(fc.property(fc.array(step, { minLength: 2, maxLength: 14 }), (steps) => {
-      const tracked = newGdnCache(gdnDimsOf(cfg));
-      const full = newGdnCache(gdnDimsOf(cfg));
+      const tracked = newGdnCache(TINY_GDN);
+      const full = newGdnCache(TINY_GDN);
       const tctx = makeNumericContext({});
       const fctx = makeNumericContext({});
       const stats = newMatmulStats();
@@ -362,61 +375,45 @@ describe('tracked GDN step: gated norm', () => {
 });
 
 /**
- * A `tiny` GDN layer (CSR weights, no decay, q = e_0 at every step) whose inputs set, per step, β
- * (input 21: β = 1, else fl(sigmoid(−200)) = +0), the key (input 22: k = e_1, else e_0),
- * v's hot entry (inputs 1…16) and whether v overflows (inputs 23 and 24: every v_j = fl(3·10^38 +
- * 3·10^38) = +∞, beyond the β = ±0 test's bound, and NaN in the conv's next steps): a β = ±0
- * step then has δ = NaN, which turns S to NaN, and the step must not be passed over.
+ * A layer (q = e_0 at every step) whose inputs set, per step, β (input 21: β = 1, else
+ * fl(sigmoid(−200)) = +0), the key (input 22: k = e_1, else e_0), v's hot entry (inputs 1…16) and
+ * whether v overflows (inputs 23 and 24: every v_j = fl(3·10^38 + 3·10^38) = +∞, beyond the β = ±0
+ * test's bound, and NaN in the conv's next steps): a β = ±0 step then has δ = NaN, which turns S
+ * to NaN, and the step must not be passed over.
  */
 function betaZeroLayer(): { w: GdnWeights; H: number } {
-  const cfg = resolveTarget('tiny').config;
-  const d = gdnDimsOf(cfg);
-  const H = cfg.hiddenSize;
-  const { keyDim, valueDim, hk, hv, dk, dv, K } = d;
-  const mat = (rows: number, set: (dense: Float32Array) => void, cols = H): Matrix => {
-    const dense = new Float32Array(rows * cols);
-    set(dense);
-    return { rows, cols, csr: sparsifyMatrix({ rows, cols, dense }).csr };
-  };
-  const inProjQkv = mat(2 * keyDim + valueDim, (m) => {
-    for (let kh = 0; kh < hk; kh++) {
-      m[(kh * dk) * H] = 1; // q = e_0
-      // k = e_0, or e_1 with input 22 (from 4,096 = 2^12: l2norm gives exactly 1)
-      m[(keyDim + kh * dk) * H] = 4096;
-      m[(keyDim + kh * dk) * H + 22] = -4096;
-      m[(keyDim + kh * dk + 1) * H + 22] = 4096;
-    }
-    for (let c = 0; c < valueDim; c++) {
-      m[(2 * keyDim + c) * H + 1 + (c % dv)] = 1;
-      m[(2 * keyDim + c) * H + 23] = 3e38;
-      m[(2 * keyDim + c) * H + 24] = 3e38;
-    }
-  });
-  const inProjZ = mat(valueDim, (m) => { for (let c = 0; c < valueDim; c++) m[c * H] = 20; });
-  const inProjB = mat(hv, (m) => { for (let h = 0; h < hv; h++) { m[h * H] = -200; m[h * H + 21] = 230; } });
-  const inProjA = mat(hv, () => {});
-  const conv1d = new Float32Array(d.convDim * K);
-  for (let c = 0; c < d.convDim; c++) conv1d[c * K + K - 1] = 1;
-  const outProj = mat(H, (m) => { for (let i = 0; i < H; i++) m[i * valueDim + (i % valueDim)] = 0.5; }, valueDim);
-  return {
-    w: {
-      kind: 'linear_attention', inProjQkv, inProjZ, inProjB, inProjA, conv1d,
-      aLog: new Float32Array(hv).fill(-200), dtBias: new Float32Array(hv).fill(-200), norm: new Float32Array(dv).fill(1), outProj,
+  const H = TINY.hiddenSize;
+  const { keyDim, valueDim, hk, hv, dk, dv } = TINY_GDN;
+  return tinyGdnLayer({
+    qkv: (m) => {
+      for (let kh = 0; kh < hk; kh++) {
+        m[(kh * dk) * H] = 1; // q = e_0
+        // k = e_0, or e_1 with input 22 (from 4,096 = 2^12: l2norm gives exactly 1)
+        m[(keyDim + kh * dk) * H] = 4096;
+        m[(keyDim + kh * dk) * H + 22] = -4096;
+        m[(keyDim + kh * dk + 1) * H + 22] = 4096;
+      }
+      for (let c = 0; c < valueDim; c++) {
+        m[(2 * keyDim + c) * H + 1 + (c % dv)] = 1;
+        m[(2 * keyDim + c) * H + 23] = 3e38;
+        m[(2 * keyDim + c) * H + 24] = 3e38;
+      }
     },
-    H,
-  };
+    z: (m) => { for (let c = 0; c < valueDim; c++) m[c * H] = 20; },
+    b: (m) => { for (let h = 0; h < hv; h++) { m[h * H] = -200; m[h * H + 21] = 230; } },
+  }, new Float32Array(dv).fill(1));
 }
 
 describe('tracked GDN step: β = ±0 heads', () => {
-  const cfg = resolveTarget('tiny').config;
-  const d = gdnDimsOf(cfg);
+  const cfg = TINY;
+  const d = TINY_GDN;
   const { w, H } = betaZeroLayer();
   /** [v's hot entry, β = 1, k = e_1, v = +∞] per step. */
   type Step = [number, boolean, boolean, boolean];
   /** The tracked and the full step on the same inputs: the same output bits at every step and the same states after; returns the heads passed over. */
   const compare = (steps: Step[]): number => {
-    const tracked = newGdnCache(gdnDimsOf(cfg));
-    const full = newGdnCache(gdnDimsOf(cfg));
+    const tracked = newGdnCache(TINY_GDN);
+    const full = newGdnCache(TINY_GDN);
     const tctx = makeNumericContext({});
     const fctx = makeNumericContext({});
     const stats = newMatmulStats();

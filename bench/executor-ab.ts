@@ -1,14 +1,17 @@
 /**
- * Steady decode of two builds of the executor, compared in one process: each build runs a fresh
- * executor of the same saved chip on the same program, and the two take turns on blocks of decode
- * steps (A B, then B A, …), so a slower minute of the machine slows both alike. Each block's time
- * is paired with the other build's block next to it; the figure is the median of the pairs'
+ * Steady decode of two builds of the executor, compared in shared processes: in each, both builds
+ * run a fresh executor of the same saved chip on the same program and take turns on blocks of
+ * decode steps (A B, then B A, …), so a slower minute of the machine slows both alike. Each block's
+ * time is paired with the other build's block next to it; the figure is the median of the pairs'
  * differences per token, with how many pairs went each way. Separate processes timed one after
  * another swing by 10–30 % from minute to minute on the development machine (docs/benchmarks.md),
  * far more than the change one round of executor work makes; pairs of blocks 0.3 s apart do not.
+ * The build loaded second into a process runs a few µs per token faster than the first (a build
+ * against itself shows it), so the processes alternate which build they load first, and the
+ * result gives the median under each order as well as over all pairs.
  *
- *   npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--blocks N]
- *     [--block-tokens T] [--warmup W] [--json]
+ *   npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--rounds R]
+ *     [--blocks N] [--block-tokens T] [--warmup W] [--json]
  *
  * `--base REV` (A) and `--head REV` (B; default: the working tree, uncommitted edits included) are
  * git revisions of this repository. Each is bundled with esbuild from its own sources (a revision
@@ -17,18 +20,16 @@
  * programOf and loadChipModel (src/chip/run.ts, src/chip/loaded.ts) as `chipc run` does. `--model
  * CHIP` is a saved chip (`npx chipc cpu --target qwen3.5-4b -o CHIP`), `--elf` the program
  * (default fixtures/firmware/crc32.elf); a build decodes it from its prompt [BOS, J(entry)] and
- * starts it again from a fresh executor when it halts. Each build first decodes `--warmup` steps
- * (default 2,000: the JIT's optimised code), then `--blocks` (default 40) blocks of
- * `--block-tokens` (default 1,000) steps each. Both builds must emit the same tokens: the script
- * compares every one and exits 1 when they differ.
- *
- * Two builds run in one process share the CPU's caches: both rates are a little below a lone
- * process's, alike. Comparing a revision with itself (`--base HEAD --head HEAD`) measures the
- * method's own spread.
+ * starts it again from a fresh executor when it halts. `--rounds` processes (default 4; odd ones
+ * load A first, even ones B) each decode `--warmup` steps per build (default 2,000: the JIT's
+ * optimised code), then `--blocks` (default 20) blocks of `--block-tokens` (default 1,000) steps
+ * per build. Both builds must emit the same tokens: every one is compared, and the script exits 1
+ * when they differ.
  *
  * Prints per build the median block's tokens/s, then the pairs' median difference in µs per token
- * (B − A; negative: B faster) and how many of the pairs B won; `--json` prints one object:
- * { base, head, blocks, blockTokens, tokensPerSecond: { base, head }, diffUsPerToken, headFaster, identical }.
+ * (B − A; negative: B faster), how many of the pairs B won, and the median under each load order;
+ * `--json` prints one object: { base, head, rounds, blocks, blockTokens, tokensPerSecond: { base,
+ * head }, diffUsPerToken, headFaster, pairs, byOrder: { baseFirst, headFirst }, identical }.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -39,7 +40,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function usage(msg: string): never {
-  console.error(`executor-ab: ${msg}\nusage: npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--blocks N] [--block-tokens T] [--warmup W] [--json]`);
+  console.error(`executor-ab: ${msg}\nusage: npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--rounds R] [--blocks N] [--block-tokens T] [--warmup W] [--json]`);
   process.exit(2);
 }
 
@@ -48,7 +49,8 @@ let base: string | undefined;
 let head: string | undefined;
 let model: string | undefined;
 let elf = 'fixtures/firmware/crc32.elf';
-let blocks = 40;
+let rounds = 4;
+let blocks = 20;
 let blockTokens = 1000;
 let warmup = 2000;
 let json = false;
@@ -63,6 +65,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--head') head = value();
   else if (a === '--model') model = value();
   else if (a === '--elf') elf = value();
+  else if (a === '--rounds') rounds = Number(value());
   else if (a === '--blocks') blocks = Number(value());
   else if (a === '--block-tokens') blockTokens = Number(value());
   else if (a === '--warmup') warmup = Number(value());
@@ -71,7 +74,7 @@ for (let i = 0; i < argv.length; i++) {
 }
 if (base === undefined) usage('--base REV is required');
 if (model === undefined) usage('--model CHIP is required (npx chipc cpu --target qwen3.5-4b -o CHIP)');
-for (const [name, v, min] of [['--blocks', blocks, 2], ['--block-tokens', blockTokens, 1], ['--warmup', warmup, 0]] as const) {
+for (const [name, v, min] of [['--rounds', rounds, 1], ['--blocks', blocks, 2], ['--block-tokens', blockTokens, 1], ['--warmup', warmup, 0]] as const) {
   if (!Number.isInteger(v) || v < min) usage(`${name} must be an integer ≥ ${min}, got ${v}`);
 }
 for (const f of [model, elf]) if (!fs.existsSync(f)) usage(`${f}: no such file`);
@@ -165,6 +168,26 @@ const median = (xs: number[]): number => {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
+/**
+ * One process's comparison (run as a child): imports the two bundles in the order given (the
+ * first loaded first), decodes `warmup` steps on each, then `blocks` blocks taking turns (first,
+ * second; then second, first; …), and prints { first: ms[], second: ms[], steps, firstDiff }.
+ */
+const DRIVER = `const [firstBundle, secondBundle, elf, chip, warmup, blocks, blockTokens] = process.argv.slice(2);
+const a = (await import(firstBundle)).makeRunner(elf, chip);
+const b = (await import(secondBundle)).makeRunner(elf, chip);
+const idsA = [], idsB = [], ta = [], tb = [];
+a.step(Number(warmup), idsA);
+b.step(Number(warmup), idsB);
+for (let i = 0; i < Number(blocks); i++) {
+  if (i % 2 === 0) { ta.push(a.step(Number(blockTokens), idsA)); tb.push(b.step(Number(blockTokens), idsB)); }
+  else { tb.push(b.step(Number(blockTokens), idsB)); ta.push(a.step(Number(blockTokens), idsA)); }
+}
+let firstDiff = idsA.length === idsB.length ? -1 : Math.min(idsA.length, idsB.length);
+for (let i = 0; i < Math.min(idsA.length, idsB.length); i++) if (idsA[i] !== idsB[i]) { firstDiff = i; break; }
+console.log(JSON.stringify({ first: ta, second: tb, steps: idsA.length, firstDiff }));
+`;
+
 const sideA = await buildSide('base', base);
 let sideB: Build;
 try {
@@ -174,34 +197,47 @@ try {
   throw e;
 }
 try {
-  interface Runner { step(n: number, ids: number[]): number }
-  const load = async (b: Build): Promise<Runner> => ((await import(pathToFileURL(b.bundle).href)) as { makeRunner(elf: string, chip: string): Runner }).makeRunner(elf, model);
-  const a = await load(sideA);
-  const b = await load(sideB);
-  const idsA: number[] = [];
-  const idsB: number[] = [];
-  a.step(warmup, idsA);
-  b.step(warmup, idsB);
+  const driver = path.join(root, 'build', 'ab', 'driver.mjs');
+  fs.writeFileSync(driver, DRIVER);
+  const urlA = pathToFileURL(sideA.bundle).href;
+  const urlB = pathToFileURL(sideB.bundle).href;
+  // per load order: the pairs' differences B − A in µs per token, and the blocks' ms
+  const diffs: Record<'baseFirst' | 'headFirst', number[]> = { baseFirst: [], headFirst: [] };
   const ta: number[] = [];
   const tb: number[] = [];
-  for (let i = 0; i < blocks; i++) {
-    if (i % 2 === 0) { ta.push(a.step(blockTokens, idsA)); tb.push(b.step(blockTokens, idsB)); } else { tb.push(b.step(blockTokens, idsB)); ta.push(a.step(blockTokens, idsA)); }
+  let steps = 0;
+  let identical = true;
+  for (let r = 0; r < rounds; r++) {
+    const baseFirst = r % 2 === 0;
+    const args = [driver, baseFirst ? urlA : urlB, baseFirst ? urlB : urlA, elf, model, String(warmup), String(blocks), String(blockTokens)];
+    const out = execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 26 });
+    const run = JSON.parse(out.trim().split('\n').pop()!) as { first: number[]; second: number[]; steps: number; firstDiff: number };
+    const [a, b] = baseFirst ? [run.first, run.second] : [run.second, run.first];
+    ta.push(...a);
+    tb.push(...b);
+    diffs[baseFirst ? 'baseFirst' : 'headFirst'].push(...a.map((x, i) => ((b[i]! - x) / blockTokens) * 1000));
+    steps += run.steps;
+    if (run.firstDiff >= 0) {
+      identical = false;
+      console.error(`executor-ab: round ${r + 1}: the builds' tokens differ at step ${run.firstDiff}`);
+    }
   }
-  let firstDiff = -1;
-  for (let i = 0; i < idsA.length; i++) if (idsA[i] !== idsB[i]) { firstDiff = i; break; }
-  const identical = firstDiff < 0 && idsA.length === idsB.length;
-  const diffs = ta.map((x, i) => ((tb[i]! - x) / blockTokens) * 1000);
+  const all = [...diffs.baseFirst, ...diffs.headFirst];
   const result = {
-    base: sideA.label, head: sideB.label, blocks, blockTokens,
+    base: sideA.label, head: sideB.label, rounds, blocks, blockTokens,
     tokensPerSecond: { base: blockTokens / (median(ta) / 1000), head: blockTokens / (median(tb) / 1000) },
-    diffUsPerToken: median(diffs), headFaster: diffs.filter((d) => d < 0).length, identical,
+    diffUsPerToken: median(all), headFaster: all.filter((d) => d < 0).length, pairs: all.length,
+    byOrder: { baseFirst: median(diffs.baseFirst), headFirst: diffs.headFirst.length > 0 ? median(diffs.headFirst) : null },
+    identical,
   };
   if (json) console.log(JSON.stringify(result));
   else {
+    const sign = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(2)}`;
     console.log(`A ${result.base}: ${result.tokensPerSecond.base.toFixed(0)} tokens/s (median block)`);
     console.log(`B ${result.head}: ${result.tokensPerSecond.head.toFixed(0)} tokens/s`);
-    console.log(`B − A: ${result.diffUsPerToken >= 0 ? '+' : ''}${result.diffUsPerToken.toFixed(2)} µs per token (median of ${blocks} pairs of ${blockTokens}-step blocks), B faster in ${result.headFaster} of ${blocks}`);
-    console.log(identical ? `the same ${idsA.length} tokens from both` : `the builds' tokens differ at step ${firstDiff}`);
+    console.log(`B − A: ${sign(result.diffUsPerToken)} µs per token (median of ${all.length} pairs of ${blockTokens}-step blocks, ${rounds} processes), B faster in ${result.headFaster} of ${all.length}`);
+    console.log(`  by load order: A loaded first ${sign(result.byOrder.baseFirst)}${result.byOrder.headFirst === null ? '' : `, B loaded first ${sign(result.byOrder.headFirst)}`}`);
+    console.log(identical ? `the same tokens from both (${steps} steps each)` : 'the builds\' tokens differ');
   }
   if (!identical) process.exitCode = 1;
 } finally {

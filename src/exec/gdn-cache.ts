@@ -185,9 +185,10 @@ export interface GdnTrack {
   /** Normed entries that changed this step. */
   normedChanged: Int32Array;
   /**
-   * The gated norm's record (f32 form, gatedNormInParts): per value head, the sum of squares and
-   * factor its normed entries were last computed with (normAcc, normR; normKept 1 once they are
-   * set), and per entry the bit patterns of the o and z it was computed from (normIn, normZ).
+   * The gated norm's record (its f32 form's parts: norms.ts gatedNormSquares, gatedNormFactor,
+   * gatedNormEntry): per value head, the sum of squares and factor its normed entries were last
+   * computed with (normAcc, normR; normKept 1 once they are set), and per entry the bit patterns
+   * of the o and z it was computed from (normIn, normZ).
    */
   normIn: Uint32Array;
   normZ: Uint32Array;

@@ -11,7 +11,7 @@
  * result gives the median under each order as well as over all pairs.
  *
  *   npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--rounds R]
- *     [--blocks N] [--block-tokens T] [--warmup W] [--json]
+ *     [--blocks N] [--block-tokens T] [--warmup W] [--cold N] [--json]
  *
  * `--base REV` (A) and `--head REV` (B; default: the working tree, uncommitted edits included) are
  * git revisions of this repository. Each is bundled with esbuild from its own sources (a revision
@@ -30,6 +30,14 @@
  * (B − A; negative: B faster), how many of the pairs B won, and the median under each load order;
  * `--json` prints one object: { base, head, rounds, blocks, blockTokens, tokensPerSecond: { base,
  * head }, diffUsPerToken, headFaster, pairs, byOrder: { baseFirst, headFirst }, identical }.
+ *
+ * `--cold N` compares the cold window instead (a fresh process's first N generated tokens, timed
+ * as bench/chip-speed.ts's `--cold-only` times them: the chip loaded and the executor made before
+ * the clock starts at the prompt): `--rounds` (default 20 here) pairs of fresh processes, one per
+ * build, the order alternating from pair to pair. It prints each build's median window and first
+ * token, the pairs' median differences and how many pairs B finished sooner; `--json`: { base,
+ * head, mode: 'cold', processes, tokens, windowMs, firstTokenMs, windowDiffMs, headSooner,
+ * firstTokenDiffMs, identical } (every process's tokens compared by a hash of their ids).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -40,7 +48,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function usage(msg: string): never {
-  console.error(`executor-ab: ${msg}\nusage: npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--rounds R] [--blocks N] [--block-tokens T] [--warmup W] [--json]`);
+  console.error(`executor-ab: ${msg}\nusage: npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--rounds R] [--blocks N] [--block-tokens T] [--warmup W] [--cold N] [--json]`);
   process.exit(2);
 }
 
@@ -54,6 +62,7 @@ let blocks = 20;
 let blockTokens = 1000;
 let warmup = 2000;
 let json = false;
+let cold = 0;
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i]!;
   const value = (): string => {
@@ -69,15 +78,19 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--blocks') blocks = Number(value());
   else if (a === '--block-tokens') blockTokens = Number(value());
   else if (a === '--warmup') warmup = Number(value());
+  else if (a === '--cold') cold = Number(value());
   else if (a === '--json') json = true;
   else usage(`unknown argument ${a}`);
 }
 if (base === undefined) usage('--base REV is required');
 if (model === undefined) usage('--model CHIP is required (npx chipc cpu --target qwen3.5-4b -o CHIP)');
+const chipPath: string = model;
+if (cold !== 0 && (!Number.isInteger(cold) || cold < 1)) usage(`--cold must be a positive integer, got ${cold}`);
+if (cold > 0 && !argv.includes('--rounds')) rounds = 20;
 for (const [name, v, min] of [['--rounds', rounds, 1], ['--blocks', blocks, 2], ['--block-tokens', blockTokens, 1], ['--warmup', warmup, 0]] as const) {
   if (!Number.isInteger(v) || v < min) usage(`${name} must be an integer ≥ ${min}, got ${v}`);
 }
-for (const f of [model, elf]) if (!fs.existsSync(f)) usage(`${f}: no such file`);
+for (const f of [chipPath, elf]) if (!fs.existsSync(f)) usage(`${f}: no such file`);
 
 /** The commit `rev` names (git rev-parse); a usage error when it names none. */
 function commitOf(rev: string): string {
@@ -121,6 +134,25 @@ export function makeRunner(elf, chip) {
       return performance.now() - t;
     },
   };
+}
+/**
+ * A fresh process's first n generated tokens (the cold window, as bench/chip-speed.ts times it):
+ * the chip loaded and the executor made first, then the clock from the prompt's start to the
+ * n-th token (or HALT); its ms, the first token's ms, the tokens and their ids.
+ */
+export function coldWindow(elf, chip, n) {
+  const rv32 = readChipCheckpoint(chip).manifest.rv32;
+  const prog = programOf(fs.readFileSync(elf), { codeBytes: rv32.codeWords * 4, memBytes: rv32.memWords * 4 });
+  const model = loadChipModel(chip, prog);
+  const prompt = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
+  const ex = chipExecutor(model, prog, { profile: 'f32', order: { kind: 'sequential' }, path: 'sparse' });
+  const t = performance.now();
+  ex.prime(prompt.slice(0, -1));
+  let last = ex.decodeArgmax(prompt[prompt.length - 1]);
+  const firstMs = performance.now() - t;
+  const ids = [last];
+  while (ids.length < n && decodeToken(last).kind !== 'HALT') { last = ex.decodeArgmax(last); ids.push(last); }
+  return { ms: performance.now() - t, firstMs, ids };
 }
 `;
 
@@ -188,6 +220,14 @@ for (let i = 0; i < Math.min(idsA.length, idsB.length); i++) if (idsA[i] !== ids
 console.log(JSON.stringify({ first: ta, second: tb, steps: idsA.length, firstDiff }));
 `;
 
+/** One fresh process's cold window (run as a child): prints { ms, firstMs, tokens, hash }. */
+const COLD_DRIVER = `const [bundle, elf, chip, n] = process.argv.slice(2);
+const r = (await import(bundle)).coldWindow(elf, chip, Number(n));
+let h = 0x811c9dc5;
+for (const id of r.ids) h = Math.imul(h ^ id, 0x01000193);
+console.log(JSON.stringify({ ms: r.ms, firstMs: r.firstMs, tokens: r.ids.length, hash: h >>> 0 }));
+`;
+
 const sideA = await buildSide('base', base);
 let sideB: Build;
 try {
@@ -197,10 +237,22 @@ try {
   throw e;
 }
 try {
-  const driver = path.join(root, 'build', 'ab', 'driver.mjs');
-  fs.writeFileSync(driver, DRIVER);
   const urlA = pathToFileURL(sideA.bundle).href;
   const urlB = pathToFileURL(sideB.bundle).href;
+  if (cold > 0) coldComparison(urlA, urlB);
+  else steadyComparison(urlA, urlB);
+} finally {
+  sideA.cleanup();
+  sideB.cleanup();
+}
+
+/**
+ * The steady comparison: `--rounds` processes of the driver, alternating which build each loads
+ * first; prints the pairs' median difference over all of them and under each order.
+ */
+function steadyComparison(urlA: string, urlB: string): void {
+  const driver = path.join(root, 'build', 'ab', 'driver.mjs');
+  fs.writeFileSync(driver, DRIVER);
   // per load order: the pairs' differences B − A in µs per token, and the blocks' ms
   const diffs: Record<'baseFirst' | 'headFirst', number[]> = { baseFirst: [], headFirst: [] };
   const ta: number[] = [];
@@ -209,7 +261,7 @@ try {
   let identical = true;
   for (let r = 0; r < rounds; r++) {
     const baseFirst = r % 2 === 0;
-    const args = [driver, baseFirst ? urlA : urlB, baseFirst ? urlB : urlA, elf, model, String(warmup), String(blocks), String(blockTokens)];
+    const args = [driver, baseFirst ? urlA : urlB, baseFirst ? urlB : urlA, elf, chipPath, String(warmup), String(blocks), String(blockTokens)];
     const out = execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8', maxBuffer: 1 << 26 });
     const run = JSON.parse(out.trim().split('\n').pop()!) as { first: number[]; second: number[]; steps: number; firstDiff: number };
     const [a, b] = baseFirst ? [run.first, run.second] : [run.second, run.first];
@@ -240,7 +292,40 @@ try {
     console.log(identical ? `the same tokens from both (${steps} steps each)` : 'the builds\' tokens differ');
   }
   if (!identical) process.exitCode = 1;
-} finally {
-  sideA.cleanup();
-  sideB.cleanup();
+}
+
+/**
+ * `--cold N`: `--rounds` pairs of fresh processes, one per build, the order alternating from pair
+ * to pair (A B, then B A); each times its cold window of N tokens. Prints the medians of the
+ * window and of the first token per build, the pairs' median differences, and whether every
+ * process emitted the same tokens.
+ */
+function coldComparison(urlA: string, urlB: string): void {
+  const driver = path.join(root, 'build', 'ab', 'cold-driver.mjs');
+  fs.writeFileSync(driver, COLD_DRIVER);
+  const runOne = (url: string) => JSON.parse(execFileSync(process.execPath, [driver, url, elf, chipPath, String(cold)], { cwd: root, encoding: 'utf8' }).trim().split('\n').pop()!) as { ms: number; firstMs: number; tokens: number; hash: number };
+  const a: ReturnType<typeof runOne>[] = [];
+  const b: ReturnType<typeof runOne>[] = [];
+  for (let r = 0; r < rounds; r++) {
+    if (r % 2 === 0) { a.push(runOne(urlA)); b.push(runOne(urlB)); } else { b.push(runOne(urlB)); a.push(runOne(urlA)); }
+  }
+  const identical = [...a, ...b].every((x) => x.hash === a[0]!.hash && x.tokens === a[0]!.tokens);
+  const windowDiffs = a.map((x, i) => b[i]!.ms - x.ms);
+  const firstDiffs = a.map((x, i) => b[i]!.firstMs - x.firstMs);
+  const result = {
+    base: sideA.label, head: sideB.label, mode: 'cold', processes: rounds, tokens: a[0]!.tokens,
+    windowMs: { base: median(a.map((x) => x.ms)), head: median(b.map((x) => x.ms)) },
+    firstTokenMs: { base: median(a.map((x) => x.firstMs)), head: median(b.map((x) => x.firstMs)) },
+    windowDiffMs: median(windowDiffs), headSooner: windowDiffs.filter((d) => d < 0).length, firstTokenDiffMs: median(firstDiffs),
+    identical,
+  };
+  if (json) console.log(JSON.stringify(result));
+  else {
+    const sign = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`;
+    console.log(`A ${result.base}: ${result.tokens} tokens in ${result.windowMs.base.toFixed(1)} ms (median of ${rounds} fresh processes), first token ${result.firstTokenMs.base.toFixed(1)} ms`);
+    console.log(`B ${result.head}: ${result.windowMs.head.toFixed(1)} ms, first token ${result.firstTokenMs.head.toFixed(1)} ms`);
+    console.log(`B − A: window ${sign(result.windowDiffMs)} ms (median of ${rounds} pairs), B sooner in ${result.headSooner} of ${rounds}; first token ${sign(result.firstTokenDiffMs)} ms`);
+    console.log(identical ? 'the same tokens from every process' : 'the processes\' tokens differ');
+  }
+  if (!identical) process.exitCode = 1;
 }

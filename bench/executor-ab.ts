@@ -110,14 +110,21 @@ import { chipExecutor, programOf, readChipCheckpoint } from '../../src/chip/run.
 import { loadChipModel } from '../../src/chip/loaded.ts';
 import { CODE_BASE } from '../../src/cpu/cpu.ts';
 import { BOS_ID, decodeToken, encodeToken } from '../../riscv/protocol.ts';
-export function makeRunner(elf, chip) {
+/** The program on the saved chip as chipc run loads it: a maker of fresh executors, and the prompt. */
+function load(elf, chip) {
   const rv32 = readChipCheckpoint(chip).manifest.rv32;
   const prog = programOf(fs.readFileSync(elf), { codeBytes: rv32.codeWords * 4, memBytes: rv32.memWords * 4 });
   const model = loadChipModel(chip, prog);
-  const prompt = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
+  return {
+    executor: () => chipExecutor(model, prog, { profile: 'f32', order: { kind: 'sequential' }, path: 'sparse' }),
+    prompt: [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })],
+  };
+}
+export function makeRunner(elf, chip) {
+  const { executor, prompt } = load(elf, chip);
   let ex, last;
   const restart = () => {
-    ex = chipExecutor(model, prog, { profile: 'f32', order: { kind: 'sequential' }, path: 'sparse' });
+    ex = executor();
     ex.prime(prompt.slice(0, -1));
     last = ex.decodeArgmax(prompt[prompt.length - 1]);
   };
@@ -141,11 +148,8 @@ export function makeRunner(elf, chip) {
  * n-th token (or HALT); its ms, the first token's ms, the tokens and their ids.
  */
 export function coldWindow(elf, chip, n) {
-  const rv32 = readChipCheckpoint(chip).manifest.rv32;
-  const prog = programOf(fs.readFileSync(elf), { codeBytes: rv32.codeWords * 4, memBytes: rv32.memWords * 4 });
-  const model = loadChipModel(chip, prog);
-  const prompt = [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })];
-  const ex = chipExecutor(model, prog, { profile: 'f32', order: { kind: 'sequential' }, path: 'sparse' });
+  const { executor, prompt } = load(elf, chip);
+  const ex = executor();
   const t = performance.now();
   ex.prime(prompt.slice(0, -1));
   let last = ex.decodeArgmax(prompt[prompt.length - 1]);

@@ -15,11 +15,11 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { gdnForward, recurrentStep } from '../src/exec/gdn.ts';
-import { gdnDimsOf, newGdnCache } from '../src/exec/gdn-cache.ts';
+import { gdnDimsOf, newGdnCache, type GdnCache } from '../src/exec/gdn-cache.ts';
 import {
   beyondVBound, classifyState, newKvMemo, newSparseStepScratch, recurrentStepSparse, STATE_ANY, STATE_CLEAN, STATE_POS, STATE_ZERO,
 } from '../src/exec/gdn-sparse-step.ts';
-import { linearEx, newMatmulStats } from '../src/exec/matmul.ts';
+import { linearEx, newMatmulStats, type MatmulStats } from '../src/exec/matmul.ts';
 import { exp32, makeNumericContext, roundBf16, silu32 } from '../src/exec/numeric.ts';
 import { attentionStep, KvCache, ropeInvFreq } from '../src/exec/attention.ts';
 import { bf16ToF32, f32ToBf16 } from '../src/safetensors/dtype.ts';
@@ -346,28 +346,42 @@ function pinnedNormLayer(): { w: GdnWeights; H: number } {
   }, Float32Array.from({ length: dv }, (_, j) => 1 + j / 8));
 }
 
+/**
+ * Runs `xs` through the layer twice — the tracked decode step (sparse path) and the full step
+ * (dense path), each on a cache and numeric context of its own — and expects the same output bits
+ * at every step and the same states after; `afterStep` sees the tracked cache after each step.
+ * Returns the tracked steps' stats.
+ */
+function trackedAgainstFull(w: GdnWeights, xs: Float32Array[], afterStep?: (tracked: GdnCache) => void): MatmulStats {
+  const tracked = newGdnCache(TINY_GDN);
+  const full = newGdnCache(TINY_GDN);
+  const tctx = makeNumericContext({});
+  const fctx = makeNumericContext({});
+  const stats = newMatmulStats();
+  for (const x of xs) {
+    const a = gdnForward(tctx, TINY, w, tracked, [x], 'decode', 'sparse', false, stats);
+    const b = gdnForward(fctx, TINY, w, full, [x], 'decode', 'dense', false);
+    expect(bits(a.out[0]!)).toEqual(bits(b.out[0]!));
+    afterStep?.(tracked);
+  }
+  for (let h = 0; h < TINY_GDN.hv; h++) expect(bits(tracked.S[h]!)).toEqual(bits(full.S[h]!));
+  return stats;
+}
+
 describe('tracked GDN step: gated norm', () => {
   it('outputs whose hot entry moves at a constant sum of squares, and z moving alone, give the full step\'s bits', () => {
-    const cfg = TINY;
     const { w, H } = pinnedNormLayer();
     // per step: the hot v entry, a second one (−1: none; o's sum of squares then moves) and z's selector
     const step = fc.tuple(fc.integer({ min: 0, max: 15 }), fc.integer({ min: -1, max: 15 }), fc.integer({ min: 0, max: 3 }));
     fc.assert(fc.property(fc.array(step, { minLength: 2, maxLength: 14 }), (steps) => {
-      const tracked = newGdnCache(TINY_GDN);
-      const full = newGdnCache(TINY_GDN);
-      const tctx = makeNumericContext({});
-      const fctx = makeNumericContext({});
-      const stats = newMatmulStats();
-      for (const [v, v2, z] of steps) {
+      const stats = trackedAgainstFull(w, steps.map(([v, v2, z]) => {
         const x = new Float32Array(H);
         x[0] = 1;
         x[1 + v] = 1;
         if (v2 >= 0) x[1 + v2] = 1;
         x[17 + z] = 1;
-        const a = gdnForward(tctx, cfg, w, tracked, [x], 'decode', 'sparse', false, stats);
-        const b = gdnForward(fctx, cfg, w, full, [x], 'decode', 'dense', false);
-        expect(bits(a.out[0]!)).toEqual(bits(b.out[0]!));
-      }
+        return x;
+      }));
       // the steps after the first ran the tracked step (its head steps are counted)
       expect(stats.gdnHeadSteps).toBeGreaterThan(0);
     }), { numRuns: 60, seed: 28 });
@@ -405,39 +419,28 @@ function betaZeroLayer(): { w: GdnWeights; H: number } {
 }
 
 describe('tracked GDN step: β = ±0 heads', () => {
-  const cfg = TINY;
   const d = TINY_GDN;
   const { w, H } = betaZeroLayer();
   /** [v's hot entry, β = 1, k = e_1, v = +∞] per step. */
   type Step = [number, boolean, boolean, boolean];
-  /** The tracked and the full step on the same inputs: the same output bits at every step and the same states after; returns the heads passed over. */
-  const compare = (steps: Step[]): number => {
-    const tracked = newGdnCache(TINY_GDN);
-    const full = newGdnCache(TINY_GDN);
-    const tctx = makeNumericContext({});
-    const fctx = makeNumericContext({});
-    const stats = newMatmulStats();
-    for (const [v, beta1, k1, inf] of steps) {
-      const x = new Float32Array(H);
-      x[0] = 1;
-      x[1 + v] = 1;
-      if (beta1) x[21] = 1;
-      if (k1) x[22] = 1;
-      if (inf) { x[23] = 1; x[24] = 1; }
-      const a = gdnForward(tctx, cfg, w, tracked, [x], 'decode', 'sparse', false, stats);
-      const b = gdnForward(fctx, cfg, w, full, [x], 'decode', 'dense', false);
-      expect(bits(a.out[0]!)).toEqual(bits(b.out[0]!));
-      // the track's count of each head's v entries beyond the bound is a count of the conv outputs
-      const convedBits = tracked.buffers!.convedBits;
-      for (let h = 0; h < d.hv; h++) {
-        let n = 0;
-        for (let j = 0; j < d.dv; j++) n += beyondVBound(convedBits[2 * d.keyDim + h * d.dv + j]!);
-        expect(tracked.track!.vBeyond[h]).toBe(n);
-      }
+  /** trackedAgainstFull on the steps, the track's bound counts checked after each; returns the heads passed over. */
+  const compare = (steps: Step[]): number => trackedAgainstFull(w, steps.map(([v, beta1, k1, inf]) => {
+    const x = new Float32Array(H);
+    x[0] = 1;
+    x[1 + v] = 1;
+    if (beta1) x[21] = 1;
+    if (k1) x[22] = 1;
+    if (inf) { x[23] = 1; x[24] = 1; }
+    return x;
+  }), (tracked) => {
+    // the track's count of each head's v entries beyond the bound is a count of the conv outputs
+    const convedBits = tracked.buffers!.convedBits;
+    for (let h = 0; h < d.hv; h++) {
+      let n = 0;
+      for (let j = 0; j < d.dv; j++) n += beyondVBound(convedBits[2 * d.keyDim + h * d.dv + j]!);
+      expect(tracked.track!.vBeyond[h]).toBe(n);
     }
-    for (let h = 0; h < cfg.linearNumValueHeads; h++) expect(bits(tracked.S[h]!)).toEqual(bits(full.S[h]!));
-    return stats.gdnHeadsBetaZero;
-  };
+  }).gdnHeadsBetaZero;
 
   it('a write, a β = ±0 step that overflows v (δ = NaN), and a kv memo of a key that has since moved', () => {
     // v = +∞ under β = ±0: fl(v − kv)·(±0) is NaN, and the full step turns S to NaN

@@ -391,7 +391,6 @@ function placeOpenRuns(open: Int32Array, cols: number, runs: Int32Array, next: U
   }
 }
 
-
 /**
  * True when every weight of the matrix is +0 (bit pattern 0): no CSR entry and, if there is a
  * dense form, no −0 in it. On the sparse path such a matrix maps any finite input that has at

@@ -710,7 +710,7 @@ describe('incremental decode on whole executors', () => {
     }
   });
 
-  it('lazy conv channels: the state they stand for = the dense path\'s, every step, and after a dropped track (compiled and multi-tap weights)', async () => {
+  it('lazy conv channels: the state they stand for = the dense path\'s, every step, and after a dropped track (compiled, multi-tap and older-tap weights)', async () => {
     const { tiny, res, stream } = await regfileStream(7, 80);
     const K = tiny.linearConvKernelDim;
     const layers = res.weights.config.layerTypes.flatMap((t, i) => (t === 'linear_attention' ? [i] : []));
@@ -728,7 +728,22 @@ describe('incremental decode on whole executors', () => {
         return { ...l, mixer: { ...l.mixer, conv1d: cw } };
       }),
     };
-    for (const weights of [res.weights, multiTap]) {
+    // and a copy where every other channel's one weight sits on an older tap (the channel reads
+    // the input of one or two positions back: a lazy one must have its taps from that one on equal)
+    const olderTap = {
+      ...res.weights,
+      layers: res.weights.layers.map((l) => {
+        if (l.mixer.kind !== 'linear_attention') return l;
+        const cw = l.mixer.conv1d.slice();
+        for (let c = 0; c * K < cw.length; c += 2) {
+          const at = K - 2 - ((c >> 1) % 2);
+          cw[c * K + at] = cw[c * K + K - 1]!;
+          cw[c * K + K - 1] = 0;
+        }
+        return { ...l, mixer: { ...l.mixer, conv1d: cw } };
+      }),
+    };
+    for (const weights of [res.weights, multiTap, olderTap]) {
       const s = new Executor(weights, { path: 'sparse', profile: 'f32' });
       const d = new Executor(weights, { path: 'dense', profile: 'f32' });
       const recS = recorder(s);
@@ -738,6 +753,7 @@ describe('incremental decode on whole executors', () => {
       d.prefill([stream[0]!]);
       let lazySeen = 0;
       let lazyZeroSeen = 0;
+      let lazyOlderSeen = 0;
       for (let i = 1; i < stream.length; i++) {
         expect(s.decodeArgmax(stream[i]!)).toBe(argmax(d.decode(stream[i]!)));
         for (const li of layers) {
@@ -751,6 +767,7 @@ describe('incremental decode on whole executors', () => {
               lazySeen++;
               // a lazy channel whose newest product is ±0 went lazy by folding ahead (steadyAhead)
               if (cw[c * K + K - 1]! * cs.conv[c * K + K - 1]! === 0) lazyZeroSeen++;
+              if (t.tapAt[c]! < K - 1) lazyOlderSeen++;
             }
           }
           expect(bits(gdnConvSnapshot(cs, K))).toEqual(bits(cacheOf(d, li).conv));
@@ -769,6 +786,7 @@ describe('incremental decode on whole executors', () => {
       }
       expect(lazySeen).toBeGreaterThan(0); // channels did go lazy
       if (weights === multiTap) expect(lazyZeroSeen).toBeGreaterThan(0); // and some with a zero output
+      if (weights === olderTap) expect(lazyOlderSeen).toBeGreaterThan(0); // and some of an older tap
       expect(recS).toEqual(recD);
     }
   });

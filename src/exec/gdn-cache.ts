@@ -165,12 +165,14 @@ export interface GdnTrack {
    * One record per conv channel c, at 4c … 4c+3, so a step reads one cache line per channel
    * (these were three arrays and the single-tap weights a fourth): `chan[4c]` lazySince (below),
    * `chan[4c+1]` flags (CH_ACTIVE: in `active`; CH_LISTED: in lazyList), `chanF[4c+2]` the
-   * channel's single-tap weight (singleTapOf; NaN when it is not single-tap), `chan[4c+3]` the bit
-   * pattern of the channel's newest state tap (only the tracked step writes the conv state while a
-   * track lives). `chanF` is `chan` as floats.
+   * channel's single-tap weight (singleTapOf: the weight of its one tap that weighs; NaN when more
+   * taps weigh), `chan[4c+3]` the bit pattern of the channel's newest state tap (only the tracked
+   * step writes the conv state while a track lives). `chanF` is `chan` as floats.
    */
   chan: Int32Array;
   chanF: Float32Array;
+  /** Per conv channel: the tap its single-tap weight weighs (SingleTaps.at; K − 1 the newest). */
+  tapAt: Uint8Array;
   /** Per key head: its q inputs (conved) changed this step. */
   qDirty: Uint8Array;
   /** Per key head: its k inputs changed this step. */

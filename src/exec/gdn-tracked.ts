@@ -25,7 +25,7 @@ import { gatedNormEntry, gatedNormFactor, gatedNormSquares } from './norms.ts';
 import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 import { rowStackOf } from './stack-rows.ts';
-import type { ConvLive, DeltaLinearState, ExecPlans } from './plans.ts';
+import type { ConvLive, DeltaLinearState, ExecPlans, SingleTaps } from './plans.ts';
 import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
 import type { GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
 import { convZeroOf, inProjParts, normalizeQk, noteConvInputs } from './gdn-token.ts';
@@ -41,7 +41,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
   const chan = new Int32Array(4 * d.convDim);
   const chanF = new Float32Array(chan.buffer);
   return {
-    chan, chanF,
+    chan, chanF, tapAt: new Uint8Array(0),
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), normMoved: new Int32Array(d.dv),
     vBeyond: new Int32Array(d.hv), kAbs: new Float64Array(d.hk),
     weights: w, siluForm, active: new Int32Array(d.convDim), nActive: 0,
@@ -62,18 +62,21 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
  * weight, the newest tap's bits, CH_ACTIVE when its taps are not all equal) and listing the
  * active channels (t.active), in one pass, over channels list[0..n) (null: every
  * channel 0 … n−1). A cold channel (convStepF32) keeps its all-+0 taps: settled, newest bits 0. A
- * single-tap channel whose fold is finite and non-zero is not active but lazy at once, as
- * trackedConvStep would make it at the next step (while its input stays its fold is fl(w·x)
- * whatever its older taps hold): lazy since this step (step 0), listed in t.lazyList.
+ * single-tap channel whose fold is finite and non-zero and whose taps from its weighed one on are
+ * equal is not active but lazy at once, as trackedConvStep would make it at the next step (while
+ * its input stays its fold is fl(w·x) whatever its older taps hold): lazy since this step (step
+ * 0), listed in t.lazyList.
  * (A fresh cache's first tracked step had every such channel of every layer to visit again.)
  * Returns the active count; the lazy one is kept in lazyCount[0] (0 on entry).
  */
 function freshConvStep(
   t: GdnTrack, list: Int32Array | null, n: number, K: number, cw: Float32Array, conv: Float32Array, mixed: Float32Array,
-  conved: Float32Array, finite: Uint8Array, zeroOut: Float32Array, singleW: Float32Array, form: 'mul' | 'div',
+  conved: Float32Array, finite: Uint8Array, zeroOut: Float32Array, single: SingleTaps, form: 'mul' | 'div',
   lazyCount: Int32Array,
 ): number {
   const { chan, active, lazyList } = t;
+  const singleW = single.w;
+  const singleAt = single.at;
   const mixedBits = new Uint32Array(mixed.buffer, mixed.byteOffset, mixed.length);
   const convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
   const chanF = new Float32Array(chan.buffer, chan.byteOffset, chan.length);
@@ -102,7 +105,7 @@ function freshConvStep(
     for (let j = 0; j < K - 1; j++) if (convBits[base + j] !== nb) { settled = false; break; }
     const sw = singleW[c];
     if (settled) chan[4 * c + 1] = 0;
-    else if (sw === sw && y !== 0 && y - y === 0) {
+    else if (sw === sw && y !== 0 && y - y === 0 && tapsEqualFrom(convBits, base, K, singleAt[c])) {
       chan[4 * c] = 0;
       chan[4 * c + 1] = CH_LISTED;
       lazyList[nLazy++] = c;
@@ -121,28 +124,28 @@ function convLiveOf(plans: ExecPlans, stack: Matrix, cw: Float32Array, convDim: 
   let cl = convLiveCache.get(stack);
   if (cl === undefined || cl.cw !== cw) {
     const rowPtr = (stack.csr as CsrMatrix).rowPtr;
-    const singleW = singleTapOf(plans, cw, convDim, K);
+    const single = singleTapOf(plans, cw, convDim, K);
     const template = new Int32Array(4 * convDim);
     const live = new Int32Array(convDim);
-    const n = fillConvLive(rowPtr, finite, singleW, convDim, template, live);
-    cl = { cw, list: live.slice(0, n), template, singleW };
+    const n = fillConvLive(rowPtr, finite, single.w, convDim, template, live);
+    cl = { cw, list: live.slice(0, n), template, single };
     convLiveCache.set(stack, cl);
   }
   return cl;
 }
 
 /**
- * Per conv weight tensor, per channel: the newest tap's weight for a channel whose taps 0…K−2
- * are ±0 (only the newest tap weighs), NaN for any other channel (or a NaN newest weight, which
- * the fold handles). Dense, so a step reads one float per channel instead of its K weights.
- * Kept in plans.singleTap.
+ * Per conv weight tensor, per channel: the weight of the one tap that weighs and which tap it is
+ * (plans.ts SingleTaps: the newest for most channels, an older one for a channel that reads an
+ * earlier position's input). Dense, so a step reads one float per channel instead of its K
+ * weights. Kept in plans.singleTap.
  */
-function singleTapOf(plans: ExecPlans, cw: Float32Array, convDim: number, K: number): Float32Array {
+function singleTapOf(plans: ExecPlans, cw: Float32Array, convDim: number, K: number): SingleTaps {
   const singleTapCache = plans.singleTap;
   let st = singleTapCache.get(cw);
   if (st === undefined) {
-    st = new Float32Array(convDim);
-    fillSingleTaps(cw, convDim, K, st);
+    st = { w: new Float32Array(convDim), at: new Uint8Array(convDim) };
+    fillSingleTaps(cw, convDim, K, st.w, st.at);
     singleTapCache.set(cw, st);
   }
   return st;
@@ -167,12 +170,15 @@ function fillConvLive(
   return n;
 }
 
-/** singleTapOf's weights into st (see singleTapOf). */
-function fillSingleTaps(cw: Float32Array, convDim: number, K: number, st: Float32Array): void {
+/** singleTapOf's weights and taps into w and at (plans.ts SingleTaps). */
+function fillSingleTaps(cw: Float32Array, convDim: number, K: number, w: Float32Array, at: Uint8Array): void {
   for (let c = 0; c < convDim; c++) {
-    let one = true;
-    for (let j = 0; j < K - 1; j++) if (cw[c * K + j] !== 0) { one = false; break; }
-    st[c] = one ? cw[c * K + K - 1]! : NaN;
+    // the taps that weigh (a weight other than ±0; NaN weighs): none → the newest, weighing ±0
+    let n = 0;
+    let tap = K - 1;
+    for (let j = 0; j < K; j++) if (cw[c * K + j] !== 0) { n++; tap = j; }
+    w[c] = n <= 1 ? cw[c * K + tap]! : NaN;
+    at[c] = tap;
   }
 }
 
@@ -244,9 +250,16 @@ export function materializeLazyConv(cache: GdnCache, K: number): void {
   t.nLazy = 0;
 }
 
-/** True when taps 0…K−2 of the channel at `base` are finite. */
-function olderTapsFinite(conv: Float32Array, base: number, K: number): boolean {
-  for (let j = 0; j < K - 1; j++) { const v = conv[base + j]; if (v - v !== 0) return false; }
+/** True when every tap of the channel at `base` but tap `at` is finite. */
+function otherTapsFinite(conv: Float32Array, base: number, K: number, at: number): boolean {
+  for (let j = 0; j < K; j++) { const v = conv[base + j]; if (j !== at && v - v !== 0) return false; }
+  return true;
+}
+
+/** True when taps at … K−1 of the channel at `base` are bit-identical (always, for at = K − 1). */
+function tapsEqualFrom(convBits: Uint32Array, base: number, K: number, at: number): boolean {
+  const b = convBits[base + K - 1];
+  for (let j = at; j < K - 1; j++) if (convBits[base + j] !== b) return false;
   return true;
 }
 
@@ -303,7 +316,7 @@ function trackedConvStep(
   t.kDirty.fill(0);
   t.vDirty.fill(0);
   const mixedBits = t.projBits;
-  const { active, chan, chanF } = t;
+  const { active, chan, chanF, tapAt } = t;
   let n = t.nActive;
   // settled channels whose input differs from their (equal) taps join the active list
   if (ps.full) {
@@ -330,10 +343,11 @@ function trackedConvStep(
     chan[4 * c + 3] = mixedBits[c];
     const sw = chanF[4 * c + 2];
     const single = sw === sw;
-    let y = single ? f32(sw * conv[base + K - 1]) : 0;
-    if (y === 0 || !olderTapsFinite(conv, base, K)) {
-      // the fold itself; a single-tap channel with a product p ≠ 0 and finite older taps folds
-      // −0 + (±0)… + p = p (the older taps weigh ±0), which the line above computed
+    const at = single ? tapAt[c] : K - 1;
+    let y = single ? f32(sw * conv[base + at]) : 0;
+    if (y === 0 || !otherTapsFinite(conv, base, K, at)) {
+      // the fold itself; a single-tap channel with a product p ≠ 0 and its other taps finite
+      // folds −0 + (±0)… + p + (±0)… = p (the other taps weigh ±0), which the line above computed
       y = -0;
       for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
     }
@@ -349,11 +363,16 @@ function trackedConvStep(
       }
     }
     if (!moved && tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
-    else if ((single && y !== 0 && y - y === 0) || (y - y === 0 && steadyAhead(cw, conv, base, K, y))) {
+    else if (single && y !== 0 && y - y === 0
+      ? tapsEqualFrom(convBits, base, K, at)
+      : y - y === 0 && steadyAhead(cw, conv, base, K, y)) {
       // Lazy: while the input stays, every later step's fold is the same y. A single-tap channel
-      // with y ≠ 0: its older taps weigh ±0 and are finite (else y would be NaN), so the fold is
-      // −0 + (±0)… + p = p whatever they hold. Any other channel: the K − 1 shifted windows were
-      // folded ahead (steadyAhead). The skipped shifts are replayed when the channel next runs
+      // with y ≠ 0: its other taps weigh ±0 and are finite (else y would be NaN), so the fold is
+      // −0 + (±0)… + p + (±0)… = p whatever they hold, and the shifts bring taps at + 1 … K − 1
+      // and then the input to its tap: the same bits, when they equal the newest (always, for
+      // the newest tap; a channel of an older tap whose taps differ stays active until they do,
+      // without folding ahead). Any other channel: the K − 1 shifted windows were folded ahead
+      // (steadyAhead). The skipped shifts are replayed when the channel next runs
       // (catchUpChannel) or before anything else reads the state (materializeLazyConv).
       chan[4 * c] = t.step;
       if ((chan[4 * c + 1] & CH_LISTED) === 0) lazyList[t.nLazy++] = c;
@@ -423,10 +442,11 @@ export function gdnDecodeTracked(
       // the channels off the live list are cold (ConvLive): their records and outputs are copies
       t.chan.set(live.template);
       conved.set(cz.out);
-      t.nActive = freshConvStep(t, live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, form, lazyCount);
+      t.nActive = freshConvStep(t, live.list, live.list.length, K, cw, conv, mixed, conved, cz.finite, cz.out, live.single, form, lazyCount);
     } else {
-      t.nActive = freshConvStep(t, null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.singleW, form, lazyCount);
+      t.nActive = freshConvStep(t, null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.single, form, lazyCount);
     }
+    t.tapAt = live.single.at;
     t.nLazy = lazyCount[0];
     t.qDirty.fill(1);
     t.kDirty.fill(1);

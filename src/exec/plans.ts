@@ -277,7 +277,15 @@ export interface DeltaLinearState {
  * active, its single-tap weight, newest bits 0 (`template`, every channel's). `list` holds the
  * others, ascending: a non-empty qkv row or a non-finite tap.
  */
-export interface ConvLive { cw: Float32Array; list: Int32Array; template: Int32Array; singleW: Float32Array }
+export interface ConvLive { cw: Float32Array; list: Int32Array; template: Int32Array; single: SingleTaps }
+
+/**
+ * Per conv weight tensor, per channel: `w` the weight of its one tap that weighs (every other tap's
+ * weight ±0), at tap `at` (K − 1 the newest), or NaN for a channel with more than one such tap (or
+ * a NaN weight, which the fold handles); a channel whose taps all weigh ±0 has at = K − 1 and
+ * w = its newest weight (±0). gdn-tracked.ts singleTapOf.
+ */
+export interface SingleTaps { w: Float32Array; at: Uint8Array }
 
 /** Per numeric context and gate matrix: swigluDelta's h and the gate/up memo version it reflects. */
 export interface FfnDeltaState { h: Float32Array; hBits: Uint32Array; valid: boolean; changed: Int32Array; ver: number }
@@ -308,7 +316,7 @@ export class ExecPlans {
   readonly convZero = new WeakMap<Float32Array, ConvZero>();
   readonly inProjLists = new WeakMap<GdnWeights, Matrix[]>();
   readonly convLive = new WeakMap<Matrix, ConvLive>();
-  readonly singleTap = new WeakMap<Float32Array, Float32Array>();
+  readonly singleTap = new WeakMap<Float32Array, SingleTaps>();
   readonly idleLayers = new WeakMap<GdnWeights, boolean>();
   readonly gateUpLists = new WeakMap<object, Matrix[]>();
   readonly onePlus = new WeakMap<Float32Array, Float32Array>();

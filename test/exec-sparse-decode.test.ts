@@ -331,9 +331,11 @@ function tinyGdnLayer(fill: { qkv: (m: Float32Array) => void; z: (m: Float32Arra
  * A layer whose every value head writes its v into state row 0 (k = e_0, β = 1) and reads row 0
  * back (q = e_0), so its output o is the v that input dims 1…16 select — the sum of squares of o
  * stays while one hot entry moves, and moves with their count — and whose gate z is 20 plus 5
- * where input dims 17…20 select (z moves alone when only that selector does).
+ * where input dims 17…20 select (z moves alone when only that selector does). `switchedWrite`:
+ * β = 1 only where input dim 21 is 1, else fl(sigmoid(−200)) = +0 (the head then keeps the row it
+ * holds, and its output stays while v, z or nothing moves).
  */
-function pinnedNormLayer(): { w: GdnWeights; H: number } {
+function pinnedNormLayer(switchedWrite = false): { w: GdnWeights; H: number } {
   const H = TINY.hiddenSize;
   const { keyDim, valueDim, hk, hv, dk, dv } = TINY_GDN;
   return tinyGdnLayer({
@@ -342,7 +344,8 @@ function pinnedNormLayer(): { w: GdnWeights; H: number } {
       for (let c = 0; c < valueDim; c++) m[(2 * keyDim + c) * H + 1 + (c % dv)] = 1; // v_j = x_{1+j}
     },
     z: (m) => { for (let c = 0; c < valueDim; c++) { m[c * H] = 20; m[c * H + 17 + (c % 4)] = 5; } },
-    b: (m) => { for (let h = 0; h < hv; h++) m[h * H] = 30; }, // β = fl(sigmoid(30)) = 1
+    // β = fl(sigmoid(30)) = 1
+    b: (m) => { for (let h = 0; h < hv; h++) { m[h * H] = switchedWrite ? -200 : 30; if (switchedWrite) m[h * H + 21] = 230; } },
   }, Float32Array.from({ length: dv }, (_, j) => 1 + j / 8));
 }
 
@@ -385,6 +388,22 @@ describe('tracked GDN step: gated norm', () => {
       // the steps after the first ran the tracked step (its head steps are counted)
       expect(stats.gdnHeadSteps).toBeGreaterThan(0);
     }), { numRuns: 60, seed: 28 });
+  });
+
+  it('heads that keep their output while z moves (no write), and writes that move it, give the full step\'s bits', () => {
+    const { w, H } = pinnedNormLayer(true);
+    // per step: the hot v entry, z's selector, whether the head writes
+    const step = fc.tuple(fc.integer({ min: 0, max: 15 }), fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 2 }).map((x) => x === 0));
+    fc.assert(fc.property(fc.array(step, { minLength: 2, maxLength: 14 }), (steps) => {
+      trackedAgainstFull(w, steps.map(([v, z, write]) => {
+        const x = new Float32Array(H);
+        x[0] = 1;
+        x[1 + v] = 1;
+        x[17 + z] = 1;
+        if (write) x[21] = 1;
+        return x;
+      }));
+    }), { numRuns: 80, seed: 28 });
   });
 });
 

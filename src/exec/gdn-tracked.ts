@@ -36,6 +36,10 @@ const f32 = Math.fround;
 const CH_ACTIVE = 1;
 const CH_LISTED = 2;
 
+/** GdnTrack.coreChanged flags: the head's output o may have moved (its step ran), a z row of it was recomputed. */
+const O_MAY_MOVE = 1;
+const Z_MAY_MOVE = 2;
+
 /** A new track; its channel records are written by the first step (freshConvStep). */
 function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTrack {
   const chan = new Int32Array(4 * d.convDim);
@@ -526,14 +530,14 @@ export function gdnDecodeTracked(
     // the output is a function of q and S: with both as before it is as before unless the step
     // wrote S; otherwise it may have moved (the gated norm compares each entry with the bits it
     // was computed from)
-    coreChanged[h] = same || qSame ? scratch.modified[0] : 1;
+    coreChanged[h] = same || qSame ? scratch.modified[0] * O_MAY_MOVE : O_MAY_MOVE;
   }
   t0 = phaseEnd('gdn.recurrent', t0);
   // gated norm of the heads whose output or z changed
   if (!fresh && !ps.full) {
     for (let i = 0; i < ps.nRows; i++) {
       const r = ps.rows[i];
-      if (r >= zOff && r < bOff) coreChanged[Math.floor((r - zOff) / dv)] = 1;
+      if (r >= zOff && r < bOff) coreChanged[Math.floor((r - zOff) / dv)] |= Z_MAY_MOVE;
     }
   }
   const normed = buf.normed;
@@ -554,13 +558,22 @@ export function gdnDecodeTracked(
     if (!fresh && !ps.full && coreChanged[h] === 0) continue;
     const o0 = h * dv;
     if (!fresh && normKept[h] === 1) {
+      // (a step whose projections were recomputed in full may have moved any z)
+      const may = ps.full ? O_MAY_MOVE | Z_MAY_MOVE : coreChanged[h];
       let m = 0;
       let oMoved = 0;
-      for (let j = 0; j < dv; j++) {
-        const mo = +(coreBits[o0 + j] !== normIn[o0 + j]);
-        if ((mo | +(zBits[zOff + o0 + j] !== normZ[o0 + j])) === 0) continue;
-        moved[m++] = j;
-        oMoved |= mo;
+      if (may === O_MAY_MOVE) {
+        for (let j = 0; j < dv; j++) if (coreBits[o0 + j] !== normIn[o0 + j]) moved[m++] = j;
+        oMoved = +(m > 0);
+      } else if (may === Z_MAY_MOVE) {
+        for (let j = 0; j < dv; j++) if (zBits[zOff + o0 + j] !== normZ[o0 + j]) moved[m++] = j;
+      } else {
+        for (let j = 0; j < dv; j++) {
+          const mo = +(coreBits[o0 + j] !== normIn[o0 + j]);
+          if ((mo | +(zBits[zOff + o0 + j] !== normZ[o0 + j])) === 0) continue;
+          moved[m++] = j;
+          oMoved |= mo;
+        }
       }
       if (m === 0) continue;
       // the same o bits give the same sum; a NaN sum never compares equal (the head is redone)

@@ -28,7 +28,7 @@ import { rowStackOf } from './stack-rows.ts';
 import type { ConvLive, DeltaLinearState, ExecPlans, SingleTaps } from './plans.ts';
 import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
 import type { GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
-import { convZeroOf, inProjParts, normalizeQk, noteConvInputs } from './gdn-token.ts';
+import { convZeroOf, inProjParts, l2normSeq, noteConvInputs } from './gdn-token.ts';
 
 const f32 = Math.fround;
 
@@ -462,10 +462,14 @@ export function gdnDecodeTracked(
   t0 = phaseEnd('gdn.conv', t0);
   const scale = d.qScale;
   const { q, k } = buf;
+  // q of key head h is a function of its q conv outputs alone, k of its k ones (normalizeQk's
+  // sequential form, each normalised on its own): a head renormalises only what moved
   for (let h = 0; h < hk; h++) {
-    if ((t.qDirty[h] | t.kDirty[h]) === 0) continue;
-    normalizeQk(ctx, conved, q, k, h, dk, keyDim, scale, true);
-    if (t.kDirty[h] === 1) t.kAbs[h] = absSum(k, h * dk, dk);
+    if (t.qDirty[h] === 1) l2normSeq(conved, h * dk, dk, q, h * dk, scale);
+    if (t.kDirty[h] === 1) {
+      l2normSeq(conved, keyDim + h * dk, dk, k, h * dk, 1);
+      t.kAbs[h] = absSum(k, h * dk, dk);
+    }
   }
   const vOff = 2 * keyDim; // v in conved
   const { beta, g } = buf;

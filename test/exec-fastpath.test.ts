@@ -19,7 +19,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { linearEx, newMatmulStats } from '../src/exec/matmul.ts';
-import { linearArgmax } from '../src/exec/matmul-argmax.ts';
+import { linearArgmax, scanActivations } from '../src/exec/matmul-argmax.ts';
 import { swiglu } from '../src/exec/mlp.ts';
 import { recurrentStep } from '../src/exec/gdn.ts';
 import { convStepF32, convZeroOf } from '../src/exec/gdn-token.ts';
@@ -399,6 +399,22 @@ describe('round 2: argmax-only LM head', () => {
     expect(linearArgmax(ctx, m, x, 'sparse', new Float32Array(rows))).toBe(4); // (from the memo)
     m.csr = csrOf([[1, 0, 5], [4, 2, 1]]);
     expect(linearArgmax(ctx, m, x, 'sparse', new Float32Array(rows))).toBe(1); // row 1: 5 now
+  });
+
+  it('scanActivations: the non-zero columns, the sign-bit-set count (−0 and negatives) and −1 for a non-finite value, from the bits', () => {
+    // activations drawn as bit patterns: ±0, subnormals, normals, ±∞ and NaNs (either sign)
+    const patterns = [0, 0x80000000, 1, 0x80000001, 0x3f800000, 0xbf800000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001];
+    fc.assert(fc.property(fc.array(fc.oneof(fc.constantFrom(...patterns), fc.integer({ min: 0, max: 2 ** 32 - 1 })), { minLength: 1, maxLength: 40 }), (words) => {
+      const xb = Uint32Array.from(words);
+      const x = new Float32Array(xb.buffer);
+      const nz = new Int32Array(xb.length);
+      const neg = new Int32Array(1);
+      const n = scanActivations(xb, xb.length, nz, neg);
+      if (Array.from(x).some((v) => !Number.isFinite(v))) { expect(n).toBe(-1); return; }
+      const want = Array.from(x).flatMap((v, c) => (v !== 0 ? [c] : []));
+      expect(Array.from(nz.subarray(0, n))).toEqual(want);
+      expect(neg[0]).toBe(Array.from(x).filter((v) => v < 0 || Object.is(v, -0)).length);
+    }), { numRuns: 300, seed: 28 });
   });
 
   it('property: linearArgmax = argmax(dense linear) on random sparse matrices and inputs', () => {

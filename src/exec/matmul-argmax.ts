@@ -42,20 +42,19 @@ export function clearSparseOut(so: SparseOut): void {
 }
 
 /**
- * The finiteness / sign scan of the sparse path plus the non-zero positions: for x[xOff ..
- * xOff+cols), writes the columns with x_c ≠ 0 (ascending) into nz and returns their count, and the
- * count of sign-bit-set activations (x < 0 or −0) in `neg[0]`; returns −1 when some x_c is not finite.
+ * The finiteness / sign scan of the sparse path plus the non-zero positions, from the bits xb of
+ * x[0 .. cols): writes the columns with x_c ≠ 0 (ascending) into nz and returns their count, and the
+ * count of sign-bit-set activations (x < 0 or −0) in `neg[0]`; returns −1 when some x_c is not
+ * finite. (From the bits: the sign of a zero without a division per ±0 activation, most of them.)
  */
-export function scanActivations(x: Float32Array, xOff: number, cols: number, nz: Int32Array, neg: Int32Array): number {
+export function scanActivations(xb: Uint32Array, cols: number, nz: Int32Array, neg: Int32Array): number {
   let n = 0;
   let negTotal = 0;
   for (let c = 0; c < cols; c++) {
-    const v = x[xOff + c];
-    if (v - v !== 0) return -1;
-    if (v !== 0) nz[n++] = c;
-    // (added at every column: a count first made at a run's first negative activation, after the
-    // JIT had compiled this loop, had that code thrown away)
-    negTotal += v < 0 ? 1 : v === 0 && 1 / v < 0 ? 1 : 0;
+    const b = xb[c];
+    if ((b & 0x7f800000) === 0x7f800000) return -1;
+    if ((b & 0x7fffffff) !== 0) nz[n++] = c;
+    negTotal += b >>> 31;
   }
   neg[0] = negTotal;
   return n;
@@ -177,17 +176,19 @@ export function linearArgmax(
       // (the sparse output is made when the scatter first runs: the memo and boundedArgmax decide
       // the chip's steps without it, and its 2.2 MB at qwen3.5-4b were fresh pages of a fresh
       // process's first step)
-      st = { rows: m.rows, so: null, nz: new Int32Array(m.cols), neg: new Int32Array(1) };
+      st = { rows: m.rows, so: null, nz: new Int32Array(m.cols), neg: new Int32Array(1), x: null, xb: null };
       argmaxStates.set(m, st);
     }
-    const nzn = scanActivations(x, 0, m.cols, st.nz, st.neg);
+    // x's bits (a view kept while the caller passes the same vector: decode steps reuse their buffers)
+    if (st.x !== x || st.xb === null) { st.x = x; st.xb = new Uint32Array(x.buffer, x.byteOffset, m.cols); }
+    const xb = st.xb;
+    const nzn = scanActivations(xb, m.cols, st.nz, st.neg);
     const memo = nzn >= 0 ? argmaxMemoOf(ctx, m) : null;
     let key: Uint32Array | null = null;
     let hash = 0;
     if (memo !== null && memo.maxRowNnz < m.cols - st.neg[0]) {
       // under the scatter precondition the logits are a pure function of the non-zero activations
       // in columns that hold weights: look that key up
-      const xb = new Uint32Array(x.buffer, x.byteOffset, m.cols);
       let kn = 0;
       hash = 0x811c9dc5;
       for (let t = 0; t < nzn; t++) {

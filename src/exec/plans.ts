@@ -30,7 +30,8 @@
  *        memo's hit counts are per executor too).
  *  (c) scratch buffers, carrying nothing from one call to the next that the call relies on:
  *      - argmaxStates (Matrix → SparseOut and activation scratch; the SparseOut clears the rows
- *        its previous call touched, whoever made it), supportBuffers (gate/up row union → the
+ *        its previous call touched, whoever made it; the bit view of the activation vector it was
+ *        last called with, remade for any other vector), supportBuffers (gate/up row union → the
  *        down projection's input buffer, +0 outside the union, an invariant every call keeps),
  *        ffnScratch (SwiGLU's g and u) — ExecPlans (sized by the weights; sharing them costs
  *        nothing, calls are synchronous).
@@ -323,7 +324,7 @@ export class ExecPlans {
   /** (b) Per GDN weights, per numeric mode (gdn-idle.ts idleModeKey): the idle step's output. */
   readonly idleOutputs = new WeakMap<GdnWeights, Map<string, Float32Array>>();
   /** (c) linearArgmax's sparse output (made on first use) and activation scratch, per matrix (of `rows` rows). */
-  readonly argmaxStates = new WeakMap<Matrix, { rows: number; so: SparseOut | null; nz: Int32Array; neg: Int32Array }>();
+  readonly argmaxStates = new WeakMap<Matrix, { rows: number; so: SparseOut | null; nz: Int32Array; neg: Int32Array; x: Float32Array | null; xb: Uint32Array | null }>();
   /** (c) Per gate/up row union: the down projection's input buffer, +0 outside the union. */
   readonly supportBuffers = new WeakMap<Int32Array, Float32Array>();
   /** (c) swiglu's gate and up outputs (grown to the widest MLP). */

@@ -470,6 +470,29 @@ describe('tracked GDN step: β = ±0 heads', () => {
     expect(compare([[3, true, false, false], [3, true, false, false], [3, false, true, false], [3, true, true, false]])).toBeGreaterThan(0);
   });
 
+  it('the bound on B·Σ|k_i|: a head holding 2^125 is passed over under a one-hot k (Σ|k_i| = 1), not under one of two entries (Σ|k_i| = √2)', () => {
+    const { keyDim, valueDim, hk, hv, dk, dv } = d;
+    // q = e_0; k = e_0, or fl(l2norm(e_0 + e_1)) with input 26; v_j = x_{1+j} + 2^125·x_25; β = 1 with input 21, else +0
+    const { w: layer } = tinyGdnLayer({
+      qkv: (m) => {
+        for (let kh = 0; kh < hk; kh++) {
+          m[(kh * dk) * H] = 1;
+          m[(keyDim + kh * dk) * H] = 4096;
+          m[(keyDim + kh * dk + 1) * H + 26] = 4096;
+        }
+        for (let c = 0; c < valueDim; c++) { m[(2 * keyDim + c) * H + 1 + (c % dv)] = 1; m[(2 * keyDim + c) * H + 25] = 2 ** 125; }
+      },
+      z: (m) => { for (let c = 0; c < valueDim; c++) m[c * H] = 20; },
+      b: (m) => { for (let h = 0; h < hv; h++) { m[h * H] = -200; m[h * H + 21] = 230; } },
+    }, new Float32Array(dv).fill(1));
+    const input = (...on: number[]): Float32Array => { const x = new Float32Array(H); x[0] = 1; for (const i of on) x[i] = 1; return x; };
+    // a write of 2^125 into row 0 (B = 2^125), then a β = ±0 step with the same q
+    const oneHot = trackedAgainstFull(layer, [input(25, 21), input(3)]);
+    expect(oneHot.gdnHeadsBetaZero).toBe(hv); // 2^125·1 ≤ 2^125
+    const twoEntries = trackedAgainstFull(layer, [input(25, 21), input(3, 26)]);
+    expect(twoEntries.gdnHeadsBetaZero).toBe(0); // 2^125·√2 > 2^125: the head steps
+  });
+
   it('random steps: passed over only where S and the output provably stay (property)', () => {
     const step = fc.tuple(fc.integer({ min: 0, max: 15 }), fc.boolean(), fc.boolean(), fc.integer({ min: 0, max: 7 }).map((x) => x === 0));
     let passedOver = 0;

@@ -234,7 +234,8 @@ export interface GdnTrack {
   /**
    * Per value head: how many of its v entries (conv outputs) lie beyond 2^126 in magnitude or are
    * not numbers (gdn-sparse-step.ts beyondVBound), kept by every conv step; per key head: Σ|k_i| of
-   * its k as last normalised (absSum). The β = ±0 test of the tracked step reads both.
+   * its k as last normalised (absSum), NaN until the β = ±0 test first needs it. That test of the
+   * tracked step reads both.
    */
   vBeyond: Int32Array;
   kAbs: Float64Array;

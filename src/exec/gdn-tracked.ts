@@ -292,6 +292,13 @@ function tapsSettled(convBits: Uint32Array, base: number, K: number): boolean {
   return true;
 }
 
+/** Σ|k_i| of key head kh's k (t.kAbs), taken at its first use since k was normalised (NaN until then; a NaN sum is taken again). */
+function kAbsOf(t: GdnTrack, k: Float32Array, kh: number, dk: number): number {
+  let a = t.kAbs[kh];
+  if (a !== a) { a = absSum(k, kh * dk, dk); t.kAbs[kh] = a; }
+  return a;
+}
+
 /** t.vBeyond from scratch: per value head, how many of its v entries (conved bits from vOff) are beyond the β = ±0 shortcut's bound. */
 function countBeyondVBound(t: GdnTrack, conBits: Uint32Array, vOff: number, hv: number, dv: number): void {
   for (let h = 0; h < hv; h++) {
@@ -468,7 +475,7 @@ export function gdnDecodeTracked(
     if (t.qDirty[h] === 1) l2normSeq(conved, h * dk, dk, q, h * dk, scale);
     if (t.kDirty[h] === 1) {
       l2normSeq(conved, keyDim + h * dk, dk, k, h * dk, 1);
-      t.kAbs[h] = absSum(k, h * dk, dk);
+      t.kAbs[h] = NaN; // taken when the β = ±0 test reaches it (kAbsOf)
     }
   }
   const vOff = 2 * keyDim; // v in conved
@@ -522,7 +529,7 @@ export function gdnDecodeTracked(
     // same test), and with q and S as at this head's previous step so is its output. A kv memo of
     // this k and S still describes them; one of another k does not (the step would drop it).
     if (qSame && beta[h] === 0 && exp32(g[h]) === 1 && kind !== STATE_ANY && cache.sMax[h] <= BETA_ZERO_BOUND
-      && cache.sMax[h] * t.kAbs[kh] <= BETA_ZERO_BOUND && t.vBeyond[h] === 0) {
+      && cache.sMax[h] * kAbsOf(t, k, kh, dk) <= BETA_ZERO_BOUND && t.vBeyond[h] === 0) {
       if (!kSame) t.kvMemo.valid[h] = 0;
       headModified[h] = 0;
       if (stats) stats.gdnHeadsBetaZero++;

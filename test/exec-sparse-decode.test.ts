@@ -344,8 +344,13 @@ function pinnedNormLayer(switchedWrite = false): { w: GdnWeights; H: number } {
       for (let c = 0; c < valueDim; c++) m[(2 * keyDim + c) * H + 1 + (c % dv)] = 1; // v_j = x_{1+j}
     },
     z: (m) => { for (let c = 0; c < valueDim; c++) { m[c * H] = 20; m[c * H + 17 + (c % 4)] = 5; } },
-    // β = fl(sigmoid(30)) = 1
-    b: (m) => { for (let h = 0; h < hv; h++) { m[h * H] = switchedWrite ? -200 : 30; if (switchedWrite) m[h * H + 21] = 230; } },
+    // β = fl(sigmoid(30)) = 1; switched, fl(sigmoid(−200 + 230·x_21)): 1 or +0
+    b: (m) => {
+      for (let h = 0; h < hv; h++) {
+        m[h * H] = switchedWrite ? -200 : 30;
+        if (switchedWrite) m[h * H + 21] = 230;
+      }
+    },
   }, Float32Array.from({ length: dv }, (_, j) => 1 + j / 8));
 }
 

@@ -184,13 +184,23 @@ export function normalizeQk(
   keyDim: number, scale: number, sequential: boolean,
 ): void {
   if (sequential) {
-    l2normSeq(conved, h * dk, dk, q, h * dk, scale);
-    l2normSeq(conved, keyDim + h * dk, dk, k, h * dk, 1);
+    normalizeQSeq(conved, q, h, dk, scale);
+    normalizeKSeq(conved, k, h, dk, keyDim);
     return;
   }
   l2norm(ctx, conved, h * dk, dk, q, h * dk);
   for (let i = 0; i < dk; i++) q[h * dk + i] = f32(q[h * dk + i] * scale);
   l2norm(ctx, conved, keyDim + h * dk, dk, k, h * dk);
+}
+
+/** normalizeQk's sequential q of key head h alone (a function of its q conv outputs only). */
+export function normalizeQSeq(conved: Float32Array, q: Float32Array, h: number, dk: number, scale: number): void {
+  l2normSeq(conved, h * dk, dk, q, h * dk, scale);
+}
+
+/** normalizeQk's sequential k of key head h alone (a function of its k conv outputs only). */
+export function normalizeKSeq(conved: Float32Array, k: Float32Array, h: number, dk: number, keyDim: number): void {
+  l2normSeq(conved, keyDim + h * dk, dk, k, h * dk, 1);
 }
 
 const nzScratch = new Int32Array(1024);

@@ -28,7 +28,7 @@ import { rowStackOf } from './stack-rows.ts';
 import type { ConvLive, DeltaLinearState, ExecPlans, SingleTaps } from './plans.ts';
 import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
 import type { GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
-import { convZeroOf, inProjParts, l2normSeq, noteConvInputs } from './gdn-token.ts';
+import { convZeroOf, inProjParts, normalizeKSeq, normalizeQSeq, noteConvInputs } from './gdn-token.ts';
 
 const f32 = Math.fround;
 
@@ -470,11 +470,11 @@ export function gdnDecodeTracked(
   const scale = d.qScale;
   const { q, k } = buf;
   // q of key head h is a function of its q conv outputs alone, k of its k ones (normalizeQk's
-  // sequential form, each normalised on its own): a head renormalises only what moved
+  // sequential form, in its two parts): a head renormalises only what moved
   for (let h = 0; h < hk; h++) {
-    if (t.qDirty[h] === 1) l2normSeq(conved, h * dk, dk, q, h * dk, scale);
+    if (t.qDirty[h] === 1) normalizeQSeq(conved, q, h, dk, scale);
     if (t.kDirty[h] === 1) {
-      l2normSeq(conved, keyDim + h * dk, dk, k, h * dk, 1);
+      normalizeKSeq(conved, k, h, dk, keyDim);
       t.kAbs[h] = NaN; // taken when the β = ±0 test reaches it (kAbsOf)
     }
   }

@@ -134,6 +134,15 @@ const NO_LOW = 32767;
 /** B_r's scale after each rounded addition (module comment: it keeps B_r an upper bound). */
 const BOUND_INFLATE = 1 + 2 ** -50;
 
+/**
+ * Whether a row whose non-zero products, multiples of 2^g, have absolute sum S and sum yD is exact
+ * against T = T(g) (0 when g < −149): max(P, N) = (S + |yD|)/2 < T, P and N the sums of its positive
+ * and of its negative products' magnitudes (module comment). Exact in double for the rows that pass.
+ */
+function exactRow(S: number, yD: number, T: number): boolean {
+  return S + Math.abs(yD) < T + T;
+}
+
 /** Whether a row with bound B and lowest bit G is bounded: G ≥ −149 and B < T(G), or no products. */
 function boundedRow(B: number, G: number): boolean {
   return G === NO_LOW || (G >= -149 && B < boundOf(G));
@@ -297,7 +306,9 @@ function refoldRow(
     if (lb < g) g = lb;
   }
   st.y[r] = bf16 ? ctx.act(acc) : acc;
-  // exactSum and sumAbs are exact when the row is exact (same argument as the update's)
+  // exactSum and sumAbs are exact when the row is exact (same argument as the update's): then
+  // the positive and the negative products add up to P, N < T, so S = P + N < 2T, a multiple of
+  // 2^g below 2^(25+g), and every partial sum of either in double is exact
   const bound = g >= -149 ? boundOf(g) : 0;
   let s = st.rowSlot[r];
   if (s === 0) {
@@ -311,7 +322,7 @@ function refoldRow(
   const e = st.rowExact;
   e[4 * s] = exactSum;
   e[4 * s + 1] = sumAbs;
-  e[4 * s + 2] = sumAbs < bound ? bound : 0;
+  e[4 * s + 2] = exactRow(sumAbs, exactSum, bound) ? bound : 0;
   e[4 * s + 3] = g;
 }
 
@@ -553,7 +564,7 @@ function deltaLinearIn(
       const v = (e[r4] += pn - po);
       const sAbs = (e[r4 + 1] += Math.abs(pn) - Math.abs(po));
       yv[r] = v + 0; // exact when accepted: a float32 (an exact 0 folds to +0: −0 + 0 = +0)
-      if ((+(T === 0) | (+(pn !== 0) & (+(wLow[k] + lx < e[r4 + 3]) | +(Math.abs(pn) >= T))) | +(sAbs >= T)) !== 0) {
+      if ((+(T === 0) | (+(pn !== 0) & (+(wLow[k] + lx < e[r4 + 3]) | +(Math.abs(pn) >= T))) | +(sAbs + Math.abs(v) >= T + T)) !== 0) {
         mark[r] = cur | 3;
         refold[nf++] = r;
       }

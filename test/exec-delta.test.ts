@@ -416,6 +416,87 @@ describe('deltaLinear', () => {
     expect(updates).toBeGreaterThan(0);
   });
 
+  it('a tracked row is exact while its positive and its negative products each add up below 2^(24+g), whatever their sum of magnitudes', () => {
+    // row 0 = x0 + x1 − x2 (+ unweighted columns: the scatter form needs a +0 term in every row),
+    // integers (g = 0, T = 2^24). Widened past its bound, the row is tracked and gets a record.
+    const dense: Matrix = { rows: 1, cols: 5, dense: Float32Array.from([1, 1, -1, 0, 0]) };
+    const csr: Matrix = { rows: 1, cols: 5, csr: sparsifyMatrix(dense).csr };
+    const ctx = makeNumericContext({ profile: 'f32' });
+    const full = (x: Float32Array) => bits(linearEx(makeNumericContext({}), dense, x, 'dense').out);
+    const x = Float32Array.from([1, 1, 1, 0, 0]);
+    let st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+    expect(st.nBounded).toBe(1);
+    // P = 2^24 − 1, N = 2^24 − 4: each below T, their sum 2^25 − 5 is not
+    x.set([2 ** 24 - 2, 1, 2 ** 24 - 4]);
+    st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+    expect(st.nBounded).toBe(0);
+    expect(st.y[0]).toBe(3);
+    // moves that keep P and N below 2^24 after each column's update (columns are taken in
+    // ascending order): checked updates, none refolded (under S = P + N < T each would refold),
+    // and the dense path's bits
+    let updates = 0;
+    for (const [x0, x1, x2] of [
+      [2 ** 24 - 3, 1, 2 ** 24 - 4], [2 ** 24 - 3, 2, 2 ** 24 - 7], [2 ** 23, 2, 2 ** 24 - 1], [2 ** 23, 2 ** 23 - 1, 2 ** 24 - 1],
+      [2 ** 23, 1, 2 ** 24 - 3], [2 ** 24 - 3, 1, 2 ** 24 - 3],
+    ]) {
+      x.set([x0!, x1!, x2!]);
+      st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+      expect(st.nRows).toBe(1);
+      expect(st.nUpdated).toBe(1);
+      updates += st.nUpdated;
+      expect(st.y[0]).toBe(x0! + x1! - x2!);
+      expect(bits(st.y)).toEqual(full(x));
+    }
+    expect(updates).toBe(6);
+    // x1 alone to 4: P = 2^24 + 1 reaches T (each product stays below it), and the fold rounds
+    // fl(2^24 − 3 + 4) to 2^24 and gives 3, not the exact sum 4; the row is refolded (S = 2^25 − 2
+    // is below 2T and |Σ| = 4 below T: neither alone tells)
+    x[1] = 4;
+    st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+    expect(st.nRows - st.nUpdated).toBe(1);
+    expect(st.y[0]).toBe(3);
+    expect(bits(st.y)).toEqual(full(x));
+    // and again below: the refold's record is not exact (P ≥ T), so the next move refolds too
+    x.set([2 ** 24 - 8, 4, 2 ** 24 - 3]);
+    st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+    expect(st.nRows - st.nUpdated).toBe(1);
+    expect(bits(st.y)).toEqual(full(x));
+  });
+
+  it('property: tracked rows of mixed signs near 2^(24+g) give the dense path\'s bits at every step, updated or refolded', () => {
+    let updated = 0;
+    let refolded = 0;
+    for (let seed = 1; seed <= 60; seed++) {
+      const rnd = lcg(seed * 48271);
+      const rows = 1 + Math.floor(rnd() * 4);
+      const cols = 8;
+      // weights ±1, ±2, ±0.5 over columns 0..5 (6 and 7 unweighted: the scatter form's +0 term)
+      const w = new Float32Array(rows * cols);
+      for (let r = 0; r < rows; r++) for (let c = 0; c < 6; c++) if (rnd() < 0.7) w[r * cols + c] = [1, -1, 2, -2, 0.5, -0.5][Math.floor(rnd() * 6)]!;
+      const dense: Matrix = { rows, cols, dense: w };
+      const csr: Matrix = { rows, cols, csr: sparsifyMatrix(dense).csr };
+      const ctx = makeNumericContext({ profile: 'f32' });
+      // inputs: even integers up to 2^23 (products up to 2^24, multiples of 2^0 or finer),
+      // now and then an odd one or a half (g moves), so sums hover about T
+      const draw = () => { const v = 2 * Math.floor(rnd() * 2 ** 22); const k = rnd(); return k < 0.1 ? v + 1 : k < 0.15 ? v + 0.5 : k < 0.2 ? 0 : v; };
+      const x = new Float32Array(cols);
+      for (let c = 0; c < 6; c++) x[c] = draw();
+      let st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+      expect(bits(st.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
+      for (let step = 0; step < 40; step++) {
+        const moves = 1 + Math.floor(rnd() * 3);
+        for (let i = 0; i < moves; i++) x[Math.floor(rnd() * 6)] = draw();
+        st = deltaLinear(ctx, csr, x, 0, null, 0)!;
+        expect(st).not.toBeNull();
+        updated += st.nUpdated;
+        refolded += st.nRows - st.nUpdated;
+        expect(bits(st.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
+      }
+    }
+    expect(updated).toBeGreaterThan(300);
+    expect(refolded).toBeGreaterThan(300);
+  });
+
   it('a bounded row whose column widens past its bound is refolded: 1 + 2^24 rounds to 2^24', () => {
     // row 0 = x0 + x1 (+ unweighted columns: the scatter form needs a +0 term in every row)
     const dense: Matrix = { rows: 1, cols: 4, dense: Float32Array.from([1, 1, 0, 0]) };

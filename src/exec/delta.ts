@@ -20,20 +20,25 @@
  * Σ over the changed columns of w·(x_new − x_old): the cost of a changed column is its stored
  * entries, not the full rows it reaches. A row is *exact* when, for g = a lower bound on the
  * lowest set bit (the exponent of its last significant bit) of every non-zero product w·x in it,
- *     g ≥ −149,   S = Σ|w·x| < T = min(2^(24+g), 2^126).
- * Then each product and each partial sum is an integer multiple of 2^g below 2^(24+g) in
+ *     g ≥ −149,   max(P, N) < T = min(2^(24+g), 2^126),
+ * P and N the sums of the magnitudes of its positive and of its negative products (so
+ * max(P, N) = (S + |yD|)/2 for S = Σ|w·x| = P + N and the exact sum yD = Σ w·x = P − N). Each
+ * product, and each partial sum of the fold (in any order: some positive products less some
+ * negative ones, so within [−N, P]), is then an integer multiple of 2^g below 2^(24+g) in
  * magnitude — a float32 (an integer below 2^24, which a float32 significand holds, times 2^g,
  * g ≥ −149, below 2^126) — so every
  * rounding in the fold is exact and it equals the exact sum (+0 when that is 0: the fold starts at
- * +0 and exact cancellation gives +0). The state keeps, per tracked row, the exact sum yD and S
- * in double, g and T. A changed column updates an exact row only when its new product p has
+ * +0 and exact cancellation gives +0). The state keeps, per tracked row, yD and S in double, g
+ * and T. A changed column updates an exact row only when its new product p has
  * lowbit(p) ≥ g and |p| < T (lowbit(w·x) = lowbit(w) + lowbit(x): odd × odd is odd); otherwise
  * the row is refolded from scratch, which recomputes yD, S and g. Under those checks every value
- * the update touches is a multiple of 2^g below 2^(44+g) (at most 2^20 terms each below
- * 2^(24+g)), exact in double, and the row stays exact iff the updated S < T: checked after each
- * column's update (a row whose S reaches T is refolded, even if a later column would bring it
- * back), so each accepted update writes its exact sum to y at once and no pass over the reached
- * rows is needed. Rows that are not exact are refolded.
+ * the update touches is a multiple of 2^g below 2^(45+g) (at most 2^20 terms each below
+ * 2^(24+g), S below 2T), exact in double, and the row stays exact iff the updated S + |yD| < 2T:
+ * checked after each column's update (a row that reaches the bound is refolded, even if a later
+ * column would bring it back), so each accepted update writes its exact sum to y at once and no
+ * pass over the reached rows is needed. Rows that are not exact are refolded. (The bound on
+ * max(P, N) rather than on S matters where products cancel: the chip's RAM value rows, with S of
+ * 1,205–1,867 against T = 2^10, were refolded at every change; most now take the update.)
  *
  * Bounded rows: the same update without a per-row record (f32 profile). The state keeps, per
  * column c, M_c ≥ every |x_c| and L_c ≤ the lowest set bit of every non-zero x_c it has seen

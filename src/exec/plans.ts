@@ -236,7 +236,7 @@ export interface DeltaLinearState {
    * are given out from 1 when a row is first refolded with a record, and kept), one record so that
    * an update touches one cache line: the exact sum Σ w·x, S = Σ|w·x|, T = boundOf(g), and g, a
    * lower bound on the lowest set bit of the row's non-zero products. T = 0 marks a row that is not
-   * exact (S < T never holds; g is then not kept). Bounded rows need none: the records of a matrix
+   * exact (S + |Σ w·x| < 2T never holds; g is then not kept). Bounded rows need none: the records of a matrix
    * whose rows are all bounded take no memory.
    */
   rowExact: Float64Array;

@@ -569,7 +569,7 @@ function deltaLinearIn(
       const v = (e[r4] += pn - po);
       const sAbs = (e[r4 + 1] += Math.abs(pn) - Math.abs(po));
       yv[r] = v + 0; // exact when accepted: a float32 (an exact 0 folds to +0: −0 + 0 = +0)
-      if ((+(T === 0) | (+(pn !== 0) & (+(wLow[k] + lx < e[r4 + 3]) | +(Math.abs(pn) >= T))) | +(sAbs + Math.abs(v) >= T + T)) !== 0) {
+      if ((+(T === 0) | (+(pn !== 0) & (+(wLow[k] + lx < e[r4 + 3]) | +(Math.abs(pn) >= T))) | +!exactRow(sAbs, v, T)) !== 0) {
         mark[r] = cur | 3;
         refold[nf++] = r;
       }

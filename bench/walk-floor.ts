@@ -16,10 +16,14 @@
  * FFN layers, 30: a working set three times that). Every configuration checks its sums and row
  * lists against a plain re-computation, so a broken loop fails instead of timing fast. The
  * figures are ns per stored entry walked and µs per step, the median of `--repeats` timed runs
- * after one untimed run (the JIT's optimised code).
+ * after one untimed run (the JIT's optimised code). Each configuration runs twice: `js`, the loop
+ * above in JavaScript, and `wasm`, the executor's wasm walk (src/exec/walk-kernel.ts) over the same
+ * data carved from its memory, each call's columns listed first as deltaLinearIn lists them.
  *
  * Run: npx tsx bench/walk-floor.ts [--layers 1,11,30] [--tokens 3000] [--repeats 5] [--json]
  */
+import { WalkHeap } from '../src/exec/walk-kernel.ts';
+
 const argv = process.argv.slice(2);
 let layerList = [1, 11, 30];
 let tokens = 3000;
@@ -59,15 +63,23 @@ function rnd(): number {
 
 interface Walked { colPtr: Int32Array; rowIdx: Uint16Array; values: Float32Array; mark: Uint16Array; y: Float32Array; rows: Int32Array }
 
-function matrix(sh: Shape): Walked {
+/** A typed array of `n` zeros: in `heap` (the wasm walk's memory) when given. */
+function alloc<T>(ctor: { new (n: number): T; new (b: ArrayBufferLike, o: number, n: number): T; readonly BYTES_PER_ELEMENT: number }, n: number, heap: WalkHeap | null): T {
+  if (heap === null) return new ctor(n);
+  const a = heap.take(ctor, n);
+  if (a === null) throw new Error('walk-floor: the wasm heap is full');
+  return a;
+}
+
+function matrix(sh: Shape, heap: WalkHeap | null): Walked {
   const { rows: ROWS, cols: COLS } = sh;
   const colPtr = new Int32Array(COLS + 1); // (Int32, as the executor's column records hold the walks' starts)
   for (let c = 0; c < COLS; c++) colPtr[c + 1] = colPtr[c] + sh.entries();
   const nnz = colPtr[COLS];
-  const rowIdx = new Uint16Array(nnz);
-  const values = new Float32Array(nnz);
+  const rowIdx = alloc(Uint16Array, nnz, heap);
+  const values = alloc(Float32Array, nnz, heap);
   for (let k = 0; k < nnz; k++) { rowIdx[k] = Math.floor(rnd() * ROWS); values[k] = (Math.floor(rnd() * 8) - 4) || 1; }
-  return { colPtr, rowIdx, values, mark: new Uint16Array(ROWS), y: new Float32Array(ROWS), rows: new Int32Array(ROWS) };
+  return { colPtr, rowIdx, values, mark: alloc(Uint16Array, ROWS, heap), y: alloc(Float32Array, ROWS, heap), rows: alloc(Int32Array, ROWS, heap) };
 }
 
 /** deltaLinearIn's bounded-row walk of one column (mark bit 0 clear: every row bounded here). */
@@ -122,6 +134,36 @@ function run(mats: Walked[], cols: Int32Array, dx: Float64Array, perCall: number
   return { entries, rows: listed };
 }
 
+/**
+ * run() with the walks in wasm (src/exec/walk-kernel.ts), as deltaLinearIn lists them: per call,
+ * each changed column's first and end entry and Δx in the walk list, then one kernel call.
+ */
+function runWasm(heap: WalkHeap, list: { walkList: Int32Array; walkDx: Float64Array; defer: Int32Array }, mats: Walked[], cols: Int32Array, dx: Float64Array, perCall: number, steps: number, epoch0: number): { entries: number; rows: number } {
+  let entries = 0;
+  let listed = 0;
+  const { walkList, walkDx, defer } = list;
+  for (let s = 0; s < steps; s++) {
+    const e = (epoch0 + s) % 16383;
+    if (e === 0) for (const m of mats) m.mark.fill(0);
+    const cur = (e + 1) << 2;
+    for (let l = 0; l < mats.length; l++) {
+      const m = mats[l];
+      const at = (s * mats.length + l) * perCall;
+      for (let j = 0; j < perCall; j++) {
+        const c = cols[at + j];
+        const k0 = m.colPtr[c];
+        const k1 = m.colPtr[c + 1];
+        entries += k1 - k0;
+        walkList[4 * j] = k0;
+        walkList[4 * j + 1] = k1;
+        walkDx[2 * j + 1] = dx[at + j];
+      }
+      listed += heap.walk(perCall, walkList, m.mark, m.y, m.rows, m.rowIdx, m.values, defer, cur, 0);
+    }
+  }
+  return { entries, rows: listed };
+}
+
 /** The same sums and row counts computed plainly (no marks): the check that the timed loop did its work. */
 function check(mats: Walked[], cols: Int32Array, dx: Float64Array, perCall: number, steps: number, runs: number, got: { rows: number }): void {
   let listed = 0;
@@ -144,33 +186,42 @@ function check(mats: Walked[], cols: Int32Array, dx: Float64Array, perCall: numb
   if (got.rows !== listed) throw new Error(`walk-floor: ${got.rows} rows listed in a run, expected ${listed}`);
 }
 
-interface Figure { shape: string; config: string; matrices: number; columnsPerCall: number; nsPerEntry: number; usPerStep: number; entriesPerStep: number }
+interface Figure { shape: string; config: string; loop: 'js' | 'wasm'; matrices: number; columnsPerCall: number; nsPerEntry: number; usPerStep: number; entriesPerStep: number }
 
-function measure(sh: Shape, config: string, nMat: number, perCall: number): Figure {
-  const mats = Array.from({ length: nMat }, () => matrix(sh));
+function measure(sh: Shape, config: string, nMat: number, perCall: number, loop: 'js' | 'wasm'): Figure {
+  const heap = loop === 'wasm' ? WalkHeap.create(64 + Math.ceil((nMat * (sh.cols * 20 * 6 + sh.rows * 10)) / 2 ** 20)) : null;
+  if (loop === 'wasm' && heap === null) throw new Error('walk-floor: WebAssembly is not available');
+  const mats = Array.from({ length: nMat }, () => matrix(sh, heap));
+  const list = heap === null ? null : (() => {
+    const walkList = alloc(Int32Array, 4 * perCall, heap);
+    return { walkList, walkDx: new Float64Array(walkList.buffer, walkList.byteOffset, 2 * perCall), defer: alloc(Int32Array, 2, heap) };
+  })();
+  const go = (epoch: number) => (heap === null ? run(mats, cols, dx, perCall, tokens, epoch) : runWasm(heap, list!, mats, cols, dx, perCall, tokens, epoch));
   const { cols, dx } = schedule(sh.cols, tokens, nMat, perCall);
   let epoch = 0;
-  let last = run(mats, cols, dx, perCall, tokens, epoch); // untimed: the JIT's optimised code
+  let last = go(epoch); // untimed: the JIT's optimised code
   epoch += tokens;
   const times: number[] = [];
   for (let i = 0; i < repeats; i++) {
     const t = performance.now();
-    last = run(mats, cols, dx, perCall, tokens, epoch);
+    last = go(epoch);
     times.push(performance.now() - t);
     epoch += tokens;
   }
   check(mats, cols, dx, perCall, tokens, repeats + 1, last);
   times.sort((a, b) => a - b);
   const ms = times[Math.floor(times.length / 2)];
-  return { shape: sh.name, config, matrices: nMat, columnsPerCall: perCall, nsPerEntry: (ms * 1e6) / last.entries, usPerStep: (ms * 1e3) / tokens, entriesPerStep: last.entries / tokens };
+  return { shape: sh.name, config, loop, matrices: nMat, columnsPerCall: perCall, nsPerEntry: (ms * 1e6) / last.entries, usPerStep: (ms * 1e3) / tokens, entriesPerStep: last.entries / tokens };
 }
 
 const figures: Figure[] = [];
-for (const sh of SHAPES) figures.push(measure(sh, 'hot', 1, 10 * sh.perCall), ...layerList.map((l) => measure(sh, `L = ${l}`, l, sh.perCall)));
+for (const sh of SHAPES) {
+  for (const loop of ['js', 'wasm'] as const) figures.push(measure(sh, 'hot', 1, 10 * sh.perCall, loop), ...layerList.map((l) => measure(sh, `L = ${l}`, l, sh.perCall, loop)));
+}
 if (json) console.log(JSON.stringify({ tokens, repeats, figures }));
 else {
   console.log(`column walk, ${tokens} steps, median of ${repeats} runs`);
   for (const f of figures) {
-    console.log(`${f.shape.padEnd(8)} ${f.config.padEnd(7)} ${String(f.matrices).padStart(2)} × ${String(f.columnsPerCall).padStart(4)} columns: ${f.nsPerEntry.toFixed(2)} ns per entry, ${f.usPerStep.toFixed(1)} µs per step (${f.entriesPerStep.toFixed(0)} entries)`);
+    console.log(`${f.shape.padEnd(8)} ${f.loop.padEnd(4)} ${f.config.padEnd(7)} ${String(f.matrices).padStart(2)} × ${String(f.columnsPerCall).padStart(4)} columns: ${f.nsPerEntry.toFixed(2)} ns per entry, ${f.usPerStep.toFixed(1)} µs per step (${f.entriesPerStep.toFixed(0)} entries)`);
   }
 }

@@ -12,6 +12,8 @@
  *  - the tracked step's lazy single-tap conv channels: the conv state they stand for (and the one
  *    left when the track is dropped) equals the dense path's at every step.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { deltaLinear, lowbit32, weightLows } from '../src/exec/delta.ts';
@@ -28,6 +30,10 @@ import { compileCircuit, type CompileResult } from '../src/compile.ts';
 import { sparsifyMatrix } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { GdnWeights, Matrix } from '../src/model/weights.ts';
+import type { ExecTuning } from '../src/exec/types.ts';
+import { chipExecutor, programOf } from '../src/chip/run.ts';
+import { BOS_ID, CODE_BASE, decodeToken, encodeToken } from '../riscv/protocol.ts';
+import { sharedChip } from './helpers/shared-chips.ts';
 
 const bits = (a: Float32Array): number[] =>
   Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
@@ -548,6 +554,105 @@ describe('deltaLinear', () => {
     expect(bits(st2.y)).toEqual(bits(st.y));
   });
 
+  it('property: the wasm column walk (walk-kernel.ts) and the JavaScript loop leave the same state, call by call', () => {
+    // Three contexts in step over the same inputs: the walk in wasm for every matrix
+    // (wasmMinEntriesPerColumn 0), the JavaScript loop (wasmHeapMiB 0), and the dense linear.
+    // Circuit-like inputs that widen their columns (bounded rows lost, refolded), fractions and
+    // large values (tracked rows: the kernel defers their entries), negatives and non-finite
+    // values (the form refused); candidates in any order with repeats.
+    const W = [1, -1, 2, -3, 0.5, 2 ** 20, -(2 ** 21), 3 * 2 ** 10, 0.1, 7];
+    const X = [0, 1, 2, 3, 0.25, 2 ** 12, 5, 2 ** -3, 2 ** 22, 1.5, 2 ** 23 + 2, -1, 1e-30];
+    let kernelCalls = 0;
+    let trackedUpdates = 0;
+    let refolds = 0;
+    fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.boolean(), (seed, useCand) => {
+      const rnd = lcg(seed);
+      const rows = 1 + Math.floor(rnd() * 40);
+      const cols = 4 + Math.floor(rnd() * 16);
+      const { dense, csr } = weightedMatrix(rnd, rows, cols, W, 1 + Math.floor(rnd() * 6));
+      const wasm = makeNumericContext({ profile: 'f32', tuning: { wasmMinEntriesPerColumn: 0 } });
+      const js = makeNumericContext({ profile: 'f32', tuning: { wasmHeapMiB: 0 } });
+      const x = new Float32Array(cols);
+      for (let c = 0; c < cols; c++) x[c] = X[Math.floor(rnd() * 4)]!;
+      for (let step = 0; step < 25; step++) {
+        const changedCols: number[] = [];
+        for (let k = 0; k < 1 + Math.floor(rnd() * 4); k++) {
+          const c = Math.floor(rnd() * cols);
+          const u = rnd();
+          x[c] = u < 0.01 ? NaN : X[Math.floor(rnd() * (step < 8 ? 4 : X.length))]!;
+          changedCols.push(c);
+        }
+        const cand = Int32Array.from([...changedCols.reverse(), ...changedCols.slice(0, 1), Math.floor(rnd() * cols)]);
+        const sw = newMatmulStats();
+        const sj = newMatmulStats();
+        const a = deltaLinear(wasm, csr, x, 0, useCand ? cand : null, cand.length, sw);
+        const b = deltaLinear(js, csr, x, 0, useCand ? cand : null, cand.length, sj);
+        expect(a === null).toBe(b === null);
+        if (a === null || b === null) continue;
+        expect(b.kernel).toBeNull();
+        expect(a.kernel).not.toBeNull();
+        expect(a.y.buffer).not.toBe(b.y.buffer);
+        expect(bits(a.y)).toEqual(bits(b.y));
+        expect(bits(a.y)).toEqual(bits(linearEx(makeNumericContext({}), dense, x, 'dense').out));
+        expect([a.full, a.nRows, a.nUpdated, a.nBounded, a.nChanged]).toEqual([b.full, b.nRows, b.nUpdated, b.nBounded, b.nChanged]);
+        expect(Array.from(a.rows.subarray(0, a.nRows))).toEqual(Array.from(b.rows.subarray(0, b.nRows)));
+        expect(Array.from(a.mark)).toEqual(Array.from(b.mark));
+        expect([sw.deltaEntries, sw.deltaRows, sw.deltaRefolds, sw.deltaRefoldEntries]).toEqual([sj.deltaEntries, sj.deltaRows, sj.deltaRefolds, sj.deltaRefoldEntries]);
+        if (!a.full) {
+          kernelCalls++;
+          refolds += a.nRows - a.nUpdated;
+          // tracked rows this call reached and kept exact: their updates were the kernel's deferred entries
+          for (let t = 0; t < a.nRows; t++) if ((a.mark[a.rows[t]!]! & 3) === 1) trackedUpdates++;
+        }
+      }
+    }), { numRuns: 300 });
+    expect(kernelCalls).toBeGreaterThan(3000);
+    expect(trackedUpdates).toBeGreaterThan(300);
+    expect(refolds).toBeGreaterThan(300);
+  });
+
+  it('a matrix walks in wasm when it holds at least wasmMinEntriesPerColumn stored entries per used column (4 by default), in JavaScript otherwise', () => {
+    // 8 rows × 5 columns: column c < 4 holds 2c + 1 entries (16 in all, 4 a used column), column 4
+    // none (the form needs a row shorter than the columns)
+    const d = new Float32Array(40);
+    for (let c = 0; c < 4; c++) for (let r = 0; r <= 2 * c; r++) d[r * 5 + c] = 1 + r;
+    const csr: Matrix = { rows: 8, cols: 5, csr: sparsifyMatrix({ rows: 8, cols: 5, dense: d }).csr };
+    const x = Float32Array.from([1, 2, 3, 4, 0]);
+    const kernelOf = (tuning: ExecTuning, profile: 'f32' | 'bf16' = 'f32') => deltaLinear(makeNumericContext({ profile, tuning }), csr, x, 0, null, 0)!.kernel;
+    expect(kernelOf({})).not.toBeNull(); // 16 ≥ 4 · 4
+    expect(kernelOf({ wasmMinEntriesPerColumn: 4.5 })).toBeNull();
+    expect(kernelOf({ wasmHeapMiB: 0 })).toBeNull();
+    expect(kernelOf({}, 'bf16')).toBeNull(); // every row tracked: the walk stays in JavaScript
+  });
+
+  it('the chip (chip-test): the gate/up and in-projection stacks walk in wasm at the default tuning, the down and out projections in JavaScript; the same tokens as with no wasm', async () => {
+    const SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
+    const model = await sharedChip({ target: 'chip-test', ...SHAPE });
+    const prog = programOf(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'firmware', 'hello.elf')), SHAPE);
+    const run = (tuning: ExecTuning): { ids: number[]; byRole: Record<string, { calls: number; kernelCalls: number }> } => {
+      const ex = chipExecutor(model, prog, { path: 'sparse', profile: 'f32', order: { kind: 'sequential' }, tuning });
+      ex.prime([BOS_ID]);
+      const ids = [ex.decodeArgmax(encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 }))];
+      for (let i = 0; i < 300 && decodeToken(ids[ids.length - 1]!).kind !== 'HALT'; i++) ids.push(ex.decodeArgmax(ids[ids.length - 1]!));
+      return { ids, byRole: ex.stats.deltaByRole };
+    };
+    const dflt = run({});
+    const off = run({ wasmHeapMiB: 0 });
+    expect(dflt.ids).toEqual(off.ids);
+    expect(dflt.ids.length).toBeGreaterThan(100);
+    for (const role of ['ffn.gateUp', 'gdn.inProj'] as const) {
+      const w = dflt.byRole[role]!;
+      expect(w.calls).toBeGreaterThan(500);
+      // (a stack of fewer than 4 stored entries per used column walks in JavaScript: one of chip-test's eleven gate/up stacks)
+      expect(w.kernelCalls).toBeGreaterThan(0.8 * w.calls);
+      expect(off.byRole[role]!.kernelCalls).toBe(0);
+    }
+    for (const role of ['ffn.down', 'gdn.outProj'] as const) {
+      expect(dflt.byRole[role]!.calls).toBeGreaterThan(500);
+      expect(dflt.byRole[role]!.kernelCalls).toBe(0);
+    }
+  }, 120_000);
+
   it('weightLows: each weight\'s lowbit32 (0 for ±0), in 8 bits when every one fits, in 16 when one is below 2^−128', () => {
     const rnd = lcg(28);
     for (let trial = 0; trial < 40; trial++) {
@@ -750,7 +855,7 @@ describe('incremental decode on whole executors', () => {
     const d = new Executor(res.weights, { path: 'dense', profile: 'f32' });
     d.prefill([stream[0]!]);
     for (let i = 1; i < 5; i++) d.decode(stream[i]!);
-    for (const r of DELTA_ROLES) expect(d.stats.deltaByRole[r]).toEqual({ calls: 0, changedColumns: 0, entries: 0, rows: 0, refolds: 0, refoldEntries: 0 });
+    for (const r of DELTA_ROLES) expect(d.stats.deltaByRole[r]).toEqual({ calls: 0, changedColumns: 0, entries: 0, rows: 0, refolds: 0, refoldEntries: 0, kernelCalls: 0 });
   });
 
   it('setGdnState between tracked steps whose inputs repeat: the next step reads the new state', async () => {

@@ -64,8 +64,9 @@ import type { Matrix } from '../model/weights.ts';
 import type { DeltaRole, MatmulStats } from './matmul.ts';
 import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
-import type { CscPlan, DeltaLinearState, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
+import type { CscPlan, DeltaKernel, DeltaLinearState, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
 import { carveArrays } from './arena.ts';
+import { WalkHeap } from './walk-kernel.ts';
 
 export type { DeltaLinearState } from './plans.ts';
 
@@ -214,23 +215,69 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
   if (st === undefined) {
     // one buffer for the per-row and per-column records (arena.ts: only the pages written fault)
     const a = carveArrays({
-      colBits: [Uint32Array, 4 * (m.cols + 1)], y: [Float32Array, m.rows], rows: [Int32Array, m.rows], mark: [Uint16Array, m.rows],
-      changed: [Int32Array, m.cols], rowSlot: [Int32Array, m.rows], refold: [Int32Array, m.rows],
-      rowBound: [Float64Array, m.rows], rowLow: [Int16Array, m.rows],
+      colBits: [Uint32Array, 4 * (m.cols + 1)], changed: [Int32Array, m.cols], rowSlot: [Int32Array, m.rows],
+      refold: [Int32Array, m.rows], rowBound: [Float64Array, m.rows], rowLow: [Int16Array, m.rows],
     }, ctx.memos.recordArena);
+    // the rows' marks, y and the reached rows: in the context's wasm memory where the walk can run
+    // there (f32, rows that a 16-bit index names), else beside the other records
+    const w = ctx.profile === 'f32' && m.rows <= 0x10000 ? walkArraysOf(ctx, m.rows) : null;
+    const r = w ?? carveArrays({ y: [Float32Array, m.rows], rows: [Int32Array, m.rows], mark: [Uint16Array, m.rows] }, ctx.memos.recordArena);
     const colBits = a.colBits;
     st = {
       colBits, colVals: new Float32Array(colBits.buffer, colBits.byteOffset, colBits.length),
-      colInts: new Int32Array(colBits.buffer, colBits.byteOffset, colBits.length), negTotal: 0, y: a.y, valid: false, full: false,
-      rows: a.rows, nRows: 0, mark: a.mark, epoch: 0, changed: a.changed, nChanged: 0, usable: 0,
+      colInts: new Int32Array(colBits.buffer, colBits.byteOffset, colBits.length), negTotal: 0, y: r.y, valid: false, full: false,
+      rows: r.rows, nRows: 0, mark: r.mark, epoch: 0, changed: a.changed, nChanged: 0, usable: 0,
       version: 0,
       rowExact: new Float64Array(4 * 16), rowSlot: a.rowSlot, nSlots: 0, refold: a.refold, nUpdated: 0, stamp: -1,
       rowBound: a.rowBound, rowLow: a.rowLow, nBounded: 0, inSrc: null, inOff: 0, inView: null,
-      plan: null, csc: null, lows: null, planCsr: undefined, planDense: undefined,
+      plan: null, csc: null, lows: null, planCsr: undefined, planDense: undefined, kernel: null,
     };
     byM.set(m, st);
   }
   return st;
+}
+
+/** The context's wasm walk memory (walk-kernel.ts), made on first use; null when off or unavailable. */
+function walkHeapOf(ctx: ExecNumericContext): WalkHeap | null {
+  let heap = ctx.memos.walkHeap;
+  if (heap === undefined) heap = ctx.memos.walkHeap = WalkHeap.create(ctx.tuning.wasmHeapMiB);
+  return heap;
+}
+
+/** y, rows and mark of a state carved from the context's wasm memory, or null when they do not fit. */
+function walkArraysOf(ctx: ExecNumericContext, rows: number): { y: Float32Array; rows: Int32Array; mark: Uint16Array } | null {
+  const heap = walkHeapOf(ctx);
+  if (heap === null || heap.free < 10 * rows + 64) return null;
+  return { y: heap.take(Float32Array, rows)!, rows: heap.take(Int32Array, rows)!, mark: heap.take(Uint16Array, rows)! };
+}
+
+/**
+ * The state's wasm walk for its plan `csc` (DeltaKernel): copies of the plan's rows and weights,
+ * the walk and deferred lists, in the heap that holds the state's mark, y and rows; null when
+ * they are not there, the plan's rows are 32-bit, or the rest does not fit.
+ */
+function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, cols: number): DeltaKernel | null {
+  const heap = ctx.memos.walkHeap;
+  if (heap == null || st.y.buffer !== heap.buffer || !(csc.rowIdx instanceof Uint16Array)) return null;
+  const nnz = csc.values.length;
+  // a matrix of short columns (the chip's down and out projections) walks in JavaScript (ExecTuning)
+  if (nnz < ctx.tuning.wasmMinEntriesPerColumn * csc.usedCols) return null;
+  // the plan's own arrays where it was built in this heap (cscPlanOf), else copies
+  const copy = csc.rowIdx.buffer !== heap.buffer || csc.values.buffer !== heap.buffer;
+  if (heap.free < (copy ? 6 * nnz : 0) + 16 * cols + 8 * nnz + 64) return null;
+  let rowIdx = csc.rowIdx;
+  let values = csc.values;
+  if (copy) {
+    rowIdx = heap.take(Uint16Array, nnz)!;
+    values = heap.take(Float32Array, nnz)!;
+    rowIdx.set(csc.rowIdx);
+    values.set(csc.values);
+  }
+  const walkList = heap.take(Int32Array, 4 * cols)!;
+  return {
+    heap, csc, rowIdx, values, walkList, walkDx: new Float64Array(walkList.buffer, walkList.byteOffset, 2 * cols),
+    defer: heap.take(Int32Array, 2 * nnz)!, walkX: new Float64Array(2 * cols), walkLow: new Int32Array(cols),
+  };
 }
 
 /** Drops the memo of m in ctx (the next deltaLinear call recomputes every row). */
@@ -432,13 +479,55 @@ function fillColumnStarts(colInts: Int32Array, colPtr: Uint32Array, colEnd: numb
   for (let c = 0; c <= colEnd; c++) colInts[4 * c + 3] = colPtr[c];
 }
 
+/**
+ * A tracked row's exact update by one entry (module comment): the row's record at e[s4 … s4+3]
+ * takes w·x_new − w·x_old and y_r its exact sum; true when the checks fail (the row is then
+ * refolded after the pass, which rewrites its record and y). The update is written before the
+ * checks, and the checks are evaluated whole (no short circuit), so every operation of this path
+ * runs from the first calls on: an exact update first taken after the JIT had compiled the walk
+ * (the RAM value rows' records become exact a few tokens into a run) had that code thrown away
+ * ("insufficient type feedback").
+ */
+function trackedUpdate(e: Float64Array, s4: number, yv: Float32Array, r: number, w: number, xn: number, xo: number, wLow: number, lx: number): boolean {
+  const T = e[s4 + 2];
+  const pn = w * xn;
+  const po = w * xo;
+  const v = (e[s4] += pn - po);
+  const sAbs = (e[s4 + 1] += Math.abs(pn) - Math.abs(po));
+  yv[r] = v + 0; // exact when accepted: a float32 (an exact 0 folds to +0: −0 + 0 = +0)
+  return (+(T === 0) | (+(pn !== 0) & (+(wLow + lx < e[s4 + 3]) | +(Math.abs(pn) >= T))) | +!exactRow(sAbs, v, T)) !== 0;
+}
+
+/**
+ * The tracked-row entries the wasm walk deferred (walk-kernel.ts), in its order: each updated as
+ * deltaLinearIn's own loop does, unless its row is to be refolded by then (mark bit 1: a check of
+ * an earlier entry failed). Returns the refold count after them.
+ */
+function runDeferred(st: DeltaLinearState, kern: DeltaKernel, wLow: WeightLows, cur: number, nf: number): number {
+  const nd = kern.heap.deferred;
+  const { defer, rowIdx, values, walkX, walkLow } = kern;
+  const { mark, rowSlot, refold, y } = st;
+  const e = st.rowExact;
+  for (let i = 0; i < nd; i++) {
+    const k = defer[2 * i];
+    const j = defer[2 * i + 1];
+    const r = rowIdx[k];
+    if ((mark[r] & 2) !== 0) continue;
+    if (trackedUpdate(e, 4 * rowSlot[r], y, r, values[k], walkX[2 * j], walkX[2 * j + 1], wLow[k], walkLow[j])) {
+      mark[r] = cur | 3;
+      refold[nf++] = r;
+    }
+  }
+  return nf;
+}
+
 function deltaLinearIn(
   ctx: ExecNumericContext, m: Matrix, st: DeltaLinearState, x: Float32Array, xOff: number, cand: Int32Array | null, nCand: number,
   stats?: MatmulStats, role?: DeltaRole,
 ): DeltaLinearState | null {
   if (st.usable === 0) {
     const plan = sparsePlanOf(ctx.plans, m);
-    let ok = plan.finite && cscPlanOf(ctx.plans, m, plan.csr) !== null;
+    let ok = plan.finite && cscPlanOf(ctx.plans, m, plan.csr, ctx.profile === 'f32' ? walkHeapOf(ctx) : null) !== null;
     if (ok && plan.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) { ok = false; break; }
     st.usable = ok ? 1 : 2;
   }
@@ -453,6 +542,7 @@ function deltaLinearIn(
     st.lows = lowbitsOf(ctx.plans, plan.csr.values, csc.values);
     st.planCsr = m.csr;
     st.planDense = m.dense;
+    st.kernel = kernelOf(ctx, st, csc, m.cols);
     st.valid = false; // y and the column records describe the old storage
   }
   const plan = st.plan;
@@ -493,6 +583,13 @@ function deltaLinearIn(
   let walked = 0;
   const refold = st.refold;
   const n = cand === null ? cols : nCand;
+  // the wasm walk (walk-kernel.ts; f32 only: in bf16 every row is tracked): the changed columns'
+  // walks are listed and run by the kernel in one call, before any widening (which reads and
+  // writes the rows' marks as the walks before it left them) and at the end; the tracked rows'
+  // entries it defers are updated here after it, in its order, so marks, lists and sums are those
+  // of the loop below
+  const kern = bf16 ? null : st.kernel;
+  let nw = 0;
   for (let t = 0; t < n; t++) {
     const c = cand === null ? t : cand[t];
     const b = xb[c];
@@ -509,6 +606,11 @@ function deltaLinearIn(
     const k1 = colInts[c4 + 7];
     // (an integer's lowest set bit is ≥ 0: no lowbit needed while the column's bound is ≤ 0)
     if (!bf16 && xn !== 0 && (Math.abs(xn) > colVals[c4 + 1] || ((colInts[c4 + 2] > 0 || (xn | 0) !== xn) && lowbit32(b) < colInts[c4 + 2]))) {
+      if (nw > 0) {
+        nr = kern!.heap.walk(nw, kern!.walkList, mark, yv, rows, kern!.rowIdx, kern!.values, kern!.defer, cur, nr);
+        nf = runDeferred(st, kern!, wLow, cur, nf);
+        nw = 0;
+      }
       // widened: the rows the column reaches get their bounds grown; a bounded row that loses its
       // bound becomes tracked for good and is refolded (marked reached and refolding)
       const mOld = colVals[c4 + 1];
@@ -545,6 +647,20 @@ function deltaLinearIn(
     // 2^(24+L_c) for x_old and x_new, both multiples of 2^L_c, so Δ is a multiple of 2^L_c below
     // 2^(25+L_c); and w·Δ (24 × 25 bits) is the exact w·x_new − w·x_old (module comment)
     const dx = xn - xo;
+    if (kern !== null) {
+      const wl = kern.walkList;
+      wl[4 * nw] = k0;
+      wl[4 * nw + 1] = k1;
+      kern.walkDx[2 * nw + 1] = dx;
+      if (st.nBounded !== m.rows) {
+        // (read only by the deferred entries of tracked rows: none while every row is bounded)
+        kern.walkX[2 * nw] = xn;
+        kern.walkX[2 * nw + 1] = xo;
+        kern.walkLow[nw] = lx;
+      }
+      nw++;
+      continue;
+    }
     for (let k = k0; k < k1; k++) {
       const r = rowIdx[k];
       const f = mark[r];
@@ -556,24 +672,15 @@ function deltaLinearIn(
       }
       if ((f & ~3) !== cur) { mark[r] = cur | 1; rows[nr++] = r; } // a tracked row's first touch
       else if ((f & 2) !== 0) continue; // to be refolded
-      const r4 = 4 * slot[r];
-      const T = e[r4 + 2];
-      const w = cv[k];
-      const pn = w * xn;
-      const po = w * xo;
-      // The update is written before the checks, and a row that fails them is refolded after the
-      // pass, which rewrites its record and y; the checks are evaluated whole (no short circuit).
-      // So every operation of this path runs from the first calls on: an exact update first taken
-      // after the JIT had compiled this function (the RAM value rows' records become exact a few
-      // tokens into a run) had that code thrown away ("insufficient type feedback").
-      const v = (e[r4] += pn - po);
-      const sAbs = (e[r4 + 1] += Math.abs(pn) - Math.abs(po));
-      yv[r] = v + 0; // exact when accepted: a float32 (an exact 0 folds to +0: −0 + 0 = +0)
-      if ((+(T === 0) | (+(pn !== 0) & (+(wLow[k] + lx < e[r4 + 3]) | +(Math.abs(pn) >= T))) | +!exactRow(sAbs, v, T)) !== 0) {
+      if (trackedUpdate(e, 4 * slot[r], yv, r, cv[k], xn, xo, wLow[k], lx)) {
         mark[r] = cur | 3;
         refold[nf++] = r;
       }
     }
+  }
+  if (nw > 0) {
+    nr = kern!.heap.walk(nw, kern!.walkList, mark, yv, rows, kern!.rowIdx, kern!.values, kern!.defer, cur, nr);
+    nf = runDeferred(st, kern!, wLow, cur, nf);
   }
   st.negTotal = negTotal;
   if (csc.maxRowNnz >= cols - negTotal) { st.valid = false; return null; }
@@ -607,6 +714,7 @@ function deltaLinearIn(
       w.rows += nr;
       w.refolds += nr - nUpdated;
       w.refoldEntries += refoldEntries;
+      if (kern !== null) w.kernelCalls++;
     }
   }
   return st;

@@ -10,6 +10,7 @@
  */
 import { denseToCsr } from '../model/csr.ts';
 import { ChipcError } from '../util/errors.ts';
+import type { WalkHeap } from './walk-kernel.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { ColumnExtremes, ColumnRuns, CscPlan, ExecPlans, SparsePlan } from './plans.ts';
 
@@ -99,7 +100,7 @@ function fillNonEmptyRows(rowPtr: Uint32Array | Int32Array, rows: number, out: U
  * The CscPlan of m's CSR `csr` (plans.ts; built once per CSR and `plans`, so a matrix given new
  * storage gets a new one), null for unsorted CSR rows.
  */
-export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan | null {
+export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix, heap?: WalkHeap | null): CscPlan | null {
   const cscPlans = plans.cscPlans;
   let p = cscPlans.get(csr);
   if (p !== undefined) return p;
@@ -120,8 +121,11 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix): CscPlan 
   // start (0). So the scatter needs no copy of the starts to advance (a fresh 4 bytes a column,
   // 811 KB over the chip's matrices).
   prefixSumsFrom(counts, 1, m.cols);
-  const rowIdx = m.rows <= 0x10000 ? new Uint16Array(nnz) : new Uint32Array(nnz);
-  const cv = new Float32Array(nnz);
+  // (in `heap`, the wasm column walk's memory, when given and there is room: its first user's
+  // walks read them where they are, delta.ts kernelOf; the plan then keeps that memory alive)
+  const inHeap = heap != null && m.rows <= 0x10000 && heap.free >= 6 * nnz + 16;
+  const rowIdx = inHeap ? heap.take(Uint16Array, nnz)! : m.rows <= 0x10000 ? new Uint16Array(nnz) : new Uint32Array(nnz);
+  const cv = inHeap ? heap.take(Float32Array, nnz)! : new Float32Array(nnz);
   scatterColumns(rowPtr, colIdx, values, m.rows, counts, rowIdx, cv);
   const colPtr = counts.subarray(0, m.cols + 1);
   p = { colPtr, rowIdx, values: cv, maxRowNnz, usedCols: usedColumns(colPtr, m.cols), extremes: null };

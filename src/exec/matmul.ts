@@ -118,10 +118,12 @@ export interface DeltaWork {
   rows: number;
   refolds: number;
   refoldEntries: number;
+  /** Calls whose column walk ran in wasm (walk-kernel.ts). */
+  kernelCalls: number;
 }
 
 export function newMatmulStats(): MatmulStats {
-  const deltaByRole = Object.fromEntries(DELTA_ROLES.map((r) => [r, { calls: 0, changedColumns: 0, entries: 0, rows: 0, refolds: 0, refoldEntries: 0 }])) as Record<DeltaRole, DeltaWork>;
+  const deltaByRole = Object.fromEntries(DELTA_ROLES.map((r) => [r, { calls: 0, changedColumns: 0, entries: 0, rows: 0, refolds: 0, refoldEntries: 0, kernelCalls: 0 }])) as Record<DeltaRole, DeltaWork>;
   return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, gdnHeadSteps: 0, gdnHeadsBetaZero: 0, deltaShared: 0, outProjKept: 0, deltaByRole };
 }
 

@@ -69,6 +69,10 @@ export interface ExecTuning {
   bigColumn?: number;
   /** Token ids whose embedding rows a tracked decode keeps as their entries (4096; then it starts over). */
   embedRowsKept?: number;
+  /** MiB of WebAssembly memory for the incremental matmuls' column walks (256; 0: walks in JavaScript). */
+  wasmHeapMiB?: number;
+  /** Stored entries per used column below which a matrix's column walks stay in JavaScript (4). */
+  wasmMinEntriesPerColumn?: number;
 }
 
 /** Read-only views handed to hooks; arrays are copies the hook may keep. */

@@ -1,0 +1,238 @@
+/**
+ * The incremental matmul's column walk (delta.ts deltaLinearIn) as a WebAssembly function, and the
+ * per-context wasm memory its arrays live in.
+ *
+ * Why: the walk is the decode's hottest loop (per stored entry of a changed column: the row's mark
+ * read, a first touch marked and listed, y_r += w·Δx). V8's code for it in JavaScript spends about
+ * twice the time per entry that the same loop takes as wasm (bench/walk-floor.ts: 7.5 against 4.1
+ * ns per entry over the gate/up projections of eleven layers; docs/benchmarks.md), the typed
+ * arrays' bounds and kind checks and the double↔float32 conversions of a Float32Array element add
+ * included. A wasm function reads only its own memory, so the arrays the walk touches (the rows'
+ * marks, y and the reached-row list, a copy of the matrix's CSC rows and weights) are carved from
+ * one WebAssembly.Memory per numeric context (WalkHeap), and the JavaScript around the walk reads
+ * and writes them as ordinary typed-array views.
+ *
+ * The function, walk(nWalk, walkAt, markAt, yAt, rowsAt, rowIdxAt, valuesAt, deferAt, cur, nr) → nr
+ * (byte addresses; rowIdx 16-bit, values float32, mark 16-bit, y float32, rows and defer int32):
+ * for each walk-list entry j < nWalk — at walkAt + 16j the column's first and end entry k0, k1
+ * (int32) and its Δx (float64) — and each k in [k0, k1), with r = rowIdx[k] and f = mark[r]:
+ *  - f bit 0 clear (a bounded row): if f ≠ cur, mark[r] ← cur and rows[nr++] ← r; then
+ *    y[r] ← float32(double(y[r]) + double(values[k]) · Δx)
+ *    — the same IEEE operations, in the same order, as `yv[r] += cv[k] * dx` on Float32Arrays in
+ *    JavaScript (each double operation and the final rounding to float32 round to nearest, ties to
+ *    even), so the same bits whatever the operands; delta.ts's module comment gives why they are
+ *    exact there;
+ *  - f bit 0 set (a tracked row): if f's epoch (f & ~3) ≠ cur, mark[r] ← cur | 1, rows[nr++] ← r and
+ *    the entry is deferred; else, unless f bit 1 is set (the row is to be refolded), deferred. A
+ *    deferred entry is (k, j) at deferAt + 8·(its index); the count is stored at address 0.
+ * It returns nr. The caller then runs the deferred entries' exact-row updates in their order
+ * (delta.ts), which is the order the JavaScript loop meets them in, marks and lists included.
+ * Preconditions: every address and index in range of the memory (the caller's layout), rows < 2^16,
+ * cur a mark value with bits 0 and 1 clear.
+ */
+
+const I32 = 0x7f;
+const F64 = 0x7c;
+/** The opcodes the kernel uses (WebAssembly core spec, binary format). */
+const OP = {
+  block: 0x02, loop: 0x03, if: 0x04, end: 0x0b, br: 0x0c, brIf: 0x0d, void: 0x40,
+  localGet: 0x20, localSet: 0x21, localTee: 0x22,
+  i32Load: 0x28, f32Load: 0x2a, f64Load: 0x2b, i32Load16U: 0x2f, i32Store: 0x36, f32Store: 0x38, i32Store16: 0x3b,
+  i32Const: 0x41, i32Eqz: 0x45, i32Ne: 0x47, i32GeU: 0x4f,
+  i32Add: 0x6a, i32And: 0x71, i32Or: 0x72, i32Shl: 0x74,
+  f64Add: 0xa0, f64Mul: 0xa2, f32DemoteF64: 0xb6, f64PromoteF32: 0xbb,
+} as const;
+
+function uleb(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n !== 0) b |= 0x80;
+    out.push(b);
+  } while (n !== 0);
+  return out;
+}
+
+function sleb(n: number): number[] {
+  const out: number[] = [];
+  for (;;) {
+    const b = n & 0x7f;
+    n >>= 7;
+    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) { out.push(b); return out; }
+    out.push(b | 0x80);
+  }
+}
+
+const vec = (items: number[][]): number[] => [...uleb(items.length), ...items.flat()];
+const section = (id: number, bytes: number[]): number[] => [id, ...uleb(bytes.length), ...bytes];
+const name = (s: string): number[] => vec([...new TextEncoder().encode(s)].map((b) => [b]));
+
+// the function's locals: its ten parameters, then seven int32 and one float64
+const L = {
+  nWalk: 0, walkAt: 1, markAt: 2, yAt: 3, rowsAt: 4, rowIdxAt: 5, valuesAt: 6, deferAt: 7, cur: 8, nr: 9,
+  j: 10, k: 11, kEnd: 12, r: 13, f: 14, at: 15, nd: 16, dx: 17,
+} as const;
+const get = (l: number) => [OP.localGet, l];
+const set = (l: number) => [OP.localSet, l];
+const tee = (l: number) => [OP.localTee, l];
+const i32 = (v: number) => [OP.i32Const, ...sleb(v)];
+/** base + (index << shift): a byte address. */
+const addr = (base: number, index: number, shift: number) => [...get(base), ...get(index), ...i32(shift), OP.i32Shl, OP.i32Add];
+/** A memory access with its alignment (log2) and offset. */
+const mem = (op: number, align: number, offset = 0) => [op, align, ...uleb(offset)];
+/** rows[nr++] ← r */
+const listRow = [...addr(L.rowsAt, L.nr, 2), ...get(L.r), ...mem(OP.i32Store, 2), ...get(L.nr), ...i32(1), OP.i32Add, ...set(L.nr)];
+/** defer[nd++] ← (k, j) */
+const deferEntry = [
+  ...addr(L.deferAt, L.nd, 3), ...tee(L.at), ...get(L.k), ...mem(OP.i32Store, 2),
+  ...get(L.at), ...get(L.j), ...mem(OP.i32Store, 2, 4),
+  ...get(L.nd), ...i32(1), OP.i32Add, ...set(L.nd),
+];
+
+const body: number[] = [
+  ...i32(0), ...set(L.j),
+  ...i32(0), ...set(L.nd),
+  OP.block, OP.void, OP.loop, OP.void, // over the walk list
+  ...get(L.j), ...get(L.nWalk), OP.i32GeU, OP.brIf, 1,
+  ...addr(L.walkAt, L.j, 4), ...tee(L.at), ...mem(OP.i32Load, 2), ...set(L.k),
+  ...get(L.at), ...mem(OP.i32Load, 2, 4), ...set(L.kEnd),
+  ...get(L.at), ...mem(OP.f64Load, 3, 8), ...set(L.dx),
+  OP.block, OP.void, OP.loop, OP.void, // over the column's entries
+  ...get(L.k), ...get(L.kEnd), OP.i32GeU, OP.brIf, 1,
+  ...addr(L.rowIdxAt, L.k, 1), ...mem(OP.i32Load16U, 1), ...set(L.r),
+  ...addr(L.markAt, L.r, 1), ...mem(OP.i32Load16U, 1), ...tee(L.f),
+  ...i32(1), OP.i32And, OP.i32Eqz, OP.if, OP.void,
+  // a bounded row
+  ...get(L.f), ...get(L.cur), OP.i32Ne, OP.if, OP.void,
+  ...addr(L.markAt, L.r, 1), ...get(L.cur), ...mem(OP.i32Store16, 1),
+  ...listRow,
+  OP.end,
+  ...addr(L.yAt, L.r, 2), ...tee(L.at),
+  ...get(L.at), ...mem(OP.f32Load, 2), OP.f64PromoteF32,
+  ...addr(L.valuesAt, L.k, 2), ...mem(OP.f32Load, 2), OP.f64PromoteF32, ...get(L.dx), OP.f64Mul,
+  OP.f64Add, OP.f32DemoteF64, ...mem(OP.f32Store, 2),
+  0x05, // else: a tracked row
+  ...get(L.f), ...i32(~3), OP.i32And, ...get(L.cur), OP.i32Ne, OP.if, OP.void,
+  ...addr(L.markAt, L.r, 1), ...get(L.cur), ...i32(1), OP.i32Or, ...mem(OP.i32Store16, 1),
+  ...listRow,
+  ...deferEntry,
+  0x05, // else: reached before in this call; deferred unless it is to be refolded
+  ...get(L.f), ...i32(2), OP.i32And, OP.i32Eqz, OP.if, OP.void,
+  ...deferEntry,
+  OP.end,
+  OP.end,
+  OP.end,
+  ...get(L.k), ...i32(1), OP.i32Add, ...set(L.k),
+  OP.br, 0,
+  OP.end, OP.end,
+  ...get(L.j), ...i32(1), OP.i32Add, ...set(L.j),
+  OP.br, 0,
+  OP.end, OP.end,
+  ...i32(0), ...get(L.nd), ...mem(OP.i32Store, 2),
+  ...get(L.nr),
+  OP.end,
+];
+
+/** The kernel module's bytes: one function `walk`, the memory imported as env.memory. */
+export function walkKernelBytes(): Uint8Array {
+  const fn = [...vec([[7, I32], [1, F64]]), ...body];
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, vec([[0x60, ...vec(Array.from({ length: 10 }, () => [I32])), ...vec([[I32]])]])),
+    ...section(2, vec([[...name('env'), ...name('memory'), 0x02, 0x00, ...uleb(1)]])),
+    ...section(3, vec([[0]])),
+    ...section(7, vec([[...name('walk'), 0x00, 0]])),
+    ...section(10, vec([[...uleb(fn.length), ...fn]])),
+  ]);
+}
+
+type WalkFn = (nWalk: number, walkAt: number, markAt: number, yAt: number, rowsAt: number, rowIdxAt: number,
+  valuesAt: number, deferAt: number, cur: number, nr: number) => number;
+
+/** The parts of the WebAssembly JS API used here (the project's TypeScript libs do not declare them). */
+interface WasmMemory { readonly buffer: ArrayBuffer }
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => object;
+  Memory: new (d: { initial: number; maximum: number }) => WasmMemory;
+  Instance: new (mod: object, imports: { env: { memory: WasmMemory } }) => { exports: Record<string, unknown> };
+}
+const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
+
+let compiled: object | null | undefined;
+/** The kernel module, compiled once per process (null where WebAssembly is not available). */
+function kernelModule(): object | null {
+  if (compiled === undefined) {
+    try {
+      compiled = wasm === undefined ? null : new wasm.Module(walkKernelBytes());
+    } catch {
+      compiled = null;
+    }
+  }
+  return compiled;
+}
+
+type ViewCtor<T> = { new (buffer: ArrayBufferLike, byteOffset: number, length: number): T; readonly BYTES_PER_ELEMENT: number };
+
+/**
+ * One numeric context's wasm memory, of a fixed size (a memory that grows detaches every view of
+ * its buffer), zero-filled, carved by a bump pointer into the arrays of the context's incremental
+ * matmuls (each starting at a multiple of 8 bytes), and the kernel instantiated on it. The first
+ * 8 bytes hold the kernel's deferred count. Untouched pages are the system's zero pages, so a
+ * large memory costs address space, not resident memory. A request that does not fit gets null
+ * (the caller keeps its JavaScript arrays and loop); nothing is freed before the context is.
+ */
+export class WalkHeap {
+  readonly buffer: ArrayBuffer;
+  private readonly walkFn: WalkFn;
+  private readonly count: Int32Array;
+  private used = 8;
+
+  private constructor(memory: WasmMemory, instance: { exports: Record<string, unknown> }) {
+    this.buffer = memory.buffer;
+    this.walkFn = instance.exports.walk as WalkFn;
+    this.count = new Int32Array(this.buffer, 0, 1);
+  }
+
+  /** A heap of `mib` MiB, or null when WebAssembly or the memory is not available. */
+  static create(mib: number): WalkHeap | null {
+    const mod = kernelModule();
+    if (mod === null || wasm === undefined || !(mib > 0)) return null;
+    try {
+      const pages = Math.min(65536, Math.ceil((mib * 2 ** 20) / 65536));
+      const memory = new wasm.Memory({ initial: pages, maximum: pages });
+      return new WalkHeap(memory, new wasm.Instance(mod, { env: { memory } }));
+    } catch {
+      return null;
+    }
+  }
+
+  /** Bytes still free. */
+  get free(): number {
+    return this.buffer.byteLength - this.used;
+  }
+
+  /** A zero-filled array of `length` elements carved from the heap, or null when it does not fit. */
+  take<T>(ctor: ViewCtor<T>, length: number): T | null {
+    const bytes = Math.ceil((length * ctor.BYTES_PER_ELEMENT) / 8) * 8;
+    if (bytes > this.free) return null;
+    const at = this.used;
+    this.used += bytes;
+    return new ctor(this.buffer, at, length);
+  }
+
+  /**
+   * Runs the kernel (module comment) over walk-list entries [0, nWalk); every array must be a view
+   * of this heap. Returns nr after the walk; the deferred count is `deferred` after the call.
+   */
+  walk(nWalk: number, walkList: Int32Array, mark: Uint16Array, y: Float32Array, rows: Int32Array, rowIdx: Uint16Array,
+    values: Float32Array, defer: Int32Array, cur: number, nr: number): number {
+    return this.walkFn(nWalk, walkList.byteOffset, mark.byteOffset, y.byteOffset, rows.byteOffset, rowIdx.byteOffset,
+      values.byteOffset, defer.byteOffset, cur, nr);
+  }
+
+  /** The number of entries the last walk deferred. */
+  get deferred(): number {
+    return this.count[0]!;
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * The wasm column walk (src/exec/walk-kernel.ts) against a plain re-statement of its contract, bit
+ * for bit: y's float32 bits after y_r += w·Δx in double (values and Δx drawn so that products and
+ * sums round), the marks, the reached-row list and its length, and the deferred (k, j) entries of
+ * tracked rows, over random walk lists whose rows carry every kind of mark (bounded or tracked,
+ * this call's epoch or another, to be refolded or not). And the heap: it is made (WebAssembly is
+ * there in Node 20), its arrays are zero-filled, 8-byte aligned, and a request past its end is
+ * refused.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { WalkHeap, walkKernelBytes } from '../src/exec/walk-kernel.ts';
+
+const bitsOf = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+
+function lcg(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => { s = (Math.imul(s, 1103515245) + 12345) >>> 0; return s / 4294967296; };
+}
+
+interface Walk { k0: number; k1: number; dx: number }
+
+/** The contract (walk-kernel.ts module comment), on plain arrays. */
+function reference(walks: Walk[], rowIdx: Uint16Array, values: Float32Array, mark: Uint16Array, y: Float32Array, rows: Int32Array, cur: number, nr: number): { nr: number; deferred: [number, number][]; updates: number } {
+  const deferred: [number, number][] = [];
+  let updates = 0;
+  walks.forEach(({ k0, k1, dx }, j) => {
+    for (let k = k0; k < k1; k++) {
+      const r = rowIdx[k]!;
+      const f = mark[r]!;
+      if ((f & 1) === 0) {
+        if (f !== cur) { mark[r] = cur; rows[nr++] = r; }
+        y[r] = Math.fround(y[r]! + values[k]! * dx);
+        updates++;
+      } else if ((f & ~3) !== cur) {
+        mark[r] = cur | 1;
+        rows[nr++] = r;
+        deferred.push([k, j]);
+      } else if ((f & 2) === 0) deferred.push([k, j]);
+    }
+  });
+  return { nr, deferred, updates };
+}
+
+const VALUES = [1, -1, 3, 0.1, -2.5, 1e-20, 7.25, 2 ** 100, -0.3333, 1e30, 0];
+
+describe('wasm column walk', () => {
+  it('the module compiles and a heap is made (Node 20 has WebAssembly; create gives null when it does not compile)', () => {
+    expect(walkKernelBytes().subarray(0, 4)).toEqual(Uint8Array.from([0, 0x61, 0x73, 0x6d]));
+    expect(WalkHeap.create(1)).not.toBeNull();
+    expect(WalkHeap.create(0)).toBeNull(); // 0: walks in JavaScript
+  });
+
+  it('heap: zero-filled, 8-byte aligned arrays; a request past the end gets null, and nothing is taken', () => {
+    const heap = WalkHeap.create(1)!;
+    const a = heap.take(Uint16Array, 3)!;
+    const b = heap.take(Float64Array, 5)!;
+    expect(a.buffer).toBe(heap.buffer);
+    expect(b.byteOffset % 8).toBe(0);
+    expect(b.byteOffset).toBeGreaterThanOrEqual(a.byteOffset + 6);
+    expect(Array.from(b)).toEqual([0, 0, 0, 0, 0]);
+    const free = heap.free;
+    expect(heap.take(Uint8Array, free + 1)).toBeNull();
+    expect(heap.free).toBe(free);
+    expect(heap.take(Uint8Array, free)).not.toBeNull();
+  });
+
+  it('property: the kernel gives the contract\'s y bits, marks, reached rows and deferred entries', () => {
+    let bounded = 0;
+    let deferredSeen = 0;
+    fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (seed) => {
+      const rnd = lcg(seed);
+      const nRows = 1 + Math.floor(rnd() * (rnd() < 0.2 ? 65536 : 300));
+      const nnz = 1 + Math.floor(rnd() * 400);
+      const heap = WalkHeap.create(4)!;
+      const rowIdx = heap.take(Uint16Array, nnz)!;
+      const values = heap.take(Float32Array, nnz)!;
+      const mark = heap.take(Uint16Array, nRows)!;
+      const y = heap.take(Float32Array, nRows)!;
+      const rows = heap.take(Int32Array, nRows + nnz)!;
+      const nWalk = Math.floor(rnd() * 30);
+      const walkList = heap.take(Int32Array, 4 * Math.max(1, nWalk))!;
+      const walkDx = new Float64Array(walkList.buffer, walkList.byteOffset, 2 * Math.max(1, nWalk));
+      const defer = heap.take(Int32Array, 2 * nnz * Math.max(1, nWalk))!;
+      for (let k = 0; k < nnz; k++) {
+        rowIdx[k] = Math.floor(rnd() * nRows);
+        values[k] = rnd() < 0.5 ? VALUES[Math.floor(rnd() * VALUES.length)]! : Math.fround((rnd() - 0.5) * 1000);
+      }
+      const epoch = 1 + Math.floor(rnd() * 16382);
+      const cur = epoch << 2;
+      const other = ((epoch % 16383) + 1) << 2;
+      for (let r = 0; r < nRows; r++) {
+        const u = rnd();
+        mark[r] = u < 0.4 ? 0 : u < 0.55 ? cur : u < 0.65 ? other : (rnd() < 0.5 ? cur : other) | [1, 3, 1][Math.floor(rnd() * 3)]!;
+        y[r] = rnd() < 0.5 ? Math.floor(rnd() * 100) : Math.fround((rnd() - 0.5) * 1e6);
+      }
+      const walks: Walk[] = [];
+      for (let j = 0; j < nWalk; j++) {
+        const k0 = Math.floor(rnd() * nnz);
+        const k1 = Math.min(nnz, k0 + Math.floor(rnd() * 12)); // empty walks too
+        const dx = rnd() < 0.5 ? Math.floor(rnd() * 9) - 4 : (rnd() - 0.5) * 1e5 * rnd(); // doubles of all kinds
+        walks.push({ k0, k1, dx });
+        walkList[4 * j] = k0;
+        walkList[4 * j + 1] = k1;
+        walkDx[2 * j + 1] = dx;
+      }
+      const nr0 = Math.floor(rnd() * 3);
+      const wantMark = mark.slice();
+      const wantY = y.slice();
+      const wantRows = rows.slice();
+      const want = reference(walks, rowIdx, values, wantMark, wantY, wantRows, cur, nr0);
+      const nr = heap.walk(nWalk, walkList, mark, y, rows, rowIdx, values, defer, cur, nr0);
+      expect(nr).toBe(want.nr);
+      expect(bitsOf(y)).toEqual(bitsOf(wantY));
+      expect(Array.from(mark)).toEqual(Array.from(wantMark));
+      expect(Array.from(rows.subarray(0, nr))).toEqual(Array.from(wantRows.subarray(0, nr)));
+      expect(heap.deferred).toBe(want.deferred.length);
+      const got: [number, number][] = [];
+      for (let i = 0; i < heap.deferred; i++) got.push([defer[2 * i]!, defer[2 * i + 1]!]);
+      expect(got).toEqual(want.deferred);
+      bounded += want.updates;
+      deferredSeen += want.deferred.length;
+    }), { numRuns: 300 });
+    expect(bounded).toBeGreaterThan(1000);
+    expect(deferredSeen).toBeGreaterThan(500);
+  });
+});

@@ -17,12 +17,12 @@
  * lists against a plain re-computation, so a broken loop fails instead of timing fast. The
  * figures are ns per stored entry walked and µs per step, the median of `--repeats` timed runs
  * after one untimed run (the JIT's optimised code). Each configuration runs twice: `js`, the loop
- * above in JavaScript, and `wasm`, the executor's wasm walk (src/exec/walk-kernel.ts) over the same
+ * above in JavaScript, and `wasm`, the executor's wasm walk (src/exec/wasm-kernels.ts) over the same
  * data carved from its memory, each call's columns listed first as deltaLinearIn lists them.
  *
  * Run: npx tsx bench/walk-floor.ts [--layers 1,11,30] [--tokens 3000] [--repeats 5] [--json]
  */
-import { WalkHeap } from '../src/exec/walk-kernel.ts';
+import { WasmHeap } from '../src/exec/wasm-kernels.ts';
 
 const argv = process.argv.slice(2);
 let layerList = [1, 11, 30];
@@ -64,14 +64,14 @@ function rnd(): number {
 interface Walked { colPtr: Int32Array; rowIdx: Uint16Array; values: Float32Array; mark: Uint16Array; y: Float32Array; rows: Int32Array }
 
 /** A typed array of `n` zeros: in `heap` (the wasm walk's memory) when given. */
-function alloc<T>(ctor: { new (n: number): T; new (b: ArrayBufferLike, o: number, n: number): T; readonly BYTES_PER_ELEMENT: number }, n: number, heap: WalkHeap | null): T {
+function alloc<T>(ctor: { new (n: number): T; new (b: ArrayBufferLike, o: number, n: number): T; readonly BYTES_PER_ELEMENT: number }, n: number, heap: WasmHeap | null): T {
   if (heap === null) return new ctor(n);
   const a = heap.take(ctor, n);
   if (a === null) throw new Error('walk-floor: the wasm heap is full');
   return a;
 }
 
-function matrix(sh: Shape, heap: WalkHeap | null): Walked {
+function matrix(sh: Shape, heap: WasmHeap | null): Walked {
   const { rows: ROWS, cols: COLS } = sh;
   const colPtr = new Int32Array(COLS + 1); // (Int32, as the executor's column records hold the walks' starts)
   for (let c = 0; c < COLS; c++) colPtr[c + 1] = colPtr[c] + sh.entries();
@@ -135,10 +135,10 @@ function run(mats: Walked[], cols: Int32Array, dx: Float64Array, perCall: number
 }
 
 /**
- * run() with the walks in wasm (src/exec/walk-kernel.ts), as deltaLinearIn lists them: per call,
+ * run() with the walks in wasm (src/exec/wasm-kernels.ts), as deltaLinearIn lists them: per call,
  * each changed column's first and end entry and Δx in the walk list, then one kernel call.
  */
-function runWasm(heap: WalkHeap, list: { walkList: Int32Array; walkDx: Float64Array; defer: Int32Array }, mats: Walked[], cols: Int32Array, dx: Float64Array, perCall: number, steps: number, epoch0: number): { entries: number; rows: number } {
+function runWasm(heap: WasmHeap, list: { walkList: Int32Array; walkDx: Float64Array; defer: Int32Array }, mats: Walked[], cols: Int32Array, dx: Float64Array, perCall: number, steps: number, epoch0: number): { entries: number; rows: number } {
   let entries = 0;
   let listed = 0;
   const { walkList, walkDx, defer } = list;
@@ -189,7 +189,7 @@ function check(mats: Walked[], cols: Int32Array, dx: Float64Array, perCall: numb
 interface Figure { shape: string; config: string; loop: 'js' | 'wasm'; matrices: number; columnsPerCall: number; nsPerEntry: number; usPerStep: number; entriesPerStep: number }
 
 function measure(sh: Shape, config: string, nMat: number, perCall: number, loop: 'js' | 'wasm'): Figure {
-  const heap = loop === 'wasm' ? WalkHeap.create(64 + Math.ceil((nMat * (sh.cols * 20 * 6 + sh.rows * 10)) / 2 ** 20)) : null;
+  const heap = loop === 'wasm' ? WasmHeap.create(64 + Math.ceil((nMat * (sh.cols * 20 * 6 + sh.rows * 10)) / 2 ** 20)) : null;
   if (loop === 'wasm' && heap === null) throw new Error('walk-floor: WebAssembly is not available');
   const mats = Array.from({ length: nMat }, () => matrix(sh, heap));
   const list = heap === null ? null : (() => {

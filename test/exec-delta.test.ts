@@ -554,7 +554,7 @@ describe('deltaLinear', () => {
     expect(bits(st2.y)).toEqual(bits(st.y));
   });
 
-  it('property: the wasm column walk (walk-kernel.ts) and the JavaScript loop leave the same state, call by call', () => {
+  it('property: the wasm column walk (wasm-kernels.ts) and the JavaScript loop leave the same state, call by call', () => {
     // Three contexts in step over the same inputs: the walk in wasm for every matrix
     // (wasmMinEntriesPerColumn 0), the JavaScript loop (wasmHeapMiB 0), and the dense linear.
     // Circuit-like inputs that widen their columns (bounded rows lost, refolded), fractions and

@@ -66,7 +66,7 @@ import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import type { CscPlan, DeltaKernel, DeltaLinearState, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
 import { carveArrays } from './arena.ts';
-import { WalkHeap } from './walk-kernel.ts';
+import { WasmHeap } from './wasm-kernels.ts';
 
 export type { DeltaLinearState } from './plans.ts';
 
@@ -237,16 +237,16 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
   return st;
 }
 
-/** The context's wasm walk memory (walk-kernel.ts), made on first use; null when off or unavailable. */
-function walkHeapOf(ctx: ExecNumericContext): WalkHeap | null {
-  let heap = ctx.memos.walkHeap;
-  if (heap === undefined) heap = ctx.memos.walkHeap = WalkHeap.create(ctx.tuning.wasmHeapMiB);
+/** The context's wasm kernel memory (wasm-kernels.ts), made on first use; null when off or unavailable. */
+export function wasmHeapOf(ctx: ExecNumericContext): WasmHeap | null {
+  let heap = ctx.memos.wasmHeap;
+  if (heap === undefined) heap = ctx.memos.wasmHeap = WasmHeap.create(ctx.tuning.wasmHeapMiB);
   return heap;
 }
 
 /** y, rows and mark of a state carved from the context's wasm memory, or null when they do not fit. */
 function walkArraysOf(ctx: ExecNumericContext, rows: number): { y: Float32Array; rows: Int32Array; mark: Uint16Array } | null {
-  const heap = walkHeapOf(ctx);
+  const heap = wasmHeapOf(ctx);
   if (heap === null || heap.free < 10 * rows + 64) return null;
   return { y: heap.take(Float32Array, rows)!, rows: heap.take(Int32Array, rows)!, mark: heap.take(Uint16Array, rows)! };
 }
@@ -257,7 +257,7 @@ function walkArraysOf(ctx: ExecNumericContext, rows: number): { y: Float32Array;
  * they are not there, the plan's rows are 32-bit, or the rest does not fit.
  */
 function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, cols: number): DeltaKernel | null {
-  const heap = ctx.memos.walkHeap;
+  const heap = ctx.memos.wasmHeap;
   if (heap == null || st.y.buffer !== heap.buffer || !(csc.rowIdx instanceof Uint16Array)) return null;
   const nnz = csc.values.length;
   // a matrix of short columns (the chip's down and out projections) walks in JavaScript (ExecTuning)
@@ -499,7 +499,7 @@ function trackedUpdate(e: Float64Array, s4: number, yv: Float32Array, r: number,
 }
 
 /**
- * The tracked-row entries the wasm walk deferred (walk-kernel.ts), in its order: each updated as
+ * The tracked-row entries the wasm walk deferred (wasm-kernels.ts), in its order: each updated as
  * deltaLinearIn's own loop does, unless its row is to be refolded by then (mark bit 1: a check of
  * an earlier entry failed). Returns the refold count after them.
  */
@@ -527,7 +527,7 @@ function deltaLinearIn(
 ): DeltaLinearState | null {
   if (st.usable === 0) {
     const plan = sparsePlanOf(ctx.plans, m);
-    let ok = plan.finite && cscPlanOf(ctx.plans, m, plan.csr, ctx.profile === 'f32' ? walkHeapOf(ctx) : null) !== null;
+    let ok = plan.finite && cscPlanOf(ctx.plans, m, plan.csr, ctx.profile === 'f32' ? wasmHeapOf(ctx) : null) !== null;
     if (ok && plan.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) { ok = false; break; }
     st.usable = ok ? 1 : 2;
   }
@@ -583,7 +583,7 @@ function deltaLinearIn(
   let walked = 0;
   const refold = st.refold;
   const n = cand === null ? cols : nCand;
-  // the wasm walk (walk-kernel.ts; f32 only: in bf16 every row is tracked): the changed columns'
+  // the wasm walk (wasm-kernels.ts; f32 only: in bf16 every row is tracked): the changed columns'
   // walks are listed and run by the kernel in one call, before any widening (which reads and
   // writes the rows' marks as the walks before it left them) and at the end; the tracked rows'
   // entries it defers are updated here after it, in its order, so marks, lists and sums are those

@@ -10,7 +10,7 @@
  */
 import { denseToCsr } from '../model/csr.ts';
 import { ChipcError } from '../util/errors.ts';
-import type { WalkHeap } from './walk-kernel.ts';
+import type { WasmHeap } from './wasm-kernels.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { ColumnExtremes, ColumnRuns, CscPlan, ExecPlans, SparsePlan } from './plans.ts';
 
@@ -100,7 +100,7 @@ function fillNonEmptyRows(rowPtr: Uint32Array | Int32Array, rows: number, out: U
  * The CscPlan of m's CSR `csr` (plans.ts; built once per CSR and `plans`, so a matrix given new
  * storage gets a new one), null for unsorted CSR rows.
  */
-export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix, heap?: WalkHeap | null): CscPlan | null {
+export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix, heap?: WasmHeap | null): CscPlan | null {
   const cscPlans = plans.cscPlans;
   let p = cscPlans.get(csr);
   if (p !== undefined) return p;

@@ -15,7 +15,7 @@ import { nonEmptyRowUnion } from './matmul-plans.ts';
 import type { ExecPlans } from './plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32 } from './numeric.ts';
-import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
+import { deltaLinear, nextInputStamp, wasmHeapOf, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 import { rowStackOf } from './stack-rows.ts';
 
@@ -85,8 +85,12 @@ function swigluDelta(
   const byM = ctx.memos.ffnDeltaStates;
   let st = byM.get(m.gateProj);
   if (st === undefined || st.h.length !== n) {
-    const h = new Float32Array(n);
-    st = { h, hBits: new Uint32Array(h.buffer), valid: false, changed: new Int32Array(n), ver: -1 };
+    // h and the changed units in the context's wasm memory where the SwiGLU can run there (f32)
+    const heap = ctx.profile === 'f32' ? wasmHeapOf(ctx) : null;
+    const inHeap = heap !== null && heap.free >= 8 * n + 16;
+    const h = inHeap ? heap.take(Float32Array, n)! : new Float32Array(n);
+    const changed = inHeap ? heap.take(Int32Array, n)! : new Int32Array(n);
+    st = { h, hBits: new Uint32Array(h.buffer, h.byteOffset, n), valid: false, changed, ver: -1 };
     byM.set(m.gateProj, st);
   }
   let t0 = phaseStart();
@@ -107,7 +111,11 @@ function swigluDelta(
     const f32Profile = ctx.profile === 'f32'; // act is the identity
     const rows = gus.rows;
     const nr = gus.nRows;
-    if (f32Profile) {
+    const heap = ctx.memos.wasmHeap;
+    if (f32Profile && heap != null && h.buffer === heap.buffer && go.buffer === heap.buffer && rows.buffer === heap.buffer) {
+      // the same loop in wasm (wasm-kernels.ts swiglu)
+      nch = heap.swiglu(nr, rows, n, go, h, changed, form);
+    } else if (f32Profile) {
       for (let t = 0; t < nr; t++) {
         const r = rows[t];
         const i = r < n ? r : r - n;

@@ -47,7 +47,7 @@
 import type { CsrMatrix, GdnWeights, Matrix, ModelWeights } from '../model/weights.ts';
 import type { ExecTuning } from './types.ts';
 import { ZeroArena } from './arena.ts';
-import type { WalkHeap } from './walk-kernel.ts';
+import type { WasmHeap } from './wasm-kernels.ts';
 
 /** The sparse path's size thresholds, every one set (ExecOptions.tuning over DEFAULT_TUNING). */
 export type SparseTuning = Required<ExecTuning>;
@@ -69,7 +69,7 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
    */
   embedRowsKept: 4096,
   /**
-   * MiB of the context's WebAssembly memory for the incremental matmuls' column walks (walk-kernel.ts;
+   * MiB of the context's WebAssembly memory for the incremental matmuls' column walks (wasm-kernels.ts;
    * address space, touched only where used: the qwen3.5-4b chip's walks use about 14 MiB). 0 keeps
    * every walk in JavaScript (the same bits); a matrix whose arrays do not fit walks in JavaScript.
    */
@@ -273,8 +273,8 @@ export interface DeltaLinearState {
   planCsr: Matrix['csr'];
   planDense: Matrix['dense'];
   /**
-   * The wasm column walk's arrays (walk-kernel.ts), when `mark`, `y` and `rows` are views of the
-   * context's WalkHeap and the plan's copies fit there; null: the walk runs in JavaScript.
+   * The wasm column walk's arrays (wasm-kernels.ts), when `mark`, `y` and `rows` are views of the
+   * context's WasmHeap and the plan's copies fit there; null: the walk runs in JavaScript.
    */
   kernel: DeltaKernel | null;
   /** The last input vector and offset, and a view of its bits there. */
@@ -288,14 +288,14 @@ export interface DeltaLinearState {
 }
 
 /**
- * A delta state's wasm walk (walk-kernel.ts): the heap, copies of its CSC plan's rows and weights
+ * A delta state's wasm walk (wasm-kernels.ts): the heap, copies of its CSC plan's rows and weights
  * there (for `csc`), the walk list (per walked column j: k0, k1 as int32 at 4j, 4j + 1, Δx as a
  * float64 at 2j + 1 of `walkDx`), the deferred entries ((k, j) at 2i, 2i + 1), and, per walked
  * column, x_new and x_old (`walkX`, 2j and 2j + 1) and lowbit(x_new) (`walkLow`) for the deferred
  * tracked-row updates.
  */
 export interface DeltaKernel {
-  heap: WalkHeap;
+  heap: WasmHeap;
   csc: CscPlan;
   rowIdx: Uint16Array;
   values: Float32Array;
@@ -390,8 +390,8 @@ export class ExecMemos {
    * threshold (32 MiB), for the requests of 64 KiB and more.
    */
   readonly recordArena = new ZeroArena(33 << 20, 64 << 10);
-  /** The column walks' wasm memory (walk-kernel.ts): made at the first walk, null when unavailable or off. */
-  walkHeap: WalkHeap | null | undefined = undefined;
+  /** The column walks' wasm memory (wasm-kernels.ts): made at the first walk, null when unavailable or off. */
+  wasmHeap: WasmHeap | null | undefined = undefined;
   readonly argmaxMemos = new WeakMap<Matrix, ArgmaxMemo>();
   readonly ffnDeltaStates = new WeakMap<Matrix, FfnDeltaState>();
 }

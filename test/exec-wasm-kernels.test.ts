@@ -1,15 +1,20 @@
 /**
- * The wasm column walk (src/exec/walk-kernel.ts) against a plain re-statement of its contract, bit
- * for bit: y's float32 bits after y_r += w·Δx in double (values and Δx drawn so that products and
- * sums round), the marks, the reached-row list and its length, and the deferred (k, j) entries of
- * tracked rows, over random walk lists whose rows carry every kind of mark (bounded or tracked,
- * this call's epoch or another, to be refolded or not). And the heap: it is made (WebAssembly is
- * there in Node 20), its arrays are zero-filled, 8-byte aligned, and a request past its end is
- * refused.
+ * The wasm kernels (src/exec/wasm-kernels.ts) against plain re-statements of their contracts, bit
+ * for bit:
+ *  - the column walk: y's float32 bits after y_r += w·Δx in double (values and Δx drawn so that
+ *    products and sums round), the marks, the reached-row list and its length, and the deferred
+ *    (k, j) entries of tracked rows, over random walk lists whose rows carry every kind of mark
+ *    (bounded or tracked, this call's epoch or another, to be refolded or not);
+ *  - the SwiGLU: h = float32(silu32(g)·u) (numeric.ts silu32, both forms) and the changed-unit
+ *    list, over gates at ±0, both saturated ends and their edges, the formula's range, ±∞ and NaN,
+ *    with gate and up rows listed in any order and repeated.
+ * And the heap: it is made (WebAssembly is there in Node 20), its arrays are zero-filled, 8-byte
+ * aligned, and a request past its end is refused.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { WalkHeap, walkKernelBytes } from '../src/exec/walk-kernel.ts';
+import { WasmHeap, kernelModuleBytes } from '../src/exec/wasm-kernels.ts';
+import { silu32 } from '../src/exec/numeric.ts';
 
 const bitsOf = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
@@ -20,7 +25,7 @@ function lcg(seed: number): () => number {
 
 interface Walk { k0: number; k1: number; dx: number }
 
-/** The contract (walk-kernel.ts module comment), on plain arrays. */
+/** The contract (wasm-kernels.ts module comment), on plain arrays. */
 function reference(walks: Walk[], rowIdx: Uint16Array, values: Float32Array, mark: Uint16Array, y: Float32Array, rows: Int32Array, cur: number, nr: number): { nr: number; deferred: [number, number][]; updates: number } {
   const deferred: [number, number][] = [];
   let updates = 0;
@@ -44,15 +49,15 @@ function reference(walks: Walk[], rowIdx: Uint16Array, values: Float32Array, mar
 
 const VALUES = [1, -1, 3, 0.1, -2.5, 1e-20, 7.25, 2 ** 100, -0.3333, 1e30, 0];
 
-describe('wasm column walk', () => {
+describe('wasm kernels', () => {
   it('the module compiles and a heap is made (Node 20 has WebAssembly; create gives null when it does not compile)', () => {
-    expect(walkKernelBytes().subarray(0, 4)).toEqual(Uint8Array.from([0, 0x61, 0x73, 0x6d]));
-    expect(WalkHeap.create(1)).not.toBeNull();
-    expect(WalkHeap.create(0)).toBeNull(); // 0: walks in JavaScript
+    expect(kernelModuleBytes().subarray(0, 4)).toEqual(Uint8Array.from([0, 0x61, 0x73, 0x6d]));
+    expect(WasmHeap.create(1)).not.toBeNull();
+    expect(WasmHeap.create(0)).toBeNull(); // 0: walks in JavaScript
   });
 
   it('heap: zero-filled, 8-byte aligned arrays; a request past the end gets null, and nothing is taken', () => {
-    const heap = WalkHeap.create(1)!;
+    const heap = WasmHeap.create(1)!;
     const a = heap.take(Uint16Array, 3)!;
     const b = heap.take(Float64Array, 5)!;
     expect(a.buffer).toBe(heap.buffer);
@@ -72,7 +77,7 @@ describe('wasm column walk', () => {
       const rnd = lcg(seed);
       const nRows = 1 + Math.floor(rnd() * (rnd() < 0.2 ? 65536 : 300));
       const nnz = 1 + Math.floor(rnd() * 400);
-      const heap = WalkHeap.create(4)!;
+      const heap = WasmHeap.create(4)!;
       const rowIdx = heap.take(Uint16Array, nnz)!;
       const values = heap.take(Float32Array, nnz)!;
       const mark = heap.take(Uint16Array, nRows)!;
@@ -123,5 +128,44 @@ describe('wasm column walk', () => {
     }), { numRuns: 300 });
     expect(bounded).toBeGreaterThan(1000);
     expect(deferredSeen).toBeGreaterThan(500);
+  });
+
+  it('property: swiglu gives h = float32(silu32(g)·u) bit for bit and lists the units whose bits moved', () => {
+    const G = [0, -0, 17, 16.999998, -89, -88.99999, -89.00001, 1, -1, 3.5, -20, 100, -1e30, 1e30, Infinity, -Infinity, NaN, 1e-40, -1e-40];
+    const U = [1, -1, 0, -0, 2.5, 1e30, -3, Infinity, 7];
+    let changedSeen = 0;
+    let formulaSeen = 0;
+    fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.boolean(), (seed, mul) => {
+      const rnd = lcg(seed);
+      const form = mul ? 'mul' : 'div';
+      const n = 1 + Math.floor(rnd() * 200);
+      const heap = WasmHeap.create(1)!;
+      const go = heap.take(Float32Array, 2 * n)!;
+      const h = heap.take(Float32Array, n)!;
+      const changed = heap.take(Int32Array, 4 * n)!;
+      const nr = Math.floor(rnd() * 3 * n);
+      const rows = heap.take(Int32Array, Math.max(1, nr))!;
+      const draw = (vals: number[]) => (rnd() < 0.6 ? vals[Math.floor(rnd() * vals.length)]! : Math.fround((rnd() - 0.5) * 60));
+      for (let i = 0; i < n; i++) { go[i] = draw(G); go[n + i] = draw(U); h[i] = rnd() < 0.5 ? draw(U) : 0; }
+      for (let t = 0; t < nr; t++) rows[t] = Math.floor(rnd() * 2 * n);
+      const wantH = h.slice();
+      const wantBits = new Uint32Array(wantH.buffer);
+      const want: number[] = [];
+      for (let t = 0; t < nr; t++) {
+        const r = rows[t]!;
+        const i = r < n ? r : r - n;
+        const g = go[i]!;
+        const old = wantBits[i];
+        if (g !== 0 && g < 17 && !(g <= -89 && g !== -Infinity)) formulaSeen++;
+        wantH[i] = (g === 0 ? g : silu32(g, form)) * go[n + i]!;
+        if (wantBits[i] !== old) want.push(i);
+      }
+      const nch = heap.swiglu(nr, rows, n, go, h, changed, form);
+      expect(bitsOf(h)).toEqual(bitsOf(wantH));
+      expect(Array.from(changed.subarray(0, nch))).toEqual(want);
+      changedSeen += nch;
+    }), { numRuns: 300 });
+    expect(changedSeen).toBeGreaterThan(2000);
+    expect(formulaSeen).toBeGreaterThan(2000);
   });
 });

@@ -1,27 +1,26 @@
 /**
- * The incremental matmul's column walk (delta.ts deltaLinearIn) as a WebAssembly function, and the
- * per-context wasm memory its arrays live in.
+ * Two of the decode's hottest loops as WebAssembly functions, and the per-context wasm memory their
+ * arrays live in: the incremental matmul's column walk (delta.ts deltaLinearIn) and the SwiGLU of
+ * the units it reached (mlp.ts swigluDelta).
  *
- * Why: the walk is the decode's hottest loop (per stored entry of a changed column: the row's mark
- * read, a first touch marked and listed, y_r += w·Δx). V8's code for it in JavaScript spends about
- * twice the time per entry that the same loop takes as wasm (bench/walk-floor.ts: 7.5 against 4.1
- * ns per entry over the gate/up projections of eleven layers; docs/benchmarks.md), the typed
- * arrays' bounds and kind checks and the double↔float32 conversions of a Float32Array element add
- * included. A wasm function reads only its own memory, so the arrays the walk touches (the rows'
- * marks, y and the reached-row list, a copy of the matrix's CSC rows and weights) are carved from
- * one WebAssembly.Memory per numeric context (WalkHeap), and the JavaScript around the walk reads
- * and writes them as ordinary typed-array views.
+ * Why: V8's code for these loops in JavaScript spends up to twice the time per element that the
+ * same loop takes as wasm (bench/walk-floor.ts: the walk over the gate/up projections of eleven
+ * layers, 7.6 against 4.6 ns per entry; docs/benchmarks.md), the typed arrays' bounds and kind
+ * checks and the double↔float32 conversions of Float32Array elements included. A wasm function reads
+ * only its own memory, so the arrays these loops touch (the rows' marks, y and the reached-row
+ * list, the matrix's CSC rows and weights, the SwiGLU's h and changed-unit list) are carved from
+ * one WebAssembly.Memory per numeric context (WasmHeap), and the JavaScript around the loops reads
+ * and writes them as ordinary typed-array views. Both functions do the IEEE operations of the
+ * JavaScript they replace, in its order (each double operation, and the rounding to float32 of a
+ * store, to nearest, ties to even): the same bits whatever the operands.
  *
- * The function, walk(nWalk, walkAt, markAt, yAt, rowsAt, rowIdxAt, valuesAt, deferAt, cur, nr) → nr
- * (byte addresses; rowIdx 16-bit, values float32, mark 16-bit, y float32, rows and defer int32):
- * for each walk-list entry j < nWalk — at walkAt + 16j the column's first and end entry k0, k1
- * (int32) and its Δx (float64) — and each k in [k0, k1), with r = rowIdx[k] and f = mark[r]:
+ * walk(nWalk, walkAt, markAt, yAt, rowsAt, rowIdxAt, valuesAt, deferAt, cur, nr) → nr (byte
+ * addresses; rowIdx 16-bit, values float32, mark 16-bit, y float32, rows and defer int32): for each
+ * walk-list entry j < nWalk — at walkAt + 16j the column's first and end entry k0, k1 (int32) and
+ * its Δx (float64) — and each k in [k0, k1), with r = rowIdx[k] and f = mark[r]:
  *  - f bit 0 clear (a bounded row): if f ≠ cur, mark[r] ← cur and rows[nr++] ← r; then
- *    y[r] ← float32(double(y[r]) + double(values[k]) · Δx)
- *    — the same IEEE operations, in the same order, as `yv[r] += cv[k] * dx` on Float32Arrays in
- *    JavaScript (each double operation and the final rounding to float32 round to nearest, ties to
- *    even), so the same bits whatever the operands; delta.ts's module comment gives why they are
- *    exact there;
+ *    y[r] ← float32(double(y[r]) + double(values[k]) · Δx), as `yv[r] += cv[k] * dx` on
+ *    Float32Arrays (delta.ts's module comment gives why that is exact there);
  *  - f bit 0 set (a tracked row): if f's epoch (f & ~3) ≠ cur, mark[r] ← cur | 1, rows[nr++] ← r and
  *    the entry is deferred; else, unless f bit 1 is set (the row is to be refolded), deferred. A
  *    deferred entry is (k, j) at deferAt + 8·(its index); the count is stored at address 0.
@@ -29,7 +28,18 @@
  * (delta.ts), which is the order the JavaScript loop meets them in, marks and lists included.
  * Preconditions: every address and index in range of the memory (the caller's layout), rows < 2^16,
  * cur a mark value with bits 0 and 1 clear.
+ *
+ * swiglu(nr, rowsAt, n, goAt, hAt, changedAt, form) → nch (gate at goAt + 4i, up at goAt + 4(n + i),
+ * float32; h float32; rows and changed int32): for t < nr, with r = rows[t] and unit i = r < n ? r :
+ * r − n, h[i] ← float32(silu32(g_i) · double(u_i)) (g_i = ±0 passes through) and i is appended to
+ * changed when h[i]'s bits moved. silu32 (numeric.ts): ±0 → itself, g ≥ 17 → g, g ≤ −89 (not −∞)
+ * → −0, otherwise the imported env.siluFormula(g, form) (form 0 'mul', 1 'div'): numeric.ts's own
+ * formula, called back in JavaScript (no exp in wasm; a compiled chip's units sit at the saturated
+ * ends, so the call is rare). Returns the changed count. Preconditions: addresses in range, n and
+ * every r < 2n below 2^30.
  */
+
+import { siluFormula } from './numeric.ts';
 
 const I32 = 0x7f;
 const F64 = 0x7c;
@@ -38,9 +48,11 @@ const OP = {
   block: 0x02, loop: 0x03, if: 0x04, end: 0x0b, br: 0x0c, brIf: 0x0d, void: 0x40,
   localGet: 0x20, localSet: 0x21, localTee: 0x22,
   i32Load: 0x28, f32Load: 0x2a, f64Load: 0x2b, i32Load16U: 0x2f, i32Store: 0x36, f32Store: 0x38, i32Store16: 0x3b,
-  i32Const: 0x41, i32Eqz: 0x45, i32Ne: 0x47, i32GeU: 0x4f,
-  i32Add: 0x6a, i32And: 0x71, i32Or: 0x72, i32Shl: 0x74,
+  i32Const: 0x41, f64Const: 0x44, i32Eqz: 0x45, i32Ne: 0x47, i32GeU: 0x4f,
+  f64Eq: 0x61, f64Ne: 0x62, f64Le: 0x65, f64Ge: 0x66,
+  i32Add: 0x6a, i32Sub: 0x6b, i32And: 0x71, i32Or: 0x72, i32Shl: 0x74,
   f64Add: 0xa0, f64Mul: 0xa2, f32DemoteF64: 0xb6, f64PromoteF32: 0xbb,
+  call: 0x10, select: 0x1b, else: 0x05, f64Block: 0x7c,
 } as const;
 
 function uleb(n: number): number[] {
@@ -90,7 +102,7 @@ const deferEntry = [
   ...get(L.nd), ...i32(1), OP.i32Add, ...set(L.nd),
 ];
 
-const body: number[] = [
+const walkBody: number[] = [
   ...i32(0), ...set(L.j),
   ...i32(0), ...set(L.nd),
   OP.block, OP.void, OP.loop, OP.void, // over the walk list
@@ -112,12 +124,12 @@ const body: number[] = [
   ...get(L.at), ...mem(OP.f32Load, 2), OP.f64PromoteF32,
   ...addr(L.valuesAt, L.k, 2), ...mem(OP.f32Load, 2), OP.f64PromoteF32, ...get(L.dx), OP.f64Mul,
   OP.f64Add, OP.f32DemoteF64, ...mem(OP.f32Store, 2),
-  0x05, // else: a tracked row
+  OP.else, // a tracked row
   ...get(L.f), ...i32(~3), OP.i32And, ...get(L.cur), OP.i32Ne, OP.if, OP.void,
   ...addr(L.markAt, L.r, 1), ...get(L.cur), ...i32(1), OP.i32Or, ...mem(OP.i32Store16, 1),
   ...listRow,
   ...deferEntry,
-  0x05, // else: reached before in this call; deferred unless it is to be refolded
+  OP.else, // reached before in this call: deferred unless it is to be refolded
   ...get(L.f), ...i32(2), OP.i32And, OP.i32Eqz, OP.if, OP.void,
   ...deferEntry,
   OP.end,
@@ -134,28 +146,85 @@ const body: number[] = [
   OP.end,
 ];
 
-/** The kernel module's bytes: one function `walk`, the memory imported as env.memory. */
-export function walkKernelBytes(): Uint8Array {
-  const fn = [...vec([[7, I32], [1, F64]]), ...body];
+// swiglu's locals: its seven parameters, then five int32 and two float64
+const A = { nr: 0, rowsAt: 1, n: 2, goAt: 3, hAt: 4, changedAt: 5, form: 6, t: 7, i: 8, old: 9, nch: 10, at: 11, g: 12, s: 13 } as const;
+const f64c = (v: number) => { const b = new Uint8Array(8); new DataView(b.buffer).setFloat64(0, v, true); return [OP.f64Const, ...b]; };
+const swigluBody: number[] = [
+  ...i32(0), ...set(A.t),
+  ...i32(0), ...set(A.nch),
+  OP.block, OP.void, OP.loop, OP.void,
+  ...get(A.t), ...get(A.nr), OP.i32GeU, OP.brIf, 1,
+  // i = r < n ? r : r − n
+  ...addr(A.rowsAt, A.t, 2), ...mem(OP.i32Load, 2), ...tee(A.i),
+  ...get(A.n), ...i32(0), ...get(A.i), ...get(A.n), OP.i32GeU, OP.select, OP.i32Sub, ...set(A.i),
+  ...addr(A.hAt, A.i, 2), ...tee(A.at), ...mem(OP.i32Load, 2), ...set(A.old),
+  ...addr(A.goAt, A.i, 2), ...mem(OP.f32Load, 2), OP.f64PromoteF32, ...tee(A.g),
+  // s = silu32(g)
+  ...f64c(0), OP.f64Eq, OP.if, OP.f64Block,
+  ...get(A.g),
+  OP.else,
+  ...get(A.g), ...f64c(17), OP.f64Ge, OP.if, OP.f64Block,
+  ...get(A.g),
+  OP.else,
+  ...get(A.g), ...f64c(-89), OP.f64Le, ...get(A.g), ...f64c(-Infinity), OP.f64Ne, OP.i32And, OP.if, OP.f64Block,
+  ...f64c(-0),
+  OP.else,
+  ...get(A.g), ...get(A.form), OP.call, 0,
+  OP.end, OP.end, OP.end,
+  ...set(A.s),
+  // h[i] = float32(s · u)
+  ...get(A.at),
+  ...get(A.s), ...get(A.goAt), ...get(A.n), ...get(A.i), OP.i32Add, ...i32(2), OP.i32Shl, OP.i32Add, ...mem(OP.f32Load, 2), OP.f64PromoteF32, OP.f64Mul,
+  OP.f32DemoteF64, ...mem(OP.f32Store, 2),
+  ...get(A.at), ...mem(OP.i32Load, 2), ...get(A.old), OP.i32Ne, OP.if, OP.void,
+  ...addr(A.changedAt, A.nch, 2), ...get(A.i), ...mem(OP.i32Store, 2),
+  ...get(A.nch), ...i32(1), OP.i32Add, ...set(A.nch),
+  OP.end,
+  ...get(A.t), ...i32(1), OP.i32Add, ...set(A.t),
+  OP.br, 0,
+  OP.end, OP.end,
+  ...get(A.nch),
+  OP.end,
+];
+
+const fnType = (params: number[], results: number[]) => [0x60, ...vec(params.map((p) => [p])), ...vec(results.map((r) => [r]))];
+const fnCode = (locals: number[][], body: number[]) => { const f = [...vec(locals), ...body]; return [...uleb(f.length), ...f]; };
+
+/**
+ * The kernels' module: the memory imported as env.memory and silu32's formula as env.siluFormula
+ * (function 0), `walk` (function 1) and `swiglu` (function 2) exported.
+ */
+export function kernelModuleBytes(): Uint8Array {
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, vec([[0x60, ...vec(Array.from({ length: 10 }, () => [I32])), ...vec([[I32]])]])),
-    ...section(2, vec([[...name('env'), ...name('memory'), 0x02, 0x00, ...uleb(1)]])),
-    ...section(3, vec([[0]])),
-    ...section(7, vec([[...name('walk'), 0x00, 0]])),
-    ...section(10, vec([[...uleb(fn.length), ...fn]])),
+    ...section(1, vec([
+      fnType(Array.from({ length: 10 }, () => I32), [I32]),
+      fnType([F64, I32], [F64]),
+      fnType(Array.from({ length: 7 }, () => I32), [I32]),
+    ])),
+    ...section(2, vec([
+      [...name('env'), ...name('memory'), 0x02, 0x00, ...uleb(1)],
+      [...name('env'), ...name('siluFormula'), 0x00, 1],
+    ])),
+    ...section(3, vec([[0], [2]])),
+    ...section(7, vec([[...name('walk'), 0x00, 1], [...name('swiglu'), 0x00, 2]])),
+    ...section(10, vec([fnCode([[7, I32], [1, F64]], walkBody), fnCode([[5, I32], [2, F64]], swigluBody)])),
   ]);
 }
 
 type WalkFn = (nWalk: number, walkAt: number, markAt: number, yAt: number, rowsAt: number, rowIdxAt: number,
   valuesAt: number, deferAt: number, cur: number, nr: number) => number;
+type SwigluFn = (nr: number, rowsAt: number, n: number, goAt: number, hAt: number, changedAt: number, form: number) => number;
+
+/** swiglu's callback for the unsaturated units: numeric.ts's formula (form 0 'mul', 1 'div'). */
+const siluCallback = (x: number, form: number): number => siluFormula(x, form === 0 ? 'mul' : 'div');
 
 /** The parts of the WebAssembly JS API used here (the project's TypeScript libs do not declare them). */
 interface WasmMemory { readonly buffer: ArrayBuffer }
 interface WasmApi {
   Module: new (bytes: Uint8Array) => object;
   Memory: new (d: { initial: number; maximum: number }) => WasmMemory;
-  Instance: new (mod: object, imports: { env: { memory: WasmMemory } }) => { exports: Record<string, unknown> };
+  Instance: new (mod: object, imports: { env: { memory: WasmMemory; siluFormula: (x: number, form: number) => number } }) => { exports: Record<string, unknown> };
 }
 const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
 
@@ -164,7 +233,7 @@ let compiled: object | null | undefined;
 function kernelModule(): object | null {
   if (compiled === undefined) {
     try {
-      compiled = wasm === undefined ? null : new wasm.Module(walkKernelBytes());
+      compiled = wasm === undefined ? null : new wasm.Module(kernelModuleBytes());
     } catch {
       compiled = null;
     }
@@ -177,31 +246,33 @@ type ViewCtor<T> = { new (buffer: ArrayBufferLike, byteOffset: number, length: n
 /**
  * One numeric context's wasm memory, of a fixed size (a memory that grows detaches every view of
  * its buffer), zero-filled, carved by a bump pointer into the arrays of the context's incremental
- * matmuls (each starting at a multiple of 8 bytes), and the kernel instantiated on it. The first
+ * matmuls and SwiGLUs (each starting at a multiple of 8 bytes), and the kernels instantiated on it. The first
  * 8 bytes hold the kernel's deferred count. Untouched pages are the system's zero pages, so a
  * large memory costs address space, not resident memory. A request that does not fit gets null
  * (the caller keeps its JavaScript arrays and loop); nothing is freed before the context is.
  */
-export class WalkHeap {
+export class WasmHeap {
   readonly buffer: ArrayBuffer;
   private readonly walkFn: WalkFn;
+  private readonly swigluFn: SwigluFn;
   private readonly count: Int32Array;
   private used = 8;
 
   private constructor(memory: WasmMemory, instance: { exports: Record<string, unknown> }) {
     this.buffer = memory.buffer;
     this.walkFn = instance.exports.walk as WalkFn;
+    this.swigluFn = instance.exports.swiglu as SwigluFn;
     this.count = new Int32Array(this.buffer, 0, 1);
   }
 
   /** A heap of `mib` MiB, or null when WebAssembly or the memory is not available. */
-  static create(mib: number): WalkHeap | null {
+  static create(mib: number): WasmHeap | null {
     const mod = kernelModule();
     if (mod === null || wasm === undefined || !(mib > 0)) return null;
     try {
       const pages = Math.min(65536, Math.ceil((mib * 2 ** 20) / 65536));
       const memory = new wasm.Memory({ initial: pages, maximum: pages });
-      return new WalkHeap(memory, new wasm.Instance(mod, { env: { memory } }));
+      return new WasmHeap(memory, new wasm.Instance(mod, { env: { memory, siluFormula: siluCallback } }));
     } catch {
       return null;
     }
@@ -229,6 +300,14 @@ export class WalkHeap {
     values: Float32Array, defer: Int32Array, cur: number, nr: number): number {
     return this.walkFn(nWalk, walkList.byteOffset, mark.byteOffset, y.byteOffset, rows.byteOffset, rowIdx.byteOffset,
       values.byteOffset, defer.byteOffset, cur, nr);
+  }
+
+  /**
+   * The SwiGLU of the units of rows[0..nr) (module comment): h and `changed` updated, the changed
+   * count returned; every array must be a view of this heap.
+   */
+  swiglu(nr: number, rows: Int32Array, n: number, go: Float32Array, h: Float32Array, changed: Int32Array, form: 'mul' | 'div'): number {
+    return this.swigluFn(nr, rows.byteOffset, n, go.byteOffset, h.byteOffset, changed.byteOffset, form === 'mul' ? 0 : 1);
   }
 
   /** The number of entries the last walk deferred. */

@@ -215,18 +215,20 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
   if (st === undefined) {
     // one buffer for the per-row and per-column records (arena.ts: only the pages written fault)
     const a = carveArrays({
-      colBits: [Uint32Array, 4 * (m.cols + 1)], changed: [Int32Array, m.cols], rowSlot: [Int32Array, m.rows],
-      refold: [Int32Array, m.rows], rowBound: [Float64Array, m.rows], rowLow: [Int16Array, m.rows],
+      rowSlot: [Int32Array, m.rows], refold: [Int32Array, m.rows], rowBound: [Float64Array, m.rows], rowLow: [Int16Array, m.rows],
     }, ctx.memos.recordArena);
-    // the rows' marks, y and the reached rows: in the context's wasm memory where the walk can run
-    // there (f32, rows that a 16-bit index names), else beside the other records
-    const w = ctx.profile === 'f32' && m.rows <= 0x10000 ? walkArraysOf(ctx, m.rows) : null;
-    const r = w ?? carveArrays({ y: [Float32Array, m.rows], rows: [Int32Array, m.rows], mark: [Uint16Array, m.rows] }, ctx.memos.recordArena);
-    const colBits = a.colBits;
+    // what the wasm kernels read and write (the column records, the rows' marks, y, the reached
+    // rows, the changed columns): in the context's wasm memory where they can run there (f32, rows
+    // that a 16-bit index names), else beside the other records
+    const w = ctx.profile === 'f32' && m.rows <= 0x10000 ? walkArraysOf(ctx, m.rows, m.cols) : null;
+    const r = w ?? carveArrays({
+      colBits: [Uint32Array, 4 * (m.cols + 1)], changed: [Int32Array, m.cols], y: [Float32Array, m.rows], rows: [Int32Array, m.rows], mark: [Uint16Array, m.rows],
+    }, ctx.memos.recordArena);
+    const colBits = r.colBits;
     st = {
       colBits, colVals: new Float32Array(colBits.buffer, colBits.byteOffset, colBits.length),
       colInts: new Int32Array(colBits.buffer, colBits.byteOffset, colBits.length), negTotal: 0, y: r.y, valid: false, full: false,
-      rows: r.rows, nRows: 0, mark: r.mark, epoch: 0, changed: a.changed, nChanged: 0, usable: 0,
+      rows: r.rows, nRows: 0, mark: r.mark, epoch: 0, changed: r.changed, nChanged: 0, usable: 0,
       version: 0,
       rowExact: new Float64Array(4 * 16), rowSlot: a.rowSlot, nSlots: 0, refold: a.refold, nUpdated: 0, stamp: -1,
       rowBound: a.rowBound, rowLow: a.rowLow, nBounded: 0, inSrc: null, inOff: 0, inView: null,
@@ -245,26 +247,28 @@ export function wasmHeapOf(ctx: ExecNumericContext): WasmHeap | null {
 }
 
 /** y, rows and mark of a state carved from the context's wasm memory, or null when they do not fit. */
-function walkArraysOf(ctx: ExecNumericContext, rows: number): { y: Float32Array; rows: Int32Array; mark: Uint16Array } | null {
+function walkArraysOf(ctx: ExecNumericContext, rows: number, cols: number): { colBits: Uint32Array; changed: Int32Array; y: Float32Array; rows: Int32Array; mark: Uint16Array } | null {
   const heap = wasmHeapOf(ctx);
-  if (heap === null || heap.free < 10 * rows + 64) return null;
-  return { y: heap.take(Float32Array, rows)!, rows: heap.take(Int32Array, rows)!, mark: heap.take(Uint16Array, rows)! };
+  if (heap === null || heap.free < 10 * rows + 20 * cols + 64) return null;
+  return {
+    colBits: heap.take(Uint32Array, 4 * (cols + 1))!, changed: heap.take(Int32Array, cols)!,
+    y: heap.take(Float32Array, rows)!, rows: heap.take(Int32Array, rows)!, mark: heap.take(Uint16Array, rows)!,
+  };
 }
 
 /**
- * The state's wasm walk for its plan `csc` (DeltaKernel): copies of the plan's rows and weights,
- * the walk and deferred lists, in the heap that holds the state's mark, y and rows; null when
- * they are not there, the plan's rows are 32-bit, or the rest does not fit.
+ * The state's wasm kernels for its plan `csc` (DeltaKernel): the plan's rows and weights (copies
+ * unless it was built in this heap), the walk and deferred lists, the deferred entries' column
+ * values, in the heap that holds the state's records, marks, y and rows; null when they are not
+ * there, the plan's rows are 32-bit, or the rest does not fit.
  */
 function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, cols: number): DeltaKernel | null {
   const heap = ctx.memos.wasmHeap;
   if (heap == null || st.y.buffer !== heap.buffer || !(csc.rowIdx instanceof Uint16Array)) return null;
   const nnz = csc.values.length;
-  // a matrix of short columns (the chip's down and out projections) walks in JavaScript (ExecTuning)
-  if (nnz < ctx.tuning.wasmMinEntriesPerColumn * csc.usedCols) return null;
   // the plan's own arrays where it was built in this heap (cscPlanOf), else copies
   const copy = csc.rowIdx.buffer !== heap.buffer || csc.values.buffer !== heap.buffer;
-  if (heap.free < (copy ? 6 * nnz : 0) + 16 * cols + 8 * nnz + 64) return null;
+  if (heap.free < (copy ? 6 * nnz : 0) + 28 * cols + 8 * nnz + 128) return null;
   let rowIdx = csc.rowIdx;
   let values = csc.values;
   if (copy) {
@@ -276,7 +280,10 @@ function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, c
   const walkList = heap.take(Int32Array, 4 * cols)!;
   return {
     heap, csc, rowIdx, values, walkList, walkDx: new Float64Array(walkList.buffer, walkList.byteOffset, 2 * cols),
-    defer: heap.take(Int32Array, 2 * nnz)!, walkX: new Float64Array(2 * cols), walkLow: new Int32Array(cols),
+    defer: heap.take(Int32Array, 2 * nnz)!, walkX: heap.take(Float64Array, 2 * cols)!, walkLow: heap.take(Int32Array, cols)!,
+    io: heap.take(Int32Array, 8)!,
+    // a matrix of short columns (the chip's down and out projections) is not listed (ExecTuning)
+    listed: nnz >= ctx.tuning.wasmMinEntriesPerColumn * csc.usedCols,
   };
 }
 
@@ -499,12 +506,11 @@ function trackedUpdate(e: Float64Array, s4: number, yv: Float32Array, r: number,
 }
 
 /**
- * The tracked-row entries the wasm walk deferred (wasm-kernels.ts), in its order: each updated as
+ * The nd tracked-row entries a wasm kernel deferred (wasm-kernels.ts walk, delta), in its order: each updated as
  * deltaLinearIn's own loop does, unless its row is to be refolded by then (mark bit 1: a check of
  * an earlier entry failed). Returns the refold count after them.
  */
-function runDeferred(st: DeltaLinearState, kern: DeltaKernel, wLow: WeightLows, cur: number, nf: number): number {
-  const nd = kern.heap.deferred;
+function runDeferred(st: DeltaLinearState, kern: DeltaKernel, nd: number, wLow: WeightLows, cur: number, nf: number): number {
   const { defer, rowIdx, values, walkX, walkLow } = kern;
   const { mark, rowSlot, refold, y } = st;
   const e = st.rowExact;
@@ -589,8 +595,26 @@ function deltaLinearIn(
   // entries it defers are updated here after it, in its order, so marks, lists and sums are those
   // of the loop below
   const kern = bf16 ? null : st.kernel;
+  // the whole pass in wasm (wasm-kernels.ts delta) when the input and the candidates are in its
+  // memory too: it stops before a column that widens or is not finite, which the code below takes
+  const fused = kern !== null && x.buffer === kern.heap.buffer && (cand === null || cand.buffer === kern.heap.buffer);
+  const listed = kern !== null && !fused && kern.listed;
   let nw = 0;
   for (let t = 0; t < n; t++) {
+    if (fused) {
+      const io = kern.io;
+      io[0] = nr;
+      io[1] = nc;
+      io[6] = st.nBounded === m.rows ? 1 : 0;
+      const status = kern.heap.delta(n, cand, x, xOff, colBits, kern, mark, yv, rows, changed, cur, t);
+      nr = io[0];
+      nc = io[1];
+      negTotal += io[2];
+      walked += io[3];
+      if (io[4] > 0) nf = runDeferred(st, kern, io[4], wLow, cur, nf);
+      if (status === 0) break;
+      t = io[5];
+    }
     const c = cand === null ? t : cand[t];
     const b = xb[c];
     const c4 = 4 * c;
@@ -608,7 +632,7 @@ function deltaLinearIn(
     if (!bf16 && xn !== 0 && (Math.abs(xn) > colVals[c4 + 1] || ((colInts[c4 + 2] > 0 || (xn | 0) !== xn) && lowbit32(b) < colInts[c4 + 2]))) {
       if (nw > 0) {
         nr = kern!.heap.walk(nw, kern!.walkList, mark, yv, rows, kern!.rowIdx, kern!.values, kern!.defer, cur, nr);
-        nf = runDeferred(st, kern!, wLow, cur, nf);
+        nf = runDeferred(st, kern!, kern!.heap.deferred, wLow, cur, nf);
         nw = 0;
       }
       // widened: the rows the column reaches get their bounds grown; a bounded row that loses its
@@ -647,7 +671,7 @@ function deltaLinearIn(
     // 2^(24+L_c) for x_old and x_new, both multiples of 2^L_c, so Δ is a multiple of 2^L_c below
     // 2^(25+L_c); and w·Δ (24 × 25 bits) is the exact w·x_new − w·x_old (module comment)
     const dx = xn - xo;
-    if (kern !== null) {
+    if (listed) {
       const wl = kern.walkList;
       wl[4 * nw] = k0;
       wl[4 * nw + 1] = k1;
@@ -680,7 +704,7 @@ function deltaLinearIn(
   }
   if (nw > 0) {
     nr = kern!.heap.walk(nw, kern!.walkList, mark, yv, rows, kern!.rowIdx, kern!.values, kern!.defer, cur, nr);
-    nf = runDeferred(st, kern!, wLow, cur, nf);
+    nf = runDeferred(st, kern!, kern!.heap.deferred, wLow, cur, nf);
   }
   st.negTotal = negTotal;
   if (csc.maxRowNnz >= cols - negTotal) { st.valid = false; return null; }
@@ -714,7 +738,7 @@ function deltaLinearIn(
       w.rows += nr;
       w.refolds += nr - nUpdated;
       w.refoldEntries += refoldEntries;
-      if (kern !== null) w.kernelCalls++;
+      if (fused || listed) w.kernelCalls++;
     }
   }
   return st;

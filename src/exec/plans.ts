@@ -69,9 +69,9 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
    */
   embedRowsKept: 4096,
   /**
-   * MiB of the context's WebAssembly memory for the incremental matmuls' column walks (wasm-kernels.ts;
-   * address space, touched only where used: the qwen3.5-4b chip's walks use about 14 MiB). 0 keeps
-   * every walk in JavaScript (the same bits); a matrix whose arrays do not fit walks in JavaScript.
+   * MiB of the context's WebAssembly memory for the column walks and SwiGLUs (wasm-kernels.ts;
+   * address space, touched only where used: crc32 on the generic chip carves 10.9 MiB at qwen3.5-4b).
+   * 0 keeps them all in JavaScript (the same bits); what does not fit runs in JavaScript.
    */
   wasmHeapMiB: 256,
   /**
@@ -304,6 +304,10 @@ export interface DeltaKernel {
   defer: Int32Array;
   walkX: Float64Array;
   walkLow: Int32Array;
+  /** The delta kernel's in/out block (wasm-kernels.ts). */
+  io: Int32Array;
+  /** Whether the matrix's columns are long enough to be listed for the walk when the pass is not fused (ExecTuning). */
+  listed: boolean;
 }
 
 /**

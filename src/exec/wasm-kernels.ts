@@ -40,6 +40,7 @@
  */
 
 import { siluFormula } from './numeric.ts';
+import type { DeltaKernel } from './plans.ts';
 
 const I32 = 0x7f;
 const F64 = 0x7c;
@@ -52,7 +53,10 @@ const OP = {
   f64Eq: 0x61, f64Ne: 0x62, f64Le: 0x65, f64Ge: 0x66,
   i32Add: 0x6a, i32Sub: 0x6b, i32And: 0x71, i32Or: 0x72, i32Shl: 0x74,
   f64Add: 0xa0, f64Mul: 0xa2, f32DemoteF64: 0xb6, f64PromoteF32: 0xbb,
-  call: 0x10, select: 0x1b, else: 0x05, f64Block: 0x7c,
+  call: 0x10, select: 0x1b, else: 0x05, f64Block: 0x7c, return: 0x0f,
+  i32Eq: 0x46, i32LtS: 0x48, i32GtS: 0x4a, i32LeS: 0x4c, i32GeS: 0x4e, i32ShrU: 0x76, i32Ctz: 0x68,
+  f64Gt: 0x64, f64Abs: 0x99, f64Sub: 0xa1, f64Store: 0x39, f64ConvertI32S: 0xb7,
+  i32TruncSatF64S0: 0xfc, i32TruncSatF64S1: 0x02,
 } as const;
 
 function uleb(n: number): number[] {
@@ -91,16 +95,54 @@ const tee = (l: number) => [OP.localTee, l];
 const i32 = (v: number) => [OP.i32Const, ...sleb(v)];
 /** base + (index << shift): a byte address. */
 const addr = (base: number, index: number, shift: number) => [...get(base), ...get(index), ...i32(shift), OP.i32Shl, OP.i32Add];
+const f64c = (v: number) => { const b = new Uint8Array(8); new DataView(b.buffer).setFloat64(0, v, true); return [OP.f64Const, ...b]; };
 /** A memory access with its alignment (log2) and offset. */
 const mem = (op: number, align: number, offset = 0) => [op, align, ...uleb(offset)];
-/** rows[nr++] ← r */
-const listRow = [...addr(L.rowsAt, L.nr, 2), ...get(L.r), ...mem(OP.i32Store, 2), ...get(L.nr), ...i32(1), OP.i32Add, ...set(L.nr)];
-/** defer[nd++] ← (k, j) */
-const deferEntry = [
-  ...addr(L.deferAt, L.nd, 3), ...tee(L.at), ...get(L.k), ...mem(OP.i32Store, 2),
-  ...get(L.at), ...get(L.j), ...mem(OP.i32Store, 2, 4),
-  ...get(L.nd), ...i32(1), OP.i32Add, ...set(L.nd),
-];
+/** The locals an entry loop uses (walk and delta name theirs differently). */
+interface EntryLocals { k: number; kEnd: number; r: number; f: number; at: number; nr: number; nd: number; j: number; dx: number; markAt: number; yAt: number; rowsAt: number; rowIdxAt: number; valuesAt: number; deferAt: number; cur: number }
+
+/**
+ * The walk of one column's entries k ∈ [k, kEnd) (module comment, walk): bounded rows updated,
+ * tracked rows' entries deferred as (k, j).
+ */
+function entryLoop(E: EntryLocals): number[] {
+  const listRow = [...addr(E.rowsAt, E.nr, 2), ...get(E.r), ...mem(OP.i32Store, 2), ...get(E.nr), ...i32(1), OP.i32Add, ...set(E.nr)];
+  const deferEntry = [
+    ...addr(E.deferAt, E.nd, 3), ...tee(E.at), ...get(E.k), ...mem(OP.i32Store, 2),
+    ...get(E.at), ...get(E.j), ...mem(OP.i32Store, 2, 4),
+    ...get(E.nd), ...i32(1), OP.i32Add, ...set(E.nd),
+  ];
+  return [
+    OP.block, OP.void, OP.loop, OP.void,
+    ...get(E.k), ...get(E.kEnd), OP.i32GeS, OP.brIf, 1,
+    ...addr(E.rowIdxAt, E.k, 1), ...mem(OP.i32Load16U, 1), ...set(E.r),
+    ...addr(E.markAt, E.r, 1), ...mem(OP.i32Load16U, 1), ...tee(E.f),
+    ...i32(1), OP.i32And, OP.i32Eqz, OP.if, OP.void,
+    // a bounded row
+    ...get(E.f), ...get(E.cur), OP.i32Ne, OP.if, OP.void,
+    ...addr(E.markAt, E.r, 1), ...get(E.cur), ...mem(OP.i32Store16, 1),
+    ...listRow,
+    OP.end,
+    ...addr(E.yAt, E.r, 2), ...tee(E.at),
+    ...get(E.at), ...mem(OP.f32Load, 2), OP.f64PromoteF32,
+    ...addr(E.valuesAt, E.k, 2), ...mem(OP.f32Load, 2), OP.f64PromoteF32, ...get(E.dx), OP.f64Mul,
+    OP.f64Add, OP.f32DemoteF64, ...mem(OP.f32Store, 2),
+    OP.else, // a tracked row
+    ...get(E.f), ...i32(~3), OP.i32And, ...get(E.cur), OP.i32Ne, OP.if, OP.void,
+    ...addr(E.markAt, E.r, 1), ...get(E.cur), ...i32(1), OP.i32Or, ...mem(OP.i32Store16, 1),
+    ...listRow,
+    ...deferEntry,
+    OP.else, // reached before in this call: deferred unless it is to be refolded
+    ...get(E.f), ...i32(2), OP.i32And, OP.i32Eqz, OP.if, OP.void,
+    ...deferEntry,
+    OP.end,
+    OP.end,
+    OP.end,
+    ...get(E.k), ...i32(1), OP.i32Add, ...set(E.k),
+    OP.br, 0,
+    OP.end, OP.end,
+  ];
+}
 
 const walkBody: number[] = [
   ...i32(0), ...set(L.j),
@@ -110,34 +152,7 @@ const walkBody: number[] = [
   ...addr(L.walkAt, L.j, 4), ...tee(L.at), ...mem(OP.i32Load, 2), ...set(L.k),
   ...get(L.at), ...mem(OP.i32Load, 2, 4), ...set(L.kEnd),
   ...get(L.at), ...mem(OP.f64Load, 3, 8), ...set(L.dx),
-  OP.block, OP.void, OP.loop, OP.void, // over the column's entries
-  ...get(L.k), ...get(L.kEnd), OP.i32GeU, OP.brIf, 1,
-  ...addr(L.rowIdxAt, L.k, 1), ...mem(OP.i32Load16U, 1), ...set(L.r),
-  ...addr(L.markAt, L.r, 1), ...mem(OP.i32Load16U, 1), ...tee(L.f),
-  ...i32(1), OP.i32And, OP.i32Eqz, OP.if, OP.void,
-  // a bounded row
-  ...get(L.f), ...get(L.cur), OP.i32Ne, OP.if, OP.void,
-  ...addr(L.markAt, L.r, 1), ...get(L.cur), ...mem(OP.i32Store16, 1),
-  ...listRow,
-  OP.end,
-  ...addr(L.yAt, L.r, 2), ...tee(L.at),
-  ...get(L.at), ...mem(OP.f32Load, 2), OP.f64PromoteF32,
-  ...addr(L.valuesAt, L.k, 2), ...mem(OP.f32Load, 2), OP.f64PromoteF32, ...get(L.dx), OP.f64Mul,
-  OP.f64Add, OP.f32DemoteF64, ...mem(OP.f32Store, 2),
-  OP.else, // a tracked row
-  ...get(L.f), ...i32(~3), OP.i32And, ...get(L.cur), OP.i32Ne, OP.if, OP.void,
-  ...addr(L.markAt, L.r, 1), ...get(L.cur), ...i32(1), OP.i32Or, ...mem(OP.i32Store16, 1),
-  ...listRow,
-  ...deferEntry,
-  OP.else, // reached before in this call: deferred unless it is to be refolded
-  ...get(L.f), ...i32(2), OP.i32And, OP.i32Eqz, OP.if, OP.void,
-  ...deferEntry,
-  OP.end,
-  OP.end,
-  OP.end,
-  ...get(L.k), ...i32(1), OP.i32Add, ...set(L.k),
-  OP.br, 0,
-  OP.end, OP.end,
+  ...entryLoop(L),
   ...get(L.j), ...i32(1), OP.i32Add, ...set(L.j),
   OP.br, 0,
   OP.end, OP.end,
@@ -146,9 +161,88 @@ const walkBody: number[] = [
   OP.end,
 ];
 
+// delta's locals: its sixteen parameters, then nineteen int32 and three float64
+const D = {
+  nCand: 0, candAt: 1, xAt: 2, recAt: 3, rowIdxAt: 4, valuesAt: 5, markAt: 6, yAt: 7, rowsAt: 8, deferAt: 9,
+  walkXAt: 10, walkLowAt: 11, changedAt: 12, cur: 13, t0: 14, ioAt: 15,
+  t: 16, c: 17, b: 18, ob: 19, k: 20, kEnd: 21, r: 22, f: 23, at: 24, nr: 25, nc: 26, neg: 27, walked: 28, nd: 29,
+  lx: 30, rec: 31, allB: 32, j: 33, e: 34, xn: 35, xo: 36, dx: 37,
+} as const;
+/** lowbit32 of the bits in local b (delta.ts lowbit32), using local e: the value on the stack. */
+const lowbitOf = (b: number, e: number) => [
+  ...get(b), ...i32(23), OP.i32ShrU, ...i32(0xff), OP.i32And, ...set(e),
+  ...i32(-149), ...get(e), ...i32(150), OP.i32Sub, ...get(e), OP.i32Eqz, OP.select,
+  ...get(b), ...i32(0x7fffff), OP.i32And, ...i32(0), ...i32(0x800000), ...get(e), OP.i32Eqz, OP.select, OP.i32Or,
+  OP.i32Ctz, OP.i32Add,
+];
+/** io[0 … 5] ← nr, nc, neg, walked, nd, t; then return `status`. */
+const finish = (status: number) => [
+  ...get(D.ioAt), ...get(D.nr), ...mem(OP.i32Store, 2, 0),
+  ...get(D.ioAt), ...get(D.nc), ...mem(OP.i32Store, 2, 4),
+  ...get(D.ioAt), ...get(D.neg), ...mem(OP.i32Store, 2, 8),
+  ...get(D.ioAt), ...get(D.walked), ...mem(OP.i32Store, 2, 12),
+  ...get(D.ioAt), ...get(D.nd), ...mem(OP.i32Store, 2, 16),
+  ...get(D.ioAt), ...get(D.t), ...mem(OP.i32Store, 2, 20),
+  ...i32(status), OP.return,
+];
+const deltaBody: number[] = [
+  ...get(D.ioAt), ...mem(OP.i32Load, 2, 0), ...set(D.nr),
+  ...get(D.ioAt), ...mem(OP.i32Load, 2, 4), ...set(D.nc),
+  ...get(D.ioAt), ...mem(OP.i32Load, 2, 24), ...set(D.allB),
+  ...get(D.t0), ...set(D.t),
+  OP.block, OP.void, OP.loop, OP.void, // over the candidates
+  ...get(D.t), ...get(D.nCand), OP.i32GeU, OP.brIf, 1,
+  OP.block, OP.void, // a column to pass over branches out of this block
+  // c = the candidate (or t itself when there is no list: candAt = −1)
+  ...get(D.candAt), ...i32(-1), OP.i32Eq, OP.if, I32,
+  ...get(D.t),
+  OP.else,
+  ...addr(D.candAt, D.t, 2), ...mem(OP.i32Load, 2),
+  OP.end, ...set(D.c),
+  ...addr(D.recAt, D.c, 4), ...set(D.rec),
+  ...addr(D.xAt, D.c, 2), ...mem(OP.i32Load, 2), ...tee(D.b),
+  ...get(D.rec), ...mem(OP.i32Load, 2), ...tee(D.ob), OP.i32Eq, OP.brIf, 0,
+  ...addr(D.xAt, D.c, 2), ...mem(OP.f32Load, 2), OP.f64PromoteF32, ...set(D.xn),
+  // a non-finite input: the caller drops the state (status 2), this column untouched
+  ...get(D.xn), ...get(D.xn), OP.f64Sub, ...f64c(0), OP.f64Ne, OP.if, OP.void, ...finish(2), OP.end,
+  // a widening: the caller takes this column (status 1), untouched
+  ...get(D.xn), ...f64c(0), OP.f64Ne,
+  ...get(D.xn), OP.f64Abs, ...get(D.rec), ...mem(OP.f32Load, 2, 4), OP.f64PromoteF32, OP.f64Gt,
+  ...get(D.rec), ...mem(OP.i32Load, 2, 8), ...i32(0), OP.i32GtS,
+  ...get(D.xn), OP.i32TruncSatF64S0, OP.i32TruncSatF64S1, OP.f64ConvertI32S, ...get(D.xn), OP.f64Ne, OP.i32Or,
+  ...lowbitOf(D.b, D.e), ...get(D.rec), ...mem(OP.i32Load, 2, 8), OP.i32LtS, OP.i32And,
+  OP.i32Or, OP.i32And, OP.if, OP.void, ...finish(1), OP.end,
+  // the record: sign count, old value, new bits, changed list, the column's entries
+  ...get(D.neg), ...get(D.b), ...i32(31), OP.i32ShrU, OP.i32Add, ...get(D.ob), ...i32(31), OP.i32ShrU, OP.i32Sub, ...set(D.neg),
+  ...get(D.rec), ...mem(OP.f32Load, 2), OP.f64PromoteF32, ...set(D.xo),
+  ...get(D.rec), ...get(D.b), ...mem(OP.i32Store, 2),
+  ...addr(D.changedAt, D.nc, 2), ...get(D.c), ...mem(OP.i32Store, 2),
+  ...get(D.nc), ...tee(D.j), ...i32(1), OP.i32Add, ...set(D.nc),
+  ...get(D.rec), ...mem(OP.i32Load, 2, 12), ...set(D.k),
+  ...get(D.rec), ...mem(OP.i32Load, 2, 28), ...set(D.kEnd),
+  // ±0 → ±0, or no entries: nothing to walk
+  ...get(D.xn), ...f64c(0), OP.f64Eq, ...get(D.xo), ...f64c(0), OP.f64Eq, OP.i32And,
+  ...get(D.kEnd), ...get(D.k), OP.i32LeS, OP.i32Or, OP.brIf, 0,
+  ...get(D.walked), ...get(D.kEnd), OP.i32Add, ...get(D.k), OP.i32Sub, ...set(D.walked),
+  ...get(D.xn), ...get(D.xo), OP.f64Sub, ...set(D.dx),
+  // what the deferred entries of tracked rows read (none while every row is bounded)
+  ...get(D.allB), OP.i32Eqz, OP.if, OP.void,
+  ...i32(0), ...lowbitOf(D.b, D.e), ...get(D.xn), ...f64c(0), OP.f64Eq, OP.select, ...set(D.lx),
+  ...addr(D.walkXAt, D.j, 4), ...tee(D.at), ...get(D.xn), ...mem(OP.f64Store, 3),
+  ...get(D.at), ...get(D.xo), ...mem(OP.f64Store, 3, 8),
+  ...addr(D.walkLowAt, D.j, 2), ...get(D.lx), ...mem(OP.i32Store, 2),
+  OP.end,
+  ...entryLoop(D),
+  OP.end, // (the column passed over lands here)
+  ...get(D.t), ...i32(1), OP.i32Add, ...set(D.t),
+  OP.br, 0,
+  OP.end, OP.end,
+  ...finish(0),
+  OP.end,
+];
+
 // swiglu's locals: its seven parameters, then five int32 and two float64
 const A = { nr: 0, rowsAt: 1, n: 2, goAt: 3, hAt: 4, changedAt: 5, form: 6, t: 7, i: 8, old: 9, nch: 10, at: 11, g: 12, s: 13 } as const;
-const f64c = (v: number) => { const b = new Uint8Array(8); new DataView(b.buffer).setFloat64(0, v, true); return [OP.f64Const, ...b]; };
 const swigluBody: number[] = [
   ...i32(0), ...set(A.t),
   ...i32(0), ...set(A.nch),
@@ -201,19 +295,22 @@ export function kernelModuleBytes(): Uint8Array {
       fnType(Array.from({ length: 10 }, () => I32), [I32]),
       fnType([F64, I32], [F64]),
       fnType(Array.from({ length: 7 }, () => I32), [I32]),
+      fnType(Array.from({ length: 16 }, () => I32), [I32]),
     ])),
     ...section(2, vec([
       [...name('env'), ...name('memory'), 0x02, 0x00, ...uleb(1)],
       [...name('env'), ...name('siluFormula'), 0x00, 1],
     ])),
-    ...section(3, vec([[0], [2]])),
-    ...section(7, vec([[...name('walk'), 0x00, 1], [...name('swiglu'), 0x00, 2]])),
-    ...section(10, vec([fnCode([[7, I32], [1, F64]], walkBody), fnCode([[5, I32], [2, F64]], swigluBody)])),
+    ...section(3, vec([[0], [2], [3]])),
+    ...section(7, vec([[...name('walk'), 0x00, 1], [...name('swiglu'), 0x00, 2], [...name('delta'), 0x00, 3]])),
+    ...section(10, vec([fnCode([[7, I32], [1, F64]], walkBody), fnCode([[5, I32], [2, F64]], swigluBody), fnCode([[19, I32], [3, F64]], deltaBody)])),
   ]);
 }
 
 type WalkFn = (nWalk: number, walkAt: number, markAt: number, yAt: number, rowsAt: number, rowIdxAt: number,
   valuesAt: number, deferAt: number, cur: number, nr: number) => number;
+type DeltaFn = (nCand: number, candAt: number, xAt: number, recAt: number, rowIdxAt: number, valuesAt: number, markAt: number,
+  yAt: number, rowsAt: number, deferAt: number, walkXAt: number, walkLowAt: number, changedAt: number, cur: number, t0: number, ioAt: number) => number;
 type SwigluFn = (nr: number, rowsAt: number, n: number, goAt: number, hAt: number, changedAt: number, form: number) => number;
 
 /** swiglu's callback for the unsaturated units: numeric.ts's formula (form 0 'mul', 1 'div'). */
@@ -255,6 +352,7 @@ export class WasmHeap {
   readonly buffer: ArrayBuffer;
   private readonly walkFn: WalkFn;
   private readonly swigluFn: SwigluFn;
+  private readonly deltaFn: DeltaFn;
   private readonly count: Int32Array;
   private used = 8;
 
@@ -262,6 +360,7 @@ export class WasmHeap {
     this.buffer = memory.buffer;
     this.walkFn = instance.exports.walk as WalkFn;
     this.swigluFn = instance.exports.swiglu as SwigluFn;
+    this.deltaFn = instance.exports.delta as DeltaFn;
     this.count = new Int32Array(this.buffer, 0, 1);
   }
 
@@ -276,6 +375,11 @@ export class WasmHeap {
     } catch {
       return null;
     }
+  }
+
+  /** A short form for printers (a test's failure message would otherwise print the whole memory). */
+  toJSON(): string {
+    return `WasmHeap(${this.buffer.byteLength} bytes, ${this.free} free)`;
   }
 
   /** Bytes still free. */
@@ -308,6 +412,23 @@ export class WasmHeap {
    */
   swiglu(nr: number, rows: Int32Array, n: number, go: Float32Array, h: Float32Array, changed: Int32Array, form: 'mul' | 'div'): number {
     return this.swigluFn(nr, rows.byteOffset, n, go.byteOffset, h.byteOffset, changed.byteOffset, form === 'mul' ? 0 : 1);
+  }
+
+  /**
+   * delta.ts deltaLinearIn's pass over candidates [t0, n) in wasm (module comment, delta): the
+   * candidates (null: every column t is a candidate) and x from xOff, the state's column records
+   * `colBits`, marks, y, reached rows and changed columns, and `kern`'s plan copy, deferred list,
+   * deferred columns' values and in/out block `kern.io` ([0] nr and [1] nc in and out, [6] 1 when
+   * every row is bounded; out [2] the sign count's change, [3] entries walked, [4] entries
+   * deferred, [5] where it stopped). Every array must be a view of this heap. Returns 0 when the
+   * candidates are done, 1 at a column that widens its bounds, 2 at one that is not finite (that
+   * column untouched: the caller takes it).
+   */
+  delta(n: number, cand: Int32Array | null, x: Float32Array, xOff: number, colBits: Uint32Array, kern: DeltaKernel,
+    mark: Uint16Array, y: Float32Array, rows: Int32Array, changed: Int32Array, cur: number, t0: number): number {
+    return this.deltaFn(n, cand === null ? -1 : cand.byteOffset, x.byteOffset + 4 * xOff, colBits.byteOffset, kern.rowIdx.byteOffset,
+      kern.values.byteOffset, mark.byteOffset, y.byteOffset, rows.byteOffset, kern.defer.byteOffset, kern.walkX.byteOffset,
+      kern.walkLow.byteOffset, changed.byteOffset, cur, t0, kern.io.byteOffset);
   }
 
   /** The number of entries the last walk deferred. */

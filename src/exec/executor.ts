@@ -27,7 +27,7 @@ import type { ExecOptions, LayerHook, LayerHookEvent } from './types.ts';
 import { phaseEnd, phaseStart, setActiveTimes, type PhaseTimes } from './profile.ts';
 import { addTracked, ResidualTrack, rowEntriesOf, type RowEntries } from './residual-track.ts';
 import type { SwigluIo } from './mlp.ts';
-import type { DeltaShare } from './delta.ts';
+import { wasmHeapOf, type DeltaShare } from './delta.ts';
 
 const f32 = Math.fround;
 
@@ -244,7 +244,8 @@ export class Executor {
     this.rope = ropeInvFreq(this.config);
     const c = this.config;
     this.track = this.path === 'sparse' && this.ctx.order.kind === 'sequential'
-      ? new ResidualTrack(plans, c.hiddenSize, weights.layers.map((l) => ({ input: l.inputLayernorm, post: l.postAttentionLayernorm })), weights.norm, c.rmsNormEps)
+      ? new ResidualTrack(plans, c.hiddenSize, weights.layers.map((l) => ({ input: l.inputLayernorm, post: l.postAttentionLayernorm })), weights.norm, c.rmsNormEps,
+        this.ctx.profile === 'f32' ? wasmHeapOf(this.ctx) : null)
       : null;
     this.reset();
   }

@@ -31,6 +31,7 @@
 import type { ExecNumericContext } from './numeric.ts';
 import { rsqrt32 } from './numeric.ts';
 import { meanOf, onePlusWeights } from './norms.ts';
+import type { WasmHeap } from './wasm-kernels.ts';
 import type { ExecPlans } from './plans.ts';
 import { nextInputStamp, type InputChanges, type OutputSource } from './delta.ts';
 
@@ -46,10 +47,12 @@ export class TrackedVector {
   /** True when the last step's changes are unknown (any index may have changed). */
   all = true;
 
-  constructor(width: number) {
-    this.v = new Float32Array(width);
-    this.bits = new Uint32Array(this.v.buffer);
-    this.changed = new Int32Array(width);
+  /** `heap`: the context's wasm memory, where v and changed are carved when they fit (wasm-kernels.ts). */
+  constructor(width: number, heap: WasmHeap | null = null) {
+    const inHeap = heap !== null && heap.free >= 8 * width + 16;
+    this.v = inHeap ? heap.take(Float32Array, width)! : new Float32Array(width);
+    this.bits = new Uint32Array(this.v.buffer, this.v.byteOffset, width);
+    this.changed = inHeap ? heap.take(Int32Array, width)! : new Int32Array(width);
   }
 }
 
@@ -186,9 +189,13 @@ export class NormSite {
   walked = 0;
   private readonly since: InputChanges;
 
-  constructor(plans: ExecPlans, w: Float32Array, eps: number) {
+  /**
+   * `heap`: the context's wasm memory, where out is carved when it fits, so that the matmuls that
+   * read it make their whole pass in wasm (delta.ts, wasm-kernels.ts delta).
+   */
+  constructor(plans: ExecPlans, w: Float32Array, eps: number, heap: WasmHeap | null = null) {
     const H = w.length;
-    this.out = new TrackedVector(H);
+    this.out = new TrackedVector(H, heap);
     this.prefix = new Float32Array(H);
     this.w1 = onePlusWeights(plans, w);
     this.eps = eps;
@@ -303,13 +310,17 @@ export class ResidualTrack {
   /** The entries of the row x0 was last set from (null: not given). */
   private rowEntries: RowEntries | null = null;
 
-  /** `plans`: where the norms' fl(1 + w) vectors are kept (the executor's ctx.plans). */
+  /**
+   * `plans`: where the norms' fl(1 + w) vectors are kept (the executor's ctx.plans); `heap`: the
+   * context's wasm memory, for the layers' norm outputs (NormSite).
+   */
   constructor(
     plans: ExecPlans, H: number, layerNorms: { input: Float32Array; post: Float32Array }[], finalNorm: Float32Array, eps: number,
+    heap: WasmHeap | null = null,
   ) {
     this.x0 = new TrackedVector(H);
     this.layers = layerNorms.map((w) => ({
-      n1: new NormSite(plans, w.input, eps), mid: new TrackedVector(H), n2: new NormSite(plans, w.post, eps), y: new TrackedVector(H),
+      n1: new NormSite(plans, w.input, eps, heap), mid: new TrackedVector(H), n2: new NormSite(plans, w.post, eps, heap), y: new TrackedVector(H),
       mixSeen: new SourceSeen(), ffSeen: new SourceSeen(),
     }));
     this.finalNorm = new NormSite(plans, finalNorm, eps);

@@ -59,6 +59,10 @@
  * is never −0: y starts as a fold from +0 (never −0) and +0 + (−0) = +0. A widening that breaks a
  * row's bound makes it a tracked row for good; it is refolded in that call (which builds its
  * record). Bounded rows are y itself, so the bf16 profile (y = act(sum)) tracks every row.
+ *
+ * In the f32 profile the pass over the candidates, or its walks, run as WebAssembly functions
+ * where their arrays are in the context's wasm memory (wasm-kernels.ts): the same operations in the
+ * same order, so the same bits, marks and lists.
  */
 import type { Matrix } from '../model/weights.ts';
 import type { DeltaRole, MatmulStats } from './matmul.ts';
@@ -246,7 +250,10 @@ export function wasmHeapOf(ctx: ExecNumericContext): WasmHeap | null {
   return heap;
 }
 
-/** y, rows and mark of a state carved from the context's wasm memory, or null when they do not fit. */
+/**
+ * A state's column records, changed-column list, y, reached-row list and row marks carved from the
+ * context's wasm memory, or null when they do not fit.
+ */
 function walkArraysOf(ctx: ExecNumericContext, rows: number, cols: number): { colBits: Uint32Array; changed: Int32Array; y: Float32Array; rows: Int32Array; mark: Uint16Array } | null {
   const heap = wasmHeapOf(ctx);
   if (heap === null || heap.free < 10 * rows + 20 * cols + 64) return null;
@@ -589,14 +596,16 @@ function deltaLinearIn(
   let walked = 0;
   const refold = st.refold;
   const n = cand === null ? cols : nCand;
-  // the wasm walk (wasm-kernels.ts; f32 only: in bf16 every row is tracked): the changed columns'
-  // walks are listed and run by the kernel in one call, before any widening (which reads and
-  // writes the rows' marks as the walks before it left them) and at the end; the tracked rows'
-  // entries it defers are updated here after it, in its order, so marks, lists and sums are those
-  // of the loop below
+  // The wasm kernels (wasm-kernels.ts; f32 only: in bf16 every row is tracked) do what the loop
+  // below does, in its order; the tracked rows' entries they defer are updated here after each
+  // call, in their order, so marks, lists, records and sums are the loop's.
+  //  - fused: the whole pass in wasm when the input and the candidates are in its memory too (the
+  //    executor's norm outputs and SwiGLU's h are); it stops before a column that widens its
+  //    bounds or is not finite, which the loop takes, and goes on after it;
+  //  - listed: the loop lists each changed column's walk, and the kernel walks them in one call at
+  //    the end and before any widening (which reads and writes the rows' marks as the walks before
+  //    it left them).
   const kern = bf16 ? null : st.kernel;
-  // the whole pass in wasm (wasm-kernels.ts delta) when the input and the candidates are in its
-  // memory too: it stops before a column that widens or is not finite, which the code below takes
   const fused = kern !== null && x.buffer === kern.heap.buffer && (cand === null || cand.buffer === kern.heap.buffer);
   const listed = kern !== null && !fused && kern.listed;
   let nw = 0;

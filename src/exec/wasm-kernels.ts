@@ -1,14 +1,15 @@
 /**
- * Two of the decode's hottest loops as WebAssembly functions, and the per-context wasm memory their
- * arrays live in: the incremental matmul's column walk (delta.ts deltaLinearIn) and the SwiGLU of
- * the units it reached (mlp.ts swigluDelta).
+ * The decode's hottest loops as WebAssembly functions, and the per-context wasm memory their arrays
+ * live in: the incremental matmul's pass over its changed columns and their walks (delta.ts
+ * deltaLinearIn), or the walks alone, and the SwiGLU of the units they reached (mlp.ts swigluDelta).
  *
  * Why: V8's code for these loops in JavaScript spends up to twice the time per element that the
  * same loop takes as wasm (bench/walk-floor.ts: the walk over the gate/up projections of eleven
  * layers, 7.6 against 4.6 ns per entry; docs/benchmarks.md), the typed arrays' bounds and kind
  * checks and the double↔float32 conversions of Float32Array elements included. A wasm function reads
- * only its own memory, so the arrays these loops touch (the rows' marks, y and the reached-row
- * list, the matrix's CSC rows and weights, the SwiGLU's h and changed-unit list) are carved from
+ * only its own memory, so the arrays these loops touch (the column records, the rows' marks, y,
+ * the reached-row and changed-column lists, the matrix's CSC rows and weights, the input vector,
+ * the SwiGLU's h and changed-unit list) are carved from
  * one WebAssembly.Memory per numeric context (WasmHeap), and the JavaScript around the loops reads
  * and writes them as ordinary typed-array views. Both functions do the IEEE operations of the
  * JavaScript they replace, in its order (each double operation, and the rounding to float32 of a
@@ -28,6 +29,21 @@
  * (delta.ts), which is the order the JavaScript loop meets them in, marks and lists included.
  * Preconditions: every address and index in range of the memory (the caller's layout), rows < 2^16,
  * cur a mark value with bits 0 and 1 clear.
+ *
+ * delta(nCand, candAt, xAt, recAt, rowIdxAt, valuesAt, markAt, yAt, rowsAt, deferAt, walkXAt,
+ * walkLowAt, changedAt, cur, t0, ioAt) → status: deltaLinearIn's pass over candidates t ∈ [t0,
+ * nCand) (c = cand[t], or t when candAt = −1), its state's column records at recAt + 16c (bits,
+ * M_c as float32, L_c, the column's first entry; the next record holds its end), with io[0] nr,
+ * io[1] nc and io[6] (1 when every row is bounded) in. Per candidate: bits equal to the record's
+ * → passed over; x_c not finite → status 2, stopped at t; x_c ≠ 0 widening the column's bounds
+ * (|x| > M_c, or x not an int32 or L_c > 0, and lowbit32(x) < L_c) → status 1, stopped at t; both
+ * leave column c untouched for the caller. Otherwise the sign count moves by sign(x_new) −
+ * sign(x_old), the record takes the new bits, c is appended to `changed` (at j = nc), and unless
+ * both values are ±0 or the column has no entries, its entries are walked as walk's are with Δx =
+ * x_new − x_old in double, deferred entries naming j; when some row is tracked, x_new, x_old
+ * (walkX at 16j) and lowbit32(x_new) (0 for x_new = ±0; walkLow at 4j) are kept for them. Out: io[0]
+ * nr, io[1] nc, io[2] the sign count's change, io[3] entries walked, io[4] entries deferred,
+ * io[5] the stop (nCand when done, status 0). These are delta.ts's operations in its order.
  *
  * swiglu(nr, rowsAt, n, goAt, hAt, changedAt, form) → nch (gate at goAt + 4i, up at goAt + 4(n + i),
  * float32; h float32; rows and changed int32): for t < nr, with r = rows[t] and unit i = r < n ? r :

@@ -9,11 +9,11 @@
  * checks and the double↔float32 conversions of Float32Array elements included. A wasm function reads
  * only its own memory, so the arrays these loops touch (the column records, the rows' marks, y,
  * the reached-row and changed-column lists, the matrix's CSC rows and weights, the input vector,
- * the SwiGLU's h and changed-unit list) are carved from
- * one WebAssembly.Memory per numeric context (WasmHeap), and the JavaScript around the loops reads
- * and writes them as ordinary typed-array views. Both functions do the IEEE operations of the
- * JavaScript they replace, in its order (each double operation, and the rounding to float32 of a
- * store, to nearest, ties to even): the same bits whatever the operands.
+ * the SwiGLU's h and changed-unit list) are carved from one WebAssembly.Memory per numeric context
+ * (WasmHeap), and the JavaScript around the loops reads and writes them as ordinary typed-array
+ * views. The functions do the IEEE operations of the JavaScript they replace, in its order (each
+ * double operation, and the rounding to float32 of a store, to nearest, ties to even): the same
+ * bits whatever the operands.
  *
  * walk(nWalk, walkAt, markAt, yAt, rowsAt, rowIdxAt, valuesAt, deferAt, cur, nr) → nr (byte
  * addresses; rowIdx 16-bit, values float32, mark 16-bit, y float32, rows and defer int32): for each
@@ -36,7 +36,7 @@
  * M_c as float32, L_c, the column's first entry; the next record holds its end), with io[0] nr,
  * io[1] nc and io[6] (1 when every row is bounded) in. Per candidate: bits equal to the record's
  * → passed over; x_c not finite → status 2, stopped at t; x_c ≠ 0 widening the column's bounds
- * (|x| > M_c, or x not an int32 or L_c > 0, and lowbit32(x) < L_c) → status 1, stopped at t; both
+ * (|x| > M_c, or lowbit32(x) < L_c where L_c > 0 or x is not an int32) → status 1, stopped at t; both
  * leave column c untouched for the caller. Otherwise the sign count moves by sign(x_new) −
  * sign(x_old), the record takes the new bits, c is appended to `changed` (at j = nc), and unless
  * both values are ±0 or the column has no entries, its entries are walked as walk's are with Δx =

@@ -60,7 +60,7 @@ import type { DeltaKernel } from './plans.ts';
 
 const I32 = 0x7f;
 const F64 = 0x7c;
-/** The opcodes the kernel uses (WebAssembly core spec, binary format). */
+/** The opcodes the kernels use (WebAssembly core spec, binary format). */
 const OP = {
   block: 0x02, loop: 0x03, if: 0x04, end: 0x0b, br: 0x0c, brIf: 0x0d, void: 0x40,
   localGet: 0x20, localSet: 0x21, localTee: 0x22,
@@ -100,7 +100,7 @@ const vec = (items: number[][]): number[] => [...uleb(items.length), ...items.fl
 const section = (id: number, bytes: number[]): number[] => [id, ...uleb(bytes.length), ...bytes];
 const name = (s: string): number[] => vec([...new TextEncoder().encode(s)].map((b) => [b]));
 
-// the function's locals: its ten parameters, then seven int32 and one float64
+// walk's locals: its ten parameters, then seven int32 and one float64
 const L = {
   nWalk: 0, walkAt: 1, markAt: 2, yAt: 3, rowsAt: 4, rowIdxAt: 5, valuesAt: 6, deferAt: 7, cur: 8, nr: 9,
   j: 10, k: 11, kEnd: 12, r: 13, f: 14, at: 15, nd: 16, dx: 17,
@@ -302,7 +302,7 @@ const fnCode = (locals: number[][], body: number[]) => { const f = [...vec(local
 
 /**
  * The kernels' module: the memory imported as env.memory and silu32's formula as env.siluFormula
- * (function 0), `walk` (function 1) and `swiglu` (function 2) exported.
+ * (function 0); `walk` (function 1), `swiglu` (2) and `delta` (3) exported.
  */
 export function kernelModuleBytes(): Uint8Array {
   return new Uint8Array([
@@ -359,8 +359,8 @@ type ViewCtor<T> = { new (buffer: ArrayBufferLike, byteOffset: number, length: n
 /**
  * One numeric context's wasm memory, of a fixed size (a memory that grows detaches every view of
  * its buffer), zero-filled, carved by a bump pointer into the arrays of the context's incremental
- * matmuls and SwiGLUs (each starting at a multiple of 8 bytes), and the kernels instantiated on it. The first
- * 8 bytes hold the kernel's deferred count. Untouched pages are the system's zero pages, so a
+ * matmuls, SwiGLUs and norm outputs (each starting at a multiple of 8 bytes), and the kernels
+ * instantiated on it. The first 8 bytes hold walk's deferred count. Untouched pages are the system's zero pages, so a
  * large memory costs address space, not resident memory. A request that does not fit gets null
  * (the caller keeps its JavaScript arrays and loop); nothing is freed before the context is.
  */
@@ -413,8 +413,8 @@ export class WasmHeap {
   }
 
   /**
-   * Runs the kernel (module comment) over walk-list entries [0, nWalk); every array must be a view
-   * of this heap. Returns nr after the walk; the deferred count is `deferred` after the call.
+   * Runs walk (module comment) over walk-list entries [0, nWalk); every array must be a view of
+   * this heap. Returns nr after the walk; the deferred count is `deferred` after the call.
    */
   walk(nWalk: number, walkList: Int32Array, mark: Uint16Array, y: Float32Array, rows: Int32Array, rowIdx: Uint16Array,
     values: Float32Array, defer: Int32Array, cur: number, nr: number): number {

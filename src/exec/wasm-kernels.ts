@@ -5,8 +5,8 @@
  *
  * Why: V8's code for these loops in JavaScript spends up to twice the time per element that the
  * same loop takes as wasm (bench/walk-floor.ts: the walk over the gate/up projections of eleven
- * layers, 7.6 against 4.6 ns per entry; docs/benchmarks.md), the typed arrays' bounds and kind
- * checks and the double↔float32 conversions of Float32Array elements included. A wasm function reads
+ * layers, 8.2–8.4 against 4.7–6.8 ns per entry; docs/benchmarks.md), the typed arrays' bounds and
+ * kind checks and the double↔float32 conversions of Float32Array elements included. A wasm function reads
  * only its own memory, so the arrays these loops touch (the column records, the rows' marks, y,
  * the reached-row and changed-column lists, the matrix's CSC rows and weights, the input vector,
  * the SwiGLU's h and changed-unit list) are carved from one WebAssembly.Memory per numeric context

@@ -22,6 +22,7 @@
  *
  * Run: npx tsx bench/walk-floor.ts [--layers 1,11,30] [--tokens 3000] [--repeats 5] [--json]
  */
+import { siluFormula } from '../src/exec/numeric.ts';
 import { WasmHeap } from '../src/exec/wasm-kernels.ts';
 
 const argv = process.argv.slice(2);
@@ -189,7 +190,7 @@ function check(mats: Walked[], cols: Int32Array, dx: Float64Array, perCall: numb
 interface Figure { shape: string; config: string; loop: 'js' | 'wasm'; matrices: number; columnsPerCall: number; nsPerEntry: number; usPerStep: number; entriesPerStep: number }
 
 function measure(sh: Shape, config: string, nMat: number, perCall: number, loop: 'js' | 'wasm'): Figure {
-  const heap = loop === 'wasm' ? WasmHeap.create(64 + Math.ceil((nMat * (sh.cols * 20 * 6 + sh.rows * 10)) / 2 ** 20)) : null;
+  const heap = loop === 'wasm' ? WasmHeap.create(64 + Math.ceil((nMat * (sh.cols * 20 * 6 + sh.rows * 10)) / 2 ** 20), siluFormula) : null;
   if (loop === 'wasm' && heap === null) throw new Error('walk-floor: WebAssembly is not available');
   const mats = Array.from({ length: nMat }, () => matrix(sh, heap));
   const list = heap === null ? null : (() => {

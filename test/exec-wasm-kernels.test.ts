@@ -14,7 +14,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { WasmHeap, kernelModuleBytes } from '../src/exec/wasm-kernels.ts';
-import { silu32 } from '../src/exec/numeric.ts';
+import { silu32, siluFormula } from '../src/exec/numeric.ts';
 
 const bitsOf = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
@@ -52,12 +52,12 @@ const VALUES = [1, -1, 3, 0.1, -2.5, 1e-20, 7.25, 2 ** 100, -0.3333, 1e30, 0];
 describe('wasm kernels', () => {
   it('the module compiles and a heap is made (Node 20 has WebAssembly; create gives null when it does not compile)', () => {
     expect(kernelModuleBytes().subarray(0, 4)).toEqual(Uint8Array.from([0, 0x61, 0x73, 0x6d]));
-    expect(WasmHeap.create(1)).not.toBeNull();
-    expect(WasmHeap.create(0)).toBeNull(); // 0: walks in JavaScript
+    expect(WasmHeap.create(1, siluFormula)).not.toBeNull();
+    expect(WasmHeap.create(0, siluFormula)).toBeNull(); // 0: walks in JavaScript
   });
 
   it('heap: zero-filled, 8-byte aligned arrays; a request past the end gets null, and nothing is taken', () => {
-    const heap = WasmHeap.create(1)!;
+    const heap = WasmHeap.create(1, siluFormula)!;
     const a = heap.take(Uint16Array, 3)!;
     const b = heap.take(Float64Array, 5)!;
     expect(a.buffer).toBe(heap.buffer);
@@ -77,7 +77,7 @@ describe('wasm kernels', () => {
       const rnd = lcg(seed);
       const nRows = 1 + Math.floor(rnd() * (rnd() < 0.2 ? 65536 : 300));
       const nnz = 1 + Math.floor(rnd() * 400);
-      const heap = WasmHeap.create(4)!;
+      const heap = WasmHeap.create(4, siluFormula)!;
       const rowIdx = heap.take(Uint16Array, nnz)!;
       const values = heap.take(Float32Array, nnz)!;
       const mark = heap.take(Uint16Array, nRows)!;
@@ -139,7 +139,7 @@ describe('wasm kernels', () => {
       const rnd = lcg(seed);
       const form = mul ? 'mul' : 'div';
       const n = 1 + Math.floor(rnd() * 200);
-      const heap = WasmHeap.create(1)!;
+      const heap = WasmHeap.create(1, siluFormula)!;
       const go = heap.take(Float32Array, 2 * n)!;
       const h = heap.take(Float32Array, n)!;
       const changed = heap.take(Int32Array, 4 * n)!;

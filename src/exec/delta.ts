@@ -67,7 +67,7 @@
 import type { Matrix } from '../model/weights.ts';
 import type { DeltaRole, MatmulStats } from './matmul.ts';
 import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
-import type { ExecNumericContext } from './numeric.ts';
+import { siluFormula, type ExecNumericContext } from './numeric.ts';
 import type { CscPlan, DeltaKernel, DeltaLinearState, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
 import { carveArrays } from './arena.ts';
 import { WasmHeap } from './wasm-kernels.ts';
@@ -246,7 +246,7 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
 /** The context's wasm kernel memory (wasm-kernels.ts), made on first use; null when off or unavailable. */
 export function wasmHeapOf(ctx: ExecNumericContext): WasmHeap | null {
   let heap = ctx.memos.wasmHeap;
-  if (heap === undefined) heap = ctx.memos.wasmHeap = WasmHeap.create(ctx.tuning.wasmHeapMiB);
+  if (heap === undefined) heap = ctx.memos.wasmHeap = WasmHeap.create(ctx.tuning.wasmHeapMiB, siluFormula);
   return heap;
 }
 

@@ -47,7 +47,7 @@
 import type { CsrMatrix, GdnWeights, Matrix, ModelWeights } from '../model/weights.ts';
 import type { ExecTuning } from './types.ts';
 import { ZeroArena } from './arena.ts';
-import type { WasmHeap } from './wasm-kernels.ts';
+import type { DeltaArrays, WasmHeap } from './wasm-kernels.ts';
 
 /** The sparse path's size thresholds, every one set (ExecOptions.tuning over DEFAULT_TUNING). */
 export type SparseTuning = Required<ExecTuning>;
@@ -288,24 +288,17 @@ export interface DeltaLinearState {
 }
 
 /**
- * A delta state's wasm walk (wasm-kernels.ts): the heap, copies of its CSC plan's rows and weights
- * there (for `csc`), the walk list (per walked column j: k0, k1 as int32 at 4j, 4j + 1, Δx as a
- * float64 at 2j + 1 of `walkDx`), the deferred entries ((k, j) at 2i, 2i + 1), and, per walked
- * column, x_new and x_old (`walkX`, 2j and 2j + 1) and lowbit(x_new) (`walkLow`) for the deferred
- * tracked-row updates.
+ * A delta state's wasm kernels (wasm-kernels.ts): the heap; its CSC plan's rows and weights there
+ * (for `csc`: the plan's own arrays, or copies); the walk list (per listed column j: k0, k1 as
+ * int32 at 4j, 4j + 1, Δx as a float64 at 2j + 1 of `walkDx`); the deferred entries ((k, j) at
+ * 2i, 2i + 1); per walked column j, x_new and x_old (`walkX`, 2j and 2j + 1) and lowbit(x_new)
+ * (`walkLow`) for the deferred tracked-row updates; and `delta`'s in/out block `io`.
  */
-export interface DeltaKernel {
+export interface DeltaKernel extends DeltaArrays {
   heap: WasmHeap;
   csc: CscPlan;
-  rowIdx: Uint16Array;
-  values: Float32Array;
   walkList: Int32Array;
   walkDx: Float64Array;
-  defer: Int32Array;
-  walkX: Float64Array;
-  walkLow: Int32Array;
-  /** The delta kernel's in/out block (wasm-kernels.ts). */
-  io: Int32Array;
   /** Whether the matrix's columns are long enough to be listed for the walk when the pass is not fused (ExecTuning). */
   listed: boolean;
 }

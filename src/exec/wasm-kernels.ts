@@ -55,9 +55,6 @@
  * every r < 2n below 2^30.
  */
 
-import { siluFormula } from './numeric.ts';
-import type { DeltaKernel } from './plans.ts';
-
 const I32 = 0x7f;
 const F64 = 0x7c;
 /** The opcodes the kernels use (WebAssembly core spec, binary format). */
@@ -329,8 +326,8 @@ type DeltaFn = (nCand: number, candAt: number, xAt: number, recAt: number, rowId
   yAt: number, rowsAt: number, deferAt: number, walkXAt: number, walkLowAt: number, changedAt: number, cur: number, t0: number, ioAt: number) => number;
 type SwigluFn = (nr: number, rowsAt: number, n: number, goAt: number, hAt: number, changedAt: number, form: number) => number;
 
-/** swiglu's callback for the unsaturated units: numeric.ts's formula (form 0 'mul', 1 'div'). */
-const siluCallback = (x: number, form: number): number => siluFormula(x, form === 0 ? 'mul' : 'div');
+/** silu32's formula for a form (numeric.ts siluFormula): swiglu's callback for the unsaturated units. */
+export type SiluFormula = (x: number, form: 'mul' | 'div') => number;
 
 /** The parts of the WebAssembly JS API used here (the project's TypeScript libs do not declare them). */
 interface WasmMemory { readonly buffer: ArrayBuffer }
@@ -353,6 +350,9 @@ function kernelModule(): object | null {
   }
   return compiled;
 }
+
+/** The arrays of a state's kernels that `delta` reads besides the state's own (plans.ts DeltaKernel). */
+export interface DeltaArrays { rowIdx: Uint16Array; values: Float32Array; defer: Int32Array; walkX: Float64Array; walkLow: Int32Array; io: Int32Array }
 
 type ViewCtor<T> = { new (buffer: ArrayBufferLike, byteOffset: number, length: number): T; readonly BYTES_PER_ELEMENT: number };
 
@@ -380,14 +380,19 @@ export class WasmHeap {
     this.count = new Int32Array(this.buffer, 0, 1);
   }
 
-  /** A heap of `mib` MiB, or null when WebAssembly or the memory is not available. */
-  static create(mib: number): WasmHeap | null {
+  /**
+   * A heap of `mib` MiB whose swiglu calls `silu` (numeric.ts siluFormula; passed in, so that this
+   * module imports nothing) for the units off silu32's saturated ends, or null when WebAssembly or
+   * the memory is not available.
+   */
+  static create(mib: number, silu: SiluFormula): WasmHeap | null {
     const mod = kernelModule();
     if (mod === null || wasm === undefined || !(mib > 0)) return null;
     try {
       const pages = Math.min(65536, Math.ceil((mib * 2 ** 20) / 65536));
       const memory = new wasm.Memory({ initial: pages, maximum: pages });
-      return new WasmHeap(memory, new wasm.Instance(mod, { env: { memory, siluFormula: siluCallback } }));
+      const siluFormula = (x: number, form: number): number => silu(x, form === 0 ? 'mul' : 'div');
+      return new WasmHeap(memory, new wasm.Instance(mod, { env: { memory, siluFormula } }));
     } catch {
       return null;
     }
@@ -440,7 +445,7 @@ export class WasmHeap {
    * candidates are done, 1 at a column that widens its bounds, 2 at one that is not finite (that
    * column untouched: the caller takes it).
    */
-  delta(n: number, cand: Int32Array | null, x: Float32Array, xOff: number, colBits: Uint32Array, kern: DeltaKernel,
+  delta(n: number, cand: Int32Array | null, x: Float32Array, xOff: number, colBits: Uint32Array, kern: DeltaArrays,
     mark: Uint16Array, y: Float32Array, rows: Int32Array, changed: Int32Array, cur: number, t0: number): number {
     return this.deltaFn(n, cand === null ? -1 : cand.byteOffset, x.byteOffset + 4 * xOff, colBits.byteOffset, kern.rowIdx.byteOffset,
       kern.values.byteOffset, mark.byteOffset, y.byteOffset, rows.byteOffset, kern.defer.byteOffset, kern.walkX.byteOffset,

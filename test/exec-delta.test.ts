@@ -575,8 +575,9 @@ describe('deltaLinear', () => {
       const rows = 1 + Math.floor(rnd() * 40);
       const cols = 4 + Math.floor(rnd() * 16);
       const { dense, csr } = weightedMatrix(rnd, rows, cols, W, 1 + Math.floor(rnd() * 6));
-      const listed = makeNumericContext({ profile: 'f32', tuning: { wasmMinEntriesPerColumn: 0 } });
-      const fused = makeNumericContext({ profile: 'f32' });
+      // (1 MiB of wasm memory each: a tiny matrix needs a few KiB, and 900 memories of 256 MiB cost seconds to map)
+      const listed = makeNumericContext({ profile: 'f32', tuning: { wasmMinEntriesPerColumn: 0, wasmHeapMiB: 1 } });
+      const fused = makeNumericContext({ profile: 'f32', tuning: { wasmHeapMiB: 1 } });
       const js = makeNumericContext({ profile: 'f32', tuning: { wasmHeapMiB: 0 } });
       const heap = wasmHeapOf(fused)!;
       const xIn = heap.take(Float32Array, cols + 3)!; // (the input at offset 3)

@@ -121,8 +121,8 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix, heap?: Wa
   // start (0). So the scatter needs no copy of the starts to advance (a fresh 4 bytes a column,
   // 811 KB over the chip's matrices).
   prefixSumsFrom(counts, 1, m.cols);
-  // (in `heap`, the wasm column walk's memory, when given and there is room: its first user's
-  // walks read them where they are, delta.ts kernelOf; the plan then keeps that memory alive)
+  // (in `heap`, a context's wasm memory, when given and there is room: that context's kernels
+  // read them where they are, delta.ts kernelOf; the plan then keeps that memory alive)
   const inHeap = heap != null && m.rows <= 0x10000 && heap.free >= 6 * nnz + 16;
   const rowIdx = inHeap ? heap.take(Uint16Array, nnz)! : m.rows <= 0x10000 ? new Uint16Array(nnz) : new Uint32Array(nnz);
   const cv = inHeap ? heap.take(Float32Array, nnz)! : new Float32Array(nnz);

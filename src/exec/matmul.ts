@@ -118,7 +118,7 @@ export interface DeltaWork {
   rows: number;
   refolds: number;
   refoldEntries: number;
-  /** Calls whose column walk ran in wasm (wasm-kernels.ts). */
+  /** Calls whose pass, or whose walks, ran in wasm (wasm-kernels.ts). */
   kernelCalls: number;
 }
 

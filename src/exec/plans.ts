@@ -69,15 +69,17 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
    */
   embedRowsKept: 4096,
   /**
-   * MiB of the context's WebAssembly memory for the column walks and SwiGLUs (wasm-kernels.ts;
-   * address space, touched only where used: crc32 on the generic chip carves 10.9 MiB at qwen3.5-4b).
-   * 0 keeps them all in JavaScript (the same bits); what does not fit runs in JavaScript.
+   * MiB of the context's WebAssembly memory, for the wasm kernels and the arrays they read
+   * (wasm-kernels.ts; address space, touched only where used: crc32 on the generic chip carves
+   * 21.6 MiB of it at qwen3.5-4b). 0 keeps everything in JavaScript (the same bits); what does not
+   * fit runs in JavaScript.
    */
   wasmHeapMiB: 256,
   /**
-   * Stored entries per used column below which a matrix's walks stay in JavaScript: listing a
-   * column for the kernel costs about what walking a short one does (the chip's down and out
-   * projections, 1.4 and fewer entries a changed column, walked in wasm were slower).
+   * For a matrix whose input lies outside the wasm memory: the stored entries per used column
+   * below which its walks stay in JavaScript instead of being listed for the wasm walk (listing a
+   * column costs about what walking a short one does: the chip's down projections, 1.4 entries a
+   * changed column, were slower listed than walked in JavaScript).
    */
   wasmMinEntriesPerColumn: 4,
 });
@@ -273,8 +275,8 @@ export interface DeltaLinearState {
   planCsr: Matrix['csr'];
   planDense: Matrix['dense'];
   /**
-   * The wasm column walk's arrays (wasm-kernels.ts), when `mark`, `y` and `rows` are views of the
-   * context's WasmHeap and the plan's copies fit there; null: the walk runs in JavaScript.
+   * The wasm kernels' arrays (wasm-kernels.ts), when the state's records, marks, y and lists are
+   * views of the context's WasmHeap and the rest fits there; null: the pass runs in JavaScript.
    */
   kernel: DeltaKernel | null;
   /** The last input vector and offset, and a view of its bits there. */
@@ -387,7 +389,7 @@ export class ExecMemos {
    * threshold (32 MiB), for the requests of 64 KiB and more.
    */
   readonly recordArena = new ZeroArena(33 << 20, 64 << 10);
-  /** The column walks' wasm memory (wasm-kernels.ts): made at the first walk, null when unavailable or off. */
+  /** The wasm kernels' memory (wasm-kernels.ts): made with the executor or at the first incremental matmul; null when unavailable or off. */
   wasmHeap: WasmHeap | null | undefined = undefined;
   readonly argmaxMemos = new WeakMap<Matrix, ArgmaxMemo>();
   readonly ffnDeltaStates = new WeakMap<Matrix, FfnDeltaState>();

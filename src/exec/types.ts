@@ -69,9 +69,9 @@ export interface ExecTuning {
   bigColumn?: number;
   /** Token ids whose embedding rows a tracked decode keeps as their entries (4096; then it starts over). */
   embedRowsKept?: number;
-  /** MiB of WebAssembly memory for the incremental matmuls' column walks (256; 0: walks in JavaScript). */
+  /** MiB of WebAssembly memory for the wasm kernels and the arrays they read (256; 0: everything in JavaScript). */
   wasmHeapMiB?: number;
-  /** Stored entries per used column below which a matrix's column walks stay in JavaScript (4). */
+  /** Stored entries per used column below which a matrix whose input is outside the wasm memory walks in JavaScript (4). */
   wasmMinEntriesPerColumn?: number;
 }
 

@@ -56,7 +56,7 @@ describe('wasm kernels', () => {
     expect(WasmHeap.create(0, siluFormula)).toBeNull(); // 0: walks in JavaScript
   });
 
-  it('heap: zero-filled, 8-byte aligned arrays; a request past the end gets null, and nothing is taken', () => {
+  it('heap: zero-filled, 8-byte aligned arrays; a request past the end gets null, and nothing is taken (carve: all of a spec or none)', () => {
     const heap = WasmHeap.create(1, siluFormula)!;
     const a = heap.take(Uint16Array, 3)!;
     const b = heap.take(Float64Array, 5)!;
@@ -68,6 +68,14 @@ describe('wasm kernels', () => {
     expect(heap.take(Uint8Array, free + 1)).toBeNull();
     expect(heap.free).toBe(free);
     expect(heap.take(Uint8Array, free)).not.toBeNull();
+    // carve: all of a spec or nothing
+    const h2 = WasmHeap.create(1, siluFormula)!;
+    const room = h2.free;
+    // a: 3 float32s, 16 bytes once aligned; b: the rest in float64s (room is a multiple of 8)
+    expect(h2.carve({ a: [Float32Array, 3], b: [Float64Array, (room - 16) / 8 + 1] })).toBeNull(); // 8 bytes short
+    expect(h2.free).toBe(room);
+    const got = h2.carve({ a: [Float32Array, 3], b: [Float64Array, (room - 16) / 8] })!;
+    expect([got.a.length, got.b.byteOffset - got.a.byteOffset, Array.from(got.b.subarray(0, 2)), h2.free]).toEqual([3, 16, [0, 0], 0]);
   });
 
   it('property: the kernel gives the contract\'s y bits, marks, reached rows and deferred entries', () => {

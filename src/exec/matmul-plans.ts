@@ -123,9 +123,9 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix, heap?: Wa
   prefixSumsFrom(counts, 1, m.cols);
   // (in `heap`, a context's wasm memory, when given and there is room: that context's kernels
   // read them where they are, delta.ts kernelOf; the plan then keeps that memory alive)
-  const inHeap = heap != null && m.rows <= 0x10000 && heap.free >= 6 * nnz + 16;
-  const rowIdx = inHeap ? heap.take(Uint16Array, nnz)! : m.rows <= 0x10000 ? new Uint16Array(nnz) : new Uint32Array(nnz);
-  const cv = inHeap ? heap.take(Float32Array, nnz)! : new Float32Array(nnz);
+  const h = heap != null && m.rows <= 0x10000 ? heap.carve({ rowIdx: [Uint16Array, nnz], cv: [Float32Array, nnz] }) : null;
+  const rowIdx = h !== null ? h.rowIdx : m.rows <= 0x10000 ? new Uint16Array(nnz) : new Uint32Array(nnz);
+  const cv = h !== null ? h.cv : new Float32Array(nnz);
   scatterColumns(rowPtr, colIdx, values, m.rows, counts, rowIdx, cv);
   const colPtr = counts.subarray(0, m.cols + 1);
   p = { colPtr, rowIdx, values: cv, maxRowNnz, usedCols: usedColumns(colPtr, m.cols), extremes: null };

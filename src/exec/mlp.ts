@@ -87,9 +87,9 @@ function swigluDelta(
   if (st === undefined || st.h.length !== n) {
     // h and the changed units in the context's wasm memory where the SwiGLU can run there (f32)
     const heap = ctx.profile === 'f32' ? wasmHeapOf(ctx) : null;
-    const inHeap = heap !== null && heap.free >= 8 * n + 16;
-    const h = inHeap ? heap.take(Float32Array, n)! : new Float32Array(n);
-    const changed = inHeap ? heap.take(Int32Array, n)! : new Int32Array(n);
+    const a = heap?.carve({ h: [Float32Array, n], changed: [Int32Array, n] }) ?? null;
+    const h = a !== null ? a.h : new Float32Array(n);
+    const changed = a !== null ? a.changed : new Int32Array(n);
     st = { h, hBits: new Uint32Array(h.buffer, h.byteOffset, n), valid: false, changed, ver: -1 };
     byM.set(m.gateProj, st);
   }

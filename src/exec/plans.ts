@@ -291,14 +291,13 @@ export interface DeltaLinearState {
 
 /**
  * A delta state's wasm kernels (wasm-kernels.ts): the heap; its CSC plan's rows and weights there
- * (for `csc`: the plan's own arrays, or copies); the walk list (per listed column j: k0, k1 as
+ * (the plan's own arrays, or copies); the walk list (per listed column j: k0, k1 as
  * int32 at 4j, 4j + 1, Δx as a float64 at 2j + 1 of `walkDx`); the deferred entries ((k, j) at
  * 2i, 2i + 1); per walked column j, x_new and x_old (`walkX`, 2j and 2j + 1) and lowbit(x_new)
  * (`walkLow`) for the deferred tracked-row updates; and `delta`'s in/out block `io`.
  */
 export interface DeltaKernel extends DeltaArrays {
   heap: WasmHeap;
-  csc: CscPlan;
   walkList: Int32Array;
   walkDx: Float64Array;
   /** Whether the matrix's columns are long enough to be listed for the walk when the pass is not fused (ExecTuning). */

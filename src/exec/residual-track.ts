@@ -49,10 +49,10 @@ export class TrackedVector {
 
   /** `heap`: the context's wasm memory, where v and changed are carved when they fit (wasm-kernels.ts). */
   constructor(width: number, heap: WasmHeap | null = null) {
-    const inHeap = heap !== null && heap.free >= 8 * width + 16;
-    this.v = inHeap ? heap.take(Float32Array, width)! : new Float32Array(width);
+    const a = heap?.carve({ v: [Float32Array, width], changed: [Int32Array, width] }) ?? null;
+    this.v = a !== null ? a.v : new Float32Array(width);
     this.bits = new Uint32Array(this.v.buffer, this.v.byteOffset, width);
-    this.changed = inHeap ? heap.take(Int32Array, width)! : new Int32Array(width);
+    this.changed = a !== null ? a.changed : new Int32Array(width);
   }
 }
 

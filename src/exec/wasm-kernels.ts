@@ -355,6 +355,7 @@ function kernelModule(): object | null {
 export interface DeltaArrays { rowIdx: Uint16Array; values: Float32Array; defer: Int32Array; walkX: Float64Array; walkLow: Int32Array; io: Int32Array }
 
 type ViewCtor<T> = { new (buffer: ArrayBufferLike, byteOffset: number, length: number): T; readonly BYTES_PER_ELEMENT: number };
+type InstanceType<C> = C extends ViewCtor<infer T> ? T : never;
 
 /**
  * One numeric context's wasm memory, of a fixed size (a memory that grows detaches every view of
@@ -415,6 +416,19 @@ export class WasmHeap {
     const at = this.used;
     this.used += bytes;
     return new ctor(this.buffer, at, length);
+  }
+
+  /**
+   * An array per entry of `spec` ([constructor, length]), all carved from the heap, or null —
+   * nothing taken — when they do not all fit (as arena.ts carveArrays, all or nothing).
+   */
+  carve<S extends Record<string, readonly [ViewCtor<unknown>, number]>>(spec: S): { [K in keyof S]: InstanceType<S[K][0]> } | null {
+    let bytes = 0;
+    for (const [ctor, length] of Object.values(spec)) bytes += Math.ceil((length * ctor.BYTES_PER_ELEMENT) / 8) * 8;
+    if (bytes > this.free) return null;
+    const out: Record<string, unknown> = {};
+    for (const [key, [ctor, length]] of Object.entries(spec)) out[key] = this.take(ctor, length);
+    return out as { [K in keyof S]: InstanceType<S[K][0]> };
   }
 
   /**

@@ -258,7 +258,9 @@ export class Executor {
   /** Empties every cache (GDN conv and recurrent states to +0, KV caches) and sets the position to 0. */
   reset(): void {
     const c = this.config;
-    this.gdn = c.layerTypes.map((t) => (t === 'linear_attention' ? newGdnCache(gdnDimsOf(c)) : null));
+    const heap = this.ctx.profile === 'f32' ? wasmHeapOf(this.ctx) : null;
+    const previous = this.gdn as (GdnCache | null)[] | undefined;
+    this.gdn = c.layerTypes.map((t, l) => (t === 'linear_attention' ? newGdnCache(gdnDimsOf(c), heap, previous?.[l] ?? null) : null));
     this.kv = c.layerTypes.map((t) => (t === 'full_attention' ? new KvCache(c.numKeyValueHeads * c.headDim) : null));
     this.pos = 0;
     this.track?.invalidate();

@@ -15,6 +15,7 @@ import type { CsrMatrix, GdnWeights, Matrix } from '../model/weights.ts';
 import { gdnDims, type GdnDims } from '../model/naming.ts';
 import type { OutputSource } from './delta.ts';
 import { newSparseStepScratch, STATE_ZERO, type KvMemo, type SparseStepScratch } from './gdn-sparse-step.ts';
+import type { WasmHeap } from './wasm-kernels.ts';
 
 /** model/naming.ts gdnDims, refusing a layer without value heads (r = 0) before the executor sizes buffers by it. */
 export function gdnDimsOf(cfg: ModelConfig): GdnDims {
@@ -97,27 +98,67 @@ export interface GdnBuffers {
   convedBits: Uint32Array; normedBits: Uint32Array; coreBits: Uint32Array;
   /** gdnDecodeTracked's result (rewritten by each call). */
   tracked: { out: Float32Array; source: OutputSource | null };
+  /** The kv array of every track's memo on this layer (GdnTrack.kvMemo; a new track starts with nothing valid in it). */
+  memoKv: Float32Array;
 }
 
-export function gdnBuffers(d: GdnDims, H: number): GdnBuffers {
-  const conved = new Float32Array(d.convDim);
+/**
+ * A layer's single-token buffers. With a wasm memory (f32 contexts) the arrays the recurrent step's
+ * kernels read and write — conved (v), q, k, core (o) and the step's scratch — are carved from it
+ * when they fit (wasm-gdn-kernels.ts); otherwise, and for the rest, JavaScript arrays.
+ */
+export function gdnBuffers(d: GdnDims, H: number, heap: WasmHeap | null = null): GdnBuffers {
+  const carved = heap !== null && heap.hasGdnKernels
+    ? heap.carve({
+      conved: [Float32Array, d.convDim], q: [Float32Array, d.keyDim], k: [Float32Array, d.keyDim], core: [Float32Array, d.valueDim],
+      memoKv: [Float32Array, d.hv * d.dv],
+    })
+    : null;
+  const conved = carved?.conved ?? new Float32Array(d.convDim);
   const normed = new Float32Array(d.valueDim);
-  const core = new Float32Array(d.valueDim);
+  const core = carved?.core ?? new Float32Array(d.valueDim);
   return {
-    convedBits: new Uint32Array(conved.buffer), normedBits: new Uint32Array(normed.buffer), coreBits: new Uint32Array(core.buffer), tracked: { out: conved, source: null }, mixed: new Float32Array(d.convDim), z: new Float32Array(d.valueDim), b: new Float32Array(d.hv), a: new Float32Array(d.hv),
-    conved, q: new Float32Array(d.keyDim), k: new Float32Array(d.keyDim),
+    convedBits: bitsOf(conved), normedBits: bitsOf(normed), coreBits: bitsOf(core), tracked: { out: conved, source: null }, mixed: new Float32Array(d.convDim), z: new Float32Array(d.valueDim), b: new Float32Array(d.hv), a: new Float32Array(d.hv),
+    conved, q: carved?.q ?? new Float32Array(d.keyDim), k: carved?.k ?? new Float32Array(d.keyDim),
     beta: new Float32Array(d.hv), g: new Float32Array(d.hv), core,
-    normed, out: new Float32Array(H), step: newSparseStepScratch(d.dk, d.dv),
+    normed, out: new Float32Array(H), step: newSparseStepScratch(d.dk, d.dv, heap),
     normMemo: new Uint32Array(2 * d.valueDim), normMemoValid: new Uint8Array(d.hv),
+    memoKv: carved?.memoKv ?? new Float32Array(d.hv * d.dv),
   };
 }
 
-export function newGdnCache(d: GdnDims): GdnCache {
+/** A Uint32Array view of exactly a's elements (a may be a view into a larger buffer, such as the wasm memory). */
+function bitsOf(a: Float32Array): Uint32Array {
+  return new Uint32Array(a.buffer, a.byteOffset, a.length);
+}
+
+/**
+ * An empty cache (every state +0, kind STATE_ZERO). With a wasm memory (f32 contexts) the states
+ * and their all-+0 row marks are carved from it when they fit, for the recurrent step's kernels
+ * (wasm-gdn-kernels.ts); its untouched pages, like a fresh array's, are never mapped. `previous`
+ * (the cache this one replaces, Executor.reset) lends its carved arrays when none of its states
+ * was handed out: the heads not known to be all +0 are cleared, so a reset neither carves again
+ * nor touches the pages of heads that stayed +0.
+ */
+export function newGdnCache(d: GdnDims, heap: WasmHeap | null = null, previous: GdnCache | null = null): GdnCache {
   // One buffer per layer, each head's state a view of it: an allocation per head (64 per layer at
   // chip-test) cost far more than the zeroing, in a process whose heap holds a loaded chip.
   const n = d.dk * d.dv;
-  const states = new Float32Array(d.hv * n);
-  const rows = new Uint8Array(d.hv * d.dk);
+  let states: Float32Array | null = null;
+  let rows: Uint8Array | null = null;
+  const p = previous;
+  if (heap !== null && p !== null && p.S.length === d.hv && p.S[0]!.length === n && p.S[0]!.buffer === heap.buffer && p.exposed.every((e) => e === 0)) {
+    // (the states are views of one array: S[0] starts it, rowNonZero[0] starts the marks)
+    states = new Float32Array(heap.buffer, p.S[0]!.byteOffset, d.hv * n);
+    rows = new Uint8Array(heap.buffer, p.rowNonZero[0]!.byteOffset, d.hv * d.dk);
+    for (let h = 0; h < d.hv; h++) if (p.kind[h] !== STATE_ZERO) p.S[h]!.fill(0);
+    rows.fill(0);
+  } else if (heap !== null && heap.hasGdnKernels) {
+    const carved = heap.carve({ states: [Float32Array, d.hv * n], rows: [Uint8Array, d.hv * d.dk] });
+    if (carved !== null) ({ states, rows } = carved);
+  }
+  states ??= new Float32Array(d.hv * n);
+  rows ??= new Uint8Array(d.hv * d.dk);
   const S: Float32Array[] = [];
   const rowNonZero: Uint8Array[] = [];
   for (let h = 0; h < d.hv; h++) {

@@ -14,6 +14,7 @@
  * re-classified by classifyState before each step); anything else runs the full update.
  */
 import { exp32 } from './numeric.ts';
+import { gdnDotsScratchLength, type WasmHeap } from './wasm-kernels.ts';
 
 const f32 = Math.fround;
 /**
@@ -109,6 +110,15 @@ export interface SparseStepScratch {
   /** Scratch of the row-wise column dots: kv_j (without a memo) and per-column flags. */
   kv: Float32Array;
   any: Uint8Array;
+  /**
+   * The wasm memory whose kernels (wasm-gdn-kernels.ts) the step calls, when these arrays were
+   * carved from it (null: the JavaScript loops only); the step also checks that S, k, q, v, o and
+   * the memo lie in it. `scr` is the dots kernel's scratch block and `dotIo` its io words (n, nd,
+   * finite, negOff, every).
+   */
+  heap: WasmHeap | null;
+  scr: Int32Array;
+  dotIo: Int32Array;
 }
 
 /**
@@ -125,15 +135,27 @@ export interface KvMemo {
   kZero: Uint8Array;
 }
 
-export function newKvMemo(hv: number, dv: number): KvMemo {
-  return { kv: new Float32Array(hv * dv), valid: new Uint8Array(hv), kFinite: new Uint8Array(hv), kZero: new Uint8Array(hv) };
+/** A memo for hv value heads of dv columns, nothing valid; `kv` (hv·dv entries) is its kv array when given (a layer's, GdnBuffers.memoKv). */
+export function newKvMemo(hv: number, dv: number, kv: Float32Array = new Float32Array(hv * dv)): KvMemo {
+  return { kv, valid: new Uint8Array(hv), kFinite: new Uint8Array(hv), kZero: new Uint8Array(hv) };
 }
 
-export function newSparseStepScratch(dk: number, dv: number): SparseStepScratch {
+/**
+ * The step's scratch for heads of dk × dv. With a wasm memory that has the GDN kernels and room,
+ * and dk, dv multiples of 4 (the kernels' 4-lane groups), the arrays the kernels touch are carved
+ * from it and `heap` is set.
+ */
+export function newSparseStepScratch(dk: number, dv: number, heap: WasmHeap | null = null): SparseStepScratch {
+  const scrLength = gdnDotsScratchLength(dk, dv);
+  const c = heap !== null && heap.hasGdnKernels && dk % 4 === 0 && dv % 4 === 0
+    ? heap.carve({ kIdx: [Int32Array, dk], qIdx: [Int32Array, dk], delta: [Float32Array, dv], kv: [Float32Array, dv], scr: [Int32Array, scrLength] })
+    : null;
+  const scr = c?.scr ?? new Int32Array(scrLength);
   return {
-    kIdx: new Int32Array(dk), qIdx: new Int32Array(dk), kDot: new Int32Array(dk), qDot: new Int32Array(dk),
-    dotCount: new Int32Array(2), nzRows: new Int32Array(dk), delta: new Float32Array(dv), modified: new Uint8Array(1),
-    kv: new Float32Array(dv), any: new Uint8Array(dv),
+    kIdx: c?.kIdx ?? new Int32Array(dk), qIdx: c?.qIdx ?? new Int32Array(dk), kDot: new Int32Array(dk), qDot: new Int32Array(dk),
+    dotCount: new Int32Array(2), nzRows: new Int32Array(dk), delta: c?.delta ?? new Float32Array(dv), modified: new Uint8Array(1),
+    kv: c?.kv ?? new Float32Array(dv), any: new Uint8Array(dv),
+    heap: c === null ? null : heap, scr, dotIo: scr.subarray(2 * dk + dv),
   };
 }
 
@@ -335,22 +357,39 @@ export function recurrentStepSparse(
   let kFinite = false;
   let kn = 0;
   if (finiteState) {
-    kn = nonZeroIndices(k, kOff, dk, kIdx, rowNonZero, negOffScratch, kDot, dotCount);
-    const kNegOff = negOffScratch[0];
-    const kSign = kind === STATE_POS || kind === STATE_ZERO ? (negOffScratch[1] ? 1 : 0) : -1;
-    const kdn = dotCount[0];
-    kFinite = dotCount[1] === 1;
-    const nzn = kSign >= 0 ? 0 : listRows(rowNonZero, nzRows);
     // kv_j for every j (into the memo, which keeps them for the next step, or into scratch)
     const kvArr = memo ? memo.kv : scratchKv;
     const m0 = memo ? h * dv : 0;
-    columnDotsInto(S, dv, k, kOff, kDot, kdn, nzRows, nzn, kNegOff, kSign, kvArr, m0, scratch.any);
-    for (let j = 0; j < dv; j++) {
-      const kv = kvArr[m0 + j];
-      const dj = f32(f32(v[vOff + j] - kv) * beta);
-      delta[j] = dj;
-      if (!(Math.abs(dj) <= F64_MAX)) allDeltaFinite = false;
-      if (dj !== FLOAT_ZERO) allDeltaZero = false;
+    const heap = scratch.heap;
+    const inHeap = heap !== null && S.buffer === heap.buffer && k.buffer === heap.buffer && kvArr.buffer === heap.buffer
+      && rowNonZero.buffer === heap.buffer;
+    // the scan and the dots in wasm (status 0; 1 or 2: redone below in JavaScript, which also
+    // redoes the scan, the same lists)
+    const st = inHeap ? heap.gdnDots(S, k, kOff, rowNonZero, dk, dv, kind === STATE_POS || kind === STATE_ZERO, kvArr, m0, kIdx, scratch.scr) : -1;
+    if (st === 0) {
+      kn = scratch.dotIo[0];
+      kFinite = scratch.dotIo[2] === 1;
+    } else {
+      kn = nonZeroIndices(k, kOff, dk, kIdx, rowNonZero, negOffScratch, kDot, dotCount);
+      const kNegOff = negOffScratch[0];
+      const kSign = kind === STATE_POS || kind === STATE_ZERO ? (negOffScratch[1] ? 1 : 0) : -1;
+      const kdn = dotCount[0];
+      kFinite = dotCount[1] === 1;
+      const nzn = kSign >= 0 ? 0 : listRows(rowNonZero, nzRows);
+      columnDotsInto(S, dv, k, kOff, kDot, kdn, nzRows, nzn, kNegOff, kSign, kvArr, m0, scratch.any);
+    }
+    // δ in wasm when every δ_j is finite (flags bit 0); else in JavaScript (its NaN bits)
+    const fl = inHeap && v.buffer === heap.buffer && f32(beta) === beta ? heap.gdnDelta(v, vOff, kvArr, m0, beta, delta, dv) : 0;
+    if ((fl & 1) !== 0) {
+      allDeltaZero = (fl & 2) !== 0;
+    } else {
+      for (let j = 0; j < dv; j++) {
+        const kv = kvArr[m0 + j];
+        const dj = f32(f32(v[vOff + j] - kv) * beta);
+        delta[j] = dj;
+        if (!(Math.abs(dj) <= F64_MAX)) allDeltaFinite = false;
+        if (dj !== FLOAT_ZERO) allDeltaZero = false;
+      }
     }
   } else {
     for (let j = 0; j < dv; j++) {
@@ -401,11 +440,18 @@ function kvMemoStep(
   // left alone); k finite (kz = 0): δ all ±0 does (fl(k_i·δ_j) = ±0 and S_ij + (±0) = S_ij; an
   // infinite or NaN δ_j is not ±0).
   const kz = memo.kZero[h];
-  for (let j = 0; j < dv; j++) {
-    const dj = f32(f32(v[vOff + j] - kv[m0 + j]) * beta);
-    // (both tests made at every j from the first step: a test first made later, when k first went
-    // all ±0, had the compiled step thrown away)
-    if (!(Math.abs(dj) <= F64_MAX) || (kz === 0 && dj !== FLOAT_ZERO)) return false;
+  const heap = scratch.heap;
+  if (heap !== null && v.buffer === heap.buffer && kv.buffer === heap.buffer && f32(beta) === beta) {
+    // δ in wasm (into the step's scratch, which nothing reads after this test)
+    const fl = heap.gdnDelta(v, vOff, kv, m0, beta, scratch.delta, dv);
+    if ((fl & 1) === 0 || (kz === 0 && (fl & 2) === 0)) return false;
+  } else {
+    for (let j = 0; j < dv; j++) {
+      const dj = f32(f32(v[vOff + j] - kv[m0 + j]) * beta);
+      // (both tests made at every j from the first step: a test first made later, when k first went
+      // all ±0, had the compiled step thrown away)
+      if (!(Math.abs(dj) <= F64_MAX) || (kz === 0 && dj !== FLOAT_ZERO)) return false;
+    }
   }
   // S stays and the memo still describes it: with q as before so does o; otherwise the output dots
   if (!same) outputDots(dk, dv, S, kind, rowNonZero, q, qOff, o, oOff, scratch);
@@ -473,6 +519,9 @@ function outputDots(
 ): void {
   const { qIdx, qDot, dotCount, nzRows } = scratch;
   if (kind !== STATE_ANY) {
+    const heap = scratch.heap;
+    if (heap !== null && S.buffer === heap.buffer && q.buffer === heap.buffer && o.buffer === heap.buffer && rowNonZero.buffer === heap.buffer
+      && heap.gdnDots(S, q, qOff, rowNonZero, dk, dv, kind === STATE_POS || kind === STATE_ZERO, o, oOff, qIdx, scratch.scr) === 0) return;
     nonZeroIndices(q, qOff, dk, qIdx, rowNonZero, negOffScratch, qDot, dotCount);
     const qNegOff = negOffScratch[0];
     const qSign = kind === STATE_POS || kind === STATE_ZERO ? (negOffScratch[1] ? 1 : 0) : -1;

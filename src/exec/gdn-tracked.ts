@@ -41,7 +41,7 @@ const O_MAY_MOVE = 1;
 const Z_MAY_MOVE = 2;
 
 /** A new track; its channel records are written by the first step (freshConvStep). */
-function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTrack {
+function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', memoKv: Float32Array): GdnTrack {
   const chan = new Int32Array(4 * d.convDim);
   const chanF = new Float32Array(chan.buffer);
   return {
@@ -53,7 +53,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div'): GdnTra
     writtenOutside: new Uint8Array(d.hv),
     coreChanged: new Uint8Array(d.hv), normedChanged: new Int32Array(d.valueDim),
     normIn: new Uint32Array(d.valueDim), normZ: new Uint32Array(d.valueDim), normAcc: new Float32Array(d.hv), normR: new Float32Array(d.hv), normKept: new Uint8Array(d.hv),
-    step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv), projVer: -1,
+    step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv, memoKv), projVer: -1,
     // b's rows follow qkv's and z's in the stacked in_proj [qkv; z; b; a]
     bRows: Int32Array.from({ length: d.hv }, (_, h) => d.convDim + d.valueDim + h),
     outLinearCsr: null, outLinearDense: null, linearOut: { version: 0, full: true, rows: new Int32Array(0), nRows: 0 },
@@ -434,7 +434,7 @@ export function gdnDecodeTracked(
   const form = ctx.siluForm;
   const fresh = cache.track === undefined || cache.track.weights !== w || cache.track.siluForm !== form;
   if (fresh) materializeLazyConv(cache, K);
-  const t = fresh ? newGdnTrack(w, d, form) : cache.track as GdnTrack;
+  const t = fresh ? newGdnTrack(w, d, form, buf.memoKv) : cache.track as GdnTrack;
   // one output vector: qkv (mixed) at 0, z at zOff, b at bOff, a at aOff
   const y = ps.y;
   const mixed = y;

@@ -38,7 +38,7 @@ import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32 } from './numeric.ts';
 import { gatedRmsNorm } from './norms.ts';
-import { deltaLinear, type DeltaShare, type OutputSource } from './delta.ts';
+import { deltaLinear, wasmHeapOf, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 import { classifyState, newSparseStepScratch, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
 import { gdnBuffers, gdnDimsOf, type GdnBuffers, type GdnCache, type GdnRunResult } from './gdn-cache.ts';
@@ -166,7 +166,7 @@ export function gdnForward(
   }
   // A single-token call reuses the layer's buffers: its outputs are consumed before the next call.
   let buf: GdnBuffers | undefined;
-  if (L === 1) buf = cache.buffers ??= gdnBuffers(d, w.outProj.rows);
+  if (L === 1) buf = cache.buffers ??= gdnBuffers(d, w.outProj.rows, ctx.profile === 'f32' ? wasmHeapOf(ctx) : null);
   if (!idle && buf !== undefined && mode === 'decode' && path === 'sparse' && ctx.order.kind === 'sequential'
     && ctx.profile === 'f32') {
     const o = gdnDecodeTracked(ctx, cfg, w, cache, xs[0], d, buf, stats, share);

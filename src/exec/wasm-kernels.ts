@@ -54,63 +54,14 @@
  * ends, so the call is rare). Returns the changed count. Preconditions: addresses in range, n and
  * every r < 2n below 2^30.
  */
-
-const I32 = 0x7f;
-const F64 = 0x7c;
-/** The opcodes the kernels use (WebAssembly core spec, binary format). */
-const OP = {
-  block: 0x02, loop: 0x03, if: 0x04, end: 0x0b, br: 0x0c, brIf: 0x0d, void: 0x40,
-  localGet: 0x20, localSet: 0x21, localTee: 0x22,
-  i32Load: 0x28, f32Load: 0x2a, f64Load: 0x2b, i32Load16U: 0x2f, i32Store: 0x36, f32Store: 0x38, i32Store16: 0x3b,
-  i32Const: 0x41, f64Const: 0x44, i32Eqz: 0x45, i32Ne: 0x47, i32GeU: 0x4f,
-  f64Eq: 0x61, f64Ne: 0x62, f64Le: 0x65, f64Ge: 0x66,
-  i32Add: 0x6a, i32Sub: 0x6b, i32And: 0x71, i32Or: 0x72, i32Shl: 0x74,
-  f64Add: 0xa0, f64Mul: 0xa2, f32DemoteF64: 0xb6, f64PromoteF32: 0xbb,
-  call: 0x10, select: 0x1b, else: 0x05, f64Block: 0x7c, return: 0x0f,
-  i32Eq: 0x46, i32LtS: 0x48, i32GtS: 0x4a, i32LeS: 0x4c, i32GeS: 0x4e, i32ShrU: 0x76, i32Ctz: 0x68,
-  f64Gt: 0x64, f64Abs: 0x99, f64Sub: 0xa1, f64Store: 0x39, f64ConvertI32S: 0xb7,
-  i32TruncSatF64S0: 0xfc, i32TruncSatF64S1: 0x02,
-} as const;
-
-function uleb(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
-
-function sleb(n: number): number[] {
-  const out: number[] = [];
-  for (;;) {
-    const b = n & 0x7f;
-    n >>= 7;
-    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) { out.push(b); return out; }
-    out.push(b | 0x80);
-  }
-}
-
-const vec = (items: number[][]): number[] => [...uleb(items.length), ...items.flat()];
-const section = (id: number, bytes: number[]): number[] => [id, ...uleb(bytes.length), ...bytes];
-const name = (s: string): number[] => vec([...new TextEncoder().encode(s)].map((b) => [b]));
+import { gdnKernelModuleBytes } from './wasm-gdn-kernels.ts';
+import { addr, F64, f64c, fnCode, fnType, get, I32, i32, mem, name, OP, section, set, tee, uleb, vec } from './wasm-emit.ts';
 
 // walk's locals: its ten parameters, then seven int32 and one float64
 const L = {
   nWalk: 0, walkAt: 1, markAt: 2, yAt: 3, rowsAt: 4, rowIdxAt: 5, valuesAt: 6, deferAt: 7, cur: 8, nr: 9,
   j: 10, k: 11, kEnd: 12, r: 13, f: 14, at: 15, nd: 16, dx: 17,
 } as const;
-const get = (l: number) => [OP.localGet, l];
-const set = (l: number) => [OP.localSet, l];
-const tee = (l: number) => [OP.localTee, l];
-const i32 = (v: number) => [OP.i32Const, ...sleb(v)];
-/** base + (index << shift): a byte address. */
-const addr = (base: number, index: number, shift: number) => [...get(base), ...get(index), ...i32(shift), OP.i32Shl, OP.i32Add];
-const f64c = (v: number) => { const b = new Uint8Array(8); new DataView(b.buffer).setFloat64(0, v, true); return [OP.f64Const, ...b]; };
-/** A memory access with its alignment (log2) and offset. */
-const mem = (op: number, align: number, offset = 0) => [op, align, ...uleb(offset)];
 /** The locals an entry loop uses (walk and delta name theirs differently). */
 interface EntryLocals { k: number; kEnd: number; r: number; f: number; at: number; nr: number; nd: number; j: number; dx: number; markAt: number; yAt: number; rowsAt: number; rowIdxAt: number; valuesAt: number; deferAt: number; cur: number }
 
@@ -294,8 +245,6 @@ const swigluBody: number[] = [
   OP.end,
 ];
 
-const fnType = (params: number[], results: number[]) => [0x60, ...vec(params.map((p) => [p])), ...vec(results.map((r) => [r]))];
-const fnCode = (locals: number[][], body: number[]) => { const f = [...vec(locals), ...body]; return [...uleb(f.length), ...f]; };
 
 /**
  * The kernels' module: the memory imported as env.memory and silu32's formula as env.siluFormula
@@ -325,6 +274,8 @@ type WalkFn = (nWalk: number, walkAt: number, markAt: number, yAt: number, rowsA
 type DeltaFn = (nCand: number, candAt: number, xAt: number, recAt: number, rowIdxAt: number, valuesAt: number, markAt: number,
   yAt: number, rowsAt: number, deferAt: number, walkXAt: number, walkLowAt: number, changedAt: number, cur: number, t0: number, ioAt: number) => number;
 type SwigluFn = (nr: number, rowsAt: number, n: number, goAt: number, hAt: number, changedAt: number, form: number) => number;
+type GdnDotsFn = (sAt: number, xAt: number, rnzAt: number, dk: number, dv: number, kindPos: number, outAt: number, idxAt: number, scrAt: number) => number;
+type GdnDeltaFn = (vAt: number, kvAt: number, beta: number, deltaAt: number, dv: number) => number;
 
 /** silu32's formula for a form (numeric.ts siluFormula): swiglu's callback for the unsaturated units. */
 export type SiluFormula = (x: number, form: 'mul' | 'div') => number;
@@ -334,7 +285,7 @@ interface WasmMemory { readonly buffer: ArrayBuffer }
 interface WasmApi {
   Module: new (bytes: Uint8Array) => object;
   Memory: new (d: { initial: number; maximum: number }) => WasmMemory;
-  Instance: new (mod: object, imports: { env: { memory: WasmMemory; siluFormula: (x: number, form: number) => number } }) => { exports: Record<string, unknown> };
+  Instance: new (mod: object, imports: { env: { memory: WasmMemory; siluFormula?: (x: number, form: number) => number } }) => { exports: Record<string, unknown> };
 }
 const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
 
@@ -349,6 +300,19 @@ function kernelModule(): object | null {
     }
   }
   return compiled;
+}
+
+let compiledGdn: object | null | undefined;
+/** The GDN kernels' module (wasm-gdn-kernels.ts), compiled once per process (null where SIMD is not available). */
+function gdnKernelModule(): object | null {
+  if (compiledGdn === undefined) {
+    try {
+      compiledGdn = wasm === undefined ? null : new wasm.Module(gdnKernelModuleBytes());
+    } catch {
+      compiledGdn = null;
+    }
+  }
+  return compiledGdn;
 }
 
 /** The arrays of a state's kernels that `delta` reads besides the state's own (plans.ts DeltaKernel). */
@@ -370,14 +334,22 @@ export class WasmHeap {
   private readonly walkFn: WalkFn;
   private readonly swigluFn: SwigluFn;
   private readonly deltaFn: DeltaFn;
+  private readonly gdnDotsFn: GdnDotsFn;
+  private readonly gdnDeltaFn: GdnDeltaFn;
+  /** Whether the GDN kernels (wasm-gdn-kernels.ts) are there: they need SIMD. */
+  readonly hasGdnKernels: boolean;
   private readonly count: Int32Array;
   private used = 8;
 
-  private constructor(memory: WasmMemory, instance: { exports: Record<string, unknown> }) {
+  private constructor(memory: WasmMemory, instance: { exports: Record<string, unknown> }, gdn: { exports: Record<string, unknown> } | null) {
     this.buffer = memory.buffer;
     this.walkFn = instance.exports.walk as WalkFn;
     this.swigluFn = instance.exports.swiglu as SwigluFn;
     this.deltaFn = instance.exports.delta as DeltaFn;
+    this.hasGdnKernels = gdn !== null;
+    const missing = (): number => { throw new Error('the GDN kernels are not available (hasGdnKernels)'); };
+    this.gdnDotsFn = gdn === null ? missing : gdn.exports.dots as GdnDotsFn;
+    this.gdnDeltaFn = gdn === null ? missing : gdn.exports.delta as GdnDeltaFn;
     this.count = new Int32Array(this.buffer, 0, 1);
   }
 
@@ -393,7 +365,9 @@ export class WasmHeap {
       const pages = Math.min(65536, Math.ceil((mib * 2 ** 20) / 65536));
       const memory = new wasm.Memory({ initial: pages, maximum: pages });
       const siluFormula = (x: number, form: number): number => silu(x, form === 0 ? 'mul' : 'div');
-      return new WasmHeap(memory, new wasm.Instance(mod, { env: { memory, siluFormula } }));
+      const gdnMod = gdnKernelModule();
+      const gdn = gdnMod === null ? null : new wasm.Instance(gdnMod, { env: { memory } });
+      return new WasmHeap(memory, new wasm.Instance(mod, { env: { memory, siluFormula } }), gdn);
     } catch {
       return null;
     }
@@ -466,8 +440,34 @@ export class WasmHeap {
       kern.walkLow.byteOffset, changed.byteOffset, cur, t0, kern.io.byteOffset);
   }
 
+  /**
+   * wasm-gdn-kernels.ts dots over a value head: S (dk × dv), x from xOff, its rows' non-zero marks,
+   * out from outOff, the scan's list `idx` and the kernel's scratch block `scr` (gdnDotsScratchLength
+   * int32: the dot list, the rows not known to be +0, the any-flags, then io). Every array must be
+   * a view of this heap and hasGdnKernels true. Returns 0, 1 (some x_i not finite: the dots not
+   * done) or 2 (some out_j NaN).
+   */
+  gdnDots(S: Float32Array, x: Float32Array, xOff: number, rowNonZero: Uint8Array, dk: number, dv: number, kindPos: boolean,
+    out: Float32Array, outOff: number, idx: Int32Array, scr: Int32Array): number {
+    return this.gdnDotsFn(S.byteOffset, x.byteOffset + 4 * xOff, rowNonZero.byteOffset, dk, dv, kindPos ? 1 : 0,
+      out.byteOffset + 4 * outOff, idx.byteOffset, scr.byteOffset);
+  }
+
+  /**
+   * wasm-gdn-kernels.ts delta: δ_j = fl(fl(v_j − kv_j)·β) for j < dv into delta; bit 0 of the
+   * result set when every δ_j is finite, bit 1 when every δ_j is ±0. β must be a float32 value.
+   */
+  gdnDelta(v: Float32Array, vOff: number, kv: Float32Array, kvOff: number, beta: number, delta: Float32Array, dv: number): number {
+    return this.gdnDeltaFn(v.byteOffset + 4 * vOff, kv.byteOffset + 4 * kvOff, beta, delta.byteOffset, dv);
+  }
+
   /** The number of entries the last walk deferred. */
   get deferred(): number {
     return this.count[0]!;
   }
+}
+
+/** The int32 length of gdnDots' scratch block for a head of dk × dv: the dot and row lists, the any-flags and io. */
+export function gdnDotsScratchLength(dk: number, dv: number): number {
+  return 2 * dk + dv + 8;
 }

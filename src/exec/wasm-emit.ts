@@ -1,0 +1,98 @@
+/**
+ * A small WebAssembly binary emitter for the executor's hand-written kernels (wasm-kernels.ts,
+ * wasm-gdn-kernels.ts): the opcodes they use, LEB128 integers, the sections of a module, and short
+ * forms for local access, constants and memory operands. Code is a flat array of bytes built by
+ * spreading these pieces; nothing here validates it (WebAssembly.Module does, when the module is
+ * compiled). Encodings follow the WebAssembly core specification's binary format (version 2,
+ * which includes the 128-bit SIMD instructions under the 0xfd prefix).
+ */
+
+/** Value types. */
+export const I32 = 0x7f;
+export const F32 = 0x7d;
+export const F64 = 0x7c;
+export const V128 = 0x7b;
+
+/** The scalar opcodes the kernels use. */
+export const OP = {
+  block: 0x02, loop: 0x03, if: 0x04, end: 0x0b, br: 0x0c, brIf: 0x0d, void: 0x40,
+  localGet: 0x20, localSet: 0x21, localTee: 0x22,
+  i32Load: 0x28, f32Load: 0x2a, f64Load: 0x2b, i32Load8U: 0x2d, i32Load16U: 0x2f, i32Store: 0x36, f32Store: 0x38, i32Store16: 0x3b,
+  i32Const: 0x41, f32Const: 0x43, f64Const: 0x44, i32Eqz: 0x45, i32Ne: 0x47, i32GeU: 0x4f, i32LtU: 0x49,
+  f32Eq: 0x5b, f32Ne: 0x5c,
+  f64Eq: 0x61, f64Ne: 0x62, f64Le: 0x65, f64Ge: 0x66,
+  i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c, i32And: 0x71, i32Or: 0x72, i32Shl: 0x74,
+  f32Sub: 0x93, f32Mul: 0x94,
+  f64Add: 0xa0, f64Mul: 0xa2, f32DemoteF64: 0xb6, f64PromoteF32: 0xbb,
+  call: 0x10, select: 0x1b, else: 0x05, f64Block: 0x7c, return: 0x0f,
+  i32Eq: 0x46, i32LtS: 0x48, i32GtS: 0x4a, i32LeS: 0x4c, i32GeS: 0x4e, i32ShrU: 0x76, i32Ctz: 0x68,
+  f64Gt: 0x64, f64Abs: 0x99, f64Sub: 0xa1, f64Store: 0x39, f64ConvertI32S: 0xb7,
+  i32TruncSatF64S0: 0xfc, i32TruncSatF64S1: 0x02,
+} as const;
+
+/**
+ * The SIMD opcodes (after the 0xfd prefix, LEB128-encoded: simd() writes both). Lane-wise: a
+ * comparison gives all-ones or all-zeros per lane; f32x4 arithmetic is IEEE float32 per lane,
+ * round to nearest, ties to even.
+ */
+export const SIMD = {
+  load: 0x00, load32Zero: 0x5c, store: 0x0b, const: 0x0c,
+  i32x4Splat: 0x11, f32x4Splat: 0x13,
+  i32x4Eq: 0x37, i32x4Ne: 0x38,
+  f32x4Eq: 0x41, f32x4Ne: 0x42, f32x4Lt: 0x43, f32x4Gt: 0x44, f32x4Le: 0x45,
+  not: 0x4d, and: 0x4e, andNot: 0x4f, or: 0x50, bitselect: 0x52, anyTrue: 0x53,
+  i16x8ExtendLowI8x16U: 0x89, i32x4AllTrue: 0xa3, i32x4ExtendLowI16x8U: 0xa9,
+  f32x4Abs: 0xe0, f32x4Add: 0xe4, f32x4Sub: 0xe5, f32x4Mul: 0xe6,
+} as const;
+
+export function uleb(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n !== 0) b |= 0x80;
+    out.push(b);
+  } while (n !== 0);
+  return out;
+}
+
+export function sleb(n: number): number[] {
+  const out: number[] = [];
+  for (;;) {
+    const b = n & 0x7f;
+    n >>= 7;
+    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) { out.push(b); return out; }
+    out.push(b | 0x80);
+  }
+}
+
+export const vec = (items: number[][]): number[] => [...uleb(items.length), ...items.flat()];
+export const section = (id: number, bytes: number[]): number[] => [id, ...uleb(bytes.length), ...bytes];
+export const name = (s: string): number[] => vec([...new TextEncoder().encode(s)].map((b) => [b]));
+
+export const get = (l: number) => [OP.localGet, ...uleb(l)];
+export const set = (l: number) => [OP.localSet, ...uleb(l)];
+export const tee = (l: number) => [OP.localTee, ...uleb(l)];
+export const i32 = (v: number) => [OP.i32Const, ...sleb(v)];
+/** base + (index << shift): a byte address. */
+export const addr = (base: number, index: number, shift: number) => [...get(base), ...get(index), ...i32(shift), OP.i32Shl, OP.i32Add];
+export const f64c = (v: number) => { const b = new Uint8Array(8); new DataView(b.buffer).setFloat64(0, v, true); return [OP.f64Const, ...b]; };
+/** A memory access with its alignment (log2) and offset. */
+export const mem = (op: number, align: number, offset = 0) => [op, align, ...uleb(offset)];
+
+/** A SIMD instruction (0xfd, then the opcode as LEB128). */
+export const simd = (op: number) => [0xfd, ...uleb(op)];
+/** A SIMD memory access (align log2 2: the kernels' arrays are 4-byte aligned) with its offset. */
+export const vmem = (op: number, offset = 0) => [...simd(op), 2, ...uleb(offset)];
+/** v128.const of four int32 lanes. */
+export const v128i32 = (lanes: readonly [number, number, number, number]) => {
+  const b = new Uint8Array(16);
+  const dv = new DataView(b.buffer);
+  lanes.forEach((x, i) => dv.setInt32(4 * i, x, true));
+  return [...simd(SIMD.const), ...b];
+};
+/** v128.const with every int32 lane x. */
+export const splatConst = (x: number) => v128i32([x, x, x, x]);
+
+export const fnType = (params: number[], results: number[]) => [0x60, ...vec(params.map((p) => [p])), ...vec(results.map((r) => [r]))];
+export const fnCode = (locals: number[][], body: number[]) => { const f = [...vec(locals), ...body]; return [...uleb(f.length), ...f]; };

@@ -368,7 +368,7 @@ export function recurrentStepSparse(
     const st = inHeap ? heap.gdnDots(S, k, kOff, rowNonZero, dk, dv, kind === STATE_POS || kind === STATE_ZERO, kvArr, m0, kIdx, scratch.scr) : -1;
     if (st === 0) {
       kn = scratch.dotIo[0];
-      kFinite = scratch.dotIo[2] === 1;
+      kFinite = true; // (status 0: every k_i is finite)
     } else {
       kn = nonZeroIndices(k, kOff, dk, kIdx, rowNonZero, negOffScratch, kDot, dotCount);
       const kNegOff = negOffScratch[0];

@@ -24,10 +24,12 @@
  *    its JavaScript dots; idx and io stand).
  *  - the dots: sign = kindPos ? every : −1 (kindPos: the state is STATE_POS or STATE_ZERO); out_j ←
  *    −0, then for each t < nd in order, p = fl(S[r_t, j]·x_r) and out_j ← fl(out_j + p) where p ≠ 0;
- *    then a column whose sum is ±0 takes +0 if some p ≠ 0 was added, else the zero sum of its
- *    unvisited terms: +0 unless negOff, then −0 if sign = 1, +0 if sign = 0, and for sign = −1
- *    +0 if some row i with rowNonZero[i] ≠ 0 gives p = fl(S[i, j]·x_i) that is +0 or positive and
- *    finite (1/p > 0), else −0.
+ *    then a column whose sum is ±0 takes +0 if some p ≠ 0 was added (it is +0 already: once
+ *    non-zero, a sum comes back to zero only by exact cancellation, which rounds to +0), else the
+ *    zero sum of its unvisited terms: +0 unless negOff, then −0 if sign = 1, +0 if sign = 0, and for
+ *    sign = −1 +0 if some row i with rowNonZero[i] ≠ 0 gives p = fl(S[i, j]·x_i) with 1/p > 0,
+ *    else −0. Such a p is ±0 or NaN (a row of x_i ≠ 0 with a non-zero p was visited, and the
+ *    column would have had a p ≠ 0), so 1/p > 0 is "p is +0", a test of its bits.
  *  Returns 0, or 2 when some out_j is NaN (the caller recomputes in JavaScript, whose NaN bits are
  *  the reference's).
  *
@@ -42,16 +44,15 @@ import {
 const ZEROS = splatConst(0);
 const NEG_ZEROS = splatConst(-0x80000000);
 const ONES = splatConst(-1);
-const INFS = splatConst(0x7f800000);
 const FLT_MAX = splatConst(0x7f7fffff);
 
-/** Locals of dots: its nine parameters, then eighteen int32, two float32 and fourteen v128. */
+/** Locals of dots: its nine parameters, then eighteen int32, two float32 and thirteen v128. */
 const D = {
   sAt: 0, xAt: 1, rnzAt: 2, dk: 3, dv: 4, kindPos: 5, outAt: 6, idxAt: 7, scrAt: 8,
   i: 9, e: 10, n: 11, nd: 12, fin: 13, sign: 14, nzn: 15, t: 16, r: 17, rowAt: 18, g: 19, dotAt: 20, nzAt: 21, anyAt: 22,
   ioAt: 23, negOff: 24, every: 25, isFin: 26,
   xv: 27, xi: 28,
-  v: 29, sgn: 30, allNegV: 31, everyV: 32, xs: 33, p: 34, m: 35, acc: 36, anyV: 37, nanAny: 38, need: 39, zs: 40, res: 41, eqm: 42,
+  v: 29, sgn: 30, allNegV: 31, everyV: 32, xs: 33, p: 34, m: 35, acc: 36, anyV: 37, nanAny: 38, need: 39, zs: 40, res: 41,
 } as const;
 
 /** A loop `while (local < limit) { body }` (unsigned compare); the body must not branch past it. */
@@ -120,10 +121,8 @@ const zeroSum = [
   ...whileLess(D.t, get(D.nzn), [
     ...at4(D.nzAt, D.t), ...mem(OP.i32Load, 2), ...set(D.r),
     ...get(D.sAt), ...get(D.r), ...get(D.dv), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...get(D.g), OP.i32Add, ...vmem(SIMD.load),
-    ...at4(D.xAt, D.r), ...mem(OP.f32Load, 2), ...simd(SIMD.f32x4Splat), ...simd(SIMD.f32x4Mul), ...tee(D.p),
-    ...ZEROS, ...simd(SIMD.f32x4Gt), ...get(D.p), ...INFS, ...simd(SIMD.f32x4Lt), ...simd(SIMD.and),
-    ...get(D.p), ...ZEROS, ...simd(SIMD.i32x4Eq), ...simd(SIMD.or),
-    ...get(D.zs), ...simd(SIMD.or), ...set(D.zs),
+    ...at4(D.xAt, D.r), ...mem(OP.f32Load, 2), ...simd(SIMD.f32x4Splat), ...simd(SIMD.f32x4Mul),
+    ...ZEROS, ...simd(SIMD.i32x4Eq), ...get(D.zs), ...simd(SIMD.or), ...set(D.zs),
     ...inc(D.t, 1),
   ]),
   ...ZEROS, ...NEG_ZEROS, ...get(D.zs), ...simd(SIMD.bitselect),
@@ -182,9 +181,10 @@ const dotsBody = [
     ...get(D.outAt), ...get(D.g), OP.i32Add, ...vmem(SIMD.load), ...set(D.acc),
     ...get(D.anyAt), ...get(D.g), OP.i32Add, ...vmem(SIMD.load), ...set(D.anyV),
     ...get(D.acc), ...get(D.acc), ...simd(SIMD.f32x4Ne), ...get(D.nanAny), ...simd(SIMD.or), ...set(D.nanAny),
-    ...get(D.acc), ...ZEROS, ...simd(SIMD.f32x4Eq), ...set(D.eqm),
-    ...ZEROS, ...get(D.acc), ...get(D.eqm), ...get(D.anyV), ...simd(SIMD.and), ...simd(SIMD.bitselect), ...set(D.res),
-    ...get(D.eqm), ...get(D.anyV), ...simd(SIMD.andNot), ...tee(D.need), ...simd(SIMD.anyTrue), OP.if, OP.void,
+    // (a ±0 sum of some p ≠ 0 is +0 already: once non-zero, a sum reaches zero only by exact
+    // cancellation, which rounds to +0, and adds no ±0 after; the JavaScript sets it +0 anyway)
+    ...get(D.acc), ...set(D.res),
+    ...get(D.acc), ...ZEROS, ...simd(SIMD.f32x4Eq), ...get(D.anyV), ...simd(SIMD.andNot), ...tee(D.need), ...simd(SIMD.anyTrue), OP.if, OP.void,
     ...zeroSum, ...get(D.res), ...get(D.need), ...simd(SIMD.bitselect), ...set(D.res),
     OP.end,
     ...get(D.outAt), ...get(D.g), OP.i32Add, ...get(D.res), ...vmem(SIMD.store),
@@ -226,7 +226,7 @@ export function gdnKernelModuleBytes(): Uint8Array {
     ...section(3, vec([[0], [1]])),
     ...section(7, vec([[...name('dots'), 0x00, 0], [...name('delta'), 0x00, 1]])),
     ...section(10, vec([
-      fnCode([[18, I32], [2, F32], [14, V128]], dotsBody),
+      fnCode([[18, I32], [2, F32], [13, V128]], dotsBody),
       fnCode([[1, I32], [4, V128]], deltaBody),
     ])),
   ]);

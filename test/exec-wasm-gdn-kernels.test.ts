@@ -1,0 +1,328 @@
+/**
+ * The GDN recurrent step's wasm kernels (src/exec/wasm-gdn-kernels.ts), bit for bit:
+ *  - `dots` against a plain re-statement of its contract (the scan's lists and flags, the column
+ *    sums, the sign of every zero sum, the status) over states and vectors of ±0, negatives,
+ *    subnormal products, overflowing products whose sums are NaN, ±∞ and NaN inputs, with every
+ *    kind of row mark;
+ *  - `delta` against fl(fl(v − kv)·β) and its two flags;
+ *  - recurrentStepSparse with its arrays in a wasm memory (the kernels' path) against
+ *    recurrentStep in sequential order, single steps of every state kind and tracked sequences
+ *    (memo, qSame, the β = ±0 shortcut), counting that the kernels ran and returned each status;
+ *  - a cache reset lends the carved states to the next cache, cleared, unless one was handed out.
+ */
+import { describe, expect, it, vi } from 'vitest';
+import fc from 'fast-check';
+import { gdnDotsScratchLength, WasmHeap } from '../src/exec/wasm-kernels.ts';
+import { gdnKernelModuleBytes } from '../src/exec/wasm-gdn-kernels.ts';
+import { makeNumericContext, siluFormula } from '../src/exec/numeric.ts';
+import { recurrentStep } from '../src/exec/gdn.ts';
+import { newGdnCache } from '../src/exec/gdn-cache.ts';
+import {
+  classifyState, newKvMemo, newSparseStepScratch, recurrentStepSparse, STATE_ANY, STATE_POS, STATE_ZERO,
+} from '../src/exec/gdn-sparse-step.ts';
+
+const bits = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+const f32 = Math.fround;
+const ctx = makeNumericContext({});
+
+function lcg(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => { s = (Math.imul(s, 1103515245) + 12345) >>> 0; return s / 4294967296; };
+}
+
+interface DotsResult { status: number; idx: number[]; nd: number; finite: boolean; negOff: boolean; every: boolean; out: number[] }
+
+/** The dots contract (wasm-gdn-kernels.ts module comment), on plain arrays. */
+function referenceDots(S: Float32Array, x: Float32Array, rnz: Uint8Array, dk: number, dv: number, kindPos: boolean): DotsResult {
+  const idx: number[] = [];
+  const dot: number[] = [];
+  let finite = true, negOff = true, every = true;
+  for (let i = 0; i < dk; i++) {
+    const v = x[i]!;
+    if (v !== 0) {
+      idx.push(i);
+      const fin = Number.isFinite(v);
+      if (!fin) finite = false;
+      if (rnz[i] !== 0 || !fin) dot.push(i);
+    }
+    const signSet = v < 0 || Object.is(v, -0);
+    if (!signSet) { every = false; if (rnz[i] === 0) negOff = false; }
+  }
+  const base = { idx, nd: dot.length, finite, negOff, every };
+  if (!finite) return { status: 1, ...base, out: [] };
+  const sign = kindPos ? (every ? 1 : 0) : -1;
+  const zeroSum = (j: number): number => {
+    if (!negOff) return 0;
+    if (sign >= 0) return sign === 1 ? -0 : 0;
+    for (let i = 0; i < dk; i++) if (rnz[i] !== 0 && 1 / f32(S[i * dv + j]! * x[i]!) > 0) return 0;
+    return -0;
+  };
+  const out: number[] = [];
+  for (let j = 0; j < dv; j++) {
+    let acc = -0;
+    let any = false;
+    for (const r of dot) {
+      const p = f32(S[r * dv + j]! * x[r]!);
+      if (p !== 0) { any = true; acc = f32(acc + p); }
+    }
+    if (acc === 0) acc = any ? 0 : zeroSum(j);
+    out.push(acc);
+  }
+  return { status: out.some((o) => Number.isNaN(o)) ? 2 : 0, ...base, out };
+}
+
+const S_VALUES = [0, 0, 0, -0, 1, -1, 0.5, -3, 2 ** -100, -(2 ** -100), 2 ** -140, 3e38, -3e38, 181];
+const X_VALUES = [0, 0, 0, -0, -0, 1, -1, 0.25, -0.5, 2 ** -80, 7, 3e38, -(2 ** -30)];
+
+describe('wasm GDN kernels', () => {
+  it('the module compiles where SIMD is there (Node 20), and a heap has the kernels', () => {
+    expect(gdnKernelModuleBytes().subarray(0, 4)).toEqual(Uint8Array.from([0, 0x61, 0x73, 0x6d]));
+    expect(WasmHeap.create(1, siluFormula)!.hasGdnKernels).toBe(true);
+  });
+
+  it('dots: lists, flags, column sums and zero signs equal the contract bit for bit', () => {
+    const heap = WasmHeap.create(2, siluFormula)!;
+    const maxK = 16, maxV = 16;
+    const a = heap.carve({
+      S: [Float32Array, maxK * maxV], x: [Float32Array, maxK + 3], rnz: [Uint8Array, maxK], out: [Float32Array, maxV + 4],
+      idx: [Int32Array, maxK], scr: [Int32Array, gdnDotsScratchLength(maxK, maxV)],
+    })!;
+    const statuses = [0, 0, 0];
+    const zeroKinds = new Set<string>();
+    const rnd = lcg(30);
+    const pick = <T,>(v: readonly T[]): T => v[Math.floor(rnd() * v.length)]!;
+    for (let run = 0; run < 4000; run++) {
+      const dk = 4 * (1 + Math.floor(rnd() * 4)), dv = 4 * (1 + Math.floor(rnd() * 4));
+      const xOff = Math.floor(rnd() * 4), outOff = Math.floor(rnd() * 4);
+      const S = a.S.subarray(0, dk * dv);
+      const x = a.x.subarray(0, dk + xOff);
+      const scr = a.scr.subarray(0, gdnDotsScratchLength(dk, dv));
+      const kindPos = rnd() < 0.5;
+      const posOnly = rnd() < 0.3; // a sign-free state (STATE_POS), as pinned RAM heads hold
+      for (let e = 0; e < S.length; e++) S[e] = posOnly ? pick([0, 0, 1, 0.5, 181]) : pick(S_VALUES);
+      const shape = rnd();
+      for (let i = 0; i < dk; i++) {
+        // one-hot (a RAM's key), all ±0 (an unused head), all sign-set, or mixed with non-finite entries now and then
+        x[xOff + i] = shape < 0.3 ? (i === 1 ? pick([1, 0.5, -1]) : pick([0, -0]))
+          : shape < 0.4 ? pick([0, -0])
+            : shape < 0.55 ? pick([-0, -1, -0.25])
+              : rnd() < 0.03 ? pick([Infinity, -Infinity, NaN]) : pick(X_VALUES);
+      }
+      const rnz = a.rnz.subarray(0, dk);
+      for (let i = 0; i < dk; i++) rnz[i] = rnd() < 0.5 ? 1 : 0;
+      const want = referenceDots(S, x.subarray(xOff), rnz, dk, dv, kindPos);
+      a.out.fill(NaN);
+      const st = heap.gdnDots(S, x, xOff, rnz, dk, dv, kindPos, a.out, outOff, a.idx, scr);
+      statuses[st]!++;
+      expect(st).toBe(want.status);
+      const io = scr.subarray(2 * dk + dv);
+      expect([io[0], io[1], io[2], io[3], io[4]]).toEqual([want.idx.length, want.nd, want.finite ? 1 : 0, want.negOff ? 1 : 0, want.every ? 1 : 0]);
+      expect(Array.from(a.idx.subarray(0, want.idx.length))).toEqual(want.idx);
+      if (st === 0) {
+        const got = a.out.subarray(outOff, outOff + dv);
+        expect(bits(got)).toEqual(bits(new Float32Array(want.out)));
+        // the words around the output are untouched
+        if (outOff > 0) expect(Number.isNaN(a.out[outOff - 1])).toBe(true);
+        expect(Number.isNaN(a.out[outOff + dv])).toBe(true);
+        for (let j = 0; j < dv; j++) if (want.out[j] === 0) zeroKinds.add(`${Object.is(want.out[j], -0) ? '-' : '+'}${kindPos ? 'pos' : 'any'}${want.nd}`);
+      }
+    }
+    // every status, and zero sums of both signs from both kinds of state
+    // (seeded: 3,494, 471 and 35)
+    expect(statuses[0]).toBeGreaterThan(1000);
+    expect(statuses[1]).toBeGreaterThan(100);
+    expect(statuses[2]).toBeGreaterThan(20);
+    for (const z of ['-pos0', '+pos0', '-any0', '+any0', '-any1', '+any1']) expect(zeroKinds.has(z), `${z} of ${[...zeroKinds]}`).toBe(true);
+  });
+
+  it('delta: δ_j = fl(fl(v_j − kv_j)·β) bit for bit; bit 0 every δ finite, bit 1 every δ ±0', () => {
+    const heap = WasmHeap.create(1, siluFormula)!;
+    const a = heap.carve({ v: [Float32Array, 40], kv: [Float32Array, 40], d: [Float32Array, 36] })!;
+    const rnd = lcg(31);
+    const pick = <T,>(v: readonly T[]): T => v[Math.floor(rnd() * v.length)]!;
+    const flagsSeen = new Set<number>();
+    for (let run = 0; run < 3000; run++) {
+      const dv = 4 * (1 + Math.floor(rnd() * 8));
+      const vOff = Math.floor(rnd() * 4), kvOff = Math.floor(rnd() * 4);
+      const kind = rnd();
+      for (let j = 0; j < dv; j++) {
+        const same = kind < 0.4; // v = kv: δ all ±0 for a finite β
+        const kv = pick([0, -0, 1, 181, -3, 0.1, 3e38, 1e-40]);
+        a.kv[kvOff + j] = kv;
+        a.v[vOff + j] = same ? kv : rnd() < 0.02 ? pick([Infinity, NaN]) : pick([0, -0, 1, 181, 0.3, -3e38, 7]);
+      }
+      const beta = f32(pick([0, -0, 1, 0.5, 0.1, 3, Infinity]));
+      const fl = heap.gdnDelta(a.v, vOff, a.kv, kvOff, beta, a.d, dv);
+      const want = Array.from({ length: dv }, (_, j) => f32(f32(a.v[vOff + j]! - a.kv[kvOff + j]!) * beta));
+      const finite = want.every((d) => Number.isFinite(d));
+      expect(fl).toBe((finite ? 1 : 0) | (want.every((d) => d === 0) ? 2 : 0));
+      flagsSeen.add(fl);
+      if (finite) expect(bits(a.d.subarray(0, dv))).toEqual(bits(new Float32Array(want)));
+    }
+    expect([...flagsSeen].sort()).toEqual([0, 1, 3]);
+  });
+});
+
+/** The arrays recurrentStepSparse reads and writes, as views of a wasm memory (the kernels' path) when `heap` is given. */
+function stepArrays(heap: WasmHeap | null, dk: number, dv: number) {
+  const mk = (n: number) => (heap === null ? new Float32Array(n) : heap.take(Float32Array, n)!);
+  return {
+    S: mk(dk * dv), q: mk(dk), k: mk(dk), v: mk(dv), o: mk(dv),
+    rows: heap === null ? new Uint8Array(dk) : heap.take(Uint8Array, dk)!,
+    memo: newKvMemo(1, dv, mk(dv)), scratch: newSparseStepScratch(dk, dv, heap),
+  };
+}
+
+describe('recurrentStepSparse on the wasm memory', () => {
+  const stateVal = fc.oneof(
+    { weight: 6, arbitrary: fc.constant(0) },
+    { weight: 2, arbitrary: fc.constantFrom(-0, 1, -1, 0.5, -3, 2 ** -100, -(2 ** -100)) },
+    { weight: 1, arbitrary: fc.constantFrom(Infinity, -Infinity, NaN, 3e38, -3e38) },
+  );
+  const vecVal = fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom(0, -0) },
+    { weight: 3, arbitrary: fc.constantFrom(1, -1, 0.25, -0.5, 2 ** -80, -(2 ** -80), 7) },
+    { weight: 1, arbitrary: fc.constantFrom(Infinity, NaN, 3e38) },
+  );
+  const caseArb = fc.record({ dk: fc.constantFrom(4, 8), dv: fc.constantFrom(4, 8) }).chain(({ dk, dv }) => fc.record({
+    dk: fc.constant(dk),
+    dv: fc.constant(dv),
+    S: fc.oneof(
+      fc.constant(new Array<number>(dk * dv).fill(0)),
+      fc.array(stateVal, { minLength: dk * dv, maxLength: dk * dv }),
+      fc.array(fc.constantFrom(0, 0, 0, 1, 0.5, 181), { minLength: dk * dv, maxLength: dk * dv }),
+      fc.array(fc.constantFrom(0, 0, 0, 1, -0.5, 181), { minLength: dk * dv, maxLength: dk * dv }),
+    ),
+    q: fc.array(vecVal, { minLength: dk, maxLength: dk }),
+    k: fc.oneof(
+      fc.array(fc.constantFrom(0, -0), { minLength: dk, maxLength: dk }),
+      fc.tuple(fc.integer({ min: 0, max: dk - 1 }), fc.constantFrom(1, -1, 0.5, 2 ** -120))
+        .map(([i, x]) => Array.from({ length: dk }, (_, j) => (j === i ? x : (j & 1 ? -0 : 0)))),
+      fc.array(vecVal, { minLength: dk, maxLength: dk }),
+    ),
+    v: fc.array(vecVal, { minLength: dv, maxLength: dv }),
+    g: fc.constantFrom(-0, 0, -0, -1, -200, NaN),
+    beta: fc.constantFrom(0, 1, 0.5, Infinity),
+  }));
+
+  it('single steps: bit-identical to recurrentStep, and the kernels ran (finished, and refused a non-finite vector)', () => {
+    const heap = WasmHeap.create(16, siluFormula)!;
+    const dots = vi.spyOn(heap, 'gdnDots');
+    const delta = vi.spyOn(heap, 'gdnDelta');
+    const byShape = new Map<string, ReturnType<typeof stepArrays>>();
+    fc.assert(fc.property(caseArb, fc.boolean(), ({ dk, dv, S, q, k, v, g, beta }, conservativeRows) => {
+      const key = `${dk}x${dv}`;
+      if (!byShape.has(key)) byShape.set(key, stepArrays(heap, dk, dv));
+      const w = byShape.get(key)!;
+      const Sa = new Float32Array(S);
+      w.S.set(Sa);
+      w.q.set(q); w.k.set(k); w.v.set(v);
+      const oa = new Float32Array(dv);
+      recurrentStep(ctx, dk, dv, Sa, w.q, 0, w.k, 0, w.v, 0, g, beta, oa, 0, false);
+      w.rows.fill(0);
+      const kindIn = classifyState(w.S, w.rows);
+      if (conservativeRows) w.rows.fill(1);
+      recurrentStepSparse(dk, dv, w.S, kindIn, w.rows, w.q, 0, w.k, 0, w.v, 0, g, beta, w.o, 0, w.scratch);
+      expect(bits(w.S)).toEqual(bits(Sa));
+      expect(bits(w.o)).toEqual(bits(oa));
+    }), { numRuns: 4000, seed: 30 });
+    const st = [0, 1, 2].map((s) => dots.mock.results.filter((r) => r.value === s).length);
+    expect(st[0]).toBeGreaterThan(1000);
+    expect(st[1]).toBeGreaterThan(50); // a non-finite key or query: JavaScript's dots
+    // (a NaN column sum, status 2, needs products overflowing both ways in one column: the dots test above)
+    expect(delta.mock.results.filter((r) => (r.value & 1) === 1).length).toBeGreaterThan(500);
+    expect(delta.mock.results.filter((r) => (r.value & 1) === 0).length).toBeGreaterThan(50);
+  });
+
+  it('tracked sequences (memo, qSame, the β = ±0 shortcut): bit-identical to recurrentStep with the kernels and without', () => {
+    const heap = WasmHeap.create(16, siluFormula)!;
+    const dots = vi.spyOn(heap, 'gdnDots');
+    const delta = vi.spyOn(heap, 'gdnDelta');
+    const dkv = fc.constantFrom(4, 8);
+    const byShape = new Map<string, ReturnType<typeof stepArrays>>();
+    fc.assert(fc.property(dkv, dkv, fc.integer({ min: 0, max: 2 ** 31 - 1 }), (dk, dv, seed) => {
+      const rnd = lcg(seed);
+      const pick = <T,>(a: readonly T[]): T => a[Math.floor(rnd() * a.length)]!;
+      const key = `${dk}x${dv}`;
+      if (!byShape.has(key)) byShape.set(key, stepArrays(heap, dk, dv));
+      const w = byShape.get(key)!;
+      const js = stepArrays(null, dk, dv); // the JavaScript loops, for the same steps
+      const Sa = new Float32Array(dk * dv);
+      w.S.fill(0); w.rows.fill(0); w.memo.valid.fill(0); w.memo.kFinite.fill(0); w.memo.kZero.fill(0);
+      const sMax = new Float64Array(1), sMaxJs = new Float64Array(1);
+      let kind = classifyState(w.S, w.rows, sMax, 0);
+      let kindJs = classifyState(js.S, js.rows, sMaxJs, 0);
+      const oa = new Float32Array(dv);
+      let prevModified = true;
+      let first = true;
+      for (let step = 0; step < 24; step++) {
+        const keepQ = !first && rnd() < 0.7;
+        const keepK = !first && rnd() < 0.6;
+        if (!keepQ) w.q.set(Float32Array.from({ length: dk }, () => pick([0, -0, 0, 4, -0, 1, -2])));
+        if (!keepK) {
+          const hot = Math.floor(rnd() * (dk + 1)); // dk: no hot row (k all ±0)
+          w.k.set(Float32Array.from({ length: dk }, (_, i) => (i === hot ? pick([1, 1, 0.5, Infinity]) : pick([0, -0]))));
+        }
+        const huge = rnd() < 0.1;
+        w.v.set(Float32Array.from({ length: dv }, () => (huge ? pick([3e38, -3e38, 1e38]) : pick([-0, -0, 181, -3, rnd() < 0.05 ? NaN : 181]))));
+        js.q.set(w.q); js.k.set(w.k); js.v.set(w.v);
+        const beta = pick([0, 0, -0, 1, 0.5]);
+        const g = rnd() < 0.1 ? -1 : -0;
+        recurrentStep(ctx, dk, dv, Sa, w.q, 0, w.k, 0, w.v, 0, g, beta, oa, 0, false);
+        const same = keepQ && keepK && !prevModified;
+        const kSame = keepK && !prevModified;
+        kind = recurrentStepSparse(dk, dv, w.S, kind, w.rows, w.q, 0, w.k, 0, w.v, 0, g, beta, w.o, 0, w.scratch, w.memo, 0, same, keepQ, sMax, kSame);
+        kindJs = recurrentStepSparse(dk, dv, js.S, kindJs, js.rows, js.q, 0, js.k, 0, js.v, 0, g, beta, js.o, 0, js.scratch, js.memo, 0, same, keepQ, sMaxJs, kSame);
+        prevModified = w.scratch.modified[0] === 1;
+        expect(js.scratch.modified[0]).toBe(w.scratch.modified[0]);
+        expect(bits(w.S)).toEqual(bits(Sa));
+        expect(bits(w.o)).toEqual(bits(oa));
+        // the same bookkeeping as the JavaScript loops: kind, rows, bound, memo
+        expect(kind).toBe(kindJs);
+        expect(Array.from(w.rows)).toEqual(Array.from(js.rows));
+        expect(sMax[0]).toBe(sMaxJs[0]);
+        expect(w.memo.valid[0]).toBe(js.memo.valid[0]);
+        if (w.memo.valid[0] === 1) {
+          expect([w.memo.kFinite[0], w.memo.kZero[0]]).toEqual([js.memo.kFinite[0], js.memo.kZero[0]]);
+          expect(bits(w.memo.kv)).toEqual(bits(js.memo.kv));
+        }
+        first = false;
+      }
+    }), { numRuns: 400, seed: 30 });
+    expect(dots.mock.calls.length).toBeGreaterThan(2000);
+    expect(delta.mock.calls.length).toBeGreaterThan(1000);
+  });
+});
+
+describe('GDN cache on the wasm memory', () => {
+  const d = { K: 4, convDim: 48, hk: 1, hv: 2, dk: 8, dv: 8, r: 2, keyDim: 8, valueDim: 16 } as Parameters<typeof newGdnCache>[0];
+
+  it('states are carved once: a reset clears and reuses them unless one was handed out', () => {
+    const heap = WasmHeap.create(1, siluFormula)!;
+    const a = newGdnCache(d, heap);
+    expect(a.S[0]!.buffer).toBe(heap.buffer);
+    const free = heap.free;
+    a.S[1]!.fill(3);
+    a.rowNonZero[1]!.fill(1);
+    a.kind[1] = STATE_POS;
+    a.S[0]![5] = 7; // (kind STATE_ZERO says all +0: a reset trusts it and leaves this head's pages alone)
+    const b = newGdnCache(d, heap, a);
+    expect(heap.free).toBe(free);
+    expect(b.S[1]!.byteOffset).toBe(a.S[1]!.byteOffset);
+    expect(b.S[1]!.every((x) => Object.is(x, 0))).toBe(true);
+    expect(b.rowNonZero[1]!.every((x) => x === 0)).toBe(true);
+    expect(b.S[0]![5]).toBe(7);
+    expect([...b.kind]).toEqual([STATE_ZERO, STATE_ZERO]);
+    // a handed-out state is the caller's: the next cache gets new arrays
+    b.exposed[0] = 1;
+    const c = newGdnCache(d, heap, b);
+    expect(c.S[0]!.byteOffset).not.toBe(b.S[0]!.byteOffset);
+    expect(heap.free).toBeLessThan(free);
+    // without room, JavaScript arrays
+    const small = WasmHeap.create(1, siluFormula)!;
+    small.take(Uint8Array, small.free - 64);
+    expect(newGdnCache(d, small).S[0]!.buffer).not.toBe(small.buffer);
+    expect(newGdnCache(d, null).kind[0]).toBe(STATE_ZERO);
+    expect(STATE_ANY).not.toBe(STATE_ZERO);
+  });
+});

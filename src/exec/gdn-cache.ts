@@ -16,6 +16,7 @@ import { gdnDims, type GdnDims } from '../model/naming.ts';
 import type { OutputSource } from './delta.ts';
 import { newSparseStepScratch, STATE_ZERO, type KvMemo, type SparseStepScratch } from './gdn-sparse-step.ts';
 import type { WasmHeap } from './wasm-kernels.ts';
+import { CONV_CTL_WORDS } from './wasm-gdn-kernels.ts';
 
 /** model/naming.ts gdnDims, refusing a layer without value heads (r = 0) before the executor sizes buffers by it. */
 export function gdnDimsOf(cfg: ModelConfig): GdnDims {
@@ -100,6 +101,24 @@ export interface GdnBuffers {
   tracked: { out: Float32Array; source: OutputSource | null };
   /** The kv array of every track's memo on this layer (GdnTrack.kvMemo; a new track starts with nothing valid in it). */
   memoKv: Float32Array;
+  /** The conv kernels' arrays in the wasm memory (null: the conv step runs in JavaScript). */
+  convKernel: ConvKernel | null;
+}
+
+/**
+ * What the tracked conv step's wasm kernels (wasm-gdn-kernels.ts convActivate, convChannels) read
+ * and write besides the cache's conv state, the projections' output and `conved`: their control
+ * block (CONV_CTL) and the track's channel records, lists and dirty marks (every track of the layer
+ * takes these arrays, cleared), and copies of the layer's conv weights and single-tap positions
+ * (`cwSrc`, `tapSrc`: the arrays they were copied from).
+ */
+export interface ConvKernel {
+  heap: WasmHeap;
+  ctl: Int32Array;
+  chan: Int32Array; active: Int32Array; lazyList: Int32Array;
+  qDirty: Uint8Array; kDirty: Uint8Array; vDirty: Uint8Array; vBeyond: Int32Array;
+  tapAt: Uint8Array; cw: Float32Array;
+  cwSrc: Float32Array | null; tapSrc: Uint8Array | null;
 }
 
 /**
@@ -124,7 +143,17 @@ export function gdnBuffers(d: GdnDims, H: number, heap: WasmHeap | null = null):
     normed, out: new Float32Array(H), step: newSparseStepScratch(d.dk, d.dv, heap),
     normMemo: new Uint32Array(2 * d.valueDim), normMemoValid: new Uint8Array(d.hv),
     memoKv: carved?.memoKv ?? new Float32Array(d.hv * d.dv),
+    convKernel: carved !== null && heap !== null ? convKernelOf(d, heap) : null,
   };
+}
+
+function convKernelOf(d: GdnDims, heap: WasmHeap): ConvKernel | null {
+  const c = heap.carve({
+    ctl: [Int32Array, CONV_CTL_WORDS + d.K], chan: [Int32Array, 4 * d.convDim], active: [Int32Array, d.convDim],
+    lazyList: [Int32Array, d.convDim], qDirty: [Uint8Array, d.hk], kDirty: [Uint8Array, d.hk], vDirty: [Uint8Array, d.hv],
+    vBeyond: [Int32Array, d.hv], tapAt: [Uint8Array, d.convDim], cw: [Float32Array, d.convDim * d.K],
+  });
+  return c === null ? null : { heap, ...c, cwSrc: null, tapSrc: null };
 }
 
 /** A Uint32Array view of exactly a's elements (a may be a view into a larger buffer, such as the wasm memory). */
@@ -146,16 +175,19 @@ export function newGdnCache(d: GdnDims, heap: WasmHeap | null = null, previous: 
   const n = d.dk * d.dv;
   let states: Float32Array | null = null;
   let rows: Uint8Array | null = null;
+  let conv: Float32Array | null = null;
   const p = previous;
-  if (heap !== null && p !== null && p.S.length === d.hv && p.S[0]!.length === n && p.S[0]!.buffer === heap.buffer && p.exposed.every((e) => e === 0)) {
+  if (heap !== null && p !== null && p.S.length === d.hv && p.S[0]!.length === n && p.S[0]!.buffer === heap.buffer
+    && p.conv.length === d.convDim * d.K && p.conv.buffer === heap.buffer && p.exposed.every((e) => e === 0)) {
     // (the states are views of one array: S[0] starts it, rowNonZero[0] starts the marks)
     states = new Float32Array(heap.buffer, p.S[0]!.byteOffset, d.hv * n);
     rows = new Uint8Array(heap.buffer, p.rowNonZero[0]!.byteOffset, d.hv * d.dk);
     for (let h = 0; h < d.hv; h++) if (p.kind[h] !== STATE_ZERO) p.S[h]!.fill(0);
     rows.fill(0);
+    conv = p.conv.fill(0);
   } else if (heap !== null && heap.hasGdnKernels) {
-    const carved = heap.carve({ states: [Float32Array, d.hv * n], rows: [Uint8Array, d.hv * d.dk] });
-    if (carved !== null) ({ states, rows } = carved);
+    const carved = heap.carve({ states: [Float32Array, d.hv * n], rows: [Uint8Array, d.hv * d.dk], conv: [Float32Array, d.convDim * d.K] });
+    if (carved !== null) ({ states, rows, conv } = carved);
   }
   states ??= new Float32Array(d.hv * n);
   rows ??= new Uint8Array(d.hv * d.dk);
@@ -166,7 +198,7 @@ export function newGdnCache(d: GdnDims, heap: WasmHeap | null = null, previous: 
     rowNonZero.push(rows.subarray(h * d.dk, (h + 1) * d.dk));
   }
   return {
-    conv: new Float32Array(d.convDim * d.K), S, kind: new Uint8Array(d.hv).fill(STATE_ZERO), exposed: new Uint8Array(d.hv),
+    conv: conv ?? new Float32Array(d.convDim * d.K), S, kind: new Uint8Array(d.hv).fill(STATE_ZERO), exposed: new Uint8Array(d.hv),
     rowNonZero, sMax: new Float64Array(d.hv), dims: d,
     // every optional field from the start: one object shape for the JIT (fields added later had
     // each cache change shape, deoptimizing the decode's code when a new executor's caches came)

@@ -27,7 +27,8 @@ import { phaseEnd, phaseStart } from './profile.ts';
 import { rowStackOf } from './stack-rows.ts';
 import type { ConvLive, DeltaLinearState, ExecPlans, SingleTaps } from './plans.ts';
 import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
-import type { GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
+import type { ConvKernel, GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
+import { CONV_CTL, CONV_CTL_WORDS } from './wasm-gdn-kernels.ts';
 import { convZeroOf, inProjParts, normalizeKSeq, normalizeQSeq, noteConvInputs } from './gdn-token.ts';
 
 const f32 = Math.fround;
@@ -41,19 +42,22 @@ const O_MAY_MOVE = 1;
 const Z_MAY_MOVE = 2;
 
 /** A new track; its channel records are written by the first step (freshConvStep). */
-function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', memoKv: Float32Array): GdnTrack {
-  const chan = new Int32Array(4 * d.convDim);
-  const chanF = new Float32Array(chan.buffer);
+function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', buf: GdnBuffers): GdnTrack {
+  // the conv kernels' arrays when the layer has them (cleared: what a new track's arrays hold)
+  const kern = buf.convKernel;
+  const chan = kern !== null ? kern.chan.fill(0) : new Int32Array(4 * d.convDim);
+  const chanF = new Float32Array(chan.buffer, chan.byteOffset, chan.length);
   return {
     chan, chanF, tapAt: new Uint8Array(0),
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), normMoved: new Int32Array(d.dv),
-    vBeyond: new Int32Array(d.hv), kAbs: new Float64Array(d.hk),
-    weights: w, siluForm, active: new Int32Array(d.convDim), nActive: 0,
-    qDirty: new Uint8Array(d.hk), kDirty: new Uint8Array(d.hk), vDirty: new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
+    vBeyond: kern !== null ? kern.vBeyond.fill(0) : new Int32Array(d.hv), kAbs: new Float64Array(d.hk),
+    weights: w, siluForm, active: kern !== null ? kern.active.fill(0) : new Int32Array(d.convDim), nActive: 0,
+    qDirty: kern !== null ? kern.qDirty.fill(0) : new Uint8Array(d.hk), kDirty: kern !== null ? kern.kDirty.fill(0) : new Uint8Array(d.hk),
+    vDirty: kern !== null ? kern.vDirty.fill(0) : new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
     coreChanged: new Uint8Array(d.hv), normedChanged: new Int32Array(d.valueDim),
     normIn: new Uint32Array(d.valueDim), normZ: new Uint32Array(d.valueDim), normAcc: new Float32Array(d.hv), normR: new Float32Array(d.hv), normKept: new Uint8Array(d.hv),
-    step: 0, lazyList: new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv, memoKv), projVer: -1,
+    step: 0, lazyList: kern !== null ? kern.lazyList.fill(0) : new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv, buf.memoKv), projVer: -1,
     // b's rows follow qkv's and z's in the stacked in_proj [qkv; z; b; a]
     bRows: Int32Array.from({ length: d.hv }, (_, h) => d.convDim + d.valueDim + h),
     outLinearCsr: null, outLinearDense: null, linearOut: { version: 0, full: true, rows: new Int32Array(0), nRows: 0 },
@@ -327,7 +331,15 @@ function trackedConvStep(
   t.kDirty.fill(0);
   t.vDirty.fill(0);
   const mixedBits = t.projBits;
-  const { active, chan, chanF, tapAt } = t;
+  const { active, chan } = t;
+  const kern = buf.convKernel;
+  if (kern !== null && active === kern.active && t.tapAt === kern.tapAt && kern.cwSrc === cw && kern.ctl.length >= CONV_CTL_WORDS + K) {
+    const heap = kern.heap;
+    if (conv.buffer === heap.buffer && mixed.buffer === heap.buffer && conved.buffer === heap.buffer && (ps.full || ps.rows.buffer === heap.buffer)) {
+      convStepWasm(t, kern, ps, conv, convBits, mixed, mixedBits, conved, conBits, cw, K, convDim, zOff, keyDim, dk, dv, form, stats);
+      return;
+    }
+  }
   let n = t.nActive;
   // settled channels whose input differs from their (equal) taps join the active list
   if (ps.full) {
@@ -338,61 +350,123 @@ function trackedConvStep(
       if (c < zOff && (chan[4 * c + 1] & CH_ACTIVE) === 0 && (mixedBits[c] | 0) !== chan[4 * c + 3]) { chan[4 * c + 1] |= CH_ACTIVE; active[n++] = c; }
     }
   }
-  const lazyList = t.lazyList;
   let m = 0;
-  for (let i = 0; i < n; i++) {
-    const c = active[i];
-    const base = c * K;
-    // the shifts a lazy channel skipped (catchUpChannel) and this step's, in one pass: one more
-    // replayed shift with the new input written over the newest tap is this step's shift
-    const since = chan[4 * c];
-    if (since >= 0) chan[4 * c] = -1;
-    replayShifts(conv, base, K, since >= 0 ? skippedShifts(t, since, K) + 1 : 1);
-    conv[base + K - 1] = mixed[c];
-    // a new input differs from the tap it was shifted past: the taps cannot be settled (below)
-    const moved = (mixedBits[c] | 0) !== chan[4 * c + 3];
-    chan[4 * c + 3] = mixedBits[c];
-    const sw = chanF[4 * c + 2];
-    const single = sw === sw;
-    const at = single ? tapAt[c] : K - 1;
-    let y = single ? f32(sw * conv[base + at]) : 0;
-    if (y === 0 || !otherTapsFinite(conv, base, K, at)) {
-      // the fold itself; a single-tap channel with a product p ≠ 0 and its other taps finite
-      // folds −0 + (±0)… + p + (±0)… = p (the other taps weigh ±0), which the line above computed
-      y = -0;
-      for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
-    }
-    const before = conBits[c];
-    conved[c] = silu32(y, form);
-    if (conBits[c] !== before) {
-      if (c < keyDim) t.qDirty[Math.floor(c / dk)] = 1;
-      else if (c < 2 * keyDim) t.kDirty[Math.floor((c - keyDim) / dk)] = 1;
-      else {
-        const h = Math.floor((c - 2 * keyDim) / dv);
-        t.vDirty[h] = 1;
-        t.vBeyond[h] += beyondVBound(conBits[c]) - beyondVBound(before);
-      }
-    }
-    if (!moved && tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
-    else if (single && y !== 0 && y - y === 0
-      ? tapsEqualFrom(convBits, base, K, at)
-      : y - y === 0 && steadyAhead(cw, conv, base, K, y)) {
-      // Lazy: while the input stays, every later step's fold is the same y. A single-tap channel
-      // with y ≠ 0: its other taps weigh ±0 and are finite (else y would be NaN), so the fold is
-      // −0 + (±0)… + p + (±0)… = p whatever they hold, and the shifts bring taps at + 1 … K − 1
-      // and then the input to its tap: the same bits, when they equal the newest (always, for
-      // the newest tap; a channel of an older tap whose taps differ stays active until they do,
-      // without folding ahead). Any other channel: the K − 1 shifted windows were folded ahead
-      // (steadyAhead). The skipped shifts are replayed when the channel next runs
-      // (catchUpChannel) or before anything else reads the state (materializeLazyConv).
-      chan[4 * c] = t.step;
-      if ((chan[4 * c + 1] & CH_LISTED) === 0) lazyList[t.nLazy++] = c;
-      chan[4 * c + 1] = CH_LISTED; // (no longer active)
-    } else active[m++] = c;
-  }
+  for (let i = 0; i < n; i++) m = convChannel(t, active[i], m, conv, convBits, mixed, mixedBits, conved, conBits, cw, K, keyDim, dk, dv, form);
   t.nActive = m;
   t.step++;
   if (stats) stats.convChannels += n;
+}
+
+/**
+ * trackedConvStep in wasm (wasm-gdn-kernels.ts convActivate, convChannels): the same activation,
+ * channel steps and lists, over arrays in the kernels' memory; a channel whose window or fold is
+ * not finite is left to convChannel, and the kernel goes on after it.
+ */
+function convStepWasm(
+  t: GdnTrack, kern: ConvKernel, ps: DeltaLinearState, conv: Float32Array, convBits: Uint32Array, mixed: Float32Array,
+  mixedBits: Uint32Array, conved: Float32Array, conBits: Uint32Array, cw: Float32Array, K: number, convDim: number, zOff: number,
+  keyDim: number, dk: number, dv: number, form: 'mul' | 'div', stats?: MatmulStats,
+): void {
+  const { ctl, heap } = kern;
+  ctl[CONV_CTL.rowsAt] = ps.full ? -1 : ps.rows.byteOffset;
+  ctl[CONV_CTL.nRows] = ps.nRows;
+  ctl[CONV_CTL.nActive] = t.nActive;
+  ctl[CONV_CTL.nLazy] = t.nLazy;
+  ctl[CONV_CTL.step] = t.step;
+  ctl[CONV_CTL.chanAt] = kern.chan.byteOffset;
+  ctl[CONV_CTL.activeAt] = kern.active.byteOffset;
+  ctl[CONV_CTL.lazyAt] = kern.lazyList.byteOffset;
+  ctl[CONV_CTL.tapAtAt] = kern.tapAt.byteOffset;
+  ctl[CONV_CTL.convAt] = conv.byteOffset;
+  ctl[CONV_CTL.cwAt] = kern.cw.byteOffset;
+  ctl[CONV_CTL.mixedAt] = mixed.byteOffset;
+  ctl[CONV_CTL.convedAt] = conved.byteOffset;
+  ctl[CONV_CTL.qDirtyAt] = kern.qDirty.byteOffset;
+  ctl[CONV_CTL.kDirtyAt] = kern.kDirty.byteOffset;
+  ctl[CONV_CTL.vDirtyAt] = kern.vDirty.byteOffset;
+  ctl[CONV_CTL.vBeyondAt] = kern.vBeyond.byteOffset;
+  ctl[CONV_CTL.convDim] = convDim;
+  ctl[CONV_CTL.zOff] = zOff;
+  ctl[CONV_CTL.keyDim] = keyDim;
+  ctl[CONV_CTL.dk] = dk;
+  ctl[CONV_CTL.dv] = dv;
+  ctl[CONV_CTL.K] = K;
+  ctl[CONV_CTL.form] = form === 'mul' ? 0 : 1;
+  const n = heap.convActivate(ctl);
+  ctl[CONV_CTL.resume] = 0;
+  ctl[CONV_CTL.m] = 0;
+  while (heap.convChannels(ctl) === 1) {
+    // a channel with a non-finite tap or fold, untouched by the kernel: JavaScript's step, then the kernel from the next
+    const i = ctl[CONV_CTL.resume];
+    t.nLazy = ctl[CONV_CTL.nLazy];
+    ctl[CONV_CTL.m] = convChannel(t, t.active[i], ctl[CONV_CTL.m], conv, convBits, mixed, mixedBits, conved, conBits, cw, K, keyDim, dk, dv, form);
+    ctl[CONV_CTL.nLazy] = t.nLazy;
+    ctl[CONV_CTL.resume] = i + 1;
+  }
+  t.nActive = ctl[CONV_CTL.m];
+  t.nLazy = ctl[CONV_CTL.nLazy];
+  t.step++;
+  if (stats) stats.convChannels += n;
+}
+
+/**
+ * trackedConvStep's step of one active channel c (the wasm kernel's, for a channel it leaves to
+ * JavaScript): its skipped and this step's shifts, its fold and output, the heads it dirties, and
+ * whether it settles, goes lazy or stays active (then appended at active[m]); returns the new m.
+ */
+function convChannel(
+  t: GdnTrack, c: number, m: number, conv: Float32Array, convBits: Uint32Array, mixed: Float32Array, mixedBits: Uint32Array,
+  conved: Float32Array, conBits: Uint32Array, cw: Float32Array, K: number, keyDim: number, dk: number, dv: number, form: 'mul' | 'div',
+): number {
+  const { chan, chanF, tapAt, active, lazyList } = t;
+  const base = c * K;
+  // the shifts a lazy channel skipped (catchUpChannel) and this step's, in one pass: one more
+  // replayed shift with the new input written over the newest tap is this step's shift
+  const since = chan[4 * c];
+  if (since >= 0) chan[4 * c] = -1;
+  replayShifts(conv, base, K, since >= 0 ? skippedShifts(t, since, K) + 1 : 1);
+  conv[base + K - 1] = mixed[c];
+  // a new input differs from the tap it was shifted past: the taps cannot be settled (below)
+  const moved = (mixedBits[c] | 0) !== chan[4 * c + 3];
+  chan[4 * c + 3] = mixedBits[c];
+  const sw = chanF[4 * c + 2];
+  const single = sw === sw;
+  const at = single ? tapAt[c] : K - 1;
+  let y = single ? f32(sw * conv[base + at]) : 0;
+  if (y === 0 || !otherTapsFinite(conv, base, K, at)) {
+    // the fold itself; a single-tap channel with a product p ≠ 0 and its other taps finite
+    // folds −0 + (±0)… + p + (±0)… = p (the other taps weigh ±0), which the line above computed
+    y = -0;
+    for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
+  }
+  const before = conBits[c];
+  conved[c] = silu32(y, form);
+  if (conBits[c] !== before) {
+    if (c < keyDim) t.qDirty[Math.floor(c / dk)] = 1;
+    else if (c < 2 * keyDim) t.kDirty[Math.floor((c - keyDim) / dk)] = 1;
+    else {
+      const h = Math.floor((c - 2 * keyDim) / dv);
+      t.vDirty[h] = 1;
+      t.vBeyond[h] += beyondVBound(conBits[c]) - beyondVBound(before);
+    }
+  }
+  if (!moved && tapsSettled(convBits, base, K)) chan[4 * c + 1] &= ~CH_ACTIVE;
+  else if (single && y !== 0 && y - y === 0
+    ? tapsEqualFrom(convBits, base, K, at)
+    : y - y === 0 && steadyAhead(cw, conv, base, K, y)) {
+    // Lazy: while the input stays, every later step's fold is the same y. A single-tap channel
+    // with y ≠ 0: its other taps weigh ±0 and are finite (else y would be NaN), so the fold is
+    // −0 + (±0)… + p + (±0)… = p whatever they hold, and the shifts bring taps at + 1 … K − 1
+    // and then the input to its tap: the same bits, when they equal the newest (always, for
+    // the newest tap; a channel of an older tap whose taps differ stays active until they do,
+    // without folding ahead). Any other channel: the K − 1 shifted windows were folded ahead
+    // (steadyAhead). The skipped shifts are replayed when the channel next runs
+    // (catchUpChannel) or before anything else reads the state (materializeLazyConv).
+    chan[4 * c] = t.step;
+    if ((chan[4 * c + 1] & CH_LISTED) === 0) lazyList[t.nLazy++] = c;
+    chan[4 * c + 1] = CH_LISTED; // (no longer active)
+  } else active[m++] = c;
+  return m;
 }
 
 /**
@@ -434,7 +508,7 @@ export function gdnDecodeTracked(
   const form = ctx.siluForm;
   const fresh = cache.track === undefined || cache.track.weights !== w || cache.track.siluForm !== form;
   if (fresh) materializeLazyConv(cache, K);
-  const t = fresh ? newGdnTrack(w, d, form, buf.memoKv) : cache.track as GdnTrack;
+  const t = fresh ? newGdnTrack(w, d, form, buf) : cache.track as GdnTrack;
   // one output vector: qkv (mixed) at 0, z at zOff, b at bOff, a at aOff
   const y = ps.y;
   const mixed = y;
@@ -458,6 +532,13 @@ export function gdnDecodeTracked(
       t.nActive = freshConvStep(t, null, convDim, K, cw, conv, mixed, conved, cz.finite, cz.out, live.single, form, lazyCount);
     }
     t.tapAt = live.single.at;
+    const kern = buf.convKernel;
+    if (kern !== null) {
+      // the kernels read the weights and taps from the wasm memory: copies, made again for others
+      if (kern.cwSrc !== cw) { kern.cw.set(cw); kern.cwSrc = cw; }
+      if (kern.tapSrc !== live.single.at) { kern.tapAt.set(live.single.at); kern.tapSrc = live.single.at; }
+      t.tapAt = kern.tapAt;
+    }
     t.nLazy = lazyCount[0];
     t.qDirty.fill(1);
     t.kDirty.fill(1);

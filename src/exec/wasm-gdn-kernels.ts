@@ -38,7 +38,7 @@
  * (a NaN is not). The caller recomputes δ in JavaScript when bit 0 is clear (NaN bits, as above).
  */
 import {
-  F32, fnCode, fnType, get, I32, i32, mem, name, OP, section, set, simd, SIMD, splatConst, tee, V128, vec, vmem,
+  F32, F64, f64c, fnCode, fnType, get, I32, i32, mem, name, OP, section, set, simd, SIMD, splatConst, tee, V128, vec, vmem,
 } from './wasm-emit.ts';
 
 const ZEROS = splatConst(0);
@@ -214,20 +214,254 @@ const deltaBody = [
   OP.end,
 ];
 
-/** The GDN kernels' module: the memory imported as env.memory; `dots` (function 0) and `delta` (1) exported. */
+/**
+ * The GDN kernels' module: the memory imported as env.memory and silu32's formula as
+ * env.siluFormula (function 0); `dots` (1), `delta` (2), `convActivate` (3) and `convChannels` (4)
+ * exported.
+ */
 export function gdnKernelModuleBytes(): Uint8Array {
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
     ...section(1, vec([
       fnType(Array.from({ length: 9 }, () => I32), [I32]),
       fnType([I32, I32, F32, I32, I32], [I32]),
+      fnType([F64, I32], [F64]),
+      fnType([I32], [I32]),
     ])),
-    ...section(2, vec([[...name('env'), ...name('memory'), 0x02, 0x00, 0x01]])),
-    ...section(3, vec([[0], [1]])),
-    ...section(7, vec([[...name('dots'), 0x00, 0], [...name('delta'), 0x00, 1]])),
+    ...section(2, vec([
+      [...name('env'), ...name('memory'), 0x02, 0x00, 0x01],
+      [...name('env'), ...name('siluFormula'), 0x00, 2],
+    ])),
+    ...section(3, vec([[0], [1], [3], [3]])),
+    ...section(7, vec([
+      [...name('dots'), 0x00, 1], [...name('delta'), 0x00, 2], [...name('convActivate'), 0x00, 3], [...name('convChannels'), 0x00, 4],
+    ])),
     ...section(10, vec([
       fnCode([[18, I32], [2, F32], [13, V128]], dotsBody),
       fnCode([[1, I32], [4, V128]], deltaBody),
+      fnCode(CONV_LOCALS, convActivateBody),
+      fnCode(CONV_LOCALS, convChannelsBody),
     ])),
   ]);
 }
+
+/**
+ * The word indices of the conv kernels' control block (int32; CONV_CTL_WORDS of them, then the
+ * K-float window scratch at word CONV_CTL_WORDS): what a call reads and writes, and the addresses
+ * of the layer's arrays (set once, gdn-tracked.ts ConvKernel).
+ */
+export const CONV_CTL = {
+  rowsAt: 0, nRows: 1, nActive: 2, nLazy: 3, step: 4, n: 5, resume: 6, m: 7,
+  chanAt: 8, activeAt: 9, lazyAt: 10, tapAtAt: 11, convAt: 12, cwAt: 13, mixedAt: 14, convedAt: 15,
+  qDirtyAt: 16, kDirtyAt: 17, vDirtyAt: 18, vBeyondAt: 19, convDim: 20, zOff: 21, keyDim: 22, dk: 23, dv: 24, K: 25, form: 26,
+} as const;
+export const CONV_CTL_WORDS = 28;
+
+/** Locals of convActivate and convChannels: the control block's address, then int32, float32 and float64 locals. */
+const C = {
+  ctlAt: 0,
+  rowsAt: 1, nRows: 2, m: 3, nLazy: 4, step: 5, n: 6, i: 7, chanAt: 8, activeAt: 9, lazyAt: 10, tapAtAt: 11, convAt: 12,
+  cwAt: 13, mixedAt: 14, convedAt: 15, qDirtyAt: 16, kDirtyAt: 17, vDirtyAt: 18, vBeyondAt: 19, convDim: 20, zOff: 21,
+  keyDim: 22, dk: 23, dv: 24, K: 25, form: 26, c: 27, rec: 28, base: 29, since: 30, nsh: 31, j: 32, at: 33, single: 34,
+  moved: 35, before: 36, after: 37, t: 38, winAt: 39, bad: 40, h: 41, cwBase: 42, bits: 43,
+  sw: 44, y: 45, v: 46, x: 47,
+  s: 48,
+} as const;
+const CONV_I32_LOCALS = 43; // 1 … 43
+const word = (w: number) => [...get(C.ctlAt), ...mem(OP.i32Load, 2, 4 * w)];
+const setWord = (w: number, v: number[]) => [...get(C.ctlAt), ...v, ...mem(OP.i32Store, 2, 4 * w)];
+const loadCtl = (names: (keyof typeof CONV_CTL & keyof typeof C)[]) => names.flatMap((k) => [...word(CONV_CTL[k]), ...set(C[k])]);
+const f32c = (v: number) => { const b = new Uint8Array(4); new DataView(b.buffer).setFloat32(0, v, true); return [OP.f32Const, ...b]; };
+/** base + index·4 (index an i32 local or code). */
+const plus4 = (base: number, index: number[]) => [...get(base), ...index, ...i32(2), OP.i32Shl, OP.i32Add];
+/** The channel record's word k (chan[4c + k]) address. */
+const recWord = (k: number) => [...get(C.rec), ...i32(4 * k), OP.i32Add];
+
+/** A channel becomes active when not active and its input's bits differ from its newest tap's (gdn-tracked.ts trackedConvStep). */
+const activateChannel = [
+  ...get(C.chanAt), ...get(C.c), ...i32(4), OP.i32Shl, OP.i32Add, ...set(C.rec),
+  ...get(C.rec), ...mem(OP.i32Load, 2, 4), ...i32(1), OP.i32And, OP.i32Eqz,
+  ...plus4(C.mixedAt, get(C.c)), ...mem(OP.i32Load, 2), ...get(C.rec), ...mem(OP.i32Load, 2, 12), OP.i32Ne, OP.i32And,
+  OP.if, OP.void,
+  ...get(C.rec), ...get(C.rec), ...mem(OP.i32Load, 2, 4), ...i32(1), OP.i32Or, ...mem(OP.i32Store, 2, 4),
+  ...plus4(C.activeAt, get(C.n)), ...get(C.c), ...mem(OP.i32Store, 2), ...inc(C.n, 1),
+  OP.end,
+];
+
+const convActivateBody = [
+  ...loadCtl(['rowsAt', 'nRows', 'chanAt', 'activeAt', 'mixedAt', 'convDim', 'zOff']),
+  ...word(CONV_CTL.nActive), ...set(C.n),
+  ...get(C.rowsAt), ...i32(-1), OP.i32Eq, OP.if, OP.void,
+  ...i32(0), ...set(C.c),
+  ...whileLess(C.c, get(C.convDim), [...activateChannel, ...inc(C.c, 1)]),
+  OP.else,
+  ...i32(0), ...set(C.t),
+  ...whileLess(C.t, get(C.nRows), [
+    ...plus4(C.rowsAt, get(C.t)), ...mem(OP.i32Load, 2), ...tee(C.c), ...get(C.zOff), OP.i32LtS, OP.if, OP.void, ...activateChannel, OP.end,
+    ...inc(C.t, 1),
+  ]),
+  OP.end,
+  ...setWord(CONV_CTL.n, get(C.n)),
+  ...get(C.n),
+  OP.end,
+];
+
+/** The window's tap j (scratch, float32) and the state's tap j of this channel (float32), as addresses. */
+const winTap = (j: number[]) => plus4(C.winAt, j);
+const stateTap = (j: number[]) => plus4(C.base, j);
+const cwTap = (j: number[]) => plus4(C.cwBase, j);
+const Km1 = [...get(C.K), ...i32(1), OP.i32Sub];
+
+/** Taps j ∈ [from, K − 1) of the state equal (bits) its newest: an i32 on the stack (1 when so). */
+const tapsEqualFrom = (from: number[]) => [
+  ...i32(1), ...set(C.bad), // (bad: here "all equal so far")
+  ...stateTap(Km1), ...mem(OP.i32Load, 2), ...set(C.bits),
+  ...from, ...set(C.j),
+  ...whileLess(C.j, Km1, [
+    ...stateTap(get(C.j)), ...mem(OP.i32Load, 2), ...get(C.bits), OP.i32Ne, OP.if, OP.void, ...i32(0), ...set(C.bad), OP.end,
+    ...inc(C.j, 1),
+  ]),
+  ...get(C.bad),
+];
+
+/**
+ * steadyAhead (gdn-tracked.ts): for s = 1 … K − 1 the fold of the window shifted by s (taps j + s,
+ * then the newest) equals y bit for bit: an i32 on the stack.
+ */
+const steadyAhead = [
+  ...i32(1), ...set(C.bad),
+  ...stateTap(Km1), ...mem(OP.f32Load, 2), ...set(C.x),
+  ...i32(1), ...set(C.t),
+  ...whileLess(C.t, get(C.K), [
+    ...f32c(-0), ...set(C.v),
+    ...i32(0), ...set(C.j),
+    ...whileLess(C.j, get(C.K), [
+      ...get(C.v),
+      ...cwTap(get(C.j)), ...mem(OP.f32Load, 2),
+      ...stateTap([...get(C.j), ...get(C.t), OP.i32Add]), ...mem(OP.f32Load, 2), ...get(C.x),
+      ...get(C.j), ...get(C.t), OP.i32Add, ...get(C.K), OP.i32LtS, OP.select,
+      OP.f32Mul, OP.f32Add, ...set(C.v),
+      ...inc(C.j, 1),
+    ]),
+    ...get(C.v), OP.i32ReinterpretF32, ...get(C.y), OP.i32ReinterpretF32, OP.i32Ne, OP.if, OP.void, ...i32(0), ...set(C.bad), OP.end,
+    ...inc(C.t, 1),
+  ]),
+  ...get(C.bad),
+];
+
+const bailOut = [
+  ...setWord(CONV_CTL.resume, get(C.i)), ...setWord(CONV_CTL.m, get(C.m)), ...setWord(CONV_CTL.nLazy, get(C.nLazy)),
+  ...i32(1), OP.return,
+];
+/** beyondVBound of the bits in local l: (bits & 0x7fffffff) > 0x7e800000. */
+const beyond = (l: number) => [...get(l), ...i32(0x7fffffff), OP.i32And, ...i32(0x7e800000), OP.i32GtS];
+
+const convChannelsBody = [
+  ...loadCtl(['nLazy', 'step', 'n', 'chanAt', 'activeAt', 'lazyAt', 'tapAtAt', 'convAt', 'cwAt', 'mixedAt', 'convedAt',
+    'qDirtyAt', 'kDirtyAt', 'vDirtyAt', 'vBeyondAt', 'keyDim', 'dk', 'dv', 'K', 'form']),
+  ...word(CONV_CTL.resume), ...set(C.i),
+  ...word(CONV_CTL.m), ...set(C.m),
+  ...get(C.ctlAt), ...i32(4 * CONV_CTL_WORDS), OP.i32Add, ...set(C.winAt),
+  ...whileLess(C.i, get(C.n), [
+    ...plus4(C.activeAt, get(C.i)), ...mem(OP.i32Load, 2), ...set(C.c),
+    ...get(C.chanAt), ...get(C.c), ...i32(4), OP.i32Shl, OP.i32Add, ...set(C.rec),
+    ...get(C.convAt), ...get(C.c), ...get(C.K), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(C.base),
+    ...get(C.cwAt), ...get(C.c), ...get(C.K), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(C.cwBase),
+    // the shifts a lazy channel skipped and this step's: nsh = since ≥ 0 ? min(step − 1 − since, K − 1) + 1 : 1
+    ...get(C.rec), ...mem(OP.i32Load, 2), ...tee(C.since),
+    ...i32(0), OP.i32GeS, OP.if, I32,
+    ...get(C.step), ...i32(1), OP.i32Sub, ...get(C.since), OP.i32Sub, ...tee(C.nsh),
+    ...Km1, ...get(C.nsh), ...Km1, OP.i32LtS, OP.select, ...i32(1), OP.i32Add,
+    OP.else, ...i32(1), OP.end, ...set(C.nsh),
+    // the shifted window into the scratch, the new input as its newest tap; every tap finite, or JavaScript takes the channel
+    ...stateTap(Km1), ...mem(OP.f32Load, 2), ...set(C.x),
+    ...i32(0), ...set(C.j),
+    ...whileLess(C.j, Km1, [
+      ...winTap(get(C.j)),
+      ...stateTap([...get(C.j), ...get(C.nsh), OP.i32Add]), ...mem(OP.f32Load, 2), ...get(C.x),
+      ...get(C.j), ...get(C.nsh), OP.i32Add, ...get(C.K), OP.i32LtS, OP.select,
+      ...mem(OP.f32Store, 2),
+      ...inc(C.j, 1),
+    ]),
+    ...winTap(Km1), ...plus4(C.mixedAt, get(C.c)), ...mem(OP.f32Load, 2), ...mem(OP.f32Store, 2),
+    ...i32(0), ...set(C.bad),
+    ...i32(0), ...set(C.j),
+    ...whileLess(C.j, get(C.K), [
+      ...winTap(get(C.j)), ...mem(OP.f32Load, 2), ...tee(C.v), ...get(C.v), OP.f32Sub, ...f32c(0), OP.f32Ne, ...get(C.bad), OP.i32Or, ...set(C.bad),
+      ...inc(C.j, 1),
+    ]),
+    ...get(C.bad), OP.if, OP.void, ...bailOut, OP.end,
+    // the fold: a single-tap channel's product, or the whole fold when it is ±0 or more taps weigh
+    ...get(C.rec), ...mem(OP.f32Load, 2, 8), ...tee(C.sw), ...get(C.sw), OP.f32Eq, ...set(C.single),
+    ...get(C.tapAtAt), ...get(C.c), OP.i32Add, ...mem(OP.i32Load8U, 0), ...Km1, ...get(C.single), OP.select, ...set(C.at),
+    ...get(C.sw), ...winTap(get(C.at)), ...mem(OP.f32Load, 2), OP.f32Mul, ...f32c(0), ...get(C.single), OP.select, ...tee(C.y),
+    ...f32c(0), OP.f32Eq, OP.if, OP.void,
+    ...f32c(-0), ...set(C.y),
+    ...i32(0), ...set(C.j),
+    ...whileLess(C.j, get(C.K), [
+      ...get(C.y), ...cwTap(get(C.j)), ...mem(OP.f32Load, 2), ...winTap(get(C.j)), ...mem(OP.f32Load, 2), OP.f32Mul, OP.f32Add, ...set(C.y),
+      ...inc(C.j, 1),
+    ]),
+    OP.end,
+    ...get(C.y), ...get(C.y), OP.f32Sub, ...f32c(0), OP.f32Ne, OP.if, OP.void, ...bailOut, OP.end,
+    // commit: the window, the record's lazySince and newest bits
+    ...i32(0), ...set(C.j),
+    ...whileLess(C.j, get(C.K), [
+      ...stateTap(get(C.j)), ...winTap(get(C.j)), ...mem(OP.i32Load, 2), ...mem(OP.i32Store, 2),
+      ...inc(C.j, 1),
+    ]),
+    ...get(C.since), ...i32(0), OP.i32GeS, OP.if, OP.void, ...get(C.rec), ...i32(-1), ...mem(OP.i32Store, 2), OP.end,
+    ...plus4(C.mixedAt, get(C.c)), ...mem(OP.i32Load, 2), ...tee(C.bits), ...get(C.rec), ...mem(OP.i32Load, 2, 12), OP.i32Ne, ...set(C.moved),
+    ...get(C.rec), ...get(C.bits), ...mem(OP.i32Store, 2, 12),
+    // the output silu32(y): ±0 and y ≥ 17 pass, y ≤ −89 gives −0 (y is finite), else the formula
+    ...plus4(C.convedAt, get(C.c)), ...mem(OP.i32Load, 2), ...set(C.before),
+    ...plus4(C.convedAt, get(C.c)),
+    ...get(C.y), ...f32c(0), OP.f32Eq, ...get(C.y), ...f32c(17), OP.f32Ge, OP.i32Or, OP.if, F64,
+    ...get(C.y), OP.f64PromoteF32,
+    OP.else,
+    ...get(C.y), ...f32c(-89), OP.f32Le, OP.if, F64,
+    ...f64c(-0),
+    OP.else,
+    ...get(C.y), OP.f64PromoteF32, ...get(C.form), OP.call, 0,
+    OP.end, OP.end,
+    OP.f32DemoteF64, ...mem(OP.f32Store, 2),
+    ...plus4(C.convedAt, get(C.c)), ...mem(OP.i32Load, 2), ...tee(C.after), ...get(C.before), OP.i32Ne, OP.if, OP.void,
+    ...get(C.c), ...get(C.keyDim), OP.i32LtS, OP.if, OP.void,
+    ...get(C.qDirtyAt), ...get(C.c), ...get(C.dk), OP.i32DivU, OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
+    OP.else,
+    ...get(C.c), ...get(C.keyDim), ...i32(1), OP.i32Shl, OP.i32LtS, OP.if, OP.void,
+    ...get(C.kDirtyAt), ...get(C.c), ...get(C.keyDim), OP.i32Sub, ...get(C.dk), OP.i32DivU, OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
+    OP.else,
+    ...get(C.c), ...get(C.keyDim), ...i32(1), OP.i32Shl, OP.i32Sub, ...get(C.dv), OP.i32DivU, ...set(C.h),
+    ...get(C.vDirtyAt), ...get(C.h), OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
+    ...plus4(C.vBeyondAt, get(C.h)), ...plus4(C.vBeyondAt, get(C.h)), ...mem(OP.i32Load, 2),
+    ...beyond(C.after), OP.i32Add, ...beyond(C.before), OP.i32Sub, ...mem(OP.i32Store, 2),
+    OP.end, OP.end,
+    OP.end,
+    // settled (not moved, every tap equal), lazy (the same fold while the input stays), or still active
+    ...get(C.moved), OP.i32Eqz, OP.if, I32, ...tapsEqualFrom(i32(0)), OP.else, ...i32(0), OP.end,
+    OP.if, OP.void,
+    ...recWord(1), ...get(C.rec), ...mem(OP.i32Load, 2, 4), ...i32(-2), OP.i32And, ...mem(OP.i32Store, 2),
+    OP.else,
+    ...get(C.single), ...get(C.y), ...f32c(0), OP.f32Ne, OP.i32And, OP.if, I32,
+    ...tapsEqualFrom(get(C.at)),
+    OP.else,
+    ...steadyAhead,
+    OP.end,
+    OP.if, OP.void,
+    ...get(C.rec), ...get(C.step), ...mem(OP.i32Store, 2),
+    ...get(C.rec), ...mem(OP.i32Load, 2, 4), ...i32(2), OP.i32And, OP.i32Eqz, OP.if, OP.void,
+    ...plus4(C.lazyAt, get(C.nLazy)), ...get(C.c), ...mem(OP.i32Store, 2), ...inc(C.nLazy, 1),
+    OP.end,
+    ...get(C.rec), ...i32(2), ...mem(OP.i32Store, 2, 4),
+    OP.else,
+    ...plus4(C.activeAt, get(C.m)), ...get(C.c), ...mem(OP.i32Store, 2), ...inc(C.m, 1),
+    OP.end,
+    OP.end,
+    ...inc(C.i, 1),
+  ]),
+  ...setWord(CONV_CTL.resume, get(C.i)), ...setWord(CONV_CTL.m, get(C.m)), ...setWord(CONV_CTL.nLazy, get(C.nLazy)),
+  ...i32(0),
+  OP.end,
+];
+const CONV_LOCALS: number[][] = [[CONV_I32_LOCALS, I32], [4, F32], [1, F64]];

@@ -336,6 +336,8 @@ export class WasmHeap {
   private readonly deltaFn: DeltaFn;
   private readonly gdnDotsFn: GdnDotsFn;
   private readonly gdnDeltaFn: GdnDeltaFn;
+  private readonly convActivateFn: (ctlAt: number) => number;
+  private readonly convChannelsFn: (ctlAt: number) => number;
   /** Whether the GDN kernels (wasm-gdn-kernels.ts) are there: they need SIMD. */
   readonly hasGdnKernels: boolean;
   private readonly count: Int32Array;
@@ -350,6 +352,8 @@ export class WasmHeap {
     const missing = (): number => { throw new Error('the GDN kernels are not available (hasGdnKernels)'); };
     this.gdnDotsFn = gdn === null ? missing : gdn.exports.dots as GdnDotsFn;
     this.gdnDeltaFn = gdn === null ? missing : gdn.exports.delta as GdnDeltaFn;
+    this.convActivateFn = gdn === null ? missing : gdn.exports.convActivate as (ctlAt: number) => number;
+    this.convChannelsFn = gdn === null ? missing : gdn.exports.convChannels as (ctlAt: number) => number;
     this.count = new Int32Array(this.buffer, 0, 1);
   }
 
@@ -366,7 +370,7 @@ export class WasmHeap {
       const memory = new wasm.Memory({ initial: pages, maximum: pages });
       const siluFormula = (x: number, form: number): number => silu(x, form === 0 ? 'mul' : 'div');
       const gdnMod = gdnKernelModule();
-      const gdn = gdnMod === null ? null : new wasm.Instance(gdnMod, { env: { memory } });
+      const gdn = gdnMod === null ? null : new wasm.Instance(gdnMod, { env: { memory, siluFormula } });
       return new WasmHeap(memory, new wasm.Instance(mod, { env: { memory, siluFormula } }), gdn);
     } catch {
       return null;
@@ -459,6 +463,22 @@ export class WasmHeap {
    */
   gdnDelta(v: Float32Array, vOff: number, kv: Float32Array, kvOff: number, beta: number, delta: Float32Array, dv: number): number {
     return this.gdnDeltaFn(v.byteOffset + 4 * vOff, kv.byteOffset + 4 * kvOff, beta, delta.byteOffset, dv);
+  }
+
+  /**
+   * wasm-gdn-kernels.ts convActivate over the control block `ctl` (CONV_CTL): the channels of the
+   * listed rows (or every channel) whose input moved join the active list; returns their count.
+   */
+  convActivate(ctl: Int32Array): number {
+    return this.convActivateFn(ctl.byteOffset);
+  }
+
+  /**
+   * wasm-gdn-kernels.ts convChannels over `ctl`: the active channels from ctl's resume index on;
+   * 0 when done, 1 at a channel left to the caller (non-finite taps or fold; ctl says where).
+   */
+  convChannels(ctl: Int32Array): number {
+    return this.convChannelsFn(ctl.byteOffset);
   }
 
   /** The number of entries the last walk deferred. */

@@ -8,6 +8,9 @@
  *  - recurrentStepSparse with its arrays in a wasm memory (the kernels' path) against
  *    recurrentStep in sequential order, single steps of every state kind and tracked sequences
  *    (memo, qSame, the β = ±0 shortcut), counting that the kernels ran and returned each status;
+ *  - the tracked conv step in wasm (convActivate, convChannels) against its JavaScript loop, step by
+ *    step on a layer of single-tap, older-tap, multi-tap, tapless and overflowing conv channels:
+ *    outputs, conv state, conv outputs, channel records and lists;
  *  - a cache reset lends the carved states to the next cache, cleared, unless one was handed out.
  */
 import { describe, expect, it, vi } from 'vitest';
@@ -15,8 +18,13 @@ import fc from 'fast-check';
 import { gdnDotsScratchLength, WasmHeap } from '../src/exec/wasm-kernels.ts';
 import { gdnKernelModuleBytes } from '../src/exec/wasm-gdn-kernels.ts';
 import { makeNumericContext, siluFormula } from '../src/exec/numeric.ts';
-import { recurrentStep } from '../src/exec/gdn.ts';
-import { newGdnCache } from '../src/exec/gdn-cache.ts';
+import { gdnForward, recurrentStep } from '../src/exec/gdn.ts';
+import { gdnDimsOf, newGdnCache, type GdnCache } from '../src/exec/gdn-cache.ts';
+import { gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
+import { wasmHeapOf } from '../src/exec/delta.ts';
+import { resolveTarget } from '../src/model/targets.ts';
+import { sparsifyMatrix } from '../src/model/random-weights.ts';
+import type { GdnWeights, Matrix } from '../src/model/weights.ts';
 import {
   classifyState, newKvMemo, newSparseStepScratch, recurrentStepSparse, STATE_ANY, STATE_POS, STATE_ZERO,
 } from '../src/exec/gdn-sparse-step.ts';
@@ -324,5 +332,91 @@ describe('GDN cache on the wasm memory', () => {
     expect(newGdnCache(d, small).S[0]!.buffer).not.toBe(small.buffer);
     expect(newGdnCache(d, null).kind[0]).toBe(STATE_ZERO);
     expect(STATE_ANY).not.toBe(STATE_ZERO);
+  });
+});
+
+describe('tracked conv step in wasm', () => {
+  const TINY = resolveTarget('tiny').config;
+  const d = gdnDimsOf(TINY);
+
+  /** A tiny GDN layer with seeded sparse in_proj rows and conv channels of every kind (some overflowing). */
+  function layer(seed: number): GdnWeights {
+    const rnd = lcg(seed);
+    const pick = <T,>(v: readonly T[]): T => v[Math.floor(rnd() * v.length)]!;
+    const H = TINY.hiddenSize;
+    const { keyDim, valueDim, hv, K, convDim } = d;
+    const mat = (rows: number, cols: number, fill: (m: Float32Array) => void): Matrix => {
+      const dense = new Float32Array(rows * cols);
+      fill(dense);
+      return { rows, cols, csr: sparsifyMatrix({ rows, cols, dense }).csr };
+    };
+    const conv1d = new Float32Array(convDim * K);
+    for (let c = 0; c < convDim; c++) {
+      const kind = rnd();
+      if (kind < 0.45) conv1d[c * K + K - 1] = pick([1, 0.5, -2]); // single tap, the newest
+      else if (kind < 0.6) conv1d[c * K + K - 2 - Math.floor(rnd() * 2)] = pick([1, -1]); // single, older
+      else if (kind < 0.8) for (let j = 0; j < K; j++) conv1d[c * K + j] = pick([0.5, -0.25, -0, 2]); // several taps
+      else if (kind < 0.95) { /* no tap weighs: a zero output whose sign the taps give */ } else conv1d[c * K + K - 1] = 3e38; // overflows
+    }
+    return {
+      kind: 'linear_attention',
+      inProjQkv: mat(2 * keyDim + valueDim, H, (m) => { for (let e = 0; e < m.length; e++) if (rnd() < 0.02) m[e] = pick([1, -1, 0.5, 2, 7]); }),
+      inProjZ: mat(valueDim, H, (m) => { for (let c = 0; c < valueDim; c++) m[c * H + (c % H)] = 3; }),
+      inProjB: mat(hv, H, (m) => { for (let h = 0; h < hv; h++) m[h * H] = 30; }),
+      inProjA: mat(hv, H, () => {}),
+      conv1d, aLog: new Float32Array(hv).fill(-200), dtBias: new Float32Array(hv).fill(-200),
+      norm: new Float32Array(d.dv).fill(1),
+      outProj: mat(H, valueDim, (m) => { for (let i = 0; i < H; i++) m[i * valueDim + (i % valueDim)] = 0.5; }),
+    };
+  }
+
+  it('the same outputs, conv state, conv outputs, records and lists as the JavaScript loop, every step', () => {
+    let bails = 0;
+    let kernelCalls = 0;
+    let lazySeen = 0;
+    for (const seed of [1, 2, 3]) {
+      const w = layer(seed);
+      const ctxW = makeNumericContext({});
+      const ctxJ = makeNumericContext({ tuning: { wasmHeapMiB: 0 } });
+      const heap = wasmHeapOf(ctxW)!;
+      const spy = vi.spyOn(heap, 'convChannels');
+      const cw: GdnCache = newGdnCache(d, heap);
+      const cj: GdnCache = newGdnCache(d);
+      expect(cw.conv.buffer).toBe(heap.buffer);
+      const rnd = lcg(100 + seed);
+      const H = TINY.hiddenSize;
+      // a few inputs met again and again (channels settle and go lazy), now and then a new one
+      const pool = Array.from({ length: 5 }, () => {
+        const x = new Float32Array(H);
+        for (let n = 0; n < 3; n++) x[Math.floor(rnd() * H)] = [1, 2, -1, 0.5][Math.floor(rnd() * 4)]!;
+        return x;
+      });
+      for (let step = 0; step < 120; step++) {
+        const x = rnd() < 0.1 ? Float32Array.from({ length: H }, () => (rnd() < 0.05 ? 1 : 0)) : pool[Math.floor(rnd() * (step < 60 ? 2 : 5))]!;
+        const a = gdnForward(ctxW, TINY, w, cw, [x], 'decode', 'sparse', false);
+        const b = gdnForward(ctxJ, TINY, w, cj, [x], 'decode', 'sparse', false);
+        expect(bits(a.out[0]!)).toEqual(bits(b.out[0]!));
+        expect(bits(gdnConvSnapshot(cw, d.K))).toEqual(bits(gdnConvSnapshot(cj, d.K)));
+        expect(bits(cw.conv)).toEqual(bits(cj.conv));
+        expect(bits(cw.buffers!.conved)).toEqual(bits(cj.buffers!.conved));
+        const tw = cw.track, tj = cj.track;
+        expect(tw === undefined).toBe(tj === undefined);
+        if (tw !== undefined && tj !== undefined) {
+          expect([tw.nActive, tw.nLazy, tw.step]).toEqual([tj.nActive, tj.nLazy, tj.step]);
+          expect(Array.from(tw.active.subarray(0, tw.nActive))).toEqual(Array.from(tj.active.subarray(0, tj.nActive)));
+          expect(Array.from(tw.lazyList.subarray(0, tw.nLazy))).toEqual(Array.from(tj.lazyList.subarray(0, tj.nLazy)));
+          expect(Array.from(tw.chan)).toEqual(Array.from(tj.chan));
+          expect(Array.from(tw.vBeyond)).toEqual(Array.from(tj.vBeyond));
+          expect([...tw.qDirty, ...tw.kDirty, ...tw.vDirty]).toEqual([...tj.qDirty, ...tj.kDirty, ...tj.vDirty]);
+          for (let k = 0; k < tw.nLazy; k++) if (tw.chan[4 * tw.lazyList[k]!]! >= 0) lazySeen++;
+        }
+      }
+      for (let h = 0; h < d.hv; h++) expect(bits(cw.S[h]!)).toEqual(bits(cj.S[h]!));
+      kernelCalls += spy.mock.calls.length;
+      bails += spy.mock.results.filter((r) => r.value === 1).length;
+    }
+    expect(kernelCalls).toBeGreaterThan(300); // the kernels ran
+    expect(bails).toBeGreaterThan(10); // and left overflowing channels to JavaScript
+    expect(lazySeen).toBeGreaterThan(100); // channels went lazy
   });
 });

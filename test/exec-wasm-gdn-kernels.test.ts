@@ -358,9 +358,19 @@ describe('tracked conv step in wasm', () => {
       else if (kind < 0.8) for (let j = 0; j < K; j++) conv1d[c * K + j] = pick([0.5, -0.25, -0, 2]); // several taps
       else if (kind < 0.95) { /* no tap weighs: a zero output whose sign the taps give */ } else conv1d[c * K + K - 1] = 3e38; // overflows
     }
+    // channels 0 … 7 read input H − 1 alone: folds at silu32's edges (−89, 17) and, for 5 and 6,
+    // inputs that overflow to ±∞ in their newest tap while an older tap is the one that weighs
+    const edge = [-88.5, -89, -89.5, 16.5, 17, 3e38, -3e38, 1];
+    for (let c = 0; c < edge.length; c++) {
+      conv1d.fill(0, c * K, (c + 1) * K);
+      conv1d[c * K + (c === 5 || c === 6 ? K - 2 : K - 1)] = 1;
+    }
     return {
       kind: 'linear_attention',
-      inProjQkv: mat(2 * keyDim + valueDim, H, (m) => { for (let e = 0; e < m.length; e++) if (rnd() < 0.02) m[e] = pick([1, -1, 0.5, 2, 7]); }),
+      inProjQkv: mat(2 * keyDim + valueDim, H, (m) => {
+        for (let e = 0; e < m.length; e++) if (rnd() < 0.02) m[e] = pick([1, -1, 0.5, 2, 7]);
+        for (let c = 0; c < edge.length; c++) { m.fill(0, c * H, (c + 1) * H); m[c * H + H - 1] = edge[c]!; }
+      }),
       inProjZ: mat(valueDim, H, (m) => { for (let c = 0; c < valueDim; c++) m[c * H + (c % H)] = 3; }),
       inProjB: mat(hv, H, (m) => { for (let h = 0; h < hv; h++) m[h * H] = 30; }),
       inProjA: mat(hv, H, () => {}),
@@ -389,6 +399,7 @@ describe('tracked conv step in wasm', () => {
       const pool = Array.from({ length: 5 }, () => {
         const x = new Float32Array(H);
         for (let n = 0; n < 3; n++) x[Math.floor(rnd() * H)] = [1, 2, -1, 0.5][Math.floor(rnd() * 4)]!;
+        x[H - 1] = [0, 1, 1, 7][Math.floor(rnd() * 4)]!;
         return x;
       });
       for (let step = 0; step < 120; step++) {

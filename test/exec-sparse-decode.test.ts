@@ -20,6 +20,7 @@ import {
   beyondVBound, classifyState, newKvMemo, newSparseStepScratch, recurrentStepSparse, STATE_ANY, STATE_CLEAN, STATE_POS, STATE_ZERO,
 } from '../src/exec/gdn-sparse-step.ts';
 import { linearEx, newMatmulStats, type MatmulStats } from '../src/exec/matmul.ts';
+import { wasmHeapOf } from '../src/exec/delta.ts';
 import { exp32, makeNumericContext, roundBf16, silu32 } from '../src/exec/numeric.ts';
 import { attentionStep, KvCache, ropeInvFreq } from '../src/exec/attention.ts';
 import { bf16ToF32, f32ToBf16 } from '../src/safetensors/dtype.ts';
@@ -361,18 +362,27 @@ function pinnedNormLayer(switchedWrite = false): { w: GdnWeights; H: number } {
  * Returns the tracked steps' stats.
  */
 function trackedAgainstFull(w: GdnWeights, xs: Float32Array[], afterStep?: (tracked: GdnCache) => void): MatmulStats {
-  const tracked = newGdnCache(TINY_GDN);
-  const full = newGdnCache(TINY_GDN);
+  // the tracked step twice: on a wasm memory (its kernels: wasm-gdn-kernels.ts) and without one
   const tctx = makeNumericContext({});
+  const tracked = newGdnCache(TINY_GDN, wasmHeapOf(tctx));
+  const jctx = makeNumericContext({ tuning: { wasmHeapMiB: 0 } });
+  const trackedJs = newGdnCache(TINY_GDN);
+  const full = newGdnCache(TINY_GDN);
   const fctx = makeNumericContext({});
   const stats = newMatmulStats();
   for (const x of xs) {
     const a = gdnForward(tctx, TINY, w, tracked, [x], 'decode', 'sparse', false, stats);
+    const j = gdnForward(jctx, TINY, w, trackedJs, [x], 'decode', 'sparse', false);
     const b = gdnForward(fctx, TINY, w, full, [x], 'decode', 'dense', false);
     expect(bits(a.out[0]!)).toEqual(bits(b.out[0]!));
+    expect(bits(j.out[0]!)).toEqual(bits(b.out[0]!));
     afterStep?.(tracked);
+    afterStep?.(trackedJs);
   }
-  for (let h = 0; h < TINY_GDN.hv; h++) expect(bits(tracked.S[h]!)).toEqual(bits(full.S[h]!));
+  for (let h = 0; h < TINY_GDN.hv; h++) {
+    expect(bits(tracked.S[h]!)).toEqual(bits(full.S[h]!));
+    expect(bits(trackedJs.S[h]!)).toEqual(bits(full.S[h]!));
+  }
   return stats;
 }
 

@@ -4,7 +4,7 @@
  *    sums, the sign of every zero sum, the status) over states and vectors of ±0, negatives,
  *    subnormal products, overflowing products whose sums are NaN, ±∞ and NaN inputs, with every
  *    kind of row mark;
- *  - `delta` against fl(fl(v − kv)·β) and its two flags; `diffs` against a loop;
+ *  - `delta` against fl(fl(v − kv)·β) and its two flags;
  *  - recurrentStepSparse with its arrays in a wasm memory (the kernels' path) against
  *    recurrentStep in sequential order, single steps of every state kind and tracked sequences
  *    (memo, qSame, the β = ±0 shortcut), counting that the kernels ran and returned each status;
@@ -168,22 +168,6 @@ describe('wasm GDN kernels', () => {
       if (finite) expect(bits(a.d.subarray(0, dv))).toEqual(bits(new Float32Array(want)));
     }
     expect([...flagsSeen].sort()).toEqual([0, 1, 3]);
-  });
-
-  it('diffs: the indices where two int32 arrays differ, in order', () => {
-    const heap = WasmHeap.create(1, siluFormula)!;
-    const a = heap.carve({ a: [Uint32Array, 140], b: [Uint32Array, 140], out: [Int32Array, 136] })!;
-    const rnd = lcg(32);
-    for (let run = 0; run < 500; run++) {
-      const n = 4 * Math.floor(rnd() * 33), aOff = Math.floor(rnd() * 4), bOff = Math.floor(rnd() * 4);
-      const p = [0, 0.01, 0.3, 1][run % 4]!;
-      for (let j = 0; j < 140; j++) a.b[j] = a.a[j] = (rnd() * 2 ** 32) >>> 0;
-      for (let j = 0; j < n; j++) if (rnd() < p) a.b[bOff + j] = a.a[aOff + j]! ^ (1 << Math.floor(rnd() * 32)); else a.b[bOff + j] = a.a[aOff + j]!;
-      const want: number[] = [];
-      for (let j = 0; j < n; j++) if (a.a[aOff + j] !== a.b[bOff + j]) want.push(j);
-      const m = heap.diffs(a.a, aOff, a.b, bOff, n, a.out);
-      expect(Array.from(a.out.subarray(0, m))).toEqual(want);
-    }
   });
 });
 
@@ -400,14 +384,12 @@ describe('tracked conv step in wasm', () => {
     let bails = 0;
     let kernelCalls = 0;
     let lazySeen = 0;
-    let diffCalls = 0;
     for (const seed of [1, 2, 3]) {
       const w = layer(seed);
       const ctxW = makeNumericContext({});
       const ctxJ = makeNumericContext({ tuning: { wasmHeapMiB: 0 } });
       const heap = wasmHeapOf(ctxW)!;
       const spy = vi.spyOn(heap, 'convChannels');
-      const diffSpy = vi.spyOn(heap, 'diffs');
       const cw: GdnCache = newGdnCache(d, heap);
       const cj: GdnCache = newGdnCache(d);
       expect(cw.conv.buffer).toBe(heap.buffer);
@@ -443,11 +425,9 @@ describe('tracked conv step in wasm', () => {
       for (let h = 0; h < d.hv; h++) expect(bits(cw.S[h]!)).toEqual(bits(cj.S[h]!));
       kernelCalls += spy.mock.calls.length;
       bails += spy.mock.results.filter((r) => r.value === 1).length;
-      diffCalls += diffSpy.mock.calls.length;
     }
     expect(kernelCalls).toBeGreaterThan(300); // the kernels ran
     expect(bails).toBeGreaterThan(10); // and left overflowing channels to JavaScript
     expect(lazySeen).toBeGreaterThan(100); // channels went lazy
-    expect(diffCalls).toBeGreaterThan(100); // and the gated norm listed its moved entries in wasm
   });
 });

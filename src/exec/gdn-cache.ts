@@ -101,12 +101,6 @@ export interface GdnBuffers {
   tracked: { out: Float32Array; source: OutputSource | null };
   /** The kv array of every track's memo on this layer (GdnTrack.kvMemo; a new track starts with nothing valid in it). */
   memoKv: Float32Array;
-  /**
-   * The gated norm's record arrays of every track on this layer (GdnTrack.normIn, normZ, normMoved;
-   * cleared for a new track) when carved from the wasm memory, for the diffs kernel; null: each
-   * track makes its own.
-   */
-  normRecord: { normIn: Uint32Array; normZ: Uint32Array; normMoved: Int32Array } | null;
   /** The conv kernels' arrays in the wasm memory (null: the conv step runs in JavaScript). */
   convKernel: ConvKernel | null;
 }
@@ -136,7 +130,7 @@ export function gdnBuffers(d: GdnDims, H: number, heap: WasmHeap | null = null):
   const carved = heap !== null && heap.hasGdnKernels
     ? heap.carve({
       conved: [Float32Array, d.convDim], q: [Float32Array, d.keyDim], k: [Float32Array, d.keyDim], core: [Float32Array, d.valueDim],
-      memoKv: [Float32Array, d.hv * d.dv], normIn: [Uint32Array, d.valueDim], normZ: [Uint32Array, d.valueDim], normMoved: [Int32Array, d.dv],
+      memoKv: [Float32Array, d.hv * d.dv],
     })
     : null;
   const conved = carved?.conved ?? new Float32Array(d.convDim);
@@ -149,7 +143,6 @@ export function gdnBuffers(d: GdnDims, H: number, heap: WasmHeap | null = null):
     normed, out: new Float32Array(H), step: newSparseStepScratch(d.dk, d.dv, heap),
     normMemo: new Uint32Array(2 * d.valueDim), normMemoValid: new Uint8Array(d.hv),
     memoKv: carved?.memoKv ?? new Float32Array(d.hv * d.dv),
-    normRecord: carved !== null ? { normIn: carved.normIn, normZ: carved.normZ, normMoved: carved.normMoved } : null,
     convKernel: carved !== null && heap !== null ? convKernelOf(d, heap) : null,
   };
 }

@@ -49,14 +49,14 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', buf: Gd
   const chanF = new Float32Array(chan.buffer, chan.byteOffset, chan.length);
   return {
     chan, chanF, tapAt: new Uint8Array(0),
-    projBits: new Uint32Array(0), convBits: new Uint32Array(0), normMoved: buf.normRecord?.normMoved.fill(0) ?? new Int32Array(d.dv),
+    projBits: new Uint32Array(0), convBits: new Uint32Array(0), normMoved: new Int32Array(d.dv),
     vBeyond: kern !== null ? kern.vBeyond.fill(0) : new Int32Array(d.hv), kAbs: new Float64Array(d.hk),
     weights: w, siluForm, active: kern !== null ? kern.active.fill(0) : new Int32Array(d.convDim), nActive: 0,
     qDirty: kern !== null ? kern.qDirty.fill(0) : new Uint8Array(d.hk), kDirty: kern !== null ? kern.kDirty.fill(0) : new Uint8Array(d.hk),
     vDirty: kern !== null ? kern.vDirty.fill(0) : new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
     coreChanged: new Uint8Array(d.hv), normedChanged: new Int32Array(d.valueDim),
-    normIn: buf.normRecord?.normIn.fill(0) ?? new Uint32Array(d.valueDim), normZ: buf.normRecord?.normZ.fill(0) ?? new Uint32Array(d.valueDim), normAcc: new Float32Array(d.hv), normR: new Float32Array(d.hv), normKept: new Uint8Array(d.hv),
+    normIn: new Uint32Array(d.valueDim), normZ: new Uint32Array(d.valueDim), normAcc: new Float32Array(d.hv), normR: new Float32Array(d.hv), normKept: new Uint8Array(d.hv),
     step: 0, lazyList: kern !== null ? kern.lazyList.fill(0) : new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv, buf.memoKv), projVer: -1,
     // b's rows follow qkv's and z's in the stacked in_proj [qkv; z; b; a]
     bRows: Int32Array.from({ length: d.hv }, (_, h) => d.convDim + d.valueDim + h),
@@ -643,9 +643,6 @@ export function gdnDecodeTracked(
   const zBits = t.projBits;
   const { normIn, normZ, normAcc, normR, normKept } = t;
   const moved = t.normMoved;
-  // the entries that moved listed in wasm (diffs) when the record and core lie in its memory
-  const diffHeap = buf.step.heap !== null && (dv & 3) === 0 && normIn.buffer === buf.step.heap.buffer && coreBits.buffer === buf.step.heap.buffer
-    && moved.buffer === buf.step.heap.buffer ? buf.step.heap : null;
   const eps = cfg.rmsNormEps;
   const nw = w.norm;
   let nc = 0;
@@ -658,12 +655,10 @@ export function gdnDecodeTracked(
       let m = 0;
       let oMoved = 0;
       if (may === O_MAY_MOVE) {
-        if (diffHeap !== null) m = diffHeap.diffs(coreBits, o0, normIn, o0, dv, moved);
-        else for (let j = 0; j < dv; j++) if (coreBits[o0 + j] !== normIn[o0 + j]) moved[m++] = j;
+        for (let j = 0; j < dv; j++) if (coreBits[o0 + j] !== normIn[o0 + j]) moved[m++] = j;
         oMoved = +(m > 0);
       } else if (may === Z_MAY_MOVE) {
-        if (diffHeap !== null && zBits.buffer === diffHeap.buffer) m = diffHeap.diffs(zBits, zOff + o0, normZ, o0, dv, moved);
-        else for (let j = 0; j < dv; j++) if (zBits[zOff + o0 + j] !== normZ[o0 + j]) moved[m++] = j;
+        for (let j = 0; j < dv; j++) if (zBits[zOff + o0 + j] !== normZ[o0 + j]) moved[m++] = j;
       } else {
         for (let j = 0; j < dv; j++) {
           const mo = +(coreBits[o0 + j] !== normIn[o0 + j]);

@@ -33,9 +33,6 @@
  *  Returns 0, or 2 when some out_j is NaN (the caller recomputes in JavaScript, whose NaN bits are
  *  the reference's).
  *
- * diffs(aAt, bAt, n, outAt) → m (n a multiple of 4): the j < n where the int32 words a_j and b_j
- * differ, in order, into out (the gated norm's entries whose o or z bits moved, gdn-tracked.ts).
- *
  * delta(vAt, kvAt, beta, deltaAt, dv) → flags (beta a float32 value; dv a multiple of 4): δ_j ←
  * fl(fl(v_j − kv_j)·β) for j < dv; bit 0 set when every δ_j is finite, bit 1 when every δ_j is ±0
  * (a NaN is not). The caller recomputes δ in JavaScript when bit 0 is clear (NaN bits, as above).
@@ -67,8 +64,6 @@ const whileLess = (local: number, limit: number[], body: number[]) => [
   OP.end, OP.end,
 ];
 const inc = (local: number, by: number) => [...get(local), ...i32(by), OP.i32Add, ...set(local)];
-/** base + index·4 (index code pushing an i32). */
-const plus4 = (base: number, index: number[]) => [...get(base), ...index, ...i32(2), OP.i32Shl, OP.i32Add];
 /** local ← base + (local2 << 2) … as an address on the stack. */
 const at4 = (base: number, index: number) => [...get(base), ...get(index), ...i32(2), OP.i32Shl, OP.i32Add];
 /** Appends value `v` (code pushing an i32) to the int32 list at `list`, count in local `cnt`. */
@@ -219,32 +214,10 @@ const deltaBody = [
   OP.end,
 ];
 
-/** Locals of diffs: its four parameters, then three int32. */
-const F = { aAt: 0, bAt: 1, n: 2, outAt: 3, g: 4, e: 5, m: 6 } as const;
-const diffsBody = [
-  ...i32(0), ...set(F.m),
-  ...i32(0), ...set(F.g),
-  ...whileLess(F.g, get(F.n), [
-    ...plus4(F.aAt, get(F.g)), ...vmem(SIMD.load), ...plus4(F.bAt, get(F.g)), ...vmem(SIMD.load), ...simd(SIMD.i32x4Ne), ...simd(SIMD.anyTrue),
-    OP.if, OP.void,
-    ...get(F.g), ...set(F.e),
-    ...whileLess(F.e, [...get(F.g), ...i32(4), OP.i32Add], [
-      ...plus4(F.aAt, get(F.e)), ...mem(OP.i32Load, 2), ...plus4(F.bAt, get(F.e)), ...mem(OP.i32Load, 2), OP.i32Ne, OP.if, OP.void,
-      ...plus4(F.outAt, get(F.m)), ...get(F.e), ...mem(OP.i32Store, 2), ...inc(F.m, 1),
-      OP.end,
-      ...inc(F.e, 1),
-    ]),
-    OP.end,
-    ...inc(F.g, 4),
-  ]),
-  ...get(F.m),
-  OP.end,
-];
-
 /**
  * The GDN kernels' module: the memory imported as env.memory and silu32's formula as
- * env.siluFormula (function 0); `dots` (1), `delta` (2), `convActivate` (3), `convChannels` (4) and
- * `diffs` (5) exported.
+ * env.siluFormula (function 0); `dots` (1), `delta` (2), `convActivate` (3) and `convChannels` (4)
+ * exported.
  */
 export function gdnKernelModuleBytes(): Uint8Array {
   return new Uint8Array([
@@ -254,23 +227,20 @@ export function gdnKernelModuleBytes(): Uint8Array {
       fnType([I32, I32, F32, I32, I32], [I32]),
       fnType([F64, I32], [F64]),
       fnType([I32], [I32]),
-      fnType([I32, I32, I32, I32], [I32]),
     ])),
     ...section(2, vec([
       [...name('env'), ...name('memory'), 0x02, 0x00, 0x01],
       [...name('env'), ...name('siluFormula'), 0x00, 2],
     ])),
-    ...section(3, vec([[0], [1], [3], [3], [4]])),
+    ...section(3, vec([[0], [1], [3], [3]])),
     ...section(7, vec([
       [...name('dots'), 0x00, 1], [...name('delta'), 0x00, 2], [...name('convActivate'), 0x00, 3], [...name('convChannels'), 0x00, 4],
-      [...name('diffs'), 0x00, 5],
     ])),
     ...section(10, vec([
       fnCode([[18, I32], [2, F32], [13, V128]], dotsBody),
       fnCode([[1, I32], [4, V128]], deltaBody),
       fnCode(CONV_LOCALS, convActivateBody),
       fnCode(CONV_LOCALS, convChannelsBody),
-      fnCode([[3, I32]], diffsBody),
     ])),
   ]);
 }
@@ -302,6 +272,8 @@ const word = (w: number) => [...get(C.ctlAt), ...mem(OP.i32Load, 2, 4 * w)];
 const setWord = (w: number, v: number[]) => [...get(C.ctlAt), ...v, ...mem(OP.i32Store, 2, 4 * w)];
 const loadCtl = (names: (keyof typeof CONV_CTL & keyof typeof C)[]) => names.flatMap((k) => [...word(CONV_CTL[k]), ...set(C[k])]);
 const f32c = (v: number) => { const b = new Uint8Array(4); new DataView(b.buffer).setFloat32(0, v, true); return [OP.f32Const, ...b]; };
+/** base + index·4 (index an i32 local or code). */
+const plus4 = (base: number, index: number[]) => [...get(base), ...index, ...i32(2), OP.i32Shl, OP.i32Add];
 /** The channel record's word k (chan[4c + k]) address. */
 const recWord = (k: number) => [...get(C.rec), ...i32(4 * k), OP.i32Add];
 

@@ -338,7 +338,6 @@ export class WasmHeap {
   private readonly gdnDeltaFn: GdnDeltaFn;
   private readonly convActivateFn: (ctlAt: number) => number;
   private readonly convChannelsFn: (ctlAt: number) => number;
-  private readonly diffsFn: (aAt: number, bAt: number, n: number, outAt: number) => number;
   /** Whether the GDN kernels (wasm-gdn-kernels.ts) are there: they need SIMD. */
   readonly hasGdnKernels: boolean;
   private readonly count: Int32Array;
@@ -355,7 +354,6 @@ export class WasmHeap {
     this.gdnDeltaFn = gdn === null ? missing : gdn.exports.delta as GdnDeltaFn;
     this.convActivateFn = gdn === null ? missing : gdn.exports.convActivate as (ctlAt: number) => number;
     this.convChannelsFn = gdn === null ? missing : gdn.exports.convChannels as (ctlAt: number) => number;
-    this.diffsFn = gdn === null ? missing : gdn.exports.diffs as (aAt: number, bAt: number, n: number, outAt: number) => number;
     this.count = new Int32Array(this.buffer, 0, 1);
   }
 
@@ -481,14 +479,6 @@ export class WasmHeap {
    */
   convChannels(ctl: Int32Array): number {
     return this.convChannelsFn(ctl.byteOffset);
-  }
-
-  /**
-   * wasm-gdn-kernels.ts diffs: the j < n (a multiple of 4) where a[aOff + j] and b[bOff + j] differ
-   * (int32 words), in order, into out; returns how many.
-   */
-  diffs(a: Uint32Array, aOff: number, b: Uint32Array, bOff: number, n: number, out: Int32Array): number {
-    return this.diffsFn(a.byteOffset + 4 * aOff, b.byteOffset + 4 * bOff, n, out.byteOffset);
   }
 
   /** The number of entries the last walk deferred. */

@@ -255,7 +255,11 @@ export class Executor {
     return this.pos;
   }
 
-  /** Empties every cache (GDN conv and recurrent states to +0, KV caches) and sets the position to 0. */
+  /**
+   * Empties every cache (GDN conv and recurrent states to +0, KV caches) and sets the position to 0.
+   * GDN arrays carved from the context's wasm memory pass to the new caches, cleared, unless a
+   * state was handed out (gdnState): a cache read through gdnCacheOf does not outlive a reset.
+   */
   reset(): void {
     const c = this.config;
     const heap = this.ctx.profile === 'f32' ? wasmHeapOf(this.ctx) : null;

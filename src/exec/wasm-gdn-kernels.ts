@@ -1,9 +1,10 @@
 /**
- * The GDN recurrent step's 128-wide loops over a value head (gdn-sparse-step.ts) as WebAssembly
- * functions with 4-lane float32 SIMD: the column dots kv_j = dot(S[:,j], k) and o_j = dot(S[:,j], q)
- * of a state whose entries are finite, and δ_j = fl(fl(v_j − kv_j)·β) with its tests. They run on
- * the numeric context's wasm memory (wasm-kernels.ts WasmHeap), which holds the states, the
- * layer's buffers and the step's scratch when they fit.
+ * The GDN layer's step as WebAssembly functions: the recurrent step's 128-wide loops over a value
+ * head (gdn-sparse-step.ts) with 4-lane float32 SIMD — the column dots kv_j = dot(S[:,j], k) and
+ * o_j = dot(S[:,j], q) of a state whose entries are finite, and δ_j = fl(fl(v_j − kv_j)·β) with its
+ * tests — and the tracked conv step (gdn-tracked.ts trackedConvStep). They run on the numeric
+ * context's wasm memory (wasm-kernels.ts WasmHeap), which holds the states, the conv state, the
+ * layer's buffers, the track's records and the step's scratch when they fit.
  *
  * Why: in JavaScript each of these loops pays, per element, a typed-array load and store with their
  * checks and a double↔float32 conversion; a value head's step ran them over 128 columns two to
@@ -36,6 +37,22 @@
  * delta(vAt, kvAt, beta, deltaAt, dv) → flags (beta a float32 value; dv a multiple of 4): δ_j ←
  * fl(fl(v_j − kv_j)·β) for j < dv; bit 0 set when every δ_j is finite, bit 1 when every δ_j is ±0
  * (a NaN is not). The caller recomputes δ in JavaScript when bit 0 is clear (NaN bits, as above).
+ *
+ * convActivate(ctlAt) → n and convChannels(ctlAt) → status, over a control block (CONV_CTL: the
+ * arrays' addresses and the call's counts) — trackedConvStep's two loops. convActivate: each
+ * channel c of the listed projection rows (c < zOff; or every c < convDim when rowsAt = −1) that
+ * is not active and whose input bits differ from its newest tap's joins the active list; returns
+ * and stores n. convChannels, for active entries i from `resume` to n: the channel's window after
+ * its skipped shifts and this step's (taps j + nsh, then the newest, with the new input as the
+ * newest tap) and its fold y (the single-tap product, or −0 + Σ_j fl(w_j·tap_j) in ascending j when
+ * that is ±0 or more taps weigh), in float32; with a tap or y not finite it stops there (status 1,
+ * `resume` = i, the channel untouched). Otherwise it writes the window, the record (lazySince −1,
+ * the newest bits), conved[c] = silu32(y) (±0 and y ≥ 17 pass, y ≤ −89 gives −0, else
+ * env.siluFormula(y, form) called back), marks the key or value head when conved[c]'s bits moved
+ * (with the value head's count of entries beyond 2^126), and settles the channel (not moved, every
+ * tap equal), makes it lazy (single-tap with y ≠ 0 and its taps from the weighed one on equal, or
+ * the K − 1 shifted windows folding to y's bits; lazySince = step, listed once) or keeps it active
+ * (compacted at m). Status 0 when done; m and the lazy count are stored either way.
  */
 import {
   F32, F64, f64c, fnCode, fnType, get, I32, i32, mem, name, OP, section, set, simd, SIMD, splatConst, tee, V128, vec, vmem,

@@ -133,15 +133,20 @@ const zeroSum = [
   ...get(D.sign), ...i32(0), OP.i32GeS, OP.if, V128,
   ...NEG_ZEROS, ...ZEROS, ...get(D.sign), ...i32(1), OP.i32Eq, OP.select,
   OP.else,
-  ...ZEROS, ...set(D.zs), // (zs: the lanes found +0 or positive so far)
+  ...ZEROS, ...set(D.zs), // (zs: the lanes found +0 so far)
   ...i32(0), ...set(D.t),
-  ...whileLess(D.t, get(D.nzn), [
-    ...at4(D.nzAt, D.t), ...mem(OP.i32Load, 2), ...set(D.r),
-    ...get(D.sAt), ...get(D.r), ...get(D.dv), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...get(D.g), OP.i32Add, ...vmem(SIMD.load),
-    ...at4(D.xAt, D.r), ...mem(OP.f32Load, 2), ...simd(SIMD.f32x4Splat), ...simd(SIMD.f32x4Mul),
-    ...ZEROS, ...simd(SIMD.i32x4Eq), ...get(D.zs), ...simd(SIMD.or), ...set(D.zs),
-    ...inc(D.t, 1),
-  ]),
+  // over the rows until every lane that needs its zero sum has found a +0 term (as the JavaScript
+  // returns at the first): the rows' loop with that exit
+  OP.block, OP.void, OP.loop, OP.void,
+  ...get(D.t), ...get(D.nzn), OP.i32GeU, OP.brIf, 1,
+  ...at4(D.nzAt, D.t), ...mem(OP.i32Load, 2), ...set(D.r),
+  ...get(D.sAt), ...get(D.r), ...get(D.dv), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...get(D.g), OP.i32Add, ...vmem(SIMD.load),
+  ...at4(D.xAt, D.r), ...mem(OP.f32Load, 2), ...simd(SIMD.f32x4Splat), ...simd(SIMD.f32x4Mul),
+  ...ZEROS, ...simd(SIMD.i32x4Eq), ...get(D.zs), ...simd(SIMD.or), ...tee(D.zs),
+  ...get(D.need), ...simd(SIMD.not), ...simd(SIMD.or), ...simd(SIMD.i32x4AllTrue), OP.brIf, 1,
+  ...inc(D.t, 1),
+  OP.br, 0,
+  OP.end, OP.end,
   ...ZEROS, ...NEG_ZEROS, ...get(D.zs), ...simd(SIMD.bitselect),
   OP.end,
   OP.end,

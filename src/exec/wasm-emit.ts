@@ -97,3 +97,26 @@ export const splatConst = (x: number) => v128i32([x, x, x, x]);
 
 export const fnType = (params: number[], results: number[]) => [0x60, ...vec(params.map((p) => [p])), ...vec(results.map((r) => [r]))];
 export const fnCode = (locals: number[][], body: number[]) => { const f = [...vec(locals), ...body]; return [...uleb(f.length), ...f]; };
+
+/** A kernel function: the name it is exported under, its parameter and result types, its locals beyond the parameters ([count, type] runs) and its body (ending with `end`). */
+export interface KernelFn { name: string; params: number[]; results: number[]; locals: number[][]; body: number[] }
+
+/**
+ * The bytes of a kernel module: it imports env.memory (at least one page) and env.siluFormula,
+ * (f64, i32) → f64, as function 0, and defines `fns` as functions 1, 2, …, each exported under its
+ * name (so a body calls silu32's formula with `call 0`).
+ */
+export function kernelModuleOf(fns: KernelFn[]): Uint8Array {
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    // types: 0 the formula's, then one per function
+    ...section(1, vec([fnType([F64, I32], [F64]), ...fns.map((f) => fnType(f.params, f.results))])),
+    ...section(2, vec([
+      [...name('env'), ...name('memory'), 0x02, 0x00, ...uleb(1)],
+      [...name('env'), ...name('siluFormula'), 0x00, 0],
+    ])),
+    ...section(3, vec(fns.map((_, i) => uleb(i + 1)))),
+    ...section(7, vec(fns.map((f, i) => [...name(f.name), 0x00, ...uleb(i + 1)]))),
+    ...section(10, vec(fns.map((f) => fnCode(f.locals, f.body)))),
+  ]);
+}

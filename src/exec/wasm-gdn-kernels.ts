@@ -55,7 +55,7 @@
  * (compacted at m). Status 0 when done; m and the lazy count are stored either way.
  */
 import {
-  F32, F64, f64c, fnCode, fnType, get, I32, i32, mem, name, OP, section, set, simd, SIMD, splatConst, tee, V128, vec, vmem,
+  F32, F64, f64c, get, I32, i32, kernelModuleOf, mem, OP, set, simd, SIMD, splatConst, tee, V128, vmem,
 } from './wasm-emit.ts';
 
 const ZEROS = splatConst(0);
@@ -237,33 +237,15 @@ const deltaBody = [
 ];
 
 /**
- * The GDN kernels' module: the memory imported as env.memory and silu32's formula as
- * env.siluFormula (function 0); `dots` (1), `delta` (2), `convActivate` (3) and `convChannels` (4)
- * exported.
+ * The GDN kernels' module (wasm-emit.ts kernelModuleOf): silu32's formula imported as function 0;
+ * `dots` (1), `delta` (2), `convActivate` (3) and `convChannels` (4) exported.
  */
 export function gdnKernelModuleBytes(): Uint8Array {
-  return new Uint8Array([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, vec([
-      fnType(Array.from({ length: 9 }, () => I32), [I32]),
-      fnType([I32, I32, F32, I32, I32], [I32]),
-      fnType([F64, I32], [F64]),
-      fnType([I32], [I32]),
-    ])),
-    ...section(2, vec([
-      [...name('env'), ...name('memory'), 0x02, 0x00, 0x01],
-      [...name('env'), ...name('siluFormula'), 0x00, 2],
-    ])),
-    ...section(3, vec([[0], [1], [3], [3]])),
-    ...section(7, vec([
-      [...name('dots'), 0x00, 1], [...name('delta'), 0x00, 2], [...name('convActivate'), 0x00, 3], [...name('convChannels'), 0x00, 4],
-    ])),
-    ...section(10, vec([
-      fnCode([[18, I32], [2, F32], [13, V128]], dotsBody),
-      fnCode([[1, I32], [4, V128]], deltaBody),
-      fnCode(CONV_LOCALS, convActivateBody),
-      fnCode(CONV_LOCALS, convChannelsBody),
-    ])),
+  return kernelModuleOf([
+    { name: 'dots', params: Array.from({ length: 9 }, () => I32), results: [I32], locals: [[18, I32], [2, F32], [13, V128]], body: dotsBody },
+    { name: 'delta', params: [I32, I32, F32, I32, I32], results: [I32], locals: [[1, I32], [4, V128]], body: deltaBody },
+    { name: 'convActivate', params: [I32], results: [I32], locals: CONV_LOCALS, body: convActivateBody },
+    { name: 'convChannels', params: [I32], results: [I32], locals: CONV_LOCALS, body: convChannelsBody },
   ]);
 }
 

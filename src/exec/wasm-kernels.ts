@@ -57,7 +57,7 @@
  * every r < 2n below 2^30.
  */
 import { gdnKernelModuleBytes } from './wasm-gdn-kernels.ts';
-import { addr, F64, f64c, fnCode, fnType, get, I32, i32, mem, name, OP, section, set, tee, uleb, vec } from './wasm-emit.ts';
+import { addr, F64, f64c, get, I32, i32, kernelModuleOf, mem, OP, set, tee } from './wasm-emit.ts';
 
 // walk's locals: its ten parameters, then seven int32 and one float64
 const L = {
@@ -249,25 +249,14 @@ const swigluBody: number[] = [
 
 
 /**
- * The kernels' module: the memory imported as env.memory and silu32's formula as env.siluFormula
- * (function 0); `walk` (function 1), `swiglu` (2) and `delta` (3) exported.
+ * The kernels' module (wasm-emit.ts kernelModuleOf): silu32's formula imported as function 0;
+ * `walk` (function 1), `swiglu` (2) and `delta` (3) exported.
  */
 export function kernelModuleBytes(): Uint8Array {
-  return new Uint8Array([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, vec([
-      fnType(Array.from({ length: 10 }, () => I32), [I32]),
-      fnType([F64, I32], [F64]),
-      fnType(Array.from({ length: 7 }, () => I32), [I32]),
-      fnType(Array.from({ length: 16 }, () => I32), [I32]),
-    ])),
-    ...section(2, vec([
-      [...name('env'), ...name('memory'), 0x02, 0x00, ...uleb(1)],
-      [...name('env'), ...name('siluFormula'), 0x00, 1],
-    ])),
-    ...section(3, vec([[0], [2], [3]])),
-    ...section(7, vec([[...name('walk'), 0x00, 1], [...name('swiglu'), 0x00, 2], [...name('delta'), 0x00, 3]])),
-    ...section(10, vec([fnCode([[7, I32], [1, F64]], walkBody), fnCode([[5, I32], [2, F64]], swigluBody), fnCode([[19, I32], [3, F64]], deltaBody)])),
+  return kernelModuleOf([
+    { name: 'walk', params: Array.from({ length: 10 }, () => I32), results: [I32], locals: [[7, I32], [1, F64]], body: walkBody },
+    { name: 'swiglu', params: Array.from({ length: 7 }, () => I32), results: [I32], locals: [[5, I32], [2, F64]], body: swigluBody },
+    { name: 'delta', params: Array.from({ length: 16 }, () => I32), results: [I32], locals: [[19, I32], [3, F64]], body: deltaBody },
   ]);
 }
 
@@ -291,31 +280,26 @@ interface WasmApi {
 }
 const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
 
-let compiled: object | null | undefined;
-/** The kernel module, compiled once per process (null where WebAssembly is not available). */
-function kernelModule(): object | null {
-  if (compiled === undefined) {
-    try {
-      compiled = wasm === undefined ? null : new wasm.Module(kernelModuleBytes());
-    } catch {
-      compiled = null;
+/**
+ * A getter of the module of `bytes`, compiled at its first call and kept for the process (null
+ * where WebAssembly, or an instruction the module uses such as SIMD, is not available).
+ */
+function compiledOnce(bytes: () => Uint8Array): () => object | null {
+  let compiled: object | null | undefined;
+  return () => {
+    if (compiled === undefined) {
+      try {
+        compiled = wasm === undefined ? null : new wasm.Module(bytes());
+      } catch {
+        compiled = null;
+      }
     }
-  }
-  return compiled;
+    return compiled;
+  };
 }
-
-let compiledGdn: object | null | undefined;
-/** The GDN kernels' module (wasm-gdn-kernels.ts), compiled once per process (null where SIMD is not available). */
-function gdnKernelModule(): object | null {
-  if (compiledGdn === undefined) {
-    try {
-      compiledGdn = wasm === undefined ? null : new wasm.Module(gdnKernelModuleBytes());
-    } catch {
-      compiledGdn = null;
-    }
-  }
-  return compiledGdn;
-}
+const kernelModule = compiledOnce(kernelModuleBytes);
+/** The GDN kernels' module (wasm-gdn-kernels.ts; SIMD). */
+const gdnKernelModule = compiledOnce(gdnKernelModuleBytes);
 
 /** The arrays of a state's kernels that `delta` reads besides the state's own (plans.ts DeltaKernel). */
 export interface DeltaArrays { rowIdx: Uint16Array; values: Float32Array; defer: Int32Array; walkX: Float64Array; walkLow: Int32Array; io: Int32Array }

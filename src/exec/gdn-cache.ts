@@ -16,7 +16,7 @@ import { gdnDims, type GdnDims } from '../model/naming.ts';
 import type { OutputSource } from './delta.ts';
 import { newSparseStepScratch, STATE_ZERO, type KvMemo, type SparseStepScratch } from './gdn-sparse-step.ts';
 import type { WasmHeap } from './wasm-kernels.ts';
-import { CONV_CTL_WORDS } from './wasm-gdn-kernels.ts';
+import { CONV_CTL, CONV_CTL_WORDS } from './wasm-gdn-kernels.ts';
 
 /** model/naming.ts gdnDims, refusing a layer without value heads (r = 0) before the executor sizes buffers by it. */
 export function gdnDimsOf(cfg: ModelConfig): GdnDims {
@@ -108,7 +108,8 @@ export interface GdnBuffers {
 /**
  * What the tracked conv step's wasm kernels (wasm-gdn-kernels.ts convActivate, convChannels) read
  * and write besides the cache's conv state, the projections' output and `conved`: their control
- * block (CONV_CTL) and the track's channel records, lists and dirty marks (every track of the layer
+ * block (CONV_CTL: the addresses of these arrays and the layer's dimensions written once, the rest
+ * at each call) and the track's channel records, lists and dirty marks (every track of the layer
  * takes these arrays, cleared), and copies of the layer's conv weights and single-tap positions
  * (`cwSrc`, `tapSrc`: the arrays they were copied from).
  */
@@ -153,7 +154,25 @@ function convKernelOf(d: GdnDims, heap: WasmHeap): ConvKernel | null {
     lazyList: [Int32Array, d.convDim], qDirty: [Uint8Array, d.hk], kDirty: [Uint8Array, d.hk], vDirty: [Uint8Array, d.hv],
     vBeyond: [Int32Array, d.hv], tapAt: [Uint8Array, d.convDim], cw: [Float32Array, d.convDim * d.K],
   });
-  return c === null ? null : { heap, ...c, cwSrc: null, tapSrc: null };
+  if (c === null) return null;
+  // the words that stay for the layer's life: its own arrays' addresses and the dimensions
+  // (gdn-tracked.ts convStepWasm writes the rest at each call)
+  const w = c.ctl;
+  w[CONV_CTL.chanAt] = c.chan.byteOffset;
+  w[CONV_CTL.activeAt] = c.active.byteOffset;
+  w[CONV_CTL.lazyAt] = c.lazyList.byteOffset;
+  w[CONV_CTL.tapAtAt] = c.tapAt.byteOffset;
+  w[CONV_CTL.cwAt] = c.cw.byteOffset;
+  w[CONV_CTL.qDirtyAt] = c.qDirty.byteOffset;
+  w[CONV_CTL.kDirtyAt] = c.kDirty.byteOffset;
+  w[CONV_CTL.vDirtyAt] = c.vDirty.byteOffset;
+  w[CONV_CTL.vBeyondAt] = c.vBeyond.byteOffset;
+  w[CONV_CTL.convDim] = d.convDim;
+  w[CONV_CTL.keyDim] = d.keyDim;
+  w[CONV_CTL.dk] = d.dk;
+  w[CONV_CTL.dv] = d.dv;
+  w[CONV_CTL.K] = d.K;
+  return { heap, ...c, cwSrc: null, tapSrc: null };
 }
 
 /** A Uint32Array view of exactly a's elements (a may be a view into a larger buffer, such as the wasm memory). */

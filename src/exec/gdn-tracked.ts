@@ -28,7 +28,7 @@ import { rowStackOf } from './stack-rows.ts';
 import type { ConvLive, DeltaLinearState, ExecPlans, SingleTaps } from './plans.ts';
 import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
 import type { ConvKernel, GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
-import { CONV_CTL, CONV_CTL_WORDS } from './wasm-gdn-kernels.ts';
+import { CONV_CTL } from './wasm-gdn-kernels.ts';
 import { convZeroOf, inProjParts, normalizeKSeq, normalizeQSeq, noteConvInputs } from './gdn-token.ts';
 
 const f32 = Math.fround;
@@ -333,10 +333,10 @@ function trackedConvStep(
   const mixedBits = t.projBits;
   const { active, chan } = t;
   const kern = buf.convKernel;
-  if (kern !== null && active === kern.active && t.tapAt === kern.tapAt && kern.cwSrc === cw && kern.ctl.length >= CONV_CTL_WORDS + K) {
+  if (kern !== null && active === kern.active && t.tapAt === kern.tapAt && kern.cwSrc === cw) {
     const heap = kern.heap;
     if (conv.buffer === heap.buffer && mixed.buffer === heap.buffer && conved.buffer === heap.buffer && (ps.full || ps.rows.buffer === heap.buffer)) {
-      convStepWasm(t, kern, ps, conv, convBits, mixed, mixedBits, conved, conBits, cw, K, convDim, zOff, keyDim, dk, dv, form, stats);
+      convStepWasm(t, kern, ps, conv, convBits, mixed, mixedBits, conved, conBits, cw, K, zOff, keyDim, dk, dv, form, stats);
       return;
     }
   }
@@ -364,33 +364,20 @@ function trackedConvStep(
  */
 function convStepWasm(
   t: GdnTrack, kern: ConvKernel, ps: DeltaLinearState, conv: Float32Array, convBits: Uint32Array, mixed: Float32Array,
-  mixedBits: Uint32Array, conved: Float32Array, conBits: Uint32Array, cw: Float32Array, K: number, convDim: number, zOff: number,
+  mixedBits: Uint32Array, conved: Float32Array, conBits: Uint32Array, cw: Float32Array, K: number, zOff: number,
   keyDim: number, dk: number, dv: number, form: 'mul' | 'div', stats?: MatmulStats,
 ): void {
   const { ctl, heap } = kern;
+  // (the layer's own arrays and dimensions are in ctl already: gdn-cache.ts convKernelOf)
   ctl[CONV_CTL.rowsAt] = ps.full ? -1 : ps.rows.byteOffset;
   ctl[CONV_CTL.nRows] = ps.nRows;
   ctl[CONV_CTL.nActive] = t.nActive;
   ctl[CONV_CTL.nLazy] = t.nLazy;
   ctl[CONV_CTL.step] = t.step;
-  ctl[CONV_CTL.chanAt] = kern.chan.byteOffset;
-  ctl[CONV_CTL.activeAt] = kern.active.byteOffset;
-  ctl[CONV_CTL.lazyAt] = kern.lazyList.byteOffset;
-  ctl[CONV_CTL.tapAtAt] = kern.tapAt.byteOffset;
   ctl[CONV_CTL.convAt] = conv.byteOffset;
-  ctl[CONV_CTL.cwAt] = kern.cw.byteOffset;
   ctl[CONV_CTL.mixedAt] = mixed.byteOffset;
   ctl[CONV_CTL.convedAt] = conved.byteOffset;
-  ctl[CONV_CTL.qDirtyAt] = kern.qDirty.byteOffset;
-  ctl[CONV_CTL.kDirtyAt] = kern.kDirty.byteOffset;
-  ctl[CONV_CTL.vDirtyAt] = kern.vDirty.byteOffset;
-  ctl[CONV_CTL.vBeyondAt] = kern.vBeyond.byteOffset;
-  ctl[CONV_CTL.convDim] = convDim;
   ctl[CONV_CTL.zOff] = zOff;
-  ctl[CONV_CTL.keyDim] = keyDim;
-  ctl[CONV_CTL.dk] = dk;
-  ctl[CONV_CTL.dv] = dv;
-  ctl[CONV_CTL.K] = K;
   ctl[CONV_CTL.form] = form === 'mul' ? 0 : 1;
   const n = heap.convActivate(ctl);
   ctl[CONV_CTL.resume] = 0;

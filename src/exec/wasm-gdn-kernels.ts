@@ -252,7 +252,7 @@ export function gdnKernelModuleBytes(): Uint8Array {
 /**
  * The word indices of the conv kernels' control block (int32; CONV_CTL_WORDS of them, then the
  * K-float window scratch at word CONV_CTL_WORDS): what a call reads and writes, and the addresses
- * of the layer's arrays (set once, gdn-tracked.ts ConvKernel).
+ * of the layer's arrays and its dimensions (written once, gdn-cache.ts convKernelOf).
  */
 export const CONV_CTL = {
   rowsAt: 0, nRows: 1, nActive: 2, nLazy: 3, step: 4, n: 5, resume: 6, m: 7,

@@ -13,6 +13,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { gdnStepCase } from './helpers/gdn-step-cases.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { gdnForward, recurrentStep } from '../src/exec/gdn.ts';
 import { gdnDimsOf, newGdnCache, type GdnCache } from '../src/exec/gdn-cache.ts';
@@ -37,36 +38,7 @@ const bits = (a: Float32Array): number[] =>
 const ctx = makeNumericContext({});
 
 describe('recurrentStepSparse', () => {
-  const stateVal = fc.oneof(
-    { weight: 6, arbitrary: fc.constant(0) },
-    { weight: 2, arbitrary: fc.constantFrom(-0, 1, -1, 0.5, -3, 2 ** -100, -(2 ** -100)) },
-    { weight: 1, arbitrary: fc.constantFrom(Infinity, -Infinity, NaN, 3e38, -3e38) },
-  );
-  const vecVal = fc.oneof(
-    { weight: 6, arbitrary: fc.constantFrom(0, -0) },
-    { weight: 3, arbitrary: fc.constantFrom(1, -1, 0.25, -0.5, 2 ** -80, -(2 ** -80), 7) },
-    { weight: 1, arbitrary: fc.constantFrom(Infinity, NaN, 3e38) },
-  );
-  const caseArb = fc.record({ dk: fc.integer({ min: 1, max: 5 }), dv: fc.integer({ min: 1, max: 4 }) }).chain(({ dk, dv }) => fc.record({
-    dk: fc.constant(dk),
-    dv: fc.constant(dv),
-    S: fc.oneof(
-      fc.constant(new Array<number>(dk * dv).fill(0)),
-      fc.array(stateVal, { minLength: dk * dv, maxLength: dk * dv }),
-      // sign-bit-free states (STATE_POS), as pinned RAM heads hold: +0 and positive values
-      fc.array(fc.constantFrom(0, 0, 0, 1, 0.5, 181), { minLength: dk * dv, maxLength: dk * dv }),
-    ),
-    q: fc.array(vecVal, { minLength: dk, maxLength: dk }),
-    k: fc.oneof(
-      fc.array(fc.constantFrom(0, -0), { minLength: dk, maxLength: dk }),
-      fc.tuple(fc.integer({ min: 0, max: dk - 1 }), fc.constantFrom(1, -1, 0.5, 2 ** -120))
-        .map(([i, x]) => Array.from({ length: dk }, (_, j) => (j === i ? x : (j & 1 ? -0 : 0)))),
-      fc.array(vecVal, { minLength: dk, maxLength: dk }),
-    ),
-    v: fc.array(vecVal, { minLength: dv, maxLength: dv }),
-    g: fc.constantFrom(-0, 0, -1, -0.001, -200, -Infinity, NaN),
-    beta: fc.constantFrom(0, 1, 0.5, Infinity),
-  }));
+  const caseArb = gdnStepCase(fc.record({ dk: fc.integer({ min: 1, max: 5 }), dv: fc.integer({ min: 1, max: 4 }) }));
 
   it('is bit-identical to recurrentStep (sequential, no skip) and reports a true state kind', () => {
     const seen = new Set<string>();

@@ -15,6 +15,7 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
+import { gdnStepCase } from './helpers/gdn-step-cases.ts';
 import { gdnDotsScratchLength, WasmHeap } from '../src/exec/wasm-kernels.ts';
 import { gdnKernelModuleBytes } from '../src/exec/wasm-gdn-kernels.ts';
 import { makeNumericContext, siluFormula } from '../src/exec/numeric.ts';
@@ -182,36 +183,7 @@ function stepArrays(heap: WasmHeap | null, dk: number, dv: number) {
 }
 
 describe('recurrentStepSparse on the wasm memory', () => {
-  const stateVal = fc.oneof(
-    { weight: 6, arbitrary: fc.constant(0) },
-    { weight: 2, arbitrary: fc.constantFrom(-0, 1, -1, 0.5, -3, 2 ** -100, -(2 ** -100)) },
-    { weight: 1, arbitrary: fc.constantFrom(Infinity, -Infinity, NaN, 3e38, -3e38) },
-  );
-  const vecVal = fc.oneof(
-    { weight: 6, arbitrary: fc.constantFrom(0, -0) },
-    { weight: 3, arbitrary: fc.constantFrom(1, -1, 0.25, -0.5, 2 ** -80, -(2 ** -80), 7) },
-    { weight: 1, arbitrary: fc.constantFrom(Infinity, NaN, 3e38) },
-  );
-  const caseArb = fc.record({ dk: fc.constantFrom(4, 8), dv: fc.constantFrom(4, 8) }).chain(({ dk, dv }) => fc.record({
-    dk: fc.constant(dk),
-    dv: fc.constant(dv),
-    S: fc.oneof(
-      fc.constant(new Array<number>(dk * dv).fill(0)),
-      fc.array(stateVal, { minLength: dk * dv, maxLength: dk * dv }),
-      fc.array(fc.constantFrom(0, 0, 0, 1, 0.5, 181), { minLength: dk * dv, maxLength: dk * dv }),
-      fc.array(fc.constantFrom(0, 0, 0, 1, -0.5, 181), { minLength: dk * dv, maxLength: dk * dv }),
-    ),
-    q: fc.array(vecVal, { minLength: dk, maxLength: dk }),
-    k: fc.oneof(
-      fc.array(fc.constantFrom(0, -0), { minLength: dk, maxLength: dk }),
-      fc.tuple(fc.integer({ min: 0, max: dk - 1 }), fc.constantFrom(1, -1, 0.5, 2 ** -120))
-        .map(([i, x]) => Array.from({ length: dk }, (_, j) => (j === i ? x : (j & 1 ? -0 : 0)))),
-      fc.array(vecVal, { minLength: dk, maxLength: dk }),
-    ),
-    v: fc.array(vecVal, { minLength: dv, maxLength: dv }),
-    g: fc.constantFrom(-0, 0, -0, -1, -200, NaN),
-    beta: fc.constantFrom(0, 1, 0.5, Infinity),
-  }));
+  const caseArb = gdnStepCase(fc.record({ dk: fc.constantFrom(4, 8), dv: fc.constantFrom(4, 8) }));
 
   it('single steps: bit-identical to recurrentStep, and the kernels ran (finished, and refused a non-finite vector)', () => {
     const heap = WasmHeap.create(16, siluFormula)!;

@@ -8,7 +8,7 @@
  * g only for the heads whose b / a rows changed) and the incremental SwiGLU, against the dense
  * path, bit for bit.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import { rmsNorm1p } from '../src/exec/norms.ts';
@@ -21,6 +21,8 @@ import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/
 import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix, ModelWeights } from '../src/model/weights.ts';
 import { gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
+import { wasmHeapOf } from '../src/exec/delta.ts';
+import type { WasmHeap } from '../src/exec/wasm-kernels.ts';
 
 const f32 = Math.fround;
 const bits = (v: Float32Array): Uint32Array => new Uint32Array(v.buffer, v.byteOffset, v.length);
@@ -57,18 +59,33 @@ function streamArb(H: number, anchor: boolean) {
   });
 }
 
+/** The context's wasm memory (f32 contexts only), with spies counting its list loops' calls by result. */
+function heapOf(ctx: ReturnType<typeof makeNumericContext>): { heap: WasmHeap; calls: Map<string, number> } {
+  const heap = wasmHeapOf(ctx);
+  if (heap === null) throw new Error('no wasm memory');
+  const calls = new Map<string, number>();
+  const count = (key: string) => calls.set(key, (calls.get(key) ?? 0) + 1);
+  const norm = heap.normListed.bind(heap);
+  vi.spyOn(heap, 'normListed').mockImplementation((...a) => { const m = norm(...a); count(m < 0 ? 'norm refused' : 'norm'); return m; });
+  const add = heap.addLists.bind(heap);
+  vi.spyOn(heap, 'addLists').mockImplementation((...a) => { const st = add(...a); count(st === 0 ? 'add' : 'add stopped'); return st; });
+  return { heap, calls };
+}
+
 describe('NormSite', () => {
-  for (const profile of ['f32', 'bf16'] as const) {
+  for (const [profile, inHeap] of [['f32', false], ['bf16', false], ['f32', true]] as const) {
     for (const anchor of [true, false]) {
-      it(`equals rmsNorm1p bit for bit on a changing stream (${profile}, ${anchor ? 'anchored' : 'no anchor'})`, () => {
+      it(`equals rmsNorm1p bit for bit on a changing stream (${profile}, ${anchor ? 'anchored' : 'no anchor'}${inHeap ? ', in wasm memory' : ''})`, () => {
         const ctx = makeNumericContext({ profile, order: { kind: 'sequential' } });
+        const wasm = inHeap ? heapOf(ctx) : null;
         const H = 23;
         fc.assert(fc.property(streamArb(H, anchor), fc.array(fc.float({ min: -1, max: 1, noNaN: true }), { minLength: H, maxLength: H }), (xs, wl) => {
           const w = Float32Array.from(wl, f32);
-          const site = new NormSite(ctx.plans, w, 1e-6);
-          const x = new TrackedVector(H);
+          const site = new NormSite(ctx.plans, w, 1e-6, wasm?.heap ?? null);
+          const x = new TrackedVector(H, wasm?.heap ?? null);
           let prev: Float32Array | null = null;
           let prevOut: Float32Array | null = null;
+          let prevStamp = -1;
           for (let s = 0; s < xs.length; s++) {
             const fresh = s === 0;
             const old = x.v.slice();
@@ -86,16 +103,44 @@ describe('NormSite', () => {
               const listed = new Set(Array.from(site.out.changed.subarray(0, site.out.n)));
               if (!site.out.all) for (const i of diff(prevOut, want)) expect(listed.has(i)).toBe(true);
               const ch = site.changes();
-              if (ch !== null) expect(ch.prevStamp).not.toBe(site.stamp);
+              if (ch !== null) expect(ch.prevStamp).toBe(prevStamp);
             }
             prev = xs[s];
             prevOut = want;
+            prevStamp = site.stamp;
           }
           return prev !== null;
         }), { numRuns: 150 });
+        // the wasm list loop ran (anchored streams), and refused some steps (a square not absorbed,
+        // a non-finite entry) that the JavaScript path then took
+        if (wasm !== null) {
+          if (anchor) expect(wasm.calls.get('norm') ?? 0).toBeGreaterThan(100);
+          expect(wasm.calls.get('norm refused') ?? 0).toBeGreaterThan(10);
+        }
       });
     }
   }
+
+  it('a weight vector with an infinite entry keeps the site off the wasm list loop (its outputs could be ∞·0)', () => {
+    const ctx = makeNumericContext({ profile: 'f32', order: { kind: 'sequential' } });
+    const { heap, calls } = heapOf(ctx);
+    const H = 8;
+    const run = (w: Float32Array): void => {
+      const site = new NormSite(ctx.plans, w, 1e-6, heap);
+      const x = new TrackedVector(H, heap);
+      x.v.set([2 ** 20, 1, 2, 3, 4, 5, 6, 7]); // the anchor absorbs every other square
+      site.run(ctx, x, true);
+      x.v[3] = 0.5;
+      x.changed[0] = 3; x.n = 1; x.all = false;
+      site.run(ctx, x, false);
+    };
+    run(new Float32Array(H));
+    expect(calls.get('norm')).toBe(1);
+    const w = new Float32Array(H);
+    w[5] = Infinity;
+    run(w);
+    expect(calls.get('norm')).toBe(1);
+  });
 
   it('an anchor that absorbs every later square: one fold step per changed entry', () => {
     const ctx = makeNumericContext({ profile: 'f32', order: { kind: 'sequential' } });
@@ -138,22 +183,31 @@ describe('NormSite', () => {
 });
 
 describe('addTracked', () => {
-  it('equals fl(a + b) and lists exactly the changed entries (f32 and bf16)', () => {
-    for (const profile of ['f32', 'bf16'] as const) {
+  it('equals fl(a + b) and lists exactly the changed entries (f32 and bf16; f32 in wasm memory)', () => {
+    for (const [profile, inHeap] of [['f32', false], ['bf16', false], ['f32', true]] as const) {
       const ctx = makeNumericContext({ profile, order: { kind: 'sequential' } });
+      const wasm = inHeap ? heapOf(ctx) : null;
+      const heap = wasm?.heap ?? null;
       const H = 17;
-      fc.assert(fc.property(streamArb(H, false), streamArb(H, false), fc.boolean(), (as, bs, unknownB) => {
+      fc.assert(fc.property(streamArb(H, false), streamArb(H, false), fc.boolean(), fc.integer({ min: 0, max: 3 }), (as, bs, unknownB, repeats) => {
         const n = Math.min(as.length, bs.length);
-        const a = new TrackedVector(H);
-        const out = new TrackedVector(H);
+        const a = new TrackedVector(H, heap);
+        const out = new TrackedVector(H, heap);
+        // b and its change list where the wasm loop reads them
+        const b = heap?.take(Float32Array, H) ?? new Float32Array(H);
+        const bRows = heap?.take(Int32Array, H + 3) ?? new Int32Array(H + 3);
         for (let s = 0; s < n; s++) {
           const old = a.v.slice();
           a.v.set(as[s]);
           const d = diff(old, a.v);
           a.changed.set(d); a.n = d.length; a.all = s === 0;
-          const bd = s === 0 ? [] : diff(bs[s - 1], bs[s]);
+          // b's list may repeat indices of a's and its own
+          const bd = s === 0 ? [] : [...diff(bs[s - 1], bs[s]), ...d.slice(0, repeats)];
+          if (bd.length > 0) bd.push(bd[0]);
+          bRows.set(bd);
+          b.set(bs[s]);
           const before = out.v.slice();
-          addTracked(ctx, a, bs[s], unknownB ? null : { rows: Int32Array.from(bd), n: bd.length }, out, s === 0);
+          addTracked(ctx, a, b, unknownB ? null : { rows: bRows, n: bd.length }, out, s === 0);
           const want = Float32Array.from(as[s], (v, i) => ctx.act(f32(v + bs[s][i])));
           expect(Array.from(bits(out.v))).toEqual(Array.from(bits(want)));
           if (s > 0) {
@@ -162,7 +216,66 @@ describe('addTracked', () => {
           }
         }
       }), { numRuns: 100 });
+      // the wasm loop ran, and handed NaN sums (NaN and ∞ entries in the streams) to JavaScript
+      if (wasm !== null) {
+        expect(wasm.calls.get('add') ?? 0).toBeGreaterThan(100);
+        expect(wasm.calls.get('add stopped') ?? 0).toBeGreaterThan(5);
+      }
     }
+  });
+});
+
+describe('the residual list loops in wasm (wasm-residual-kernels.ts)', () => {
+  it('addLists stops before a NaN sum, saying where, and normListed refuses without writing', () => {
+    const ctx = makeNumericContext({ profile: 'f32', order: { kind: 'sequential' } });
+    const heap = wasmHeapOf(ctx) as WasmHeap;
+    const f32s = (v: number[]): Float32Array => { const a = heap.take(Float32Array, v.length) as Float32Array; a.set(v); return a; };
+    const i32s = (v: number[]): Int32Array => { const a = heap.take(Int32Array, v.length) as Int32Array; a.set(v); return a; };
+    const x = f32s([1, 2, Infinity, 4, 5]);
+    const b = f32s([0.5, 0, -Infinity, 1, 0]);
+    const o = f32s([1.5, 9, 7, 9, 9]);
+    const changed = i32s([0, 0, 0, 0, 0]);
+    // list a: 0 (unchanged), 1, 3; list b: 4, then 2 (∞ + −∞)
+    const st = heap.addLists(x, b, o, i32s([0, 1, 3]), 3, i32s([4, 2]), 2, changed);
+    expect(st).toBe(1);
+    expect(heap.appended).toBe(3);
+    expect(Array.from(changed.subarray(0, 3))).toEqual([1, 3, 4]);
+    expect(Array.from(o)).toEqual([1.5, 2, 7, 5, 5]); // o_2 not stored
+    // normListed: a square not absorbed, then a non-finite entry that is: −1, nothing written
+    const P = f32s([2 ** 40, 2 ** 40, 2 ** 40, Infinity]);
+    const w1 = f32s([1, 1, 1, 1]);
+    const ov = f32s([3, 3, 3, 3]);
+    const nx = f32s([2 ** 20, 2 ** 19, 1, -Infinity]);
+    const list = i32s([2, 1]);
+    const before = Array.from(ov);
+    expect(heap.normListed(nx, P, list, 2, w1, ov, changed, 2 ** -20)).toBe(-1);
+    list.set([3, 2]);
+    expect(heap.normListed(nx, P, list, 2, w1, ov, changed, 2 ** -20)).toBe(-1);
+    expect(Array.from(ov)).toEqual(before);
+    list.set([2]);
+    expect(heap.normListed(nx, P, list, 1, w1, ov, changed, 2 ** -20)).toBe(1);
+    expect(ov[2]).toBe(2 ** -20);
+  });
+
+  it('an infinite entry absorbed in an infinite sum of squares is left to JavaScript (its output is ∞·0)', () => {
+    const ctx = makeNumericContext({ profile: 'f32', order: { kind: 'sequential' } });
+    const { heap, calls } = heapOf(ctx);
+    const H = 6;
+    const w = new Float32Array(H);
+    const site = new NormSite(ctx.plans, w, 1e-6, heap);
+    const x = new TrackedVector(H, heap);
+    x.v.set([2 ** 20, 1, Infinity, 3, 4, 5]);
+    site.run(ctx, x, true);
+    for (const [i, v] of [[2, -Infinity], [4, 0.5]] as const) {
+      x.v[i] = v;
+      x.changed[0] = i; x.n = 1; x.all = false;
+      site.run(ctx, x, false);
+      const want = new Float32Array(H);
+      rmsNorm1p(ctx, Array.from(x.v), 0, H, w, 1e-6, want, 0);
+      expect(Array.from(bits(site.out.v))).toEqual(Array.from(bits(want)));
+    }
+    // −∞ at 2 refused; 0.5 at 4 absorbed in the infinite sum (r = 0), taken in wasm
+    expect([calls.get('norm refused'), calls.get('norm')]).toEqual([1, 1]);
   });
 });
 

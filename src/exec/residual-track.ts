@@ -118,6 +118,20 @@ export function addTracked(
       if (ob[i] !== old) ch[n++] = i;
     }
   } else {
+    const heap = ctx.memos.wasmHeap;
+    if (f32Profile && heap != null && x.buffer === heap.buffer && b.buffer === heap.buffer && o.buffer === heap.buffer
+      && a.changed.buffer === heap.buffer && bChanges.rows.buffer === heap.buffer && ch.buffer === heap.buffer) {
+      // the same loop in wasm (wasm-residual-kernels.ts addLists)
+      const done = heap.addLists(x, b, o, a.changed, a.n, bChanges.rows, bChanges.n, ch) === 0;
+      n = heap.appended;
+      if (done) {
+        out.all = false;
+        out.n = n;
+        return;
+      }
+      // a NaN sum, not stored: the loop below, whose NaN bits are the reference's, from the count
+      // so far (the entries the kernel did keep their bits and are not listed again)
+    }
     for (let pass = 0; pass < 2; pass++) {
       const list = pass === 0 ? a.changed : bChanges.rows;
       const m = pass === 0 ? a.n : bChanges.n;
@@ -179,6 +193,10 @@ export class NormSite {
   readonly prefix: Float32Array;
   /** fl(1 + w_i). */
   readonly w1: Float32Array;
+  /** The wasm memory the site's list loop runs in (wasm-residual-kernels.ts normListed), or null. */
+  private readonly heap: WasmHeap | null;
+  /** w1's copy in that memory. */
+  private readonly w1Heap: Float32Array | null;
   readonly eps: number;
   private r = Number.NaN;
   private readonly sorted: Int32Array;
@@ -196,11 +214,20 @@ export class NormSite {
   constructor(plans: ExecPlans, w: Float32Array, eps: number, heap: WasmHeap | null = null) {
     const H = w.length;
     this.out = new TrackedVector(H, heap);
-    this.prefix = new Float32Array(H);
     this.w1 = onePlusWeights(plans, w);
     this.eps = eps;
     this.sorted = new Int32Array(H);
     this.since = { prevStamp: -1, changed: this.out.changed, nChanged: 0 };
+    // the wasm list loop's arrays: the prefixes, and a copy of w1 where every entry is finite
+    // (its precondition: no output is then NaN)
+    let w1Finite = true;
+    for (let i = 0; i < H; i++) if (this.w1[i] - this.w1[i] !== 0) w1Finite = false;
+    const a = heap !== null && this.out.v.buffer === heap.buffer && w1Finite
+      ? heap.carve({ prefix: [Float32Array, H], w1: [Float32Array, H] }) : null;
+    this.prefix = a !== null ? a.prefix : new Float32Array(H);
+    this.w1Heap = a !== null ? a.w1 : null;
+    this.w1Heap?.set(this.w1);
+    this.heap = a !== null ? heap : null;
   }
 
   /** How out changed since the previous step's vector (DeltaShare `since`), or null when unknown. */
@@ -220,6 +247,25 @@ export class NormSite {
     const H = this.prefix.length;
     const xv = x.v;
     const P = this.prefix;
+    const heap = this.heap;
+    if (!fresh && !x.all && x.n > 0 && heap !== null && this.w1Heap !== null && xv.buffer === heap.buffer && x.changed.buffer === heap.buffer) {
+      // every changed square absorbed and r the kept one: the list loop in wasm (normListed), which
+      // returns −1 (nothing written) when some square is not absorbed; the path below then runs.
+      // (r is the kept one whenever the site's previous run was complete: Object.is is a guard.)
+      const r = rsqrt32(f32(meanOf(ctx, P[H - 1], H) + f32(this.eps)));
+      if (Object.is(r, this.r) && r - r === 0) {
+        const o = this.out;
+        const m = heap.normListed(xv, P, x.changed, x.n, this.w1Heap, o.v, o.changed, r);
+        if (m >= 0) {
+          this.walked = x.n;
+          this.prevStamp = this.stamp;
+          this.stamp = nextInputStamp();
+          o.all = false;
+          o.n = m;
+          return;
+        }
+      }
+    }
     let walked = 0;
     if (fresh || x.all) {
       allPrefixSquares(xv, P, H);
@@ -318,12 +364,12 @@ export class ResidualTrack {
     plans: ExecPlans, H: number, layerNorms: { input: Float32Array; post: Float32Array }[], finalNorm: Float32Array, eps: number,
     heap: WasmHeap | null = null,
   ) {
-    this.x0 = new TrackedVector(H);
+    this.x0 = new TrackedVector(H, heap);
     this.layers = layerNorms.map((w) => ({
-      n1: new NormSite(plans, w.input, eps, heap), mid: new TrackedVector(H), n2: new NormSite(plans, w.post, eps, heap), y: new TrackedVector(H),
-      mixSeen: new SourceSeen(), ffSeen: new SourceSeen(),
+      n1: new NormSite(plans, w.input, eps, heap), mid: new TrackedVector(H, heap), n2: new NormSite(plans, w.post, eps, heap),
+      y: new TrackedVector(H, heap), mixSeen: new SourceSeen(), ffSeen: new SourceSeen(),
     }));
-    this.finalNorm = new NormSite(plans, finalNorm, eps);
+    this.finalNorm = new NormSite(plans, finalNorm, eps, heap);
   }
 
   /** Drops what the vectors hold (the next step recomputes everything). */

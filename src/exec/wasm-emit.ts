@@ -80,6 +80,20 @@ export const addr = (base: number, index: number, shift: number) => [...get(base
 export const f64c = (v: number) => { const b = new Uint8Array(8); new DataView(b.buffer).setFloat64(0, v, true); return [OP.f64Const, ...b]; };
 /** A memory access with its alignment (log2) and offset. */
 export const mem = (op: number, align: number, offset = 0) => [op, align, ...uleb(offset)];
+/** A loop `while (local < limit) { body }` (unsigned compare); the body must not branch past it. */
+export const whileLess = (local: number, limit: number[], body: number[]) => [
+  OP.block, OP.void, OP.loop, OP.void,
+  ...get(local), ...limit, OP.i32GeU, OP.brIf, 1,
+  ...body,
+  OP.br, 0,
+  OP.end, OP.end,
+];
+/** local ← local + by (int32). */
+export const inc = (local: number, by: number) => [...get(local), ...i32(by), OP.i32Add, ...set(local)];
+/** base + (index << 2), both locals: the byte address of a 4-byte array's entry, on the stack. */
+export const at4 = (base: number, index: number) => [...get(base), ...get(index), ...i32(2), OP.i32Shl, OP.i32Add];
+/** Appends value `v` (code pushing an i32) to the int32 list at `list`, count in local `cnt`. */
+export const push = (list: number, cnt: number, v: number[]) => [...at4(list, cnt), ...v, ...mem(OP.i32Store, 2), ...inc(cnt, 1)];
 
 /** A SIMD instruction (0xfd, then the opcode as LEB128). */
 export const simd = (op: number) => [0xfd, ...uleb(op)];

@@ -55,7 +55,7 @@
  * (compacted at m). Status 0 when done; m and the lazy count are stored either way.
  */
 import {
-  F32, F64, f64c, get, I32, i32, kernelModuleOf, mem, OP, set, simd, SIMD, splatConst, tee, V128, vmem,
+  at4, F32, F64, f64c, get, I32, i32, inc, kernelModuleOf, mem, OP, push, set, simd, SIMD, splatConst, tee, V128, vmem, whileLess,
 } from './wasm-emit.ts';
 
 const ZEROS = splatConst(0);
@@ -72,19 +72,6 @@ const D = {
   v: 29, sgn: 30, allNegV: 31, everyV: 32, xs: 33, p: 34, m: 35, acc: 36, anyV: 37, nanAny: 38, need: 39, zs: 40, res: 41,
 } as const;
 
-/** A loop `while (local < limit) { body }` (unsigned compare); the body must not branch past it. */
-const whileLess = (local: number, limit: number[], body: number[]) => [
-  OP.block, OP.void, OP.loop, OP.void,
-  ...get(local), ...limit, OP.i32GeU, OP.brIf, 1,
-  ...body,
-  OP.br, 0,
-  OP.end, OP.end,
-];
-const inc = (local: number, by: number) => [...get(local), ...i32(by), OP.i32Add, ...set(local)];
-/** local ← base + (local2 << 2) … as an address on the stack. */
-const at4 = (base: number, index: number) => [...get(base), ...get(index), ...i32(2), OP.i32Shl, OP.i32Add];
-/** Appends value `v` (code pushing an i32) to the int32 list at `list`, count in local `cnt`. */
-const push = (list: number, cnt: number, v: number[]) => [...at4(list, cnt), ...v, ...mem(OP.i32Store, 2), ...inc(cnt, 1)];
 const ioStore = (slot: number, v: number[]) => [...get(D.ioAt), ...v, ...mem(OP.i32Store, 2, 4 * slot)];
 
 /** The scalar part of the scan for entries e ∈ [i, i + 4) of a group with a non-zero lane. */

@@ -57,6 +57,7 @@
  * every r < 2n below 2^30.
  */
 import { gdnKernelModuleBytes } from './wasm-gdn-kernels.ts';
+import { residualKernelFns } from './wasm-residual-kernels.ts';
 import { addr, F64, f64c, get, I32, i32, kernelModuleOf, mem, OP, set, tee } from './wasm-emit.ts';
 
 // walk's locals: its ten parameters, then seven int32 and one float64
@@ -250,13 +251,15 @@ const swigluBody: number[] = [
 
 /**
  * The kernels' module (wasm-emit.ts kernelModuleOf): silu32's formula imported as function 0;
- * `walk` (function 1), `swiglu` (2) and `delta` (3) exported.
+ * `walk` (function 1), `swiglu` (2), `delta` (3), and wasm-residual-kernels.ts `addLists` (4) and
+ * `normListed` (5) exported.
  */
 export function kernelModuleBytes(): Uint8Array {
   return kernelModuleOf([
     { name: 'walk', params: Array.from({ length: 10 }, () => I32), results: [I32], locals: [[7, I32], [1, F64]], body: walkBody },
     { name: 'swiglu', params: Array.from({ length: 7 }, () => I32), results: [I32], locals: [[5, I32], [2, F64]], body: swigluBody },
     { name: 'delta', params: Array.from({ length: 16 }, () => I32), results: [I32], locals: [[19, I32], [3, F64]], body: deltaBody },
+    ...residualKernelFns(),
   ]);
 }
 
@@ -266,6 +269,9 @@ type DeltaFn = (nCand: number, candAt: number, xAt: number, recAt: number, rowId
   yAt: number, rowsAt: number, deferAt: number, walkXAt: number, walkLowAt: number, changedAt: number, cur: number, t0: number, ioAt: number) => number;
 type SwigluFn = (nr: number, rowsAt: number, n: number, goAt: number, hAt: number, changedAt: number, form: number) => number;
 type GdnDotsFn = (sAt: number, xAt: number, rnzAt: number, dk: number, dv: number, kindPos: number, outAt: number, idxAt: number, scrAt: number) => number;
+type AddListsFn = (xAt: number, bAt: number, oAt: number, aAt: number, aN: number, bListAt: number, bN: number, chAt: number,
+  ioAt: number) => number;
+type NormListedFn = (xAt: number, pAt: number, listAt: number, n: number, w1At: number, ovAt: number, chAt: number, r: number) => number;
 type GdnDeltaFn = (vAt: number, kvAt: number, beta: number, deltaAt: number, dv: number) => number;
 
 /** silu32's formula for a form (numeric.ts siluFormula): swiglu's callback for the unsaturated units. */
@@ -312,7 +318,7 @@ type InstanceType<C> = C extends ViewCtor<infer T> ? T : never;
  * its buffer), zero-filled, carved by a bump pointer into the arrays of the context's incremental
  * matmuls, SwiGLUs, norm outputs and GDN layers (each starting at a multiple of 8 bytes), and both
  * kernel modules instantiated on it (the GDN one where SIMD is there: hasGdnKernels). The first 8
- * bytes hold walk's deferred count. Untouched pages are the system's zero pages, so a
+ * bytes hold walk's deferred count, the next 8 addLists' appended count. Untouched pages are the system's zero pages, so a
  * large memory costs address space, not resident memory. A request that does not fit gets null
  * (the caller keeps its JavaScript arrays and loop); nothing is freed before the context is.
  */
@@ -321,6 +327,8 @@ export class WasmHeap {
   private readonly walkFn: WalkFn;
   private readonly swigluFn: SwigluFn;
   private readonly deltaFn: DeltaFn;
+  private readonly addListsFn: AddListsFn;
+  private readonly normListedFn: NormListedFn;
   private readonly gdnDotsFn: GdnDotsFn;
   private readonly gdnDeltaFn: GdnDeltaFn;
   private readonly convActivateFn: (ctlAt: number) => number;
@@ -328,13 +336,17 @@ export class WasmHeap {
   /** Whether the GDN kernels (wasm-gdn-kernels.ts) are there: they need SIMD. */
   readonly hasGdnKernels: boolean;
   private readonly count: Int32Array;
-  private used = 8;
+  /** addLists' io word (bytes 8–11): the appended count. */
+  private readonly addIo: Int32Array;
+  private used = 16;
 
   private constructor(memory: WasmMemory, instance: { exports: Record<string, unknown> }, gdn: { exports: Record<string, unknown> } | null) {
     this.buffer = memory.buffer;
     this.walkFn = instance.exports.walk as WalkFn;
     this.swigluFn = instance.exports.swiglu as SwigluFn;
     this.deltaFn = instance.exports.delta as DeltaFn;
+    this.addListsFn = instance.exports.addLists as AddListsFn;
+    this.normListedFn = instance.exports.normListed as NormListedFn;
     this.hasGdnKernels = gdn !== null;
     const missing = (): number => { throw new Error('the GDN kernels are not available (hasGdnKernels)'); };
     this.gdnDotsFn = gdn === null ? missing : gdn.exports.dots as GdnDotsFn;
@@ -342,6 +354,7 @@ export class WasmHeap {
     this.convActivateFn = gdn === null ? missing : gdn.exports.convActivate as (ctlAt: number) => number;
     this.convChannelsFn = gdn === null ? missing : gdn.exports.convChannels as (ctlAt: number) => number;
     this.count = new Int32Array(this.buffer, 0, 1);
+    this.addIo = new Int32Array(this.buffer, 8, 1);
   }
 
   /**
@@ -466,6 +479,34 @@ export class WasmHeap {
    */
   convChannels(ctl: Int32Array): number {
     return this.convChannelsFn(ctl.byteOffset);
+  }
+
+  /**
+   * wasm-residual-kernels.ts addLists: o_i = fl(x_i + b_i) for the indices of list a (aN), then of
+   * list b (bN), the ones whose bits moved appended to `changed`; every array must be a view of
+   * this heap. Returns 0 when done, 1 at a NaN sum (not stored); `appended` is the appended count
+   * either way.
+   */
+  addLists(x: Float32Array, b: Float32Array, o: Float32Array, a: Int32Array, aN: number, bList: Int32Array, bN: number,
+    changed: Int32Array): number {
+    return this.addListsFn(x.byteOffset, b.byteOffset, o.byteOffset, a.byteOffset, aN, bList.byteOffset, bN, changed.byteOffset,
+      this.addIo.byteOffset);
+  }
+
+  /**
+   * wasm-residual-kernels.ts normListed: when every listed x_j is finite and its square absorbed in
+   * the prefixes P (NormSite), ov_i = fl(fl(x_i·r)·w1_i) at the listed indices, the ones whose bits
+   * moved appended to `changed`, and their count returned; otherwise −1, nothing written. r and
+   * every w1_i must be finite (r a float32 value), every array a view of this heap.
+   */
+  normListed(x: Float32Array, P: Float32Array, list: Int32Array, n: number, w1: Float32Array, ov: Float32Array,
+    changed: Int32Array, r: number): number {
+    return this.normListedFn(x.byteOffset, P.byteOffset, list.byteOffset, n, w1.byteOffset, ov.byteOffset, changed.byteOffset, r);
+  }
+
+  /** The number of indices the last addLists appended. */
+  get appended(): number {
+    return this.addIo[0]!;
   }
 
   /** The number of entries the last walk deferred. */

@@ -47,7 +47,9 @@
  * in the same process (the reference); the work per token of the incremental matmuls (stored
  * entries walked, rows reached and refolded, and the entries the refolds walk) and of the tracked
  * GDN steps (conv channels recomputed, value-head steps run and passed over) — deterministic, so it compares two builds on a noisy
- * machine where timings cannot — and the phase table.
+ * machine where timings cannot — and the phase table, then the same profiled run's time per layer
+ * (`layersMsPerToken`: each layer's mixer and FFN, each with its norm and residual add; these
+ * overlap the phases and are kept out of `phasesMsPerToken`).
  */
 import fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -390,6 +392,11 @@ if (phases) {
   if (r.ids.join(',') !== plain.ids.join(',')) throw new Error('profiled run emitted different tokens');
 }
 const c = weights.config;
+// the executor's per-layer totals (`layer N mixer` / `layer N ffn`, each the layer's norm, sublayer
+// and residual add) are kept apart from the phases, which they overlap
+const LAYER_KEY = /^layer (\d+) (mixer|ffn)$/;
+const phaseRows = Object.entries(times ?? {}).filter(([k]) => !LAYER_KEY.test(k));
+const layerRows = Array.from({ length: c.numLayers }, (_, layer) => ({ layer, mixer: times?.[`layer ${layer} mixer`] ?? 0, ffn: times?.[`layer ${layer} ffn`] ?? 0 }));
 const distinct = new Set(plain.ids).size;
 const instrPerSecond = plain.instructions / (plain.decodeMs / 1000);
 const golden = elf !== undefined ? goldenRate(elf) : null;
@@ -405,7 +412,8 @@ if (json) {
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
     workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps, headSteps: plain.work.heads / steps, headsPassedOver: plain.work.headsPassed / steps },
     workPerTokenByMatrix: Object.fromEntries(DELTA_ROLES.map((r) => [r, Object.fromEntries(Object.entries(plain.work.byRole[r]).map(([k, v]) => [k, v / steps]))])),
-    phasesMsPerToken: times && Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v / steps])),
+    phasesMsPerToken: times && Object.fromEntries(phaseRows.map(([k, v]) => [k, v / steps])),
+    layersMsPerToken: times && layerRows.map((l) => ({ layer: l.layer, mixer: l.mixer / steps, ffn: l.ffn / steps })),
   }));
 } else {
   if (elf !== undefined) console.log(`chip: ${chipLabel}`);
@@ -447,9 +455,14 @@ if (json) {
   }
   if (times) {
     console.log(`phases (profiled run: ${(profiledMs / steps).toFixed(3)} ms/token):`);
-    const rows = Object.entries(times).sort((a, b) => b[1] - a[1]);
+    const rows = [...phaseRows].sort((a, b) => b[1] - a[1]);
     for (const [k, v] of rows) {
       console.log(`  ${k.padEnd(16)} ${(v / steps).toFixed(4).padStart(9)} ms/token  ${(100 * v / profiledMs).toFixed(1).padStart(5)} %`);
+    }
+    console.log('layers (the same run; each the layer\'s norm, sublayer and residual add), ms/token:');
+    for (const l of layerRows) {
+      const kind = weights.layers[l.layer]!.mixer.kind === 'linear_attention' ? 'GDN' : 'attention';
+      console.log(`  layer ${String(l.layer).padStart(2)} ${kind.padEnd(9)} mixer ${(l.mixer / steps).toFixed(4)}  ffn ${(l.ffn / steps).toFixed(4)}`);
     }
   }
 }

@@ -393,6 +393,10 @@ describe('tracked decode on whole executors', () => {
       expect(rs).toEqual(rd);
       expect(s.stats.dense).toBe(0);
       if (profile === 'f32') expect(times['gdn.tracked'] ?? 0).toBeGreaterThan(0); // the tracked GDN step ran
+      // the per-layer totals (bench/chip-speed.ts prints them): every layer's two halves, and no other layer
+      const layerKeys = Object.keys(times).filter((k) => k.startsWith('layer ')).sort();
+      expect(layerKeys).toEqual(Array.from({ length: w.config.numLayers }, (_, l) => [`layer ${l} ffn`, `layer ${l} mixer`]).flat().sort());
+      for (const k of layerKeys) expect(times[k]).toBeGreaterThan(0);
       expect(s.stats.delta).toBeGreaterThan(0);
     });
   }

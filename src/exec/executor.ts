@@ -224,6 +224,8 @@ export class Executor {
   private embedStorage: unknown = null;
   /** forwardTracked's exchange objects (SwiGLU's, the mixer's share, the mixer's input list), made on first use. */
   private trackedIo: { ff: SwigluIo; mix: DeltaShare; normed: Float32Array[] } | null = null;
+  /** The per-layer phase names of forwardTracked (made once). */
+  private layerPhases: (readonly [string, string])[] | null = null;
 
   constructor(weights: ModelWeights, opts: ExecOptions = {}) {
     validateWeights(weights);
@@ -646,9 +648,12 @@ export class Executor {
     };
     const ffIo = io.ff;
     const mixShare = io.mix;
+    // (per-layer totals beside the phases, with profiling on: `layer N mixer` and `layer N ffn`)
+    const layerPhases = this.layerPhases ??= Array.from({ length: c.numLayers }, (_, li) => [`layer ${li} mixer`, `layer ${li} ffn`] as const);
     for (let li = 0; li < c.numLayers; li++) {
       const lw = this.weights.layers[li];
       const lt = tr.layers[li];
+      let tl = phaseStart();
       lt.n1.run(ctx, x, fresh);
       t0 = phaseEnd('norm', t0);
       const normed = lt.n1.out.v;
@@ -675,6 +680,7 @@ export class Executor {
       }
       addTracked(ctx, x, mix, mixChanges, lt.mid, fresh);
       t0 = phaseEnd('residual', t0);
+      tl = phaseEnd(layerPhases[li]![0], tl);
       lt.n2.run(ctx, lt.mid, fresh);
       t0 = phaseEnd('norm', t0);
       const f = lw.mlp;
@@ -694,6 +700,7 @@ export class Executor {
       }
       addTracked(ctx, lt.mid, ff, ffChanges, lt.y, fresh);
       t0 = phaseEnd('residual', t0);
+      phaseEnd(layerPhases[li]![1], tl);
       if (hooked) {
         const ev: LayerHookEvent = {
           layer: li, position: pos, residualIn: x.v.slice(), residualMid: lt.mid.v.slice(), residualOut: lt.y.v.slice(),

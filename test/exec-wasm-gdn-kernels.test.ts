@@ -309,8 +309,9 @@ describe('GDN cache on the wasm memory', () => {
   });
 });
 
-describe('tracked conv step in wasm', () => {
-  const TINY = resolveTarget('tiny').config;
+// tiny's head dimensions (16: powers of two, which the kernel shifts by) and others (12 and 20: divided by)
+for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked conv step in wasm (head dimensions ${dk} and ${dv})`, () => {
+  const TINY = { ...resolveTarget('tiny').config, linearKeyHeadDim: dk, linearValueHeadDim: dv };
   const d = gdnDimsOf(TINY);
 
   /** A tiny GDN layer with seeded sparse in_proj rows and conv channels of every kind (some overflowing). */

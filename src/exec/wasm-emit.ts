@@ -132,5 +132,10 @@ export function kernelModuleOf(fns: KernelFn[]): Uint8Array {
     ...section(3, vec(fns.map((_, i) => uleb(i + 1)))),
     ...section(7, vec(fns.map((f, i) => [...name(f.name), 0x00, ...uleb(i + 1)]))),
     ...section(10, vec(fns.map((f) => fnCode(f.locals, f.body)))),
+    // the name section's function names (profiles and stack traces name the kernels, not wasm-function[i])
+    ...section(0, [...name('name'), 1, ...(() => {
+      const names = vec([[...uleb(0), ...name('siluFormula')], ...fns.map((f, i) => [...uleb(i + 1), ...name(f.name)])]);
+      return [...uleb(names.length), ...names];
+    })()]),
   ]);
 }

@@ -148,11 +148,6 @@ export function gdnBuffers(d: GdnDims, H: number, heap: WasmHeap | null = null):
   };
 }
 
-/** log2(n) when n is a power of two (n ≥ 1), else −1. */
-function powerOfTwoLog(n: number): number {
-  return n > 0 && (n & (n - 1)) === 0 ? 31 - Math.clz32(n) : -1;
-}
-
 function convKernelOf(d: GdnDims, heap: WasmHeap): ConvKernel | null {
   const c = heap.carve({
     ctl: [Int32Array, CONV_CTL_WORDS + d.K], chan: [Int32Array, 4 * d.convDim], active: [Int32Array, d.convDim],
@@ -176,9 +171,6 @@ function convKernelOf(d: GdnDims, heap: WasmHeap): ConvKernel | null {
   w[CONV_CTL.keyDim] = d.keyDim;
   w[CONV_CTL.dk] = d.dk;
   w[CONV_CTL.dv] = d.dv;
-  // (the kernel shifts where a head dimension is a power of two, and divides otherwise)
-  w[CONV_CTL.dkShift] = powerOfTwoLog(d.dk);
-  w[CONV_CTL.dvShift] = powerOfTwoLog(d.dv);
   w[CONV_CTL.K] = d.K;
   return { heap, ...c, cwSrc: null, tapSrc: null };
 }

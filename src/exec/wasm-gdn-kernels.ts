@@ -245,9 +245,8 @@ export const CONV_CTL = {
   rowsAt: 0, nRows: 1, nActive: 2, nLazy: 3, step: 4, n: 5, resume: 6, m: 7,
   chanAt: 8, activeAt: 9, lazyAt: 10, tapAtAt: 11, convAt: 12, cwAt: 13, mixedAt: 14, convedAt: 15,
   qDirtyAt: 16, kDirtyAt: 17, vDirtyAt: 18, vBeyondAt: 19, convDim: 20, zOff: 21, keyDim: 22, dk: 23, dv: 24, K: 25, form: 26,
-  dkShift: 27, dvShift: 28,
 } as const;
-export const CONV_CTL_WORDS = 32;
+export const CONV_CTL_WORDS = 28;
 
 /** Locals of convActivate and convChannels: the control block's address, then int32, float32 and float64 locals. */
 const C = {
@@ -255,11 +254,11 @@ const C = {
   rowsAt: 1, nRows: 2, m: 3, nLazy: 4, step: 5, n: 6, i: 7, chanAt: 8, activeAt: 9, lazyAt: 10, tapAtAt: 11, convAt: 12,
   cwAt: 13, mixedAt: 14, convedAt: 15, qDirtyAt: 16, kDirtyAt: 17, vDirtyAt: 18, vBeyondAt: 19, convDim: 20, zOff: 21,
   keyDim: 22, dk: 23, dv: 24, K: 25, form: 26, c: 27, rec: 28, base: 29, since: 30, nsh: 31, j: 32, at: 33, single: 34,
-  moved: 35, before: 36, after: 37, t: 38, winAt: 39, bad: 40, h: 41, cwBase: 42, bits: 43, dkShift: 44, dvShift: 45,
-  sw: 46, y: 47, v: 48, x: 49,
-  s: 50,
+  moved: 35, before: 36, after: 37, t: 38, winAt: 39, bad: 40, h: 41, cwBase: 42, bits: 43,
+  sw: 44, y: 45, v: 46, x: 47,
+  s: 48,
 } as const;
-const CONV_I32_LOCALS = 45; // 1 … 45
+const CONV_I32_LOCALS = 43; // 1 … 43
 const word = (w: number) => [...get(C.ctlAt), ...mem(OP.i32Load, 2, 4 * w)];
 const setWord = (w: number, v: number[]) => [...get(C.ctlAt), ...v, ...mem(OP.i32Store, 2, 4 * w)];
 const loadCtl = (names: (keyof typeof CONV_CTL & keyof typeof C)[]) => names.flatMap((k) => [...word(CONV_CTL[k]), ...set(C[k])]);
@@ -348,22 +347,9 @@ const bailOut = [
 /** beyondVBound of the bits in local l: (bits & 0x7fffffff) > 0x7e800000. */
 const beyond = (l: number) => [...get(l), ...i32(0x7fffffff), OP.i32And, ...i32(0x7e800000), OP.i32GtS];
 
-/**
- * index ÷ 2^shift when shift ≥ 0 (a power-of-two head dimension: every target's), else index ÷
- * divisor (locals): a head's number, on the stack. (A division per changed channel cost more than
- * its shift: an integer division is tens of cycles.)
- */
-const headOf = (index: number[], shift: number, divisor: number) => [
-  ...get(shift), ...i32(0), OP.i32GeS, OP.if, I32,
-  ...index, ...get(shift), OP.i32ShrU,
-  OP.else,
-  ...index, ...get(divisor), OP.i32DivU,
-  OP.end,
-];
-
 const convChannelsBody = [
   ...loadCtl(['nLazy', 'step', 'n', 'chanAt', 'activeAt', 'lazyAt', 'tapAtAt', 'convAt', 'cwAt', 'mixedAt', 'convedAt',
-    'qDirtyAt', 'kDirtyAt', 'vDirtyAt', 'vBeyondAt', 'keyDim', 'dk', 'dv', 'K', 'form', 'dkShift', 'dvShift']),
+    'qDirtyAt', 'kDirtyAt', 'vDirtyAt', 'vBeyondAt', 'keyDim', 'dk', 'dv', 'K', 'form']),
   ...word(CONV_CTL.resume), ...set(C.i),
   ...word(CONV_CTL.m), ...set(C.m),
   ...get(C.ctlAt), ...i32(4 * CONV_CTL_WORDS), OP.i32Add, ...set(C.winAt),
@@ -432,12 +418,12 @@ const convChannelsBody = [
     OP.f32DemoteF64, ...mem(OP.f32Store, 2),
     ...plus4(C.convedAt, get(C.c)), ...mem(OP.i32Load, 2), ...tee(C.after), ...get(C.before), OP.i32Ne, OP.if, OP.void,
     ...get(C.c), ...get(C.keyDim), OP.i32LtS, OP.if, OP.void,
-    ...get(C.qDirtyAt), ...headOf(get(C.c), C.dkShift, C.dk), OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
+    ...get(C.qDirtyAt), ...get(C.c), ...get(C.dk), OP.i32DivU, OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
     OP.else,
     ...get(C.c), ...get(C.keyDim), ...i32(1), OP.i32Shl, OP.i32LtS, OP.if, OP.void,
-    ...get(C.kDirtyAt), ...headOf([...get(C.c), ...get(C.keyDim), OP.i32Sub], C.dkShift, C.dk), OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
+    ...get(C.kDirtyAt), ...get(C.c), ...get(C.keyDim), OP.i32Sub, ...get(C.dk), OP.i32DivU, OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
     OP.else,
-    ...headOf([...get(C.c), ...get(C.keyDim), ...i32(1), OP.i32Shl, OP.i32Sub], C.dvShift, C.dv), ...set(C.h),
+    ...get(C.c), ...get(C.keyDim), ...i32(1), OP.i32Shl, OP.i32Sub, ...get(C.dv), OP.i32DivU, ...set(C.h),
     ...get(C.vDirtyAt), ...get(C.h), OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
     ...plus4(C.vBeyondAt, get(C.h)), ...plus4(C.vBeyondAt, get(C.h)), ...mem(OP.i32Load, 2),
     ...beyond(C.after), OP.i32Add, ...beyond(C.before), OP.i32Sub, ...mem(OP.i32Store, 2),

@@ -14,7 +14,16 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { WasmHeap, kernelModuleBytes } from '../src/exec/wasm-kernels.ts';
+import { gdnKernelModuleBytes } from '../src/exec/wasm-gdn-kernels.ts';
 import { silu32, siluFormula } from '../src/exec/numeric.ts';
+
+/** WebAssembly.Module's constructor and statics used here (the project's TypeScript libs do not declare them). */
+interface WasmModuleApi {
+  new (bytes: Uint8Array): object;
+  customSections(mod: object, name: string): ArrayBuffer[];
+  exports(mod: object): { name: string; kind: string }[];
+}
+const WasmModule = (globalThis as unknown as { WebAssembly: { Module: WasmModuleApi } }).WebAssembly.Module;
 
 const bitsOf = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
@@ -54,6 +63,28 @@ describe('wasm kernels', () => {
     expect(kernelModuleBytes().subarray(0, 4)).toEqual(Uint8Array.from([0, 0x61, 0x73, 0x6d]));
     expect(WasmHeap.create(1, siluFormula)).not.toBeNull();
     expect(WasmHeap.create(0, siluFormula)).toBeNull(); // 0: walks in JavaScript
+  });
+
+  it('both modules name their functions (the name section profiles read), in the order they are exported', () => {
+    // the function names subsection of a module's `name` custom section, decoded
+    const namesOf = (bytes: Uint8Array): string[] => {
+      const mod = new WasmModule(bytes);
+      const [sec] = WasmModule.customSections(mod, 'name');
+      expect(sec).toBeDefined();
+      const b = new Uint8Array(sec!);
+      let at = 0;
+      const uleb = (): number => { let n = 0, shift = 0, x; do { x = b[at++]!; n |= (x & 0x7f) << shift; shift += 7; } while (x & 0x80); return n; };
+      const text = (): string => { const len = uleb(); const t = new TextDecoder().decode(b.subarray(at, at + len)); at += len; return t; };
+      expect(b[at++]).toBe(1); // the function names subsection
+      uleb(); // its size
+      const names: string[] = [];
+      for (let n = uleb(), i = 0; i < n; i++) { expect(uleb()).toBe(i); names.push(text()); }
+      const exported = WasmModule.exports(mod).filter((e) => e.kind === 'function').map((e) => e.name);
+      expect(names).toEqual(['siluFormula', ...exported]);
+      return names;
+    };
+    expect(namesOf(kernelModuleBytes())).toEqual(['siluFormula', 'walk', 'swiglu', 'delta', 'addLists', 'normListed']);
+    expect(namesOf(gdnKernelModuleBytes())).toEqual(['siluFormula', 'dots', 'delta', 'convActivate', 'convChannels']);
   });
 
   it('heap: zero-filled, 8-byte aligned arrays; a request past the end gets null, and nothing is taken (carve: all of a spec or none)', () => {

@@ -1,10 +1,11 @@
 /**
  * A small WebAssembly binary emitter for the executor's hand-written kernels (wasm-kernels.ts,
- * wasm-gdn-kernels.ts): the opcodes they use, LEB128 integers, the sections of a module, and short
- * forms for local access, constants and memory operands. Code is a flat array of bytes built by
- * spreading these pieces; nothing here validates it (WebAssembly.Module does, when the module is
- * compiled). Encodings follow the WebAssembly core specification's binary format (version 2,
- * which includes the 128-bit SIMD instructions under the 0xfd prefix).
+ * wasm-gdn-kernels.ts, wasm-residual-kernels.ts): the opcodes they use, LEB128 integers, the
+ * sections of a module (with a name section naming the functions, for profiles and stack traces),
+ * and short forms for local access, constants, memory operands, loops and lists. Code is a flat
+ * array of bytes built by spreading these pieces; nothing here validates it (WebAssembly.Module
+ * does, when the module is compiled). Encodings follow the WebAssembly core specification's binary
+ * format (version 2, which includes the 128-bit SIMD instructions under the 0xfd prefix).
  */
 
 /** Value types. */

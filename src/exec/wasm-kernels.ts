@@ -2,7 +2,8 @@
  * The decode's hottest loops as WebAssembly functions, and the per-context wasm memory their arrays
  * live in: the incremental matmul's pass over its changed columns and their walks (delta.ts
  * deltaLinearIn), or the walks alone, and the SwiGLU of the units they reached (mlp.ts swigluDelta).
- * The GDN step's kernels are a module of their own (wasm-gdn-kernels.ts), instantiated on the same
+ * The residual stream's list loops (wasm-residual-kernels.ts) are functions of this module too; the
+ * GDN step's kernels are a module of their own (wasm-gdn-kernels.ts), instantiated on the same
  * memory by WasmHeap.
  *
  * Why: V8's code for these loops in JavaScript spends up to twice the time per element that the
@@ -318,9 +319,10 @@ type InstanceType<C> = C extends ViewCtor<infer T> ? T : never;
  * its buffer), zero-filled, carved by a bump pointer into the arrays of the context's incremental
  * matmuls, SwiGLUs, norm outputs and GDN layers (each starting at a multiple of 8 bytes), and both
  * kernel modules instantiated on it (the GDN one where SIMD is there: hasGdnKernels). The first 8
- * bytes hold walk's deferred count, the next 8 addLists' appended count. Untouched pages are the system's zero pages, so a
- * large memory costs address space, not resident memory. A request that does not fit gets null
- * (the caller keeps its JavaScript arrays and loop); nothing is freed before the context is.
+ * bytes hold walk's deferred count, the next 8 addLists' appended count. Untouched pages are the
+ * system's zero pages, so a large memory costs address space, not resident memory. A request that
+ * does not fit gets null (the caller keeps its JavaScript arrays and loop); nothing is freed before
+ * the context is.
  */
 export class WasmHeap {
   readonly buffer: ArrayBuffer;

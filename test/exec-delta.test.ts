@@ -662,8 +662,9 @@ describe('deltaLinear', () => {
     };
     const dflt = run({});
     const off = run({ wasmHeapMiB: 0 });
-    // a memory too small for them all: the first states in wasm, the rest in JavaScript
-    const small = run({ wasmHeapMiB: 2 });
+    // a memory too small for them all: the GDN states take most of 32 MiB, then the first delta
+    // states and their kernels are carved in wasm, the rest in JavaScript
+    const small = run({ wasmHeapMiB: 32 });
     expect(dflt.ids).toEqual(off.ids);
     expect(small.ids).toEqual(off.ids);
     const some = (r: typeof small) => Object.values(r.byRole).reduce((a, w) => a + w.kernelCalls, 0);

@@ -2,9 +2,10 @@
  * The wasm kernels (src/exec/wasm-kernels.ts) against plain re-statements of their contracts, bit
  * for bit:
  *  - the column walk: y's float32 bits after y_r += w·Δx in double (values and Δx drawn so that
- *    products and sums round), the marks, the reached-row list and its length, and the deferred
- *    (k, j) entries of tracked rows, over random walk lists whose rows carry every kind of mark
- *    (bounded or tracked, this call's epoch or another, to be refolded or not);
+ *    products and sums round), the marks, the reached-row list and its length, and the tracked
+ *    rows' exact updates (their records' float64 bits, y, the refold list and count), over random
+ *    walk lists whose rows carry every kind of mark (bounded or tracked, this call's epoch or
+ *    another, to be refolded or not) and records that pass and fail each of the update's checks;
  *  - the SwiGLU: h = float32(silu32(g)·u) (numeric.ts silu32, both forms) and the changed-unit
  *    list, over gates at ±0, both saturated ends and their edges, the formula's range, ±∞ and NaN,
  *    with gate and up rows listed in any order and repeated.
@@ -13,7 +14,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { WasmHeap, kernelModuleBytes } from '../src/exec/wasm-kernels.ts';
+import { TRACK, TRACK_WORDS, WasmHeap, kernelModuleBytes } from '../src/exec/wasm-kernels.ts';
 import { gdnKernelModuleBytes } from '../src/exec/wasm-gdn-kernels.ts';
 import { silu32, siluFormula } from '../src/exec/numeric.ts';
 
@@ -32,13 +33,30 @@ function lcg(seed: number): () => number {
   return () => { s = (Math.imul(s, 1103515245) + 12345) >>> 0; return s / 4294967296; };
 }
 
-interface Walk { k0: number; k1: number; dx: number }
+interface Walk { k0: number; k1: number; dx: number; xn: number; xo: number; lx: number }
+
+/**
+ * A tracked row's exact update (the contract: delta.ts trackedUpdate's double operations, restated):
+ * the record e[s4 … s4+3] = exact sum, absolute sum, T, lowest bit; true when the row is to be refolded.
+ */
+function trackedRef(e: Float64Array, s4: number, y: Float32Array, r: number, w: number, xn: number, xo: number, low: number, lx: number): boolean {
+  const T = e[s4 + 2]!;
+  const pn = w * xn;
+  const po = w * xo;
+  const v = (e[s4] = e[s4]! + (pn - po));
+  const sAbs = (e[s4 + 1] = e[s4 + 1]! + (Math.abs(pn) - Math.abs(po)));
+  y[r] = v + 0;
+  return T === 0 || (pn !== 0 && (low + lx < e[s4 + 3]! || Math.abs(pn) >= T)) || !(sAbs + Math.abs(v) < T + T);
+}
 
 /** The contract (wasm-kernels.ts module comment), on plain arrays. */
-function reference(walks: Walk[], rowIdx: Uint16Array, values: Float32Array, mark: Uint16Array, y: Float32Array, rows: Int32Array, cur: number, nr: number): { nr: number; deferred: [number, number][]; updates: number } {
-  const deferred: [number, number][] = [];
+function reference(
+  walks: Walk[], rowIdx: Uint16Array, values: Float32Array, lows: Int16Array, mark: Uint16Array, y: Float32Array, rows: Int32Array,
+  slot: Int32Array, e: Float64Array, refold: number[], cur: number, nr: number,
+): { nr: number; updates: number; tracked: number } {
   let updates = 0;
-  walks.forEach(({ k0, k1, dx }, j) => {
+  let tracked = 0;
+  for (const { k0, k1, dx, xn, xo, lx } of walks) {
     for (let k = k0; k < k1; k++) {
       const r = rowIdx[k]!;
       const f = mark[r]!;
@@ -46,14 +64,14 @@ function reference(walks: Walk[], rowIdx: Uint16Array, values: Float32Array, mar
         if (f !== cur) { mark[r] = cur; rows[nr++] = r; }
         y[r] = Math.fround(y[r]! + values[k]! * dx);
         updates++;
-      } else if ((f & ~3) !== cur) {
-        mark[r] = cur | 1;
-        rows[nr++] = r;
-        deferred.push([k, j]);
-      } else if ((f & 2) === 0) deferred.push([k, j]);
+        continue;
+      }
+      if ((f & ~3) !== cur) { mark[r] = cur | 1; rows[nr++] = r; } else if ((f & 2) !== 0) continue;
+      tracked++;
+      if (trackedRef(e, 4 * slot[r]!, y, r, values[k]!, xn, xo, lows[k]!, lx)) { mark[r] = cur | 3; refold.push(r); }
     }
-  });
-  return { nr, deferred, updates };
+  }
+  return { nr, updates, tracked };
 }
 
 const VALUES = [1, -1, 3, 0.1, -2.5, 1e-20, 7.25, 2 ** 100, -0.3333, 1e30, 0];
@@ -109,64 +127,135 @@ describe('wasm kernels', () => {
     expect([got.a.length, got.b.byteOffset - got.a.byteOffset, Array.from(got.b.subarray(0, 2)), h2.free]).toEqual([3, 16, [0, 0], 0]);
   });
 
-  it('property: the kernel gives the contract\'s y bits, marks, reached rows and deferred entries', () => {
+  it('property: the kernel gives the contract\'s y bits, marks, reached rows, tracked rows\' records and refold list', () => {
     let bounded = 0;
-    let deferredSeen = 0;
+    let trackedSeen = 0;
+    let refolds = 0;
+    const bits64 = (a: Float64Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, 2 * a.length));
     fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (seed) => {
       const rnd = lcg(seed);
       const nRows = 1 + Math.floor(rnd() * (rnd() < 0.2 ? 65536 : 300));
       const nnz = 1 + Math.floor(rnd() * 400);
-      const heap = WasmHeap.create(1, siluFormula)!;
+      const heap = WasmHeap.create(4, siluFormula)!;
       const rowIdx = heap.take(Uint16Array, nnz)!;
       const values = heap.take(Float32Array, nnz)!;
+      const lows = heap.take(Int16Array, nnz)!;
       const mark = heap.take(Uint16Array, nRows)!;
       const y = heap.take(Float32Array, nRows)!;
       const rows = heap.take(Int32Array, nRows + nnz)!;
+      const slot = heap.take(Int32Array, nRows)!;
+      const refold = heap.take(Int32Array, nRows + nnz + 3)!;
       const nWalk = Math.floor(rnd() * 30);
       const walkList = heap.take(Int32Array, 4 * Math.max(1, nWalk))!;
       const walkDx = new Float64Array(walkList.buffer, walkList.byteOffset, 2 * Math.max(1, nWalk));
-      const defer = heap.take(Int32Array, 2 * nnz * Math.max(1, nWalk))!;
+      const walkX = heap.take(Float64Array, 2 * Math.max(1, nWalk))!;
+      const walkLow = heap.take(Int32Array, Math.max(1, nWalk))!;
+      const track = heap.take(Int32Array, TRACK_WORDS)!;
       for (let k = 0; k < nnz; k++) {
         rowIdx[k] = Math.floor(rnd() * nRows);
         values[k] = rnd() < 0.5 ? VALUES[Math.floor(rnd() * VALUES.length)]! : Math.fround((rnd() - 0.5) * 1000);
+        lows[k] = Math.floor(rnd() * 41) - 20;
       }
       const epoch = 1 + Math.floor(rnd() * 16382);
       const cur = epoch << 2;
       const other = ((epoch % 16383) + 1) << 2;
+      let nSlots = 0;
       for (let r = 0; r < nRows; r++) {
         const u = rnd();
         mark[r] = u < 0.4 ? 0 : u < 0.55 ? cur : u < 0.65 ? other : (rnd() < 0.5 ? cur : other) | [1, 3, 1][Math.floor(rnd() * 3)]!;
         y[r] = rnd() < 0.5 ? Math.floor(rnd() * 100) : Math.fround((rnd() - 0.5) * 1e6);
+        if ((mark[r]! & 1) !== 0) slot[r] = ++nSlots; // (slots in the order rows were met, not the rows')
+      }
+      // the records: exact sums, absolute sums at or above them, T = 0 (not exact) or a power of two, lowest bits
+      const e = heap.take(Float64Array, 4 * (nSlots + 1))!;
+      for (let s4 = 4; s4 < e.length; s4 += 4) {
+        const v = rnd() < 0.7 ? Math.floor((rnd() - 0.5) * 2000) : (rnd() - 0.5) * 1e6;
+        e[s4] = v;
+        e[s4 + 1] = Math.abs(v) + Math.floor(rnd() * 3000);
+        e[s4 + 2] = rnd() < 0.15 ? 0 : 2 ** Math.floor(rnd() * 40);
+        e[s4 + 3] = Math.floor(rnd() * 61) - 30;
       }
       const walks: Walk[] = [];
+      const xs = [0, -0, 1, -2, 3, 0.5, -0.75, 1024, 1e-7, -3e5];
+      const pickX = (): number => (rnd() < 0.6 ? xs[Math.floor(rnd() * xs.length)]! : Math.fround((rnd() - 0.5) * 1e4));
       for (let j = 0; j < nWalk; j++) {
         const k0 = Math.floor(rnd() * nnz);
         const k1 = Math.min(nnz, k0 + Math.floor(rnd() * 12)); // empty walks too
         const dx = rnd() < 0.5 ? Math.floor(rnd() * 9) - 4 : (rnd() - 0.5) * 1e5 * rnd(); // doubles of all kinds
-        walks.push({ k0, k1, dx });
+        const xn = pickX(), xo = pickX();
+        const lx = Math.floor(rnd() * 21) - 10;
+        walks.push({ k0, k1, dx, xn, xo, lx });
         walkList[4 * j] = k0;
         walkList[4 * j + 1] = k1;
         walkDx[2 * j + 1] = dx;
+        walkX[2 * j] = xn;
+        walkX[2 * j + 1] = xo;
+        walkLow[j] = lx;
       }
       const nr0 = Math.floor(rnd() * 3);
+      const nf0 = Math.floor(rnd() * 3);
       const wantMark = mark.slice();
       const wantY = y.slice();
       const wantRows = rows.slice();
-      const want = reference(walks, rowIdx, values, wantMark, wantY, wantRows, cur, nr0);
-      const nr = heap.walk(nWalk, walkList, mark, y, rows, rowIdx, values, defer, cur, nr0);
+      const wantE = e.slice();
+      const wantRefold = Array.from(refold.subarray(0, nf0));
+      const want = reference(walks, rowIdx, values, lows, wantMark, wantY, wantRows, slot, wantE, wantRefold, cur, nr0);
+      track.set([slot.byteOffset, e.byteOffset, lows.byteOffset, refold.byteOffset, nf0, walkX.byteOffset, walkLow.byteOffset]);
+      const nr = heap.walk(nWalk, walkList, mark, y, rows, rowIdx, values, track, cur, nr0);
       expect(nr).toBe(want.nr);
       expect(bitsOf(y)).toEqual(bitsOf(wantY));
       expect(Array.from(mark)).toEqual(Array.from(wantMark));
       expect(Array.from(rows.subarray(0, nr))).toEqual(Array.from(wantRows.subarray(0, nr)));
-      expect(heap.deferred).toBe(want.deferred.length);
-      const got: [number, number][] = [];
-      for (let i = 0; i < heap.deferred; i++) got.push([defer[2 * i]!, defer[2 * i + 1]!]);
-      expect(got).toEqual(want.deferred);
+      expect(bits64(e)).toEqual(bits64(wantE));
+      expect(track[TRACK.nf]).toBe(wantRefold.length);
+      expect(Array.from(refold.subarray(0, track[TRACK.nf]))).toEqual(wantRefold);
       bounded += want.updates;
-      deferredSeen += want.deferred.length;
+      trackedSeen += want.tracked;
+      refolds += wantRefold.length - nf0;
     }), { numRuns: 300 });
     expect(bounded).toBeGreaterThan(1000);
-    expect(deferredSeen).toBeGreaterThan(500);
+    expect(trackedSeen).toBeGreaterThan(500);
+    expect(refolds).toBeGreaterThan(100); // updates that failed a check
+    expect(trackedSeen - refolds).toBeGreaterThan(100); // and updates that passed them
+  });
+
+  it('a tracked row\'s update at each check\'s boundary: |w·x_new| = T, S + |Σ| = 2T, lows + lowbit = the record\'s lowest bit', () => {
+    // one tracked row (slot 1), one entry w = 2, x_old = 0; T = 16; each case a record and x_new
+    const cases: { e: [number, number, number, number]; xn: number; low: number; lx: number; refold: boolean }[] = [
+      { e: [0, -100, 16, -100], xn: 8, low: 0, lx: 0, refold: true }, // |pn| = 16 = T (the sums pass)
+      { e: [0, -100, 16, -100], xn: 7.5, low: 0, lx: 0, refold: false }, // |pn| = 15 < T
+      { e: [0, 4, 16, -100], xn: 7, low: 0, lx: 0, refold: true }, // S + |Σ| = 18 + 14 = 32 = 2T
+      { e: [0, 3, 16, -100], xn: 7, low: 0, lx: 0, refold: false }, // 31 < 2T
+      { e: [0, 0, 16, 3], xn: 1, low: 1, lx: 1, refold: true }, // lows + lowbit = 2 < 3
+      { e: [0, 0, 16, 2], xn: 1, low: 1, lx: 1, refold: false }, // 2 = 2: not below
+      { e: [0, 0, 0, -100], xn: 1, low: 0, lx: 0, refold: true }, // T = 0: not exact
+    ];
+    for (const c of cases) {
+      const heap = WasmHeap.create(1, siluFormula)!;
+      const f32s = (v: number[]): Float32Array => { const a = heap.take(Float32Array, v.length)!; a.set(v); return a; };
+      const i32s = (v: number[]): Int32Array => { const a = heap.take(Int32Array, v.length)!; a.set(v); return a; };
+      const rowIdx = heap.take(Uint16Array, 1)!;
+      const lows = heap.take(Int16Array, 1)!;
+      lows[0] = c.low;
+      const mark = heap.take(Uint16Array, 1)!;
+      mark[0] = (1 << 2) | 1; // tracked, another call's epoch
+      const y = f32s([0]);
+      const rows = i32s([0]);
+      const walkList = i32s([0, 1, 0, 0]);
+      new Float64Array(walkList.buffer, walkList.byteOffset, 2)[1] = c.xn; // Δx (unused by a tracked row)
+      const walkX = heap.take(Float64Array, 2)!;
+      walkX.set([c.xn, 0]);
+      const walkLow = i32s([c.lx]);
+      const slot = i32s([1]);
+      const e = heap.take(Float64Array, 8)!;
+      e.set(c.e, 4);
+      const refold = i32s([0]);
+      const track = i32s([slot.byteOffset, e.byteOffset, lows.byteOffset, refold.byteOffset, 0, walkX.byteOffset, walkLow.byteOffset, 0]);
+      const cur = 2 << 2;
+      expect(heap.walk(1, walkList, mark, y, rows, rowIdx, f32s([2]), track, cur, 0)).toBe(1);
+      expect([track[TRACK.nf], mark[0]]).toEqual(c.refold ? [1, cur | 3] : [0, cur | 1]);
+      expect([e[4], y[0]]).toEqual([2 * c.xn, 2 * c.xn]);
+    }
   });
 
   it('property: swiglu gives h = float32(silu32(g)·u) bit for bit and lists the units whose bits moved', () => {

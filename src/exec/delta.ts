@@ -70,7 +70,7 @@ import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
 import { siluFormula, type ExecNumericContext } from './numeric.ts';
 import type { CscPlan, DeltaKernel, DeltaLinearState, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
 import { carveArrays } from './arena.ts';
-import { WasmHeap } from './wasm-kernels.ts';
+import { TRACK, TRACK_WORDS, WasmHeap } from './wasm-kernels.ts';
 
 export type { DeltaLinearState } from './plans.ts';
 
@@ -218,23 +218,26 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
   let st = byM.get(m);
   if (st === undefined) {
     // one buffer for the per-row and per-column records (arena.ts: only the pages written fault)
-    const a = carveArrays({
-      rowSlot: [Int32Array, m.rows], refold: [Int32Array, m.rows], rowBound: [Float64Array, m.rows], rowLow: [Int16Array, m.rows],
-    }, ctx.memos.recordArena);
+    const a = carveArrays({ rowBound: [Float64Array, m.rows], rowLow: [Int16Array, m.rows] }, ctx.memos.recordArena);
     // what the wasm kernels read and write (the column records, the rows' marks, y, the reached
-    // rows, the changed columns): in the context's wasm memory where they can run there (f32, rows
-    // that a 16-bit index names), else beside the other records
+    // rows, the changed columns, the tracked rows' slots, records and refold list): in the
+    // context's wasm memory where they can run there (f32, rows that a 16-bit index names), else
+    // beside the other records (the exact-row records then grow as slots are taken)
     const w = ctx.profile === 'f32' && m.rows <= 0x10000 ? walkArraysOf(ctx, m.rows, m.cols) : null;
-    const r = w ?? carveArrays({
-      colBits: [Uint32Array, 4 * (m.cols + 1)], changed: [Int32Array, m.cols], y: [Float32Array, m.rows], rows: [Int32Array, m.rows], mark: [Uint16Array, m.rows],
-    }, ctx.memos.recordArena);
+    const r = w ?? {
+      ...carveArrays({
+        colBits: [Uint32Array, 4 * (m.cols + 1)], changed: [Int32Array, m.cols], y: [Float32Array, m.rows], rows: [Int32Array, m.rows],
+        mark: [Uint16Array, m.rows], rowSlot: [Int32Array, m.rows], refold: [Int32Array, m.rows],
+      }, ctx.memos.recordArena),
+      rowExact: new Float64Array(4 * 16),
+    };
     const colBits = r.colBits;
     st = {
       colBits, colVals: new Float32Array(colBits.buffer, colBits.byteOffset, colBits.length),
       colInts: new Int32Array(colBits.buffer, colBits.byteOffset, colBits.length), negTotal: 0, y: r.y, valid: false, full: false,
       rows: r.rows, nRows: 0, mark: r.mark, epoch: 0, changed: r.changed, nChanged: 0, usable: 0,
       version: 0,
-      rowExact: new Float64Array(4 * 16), rowSlot: a.rowSlot, nSlots: 0, refold: a.refold, nUpdated: 0, stamp: -1,
+      rowExact: r.rowExact, rowSlot: r.rowSlot, nSlots: 0, refold: r.refold, nUpdated: 0, stamp: -1,
       rowBound: a.rowBound, rowLow: a.rowLow, nBounded: 0, inSrc: null, inOff: 0, inView: null,
       plan: null, csc: null, lows: null, planCsr: undefined, planDense: undefined, kernel: null,
     };
@@ -251,42 +254,59 @@ export function wasmHeapOf(ctx: ExecNumericContext): WasmHeap | null {
 }
 
 /**
- * A state's column records, changed-column list, y, reached-row list and row marks carved from the
+ * A state's column records, changed-column list, y, reached-row list, row marks, and the tracked
+ * rows' slots, exact-row records (4 float64 a slot, slots 1 … rows: room for every row, so they
+ * never grow; only the pages of the slots taken are touched) and refold list, carved from the
  * context's wasm memory, or null when they do not fit.
  */
-function walkArraysOf(ctx: ExecNumericContext, rows: number, cols: number): { colBits: Uint32Array; changed: Int32Array; y: Float32Array; rows: Int32Array; mark: Uint16Array } | null {
+function walkArraysOf(ctx: ExecNumericContext, rows: number, cols: number): {
+  colBits: Uint32Array; changed: Int32Array; y: Float32Array; rows: Int32Array; mark: Uint16Array; rowSlot: Int32Array; refold: Int32Array;
+  rowExact: Float64Array;
+} | null {
   const heap = wasmHeapOf(ctx);
   return heap === null ? null : heap.carve({
     colBits: [Uint32Array, 4 * (cols + 1)], changed: [Int32Array, cols], y: [Float32Array, rows], rows: [Int32Array, rows], mark: [Uint16Array, rows],
+    rowSlot: [Int32Array, rows], refold: [Int32Array, rows], rowExact: [Float64Array, 4 * (rows + 1)],
   });
 }
 
 /**
- * The state's wasm kernels for its plan `csc` (DeltaKernel): the plan's rows and weights (copies
- * unless it was built in this heap), the walk and deferred lists, the deferred entries' column
- * values, in the heap that holds the state's records, marks, y and rows; null when they are not
- * there, the plan's rows are 32-bit, or the rest does not fit.
+ * The state's wasm kernels for its plan `csc` and the plan's weight low bits `lows` (DeltaKernel):
+ * the plan's rows and weights (copies unless it was built in this heap), the low bits as int16,
+ * the walk list, the listed columns' values for the tracked rows' updates, and the track block
+ * (wasm-kernels.ts TRACK) naming the state's slots, records and refold list, in the heap that
+ * holds the state's records, marks, y, rows and those; null when they are not there, the plan's
+ * rows are 32-bit, or the rest does not fit.
  */
-function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, cols: number): DeltaKernel | null {
+function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, lows: WeightLows, cols: number): DeltaKernel | null {
   const heap = ctx.memos.wasmHeap;
-  if (heap == null || st.y.buffer !== heap.buffer || !(csc.rowIdx instanceof Uint16Array)) return null;
+  if (heap == null || st.y.buffer !== heap.buffer || st.rowExact.buffer !== heap.buffer || !(csc.rowIdx instanceof Uint16Array)) return null;
   const nnz = csc.values.length;
   // the plan's own arrays where it was built in this heap (cscPlanOf), else copies
   const copy = csc.rowIdx.buffer !== heap.buffer || csc.values.buffer !== heap.buffer;
   const a = heap.carve({
-    rowIdx: [Uint16Array, copy ? nnz : 0], values: [Float32Array, copy ? nnz : 0],
-    walkList: [Int32Array, 4 * cols], defer: [Int32Array, 2 * nnz], walkX: [Float64Array, 2 * cols], walkLow: [Int32Array, cols], io: [Int32Array, 8],
+    rowIdx: [Uint16Array, copy ? nnz : 0], values: [Float32Array, copy ? nnz : 0], lows: [Int16Array, nnz],
+    walkList: [Int32Array, 4 * cols], walkX: [Float64Array, 2 * cols], walkLow: [Int32Array, cols], io: [Int32Array, 8],
+    track: [Int32Array, TRACK_WORDS],
   });
   if (a === null) return null;
   if (copy) {
     a.rowIdx.set(csc.rowIdx);
     a.values.set(csc.values);
   }
+  a.lows.set(lows);
+  const t = a.track;
+  t[TRACK.slotAt] = st.rowSlot.byteOffset;
+  t[TRACK.exactAt] = st.rowExact.byteOffset;
+  t[TRACK.lowsAt] = a.lows.byteOffset;
+  t[TRACK.refoldAt] = st.refold.byteOffset;
+  t[TRACK.walkXAt] = a.walkX.byteOffset;
+  t[TRACK.walkLowAt] = a.walkLow.byteOffset;
   // (each field named, one shape for every kernel: a spread of `a` cost the decode 3.8 µs per token)
   return {
     heap, rowIdx: copy ? a.rowIdx : csc.rowIdx, values: copy ? a.values : csc.values,
     walkList: a.walkList, walkDx: new Float64Array(a.walkList.buffer, a.walkList.byteOffset, 2 * cols),
-    defer: a.defer, walkX: a.walkX, walkLow: a.walkLow, io: a.io,
+    walkX: a.walkX, walkLow: a.walkLow, io: a.io, track: t,
     // a matrix of short columns (the chip's down and out projections) is not listed (ExecTuning)
     listed: nnz >= ctx.tuning.wasmMinEntriesPerColumn * csc.usedCols,
   };
@@ -511,25 +531,13 @@ function trackedUpdate(e: Float64Array, s4: number, yv: Float32Array, r: number,
 }
 
 /**
- * The nd tracked-row entries a wasm kernel deferred (wasm-kernels.ts walk, delta), in its order: each updated as
- * deltaLinearIn's own loop does, unless its row is to be refolded by then (mark bit 1: a check of
- * an earlier entry failed). Returns the refold count after them.
+ * The wasm walk of the nw listed columns (wasm-kernels.ts walk), the tracked rows' exact updates
+ * included: returns the refold count after it (nf before), the reached-row count in kern.io[0].
  */
-function runDeferred(st: DeltaLinearState, kern: DeltaKernel, nd: number, wLow: WeightLows, cur: number, nf: number): number {
-  const { defer, rowIdx, values, walkX, walkLow } = kern;
-  const { mark, rowSlot, refold, y } = st;
-  const e = st.rowExact;
-  for (let i = 0; i < nd; i++) {
-    const k = defer[2 * i];
-    const j = defer[2 * i + 1];
-    const r = rowIdx[k];
-    if ((mark[r] & 2) !== 0) continue;
-    if (trackedUpdate(e, 4 * rowSlot[r], y, r, values[k], walkX[2 * j], walkX[2 * j + 1], wLow[k], walkLow[j])) {
-      mark[r] = cur | 3;
-      refold[nf++] = r;
-    }
-  }
-  return nf;
+function walkListed(kern: DeltaKernel, nw: number, mark: Uint16Array, y: Float32Array, rows: Int32Array, cur: number, nr: number, nf: number): number {
+  kern.track[TRACK.nf] = nf;
+  kern.io[0] = kern.heap.walk(nw, kern.walkList, mark, y, rows, kern.rowIdx, kern.values, kern.track, cur, nr);
+  return kern.track[TRACK.nf];
 }
 
 function deltaLinearIn(
@@ -553,7 +561,7 @@ function deltaLinearIn(
     st.lows = lowbitsOf(ctx.plans, plan.csr.values, csc.values);
     st.planCsr = m.csr;
     st.planDense = m.dense;
-    st.kernel = kernelOf(ctx, st, csc, m.cols);
+    st.kernel = kernelOf(ctx, st, csc, st.lows.csc, m.cols);
     st.valid = false; // y and the column records describe the old storage
   }
   const plan = st.plan;
@@ -613,12 +621,13 @@ function deltaLinearIn(
       io[0] = nr;
       io[1] = nc;
       io[6] = st.nBounded === m.rows ? 1 : 0;
+      kern.track[TRACK.nf] = nf;
       const status = kern.heap.delta(n, cand, x, xOff, colBits, kern, mark, yv, rows, changed, cur, t);
       nr = io[0];
       nc = io[1];
       negTotal += io[2];
       walked += io[3];
-      if (io[4] > 0) nf = runDeferred(st, kern, io[4], wLow, cur, nf);
+      nf = kern.track[TRACK.nf];
       if (status === 0) break;
       t = io[5];
     }
@@ -638,8 +647,8 @@ function deltaLinearIn(
     // (an integer's lowest set bit is ≥ 0: no lowbit needed while the column's bound is ≤ 0)
     if (!bf16 && xn !== 0 && (Math.abs(xn) > colVals[c4 + 1] || ((colInts[c4 + 2] > 0 || (xn | 0) !== xn) && lowbit32(b) < colInts[c4 + 2]))) {
       if (nw > 0) {
-        nr = kern!.heap.walk(nw, kern!.walkList, mark, yv, rows, kern!.rowIdx, kern!.values, kern!.defer, cur, nr);
-        nf = runDeferred(st, kern!, kern!.heap.deferred, wLow, cur, nf);
+        nf = walkListed(kern!, nw, mark, yv, rows, cur, nr, nf);
+        nr = kern!.io[0];
         nw = 0;
       }
       // widened: the rows the column reaches get their bounds grown; a bounded row that loses its
@@ -710,8 +719,8 @@ function deltaLinearIn(
     }
   }
   if (nw > 0) {
-    nr = kern!.heap.walk(nw, kern!.walkList, mark, yv, rows, kern!.rowIdx, kern!.values, kern!.defer, cur, nr);
-    nf = runDeferred(st, kern!, kern!.heap.deferred, wLow, cur, nf);
+    nf = walkListed(kern!, nw, mark, yv, rows, cur, nr, nf);
+    nr = kern!.io[0];
   }
   st.negTotal = negTotal;
   if (csc.maxRowNnz >= cols - negTotal) { st.valid = false; return null; }

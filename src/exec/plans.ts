@@ -253,7 +253,8 @@ export interface DeltaLinearState {
    * an update touches one cache line: the exact sum Σ w·x, S = Σ|w·x|, T = boundOf(g), and g, a
    * lower bound on the lowest set bit of the row's non-zero products. T = 0 marks a row that is not
    * exact (S + |Σ w·x| < 2T never holds; g is then not kept). Bounded rows need none: the records of a matrix
-   * whose rows are all bounded take no memory.
+   * whose rows are all bounded take no memory (in the wasm memory, room for every row is carved
+   * and only the pages of the slots taken are touched; elsewhere the array grows as slots are taken).
    */
   rowExact: Float64Array;
   rowSlot: Int32Array;
@@ -301,6 +302,9 @@ export interface DeltaKernel extends DeltaArrays {
   heap: WasmHeap;
   walkList: Int32Array;
   walkDx: Float64Array;
+  /** Per listed column j: x_new and x_old at 2j, 2j + 1, and lowbit32(x_new) at j, which the tracked rows' updates read. */
+  walkX: Float64Array;
+  walkLow: Int32Array;
   /** Whether the matrix's columns are long enough to be listed for the walk when the pass is not fused (ExecTuning). */
   listed: boolean;
 }

@@ -18,35 +18,39 @@
  * double operation, and the rounding to float32 of a store, to nearest, ties to even): the same
  * bits whatever the operands.
  *
- * walk(nWalk, walkAt, markAt, yAt, rowsAt, rowIdxAt, valuesAt, deferAt, cur, nr) → nr (byte
- * addresses; rowIdx 16-bit, values float32, mark 16-bit, y float32, rows and defer int32): for each
- * walk-list entry j < nWalk — at walkAt + 16j the column's first and end entry k0, k1 (int32) and
- * its Δx (float64) — and each k in [k0, k1), with r = rowIdx[k] and f = mark[r]:
+ * walk(nWalk, walkAt, markAt, yAt, rowsAt, rowIdxAt, valuesAt, trackAt, cur, nr) → nr (byte
+ * addresses; rowIdx 16-bit, values float32, mark 16-bit, y float32, rows int32; the track block
+ * TRACK at trackAt): for each walk-list entry j < nWalk — at walkAt + 16j the column's first and end
+ * entry k0, k1 (int32) and its Δx (float64) — and each k in [k0, k1), with r = rowIdx[k] and f =
+ * mark[r]:
  *  - f bit 0 clear (a bounded row): if f ≠ cur, mark[r] ← cur and rows[nr++] ← r; then
  *    y[r] ← float32(double(y[r]) + double(values[k]) · Δx), as `yv[r] += cv[k] * dx` on
  *    Float32Arrays (delta.ts's module comment gives why that is exact there);
  *  - f bit 0 set (a tracked row): if f's epoch (f & ~3) ≠ cur, mark[r] ← cur | 1, rows[nr++] ← r and
- *    the entry is deferred; else, unless f bit 1 is set (the row is to be refolded), deferred. A
- *    deferred entry is (k, j) at deferAt + 8·(its index); the count is stored at address 0.
- * It returns nr. The caller then runs the deferred entries' exact-row updates in their order
- * (delta.ts), which is the order the JavaScript loop meets them in, marks and lists included.
+ *    the row is updated; else it is updated unless f bit 1 is set (the row is to be refolded). The
+ *    update is delta.ts trackedUpdate's, in double: with w = values[k], x_new, x_old and
+ *    lowbit32(x_new) from the track block's walkX (16j) and walkLow (4j), and the row's record e
+ *    (4 float64 at exactAt + 32·slot[r]: exact sum, absolute sum, T, lowest bit), pn = w·x_new, po
+ *    = w·x_old, e0 ← e0 + (pn − po), e1 ← e1 + (|pn| − |po|), y[r] ← float32(e0 + 0); when T = 0, or
+ *    pn ≠ 0 and (lows[k] + lowbit < e3 or |pn| ≥ T), or not e1 + |e0| < 2T, mark[r] ← cur | 3 and
+ *    r is appended to the refold list (count in the block, in and out).
+ * It returns nr. These are the JavaScript loop's operations in its order, marks and lists included.
  * Preconditions: every address and index in range of the memory (the caller's layout), rows < 2^16,
- * cur a mark value with bits 0 and 1 clear.
+ * cur a mark value with bits 0 and 1 clear, a slot and record for every tracked row.
  *
- * delta(nCand, candAt, xAt, recAt, rowIdxAt, valuesAt, markAt, yAt, rowsAt, deferAt, walkXAt,
- * walkLowAt, changedAt, cur, t0, ioAt) → status: deltaLinearIn's pass over candidates t ∈ [t0,
- * nCand) (c = cand[t], or t when candAt = −1), its state's column records at recAt + 16c (bits,
- * M_c as float32, L_c, the column's first entry; the next record holds its end), with io[0] nr,
- * io[1] nc and io[6] (1 when every row is bounded) in. Per candidate: bits equal to the record's
- * → passed over; x_c not finite → status 2, stopped at t; x_c ≠ 0 widening the column's bounds
- * (|x| > M_c, or lowbit32(x) < L_c where L_c > 0 or x is not an int32) → status 1, stopped at t; both
- * leave column c untouched for the caller. Otherwise the sign count moves by sign(x_new) −
- * sign(x_old), the record takes the new bits, c is appended to `changed` (at j = nc), and unless
- * both values are ±0 or the column has no entries, its entries are walked as walk's are with Δx =
- * x_new − x_old in double, deferred entries naming j; when some row is tracked, x_new, x_old
- * (walkX at 16j) and lowbit32(x_new) (0 for x_new = ±0; walkLow at 4j) are kept for them. Out: io[0]
- * nr, io[1] nc, io[2] the sign count's change, io[3] entries walked, io[4] entries deferred,
- * io[5] the stop (nCand when done, status 0). These are delta.ts's operations in its order.
+ * delta(nCand, candAt, xAt, recAt, rowIdxAt, valuesAt, markAt, yAt, rowsAt, trackAt, changedAt,
+ * cur, t0, ioAt) → status: deltaLinearIn's pass over candidates t ∈ [t0, nCand) (c = cand[t], or
+ * t when candAt = −1), its state's column records at recAt + 16c (bits, M_c as float32, L_c, the
+ * column's first entry; the next record holds its end), with io[0] nr, io[1] nc and io[6] (1 when
+ * every row is bounded) in. Per candidate: bits equal to the record's → passed over; x_c not
+ * finite → status 2, stopped at t; x_c ≠ 0 widening the column's bounds (|x| > M_c, or lowbit32(x)
+ * < L_c where L_c > 0 or x is not an int32) → status 1, stopped at t; both leave column c
+ * untouched for the caller. Otherwise the sign count moves by sign(x_new) − sign(x_old), the record
+ * takes the new bits, c is appended to `changed`, and unless both values are ±0 or the column has
+ * no entries, its entries are walked as walk's are with Δx = x_new − x_old in double (the tracked
+ * rows' updates reading x_new, x_old and lowbit32(x_new), 0 for x_new = ±0). Out: io[0] nr, io[1]
+ * nc, io[2] the sign count's change, io[3] entries walked, io[5] the stop (nCand when done, status
+ * 0), the track block's refold count. These are delta.ts's operations in its order.
  *
  * swiglu(nr, rowsAt, n, goAt, hAt, changedAt, form) → nch (gate at goAt + 4i, up at goAt + 4(n + i),
  * float32; h float32; rows and changed int32): for t < nr, with r = rows[t] and unit i = r < n ? r :
@@ -61,25 +65,66 @@ import { gdnKernelModuleBytes } from './wasm-gdn-kernels.ts';
 import { residualKernelFns } from './wasm-residual-kernels.ts';
 import { addr, F64, f64c, get, I32, i32, kernelModuleOf, mem, OP, set, tee } from './wasm-emit.ts';
 
-// walk's locals: its ten parameters, then seven int32 and one float64
+/**
+ * The word indices of a delta state's track block (int32, TRACK_WORDS of them), which walk and
+ * delta read the tracked rows' arrays from: the rows' record slots (int32), the records (float64,
+ * 4 a slot: delta.ts rowExact), the entries' weight low bits (int16, CSC order), the refold list
+ * (int32) and its count (in and out), and for walk the listed columns' x_new, x_old (float64) and
+ * lowbit32(x_new) (int32).
+ */
+export const TRACK = { slotAt: 0, exactAt: 1, lowsAt: 2, refoldAt: 3, nf: 4, walkXAt: 5, walkLowAt: 6 } as const;
+export const TRACK_WORDS = 8;
+
+// walk's locals: its ten parameters, then fourteen int32 and eight float64
 const L = {
-  nWalk: 0, walkAt: 1, markAt: 2, yAt: 3, rowsAt: 4, rowIdxAt: 5, valuesAt: 6, deferAt: 7, cur: 8, nr: 9,
-  j: 10, k: 11, kEnd: 12, r: 13, f: 14, at: 15, nd: 16, dx: 17,
+  nWalk: 0, walkAt: 1, markAt: 2, yAt: 3, rowsAt: 4, rowIdxAt: 5, valuesAt: 6, trackAt: 7, cur: 8, nr: 9,
+  j: 10, k: 11, kEnd: 12, r: 13, f: 14, at: 15, lx: 16, slotAt: 17, exactAt: 18, lowsAt: 19, refoldAt: 20, nf: 21,
+  walkXAt: 22, walkLowAt: 23,
+  dx: 24, xn: 25, xo: 26, T: 27, pn: 28, po: 29, v: 30, sAbs: 31,
 } as const;
 /** The locals an entry loop uses (walk and delta name theirs differently). */
-interface EntryLocals { k: number; kEnd: number; r: number; f: number; at: number; nr: number; nd: number; j: number; dx: number; markAt: number; yAt: number; rowsAt: number; rowIdxAt: number; valuesAt: number; deferAt: number; cur: number }
+interface EntryLocals {
+  k: number; kEnd: number; r: number; f: number; at: number; nr: number; dx: number; markAt: number; yAt: number; rowsAt: number;
+  rowIdxAt: number; valuesAt: number; cur: number; lx: number; slotAt: number; exactAt: number; lowsAt: number; refoldAt: number;
+  nf: number; xn: number; xo: number; T: number; pn: number; po: number; v: number; sAbs: number;
+}
+
+/**
+ * A tracked row's exact update by entry k (delta.ts trackedUpdate, the same double operations in
+ * its order): the row's record at exactAt + 32·rowSlot[r] takes w·x_new − w·x_old and |…| sums,
+ * y_r its exact sum; when a check fails the row is marked to be refolded and listed in refold.
+ */
+function trackedUpdate(E: EntryLocals): number[] {
+  const value = [...addr(E.valuesAt, E.k, 2), ...mem(OP.f32Load, 2), OP.f64PromoteF32];
+  return [
+    ...addr(E.slotAt, E.r, 2), ...mem(OP.i32Load, 2), ...i32(5), OP.i32Shl, ...get(E.exactAt), OP.i32Add, ...set(E.at),
+    ...get(E.at), ...mem(OP.f64Load, 3, 16), ...set(E.T),
+    ...value, ...get(E.xn), OP.f64Mul, ...set(E.pn),
+    ...value, ...get(E.xo), OP.f64Mul, ...set(E.po),
+    ...get(E.at), ...get(E.at), ...mem(OP.f64Load, 3, 0), ...get(E.pn), ...get(E.po), OP.f64Sub, OP.f64Add, ...tee(E.v), ...mem(OP.f64Store, 3, 0),
+    ...get(E.at), ...get(E.at), ...mem(OP.f64Load, 3, 8), ...get(E.pn), OP.f64Abs, ...get(E.po), OP.f64Abs, OP.f64Sub, OP.f64Add,
+    ...tee(E.sAbs), ...mem(OP.f64Store, 3, 8),
+    // y_r = v + 0 rounded to float32 (exact when the row is accepted; −0 + 0 = +0)
+    ...addr(E.yAt, E.r, 2), ...get(E.v), ...f64c(0), OP.f64Add, OP.f32DemoteF64, ...mem(OP.f32Store, 2),
+    // T = 0, or a non-zero product whose lowest bit or size breaks the row's bound, or the row no longer exact
+    ...get(E.T), ...f64c(0), OP.f64Eq,
+    ...get(E.pn), ...f64c(0), OP.f64Ne,
+    ...addr(E.lowsAt, E.k, 1), ...mem(OP.i32Load16S, 1), ...get(E.lx), OP.i32Add, OP.f64ConvertI32S, ...get(E.at), ...mem(OP.f64Load, 3, 24), OP.f64Lt,
+    ...get(E.pn), OP.f64Abs, ...get(E.T), OP.f64Ge, OP.i32Or, OP.i32And, OP.i32Or,
+    ...get(E.sAbs), ...get(E.v), OP.f64Abs, OP.f64Add, ...get(E.T), ...get(E.T), OP.f64Add, OP.f64Lt, OP.i32Eqz, OP.i32Or,
+    OP.if, OP.void,
+    ...addr(E.markAt, E.r, 1), ...get(E.cur), ...i32(3), OP.i32Or, ...mem(OP.i32Store16, 1),
+    ...addr(E.refoldAt, E.nf, 2), ...get(E.r), ...mem(OP.i32Store, 2), ...get(E.nf), ...i32(1), OP.i32Add, ...set(E.nf),
+    OP.end,
+  ];
+}
 
 /**
  * The walk of one column's entries k ∈ [k, kEnd) (module comment, walk): bounded rows updated,
- * tracked rows' entries deferred as (k, j).
+ * tracked rows updated exactly (trackedUpdate) unless they are to be refolded.
  */
 function entryLoop(E: EntryLocals): number[] {
   const listRow = [...addr(E.rowsAt, E.nr, 2), ...get(E.r), ...mem(OP.i32Store, 2), ...get(E.nr), ...i32(1), OP.i32Add, ...set(E.nr)];
-  const deferEntry = [
-    ...addr(E.deferAt, E.nd, 3), ...tee(E.at), ...get(E.k), ...mem(OP.i32Store, 2),
-    ...get(E.at), ...get(E.j), ...mem(OP.i32Store, 2, 4),
-    ...get(E.nd), ...i32(1), OP.i32Add, ...set(E.nd),
-  ];
   return [
     OP.block, OP.void, OP.loop, OP.void,
     ...get(E.k), ...get(E.kEnd), OP.i32GeS, OP.brIf, 1,
@@ -99,10 +144,10 @@ function entryLoop(E: EntryLocals): number[] {
     ...get(E.f), ...i32(~3), OP.i32And, ...get(E.cur), OP.i32Ne, OP.if, OP.void,
     ...addr(E.markAt, E.r, 1), ...get(E.cur), ...i32(1), OP.i32Or, ...mem(OP.i32Store16, 1),
     ...listRow,
-    ...deferEntry,
-    OP.else, // reached before in this call: deferred unless it is to be refolded
+    ...trackedUpdate(E),
+    OP.else, // reached before in this call: updated unless it is to be refolded
     ...get(E.f), ...i32(2), OP.i32And, OP.i32Eqz, OP.if, OP.void,
-    ...deferEntry,
+    ...trackedUpdate(E),
     OP.end,
     OP.end,
     OP.end,
@@ -112,29 +157,45 @@ function entryLoop(E: EntryLocals): number[] {
   ];
 }
 
+/** The track block's words (wasm-kernels.ts TRACK): the state's tracked-row arrays and the refold count. */
+const loadTrack = (E: { slotAt: number; exactAt: number; lowsAt: number; refoldAt: number; nf: number }, trackAt: number) => [
+  ...get(trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.slotAt), ...set(E.slotAt),
+  ...get(trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.exactAt), ...set(E.exactAt),
+  ...get(trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.lowsAt), ...set(E.lowsAt),
+  ...get(trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.refoldAt), ...set(E.refoldAt),
+  ...get(trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.nf), ...set(E.nf),
+];
+
 const walkBody: number[] = [
   ...i32(0), ...set(L.j),
-  ...i32(0), ...set(L.nd),
+  ...loadTrack(L, L.trackAt),
+  ...get(L.trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.walkXAt), ...set(L.walkXAt),
+  ...get(L.trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.walkLowAt), ...set(L.walkLowAt),
   OP.block, OP.void, OP.loop, OP.void, // over the walk list
   ...get(L.j), ...get(L.nWalk), OP.i32GeU, OP.brIf, 1,
   ...addr(L.walkAt, L.j, 4), ...tee(L.at), ...mem(OP.i32Load, 2), ...set(L.k),
   ...get(L.at), ...mem(OP.i32Load, 2, 4), ...set(L.kEnd),
   ...get(L.at), ...mem(OP.f64Load, 3, 8), ...set(L.dx),
+  // what the tracked rows' updates read (written by the caller only while some row is tracked)
+  ...addr(L.walkXAt, L.j, 4), ...tee(L.at), ...mem(OP.f64Load, 3, 0), ...set(L.xn),
+  ...get(L.at), ...mem(OP.f64Load, 3, 8), ...set(L.xo),
+  ...addr(L.walkLowAt, L.j, 2), ...mem(OP.i32Load, 2), ...set(L.lx),
   ...entryLoop(L),
   ...get(L.j), ...i32(1), OP.i32Add, ...set(L.j),
   OP.br, 0,
   OP.end, OP.end,
-  ...i32(0), ...get(L.nd), ...mem(OP.i32Store, 2),
+  ...get(L.trackAt), ...get(L.nf), ...mem(OP.i32Store, 2, 4 * TRACK.nf),
   ...get(L.nr),
   OP.end,
 ];
 
-// delta's locals: its sixteen parameters, then nineteen int32 and three float64
+// delta's locals: its fourteen parameters, then twenty-two int32 and eight float64
 const D = {
-  nCand: 0, candAt: 1, xAt: 2, recAt: 3, rowIdxAt: 4, valuesAt: 5, markAt: 6, yAt: 7, rowsAt: 8, deferAt: 9,
-  walkXAt: 10, walkLowAt: 11, changedAt: 12, cur: 13, t0: 14, ioAt: 15,
-  t: 16, c: 17, b: 18, ob: 19, k: 20, kEnd: 21, r: 22, f: 23, at: 24, nr: 25, nc: 26, neg: 27, walked: 28, nd: 29,
-  lx: 30, rec: 31, allB: 32, j: 33, e: 34, xn: 35, xo: 36, dx: 37,
+  nCand: 0, candAt: 1, xAt: 2, recAt: 3, rowIdxAt: 4, valuesAt: 5, markAt: 6, yAt: 7, rowsAt: 8, trackAt: 9,
+  changedAt: 10, cur: 11, t0: 12, ioAt: 13,
+  t: 14, c: 15, b: 16, ob: 17, k: 18, kEnd: 19, r: 20, f: 21, at: 22, nr: 23, nc: 24, neg: 25, walked: 26,
+  lx: 27, rec: 28, allB: 29, e: 30, slotAt: 31, exactAt: 32, lowsAt: 33, refoldAt: 34, nf: 35,
+  xn: 36, xo: 37, dx: 38, T: 39, pn: 40, po: 41, v: 42, sAbs: 43,
 } as const;
 /** lowbit32 of the bits in local b (delta.ts lowbit32), using local e: the value on the stack. */
 const lowbitOf = (b: number, e: number) => [
@@ -143,20 +204,21 @@ const lowbitOf = (b: number, e: number) => [
   ...get(b), ...i32(0x7fffff), OP.i32And, ...i32(0), ...i32(0x800000), ...get(e), OP.i32Eqz, OP.select, OP.i32Or,
   OP.i32Ctz, OP.i32Add,
 ];
-/** io[0 … 5] ← nr, nc, neg, walked, nd, t; then return `status`. */
+/** io[0 … 3] ← nr, nc, neg, walked, io[5] ← t, the track block's refold count ← nf; then return `status`. */
 const finish = (status: number) => [
   ...get(D.ioAt), ...get(D.nr), ...mem(OP.i32Store, 2, 0),
   ...get(D.ioAt), ...get(D.nc), ...mem(OP.i32Store, 2, 4),
   ...get(D.ioAt), ...get(D.neg), ...mem(OP.i32Store, 2, 8),
   ...get(D.ioAt), ...get(D.walked), ...mem(OP.i32Store, 2, 12),
-  ...get(D.ioAt), ...get(D.nd), ...mem(OP.i32Store, 2, 16),
   ...get(D.ioAt), ...get(D.t), ...mem(OP.i32Store, 2, 20),
+  ...get(D.trackAt), ...get(D.nf), ...mem(OP.i32Store, 2, 4 * TRACK.nf),
   ...i32(status), OP.return,
 ];
 const deltaBody: number[] = [
   ...get(D.ioAt), ...mem(OP.i32Load, 2, 0), ...set(D.nr),
   ...get(D.ioAt), ...mem(OP.i32Load, 2, 4), ...set(D.nc),
   ...get(D.ioAt), ...mem(OP.i32Load, 2, 24), ...set(D.allB),
+  ...loadTrack(D, D.trackAt),
   ...get(D.t0), ...set(D.t),
   OP.block, OP.void, OP.loop, OP.void, // over the candidates
   ...get(D.t), ...get(D.nCand), OP.i32GeU, OP.brIf, 1,
@@ -185,7 +247,7 @@ const deltaBody: number[] = [
   ...get(D.rec), ...mem(OP.f32Load, 2), OP.f64PromoteF32, ...set(D.xo),
   ...get(D.rec), ...get(D.b), ...mem(OP.i32Store, 2),
   ...addr(D.changedAt, D.nc, 2), ...get(D.c), ...mem(OP.i32Store, 2),
-  ...get(D.nc), ...tee(D.j), ...i32(1), OP.i32Add, ...set(D.nc),
+  ...get(D.nc), ...i32(1), OP.i32Add, ...set(D.nc),
   ...get(D.rec), ...mem(OP.i32Load, 2, 12), ...set(D.k),
   ...get(D.rec), ...mem(OP.i32Load, 2, 28), ...set(D.kEnd),
   // ±0 → ±0, or no entries: nothing to walk
@@ -193,12 +255,9 @@ const deltaBody: number[] = [
   ...get(D.kEnd), ...get(D.k), OP.i32LeS, OP.i32Or, OP.brIf, 0,
   ...get(D.walked), ...get(D.kEnd), OP.i32Add, ...get(D.k), OP.i32Sub, ...set(D.walked),
   ...get(D.xn), ...get(D.xo), OP.f64Sub, ...set(D.dx),
-  // what the deferred entries of tracked rows read (none while every row is bounded)
+  // lowbit32(x_new), which only the tracked rows' updates read (none while every row is bounded)
   ...get(D.allB), OP.i32Eqz, OP.if, OP.void,
   ...i32(0), ...lowbitOf(D.b, D.e), ...get(D.xn), ...f64c(0), OP.f64Eq, OP.select, ...set(D.lx),
-  ...addr(D.walkXAt, D.j, 4), ...tee(D.at), ...get(D.xn), ...mem(OP.f64Store, 3),
-  ...get(D.at), ...get(D.xo), ...mem(OP.f64Store, 3, 8),
-  ...addr(D.walkLowAt, D.j, 2), ...get(D.lx), ...mem(OP.i32Store, 2),
   OP.end,
   ...entryLoop(D),
   OP.end, // (the column passed over lands here)
@@ -257,17 +316,17 @@ const swigluBody: number[] = [
  */
 export function kernelModuleBytes(): Uint8Array {
   return kernelModuleOf([
-    { name: 'walk', params: Array.from({ length: 10 }, () => I32), results: [I32], locals: [[7, I32], [1, F64]], body: walkBody },
+    { name: 'walk', params: Array.from({ length: 10 }, () => I32), results: [I32], locals: [[14, I32], [8, F64]], body: walkBody },
     { name: 'swiglu', params: Array.from({ length: 7 }, () => I32), results: [I32], locals: [[5, I32], [2, F64]], body: swigluBody },
-    { name: 'delta', params: Array.from({ length: 16 }, () => I32), results: [I32], locals: [[19, I32], [3, F64]], body: deltaBody },
+    { name: 'delta', params: Array.from({ length: 14 }, () => I32), results: [I32], locals: [[22, I32], [8, F64]], body: deltaBody },
     ...residualKernelFns(),
   ]);
 }
 
 type WalkFn = (nWalk: number, walkAt: number, markAt: number, yAt: number, rowsAt: number, rowIdxAt: number,
-  valuesAt: number, deferAt: number, cur: number, nr: number) => number;
+  valuesAt: number, trackAt: number, cur: number, nr: number) => number;
 type DeltaFn = (nCand: number, candAt: number, xAt: number, recAt: number, rowIdxAt: number, valuesAt: number, markAt: number,
-  yAt: number, rowsAt: number, deferAt: number, walkXAt: number, walkLowAt: number, changedAt: number, cur: number, t0: number, ioAt: number) => number;
+  yAt: number, rowsAt: number, trackAt: number, changedAt: number, cur: number, t0: number, ioAt: number) => number;
 type SwigluFn = (nr: number, rowsAt: number, n: number, goAt: number, hAt: number, changedAt: number, form: number) => number;
 type GdnDotsFn = (sAt: number, xAt: number, rnzAt: number, dk: number, dv: number, kindPos: number, outAt: number, idxAt: number, scrAt: number) => number;
 type AddListsFn = (xAt: number, bAt: number, oAt: number, aAt: number, aN: number, bListAt: number, bN: number, chAt: number,
@@ -309,7 +368,7 @@ const kernelModule = compiledOnce(kernelModuleBytes);
 const gdnKernelModule = compiledOnce(gdnKernelModuleBytes);
 
 /** The arrays of a state's kernels that `delta` reads besides the state's own (plans.ts DeltaKernel). */
-export interface DeltaArrays { rowIdx: Uint16Array; values: Float32Array; defer: Int32Array; walkX: Float64Array; walkLow: Int32Array; io: Int32Array }
+export interface DeltaArrays { rowIdx: Uint16Array; values: Float32Array; track: Int32Array; io: Int32Array }
 
 type ViewCtor<T> = { new (buffer: ArrayBufferLike, byteOffset: number, length: number): T; readonly BYTES_PER_ELEMENT: number };
 type InstanceType<C> = C extends ViewCtor<infer T> ? T : never;
@@ -319,7 +378,7 @@ type InstanceType<C> = C extends ViewCtor<infer T> ? T : never;
  * its buffer), zero-filled, carved by a bump pointer into the arrays of the context's incremental
  * matmuls, SwiGLUs, norm outputs and GDN layers (each starting at a multiple of 8 bytes), and both
  * kernel modules instantiated on it (the GDN one where SIMD is there: hasGdnKernels). The first 8
- * bytes hold walk's deferred count, the next 8 addLists' appended count. Untouched pages are the
+ * bytes hold addLists' appended count. Untouched pages are the
  * system's zero pages, so a large memory costs address space, not resident memory. A request that
  * does not fit gets null (the caller keeps its JavaScript arrays and loop); nothing is freed before
  * the context is.
@@ -337,10 +396,9 @@ export class WasmHeap {
   private readonly convChannelsFn: (ctlAt: number) => number;
   /** Whether the GDN kernels (wasm-gdn-kernels.ts) are there: they need SIMD. */
   readonly hasGdnKernels: boolean;
-  private readonly count: Int32Array;
-  /** addLists' io word (bytes 8–11): the appended count. */
+  /** addLists' io word (bytes 0–3): the appended count. */
   private readonly addIo: Int32Array;
-  private used = 16;
+  private used = 8;
 
   private constructor(memory: WasmMemory, instance: { exports: Record<string, unknown> }, gdn: { exports: Record<string, unknown> } | null) {
     this.buffer = memory.buffer;
@@ -355,8 +413,7 @@ export class WasmHeap {
     this.gdnDeltaFn = gdn === null ? missing : gdn.exports.delta as GdnDeltaFn;
     this.convActivateFn = gdn === null ? missing : gdn.exports.convActivate as (ctlAt: number) => number;
     this.convChannelsFn = gdn === null ? missing : gdn.exports.convChannels as (ctlAt: number) => number;
-    this.count = new Int32Array(this.buffer, 0, 1);
-    this.addIo = new Int32Array(this.buffer, 8, 1);
+    this.addIo = new Int32Array(this.buffer, 0, 1);
   }
 
   /**
@@ -412,13 +469,14 @@ export class WasmHeap {
   }
 
   /**
-   * Runs walk (module comment) over walk-list entries [0, nWalk); every array must be a view of
-   * this heap. Returns nr after the walk; the deferred count is `deferred` after the call.
+   * Runs walk (module comment) over walk-list entries [0, nWalk) with the track block `track`
+   * (TRACK; its refold count in and out); every array must be a view of this heap. Returns nr
+   * after the walk.
    */
   walk(nWalk: number, walkList: Int32Array, mark: Uint16Array, y: Float32Array, rows: Int32Array, rowIdx: Uint16Array,
-    values: Float32Array, defer: Int32Array, cur: number, nr: number): number {
+    values: Float32Array, track: Int32Array, cur: number, nr: number): number {
     return this.walkFn(nWalk, walkList.byteOffset, mark.byteOffset, y.byteOffset, rows.byteOffset, rowIdx.byteOffset,
-      values.byteOffset, defer.byteOffset, cur, nr);
+      values.byteOffset, track.byteOffset, cur, nr);
   }
 
   /**
@@ -432,18 +490,18 @@ export class WasmHeap {
   /**
    * delta.ts deltaLinearIn's pass over candidates [t0, n) in wasm (module comment, delta): the
    * candidates (null: every column t is a candidate) and x from xOff, the state's column records
-   * `colBits`, marks, y, reached rows and changed columns, and `kern`'s plan copy, deferred list,
-   * deferred columns' values and in/out block `kern.io` ([0] nr and [1] nc in and out, [6] 1 when
-   * every row is bounded; out [2] the sign count's change, [3] entries walked, [4] entries
-   * deferred, [5] where it stopped). Every array must be a view of this heap. Returns 0 when the
+   * `colBits`, marks, y, reached rows and changed columns, and `kern`'s plan copy, track block
+   * (TRACK: the tracked rows' arrays, the refold count in and out) and in/out block `kern.io` ([0]
+   * nr and [1] nc in and out, [6] 1 when every row is bounded; out [2] the sign count's change, [3]
+   * entries walked, [5] where it stopped). Every array must be a view of this heap. Returns 0 when the
    * candidates are done, 1 at a column that widens its bounds, 2 at one that is not finite (that
    * column untouched: the caller takes it).
    */
   delta(n: number, cand: Int32Array | null, x: Float32Array, xOff: number, colBits: Uint32Array, kern: DeltaArrays,
     mark: Uint16Array, y: Float32Array, rows: Int32Array, changed: Int32Array, cur: number, t0: number): number {
     return this.deltaFn(n, cand === null ? -1 : cand.byteOffset, x.byteOffset + 4 * xOff, colBits.byteOffset, kern.rowIdx.byteOffset,
-      kern.values.byteOffset, mark.byteOffset, y.byteOffset, rows.byteOffset, kern.defer.byteOffset, kern.walkX.byteOffset,
-      kern.walkLow.byteOffset, changed.byteOffset, cur, t0, kern.io.byteOffset);
+      kern.values.byteOffset, mark.byteOffset, y.byteOffset, rows.byteOffset, kern.track.byteOffset, changed.byteOffset, cur, t0,
+      kern.io.byteOffset);
   }
 
   /**
@@ -511,10 +569,6 @@ export class WasmHeap {
     return this.addIo[0]!;
   }
 
-  /** The number of entries the last walk deferred. */
-  get deferred(): number {
-    return this.count[0]!;
-  }
 }
 
 /** The int32 length of gdnDots' scratch block for a head of dk × dv: the dot and row lists, the any-flags and io. */

@@ -49,9 +49,18 @@ function trackedRef(e: Float64Array, s4: number, y: Float32Array, r: number, w: 
   return T === 0 || (pn !== 0 && (low + lx < e[s4 + 3]! || Math.abs(pn) >= T)) || !(sAbs + Math.abs(v) < T + T);
 }
 
+/** A float32's lowest set bit's exponent (0 for ±0): delta.ts weightLows, restated. */
+function lowOf(w: number): number {
+  if (w === 0) return 0;
+  let e = 0;
+  while (Number.isInteger(w * 2 ** -(e + 1))) e++; // (w = odd · 2^e)
+  while (!Number.isInteger(w * 2 ** -e)) e--;
+  return e;
+}
+
 /** The contract (wasm-kernels.ts module comment), on plain arrays. */
 function reference(
-  walks: Walk[], rowIdx: Uint16Array, values: Float32Array, lows: Int16Array, mark: Uint16Array, y: Float32Array, rows: Int32Array,
+  walks: Walk[], rowIdx: Uint16Array, values: Float32Array, mark: Uint16Array, y: Float32Array, rows: Int32Array,
   slot: Int32Array, e: Float64Array, refold: number[], cur: number, nr: number,
 ): { nr: number; updates: number; tracked: number } {
   let updates = 0;
@@ -68,7 +77,7 @@ function reference(
       }
       if ((f & ~3) !== cur) { mark[r] = cur | 1; rows[nr++] = r; } else if ((f & 2) !== 0) continue;
       tracked++;
-      if (trackedRef(e, 4 * slot[r]!, y, r, values[k]!, xn, xo, lows[k]!, lx)) { mark[r] = cur | 3; refold.push(r); }
+      if (trackedRef(e, 4 * slot[r]!, y, r, values[k]!, xn, xo, lowOf(values[k]!), lx)) { mark[r] = cur | 3; refold.push(r); }
     }
   }
   return { nr, updates, tracked };
@@ -139,7 +148,6 @@ describe('wasm kernels', () => {
       const heap = WasmHeap.create(4, siluFormula)!;
       const rowIdx = heap.take(Uint16Array, nnz)!;
       const values = heap.take(Float32Array, nnz)!;
-      const lows = heap.take(Int16Array, nnz)!;
       const mark = heap.take(Uint16Array, nRows)!;
       const y = heap.take(Float32Array, nRows)!;
       const rows = heap.take(Int32Array, nRows + nnz)!;
@@ -154,7 +162,6 @@ describe('wasm kernels', () => {
       for (let k = 0; k < nnz; k++) {
         rowIdx[k] = Math.floor(rnd() * nRows);
         values[k] = rnd() < 0.5 ? VALUES[Math.floor(rnd() * VALUES.length)]! : Math.fround((rnd() - 0.5) * 1000);
-        lows[k] = Math.floor(rnd() * 41) - 20;
       }
       const epoch = 1 + Math.floor(rnd() * 16382);
       const cur = epoch << 2;
@@ -199,8 +206,8 @@ describe('wasm kernels', () => {
       const wantRows = rows.slice();
       const wantE = e.slice();
       const wantRefold = Array.from(refold.subarray(0, nf0));
-      const want = reference(walks, rowIdx, values, lows, wantMark, wantY, wantRows, slot, wantE, wantRefold, cur, nr0);
-      track.set([slot.byteOffset, e.byteOffset, lows.byteOffset, refold.byteOffset, nf0, walkX.byteOffset, walkLow.byteOffset]);
+      const want = reference(walks, rowIdx, values, wantMark, wantY, wantRows, slot, wantE, wantRefold, cur, nr0);
+      track.set([slot.byteOffset, e.byteOffset, refold.byteOffset, nf0, walkX.byteOffset, walkLow.byteOffset]);
       const nr = heap.walk(nWalk, walkList, mark, y, rows, rowIdx, values, track, cur, nr0);
       expect(nr).toBe(want.nr);
       expect(bitsOf(y)).toEqual(bitsOf(wantY));
@@ -219,24 +226,22 @@ describe('wasm kernels', () => {
     expect(trackedSeen - refolds).toBeGreaterThan(100); // and updates that passed them
   });
 
-  it('a tracked row\'s update at each check\'s boundary: |w·x_new| = T, S + |Σ| = 2T, lows + lowbit = the record\'s lowest bit', () => {
-    // one tracked row (slot 1), one entry w = 2, x_old = 0; T = 16; each case a record and x_new
-    const cases: { e: [number, number, number, number]; xn: number; low: number; lx: number; refold: boolean }[] = [
-      { e: [0, -100, 16, -100], xn: 8, low: 0, lx: 0, refold: true }, // |pn| = 16 = T (the sums pass)
-      { e: [0, -100, 16, -100], xn: 7.5, low: 0, lx: 0, refold: false }, // |pn| = 15 < T
-      { e: [0, 4, 16, -100], xn: 7, low: 0, lx: 0, refold: true }, // S + |Σ| = 18 + 14 = 32 = 2T
-      { e: [0, 3, 16, -100], xn: 7, low: 0, lx: 0, refold: false }, // 31 < 2T
-      { e: [0, 0, 16, 3], xn: 1, low: 1, lx: 1, refold: true }, // lows + lowbit = 2 < 3
-      { e: [0, 0, 16, 2], xn: 1, low: 1, lx: 1, refold: false }, // 2 = 2: not below
-      { e: [0, 0, 0, -100], xn: 1, low: 0, lx: 0, refold: true }, // T = 0: not exact
+  it('a tracked row\'s update at each check\'s boundary: |w·x_new| = T, S + |Σ| = 2T, the low bits\' sum = the record\'s lowest bit', () => {
+    // one tracked row (slot 1), one entry w = 2 (its lowest set bit 2^1), x_old = 0; T = 16; each case a record, x_new and lowbit32(x_new)
+    const cases: { e: [number, number, number, number]; xn: number; lx: number; refold: boolean }[] = [
+      { e: [0, -100, 16, -100], xn: 8, lx: 0, refold: true }, // |pn| = 16 = T (the sums pass)
+      { e: [0, -100, 16, -100], xn: 7.5, lx: 0, refold: false }, // |pn| = 15 < T
+      { e: [0, 4, 16, -100], xn: 7, lx: 0, refold: true }, // S + |Σ| = 18 + 14 = 32 = 2T
+      { e: [0, 3, 16, -100], xn: 7, lx: 0, refold: false }, // 31 < 2T
+      { e: [0, 0, 16, 3], xn: 1, lx: 1, refold: true }, // 1 + 1 = 2 < 3
+      { e: [0, 0, 16, 2], xn: 1, lx: 1, refold: false }, // 2 = 2: not below
+      { e: [0, 0, 0, -100], xn: 1, lx: 0, refold: true }, // T = 0: not exact
     ];
     for (const c of cases) {
       const heap = WasmHeap.create(1, siluFormula)!;
       const f32s = (v: number[]): Float32Array => { const a = heap.take(Float32Array, v.length)!; a.set(v); return a; };
       const i32s = (v: number[]): Int32Array => { const a = heap.take(Int32Array, v.length)!; a.set(v); return a; };
       const rowIdx = heap.take(Uint16Array, 1)!;
-      const lows = heap.take(Int16Array, 1)!;
-      lows[0] = c.low;
       const mark = heap.take(Uint16Array, 1)!;
       mark[0] = (1 << 2) | 1; // tracked, another call's epoch
       const y = f32s([0]);
@@ -250,7 +255,7 @@ describe('wasm kernels', () => {
       const e = heap.take(Float64Array, 8)!;
       e.set(c.e, 4);
       const refold = i32s([0]);
-      const track = i32s([slot.byteOffset, e.byteOffset, lows.byteOffset, refold.byteOffset, 0, walkX.byteOffset, walkLow.byteOffset, 0]);
+      const track = i32s([slot.byteOffset, e.byteOffset, refold.byteOffset, 0, walkX.byteOffset, walkLow.byteOffset, 0, 0]);
       const cur = 2 << 2;
       expect(heap.walk(1, walkList, mark, y, rows, rowIdx, f32s([2]), track, cur, 0)).toBe(1);
       expect([track[TRACK.nf], mark[0]]).toEqual(c.refold ? [1, cur | 3] : [0, cur | 1]);

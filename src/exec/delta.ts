@@ -271,21 +271,21 @@ function walkArraysOf(ctx: ExecNumericContext, rows: number, cols: number): {
 }
 
 /**
- * The state's wasm kernels for its plan `csc` and the plan's weight low bits `lows` (DeltaKernel):
- * the plan's rows and weights (copies unless it was built in this heap), the low bits as int16,
- * the walk list, the listed columns' values for the tracked rows' updates, and the track block
+ * The state's wasm kernels for its plan `csc` (DeltaKernel): the plan's rows and weights (copies
+ * unless it was built in this heap), the walk list, the listed columns' values for the tracked
+ * rows' updates (which take a weight's low bit from its bits), and the track block
  * (wasm-kernels.ts TRACK) naming the state's slots, records and refold list, in the heap that
  * holds the state's records, marks, y, rows and those; null when they are not there, the plan's
  * rows are 32-bit, or the rest does not fit.
  */
-function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, lows: WeightLows, cols: number): DeltaKernel | null {
+function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, cols: number): DeltaKernel | null {
   const heap = ctx.memos.wasmHeap;
   if (heap == null || st.y.buffer !== heap.buffer || st.rowExact.buffer !== heap.buffer || !(csc.rowIdx instanceof Uint16Array)) return null;
   const nnz = csc.values.length;
   // the plan's own arrays where it was built in this heap (cscPlanOf), else copies
   const copy = csc.rowIdx.buffer !== heap.buffer || csc.values.buffer !== heap.buffer;
   const a = heap.carve({
-    rowIdx: [Uint16Array, copy ? nnz : 0], values: [Float32Array, copy ? nnz : 0], lows: [Int16Array, nnz],
+    rowIdx: [Uint16Array, copy ? nnz : 0], values: [Float32Array, copy ? nnz : 0],
     walkList: [Int32Array, 4 * cols], walkX: [Float64Array, 2 * cols], walkLow: [Int32Array, cols], io: [Int32Array, 8],
     track: [Int32Array, TRACK_WORDS],
   });
@@ -294,11 +294,9 @@ function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, l
     a.rowIdx.set(csc.rowIdx);
     a.values.set(csc.values);
   }
-  a.lows.set(lows);
   const t = a.track;
   t[TRACK.slotAt] = st.rowSlot.byteOffset;
   t[TRACK.exactAt] = st.rowExact.byteOffset;
-  t[TRACK.lowsAt] = a.lows.byteOffset;
   t[TRACK.refoldAt] = st.refold.byteOffset;
   t[TRACK.walkXAt] = a.walkX.byteOffset;
   t[TRACK.walkLowAt] = a.walkLow.byteOffset;
@@ -561,7 +559,7 @@ function deltaLinearIn(
     st.lows = lowbitsOf(ctx.plans, plan.csr.values, csc.values);
     st.planCsr = m.csr;
     st.planDense = m.dense;
-    st.kernel = kernelOf(ctx, st, csc, st.lows.csc, m.cols);
+    st.kernel = kernelOf(ctx, st, csc, m.cols);
     st.valid = false; // y and the column records describe the old storage
   }
   const plan = st.plan;

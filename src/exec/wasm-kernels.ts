@@ -32,8 +32,8 @@
  *    lowbit32(x_new) from the track block's walkX (16j) and walkLow (4j), and the row's record e
  *    (4 float64 at exactAt + 32·slot[r]: exact sum, absolute sum, T, lowest bit), pn = w·x_new, po
  *    = w·x_old, e0 ← e0 + (pn − po), e1 ← e1 + (|pn| − |po|), y[r] ← float32(e0 + 0); when T = 0, or
- *    pn ≠ 0 and (lows[k] + lowbit < e3 or |pn| ≥ T), or not e1 + |e0| < 2T, mark[r] ← cur | 3 and
- *    r is appended to the refold list (count in the block, in and out).
+ *    pn ≠ 0 and (the weight's lowest set bit + lowbit < e3 or |pn| ≥ T), or not e1 + |e0| < 2T,
+ *    mark[r] ← cur | 3 and r is appended to the refold list (count in the block, in and out).
  * It returns nr. These are the JavaScript loop's operations in its order, marks and lists included.
  * Preconditions: every address and index in range of the memory (the caller's layout), rows < 2^16,
  * cur a mark value with bits 0 and 1 clear, a slot and record for every tracked row.
@@ -68,27 +68,33 @@ import { addr, F64, f64c, get, I32, i32, kernelModuleOf, mem, OP, set, tee } fro
 /**
  * The word indices of a delta state's track block (int32, TRACK_WORDS of them), which walk and
  * delta read the tracked rows' arrays from: the rows' record slots (int32), the records (float64,
- * 4 a slot: delta.ts rowExact), the entries' weight low bits (int16, CSC order), the refold list
- * (int32) and its count (in and out), and for walk the listed columns' x_new, x_old (float64) and
- * lowbit32(x_new) (int32).
+ * 4 a slot: delta.ts rowExact), the refold list (int32) and its count (in and out), and for walk
+ * the listed columns' x_new, x_old (float64) and lowbit32(x_new) (int32).
  */
-export const TRACK = { slotAt: 0, exactAt: 1, lowsAt: 2, refoldAt: 3, nf: 4, walkXAt: 5, walkLowAt: 6 } as const;
+export const TRACK = { slotAt: 0, exactAt: 1, refoldAt: 2, nf: 3, walkXAt: 4, walkLowAt: 5 } as const;
 export const TRACK_WORDS = 8;
 
-// walk's locals: its ten parameters, then fourteen int32 and eight float64
+// walk's locals: its ten parameters, then fifteen int32 and eight float64
 const L = {
   nWalk: 0, walkAt: 1, markAt: 2, yAt: 3, rowsAt: 4, rowIdxAt: 5, valuesAt: 6, trackAt: 7, cur: 8, nr: 9,
-  j: 10, k: 11, kEnd: 12, r: 13, f: 14, at: 15, lx: 16, slotAt: 17, exactAt: 18, lowsAt: 19, refoldAt: 20, nf: 21,
-  walkXAt: 22, walkLowAt: 23,
-  dx: 24, xn: 25, xo: 26, T: 27, pn: 28, po: 29, v: 30, sAbs: 31,
+  j: 10, k: 11, kEnd: 12, r: 13, f: 14, at: 15, lx: 16, slotAt: 17, exactAt: 18, wb: 19, refoldAt: 20, nf: 21,
+  walkXAt: 22, walkLowAt: 23, we: 24,
+  dx: 25, xn: 26, xo: 27, T: 28, pn: 29, po: 30, v: 31, sAbs: 32,
 } as const;
 /** The locals an entry loop uses (walk and delta name theirs differently). */
 interface EntryLocals {
   k: number; kEnd: number; r: number; f: number; at: number; nr: number; dx: number; markAt: number; yAt: number; rowsAt: number;
-  rowIdxAt: number; valuesAt: number; cur: number; lx: number; slotAt: number; exactAt: number; lowsAt: number; refoldAt: number;
-  nf: number; xn: number; xo: number; T: number; pn: number; po: number; v: number; sAbs: number;
+  rowIdxAt: number; valuesAt: number; cur: number; lx: number; slotAt: number; exactAt: number; refoldAt: number;
+  nf: number; xn: number; xo: number; T: number; pn: number; po: number; v: number; sAbs: number; wb: number; we: number;
 }
 
+/** lowbit32 of the bits in local b (delta.ts lowbit32), using local e: the value on the stack. */
+const lowbitOf = (b: number, e: number) => [
+  ...get(b), ...i32(23), OP.i32ShrU, ...i32(0xff), OP.i32And, ...set(e),
+  ...i32(-149), ...get(e), ...i32(150), OP.i32Sub, ...get(e), OP.i32Eqz, OP.select,
+  ...get(b), ...i32(0x7fffff), OP.i32And, ...i32(0), ...i32(0x800000), ...get(e), OP.i32Eqz, OP.select, OP.i32Or,
+  OP.i32Ctz, OP.i32Add,
+];
 /**
  * A tracked row's exact update by entry k (delta.ts trackedUpdate, the same double operations in
  * its order): the row's record at exactAt + 32·rowSlot[r] takes w·x_new − w·x_old and |…| sums,
@@ -109,7 +115,10 @@ function trackedUpdate(E: EntryLocals): number[] {
     // T = 0, or a non-zero product whose lowest bit or size breaks the row's bound, or the row no longer exact
     ...get(E.T), ...f64c(0), OP.f64Eq,
     ...get(E.pn), ...f64c(0), OP.f64Ne,
-    ...addr(E.lowsAt, E.k, 1), ...mem(OP.i32Load16S, 1), ...get(E.lx), OP.i32Add, OP.f64ConvertI32S, ...get(E.at), ...mem(OP.f64Load, 3, 24), OP.f64Lt,
+    // the weight's lowest set bit, from its bits (delta.ts weightLows; a ±0 weight's, which
+    // weightLows gives as 0, is never read: its pn is ±0)
+    ...addr(E.valuesAt, E.k, 2), ...mem(OP.i32Load, 2), ...set(E.wb), ...lowbitOf(E.wb, E.we),
+    ...get(E.lx), OP.i32Add, OP.f64ConvertI32S, ...get(E.at), ...mem(OP.f64Load, 3, 24), OP.f64Lt,
     ...get(E.pn), OP.f64Abs, ...get(E.T), OP.f64Ge, OP.i32Or, OP.i32And, OP.i32Or,
     ...get(E.sAbs), ...get(E.v), OP.f64Abs, OP.f64Add, ...get(E.T), ...get(E.T), OP.f64Add, OP.f64Lt, OP.i32Eqz, OP.i32Or,
     OP.if, OP.void,
@@ -158,10 +167,9 @@ function entryLoop(E: EntryLocals): number[] {
 }
 
 /** The track block's words (wasm-kernels.ts TRACK): the state's tracked-row arrays and the refold count. */
-const loadTrack = (E: { slotAt: number; exactAt: number; lowsAt: number; refoldAt: number; nf: number }, trackAt: number) => [
+const loadTrack = (E: { slotAt: number; exactAt: number; refoldAt: number; nf: number }, trackAt: number) => [
   ...get(trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.slotAt), ...set(E.slotAt),
   ...get(trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.exactAt), ...set(E.exactAt),
-  ...get(trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.lowsAt), ...set(E.lowsAt),
   ...get(trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.refoldAt), ...set(E.refoldAt),
   ...get(trackAt), ...mem(OP.i32Load, 2, 4 * TRACK.nf), ...set(E.nf),
 ];
@@ -189,21 +197,14 @@ const walkBody: number[] = [
   OP.end,
 ];
 
-// delta's locals: its fourteen parameters, then twenty-two int32 and eight float64
+// delta's locals: its fourteen parameters, then twenty-three int32 and eight float64
 const D = {
   nCand: 0, candAt: 1, xAt: 2, recAt: 3, rowIdxAt: 4, valuesAt: 5, markAt: 6, yAt: 7, rowsAt: 8, trackAt: 9,
   changedAt: 10, cur: 11, t0: 12, ioAt: 13,
   t: 14, c: 15, b: 16, ob: 17, k: 18, kEnd: 19, r: 20, f: 21, at: 22, nr: 23, nc: 24, neg: 25, walked: 26,
-  lx: 27, rec: 28, allB: 29, e: 30, slotAt: 31, exactAt: 32, lowsAt: 33, refoldAt: 34, nf: 35,
-  xn: 36, xo: 37, dx: 38, T: 39, pn: 40, po: 41, v: 42, sAbs: 43,
+  lx: 27, rec: 28, allB: 29, e: 30, slotAt: 31, exactAt: 32, wb: 33, refoldAt: 34, nf: 35, we: 36,
+  xn: 37, xo: 38, dx: 39, T: 40, pn: 41, po: 42, v: 43, sAbs: 44,
 } as const;
-/** lowbit32 of the bits in local b (delta.ts lowbit32), using local e: the value on the stack. */
-const lowbitOf = (b: number, e: number) => [
-  ...get(b), ...i32(23), OP.i32ShrU, ...i32(0xff), OP.i32And, ...set(e),
-  ...i32(-149), ...get(e), ...i32(150), OP.i32Sub, ...get(e), OP.i32Eqz, OP.select,
-  ...get(b), ...i32(0x7fffff), OP.i32And, ...i32(0), ...i32(0x800000), ...get(e), OP.i32Eqz, OP.select, OP.i32Or,
-  OP.i32Ctz, OP.i32Add,
-];
 /** io[0 … 3] ← nr, nc, neg, walked, io[5] ← t, the track block's refold count ← nf; then return `status`. */
 const finish = (status: number) => [
   ...get(D.ioAt), ...get(D.nr), ...mem(OP.i32Store, 2, 0),
@@ -316,9 +317,9 @@ const swigluBody: number[] = [
  */
 export function kernelModuleBytes(): Uint8Array {
   return kernelModuleOf([
-    { name: 'walk', params: Array.from({ length: 10 }, () => I32), results: [I32], locals: [[14, I32], [8, F64]], body: walkBody },
+    { name: 'walk', params: Array.from({ length: 10 }, () => I32), results: [I32], locals: [[15, I32], [8, F64]], body: walkBody },
     { name: 'swiglu', params: Array.from({ length: 7 }, () => I32), results: [I32], locals: [[5, I32], [2, F64]], body: swigluBody },
-    { name: 'delta', params: Array.from({ length: 14 }, () => I32), results: [I32], locals: [[22, I32], [8, F64]], body: deltaBody },
+    { name: 'delta', params: Array.from({ length: 14 }, () => I32), results: [I32], locals: [[23, I32], [8, F64]], body: deltaBody },
     ...residualKernelFns(),
   ]);
 }

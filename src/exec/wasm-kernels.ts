@@ -74,18 +74,18 @@ import { addr, F64, f64c, get, I32, i32, kernelModuleOf, mem, OP, set, tee } fro
 export const TRACK = { slotAt: 0, exactAt: 1, refoldAt: 2, nf: 3, walkXAt: 4, walkLowAt: 5 } as const;
 export const TRACK_WORDS = 8;
 
-// walk's locals: its ten parameters, then fifteen int32 and eight float64
+// walk's locals: its ten parameters, then thirteen int32 and three float64
 const L = {
   nWalk: 0, walkAt: 1, markAt: 2, yAt: 3, rowsAt: 4, rowIdxAt: 5, valuesAt: 6, trackAt: 7, cur: 8, nr: 9,
-  j: 10, k: 11, kEnd: 12, r: 13, f: 14, at: 15, lx: 16, slotAt: 17, exactAt: 18, wb: 19, refoldAt: 20, nf: 21,
-  walkXAt: 22, walkLowAt: 23, we: 24,
-  dx: 25, xn: 26, xo: 27, T: 28, pn: 29, po: 30, v: 31, sAbs: 32,
+  j: 10, k: 11, kEnd: 12, r: 13, f: 14, at: 15, lx: 16, slotAt: 17, exactAt: 18, refoldAt: 19, nf: 20,
+  walkXAt: 21, walkLowAt: 22,
+  dx: 23, xn: 24, xo: 25,
 } as const;
 /** The locals an entry loop uses (walk and delta name theirs differently). */
 interface EntryLocals {
   k: number; kEnd: number; r: number; f: number; at: number; nr: number; dx: number; markAt: number; yAt: number; rowsAt: number;
   rowIdxAt: number; valuesAt: number; cur: number; lx: number; slotAt: number; exactAt: number; refoldAt: number;
-  nf: number; xn: number; xo: number; T: number; pn: number; po: number; v: number; sAbs: number; wb: number; we: number;
+  nf: number; xn: number; xo: number;
 }
 
 /** lowbit32 of the bits in local b (delta.ts lowbit32), using local e: the value on the stack. */
@@ -95,32 +95,46 @@ const lowbitOf = (b: number, e: number) => [
   ...get(b), ...i32(0x7fffff), OP.i32And, ...i32(0), ...i32(0x800000), ...get(e), OP.i32Eqz, OP.select, OP.i32Or,
   OP.i32Ctz, OP.i32Add,
 ];
+// trackedUpdate's locals: its nine parameters, then three int32 and five float64
+const U = {
+  valuesAt: 0, k: 1, slotAt: 2, r: 3, exactAt: 4, yAt: 5, lx: 6, xn: 7, xo: 8,
+  at: 9, wb: 10, we: 11, T: 12, pn: 13, po: 14, v: 15, sAbs: 16,
+} as const;
+/** The kernels' function index of trackedUpdate (the first after silu32's imported formula). */
+const TRACKED_UPDATE = 1;
+
 /**
- * A tracked row's exact update by entry k (delta.ts trackedUpdate, the same double operations in
- * its order): the row's record at exactAt + 32·rowSlot[r] takes w·x_new − w·x_old and |…| sums,
- * y_r its exact sum; when a check fails the row is marked to be refolded and listed in refold.
+ * trackedUpdate(valuesAt, k, slotAt, r, exactAt, yAt, lx, x_new, x_old) → 1 when the row is to be
+ * refolded: a tracked row's exact update by entry k (module comment, walk), a function of its own
+ * so that the entry loops that call it keep few locals (their bounded rows' path is the hot one).
  */
+const trackedUpdateBody: number[] = [
+  ...addr(U.slotAt, U.r, 2), ...mem(OP.i32Load, 2), ...i32(5), OP.i32Shl, ...get(U.exactAt), OP.i32Add, ...set(U.at),
+  ...get(U.at), ...mem(OP.f64Load, 3, 16), ...set(U.T),
+  ...addr(U.valuesAt, U.k, 2), ...mem(OP.f32Load, 2), OP.f64PromoteF32, ...get(U.xn), OP.f64Mul, ...set(U.pn),
+  ...addr(U.valuesAt, U.k, 2), ...mem(OP.f32Load, 2), OP.f64PromoteF32, ...get(U.xo), OP.f64Mul, ...set(U.po),
+  ...get(U.at), ...get(U.at), ...mem(OP.f64Load, 3, 0), ...get(U.pn), ...get(U.po), OP.f64Sub, OP.f64Add, ...tee(U.v), ...mem(OP.f64Store, 3, 0),
+  ...get(U.at), ...get(U.at), ...mem(OP.f64Load, 3, 8), ...get(U.pn), OP.f64Abs, ...get(U.po), OP.f64Abs, OP.f64Sub, OP.f64Add,
+  ...tee(U.sAbs), ...mem(OP.f64Store, 3, 8),
+  // y_r = v + 0 rounded to float32 (exact when the row is accepted; −0 + 0 = +0)
+  ...addr(U.yAt, U.r, 2), ...get(U.v), ...f64c(0), OP.f64Add, OP.f32DemoteF64, ...mem(OP.f32Store, 2),
+  // T = 0, or a non-zero product whose lowest bit or size breaks the row's bound, or the row no longer exact
+  ...get(U.T), ...f64c(0), OP.f64Eq,
+  ...get(U.pn), ...f64c(0), OP.f64Ne,
+  // the weight's lowest set bit, from its bits (delta.ts weightLows; a ±0 weight's, which
+  // weightLows gives as 0, is never read: its pn is ±0)
+  ...addr(U.valuesAt, U.k, 2), ...mem(OP.i32Load, 2), ...set(U.wb), ...lowbitOf(U.wb, U.we),
+  ...get(U.lx), OP.i32Add, OP.f64ConvertI32S, ...get(U.at), ...mem(OP.f64Load, 3, 24), OP.f64Lt,
+  ...get(U.pn), OP.f64Abs, ...get(U.T), OP.f64Ge, OP.i32Or, OP.i32And, OP.i32Or,
+  ...get(U.sAbs), ...get(U.v), OP.f64Abs, OP.f64Add, ...get(U.T), ...get(U.T), OP.f64Add, OP.f64Lt, OP.i32Eqz, OP.i32Or,
+  OP.end,
+];
+
+/** An entry loop's call of trackedUpdate for entry k of row r; a row to refold is marked and listed. */
 function trackedUpdate(E: EntryLocals): number[] {
-  const value = [...addr(E.valuesAt, E.k, 2), ...mem(OP.f32Load, 2), OP.f64PromoteF32];
   return [
-    ...addr(E.slotAt, E.r, 2), ...mem(OP.i32Load, 2), ...i32(5), OP.i32Shl, ...get(E.exactAt), OP.i32Add, ...set(E.at),
-    ...get(E.at), ...mem(OP.f64Load, 3, 16), ...set(E.T),
-    ...value, ...get(E.xn), OP.f64Mul, ...set(E.pn),
-    ...value, ...get(E.xo), OP.f64Mul, ...set(E.po),
-    ...get(E.at), ...get(E.at), ...mem(OP.f64Load, 3, 0), ...get(E.pn), ...get(E.po), OP.f64Sub, OP.f64Add, ...tee(E.v), ...mem(OP.f64Store, 3, 0),
-    ...get(E.at), ...get(E.at), ...mem(OP.f64Load, 3, 8), ...get(E.pn), OP.f64Abs, ...get(E.po), OP.f64Abs, OP.f64Sub, OP.f64Add,
-    ...tee(E.sAbs), ...mem(OP.f64Store, 3, 8),
-    // y_r = v + 0 rounded to float32 (exact when the row is accepted; −0 + 0 = +0)
-    ...addr(E.yAt, E.r, 2), ...get(E.v), ...f64c(0), OP.f64Add, OP.f32DemoteF64, ...mem(OP.f32Store, 2),
-    // T = 0, or a non-zero product whose lowest bit or size breaks the row's bound, or the row no longer exact
-    ...get(E.T), ...f64c(0), OP.f64Eq,
-    ...get(E.pn), ...f64c(0), OP.f64Ne,
-    // the weight's lowest set bit, from its bits (delta.ts weightLows; a ±0 weight's, which
-    // weightLows gives as 0, is never read: its pn is ±0)
-    ...addr(E.valuesAt, E.k, 2), ...mem(OP.i32Load, 2), ...set(E.wb), ...lowbitOf(E.wb, E.we),
-    ...get(E.lx), OP.i32Add, OP.f64ConvertI32S, ...get(E.at), ...mem(OP.f64Load, 3, 24), OP.f64Lt,
-    ...get(E.pn), OP.f64Abs, ...get(E.T), OP.f64Ge, OP.i32Or, OP.i32And, OP.i32Or,
-    ...get(E.sAbs), ...get(E.v), OP.f64Abs, OP.f64Add, ...get(E.T), ...get(E.T), OP.f64Add, OP.f64Lt, OP.i32Eqz, OP.i32Or,
+    ...get(E.valuesAt), ...get(E.k), ...get(E.slotAt), ...get(E.r), ...get(E.exactAt), ...get(E.yAt), ...get(E.lx), ...get(E.xn), ...get(E.xo),
+    OP.call, TRACKED_UPDATE,
     OP.if, OP.void,
     ...addr(E.markAt, E.r, 1), ...get(E.cur), ...i32(3), OP.i32Or, ...mem(OP.i32Store16, 1),
     ...addr(E.refoldAt, E.nf, 2), ...get(E.r), ...mem(OP.i32Store, 2), ...get(E.nf), ...i32(1), OP.i32Add, ...set(E.nf),
@@ -197,13 +211,13 @@ const walkBody: number[] = [
   OP.end,
 ];
 
-// delta's locals: its fourteen parameters, then twenty-three int32 and eight float64
+// delta's locals: its fourteen parameters, then twenty-one int32 and three float64
 const D = {
   nCand: 0, candAt: 1, xAt: 2, recAt: 3, rowIdxAt: 4, valuesAt: 5, markAt: 6, yAt: 7, rowsAt: 8, trackAt: 9,
   changedAt: 10, cur: 11, t0: 12, ioAt: 13,
   t: 14, c: 15, b: 16, ob: 17, k: 18, kEnd: 19, r: 20, f: 21, at: 22, nr: 23, nc: 24, neg: 25, walked: 26,
-  lx: 27, rec: 28, allB: 29, e: 30, slotAt: 31, exactAt: 32, wb: 33, refoldAt: 34, nf: 35, we: 36,
-  xn: 37, xo: 38, dx: 39, T: 40, pn: 41, po: 42, v: 43, sAbs: 44,
+  lx: 27, rec: 28, allB: 29, e: 30, slotAt: 31, exactAt: 32, refoldAt: 33, nf: 34,
+  xn: 35, xo: 36, dx: 37,
 } as const;
 /** io[0 … 3] ← nr, nc, neg, walked, io[5] ← t, the track block's refold count ← nf; then return `status`. */
 const finish = (status: number) => [
@@ -312,14 +326,18 @@ const swigluBody: number[] = [
 
 /**
  * The kernels' module (wasm-emit.ts kernelModuleOf): silu32's formula imported as function 0;
- * `walk` (function 1), `swiglu` (2), `delta` (3), and wasm-residual-kernels.ts `addLists` (4) and
- * `normListed` (5) exported.
+ * `trackedUpdate` (function 1, which walk and delta call), `walk` (2), `swiglu` (3), `delta` (4),
+ * and wasm-residual-kernels.ts `addLists` (5) and `normListed` (6) exported.
  */
 export function kernelModuleBytes(): Uint8Array {
   return kernelModuleOf([
-    { name: 'walk', params: Array.from({ length: 10 }, () => I32), results: [I32], locals: [[15, I32], [8, F64]], body: walkBody },
+    {
+      name: 'trackedUpdate', params: [...Array.from({ length: 7 }, () => I32), F64, F64], results: [I32], locals: [[3, I32], [5, F64]],
+      body: trackedUpdateBody,
+    },
+    { name: 'walk', params: Array.from({ length: 10 }, () => I32), results: [I32], locals: [[13, I32], [3, F64]], body: walkBody },
     { name: 'swiglu', params: Array.from({ length: 7 }, () => I32), results: [I32], locals: [[5, I32], [2, F64]], body: swigluBody },
-    { name: 'delta', params: Array.from({ length: 14 }, () => I32), results: [I32], locals: [[23, I32], [8, F64]], body: deltaBody },
+    { name: 'delta', params: Array.from({ length: 14 }, () => I32), results: [I32], locals: [[21, I32], [3, F64]], body: deltaBody },
     ...residualKernelFns(),
   ]);
 }

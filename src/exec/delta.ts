@@ -601,8 +601,8 @@ function deltaLinearIn(
   const refold = st.refold;
   const n = cand === null ? cols : nCand;
   // The wasm kernels (wasm-kernels.ts; f32 only: in bf16 every row is tracked) do what the loop
-  // below does, in its order; the tracked rows' entries they defer are updated here after each
-  // call, in their order, so marks, lists, records and sums are the loop's.
+  // below does, in its order, the tracked rows' exact updates included (the rows to refold they
+  // list, with the count in kern.track), so marks, lists, records and sums are the loop's.
   //  - fused: the whole pass in wasm when the input and the candidates are in its memory too (the
   //    executor's norm outputs and SwiGLU's h are); it stops before a column that widens its
   //    bounds or is not finite, which the loop takes, and goes on after it;
@@ -691,7 +691,7 @@ function deltaLinearIn(
       wl[4 * nw + 1] = k1;
       kern.walkDx[2 * nw + 1] = dx;
       if (st.nBounded !== m.rows) {
-        // (read only by the deferred entries of tracked rows: none while every row is bounded)
+        // (read only by the tracked rows' updates: none while every row is bounded)
         kern.walkX[2 * nw] = xn;
         kern.walkX[2 * nw + 1] = xo;
         kern.walkLow[nw] = lx;

@@ -294,9 +294,10 @@ export interface DeltaLinearState {
 /**
  * A delta state's wasm kernels (wasm-kernels.ts): the heap; its CSC plan's rows and weights there
  * (the plan's own arrays, or copies); the walk list (per listed column j: k0, k1 as
- * int32 at 4j, 4j + 1, Δx as a float64 at 2j + 1 of `walkDx`); the deferred entries ((k, j) at
- * 2i, 2i + 1); per walked column j, x_new and x_old (`walkX`, 2j and 2j + 1) and lowbit(x_new)
- * (`walkLow`) for the deferred tracked-row updates; and `delta`'s in/out block `io`.
+ * int32 at 4j, 4j + 1, Δx as a float64 at 2j + 1 of `walkDx`); per listed column j, x_new and
+ * x_old (`walkX`, 2j and 2j + 1) and lowbit(x_new) (`walkLow`) for the tracked rows' updates; the
+ * track block naming the state's row slots, exact-row records and refold list, with the refold
+ * count (`track`, wasm-kernels.ts TRACK); and `delta`'s in/out block `io`.
  */
 export interface DeltaKernel extends DeltaArrays {
   heap: WasmHeap;

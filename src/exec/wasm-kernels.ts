@@ -131,7 +131,7 @@ const trackedUpdateBody: number[] = [
 ];
 
 /** An entry loop's call of trackedUpdate for entry k of row r; a row to refold is marked and listed. */
-function trackedUpdate(E: EntryLocals): number[] {
+function callTrackedUpdate(E: EntryLocals): number[] {
   return [
     ...get(E.valuesAt), ...get(E.k), ...get(E.slotAt), ...get(E.r), ...get(E.exactAt), ...get(E.yAt), ...get(E.lx), ...get(E.xn), ...get(E.xo),
     OP.call, TRACKED_UPDATE,
@@ -144,7 +144,7 @@ function trackedUpdate(E: EntryLocals): number[] {
 
 /**
  * The walk of one column's entries k ∈ [k, kEnd) (module comment, walk): bounded rows updated,
- * tracked rows updated exactly (trackedUpdate) unless they are to be refolded.
+ * tracked rows updated exactly (the trackedUpdate function) unless they are to be refolded.
  */
 function entryLoop(E: EntryLocals): number[] {
   const listRow = [...addr(E.rowsAt, E.nr, 2), ...get(E.r), ...mem(OP.i32Store, 2), ...get(E.nr), ...i32(1), OP.i32Add, ...set(E.nr)];
@@ -167,10 +167,10 @@ function entryLoop(E: EntryLocals): number[] {
     ...get(E.f), ...i32(~3), OP.i32And, ...get(E.cur), OP.i32Ne, OP.if, OP.void,
     ...addr(E.markAt, E.r, 1), ...get(E.cur), ...i32(1), OP.i32Or, ...mem(OP.i32Store16, 1),
     ...listRow,
-    ...trackedUpdate(E),
+    ...callTrackedUpdate(E),
     OP.else, // reached before in this call: updated unless it is to be refolded
     ...get(E.f), ...i32(2), OP.i32And, OP.i32Eqz, OP.if, OP.void,
-    ...trackedUpdate(E),
+    ...callTrackedUpdate(E),
     OP.end,
     OP.end,
     OP.end,

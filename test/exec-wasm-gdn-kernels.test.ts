@@ -406,3 +406,96 @@ for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked conv ste
     expect(lazySeen).toBeGreaterThan(100); // channels went lazy
   });
 });
+
+// the gated norm kernel: tiny's head dimensions and dv = 20 (a multiple of 4 that is not a power of two)
+for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked gated norm in wasm (head dimensions ${dk} and ${dv})`, () => {
+  const TINY = { ...resolveTarget('tiny').config, linearKeyHeadDim: dk, linearValueHeadDim: dv };
+  const d = gdnDimsOf(TINY);
+  const H = TINY.hiddenSize;
+
+  /**
+   * A tiny GDN layer whose value heads write v into state row 0 (k = e_0; β = 1 where input 0 is
+   * set, else +0) and read row 0 back (q = e_0), so each output o is the v the input selects: seeded
+   * sparse v rows (one head's entries overflow to ±∞ with input H − 1 at 2: an infinite sum of
+   * squares, r = 0 and NaN outputs), and z rows that give saturated gates (≥ 17, ≤ −89), ±0 and
+   * unsaturated ones (silu32's formula, called back from the kernel).
+   */
+  function layer(seed: number): GdnWeights {
+    const rnd = lcg(seed);
+    const pick = <T,>(v: readonly T[]): T => v[Math.floor(rnd() * v.length)]!;
+    const { keyDim, valueDim, hk, hv, K, convDim } = d;
+    const mat = (rows: number, cols: number, fill: (m: Float32Array) => void): Matrix => {
+      const dense = new Float32Array(rows * cols);
+      fill(dense);
+      return { rows, cols, csr: sparsifyMatrix({ rows, cols, dense }).csr };
+    };
+    const conv1d = new Float32Array(convDim * K);
+    for (let c = 0; c < convDim; c++) conv1d[c * K + K - 1] = 1;
+    return {
+      kind: 'linear_attention',
+      inProjQkv: mat(2 * keyDim + valueDim, H, (m) => {
+        for (let kh = 0; kh < hk; kh++) { m[(kh * d.dk) * H + 1] = 30; m[(keyDim + kh * d.dk) * H + 1] = 30; }
+        for (let c = 0; c < valueDim; c++) {
+          const row = (2 * keyDim + c) * H;
+          for (let col = 2; col < H - 1; col++) if (rnd() < 0.08) m[row + col] = pick([20, -20, 1, 0.5, 40, -3]);
+          if (Math.floor(c / d.dv) === hv - 1 && c % 3 === 0) m[row + H - 1] = 3e38;
+        }
+      }),
+      inProjZ: mat(valueDim, H, (m) => {
+        for (let c = 0; c < valueDim; c++) for (let col = 2; col < H - 1; col++) if (rnd() < 0.06) m[c * H + col] = pick([30, -100, 2, -1, 0.25]);
+      }),
+      inProjB: mat(hv, H, (m) => { for (let h = 0; h < hv; h++) { m[h * H] = 230; m[h * H + 1] = -200; } }),
+      inProjA: mat(hv, H, () => {}),
+      conv1d, aLog: new Float32Array(hv).fill(-200), dtBias: new Float32Array(hv).fill(-200),
+      norm: Float32Array.from({ length: d.dv }, (_, j) => pick([1, 0.5, -2, 0, 1 + j / 8])),
+      outProj: mat(H, valueDim, (m) => { for (let i = 0; i < H; i++) m[i * valueDim + (i % valueDim)] = 0.5; }),
+    };
+  }
+
+  for (const meanMode of ['div', 'mulrecip'] as const) {
+    it(`the same outputs, normed entries, per-head records and changed lists as the JavaScript loop, every step (mean ${meanMode})`, () => {
+      let calls = 0, bails = 0, callbacks = 0;
+      for (const seed of [1, 2, 3]) {
+        const w = layer(seed);
+        const ctxW = makeNumericContext({ meanMode });
+        const ctxJ = makeNumericContext({ meanMode, tuning: { wasmHeapMiB: 0 } });
+        const heap = wasmHeapOf(ctxW)!;
+        const spy = vi.spyOn(heap, 'gatedNorm');
+        const cw: GdnCache = newGdnCache(d, heap);
+        const cj: GdnCache = newGdnCache(d);
+        const rnd = lcg(200 + seed);
+        // a few inputs met again and again (outputs and gates that stay, move alone or together), now and then a new one
+        const input = () => {
+          const x = new Float32Array(H);
+          x[1] = 1;
+          x[0] = rnd() < 0.8 ? 1 : 0; // write (β = 1) or keep the row (β = +0)
+          for (let n = 0; n < 4; n++) x[2 + Math.floor(rnd() * (H - 3))] = [1, 2, -1, 0.5][Math.floor(rnd() * 4)]!;
+          if (rnd() < 0.15) x[H - 1] = 2; // the overflowing head
+          return x;
+        };
+        const pool = Array.from({ length: 6 }, input);
+        for (let step = 0; step < 100; step++) {
+          const x = rnd() < 0.2 ? input() : pool[Math.floor(rnd() * pool.length)]!;
+          const a = gdnForward(ctxW, TINY, w, cw, [x], 'decode', 'sparse', false);
+          const b = gdnForward(ctxJ, TINY, w, cj, [x], 'decode', 'sparse', false);
+          expect(bits(a.out[0]!)).toEqual(bits(b.out[0]!));
+          expect(bits(cw.buffers!.normed)).toEqual(bits(cj.buffers!.normed));
+          const tw = cw.track!, tj = cj.track!;
+          expect(tw.normIn).toBe(cw.buffers!.normKernel!.normIn); // the kernel's arrays
+          expect(Array.from(tw.normIn)).toEqual(Array.from(tj.normIn));
+          expect(Array.from(tw.normZ)).toEqual(Array.from(tj.normZ));
+          expect(bits(tw.normAcc)).toEqual(bits(tj.normAcc));
+          expect(bits(tw.normR)).toEqual(bits(tj.normR));
+          expect(Array.from(tw.normKept)).toEqual(Array.from(tj.normKept));
+          const proj = new Float32Array(tw.projBits.buffer, tw.projBits.byteOffset, tw.projBits.length); // (z at convDim)
+          for (let c = 0; c < d.valueDim; c++) { const z = proj[d.convDim + c]!; if (z !== 0 && z < 17 && z > -89) callbacks++; }
+        }
+        calls += spy.mock.calls.length;
+        bails += spy.mock.results.filter((r) => r.value === 1).length;
+      }
+      expect(calls).toBeGreaterThan(200); // the kernel ran
+      expect(bails).toBeGreaterThan(5); // and left the heads with NaN outputs to JavaScript
+      expect(callbacks).toBeGreaterThan(1000); // with gates off silu32's saturated ends
+    });
+  }
+});

@@ -16,7 +16,7 @@ import { gdnDims, type GdnDims } from '../model/naming.ts';
 import type { OutputSource } from './delta.ts';
 import { newSparseStepScratch, STATE_ZERO, type KvMemo, type SparseStepScratch } from './gdn-sparse-step.ts';
 import type { WasmHeap } from './wasm-kernels.ts';
-import { CONV_CTL, CONV_CTL_WORDS } from './wasm-gdn-kernels.ts';
+import { CONV_CTL, CONV_CTL_WORDS, NORM_CTL, NORM_CTL_WORDS } from './wasm-gdn-kernels.ts';
 
 /** model/naming.ts gdnDims, refusing a layer without value heads (r = 0) before the executor sizes buffers by it. */
 export function gdnDimsOf(cfg: ModelConfig): GdnDims {
@@ -103,6 +103,8 @@ export interface GdnBuffers {
   memoKv: Float32Array;
   /** The conv kernels' arrays in the wasm memory (null: the conv step runs in JavaScript). */
   convKernel: ConvKernel | null;
+  /** The gated norm kernel's arrays in the wasm memory (null: the tracked gated norm runs in JavaScript). */
+  normKernel: NormKernel | null;
 }
 
 /**
@@ -123,6 +125,23 @@ export interface ConvKernel {
 }
 
 /**
+ * What the tracked gated norm's wasm kernel (wasm-gdn-kernels.ts gatedNorm) reads and writes
+ * besides core, z (the projections' output) and `normed`: its control block (NORM_CTL: the
+ * addresses of these arrays and the layer's dimensions written once, the rest at each call, then
+ * its scratch), the track's per-head records and marks and per-entry input bits (GdnTrack's
+ * normIn … coreChanged; every track of the layer takes these arrays, cleared) and a copy of the
+ * layer's norm weight (`nwSrc`: the array it was copied from).
+ */
+export interface NormKernel {
+  heap: WasmHeap;
+  /** The control block, and a float32 view of its words (invN, eps). */
+  ctl: Int32Array; ctlF: Float32Array;
+  normIn: Uint32Array; normZ: Uint32Array; normAcc: Float32Array; normR: Float32Array; normKept: Uint8Array;
+  coreChanged: Uint8Array; normedChanged: Int32Array;
+  nw: Float32Array; nwSrc: Float32Array | null;
+}
+
+/**
  * A layer's single-token buffers. With a wasm memory (f32 contexts) the arrays the recurrent step's
  * kernels read and write — conved (v), q, k, core (o) and the step's scratch — are carved from it
  * when they fit (wasm-gdn-kernels.ts); otherwise, and for the rest, JavaScript arrays.
@@ -131,11 +150,11 @@ export function gdnBuffers(d: GdnDims, H: number, heap: WasmHeap | null = null):
   const carved = heap !== null && heap.hasGdnKernels
     ? heap.carve({
       conved: [Float32Array, d.convDim], q: [Float32Array, d.keyDim], k: [Float32Array, d.keyDim], core: [Float32Array, d.valueDim],
-      memoKv: [Float32Array, d.hv * d.dv],
+      memoKv: [Float32Array, d.hv * d.dv], normed: [Float32Array, d.valueDim],
     })
     : null;
   const conved = carved?.conved ?? new Float32Array(d.convDim);
-  const normed = new Float32Array(d.valueDim);
+  const normed = carved?.normed ?? new Float32Array(d.valueDim);
   const core = carved?.core ?? new Float32Array(d.valueDim);
   return {
     convedBits: bitsOf(conved), normedBits: bitsOf(normed), coreBits: bitsOf(core), tracked: { out: conved, source: null }, mixed: new Float32Array(d.convDim), z: new Float32Array(d.valueDim), b: new Float32Array(d.hv), a: new Float32Array(d.hv),
@@ -145,7 +164,32 @@ export function gdnBuffers(d: GdnDims, H: number, heap: WasmHeap | null = null):
     normMemo: new Uint32Array(2 * d.valueDim), normMemoValid: new Uint8Array(d.hv),
     memoKv: carved?.memoKv ?? new Float32Array(d.hv * d.dv),
     convKernel: carved !== null && heap !== null ? convKernelOf(d, heap) : null,
+    normKernel: carved !== null && heap !== null && d.dv % 4 === 0 ? gatedNormKernelOf(d, heap, carved.core, carved.normed) : null,
   };
+}
+
+function gatedNormKernelOf(d: GdnDims, heap: WasmHeap, core: Float32Array, normed: Float32Array): NormKernel | null {
+  const c = heap.carve({
+    ctl: [Int32Array, NORM_CTL_WORDS + 2 * d.dv], normIn: [Uint32Array, d.valueDim], normZ: [Uint32Array, d.valueDim],
+    normAcc: [Float32Array, d.hv], normR: [Float32Array, d.hv], normKept: [Uint8Array, d.hv], coreChanged: [Uint8Array, d.hv],
+    normedChanged: [Int32Array, d.valueDim], nw: [Float32Array, d.dv],
+  });
+  if (c === null) return null;
+  // the words that stay for the layer's life (gdn-tracked.ts gatedNormWasm writes the rest at each call)
+  const w = c.ctl;
+  w[NORM_CTL.coreAt] = core.byteOffset;
+  w[NORM_CTL.normInAt] = c.normIn.byteOffset;
+  w[NORM_CTL.normZAt] = c.normZ.byteOffset;
+  w[NORM_CTL.nwAt] = c.nw.byteOffset;
+  w[NORM_CTL.normedAt] = normed.byteOffset;
+  w[NORM_CTL.changedAt] = c.normedChanged.byteOffset;
+  w[NORM_CTL.accAt] = c.normAcc.byteOffset;
+  w[NORM_CTL.rAt] = c.normR.byteOffset;
+  w[NORM_CTL.keptAt] = c.normKept.byteOffset;
+  w[NORM_CTL.coreChangedAt] = c.coreChanged.byteOffset;
+  w[NORM_CTL.hv] = d.hv;
+  w[NORM_CTL.dv] = d.dv;
+  return { heap, ...c, ctlF: new Float32Array(w.buffer, w.byteOffset, NORM_CTL_WORDS), nwSrc: null };
 }
 
 function convKernelOf(d: GdnDims, heap: WasmHeap): ConvKernel | null {

@@ -27,8 +27,8 @@ import { phaseEnd, phaseStart } from './profile.ts';
 import { rowStackOf } from './stack-rows.ts';
 import type { ConvLive, DeltaLinearState, ExecPlans, SingleTaps } from './plans.ts';
 import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
-import type { ConvKernel, GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
-import { CONV_CTL } from './wasm-gdn-kernels.ts';
+import type { ConvKernel, GdnBuffers, GdnCache, GdnTrack, NormKernel } from './gdn-cache.ts';
+import { CONV_CTL, NORM_CTL } from './wasm-gdn-kernels.ts';
 import { convZeroOf, inProjParts, normalizeKSeq, normalizeQSeq, noteConvInputs } from './gdn-token.ts';
 
 const f32 = Math.fround;
@@ -47,6 +47,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', buf: Gd
   const kern = buf.convKernel;
   const chan = kern !== null ? kern.chan.fill(0) : new Int32Array(4 * d.convDim);
   const chanF = new Float32Array(chan.buffer, chan.byteOffset, chan.length);
+  const nk = buf.normKernel; // (and the gated norm kernel's)
   return {
     chan, chanF, tapAt: new Uint8Array(0),
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), normMoved: new Int32Array(d.dv),
@@ -55,8 +56,10 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', buf: Gd
     qDirty: kern !== null ? kern.qDirty.fill(0) : new Uint8Array(d.hk), kDirty: kern !== null ? kern.kDirty.fill(0) : new Uint8Array(d.hk),
     vDirty: kern !== null ? kern.vDirty.fill(0) : new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
-    coreChanged: new Uint8Array(d.hv), normedChanged: new Int32Array(d.valueDim),
-    normIn: new Uint32Array(d.valueDim), normZ: new Uint32Array(d.valueDim), normAcc: new Float32Array(d.hv), normR: new Float32Array(d.hv), normKept: new Uint8Array(d.hv),
+    coreChanged: nk !== null ? nk.coreChanged.fill(0) : new Uint8Array(d.hv), normedChanged: nk !== null ? nk.normedChanged.fill(0) : new Int32Array(d.valueDim),
+    normIn: nk !== null ? nk.normIn.fill(0) : new Uint32Array(d.valueDim), normZ: nk !== null ? nk.normZ.fill(0) : new Uint32Array(d.valueDim),
+    normAcc: nk !== null ? nk.normAcc.fill(0) : new Float32Array(d.hv), normR: nk !== null ? nk.normR.fill(0) : new Float32Array(d.hv),
+    normKept: nk !== null ? nk.normKept.fill(0) : new Uint8Array(d.hv),
     step: 0, lazyList: kern !== null ? kern.lazyList.fill(0) : new Int32Array(d.convDim), nLazy: 0, kvMemo: newKvMemo(d.hv, d.dv, buf.memoKv), projVer: -1,
     // b's rows follow qkv's and z's in the stacked in_proj [qkv; z; b; a]
     bRows: Int32Array.from({ length: d.hv }, (_, h) => d.convDim + d.valueDim + h),
@@ -358,6 +361,104 @@ function trackedConvStep(
 }
 
 /**
+ * The tracked step's gated norm of value head h (f32 profile, sequential order, where gatedRmsNorm
+ * takes its f32 form), in parts: an entry is a pure function of its o and z bits and the head's
+ * factor r, and r one of the head's sum of squares. A head recomputes only the entries whose o or
+ * z bits moved since they were computed (t.normIn, t.normZ), its sum only when some o moved, and
+ * every entry when the sum's bits moved. Appends the entries whose output bits moved to
+ * t.normedChanged from `nc` (not on a fresh step: its out_proj call takes no candidates) and
+ * returns the new count.
+ */
+function gatedNormHead(
+  ctx: ExecNumericContext, t: GdnTrack, h: number, core: Float32Array, coreBits: Uint32Array, y: Float32Array, zOff: number,
+  nw: Float32Array, normed: Float32Array, nb: Uint32Array, fresh: boolean, full: boolean, eps: number, dv: number, nc: number,
+  form: 'mul' | 'div',
+): number {
+  const { coreChanged, normIn, normZ, normAcc, normR, normKept } = t;
+  if (!fresh && !full && coreChanged[h] === 0) return nc;
+  const zBits = t.projBits;
+  const changedList = t.normedChanged;
+  const o0 = h * dv;
+  if (!fresh && normKept[h] === 1) {
+    // (a step whose projections were recomputed in full may have moved any z)
+    const may = full ? O_MAY_MOVE | Z_MAY_MOVE : coreChanged[h];
+    const moved = t.normMoved;
+    let m = 0;
+    let oMoved = 0;
+    if (may === O_MAY_MOVE) {
+      for (let j = 0; j < dv; j++) if (coreBits[o0 + j] !== normIn[o0 + j]) moved[m++] = j;
+      oMoved = +(m > 0);
+    } else if (may === Z_MAY_MOVE) {
+      for (let j = 0; j < dv; j++) if (zBits[zOff + o0 + j] !== normZ[o0 + j]) moved[m++] = j;
+    } else {
+      for (let j = 0; j < dv; j++) {
+        const mo = +(coreBits[o0 + j] !== normIn[o0 + j]);
+        if ((mo | +(zBits[zOff + o0 + j] !== normZ[o0 + j])) === 0) continue;
+        moved[m++] = j;
+        oMoved |= mo;
+      }
+    }
+    if (m === 0) return nc;
+    // the same o bits give the same sum; a NaN sum never compares equal (the head is redone)
+    const acc = oMoved === 0 ? normAcc[h] : gatedNormSquares(core, o0, dv);
+    if (acc === normAcc[h]) {
+      const rr = normR[h];
+      for (let i = 0; i < m; i++) {
+        const j = moved[i];
+        normIn[o0 + j] = coreBits[o0 + j];
+        normZ[o0 + j] = zBits[zOff + o0 + j];
+        const before = nb[o0 + j];
+        normed[o0 + j] = gatedNormEntry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
+        if (nb[o0 + j] !== before) changedList[nc++] = o0 + j;
+      }
+      return nc;
+    }
+  }
+  // every entry
+  const acc = gatedNormSquares(core, o0, dv);
+  const rr = gatedNormFactor(ctx, acc, dv, eps);
+  normAcc[h] = acc;
+  normR[h] = rr;
+  normKept[h] = 1;
+  for (let j = 0; j < dv; j++) {
+    normIn[o0 + j] = coreBits[o0 + j];
+    normZ[o0 + j] = zBits[zOff + o0 + j];
+    const before = nb[o0 + j];
+    normed[o0 + j] = gatedNormEntry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
+    if (!fresh && nb[o0 + j] !== before) changedList[nc++] = o0 + j;
+  }
+  return nc;
+}
+
+/**
+ * gatedNormHead over every head, not fresh, in wasm (wasm-gdn-kernels.ts gatedNorm): the same
+ * scans, sums, factors, entries and list, over the kernel's arrays; a head with a NaN output is
+ * left to gatedNormHead (its NaN bits are the reference's) and the kernel goes on after it.
+ * Returns the changed count.
+ */
+function gatedNormWasm(
+  ctx: ExecNumericContext, t: GdnTrack, nk: NormKernel, w: GdnWeights, y: Float32Array, zOff: number, full: boolean,
+  eps: number, d: GdnDims, buf: GdnBuffers, form: 'mul' | 'div',
+): number {
+  const { ctl, ctlF, heap } = nk;
+  if (nk.nwSrc !== w.norm) { nk.nw.set(w.norm); nk.nwSrc = w.norm; }
+  ctl[NORM_CTL.zAt] = y.byteOffset + 4 * zOff;
+  ctl[NORM_CTL.full] = full ? 1 : 0;
+  ctl[NORM_CTL.form] = form === 'mul' ? 0 : 1;
+  ctl[NORM_CTL.meanDiv] = ctx.meanMode === 'div' ? 1 : 0;
+  ctlF[NORM_CTL.invN] = 1 / d.dv;
+  ctlF[NORM_CTL.eps] = eps;
+  ctl[NORM_CTL.nc] = 0;
+  ctl[NORM_CTL.resume] = 0;
+  while (heap.gatedNorm(ctl) === 1) {
+    const h = ctl[NORM_CTL.resume];
+    ctl[NORM_CTL.nc] = gatedNormHead(ctx, t, h, buf.core, buf.coreBits, y, zOff, nk.nw, buf.normed, buf.normedBits, false, full, eps, d.dv, ctl[NORM_CTL.nc], form);
+    ctl[NORM_CTL.resume] = h + 1;
+  }
+  return ctl[NORM_CTL.nc];
+}
+
+/**
  * trackedConvStep in wasm (wasm-gdn-kernels.ts convActivate, convChannels): the same activation,
  * channel steps and lists, over arrays in the kernels' memory; a channel whose window or fold is
  * not finite is left to convChannel, and the kernel goes on after it.
@@ -620,70 +721,15 @@ export function gdnDecodeTracked(
     }
   }
   const normed = buf.normed;
-  const nb = buf.normedBits;
-  const changedList = t.normedChanged;
-  // The tracked step runs in the f32 profile in sequential order (gdnForward), where gatedRmsNorm
-  // takes its f32 form, in parts: an entry is a pure function of its o and z bits and the head's
-  // factor r, and r one of the head's sum of squares. A head recomputes only the entries whose o
-  // or z bits moved since they were computed (t.normIn, t.normZ), its sum only when some o moved,
-  // and every entry when the sum's bits moved.
-  const zBits = t.projBits;
-  const { normIn, normZ, normAcc, normR, normKept } = t;
-  const moved = t.normMoved;
-  const eps = cfg.rmsNormEps;
-  const nw = w.norm;
-  let nc = 0;
-  for (let h = 0; h < hv; h++) {
-    if (!fresh && !ps.full && coreChanged[h] === 0) continue;
-    const o0 = h * dv;
-    if (!fresh && normKept[h] === 1) {
-      // (a step whose projections were recomputed in full may have moved any z)
-      const may = ps.full ? O_MAY_MOVE | Z_MAY_MOVE : coreChanged[h];
-      let m = 0;
-      let oMoved = 0;
-      if (may === O_MAY_MOVE) {
-        for (let j = 0; j < dv; j++) if (coreBits[o0 + j] !== normIn[o0 + j]) moved[m++] = j;
-        oMoved = +(m > 0);
-      } else if (may === Z_MAY_MOVE) {
-        for (let j = 0; j < dv; j++) if (zBits[zOff + o0 + j] !== normZ[o0 + j]) moved[m++] = j;
-      } else {
-        for (let j = 0; j < dv; j++) {
-          const mo = +(coreBits[o0 + j] !== normIn[o0 + j]);
-          if ((mo | +(zBits[zOff + o0 + j] !== normZ[o0 + j])) === 0) continue;
-          moved[m++] = j;
-          oMoved |= mo;
-        }
-      }
-      if (m === 0) continue;
-      // the same o bits give the same sum; a NaN sum never compares equal (the head is redone)
-      const acc = oMoved === 0 ? normAcc[h] : gatedNormSquares(core, o0, dv);
-      if (acc === normAcc[h]) {
-        const rr = normR[h];
-        for (let i = 0; i < m; i++) {
-          const j = moved[i];
-          normIn[o0 + j] = coreBits[o0 + j];
-          normZ[o0 + j] = zBits[zOff + o0 + j];
-          const before = nb[o0 + j];
-          normed[o0 + j] = gatedNormEntry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
-          if (nb[o0 + j] !== before) changedList[nc++] = o0 + j;
-        }
-        continue;
-      }
-    }
-    // every entry (a fresh step's out_proj call takes no candidates: its changed list is not made)
-    const acc = gatedNormSquares(core, o0, dv);
-    const rr = gatedNormFactor(ctx, acc, dv, eps);
-    normAcc[h] = acc;
-    normR[h] = rr;
-    normKept[h] = 1;
-    for (let j = 0; j < dv; j++) {
-      normIn[o0 + j] = coreBits[o0 + j];
-      normZ[o0 + j] = zBits[zOff + o0 + j];
-      const before = nb[o0 + j];
-      normed[o0 + j] = gatedNormEntry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
-      if (!fresh && nb[o0 + j] !== before) changedList[nc++] = o0 + j;
-    }
+  const nk = buf.normKernel;
+  let nc: number;
+  if (!fresh && nk !== null && t.normIn === nk.normIn && y.buffer === nk.heap.buffer) {
+    nc = gatedNormWasm(ctx, t, nk, w, y, zOff, ps.full, cfg.rmsNormEps, d, buf, form);
+  } else {
+    nc = 0;
+    for (let h = 0; h < hv; h++) nc = gatedNormHead(ctx, t, h, core, buf.coreBits, y, zOff, w.norm, normed, buf.normedBits, fresh, ps.full, cfg.rmsNormEps, dv, nc, form);
   }
+  const changedList = t.normedChanged;
   buf.normMemoValid.fill(0); // the untracked path's memo no longer describes `normed`
   t0 = phaseEnd('gdn.gatedNorm', t0);
   // Where the delta form does not apply, buf.out keeps linear()'s output of the last step: a pure

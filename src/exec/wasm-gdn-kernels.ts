@@ -233,6 +233,7 @@ export function gdnKernelModuleBytes(): Uint8Array {
     { name: 'delta', params: [I32, I32, F32, I32, I32], results: [I32], locals: [[1, I32], [4, V128]], body: deltaBody },
     { name: 'convActivate', params: [I32], results: [I32], locals: CONV_LOCALS, body: convActivateBody },
     { name: 'convChannels', params: [I32], results: [I32], locals: CONV_LOCALS, body: convChannelsBody },
+    { name: 'gatedNorm', params: [I32], results: [I32], locals: NORM_LOCALS, body: gatedNormBody },
   ]);
 }
 
@@ -456,3 +457,162 @@ const convChannelsBody = [
   OP.end,
 ];
 const CONV_LOCALS: number[][] = [[CONV_I32_LOCALS, I32], [4, F32], [1, F64]];
+
+/**
+ * The word indices of the gated norm kernel's control block (int32; NORM_CTL_WORDS of them, then
+ * dv int32 of moved-entry scratch and dv float32 of output scratch): the addresses of the arrays
+ * it reads and writes and the layer's dimensions (written once, gdn-cache.ts gatedNormKernelOf),
+ * the call's z address and flags, and what it leaves (the changed count, the head it stopped at).
+ * invN and eps hold float32 bits.
+ */
+export const NORM_CTL = {
+  coreAt: 0, normInAt: 1, normZAt: 2, zAt: 3, nwAt: 4, normedAt: 5, changedAt: 6, accAt: 7, rAt: 8, keptAt: 9,
+  coreChangedAt: 10, hv: 11, dv: 12, full: 13, form: 14, meanDiv: 15, invN: 16, eps: 17, nc: 18, resume: 19,
+} as const;
+export const NORM_CTL_WORDS = 20;
+
+/** Locals of gatedNorm: the control block's address, then int32, float32, float64 and v128 locals. */
+const N = {
+  ctlAt: 0,
+  coreAt: 1, normInAt: 2, normZAt: 3, zAt: 4, nwAt: 5, normedAt: 6, changedAt: 7, accAt: 8, rAt: 9, keptAt: 10,
+  coreChangedAt: 11, hv: 12, dv: 13, full: 14, form: 15, meanDiv: 16, nc: 17,
+  h: 18, cc: 19, o0: 20, may: 21, m: 22, oMoved: 23, j: 24, i: 25, bm: 26, movedAt: 27, tmpAt: 28, at: 29, bits: 30, nb: 31,
+  acc: 32, rr: 33, z: 34, invN: 35, eps: 36, val: 37,
+  s: 38,
+  mo: 39, oMask: 40, zMask: 41,
+} as const;
+const NORM_I32_LOCALS = 31; // 1 … 31
+const nWord = (w: number) => [...get(N.ctlAt), ...mem(OP.i32Load, 2, 4 * w)];
+const nSetWord = (w: number, v: number[]) => [...get(N.ctlAt), ...v, ...mem(OP.i32Store, 2, 4 * w)];
+const nLoadCtl = (names: (keyof typeof NORM_CTL & keyof typeof N)[]) => names.flatMap((k) => [...nWord(NORM_CTL[k]), ...set(N[k])]);
+/** base + (o0 + j)·4: entry j of the head's block of a valueDim array. */
+const headAt = (base: number, j: number[]) => [...get(base), ...get(N.o0), ...j, OP.i32Add, ...i32(2), OP.i32Shl, OP.i32Add];
+const nPlus4 = (base: number, index: number[]) => [...get(base), ...index, ...i32(2), OP.i32Shl, OP.i32Add];
+
+/** The head's sum of squares acc = −0 + Σ_j fl(o_j²) in ascending j, float32 (norms.ts gatedNormSquares): sets N.acc. */
+const squares = [
+  ...f32c(-0), ...set(N.acc),
+  ...i32(0), ...set(N.j),
+  ...whileLess(N.j, get(N.dv), [
+    ...get(N.acc), ...headAt(N.coreAt, get(N.j)), ...mem(OP.f32Load, 2), ...tee(N.z), ...get(N.z), OP.f32Mul, OP.f32Add, ...set(N.acc),
+    ...inc(N.j, 1),
+  ]),
+];
+
+/**
+ * Entry j's fl(fl(w_j·fl(o_j·r))·silu32(z_j)) (norms.ts gatedNormEntry) into N.val; with a NaN
+ * result the call stops at this head (status 1), nothing of it written.
+ */
+const entryOf = (j: number[]) => [
+  ...headAt(N.zAt, j), ...mem(OP.f32Load, 2), ...set(N.z),
+  ...get(N.z), ...f32c(0), OP.f32Eq, ...get(N.z), ...f32c(17), OP.f32Ge, OP.i32Or, OP.if, F64,
+  ...get(N.z), OP.f64PromoteF32,
+  OP.else,
+  ...get(N.z), ...f32c(-89), OP.f32Le, ...get(N.z), ...f32c(-Infinity), OP.f32Ne, OP.i32And, OP.if, F64,
+  ...f64c(-0),
+  OP.else,
+  ...get(N.z), OP.f64PromoteF32, ...get(N.form), OP.call, 0,
+  OP.end, OP.end,
+  ...set(N.s),
+  ...nPlus4(N.nwAt, j), ...mem(OP.f32Load, 2), ...headAt(N.coreAt, j), ...mem(OP.f32Load, 2), ...get(N.rr), OP.f32Mul, OP.f32Mul,
+  OP.f64PromoteF32, ...get(N.s), OP.f64Mul, OP.f32DemoteF64, ...tee(N.val), ...get(N.val), OP.f32Ne, OP.if, OP.void,
+  ...nSetWord(NORM_CTL.resume, get(N.h)), ...nSetWord(NORM_CTL.nc, get(N.nc)), ...i32(1), OP.return,
+  OP.end,
+];
+
+/** Commits entry j with its output at tmp[i]: the (o, z) bits it was computed from, the output, and j listed when its bits moved. */
+const commitEntry = (j: number[], i: number[]) => [
+  ...headAt(N.normInAt, j), ...headAt(N.coreAt, j), ...mem(OP.i32Load, 2), ...mem(OP.i32Store, 2),
+  ...headAt(N.normZAt, j), ...headAt(N.zAt, j), ...mem(OP.i32Load, 2), ...mem(OP.i32Store, 2),
+  ...headAt(N.normedAt, j), ...tee(N.at), ...mem(OP.i32Load, 2), ...set(N.bits),
+  ...get(N.at), ...nPlus4(N.tmpAt, i), ...mem(OP.i32Load, 2), ...tee(N.nb), ...mem(OP.i32Store, 2),
+  ...get(N.nb), ...get(N.bits), OP.i32Ne, OP.if, OP.void,
+  ...nPlus4(N.changedAt, get(N.nc)), ...get(N.o0), ...j, OP.i32Add, ...mem(OP.i32Store, 2), ...inc(N.nc, 1),
+  OP.end,
+];
+
+const gatedNormBody = [
+  ...nLoadCtl(['coreAt', 'normInAt', 'normZAt', 'zAt', 'nwAt', 'normedAt', 'changedAt', 'accAt', 'rAt', 'keptAt', 'coreChangedAt', 'hv', 'dv', 'full', 'form', 'meanDiv', 'nc']),
+  ...get(N.ctlAt), ...mem(OP.f32Load, 2, 4 * NORM_CTL.invN), ...set(N.invN),
+  ...get(N.ctlAt), ...mem(OP.f32Load, 2, 4 * NORM_CTL.eps), ...set(N.eps),
+  ...get(N.ctlAt), ...i32(4 * NORM_CTL_WORDS), OP.i32Add, ...set(N.movedAt),
+  ...get(N.movedAt), ...get(N.dv), ...i32(2), OP.i32Shl, OP.i32Add, ...set(N.tmpAt),
+  ...nWord(NORM_CTL.resume), ...set(N.h),
+  OP.block, OP.void, OP.loop, OP.void,
+  ...get(N.h), ...get(N.hv), OP.i32GeU, OP.brIf, 1,
+  OP.block, OP.void, // (br 0 from here: the next head)
+  ...get(N.coreChangedAt), ...get(N.h), OP.i32Add, ...mem(OP.i32Load8U, 0), ...tee(N.cc), ...get(N.full), OP.i32Or, OP.i32Eqz, OP.brIf, 0,
+  ...get(N.h), ...get(N.dv), OP.i32Mul, ...set(N.o0),
+  OP.block, OP.void, // (br 0 from here: the head's full recompute)
+  ...get(N.keptAt), ...get(N.h), OP.i32Add, ...mem(OP.i32Load8U, 0), ...i32(1), OP.i32Ne, OP.brIf, 0,
+  // the entries whose o (may & 1) or z (may & 2) bits moved since they were computed, four at a time
+  ...i32(3), ...get(N.cc), ...get(N.full), OP.select, ...set(N.may),
+  ...i32(-1), ...i32(0), ...get(N.may), ...i32(1), OP.i32And, OP.select, ...simd(SIMD.i32x4Splat), ...set(N.oMask),
+  ...i32(-1), ...i32(0), ...get(N.may), ...i32(2), OP.i32And, OP.select, ...simd(SIMD.i32x4Splat), ...set(N.zMask),
+  ...i32(0), ...set(N.m), ...i32(0), ...set(N.oMoved),
+  ...i32(0), ...set(N.j),
+  ...whileLess(N.j, get(N.dv), [
+    ...headAt(N.coreAt, get(N.j)), ...vmem(SIMD.load), ...headAt(N.normInAt, get(N.j)), ...vmem(SIMD.load), ...simd(SIMD.i32x4Ne),
+    ...get(N.oMask), ...simd(SIMD.and), ...tee(N.mo),
+    ...headAt(N.zAt, get(N.j)), ...vmem(SIMD.load), ...headAt(N.normZAt, get(N.j)), ...vmem(SIMD.load), ...simd(SIMD.i32x4Ne),
+    ...get(N.zMask), ...simd(SIMD.and), ...simd(SIMD.or), ...simd(SIMD.i32x4Bitmask), ...tee(N.bm),
+    OP.if, OP.void,
+    ...get(N.oMoved), ...get(N.mo), ...simd(SIMD.anyTrue), OP.i32Or, ...set(N.oMoved),
+    OP.block, OP.void, OP.loop, OP.void,
+    ...get(N.bm), OP.i32Eqz, OP.brIf, 1,
+    ...nPlus4(N.movedAt, get(N.m)), ...get(N.j), ...get(N.bm), OP.i32Ctz, OP.i32Add, ...mem(OP.i32Store, 2), ...inc(N.m, 1),
+    ...get(N.bm), ...get(N.bm), ...i32(1), OP.i32Sub, OP.i32And, ...set(N.bm),
+    OP.br, 0,
+    OP.end, OP.end,
+    OP.end,
+    ...inc(N.j, 4),
+  ]),
+  ...get(N.m), OP.i32Eqz, OP.brIf, 1, // nothing moved: the next head
+  // the same o bits give the same sum; a NaN sum never compares equal (the head is redone in full)
+  ...get(N.oMoved), OP.if, OP.void, ...squares, OP.else, ...nPlus4(N.accAt, get(N.h)), ...mem(OP.f32Load, 2), ...set(N.acc), OP.end,
+  ...get(N.acc), ...nPlus4(N.accAt, get(N.h)), ...mem(OP.f32Load, 2), OP.f32Ne, OP.brIf, 0,
+  ...nPlus4(N.rAt, get(N.h)), ...mem(OP.f32Load, 2), ...set(N.rr),
+  ...i32(0), ...set(N.i),
+  ...whileLess(N.i, get(N.m), [
+    ...nPlus4(N.movedAt, get(N.i)), ...mem(OP.i32Load, 2), ...set(N.j),
+    ...entryOf(get(N.j)),
+    ...nPlus4(N.tmpAt, get(N.i)), ...get(N.val), ...mem(OP.f32Store, 2),
+    ...inc(N.i, 1),
+  ]),
+  ...i32(0), ...set(N.i),
+  ...whileLess(N.i, get(N.m), [
+    ...nPlus4(N.movedAt, get(N.i)), ...mem(OP.i32Load, 2), ...set(N.j),
+    ...commitEntry(get(N.j), get(N.i)),
+    ...inc(N.i, 1),
+  ]),
+  OP.br, 1,
+  OP.end,
+  // every entry: acc, r = rsqrt32(fl(mean(acc) + fl(eps))) (norms.ts gatedNormFactor), the outputs
+  ...squares,
+  ...get(N.meanDiv), OP.if, F32,
+  ...get(N.acc), OP.f64PromoteF32, ...get(N.dv), OP.f64ConvertI32S, OP.f64Div, OP.f32DemoteF64,
+  OP.else,
+  ...get(N.acc), ...get(N.invN), OP.f32Mul,
+  OP.end,
+  ...get(N.eps), OP.f32Add, OP.f64PromoteF32, OP.f64Sqrt, OP.f32DemoteF64, OP.f64PromoteF32, ...set(N.s),
+  ...f64c(1), ...get(N.s), OP.f64Div, OP.f32DemoteF64, ...set(N.rr),
+  ...i32(0), ...set(N.j),
+  ...whileLess(N.j, get(N.dv), [
+    ...entryOf(get(N.j)),
+    ...nPlus4(N.tmpAt, get(N.j)), ...get(N.val), ...mem(OP.f32Store, 2),
+    ...inc(N.j, 1),
+  ]),
+  ...nPlus4(N.accAt, get(N.h)), ...get(N.acc), ...mem(OP.f32Store, 2),
+  ...nPlus4(N.rAt, get(N.h)), ...get(N.rr), ...mem(OP.f32Store, 2),
+  ...get(N.keptAt), ...get(N.h), OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
+  ...i32(0), ...set(N.j),
+  ...whileLess(N.j, get(N.dv), [...commitEntry(get(N.j), get(N.j)), ...inc(N.j, 1)]),
+  OP.end,
+  ...inc(N.h, 1),
+  OP.br, 0,
+  OP.end, OP.end,
+  ...nSetWord(NORM_CTL.resume, get(N.h)), ...nSetWord(NORM_CTL.nc, get(N.nc)),
+  ...i32(0),
+  OP.end,
+];
+const NORM_LOCALS: number[][] = [[NORM_I32_LOCALS, I32], [6, F32], [1, F64], [3, V128]];

@@ -413,6 +413,7 @@ export class WasmHeap {
   private readonly gdnDeltaFn: GdnDeltaFn;
   private readonly convActivateFn: (ctlAt: number) => number;
   private readonly convChannelsFn: (ctlAt: number) => number;
+  private readonly gatedNormFn: (ctlAt: number) => number;
   /** Whether the GDN kernels (wasm-gdn-kernels.ts) are there: they need SIMD. */
   readonly hasGdnKernels: boolean;
   /** addLists' io word (bytes 0–3): the appended count. */
@@ -432,6 +433,7 @@ export class WasmHeap {
     this.gdnDeltaFn = gdn === null ? missing : gdn.exports.delta as GdnDeltaFn;
     this.convActivateFn = gdn === null ? missing : gdn.exports.convActivate as (ctlAt: number) => number;
     this.convChannelsFn = gdn === null ? missing : gdn.exports.convChannels as (ctlAt: number) => number;
+    this.gatedNormFn = gdn === null ? missing : gdn.exports.gatedNorm as (ctlAt: number) => number;
     this.addIo = new Int32Array(this.buffer, 0, 1);
   }
 
@@ -558,6 +560,14 @@ export class WasmHeap {
    */
   convChannels(ctl: Int32Array): number {
     return this.convChannelsFn(ctl.byteOffset);
+  }
+
+  /**
+   * wasm-gdn-kernels.ts gatedNorm over `ctl` (NORM_CTL): the heads from ctl's resume index on;
+   * 0 when done, 1 at a head left to the caller (a NaN output; ctl says which, and the changed count).
+   */
+  gatedNorm(ctl: Int32Array): number {
+    return this.gatedNormFn(ctl.byteOffset);
   }
 
   /**

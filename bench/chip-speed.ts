@@ -50,6 +50,12 @@
  * machine where timings cannot — and the phase table, then the same profiled run's time per layer
  * (`layersMsPerToken`: each layer's mixer and FFN, each with its norm and residual add; these
  * overlap the phases and are kept out of `phasesMsPerToken`).
+ *
+ * `--layer-detail` (with the phases) breaks the profiled run down by layer: each layer's phases
+ * (`layerPhasesMsPerToken`: per layer, phase → ms per token) and the spread of a step's time in
+ * each layer half (`layerTokenUs`: per layer and half, the mean, median, 90th and 99th percentile
+ * and greatest step in µs, and `tailShare`, the part of the mean from steps above 40 µs) — where a
+ * layer's mean comes from a few slow steps rather than from every step.
  */
 import fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -58,7 +64,7 @@ import vm from 'node:vm';
 import path from 'node:path';
 import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks';
 import { Executor } from '../src/exec/executor.ts';
-import type { PhaseTimes } from '../src/exec/profile.ts';
+import type { LayerDetail, PhaseTimes } from '../src/exec/profile.ts';
 import { DELTA_ROLES, type DeltaRole, type DeltaWork } from '../src/exec/matmul.ts';
 import { loadModel } from '../src/model/load-weights.ts';
 import type { ModelWeights } from '../src/model/weights.ts';
@@ -74,7 +80,7 @@ import { cpuForProgram, loadElf } from '../riscv/elf.ts';
 let PROMPT = [247044, 131072];
 
 function usage(msg: string): never {
-  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--target T|--model CHIP [--cold-plans]|--sized] [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--json] [--cold-runs R [--node-flags "FLAGS"]] [--cold-only]`);
+  console.error(`chip-speed: ${msg}\nusage: npx tsx bench/chip-speed.ts DIR|--elf FILE [--target T|--model CHIP [--cold-plans]|--sized] [--tokens N] [--warmup N] [--profile f32|bf16] [--no-phases] [--layer-detail] [--json] [--cold-runs R [--node-flags "FLAGS"]] [--cold-only]`);
   process.exit(2);
 }
 
@@ -83,6 +89,7 @@ let dir: string | undefined;
 let tokens = 300;
 let profile: 'f32' | 'bf16' = 'f32';
 let phases = true;
+let layerDetail = false;
 let json = false;
 let elf: string | undefined;
 let warmup = 2000;
@@ -100,6 +107,7 @@ for (let i = 0; i < argv.length; i++) {
   if (a === '--tokens') tokens = Number(argv[++i]);
   else if (a === '--profile') profile = argv[++i] as 'f32' | 'bf16';
   else if (a === '--no-phases') phases = false;
+  else if (a === '--layer-detail') layerDetail = true;
   else if (a === '--json') json = true;
   else if (a === '--elf') elf = argv[++i];
   else if (a === '--warmup') warmup = Number(argv[++i]);
@@ -253,12 +261,12 @@ interface Work { entries: number; rows: number; refolds: number; refoldEntries: 
 /** Generated-token counts at which the cold run and the timed run note their time (the curve). */
 const CURVE_AT = [1, 10, 50, 100, 250, 500, 1000];
 interface CurvePoint { tokens: number; ms: number }
-function run(n: number, times: PhaseTimes | null): { decodeMs: number; firstMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number; curve: CurvePoint[] } {
+function run(n: number, times: PhaseTimes | null, detail: LayerDetail | null = null): { decodeMs: number; firstMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number; curve: CurvePoint[] } {
   const ex = newExecutor();
   const p0 = performance.now();
   let last = start(ex);
   const prefillMs = performance.now() - p0;
-  ex.setPhaseTimes(times);
+  ex.setPhaseTimes(times, detail);
   const ids = [last];
   const w0 = { entries: ex.stats.deltaEntries, rows: ex.stats.deltaRows, refolds: ex.stats.deltaRefolds, refoldEntries: ex.stats.deltaRefoldEntries, conv: ex.stats.convChannels, heads: ex.stats.gdnHeadSteps, headsPassed: ex.stats.gdnHeadsBetaZero, byRole: structuredClone(ex.stats.deltaByRole) };
   // a major GC now, not in the timed window (the compile leaves garbage for one to collect, and
@@ -385,9 +393,11 @@ const steps = plain.steps;
 const msPerToken = plain.decodeMs / steps;
 let times: PhaseTimes | null = null;
 let profiledMs = 0;
+const detail: LayerDetail | null = layerDetail && phases ? { tokenMs: [] } : null;
+if (layerDetail && !phases) usage('--layer-detail needs the phases (drop --no-phases)');
 if (phases) {
   times = {};
-  const r = run(tokens, times);
+  const r = run(tokens, times, detail);
   profiledMs = r.decodeMs;
   if (r.ids.join(',') !== plain.ids.join(',')) throw new Error('profiled run emitted different tokens');
 }
@@ -397,6 +407,26 @@ const c = weights.config;
 const LAYER_KEY = /^layer (\d+) (mixer|ffn)$/;
 const phaseRows = Object.entries(times ?? {}).filter(([k]) => !LAYER_KEY.test(k));
 const layerRows = Array.from({ length: c.numLayers }, (_, layer) => ({ layer, mixer: times?.[`layer ${layer} mixer`] ?? 0, ffn: times?.[`layer ${layer} ffn`] ?? 0 }));
+// --layer-detail: the per-layer phases (keys `L<n> <phase>`, also kept out of the phase table) and
+// the spread of the steps' times in each layer half
+const LAYER_PHASE_KEY = /^L(\d+) (.+)$/;
+const phaseTable = phaseRows.filter(([k]) => !LAYER_PHASE_KEY.test(k));
+const layerPhases = detail === null ? null : Array.from({ length: c.numLayers }, (_, layer) => Object.fromEntries(phaseRows
+  .map(([k, v]) => [LAYER_PHASE_KEY.exec(k), v] as const)
+  .filter(([m]) => m !== null && Number(m[1]) === layer && !LAYER_KEY.test(m[2]!))
+  .sort((a, b) => b[1] - a[1])
+  .map(([m, v]) => [m![2]!, v / steps])));
+interface Spread { meanUs: number; medianUs: number; p90Us: number; p99Us: number; maxUs: number; tailShare: number }
+const spreadOf = (ms: number[]): Spread => {
+  const us = ms.map((v) => 1000 * v).sort((a, b) => a - b);
+  const at = (q: number) => us[Math.min(us.length - 1, Math.floor(q * us.length))] ?? 0;
+  const sum = us.reduce((a, b) => a + b, 0);
+  const tail = us.filter((v) => v > 40).reduce((a, b) => a + b, 0);
+  return { meanUs: us.length === 0 ? 0 : sum / us.length, medianUs: at(0.5), p90Us: at(0.9), p99Us: at(0.99), maxUs: us[us.length - 1] ?? 0, tailShare: sum === 0 ? 0 : tail / sum };
+};
+const layerSpread = detail === null ? null : Array.from({ length: c.numLayers }, (_, layer) => ({
+  layer, mixer: spreadOf(detail.tokenMs[2 * layer] ?? []), ffn: spreadOf(detail.tokenMs[2 * layer + 1] ?? []),
+}));
 const distinct = new Set(plain.ids).size;
 const instrPerSecond = plain.instructions / (plain.decodeMs / 1000);
 const golden = elf !== undefined ? goldenRate(elf) : null;
@@ -412,8 +442,9 @@ if (json) {
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
     workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps, headSteps: plain.work.heads / steps, headsPassedOver: plain.work.headsPassed / steps },
     workPerTokenByMatrix: Object.fromEntries(DELTA_ROLES.map((r) => [r, Object.fromEntries(Object.entries(plain.work.byRole[r]).map(([k, v]) => [k, v / steps]))])),
-    phasesMsPerToken: times && Object.fromEntries(phaseRows.map(([k, v]) => [k, v / steps])),
+    phasesMsPerToken: times && Object.fromEntries(phaseTable.map(([k, v]) => [k, v / steps])),
     layersMsPerToken: times && layerRows.map((l) => ({ layer: l.layer, mixer: l.mixer / steps, ffn: l.ffn / steps })),
+    ...(layerPhases !== null ? { layerPhasesMsPerToken: layerPhases, layerTokenUs: layerSpread } : {}),
   }));
 } else {
   if (elf !== undefined) console.log(`chip: ${chipLabel}`);
@@ -455,7 +486,7 @@ if (json) {
   }
   if (times) {
     console.log(`phases (profiled run: ${(profiledMs / steps).toFixed(3)} ms/token):`);
-    const rows = [...phaseRows].sort((a, b) => b[1] - a[1]);
+    const rows = [...phaseTable].sort((a, b) => b[1] - a[1]);
     for (const [k, v] of rows) {
       console.log(`  ${k.padEnd(16)} ${(v / steps).toFixed(4).padStart(9)} ms/token  ${(100 * v / profiledMs).toFixed(1).padStart(5)} %`);
     }
@@ -463,6 +494,15 @@ if (json) {
     for (const l of layerRows) {
       const kind = weights.layers[l.layer]!.mixer.kind === 'linear_attention' ? 'GDN' : 'attention';
       console.log(`  layer ${String(l.layer).padStart(2)} ${kind.padEnd(9)} mixer ${(l.mixer / steps).toFixed(4)}  ffn ${(l.ffn / steps).toFixed(4)}`);
+    }
+    if (layerPhases !== null && layerSpread !== null) {
+      console.log('by layer (--layer-detail): µs per token by phase; a step\'s µs in each half — mean, median, 90th / 99th percentile, greatest, and the part of the mean from steps above 40 µs:');
+      const sp = (s: Spread) => `${s.meanUs.toFixed(1)} mean, ${s.medianUs.toFixed(1)} median, ${s.p90Us.toFixed(1)} / ${s.p99Us.toFixed(1)}, ${s.maxUs.toFixed(0)} max, ${(100 * s.tailShare).toFixed(0)} % over 40`;
+      for (const l of layerSpread) {
+        const ph = Object.entries(layerPhases[l.layer]!).map(([k, v]) => `${k} ${(1000 * v).toFixed(1)}`).join(', ');
+        console.log(`  layer ${String(l.layer).padStart(2)}: ${ph}`);
+        console.log(`    mixer ${sp(l.mixer)}; ffn ${sp(l.ffn)}`);
+      }
     }
   }
 }

@@ -16,7 +16,7 @@ import { addTracked, NormSite, ResidualTrack, rowEntriesOf, SourceSeen, TrackedV
 import { ExecPlans } from '../src/exec/plans.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { decodeLockstep } from './helpers/lockstep.ts';
-import type { PhaseTimes } from '../src/exec/profile.ts';
+import type { LayerDetail, PhaseTimes } from '../src/exec/profile.ts';
 import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix, ModelWeights } from '../src/model/weights.ts';
@@ -400,6 +400,44 @@ describe('tracked decode on whole executors', () => {
       expect(s.stats.delta).toBeGreaterThan(0);
     });
   }
+});
+
+describe('per-layer phase detail (Executor.setPhaseTimes with a LayerDetail)', () => {
+  it('each layer\'s phases under its prefix, summing to at most the phase; one step time per half per tracked step', () => {
+    const w = sparseRandomModel(5);
+    const s = new Executor(w, { path: 'sparse' });
+    const times: PhaseTimes = {};
+    const detail: LayerDetail = { tokenMs: [] };
+    s.prefill([3, 1]);
+    s.setPhaseTimes(times, detail);
+    let id = 1;
+    const steps = 12;
+    for (let i = 0; i < steps; i++) id = s.decodeArgmax(i % 3 === 0 ? id : (i * 53 + 7) % w.config.vocabSize);
+    const L = w.config.numLayers;
+    expect(detail.tokenMs.length).toBe(2 * L);
+    for (const list of detail.tokenMs) {
+      expect(list.length).toBe(steps);
+      for (const ms of list) expect(ms).toBeGreaterThanOrEqual(0);
+    }
+    const prefixed = Object.keys(times).filter((k) => /^L\d+ /.test(k));
+    const byPhase = new Map<string, number>();
+    for (const k of prefixed) {
+      const [, layer, phase] = /^L(\d+) (.+)$/.exec(k)!;
+      expect(Number(layer)).toBeLessThan(L);
+      byPhase.set(phase!, (byPhase.get(phase!) ?? 0) + times[k]!);
+    }
+    // the layers' phases, each also in the unprefixed total; the steps' own phases (embedding,
+    // final norm, LM head) under no layer
+    expect([...byPhase.keys()]).toEqual(expect.arrayContaining(['norm', 'residual', 'ffn.gateUp']));
+    for (const [phase, sum] of byPhase) expect(sum).toBeLessThanOrEqual(times[phase]! * (1 + 1e-9));
+    for (const own of ['embed', 'finalNorm', 'lmHead']) expect(byPhase.has(own)).toBe(false);
+    // without a detail, no prefixed keys are added
+    const plain: PhaseTimes = {};
+    s.setPhaseTimes(plain);
+    s.decodeArgmax(id);
+    expect(Object.keys(plain).filter((k) => /^L\d+ /.test(k))).toEqual([]);
+    expect(Object.keys(plain).length).toBeGreaterThan(3);
+  });
 });
 
 describe('first tracked step after a prefill', () => {

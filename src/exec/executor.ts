@@ -24,7 +24,7 @@ import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
 import { plansOf } from './plans.ts';
 import { rmsNorm1p } from './norms.ts';
 import type { ExecOptions, LayerHook, LayerHookEvent } from './types.ts';
-import { phaseEnd, phaseStart, setActiveTimes, type PhaseTimes } from './profile.ts';
+import { phaseEnd, phaseStart, setActiveTimes, setLayerPrefix, type LayerDetail, type PhaseTimes } from './profile.ts';
 import { addTracked, ResidualTrack, rowEntriesOf, type RowEntries } from './residual-track.ts';
 import type { SwigluIo } from './mlp.ts';
 import { wasmHeapOf, type DeltaShare } from './delta.ts';
@@ -209,6 +209,7 @@ export class Executor {
   private hooks: LayerHook[] = [];
   private buffers: ForwardBuffers | null = null;
   private phaseTimes: PhaseTimes | null = null;
+  private layerDetail: LayerDetail | null = null;
   /** decodeArgmax's logits buffer when the LM head cannot run in scatter form (created on first use). */
   private logitsBuffer: Float32Array | null = null;
   /**
@@ -224,8 +225,8 @@ export class Executor {
   private embedStorage: unknown = null;
   /** forwardTracked's exchange objects (SwiGLU's, the mixer's share, the mixer's input list), made on first use. */
   private trackedIo: { ff: SwigluIo; mix: DeltaShare; normed: Float32Array[] } | null = null;
-  /** The per-layer phase names of forwardTracked (made once). */
-  private layerPhases: (readonly [string, string])[] | null = null;
+  /** The per-layer phase names of forwardTracked and their prefixes (made once). */
+  private layerPhases: (readonly [string, string, string])[] | null = null;
 
   constructor(weights: ModelWeights, opts: ExecOptions = {}) {
     validateWeights(weights);
@@ -385,10 +386,13 @@ export class Executor {
 
   /**
    * Accumulate wall-clock milliseconds per phase of every later forward call into `t` (null: off,
-   * the default; off costs one null test per probe). Phase names: docs/executor.md.
+   * the default; off costs one null test per probe). Phase names: docs/executor.md. With `detail`
+   * (and `t`), the tracked decode step also accumulates each phase under its layer's prefix
+   * (`L3 gdn.conv`) and appends each step's time in every layer half to detail.tokenMs.
    */
-  setPhaseTimes(t: PhaseTimes | null): void {
+  setPhaseTimes(t: PhaseTimes | null, detail: LayerDetail | null = null): void {
     this.phaseTimes = t;
+    this.layerDetail = t === null ? null : detail;
   }
 
   /** First forward on an empty cache. Returns logits per position if allLogits, else only the last. */
@@ -506,6 +510,7 @@ export class Executor {
       return f();
     } finally {
       setActiveTimes(null);
+      setLayerPrefix(null);
     }
   }
 
@@ -649,11 +654,14 @@ export class Executor {
     const ffIo = io.ff;
     const mixShare = io.mix;
     // (per-layer totals beside the phases, with profiling on: `layer N mixer` and `layer N ffn`)
-    const layerPhases = this.layerPhases ??= Array.from({ length: c.numLayers }, (_, li) => [`layer ${li} mixer`, `layer ${li} ffn`] as const);
+    const layerPhases = this.layerPhases ??= Array.from({ length: c.numLayers }, (_, li) => [`layer ${li} mixer`, `layer ${li} ffn`, `L${li} `] as const);
+    const detail = this.layerDetail;
+    if (detail !== null) while (detail.tokenMs.length < 2 * c.numLayers) detail.tokenMs.push([]);
     for (let li = 0; li < c.numLayers; li++) {
       const lw = this.weights.layers[li];
       const lt = tr.layers[li];
       let tl = phaseStart();
+      if (detail !== null) setLayerPrefix(layerPhases[li]![2]);
       lt.n1.run(ctx, x, fresh);
       t0 = phaseEnd('norm', t0);
       const normed = lt.n1.out.v;
@@ -680,7 +688,9 @@ export class Executor {
       }
       addTracked(ctx, x, mix, mixChanges, lt.mid, fresh);
       t0 = phaseEnd('residual', t0);
+      const tm = tl;
       tl = phaseEnd(layerPhases[li]![0], tl);
+      if (detail !== null) detail.tokenMs[2 * li]!.push(tl - tm);
       lt.n2.run(ctx, lt.mid, fresh);
       t0 = phaseEnd('norm', t0);
       const f = lw.mlp;
@@ -700,7 +710,8 @@ export class Executor {
       }
       addTracked(ctx, lt.mid, ff, ffChanges, lt.y, fresh);
       t0 = phaseEnd('residual', t0);
-      phaseEnd(layerPhases[li]![1], tl);
+      const te = phaseEnd(layerPhases[li]![1], tl);
+      if (detail !== null) detail.tokenMs[2 * li + 1]!.push(te - tl);
       if (hooked) {
         const ev: LayerHookEvent = {
           layer: li, position: pos, residualIn: x.v.slice(), residualMid: lt.mid.v.slice(), residualOut: lt.y.v.slice(),
@@ -712,6 +723,7 @@ export class Executor {
       }
       x = lt.y;
     }
+    if (detail !== null) setLayerPrefix(null);
     tr.finalNorm.run(ctx, x, fresh);
     this.trackedNormed = tr.finalNorm.out.v;
     phaseEnd('finalNorm', t0);

@@ -2,9 +2,10 @@
  * The GDN layer's step as WebAssembly functions: the recurrent step's 128-wide loops over a value
  * head (gdn-sparse-step.ts) with 4-lane float32 SIMD — the column dots kv_j = dot(S[:,j], k) and
  * o_j = dot(S[:,j], q) of a state whose entries are finite, and δ_j = fl(fl(v_j − kv_j)·β) with its
- * tests — and the tracked conv step (gdn-tracked.ts trackedConvStep). They run on the numeric
- * context's wasm memory (wasm-kernels.ts WasmHeap), which holds the states, the conv state, the
- * layer's buffers, the track's records and the step's scratch when they fit.
+ * tests — the tracked conv step (gdn-tracked.ts trackedConvStep) and the tracked gated norm
+ * (gdn-tracked.ts gatedNormHead). They run on the numeric context's wasm memory (wasm-kernels.ts
+ * WasmHeap), which holds the states, the conv state, the layer's buffers, the track's records and
+ * the step's scratch when they fit.
  *
  * Why: in JavaScript each of these loops pays, per element, a typed-array load and store with their
  * checks and a double↔float32 conversion; a value head's step ran them over 128 columns two to
@@ -53,6 +54,23 @@
  * tap equal), makes it lazy (single-tap with y ≠ 0 and its taps from the weighed one on equal, or
  * the K − 1 shifted windows folding to y's bits; lazySince = step, listed once) or keeps it active
  * (compacted at m). Status 0 when done; m and the lazy count are stored either way.
+ *
+ * gatedNorm(ctlAt) → status, over a control block (NORM_CTL) — gdn-tracked.ts gatedNormHead for
+ * the value heads h from `resume` to hv of a step that is not fresh (dv a multiple of 4). A head
+ * is passed over unless `full` or coreChanged[h] ≠ 0. A head whose record is kept (normKept)
+ * lists the entries j whose o bits (when coreChanged has bit 0, or full) or z bits (bit 1, or
+ * full) differ from normIn / normZ, four at a time (i32x4 compares and a lane mask); none: passed
+ * over. Its sum acc (normAcc[h] when no o moved, else −0 + Σ_j fl(o_j²) in ascending j, float32)
+ * equal to normAcc[h] (a float32 compare: a NaN sum never is): the listed entries are recomputed
+ * with r = normR[h]. Otherwise, and for a head not kept, every entry with acc = the sum and r =
+ * rsqrt32(fl(mean(acc) + fl(eps))) — mean fl(acc / dv) (meanDiv) or fl(acc·invN), rsqrt32 as
+ * numeric.ts takes it in double (sqrt, rounded to float32, 1 / that, rounded) — and acc, r and
+ * normKept[h] = 1 stored. An entry is fl(fl(w_j·fl(o_j·r))·silu32(z_j)), silu32 as convChannels
+ * takes it (z may also be −∞ or NaN: the formula, called back). The outputs are computed into
+ * the block's scratch first: with one NaN the call stops at the head (status 1, `resume` = h,
+ * nothing of the head written; its NaN bits are JavaScript's to give). Otherwise each computed
+ * entry's o and z bits go to normIn / normZ, its output to normed, and o0 + j is appended to the
+ * changed list when the output's bits moved (the count `nc` in and out). Status 0 when done.
  */
 import {
   at4, F32, F64, f64c, get, I32, i32, inc, kernelModuleOf, mem, OP, push, set, simd, SIMD, splatConst, tee, V128, vmem, whileLess,

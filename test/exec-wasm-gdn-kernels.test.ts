@@ -11,13 +11,18 @@
  *  - the tracked conv step in wasm (convActivate, convChannels) against its JavaScript loop, step by
  *    step on a layer of single-tap, older-tap, multi-tap, tapless and overflowing conv channels:
  *    outputs, conv state, conv outputs, channel records and lists;
+ *  - the tracked gated norm in wasm (gatedNorm) against its JavaScript loop, step by step on a
+ *    layer whose heads' outputs and gates move together and apart, with gates off silu32's
+ *    saturated ends, overflowing heads (NaN outputs, left to JavaScript) and steps whose
+ *    projections were recomputed in full under a live track: outputs, normed entries and the
+ *    per-head records;
  *  - a cache reset lends the carved states to the next cache, cleared, unless one was handed out.
  */
 import { describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { gdnStepCase } from './helpers/gdn-step-cases.ts';
 import { gdnDotsScratchLength, WasmHeap } from '../src/exec/wasm-kernels.ts';
-import { gdnKernelModuleBytes } from '../src/exec/wasm-gdn-kernels.ts';
+import { gdnKernelModuleBytes, NORM_CTL } from '../src/exec/wasm-gdn-kernels.ts';
 import { makeNumericContext, siluFormula } from '../src/exec/numeric.ts';
 import { gdnForward, recurrentStep } from '../src/exec/gdn.ts';
 import { gdnDimsOf, newGdnCache, type GdnCache } from '../src/exec/gdn-cache.ts';
@@ -454,15 +459,24 @@ for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked gated no
 
   for (const meanMode of ['div', 'mulrecip'] as const) {
     it(`the same outputs, normed entries, per-head records and changed lists as the JavaScript loop, every step (mean ${meanMode})`, () => {
-      let calls = 0, bails = 0, callbacks = 0;
+      let calls = 0, bails = 0, callbacks = 0, fullCalls = 0;
       for (const seed of [1, 2, 3]) {
         const w = layer(seed);
         const ctxW = makeNumericContext({ meanMode });
         const ctxJ = makeNumericContext({ meanMode, tuning: { wasmHeapMiB: 0 } });
         const heap = wasmHeapOf(ctxW)!;
-        const spy = vi.spyOn(heap, 'gatedNorm');
+        const kernel = heap.gatedNorm.bind(heap);
+        const spy = vi.spyOn(heap, 'gatedNorm').mockImplementation((ctl: Int32Array) => {
+          if (ctl[NORM_CTL.full] === 1) fullCalls++;
+          return kernel(ctl);
+        });
         const cw: GdnCache = newGdnCache(d, heap);
         const cj: GdnCache = newGdnCache(d);
+        // a second sequence on the same weights and contexts: its infinite inputs invalidate the
+        // shared in-projection state, so the first sequence's next step has its projections
+        // recomputed in full under a live track (any z may have moved: every kept head rescanned)
+        const cw2: GdnCache = newGdnCache(d, heap);
+        const cj2: GdnCache = newGdnCache(d);
         const rnd = lcg(200 + seed);
         // a few inputs met again and again (outputs and gates that stay, move alone or together), now and then a new one
         const input = () => {
@@ -489,6 +503,13 @@ for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked gated no
           expect(Array.from(tw.normKept)).toEqual(Array.from(tj.normKept));
           const proj = new Float32Array(tw.projBits.buffer, tw.projBits.byteOffset, tw.projBits.length); // (z at convDim)
           for (let c = 0; c < d.valueDim; c++) { const z = proj[d.convDim + c]!; if (z !== 0 && z < 17 && z > -89) callbacks++; }
+          if (step % 9 === 8) {
+            const x2 = input();
+            x2[2] = Infinity;
+            const a2 = gdnForward(ctxW, TINY, w, cw2, [x2], 'decode', 'sparse', false);
+            const b2 = gdnForward(ctxJ, TINY, w, cj2, [x2], 'decode', 'sparse', false);
+            expect(bits(a2.out[0]!)).toEqual(bits(b2.out[0]!));
+          }
         }
         calls += spy.mock.calls.length;
         bails += spy.mock.results.filter((r) => r.value === 1).length;
@@ -496,6 +517,7 @@ for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked gated no
       expect(calls).toBeGreaterThan(200); // the kernel ran
       expect(bails).toBeGreaterThan(5); // and left the heads with NaN outputs to JavaScript
       expect(callbacks).toBeGreaterThan(1000); // with gates off silu32's saturated ends
+      expect(fullCalls).toBeGreaterThan(10); // and after projections recomputed in full
     });
   }
 });

@@ -51,6 +51,9 @@
  * (`layersMsPerToken`: each layer's mixer and FFN, each with its norm and residual add; these
  * overlap the phases and are kept out of `phasesMsPerToken`).
  *
+ * `wasmMemoryCarvedMiB`: what the timed run's executor carved from its numeric context's wasm
+ * memory by its end (Executor.wasmMemoryUse).
+ *
  * `--layer-detail` (with the phases) breaks the profiled run down by layer: each layer's phases
  * (`layerPhasesMsPerToken`: per layer, phase → ms per token) and the spread of a step's time in
  * each layer half (`layerTokenUs`: per layer and half, the mean, median, 90th and 99th percentile
@@ -261,7 +264,7 @@ interface Work { entries: number; rows: number; refolds: number; refoldEntries: 
 /** Generated-token counts at which the cold run and the timed run note their time (the curve). */
 const CURVE_AT = [1, 10, 50, 100, 250, 500, 1000];
 interface CurvePoint { tokens: number; ms: number }
-function run(n: number, times: PhaseTimes | null, detail: LayerDetail | null = null): { decodeMs: number; firstMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number; curve: CurvePoint[] } {
+function run(n: number, times: PhaseTimes | null, detail: LayerDetail | null = null): { decodeMs: number; firstMs: number; cpuMs: number; prefillMs: number; ids: number[]; steps: number; work: Work; instructions: number; curve: CurvePoint[]; carvedBytes: number | null } {
   const ex = newExecutor();
   const p0 = performance.now();
   let last = start(ex);
@@ -306,7 +309,7 @@ function run(n: number, times: PhaseTimes | null, detail: LayerDetail | null = n
       return [r, { calls: a.calls - b.calls, changedColumns: a.changedColumns - b.changedColumns, entries: a.entries - b.entries, rows: a.rows - b.rows, refolds: a.refolds - b.refolds, refoldEntries: a.refoldEntries - b.refoldEntries }];
     })) as Record<DeltaRole, DeltaWork>,
   };
-  return { decodeMs, firstMs, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps, work, instructions, curve };
+  return { decodeMs, firstMs, cpuMs: (cpu.user + cpu.system) / 1000, prefillMs, ids, steps, work, instructions, curve, carvedBytes: ex.wasmMemoryUse()?.carvedBytes ?? null };
 }
 
 /** The golden emulator's instructions/s on the same program (--elf), run whole, repeated for ≥ 0.3 s. */
@@ -440,6 +443,7 @@ if (json) {
     tokensPerInstruction: elf !== undefined && plain.instructions > 0 ? steps / plain.instructions : null,
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
+    wasmMemoryCarvedMiB: plain.carvedBytes === null ? null : plain.carvedBytes / 2 ** 20,
     workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps, headSteps: plain.work.heads / steps, headsPassedOver: plain.work.headsPassed / steps },
     workPerTokenByMatrix: Object.fromEntries(DELTA_ROLES.map((r) => [r, Object.fromEntries(Object.entries(plain.work.byRole[r]).map(([k, v]) => [k, v / steps]))])),
     phasesMsPerToken: times && Object.fromEntries(phaseTable.map(([k, v]) => [k, v / steps])),
@@ -477,6 +481,7 @@ if (json) {
       + `${instrPerSecond.toFixed(1)} instructions/s through the weights; golden emulator on the same program: `
       + `${Math.round(golden.perSecond).toLocaleString('en-US')} instructions/s (same process)`);
   }
+  if (plain.carvedBytes !== null) console.log(`wasm memory carved after the timed run: ${(plain.carvedBytes / 2 ** 20).toFixed(1)} MiB (its executor's arrays: address space, resident where written)`);
   const per = (v: number) => Math.round(v / steps).toLocaleString('en-US');
   console.log(`work per token (deterministic): ${per(plain.work.entries)} stored entries walked, ${per(plain.work.rows)} rows reached, ${per(plain.work.refolds)} refolded (${per(plain.work.refoldEntries)} entries); ${per(plain.work.conv)} conv channels recomputed, ${per(plain.work.heads)} GDN value-head steps (${per(plain.work.headsPassed)} more passed over: β = ±0)`);
   // the incremental matmuls' part of it, by the matrix computed (per token; calls = matrices per step)

@@ -440,6 +440,24 @@ describe('per-layer phase detail (Executor.setPhaseTimes with a LayerDetail)', (
   });
 });
 
+describe('Executor.wasmMemoryUse', () => {
+  it('what the context\'s wasm memory holds: more once decode steps carved their arrays, within its size; null without one', () => {
+    const w = sparseRandomModel(5);
+    const s = new Executor(w, { path: 'sparse' });
+    const before = s.wasmMemoryUse()!;
+    expect(before.sizeBytes).toBeGreaterThan(0);
+    s.prefill([3, 1]);
+    let id = 1;
+    for (let i = 0; i < 4; i++) id = s.decodeArgmax((id + 7 * i) % w.config.vocabSize);
+    const after = s.wasmMemoryUse()!;
+    expect(after.sizeBytes).toBe(before.sizeBytes);
+    expect(after.carvedBytes).toBeGreaterThan(before.carvedBytes);
+    expect(after.carvedBytes).toBeLessThanOrEqual(after.sizeBytes);
+    expect(new Executor(w, { path: 'sparse', tuning: { wasmHeapMiB: 0 } }).wasmMemoryUse()).toBeNull();
+    expect(new Executor(w, { path: 'sparse', profile: 'bf16' }).wasmMemoryUse()).toBeNull();
+  });
+});
+
 describe('first tracked step after a prefill', () => {
   const bitsOf = (a: Float32Array): number[] =>
     Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));

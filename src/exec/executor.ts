@@ -259,6 +259,19 @@ export class Executor {
   }
 
   /**
+   * The numeric context's wasm memory (wasm-kernels.ts WasmHeap): its size and the bytes carved
+   * from it so far, by this executor and any other on the same context; null where the context has
+   * none (bf16, `wasmHeapMiB: 0`, no WebAssembly). Carved address space costs resident memory only
+   * where its pages were written.
+   */
+  wasmMemoryUse(): { sizeBytes: number; carvedBytes: number } | null {
+    const heap = this.ctx.memos.wasmHeap ?? null; // (read, not made)
+    if (heap === null) return null;
+    const sizeBytes = heap.buffer.byteLength;
+    return { sizeBytes, carvedBytes: sizeBytes - heap.free };
+  }
+
+  /**
    * Empties every cache (GDN conv and recurrent states to +0, KV caches) and sets the position to 0.
    * GDN arrays carved from the context's wasm memory pass to the new caches, cleared, unless a
    * state was handed out (gdnState): a cache read through gdnCacheOf does not outlive a reset.

@@ -675,7 +675,6 @@ export function gdnDecodeTracked(
   const core = buf.core;
   const scratch = buf.step;
   const { coreChanged, headModified } = t;
-  const coreBits = buf.coreBits;
   for (let h = 0; h < hv; h++) {
     const kh = Math.floor(h / r);
     coreChanged[h] = 0;

@@ -17,7 +17,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { deltaLinear, lowbit32, wasmHeapOf, weightLows } from '../src/exec/delta.ts';
 import { rowStackOf } from '../src/exec/stack-rows.ts';
@@ -27,6 +27,7 @@ import { DELTA_ROLES, linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { linearArgmax } from '../src/exec/matmul-argmax.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import { ExecPlans } from '../src/exec/plans.ts';
+import { WasmHeap } from '../src/exec/wasm-kernels.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { loadCircuitFile } from '../src/dsl/load.ts';
 import { compileCircuit, type CompileResult } from '../src/compile.ts';
@@ -660,7 +661,14 @@ describe('deltaLinear', () => {
       for (let i = 0; i < 300 && decodeToken(ids[ids.length - 1]!).kind !== 'HALT'; i++) ids.push(ex.decodeArgmax(ids[ids.length - 1]!));
       return { ids, byRole: ex.stats.deltaByRole };
     };
+    // the q / k norms and the key rows' updates in wasm too (wasm-gdn-kernels.ts l2norm, keyRows)
+    const l2norm = vi.spyOn(WasmHeap.prototype, 'gdnL2norm');
+    const keyRows = vi.spyOn(WasmHeap.prototype, 'gdnKeyRows');
     const dflt = run({});
+    expect(l2norm.mock.results.filter((r) => r.value === 0).length).toBeGreaterThan(500);
+    expect(keyRows.mock.results.filter((r) => r.value !== 0).length).toBeGreaterThan(100);
+    l2norm.mockRestore();
+    keyRows.mockRestore();
     const off = run({ wasmHeapMiB: 0 });
     // a memory too small for them all: the GDN states take most of 32 MiB, then the first delta
     // states and their kernels are carved in wasm, the rest in JavaScript

@@ -27,6 +27,7 @@ import { makeNumericContext, siluFormula } from '../src/exec/numeric.ts';
 import { gdnForward, recurrentStep } from '../src/exec/gdn.ts';
 import { gdnDimsOf, newGdnCache, type GdnCache } from '../src/exec/gdn-cache.ts';
 import { gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
+import { l2normSeq } from '../src/exec/gdn-token.ts';
 import { wasmHeapOf } from '../src/exec/delta.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import { sparsifyMatrix } from '../src/model/random-weights.ts';
@@ -175,6 +176,85 @@ describe('wasm GDN kernels', () => {
     }
     expect([...flagsSeen].sort()).toEqual([0, 1, 3]);
   });
+
+  it('keyRows: S_ij + k_i·δ_j on the listed rows bit for bit, their marks, flags and bound; nothing written at a non-finite or −0 entry', () => {
+    const heap = WasmHeap.create(1, siluFormula)!;
+    const dk = 8;
+    const a = heap.carve({ S: [Float32Array, dk * 16], k: [Float32Array, dk + 3], idx: [Int32Array, dk], d: [Float32Array, 16], rnz: [Uint8Array, dk], io: [Float32Array, 1] })!;
+    const rnd = lcg(47);
+    const pick = <T,>(v: readonly T[]): T => v[Math.floor(rnd() * v.length)]!;
+    const seen = new Set<number>();
+    for (let run = 0; run < 3000; run++) {
+      const dv = 4 * (1 + Math.floor(rnd() * 4));
+      const kOff = Math.floor(rnd() * 4);
+      const rare = rnd() < 0.15;
+      for (let i = 0; i < dk * dv; i++) a.S[i] = pick([0, 0, 1, -2, 181, 0.5, 3e38, rare ? -0 : 0]);
+      for (let i = 0; i < dk; i++) a.k[kOff + i] = pick([1, 0.5, -1, 2, 0, rare ? Infinity : 1]);
+      for (let j = 0; j < dv; j++) a.d[j] = pick([0, -0, 1, -1, -181, 0.25, 3e38, rare ? NaN : 7]);
+      const rows = [...Array(dk).keys()].filter(() => rnd() < 0.4);
+      a.idx.set(rows);
+      a.rnz.fill(0);
+      const before = new Float32Array(a.S);
+      const want = new Float32Array(a.S);
+      let dirty = false, nonZero = false, neg = false, max = 0;
+      for (const i of rows) {
+        for (let j = 0; j < dv; j++) {
+          const y = f32(want[i * dv + j]! + f32(a.k[kOff + i]! * a.d[j]!));
+          want[i * dv + j] = y;
+          if (!Number.isFinite(y) || Object.is(y, -0)) dirty = true;
+          if (y !== 0) nonZero = true;
+          if (y < 0) neg = true;
+          if (Math.abs(y) > max) max = Math.abs(y);
+        }
+      }
+      const fl = heap.gdnKeyRows(a.S.subarray(0, dk * dv), a.k, kOff, a.idx, rows.length, a.d, dv, a.rnz, a.io);
+      seen.add(fl);
+      if (dirty) {
+        expect(fl).toBe(0);
+        expect(bits(a.S)).toEqual(bits(before));
+        expect(Array.from(a.rnz)).toEqual(Array(dk).fill(0));
+      } else {
+        expect(fl).toBe(1 | (nonZero ? 2 : 0) | (neg ? 4 : 0));
+        expect(bits(a.S)).toEqual(bits(want));
+        expect(Array.from(a.rnz)).toEqual([...Array(dk).keys()].map((i) => (rows.includes(i) ? 1 : 0)));
+        expect(a.io[0]).toBe(max);
+      }
+    }
+    expect([...seen].sort()).toEqual([0, 1, 3, 7]);
+  });
+
+  it('l2norm: l2normSeq\'s bits (the copy, the scaled non-zeros); status 1, out = x, where r is not finite and positive', () => {
+    const heap = WasmHeap.create(1, siluFormula)!;
+    const a = heap.carve({ x: [Float32Array, 40], out: [Float32Array, 40], nz: [Int32Array, 36] })!;
+    const rnd = lcg(53);
+    const pick = <T,>(v: readonly T[]): T => v[Math.floor(rnd() * v.length)]!;
+    const statuses = [0, 0];
+    for (let run = 0; run < 3000; run++) {
+      const n = 4 * (1 + Math.floor(rnd() * 8));
+      const xOff = Math.floor(rnd() * 4), outOff = Math.floor(rnd() * 4);
+      const rare = rnd() < 0.1;
+      const dense = rnd();
+      for (let i = 0; i < n; i++) {
+        a.x[xOff + i] = rnd() < dense ? pick([1, -1, 2, 0.5, 3, -7, 1e-3, 1e-20, rare ? pick([Infinity, NaN, 3e38, -2e19]) : 181]) : pick([0, -0]);
+      }
+      const s = pick([1, f32(Math.pow(8, -0.5)), f32(Math.pow(128, -0.5)), 3]);
+      a.out.fill(12345);
+      const want = new Float32Array(a.out);
+      l2normSeq(a.x, xOff, n, want, outOff, s);
+      const st = heap.gdnL2norm(a.x, xOff, n, a.out, outOff, s, a.nz);
+      statuses[st]!++;
+      if (st === 0) expect(bits(a.out)).toEqual(bits(want));
+      else {
+        expect(st).toBe(1);
+        const acc = Array.from(a.x.subarray(xOff, xOff + n)).reduce((p, v) => (v === 0 ? p : f32(p + f32(v * v))), -0);
+        const r = f32(1 / f32(Math.sqrt(f32(acc + f32(1e-6)))));
+        expect(Number.isFinite(r) && r > 0).toBe(false);
+        expect(bits(a.out.subarray(outOff, outOff + n))).toEqual(bits(a.x.subarray(xOff, xOff + n)));
+      }
+    }
+    expect(statuses[0]).toBeGreaterThan(2000);
+    expect(statuses[1]).toBeGreaterThan(30);
+  });
 });
 
 /** The arrays recurrentStepSparse reads and writes, as views of a wasm memory (the kernels' path) when `heap` is given. */
@@ -194,6 +274,7 @@ describe('recurrentStepSparse on the wasm memory', () => {
     const heap = WasmHeap.create(16, siluFormula)!;
     const dots = vi.spyOn(heap, 'gdnDots');
     const delta = vi.spyOn(heap, 'gdnDelta');
+    const keyRows = vi.spyOn(heap, 'gdnKeyRows');
     const byShape = new Map<string, ReturnType<typeof stepArrays>>();
     fc.assert(fc.property(caseArb, fc.boolean(), ({ dk, dv, S, q, k, v, g, beta }, conservativeRows) => {
       const key = `${dk}x${dv}`;
@@ -217,12 +298,16 @@ describe('recurrentStepSparse on the wasm memory', () => {
     // (a NaN column sum, status 2, needs products overflowing both ways in one column: the dots test above)
     expect(delta.mock.results.filter((r) => (r.value & 1) === 1).length).toBeGreaterThan(500);
     expect(delta.mock.results.filter((r) => (r.value & 1) === 0).length).toBeGreaterThan(50);
+    // the key rows written in wasm, and left to JavaScript at a non-finite or −0 entry
+    expect(keyRows.mock.results.filter((r) => r.value !== 0).length).toBeGreaterThan(200);
+    expect(keyRows.mock.results.filter((r) => r.value === 0).length).toBeGreaterThan(5);
   });
 
   it('tracked sequences (memo, qSame, the β = ±0 shortcut): bit-identical to recurrentStep with the kernels and without', () => {
     const heap = WasmHeap.create(16, siluFormula)!;
     const dots = vi.spyOn(heap, 'gdnDots');
     const delta = vi.spyOn(heap, 'gdnDelta');
+    const keyRows = vi.spyOn(heap, 'gdnKeyRows');
     const dkv = fc.constantFrom(4, 8);
     const byShape = new Map<string, ReturnType<typeof stepArrays>>();
     fc.assert(fc.property(dkv, dkv, fc.integer({ min: 0, max: 2 ** 31 - 1 }), (dk, dv, seed) => {
@@ -276,6 +361,7 @@ describe('recurrentStepSparse on the wasm memory', () => {
     }), { numRuns: 400, seed: 30 });
     expect(dots.mock.calls.length).toBeGreaterThan(2000);
     expect(delta.mock.calls.length).toBeGreaterThan(1000);
+    expect(keyRows.mock.results.filter((r) => r.value !== 0).length).toBeGreaterThan(500);
   });
 });
 

@@ -111,7 +111,7 @@ describe('wasm kernels', () => {
       return names;
     };
     expect(namesOf(kernelModuleBytes())).toEqual(['siluFormula', 'trackedUpdate', 'walk', 'swiglu', 'delta', 'addLists', 'normListed']);
-    expect(namesOf(gdnKernelModuleBytes())).toEqual(['siluFormula', 'dots', 'delta', 'convActivate', 'convChannels', 'gatedNorm']);
+    expect(namesOf(gdnKernelModuleBytes())).toEqual(['siluFormula', 'dots', 'delta', 'convActivate', 'convChannels', 'gatedNorm', 'keyRows', 'l2norm']);
   });
 
   it('heap: zero-filled, 8-byte aligned arrays; a request past the end gets null, and nothing is taken (carve: all of a spec or none)', () => {

@@ -119,6 +119,10 @@ export interface SparseStepScratch {
   heap: WasmHeap | null;
   scr: Int32Array;
   dotIo: Int32Array;
+  /** keyRows' io (the greatest |S_ij| written): the scratch block's last word, as a float32. */
+  keyIo: Float32Array;
+  /** The l2norm kernel's list of non-zero entries (dk int32; carved with the rest). */
+  l2nz: Int32Array;
 }
 
 /**
@@ -148,7 +152,10 @@ export function newKvMemo(hv: number, dv: number, kv: Float32Array = new Float32
 export function newSparseStepScratch(dk: number, dv: number, heap: WasmHeap | null = null): SparseStepScratch {
   const scrLength = gdnDotsScratchLength(dk, dv);
   const c = heap !== null && heap.hasGdnKernels && dk % 4 === 0 && dv % 4 === 0
-    ? heap.carve({ kIdx: [Int32Array, dk], qIdx: [Int32Array, dk], delta: [Float32Array, dv], kv: [Float32Array, dv], scr: [Int32Array, scrLength] })
+    ? heap.carve({
+      kIdx: [Int32Array, dk], qIdx: [Int32Array, dk], delta: [Float32Array, dv], kv: [Float32Array, dv], scr: [Int32Array, scrLength],
+      l2nz: [Int32Array, dk],
+    })
     : null;
   const scr = c?.scr ?? new Int32Array(scrLength);
   return {
@@ -156,6 +163,7 @@ export function newSparseStepScratch(dk: number, dv: number, heap: WasmHeap | nu
     dotCount: new Int32Array(2), nzRows: new Int32Array(dk), delta: c?.delta ?? new Float32Array(dv), modified: new Uint8Array(1),
     kv: c?.kv ?? new Float32Array(dv), any: new Uint8Array(dv),
     heap: c === null ? null : heap, scr, dotIo: scr.subarray(2 * dk + dv),
+    keyIo: new Float32Array(scr.buffer, scr.byteOffset + 4 * (scrLength - 1), 1), l2nz: c?.l2nz ?? new Int32Array(dk),
   };
 }
 
@@ -491,6 +499,16 @@ function updateKeyRows(
   // negative entries outside the updated rows may remain unless the state had none
   let neg = kind === STATE_CLEAN;
   scratch.modified[0] = 1;
+  const heap = scratch.heap;
+  // the rows in wasm when every new entry is finite and not −0 (else nothing is written there and
+  // the loop below computes them, with the reference's NaN bits)
+  if (heap !== null && S.buffer === heap.buffer && k.buffer === heap.buffer && rowNonZero.buffer === heap.buffer && dv % 4 === 0) {
+    const fl = heap.gdnKeyRows(S, k, kOff, kIdx, kn, delta, dv, rowNonZero, scratch.keyIo);
+    if (fl !== 0) {
+      if (sMax) sMax[h] = Math.max(sMax[h], scratch.keyIo[0]);
+      return nonZero || (fl & 2) !== 0 ? (neg || (fl & 4) !== 0 ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
+    }
+  }
   let max = 0;
   for (let t = 0; t < kn; t++) {
     const i = kIdx[t];

@@ -640,10 +640,16 @@ export function gdnDecodeTracked(
   const { q, k } = buf;
   // q of key head h is a function of its q conv outputs alone, k of its k ones (normalizeQk's
   // sequential form, in its two parts): a head renormalises only what moved
+  // (in wasm where conved, q and k lie in its memory: wasm-gdn-kernels.ts l2norm, the same bits;
+  // a head whose r is not finite and positive is left to the JavaScript)
+  const lh = buf.step.heap;
+  const l2 = lh !== null && conved.buffer === lh.buffer && q.buffer === lh.buffer && k.buffer === lh.buffer && dk % 4 === 0
+    && Math.fround(scale) === scale ? lh : null;
+  const l2nz = buf.step.l2nz;
   for (let h = 0; h < hk; h++) {
-    if (t.qDirty[h] === 1) normalizeQSeq(conved, q, h, dk, scale);
+    if (t.qDirty[h] === 1 && (l2 === null || l2.gdnL2norm(conved, h * dk, dk, q, h * dk, scale, l2nz) !== 0)) normalizeQSeq(conved, q, h, dk, scale);
     if (t.kDirty[h] === 1) {
-      normalizeKSeq(conved, k, h, dk, keyDim);
+      if (l2 === null || l2.gdnL2norm(conved, keyDim + h * dk, dk, k, h * dk, 1, l2nz) !== 0) normalizeKSeq(conved, k, h, dk, keyDim);
       t.kAbs[h] = NaN; // taken when the β = ±0 test reaches it (kAbsOf)
     }
   }

@@ -71,6 +71,22 @@
  * nothing of the head written; its NaN bits are JavaScript's to give). Otherwise each computed
  * entry's o and z bits go to normIn / normZ, its output to normed, and o0 + j is appended to the
  * changed list when the output's bits moved (the count `nc` in and out). Status 0 when done.
+ *
+ * keyRows(sAt, kAt, idxAt, kn, deltaAt, dv, rnzAt, ioAt) → flags (byte addresses: S float32 [dk × dv]
+ * row-major, k float32 from its offset, idx int32 [kn], δ float32 [dv], rowNonZero uint8, io one
+ * float32; dv a multiple of 4) — gdn-sparse-step.ts updateKeyRows: for the rows i = idx[t], t < kn,
+ * S_ij ← fl(S_ij + fl(k_i·δ_j)) for every j. A first pass computes every new entry and tests it;
+ * with one not finite or −0 the call returns 0 and writes nothing (the caller runs its JavaScript,
+ * whose NaN bits and state kind are the reference's). Otherwise a second pass writes the same
+ * lanes, sets rowNonZero[i] = 1, stores the greatest |S_ij| written at io, and returns 1 | 2 (some
+ * written entry ≠ 0) | 4 (some written entry < 0).
+ *
+ * l2norm(xAt, n, outAt, s, nzAt) → status (x, out float32 [n], n a multiple of 4; nz int32 [n]
+ * scratch) — gdn-token.ts l2normSeq: out ← x, the sum acc = −0 + Σ fl(x_i²) over the x_i ≠ 0 in
+ * ascending i (each fl(acc + fl(x_i²)), float32), r = fl(1 / fl(sqrt(fl(acc + fl(1e−6))))) in
+ * float32 (both correctly rounded, as JavaScript's double sqrt and division rounded to float32 are);
+ * with r finite and positive, out_i ← fl(fl(x_i·r)·s) at those i (fl(y·1) = y: s = 1 gives
+ * fl(x_i·r)) and 0 is returned; otherwise 1, with out holding x (the caller runs its JavaScript).
  */
 import {
   at4, F32, F64, f64c, get, I32, i32, inc, kernelModuleOf, mem, OP, push, set, simd, SIMD, splatConst, tee, V128, vmem, whileLess,
@@ -243,7 +259,8 @@ const deltaBody = [
 
 /**
  * The GDN kernels' module (wasm-emit.ts kernelModuleOf): silu32's formula imported as function 0;
- * `dots` (1), `delta` (2), `convActivate` (3) and `convChannels` (4) exported.
+ * `dots` (1), `delta` (2), `convActivate` (3), `convChannels` (4), `gatedNorm` (5), `keyRows` (6) and
+ * `l2norm` (7) exported.
  */
 export function gdnKernelModuleBytes(): Uint8Array {
   return kernelModuleOf([
@@ -252,6 +269,8 @@ export function gdnKernelModuleBytes(): Uint8Array {
     { name: 'convActivate', params: [I32], results: [I32], locals: CONV_LOCALS, body: convActivateBody },
     { name: 'convChannels', params: [I32], results: [I32], locals: CONV_LOCALS, body: convChannelsBody },
     { name: 'gatedNorm', params: [I32], results: [I32], locals: NORM_LOCALS, body: gatedNormBody },
+    { name: 'keyRows', params: Array.from({ length: 8 }, () => I32), results: [I32], locals: [[5, I32], [6, V128]], body: keyRowsBody },
+    { name: 'l2norm', params: [I32, I32, I32, F32, I32], results: [I32], locals: [[5, I32], [3, F32], [1, V128]], body: l2normBody },
   ]);
 }
 
@@ -634,3 +653,84 @@ const gatedNormBody = [
   OP.end,
 ];
 const NORM_LOCALS: number[][] = [[NORM_I32_LOCALS, I32], [6, F32], [1, F64], [3, V128]];
+
+/** Locals of keyRows: its eight parameters, then five int32 and six v128. */
+const KR = { sAt: 0, kAt: 1, idxAt: 2, kn: 3, deltaAt: 4, dv: 5, rnzAt: 6, ioAt: 7, t: 8, i: 9, rowAt: 10, g: 11, x: 12,
+  ks: 13, y: 14, bad: 15, nz: 16, ng: 17, mx: 18 } as const;
+/** Over the listed rows i = idx[t] (t < kn): ks = splat(k_i), rowAt = row i of S, then `inner` for each 4 columns at byte g. */
+const keyRowsLoop = (inner: number[], afterRow: number[]) => [
+  ...i32(0), ...set(KR.t),
+  ...whileLess(KR.t, get(KR.kn), [
+    ...at4(KR.idxAt, KR.t), ...mem(OP.i32Load, 2), ...set(KR.i),
+    ...at4(KR.kAt, KR.i), ...mem(OP.f32Load, 2), ...simd(SIMD.f32x4Splat), ...set(KR.ks),
+    ...get(KR.sAt), ...get(KR.i), ...get(KR.dv), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(KR.rowAt),
+    ...i32(0), ...set(KR.g),
+    ...whileLess(KR.g, [...get(KR.dv), ...i32(2), OP.i32Shl], [...inner, ...inc(KR.g, 16)]),
+    ...afterRow,
+    ...inc(KR.t, 1),
+  ]),
+];
+/** The four lanes fl(S_ij + fl(k_i·δ_j)) of the row at rowAt, columns at byte g: a v128 on the stack. */
+const keyRowLanes = [
+  ...get(KR.rowAt), ...get(KR.g), OP.i32Add, ...vmem(SIMD.load),
+  ...get(KR.ks), ...get(KR.deltaAt), ...get(KR.g), OP.i32Add, ...vmem(SIMD.load), ...simd(SIMD.f32x4Mul),
+  ...simd(SIMD.f32x4Add),
+];
+const keyRowsBody = [
+  ...ZEROS, ...set(KR.bad), ...ZEROS, ...set(KR.nz), ...ZEROS, ...set(KR.ng), ...ZEROS, ...set(KR.mx),
+  // first pass: the new entries' tests, nothing written
+  ...keyRowsLoop([
+    ...keyRowLanes, ...tee(KR.y),
+    ...simd(SIMD.f32x4Abs), ...FLT_MAX, ...simd(SIMD.f32x4Le), ...simd(SIMD.not),
+    ...get(KR.y), ...NEG_ZEROS, ...simd(SIMD.i32x4Eq), ...simd(SIMD.or), ...get(KR.bad), ...simd(SIMD.or), ...set(KR.bad),
+    ...get(KR.y), ...ZEROS, ...simd(SIMD.f32x4Ne), ...get(KR.nz), ...simd(SIMD.or), ...set(KR.nz),
+    ...get(KR.y), ...ZEROS, ...simd(SIMD.f32x4Lt), ...get(KR.ng), ...simd(SIMD.or), ...set(KR.ng),
+    ...get(KR.y), ...simd(SIMD.f32x4Abs), ...get(KR.mx), ...simd(SIMD.f32x4Max), ...set(KR.mx),
+  ], []),
+  ...get(KR.bad), ...simd(SIMD.anyTrue), OP.if, OP.void, ...i32(0), OP.return, OP.end,
+  // second pass: the same lanes written, and each row marked not +0
+  ...keyRowsLoop([
+    ...get(KR.rowAt), ...get(KR.g), OP.i32Add, ...keyRowLanes, ...vmem(SIMD.store),
+  ], [...get(KR.rnzAt), ...get(KR.i), OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0)]),
+  ...get(KR.ioAt),
+  ...get(KR.mx), ...simd(SIMD.f32x4ExtractLane), 0, ...get(KR.mx), ...simd(SIMD.f32x4ExtractLane), 1, OP.f32Max,
+  ...get(KR.mx), ...simd(SIMD.f32x4ExtractLane), 2, OP.f32Max, ...get(KR.mx), ...simd(SIMD.f32x4ExtractLane), 3, OP.f32Max,
+  ...mem(OP.f32Store, 2),
+  ...i32(1),
+  ...get(KR.nz), ...simd(SIMD.anyTrue), ...i32(1), OP.i32Shl, OP.i32Or,
+  ...get(KR.ng), ...simd(SIMD.anyTrue), ...i32(2), OP.i32Shl, OP.i32Or,
+  OP.end,
+];
+
+/** Locals of l2norm: its five parameters, then five int32, three float32 and one v128. */
+const LN = { xAt: 0, n: 1, outAt: 2, s: 3, nzAt: 4, i: 5, bits: 6, j: 7, m: 8, t: 9, acc: 10, v: 11, r: 12, vv: 13 } as const;
+const l2normBody = [
+  ...i32(0), ...set(LN.m), ...f32c(-0), ...set(LN.acc),
+  ...i32(0), ...set(LN.i),
+  // the copy, and the sum of the non-zero entries' squares in ascending order (their indices listed)
+  ...whileLess(LN.i, [...get(LN.n), ...i32(2), OP.i32Shl], [
+    ...get(LN.outAt), ...get(LN.i), OP.i32Add, ...get(LN.xAt), ...get(LN.i), OP.i32Add, ...vmem(SIMD.load), ...tee(LN.vv), ...vmem(SIMD.store),
+    ...get(LN.vv), ...ZEROS, ...simd(SIMD.f32x4Ne), ...simd(SIMD.i32x4Bitmask), ...set(LN.bits),
+    OP.block, OP.void, OP.loop, OP.void,
+    ...get(LN.bits), OP.i32Eqz, OP.brIf, 1,
+    ...get(LN.i), ...i32(2), OP.i32ShrU, ...get(LN.bits), OP.i32Ctz, OP.i32Add, ...set(LN.j),
+    ...at4(LN.xAt, LN.j), ...mem(OP.f32Load, 2), ...tee(LN.v), ...get(LN.v), OP.f32Mul, ...get(LN.acc), OP.f32Add, ...set(LN.acc),
+    ...push(LN.nzAt, LN.m, get(LN.j)),
+    ...get(LN.bits), ...get(LN.bits), ...i32(1), OP.i32Sub, OP.i32And, ...set(LN.bits),
+    OP.br, 0,
+    OP.end, OP.end,
+    ...inc(LN.i, 16),
+  ]),
+  // r = fl(1 / fl(sqrt(fl(acc + fl(1e−6))))); not finite and positive: left to the caller
+  ...f32c(1), ...get(LN.acc), ...f32c(1e-6), OP.f32Add, OP.f32Sqrt, OP.f32Div, ...set(LN.r),
+  ...get(LN.r), ...get(LN.r), OP.f32Sub, ...f32c(0), OP.f32Eq, ...get(LN.r), ...f32c(0), OP.f32Gt, OP.i32And, OP.i32Eqz,
+  OP.if, OP.void, ...i32(1), OP.return, OP.end,
+  ...i32(0), ...set(LN.t),
+  ...whileLess(LN.t, get(LN.m), [
+    ...at4(LN.nzAt, LN.t), ...mem(OP.i32Load, 2), ...set(LN.j),
+    ...at4(LN.outAt, LN.j), ...at4(LN.xAt, LN.j), ...mem(OP.f32Load, 2), ...get(LN.r), OP.f32Mul, ...get(LN.s), OP.f32Mul, ...mem(OP.f32Store, 2),
+    ...inc(LN.t, 1),
+  ]),
+  ...i32(0),
+  OP.end,
+];

@@ -352,6 +352,8 @@ type AddListsFn = (xAt: number, bAt: number, oAt: number, aAt: number, aN: numbe
   ioAt: number) => number;
 type NormListedFn = (xAt: number, pAt: number, listAt: number, n: number, w1At: number, ovAt: number, chAt: number, r: number) => number;
 type GdnDeltaFn = (vAt: number, kvAt: number, beta: number, deltaAt: number, dv: number) => number;
+type KeyRowsFn = (sAt: number, kAt: number, idxAt: number, kn: number, deltaAt: number, dv: number, rnzAt: number, ioAt: number) => number;
+type L2normFn = (xAt: number, n: number, outAt: number, s: number, nzAt: number) => number;
 
 /** silu32's formula for a form (numeric.ts siluFormula): swiglu's callback for the unsaturated units. */
 export type SiluFormula = (x: number, form: 'mul' | 'div') => number;
@@ -414,6 +416,8 @@ export class WasmHeap {
   private readonly convActivateFn: (ctlAt: number) => number;
   private readonly convChannelsFn: (ctlAt: number) => number;
   private readonly gatedNormFn: (ctlAt: number) => number;
+  private readonly keyRowsFn: KeyRowsFn;
+  private readonly l2normFn: L2normFn;
   /** Whether the GDN kernels (wasm-gdn-kernels.ts) are there: they need SIMD. */
   readonly hasGdnKernels: boolean;
   /** addLists' io word (bytes 0–3): the appended count. */
@@ -434,6 +438,8 @@ export class WasmHeap {
     this.convActivateFn = gdn === null ? missing : gdn.exports.convActivate as (ctlAt: number) => number;
     this.convChannelsFn = gdn === null ? missing : gdn.exports.convChannels as (ctlAt: number) => number;
     this.gatedNormFn = gdn === null ? missing : gdn.exports.gatedNorm as (ctlAt: number) => number;
+    this.keyRowsFn = gdn === null ? missing : gdn.exports.keyRows as KeyRowsFn;
+    this.l2normFn = gdn === null ? missing : gdn.exports.l2norm as L2normFn;
     this.addIo = new Int32Array(this.buffer, 0, 1);
   }
 
@@ -544,6 +550,27 @@ export class WasmHeap {
    */
   gdnDelta(v: Float32Array, vOff: number, kv: Float32Array, kvOff: number, beta: number, delta: Float32Array, dv: number): number {
     return this.gdnDeltaFn(v.byteOffset + 4 * vOff, kv.byteOffset + 4 * kvOff, beta, delta.byteOffset, dv);
+  }
+
+  /**
+   * wasm-gdn-kernels.ts keyRows: S_ij ← fl(S_ij + fl(k_i·δ_j)) over the rows i = idx[t], t < kn
+   * (k from kOff), when every new entry is finite and not −0: then rowNonZero[i] = 1, io[0] the
+   * greatest |S_ij| written, and 1 | 2 (some entry written ≠ 0) | 4 (some < 0) returned; otherwise
+   * 0, nothing written. Every array must be a view of this heap, dv a multiple of 4.
+   */
+  gdnKeyRows(S: Float32Array, k: Float32Array, kOff: number, idx: Int32Array, kn: number, delta: Float32Array, dv: number,
+    rowNonZero: Uint8Array, io: Float32Array): number {
+    return this.keyRowsFn(S.byteOffset, k.byteOffset + 4 * kOff, idx.byteOffset, kn, delta.byteOffset, dv, rowNonZero.byteOffset, io.byteOffset);
+  }
+
+  /**
+   * wasm-gdn-kernels.ts l2norm: out[outOff…] ← gdn-token.ts l2normSeq of x[xOff…] (n entries, a
+   * multiple of 4) scaled by s (a float32 value), with `nz` (n int32) as scratch; 0 when done, 1
+   * when r is not finite and positive (out then holds x; the caller runs its JavaScript). Every
+   * array must be a view of this heap.
+   */
+  gdnL2norm(x: Float32Array, xOff: number, n: number, out: Float32Array, outOff: number, s: number, nz: Int32Array): number {
+    return this.l2normFn(x.byteOffset + 4 * xOff, n, out.byteOffset + 4 * outOff, s, nz.byteOffset);
   }
 
   /**

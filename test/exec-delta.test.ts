@@ -21,7 +21,7 @@ import { describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { deltaLinear, lowbit32, wasmHeapOf, weightLows } from '../src/exec/delta.ts';
 import { rowStackOf } from '../src/exec/stack-rows.ts';
-import { dropGdnTrack, gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
+import { dropGdnTrack, gdnConvedSnapshot, gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { DELTA_ROLES, linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { linearArgmax } from '../src/exec/matmul-argmax.ts';
@@ -974,6 +974,7 @@ describe('incremental decode on whole executors', () => {
       let lazySeen = 0;
       let lazyZeroSeen = 0;
       let lazyOlderSeen = 0;
+      let aliasSeen = 0;
       for (let i = 1; i < stream.length; i++) {
         expect(s.decodeArgmax(stream[i]!)).toBe(argmax(d.decode(stream[i]!)));
         for (const li of layers) {
@@ -991,9 +992,11 @@ describe('incremental decode on whole executors', () => {
             }
           }
           expect(bits(gdnConvSnapshot(cs, K))).toEqual(bits(cacheOf(d, li).conv));
-          // and every channel's conv output (kept by the tracked step, rewritten by the dense one)
-          const co = cs.buffers?.conved;
+          // and every channel's conv output (kept by the tracked step — an aliased block's through
+          // its representative, conv-alias.ts — rewritten by the dense one)
+          const co = gdnConvedSnapshot(cs);
           if (co) expect(bits(co)).toEqual(bits(cacheOf(d, li).buffers!.conved));
+          if (cs.track?.alias) aliasSeen++;
         }
         if (i === 50) {
           // drop every track as gdnForward does before an untracked step: the next step starts fresh
@@ -1005,6 +1008,8 @@ describe('incremental decode on whole executors', () => {
         }
       }
       expect(lazySeen).toBeGreaterThan(0); // channels did go lazy
+      // the compiled RAM's value heads share their v: blocks ran through their representatives
+      if (weights === res.weights) expect(aliasSeen).toBeGreaterThan(0);
       if (weights === multiTap) expect(lazyZeroSeen).toBeGreaterThan(0); // and some with a zero output
       if (weights === olderTap) expect(lazyOlderSeen).toBeGreaterThan(0); // and some of an older tap
       expect(recS).toEqual(recD);

@@ -16,6 +16,7 @@ import fc from 'fast-check';
 import { gdnStepCase } from './helpers/gdn-step-cases.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { gdnForward, recurrentStep } from '../src/exec/gdn.ts';
+import { gdnConvedSnapshot } from '../src/exec/gdn-tracked.ts';
 import { gdnDimsOf, newGdnCache, type GdnCache } from '../src/exec/gdn-cache.ts';
 import {
   beyondVBound, classifyState, newKvMemo, newSparseStepScratch, recurrentStepSparse, STATE_ANY, STATE_CLEAN, STATE_POS, STATE_ZERO,
@@ -424,6 +425,59 @@ function betaZeroLayer(): { w: GdnWeights; H: number } {
   }, new Float32Array(dv).fill(1));
 }
 
+/**
+ * A layer whose heads repeat each other (conv-alias.ts): q of both key heads and k of key head 0
+ * are the same one-hot rows (q = k = e_i for the first of inputs 25…28 that is set; +0 when none),
+ * k of key head 1 is e_0; value heads 0, 1 and 2 have v_j = x_{1+j}, head 3 twice that; every
+ * head writes where input 21 is 1 (else β = +0); z = 20.
+ */
+function aliasedLayer(): { w: GdnWeights; H: number } {
+  const H = TINY.hiddenSize;
+  const { keyDim, valueDim, hk, hv, dk, dv } = TINY_GDN;
+  return tinyGdnLayer({
+    qkv: (m) => {
+      for (let kh = 0; kh < hk; kh++) {
+        for (let i = 0; i < 4; i++) m[(kh * dk + i) * H + 25 + i] = 1;
+        if (kh === 0) for (let i = 0; i < 4; i++) m[(keyDim + i) * H + 25 + i] = 1;
+        else m[(keyDim + kh * dk) * H] = 1;
+      }
+      for (let c = 0; c < valueDim; c++) m[(2 * keyDim + c) * H + 1 + (c % dv)] = c >= 3 * dv ? 2 : 1;
+    },
+    z: (m) => { for (let c = 0; c < valueDim; c++) m[c * H] = 20; },
+    b: (m) => { for (let h = 0; h < hv; h++) { m[h * H] = -200; m[h * H + 21] = 230; } },
+  }, new Float32Array(dv).fill(1));
+}
+
+describe('tracked GDN step: aliased conv blocks', () => {
+  it('heads that repeat another\'s q, k or v read it through their representative: the full step\'s bits, and the blocks aliased', () => {
+    const { w, H } = aliasedLayer();
+    const { hk } = TINY_GDN;
+    // per step: the query / key selector (−1: none), v's hot entry, whether the heads write
+    const step = fc.tuple(fc.integer({ min: -1, max: 3 }), fc.integer({ min: 0, max: 15 }), fc.boolean());
+    let aliasedSteps = 0;
+    fc.assert(fc.property(fc.array(step, { minLength: 2, maxLength: 16 }), (steps) => {
+      trackedAgainstFull(w, steps.map(([sel, v, write]) => {
+        const x = new Float32Array(H);
+        x[0] = 1;
+        x[1 + v] = 1;
+        if (sel >= 0) x[25 + sel] = 1;
+        if (write) x[21] = 1;
+        return x;
+      }), (tracked) => {
+        const a = tracked.track?.alias;
+        if (!a) return;
+        aliasedSteps++;
+        // q head 1 and k head 0 repeat q head 0; k head 1 does not; value heads 1, 2 repeat head 0
+        expect(Array.from(a.keyBlocks)).toEqual([1, hk]);
+        expect(Array.from(a.keyReps)).toEqual([0, 0]);
+        expect(Array.from(a.valueBlocks)).toEqual([1, 2]);
+        expect(Array.from(a.valueReps)).toEqual([0, 0]);
+      });
+    }), { numRuns: 80, seed: 33 });
+    expect(aliasedSteps).toBeGreaterThan(200);
+  });
+});
+
 describe('tracked GDN step: β = ±0 heads', () => {
   const d = TINY_GDN;
   const { w, H } = betaZeroLayer();
@@ -440,7 +494,8 @@ describe('tracked GDN step: β = ±0 heads', () => {
     return x;
   }), (tracked) => {
     // the track's count of each head's v entries beyond the bound is a count of the conv outputs
-    const convedBits = tracked.buffers!.convedBits;
+    // (an aliased block's: its representative's, conv-alias.ts)
+    const convedBits = new Uint32Array(gdnConvedSnapshot(tracked)!.buffer);
     for (let h = 0; h < d.hv; h++) {
       let n = 0;
       for (let j = 0; j < d.dv; j++) n += beyondVBound(convedBits[2 * d.keyDim + h * d.dv + j]!);

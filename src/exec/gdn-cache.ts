@@ -16,6 +16,7 @@ import { gdnDims, type GdnDims } from '../model/naming.ts';
 import type { OutputSource } from './delta.ts';
 import { newSparseStepScratch, STATE_ZERO, type KvMemo, type SparseStepScratch } from './gdn-sparse-step.ts';
 import type { WasmHeap } from './wasm-kernels.ts';
+import type { TrackAlias } from './conv-alias.ts';
 import { CONV_CTL, CONV_CTL_WORDS, NORM_CTL, NORM_CTL_WORDS } from './wasm-gdn-kernels.ts';
 
 /** model/naming.ts gdnDims, refusing a layer without value heads (r = 0) before the executor sizes buffers by it. */
@@ -293,6 +294,8 @@ export interface GdnRunResult {
  */
 export interface GdnTrack {
   weights: GdnWeights;
+  /** The conv blocks this track runs through their representatives (conv-alias.ts; set by its first step), or null. */
+  alias: TrackAlias | null;
   /** The silu form the track's conv outputs (buf.conved) were computed in (the context's; another form starts a fresh track). */
   siluForm: 'mul' | 'div';
   active: Int32Array;

@@ -29,7 +29,8 @@ import type { ConvLive, DeltaLinearState, ExecPlans, SingleTaps } from './plans.
 import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
 import type { ConvKernel, GdnBuffers, GdnCache, GdnTrack, NormKernel } from './gdn-cache.ts';
 import { CONV_CTL, NORM_CTL } from './wasm-gdn-kernels.ts';
-import { convZeroOf, inProjParts, normalizeKSeq, normalizeQSeq, noteConvInputs } from './gdn-token.ts';
+import { convZeroOf, inProjParts, l2normSeq, noteConvInputs } from './gdn-token.ts';
+import { aliasesOfTrack, convAliasOf, copyAliasOutputs, copyAliasWindows, followAliases } from './conv-alias.ts';
 
 const f32 = Math.fround;
 
@@ -52,7 +53,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', buf: Gd
     chan, chanF, tapAt: new Uint8Array(0),
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), normMoved: new Int32Array(d.dv),
     vBeyond: kern !== null ? kern.vBeyond.fill(0) : new Int32Array(d.hv), kAbs: new Float64Array(d.hk),
-    weights: w, siluForm, active: kern !== null ? kern.active.fill(0) : new Int32Array(d.convDim), nActive: 0,
+    weights: w, alias: null, siluForm, active: kern !== null ? kern.active.fill(0) : new Int32Array(d.convDim), nActive: 0,
     qDirty: kern !== null ? kern.qDirty.fill(0) : new Uint8Array(d.hk), kDirty: kern !== null ? kern.kDirty.fill(0) : new Uint8Array(d.hk),
     vDirty: kern !== null ? kern.vDirty.fill(0) : new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
@@ -232,6 +233,19 @@ export function gdnConvSnapshot(cache: GdnCache, K: number): Float32Array {
     const since = t.chan[4 * c];
     if (since >= 0) replayShifts(out, c * K, K, skippedShifts(t, since, K));
   }
+  if (t.alias !== null) copyAliasWindows(t.alias, out);
+  return out;
+}
+
+/**
+ * The conv outputs as the plain step would hold them: a copy of the layer's conved buffer with the
+ * aliased blocks' entries taken from their representatives (for tests; the buffer is not touched).
+ */
+export function gdnConvedSnapshot(cache: GdnCache): Float32Array | null {
+  const co = cache.buffers?.conved;
+  if (co === undefined) return null;
+  const out = co.slice();
+  if (cache.track?.alias) copyAliasOutputs(cache.track.alias, out);
   return out;
 }
 
@@ -249,7 +263,10 @@ export function dropGdnTrack(cache: GdnCache, K: number): void {
   cache.track = undefined;
 }
 
-/** Catches up every lazy channel and ends their laziness (the caller then drops the track). */
+/**
+ * Catches up every lazy channel and ends their laziness, and gives the aliased blocks their
+ * representatives' windows (the caller then drops the track).
+ */
 export function materializeLazyConv(cache: GdnCache, K: number): void {
   const t = cache.track;
   if (t === undefined) return;
@@ -259,6 +276,7 @@ export function materializeLazyConv(cache: GdnCache, K: number): void {
     t.chan[4 * c + 1] &= ~CH_LISTED;
   }
   t.nLazy = 0;
+  if (t.alias !== null) copyAliasWindows(t.alias, cache.conv);
 }
 
 /** True when every tap of the channel at `base` but tap `at` is finite. */
@@ -632,9 +650,16 @@ export function gdnDecodeTracked(
     t.kDirty.fill(1);
     t.vDirty.fill(1);
     countBeyondVBound(t, conBits, 2 * keyDim, hv, dv);
+    // the blocks that repeat another's channels and hold what it holds run through it from now on
+    const nOut = new Int32Array(1);
+    t.alias = aliasesOfTrack(convAliasOf(ctx.plans, stack.m, cw, d), d, convBits, t.chan, conBits, t.active, t.nActive, nOut);
+    t.nActive = nOut[0];
     t.step = 1;
     cache.track = t;
-  } else trackedConvStep(t, cache, ps, y, buf, cw, K, convDim, zOff, keyDim, dk, dv, form, stats);
+  } else {
+    trackedConvStep(t, cache, ps, y, buf, cw, K, convDim, zOff, keyDim, dk, dv, form, stats);
+    if (t.alias !== null) followAliases(t.alias, hk, t.qDirty, t.kDirty, t.vDirty, t.vBeyond);
+  }
   t0 = phaseEnd('gdn.conv', t0);
   const scale = d.qScale;
   const { q, k } = buf;
@@ -646,10 +671,16 @@ export function gdnDecodeTracked(
   const l2 = lh !== null && conved.buffer === lh.buffer && q.buffer === lh.buffer && k.buffer === lh.buffer && dk % 4 === 0
     && Math.fround(scale) === scale ? lh : null;
   const l2nz = buf.step.l2nz;
+  // (a head of an aliased block reads its representative's outputs: conv-alias.ts)
+  const src = t.alias?.src ?? null;
   for (let h = 0; h < hk; h++) {
-    if (t.qDirty[h] === 1 && (l2 === null || l2.gdnL2norm(conved, h * dk, dk, q, h * dk, scale, l2nz) !== 0)) normalizeQSeq(conved, q, h, dk, scale);
+    if (t.qDirty[h] === 1) {
+      const at = (src !== null ? src[h] : h) * dk;
+      if (l2 === null || l2.gdnL2norm(conved, at, dk, q, h * dk, scale, l2nz) !== 0) l2normSeq(conved, at, dk, q, h * dk, scale);
+    }
     if (t.kDirty[h] === 1) {
-      if (l2 === null || l2.gdnL2norm(conved, keyDim + h * dk, dk, k, h * dk, 1, l2nz) !== 0) normalizeKSeq(conved, k, h, dk, keyDim);
+      const at = (src !== null ? src[hk + h] : hk + h) * dk;
+      if (l2 === null || l2.gdnL2norm(conved, at, dk, k, h * dk, 1, l2nz) !== 0) l2normSeq(conved, at, dk, k, h * dk, 1);
       t.kAbs[h] = NaN; // taken when the β = ±0 test reaches it (kAbsOf)
     }
   }
@@ -710,7 +741,8 @@ export function gdnDecodeTracked(
       continue;
     }
     if (stats && !fresh) stats.gdnHeadSteps++;
-    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vOff + h * dv, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax, kSame);
+    const vAt = vOff + (src !== null ? src[2 * hk + h] : h) * dv;
+    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vAt, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax, kSame);
     headModified[h] = scratch.modified[0];
     // the output is a function of q and S: with both as before it is as before unless the step
     // wrote S; otherwise it may have moved (the gated norm compares each entry with the bits it

@@ -16,7 +16,8 @@
  *      - weightLowbits (a CSR's values → lowest set bit of each stored weight): delta.ts;
  *      - stacks (first part → row stacks [A; B; …]): stack-rows.ts;
  *      - convZero (conv1d weights → finite taps, all-+0 channel output), inProjLists (GdnWeights →
- *        [qkv, z, b, a]): gdn-token.ts; convLive (stacked in_proj → live conv channels),
+ *        [qkv, z, b, a]): gdn-token.ts; convLive (stacked in_proj → live conv channels), convAlias
+ *        (stacked in_proj → aliased conv blocks: conv-alias.ts),
  *        singleTap (conv1d weights → single-tap weights): gdn-tracked.ts; idleLayers (GdnWeights →
  *        all in_proj weights +0): gdn-idle.ts;
  *      - gateUpLists (MLP → [gate, up]): mlp.ts; onePlus (norm weights → fl(1 + w)): norms.ts.
@@ -48,6 +49,7 @@ import type { CsrMatrix, GdnWeights, Matrix, ModelWeights } from '../model/weigh
 import type { ExecTuning } from './types.ts';
 import { ZeroArena } from './arena.ts';
 import type { DeltaArrays, WasmHeap } from './wasm-kernels.ts';
+import type { ConvAlias } from './conv-alias.ts';
 
 /** The sparse path's size thresholds, every one set (ExecOptions.tuning over DEFAULT_TUNING). */
 export type SparseTuning = Required<ExecTuning>;
@@ -358,6 +360,7 @@ export class ExecPlans {
   readonly convZero = new WeakMap<Float32Array, ConvZero>();
   readonly inProjLists = new WeakMap<GdnWeights, Matrix[]>();
   readonly convLive = new WeakMap<Matrix, ConvLive>();
+  readonly convAlias = new WeakMap<Matrix, ConvAlias>();
   readonly singleTap = new WeakMap<Float32Array, SingleTaps>();
   readonly idleLayers = new WeakMap<GdnWeights, boolean>();
   readonly gateUpLists = new WeakMap<object, Matrix[]>();

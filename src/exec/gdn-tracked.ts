@@ -694,9 +694,15 @@ export function gdnDecodeTracked(
   const gateRows = !fresh && !ps.full && t.projVer === ps.version - 1;
   const gateList = gateRows ? ps.rows : t.bRows;
   const nGate = gateRows ? ps.nRows : hv;
+  // (the same walk over the recomputed rows marks the heads with a z row among them, for the gated norm)
+  const { coreChanged, headModified } = t;
+  coreChanged.fill(0);
   for (let i = 0; i < nGate; i++) {
     const r = gateList[i];
-    if (r < bOff) continue;
+    if (r < bOff) {
+      if (r >= zOff) coreChanged[Math.floor((r - zOff) / dv)] = Z_MAY_MOVE;
+      continue;
+    }
     const h = r < aOff ? r - bOff : r - aOff;
     const nb = sigmoid32(y[bOff + h]);
     const ng = f32(-exp32(w.aLog[h]) * softplus32(f32(y[aOff + h] + w.dtBias[h])));
@@ -709,12 +715,17 @@ export function gdnDecodeTracked(
   }
   t.projVer = ps.version;
   t0 = phaseEnd('gdn.qkGates', t0);
+  // (the z rows of a step whose projections did not advance by one version: listed apart)
+  if (!fresh && !ps.full && !gateRows) {
+    for (let i = 0; i < ps.nRows; i++) {
+      const r = ps.rows[i];
+      if (r >= zOff && r < bOff) coreChanged[Math.floor((r - zOff) / dv)] = Z_MAY_MOVE;
+    }
+  }
   const core = buf.core;
   const scratch = buf.step;
-  const { coreChanged, headModified } = t;
   for (let h = 0; h < hv; h++) {
     const kh = Math.floor(h / r);
-    coreChanged[h] = 0;
     if (!fresh && (t.vDirty[h] | t.qDirty[kh] | t.kDirty[kh] | headModified[h] | cache.exposed[h]) === 0) continue;
     const S = cache.S[h];
     const rows = cache.rowNonZero[h];
@@ -747,16 +758,10 @@ export function gdnDecodeTracked(
     // the output is a function of q and S: with both as before it is as before unless the step
     // wrote S; otherwise it may have moved (the gated norm compares each entry with the bits it
     // was computed from)
-    coreChanged[h] = same || qSame ? scratch.modified[0] * O_MAY_MOVE : O_MAY_MOVE;
+    coreChanged[h] |= same || qSame ? scratch.modified[0] * O_MAY_MOVE : O_MAY_MOVE;
   }
   t0 = phaseEnd('gdn.recurrent', t0);
   // gated norm of the heads whose output or z changed
-  if (!fresh && !ps.full) {
-    for (let i = 0; i < ps.nRows; i++) {
-      const r = ps.rows[i];
-      if (r >= zOff && r < bOff) coreChanged[Math.floor((r - zOff) / dv)] |= Z_MAY_MOVE;
-    }
-  }
   const normed = buf.normed;
   const nk = buf.normKernel;
   let nc: number;

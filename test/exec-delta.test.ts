@@ -654,12 +654,12 @@ describe('deltaLinear', () => {
     const SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
     const model = await sharedChip({ target: 'chip-test', ...SHAPE });
     const prog = programOf(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'firmware', 'hello.elf')), SHAPE);
-    const run = (tuning: ExecTuning): { ids: number[]; byRole: Record<string, { calls: number; kernelCalls: number }> } => {
+    const run = (tuning: ExecTuning): { ids: number[]; byRole: Record<string, { calls: number; kernelCalls: number; entries: number }>; conv: number } => {
       const ex = chipExecutor(model, prog, { path: 'sparse', profile: 'f32', order: { kind: 'sequential' }, tuning });
       ex.prime([BOS_ID]);
       const ids = [ex.decodeArgmax(encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 }))];
       for (let i = 0; i < 300 && decodeToken(ids[ids.length - 1]!).kind !== 'HALT'; i++) ids.push(ex.decodeArgmax(ids[ids.length - 1]!));
-      return { ids, byRole: ex.stats.deltaByRole };
+      return { ids, byRole: ex.stats.deltaByRole, conv: ex.stats.convChannels };
     };
     // the q / k norms and the key rows' updates in wasm too (wasm-gdn-kernels.ts l2norm, keyRows)
     const l2norm = vi.spyOn(WasmHeap.prototype, 'gdnL2norm');
@@ -673,8 +673,14 @@ describe('deltaLinear', () => {
     // a memory too small for them all: the GDN states take most of 32 MiB, then the first delta
     // states and their kernels are carved in wasm, the rest in JavaScript
     const small = run({ wasmHeapMiB: 32 });
+    // every conv block running its own channels (conv-alias.ts off): the same tokens, from more
+    // conv channels and in_proj entries (the chip's RAM value heads all carry the stored word)
+    const unaliased = run({ aliasConvBlocks: 0 });
     expect(dflt.ids).toEqual(off.ids);
     expect(small.ids).toEqual(off.ids);
+    expect(unaliased.ids).toEqual(off.ids);
+    expect(dflt.conv).toBeLessThan(0.9 * unaliased.conv);
+    expect(dflt.byRole['gdn.inProj']!.entries).toBeLessThan(0.9 * unaliased.byRole['gdn.inProj']!.entries);
     const some = (r: typeof small) => Object.values(r.byRole).reduce((a, w) => a + w.kernelCalls, 0);
     expect(some(small)).toBeGreaterThan(0);
     expect(some(small)).toBeLessThan(some(dflt));

@@ -525,7 +525,9 @@ for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked gated no
     return {
       kind: 'linear_attention',
       inProjQkv: mat(2 * keyDim + valueDim, H, (m) => {
-        for (let kh = 0; kh < hk; kh++) { m[(kh * d.dk) * H + 1] = 30; m[(keyDim + kh * d.dk) * H + 1] = 30; }
+        // (a weight of its own per q and k head: no block repeats another, conv-alias.ts, so both
+        // sequences below walk the one full stack and share its state)
+        for (let kh = 0; kh < hk; kh++) { m[(kh * d.dk) * H + 1] = 30 + 2 * kh; m[(keyDim + kh * d.dk) * H + 1] = 31 + 2 * kh; }
         for (let c = 0; c < valueDim; c++) {
           const row = (2 * keyDim + c) * H;
           for (let col = 2; col < H - 1; col++) if (rnd() < 0.08) m[row + col] = pick([20, -20, 1, 0.5, 40, -3]);

@@ -29,16 +29,52 @@ import type { ExecPlans } from './plans.ts';
  * Per stacked in_proj and conv weight: per key block and per value block, the representative block
  * it repeats (an earlier block of the same kind, itself not repeating one), or −1.
  */
-export interface ConvAlias { cw: Float32Array; keyRep: Int32Array; valueRep: Int32Array; count: number }
+export interface ConvAlias { cw: Float32Array; keyRep: Int32Array; valueRep: Int32Array; count: number; dims: GdnDims }
 
 /**
  * What a track aliases (GdnTrack.alias): the blocks checked at its first step, listed with their
  * representatives, and `src`: per block (the 2·hk key blocks, then the hv value blocks) the block
- * whose outputs its heads read — its representative, or itself.
+ * whose outputs its heads read — its representative, or itself. `complete`: every block of the
+ * layer's ConvAlias is aliased (the track's later steps may then walk `reducedStackOf`).
  */
 export interface TrackAlias {
   keyBlocks: Int32Array; keyReps: Int32Array; valueBlocks: Int32Array; valueReps: Int32Array; src: Int32Array;
-  dims: GdnDims;
+  dims: GdnDims; complete: boolean;
+}
+
+/**
+ * The stacked in_proj `stack` with the rows of every aliased block of `alias` emptied (the same rows
+ * and offsets; kept in plans.convAliasStacks): what a track whose aliases are complete walks. Its
+ * other rows are the stack's, entry for entry, so they give the same bits (matmul.ts: a row of
+ * x·Wᵀ is a function of its own entries); the emptied rows' outputs (+0) are read by nothing — their
+ * channels are never activated, and their heads read the representatives'.
+ */
+export function reducedStackOf(plans: ExecPlans, stack: Matrix, alias: ConvAlias): Matrix {
+  let r = plans.convAliasStacks.get(stack);
+  if (r === undefined || r.alias !== alias) {
+    r = { alias, m: withoutAliasedRows(stack, alias) };
+    plans.convAliasStacks.set(stack, r);
+  }
+  return r.m;
+}
+
+function withoutAliasedRows(stack: Matrix, alias: ConvAlias): Matrix {
+  const csr = stack.csr as CsrMatrix;
+  const { dk, dv, keyDim } = alias.dims;
+  const dead = new Uint8Array(stack.rows);
+  alias.keyRep.forEach((r, b) => { if (r >= 0) dead.fill(1, b * dk, (b + 1) * dk); });
+  alias.valueRep.forEach((r, h) => { if (r >= 0) dead.fill(1, 2 * keyDim + h * dv, 2 * keyDim + (h + 1) * dv); });
+  const rowPtr = new Uint32Array(stack.rows + 1);
+  let n = 0;
+  for (let r = 0; r < stack.rows; r++) { if (dead[r] === 0) n += csr.rowPtr[r + 1]! - csr.rowPtr[r]!; rowPtr[r + 1] = n; }
+  const colIdx = new Uint32Array(n);
+  const values = new Float32Array(n);
+  for (let r = 0; r < stack.rows; r++) {
+    if (dead[r] !== 0) continue;
+    colIdx.set(csr.colIdx.subarray(csr.rowPtr[r]!, csr.rowPtr[r + 1]!), rowPtr[r]!);
+    values.set(csr.values.subarray(csr.rowPtr[r]!, csr.rowPtr[r + 1]!), rowPtr[r]!);
+  }
+  return { rows: stack.rows, cols: stack.cols, csr: { rowPtr, colIdx, values } };
 }
 
 /** convAlias of the stacked in_proj `stack` (rows 0 … convDim − 1: qkv) and conv weight `cw`; kept in plans.convAlias. */
@@ -87,7 +123,7 @@ export function convAlias(csr: CsrMatrix, cw: Float32Array, d: GdnDims): ConvAli
   };
   const keyRep = repsOf(2 * hk, dk, 0);
   const valueRep = repsOf(hv, dv, 2 * keyDim);
-  return { cw, keyRep, valueRep, count };
+  return { cw, keyRep, valueRep, count, dims: d };
 }
 
 /**
@@ -134,7 +170,10 @@ export function aliasesOfTrack(
   const src = Int32Array.from({ length: 2 * hk + hv }, (_, b) => (b < 2 * hk ? b : b - 2 * hk));
   kb.forEach((b, i) => { src[b] = kr[i]!; });
   vb.forEach((b, i) => { src[2 * hk + b] = vr[i]!; });
-  return { keyBlocks: Int32Array.from(kb), keyReps: Int32Array.from(kr), valueBlocks: Int32Array.from(vb), valueReps: Int32Array.from(vr), src, dims: d };
+  return {
+    keyBlocks: Int32Array.from(kb), keyReps: Int32Array.from(kr), valueBlocks: Int32Array.from(vb), valueReps: Int32Array.from(vr), src,
+    dims: d, complete: kb.length + vb.length === alias.count,
+  };
 }
 
 /**

@@ -30,7 +30,7 @@ import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurr
 import type { ConvKernel, GdnBuffers, GdnCache, GdnTrack, NormKernel } from './gdn-cache.ts';
 import { CONV_CTL, NORM_CTL } from './wasm-gdn-kernels.ts';
 import { convZeroOf, inProjParts, l2normSeq, noteConvInputs } from './gdn-token.ts';
-import { aliasesOfTrack, convAliasOf, copyAliasOutputs, copyAliasWindows, followAliases } from './conv-alias.ts';
+import { aliasesOfTrack, convAliasOf, copyAliasOutputs, copyAliasWindows, followAliases, reducedStackOf } from './conv-alias.ts';
 
 const f32 = Math.fround;
 
@@ -603,16 +603,21 @@ export function gdnDecodeTracked(
   // the four projections read the same x: one stacked matrix [qkv; z; b; a] (stack-rows.ts)
   const stack = rowStackOf(ctx.plans, inProjParts(ctx.plans, w));
   if (stack === null) return null;
-  const ps = deltaLinear(ctx, stack.m, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() }, 'gdn.inProj');
+  const form = ctx.siluForm;
+  const fresh = cache.track === undefined || cache.track.weights !== w || cache.track.siluForm !== form;
+  // a track that runs every aliased block through its representative walks the stack without
+  // their rows (conv-alias.ts reducedStackOf: the other rows' outputs are the same bits)
+  const ta = fresh ? null : (cache.track as GdnTrack).alias;
+  const walked = ta !== null && ta.complete ? reducedStackOf(ctx.plans, stack.m, convAliasOf(ctx.plans, stack.m, w.conv1d, d)) : stack.m;
+  const ps = deltaLinear(ctx, walked, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() }, 'gdn.inProj');
   if (ps === null) return null;
+  // (the aliased channels' inputs are the full stack's: their windows are their representatives')
   noteConvInputs(cache, stack.m);
   const off = stack.offsets;
   const zOff = off[1], bOff = off[2], aOff = off[3];
   t0 = phaseEnd('gdn.proj', t0);
   phaseEnd('gdn.tracked', phaseStart()); // marks (with profiling on) that a tracked step ran
   const { K, convDim, hk, hv, dk, dv, r, keyDim } = d;
-  const form = ctx.siluForm;
-  const fresh = cache.track === undefined || cache.track.weights !== w || cache.track.siluForm !== form;
   if (fresh) materializeLazyConv(cache, K);
   const t = fresh ? newGdnTrack(w, d, form, buf) : cache.track as GdnTrack;
   // one output vector: qkv (mixed) at 0, z at zOff, b at bOff, a at aOff
@@ -651,9 +656,12 @@ export function gdnDecodeTracked(
     t.vDirty.fill(1);
     countBeyondVBound(t, conBits, 2 * keyDim, hv, dv);
     // the blocks that repeat another's channels and hold what it holds run through it from now on
-    const nOut = new Int32Array(1);
-    t.alias = aliasesOfTrack(convAliasOf(ctx.plans, stack.m, cw, d), d, convBits, t.chan, conBits, t.active, t.nActive, nOut);
+    const nOut = Int32Array.of(t.nActive);
+    const al = convAliasOf(ctx.plans, stack.m, cw, d);
+    t.alias = ctx.tuning.aliasConvBlocks === 0 ? null : aliasesOfTrack(al, d, convBits, t.chan, conBits, t.active, t.nActive, nOut);
     t.nActive = nOut[0];
+    // the stack the next steps walk, given this step's input now (so that its next call is incremental)
+    if (t.alias?.complete === true) deltaLinear(ctx, reducedStackOf(ctx.plans, stack.m, al), x, 0, null, 0, undefined, { stamp: nextInputStamp() }, 'gdn.inProj');
     t.step = 1;
     cache.track = t;
   } else {

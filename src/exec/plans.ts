@@ -17,7 +17,8 @@
  *      - stacks (first part → row stacks [A; B; …]): stack-rows.ts;
  *      - convZero (conv1d weights → finite taps, all-+0 channel output), inProjLists (GdnWeights →
  *        [qkv, z, b, a]): gdn-token.ts; convLive (stacked in_proj → live conv channels), convAlias
- *        (stacked in_proj → aliased conv blocks: conv-alias.ts),
+ *        (stacked in_proj → aliased conv blocks), convAliasStacks (stacked in_proj → the stack
+ *        without the aliased blocks' rows): conv-alias.ts;
  *        singleTap (conv1d weights → single-tap weights): gdn-tracked.ts; idleLayers (GdnWeights →
  *        all in_proj weights +0): gdn-idle.ts;
  *      - gateUpLists (MLP → [gate, up]): mlp.ts; onePlus (norm weights → fl(1 + w)): norms.ts.
@@ -85,6 +86,12 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
    * changed column, were slower listed than walked in JavaScript).
    */
   wasmMinEntriesPerColumn: 4,
+  /**
+   * 1: a GDN layer's conv blocks that repeat another's (the same in_proj rows and conv weights) run
+   * through it in the tracked decode step (conv-alias.ts); 0: every block runs its own channels
+   * (the same bits).
+   */
+  aliasConvBlocks: 1,
 });
 
 /**
@@ -361,6 +368,7 @@ export class ExecPlans {
   readonly inProjLists = new WeakMap<GdnWeights, Matrix[]>();
   readonly convLive = new WeakMap<Matrix, ConvLive>();
   readonly convAlias = new WeakMap<Matrix, ConvAlias>();
+  readonly convAliasStacks = new WeakMap<Matrix, { alias: ConvAlias; m: Matrix }>();
   readonly singleTap = new WeakMap<Float32Array, SingleTaps>();
   readonly idleLayers = new WeakMap<GdnWeights, boolean>();
   readonly gateUpLists = new WeakMap<object, Matrix[]>();

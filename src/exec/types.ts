@@ -73,6 +73,8 @@ export interface ExecTuning {
   wasmHeapMiB?: number;
   /** Stored entries per used column below which a matrix whose input is outside the wasm memory walks in JavaScript (4). */
   wasmMinEntriesPerColumn?: number;
+  /** 1: GDN conv blocks that repeat another's run through it in the tracked decode step (1; 0: each runs its own channels, the same bits). */
+  aliasConvBlocks?: number;
 }
 
 /** Read-only views handed to hooks; arrays are copies the hook may keep. */

@@ -69,10 +69,12 @@ function withoutAliasedRows(stack: Matrix, alias: ConvAlias): Matrix {
   for (let r = 0; r < stack.rows; r++) { if (dead[r] === 0) n += csr.rowPtr[r + 1]! - csr.rowPtr[r]!; rowPtr[r + 1] = n; }
   const colIdx = new Uint32Array(n);
   const values = new Float32Array(n);
+  // (the values copied as bit patterns: a NaN weight keeps its payload)
+  const from = new Uint32Array(csr.values.buffer, csr.values.byteOffset, csr.values.length);
+  const to = new Uint32Array(values.buffer);
   for (let r = 0; r < stack.rows; r++) {
     if (dead[r] !== 0) continue;
-    colIdx.set(csr.colIdx.subarray(csr.rowPtr[r]!, csr.rowPtr[r + 1]!), rowPtr[r]!);
-    values.set(csr.values.subarray(csr.rowPtr[r]!, csr.rowPtr[r + 1]!), rowPtr[r]!);
+    for (let e = csr.rowPtr[r]!, k = rowPtr[r]!; e < csr.rowPtr[r + 1]!; e++, k++) { colIdx[k] = csr.colIdx[e]!; to[k] = from[e]!; }
   }
   return { rows: stack.rows, cols: stack.cols, csr: { rowPtr, colIdx, values } };
 }

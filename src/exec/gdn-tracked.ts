@@ -334,6 +334,26 @@ function countBeyondVBound(t: GdnTrack, conBits: Uint32Array, vOff: number, hv: 
 }
 
 /**
+ * After a step's conv part: the blocks that repeat another's channels (conv-alias.ts) and hold
+ * what it holds run through it from the next step on; with every repeating block aliased, the
+ * stack without their rows is given this step's input (so that its next call, the next step's
+ * walk, is incremental). Set up once per track, at the step ExecTuning.aliasConvBlocks names: the
+ * layer's aliases and its reduced stack cost a few ms to find and build once per weights, and a
+ * stack walked for the first time builds its plans and takes a full pass, which a short run would
+ * not make up.
+ */
+function setUpAliases(
+  ctx: ExecNumericContext, t: GdnTrack, stack: Matrix, cw: Float32Array, d: GdnDims, convBits: Uint32Array, conBits: Uint32Array,
+  x: Float32Array,
+): void {
+  const al = convAliasOf(ctx.plans, stack, cw, d);
+  const nOut = Int32Array.of(t.nActive);
+  t.alias = aliasesOfTrack(al, d, convBits, t.chan, conBits, t.active, t.nActive, nOut);
+  t.nActive = nOut[0];
+  if (t.alias?.complete === true) deltaLinear(ctx, reducedStackOf(ctx.plans, stack, al), x, 0, null, 0, undefined, { stamp: nextInputStamp() }, 'gdn.inProj');
+}
+
+/**
  * The conv part of a tracked step after the first (gdnDecodeTracked's list): channels whose input
  * moved join the active list, every active channel shifts and refolds, and channels become settled
  * or lazy; marks the key and value heads whose conv outputs changed (t.qDirty, kDirty, vDirty).
@@ -655,18 +675,13 @@ export function gdnDecodeTracked(
     t.kDirty.fill(1);
     t.vDirty.fill(1);
     countBeyondVBound(t, conBits, 2 * keyDim, hv, dv);
-    // the blocks that repeat another's channels and hold what it holds run through it from now on
-    const nOut = Int32Array.of(t.nActive);
-    const al = convAliasOf(ctx.plans, stack.m, cw, d);
-    t.alias = ctx.tuning.aliasConvBlocks === 0 ? null : aliasesOfTrack(al, d, convBits, t.chan, conBits, t.active, t.nActive, nOut);
-    t.nActive = nOut[0];
-    // the stack the next steps walk, given this step's input now (so that its next call is incremental)
-    if (t.alias?.complete === true) deltaLinear(ctx, reducedStackOf(ctx.plans, stack.m, al), x, 0, null, 0, undefined, { stamp: nextInputStamp() }, 'gdn.inProj');
     t.step = 1;
     cache.track = t;
+    if (ctx.tuning.aliasConvBlocks === 1) setUpAliases(ctx, t, stack.m, cw, d, convBits, conBits, x);
   } else {
     trackedConvStep(t, cache, ps, y, buf, cw, K, convDim, zOff, keyDim, dk, dv, form, stats);
     if (t.alias !== null) followAliases(t.alias, hk, t.qDirty, t.kDirty, t.vDirty, t.vBeyond);
+    else if (t.step === ctx.tuning.aliasConvBlocks) setUpAliases(ctx, t, stack.m, cw, d, convBits, conBits, x);
   }
   t0 = phaseEnd('gdn.conv', t0);
   const scale = d.qScale;

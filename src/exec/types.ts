@@ -73,7 +73,7 @@ export interface ExecTuning {
   wasmHeapMiB?: number;
   /** Stored entries per used column below which a matrix whose input is outside the wasm memory walks in JavaScript (4). */
   wasmMinEntriesPerColumn?: number;
-  /** 1: GDN conv blocks that repeat another's run through it in the tracked decode step (1; 0: each runs its own channels, the same bits). */
+  /** The tracked GDN step after which conv blocks that repeat another's run through it (1024; 1: from the first; 0: never, the same bits). */
   aliasConvBlocks?: number;
 }
 

@@ -175,6 +175,35 @@ const zeroSum = [
 
 const dvBytes = [...get(D.dv), ...i32(2), OP.i32Shl];
 
+/**
+ * dots' one-pass form, when sign ≥ 0 (a state of non-negative entries) and at most one row is
+ * visited: every column's zero sum is then the same (+0, or −0 when negOff and sign = 1), and a
+ * column's sum is the visited row's p = fl(S[r, j]·x_r) when p ≠ 0 (fl(−0 + p) = p), else that zero
+ * sum — what the passes below give, without them. Returns 0, or 2 at a NaN p (as they do).
+ */
+const dotsOneRow = [
+  ...get(D.sign), ...i32(0), OP.i32GeS, ...get(D.nd), ...i32(2), OP.i32LtU, OP.i32And, OP.if, OP.void,
+  ...NEG_ZEROS, ...ZEROS, ...get(D.negOff), ...get(D.sign), ...i32(1), OP.i32Eq, OP.i32And, OP.select, ...set(D.zs),
+  ...i32(0), ...set(D.g),
+  ...get(D.nd), OP.i32Eqz, OP.if, OP.void,
+  ...whileLess(D.g, dvBytes, [...get(D.outAt), ...get(D.g), OP.i32Add, ...get(D.zs), ...vmem(SIMD.store), ...inc(D.g, 16)]),
+  ...i32(0), OP.return,
+  OP.end,
+  ...get(D.dotAt), ...mem(OP.i32Load, 2), ...set(D.r),
+  ...at4(D.xAt, D.r), ...mem(OP.f32Load, 2), ...simd(SIMD.f32x4Splat), ...set(D.xs),
+  ...get(D.sAt), ...get(D.r), ...get(D.dv), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(D.rowAt),
+  ...ZEROS, ...set(D.nanAny),
+  ...whileLess(D.g, dvBytes, [
+    ...get(D.outAt), ...get(D.g), OP.i32Add,
+    ...get(D.rowAt), ...get(D.g), OP.i32Add, ...vmem(SIMD.load), ...get(D.xs), ...simd(SIMD.f32x4Mul), ...tee(D.p),
+    ...get(D.zs), ...get(D.p), ...ZEROS, ...simd(SIMD.f32x4Ne), ...simd(SIMD.bitselect), ...vmem(SIMD.store),
+    ...get(D.p), ...get(D.p), ...simd(SIMD.f32x4Ne), ...get(D.nanAny), ...simd(SIMD.or), ...set(D.nanAny),
+    ...inc(D.g, 16),
+  ]),
+  ...i32(2), ...i32(0), ...get(D.nanAny), ...simd(SIMD.anyTrue), OP.select, OP.return,
+  OP.end,
+];
+
 const dotsBody = [
   ...get(D.scrAt), ...set(D.dotAt),
   ...get(D.dotAt), ...get(D.dk), ...i32(2), OP.i32Shl, OP.i32Add, ...set(D.nzAt),
@@ -183,6 +212,7 @@ const dotsBody = [
   ...scan,
   // sign, and the rows not known to be +0 when the zero sums need them
   ...get(D.every), ...i32(-1), ...get(D.kindPos), OP.select, ...set(D.sign),
+  ...dotsOneRow,
   ...i32(0), ...set(D.nzn),
   ...get(D.sign), ...i32(0), OP.i32LtS, OP.if, OP.void,
   ...i32(0), ...set(D.i),

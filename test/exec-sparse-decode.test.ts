@@ -409,7 +409,9 @@ function betaZeroLayer(): { w: GdnWeights; H: number } {
   return tinyGdnLayer({
     qkv: (m) => {
       for (let kh = 0; kh < hk; kh++) {
-        m[(kh * dk) * H] = 1; // q = e_0
+        m[(kh * dk) * H] = 1; // q = e_0, or e_2 with input 26
+        m[(kh * dk) * H + 26] = -1;
+        m[(kh * dk + 2) * H + 26] = 1;
         // k = e_0, or e_1 with input 22 (from 4,096 = 2^12: l2norm gives exactly 1)
         m[(keyDim + kh * dk) * H] = 4096;
         m[(keyDim + kh * dk) * H + 22] = -4096;
@@ -514,6 +516,24 @@ describe('tracked GDN step: β = ±0 heads', () => {
     // third, β = ±0 with k = e_1, is passed over and must drop that memo, for the fourth (k = e_1
     // again, same v) would find δ = ±0 in it and keep S where row 1's kv = +0 gives δ = v
     expect(compare([[3, true, false, false], [3, true, false, false], [3, false, true, false], [3, true, true, false]])).toBeGreaterThan(0);
+  });
+
+  it('a read (β = ±0, the query moved) under a key that has since moved drops the kv memo of the old key', () => {
+    // [v's hot entry, β = 1, k = e_1, q = e_2] per step: the second step rewrites the row it holds
+    // (the kv memo of k = e_0 valid); the third reads with q = e_2 at β = ±0 and k = e_1 (S and
+    // the memo's key unchanged by it: the memo must go); the fourth writes with k = e_1 again and
+    // the same v, where row 1's kv = +0 gives δ = v (a memo kept from e_0 would give δ = ±0)
+    const steps: [number, boolean, boolean, boolean][] = [[3, true, false, false], [3, true, false, false], [3, false, true, true], [3, true, true, false]];
+    const stats = trackedAgainstFull(w, steps.map(([v, beta1, k1, q2]) => {
+      const x = new Float32Array(H);
+      x[0] = 1;
+      x[1 + v] = 1;
+      if (beta1) x[21] = 1;
+      if (k1) x[22] = 1;
+      if (q2) x[26] = 1;
+      return x;
+    }));
+    expect(stats.gdnHeadSteps).toBeGreaterThan(0);
   });
 
   it('the bound on B·Σ|k_i|: a head holding 2^125 is passed over under a one-hot k (Σ|k_i| = 1), not under one of two entries (Σ|k_i| = √2)', () => {

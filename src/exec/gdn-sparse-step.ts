@@ -531,7 +531,7 @@ function updateKeyRows(
 }
 
 /** o_j = dot(S[:,j], q) for every j < dv, as recurrentStep computes it (sequential order), for S of STATE_* kind `kind` with all-+0 rows as in rowNonZero. */
-export function outputDots(
+function outputDots(
   dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array, q: Float32Array, qOff: number,
   o: Float32Array, oOff: number, scratch: SparseStepScratch,
 ): void {

@@ -26,7 +26,7 @@ import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from 
 import { phaseEnd, phaseStart } from './profile.ts';
 import { rowStackOf } from './stack-rows.ts';
 import type { ConvLive, DeltaLinearState, ExecPlans, SingleTaps } from './plans.ts';
-import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, outputDots, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
+import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
 import type { ConvKernel, GdnBuffers, GdnCache, GdnTrack, NormKernel } from './gdn-cache.ts';
 import { CONV_CTL, NORM_CTL } from './wasm-gdn-kernels.ts';
 import { convZeroOf, inProjParts, l2normSeq, noteConvInputs } from './gdn-token.ts';
@@ -767,25 +767,11 @@ export function gdnDecodeTracked(
     // (t.kAbs, t.vBeyond): the step leaves S as it is (recurrentStepSparse's β = ±0 shortcut, the
     // same test), and with q and S as at this head's previous step so is its output. A kv memo of
     // this k and S still describes them; one of another k does not (the step would drop it).
-    const keeps = !fresh && beta[h] === 0 && exp32(g[h]) === 1 && kind !== STATE_ANY && cache.sMax[h] <= BETA_ZERO_BOUND
-      && cache.sMax[h] * kAbsOf(t, k, kh, dk) <= BETA_ZERO_BOUND && t.vBeyond[h] === 0;
-    if (keeps && qSame) {
+    if (qSame && beta[h] === 0 && exp32(g[h]) === 1 && kind !== STATE_ANY && cache.sMax[h] <= BETA_ZERO_BOUND
+      && cache.sMax[h] * kAbsOf(t, k, kh, dk) <= BETA_ZERO_BOUND && t.vBeyond[h] === 0) {
       if (!kSame) t.kvMemo.valid[h] = 0;
       headModified[h] = 0;
       if (stats) stats.gdnHeadsBetaZero++;
-      continue;
-    }
-    if (keeps) {
-      // the same test with a query that moved (a RAM read): S stays, and the output is the dots of
-      // the new q — what recurrentStepSparse gives through its kv memo's δ (all ±0: β = ±0 and
-      // every v_j − kv_j finite under the bounds) or its β = ±0 shortcut, which keep a valid memo
-      // of this k and finite key and drop any other
-      if (!kSame || t.kvMemo.kFinite[h] !== 1) t.kvMemo.valid[h] = 0;
-      headModified[h] = 0;
-      cache.kind[h] = kind;
-      if (stats) stats.gdnHeadSteps++;
-      outputDots(dk, dv, S, kind, rows, q, kh * dk, core, o0, scratch);
-      coreChanged[h] |= O_MAY_MOVE;
       continue;
     }
     if (stats && !fresh) stats.gdnHeadSteps++;

@@ -11,12 +11,14 @@
  * later step.
  *
  * The tracked step therefore runs only the first block of each set (its *representative*) once a
- * track has checked, at its first step, that every later block holds what its representative
- * holds (`aliasesOfTrack`). An aliased block's channels are never activated again (their records
- * keep the active flag, outside the active list), the heads that read it read its
- * representative's outputs (`aliasSource`), its dirty marks and v bound count follow the
- * representative's (`followAliases`), and its windows are copied from the representative's before
- * anything else reads the conv state (`copyAliasWindows`, with the lazy channels' catch-up).
+ * track has checked, at the step ExecTuning.aliasConvBlocks names, that every later block holds
+ * what its representative holds (`aliasesOfTrack`). An aliased block's channels are never
+ * activated again (their records keep the active flag, outside the active list), the heads that
+ * read it read its representative's outputs (`TrackAlias.src`), its dirty marks and v bound count
+ * follow the representative's (`followAliases`), and its windows are copied from the
+ * representative's before anything else reads the conv state (`copyAliasWindows`, after the lazy
+ * channels' catch-up). With every repeating block aliased, the step walks the stacked in_proj
+ * without their rows (`reducedStackOf`).
  *
  * Blocks: the key blocks are the 2·hk blocks of dk channels from channel 0 (q heads, then k heads),
  * so a k head may repeat a q head; the value blocks are the hv blocks of dv channels from 2·key_dim.
@@ -32,7 +34,7 @@ import type { ExecPlans } from './plans.ts';
 export interface ConvAlias { cw: Float32Array; keyRep: Int32Array; valueRep: Int32Array; count: number; dims: GdnDims }
 
 /**
- * What a track aliases (GdnTrack.alias): the blocks checked at its first step, listed with their
+ * What a track aliases (GdnTrack.alias): the blocks checked when it set its aliases up, listed with their
  * representatives, and `src`: per block (the 2·hk key blocks, then the hv value blocks) the block
  * whose outputs its heads read — its representative, or itself. `complete`: every block of the
  * layer's ConvAlias is aliased (the track's later steps may then walk `reducedStackOf`).

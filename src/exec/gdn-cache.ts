@@ -294,7 +294,7 @@ export interface GdnRunResult {
  */
 export interface GdnTrack {
   weights: GdnWeights;
-  /** The conv blocks this track runs through their representatives (conv-alias.ts; set by its first step), or null. */
+  /** The conv blocks this track runs through their representatives (conv-alias.ts; set at its step ExecTuning.aliasConvBlocks), or null. */
   alias: TrackAlias | null;
   /** The silu form the track's conv outputs (buf.conved) were computed in (the context's; another form starts a fresh track). */
   siluForm: 'mul' | 'div';

@@ -25,13 +25,9 @@
  */
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { GdnDims } from '../model/naming.ts';
-import type { ExecPlans } from './plans.ts';
+import type { ConvAlias, ExecPlans } from './plans.ts';
 
-/**
- * Per stacked in_proj and conv weight: per key block and per value block, the representative block
- * it repeats (an earlier block of the same kind, itself not repeating one), or −1.
- */
-export interface ConvAlias { cw: Float32Array; keyRep: Int32Array; valueRep: Int32Array; count: number; dims: GdnDims }
+export type { ConvAlias } from './plans.ts';
 
 /**
  * What a track aliases (GdnTrack.alias): the blocks checked when it set its aliases up, listed with their

@@ -176,7 +176,7 @@ function gatedNormKernelOf(d: GdnDims, heap: WasmHeap, core: Float32Array, norme
     normedChanged: [Int32Array, d.valueDim], nw: [Float32Array, d.dv],
   });
   if (c === null) return null;
-  // the words that stay for the layer's life (gdn-tracked.ts gatedNormWasm writes the rest at each call)
+  // the words that stay for the layer's life (gdn-gated-norm.ts gatedNormWasm writes the rest at each call)
   const w = c.ctl;
   w[NORM_CTL.coreAt] = core.byteOffset;
   w[NORM_CTL.normInAt] = c.normIn.byteOffset;

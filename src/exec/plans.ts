@@ -47,10 +47,10 @@
  * numeric context (`ctx.tuning`, defaults DEFAULT_TUNING).
  */
 import type { CsrMatrix, GdnWeights, Matrix, ModelWeights } from '../model/weights.ts';
+import type { GdnDims } from '../model/naming.ts';
 import type { ExecTuning } from './types.ts';
 import { ZeroArena } from './arena.ts';
 import type { DeltaArrays, WasmHeap } from './wasm-kernels.ts';
-import type { ConvAlias } from './conv-alias.ts';
 
 /** The sparse path's size thresholds, every one set (ExecOptions.tuning over DEFAULT_TUNING). */
 export type SparseTuning = Required<ExecTuning>;
@@ -332,6 +332,13 @@ export interface DeltaKernel extends DeltaArrays {
  * others, ascending: a non-empty qkv row or a non-finite tap.
  */
 export interface ConvLive { cw: Float32Array; list: Int32Array; template: Int32Array; single: SingleTaps }
+
+/**
+ * Per stacked in_proj and conv weight (conv-alias.ts convAliasOf): per key block and per value
+ * block, the representative block it repeats (an earlier block of the same kind, itself not
+ * repeating one), or −1; `count` the blocks that repeat one.
+ */
+export interface ConvAlias { cw: Float32Array; keyRep: Int32Array; valueRep: Int32Array; count: number; dims: GdnDims }
 
 /**
  * Per conv weight tensor, per channel: `w` the weight of its one tap that weighs (every other tap's

@@ -3,7 +3,7 @@
  * head (gdn-sparse-step.ts) with 4-lane float32 SIMD — the column dots kv_j = dot(S[:,j], k) and
  * o_j = dot(S[:,j], q) of a state whose entries are finite, and δ_j = fl(fl(v_j − kv_j)·β) with its
  * tests — the tracked conv step (gdn-tracked.ts trackedConvStep) and the tracked gated norm
- * (gdn-tracked.ts gatedNormHead). They run on the numeric context's wasm memory (wasm-kernels.ts
+ * (gdn-gated-norm.ts gatedNormHead). They run on the numeric context's wasm memory (wasm-kernels.ts
  * WasmHeap), which holds the states, the conv state, the layer's buffers, the track's records and
  * the step's scratch when they fit.
  *
@@ -55,7 +55,7 @@
  * the K − 1 shifted windows folding to y's bits; lazySince = step, listed once) or keeps it active
  * (compacted at m). Status 0 when done; m and the lazy count are stored either way.
  *
- * gatedNorm(ctlAt) → status, over a control block (NORM_CTL) — gdn-tracked.ts gatedNormHead for
+ * gatedNorm(ctlAt) → status, over a control block (NORM_CTL) — gdn-gated-norm.ts gatedNormHead for
  * the value heads h from `resume` to hv of a step that is not fresh (dv a multiple of 4). A head
  * is passed over unless `full` or coreChanged[h] ≠ 0. A head whose record is kept (normKept)
  * lists the entries j whose o bits (when coreChanged has bit 0, or full) or z bits (bit 1, or

@@ -68,7 +68,10 @@ describe('conv aliases', () => {
     const out = new Int32Array(1);
     // value block 2 (channels 12, 13) holds its representative's (8, 9); key block 2 (4, 5) has one tap apart
     convBits[5 * D.K] = 1;
-    const t = aliasesOfTrack(a, D, convBits, chan, conBits, active, active.length, out)!;
+    const stack = { rows: D.convDim, cols: 10, csr };
+    const t = aliasesOfTrack(a, stack, D, convBits, chan, conBits, active, active.length, out)!;
+    expect(t.stack).toBe(stack);
+    expect([t.walk, t.complete]).toEqual([null, false]); // (key block 2 not aliased: the aliases are not complete)
     expect(Array.from(t.keyBlocks)).toEqual([]);
     expect(Array.from(t.valueBlocks)).toEqual([2]);
     expect(Array.from(t.valueReps)).toEqual([0]);
@@ -85,7 +88,7 @@ describe('conv aliases', () => {
       for (let c = 0; c < D.convDim; c++) chan[4 * c + 3] = 7;
       apart(13);
       const n = new Int32Array(1);
-      expect(aliasesOfTrack(a, D, convBits, chan, conBits, Int32Array.from([1]), 1, n)).toBeNull();
+      expect(aliasesOfTrack(a, stack, D, convBits, chan, conBits, Int32Array.from([1]), 1, n)).toBeNull();
       expect(n[0]).toBe(1);
       chan.set(saved);
       conBits.set(cb2);

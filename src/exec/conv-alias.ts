@@ -26,19 +26,11 @@
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { GdnDims } from '../model/naming.ts';
 import type { ConvAlias, ExecPlans } from './plans.ts';
+import { CH_ACTIVE, type TrackAlias } from './gdn-cache.ts';
+
+export type { TrackAlias } from './gdn-cache.ts';
 
 export type { ConvAlias } from './plans.ts';
-
-/**
- * What a track aliases (GdnTrack.alias): the blocks checked when it set its aliases up, listed with their
- * representatives, and `src`: per block (the 2·hk key blocks, then the hv value blocks) the block
- * whose outputs its heads read — its representative, or itself. `complete`: every block of the
- * layer's ConvAlias is aliased (the track's later steps may then walk `reducedStackOf`).
- */
-export interface TrackAlias {
-  keyBlocks: Int32Array; keyReps: Int32Array; valueBlocks: Int32Array; valueReps: Int32Array; src: Int32Array;
-  dims: GdnDims; complete: boolean;
-}
 
 /**
  * The stacked in_proj `stack` with the rows of every aliased block of `alias` emptied (the same rows
@@ -133,7 +125,7 @@ export function convAlias(csr: CsrMatrix, cw: Float32Array, d: GdnDims): ConvAli
  * it (returns the new active count in `out[0]`). Null when no block qualifies.
  */
 export function aliasesOfTrack(
-  alias: ConvAlias, d: GdnDims, convBits: Uint32Array, chan: Int32Array, conBits: Uint32Array, active: Int32Array, nActive: number,
+  alias: ConvAlias, stack: Matrix, d: GdnDims, convBits: Uint32Array, chan: Int32Array, conBits: Uint32Array, active: Int32Array, nActive: number,
   out: Int32Array,
 ): TrackAlias | null {
   out[0] = nActive;
@@ -162,8 +154,8 @@ export function aliasesOfTrack(
   for (const b of kb) dead[b] = 1;
   for (const b of vb) dead[2 * hk + b] = 1;
   const blockOf = (c: number) => (c < 2 * keyDim ? Math.floor(c / dk) : 2 * hk + Math.floor((c - 2 * keyDim) / dv));
-  for (const b of kb) for (let j = 0; j < dk; j++) chan[4 * (b * dk + j) + 1] |= 1; // CH_ACTIVE
-  for (const b of vb) for (let j = 0; j < dv; j++) chan[4 * (2 * keyDim + b * dv + j) + 1] |= 1;
+  for (const b of kb) for (let j = 0; j < dk; j++) chan[4 * (b * dk + j) + 1] |= CH_ACTIVE;
+  for (const b of vb) for (let j = 0; j < dv; j++) chan[4 * (2 * keyDim + b * dv + j) + 1] |= CH_ACTIVE;
   let m = 0;
   for (let i = 0; i < nActive; i++) { const c = active[i]!; if (dead[blockOf(c)] === 0) active[m++] = c; }
   out[0] = m;
@@ -172,7 +164,7 @@ export function aliasesOfTrack(
   vb.forEach((b, i) => { src[2 * hk + b] = vr[i]!; });
   return {
     keyBlocks: Int32Array.from(kb), keyReps: Int32Array.from(kr), valueBlocks: Int32Array.from(vb), valueReps: Int32Array.from(vr), src,
-    dims: d, complete: kb.length + vb.length === alias.count,
+    dims: d, complete: kb.length + vb.length === alias.count, stack, walk: null,
   };
 }
 

@@ -16,7 +16,6 @@ import { gdnDims, type GdnDims } from '../model/naming.ts';
 import type { OutputSource } from './delta.ts';
 import { newSparseStepScratch, STATE_ZERO, type KvMemo, type SparseStepScratch } from './gdn-sparse-step.ts';
 import type { WasmHeap } from './wasm-kernels.ts';
-import type { TrackAlias } from './conv-alias.ts';
 import { CONV_CTL, CONV_CTL_WORDS, NORM_CTL, NORM_CTL_WORDS } from './wasm-gdn-kernels.ts';
 
 /** model/naming.ts gdnDims, refusing a layer without value heads (r = 0) before the executor sizes buffers by it. */
@@ -292,6 +291,23 @@ export interface GdnRunResult {
  *    of the last step, buf.core each value head's last output, buf.normed its gated norm with
  *    the last z, and `headModified[h]` says whether the last step may have changed S of head h.
  */
+/**
+ * What a track aliases (GdnTrack.alias): the blocks checked when it set its aliases up, listed with their
+ * representatives, and `src`: per block (the 2·hk key blocks, then the hv value blocks) the block
+ * whose outputs its heads read — its representative, or itself. `complete`: every block of the
+ * layer's ConvAlias is aliased; then `walk` is the stacked in_proj without their rows
+ * (conv-alias.ts reducedStackOf) that the track's later steps walk while the layer's stack is
+ * `stack`, the one it was made from (else null).
+ */
+export interface TrackAlias {
+  keyBlocks: Int32Array; keyReps: Int32Array; valueBlocks: Int32Array; valueReps: Int32Array; src: Int32Array;
+  dims: GdnDims; complete: boolean; stack: Matrix; walk: Matrix | null;
+}
+
+/** GdnTrack.chan flags (`chan[4c+1]`): in the active list; in the lazy list. */
+export const CH_ACTIVE = 1;
+export const CH_LISTED = 2;
+
 export interface GdnTrack {
   weights: GdnWeights;
   /** The conv blocks this track runs through their representatives (conv-alias.ts; set at its step ExecTuning.aliasConvBlocks), or null. */

@@ -26,7 +26,7 @@ import { phaseEnd, phaseStart } from './profile.ts';
 import { rowStackOf } from './stack-rows.ts';
 import type { ConvLive, DeltaLinearState, ExecPlans, SingleTaps } from './plans.ts';
 import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
-import type { ConvKernel, GdnBuffers, GdnCache, GdnTrack } from './gdn-cache.ts';
+import { CH_ACTIVE, CH_LISTED, type ConvKernel, type GdnBuffers, type GdnCache, type GdnTrack } from './gdn-cache.ts';
 import { CONV_CTL } from './wasm-gdn-kernels.ts';
 import { gatedNormHead, gatedNormWasm, O_MAY_MOVE, Z_MAY_MOVE } from './gdn-gated-norm.ts';
 import { convZeroOf, inProjParts, l2normSeq, noteConvInputs } from './gdn-token.ts';
@@ -34,9 +34,6 @@ import { aliasesOfTrack, convAliasOf, copyAliasOutputs, copyAliasWindows, follow
 
 const f32 = Math.fround;
 
-/** GdnTrack.chan flags. */
-const CH_ACTIVE = 1;
-const CH_LISTED = 2;
 
 
 /** A new track; its channel records are written by the first step (freshConvStep). */
@@ -345,9 +342,13 @@ function setUpAliases(
 ): void {
   const al = convAliasOf(ctx.plans, stack, cw, d);
   const nOut = Int32Array.of(t.nActive);
-  t.alias = aliasesOfTrack(al, d, convBits, t.chan, conBits, t.active, t.nActive, nOut);
+  const a = aliasesOfTrack(al, stack, d, convBits, t.chan, conBits, t.active, t.nActive, nOut);
+  t.alias = a;
   t.nActive = nOut[0];
-  if (t.alias?.complete === true) deltaLinear(ctx, reducedStackOf(ctx.plans, stack, al), x, 0, null, 0, undefined, { stamp: nextInputStamp() }, 'gdn.inProj');
+  if (a?.complete === true) {
+    a.walk = reducedStackOf(ctx.plans, stack, al);
+    deltaLinear(ctx, a.walk, x, 0, null, 0, undefined, { stamp: nextInputStamp() }, 'gdn.inProj');
+  }
 }
 
 /**
@@ -527,7 +528,7 @@ export function gdnDecodeTracked(
   // a track that runs every aliased block through its representative walks the stack without
   // their rows (conv-alias.ts reducedStackOf: the other rows' outputs are the same bits)
   const ta = fresh ? null : (cache.track as GdnTrack).alias;
-  const walked = ta !== null && ta.complete ? reducedStackOf(ctx.plans, stack.m, convAliasOf(ctx.plans, stack.m, w.conv1d, d)) : stack.m;
+  const walked = ta !== null && ta.walk !== null && ta.stack === stack.m ? ta.walk : stack.m;
   const ps = deltaLinear(ctx, walked, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() }, 'gdn.inProj');
   if (ps === null) return null;
   // (the aliased channels' inputs are the full stack's: their windows are their representatives')

@@ -97,6 +97,17 @@ const NEG_ZEROS = splatConst(-0x80000000);
 const ONES = splatConst(-1);
 const FLT_MAX = splatConst(0x7f7fffff);
 
+/**
+ * One row's operands for a pass over its columns, from the row index code `index` (pushing an
+ * i32): local r ← the index, xs ← splat(x_r) (x float32 from xAt), rowAt ← row r of S (float32,
+ * dv columns, from sAt). Locals are the kernel's own.
+ */
+const rowOperands = (index: number[], L: { r: number; x: number; xs: number; s: number; dv: number; rowAt: number }) => [
+  ...index, ...set(L.r),
+  ...at4(L.x, L.r), ...mem(OP.f32Load, 2), ...simd(SIMD.f32x4Splat), ...set(L.xs),
+  ...get(L.s), ...get(L.r), ...get(L.dv), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(L.rowAt),
+];
+
 /** Locals of dots: its nine parameters, then eighteen int32, two float32 and thirteen v128. */
 const D = {
   sAt: 0, xAt: 1, rnzAt: 2, dk: 3, dv: 4, kindPos: 5, outAt: 6, idxAt: 7, scrAt: 8,
@@ -105,6 +116,9 @@ const D = {
   xv: 27, xi: 28,
   v: 29, sgn: 30, allNegV: 31, everyV: 32, xs: 33, p: 34, m: 35, acc: 36, anyV: 37, nanAny: 38, need: 39, zs: 40, res: 41,
 } as const;
+
+/** dots' locals for rowOperands. */
+const D_ROW = { r: D.r, x: D.xAt, xs: D.xs, s: D.sAt, dv: D.dv, rowAt: D.rowAt };
 
 const ioStore = (slot: number, v: number[]) => [...get(D.ioAt), ...v, ...mem(OP.i32Store, 2, 4 * slot)];
 
@@ -189,9 +203,7 @@ const dotsOneRow = [
   ...whileLess(D.g, dvBytes, [...get(D.outAt), ...get(D.g), OP.i32Add, ...get(D.zs), ...vmem(SIMD.store), ...inc(D.g, 16)]),
   ...i32(0), OP.return,
   OP.end,
-  ...get(D.dotAt), ...mem(OP.i32Load, 2), ...set(D.r),
-  ...at4(D.xAt, D.r), ...mem(OP.f32Load, 2), ...simd(SIMD.f32x4Splat), ...set(D.xs),
-  ...get(D.sAt), ...get(D.r), ...get(D.dv), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(D.rowAt),
+  ...rowOperands([...get(D.dotAt), ...mem(OP.i32Load, 2)], D_ROW),
   ...ZEROS, ...set(D.nanAny),
   ...whileLess(D.g, dvBytes, [
     ...get(D.outAt), ...get(D.g), OP.i32Add,
@@ -231,9 +243,7 @@ const dotsBody = [
   // the visited rows, in order
   ...i32(0), ...set(D.t),
   ...whileLess(D.t, get(D.nd), [
-    ...at4(D.dotAt, D.t), ...mem(OP.i32Load, 2), ...set(D.r),
-    ...at4(D.xAt, D.r), ...mem(OP.f32Load, 2), ...simd(SIMD.f32x4Splat), ...set(D.xs),
-    ...get(D.sAt), ...get(D.r), ...get(D.dv), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(D.rowAt),
+    ...rowOperands([...at4(D.dotAt, D.t), ...mem(OP.i32Load, 2)], D_ROW),
     ...i32(0), ...set(D.g),
     ...whileLess(D.g, dvBytes, [
       ...get(D.rowAt), ...get(D.g), OP.i32Add, ...vmem(SIMD.load), ...get(D.xs), ...simd(SIMD.f32x4Mul), ...tee(D.p),
@@ -299,7 +309,7 @@ export function gdnKernelModuleBytes(): Uint8Array {
     { name: 'convActivate', params: [I32], results: [I32], locals: CONV_LOCALS, body: convActivateBody },
     { name: 'convChannels', params: [I32], results: [I32], locals: CONV_LOCALS, body: convChannelsBody },
     { name: 'gatedNorm', params: [I32], results: [I32], locals: NORM_LOCALS, body: gatedNormBody },
-    { name: 'keyRows', params: Array.from({ length: 8 }, () => I32), results: [I32], locals: [[5, I32], [6, V128]], body: keyRowsBody },
+    { name: 'keyRows', params: Array.from({ length: 8 }, () => I32), results: [I32], locals: [[4, I32], [6, V128]], body: keyRowsBody },
     { name: 'l2norm', params: [I32, I32, I32, F32, I32], results: [I32], locals: [[5, I32], [3, F32], [1, V128]], body: l2normBody },
   ]);
 }
@@ -684,16 +694,14 @@ const gatedNormBody = [
 ];
 const NORM_LOCALS: number[][] = [[NORM_I32_LOCALS, I32], [6, F32], [1, F64], [3, V128]];
 
-/** Locals of keyRows: its eight parameters, then five int32 and six v128. */
-const KR = { sAt: 0, kAt: 1, idxAt: 2, kn: 3, deltaAt: 4, dv: 5, rnzAt: 6, ioAt: 7, t: 8, i: 9, rowAt: 10, g: 11, x: 12,
-  ks: 13, y: 14, bad: 15, nz: 16, ng: 17, mx: 18 } as const;
+/** Locals of keyRows: its eight parameters, then four int32 and six v128. */
+const KR = { sAt: 0, kAt: 1, idxAt: 2, kn: 3, deltaAt: 4, dv: 5, rnzAt: 6, ioAt: 7, t: 8, i: 9, rowAt: 10, g: 11,
+  ks: 12, y: 13, bad: 14, nz: 15, ng: 16, mx: 17 } as const;
 /** Over the listed rows i = idx[t] (t < kn): ks = splat(k_i), rowAt = row i of S, then `inner` for each 4 columns at byte g. */
 const keyRowsLoop = (inner: number[], afterRow: number[]) => [
   ...i32(0), ...set(KR.t),
   ...whileLess(KR.t, get(KR.kn), [
-    ...at4(KR.idxAt, KR.t), ...mem(OP.i32Load, 2), ...set(KR.i),
-    ...at4(KR.kAt, KR.i), ...mem(OP.f32Load, 2), ...simd(SIMD.f32x4Splat), ...set(KR.ks),
-    ...get(KR.sAt), ...get(KR.i), ...get(KR.dv), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(KR.rowAt),
+    ...rowOperands([...at4(KR.idxAt, KR.t), ...mem(OP.i32Load, 2)], { r: KR.i, x: KR.kAt, xs: KR.ks, s: KR.sAt, dv: KR.dv, rowAt: KR.rowAt }),
     ...i32(0), ...set(KR.g),
     ...whileLess(KR.g, [...get(KR.dv), ...i32(2), OP.i32Shl], [...inner, ...inc(KR.g, 16)]),
     ...afterRow,

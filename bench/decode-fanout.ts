@@ -90,7 +90,12 @@ function identify(m: Matrix): { layer: number; role: Role } {
     const mix = ly.mixer;
     if (mix.kind === 'linear_attention') {
       if (m === mix.outProj) id = { layer, role: 'outProj' };
-      else if (m === stackOf(inProjParts(ex.ctx.plans, mix))) id = { layer, role: 'inProj' };
+      else {
+        // the stack, or the stack without the rows of aliased conv blocks (conv-alias.ts), which a
+        // track walks once its aliases are set up
+        const stack = stackOf(inProjParts(ex.ctx.plans, mix));
+        if (stack !== undefined && (m === stack || m === ex.ctx.plans.convAliasStacks.get(stack)?.m)) id = { layer, role: 'inProj' };
+      }
     }
   });
   if (id === undefined) throw new Error(`decode-fanout: a ${m.rows} × ${m.cols} matrix that is no layer's in-projection, out-projection, gate/up or down projection`);

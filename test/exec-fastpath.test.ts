@@ -19,7 +19,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { linearEx, newMatmulStats } from '../src/exec/matmul.ts';
-import { linearArgmax, scanActivations } from '../src/exec/matmul-argmax.ts';
+import { activationsOf, linearArgmax, scanActivations } from '../src/exec/matmul-argmax.ts';
+import type { ArgmaxState } from '../src/exec/plans.ts';
 import { swiglu } from '../src/exec/mlp.ts';
 import { recurrentStep } from '../src/exec/gdn.ts';
 import { convStepF32, convZeroOf } from '../src/exec/gdn-token.ts';
@@ -415,6 +416,47 @@ describe('round 2: argmax-only LM head', () => {
       expect(Array.from(nz.subarray(0, n))).toEqual(want);
       expect(neg[0]).toBe(Array.from(x).filter((v) => v < 0 || Object.is(v, -0)).length);
     }), { numRuns: 300, seed: 28 });
+  });
+
+  it('activationsOf: from a change list, the scan of the whole vector (nz in order, the sign count, −1 while any value is not finite)', () => {
+    const patterns = [0, 0x80000000, 1, 0x80000001, 0x3f800000, 0xbf800000, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00001];
+    let listed = 0;
+    fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (seed) => {
+      const rnd = lcg(seed);
+      const cols = 1 + Math.floor(rnd() * 30);
+      const xb = new Uint32Array(cols);
+      const draw = () => (rnd() < 0.5 ? 0 : patterns[Math.floor(rnd() * patterns.length)]!);
+      for (let c = 0; c < cols; c++) xb[c] = draw();
+      const st: ArgmaxState = {
+        rows: 1, so: null, nz: new Int32Array(cols), nzn: 0, neg: new Int32Array(1), nonFinite: 0, seen: null, seenStamp: -1, x: null, xb: null,
+      };
+      let stamp = 100;
+      for (let step = 0; step < 25; step++) {
+        const prev = stamp;
+        // a step: a few columns change; the list holds them, some unchanged columns, one twice
+        const changed: number[] = [];
+        const k = Math.floor(rnd() * 4);
+        for (let i = 0; i < k; i++) { const c = Math.floor(rnd() * cols); xb[c] = draw(); changed.push(c); }
+        if (rnd() < 0.5) changed.push(Math.floor(rnd() * cols));
+        if (changed.length > 0 && rnd() < 0.3) changed.push(changed[0]!);
+        const kind = rnd();
+        let share;
+        if (kind < 0.7) { stamp++; share = { stamp, since: { prevStamp: prev, changed: Int32Array.from(changed), nChanged: changed.length } }; listed++; }
+        else if (kind < 0.8) { stamp++; share = { stamp, since: null }; } // changes unknown: a scan
+        else if (kind < 0.9) { stamp += 2; share = { stamp, since: { prevStamp: prev + 1, changed: Int32Array.from(changed), nChanged: changed.length } }; } // a vector it never saw
+        else share = undefined;
+        const got = activationsOf(st, xb, cols, share);
+        const nz = new Int32Array(cols);
+        const neg = new Int32Array(1);
+        const want = scanActivations(xb, cols, nz, neg);
+        expect(got).toBe(want);
+        if (want >= 0) {
+          expect(Array.from(st.nz.subarray(0, got))).toEqual(Array.from(nz.subarray(0, want)));
+          expect(st.neg[0]).toBe(neg[0]);
+        }
+      }
+    }), { numRuns: 300, seed: 34 });
+    expect(listed).toBeGreaterThan(3000); // most steps took the list
   });
 
   it('property: linearArgmax = argmax(dense linear) on random sparse matrices and inputs', () => {

@@ -219,6 +219,8 @@ export class Executor {
   private readonly track: ResidualTrack | null;
   /** The final-norm output of the last forward when the tracked step ran it, else null. */
   private trackedNormed: Float32Array | null = null;
+  /** decodeArgmax's account of trackedNormed for the LM head (reused). */
+  private readonly argmaxShare: DeltaShare = { stamp: -1, since: null };
   private embedRow: Float32Array | null = null;
   /** Token embedding rows as their entries, by token id (the tracked step's; ExecTuning.embedRowsKept at most). */
   private readonly embedEntries = new Map<number, RowEntries>();
@@ -483,12 +485,21 @@ export class Executor {
       const H = c.hiddenSize;
       let t0 = phaseStart();
       let n = this.trackedNormed;
+      let share: DeltaShare | undefined;
       if (n === null) {
         n = (this.buffers as ForwardBuffers).normed;
         rmsNorm1p(this.ctx, hs[0], 0, H, this.weights.norm, c.rmsNormEps, n, 0);
+      } else {
+        // the final norm's stamp and change list: the LM head's scan of n reads only those columns
+        const site = (this.track as ResidualTrack).finalNorm;
+        share = this.argmaxShare;
+        share.stamp = site.stamp;
+        share.since = site.changes();
       }
       t0 = phaseEnd('finalNorm', t0);
-      const best = linearArgmax(this.ctx, this.weights.lmHead, n, this.path, (this.logitsBuffer ??= new Float32Array(c.vocabSize)), this.stats);
+      const best = linearArgmax(
+        this.ctx, this.weights.lmHead, n, this.path, (this.logitsBuffer ??= new Float32Array(c.vocabSize)), this.stats, share,
+      );
       phaseEnd('lmHead', t0);
       return best;
     });

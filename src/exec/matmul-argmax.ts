@@ -18,7 +18,8 @@ import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { columnExtremesOf, columnRunsOf, cscPlanOf, sparsePlanOf, storedEntries, type ColumnRuns, type CscPlan } from './matmul-plans.ts';
-import type { ArgmaxMemo, BoundedPrep, ExecPlans, SparseOut } from './plans.ts';
+import type { ArgmaxMemo, ArgmaxState, BoundedPrep, ExecPlans, SparseOut } from './plans.ts';
+import type { DeltaShare } from './delta.ts';
 
 export type { SparseOut } from './plans.ts';
 
@@ -58,6 +59,74 @@ export function scanActivations(xb: Uint32Array, cols: number, nz: Int32Array, n
   }
   neg[0] = negTotal;
   return n;
+}
+
+const EXP_MASK = 0x7f800000;
+
+/**
+ * scanActivations' answer for the activations x (bits xb) kept in st (its nz, neg[0], and −1 when
+ * some x_c is not finite), from the columns `share` lists when st last saw the vector its
+ * changes start from (share.since.prevStamp = st.seenStamp), else from a scan of every column.
+ * The kept scan is of the vector st.seen holds: a listed column whose bits moved updates the
+ * counts from its old bits, and leaves or joins nz (kept ascending) when it turns zero or
+ * non-zero. Without `share` nothing is kept (st.seenStamp −1).
+ */
+export function activationsOf(st: ArgmaxState, xb: Uint32Array, cols: number, share: DeltaShare | undefined): number {
+  const nz = st.nz;
+  if (share === undefined) {
+    st.seenStamp = -1;
+    st.nzn = scanActivations(xb, cols, nz, st.neg);
+    return st.nzn;
+  }
+  const since = share.since;
+  const seen = (st.seen ??= new Uint32Array(cols));
+  if (st.seenStamp === -1 || (st.seenStamp !== share.stamp && (since == null || since.prevStamp !== st.seenStamp))) {
+    let n = 0;
+    let neg = 0;
+    let bad = 0;
+    for (let c = 0; c < cols; c++) {
+      const b = xb[c];
+      seen[c] = b;
+      if ((b & EXP_MASK) === EXP_MASK) bad++;
+      if ((b & 0x7fffffff) !== 0) nz[n++] = c;
+      neg += b >>> 31;
+    }
+    st.nzn = n;
+    st.neg[0] = neg;
+    st.nonFinite = bad;
+  } else if (st.seenStamp !== share.stamp) {
+    const list = (since as NonNullable<typeof since>).changed;
+    const m = (since as NonNullable<typeof since>).nChanged;
+    let n = st.nzn;
+    let neg = st.neg[0];
+    let bad = st.nonFinite;
+    for (let t = 0; t < m; t++) {
+      const c = list[t];
+      const b = xb[c];
+      const o = seen[c];
+      if (b === o) continue;
+      seen[c] = b;
+      bad += ((b & EXP_MASK) === EXP_MASK ? 1 : 0) - ((o & EXP_MASK) === EXP_MASK ? 1 : 0);
+      neg += (b >>> 31) - (o >>> 31);
+      const isNz = (b & 0x7fffffff) !== 0;
+      if (isNz === ((o & 0x7fffffff) !== 0)) continue;
+      let i = 0;
+      while (i < n && nz[i] < c) i++;
+      if (isNz) {
+        for (let j = n; j > i; j--) nz[j] = nz[j - 1];
+        nz[i] = c;
+        n++;
+      } else {
+        n--;
+        for (let j = i; j < n; j++) nz[j] = nz[j + 1];
+      }
+    }
+    st.nzn = n;
+    st.neg[0] = neg;
+    st.nonFinite = bad;
+  }
+  st.seenStamp = share.stamp;
+  return st.nonFinite > 0 ? -1 : st.nzn;
 }
 
 /**
@@ -163,10 +232,14 @@ function argmaxMemoOf(ctx: ExecNumericContext, m: Matrix): ArgmaxMemo | null {
  * exec.nan-logits when every value is NaN) — exactly executor.ts `argmax(linear(ctx, m, x, path))`.
  * Sparse path, sequential order: when scatterInto applies, only the touched rows and the lowest
  * untouched row (exactly +0, like every untouched row, which all lose ties to it) are compared.
- * Otherwise the product is written into `buf` (length ≥ rows) and scanned.
+ * Otherwise the product is written into `buf` (length ≥ rows) and scanned. `share` (x's stamp and
+ * its producer's list of changed columns, delta.ts DeltaShare): the scan of x for its non-zero
+ * columns reads only the listed ones when this matrix's last call saw the vector they start from
+ * (activationsOf).
  */
 export function linearArgmax(
   ctx: ExecNumericContext, m: Matrix, x: Float32Array, path: MatmulPath, buf: Float32Array, stats?: MatmulStats,
+  share?: DeltaShare,
 ): number {
   if (path === 'sparse' && ctx.order.kind === 'sequential' && x.length >= m.cols) {
     // per matrix (ctx.plans.argmaxStates): the sparse output and activation scratch
@@ -176,13 +249,16 @@ export function linearArgmax(
       // (the sparse output is made when the scatter first runs: the memo and boundedArgmax decide
       // the chip's steps without it, and its 2.2 MB at qwen3.5-4b were fresh pages of a fresh
       // process's first step)
-      st = { rows: m.rows, so: null, nz: new Int32Array(m.cols), neg: new Int32Array(1), x: null, xb: null };
+      st = {
+        rows: m.rows, so: null, nz: new Int32Array(m.cols), nzn: 0, neg: new Int32Array(1), nonFinite: 0, seen: null,
+        seenStamp: -1, x: null, xb: null,
+      };
       argmaxStates.set(m, st);
     }
     // x's bits (a view kept while the caller passes the same vector: decode steps reuse their buffers)
     if (st.x !== x || st.xb === null) { st.x = x; st.xb = new Uint32Array(x.buffer, x.byteOffset, m.cols); }
     const xb = st.xb;
-    const nzn = scanActivations(xb, m.cols, st.nz, st.neg);
+    const nzn = activationsOf(st, xb, m.cols, share);
     const memo = nzn >= 0 ? argmaxMemoOf(ctx, m) : null;
     let key: Uint32Array | null = null;
     let hash = 0;
@@ -318,8 +394,16 @@ function boundedArgmax(
   let folded = 0;
   let best = -1;
   let bv = 0;
+  // Whether every row of T is marked: the first column folded leaves its rows unmarked (a
+  // column's rows are distinct: the CSR's rows are strictly ascending), and they are marked only
+  // when a second column joins T — most steps are decided by the first.
+  let marked = true;
+  const markT = () => {
+    if (!marked) { for (let t = 0; t < nr; t++) mark[rows[t]] = 1; marked = true; }
+  };
   /** Marks the rows of column c as in T. */
   const absorb = (c: number) => {
+    markT();
     if ('runs' in cols) {
       const { runPtr, runs } = cols;
       for (let q = runPtr[c]; q < runPtr[c + 1]; q++) {
@@ -343,6 +427,25 @@ function boundedArgmax(
   const absorbFolding = (c: number) => {
     const pk = pre.packed[c] ??= packedRowsOf(plan.csr, cols, c);
     const { u, f } = pk;
+    if (nr === 0) {
+      // T is empty: every row of c joins it, unmarked
+      marked = false;
+      for (let p = 0; p < u.length;) {
+        const r = u[p];
+        const n = u[p + 1];
+        p += 2;
+        rows[nr++] = r;
+        let acc = 0;
+        for (const end = p + 2 * n; p < end; p += 2) {
+          const pr = f32(f[p + 1] * x[u[p]]);
+          if (pr !== 0) acc = f32(acc + pr);
+        }
+        if (acc === acc && (best < 0 || acc > bv || (acc === bv && r < best))) { best = r; bv = acc; }
+      }
+      folded = nr;
+      return;
+    }
+    markT();
     for (let p = 0; p < u.length;) {
       const r = u[p];
       const n = u[p + 1];
@@ -394,7 +497,7 @@ function boundedArgmax(
     // fround(U) is +Inf exactly then; below it, bv > fround(U) gives bv > U
     if (best >= 0 && bv > f32(bound)) { answer = best; break; }
   }
-  for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
+  if (marked) for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
   return answer;
 }
 

@@ -195,6 +195,25 @@ export interface SparseOut {
  * itself must qualify — `maxRowNnz` is +inf otherwise): then every row is a pure function of
  * those activations (scatterInto), so is the argmax. Keys are compared in full (no hash trust).
  */
+/**
+ * linearArgmax's per-matrix state (matmul-argmax.ts): the sparse output, the bit view of the
+ * activation vector it was last called with (remade for any other vector), and the activations'
+ * scan — the non-zero columns nz[0..nzn) ascending, the sign-bit-set count neg[0], the count of
+ * non-finite activations — of the vector stamped `seenStamp`, whose bits `seen` holds (−1: none).
+ */
+export interface ArgmaxState {
+  rows: number;
+  so: SparseOut | null;
+  nz: Int32Array;
+  nzn: number;
+  neg: Int32Array;
+  nonFinite: number;
+  seen: Uint32Array | null;
+  seenStamp: number;
+  x: Float32Array | null;
+  xb: Uint32Array | null;
+}
+
 export interface ArgmaxMemo {
   /** The storage the memo describes (sparsePlanOf's CSR). */
   csr: CsrMatrix;
@@ -386,7 +405,7 @@ export class ExecPlans {
   /** (b) Per GDN weights, per numeric mode (gdn-idle.ts idleModeKey): the idle step's output. */
   readonly idleOutputs = new WeakMap<GdnWeights, Map<string, Float32Array>>();
   /** (c) linearArgmax's sparse output (made on first use) and activation scratch, per matrix (of `rows` rows). */
-  readonly argmaxStates = new WeakMap<Matrix, { rows: number; so: SparseOut | null; nz: Int32Array; neg: Int32Array; x: Float32Array | null; xb: Uint32Array | null }>();
+  readonly argmaxStates = new WeakMap<Matrix, ArgmaxState>();
   /** (c) Per gate/up row union: the down projection's input buffer, +0 outside the union. */
   readonly supportBuffers = new WeakMap<Int32Array, Float32Array>();
   /** (c) swiglu's gate and up outputs (grown to the widest MLP). */

@@ -19,8 +19,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
-import { deltaLinear, lowbit32, wasmHeapOf, weightLows } from '../src/exec/delta.ts';
-import { rowStackOf } from '../src/exec/stack-rows.ts';
+import { deltaLinear, lowbit32, newDeltaSite, wasmHeapOf, weightLows } from '../src/exec/delta.ts';
+import { newStackSite, rowStackAt, rowStackOf } from '../src/exec/stack-rows.ts';
 import { dropGdnTrack, gdnConvedSnapshot, gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
 import { Executor, argmax } from '../src/exec/executor.ts';
 import { DELTA_ROLES, linearEx, newMatmulStats } from '../src/exec/matmul.ts';
@@ -124,6 +124,52 @@ describe('deltaLinear', () => {
     const s2 = rowStackOf(testPlans, [a.csr, b.csr])!;
     expect(s2).not.toBe(s1);
     expect(Array.from(s2.m.csr!.values.subarray(a.csr.csr!.rowPtr[6]))).toEqual(Array.from(b2.csr.csr!.values));
+  });
+
+  it('rowStackAt: the site\'s stack while its parts keep their storage; another part or new storage, the lookup again', () => {
+    const rnd = lcg(8);
+    const a = sparseMatrix(rnd, 6, 8, 3).csr;
+    const b = sparseMatrix(rnd, 5, 8, 3).csr;
+    const c = sparseMatrix(rnd, 4, 8, 3).csr;
+    const site = newStackSite();
+    let lookups = 0;
+    const partsOf = (_p: ExecPlans, key: { a: Matrix; b: Matrix }): Matrix[] => { lookups++; return [key.a, key.b]; };
+    const key = { a, b };
+    const s1 = rowStackAt(site, testPlans, key, partsOf, key.a, key.b);
+    expect(s1).toBe(rowStackOf(testPlans, [a, b]));
+    expect(rowStackAt(site, testPlans, key, partsOf, key.a, key.b)).toBe(s1);
+    expect(lookups).toBe(1); // the second call: from the site
+    // another part named: that stack
+    key.b = c;
+    expect(rowStackAt(site, testPlans, key, partsOf, key.a, key.b)).toBe(rowStackOf(testPlans, [a, c]));
+    // a part given new storage: a new stack holding the new weights
+    const a2 = sparseMatrix(rnd, 6, 8, 3).csr;
+    a.csr = a2.csr;
+    const s3 = rowStackAt(site, testPlans, key, partsOf, key.a, key.b)!;
+    expect(Array.from(s3.m.csr!.values.subarray(0, a2.csr!.rowPtr[6]))).toEqual(Array.from(a2.csr!.values));
+    // four parts against a site of two: the lookup
+    expect(rowStackAt(site, testPlans, key, () => [a, c, b, c], a, c, b, c)!.m.rows).toBe(6 + 4 + 5 + 4);
+    expect(lookups).toBe(3);
+  });
+
+  it('deltaLinear through a DeltaSite: the state of the matrix it is given, whichever the site held', () => {
+    const rnd = lcg(9);
+    const ms = [sparseMatrix(rnd, 7, 6, 3), sparseMatrix(rnd, 9, 6, 3)];
+    const ctx = makeNumericContext({ profile: 'f32' });
+    const plain = makeNumericContext({ profile: 'f32' });
+    const site = newDeltaSite();
+    const x = new Float32Array(6);
+    let ran = 0;
+    for (let step = 0; step < 60; step++) {
+      x[Math.floor(rnd() * 6)] = [0, -0, 1, 2, 0.25, -1, 5][Math.floor(rnd() * 7)]!;
+      const m = ms[Math.floor(rnd() * 2)]!;
+      const st = deltaLinear(ctx, m.csr, x, 0, null, 0, undefined, undefined, undefined, site);
+      expect(site.m).toBe(m.csr);
+      if (st === null) continue; // (the form refused: nothing to compare)
+      ran++;
+      expect(bits(st.y.subarray(0, m.csr.rows))).toEqual(bits(linearEx(plain, m.dense, x, 'dense').out));
+    }
+    expect(ran).toBeGreaterThan(40);
   });
 
   it('property: equals the dense linear over changing inputs (f32, bf16), with and without candidates', () => {
@@ -870,6 +916,40 @@ describe('incremental decode on whole executors', () => {
       expect(s.stats.deltaShared).toBeGreaterThan(0);
       expect(times['gdn.tracked']).toBeGreaterThan(0); // the tracked GDN step ran
     }
+  });
+
+  it('weights given new storage or new matrices between steps: the step\'s memos of its lookups follow them (sparse = dense)', async () => {
+    const tiny = resolveTarget('tiny').config;
+    // a compile of its own: the weights are changed below
+    const res = await loadCircuitFile('circuits/examples/regfile.ts').then((ir) => compileCircuit(ir, tiny));
+    const rnd = lcg(41);
+    const bos = res.ir.bos ?? 0;
+    const stream = [bos, ...Array.from({ length: 50 }, () => Math.floor(rnd() * bos))];
+    const w = res.weights;
+    const li = w.config.layerTypes.indexOf('linear_attention');
+    const scaledCsr = (m: Matrix, f: number) => {
+      const c = m.csr!;
+      return { rowPtr: c.rowPtr.slice(), colIdx: c.colIdx.slice(), values: c.values.map((v) => v * f) };
+    };
+    const s = new Executor(w, { path: 'sparse', profile: 'f32' });
+    const d = new Executor(w, { path: 'dense', profile: 'f32' });
+    const recS = recorder(s);
+    const recD = recorder(d);
+    s.prefill([stream[0]!]);
+    d.prefill([stream[0]!]);
+    const mix = w.layers[li]!.mixer;
+    const mlp = w.layers[li]!.mlp;
+    if (mix.kind !== 'linear_attention' || !('downProj' in mlp)) throw new Error('regfile: no GDN layer with a dense MLP');
+    for (let i = 1; i < stream.length; i++) {
+      if (i === 10) mlp.gateProj.csr = scaledCsr(mlp.gateProj, 2); // new storage, the same matrix
+      if (i === 20) mlp.downProj = { rows: mlp.downProj.rows, cols: mlp.downProj.cols, csr: scaledCsr(mlp.downProj, 0.5) }; // a new matrix
+      if (i === 25) w.layers[li]!.mlp = { ...mlp, upProj: { rows: mlp.upProj.rows, cols: mlp.upProj.cols, csr: scaledCsr(mlp.upProj, 4) } };
+      if (i === 30) mix.inProjZ.csr = scaledCsr(mix.inProjZ, -1);
+      if (i === 40) mix.outProj = { rows: mix.outProj.rows, cols: mix.outProj.cols, csr: scaledCsr(mix.outProj, 2) };
+      expect(s.decodeArgmax(stream[i]!)).toBe(argmax(d.decode(stream[i]!)));
+    }
+    expect(recS).toEqual(recD);
+    expect(s.stats.deltaShared).toBeGreaterThan(0);
   });
 
   it('the work breakdown by matrix (stats.deltaByRole) sums to the totals, one call per matrix and step', async () => {

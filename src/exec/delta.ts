@@ -68,7 +68,7 @@ import type { Matrix } from '../model/weights.ts';
 import type { DeltaRole, MatmulStats } from './matmul.ts';
 import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
 import { siluFormula, type ExecNumericContext } from './numeric.ts';
-import type { CscPlan, DeltaKernel, DeltaLinearState, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
+import type { CscPlan, DeltaKernel, DeltaLinearState, ExecMemos, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
 import { carveArrays } from './arena.ts';
 import { TRACK, TRACK_WORDS, WasmHeap } from './wasm-kernels.ts';
 
@@ -409,19 +409,41 @@ function refoldRow(
 }
 
 /**
+ * A call site's memo of the delta state of the matrix it walks (a decode layer's projection):
+ * deltaLinear takes the state from it while the matrix and the context's memos are the ones it
+ * was found for, instead of looking it up (stateOf, a WeakMap) at every call. A state is made once
+ * per matrix and memos and never replaced, so the memo stays right.
+ */
+export interface DeltaSite {
+  memos: ExecMemos | null;
+  m: Matrix | null;
+  st: DeltaLinearState | null;
+}
+
+export function newDeltaSite(): DeltaSite {
+  return { memos: null, m: null, st: null };
+}
+
+/**
  * y = x[xOff .. xOff+cols)·Wᵀ, maintained incrementally (see the module comment); returns the
  * state (y in `state.y`, which stays valid until the next call for this matrix and context) or null
  * when the form does not apply (then nothing is computed and the caller runs linear()).
  * `cand` (with nCand), when given, lists every input column that may differ from the previous
  * call's input (e.g. the rows the producer recomputed); otherwise all columns are compared.
- * `role` names the matrix for the work breakdown (stats.deltaByRole).
+ * `role` names the matrix for the work breakdown (stats.deltaByRole); `site`, the caller's memo
+ * of the state (DeltaSite).
  */
 export function deltaLinear(
   ctx: ExecNumericContext, m: Matrix, x: Float32Array, xOff: number, cand: Int32Array | null, nCand: number,
-  stats?: MatmulStats, share?: DeltaShare, role?: DeltaRole,
+  stats?: MatmulStats, share?: DeltaShare, role?: DeltaRole, site?: DeltaSite,
 ): DeltaLinearState | null {
   if (ctx.order.kind !== 'sequential' || xOff + m.cols > x.length) return null;
-  const st = stateOf(ctx, m);
+  let st: DeltaLinearState;
+  if (site !== undefined && site.m === m && site.memos === ctx.memos) st = site.st as DeltaLinearState;
+  else {
+    st = stateOf(ctx, m);
+    if (site !== undefined) { site.memos = ctx.memos; site.m = m; site.st = st; }
+  }
   const stamp = share?.stamp ?? -1;
   const since = share?.since;
   if (cand === null && since && stamp !== -1 && st.valid && st.stamp !== -1 && st.stamp === since.prevStamp) {

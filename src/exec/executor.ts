@@ -19,14 +19,13 @@ import { classifyState, STATE_ZERO } from './gdn-sparse-step.ts';
 import { gdnConvSnapshot, noteGdnStateWritten } from './gdn-tracked.ts';
 import { linear, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { linearArgmax } from './matmul-argmax.ts';
-import { moeForward, swiglu } from './mlp.ts';
+import { moeForward, newFfnSites, swiglu, type FfnSites, type SwigluIo } from './mlp.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
 import { plansOf } from './plans.ts';
 import { rmsNorm1p } from './norms.ts';
 import type { ExecOptions, LayerHook, LayerHookEvent } from './types.ts';
 import { phaseEnd, phaseStart, setActiveTimes, setLayerPrefix, type LayerDetail, type PhaseTimes } from './profile.ts';
 import { addTracked, ResidualTrack, rowEntriesOf, type RowEntries } from './residual-track.ts';
-import type { SwigluIo } from './mlp.ts';
 import { wasmHeapOf, type DeltaShare } from './delta.ts';
 
 const f32 = Math.fround;
@@ -227,6 +226,8 @@ export class Executor {
   private embedStorage: unknown = null;
   /** forwardTracked's exchange objects (SwiGLU's, the mixer's share, the mixer's input list), made on first use. */
   private trackedIo: { ff: SwigluIo; mix: DeltaShare; normed: Float32Array[] } | null = null;
+  /** Per layer, the tracked step's memos of its SwiGLU's lookups (mlp.ts FfnSites). */
+  private ffnSites: FfnSites[] | null = null;
   /** The per-layer phase names of forwardTracked and their prefixes (made once). */
   private layerPhases: (readonly [string, string, string])[] | null = null;
 
@@ -724,6 +725,7 @@ export class Executor {
         const share = ffIo.share as DeltaShare;
         share.stamp = lt.n2.stamp;
         share.since = lt.n2.changes();
+        ffIo.sites = (this.ffnSites ??= Array.from({ length: c.numLayers }, newFfnSites))[li];
         ff = swiglu(ctx, f, lt.n2.out.v, path, stats, buf.ff, ffIo);
         t0 = phaseStart();
         ffChanges = lt.ffSeen.advance(ffIo.outSource);

@@ -13,7 +13,8 @@ import { ChipcError } from '../util/errors.ts';
 import type { ModelConfig } from '../model/config.ts';
 import type { CsrMatrix, GdnWeights, Matrix } from '../model/weights.ts';
 import { gdnDims, type GdnDims } from '../model/naming.ts';
-import type { OutputSource } from './delta.ts';
+import type { DeltaSite, OutputSource } from './delta.ts';
+import type { StackSite } from './stack-rows.ts';
 import { newSparseStepScratch, STATE_ZERO, type KvMemo, type SparseStepScratch } from './gdn-sparse-step.ts';
 import type { WasmHeap } from './wasm-kernels.ts';
 import { CONV_CTL, CONV_CTL_WORDS, NORM_CTL, NORM_CTL_WORDS } from './wasm-gdn-kernels.ts';
@@ -83,6 +84,14 @@ export interface GdnCache {
   dims?: GdnDims;
   /** The result object of single-token decode steps (singleResult), made on first use. */
   single?: GdnRunResult;
+  /**
+   * The tracked step's memos of what it looks up at every step: the in_proj stack (StackSite), the
+   * in- and out-projections' delta states (DeltaSite); made on first use.
+   */
+  sites?: { stack: StackSite; inProj: DeltaSite; outProj: DeltaSite };
+  /** The weights `idle` was found for (gdn-idle.ts isIdleLayer, remembered per cache). */
+  idleOf?: GdnWeights;
+  idle?: boolean;
 }
 
 /** Per-layer scratch of a single-token GDN call (every array is fully rewritten before it is read). */

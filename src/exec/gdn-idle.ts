@@ -83,7 +83,8 @@ export function keepIdleOutput(ctx: ExecNumericContext, w: GdnWeights, cache: Gd
 export function idlePreconditions(
   plans: ExecPlans, d: GdnDims, w: GdnWeights, cache: GdnCache, x: Float32Array, share?: DeltaShare,
 ): boolean {
-  if (!isIdleLayer(plans, w)) return false;
+  if (cache.idleOf !== w) { cache.idle = isIdleLayer(plans, w); cache.idleOf = w; }
+  if (cache.idle !== true) return false;
   const seen = cache.idleInput ??= { finiteStamp: -1, clearAt: 0 };
   // finite: the entries that changed since an input stamped and found finite, else every entry
   const since = share?.since;

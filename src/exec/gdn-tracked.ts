@@ -21,9 +21,9 @@ import type { GdnDims } from '../model/naming.ts';
 import { linear, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32, softplus32 } from './numeric.ts';
-import { deltaLinear, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
+import { deltaLinear, newDeltaSite, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
-import { rowStackOf } from './stack-rows.ts';
+import { newStackSite, rowStackAt } from './stack-rows.ts';
 import type { ConvLive, DeltaLinearState, ExecPlans, SingleTaps } from './plans.ts';
 import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
 import { CH_ACTIVE, CH_LISTED, type ConvKernel, type GdnBuffers, type GdnCache, type GdnTrack } from './gdn-cache.ts';
@@ -521,7 +521,8 @@ export function gdnDecodeTracked(
 ): { out: Float32Array; source: OutputSource | null } | null {
   let t0 = phaseStart();
   // the four projections read the same x: one stacked matrix [qkv; z; b; a] (stack-rows.ts)
-  const stack = rowStackOf(ctx.plans, inProjParts(ctx.plans, w));
+  const sites = cache.sites ??= { stack: newStackSite(), inProj: newDeltaSite(), outProj: newDeltaSite() };
+  const stack = rowStackAt(sites.stack, ctx.plans, w, inProjParts, w.inProjQkv, w.inProjZ, w.inProjB, w.inProjA);
   if (stack === null) return null;
   const form = ctx.siluForm;
   const fresh = cache.track === undefined || cache.track.weights !== w || cache.track.siluForm !== form;
@@ -529,7 +530,7 @@ export function gdnDecodeTracked(
   // their rows (conv-alias.ts reducedStackOf: the other rows' outputs are the same bits)
   const ta = fresh ? null : (cache.track as GdnTrack).alias;
   const walked = ta !== null && ta.walk !== null && ta.stack === stack.m ? ta.walk : stack.m;
-  const ps = deltaLinear(ctx, walked, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() }, 'gdn.inProj');
+  const ps = deltaLinear(ctx, walked, x, 0, null, 0, stats, inShare ?? { stamp: nextInputStamp() }, 'gdn.inProj', sites.inProj);
   if (ps === null) return null;
   // (the aliased channels' inputs are the full stack's: their windows are their representatives')
   noteConvInputs(cache, stack.m);
@@ -704,7 +705,8 @@ export function gdnDecodeTracked(
   // layers, whose gated norm outputs all −0, failed it every token).
   const outProj = w.outProj;
   const kept = !fresh && !ps.full && nc === 0 && t.outLinearCsr === outProj.csr && t.outLinearDense === outProj.dense;
-  const os = kept ? null : deltaLinear(ctx, outProj, normed, 0, fresh || ps.full ? null : changedList, nc, stats, undefined, 'gdn.outProj');
+  const os = kept ? null
+    : deltaLinear(ctx, outProj, normed, 0, fresh || ps.full ? null : changedList, nc, stats, undefined, 'gdn.outProj', sites.outProj);
   // the incremental output is handed out as it is (its memo is next written by this layer's next step)
   if (os === null) {
     if (!kept) {

@@ -12,12 +12,12 @@ import { ChipcError } from '../util/errors.ts';
 import type { Matrix, MoeMlpWeights } from '../model/weights.ts';
 import { linear, linearEx, linearOnSupport, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { nonEmptyRowUnion } from './matmul-plans.ts';
-import type { ExecPlans } from './plans.ts';
+import type { ExecMemos, ExecPlans, FfnDeltaState } from './plans.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { exp32, sigmoid32, silu32 } from './numeric.ts';
-import { deltaLinear, nextInputStamp, wasmHeapOf, type DeltaShare, type OutputSource } from './delta.ts';
+import { deltaLinear, newDeltaSite, nextInputStamp, wasmHeapOf, type DeltaShare, type DeltaSite, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
-import { rowStackOf } from './stack-rows.ts';
+import { newStackSite, rowStackAt, rowStackOf, type StackSite } from './stack-rows.ts';
 
 const f32 = Math.fround;
 
@@ -83,8 +83,9 @@ function swigluDelta(
   if (m.downProj.cols !== n || m.upProj.rows !== n || m.upProj.cols !== H || out.length < m.downProj.rows || x.length < H) return null;
   // per numeric context and gate matrix (ctx.memos.ffnDeltaStates): h and the gate/up memo version it reflects
   const byM = ctx.memos.ffnDeltaStates;
-  let st = byM.get(m.gateProj);
-  if (st === undefined || st.h.length !== n) {
+  const sites = io?.sites;
+  let st = sites !== undefined && sites.gate === m.gateProj && sites.memos === ctx.memos ? sites.state : byM.get(m.gateProj);
+  if (st == null || st.h.length !== n) {
     // h and the changed units in the context's wasm memory where the SwiGLU can run there (f32)
     const heap = ctx.profile === 'f32' ? wasmHeapOf(ctx) : null;
     const a = heap?.carve({ h: [Float32Array, n], changed: [Int32Array, n] }) ?? null;
@@ -93,10 +94,14 @@ function swigluDelta(
     st = { h, hBits: new Uint32Array(h.buffer, h.byteOffset, n), valid: false, changed, ver: -1 };
     byM.set(m.gateProj, st);
   }
+  if (sites !== undefined) { sites.memos = ctx.memos; sites.gate = m.gateProj; sites.state = st; }
   let t0 = phaseStart();
   // gate and up read the same x: one stacked matrix [gate; up] (stack-rows.ts), unit i at rows i, n + i
-  const stack = rowStackOf(ctx.plans, gateUpParts(ctx.plans, m));
-  const gus = stack === null ? null : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, io?.share ?? { stamp: nextInputStamp() }, 'ffn.gateUp');
+  const stack = sites !== undefined
+    ? rowStackAt(sites.stack, ctx.plans, m, gateUpParts, m.gateProj, m.upProj)
+    : rowStackOf(ctx.plans, gateUpParts(ctx.plans, m));
+  const gus = stack === null ? null
+    : deltaLinear(ctx, stack.m, x, 0, null, 0, stats, io?.share ?? { stamp: nextInputStamp() }, 'ffn.gateUp', sites?.gateUp);
   t0 = phaseEnd('ffn.gateUp', t0);
   if (gus === null) { st.valid = false; return null; }
   const h = st.h;
@@ -139,7 +144,7 @@ function swigluDelta(
   st.ver = gus.version;
   st.valid = true;
   t0 = phaseEnd('ffn.act', t0);
-  const ds = deltaLinear(ctx, m.downProj, h, 0, cand, nch, stats, undefined, 'ffn.down');
+  const ds = deltaLinear(ctx, m.downProj, h, 0, cand, nch, stats, undefined, 'ffn.down', sites?.down);
   let y = out;
   if (ds === null) linear(ctx, m.downProj, h, 'sparse', { stats, out });
   else if (io) y = ds.y; // (a copy of 2,560 floats per layer and token at qwen3.5-4b, saved)
@@ -157,6 +162,26 @@ function swigluDelta(
 export interface SwigluIo {
   share?: DeltaShare;
   outSource: OutputSource | null;
+  /** The layer's memos of what its step looks up (FfnSites). */
+  sites?: FfnSites;
+}
+
+/**
+ * A decode layer's memos of what its SwiGLU looks up at every step: the gate/up stack
+ * (StackSite), the two projections' delta states (DeltaSite) and h's state (the gate matrix and
+ * the memos it belongs to), kept while those stay the same objects.
+ */
+export interface FfnSites {
+  stack: StackSite;
+  gateUp: DeltaSite;
+  down: DeltaSite;
+  memos: ExecMemos | null;
+  gate: Matrix | null;
+  state: FfnDeltaState | null;
+}
+
+export function newFfnSites(): FfnSites {
+  return { stack: newStackSite(), gateUp: newDeltaSite(), down: newDeltaSite(), memos: null, gate: null, state: null };
 }
 
 /**

@@ -50,6 +50,51 @@ export function rowStackOf(plans: ExecPlans, parts: readonly Matrix[]): RowStack
   return entry.stack;
 }
 
+/**
+ * A call site's memo of rowStackOf for the parts it names (a decode layer's in-projections or gate
+ * and up): the parts and their storage it was found for, compared by identity instead of the
+ * lookups (plans.stacks and the caller's list of parts, WeakMaps) of every call.
+ */
+export interface StackSite {
+  plans: ExecPlans | null;
+  parts: readonly Matrix[];
+  csr: (CsrMatrix | undefined)[];
+  dense: (Float32Array | undefined)[];
+  stack: RowStack | null;
+}
+
+export function newStackSite(): StackSite {
+  return { plans: null, parts: [], csr: [], dense: [], stack: null };
+}
+
+/**
+ * rowStackOf(plans, partsOf(plans, key)) through `site`, where p0 … p3 are the parts of `key` now
+ * (two or four of them, named by the caller so that a step allocates nothing): the site's stack
+ * while they are its parts with the storage it saw, else the lookup, remembered.
+ */
+export function rowStackAt<K>(
+  site: StackSite, plans: ExecPlans, key: K, partsOf: (plans: ExecPlans, key: K) => readonly Matrix[],
+  p0: Matrix, p1: Matrix, p2?: Matrix, p3?: Matrix,
+): RowStack | null {
+  if (site.plans === plans && holdsParts(site, p0, p1, p2, p3)) return site.stack;
+  const parts = partsOf(plans, key);
+  site.stack = rowStackOf(plans, parts);
+  site.plans = plans;
+  site.parts = parts.slice();
+  site.csr = parts.map((m) => m.csr);
+  site.dense = parts.map((m) => m.dense);
+  return site.stack;
+}
+
+function holdsParts(site: StackSite, p0: Matrix, p1: Matrix, p2: Matrix | undefined, p3: Matrix | undefined): boolean {
+  const ps = site.parts;
+  const n = ps.length;
+  if (n !== (p2 === undefined ? 2 : p3 === undefined ? 3 : 4)) return false;
+  if (ps[0] !== p0 || ps[1] !== p1 || (n > 2 && ps[2] !== p2) || (n > 3 && ps[3] !== p3)) return false;
+  for (let i = 0; i < n; i++) if (ps[i].csr !== site.csr[i] || ps[i].dense !== site.dense[i]) return false;
+  return true;
+}
+
 function buildStack(plans: ExecPlans, parts: readonly Matrix[]): RowStack | null {
   const cols = parts[0].cols;
   const csrs: CsrMatrix[] = [];

@@ -427,31 +427,18 @@ function boundedArgmax(
   const absorbFolding = (c: number) => {
     const pk = pre.packed[c] ??= packedRowsOf(plan.csr, cols, c);
     const { u, f } = pk;
-    if (nr === 0) {
-      // T is empty: every row of c joins it, unmarked
-      marked = false;
-      for (let p = 0; p < u.length;) {
-        const r = u[p];
-        const n = u[p + 1];
-        p += 2;
-        rows[nr++] = r;
-        let acc = 0;
-        for (const end = p + 2 * n; p < end; p += 2) {
-          const pr = f32(f[p + 1] * x[u[p]]);
-          if (pr !== 0) acc = f32(acc + pr);
-        }
-        if (acc === acc && (best < 0 || acc > bv || (acc === bv && r < best))) { best = r; bv = acc; }
-      }
-      folded = nr;
-      return;
-    }
-    markT();
+    // the first column to join T: its rows join unmarked (markT marks them if another column joins)
+    const first = nr === 0;
+    if (first) marked = false;
+    else markT();
     for (let p = 0; p < u.length;) {
       const r = u[p];
       const n = u[p + 1];
       p += 2;
-      if (mark[r] !== 0) { p += 2 * n; continue; }
-      mark[r] = 1;
+      if (!first) {
+        if (mark[r] !== 0) { p += 2 * n; continue; }
+        mark[r] = 1;
+      }
       rows[nr++] = r;
       let acc = 0;
       for (const end = p + 2 * n; p < end; p += 2) {

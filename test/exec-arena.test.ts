@@ -100,7 +100,7 @@ describe('delta states carved from one chunk', () => {
     const [s0, s1] = mats.map((m) => ctx.memos.deltaStates.get(m.csr)!);
     expect(s0!.y.buffer).toBe(s1!.y.buffer);
     expect(s0!.y.buffer.byteLength).toBeGreaterThan(32 << 20);
-    const span = (st: typeof s0) => [st!.colBits.byteOffset, st!.rowLow.byteOffset + st!.rowLow.byteLength];
+    const span = (st: typeof s0) => [st!.colBits.byteOffset, st!.rowLowGap.byteOffset + st!.rowLowGap.byteLength];
     const [a0, a1] = span(s0);
     const [b0, b1] = span(s1);
     expect(a1 <= b0! || b1! <= a0!).toBe(true);

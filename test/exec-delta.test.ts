@@ -413,8 +413,9 @@ describe('deltaLinear', () => {
           }
           expect(sum).toBeLessThanOrEqual(st.rowBound[r]!);
           if (g !== 32767) {
-            expect(g).toBeGreaterThanOrEqual(st.rowLow[r]!);
-            expect(st.rowBound[r]!).toBeLessThan(2 ** (24 + st.rowLow[r]!));
+            const G = 32767 - st.rowLowGap[r]!; // (kept as NO_LOW − G_r)
+            expect(g).toBeGreaterThanOrEqual(G);
+            expect(st.rowBound[r]!).toBeLessThan(2 ** (24 + G));
           }
         }
         expect(nb).toBe(st.nBounded);

@@ -159,57 +159,52 @@ function boundedRow(B: number, G: number): boolean {
 }
 
 /**
- * Builds the column and row bounds from the current input (after a full recompute), marks each
- * non-empty row bounded or tracked (the empty rows, which nothing reaches, count as bounded) and
- * writes each bounded row's fold to y (the tracked ones are refolded with their records after).
- * One walk of the stored entries for both: the fold skips the entries whose input or product is
- * ±0, the bounds those whose weight or input is ±0 (an input's record then says "never seen
- * non-zero"), so an entry with both non-zero feeds both (a fresh process runs this walk for every
- * matrix in its first step, in code the JIT has not compiled yet). Returns the number of bounded
- * rows (the caller's st.nBounded).
+ * Builds the column records and the row bounds from the current input (after a full recompute),
+ * marks each row bounded or tracked and writes each bounded row's fold to y (f32; the tracked rows
+ * are refolded with their records after), in one walk of the CSC's entries of the non-zero input
+ * columns. Row r's products reach it in ascending column order, as in a walk of its CSR row, so its
+ * fold, its bound (B_r ← (B_r + |w|·M_c)·(1 + 2^−50)) and its lowest bit see the same entries in
+ * the same order; an entry whose input is ±0 feeds none of them, so those columns are not walked,
+ * and a row that no entry reaches keeps its +0 y, bound, NO_LOW − G and mark (bounded: at a prompt's
+ * first position a fresh process reaches 120,000 of the layers' 395,000 rows, and the pages of the
+ * others are not touched). Precondition: those four +0 for every row. Each reached row is listed in
+ * `list` at its first entry; the rows to refold are written to `refold` and their count returned.
+ * wasm-fold-kernel.ts foldColumns is this function, operation for operation.
  */
-function buildBoundsAndFold(
-  st: DeltaLinearState, rows: number, colEnd: number, x: Float32Array, xOff: number, xb: Uint32Array,
-  rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array, values: Float32Array, wLowCsr: WeightLows,
-  nonEmpty: Uint32Array, y: Float32Array,
+function foldByColumns(
+  st: DeltaLinearState, colEnd: number, x: Float32Array, xOff: number, xb: Uint32Array, colPtr: Uint32Array,
+  rowIdx: Uint16Array | Uint32Array, values: Float32Array, wLowCsc: WeightLows, y: Float32Array, list: Int32Array, refold: Int32Array,
 ): number {
-  const { colVals, colInts, rowBound, rowLow, mark } = st;
-  // (the records of columns below colEnd: every column with an entry is below it)
+  const { colVals, colInts, rowBound, rowLowGap, mark } = st;
+  let n = 0;
   for (let c = 0; c < colEnd; c++) {
     const v = x[xOff + c];
-    // (the bits read and their lowest bit found for every column, 0 too: made first at a late
-    // non-zero input, after the JIT had compiled this loop, they threw that code away)
     const low = lowbit32(xb[c]);
-    colVals[4 * c + 1] = Math.abs(v);
+    const av = Math.abs(v);
+    colVals[4 * c + 1] = av;
     colInts[4 * c + 2] = v === 0 ? NO_LOW : low;
-  }
-  let nBounded = rows - nonEmpty.length;
-  for (let i = 0; i < nonEmpty.length; i++) {
-    const r = nonEmpty[i];
-    let B = 0;
-    let G = NO_LOW;
-    let acc = 0;
-    for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
-      const c = colIdx[k];
-      const xv = x[xOff + c];
-      if (xv === 0) continue;
+    if (v === 0) continue;
+    for (let k = colPtr[c]; k < colPtr[c + 1]; k++) {
       const w = values[k];
       if (w === 0) continue;
-      const p = f32(w * xv);
-      if (p !== 0) acc = f32(acc + p);
-      B = (B + Math.abs(w) * colVals[4 * c + 1]) * BOUND_INFLATE;
-      const lb = wLowCsr[k] + colInts[4 * c + 2];
-      if (lb < G) G = lb;
+      const r = rowIdx[k];
+      const p = f32(w * v);
+      if (p !== 0) y[r] = y[r] + p;
+      const B = rowBound[r];
+      if (B === 0) list[n++] = r;
+      rowBound[r] = (B + Math.abs(w) * av) * BOUND_INFLATE;
+      const gap = NO_LOW - (wLowCsc[k] + low);
+      if (gap > rowLowGap[r]) rowLowGap[r] = gap;
     }
-    rowBound[r] = B;
-    rowLow[r] = G;
-    const bounded = boundedRow(B, G);
-    mark[r] = bounded ? 0 : 1;
-    if (bounded) { nBounded++; y[r] = acc; }
   }
-  // (returned, not stored here: the JIT compiles the loop above while the first call runs it, and
-  // an operation after it, never run before, threw that code away at every matrix's first call)
-  return nBounded;
+  let nf = 0;
+  for (let t = 0; t < n; t++) {
+    const r = list[t];
+    if (boundedRow(rowBound[r], NO_LOW - rowLowGap[r])) continue;
+    mark[r] = 1;
+    refold[nf++] = r;
+  }
+  return nf;
 }
 
 /** The memo of m in ctx (ctx.memos.deltaStates), made on first use. */
@@ -217,17 +212,17 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
   const byM = ctx.memos.deltaStates;
   let st = byM.get(m);
   if (st === undefined) {
-    // one buffer for the per-row and per-column records (arena.ts: only the pages written fault)
-    const a = carveArrays({ rowBound: [Float64Array, m.rows], rowLow: [Int16Array, m.rows] }, ctx.memos.recordArena);
-    // what the wasm kernels read and write (the column records, the rows' marks, y, the reached
-    // rows, the changed columns, the tracked rows' slots, records and refold list): in the
-    // context's wasm memory where they can run there (f32, rows that a 16-bit index names), else
-    // beside the other records (the exact-row records then grow as slots are taken)
+    // what the wasm kernels read and write (the column records, the rows' marks, bounds and lowest
+    // bits, y, the reached rows, the changed columns, the tracked rows' slots, records and refold
+    // list): in the context's wasm memory where they can run there (f32, rows that a 16-bit index
+    // names), else in one buffer (arena.ts: only the pages written fault; the exact-row records
+    // then grow as slots are taken)
     const w = ctx.profile === 'f32' && m.rows <= 0x10000 ? walkArraysOf(ctx, m.rows, m.cols) : null;
     const r = w ?? {
       ...carveArrays({
         colBits: [Uint32Array, 4 * (m.cols + 1)], changed: [Int32Array, m.cols], y: [Float32Array, m.rows], rows: [Int32Array, m.rows],
         mark: [Uint16Array, m.rows], rowSlot: [Int32Array, m.rows], refold: [Int32Array, m.rows],
+        rowBound: [Float64Array, m.rows], rowLowGap: [Uint16Array, m.rows],
       }, ctx.memos.recordArena),
       rowExact: new Float64Array(4 * 16),
     };
@@ -238,7 +233,7 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
       rows: r.rows, nRows: 0, mark: r.mark, epoch: 0, changed: r.changed, nChanged: 0, usable: 0,
       version: 0,
       rowExact: r.rowExact, rowSlot: r.rowSlot, nSlots: 0, refold: r.refold, nUpdated: 0, stamp: -1,
-      rowBound: a.rowBound, rowLow: a.rowLow, nBounded: 0, inSrc: null, inOff: 0, inView: null,
+      rowBound: r.rowBound, rowLowGap: r.rowLowGap, nBounded: 0, inSrc: null, inOff: 0, inView: null,
       plan: null, csc: null, lows: null, planCsr: undefined, planDense: undefined, kernel: null,
     };
     byM.set(m, st);
@@ -254,19 +249,21 @@ export function wasmHeapOf(ctx: ExecNumericContext): WasmHeap | null {
 }
 
 /**
- * A state's column records, changed-column list, y, reached-row list, row marks, and the tracked
+ * A state's column records, changed-column list, y, reached-row list, row marks, bounds and lowest
+ * bits, and the tracked
  * rows' slots, exact-row records (4 float64 a slot, slots 1 … rows: room for every row, so they
  * never grow; only the pages of the slots taken are touched) and refold list, carved from the
  * context's wasm memory, or null when they do not fit.
  */
 function walkArraysOf(ctx: ExecNumericContext, rows: number, cols: number): {
   colBits: Uint32Array; changed: Int32Array; y: Float32Array; rows: Int32Array; mark: Uint16Array; rowSlot: Int32Array; refold: Int32Array;
-  rowExact: Float64Array;
+  rowExact: Float64Array; rowBound: Float64Array; rowLowGap: Uint16Array;
 } | null {
   const heap = wasmHeapOf(ctx);
   return heap === null ? null : heap.carve({
     colBits: [Uint32Array, 4 * (cols + 1)], changed: [Int32Array, cols], y: [Float32Array, rows], rows: [Int32Array, rows], mark: [Uint16Array, rows],
     rowSlot: [Int32Array, rows], refold: [Int32Array, rows], rowExact: [Float64Array, 4 * (rows + 1)],
+    rowBound: [Float64Array, rows], rowLowGap: [Uint16Array, rows],
   });
 }
 
@@ -466,7 +463,7 @@ export function deltaLinear(
  */
 function foldFresh(
   ctx: ExecNumericContext, m: Matrix, st: DeltaLinearState, plan: SparsePlan, csc: CscPlan, x: Float32Array, xOff: number,
-  xb: Uint32Array, wLowCsr: WeightLows, bf16: boolean, stats?: MatmulStats,
+  xb: Uint32Array, wLowCsr: WeightLows, wLowCsc: WeightLows, bf16: boolean, stats?: MatmulStats,
 ): DeltaLinearState | null {
   const cols = m.cols;
   const { rowPtr, colIdx, values } = plan.csr;
@@ -477,10 +474,6 @@ function foldFresh(
     negTotal += signSet(xb[c]);
   }
   if (csc.maxRowNnz >= cols - negTotal) return null;
-  // Rows with no stored entry are +0 (bf16: act(+0) = +0) and no walk or refold ever reaches
-  // them (nothing else of theirs is read): only the others are folded.
-  // Bounded rows (f32) are folded alone; tracked ones (every row in bf16) with their records.
-  const nonEmpty = nonEmptyRowsOf(ctx.plans, m);
   const y = st.y;
   if (st.version !== 0) y.fill(0); // (a state never computed holds +0 already: its pages stay untouched)
   // A state never computed keeps the records of the columns past the last one with an entry as
@@ -489,19 +482,26 @@ function foldFresh(
   // last used one's end, above its own end of 0). The chip's down projections use 816 and fewer
   // of their 9,216 columns: the records of the rest were fresh pages written in the first step.
   const colEnd = st.version === 0 ? csc.usedCols : cols;
+  fillColumnRecords(st.colBits, st.colInts, xb, csc.colPtr, cols, colEnd);
   if (bf16) {
+    // Rows with no stored entry are +0 (act(+0) = +0) and no walk or refold ever reaches them
+    // (nothing else of theirs is read): only the others are folded, each with its record.
+    const nonEmpty = nonEmptyRowsOf(ctx.plans, m);
     for (let i = 0; i < nonEmpty.length; i++) refoldRow(ctx, st, nonEmpty[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
     st.mark.fill(1);
     st.nBounded = 0;
   } else {
-    st.nBounded = buildBoundsAndFold(st, m.rows, colEnd, x, xOff, xb, rowPtr, colIdx, values, wLowCsr, nonEmpty, y);
-    const mark = st.mark;
-    for (let i = 0; i < nonEmpty.length; i++) {
-      const r = nonEmpty[i];
-      if ((mark[r] & 1) !== 0) refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
-    }
+    // bounded rows folded alone, the others refolded with their records; in wasm where the
+    // kernel's arrays are in its memory (it reads the column records' bits and entry ranges)
+    if (st.version !== 0) { st.rowBound.fill(0); st.rowLowGap.fill(0); st.mark.fill(0); }
+    const kern = st.kernel;
+    const refold = st.refold;
+    const nf = kern !== null && st.rowBound.buffer === kern.heap.buffer
+      ? kern.heap.foldColumns(colEnd, st.colBits, kern.rowIdx, kern.values, y, st.rowBound, st.rowLowGap, st.mark, st.rows, refold)
+      : foldByColumns(st, colEnd, x, xOff, xb, csc.colPtr, csc.rowIdx, csc.values, wLowCsc, y, st.rows, refold);
+    for (let i = 0; i < nf; i++) refoldRow(ctx, st, refold[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
+    st.nBounded = m.rows - nf;
   }
-  fillColumnRecords(st.colBits, st.colInts, xb, csc.colPtr, cols, colEnd);
   st.negTotal = negTotal;
   st.valid = true;
   st.full = true;
@@ -595,7 +595,7 @@ function deltaLinearIn(
   const lows = st.lows!;
   const wLow = lows.csc;
   const wLowCsr = lows.csr;
-  if (!st.valid) return foldFresh(ctx, m, st, plan, csc, x, xOff, xb, wLowCsr, bf16, stats);
+  if (!st.valid) return foldFresh(ctx, m, st, plan, csc, x, xOff, xb, wLowCsr, wLow, bf16, stats);
   // One pass over the candidates: each changed column's record is updated as it is found (so a
   // repeated candidate counts once), its bounds widened if its new value falls outside them, and
   // its stored entries walked at once. A bounded row's update needs only the bounds of the column
@@ -604,7 +604,7 @@ function deltaLinearIn(
   // scratch whatever earlier columns added. The precondition's count of sign-bit-set inputs is
   // complete only after the pass: when it fails, the state is dropped (the next call folds afresh)
   // and the caller computes the product itself.
-  const { colBits, colVals, colInts, rowBound, rowLow } = st;
+  const { colBits, colVals, colInts, rowBound, rowLowGap } = st;
   const changed = st.changed;
   let nc = 0;
   let negTotal = st.negTotal;
@@ -686,9 +686,9 @@ function deltaLinearIn(
         if (aw === 0) continue;
         const grow = aw * mNew - aw * mOld;
         if (grow > 0) rowBound[r] = (rowBound[r] + grow) * BOUND_INFLATE;
-        const lb = wLow[k] + lNew;
-        if (lb < rowLow[r]) rowLow[r] = lb;
-        if (!boundedRow(rowBound[r], rowLow[r])) {
+        const gap = NO_LOW - (wLow[k] + lNew);
+        if (gap > rowLowGap[r]) rowLowGap[r] = gap;
+        if (!boundedRow(rowBound[r], NO_LOW - rowLowGap[r])) {
           if ((mark[r] & ~3) !== cur) rows[nr++] = r;
           mark[r] = cur | 3;
           refold[nf++] = r;

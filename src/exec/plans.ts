@@ -294,11 +294,12 @@ export interface DeltaLinearState {
   refold: Int32Array;
   /**
    * The row bounds of the bounded rows (module comment; the column bounds M_c and L_c, NO_LOW when
-   * column c was never non-zero, are in the column records): B_r and G_r (NO_LOW when row r has no
-   * product that can be non-zero). A row is bounded iff its `mark` bit 0 is clear.
+   * column c was never non-zero, are in the column records): B_r, and G_r as NO_LOW − G_r (G_r is
+   * NO_LOW when row r has no product that can be non-zero: then +0, as allocated, so that the
+   * first fold writes only the rows it reaches). A row is bounded iff its `mark` bit 0 is clear.
    */
   rowBound: Float64Array;
-  rowLow: Int16Array;
+  rowLowGap: Uint16Array;
   /** Rows that are bounded (0 in the bf16 profile). */
   nBounded: number;
   /** The matrix's sparse plans and weight lowbits, and the storage they were made from. */

@@ -30,7 +30,8 @@ export const OP = {
   i32Eq: 0x46, i32LtS: 0x48, i32GtS: 0x4a, i32LeS: 0x4c, i32GeS: 0x4e, i32ShrU: 0x76, i32Ctz: 0x68,
   f64Gt: 0x64, f64Lt: 0x63, f64Abs: 0x99, f64Sub: 0xa1, f64Store: 0x39, f64ConvertI32S: 0xb7, i32Load16S: 0x2e,
   i32TruncSatF64S0: 0xfc, i32TruncSatF64S1: 0x02, f64Div: 0xa3, f64Sqrt: 0x9f, f32Lt: 0x5d,
-  f32Gt: 0x5e, f32Div: 0x95, f32Sqrt: 0x91, f32Max: 0x97,
+  f32Gt: 0x5e, f32Div: 0x95, f32Sqrt: 0x91, f32Max: 0x97, f32Abs: 0x8b,
+  i64Const: 0x42, i64Shl: 0x86, i64ExtendI32S: 0xac, f64ReinterpretI64: 0xbf,
 } as const;
 
 /**
@@ -89,6 +90,16 @@ export const whileLess = (local: number, limit: number[], body: number[]) => [
   ...body,
   OP.br, 0,
   OP.end, OP.end,
+];
+/**
+ * The exponent of the lowest set bit of the finite non-zero float32 whose bits are in local b
+ * (delta.ts lowbit32), using local e: the value on the stack.
+ */
+export const lowbitOf = (b: number, e: number) => [
+  ...get(b), ...i32(23), OP.i32ShrU, ...i32(0xff), OP.i32And, ...set(e),
+  ...i32(-149), ...get(e), ...i32(150), OP.i32Sub, ...get(e), OP.i32Eqz, OP.select,
+  ...get(b), ...i32(0x7fffff), OP.i32And, ...i32(0), ...i32(0x800000), ...get(e), OP.i32Eqz, OP.select, OP.i32Or,
+  OP.i32Ctz, OP.i32Add,
 ];
 /** local ← local + by (int32). */
 export const inc = (local: number, by: number) => [...get(local), ...i32(by), OP.i32Add, ...set(local)];

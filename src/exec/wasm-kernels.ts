@@ -63,7 +63,8 @@
  */
 import { gdnKernelModuleBytes } from './wasm-gdn-kernels.ts';
 import { residualKernelFns } from './wasm-residual-kernels.ts';
-import { addr, F64, f64c, get, I32, i32, kernelModuleOf, mem, OP, set, tee } from './wasm-emit.ts';
+import { foldKernelFn } from './wasm-fold-kernel.ts';
+import { addr, F64, f64c, get, I32, i32, kernelModuleOf, lowbitOf, mem, OP, set, tee } from './wasm-emit.ts';
 
 /**
  * The word indices of a delta state's track block (int32, TRACK_WORDS of them), which walk and
@@ -88,13 +89,6 @@ interface EntryLocals {
   nf: number; xn: number; xo: number;
 }
 
-/** lowbit32 of the bits in local b (delta.ts lowbit32), using local e: the value on the stack. */
-const lowbitOf = (b: number, e: number) => [
-  ...get(b), ...i32(23), OP.i32ShrU, ...i32(0xff), OP.i32And, ...set(e),
-  ...i32(-149), ...get(e), ...i32(150), OP.i32Sub, ...get(e), OP.i32Eqz, OP.select,
-  ...get(b), ...i32(0x7fffff), OP.i32And, ...i32(0), ...i32(0x800000), ...get(e), OP.i32Eqz, OP.select, OP.i32Or,
-  OP.i32Ctz, OP.i32Add,
-];
 // trackedUpdate's locals: its nine parameters, then three int32 and five float64
 const U = {
   valuesAt: 0, k: 1, slotAt: 2, r: 3, exactAt: 4, yAt: 5, lx: 6, xn: 7, xo: 8,
@@ -327,7 +321,8 @@ const swigluBody: number[] = [
 /**
  * The kernels' module (wasm-emit.ts kernelModuleOf): silu32's formula imported as function 0;
  * `trackedUpdate` (function 1, which walk and delta call), `walk` (2), `swiglu` (3), `delta` (4),
- * and wasm-residual-kernels.ts `addLists` (5) and `normListed` (6) exported.
+ * wasm-residual-kernels.ts `addLists` (5) and `normListed` (6) and wasm-fold-kernel.ts `foldColumns` (7)
+ * exported.
  */
 export function kernelModuleBytes(): Uint8Array {
   return kernelModuleOf([
@@ -339,6 +334,7 @@ export function kernelModuleBytes(): Uint8Array {
     { name: 'swiglu', params: Array.from({ length: 7 }, () => I32), results: [I32], locals: [[5, I32], [2, F64]], body: swigluBody },
     { name: 'delta', params: Array.from({ length: 14 }, () => I32), results: [I32], locals: [[21, I32], [3, F64]], body: deltaBody },
     ...residualKernelFns(),
+    foldKernelFn(),
   ]);
 }
 
@@ -353,6 +349,8 @@ type AddListsFn = (xAt: number, bAt: number, oAt: number, aAt: number, aN: numbe
 type NormListedFn = (xAt: number, pAt: number, listAt: number, n: number, w1At: number, ovAt: number, chAt: number, r: number) => number;
 type GdnDeltaFn = (vAt: number, kvAt: number, beta: number, deltaAt: number, dv: number) => number;
 type KeyRowsFn = (sAt: number, kAt: number, idxAt: number, kn: number, deltaAt: number, dv: number, rnzAt: number, ioAt: number) => number;
+type FoldColumnsFn = (colEnd: number, recAt: number, rowIdxAt: number, valuesAt: number, yAt: number, boundAt: number, lowAt: number,
+  markAt: number, listAt: number, refoldAt: number) => number;
 type L2normFn = (xAt: number, n: number, outAt: number, s: number, nzAt: number) => number;
 
 /** silu32's formula for a form (numeric.ts siluFormula): swiglu's callback for the unsaturated units. */
@@ -418,6 +416,7 @@ export class WasmHeap {
   private readonly gatedNormFn: (ctlAt: number) => number;
   private readonly keyRowsFn: KeyRowsFn;
   private readonly l2normFn: L2normFn;
+  private readonly foldColumnsFn: FoldColumnsFn;
   /** Whether the GDN kernels (wasm-gdn-kernels.ts) are there: they need SIMD. */
   readonly hasGdnKernels: boolean;
   /** addLists' io word (bytes 0–3): the appended count. */
@@ -431,6 +430,7 @@ export class WasmHeap {
     this.deltaFn = instance.exports.delta as DeltaFn;
     this.addListsFn = instance.exports.addLists as AddListsFn;
     this.normListedFn = instance.exports.normListed as NormListedFn;
+    this.foldColumnsFn = instance.exports.foldColumns as FoldColumnsFn;
     this.hasGdnKernels = gdn !== null;
     const missing = (): number => { throw new Error('the GDN kernels are not available (hasGdnKernels)'); };
     this.gdnDotsFn = gdn === null ? missing : gdn.exports.dots as GdnDotsFn;
@@ -618,6 +618,18 @@ export class WasmHeap {
   normListed(x: Float32Array, P: Float32Array, list: Int32Array, n: number, w1: Float32Array, ov: Float32Array,
     changed: Int32Array, r: number): number {
     return this.normListedFn(x.byteOffset, P.byteOffset, list.byteOffset, n, w1.byteOffset, ov.byteOffset, changed.byteOffset, r);
+  }
+
+  /**
+   * wasm-fold-kernel.ts foldColumns: an incremental matmul's first fold from its column records
+   * (bits and entry ranges written) over columns [0, colEnd): M_c, L_c, the reached rows' bounds,
+   * NO_LOW − G and marks, the folds in y, the reached rows listed in `list` and the ones to refold
+   * in `refold`, whose count it returns. Every array must be a view of this heap.
+   */
+  foldColumns(colEnd: number, colBits: Uint32Array, rowIdx: Uint16Array, values: Float32Array, y: Float32Array, rowBound: Float64Array,
+    rowLowGap: Uint16Array, mark: Uint16Array, list: Int32Array, refold: Int32Array): number {
+    return this.foldColumnsFn(colEnd, colBits.byteOffset, rowIdx.byteOffset, values.byteOffset, y.byteOffset, rowBound.byteOffset,
+      rowLowGap.byteOffset, mark.byteOffset, list.byteOffset, refold.byteOffset);
   }
 
   /** The number of indices the last addLists appended. */

@@ -15,7 +15,7 @@
  * Run: npx tsx bench/gdn-step.ts [--heads 32] [--rows 64] [--steps 20000] [--repeats 5] [--json]
  */
 import { siluFormula } from '../src/exec/numeric.ts';
-import { WasmHeap } from '../src/exec/wasm-kernels.ts';
+import { WasmHeap } from '../src/exec/wasm-heap.ts';
 import { classifyState, newSparseStepScratch, recurrentStepSparse, type SparseStepScratch } from '../src/exec/gdn-sparse-step.ts';
 
 const argv = process.argv.slice(2);

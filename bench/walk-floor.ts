@@ -23,7 +23,7 @@
  * Run: npx tsx bench/walk-floor.ts [--layers 1,11,30] [--tokens 3000] [--repeats 5] [--json]
  */
 import { siluFormula } from '../src/exec/numeric.ts';
-import { WasmHeap } from '../src/exec/wasm-kernels.ts';
+import { WasmHeap } from '../src/exec/wasm-heap.ts';
 
 const argv = process.argv.slice(2);
 let layerList = [1, 11, 30];

@@ -27,7 +27,7 @@ import { DELTA_ROLES, linearEx, newMatmulStats } from '../src/exec/matmul.ts';
 import { linearArgmax } from '../src/exec/matmul-argmax.ts';
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import { ExecPlans } from '../src/exec/plans.ts';
-import { WasmHeap } from '../src/exec/wasm-kernels.ts';
+import { WasmHeap } from '../src/exec/wasm-heap.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
 import { loadCircuitFile } from '../src/dsl/load.ts';
 import { compileCircuit, type CompileResult } from '../src/compile.ts';

@@ -22,7 +22,7 @@ import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix, ModelWeights } from '../src/model/weights.ts';
 import { gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
 import { wasmHeapOf } from '../src/exec/delta.ts';
-import type { WasmHeap } from '../src/exec/wasm-kernels.ts';
+import type { WasmHeap } from '../src/exec/wasm-heap.ts';
 
 const f32 = Math.fround;
 const bits = (v: Float32Array): Uint32Array => new Uint32Array(v.buffer, v.byteOffset, v.length);

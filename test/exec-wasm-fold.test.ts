@@ -10,7 +10,7 @@
  * matrices whose weights and inputs round, cancel, overflow the bound, fall below 2^−149 and are ±0.
  */
 import { describe, expect, it } from 'vitest';
-import { WasmHeap } from '../src/exec/wasm-kernels.ts';
+import { WasmHeap } from '../src/exec/wasm-heap.ts';
 import { siluFormula } from '../src/exec/numeric.ts';
 
 const NO_LOW = 32767;

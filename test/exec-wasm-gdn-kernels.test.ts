@@ -21,8 +21,10 @@
 import { describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { gdnStepCase } from './helpers/gdn-step-cases.ts';
-import { gdnDotsScratchLength, WasmHeap } from '../src/exec/wasm-kernels.ts';
-import { gdnKernelModuleBytes, NORM_CTL } from '../src/exec/wasm-gdn-kernels.ts';
+import { WasmHeap } from '../src/exec/wasm-heap.ts';
+import { gdnDotsScratchLength } from '../src/exec/wasm-layout.ts';
+import { NORM_CTL } from '../src/exec/wasm-layout.ts';
+import { gdnKernelModuleBytes } from '../src/exec/wasm-gdn-kernels.ts';
 import { makeNumericContext, siluFormula } from '../src/exec/numeric.ts';
 import { gdnForward, recurrentStep } from '../src/exec/gdn.ts';
 import { gdnDimsOf, newGdnCache, type GdnCache } from '../src/exec/gdn-cache.ts';

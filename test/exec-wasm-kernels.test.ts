@@ -14,7 +14,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { TRACK, TRACK_WORDS, WasmHeap, kernelModuleBytes } from '../src/exec/wasm-kernels.ts';
+import { WasmHeap } from '../src/exec/wasm-heap.ts';
+import { TRACK, TRACK_WORDS } from '../src/exec/wasm-layout.ts';
+import { kernelModuleBytes } from '../src/exec/wasm-kernels.ts';
+import { GDN_KERNEL_MODULE_BASE64, KERNEL_MODULE_BASE64 } from '../src/exec/wasm-kernel-bytes.ts';
 import { gdnKernelModuleBytes } from '../src/exec/wasm-gdn-kernels.ts';
 import { silu32, siluFormula } from '../src/exec/numeric.ts';
 
@@ -86,6 +89,12 @@ function reference(
 const VALUES = [1, -1, 3, 0.1, -2.5, 1e-20, 7.25, 2 ** 100, -0.3333, 1e30, 0];
 
 describe('wasm kernels', () => {
+  it('the stored module bytes the runtime compiles are the emitters\' (else: npx tsx tools/wasm-kernel-bytes.ts --write)', () => {
+    const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
+    expect(KERNEL_MODULE_BASE64, 'src/exec/wasm-kernel-bytes.ts is stale: npx tsx tools/wasm-kernel-bytes.ts --write').toBe(b64(kernelModuleBytes()));
+    expect(GDN_KERNEL_MODULE_BASE64, 'src/exec/wasm-kernel-bytes.ts is stale: npx tsx tools/wasm-kernel-bytes.ts --write').toBe(b64(gdnKernelModuleBytes()));
+  });
+
   it('the module compiles and a heap is made (Node 20 has WebAssembly; create gives null when it does not compile)', () => {
     expect(kernelModuleBytes().subarray(0, 4)).toEqual(Uint8Array.from([0, 0x61, 0x73, 0x6d]));
     expect(WasmHeap.create(1, siluFormula)).not.toBeNull();

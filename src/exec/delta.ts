@@ -70,7 +70,8 @@ import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
 import { siluFormula, type ExecNumericContext } from './numeric.ts';
 import type { CscPlan, DeltaKernel, DeltaLinearState, ExecMemos, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
 import { carveArrays } from './arena.ts';
-import { TRACK, TRACK_WORDS, WasmHeap } from './wasm-kernels.ts';
+import { WasmHeap } from './wasm-heap.ts';
+import { TRACK, TRACK_WORDS } from './wasm-layout.ts';
 
 export type { DeltaLinearState } from './plans.ts';
 

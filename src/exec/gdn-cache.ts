@@ -16,8 +16,8 @@ import { gdnDims, type GdnDims } from '../model/naming.ts';
 import type { DeltaSite, OutputSource } from './delta.ts';
 import type { StackSite } from './stack-rows.ts';
 import { newSparseStepScratch, STATE_ZERO, type KvMemo, type SparseStepScratch } from './gdn-sparse-step.ts';
-import type { WasmHeap } from './wasm-kernels.ts';
-import { CONV_CTL, CONV_CTL_WORDS, NORM_CTL, NORM_CTL_WORDS } from './wasm-gdn-kernels.ts';
+import type { WasmHeap } from './wasm-heap.ts';
+import { CONV_CTL, CONV_CTL_WORDS, NORM_CTL, NORM_CTL_WORDS } from './wasm-layout.ts';
 
 /** model/naming.ts gdnDims, refusing a layer without value heads (r = 0) before the executor sizes buffers by it. */
 export function gdnDimsOf(cfg: ModelConfig): GdnDims {

@@ -9,7 +9,7 @@ import type { GdnDims } from '../model/naming.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import { gatedNormEntry, gatedNormFactor, gatedNormSquares } from './norms.ts';
 import type { GdnBuffers, GdnTrack, NormKernel } from './gdn-cache.ts';
-import { NORM_CTL } from './wasm-gdn-kernels.ts';
+import { NORM_CTL } from './wasm-layout.ts';
 
 /** GdnTrack.coreChanged flags: the head's output o may have moved (its step ran), a z row of it was recomputed. */
 export const O_MAY_MOVE = 1;

@@ -14,7 +14,8 @@
  * re-classified by classifyState before each step); anything else runs the full update.
  */
 import { exp32 } from './numeric.ts';
-import { gdnDotsScratchLength, type WasmHeap } from './wasm-kernels.ts';
+import { type WasmHeap } from './wasm-heap.ts';
+import { gdnDotsScratchLength } from './wasm-layout.ts';
 
 const f32 = Math.fround;
 /**

@@ -27,7 +27,7 @@ import { newStackSite, rowStackAt } from './stack-rows.ts';
 import type { ConvLive, DeltaLinearState, ExecPlans, SingleTaps } from './plans.ts';
 import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurrentStepSparse, STATE_ANY } from './gdn-sparse-step.ts';
 import { CH_ACTIVE, CH_LISTED, type ConvKernel, type GdnBuffers, type GdnCache, type GdnTrack } from './gdn-cache.ts';
-import { CONV_CTL } from './wasm-gdn-kernels.ts';
+import { CONV_CTL } from './wasm-layout.ts';
 import { gatedNormHead, gatedNormWasm, O_MAY_MOVE, Z_MAY_MOVE } from './gdn-gated-norm.ts';
 import { convZeroOf, inProjParts, l2normSeq, noteConvInputs } from './gdn-token.ts';
 import { aliasesOfTrack, convAliasOf, copyAliasOutputs, copyAliasWindows, followAliases, reducedStackOf } from './conv-alias.ts';

@@ -10,7 +10,7 @@
  */
 import { denseToCsr } from '../model/csr.ts';
 import { ChipcError } from '../util/errors.ts';
-import type { WasmHeap } from './wasm-kernels.ts';
+import type { WasmHeap } from './wasm-heap.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { ColumnExtremes, ColumnRuns, CscPlan, ExecPlans, SparsePlan } from './plans.ts';
 

@@ -50,7 +50,7 @@ import type { CsrMatrix, GdnWeights, Matrix, ModelWeights } from '../model/weigh
 import type { GdnDims } from '../model/naming.ts';
 import type { ExecTuning } from './types.ts';
 import { ZeroArena } from './arena.ts';
-import type { DeltaArrays, WasmHeap } from './wasm-kernels.ts';
+import type { DeltaArrays, WasmHeap } from './wasm-heap.ts';
 
 /** The sparse path's size thresholds, every one set (ExecOptions.tuning over DEFAULT_TUNING). */
 export type SparseTuning = Required<ExecTuning>;

@@ -31,7 +31,7 @@
 import type { ExecNumericContext } from './numeric.ts';
 import { rsqrt32 } from './numeric.ts';
 import { meanOf, onePlusWeights } from './norms.ts';
-import type { WasmHeap } from './wasm-kernels.ts';
+import type { WasmHeap } from './wasm-heap.ts';
 import type { ExecPlans } from './plans.ts';
 import { nextInputStamp, type InputChanges, type OutputSource } from './delta.ts';
 

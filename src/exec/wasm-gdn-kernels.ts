@@ -91,6 +91,7 @@
 import {
   at4, F32, F64, f64c, get, I32, i32, inc, kernelModuleOf, mem, OP, push, set, simd, SIMD, splatConst, tee, V128, vmem, whileLess,
 } from './wasm-emit.ts';
+import { CONV_CTL, CONV_CTL_WORDS, NORM_CTL, NORM_CTL_WORDS } from './wasm-layout.ts';
 
 const ZEROS = splatConst(0);
 const NEG_ZEROS = splatConst(-0x80000000);
@@ -314,17 +315,6 @@ export function gdnKernelModuleBytes(): Uint8Array {
   ]);
 }
 
-/**
- * The word indices of the conv kernels' control block (int32; CONV_CTL_WORDS of them, then the
- * K-float window scratch at word CONV_CTL_WORDS): what a call reads and writes, and the addresses
- * of the layer's arrays and its dimensions (written once, gdn-cache.ts convKernelOf).
- */
-export const CONV_CTL = {
-  rowsAt: 0, nRows: 1, nActive: 2, nLazy: 3, step: 4, n: 5, resume: 6, m: 7,
-  chanAt: 8, activeAt: 9, lazyAt: 10, tapAtAt: 11, convAt: 12, cwAt: 13, mixedAt: 14, convedAt: 15,
-  qDirtyAt: 16, kDirtyAt: 17, vDirtyAt: 18, vBeyondAt: 19, convDim: 20, zOff: 21, keyDim: 22, dk: 23, dv: 24, K: 25, form: 26,
-} as const;
-export const CONV_CTL_WORDS = 28;
 
 /** Locals of convActivate and convChannels: the control block's address, then int32, float32 and float64 locals. */
 const C = {
@@ -535,18 +525,6 @@ const convChannelsBody = [
 ];
 const CONV_LOCALS: number[][] = [[CONV_I32_LOCALS, I32], [4, F32], [1, F64]];
 
-/**
- * The word indices of the gated norm kernel's control block (int32; NORM_CTL_WORDS of them, then
- * dv int32 of moved-entry scratch and dv float32 of output scratch): the addresses of the arrays
- * it reads and writes and the layer's dimensions (written once, gdn-cache.ts gatedNormKernelOf),
- * the call's z address and flags, and what it leaves (the changed count, the head it stopped at).
- * invN and eps hold float32 bits.
- */
-export const NORM_CTL = {
-  coreAt: 0, normInAt: 1, normZAt: 2, zAt: 3, nwAt: 4, normedAt: 5, changedAt: 6, accAt: 7, rAt: 8, keptAt: 9,
-  coreChangedAt: 10, hv: 11, dv: 12, full: 13, form: 14, meanDiv: 15, invN: 16, eps: 17, nc: 18, resume: 19,
-} as const;
-export const NORM_CTL_WORDS = 20;
 
 /** Locals of gatedNorm: the control block's address, then int32, float32, float64 and v128 locals. */
 const N = {

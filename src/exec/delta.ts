@@ -251,10 +251,9 @@ export function wasmHeapOf(ctx: ExecNumericContext): WasmHeap | null {
 
 /**
  * A state's column records, changed-column list, y, reached-row list, row marks, bounds and lowest
- * bits, and the tracked
- * rows' slots, exact-row records (4 float64 a slot, slots 1 … rows: room for every row, so they
- * never grow; only the pages of the slots taken are touched) and refold list, carved from the
- * context's wasm memory, or null when they do not fit.
+ * bits, and the tracked rows' slots, exact-row records (4 float64 a slot, slots 1 … rows: room for
+ * every row, so they never grow; only the pages of the slots taken are touched) and refold list,
+ * carved from the context's wasm memory, or null when they do not fit.
  */
 function walkArraysOf(ctx: ExecNumericContext, rows: number, cols: number): {
   colBits: Uint32Array; changed: Int32Array; y: Float32Array; rows: Int32Array; mark: Uint16Array; rowSlot: Int32Array; refold: Int32Array;

@@ -8,6 +8,9 @@
  * float64 bits), G (kept as 32767 − G) and mark, the rows to refold and the columns' M_c and L_c
  * must be the re-statement's, and a row that no product reaches untouched (+0), over random
  * matrices whose weights and inputs round, cancel, overflow the bound, fall below 2^−149 and are ±0.
+ * And the pass before it (foldInputs): the sign count of the input, −1 at a value that is not
+ * finite, the records' bits and walk starts written where the first fold's JavaScript writes them
+ * and nowhere else.
  */
 import { describe, expect, it } from 'vitest';
 import { WasmHeap } from '../src/exec/wasm-heap.ts';
@@ -133,5 +136,48 @@ describe('wasm fold kernel (foldColumns)', () => {
     // the cases reach both kinds of row and folds that round
     expect(unbounded).toBeGreaterThan(100);
     expect(rounded).toBeGreaterThan(100);
+  });
+
+  it('foldInputs: the sign count or −1, and the records\' bits and starts where the JavaScript writes them (300 seeded inputs)', () => {
+    const rand = lcg(0x1f0d_1a75);
+    const SPECIAL = [0, -0, 1, -1, 2 ** -149, -(2 ** -149), 3.4e38, -3.4e38, Infinity, -Infinity, NaN, -NaN];
+    let refused = 0;
+    let counted = 0;
+    for (let n = 0; n < 300; n++) {
+      const cols = 1 + Math.floor(rand() * 70);
+      const colEnd = Math.floor(rand() * (cols + 1));
+      const heap = WasmHeap.create(1, siluFormula)!;
+      const a = heap.carve({ x: [Float32Array, cols + 3], colBits: [Uint32Array, 4 * (cols + 1)], colPtr: [Uint32Array, cols + 1] })!;
+      const xOff = Math.floor(rand() * 3);
+      const nonFinite = rand() < 0.3;
+      for (let c = 0; c < cols; c++) {
+        const v = rand() < 0.4 ? 0 : rand() < 0.5 ? SPECIAL[Math.floor(rand() * 8)]! : (rand() - 0.5) * 2 ** Math.floor(rand() * 60 - 30);
+        a.x[xOff + c] = rand() < 0.1 ? -v : v;
+      }
+      if (nonFinite) a.x[xOff + Math.floor(rand() * cols)] = SPECIAL[8 + Math.floor(rand() * 4)]!;
+      if (nonFinite && rand() < 0.5) new Uint32Array(a.x.buffer, a.x.byteOffset, a.x.length)[xOff + Math.floor(rand() * cols)] = 0xffc00001; // (a NaN of another payload)
+      for (let c = 0; c <= cols; c++) a.colPtr[c] = 3 * c + (c >> 1);
+      a.colBits.fill(0xdeadbeef);
+      const got = heap.foldInputs(cols, colEnd, a.x, xOff, a.colBits, a.colPtr);
+      const xb = new Uint32Array(a.x.buffer, a.x.byteOffset + 4 * xOff, cols);
+      // the JavaScript's pass (delta.ts foldFresh), restated
+      let want = 0;
+      for (let c = 0; c < cols; c++) {
+        const v = a.x[xOff + c]!;
+        if (!Number.isFinite(v)) { want = -1; break; }
+        want += xb[c]! >>> 31;
+      }
+      expect(got).toBe(want);
+      if (want < 0) { refused++; continue; }
+      counted++;
+      for (let c = 0; c < cols; c++) {
+        expect(a.colBits[4 * c]).toBe(c < colEnd || xb[c] !== 0 ? xb[c] : 0xdeadbeef);
+        expect(a.colBits[4 * c + 1]).toBe(0xdeadbeef);
+        expect(a.colBits[4 * c + 2]).toBe(0xdeadbeef);
+      }
+      for (let c = 0; c <= cols; c++) expect(a.colBits[4 * c + 3]).toBe(c <= colEnd ? a.colPtr[c] : 0xdeadbeef);
+    }
+    expect(refused).toBeGreaterThan(30);
+    expect(counted).toBeGreaterThan(100);
   });
 });

@@ -119,7 +119,7 @@ describe('wasm kernels', () => {
       expect(names).toEqual(['siluFormula', ...exported]);
       return names;
     };
-    expect(namesOf(kernelModuleBytes())).toEqual(['siluFormula', 'trackedUpdate', 'walk', 'swiglu', 'delta', 'addLists', 'normListed', 'foldColumns']);
+    expect(namesOf(kernelModuleBytes())).toEqual(['siluFormula', 'trackedUpdate', 'walk', 'swiglu', 'delta', 'addLists', 'normListed', 'foldColumns', 'foldInputs']);
     expect(namesOf(gdnKernelModuleBytes())).toEqual(['siluFormula', 'dots', 'delta', 'convActivate', 'convChannels', 'gatedNorm', 'keyRows', 'l2norm']);
   });
 

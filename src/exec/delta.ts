@@ -467,22 +467,31 @@ function foldFresh(
 ): DeltaLinearState | null {
   const cols = m.cols;
   const { rowPtr, colIdx, values } = plan.csr;
-  let negTotal = 0;
-  for (let c = 0; c < cols; c++) {
-    const v = x[xOff + c];
-    if (v - v !== 0) return null;
-    negTotal += signSet(xb[c]);
-  }
-  if (csc.maxRowNnz >= cols - negTotal) return null;
-  const y = st.y;
-  if (st.version !== 0) y.fill(0); // (a state never computed holds +0 already: its pages stay untouched)
   // A state never computed keeps the records of the columns past the last one with an entry as
   // allocated (+0), but for the input bits of the non-zero inputs among them: no row reads their
   // M_c or L_c, and their walks are empty (start and end 0; the first such column's start is the
   // last used one's end, above its own end of 0). The chip's down projections use 816 and fewer
   // of their 9,216 columns: the records of the rest were fresh pages written in the first step.
   const colEnd = st.version === 0 ? csc.usedCols : cols;
-  fillColumnRecords(st.colBits, st.colInts, xb, csc.colPtr, cols, colEnd);
+  // the input's sign count and finiteness, and the column records' bits and walk starts: in wasm
+  // where the input, the records and the starts are in its memory (a record written before a
+  // non-finite input is written again at the next first fold: the state stays invalid)
+  const kern = st.kernel;
+  let negTotal = 0;
+  if (kern !== null && x.buffer === kern.heap.buffer && st.colBits.buffer === kern.heap.buffer && csc.colPtr.buffer === kern.heap.buffer) {
+    negTotal = kern.heap.foldInputs(cols, colEnd, x, xOff, st.colBits, csc.colPtr);
+    if (negTotal < 0) return null;
+  } else {
+    for (let c = 0; c < cols; c++) {
+      const v = x[xOff + c];
+      if (v - v !== 0) return null;
+      negTotal += signSet(xb[c]);
+    }
+    fillColumnRecords(st.colBits, st.colInts, xb, csc.colPtr, cols, colEnd);
+  }
+  if (csc.maxRowNnz >= cols - negTotal) return null;
+  const y = st.y;
+  if (st.version !== 0) y.fill(0); // (a state never computed holds +0 already: its pages stay untouched)
   if (bf16) {
     // Rows with no stored entry are +0 (act(+0) = +0) and no walk or refold ever reaches them
     // (nothing else of theirs is read): only the others are folded, each with its record.
@@ -494,7 +503,6 @@ function foldFresh(
     // bounded rows folded alone, the others refolded with their records; in wasm where the
     // kernel's arrays are in its memory (it reads the column records' bits and entry ranges)
     if (st.version !== 0) { st.rowBound.fill(0); st.rowLowGap.fill(0); st.mark.fill(0); }
-    const kern = st.kernel;
     const refold = st.refold;
     const nf = kern !== null && st.rowBound.buffer === kern.heap.buffer
       ? kern.heap.foldColumns(colEnd, st.colBits, kern.rowIdx, kern.values, y, st.rowBound, st.rowLowGap, st.mark, st.rows, refold)

@@ -106,8 +106,11 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix, heap?: Wa
   if (p !== undefined) return p;
   const { rowPtr, colIdx, values } = csr;
   const nnz = rowPtr[m.rows];
-  // one more place than the starts: column c is counted at c + 2 (below)
-  const counts = new Uint32Array(m.cols + 2);
+  // The plan's arrays in `heap`, a context's wasm memory, when given and there is room: that
+  // context's kernels read them where they are (delta.ts kernelOf and foldFresh); the plan then
+  // keeps that memory alive. One more place than the starts: column c is counted at c + 2 (below).
+  const inHeap = heap != null && m.rows <= 0x10000 ? heap : null;
+  const counts = inHeap?.take(Uint32Array, m.cols + 2) ?? new Uint32Array(m.cols + 2);
   // Each loop is a function of its own with nothing after it: a fresh process transposes every
   // matrix in its first steps, the JIT compiles a loop while the first call runs it, and an
   // operation after the loop, never run before, threw that code away at every matrix.
@@ -121,9 +124,7 @@ export function cscPlanOf(plans: ExecPlans, m: Matrix, csr: CsrMatrix, heap?: Wa
   // start (0). So the scatter needs no copy of the starts to advance (a fresh 4 bytes a column,
   // 811 KB over the chip's matrices).
   prefixSumsFrom(counts, 1, m.cols);
-  // (in `heap`, a context's wasm memory, when given and there is room: that context's kernels
-  // read them where they are, delta.ts kernelOf; the plan then keeps that memory alive)
-  const h = heap != null && m.rows <= 0x10000 ? heap.carve({ rowIdx: [Uint16Array, nnz], cv: [Float32Array, nnz] }) : null;
+  const h = inHeap?.carve({ rowIdx: [Uint16Array, nnz], cv: [Float32Array, nnz] }) ?? null;
   const rowIdx = h !== null ? h.rowIdx : m.rows <= 0x10000 ? new Uint16Array(nnz) : new Uint32Array(nnz);
   const cv = h !== null ? h.cv : new Float32Array(nnz);
   scatterColumns(rowPtr, colIdx, values, m.rows, counts, rowIdx, cv);

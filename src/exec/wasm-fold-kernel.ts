@@ -21,7 +21,16 @@
  * (a float32 product or sum of float32 operands is what a double operation rounds to float32:
  * 53 ≥ 2·24 + 2), the double ones the same IEEE operations: the same bits. Preconditions: every
  * address in range of the memory, every x finite (foldFresh checks), the records' bits and entry
- * ranges written (fillColumnRecords), every row's y, B, NO_LOW − G and mark +0 (G = NO_LOW).
+ * ranges written (foldInputs, or fillColumnRecords), every row's y, B, NO_LOW − G and mark +0
+ * (G = NO_LOW).
+ *
+ * foldInputs(cols, colEnd, xAt, recAt, colPtrAt) → the count of sign-bit-set inputs, or −1 (x
+ * float32 from xAt, the records as above, colPtr uint32): foldFresh's pass over its input and
+ * fillColumnRecords. For c < cols, b the bits of x_c: −1 at the first x_c that is not finite
+ * (exponent field all ones; the records of the columns before it written, which the caller, whose
+ * state stays invalid, writes again at its next first fold); else the sign bit counted, and b
+ * stored as column c's bits when c < colEnd or b ≠ 0. Then column c's first entry ← colPtr[c] for
+ * c ≤ colEnd.
  */
 import { addr as at, F32, F64, f64c as f64Const, get, I32, i32, lowbitOf, mem, OP, set, tee, type KernelFn } from './wasm-emit.ts';
 
@@ -114,10 +123,38 @@ const foldColumnsBody: number[] = [
   ...get(F.nf),
   OP.end,
 ];
-/** foldColumns as a function of the scalar kernels' module (wasm-kernels.ts kernelModuleBytes). */
-export function foldKernelFn(): KernelFn {
-  return {
-    name: 'foldColumns', params: Array.from({ length: 10 }, () => I32), results: [I32], locals: [[12, I32], [3, F32], [2, F64]],
-    body: foldColumnsBody,
-  };
+// foldInputs' locals: its five parameters, then three int32
+const I = { cols: 0, colEnd: 1, xAt: 2, recAt: 3, colPtrAt: 4, c: 5, b: 6, neg: 7 } as const;
+
+const foldInputsBody: number[] = [
+  ...i32(0), ...set(I.neg),
+  ...upTo(I.c, I.cols, [
+    ...at(I.xAt, I.c, 2), ...mem(OP.i32Load, 2), ...tee(I.b),
+    ...i32(0x7f800000), OP.i32And, ...i32(0x7f800000), OP.i32Eq, OP.if, OP.void, ...i32(-1), OP.return, OP.end,
+    ...get(I.neg), ...get(I.b), ...i32(31), OP.i32ShrU, OP.i32Add, ...set(I.neg),
+    ...get(I.c), ...get(I.colEnd), OP.i32LtU, ...get(I.b), ...i32(0), OP.i32Ne, OP.i32Or, OP.if, OP.void,
+    ...at(I.recAt, I.c, 4), ...get(I.b), ...mem(OP.i32Store, 2),
+    OP.end,
+  ]),
+  // the walks' starts, c ≤ colEnd
+  ...i32(0), ...set(I.c),
+  OP.block, OP.void, OP.loop, OP.void,
+  ...get(I.c), ...get(I.colEnd), OP.i32GtU, OP.brIf, 1,
+  ...at(I.recAt, I.c, 4), ...at(I.colPtrAt, I.c, 2), ...mem(OP.i32Load, 2), ...mem(OP.i32Store, 2, 12),
+  ...get(I.c), ...i32(1), OP.i32Add, ...set(I.c),
+  OP.br, 0,
+  OP.end, OP.end,
+  ...get(I.neg),
+  OP.end,
+];
+
+/** foldColumns and foldInputs as functions of the scalar kernels' module (wasm-kernels.ts kernelModuleBytes). */
+export function foldKernelFns(): KernelFn[] {
+  return [
+    {
+      name: 'foldColumns', params: Array.from({ length: 10 }, () => I32), results: [I32], locals: [[12, I32], [3, F32], [2, F64]],
+      body: foldColumnsBody,
+    },
+    { name: 'foldInputs', params: Array.from({ length: 5 }, () => I32), results: [I32], locals: [[3, I32]], body: foldInputsBody },
+  ];
 }

@@ -20,6 +20,7 @@ type GdnDeltaFn = (vAt: number, kvAt: number, beta: number, deltaAt: number, dv:
 type KeyRowsFn = (sAt: number, kAt: number, idxAt: number, kn: number, deltaAt: number, dv: number, rnzAt: number, ioAt: number) => number;
 type FoldColumnsFn = (colEnd: number, recAt: number, rowIdxAt: number, valuesAt: number, yAt: number, boundAt: number, lowAt: number,
   markAt: number, listAt: number, refoldAt: number) => number;
+type FoldInputsFn = (cols: number, colEnd: number, xAt: number, recAt: number, colPtrAt: number) => number;
 type L2normFn = (xAt: number, n: number, outAt: number, s: number, nzAt: number) => number;
 
 /** silu32's formula for a form (numeric.ts siluFormula): swiglu's callback for the unsaturated units. */
@@ -94,6 +95,7 @@ export class WasmHeap {
   private readonly keyRowsFn: KeyRowsFn;
   private readonly l2normFn: L2normFn;
   private readonly foldColumnsFn: FoldColumnsFn;
+  private readonly foldInputsFn: FoldInputsFn;
   /** Whether the GDN kernels (wasm-gdn-kernels.ts) are there: they need SIMD. */
   readonly hasGdnKernels: boolean;
   /** addLists' io word (bytes 0–3): the appended count. */
@@ -108,6 +110,7 @@ export class WasmHeap {
     this.addListsFn = instance.exports.addLists as AddListsFn;
     this.normListedFn = instance.exports.normListed as NormListedFn;
     this.foldColumnsFn = instance.exports.foldColumns as FoldColumnsFn;
+    this.foldInputsFn = instance.exports.foldInputs as FoldInputsFn;
     this.hasGdnKernels = gdn !== null;
     const missing = (): number => { throw new Error('the GDN kernels are not available (hasGdnKernels)'); };
     this.gdnDotsFn = gdn === null ? missing : gdn.exports.dots as GdnDotsFn;
@@ -307,6 +310,16 @@ export class WasmHeap {
     rowLowGap: Uint16Array, mark: Uint16Array, list: Int32Array, refold: Int32Array): number {
     return this.foldColumnsFn(colEnd, colBits.byteOffset, rowIdx.byteOffset, values.byteOffset, y.byteOffset, rowBound.byteOffset,
       rowLowGap.byteOffset, mark.byteOffset, list.byteOffset, refold.byteOffset);
+  }
+
+  /**
+   * wasm-fold-kernel.ts foldInputs: an incremental matmul's first pass over its input x (from xOff,
+   * cols entries) and its column records (the bits of columns below colEnd and of the non-zero
+   * inputs past it, the walks' starts from colPtr up to colEnd): the count of sign-bit-set inputs,
+   * or −1 at one that is not finite. Every array must be a view of this heap.
+   */
+  foldInputs(cols: number, colEnd: number, x: Float32Array, xOff: number, colBits: Uint32Array, colPtr: Uint32Array): number {
+    return this.foldInputsFn(cols, colEnd, x.byteOffset + 4 * xOff, colBits.byteOffset, colPtr.byteOffset);
   }
 
   /** The number of indices the last addLists appended. */

@@ -64,7 +64,7 @@
  * every r < 2n below 2^30.
  */
 import { residualKernelFns } from './wasm-residual-kernels.ts';
-import { foldKernelFn } from './wasm-fold-kernel.ts';
+import { foldKernelFns } from './wasm-fold-kernel.ts';
 import { addr, F64, f64c, get, I32, i32, kernelModuleOf, lowbitOf, mem, OP, set, tee } from './wasm-emit.ts';
 import { TRACK } from './wasm-layout.ts';
 
@@ -315,8 +315,8 @@ const swigluBody: number[] = [
 /**
  * The kernels' module (wasm-emit.ts kernelModuleOf): silu32's formula imported as function 0;
  * `trackedUpdate` (function 1, which walk and delta call), `walk` (2), `swiglu` (3), `delta` (4),
- * wasm-residual-kernels.ts `addLists` (5) and `normListed` (6) and wasm-fold-kernel.ts `foldColumns` (7)
- * exported.
+ * wasm-residual-kernels.ts `addLists` (5) and `normListed` (6), and wasm-fold-kernel.ts `foldColumns` (7)
+ * and `foldInputs` (8) exported.
  */
 export function kernelModuleBytes(): Uint8Array {
   return kernelModuleOf([
@@ -328,6 +328,6 @@ export function kernelModuleBytes(): Uint8Array {
     { name: 'swiglu', params: Array.from({ length: 7 }, () => I32), results: [I32], locals: [[5, I32], [2, F64]], body: swigluBody },
     { name: 'delta', params: Array.from({ length: 14 }, () => I32), results: [I32], locals: [[21, I32], [3, F64]], body: deltaBody },
     ...residualKernelFns(),
-    foldKernelFn(),
+    ...foldKernelFns(),
   ]);
 }

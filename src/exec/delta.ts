@@ -474,8 +474,7 @@ function foldFresh(
   // of their 9,216 columns: the records of the rest were fresh pages written in the first step.
   const colEnd = st.version === 0 ? csc.usedCols : cols;
   // the input's sign count and finiteness, and the column records' bits and walk starts: in wasm
-  // where the input, the records and the starts are in its memory (a record written before a
-  // non-finite input is written again at the next first fold: the state stays invalid)
+  // where the input, the records and the starts are in its memory
   const kern = st.kernel;
   let negTotal = 0;
   if (kern !== null && x.buffer === kern.heap.buffer && st.colBits.buffer === kern.heap.buffer && csc.colPtr.buffer === kern.heap.buffer) {

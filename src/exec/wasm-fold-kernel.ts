@@ -26,11 +26,9 @@
  *
  * foldInputs(cols, colEnd, xAt, recAt, colPtrAt) → the count of sign-bit-set inputs, or −1 (x
  * float32 from xAt, the records as above, colPtr uint32): foldFresh's pass over its input and
- * fillColumnRecords. For c < cols, b the bits of x_c: −1 at the first x_c that is not finite
- * (exponent field all ones; the records of the columns before it written, which the caller, whose
- * state stays invalid, writes again at its next first fold); else the sign bit counted, and b
- * stored as column c's bits when c < colEnd or b ≠ 0. Then column c's first entry ← colPtr[c] for
- * c ≤ colEnd.
+ * fillColumnRecords. −1, nothing written, when some x_c is not finite (exponent field all ones);
+ * else, b the bits of x_c, the sign bits counted, b stored as column c's bits for c < cols when
+ * c < colEnd or b ≠ 0, and column c's first entry ← colPtr[c] for c ≤ colEnd.
  */
 import { addr as at, F32, F64, f64c as f64Const, get, I32, i32, lowbitOf, mem, OP, set, tee, type KernelFn } from './wasm-emit.ts';
 
@@ -128,10 +126,15 @@ const I = { cols: 0, colEnd: 1, xAt: 2, recAt: 3, colPtrAt: 4, c: 5, b: 6, neg: 
 
 const foldInputsBody: number[] = [
   ...i32(0), ...set(I.neg),
+  // the sign count, nothing written before a value that is not finite
   ...upTo(I.c, I.cols, [
     ...at(I.xAt, I.c, 2), ...mem(OP.i32Load, 2), ...tee(I.b),
     ...i32(0x7f800000), OP.i32And, ...i32(0x7f800000), OP.i32Eq, OP.if, OP.void, ...i32(-1), OP.return, OP.end,
     ...get(I.neg), ...get(I.b), ...i32(31), OP.i32ShrU, OP.i32Add, ...set(I.neg),
+  ]),
+  // the records' bits
+  ...upTo(I.c, I.cols, [
+    ...at(I.xAt, I.c, 2), ...mem(OP.i32Load, 2), ...set(I.b),
     ...get(I.c), ...get(I.colEnd), OP.i32LtU, ...get(I.b), ...i32(0), OP.i32Ne, OP.i32Or, OP.if, OP.void,
     ...at(I.recAt, I.c, 4), ...get(I.b), ...mem(OP.i32Store, 2),
     OP.end,

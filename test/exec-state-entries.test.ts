@@ -57,7 +57,9 @@ describe('setGdnStateEntries', () => {
         expect(ta.state).toEqual(tb.state);
         expect(ta).toEqual(tb);
       }), { numRuns: 400 });
-  });
+    // (800 executors, each with a wasm memory of its own: alone 2 s, but in a suite worker that
+    // holds other files' executors V8 collects to free address space and it took 27–42 s)
+  }, 180_000);
 
   it('a count below the list writes only the first entries; bad positions and counts are refused', () => {
     const li = layers[0]!;

@@ -5,7 +5,7 @@
  * it for every matrix of the chip at its first position, before the JIT has compiled anything:
  * the same loops in JavaScript ran there in the interpreter, at tens of ns an entry.
  *
- * foldColumns(colEnd, recAt, rowIdxAt, valuesAt, yAt, boundAt, lowAt, markAt, listAt, refoldAt) →
+ * foldColumns(colEnd, recAt, rowIdxAt, valuesAt, yAt, boundAt, gapAt, markAt, listAt, refoldAt) →
  * the refold count (byte addresses; the column records as delta.ts's colBits, 16 bytes a column:
  * bits, M_c as float32, L_c, the column's first entry, the next record holding its end; rowIdx
  * 16-bit; values, y float32; per row the bound B float64, NO_LOW − G as uint16 and the mark
@@ -39,7 +39,7 @@ const INFLATE = 1 + 2 ** -50;
 
 // foldColumns' locals: its ten parameters, then twelve int32, three float32 and two float64
 const F = {
-  colEnd: 0, recAt: 1, rowIdxAt: 2, valuesAt: 3, yAt: 4, boundAt: 5, lowAt: 6, markAt: 7, listAt: 8, refoldAt: 9,
+  colEnd: 0, recAt: 1, rowIdxAt: 2, valuesAt: 3, yAt: 4, boundAt: 5, gapAt: 6, markAt: 7, listAt: 8, refoldAt: 9,
   c: 10, rec: 11, b: 12, low: 13, k: 14, kEnd: 15, r: 16, e: 17, wb: 18, at: 19, n: 20, nf: 21,
   v: 22, w: 23, p: 24,
   av: 25, B: 26,
@@ -90,8 +90,8 @@ const foldColumnsBody: number[] = [
     // G_r ← min(G_r, lowbit32(w) + L_c), kept as NO_LOW − G_r
     ...at(F.valuesAt, F.k, 2), ...mem(OP.i32Load, 2), ...set(F.wb),
     ...i32(NO_LOW), ...lowbitOf(F.wb, F.e), ...get(F.low), OP.i32Add, OP.i32Sub, ...set(F.e),
-    ...get(F.e), ...at(F.lowAt, F.r, 1), ...mem(OP.i32Load16U, 1), OP.i32GtS, OP.if, OP.void,
-    ...at(F.lowAt, F.r, 1), ...get(F.e), ...mem(OP.i32Store16, 1),
+    ...get(F.e), ...at(F.gapAt, F.r, 1), ...mem(OP.i32Load16U, 1), OP.i32GtS, OP.if, OP.void,
+    ...at(F.gapAt, F.r, 1), ...get(F.e), ...mem(OP.i32Store16, 1),
     OP.end,
     OP.end,
     ...get(F.k), ...i32(1), OP.i32Add, ...set(F.k),
@@ -103,7 +103,7 @@ const foldColumnsBody: number[] = [
   ...i32(0), ...set(F.nf),
   ...upTo(F.c, F.n, [
     ...at(F.listAt, F.c, 2), ...mem(OP.i32Load, 2), ...set(F.r),
-    ...i32(NO_LOW), ...at(F.lowAt, F.r, 1), ...mem(OP.i32Load16U, 1), OP.i32Sub, ...set(F.e),
+    ...i32(NO_LOW), ...at(F.gapAt, F.r, 1), ...mem(OP.i32Load16U, 1), OP.i32Sub, ...set(F.e),
     ...at(F.boundAt, F.r, 3), ...mem(OP.f64Load, 3), ...set(F.B),
     // G = NO_LOW, or G ≥ −149 and B < 2^(24 + min(G, 102)) (the double of exponent field 24 + min(G, 102) + 1023)
     ...get(F.e), ...i32(NO_LOW), OP.i32Eq,
@@ -121,6 +121,7 @@ const foldColumnsBody: number[] = [
   ...get(F.nf),
   OP.end,
 ];
+
 // foldInputs' locals: its five parameters, then three int32
 const I = { cols: 0, colEnd: 1, xAt: 2, recAt: 3, colPtrAt: 4, c: 5, b: 6, neg: 7 } as const;
 

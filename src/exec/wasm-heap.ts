@@ -18,7 +18,7 @@ type AddListsFn = (xAt: number, bAt: number, oAt: number, aAt: number, aN: numbe
 type NormListedFn = (xAt: number, pAt: number, listAt: number, n: number, w1At: number, ovAt: number, chAt: number, r: number) => number;
 type GdnDeltaFn = (vAt: number, kvAt: number, beta: number, deltaAt: number, dv: number) => number;
 type KeyRowsFn = (sAt: number, kAt: number, idxAt: number, kn: number, deltaAt: number, dv: number, rnzAt: number, ioAt: number) => number;
-type FoldColumnsFn = (colEnd: number, recAt: number, rowIdxAt: number, valuesAt: number, yAt: number, boundAt: number, lowAt: number,
+type FoldColumnsFn = (colEnd: number, recAt: number, rowIdxAt: number, valuesAt: number, yAt: number, boundAt: number, gapAt: number,
   markAt: number, listAt: number, refoldAt: number) => number;
 type FoldInputsFn = (cols: number, colEnd: number, xAt: number, recAt: number, colPtrAt: number) => number;
 type L2normFn = (xAt: number, n: number, outAt: number, s: number, nzAt: number) => number;

@@ -474,10 +474,11 @@ function foldFresh(
   // of their 9,216 columns: the records of the rest were fresh pages written in the first step.
   const colEnd = st.version === 0 ? csc.usedCols : cols;
   // the input's sign count and finiteness, and the column records' bits and walk starts: in wasm
-  // where the input, the records and the starts are in its memory
+  // where the input and the starts are in its memory (a state with kernels has all its records
+  // there: walkArraysOf carves them together, kernelOf asks for them)
   const kern = st.kernel;
   let negTotal = 0;
-  if (kern !== null && x.buffer === kern.heap.buffer && st.colBits.buffer === kern.heap.buffer && csc.colPtr.buffer === kern.heap.buffer) {
+  if (kern !== null && x.buffer === kern.heap.buffer && csc.colPtr.buffer === kern.heap.buffer) {
     negTotal = kern.heap.foldInputs(cols, colEnd, x, xOff, st.colBits, csc.colPtr);
     if (negTotal < 0) return null;
   } else {
@@ -499,11 +500,11 @@ function foldFresh(
     st.mark.fill(1);
     st.nBounded = 0;
   } else {
-    // bounded rows folded alone, the others refolded with their records; in wasm where the
-    // kernel's arrays are in its memory (it reads the column records' bits and entry ranges)
+    // bounded rows folded alone, the others refolded with their records; in wasm where the state
+    // has kernels (it reads the column records' bits and entry ranges)
     if (st.version !== 0) { st.rowBound.fill(0); st.rowLowGap.fill(0); st.mark.fill(0); }
     const refold = st.refold;
-    const nf = kern !== null && st.rowBound.buffer === kern.heap.buffer
+    const nf = kern !== null
       ? kern.heap.foldColumns(colEnd, st.colBits, kern.rowIdx, kern.values, y, st.rowBound, st.rowLowGap, st.mark, st.rows, refold)
       : foldByColumns(st, colEnd, x, xOff, xb, csc.colPtr, csc.rowIdx, csc.values, wLowCsc, y, st.rows, refold);
     for (let i = 0; i < nf; i++) refoldRow(ctx, st, refold[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);

@@ -30,7 +30,7 @@
  * else, b the bits of x_c, the sign bits counted, b stored as column c's bits for c < cols when
  * c < colEnd or b ≠ 0, and column c's first entry ← colPtr[c] for c ≤ colEnd.
  */
-import { addr as at, F32, F64, f64c as f64Const, get, I32, i32, lowbitOf, mem, OP, set, tee, type KernelFn } from './wasm-emit.ts';
+import { addr, F32, F64, f64c, get, I32, i32, inc, lowbitOf, mem, OP, set, tee, whileLess, type KernelFn } from './wasm-emit.ts';
 
 /** delta.ts NO_LOW. */
 const NO_LOW = 32767;
@@ -47,21 +47,13 @@ const F = {
 
 const f32Zero = [OP.f32Const, 0, 0, 0, 0];
 /** for (local = 0; local < limit; local++) { body } (unsigned compare; the body must not branch past it). */
-const upTo = (local: number, limit: number, body: number[]) => [
-  ...i32(0), ...set(local),
-  OP.block, OP.void, OP.loop, OP.void,
-  ...get(local), ...get(limit), OP.i32GeU, OP.brIf, 1,
-  ...body,
-  ...get(local), ...i32(1), OP.i32Add, ...set(local),
-  OP.br, 0,
-  OP.end, OP.end,
-];
+const upTo = (local: number, limit: number, body: number[]) => [...i32(0), ...set(local), ...whileLess(local, get(limit), [...body, ...inc(local, 1)])];
 
 const foldColumnsBody: number[] = [
   ...i32(0), ...set(F.n),
   // 1. the columns
   ...upTo(F.c, F.colEnd, [
-    ...at(F.recAt, F.c, 4), ...tee(F.rec), ...mem(OP.i32Load, 2), ...set(F.b),
+    ...addr(F.recAt, F.c, 4), ...tee(F.rec), ...mem(OP.i32Load, 2), ...set(F.b),
     ...get(F.rec), ...mem(OP.f32Load, 2), ...tee(F.v),
     ...get(F.rec), ...get(F.v), OP.f32Abs, ...mem(OP.f32Store, 2, 4),
     ...f32Zero, OP.f32Eq, OP.if, OP.void,
@@ -73,25 +65,25 @@ const foldColumnsBody: number[] = [
     ...get(F.rec), ...mem(OP.i32Load, 2, 28), ...set(F.kEnd),
     OP.block, OP.void, OP.loop, OP.void,
     ...get(F.k), ...get(F.kEnd), OP.i32GeS, OP.brIf, 1,
-    ...at(F.valuesAt, F.k, 2), ...mem(OP.f32Load, 2), ...tee(F.w),
+    ...addr(F.valuesAt, F.k, 2), ...mem(OP.f32Load, 2), ...tee(F.w),
     ...f32Zero, OP.f32Ne, OP.if, OP.void,
-    ...at(F.rowIdxAt, F.k, 1), ...mem(OP.i32Load16U, 1), ...set(F.r),
+    ...addr(F.rowIdxAt, F.k, 1), ...mem(OP.i32Load16U, 1), ...set(F.r),
     // y_r ← fl32(y_r + p) for p = fl32(w·x) ≠ ±0
     ...get(F.w), ...get(F.v), OP.f32Mul, ...tee(F.p), ...f32Zero, OP.f32Ne, OP.if, OP.void,
-    ...at(F.yAt, F.r, 2), ...tee(F.at), ...get(F.at), ...mem(OP.f32Load, 2), ...get(F.p), OP.f32Add, ...mem(OP.f32Store, 2),
+    ...addr(F.yAt, F.r, 2), ...tee(F.at), ...get(F.at), ...mem(OP.f32Load, 2), ...get(F.p), OP.f32Add, ...mem(OP.f32Store, 2),
     OP.end,
     // the row listed at its first entry (B_r = +0), then B_r ← (B_r + |w|·|x|)·(1 + 2^−50)
-    ...at(F.boundAt, F.r, 3), ...tee(F.at), ...mem(OP.f64Load, 3), ...tee(F.B), ...f64Const(0), OP.f64Eq, OP.if, OP.void,
-    ...at(F.listAt, F.n, 2), ...get(F.r), ...mem(OP.i32Store, 2),
+    ...addr(F.boundAt, F.r, 3), ...tee(F.at), ...mem(OP.f64Load, 3), ...tee(F.B), ...f64c(0), OP.f64Eq, OP.if, OP.void,
+    ...addr(F.listAt, F.n, 2), ...get(F.r), ...mem(OP.i32Store, 2),
     ...get(F.n), ...i32(1), OP.i32Add, ...set(F.n),
     OP.end,
-    ...get(F.at), ...get(F.B), ...get(F.w), OP.f32Abs, OP.f64PromoteF32, ...get(F.av), OP.f64Mul, OP.f64Add, ...f64Const(INFLATE), OP.f64Mul,
+    ...get(F.at), ...get(F.B), ...get(F.w), OP.f32Abs, OP.f64PromoteF32, ...get(F.av), OP.f64Mul, OP.f64Add, ...f64c(INFLATE), OP.f64Mul,
     ...mem(OP.f64Store, 3),
     // G_r ← min(G_r, lowbit32(w) + L_c), kept as NO_LOW − G_r
-    ...at(F.valuesAt, F.k, 2), ...mem(OP.i32Load, 2), ...set(F.wb),
+    ...addr(F.valuesAt, F.k, 2), ...mem(OP.i32Load, 2), ...set(F.wb),
     ...i32(NO_LOW), ...lowbitOf(F.wb, F.e), ...get(F.low), OP.i32Add, OP.i32Sub, ...set(F.e),
-    ...get(F.e), ...at(F.gapAt, F.r, 1), ...mem(OP.i32Load16U, 1), OP.i32GtS, OP.if, OP.void,
-    ...at(F.gapAt, F.r, 1), ...get(F.e), ...mem(OP.i32Store16, 1),
+    ...get(F.e), ...addr(F.gapAt, F.r, 1), ...mem(OP.i32Load16U, 1), OP.i32GtS, OP.if, OP.void,
+    ...addr(F.gapAt, F.r, 1), ...get(F.e), ...mem(OP.i32Store16, 1),
     OP.end,
     OP.end,
     ...get(F.k), ...i32(1), OP.i32Add, ...set(F.k),
@@ -102,9 +94,9 @@ const foldColumnsBody: number[] = [
   // 2. the listed rows' marks and the refold list
   ...i32(0), ...set(F.nf),
   ...upTo(F.c, F.n, [
-    ...at(F.listAt, F.c, 2), ...mem(OP.i32Load, 2), ...set(F.r),
-    ...i32(NO_LOW), ...at(F.gapAt, F.r, 1), ...mem(OP.i32Load16U, 1), OP.i32Sub, ...set(F.e),
-    ...at(F.boundAt, F.r, 3), ...mem(OP.f64Load, 3), ...set(F.B),
+    ...addr(F.listAt, F.c, 2), ...mem(OP.i32Load, 2), ...set(F.r),
+    ...i32(NO_LOW), ...addr(F.gapAt, F.r, 1), ...mem(OP.i32Load16U, 1), OP.i32Sub, ...set(F.e),
+    ...addr(F.boundAt, F.r, 3), ...mem(OP.f64Load, 3), ...set(F.B),
     // G = NO_LOW, or G ≥ −149 and B < 2^(24 + min(G, 102)) (the double of exponent field 24 + min(G, 102) + 1023)
     ...get(F.e), ...i32(NO_LOW), OP.i32Eq,
     ...get(F.e), ...i32(-149), OP.i32GeS,
@@ -113,8 +105,8 @@ const foldColumnsBody: number[] = [
     OP.i64ExtendI32S, OP.i64Const, 52, OP.i64Shl, OP.f64ReinterpretI64,
     OP.f64Lt, OP.i32And, OP.i32Or,
     OP.i32Eqz, OP.if, OP.void,
-    ...at(F.markAt, F.r, 1), ...i32(1), ...mem(OP.i32Store16, 1),
-    ...at(F.refoldAt, F.nf, 2), ...get(F.r), ...mem(OP.i32Store, 2),
+    ...addr(F.markAt, F.r, 1), ...i32(1), ...mem(OP.i32Store16, 1),
+    ...addr(F.refoldAt, F.nf, 2), ...get(F.r), ...mem(OP.i32Store, 2),
     ...get(F.nf), ...i32(1), OP.i32Add, ...set(F.nf),
     OP.end,
   ]),
@@ -129,25 +121,23 @@ const foldInputsBody: number[] = [
   ...i32(0), ...set(I.neg),
   // the sign count, nothing written before a value that is not finite
   ...upTo(I.c, I.cols, [
-    ...at(I.xAt, I.c, 2), ...mem(OP.i32Load, 2), ...tee(I.b),
+    ...addr(I.xAt, I.c, 2), ...mem(OP.i32Load, 2), ...tee(I.b),
     ...i32(0x7f800000), OP.i32And, ...i32(0x7f800000), OP.i32Eq, OP.if, OP.void, ...i32(-1), OP.return, OP.end,
     ...get(I.neg), ...get(I.b), ...i32(31), OP.i32ShrU, OP.i32Add, ...set(I.neg),
   ]),
   // the records' bits
   ...upTo(I.c, I.cols, [
-    ...at(I.xAt, I.c, 2), ...mem(OP.i32Load, 2), ...set(I.b),
+    ...addr(I.xAt, I.c, 2), ...mem(OP.i32Load, 2), ...set(I.b),
     ...get(I.c), ...get(I.colEnd), OP.i32LtU, ...get(I.b), ...i32(0), OP.i32Ne, OP.i32Or, OP.if, OP.void,
-    ...at(I.recAt, I.c, 4), ...get(I.b), ...mem(OP.i32Store, 2),
+    ...addr(I.recAt, I.c, 4), ...get(I.b), ...mem(OP.i32Store, 2),
     OP.end,
   ]),
   // the walks' starts, c ≤ colEnd
   ...i32(0), ...set(I.c),
-  OP.block, OP.void, OP.loop, OP.void,
-  ...get(I.c), ...get(I.colEnd), OP.i32GtU, OP.brIf, 1,
-  ...at(I.recAt, I.c, 4), ...at(I.colPtrAt, I.c, 2), ...mem(OP.i32Load, 2), ...mem(OP.i32Store, 2, 12),
-  ...get(I.c), ...i32(1), OP.i32Add, ...set(I.c),
-  OP.br, 0,
-  OP.end, OP.end,
+  ...whileLess(I.c, [...get(I.colEnd), ...i32(1), OP.i32Add], [
+    ...addr(I.recAt, I.c, 4), ...addr(I.colPtrAt, I.c, 2), ...mem(OP.i32Load, 2), ...mem(OP.i32Store, 2, 12),
+    ...inc(I.c, 1),
+  ]),
   ...get(I.neg),
   OP.end,
 ];

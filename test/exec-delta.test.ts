@@ -709,8 +709,8 @@ describe('deltaLinear', () => {
       return { ids, byRole: ex.stats.deltaByRole, conv: ex.stats.convChannels };
     };
     // the q / k norms and the key rows' updates in wasm too (wasm-gdn-kernels.ts l2norm, keyRows)
-    const l2norm = vi.spyOn(WasmHeap.prototype, 'gdnL2norm');
-    const keyRows = vi.spyOn(WasmHeap.prototype, 'gdnKeyRows');
+    const l2norm = vi.spyOn(WasmHeap.prototype, 'gdnL2normAt');
+    const keyRows = vi.spyOn(WasmHeap.prototype, 'gdnKeyRowsAt');
     const dflt = run({});
     expect(l2norm.mock.results.filter((r) => r.value === 0).length).toBeGreaterThan(500);
     expect(keyRows.mock.results.filter((r) => r.value !== 0).length).toBeGreaterThan(100);

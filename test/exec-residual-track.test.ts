@@ -65,10 +65,10 @@ function heapOf(ctx: ReturnType<typeof makeNumericContext>): { heap: WasmHeap; c
   if (heap === null) throw new Error('no wasm memory');
   const calls = new Map<string, number>();
   const count = (key: string) => calls.set(key, (calls.get(key) ?? 0) + 1);
-  const norm = heap.normListed.bind(heap);
-  vi.spyOn(heap, 'normListed').mockImplementation((...a) => { const m = norm(...a); count(m < 0 ? 'norm refused' : 'norm'); return m; });
-  const add = heap.addLists.bind(heap);
-  vi.spyOn(heap, 'addLists').mockImplementation((...a) => { const st = add(...a); count(st === 0 ? 'add' : 'add stopped'); return st; });
+  const norm = heap.normListedAt.bind(heap);
+  vi.spyOn(heap, 'normListedAt').mockImplementation((...a) => { const m = norm(...a); count(m < 0 ? 'norm refused' : 'norm'); return m; });
+  const add = heap.addListsAt.bind(heap);
+  vi.spyOn(heap, 'addListsAt').mockImplementation((...a) => { const st = add(...a); count(st === 0 ? 'add' : 'add stopped'); return st; });
   return { heap, calls };
 }
 

@@ -275,9 +275,9 @@ describe('recurrentStepSparse on the wasm memory', () => {
 
   it('single steps: bit-identical to recurrentStep, and the kernels ran (finished, and refused a non-finite vector)', () => {
     const heap = WasmHeap.create(16, siluFormula)!;
-    const dots = vi.spyOn(heap, 'gdnDots');
-    const delta = vi.spyOn(heap, 'gdnDelta');
-    const keyRows = vi.spyOn(heap, 'gdnKeyRows');
+    const dots = vi.spyOn(heap, 'gdnDotsAt');
+    const delta = vi.spyOn(heap, 'gdnDeltaAt');
+    const keyRows = vi.spyOn(heap, 'gdnKeyRowsAt');
     const byShape = new Map<string, ReturnType<typeof stepArrays>>();
     fc.assert(fc.property(caseArb, fc.boolean(), ({ dk, dv, S, q, k, v, g, beta }, conservativeRows) => {
       const key = `${dk}x${dv}`;
@@ -308,9 +308,9 @@ describe('recurrentStepSparse on the wasm memory', () => {
 
   it('tracked sequences (memo, qSame, the β = ±0 shortcut): bit-identical to recurrentStep with the kernels and without', () => {
     const heap = WasmHeap.create(16, siluFormula)!;
-    const dots = vi.spyOn(heap, 'gdnDots');
-    const delta = vi.spyOn(heap, 'gdnDelta');
-    const keyRows = vi.spyOn(heap, 'gdnKeyRows');
+    const dots = vi.spyOn(heap, 'gdnDotsAt');
+    const delta = vi.spyOn(heap, 'gdnDeltaAt');
+    const keyRows = vi.spyOn(heap, 'gdnKeyRowsAt');
     const dkv = fc.constantFrom(4, 8);
     const byShape = new Map<string, ReturnType<typeof stepArrays>>();
     fc.assert(fc.property(dkv, dkv, fc.integer({ min: 0, max: 2 ** 31 - 1 }), (dk, dv, seed) => {
@@ -458,7 +458,7 @@ for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked conv ste
       const ctxW = makeNumericContext({});
       const ctxJ = makeNumericContext({ tuning: { wasmHeapMiB: 0 } });
       const heap = wasmHeapOf(ctxW)!;
-      const spy = vi.spyOn(heap, 'convChannels');
+      const spy = vi.spyOn(heap, 'convChannelsAt');
       const cw: GdnCache = newGdnCache(d, heap);
       const cj: GdnCache = newGdnCache(d);
       expect(cw.conv.buffer).toBe(heap.buffer);
@@ -556,10 +556,10 @@ for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked gated no
         const ctxW = makeNumericContext({ meanMode });
         const ctxJ = makeNumericContext({ meanMode, tuning: { wasmHeapMiB: 0 } });
         const heap = wasmHeapOf(ctxW)!;
-        const kernel = heap.gatedNorm.bind(heap);
-        const spy = vi.spyOn(heap, 'gatedNorm').mockImplementation((ctl: Int32Array) => {
-          if (ctl[NORM_CTL.full] === 1) fullCalls++;
-          return kernel(ctl);
+        const kernel = heap.gatedNormAt.bind(heap);
+        const spy = vi.spyOn(heap, 'gatedNormAt').mockImplementation((ctlAt: number) => {
+          if (new Int32Array(heap.buffer, ctlAt, NORM_CTL.full + 1)[NORM_CTL.full] === 1) fullCalls++;
+          return kernel(ctlAt);
         });
         const cw: GdnCache = newGdnCache(d, heap);
         const cj: GdnCache = newGdnCache(d);

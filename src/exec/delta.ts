@@ -70,7 +70,7 @@ import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
 import { siluFormula, type ExecNumericContext } from './numeric.ts';
 import type { CscPlan, DeltaKernel, DeltaLinearState, ExecMemos, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
 import { carveArrays } from './arena.ts';
-import { WasmHeap } from './wasm-heap.ts';
+import { addressIn, deltaAtOf, WasmHeap } from './wasm-heap.ts';
 import { TRACK, TRACK_WORDS } from './wasm-layout.ts';
 
 export type { DeltaLinearState } from './plans.ts';
@@ -234,7 +234,7 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
       rows: r.rows, nRows: 0, mark: r.mark, epoch: 0, changed: r.changed, nChanged: 0, usable: 0,
       version: 0,
       rowExact: r.rowExact, rowSlot: r.rowSlot, nSlots: 0, refold: r.refold, nUpdated: 0, stamp: -1,
-      rowBound: r.rowBound, rowLowGap: r.rowLowGap, nBounded: 0, inSrc: null, inOff: 0, inView: null,
+      rowBound: r.rowBound, rowLowGap: r.rowLowGap, nBounded: 0, inSrc: null, inOff: 0, inView: null, inAt: -1,
       plan: null, csc: null, lows: null, planCsr: undefined, planDense: undefined, kernel: null,
     };
     byM.set(m, st);
@@ -297,9 +297,13 @@ function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, c
   t[TRACK.refoldAt] = st.refold.byteOffset;
   t[TRACK.walkXAt] = a.walkX.byteOffset;
   t[TRACK.walkLowAt] = a.walkLow.byteOffset;
+  const rowIdx = copy ? a.rowIdx : csc.rowIdx, values = copy ? a.values : csc.values;
+  const at = deltaAtOf({
+    colBits: st.colBits, rowIdx, values, mark: st.mark, y: st.y, rows: st.rows, track: t, changed: st.changed, io: a.io, walkList: a.walkList,
+  });
   // (each field named, one shape for every kernel: a spread of `a` cost the decode 3.8 µs per token)
   return {
-    heap, rowIdx: copy ? a.rowIdx : csc.rowIdx, values: copy ? a.values : csc.values,
+    heap, at, candView: null, candAt: -1, rowIdx, values,
     walkList: a.walkList, walkDx: new Float64Array(a.walkList.buffer, a.walkList.byteOffset, 2 * cols),
     walkX: a.walkX, walkLow: a.walkLow, io: a.io, track: t,
     // a matrix of short columns (the chip's down and out projections) is not listed (ExecTuning)
@@ -562,9 +566,9 @@ function trackedUpdate(e: Float64Array, s4: number, yv: Float32Array, r: number,
  * The wasm walk of the nw listed columns (wasm-kernels.ts walk), the tracked rows' exact updates
  * included: returns the refold count after it (nf before), the reached-row count in kern.io[0].
  */
-function walkListed(kern: DeltaKernel, nw: number, mark: Uint16Array, y: Float32Array, rows: Int32Array, cur: number, nr: number, nf: number): number {
+function walkListed(kern: DeltaKernel, nw: number, cur: number, nr: number, nf: number): number {
   kern.track[TRACK.nf] = nf;
-  kern.io[0] = kern.heap.walk(nw, kern.walkList, mark, y, rows, kern.rowIdx, kern.values, kern.track, cur, nr);
+  kern.io[0] = kern.heap.walkAt(nw, kern.at, cur, nr);
   return kern.track[TRACK.nf];
 }
 
@@ -596,7 +600,10 @@ function deltaLinearIn(
   const csc = st.csc!;
   const cols = m.cols;
   // x's bits (a view kept while the caller passes the same vector: decode steps reuse their buffers)
-  if (st.inSrc !== x || st.inOff !== xOff) { st.inView = new Uint32Array(x.buffer, x.byteOffset + 4 * xOff, cols); st.inSrc = x; st.inOff = xOff; }
+  if (st.inSrc !== x || st.inOff !== xOff) {
+    const at = addressIn(ctx.memos.wasmHeap ?? null, x);
+    st.inView = new Uint32Array(x.buffer, x.byteOffset + 4 * xOff, cols); st.inSrc = x; st.inOff = xOff; st.inAt = at < 0 ? -1 : at + 4 * xOff;
+  }
   const xb = st.inView!;
   const { rowPtr, colIdx, values } = plan.csr;
   const bf16 = ctx.profile !== 'f32';
@@ -640,7 +647,11 @@ function deltaLinearIn(
   //    the end and before any widening (which reads and writes the rows' marks as the walks before
   //    it left them).
   const kern = bf16 ? null : st.kernel;
-  const fused = kern !== null && x.buffer === kern.heap.buffer && (cand === null || cand.buffer === kern.heap.buffer);
+  // (the candidates' address kept with the list last passed: `buffer` and `byteOffset` are builtin calls, DeltaAt)
+  if (kern !== null && cand !== kern.candView) {
+    kern.candView = cand; kern.candAt = cand === null ? -1 : addressIn(kern.heap, cand) >= 0 ? cand.byteOffset : -2;
+  }
+  const fused = kern !== null && st.inAt >= 0 && kern.candAt !== -2;
   const listed = kern !== null && !fused && kern.listed;
   let nw = 0;
   for (let t = 0; t < n; t++) {
@@ -650,7 +661,7 @@ function deltaLinearIn(
       io[1] = nc;
       io[6] = st.nBounded === m.rows ? 1 : 0;
       kern.track[TRACK.nf] = nf;
-      const status = kern.heap.delta(n, cand, x, xOff, colBits, kern, mark, yv, rows, changed, cur, t);
+      const status = kern.heap.delta(n, kern.candAt, st.inAt, kern.at, cur, t);
       nr = io[0];
       nc = io[1];
       negTotal += io[2];
@@ -675,7 +686,7 @@ function deltaLinearIn(
     // (an integer's lowest set bit is ≥ 0: no lowbit needed while the column's bound is ≤ 0)
     if (!bf16 && xn !== 0 && (Math.abs(xn) > colVals[c4 + 1] || ((colInts[c4 + 2] > 0 || (xn | 0) !== xn) && lowbit32(b) < colInts[c4 + 2]))) {
       if (nw > 0) {
-        nf = walkListed(kern!, nw, mark, yv, rows, cur, nr, nf);
+        nf = walkListed(kern!, nw, cur, nr, nf);
         nr = kern!.io[0];
         nw = 0;
       }
@@ -747,7 +758,7 @@ function deltaLinearIn(
     }
   }
   if (nw > 0) {
-    nf = walkListed(kern!, nw, mark, yv, rows, cur, nr, nf);
+    nf = walkListed(kern!, nw, cur, nr, nf);
     nr = kern!.io[0];
   }
   st.negTotal = negTotal;

@@ -16,7 +16,7 @@ import { gdnDims, type GdnDims } from '../model/naming.ts';
 import type { DeltaSite, OutputSource } from './delta.ts';
 import type { StackSite } from './stack-rows.ts';
 import { newSparseStepScratch, STATE_ZERO, type KvMemo, type SparseStepScratch } from './gdn-sparse-step.ts';
-import type { WasmHeap } from './wasm-heap.ts';
+import { ViewAt, type WasmHeap } from './wasm-heap.ts';
 import { CONV_CTL, CONV_CTL_WORDS, NORM_CTL, NORM_CTL_WORDS } from './wasm-layout.ts';
 
 /** model/naming.ts gdnDims, refusing a layer without value heads (r = 0) before the executor sizes buffers by it. */
@@ -53,6 +53,12 @@ export interface GdnCache {
    * needs to know that no δ_j can overflow.
    */
   sMax: Float64Array;
+  /**
+   * Per value head, memos of the byte addresses of S and its row marks in the wasm heap
+   * (wasm-heap.ts ViewAt, passed to recurrentStepSparse): the heads of a layer step one after
+   * another, so one memo per head keeps its answer from token to token.
+   */
+  headAt: { s: ViewAt[]; rnz: ViewAt[] };
   /** Buffers of single-token calls (decode), reused so a step allocates nothing; created on first use. */
   buffers?: GdnBuffers;
   /** What gdnDecodeTracked knows about the last decode step; undefined = nothing (rebuilt by a full step). */
@@ -114,6 +120,8 @@ export interface GdnBuffers {
   convKernel: ConvKernel | null;
   /** The gated norm kernel's arrays in the wasm memory (null: the tracked gated norm runs in JavaScript). */
   normKernel: NormKernel | null;
+  /** The byte addresses of conved, q and k in the wasm memory the step scratch's kernels run on (−1 each where not carved). */
+  convedAt: number; qAt: number; kAt: number;
 }
 
 /**
@@ -131,6 +139,9 @@ export interface ConvKernel {
   qDirty: Uint8Array; kDirty: Uint8Array; vDirty: Uint8Array; vBeyond: Int32Array;
   tapAt: Uint8Array; cw: Float32Array;
   cwSrc: Float32Array | null; tapSrc: Uint8Array | null;
+  /** ctl's byte address, and memos of the addresses of the arrays a step passes (wasm-heap.ts ViewAt). */
+  ctlAt: number;
+  views: { conv: ViewAt; mixed: ViewAt; conved: ViewAt; rows: ViewAt };
 }
 
 /**
@@ -148,6 +159,9 @@ export interface NormKernel {
   normIn: Uint32Array; normZ: Uint32Array; normAcc: Float32Array; normR: Float32Array; normKept: Uint8Array;
   coreChanged: Uint8Array; normedChanged: Int32Array;
   nw: Float32Array; nwSrc: Float32Array | null;
+  /** ctl's byte address, and a memo of the projections' output's address (wasm-heap.ts ViewAt). */
+  ctlAt: number;
+  zView: ViewAt;
 }
 
 /**
@@ -174,6 +188,7 @@ export function gdnBuffers(d: GdnDims, H: number, heap: WasmHeap | null = null):
     memoKv: carved?.memoKv ?? new Float32Array(d.hv * d.dv),
     convKernel: carved !== null && heap !== null ? convKernelOf(d, heap) : null,
     normKernel: carved !== null && heap !== null && d.dv % 4 === 0 ? gatedNormKernelOf(d, heap, carved.core, carved.normed) : null,
+    convedAt: carved?.conved.byteOffset ?? -1, qAt: carved?.q.byteOffset ?? -1, kAt: carved?.k.byteOffset ?? -1,
   };
 }
 
@@ -198,7 +213,7 @@ function gatedNormKernelOf(d: GdnDims, heap: WasmHeap, core: Float32Array, norme
   w[NORM_CTL.coreChangedAt] = c.coreChanged.byteOffset;
   w[NORM_CTL.hv] = d.hv;
   w[NORM_CTL.dv] = d.dv;
-  return { heap, ...c, ctlF: new Float32Array(w.buffer, w.byteOffset, NORM_CTL_WORDS), nwSrc: null };
+  return { heap, ...c, ctlF: new Float32Array(w.buffer, w.byteOffset, NORM_CTL_WORDS), nwSrc: null, ctlAt: w.byteOffset, zView: new ViewAt() };
 }
 
 function convKernelOf(d: GdnDims, heap: WasmHeap): ConvKernel | null {
@@ -225,7 +240,10 @@ function convKernelOf(d: GdnDims, heap: WasmHeap): ConvKernel | null {
   w[CONV_CTL.dk] = d.dk;
   w[CONV_CTL.dv] = d.dv;
   w[CONV_CTL.K] = d.K;
-  return { heap, ...c, cwSrc: null, tapSrc: null };
+  return {
+    heap, ...c, cwSrc: null, tapSrc: null, ctlAt: w.byteOffset,
+    views: { conv: new ViewAt(), mixed: new ViewAt(), conved: new ViewAt(), rows: new ViewAt() },
+  };
 }
 
 /** A Uint32Array view of exactly a's elements (a may be a view into a larger buffer, such as the wasm memory). */
@@ -272,6 +290,7 @@ export function newGdnCache(d: GdnDims, heap: WasmHeap | null = null, previous: 
   return {
     conv: conv ?? new Float32Array(d.convDim * d.K), S, kind: new Uint8Array(d.hv).fill(STATE_ZERO), exposed: new Uint8Array(d.hv),
     rowNonZero, sMax: new Float64Array(d.hv), dims: d,
+    headAt: { s: Array.from({ length: d.hv }, () => new ViewAt()), rnz: Array.from({ length: d.hv }, () => new ViewAt()) },
     // every optional field from the start: one object shape for the JIT (fields added later had
     // each cache change shape, deoptimizing the decode's code when a new executor's caches came)
     buffers: undefined, track: undefined, convZero: 1, convInputs: undefined, idleOut: undefined, idleInput: undefined,
@@ -390,9 +409,15 @@ export interface GdnTrack {
    * residual add after the layer recomputes nothing for it then.
    */
   linearOut: { version: number; full: boolean; rows: Int32Array; nRows: number };
-  /** Bit views of the stacked projections' output and of the conv state (remade when their arrays change). */
+  /**
+   * Bit views of the stacked projections' output and of the conv state, and the arrays they view
+   * (remade when those change; the arrays compared, not their `buffer` and `byteOffset`, which are
+   * builtin calls: wasm-heap.ts ViewAt).
+   */
   projBits: Uint32Array;
   convBits: Uint32Array;
+  projSrc: Float32Array | null;
+  convSrc: Float32Array | null;
   /** Scratch: the entries of a value head that the gated norm recomputes. */
   normMoved: Int32Array;
   /**

@@ -92,12 +92,12 @@ export function gatedNormHead(
  * Returns the changed count.
  */
 export function gatedNormWasm(
-  ctx: ExecNumericContext, t: GdnTrack, nk: NormKernel, w: GdnWeights, y: Float32Array, zOff: number, full: boolean,
+  ctx: ExecNumericContext, t: GdnTrack, nk: NormKernel, w: GdnWeights, y: Float32Array, yAt: number, zOff: number, full: boolean,
   eps: number, d: GdnDims, buf: GdnBuffers, form: 'mul' | 'div',
 ): number {
   const { ctl, ctlF, heap } = nk;
   if (nk.nwSrc !== w.norm) { nk.nw.set(w.norm); nk.nwSrc = w.norm; }
-  ctl[NORM_CTL.zAt] = y.byteOffset + 4 * zOff;
+  ctl[NORM_CTL.zAt] = yAt + 4 * zOff;
   ctl[NORM_CTL.full] = full ? 1 : 0;
   ctl[NORM_CTL.form] = form === 'mul' ? 0 : 1;
   ctl[NORM_CTL.meanDiv] = ctx.meanMode === 'div' ? 1 : 0;
@@ -105,7 +105,7 @@ export function gatedNormWasm(
   ctlF[NORM_CTL.eps] = eps;
   ctl[NORM_CTL.nc] = 0;
   ctl[NORM_CTL.resume] = 0;
-  while (heap.gatedNorm(ctl) === 1) {
+  while (heap.gatedNormAt(nk.ctlAt) === 1) {
     const h = ctl[NORM_CTL.resume];
     ctl[NORM_CTL.nc] = gatedNormHead(ctx, t, h, buf.core, buf.coreBits, y, zOff, nk.nw, buf.normed, buf.normedBits, false, full, eps, d.dv, ctl[NORM_CTL.nc], form);
     ctl[NORM_CTL.resume] = h + 1;

@@ -14,7 +14,7 @@
  * re-classified by classifyState before each step); anything else runs the full update.
  */
 import { exp32 } from './numeric.ts';
-import { type WasmHeap } from './wasm-heap.ts';
+import { ViewAt, type WasmHeap } from './wasm-heap.ts';
 import { gdnDotsScratchLength } from './wasm-layout.ts';
 
 const f32 = Math.fround;
@@ -124,6 +124,30 @@ export interface SparseStepScratch {
   keyIo: Float32Array;
   /** The l2norm kernel's list of non-zero entries (dk int32; carved with the rest). */
   l2nz: Int32Array;
+  /** The byte addresses the kernels are called with (StepAt); meaningful while `heap` is not null. */
+  at: StepAt;
+}
+
+/**
+ * The byte addresses in a step scratch's heap of its own arrays (fixed), and of the arrays of the
+ * step in progress (recurrentStepSparse sets them where it starts: −1 for one that lies elsewhere),
+ * found through memos of the views last passed (wasm-heap.ts ViewAt: a view's `buffer` and
+ * `byteOffset` are builtin calls, about 15 of them a step before). S and its row marks differ
+ * from head to head: the caller may pass per-head memos (GdnCache.headAt).
+ */
+export interface StepAt {
+  kIdx: number; qIdx: number; delta: number; kv: number; scr: number; keyIo: number; l2nz: number;
+  s: number; rnz: number; k: number; q: number; v: number; o: number; memoKv: number;
+  sView: ViewAt; rnzView: ViewAt; kView: ViewAt; qView: ViewAt; vView: ViewAt; oView: ViewAt; memoKvView: ViewAt;
+}
+
+/** A StepAt for a scratch whose own arrays lie at the given addresses (−1 each without a heap). */
+function newStepAt(kIdx: number, qIdx: number, delta: number, kv: number, scr: number, keyIo: number, l2nz: number): StepAt {
+  return {
+    kIdx, qIdx, delta, kv, scr, keyIo, l2nz, s: -1, rnz: -1, k: -1, q: -1, v: -1, o: -1, memoKv: -1,
+    sView: new ViewAt(), rnzView: new ViewAt(), kView: new ViewAt(), qView: new ViewAt(), vView: new ViewAt(), oView: new ViewAt(),
+    memoKvView: new ViewAt(),
+  };
 }
 
 /**
@@ -159,12 +183,14 @@ export function newSparseStepScratch(dk: number, dv: number, heap: WasmHeap | nu
     })
     : null;
   const scr = c?.scr ?? new Int32Array(scrLength);
+  const keyIo = new Float32Array(scr.buffer, scr.byteOffset + 4 * (scrLength - 1), 1);
+  const at = c === null ? newStepAt(-1, -1, -1, -1, -1, -1, -1)
+    : newStepAt(c.kIdx.byteOffset, c.qIdx.byteOffset, c.delta.byteOffset, c.kv.byteOffset, c.scr.byteOffset, keyIo.byteOffset, c.l2nz.byteOffset);
   return {
     kIdx: c?.kIdx ?? new Int32Array(dk), qIdx: c?.qIdx ?? new Int32Array(dk), kDot: new Int32Array(dk), qDot: new Int32Array(dk),
     dotCount: new Int32Array(2), nzRows: new Int32Array(dk), delta: c?.delta ?? new Float32Array(dv), modified: new Uint8Array(1),
     kv: c?.kv ?? new Float32Array(dv), any: new Uint8Array(dv),
-    heap: c === null ? null : heap, scr, dotIo: scr.subarray(2 * dk + dv),
-    keyIo: new Float32Array(scr.buffer, scr.byteOffset + 4 * (scrLength - 1), 1), l2nz: c?.l2nz ?? new Int32Array(dk),
+    heap: c === null ? null : heap, scr, dotIo: scr.subarray(2 * dk + dv), keyIo, l2nz: c?.l2nz ?? new Int32Array(dk), at,
   };
 }
 
@@ -326,10 +352,22 @@ export function recurrentStepSparse(
   dk: number, dv: number, S: Float32Array, kind: number, rowNonZero: Uint8Array,
   q: Float32Array, qOff: number, k: Float32Array, kOff: number, v: Float32Array, vOff: number,
   g: number, beta: number, o: Float32Array, oOff: number, scratch: SparseStepScratch,
-  memo?: KvMemo, h = 0, same = false, qSame = false, sMax?: Float64Array, kSame = same,
+  memo?: KvMemo, h = 0, same = false, qSame = false, sMax?: Float64Array, kSame = same, sView?: ViewAt, rnzView?: ViewAt,
 ): number {
   const eg = exp32(g);
   scratch.modified[0] = 0;
+  // the kernels' addresses of this step's arrays (StepAt; −1 where one lies outside the heap)
+  const heap = scratch.heap;
+  if (heap !== null) {
+    const a = scratch.at;
+    a.s = (sView ?? a.sView).of(heap, S);
+    a.rnz = (rnzView ?? a.rnzView).of(heap, rowNonZero);
+    a.k = a.kView.of(heap, k);
+    a.q = a.qView.of(heap, q);
+    a.v = a.vView.of(heap, v);
+    a.o = a.oView.of(heap, o);
+    a.memoKv = memo ? a.memoKvView.of(heap, memo.kv) : -1;
+  }
   const decays = eg !== 1 && !(kind === STATE_ZERO && Number.isFinite(eg));
   // (a call of its own, made on every tracked step: its paths first taken a few tokens into a
   // run — a key that stayed while the query moved — had this function's optimised code thrown away)
@@ -369,12 +407,13 @@ export function recurrentStepSparse(
     // kv_j for every j (into the memo, which keeps them for the next step, or into scratch)
     const kvArr = memo ? memo.kv : scratchKv;
     const m0 = memo ? h * dv : 0;
-    const heap = scratch.heap;
-    const inHeap = heap !== null && S.buffer === heap.buffer && k.buffer === heap.buffer && kvArr.buffer === heap.buffer
-      && rowNonZero.buffer === heap.buffer;
+    const a = scratch.at;
+    const kvAt = memo ? a.memoKv : a.kv;
+    const inHeap = heap !== null && a.s >= 0 && a.k >= 0 && kvAt >= 0 && a.rnz >= 0;
     // the scan and the dots in wasm (status 0; 1 or 2: redone below in JavaScript, which also
     // redoes the scan, the same lists)
-    const st = inHeap ? heap.gdnDots(S, k, kOff, rowNonZero, dk, dv, kind === STATE_POS || kind === STATE_ZERO, kvArr, m0, kIdx, scratch.scr) : -1;
+    const st = inHeap
+      ? heap.gdnDotsAt(a.s, a.k + 4 * kOff, a.rnz, dk, dv, kind === STATE_POS || kind === STATE_ZERO, kvAt + 4 * m0, a.kIdx, a.scr) : -1;
     if (st === 0) {
       kn = scratch.dotIo[0];
       kFinite = true; // (status 0: every k_i is finite)
@@ -388,7 +427,7 @@ export function recurrentStepSparse(
       columnDotsInto(S, dv, k, kOff, kDot, kdn, nzRows, nzn, kNegOff, kSign, kvArr, m0, scratch.any);
     }
     // δ in wasm when every δ_j is finite (flags bit 0); else in JavaScript (its NaN bits)
-    const fl = inHeap && v.buffer === heap.buffer && f32(beta) === beta ? heap.gdnDelta(v, vOff, kvArr, m0, beta, delta, dv) : 0;
+    const fl = inHeap && a.v >= 0 && f32(beta) === beta ? heap.gdnDeltaAt(a.v + 4 * vOff, kvAt + 4 * m0, beta, a.delta, dv) : 0;
     if ((fl & 1) !== 0) {
       allDeltaZero = (fl & 2) !== 0;
     } else {
@@ -450,9 +489,10 @@ function kvMemoStep(
   // infinite or NaN δ_j is not ±0).
   const kz = memo.kZero[h];
   const heap = scratch.heap;
-  if (heap !== null && v.buffer === heap.buffer && kv.buffer === heap.buffer && f32(beta) === beta) {
+  const a = scratch.at;
+  if (heap !== null && a.v >= 0 && a.memoKv >= 0 && f32(beta) === beta) {
     // δ in wasm (into the step's scratch, which nothing reads after this test)
-    const fl = heap.gdnDelta(v, vOff, kv, m0, beta, scratch.delta, dv);
+    const fl = heap.gdnDeltaAt(a.v + 4 * vOff, a.memoKv + 4 * m0, beta, a.delta, dv);
     if ((fl & 1) === 0 || (kz === 0 && (fl & 2) === 0)) return false;
   } else {
     for (let j = 0; j < dv; j++) {
@@ -501,10 +541,12 @@ function updateKeyRows(
   let neg = kind === STATE_CLEAN;
   scratch.modified[0] = 1;
   const heap = scratch.heap;
+  const a = scratch.at;
   // the rows in wasm when every new entry is finite and not −0 (else nothing is written there and
-  // the loop below computes them, with the reference's NaN bits)
-  if (heap !== null && S.buffer === heap.buffer && k.buffer === heap.buffer && rowNonZero.buffer === heap.buffer && dv % 4 === 0) {
-    const fl = heap.gdnKeyRows(S, k, kOff, kIdx, kn, delta, dv, rowNonZero, scratch.keyIo);
+  // the loop below computes them, with the reference's NaN bits); kIdx and delta are the step
+  // scratch's (their addresses in StepAt)
+  if (heap !== null && a.s >= 0 && a.k >= 0 && a.rnz >= 0 && dv % 4 === 0) {
+    const fl = heap.gdnKeyRowsAt(a.s, a.k + 4 * kOff, a.kIdx, kn, a.delta, dv, a.rnz, a.keyIo);
     if (fl !== 0) {
       if (sMax) sMax[h] = Math.max(sMax[h], scratch.keyIo[0]);
       return nonZero || (fl & 2) !== 0 ? (neg || (fl & 4) !== 0 ? STATE_CLEAN : STATE_POS) : STATE_ZERO;
@@ -539,8 +581,9 @@ function outputDots(
   const { qIdx, qDot, dotCount, nzRows } = scratch;
   if (kind !== STATE_ANY) {
     const heap = scratch.heap;
-    if (heap !== null && S.buffer === heap.buffer && q.buffer === heap.buffer && o.buffer === heap.buffer && rowNonZero.buffer === heap.buffer
-      && heap.gdnDots(S, q, qOff, rowNonZero, dk, dv, kind === STATE_POS || kind === STATE_ZERO, o, oOff, qIdx, scratch.scr) === 0) return;
+    const a = scratch.at;
+    if (heap !== null && a.s >= 0 && a.q >= 0 && a.o >= 0 && a.rnz >= 0
+      && heap.gdnDotsAt(a.s, a.q + 4 * qOff, a.rnz, dk, dv, kind === STATE_POS || kind === STATE_ZERO, a.o + 4 * oOff, a.qIdx, a.scr) === 0) return;
     nonZeroIndices(q, qOff, dk, qIdx, rowNonZero, negOffScratch, qDot, dotCount);
     const qNegOff = negOffScratch[0];
     const qSign = kind === STATE_POS || kind === STATE_ZERO ? (negOffScratch[1] ? 1 : 0) : -1;

@@ -45,7 +45,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', buf: Gd
   const nk = buf.normKernel; // (and the gated norm kernel's)
   return {
     chan, chanF, tapAt: new Uint8Array(0),
-    projBits: new Uint32Array(0), convBits: new Uint32Array(0), normMoved: new Int32Array(d.dv),
+    projBits: new Uint32Array(0), convBits: new Uint32Array(0), projSrc: null, convSrc: null, normMoved: new Int32Array(d.dv),
     vBeyond: kern !== null ? kern.vBeyond.fill(0) : new Int32Array(d.hv), kAbs: new Float64Array(d.hk),
     weights: w, alias: null, siluForm, active: kern !== null ? kern.active.fill(0) : new Int32Array(d.convDim), nActive: 0,
     qDirty: kern !== null ? kern.qDirty.fill(0) : new Uint8Array(d.hk), kDirty: kern !== null ? kern.kDirty.fill(0) : new Uint8Array(d.hk),
@@ -374,8 +374,14 @@ function trackedConvStep(
   const kern = buf.convKernel;
   if (kern !== null && active === kern.active && t.tapAt === kern.tapAt && kern.cwSrc === cw) {
     const heap = kern.heap;
-    if (conv.buffer === heap.buffer && mixed.buffer === heap.buffer && conved.buffer === heap.buffer && (ps.full || ps.rows.buffer === heap.buffer)) {
-      convStepWasm(t, kern, ps, conv, convBits, mixed, mixedBits, conved, conBits, cw, K, zOff, keyDim, dk, dv, form, stats);
+    const v = kern.views;
+    const convAt = v.conv.of(heap, conv);
+    const mixedAt = v.mixed.of(heap, mixed);
+    const convedAt = v.conved.of(heap, conved);
+    const rowsAt = ps.full ? -1 : v.rows.of(heap, ps.rows);
+    if (convAt >= 0 && mixedAt >= 0 && convedAt >= 0 && (ps.full || rowsAt >= 0)) {
+      convStepWasm(t, kern, ps, convAt, mixedAt, convedAt, rowsAt, conv, convBits, mixed, mixedBits, conved, conBits, cw, K, zOff, keyDim,
+        dk, dv, form, stats);
       return;
     }
   }
@@ -402,26 +408,27 @@ function trackedConvStep(
  * not finite is left to convChannel, and the kernel goes on after it.
  */
 function convStepWasm(
-  t: GdnTrack, kern: ConvKernel, ps: DeltaLinearState, conv: Float32Array, convBits: Uint32Array, mixed: Float32Array,
+  t: GdnTrack, kern: ConvKernel, ps: DeltaLinearState, convAt: number, mixedAt: number, convedAt: number, rowsAt: number,
+  conv: Float32Array, convBits: Uint32Array, mixed: Float32Array,
   mixedBits: Uint32Array, conved: Float32Array, conBits: Uint32Array, cw: Float32Array, K: number, zOff: number,
   keyDim: number, dk: number, dv: number, form: 'mul' | 'div', stats?: MatmulStats,
 ): void {
   const { ctl, heap } = kern;
   // (the layer's own arrays and dimensions are in ctl already: gdn-cache.ts convKernelOf)
-  ctl[CONV_CTL.rowsAt] = ps.full ? -1 : ps.rows.byteOffset;
+  ctl[CONV_CTL.rowsAt] = ps.full ? -1 : rowsAt;
   ctl[CONV_CTL.nRows] = ps.nRows;
   ctl[CONV_CTL.nActive] = t.nActive;
   ctl[CONV_CTL.nLazy] = t.nLazy;
   ctl[CONV_CTL.step] = t.step;
-  ctl[CONV_CTL.convAt] = conv.byteOffset;
-  ctl[CONV_CTL.mixedAt] = mixed.byteOffset;
-  ctl[CONV_CTL.convedAt] = conved.byteOffset;
+  ctl[CONV_CTL.convAt] = convAt;
+  ctl[CONV_CTL.mixedAt] = mixedAt;
+  ctl[CONV_CTL.convedAt] = convedAt;
   ctl[CONV_CTL.zOff] = zOff;
   ctl[CONV_CTL.form] = form === 'mul' ? 0 : 1;
-  const n = heap.convActivate(ctl);
+  const n = heap.convActivateAt(kern.ctlAt);
   ctl[CONV_CTL.resume] = 0;
   ctl[CONV_CTL.m] = 0;
-  while (heap.convChannels(ctl) === 1) {
+  while (heap.convChannelsAt(kern.ctlAt) === 1) {
     // a channel with a non-finite tap or fold, untouched by the kernel: JavaScript's step, then the kernel from the next
     const i = ctl[CONV_CTL.resume];
     t.nLazy = ctl[CONV_CTL.nLazy];
@@ -548,8 +555,8 @@ export function gdnDecodeTracked(
   const conved = buf.conved;
   const conBits = buf.convedBits;
   const cw = w.conv1d;
-  if (t.projBits.buffer !== y.buffer || t.projBits.byteOffset !== y.byteOffset) t.projBits = new Uint32Array(y.buffer, y.byteOffset, y.length);
-  if (t.convBits.buffer !== conv.buffer || t.convBits.byteOffset !== conv.byteOffset) t.convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length);
+  if (t.projSrc !== y) { t.projBits = new Uint32Array(y.buffer, y.byteOffset, y.length); t.projSrc = y; }
+  if (t.convSrc !== conv) { t.convBits = new Uint32Array(conv.buffer, conv.byteOffset, conv.length); t.convSrc = conv; }
   const convBits = t.convBits;
   if (fresh) {
     const lazyCount = new Int32Array(1);
@@ -591,20 +598,22 @@ export function gdnDecodeTracked(
   // sequential form, in its two parts): a head renormalises only what moved
   // (in wasm where conved, q and k lie in its memory: wasm-gdn-kernels.ts l2norm, the same bits;
   // a head whose r is not finite and positive is left to the JavaScript)
+  // (conved, q and k are the layer buffers' own: their addresses were kept when they were carved)
   const lh = buf.step.heap;
-  const l2 = lh !== null && conved.buffer === lh.buffer && q.buffer === lh.buffer && k.buffer === lh.buffer && dk % 4 === 0
-    && Math.fround(scale) === scale ? lh : null;
-  const l2nz = buf.step.l2nz;
+  const l2 = lh !== null && buf.convedAt >= 0 && buf.qAt >= 0 && buf.kAt >= 0 && dk % 4 === 0 && Math.fround(scale) === scale ? lh : null;
+  const l2nzAt = buf.step.at.l2nz;
   // (a head of an aliased block reads its representative's outputs: conv-alias.ts)
   const src = t.alias?.src ?? null;
   for (let h = 0; h < hk; h++) {
     if (t.qDirty[h] === 1) {
       const at = (src !== null ? src[h] : h) * dk;
-      if (l2 === null || l2.gdnL2norm(conved, at, dk, q, h * dk, scale, l2nz) !== 0) l2normSeq(conved, at, dk, q, h * dk, scale);
+      const st = l2 === null ? 1 : l2.gdnL2normAt(buf.convedAt + 4 * at, dk, buf.qAt + 4 * h * dk, scale, l2nzAt);
+      if (st !== 0) l2normSeq(conved, at, dk, q, h * dk, scale);
     }
     if (t.kDirty[h] === 1) {
       const at = (src !== null ? src[hk + h] : hk + h) * dk;
-      if (l2 === null || l2.gdnL2norm(conved, at, dk, k, h * dk, 1, l2nz) !== 0) l2normSeq(conved, at, dk, k, h * dk, 1);
+      const st = l2 === null ? 1 : l2.gdnL2normAt(buf.convedAt + 4 * at, dk, buf.kAt + 4 * h * dk, 1, l2nzAt);
+      if (st !== 0) l2normSeq(conved, at, dk, k, h * dk, 1);
       t.kAbs[h] = NaN; // taken when the β = ±0 test reaches it (kAbsOf)
     }
   }
@@ -677,7 +686,8 @@ export function gdnDecodeTracked(
     }
     if (stats && !fresh) stats.gdnHeadSteps++;
     const vAt = vOff + (src !== null ? src[2 * hk + h] : h) * dv;
-    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vAt, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax, kSame);
+    cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vAt, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax, kSame,
+      cache.headAt.s[h], cache.headAt.rnz[h]);
     headModified[h] = scratch.modified[0];
     // the output is a function of q and S: with both as before it is as before unless the step
     // wrote S; otherwise it may have moved (the gated norm compares each entry with the bits it
@@ -689,8 +699,9 @@ export function gdnDecodeTracked(
   const normed = buf.normed;
   const nk = buf.normKernel;
   let nc: number;
-  if (!fresh && nk !== null && t.normIn === nk.normIn && y.buffer === nk.heap.buffer) {
-    nc = gatedNormWasm(ctx, t, nk, w, y, zOff, ps.full, cfg.rmsNormEps, d, buf, form);
+  const yAt = nk !== null ? nk.zView.of(nk.heap, y) : -1;
+  if (!fresh && nk !== null && t.normIn === nk.normIn && yAt >= 0) {
+    nc = gatedNormWasm(ctx, t, nk, w, y, yAt, zOff, ps.full, cfg.rmsNormEps, d, buf, form);
   } else {
     nc = 0;
     for (let h = 0; h < hv; h++) nc = gatedNormHead(ctx, t, h, core, buf.coreBits, y, zOff, w.norm, normed, buf.normedBits, fresh, ps.full, cfg.rmsNormEps, dv, nc, form);

@@ -18,6 +18,7 @@ import { exp32, sigmoid32, silu32 } from './numeric.ts';
 import { deltaLinear, newDeltaSite, nextInputStamp, wasmHeapOf, type DeltaShare, type DeltaSite, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 import { newStackSite, rowStackAt, rowStackOf, type StackSite } from './stack-rows.ts';
+import { ViewAt } from './wasm-heap.ts';
 
 const f32 = Math.fround;
 
@@ -91,7 +92,11 @@ function swigluDelta(
     const a = heap?.carve({ h: [Float32Array, n], changed: [Int32Array, n] }) ?? null;
     const h = a !== null ? a.h : new Float32Array(n);
     const changed = a !== null ? a.changed : new Int32Array(n);
-    st = { h, hBits: new Uint32Array(h.buffer, h.byteOffset, n), valid: false, changed, ver: -1 };
+    st = {
+      h, hBits: new Uint32Array(h.buffer, h.byteOffset, n), valid: false, changed, ver: -1,
+      heap: a !== null ? heap : null, hAt: a !== null ? a.h.byteOffset : -1, changedAt: a !== null ? a.changed.byteOffset : -1,
+      goAt: new ViewAt(), rowsAt: new ViewAt(),
+    };
     byM.set(m.gateProj, st);
   }
   if (sites !== undefined) { sites.memos = ctx.memos; sites.gate = m.gateProj; sites.state = st; }
@@ -117,9 +122,12 @@ function swigluDelta(
     const rows = gus.rows;
     const nr = gus.nRows;
     const heap = ctx.memos.wasmHeap;
-    if (f32Profile && heap != null && h.buffer === heap.buffer && go.buffer === heap.buffer && rows.buffer === heap.buffer) {
+    // (the addresses kept with the state: FfnDeltaState)
+    const goAt = st.heap !== null ? st.goAt.of(st.heap, go) : -1;
+    const rowsAt = st.heap !== null ? st.rowsAt.of(st.heap, rows) : -1;
+    if (f32Profile && heap != null && st.heap === heap && goAt >= 0 && rowsAt >= 0) {
       // the same loop in wasm (wasm-kernels.ts swiglu)
-      nch = heap.swiglu(nr, rows, n, go, h, changed, form);
+      nch = heap.swigluAt(nr, rowsAt, n, goAt, st.hAt, st.changedAt, form);
     } else if (f32Profile) {
       for (let t = 0; t < nr; t++) {
         const r = rows[t];

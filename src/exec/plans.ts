@@ -50,7 +50,7 @@ import type { CsrMatrix, GdnWeights, Matrix, ModelWeights } from '../model/weigh
 import type { GdnDims } from '../model/naming.ts';
 import type { ExecTuning } from './types.ts';
 import { ZeroArena } from './arena.ts';
-import type { DeltaArrays, WasmHeap } from './wasm-heap.ts';
+import type { DeltaArrays, DeltaAt, ViewAt, WasmHeap } from './wasm-heap.ts';
 
 /** The sparse path's size thresholds, every one set (ExecOptions.tuning over DEFAULT_TUNING). */
 export type SparseTuning = Required<ExecTuning>;
@@ -313,10 +313,11 @@ export interface DeltaLinearState {
    * views of the context's WasmHeap and the rest fits there; null: the pass runs in JavaScript.
    */
   kernel: DeltaKernel | null;
-  /** The last input vector and offset, and a view of its bits there. */
+  /** The last input vector and offset, a view of its bits there, and its byte address in the context's WasmHeap (−1: not there). */
   inSrc: Float32Array | null;
   inOff: number;
   inView: Uint32Array | null;
+  inAt: number;
   /** Rows updated without a refold by the last call (a statistic). */
   nUpdated: number;
   /** The caller's stamp of the input of the last call (`DeltaShare`); −1 when none was given or the call failed. */
@@ -333,6 +334,11 @@ export interface DeltaLinearState {
  */
 export interface DeltaKernel extends DeltaArrays {
   heap: WasmHeap;
+  /** The byte addresses of the state's and the kernel's arrays in the heap. */
+  at: DeltaAt;
+  /** The candidate list last passed and its address (−1: none, every column; −2: not in the heap). */
+  candView: Int32Array | null;
+  candAt: number;
   walkList: Int32Array;
   walkDx: Float64Array;
   /** Per listed column j: x_new and x_old at 2j, 2j + 1, and lowbit32(x_new) at j, which the tracked rows' updates read. */
@@ -368,8 +374,15 @@ export interface ConvAlias { cw: Float32Array; keyRep: Int32Array; valueRep: Int
  */
 export interface SingleTaps { w: Float32Array; at: Uint8Array }
 
-/** Per numeric context and gate matrix: swigluDelta's h and the gate/up memo version it reflects. */
-export interface FfnDeltaState { h: Float32Array; hBits: Uint32Array; valid: boolean; changed: Int32Array; ver: number }
+/**
+ * Per numeric context and gate matrix: swigluDelta's h and the gate/up memo version it reflects;
+ * `heap` where h and changed were carved (their byte addresses hAt, changedAt), with memos of the
+ * gate/up output's and its row list's addresses (wasm-heap.ts ViewAt).
+ */
+export interface FfnDeltaState {
+  h: Float32Array; hBits: Uint32Array; valid: boolean; changed: Int32Array; ver: number;
+  heap: WasmHeap | null; hAt: number; changedAt: number; goAt: ViewAt; rowsAt: ViewAt;
+}
 
 /** The all-+0 conv channel facts of a conv1d weight tensor (gdn-token.ts convZeroOf). */
 export interface ConvZero { finite: Uint8Array; out: Float32Array }

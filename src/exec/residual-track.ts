@@ -31,7 +31,7 @@
 import type { ExecNumericContext } from './numeric.ts';
 import { rsqrt32 } from './numeric.ts';
 import { meanOf, onePlusWeights } from './norms.ts';
-import type { WasmHeap } from './wasm-heap.ts';
+import { ViewAt, type WasmHeap } from './wasm-heap.ts';
 import type { ExecPlans } from './plans.ts';
 import { nextInputStamp, type InputChanges, type OutputSource } from './delta.ts';
 
@@ -47,12 +47,26 @@ export class TrackedVector {
   /** True when the last step's changes are unknown (any index may have changed). */
   all = true;
 
+  /** The heap v and changed were carved from (null: they were not), and their byte addresses there. */
+  readonly heap: WasmHeap | null;
+  readonly vAt: number;
+  readonly changedAt: number;
+  /**
+   * Memos of the addresses of the arrays addTracked adds into this vector (wasm-heap.ts ViewAt: a
+   * view's `buffer` and `byteOffset` are builtin calls; a site adds the same sublayer output at
+   * every step).
+   */
+  readonly addAt = { b: new ViewAt(), rows: new ViewAt() };
+
   /** `heap`: the context's wasm memory, where v and changed are carved when they fit (wasm-kernels.ts). */
   constructor(width: number, heap: WasmHeap | null = null) {
     const a = heap?.carve({ v: [Float32Array, width], changed: [Int32Array, width] }) ?? null;
     this.v = a !== null ? a.v : new Float32Array(width);
     this.bits = new Uint32Array(this.v.buffer, this.v.byteOffset, width);
     this.changed = a !== null ? a.changed : new Int32Array(width);
+    this.heap = a !== null ? heap : null;
+    this.vAt = a !== null ? a.v.byteOffset : -1;
+    this.changedAt = a !== null ? a.changed.byteOffset : -1;
   }
 }
 
@@ -119,10 +133,12 @@ export function addTracked(
     }
   } else {
     const heap = ctx.memos.wasmHeap;
-    if (f32Profile && heap != null && x.buffer === heap.buffer && b.buffer === heap.buffer && o.buffer === heap.buffer
-      && a.changed.buffer === heap.buffer && bChanges.rows.buffer === heap.buffer && ch.buffer === heap.buffer) {
+    // (the addresses kept with the vectors: TrackedVector.addAt)
+    const bAt = heap != null ? out.addAt.b.of(heap, b) : -1;
+    const rowsAt = heap != null ? out.addAt.rows.of(heap, bChanges.rows) : -1;
+    if (f32Profile && heap != null && a.heap === heap && out.heap === heap && bAt >= 0 && rowsAt >= 0) {
       // the same loop in wasm (wasm-residual-kernels.ts addLists)
-      const done = heap.addLists(x, b, o, a.changed, a.n, bChanges.rows, bChanges.n, ch) === 0;
+      const done = heap.addListsAt(a.vAt, bAt, out.vAt, a.changedAt, a.n, rowsAt, bChanges.n, out.changedAt) === 0;
       n = heap.appended;
       if (done) {
         out.all = false;
@@ -197,6 +213,9 @@ export class NormSite {
   private readonly heap: WasmHeap | null;
   /** w1's copy in that memory. */
   private readonly w1Heap: Float32Array | null;
+  /** The byte addresses of the prefixes and of w1's copy in that memory (−1 without it). */
+  private readonly prefixAt: number;
+  private readonly w1At: number;
   readonly eps: number;
   private r = Number.NaN;
   private readonly sorted: Int32Array;
@@ -228,6 +247,8 @@ export class NormSite {
     this.w1Heap = a !== null ? a.w1 : null;
     this.w1Heap?.set(this.w1);
     this.heap = a !== null ? heap : null;
+    this.prefixAt = a !== null ? a.prefix.byteOffset : -1;
+    this.w1At = a !== null ? a.w1.byteOffset : -1;
   }
 
   /** How out changed since the previous step's vector (DeltaShare `since`), or null when unknown. */
@@ -248,14 +269,14 @@ export class NormSite {
     const xv = x.v;
     const P = this.prefix;
     const heap = this.heap;
-    if (!fresh && !x.all && x.n > 0 && heap !== null && this.w1Heap !== null && xv.buffer === heap.buffer && x.changed.buffer === heap.buffer) {
+    if (!fresh && !x.all && x.n > 0 && heap !== null && this.w1Heap !== null && x.heap === heap) {
       // every changed square absorbed and r the kept one: the list loop in wasm (normListed), which
       // returns −1 (nothing written) when some square is not absorbed; the path below then runs.
       // (r is the kept one whenever the site's previous run was complete: Object.is is a guard.)
       const r = rsqrt32(f32(meanOf(ctx, P[H - 1], H) + f32(this.eps)));
       if (Object.is(r, this.r) && r - r === 0) {
         const o = this.out;
-        const m = heap.normListed(xv, P, x.changed, x.n, this.w1Heap, o.v, o.changed, r);
+        const m = heap.normListedAt(x.vAt, this.prefixAt, x.changedAt, x.n, this.w1At, o.vAt, o.changedAt, r);
         if (m >= 0) {
           this.walked = x.n;
           this.prevStamp = this.stamp;

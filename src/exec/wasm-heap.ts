@@ -67,6 +67,55 @@ const gdnKernelModule = compiledOnce(() => fromBase64(GDN_KERNEL_MODULE_BASE64))
 /** The arrays of a state's kernels that `delta` reads besides the state's own (plans.ts DeltaKernel). */
 export interface DeltaArrays { rowIdx: Uint16Array; values: Float32Array; track: Int32Array; io: Int32Array }
 
+/**
+ * Byte addresses in a WasmHeap's memory of the arrays an incremental matmul's kernels read and
+ * write (plans.ts DeltaKernel.at; made with the kernel: the state's arrays and the kernel's never
+ * move). A typed array's `byteOffset` and `buffer` are builtin calls in V8 (5–15 ns each on dev-2c,
+ * not inlined), and the decode passed about 1,200 offsets a token to the kernels before they were
+ * kept (docs/executor.md round 36).
+ */
+export interface DeltaAt {
+  colBits: number; rowIdx: number; values: number; mark: number; y: number; rows: number; track: number; changed: number; io: number;
+  walkList: number;
+}
+
+/** The DeltaAt of the given arrays (each must lie in the heap's memory). */
+export function deltaAtOf(v: { [K in keyof DeltaAt]: ArrayBufferView }): DeltaAt {
+  return {
+    colBits: v.colBits.byteOffset, rowIdx: v.rowIdx.byteOffset, values: v.values.byteOffset, mark: v.mark.byteOffset, y: v.y.byteOffset,
+    rows: v.rows.byteOffset, track: v.track.byteOffset, changed: v.changed.byteOffset, io: v.io.byteOffset, walkList: v.walkList.byteOffset,
+  };
+}
+
+/** v's byte address in heap's memory, or −1 where it lies elsewhere (or there is no heap). */
+export function addressIn(heap: WasmHeap | null, v: ArrayBufferView): number {
+  return heap !== null && v.buffer === heap.buffer ? v.byteOffset : -1;
+}
+
+/**
+ * addressIn remembered for the view and heap last asked about: a call site of the kernels passes
+ * the same few views at every decode step, and a view's buffer and offset never change (nor does
+ * a heap's memory: it never grows), so one identity test replaces two builtin calls (DeltaAt).
+ * The memo holds its last view until asked about another.
+ */
+export class ViewAt {
+  private view: ArrayBufferView | null = null;
+  private heap: WasmHeap | null = null;
+  private at = -1;
+
+  of(heap: WasmHeap | null, view: ArrayBufferView): number {
+    if (view !== this.view || heap !== this.heap) {
+      this.view = view;
+      this.heap = heap;
+      this.at = addressIn(heap, view);
+    }
+    return this.at;
+  }
+}
+
+/** addLists' io word: the heap's first 4 bytes. */
+const ADD_IO_AT = 0;
+
 type ViewCtor<T> = { new (buffer: ArrayBufferLike, byteOffset: number, length: number): T; readonly BYTES_PER_ELEMENT: number };
 type InstanceType<C> = C extends ViewCtor<infer T> ? T : never;
 
@@ -120,7 +169,7 @@ export class WasmHeap {
     this.gatedNormFn = gdn === null ? missing : gdn.exports.gatedNorm as (ctlAt: number) => number;
     this.keyRowsFn = gdn === null ? missing : gdn.exports.keyRows as KeyRowsFn;
     this.l2normFn = gdn === null ? missing : gdn.exports.l2norm as L2normFn;
-    this.addIo = new Int32Array(this.buffer, 0, 1);
+    this.addIo = new Int32Array(this.buffer, ADD_IO_AT, 1);
   }
 
   /**
@@ -194,21 +243,28 @@ export class WasmHeap {
     return this.swigluFn(nr, rows.byteOffset, n, go.byteOffset, h.byteOffset, changed.byteOffset, form === 'mul' ? 0 : 1);
   }
 
+  /** swiglu with each array given by its byte address in this heap. */
+  swigluAt(nr: number, rowsAt: number, n: number, goAt: number, hAt: number, changedAt: number, form: 'mul' | 'div'): number {
+    return this.swigluFn(nr, rowsAt, n, goAt, hAt, changedAt, form === 'mul' ? 0 : 1);
+  }
+
   /**
    * delta.ts deltaLinearIn's pass over candidates [t0, n) in wasm (module comment, delta): the
-   * candidates (null: every column t is a candidate) and x from xOff, the state's column records
-   * `colBits`, marks, y, reached rows and changed columns, and `kern`'s plan copy, track block
-   * (TRACK: the tracked rows' arrays, the refold count in and out) and in/out block `kern.io` ([0]
-   * nr and [1] nc in and out, [6] 1 when every row is bounded; out [2] the sign count's change, [3]
-   * entries walked, [5] where it stopped). Every array must be a view of this heap. Returns 0 when the
-   * candidates are done, 1 at a column that widens its bounds, 2 at one that is not finite (that
-   * column untouched: the caller takes it).
+   * candidates at byte address candAt (−1: every column t is a candidate) and x at xAt, and the
+   * state's arrays at their addresses `at` (DeltaAt: its column records, marks, y, reached rows and
+   * changed columns, its kernel's plan copy, track block — TRACK: the tracked rows' arrays, the
+   * refold count in and out — and in/out block io: [0] nr and [1] nc in and out, [6] 1 when every
+   * row is bounded; out [2] the sign count's change, [3] entries walked, [5] where it stopped), all
+   * in this heap. Returns 0 when the candidates are done, 1 at a column that widens its bounds, 2
+   * at one that is not finite (that column untouched: the caller takes it).
    */
-  delta(n: number, cand: Int32Array | null, x: Float32Array, xOff: number, colBits: Uint32Array, kern: DeltaArrays,
-    mark: Uint16Array, y: Float32Array, rows: Int32Array, changed: Int32Array, cur: number, t0: number): number {
-    return this.deltaFn(n, cand === null ? -1 : cand.byteOffset, x.byteOffset + 4 * xOff, colBits.byteOffset, kern.rowIdx.byteOffset,
-      kern.values.byteOffset, mark.byteOffset, y.byteOffset, rows.byteOffset, kern.track.byteOffset, changed.byteOffset, cur, t0,
-      kern.io.byteOffset);
+  delta(n: number, candAt: number, xAt: number, at: DeltaAt, cur: number, t0: number): number {
+    return this.deltaFn(n, candAt, xAt, at.colBits, at.rowIdx, at.values, at.mark, at.y, at.rows, at.track, at.changed, cur, t0, at.io);
+  }
+
+  /** walk (module comment) over a state's walk list at its addresses `at` (DeltaAt), as `walk`. */
+  walkAt(nWalk: number, at: DeltaAt, cur: number, nr: number): number {
+    return this.walkFn(nWalk, at.walkList, at.mark, at.y, at.rows, at.rowIdx, at.values, at.track, cur, nr);
   }
 
   /**
@@ -224,12 +280,23 @@ export class WasmHeap {
       out.byteOffset + 4 * outOff, idx.byteOffset, scr.byteOffset);
   }
 
+  /** gdnDots with each array given by its byte address in this heap (x and out at their entries xOff and outOff). */
+  gdnDotsAt(sAt: number, xAt: number, rnzAt: number, dk: number, dv: number, kindPos: boolean, outAt: number, idxAt: number,
+    scrAt: number): number {
+    return this.gdnDotsFn(sAt, xAt, rnzAt, dk, dv, kindPos ? 1 : 0, outAt, idxAt, scrAt);
+  }
+
   /**
    * wasm-gdn-kernels.ts delta: δ_j = fl(fl(v_j − kv_j)·β) for j < dv into delta; bit 0 of the
    * result set when every δ_j is finite, bit 1 when every δ_j is ±0. β must be a float32 value.
    */
   gdnDelta(v: Float32Array, vOff: number, kv: Float32Array, kvOff: number, beta: number, delta: Float32Array, dv: number): number {
     return this.gdnDeltaFn(v.byteOffset + 4 * vOff, kv.byteOffset + 4 * kvOff, beta, delta.byteOffset, dv);
+  }
+
+  /** gdnDelta with each array given by its byte address in this heap (v and kv at their entries vOff and kvOff). */
+  gdnDeltaAt(vAt: number, kvAt: number, beta: number, deltaAt: number, dv: number): number {
+    return this.gdnDeltaFn(vAt, kvAt, beta, deltaAt, dv);
   }
 
   /**
@@ -243,6 +310,11 @@ export class WasmHeap {
     return this.keyRowsFn(S.byteOffset, k.byteOffset + 4 * kOff, idx.byteOffset, kn, delta.byteOffset, dv, rowNonZero.byteOffset, io.byteOffset);
   }
 
+  /** gdnKeyRows with each array given by its byte address in this heap (k at its entry kOff). */
+  gdnKeyRowsAt(sAt: number, kAt: number, idxAt: number, kn: number, deltaAt: number, dv: number, rnzAt: number, ioAt: number): number {
+    return this.keyRowsFn(sAt, kAt, idxAt, kn, deltaAt, dv, rnzAt, ioAt);
+  }
+
   /**
    * wasm-gdn-kernels.ts l2norm: out[outOff…] ← gdn-token.ts l2normSeq of x[xOff…] (n entries, a
    * multiple of 4) scaled by s (a float32 value), with `nz` (n int32) as scratch; 0 when done, 1
@@ -253,28 +325,33 @@ export class WasmHeap {
     return this.l2normFn(x.byteOffset + 4 * xOff, n, out.byteOffset + 4 * outOff, s, nz.byteOffset);
   }
 
+  /** gdnL2norm with each array given by its byte address in this heap (x and out at their first entries). */
+  gdnL2normAt(xAt: number, n: number, outAt: number, s: number, nzAt: number): number {
+    return this.l2normFn(xAt, n, outAt, s, nzAt);
+  }
+
   /**
-   * wasm-gdn-kernels.ts convActivate over the control block `ctl` (CONV_CTL): the channels of the
+   * wasm-gdn-kernels.ts convActivate over the control block at byte address ctlAt (CONV_CTL): the channels of the
    * listed rows (or every channel) whose input moved join the active list; returns their count.
    */
-  convActivate(ctl: Int32Array): number {
-    return this.convActivateFn(ctl.byteOffset);
+  convActivateAt(ctlAt: number): number {
+    return this.convActivateFn(ctlAt);
   }
 
   /**
-   * wasm-gdn-kernels.ts convChannels over `ctl`: the active channels from ctl's resume index on;
+   * wasm-gdn-kernels.ts convChannels over the control block at ctlAt: the active channels from its resume index on;
    * 0 when done, 1 at a channel left to the caller (non-finite taps or fold; ctl says where).
    */
-  convChannels(ctl: Int32Array): number {
-    return this.convChannelsFn(ctl.byteOffset);
+  convChannelsAt(ctlAt: number): number {
+    return this.convChannelsFn(ctlAt);
   }
 
   /**
-   * wasm-gdn-kernels.ts gatedNorm over `ctl` (NORM_CTL): the heads from ctl's resume index on;
+   * wasm-gdn-kernels.ts gatedNorm over the control block at ctlAt (NORM_CTL): the heads from its resume index on;
    * 0 when done, 1 at a head left to the caller (a NaN output; ctl says which, and the changed count).
    */
-  gatedNorm(ctl: Int32Array): number {
-    return this.gatedNormFn(ctl.byteOffset);
+  gatedNormAt(ctlAt: number): number {
+    return this.gatedNormFn(ctlAt);
   }
 
   /**
@@ -289,6 +366,11 @@ export class WasmHeap {
       this.addIo.byteOffset);
   }
 
+  /** addLists with each array given by its byte address in this heap. */
+  addListsAt(xAt: number, bAt: number, oAt: number, aAt: number, aN: number, bListAt: number, bN: number, changedAt: number): number {
+    return this.addListsFn(xAt, bAt, oAt, aAt, aN, bListAt, bN, changedAt, ADD_IO_AT);
+  }
+
   /**
    * wasm-residual-kernels.ts normListed: when every listed x_j is finite and its square absorbed in
    * the prefixes P (NormSite), ov_i = fl(fl(x_i·r)·w1_i) at the listed indices, the ones whose bits
@@ -298,6 +380,11 @@ export class WasmHeap {
   normListed(x: Float32Array, P: Float32Array, list: Int32Array, n: number, w1: Float32Array, ov: Float32Array,
     changed: Int32Array, r: number): number {
     return this.normListedFn(x.byteOffset, P.byteOffset, list.byteOffset, n, w1.byteOffset, ov.byteOffset, changed.byteOffset, r);
+  }
+
+  /** normListed with each array given by its byte address in this heap. */
+  normListedAt(xAt: number, pAt: number, listAt: number, n: number, w1At: number, ovAt: number, changedAt: number, r: number): number {
+    return this.normListedFn(xAt, pAt, listAt, n, w1At, ovAt, changedAt, r);
   }
 
   /**

@@ -240,7 +240,7 @@ export class WasmHeap {
    * count returned; every array must be a view of this heap.
    */
   swiglu(nr: number, rows: Int32Array, n: number, go: Float32Array, h: Float32Array, changed: Int32Array, form: 'mul' | 'div'): number {
-    return this.swigluFn(nr, rows.byteOffset, n, go.byteOffset, h.byteOffset, changed.byteOffset, form === 'mul' ? 0 : 1);
+    return this.swigluAt(nr, rows.byteOffset, n, go.byteOffset, h.byteOffset, changed.byteOffset, form);
   }
 
   /** swiglu with each array given by its byte address in this heap. */
@@ -276,7 +276,7 @@ export class WasmHeap {
    */
   gdnDots(S: Float32Array, x: Float32Array, xOff: number, rowNonZero: Uint8Array, dk: number, dv: number, kindPos: boolean,
     out: Float32Array, outOff: number, idx: Int32Array, scr: Int32Array): number {
-    return this.gdnDotsFn(S.byteOffset, x.byteOffset + 4 * xOff, rowNonZero.byteOffset, dk, dv, kindPos ? 1 : 0,
+    return this.gdnDotsAt(S.byteOffset, x.byteOffset + 4 * xOff, rowNonZero.byteOffset, dk, dv, kindPos,
       out.byteOffset + 4 * outOff, idx.byteOffset, scr.byteOffset);
   }
 
@@ -291,7 +291,7 @@ export class WasmHeap {
    * result set when every δ_j is finite, bit 1 when every δ_j is ±0. β must be a float32 value.
    */
   gdnDelta(v: Float32Array, vOff: number, kv: Float32Array, kvOff: number, beta: number, delta: Float32Array, dv: number): number {
-    return this.gdnDeltaFn(v.byteOffset + 4 * vOff, kv.byteOffset + 4 * kvOff, beta, delta.byteOffset, dv);
+    return this.gdnDeltaAt(v.byteOffset + 4 * vOff, kv.byteOffset + 4 * kvOff, beta, delta.byteOffset, dv);
   }
 
   /** gdnDelta with each array given by its byte address in this heap (v and kv at their entries vOff and kvOff). */
@@ -307,7 +307,7 @@ export class WasmHeap {
    */
   gdnKeyRows(S: Float32Array, k: Float32Array, kOff: number, idx: Int32Array, kn: number, delta: Float32Array, dv: number,
     rowNonZero: Uint8Array, io: Float32Array): number {
-    return this.keyRowsFn(S.byteOffset, k.byteOffset + 4 * kOff, idx.byteOffset, kn, delta.byteOffset, dv, rowNonZero.byteOffset, io.byteOffset);
+    return this.gdnKeyRowsAt(S.byteOffset, k.byteOffset + 4 * kOff, idx.byteOffset, kn, delta.byteOffset, dv, rowNonZero.byteOffset, io.byteOffset);
   }
 
   /** gdnKeyRows with each array given by its byte address in this heap (k at its entry kOff). */
@@ -322,7 +322,7 @@ export class WasmHeap {
    * array must be a view of this heap.
    */
   gdnL2norm(x: Float32Array, xOff: number, n: number, out: Float32Array, outOff: number, s: number, nz: Int32Array): number {
-    return this.l2normFn(x.byteOffset + 4 * xOff, n, out.byteOffset + 4 * outOff, s, nz.byteOffset);
+    return this.gdnL2normAt(x.byteOffset + 4 * xOff, n, out.byteOffset + 4 * outOff, s, nz.byteOffset);
   }
 
   /** gdnL2norm with each array given by its byte address in this heap (x and out at their first entries). */
@@ -362,8 +362,7 @@ export class WasmHeap {
    */
   addLists(x: Float32Array, b: Float32Array, o: Float32Array, a: Int32Array, aN: number, bList: Int32Array, bN: number,
     changed: Int32Array): number {
-    return this.addListsFn(x.byteOffset, b.byteOffset, o.byteOffset, a.byteOffset, aN, bList.byteOffset, bN, changed.byteOffset,
-      this.addIo.byteOffset);
+    return this.addListsAt(x.byteOffset, b.byteOffset, o.byteOffset, a.byteOffset, aN, bList.byteOffset, bN, changed.byteOffset);
   }
 
   /** addLists with each array given by its byte address in this heap. */
@@ -379,7 +378,7 @@ export class WasmHeap {
    */
   normListed(x: Float32Array, P: Float32Array, list: Int32Array, n: number, w1: Float32Array, ov: Float32Array,
     changed: Int32Array, r: number): number {
-    return this.normListedFn(x.byteOffset, P.byteOffset, list.byteOffset, n, w1.byteOffset, ov.byteOffset, changed.byteOffset, r);
+    return this.normListedAt(x.byteOffset, P.byteOffset, list.byteOffset, n, w1.byteOffset, ov.byteOffset, changed.byteOffset, r);
   }
 
   /** normListed with each array given by its byte address in this heap. */

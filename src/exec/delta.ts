@@ -70,7 +70,7 @@ import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
 import { siluFormula, type ExecNumericContext } from './numeric.ts';
 import type { CscPlan, DeltaKernel, DeltaLinearState, ExecMemos, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
 import { carveArrays } from './arena.ts';
-import { addressIn, deltaAtOf, WasmHeap } from './wasm-heap.ts';
+import { addressIn, deltaAtOf, ViewAt, WasmHeap } from './wasm-heap.ts';
 import { TRACK, TRACK_WORDS } from './wasm-layout.ts';
 
 export type { DeltaLinearState } from './plans.ts';
@@ -303,7 +303,7 @@ function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, c
   });
   // (each field named, one shape for every kernel: a spread of `a` cost the decode 3.8 µs per token)
   return {
-    heap, at, candView: null, candAt: -1, rowIdx, values,
+    heap, at, candAt: new ViewAt(), rowIdx, values,
     walkList: a.walkList, walkDx: new Float64Array(a.walkList.buffer, a.walkList.byteOffset, 2 * cols),
     walkX: a.walkX, walkLow: a.walkLow, io: a.io, track: t,
     // a matrix of short columns (the chip's down and out projections) is not listed (ExecTuning)
@@ -478,11 +478,11 @@ function foldFresh(
   // of their 9,216 columns: the records of the rest were fresh pages written in the first step.
   const colEnd = st.version === 0 ? csc.usedCols : cols;
   // the input's sign count and finiteness, and the column records' bits and walk starts: in wasm
-  // where the input and the starts are in its memory (a state with kernels has all its records
-  // there: walkArraysOf carves them together, kernelOf asks for them)
+  // where the input (st.inAt, deltaLinearIn) and the starts are in its memory (a state with
+  // kernels has all its records there: walkArraysOf carves them together, kernelOf asks for them)
   const kern = st.kernel;
   let negTotal = 0;
-  if (kern !== null && x.buffer === kern.heap.buffer && csc.colPtr.buffer === kern.heap.buffer) {
+  if (kern !== null && st.inAt >= 0 && addressIn(kern.heap, csc.colPtr) >= 0) {
     negTotal = kern.heap.foldInputs(cols, colEnd, x, xOff, st.colBits, csc.colPtr);
     if (negTotal < 0) return null;
   } else {
@@ -647,11 +647,9 @@ function deltaLinearIn(
   //    the end and before any widening (which reads and writes the rows' marks as the walks before
   //    it left them).
   const kern = bf16 ? null : st.kernel;
-  // (the candidates' address kept with the list last passed: `buffer` and `byteOffset` are builtin calls, DeltaAt)
-  if (kern !== null && cand !== kern.candView) {
-    kern.candView = cand; kern.candAt = cand === null ? -1 : addressIn(kern.heap, cand) >= 0 ? cand.byteOffset : -2;
-  }
-  const fused = kern !== null && st.inAt >= 0 && kern.candAt !== -2;
+  // (the candidates' address from the kernel's memo: −1 for no list, every column a candidate)
+  const candAt = kern === null || cand === null ? -1 : kern.candAt.of(kern.heap, cand);
+  const fused = kern !== null && st.inAt >= 0 && (cand === null || candAt >= 0);
   const listed = kern !== null && !fused && kern.listed;
   let nw = 0;
   for (let t = 0; t < n; t++) {
@@ -661,7 +659,7 @@ function deltaLinearIn(
       io[1] = nc;
       io[6] = st.nBounded === m.rows ? 1 : 0;
       kern.track[TRACK.nf] = nf;
-      const status = kern.heap.delta(n, kern.candAt, st.inAt, kern.at, cur, t);
+      const status = kern.heap.delta(n, candAt, st.inAt, kern.at, cur, t);
       nr = io[0];
       nc = io[1];
       negTotal += io[2];

@@ -336,9 +336,8 @@ export interface DeltaKernel extends DeltaArrays {
   heap: WasmHeap;
   /** The byte addresses of the state's and the kernel's arrays in the heap. */
   at: DeltaAt;
-  /** The candidate list last passed and its address (−1: none, every column; −2: not in the heap). */
-  candView: Int32Array | null;
-  candAt: number;
+  /** A memo of the candidate lists' address (wasm-heap.ts ViewAt). */
+  candAt: ViewAt;
   walkList: Int32Array;
   walkDx: Float64Array;
   /** Per listed column j: x_new and x_old at 2j, 2j + 1, and lowbit32(x_new) at j, which the tracked rows' updates read. */

@@ -10,7 +10,11 @@
  * that sublayer and the lowered ops that read it there (`what` and their FFN units). A column
  * that changes often and feeds a wide one-hot table costs a step that table's width in entries:
  * these are the places where a lowering that reads fewer units per change would cut the decode's
- * work (docs/benchmarks.md, "Where a token's walked entries come from").
+ * work (docs/benchmarks.md, "Where a token's walked entries come from"). Last, the gate rows' part
+ * of the gate/up walks: their stored entries in the changed columns, those on rows whose gate is
+ * at or below −89 before and after the step (silu gives −0 there: the unit's output stays), those
+ * of them in runs of 8 or more consecutive rows that read the column with one weight (a ramp
+ * table's units), and the gate rows reached and reached while staying off.
  *
  *   npx tsx bench/decode-fanout.ts [--elf FILE] [--target qwen3.5-4b] [--tokens 3000] [--skip 300]
  *                                  [--top 25] [--json]
@@ -21,7 +25,8 @@
  * tokens, entriesPerToken, walkedPerToken,
  * matrices: [{ layer, role, calls, changedColumns, entries }] (per token), shares: [{ top, share }],
  * distinctColumns, columns: [{ layer, role, column, changesPerToken, fanOut, entriesPerToken,
- * signal, readers }] } (readers: every reading op, widest first; the text lists three).
+ * signal, readers }], offGates: { entries, offEntries, offInRuns, rows, offRows } } (readers: every
+ * reading op, widest first; the text lists three; offGates per token).
  */
 import fs from 'node:fs';
 import { compileGenericChip } from '../src/chip/build.ts';
@@ -115,13 +120,85 @@ function fanOutOf(m: Matrix): Int32Array {
   return f;
 }
 
+/**
+ * A gate/up stack's gate entries by column (CSC of its first rows/2 rows, rows ascending) and, per
+ * entry, the length of the run it lies in: consecutive rows with one weight (bit for bit).
+ */
+const gateCscs = new Map<Matrix, { ptr: Int32Array; row: Int32Array; runLen: Int32Array }>();
+function gateCscOf(m: Matrix): { ptr: Int32Array; row: Int32Array; runLen: Int32Array } {
+  let g = gateCscs.get(m);
+  if (g !== undefined) return g;
+  const { rowPtr, colIdx, values } = m.csr!;
+  const n = m.rows / 2;
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  const ptr = new Int32Array(m.cols + 1);
+  for (let k = 0; k < rowPtr[n]!; k++) ptr[colIdx[k]! + 1]!++;
+  for (let c = 0; c < m.cols; c++) ptr[c + 1]! += ptr[c]!;
+  const at = ptr.slice(0, m.cols);
+  const row = new Int32Array(rowPtr[n]!);
+  const wb = new Uint32Array(rowPtr[n]!);
+  for (let r = 0; r < n; r++) for (let k = rowPtr[r]!; k < rowPtr[r + 1]!; k++) { const q = at[colIdx[k]!]!++; row[q] = r; wb[q] = bits[k]!; }
+  const runLen = new Int32Array(row.length);
+  for (let c = 0; c < m.cols; c++) {
+    for (let a = ptr[c]!; a < ptr[c + 1]!;) {
+      let b = a + 1;
+      while (b < ptr[c + 1]! && row[b] === row[b - 1]! + 1 && wb[b] === wb[a]) b++;
+      runLen.fill(b - a, a, b);
+      a = b;
+    }
+  }
+  g = { ptr, row, runLen };
+  gateCscs.set(m, g);
+  return g;
+}
+/** A gate at or below this gives silu −0 (numeric.ts silu32): the unit's output stays +0 while its gate stays there. */
+const OFF_BELOW = -89;
+/** The shortest run counted in `offInRuns`. */
+const RUN_MIN = 8;
+/** Per gate/up stack, its gate rows' values after the previous step (a run's first step only records them). */
+const lastGates = new Map<Matrix, Float32Array>();
+const off = { entries: 0, offEntries: 0, offInRuns: 0, rows: 0, offRows: 0 };
+/**
+ * The gate rows' share of a gate/up walk that moves units which stay off: the stored gate entries
+ * of the changed columns, those on rows whose gate is ≤ −89 before and after the step, and of
+ * those the ones in runs of RUN_MIN or more; the reached gate rows, and those that stay off (added
+ * up when `add`; the gates are recorded at every step).
+ */
+function countOff(m: Matrix, rows: Int32Array, nRows: number, changed: Int32Array, nChanged: number, add: boolean): void {
+  const st = ex.ctx.memos.deltaStates.get(m);
+  if (st === undefined) return;
+  const y = st.y;
+  const n = m.rows / 2;
+  const prev = lastGates.get(m);
+  if (prev === undefined || st.full) { lastGates.set(m, y.slice(0, n)); return; }
+  const g = gateCscOf(m);
+  for (let t = 0; t < nChanged && add; t++) {
+    const c = changed[t]!;
+    for (let k = g.ptr[c]!; k < g.ptr[c + 1]!; k++) {
+      const r = g.row[k]!;
+      off.entries++;
+      if (prev[r]! <= OFF_BELOW && y[r]! <= OFF_BELOW) { off.offEntries++; if (g.runLen[k]! >= RUN_MIN) off.offInRuns++; }
+    }
+  }
+  for (let t = 0; t < nRows; t++) {
+    const r = rows[t]!;
+    if (r >= n) continue;
+    if (add) {
+      off.rows++;
+      if (prev[r]! <= OFF_BELOW && y[r]! <= OFF_BELOW) off.offRows++;
+    }
+    prev[r] = y[r]!;
+  }
+}
+
 const perMatrix = new Map<string, { layer: number; role: Role; calls: number; changedColumns: number; entries: number }>();
 const perColumn = new Map<string, { layer: number; role: Role; column: number; changes: number; fanOut: number; entries: number }>();
 let counting = false;
 let total = 0;
-function onDelta(m: Matrix, _rows: Int32Array, _nRows: number, changed: Int32Array, nChanged: number): void {
-  if (!counting) return;
+function onDelta(m: Matrix, rows: Int32Array, nRows: number, changed: Int32Array, nChanged: number): void {
   const { layer, role } = identify(m);
+  if (role === 'gateUp') countOff(m, rows, nRows, changed, nChanged, counting);
+  if (!counting) return;
   const fan = fanOutOf(m);
   const mk = `${layer}.${role}`;
   const pm = perMatrix.get(mk) ?? { layer, role, calls: 0, changedColumns: 0, entries: 0 };
@@ -142,6 +219,7 @@ function onDelta(m: Matrix, _rows: Int32Array, _nRows: number, changed: Int32Arr
 
 // the prompt as `chipc run` feeds it, then greedy decoding (on a fresh executor again after HALT)
 function startRun(): number {
+  lastGates.clear();
   ex = chipExecutor(chip, prog, { profile: 'f32', order: { kind: 'sequential' }, path: 'sparse' });
   ex.stats.onDelta = onDelta;
   ex.prime([BOS_ID]);
@@ -194,14 +272,21 @@ const columns = byEntries.slice(0, top).map((c) => ({
   entriesPerToken: c.entries / steps, ...nameColumn(c.layer, c.role, c.column),
 }));
 
+const offGates = {
+  entries: off.entries / steps, offEntries: off.offEntries / steps, offInRuns: off.offInRuns / steps, rows: off.rows / steps, offRows: off.offRows / steps,
+};
 if (json) {
-  console.log(JSON.stringify({ target: target.name, elf, tokens: steps, entriesPerToken: total / steps, walkedPerToken: walked / steps, matrices, shares, distinctColumns: byEntries.length, columns }));
+  console.log(JSON.stringify({
+    target: target.name, elf, tokens: steps, entriesPerToken: total / steps, walkedPerToken: walked / steps, matrices, shares,
+    distinctColumns: byEntries.length, columns, offGates,
+  }));
 } else {
   console.log(`${elf} on the generic chip at ${target.name} (${schedule.numLayers} layers, ${packing.slotsUsed} slots): ${steps} decode steps after ${skip}`);
   console.log(`stored entries of the changed columns per token: ${(total / steps).toFixed(1)}, over ${byEntries.length} distinct columns (walked, by the executor's count: ${(walked / steps).toFixed(1)}; it passes over a column whose input only flips the sign of a zero)`);
   console.log('\nlayer  matrix   calls  changed columns  entries (per token)');
   for (const m of matrices) console.log(`${String(m.layer).padStart(5)}  ${m.role.padEnd(7)} ${m.calls.toFixed(2).padStart(6)}  ${m.changedColumns.toFixed(1).padStart(15)}  ${m.entries.toFixed(1).padStart(8)}`);
   console.log(`\nthe busiest columns' share of the entries: ${shares.map((s) => `top ${s.top} ${(100 * s.share).toFixed(1)} %`).join(', ')}`);
+  console.log(`\ngate rows of the gate/up walks (per token): ${offGates.entries.toFixed(1)} stored entries of the changed columns, ${offGates.offEntries.toFixed(1)} of them on rows off (gate ≤ −89) before and after, ${offGates.offInRuns.toFixed(1)} of those in runs of ${RUN_MIN}+ consecutive rows with one weight; ${offGates.rows.toFixed(1)} gate rows reached, ${offGates.offRows.toFixed(1)} of them off before and after`);
   console.log('\nlayer  matrix   column  changes/token  fan-out  entries/token  signal: readers');
   for (const c of columns) {
     console.log(`${String(c.layer).padStart(5)}  ${c.role.padEnd(7)} ${String(c.column).padStart(6)}  ${c.changesPerToken.toFixed(3).padStart(13)}  ${String(c.fanOut).padStart(7)}  ${c.entriesPerToken.toFixed(1).padStart(13)}  ${c.signal}${c.readers.length > 0 ? `: ${c.readers.slice(0, 3).join('; ')}${c.readers.length > 3 ? `; ${c.readers.length - 3} more` : ''}` : ''}`);

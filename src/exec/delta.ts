@@ -70,10 +70,12 @@ import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
 import { siluFormula, type ExecNumericContext } from './numeric.ts';
 import type { CscPlan, DeltaKernel, DeltaLinearState, ExecMemos, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
 import { carveArrays } from './arena.ts';
+import { BOUND_INFLATE, boundedRow, boundOf, exactRow, lowbit32, NO_LOW, weightLows } from './delta-bounds.ts';
 import { addressIn, deltaAtOf, ViewAt, WasmHeap } from './wasm-heap.ts';
 import { TRACK, TRACK_WORDS } from './wasm-layout.ts';
 
 export type { DeltaLinearState } from './plans.ts';
+export { lowbit32, weightLows } from './delta-bounds.ts';
 
 const f32 = Math.fround;
 
@@ -120,44 +122,8 @@ export function nextInputStamp(): number {
 }
 
 
-/**
- * The exponent of the lowest set bit of a finite non-zero float32 given by its bits
- * (x = odd integer · 2^lowbit): −149 … 104. Not meaningful for ±0.
- */
-export function lowbit32(b: number): number {
-  const e = (b >>> 23) & 0xff;
-  const m = e === 0 ? b & 0x7fffff : (b & 0x7fffff) | 0x800000;
-  return (e === 0 ? -149 : e - 150) + 31 - Math.clz32(m & -m);
-}
-
-/** 2^(24+g) for g = −149 … 102, at g + 149. */
-const BOUNDS = Float64Array.from({ length: 252 }, (_, i) => 2 ** (i - 125));
-/** T = min(2^(24+g), 2^126) (g ≥ −149): the bound an exact row's Σ|w·x| stays below. */
-function boundOf(g: number): number {
-  return g >= 102 ? BOUNDS[251] : BOUNDS[g + 149];
-}
-
 /** The largest call epoch a mark holds (14 bits); then every mark is reset to its tracked bit. */
 const MAX_EPOCH = (1 << 14) - 1;
-
-/** L_c (column records) / rowLow of a column never seen non-zero, a row with no product that can be non-zero. */
-const NO_LOW = 32767;
-/** B_r's scale after each rounded addition (module comment: it keeps B_r an upper bound). */
-const BOUND_INFLATE = 1 + 2 ** -50;
-
-/**
- * Whether a row whose non-zero products, multiples of 2^g, have absolute sum S and sum yD is exact
- * against T = T(g) (0 when g < −149): max(P, N) = (S + |yD|)/2 < T, P and N the sums of its positive
- * and of its negative products' magnitudes (module comment). Exact in double for the rows that pass.
- */
-function exactRow(S: number, yD: number, T: number): boolean {
-  return S + Math.abs(yD) < T + T;
-}
-
-/** Whether a row with bound B and lowest bit G is bounded: G ≥ −149 and B < T(G), or no products. */
-function boundedRow(B: number, G: number): boolean {
-  return G === NO_LOW || (G >= -149 && B < boundOf(G));
-}
 
 /**
  * Builds the column records and the row bounds from the current input (after a full recompute),
@@ -329,30 +295,6 @@ function lowbitsOf(plans: ExecPlans, csrValues: Float32Array, cscValues: Float32
     weightLowbits.set(csrValues, lows);
   }
   return lows;
-}
-
-/**
- * lowbit32 of each weight (0 for ±0), read as bits in place: in 8 bits when every one fits (the
- * chip's weights; half the fresh memory of 16), else in 16.
- */
-export function weightLows(v: Float32Array): WeightLows {
-  const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);
-  const narrow = new Int8Array(v.length);
-  if (fillLows(bits, narrow, -128, 127)) return narrow;
-  const wide = new Int16Array(v.length);
-  fillLows(bits, wide, -32768, 32767);
-  return wide;
-}
-
-/** Fills out with each weight's lowest set bit; false (stopping there) at one outside [lo, hi]. */
-function fillLows(bits: Uint32Array, out: WeightLows, lo: number, hi: number): boolean {
-  for (let k = 0; k < bits.length; k++) {
-    const b = bits[k];
-    const l = (b & 0x7fffffff) === 0 ? 0 : lowbit32(b);
-    if (l < lo || l > hi) return false;
-    out[k] = l;
-  }
-  return true;
 }
 
 function signSet(b: number): number {

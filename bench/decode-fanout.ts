@@ -14,7 +14,9 @@
  * of the gate/up walks: their stored entries in the changed columns, those on rows whose gate is
  * at or below −89 before and after the step (silu gives −0 there: the unit's output stays), those
  * of them in runs of 8 or more consecutive rows that read the column with one weight (a ramp
- * table's units), and the gate rows reached and reached while staying off.
+ * table's units), and the gate rows reached and reached while staying off; and the down
+ * projections' changed columns (the SwiGLU units whose output moved), with those whose gate was in
+ * silu's identity region (≥ 17) before and after, in a run or not — the rest turned on or off.
  *
  *   npx tsx bench/decode-fanout.ts [--elf FILE] [--target qwen3.5-4b] [--tokens 3000] [--skip 300]
  *                                  [--top 25] [--json]
@@ -25,8 +27,9 @@
  * tokens, entriesPerToken, walkedPerToken,
  * matrices: [{ layer, role, calls, changedColumns, entries }] (per token), shares: [{ top, share }],
  * distinctColumns, columns: [{ layer, role, column, changesPerToken, fanOut, entriesPerToken,
- * signal, readers }], offGates: { entries, offEntries, offInRuns, rows, offRows } } (readers: every
- * reading op, widest first; the text lists three; offGates per token).
+ * signal, readers }], offGates: { entries, offEntries, offInRuns, rows, offRows }, downColumns:
+ * { columns, entries, onOnInRuns, onOnInRunsEntries, onOnOther } } (readers: every reading op,
+ * widest first; the text lists three; offGates and downColumns per token).
  */
 import fs from 'node:fs';
 import { compileGenericChip } from '../src/chip/build.ts';
@@ -157,7 +160,50 @@ const OFF_BELOW = -89;
 const RUN_MIN = 8;
 /** Per gate/up stack, its gate rows' values after the previous step (a run's first step only records them). */
 const lastGates = new Map<Matrix, Float32Array>();
+/** Per gate/up stack, the reached gate rows' values before the current step, and the step that reached each (`stepNo`). */
+const gatesBefore = new Map<Matrix, { before: Float32Array; at: Int32Array }>();
+let stepNo = 0;
 const off = { entries: 0, offEntries: 0, offInRuns: 0, rows: 0, offRows: 0 };
+/** A gate at or above this is in silu's identity region (numeric.ts silu32: x ≥ 17 gives x). */
+const ON_FROM = 17;
+/** The down projections' changed columns (the SwiGLU's changed units) and their entries; those whose gate is on before and after, in a run or not. */
+const down = { columns: 0, entries: 0, onOnRun: 0, onOnRunEntries: 0, onOnOther: 0 };
+/** Per gate/up stack, 1 for each gate row with an entry in a run of RUN_MIN or more. */
+const inRuns = new Map<Matrix, Uint8Array>();
+function inRunOf(m: Matrix): Uint8Array {
+  let a = inRuns.get(m);
+  if (a !== undefined) return a;
+  const g = gateCscOf(m);
+  a = new Uint8Array(m.rows / 2);
+  for (let k = 0; k < g.row.length; k++) if (g.runLen[k]! >= RUN_MIN) a[g.row[k]!] = 1;
+  inRuns.set(m, a);
+  return a;
+}
+/**
+ * A down projection's changed columns: each a SwiGLU unit whose output moved; those whose gate was
+ * in silu's identity region before and after the step (its output moved with its gate or up, not
+ * by turning on or off), in a ramp table's run or not.
+ */
+function countDown(m: Matrix, layer: number, changed: Int32Array, nChanged: number): void {
+  const mlp = chip.weights.layers[layer]!.mlp;
+  if (!('downProj' in mlp)) return;
+  const stack = stackOf(gateUpParts(ex.ctx.plans, mlp));
+  const st = stack === undefined ? undefined : ex.ctx.memos.deltaStates.get(stack);
+  const gb = stack === undefined ? undefined : gatesBefore.get(stack);
+  if (st === undefined || gb === undefined) return;
+  const y = st.y;
+  const inRun = inRunOf(stack!);
+  const fan = fanOutOf(m);
+  for (let t = 0; t < nChanged; t++) {
+    const i = changed[t]!;
+    down.columns++;
+    down.entries += fan[i]!;
+    const before = gb.at[i] === stepNo ? gb.before[i]! : y[i]!;
+    if (before >= ON_FROM && y[i]! >= ON_FROM) {
+      if (inRun[i] === 1) { down.onOnRun++; down.onOnRunEntries += fan[i]!; } else down.onOnOther++;
+    }
+  }
+}
 /**
  * The gate rows' share of a gate/up walk that moves units which stay off: the stored gate entries
  * of the changed columns, those on rows whose gate is ≤ −89 before and after the step, and of
@@ -180,9 +226,13 @@ function countOff(m: Matrix, rows: Int32Array, nRows: number, changed: Int32Arra
       if (prev[r]! <= OFF_BELOW && y[r]! <= OFF_BELOW) { off.offEntries++; if (g.runLen[k]! >= RUN_MIN) off.offInRuns++; }
     }
   }
+  let gb = gatesBefore.get(m);
+  if (gb === undefined) gatesBefore.set(m, gb = { before: new Float32Array(n), at: new Int32Array(n).fill(-1) });
   for (let t = 0; t < nRows; t++) {
     const r = rows[t]!;
     if (r >= n) continue;
+    gb.before[r] = prev[r]!;
+    gb.at[r] = stepNo;
     if (add) {
       off.rows++;
       if (prev[r]! <= OFF_BELOW && y[r]! <= OFF_BELOW) off.offRows++;
@@ -199,6 +249,7 @@ function onDelta(m: Matrix, rows: Int32Array, nRows: number, changed: Int32Array
   const { layer, role } = identify(m);
   if (role === 'gateUp') countOff(m, rows, nRows, changed, nChanged, counting);
   if (!counting) return;
+  if (role === 'down') countDown(m, layer, changed, nChanged);
   const fan = fanOutOf(m);
   const mk = `${layer}.${role}`;
   const pm = perMatrix.get(mk) ?? { layer, role, calls: 0, changedColumns: 0, entries: 0 };
@@ -220,6 +271,7 @@ function onDelta(m: Matrix, rows: Int32Array, nRows: number, changed: Int32Array
 // the prompt as `chipc run` feeds it, then greedy decoding (on a fresh executor again after HALT)
 function startRun(): number {
   lastGates.clear();
+  gatesBefore.clear();
   ex = chipExecutor(chip, prog, { profile: 'f32', order: { kind: 'sequential' }, path: 'sparse' });
   ex.stats.onDelta = onDelta;
   ex.prime([BOS_ID]);
@@ -235,6 +287,7 @@ for (let i = 0; i < skip + tokens; i++) {
     last = startRun();
   }
   counting = i >= skip;
+  stepNo++;
   const w0 = ex.stats.deltaEntries;
   last = ex.decodeArgmax(last);
   if (counting) { steps++; walked += ex.stats.deltaEntries - w0; }
@@ -275,10 +328,14 @@ const columns = byEntries.slice(0, top).map((c) => ({
 const offGates = {
   entries: off.entries / steps, offEntries: off.offEntries / steps, offInRuns: off.offInRuns / steps, rows: off.rows / steps, offRows: off.offRows / steps,
 };
+const downColumns = {
+  columns: down.columns / steps, entries: down.entries / steps, onOnInRuns: down.onOnRun / steps, onOnInRunsEntries: down.onOnRunEntries / steps,
+  onOnOther: down.onOnOther / steps,
+};
 if (json) {
   console.log(JSON.stringify({
     target: target.name, elf, tokens: steps, entriesPerToken: total / steps, walkedPerToken: walked / steps, matrices, shares,
-    distinctColumns: byEntries.length, columns, offGates,
+    distinctColumns: byEntries.length, columns, offGates, downColumns,
   }));
 } else {
   console.log(`${elf} on the generic chip at ${target.name} (${schedule.numLayers} layers, ${packing.slotsUsed} slots): ${steps} decode steps after ${skip}`);
@@ -287,6 +344,7 @@ if (json) {
   for (const m of matrices) console.log(`${String(m.layer).padStart(5)}  ${m.role.padEnd(7)} ${m.calls.toFixed(2).padStart(6)}  ${m.changedColumns.toFixed(1).padStart(15)}  ${m.entries.toFixed(1).padStart(8)}`);
   console.log(`\nthe busiest columns' share of the entries: ${shares.map((s) => `top ${s.top} ${(100 * s.share).toFixed(1)} %`).join(', ')}`);
   console.log(`\ngate rows of the gate/up walks (per token): ${offGates.entries.toFixed(1)} stored entries of the changed columns, ${offGates.offEntries.toFixed(1)} of them on rows off (gate ≤ −89) before and after, ${offGates.offInRuns.toFixed(1)} of those in runs of ${RUN_MIN}+ consecutive rows with one weight; ${offGates.rows.toFixed(1)} gate rows reached, ${offGates.offRows.toFixed(1)} of them off before and after`);
+  console.log(`down projections (per token): ${downColumns.columns.toFixed(1)} changed columns (units whose output moved) with ${downColumns.entries.toFixed(1)} stored entries; ${downColumns.onOnInRuns.toFixed(1)} of them units of runs whose gate was on (≥ ${ON_FROM}) before and after, with ${downColumns.onOnInRunsEntries.toFixed(1)} entries; ${downColumns.onOnOther.toFixed(1)} other units on before and after`);
   console.log('\nlayer  matrix   column  changes/token  fan-out  entries/token  signal: readers');
   for (const c of columns) {
     console.log(`${String(c.layer).padStart(5)}  ${c.role.padEnd(7)} ${String(c.column).padStart(6)}  ${c.changesPerToken.toFixed(3).padStart(13)}  ${String(c.fanOut).padStart(7)}  ${c.entriesPerToken.toFixed(1).padStart(13)}  ${c.signal}${c.readers.length > 0 ? `: ${c.readers.slice(0, 3).join('; ')}${c.readers.length > 3 ? `; ${c.readers.length - 3} more` : ''}` : ''}`);

@@ -211,8 +211,6 @@ export class NormSite {
   readonly w1: Float32Array;
   /** The wasm memory the site's list loop runs in (wasm-residual-kernels.ts normListed), or null. */
   private readonly heap: WasmHeap | null;
-  /** w1's copy in that memory. */
-  private readonly w1Heap: Float32Array | null;
   /** The byte addresses of the prefixes and of w1's copy in that memory (−1 without it). */
   private readonly prefixAt: number;
   private readonly w1At: number;
@@ -244,8 +242,7 @@ export class NormSite {
     const a = heap !== null && this.out.v.buffer === heap.buffer && w1Finite
       ? heap.carve({ prefix: [Float32Array, H], w1: [Float32Array, H] }) : null;
     this.prefix = a !== null ? a.prefix : new Float32Array(H);
-    this.w1Heap = a !== null ? a.w1 : null;
-    this.w1Heap?.set(this.w1);
+    a?.w1.set(this.w1);
     this.heap = a !== null ? heap : null;
     this.prefixAt = a !== null ? a.prefix.byteOffset : -1;
     this.w1At = a !== null ? a.w1.byteOffset : -1;
@@ -269,7 +266,7 @@ export class NormSite {
     const xv = x.v;
     const P = this.prefix;
     const heap = this.heap;
-    if (!fresh && !x.all && x.n > 0 && heap !== null && this.w1Heap !== null && x.heap === heap) {
+    if (!fresh && !x.all && x.n > 0 && heap !== null && x.heap === heap) {
       // every changed square absorbed and r the kept one: the list loop in wasm (normListed), which
       // returns −1 (nothing written) when some square is not absorbed; the path below then runs.
       // (r is the kept one whenever the site's previous run was complete: Object.is is a guard.)

@@ -70,9 +70,10 @@ export interface DeltaArrays { rowIdx: Uint16Array; values: Float32Array; track:
 /**
  * Byte addresses in a WasmHeap's memory of the arrays an incremental matmul's kernels read and
  * write (plans.ts DeltaKernel.at; made with the kernel: the state's arrays and the kernel's never
- * move). A typed array's `byteOffset` and `buffer` are builtin calls in V8 (5–15 ns each on dev-2c,
- * not inlined), and the decode passed about 1,200 offsets a token to the kernels before they were
- * kept (docs/executor.md round 36).
+ * move). A typed array's `byteOffset` and `buffer` are builtin calls in V8 that its optimising
+ * compiler does not inline (about 9 and 25 ns on dev-2c: bench/view-getters.ts), and the decode
+ * read about 1,240 offsets and 540 buffers a token for its kernels before the addresses were kept
+ * (docs/executor.md round 36).
  */
 export interface DeltaAt {
   colBits: number; rowIdx: number; values: number; mark: number; y: number; rows: number; track: number; changed: number; io: number;

@@ -38,6 +38,7 @@ import { chipExecutor, programOf } from '../src/chip/run.ts';
 import type { Matrix } from '../src/model/weights.ts';
 import { inProjParts } from '../src/exec/gdn-token.ts';
 import { gateUpParts } from '../src/exec/mlp.ts';
+import { SATURATE_ONE_FROM, SATURATE_ZERO_TO } from '../src/exec/numeric.ts';
 import { rowStackOf } from '../src/exec/stack-rows.ts';
 import type { Executor } from '../src/exec/executor.ts';
 import { resolveTarget } from '../src/model/targets.ts';
@@ -155,7 +156,7 @@ function gateCscOf(m: Matrix): { ptr: Int32Array; row: Int32Array; runLen: Int32
   return g;
 }
 /** A gate at or below this gives silu −0 (numeric.ts silu32): the unit's output stays +0 while its gate stays there. */
-const OFF_BELOW = -89;
+const OFF_BELOW = SATURATE_ZERO_TO;
 /** The shortest run counted in `offInRuns`. */
 const RUN_MIN = 8;
 /** Per gate/up stack, its gate rows' values after the previous step (a run's first step only records them). */
@@ -164,8 +165,8 @@ const lastGates = new Map<Matrix, Float32Array>();
 const gatesBefore = new Map<Matrix, { before: Float32Array; at: Int32Array }>();
 let stepNo = 0;
 const off = { entries: 0, offEntries: 0, offInRuns: 0, rows: 0, offRows: 0 };
-/** A gate at or above this is in silu's identity region (numeric.ts silu32: x ≥ 17 gives x). */
-const ON_FROM = 17;
+/** A gate at or above this is in silu's identity region (numeric.ts silu32 gives x there). */
+const ON_FROM = SATURATE_ONE_FROM;
 /** The down projections' changed columns (the SwiGLU's changed units) and their entries; those whose gate is on before and after, in a run or not. */
 const down = { columns: 0, entries: 0, onOnRun: 0, onOnRunEntries: 0, onOnOther: 0 };
 /** Per gate/up stack, 1 for each gate row with an entry in a run of RUN_MIN or more. */
@@ -343,7 +344,7 @@ if (json) {
   console.log('\nlayer  matrix   calls  changed columns  entries (per token)');
   for (const m of matrices) console.log(`${String(m.layer).padStart(5)}  ${m.role.padEnd(7)} ${m.calls.toFixed(2).padStart(6)}  ${m.changedColumns.toFixed(1).padStart(15)}  ${m.entries.toFixed(1).padStart(8)}`);
   console.log(`\nthe busiest columns' share of the entries: ${shares.map((s) => `top ${s.top} ${(100 * s.share).toFixed(1)} %`).join(', ')}`);
-  console.log(`\ngate rows of the gate/up walks (per token): ${offGates.entries.toFixed(1)} stored entries of the changed columns, ${offGates.offEntries.toFixed(1)} of them on rows off (gate ≤ −89) before and after, ${offGates.offInRuns.toFixed(1)} of those in runs of ${RUN_MIN}+ consecutive rows with one weight; ${offGates.rows.toFixed(1)} gate rows reached, ${offGates.offRows.toFixed(1)} of them off before and after`);
+  console.log(`\ngate rows of the gate/up walks (per token): ${offGates.entries.toFixed(1)} stored entries of the changed columns, ${offGates.offEntries.toFixed(1)} of them on rows off (gate ≤ ${OFF_BELOW}) before and after, ${offGates.offInRuns.toFixed(1)} of those in runs of ${RUN_MIN}+ consecutive rows with one weight; ${offGates.rows.toFixed(1)} gate rows reached, ${offGates.offRows.toFixed(1)} of them off before and after`);
   console.log(`down projections (per token): ${downColumns.columns.toFixed(1)} changed columns (units whose output moved) with ${downColumns.entries.toFixed(1)} stored entries; ${downColumns.onOnInRuns.toFixed(1)} of them units of runs whose gate was on (≥ ${ON_FROM}) before and after, with ${downColumns.onOnInRunsEntries.toFixed(1)} entries; ${downColumns.onOnOther.toFixed(1)} other units on before and after`);
   console.log('\nlayer  matrix   column  changes/token  fan-out  entries/token  signal: readers');
   for (const c of columns) {

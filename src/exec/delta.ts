@@ -75,7 +75,6 @@ import { addressIn, deltaAtOf, ViewAt, WasmHeap } from './wasm-heap.ts';
 import { TRACK, TRACK_WORDS } from './wasm-layout.ts';
 
 export type { DeltaLinearState } from './plans.ts';
-export { lowbit32, weightLows } from './delta-bounds.ts';
 
 const f32 = Math.fround;
 

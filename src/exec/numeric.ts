@@ -45,13 +45,21 @@ export function exp32(x: number): number {
 }
 
 /**
+ * Where sigmoid32 and silu32 saturate: sigmoid is exactly 1 from SATURATE_ONE_FROM on (e^−17 <
+ * 2^−24, absorbed by 1), so silu gives x there; exactly +0 at and below SATURATE_ZERO_TO (e^89 >
+ * 2^128: exp(−x) = inf), so silu gives −0 there for finite x.
+ */
+export const SATURATE_ONE_FROM = 17;
+export const SATURATE_ZERO_TO = -89;
+
+/**
  * sigmoid(x) = fl(1 / fl(1 + fl(exp(−x)))). Saturated: exactly 1.0 for x > 16.63553 (exp(−x) ≤ 2^−24
  * is absorbed by 1), exactly +0 for x < −88.72283 (exp(−x) = inf).
  */
 export function sigmoid32(x: number): number {
   // the saturated ends without the exp (pinned circuits hit them every step): e^−17 < 2^−24, e^89 > 2^128
-  if (x >= 17) return 1;
-  if (x <= -89) return 0;
+  if (x >= SATURATE_ONE_FROM) return 1;
+  if (x <= SATURATE_ZERO_TO) return 0;
   return sigmoidFormula(x);
 }
 
@@ -71,8 +79,8 @@ export function silu32(x: number, form: 'mul' | 'div'): number {
   if (x === 0) return x;
   // saturated ends (see sigmoid32): x·1 = x, x/1 = x; x·(+0) = x/inf = −0 for finite x < 0
   // (−inf is excluded: −inf·0 and −inf/inf are NaN)
-  if (x >= 17) return x;
-  if (x <= -89 && x !== -Infinity) return -0;
+  if (x >= SATURATE_ONE_FROM) return x;
+  if (x <= SATURATE_ZERO_TO && x !== -Infinity) return -0;
   return siluFormula(x, form);
 }
 

@@ -92,6 +92,7 @@ import {
   at4, F32, F64, f64c, get, I32, i32, inc, kernelModuleOf, mem, OP, push, set, simd, SIMD, splatConst, tee, V128, vmem, whileLess,
 } from './wasm-emit.ts';
 import { CONV_CTL, CONV_CTL_WORDS, NORM_CTL, NORM_CTL_WORDS } from './wasm-layout.ts';
+import { SATURATE_ONE_FROM, SATURATE_ZERO_TO } from './numeric.ts';
 
 const ZEROS = splatConst(0);
 const NEG_ZEROS = splatConst(-0x80000000);
@@ -475,10 +476,10 @@ const convChannelsBody = [
     // the output silu32(y): ±0 and y ≥ 17 pass, y ≤ −89 gives −0 (y is finite), else the formula
     ...plus4(C.convedAt, get(C.c)), ...mem(OP.i32Load, 2), ...set(C.before),
     ...plus4(C.convedAt, get(C.c)),
-    ...get(C.y), ...f32c(0), OP.f32Eq, ...get(C.y), ...f32c(17), OP.f32Ge, OP.i32Or, OP.if, F64,
+    ...get(C.y), ...f32c(0), OP.f32Eq, ...get(C.y), ...f32c(SATURATE_ONE_FROM), OP.f32Ge, OP.i32Or, OP.if, F64,
     ...get(C.y), OP.f64PromoteF32,
     OP.else,
-    ...get(C.y), ...f32c(-89), OP.f32Le, OP.if, F64,
+    ...get(C.y), ...f32c(SATURATE_ZERO_TO), OP.f32Le, OP.if, F64,
     ...f64c(-0),
     OP.else,
     ...get(C.y), OP.f64PromoteF32, ...get(C.form), OP.call, 0,
@@ -560,10 +561,10 @@ const squares = [
  */
 const entryOf = (j: number[]) => [
   ...headAt(N.zAt, j), ...mem(OP.f32Load, 2), ...set(N.z),
-  ...get(N.z), ...f32c(0), OP.f32Eq, ...get(N.z), ...f32c(17), OP.f32Ge, OP.i32Or, OP.if, F64,
+  ...get(N.z), ...f32c(0), OP.f32Eq, ...get(N.z), ...f32c(SATURATE_ONE_FROM), OP.f32Ge, OP.i32Or, OP.if, F64,
   ...get(N.z), OP.f64PromoteF32,
   OP.else,
-  ...get(N.z), ...f32c(-89), OP.f32Le, ...get(N.z), ...f32c(-Infinity), OP.f32Ne, OP.i32And, OP.if, F64,
+  ...get(N.z), ...f32c(SATURATE_ZERO_TO), OP.f32Le, ...get(N.z), ...f32c(-Infinity), OP.f32Ne, OP.i32And, OP.if, F64,
   ...f64c(-0),
   OP.else,
   ...get(N.z), OP.f64PromoteF32, ...get(N.form), OP.call, 0,

@@ -67,6 +67,7 @@ import { residualKernelFns } from './wasm-residual-kernels.ts';
 import { foldKernelFns } from './wasm-fold-kernel.ts';
 import { addr, F64, f64c, get, I32, i32, kernelModuleOf, lowbitOf, mem, OP, set, tee } from './wasm-emit.ts';
 import { TRACK } from './wasm-layout.ts';
+import { SATURATE_ONE_FROM, SATURATE_ZERO_TO } from './numeric.ts';
 
 
 // walk's locals: its ten parameters, then thirteen int32 and three float64
@@ -287,10 +288,10 @@ const swigluBody: number[] = [
   ...f64c(0), OP.f64Eq, OP.if, OP.f64Block,
   ...get(A.g),
   OP.else,
-  ...get(A.g), ...f64c(17), OP.f64Ge, OP.if, OP.f64Block,
+  ...get(A.g), ...f64c(SATURATE_ONE_FROM), OP.f64Ge, OP.if, OP.f64Block,
   ...get(A.g),
   OP.else,
-  ...get(A.g), ...f64c(-89), OP.f64Le, ...get(A.g), ...f64c(-Infinity), OP.f64Ne, OP.i32And, OP.if, OP.f64Block,
+  ...get(A.g), ...f64c(SATURATE_ZERO_TO), OP.f64Le, ...get(A.g), ...f64c(-Infinity), OP.f64Ne, OP.i32And, OP.if, OP.f64Block,
   ...f64c(-0),
   OP.else,
   ...get(A.g), ...get(A.form), OP.call, 0,

@@ -242,4 +242,37 @@ describe('linearArgmax over ColumnRuns', () => {
       expect(stats.argmaxBounded, walk).toBe(1); // decided after column 1, before the big column
     }
   });
+  it('the bound on the rows not folded counts only columns that share a row (cliques of companions)', () => {
+    // Column 0 (8 entries, small) reaches rows 0…3 and 200…203; column 1 (a window column, 100
+    // entries) rows 200…299; column 2 (a kind, 200 entries) rows 0…199, weight 3. x = 1: rows 0…3
+    // fold to 4, the argmax. After column 0 the sum of the other tops is 1 + 3 = 4, which row 0
+    // only ties, but no row holds both columns 1 and 2, so the rows not folded reach at most 3:
+    // decided after column 0's 8 rows (the sum would fold column 1's other 96 rows too). With row 299
+    // holding column 2 as well (weight 3.5: 4.5, the argmax), the two columns are companions and
+    // the argmax must go on.
+    const TUNE = { scatterMinNnz: 0, bigColumn: 10 };
+    const base: [number, number, number][] = [
+      ...[0, 1, 2, 3, 200, 201, 202, 203].map((r) => [r, 0, 1] as [number, number, number]),
+      ...Array.from({ length: 100 }, (_, i) => [200 + i, 1, 1] as [number, number, number]),
+      ...Array.from({ length: 200 }, (_, r) => [r, 2, 3] as [number, number, number]),
+    ];
+    const rows = 300;
+    const x = Float32Array.from([1, 1, 1]);
+    for (const shared of [false, true]) {
+      const csr = csrOf(rows, 3, shared ? [...base, [299, 2, 3.5]] : base);
+      const m: Matrix = { rows, cols: 3, csr };
+      const dense = new Float32Array(rows * 3);
+      for (let r = 0; r < rows; r++) for (let k = csr.rowPtr[r]!; k < csr.rowPtr[r + 1]!; k++) dense[r * 3 + csr.colIdx[k]!] = csr.values[k]!;
+      const want = argmax(linearEx(makeNumericContext(), { rows, cols: 3, dense }, x, 'dense').out);
+      expect(want).toBe(shared ? 299 : 0);
+      for (const walk of ['runs', 'csc'] as const) {
+        const plans = new ExecPlans();
+        if (walk === 'csc') plans.columnRuns.set(csr, null);
+        const stats = newMatmulStats();
+        expect(linearArgmax(makeNumericContext({ tuning: TUNE }, plans), m, x, 'sparse', new Float32Array(rows), stats), walk).toBe(want);
+        expect(stats.argmaxBounded, walk).toBe(1);
+        expect(stats.argmaxBoundedRows, walk).toBe(shared ? 104 : 8); // 104: column 1 adds rows 204…299
+      }
+    }
+  });
 });

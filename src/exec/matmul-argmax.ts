@@ -291,7 +291,7 @@ export function linearArgmax(
       }
     }
     if (memo !== null && key !== null && ctx.profile === 'f32') {
-      const best = boundedArgmax(ctx.plans, ctx.tuning.bigColumn, m, x, st.nz, nzn, memo);
+      const best = boundedArgmax(ctx.plans, ctx.tuning.bigColumn, m, x, st.nz, nzn, memo, stats);
       if (best >= 0) {
         if (stats) { stats.sparse++; stats.scatter++; stats.argmaxBounded++; }
         memoStore(memo, hash, key, best);
@@ -344,7 +344,7 @@ function boundedPrepOf(plans: ExecPlans, m: Matrix, cols: ColumnRuns | CscPlan):
   const boundedPreps = plans.boundedPreps;
   let p = boundedPreps.get(cols);
   if (p === undefined) {
-    p = { packed: new Array(m.cols) };
+    p = { packed: new Array(m.cols), companions: new Array(m.cols), colMark: null };
     boundedPreps.set(cols, p);
   }
   return p;
@@ -355,10 +355,18 @@ function boundedPrepOf(plans: ExecPlans, m: Matrix, cols: ColumnRuns | CscPlan):
  * caller has checked), or −1 when it cannot be decided that way. The non-zero columns are taken
  * smallest first into A; the rows T they reach get their exact value (the row fold over all their
  * stored entries, as scatterInto computes it). Every other row holds only products of the columns
- * not yet in A (or none: +0), and its fold is at most U = (1 + 2^−23)^B·Σ max(0, max_r fl(w_rc·x_c))
- * over those B columns: fl is monotone, and a fold's partial sums stay below the sum of its
- * positive terms times (1 + 2^−24) per addition (a negative term only lowers them), and none
- * overflows to +Inf while U is below float32's overflow threshold (2^128 − 2^103). After each
+ * not yet in A (or none: +0), and its fold is at most (1 + 2^−23)^B·Σ_{c ∈ S} max(0, max_r fl(w_rc·x_c))
+ * over the set S of those B columns where it holds entries: fl is monotone, and a fold's partial
+ * sums stay below the sum of its positive terms times (1 + 2^−24) per addition (a negative term
+ * only lowers them), and none overflows to +Inf while that is below float32's overflow threshold
+ * (2^128 − 2^103). S is a clique of the columns' companion graph (two columns are companions when
+ * some row holds entries in both: companionsOf), so U = (1 + 2^−23)^B times the heaviest clique
+ * among the B columns, each column weighing max(0, its top), bounds every row outside T
+ * (maxCliqueWeight; with more than CLIQUE_MAX such columns, the sum of all B tops, a clique's
+ * bound too). The chip's LM head is why: a row holds its kind's column, its payload's and, for
+ * the kinds that carry a slot (E, N, OUT), that slot's column; the sum of every top counted a row
+ * with both a slot column and the column of a kind without slots (D, H), which T's best, after the
+ * rarest payload column, only tied. After each
  * column, if the best row of T is strictly above fl(U) (+Inf at and above that threshold) it is
  * the argmax (no other row reaches or ties it; T's best is its largest non-NaN value, the lowest
  * row among equal ones, whatever the order its rows were folded in, and a NaN row never wins the
@@ -368,6 +376,7 @@ function boundedPrepOf(plans: ExecPlans, m: Matrix, cols: ColumnRuns | CscPlan):
  */
 function boundedArgmax(
   plans: ExecPlans, bigColumn: number, m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo,
+  stats?: MatmulStats,
 ): number {
   const plan = sparsePlanOf(plans, m);
   const cols = argmaxColumnsOf(plans, m, plan.csr);
@@ -471,12 +480,37 @@ function boundedArgmax(
       absorb(c);
       foldNew();
     }
-    let bound = 0;
+    if (best < 0) continue;
+    // the columns still out with a positive top, and their tops
+    let nw = 0;
+    let sum = 0;
     for (let j = i + 1; j < order.length; j++) {
       const cj = order[j];
       const xv = x[cj];
       const top = f32((xv > 0 ? colMax[cj] : colMin[cj]) * xv);
-      if (top > 0) bound += top;
+      if (top > 0) {
+        sum += top;
+        if (nw < CLIQUE_MAX) { cliqueCols[nw] = cj; cliqueW[nw] = top; }
+        nw++;
+      }
+    }
+    let bound = sum;
+    if (nw > 1 && nw <= CLIQUE_MAX && !(bv > f32(sum * (1 + 2 ** -23) ** (order.length - i - 1)))) {
+      // the heaviest clique of companions among them (a row holds entries in a clique's columns only)
+      // (each pair looked up in the smaller column's companions: a kind's column has tens of thousands of rows)
+      cliqueAdj.fill(0);
+      for (let a = 0; a < nw; a++) {
+        for (let b = a + 1; b < nw; b++) {
+          const ca = cliqueCols[a];
+          const cb = cliqueCols[b];
+          const small = sizeOf(ca) <= sizeOf(cb);
+          if (holds(companionsOf(pre, plan.csr, cols, m.cols, small ? ca : cb), small ? cb : ca)) {
+            cliqueAdj[a] |= 1 << b;
+            cliqueAdj[b] |= 1 << a;
+          }
+        }
+      }
+      bound = maxCliqueWeight((1 << nw) - 1, 0, 0);
     }
     bound *= (1 + 2 ** -23) ** (order.length - i - 1);
     // against U rounded to float32: a fold whose real partial sums stay ≤ U stays ≤ U unless U
@@ -485,7 +519,79 @@ function boundedArgmax(
     if (best >= 0 && bv > f32(bound)) { answer = best; break; }
   }
   if (marked) for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
+  if (stats) stats.argmaxBoundedRows += nr;
   return answer;
+}
+
+/** boundedArgmax takes the heaviest clique of at most this many columns (more: the sum of their tops). */
+const CLIQUE_MAX = 12;
+/** maxCliqueWeight's graph: columns, weights and adjacency bitmasks (module scratch: one call at a time). */
+const cliqueCols = new Int32Array(CLIQUE_MAX);
+const cliqueW = new Float64Array(CLIQUE_MAX);
+const cliqueAdj = new Int32Array(CLIQUE_MAX);
+
+/**
+ * The largest sum of cliqueW over a clique of the graph cliqueAdj within the vertex set `cand` (a
+ * bitmask), plus `sum`, or `best` when none exceeds it: include-or-exclude on the lowest vertex,
+ * a branch dropped when its sum with every candidate left cannot pass `best`. Weights are positive.
+ */
+function maxCliqueWeight(cand: number, sum: number, best: number): number {
+  if (cand === 0) return sum > best ? sum : best;
+  let rest = 0;
+  for (let c = cand; c !== 0; c &= c - 1) rest += cliqueW[31 - Math.clz32(c & -c)];
+  if (sum + rest <= best) return best;
+  const v = 31 - Math.clz32(cand & -cand);
+  const without = cand & ~(1 << v);
+  best = maxCliqueWeight(without & cliqueAdj[v], sum + cliqueW[v], best);
+  return maxCliqueWeight(without, sum, best);
+}
+
+/** Whether the ascending list `list` holds c (binary search). */
+function holds(list: Int32Array, c: number): boolean {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid] < c) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < list.length && list[lo] === c;
+}
+
+/**
+ * The columns other than c that hold an entry in some row where c holds one, ascending (kept in
+ * pre.companions): every row of column c read from the CSR once.
+ */
+function companionsOf(pre: BoundedPrep, csr: CsrMatrix, cols: ColumnRuns | CscPlan, nCols: number, c: number): Int32Array {
+  const known = pre.companions[c];
+  if (known !== undefined) return known;
+  const mark = pre.colMark ??= new Uint8Array(nCols);
+  const found: number[] = [];
+  mark[c] = 1;
+  if ('runs' in cols) {
+    const { runPtr, runs } = cols;
+    for (let q = runPtr[c]; q < runPtr[c + 1]; q++) {
+      const stride = runs[4 * q + 1];
+      for (let i = 0, r = runs[4 * q]; i < runs[4 * q + 2]; i++, r += stride) markRowColumns(csr, r, mark, found);
+    }
+  } else {
+    const { colPtr, rowIdx } = cols;
+    for (let k = colPtr[c]; k < colPtr[c + 1]; k++) markRowColumns(csr, rowIdx[k], mark, found);
+  }
+  mark[c] = 0;
+  for (let t = 0; t < found.length; t++) mark[found[t]] = 0;
+  const list = Int32Array.from(found).sort();
+  pre.companions[c] = list;
+  return list;
+}
+
+/** companionsOf's step: the columns of row r not yet marked, marked and appended to `found`. */
+function markRowColumns(csr: CsrMatrix, r: number, mark: Uint8Array, found: number[]): void {
+  const { rowPtr, colIdx } = csr;
+  for (let k = rowPtr[r]; k < rowPtr[r + 1]; k++) {
+    const cc = colIdx[k];
+    if (mark[cc] === 0) { mark[cc] = 1; found.push(cc); }
+  }
 }
 
 /**

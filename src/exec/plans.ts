@@ -12,7 +12,7 @@
  *        sparsePlans (Matrix → SparsePlan), cscPlans (a CSR → CscPlan | null), columnRuns (a CSR →
  *        ColumnRuns | null), rowUnions (gate Matrix → union of gate/up non-empty rows):
  *        matmul-plans.ts;
- *      - boundedPreps (CscPlan or ColumnRuns → packed small columns): matmul-argmax.ts;
+ *      - boundedPreps (CscPlan or ColumnRuns → packed small columns, column companions): matmul-argmax.ts;
  *      - weightLowbits (a CSR's values → lowest set bit of each stored weight): delta.ts;
  *      - stacks (first part → row stacks [A; B; …]): stack-rows.ts;
  *      - convZero (conv1d weights → finite taps, all-+0 channel output), inProjLists (GdnWeights →
@@ -235,6 +235,10 @@ export interface ArgmaxMemo {
  */
 export interface BoundedPrep {
   packed: ({ u: Uint32Array; f: Float32Array } | undefined)[];
+  /** Per column c, made on first use: the other columns that hold an entry in a row where c does, ascending. */
+  companions: (Int32Array | undefined)[];
+  /** A zeroed scratch of one byte per column (companionsOf's marks). */
+  colMark: Uint8Array | null;
 }
 
 /** The memo of one matrix's output (per numeric context: ExecMemos.deltaStates; delta.ts). */

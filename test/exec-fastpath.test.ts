@@ -213,6 +213,62 @@ describe('decode fast paths on whole executors (sparse vs dense path)', () => {
     }
   });
 
+  it('an idle layer is passed over only while its input keeps it idle (finite, a clear sign bit)', () => {
+    // layer 0 is the idle layer, so its input is the fed token's embedding row: token 5's row is
+    // all −1 (no entry of clear sign: its normalised input makes the in-projections −0, not the
+    // stored idle step's +0) and token 6's holds +Inf (a NaN step); both must run the layer, as
+    // must a layer whose state was handed out
+    for (const profile of ['f32', 'bf16'] as const) {
+      const w = chipLikeModel(11, false);
+      const H = w.config.hiddenSize;
+      const emb = densifyMatrix(w.embedTokens).dense!;
+      emb.fill(-1, 5 * H, 6 * H);
+      emb[6 * H + 3] = Infinity;
+      const rows = w.embedTokens.rows;
+      // (untied: the tiny target ties the embedding to the LM head)
+      const ww: ModelWeights = {
+        ...w, config: { ...w.config, tieWordEmbeddings: false }, embedTokens: { rows, cols: H, csr: sparsifyMatrix({ rows, cols: H, dense: emb }).csr },
+      };
+      for (const bad of [5, 6]) {
+        const s = new Executor(ww, { tuning: TUNING, path: 'sparse', profile });
+        const d = new Executor(ww, { tuning: TUNING, path: 'dense', profile });
+        // (no hooks: a hooked step runs every layer)
+        s.prefill([3, 1]);
+        d.prefill([3, 1]);
+        const feed = [2, 7, 9, 4, 8, bad, 10, 11];
+        const passed: number[] = [];
+        for (const id of feed) {
+          const before = s.stats.gdnIdlePassedOver;
+          expect(bits(s.decode(id)), `${profile} token ${id}`).toEqual(bits(d.decode(id)));
+          passed.push(s.stats.gdnIdlePassedOver - before);
+        }
+        // passed over after the first idle step, not at the bad row (nor after it: the state it
+        // leaves is not all +0)
+        expect(passed.slice(0, 5).filter((p) => p > 0).length, `${profile} ${bad}`).toBeGreaterThan(2);
+        expect(passed.slice(5), `${profile} ${bad}`).toEqual([0, 0, 0]);
+      }
+      // the bad row right after the first idle step (the step that checks every input entry), and
+      // a state handed out (gdnState) and written: the layer runs again (its decay moves the state)
+      for (const scenario of ['inf-first', 'written'] as const) {
+        const s = new Executor(ww, { tuning: TUNING, path: 'sparse', profile });
+        const d = new Executor(ww, { tuning: TUNING, path: 'dense', profile });
+        s.prefill([3, 1]);
+        d.prefill([3, 1]);
+        const feed = scenario === 'inf-first' ? [2, 6, 10] : [2, 7, 9, 4, 8, 10, 11];
+        const passed: number[] = [];
+        feed.forEach((id, i) => {
+          if (scenario === 'written' && i === 4) for (const ex of [s, d]) ex.gdnState(0, 1)[5] = 0.75;
+          const before = s.stats.gdnIdlePassedOver;
+          expect(bits(s.decode(id)), `${profile} ${scenario} token ${id}`).toEqual(bits(d.decode(id)));
+          passed.push(s.stats.gdnIdlePassedOver - before);
+        });
+        expect(bits(s.gdnStateCopy(0, 1)), `${profile} ${scenario}`).toEqual(bits(d.gdnStateCopy(0, 1)));
+        if (scenario === 'inf-first') expect(passed).toEqual([0, 0, 0]);
+        else expect(passed).toEqual([0, 1, 1, 1, 0, 0, 0]);
+      }
+    }
+  });
+
   it('an idle step\'s output is shared by later executors of the same weights and numeric mode', () => {
     const w = chipLikeModel(13, false);
     const li = w.config.layerTypes.indexOf('linear_attention'); // the idle layer

@@ -14,7 +14,8 @@ import { isMoeLayer, type ModelConfig } from '../model/config.ts';
 import { sparseOnly, type Matrix, type ModelWeights } from '../model/weights.ts';
 import { attentionStep, KvCache, ropeInvFreq } from './attention.ts';
 import { gdnForward } from './gdn.ts';
-import { gdnDimsOf, newGdnCache, type GdnCache } from './gdn-cache.ts';
+import { gdnDimsOf, newGdnCache, type GdnCache, type IdleOut } from './gdn-cache.ts';
+import { idleSkipHolds } from './gdn-idle.ts';
 import { classifyState, STATE_ZERO } from './gdn-sparse-step.ts';
 import { gdnConvSnapshot, noteGdnStateWritten } from './gdn-tracked.ts';
 import { linear, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
@@ -687,19 +688,32 @@ export class Executor {
       const lt = tr.layers[li];
       let tl = phaseStart();
       if (detail !== null) setLayerPrefix(layerPhases[li]![2]);
-      lt.n1.run(ctx, x, fresh);
+      const m = lw.mixer;
+      const gc = this.gdn[li];
+      // an idle mixer whose input keeps it idle: its norm and step passed over (gdn-idle.ts idleSkipHolds)
+      const skip = m.kind === 'linear_attention' && gc !== null && !fresh && !hooked && path === 'sparse'
+        && ctx.order.kind === 'sequential' && idleSkipHolds(lt.idleSkip, gc, m, x, lt.n1.w1, lt.n1.eps);
+      if (skip) lt.n1.passOver();
+      else lt.n1.run(ctx, x, fresh);
       t0 = phaseEnd('norm', t0);
       const normed = lt.n1.out.v;
       let mix: Float32Array;
       let mixChanges: { rows: Int32Array; n: number } | null = null;
       let gdnStates: Float32Array[] | null = null;
       let probs: Float32Array[] | undefined;
-      const m = lw.mixer;
-      if (m.kind === 'linear_attention') {
+      if (skip) {
+        const io = (gc as GdnCache).idleOut as IdleOut;
+        mix = io.buf;
+        mixChanges = lt.mixSeen.advance(io.source);
+        if (stats) { stats.sparse += 5; stats.gdnIdlePassedOver++; } // (sparse: as the idle step counts)
+        t0 = phaseEnd('gdn.idle', t0);
+      } else if (m.kind === 'linear_attention') {
         mixShare.stamp = lt.n1.stamp;
         mixShare.since = lt.n1.changes();
         io.normed[0] = normed;
-        const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, io.normed, 'decode', path, hooked, stats, mixShare);
+        const r = gdnForward(ctx, c, m, gc as GdnCache, io.normed, 'decode', path, hooked, stats, mixShare);
+        const idleOut = (gc as GdnCache).idleOut;
+        lt.idleSkip.last = !hooked && idleOut !== undefined && r.outSource === idleOut.source ? idleOut : null;
         mix = r.out[0];
         gdnStates = r.states[0];
         mixChanges = lt.mixSeen.advance(r.outSource ?? null);

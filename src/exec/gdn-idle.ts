@@ -109,6 +109,76 @@ export function idlePreconditions(
   return true;
 }
 
+/**
+ * forwardTracked's record, per layer, for passing over an idle GDN mixer (idleSkipHolds).
+ */
+export interface IdleSkip {
+  /**
+   * The stored idle output (cache.idleOut) that the layer's last step gave, having copied it into
+   * its buffer — an idle step, or a step passed over after one — or null.
+   */
+  last: IdleOut | null;
+  /** Every entry of the layer input met IDLE_SKIP_INPUT_MAX at the last step checked (then only changed entries are checked). */
+  checked: boolean;
+  /** An index a where the input x_a and fl(1 + w_a) had a clear sign bit at the last check. */
+  clearAt: number;
+  /** Whether the input norm allows it (every fl(1 + w_i) finite with |·| ≤ 2, and fl(eps) > 0); null until known. */
+  normOk: boolean | null;
+}
+
+export function newIdleSkip(): IdleSkip {
+  return { last: null, checked: false, clearAt: 0, normOk: null };
+}
+
+/** idleSkipHolds' bound on the layer input's magnitudes. */
+const IDLE_SKIP_INPUT_MAX = 2 ** 50;
+
+/**
+ * Whether a single-token decode step (sparse path, sequential order, no hooks, not fresh) may pass
+ * over this layer's GDN mixer and its input norm, taking the stored idle output as the mixer's
+ * output unchanged: true when the layer's last step gave the stored output `s.last` (an idle step
+ * of this layer: the layer is idle, and that output is in its buffer) and this step would be an
+ * idle step too: the cache still holds that output, every head is STATE_ZERO and not handed out,
+ * the conv state is +0 (as idlePreconditions checks them), and the normalised input would meet
+ * idlePreconditions, which is shown from the layer input x without normalising it:
+ *  - every x_i finite with |x_i| ≤ 2^50 (checked on the entries x's list says changed, after a
+ *    step that checked them all), so the sum of squares P ≤ H·2^100 < 2^112 for H < 2^12 is
+ *    finite; with fl(eps) > 0 the norm's factor r = rsqrt32(fl(mean(P) + fl(eps))) lies in
+ *    [2^−56, 2^75], and each output fl(fl(x_i·r)·fl(1 + w_i)) with |fl(1 + w_i)| ≤ 2 is finite
+ *    (below 2^126, in the bf16 profile's rounding too);
+ *  - some x_a and fl(1 + w_a) have a clear sign bit, so the output at a has one (x_a·r ≥ +0, times
+ *    a value ≥ +0, is ≥ +0).
+ * The step passed over would then have copied the stored output into the cache's buffer, which
+ * already holds it. The caller marks the norm site behind (NormSite.passOver).
+ */
+export function idleSkipHolds(s: IdleSkip, cache: GdnCache, w: GdnWeights, x: { v: Float32Array; changed: Int32Array; n: number; all: boolean },
+  w1: Float32Array, eps: number): boolean {
+  const io = cache.idleOut;
+  if (s.last === null || io !== s.last || io.weights !== w || cache.convZero !== 1) { s.checked = false; return false; }
+  for (let h = 0; h < cache.kind.length; h++) if (cache.kind[h] !== STATE_ZERO || cache.exposed[h]) { s.checked = false; return false; }
+  if (s.normOk === null) {
+    let ok = Math.fround(eps) > 0 && w1.length === x.v.length && x.v.length < 2 ** 12;
+    for (let i = 0; i < w1.length && ok; i++) if (!(Math.abs(w1[i]) <= 2)) ok = false;
+    s.normOk = ok;
+  }
+  if (!s.normOk) return false;
+  const v = x.v;
+  if (!s.checked || x.all) {
+    s.checked = false;
+    for (let i = 0; i < v.length; i++) if (!(Math.abs(v[i]) <= IDLE_SKIP_INPUT_MAX)) return false;
+    s.checked = true;
+  } else {
+    for (let t = 0; t < x.n; t++) if (!(Math.abs(v[x.changed[t]]) <= IDLE_SKIP_INPUT_MAX)) { s.checked = false; return false; }
+  }
+  if (!(signClear(v[s.clearAt]) && signClear(w1[s.clearAt]))) {
+    let a = 0;
+    while (a < v.length && !(signClear(v[a]) && signClear(w1[a]))) a++;
+    if (a === v.length) return false;
+    s.clearAt = a;
+  }
+  return true;
+}
+
 /** True for +0 and positive values: a clear sign bit (the caller has ruled out NaN). */
 function signClear(v: number): boolean {
   return v > 0 || (v === 0 && 1 / v > 0);

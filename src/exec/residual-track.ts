@@ -34,6 +34,7 @@ import { meanOf, onePlusWeights } from './norms.ts';
 import { ViewAt, type WasmHeap } from './wasm-heap.ts';
 import type { ExecPlans } from './plans.ts';
 import { nextInputStamp, type InputChanges, type OutputSource } from './delta.ts';
+import { newIdleSkip, type IdleSkip } from './gdn-idle.ts';
 
 const f32 = Math.fround;
 
@@ -222,6 +223,8 @@ export class NormSite {
   prevStamp = -1;
   /** Fold steps taken by the last run (a statistic: H on a full fold). */
   walked = 0;
+  /** Set by passOver: a step went by without this site; its next run recomputes everything. */
+  private behind = false;
   private readonly since: InputChanges;
 
   /**
@@ -248,6 +251,14 @@ export class NormSite {
     this.w1At = a !== null ? a.w1.byteOffset : -1;
   }
 
+  /**
+   * A step went by without normalising its input (its reader passed over it: gdn-idle.ts
+   * idleSkipHolds): out no longer follows the input, so the next run recomputes everything.
+   */
+  passOver(): void {
+    this.behind = true;
+  }
+
   /** How out changed since the previous step's vector (DeltaShare `since`), or null when unknown. */
   changes(): InputChanges | null {
     if (this.out.all || this.prevStamp === -1) return null;
@@ -262,6 +273,7 @@ export class NormSite {
    * where x differs from the previous step's x (or x.all).
    */
   run(ctx: ExecNumericContext, x: TrackedVector, fresh: boolean): void {
+    if (this.behind) { fresh = true; this.behind = false; }
     const H = this.prefix.length;
     const xv = x.v;
     const P = this.prefix;
@@ -362,6 +374,8 @@ export interface LayerTrack {
   y: TrackedVector;
   mixSeen: SourceSeen;
   ffSeen: SourceSeen;
+  /** Whether the layer's idle GDN mixer may be passed over (gdn-idle.ts idleSkipHolds). */
+  idleSkip: IdleSkip;
 }
 
 /** The whole stream of one executor: the embedding row, every layer, the final norm. */
@@ -385,7 +399,7 @@ export class ResidualTrack {
     this.x0 = new TrackedVector(H, heap);
     this.layers = layerNorms.map((w) => ({
       n1: new NormSite(plans, w.input, eps, heap), mid: new TrackedVector(H, heap), n2: new NormSite(plans, w.post, eps, heap),
-      y: new TrackedVector(H, heap), mixSeen: new SourceSeen(), ffSeen: new SourceSeen(),
+      y: new TrackedVector(H, heap), mixSeen: new SourceSeen(), ffSeen: new SourceSeen(), idleSkip: newIdleSkip(),
     }));
     this.finalNorm = new NormSite(plans, finalNorm, eps, heap);
   }
@@ -393,7 +407,7 @@ export class ResidualTrack {
   /** Drops what the vectors hold (the next step recomputes everything). */
   invalidate(): void {
     this.valid = false;
-    for (const l of this.layers) { l.mixSeen.forget(); l.ffSeen.forget(); }
+    for (const l of this.layers) { l.mixSeen.forget(); l.ffSeen.forget(); l.idleSkip.last = null; }
   }
 
   /**

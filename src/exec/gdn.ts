@@ -158,6 +158,7 @@ export function gdnForward(
   if (idle) {
     const io = idleOutOf(ctx, w, cache);
     if (io !== undefined) {
+      if (cache.track !== undefined) cache.track.resultHeld = false;
       io.buf.set(io.out);
       if (stats) stats.sparse += 5;
       phaseEnd('gdn.idle', phaseStart());

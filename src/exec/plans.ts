@@ -95,6 +95,12 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
    * first 1,000 tokens of a run, the window `chipc run` shows first.
    */
   aliasConvBlocks: 1024,
+  /**
+   * 1: a tracked GDN step whose input projections recomputed no row, with no conv channel active
+   * and no value head to step, ends there and hands out its last result (gdn-tracked.ts
+   * quietStep; the chip's RAM banks at rest, most tokens); 0: never (the same bits).
+   */
+  quietSteps: 1,
 });
 
 /**

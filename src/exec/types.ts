@@ -75,6 +75,8 @@ export interface ExecTuning {
   wasmMinEntriesPerColumn?: number;
   /** The tracked GDN step after which conv blocks that repeat another's run through it (1024; 1: from the first; 0: never, the same bits). */
   aliasConvBlocks?: number;
+  /** 1: a tracked GDN step that moved no projection row and has nothing else to step ends early (1; 0: never, the same bits). */
+  quietSteps?: number;
 }
 
 /** Read-only views handed to hooks; arrays are copies the hook may keep. */

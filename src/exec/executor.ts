@@ -690,9 +690,13 @@ export class Executor {
       if (detail !== null) setLayerPrefix(layerPhases[li]![2]);
       const m = lw.mixer;
       const gc = this.gdn[li];
-      // an idle mixer whose input keeps it idle: its norm and step passed over (gdn-idle.ts idleSkipHolds)
-      const skip = m.kind === 'linear_attention' && gc !== null && !fresh && !hooked && path === 'sparse'
-        && ctx.order.kind === 'sequential' && idleSkipHolds(lt.idleSkip, gc, m, x, lt.n1.w1, lt.n1.eps);
+      // an idle mixer whose input keeps it idle: its norm and step passed over (gdn-idle.ts idleSkipHolds;
+      // a step that does not ask leaves its input unchecked)
+      let skip = false;
+      if (m.kind === 'linear_attention' && gc !== null) {
+        if (!fresh && !hooked && path === 'sparse' && ctx.order.kind === 'sequential') skip = idleSkipHolds(lt.idleSkip, gc, m, x, lt.n1.w1, lt.n1.eps);
+        else lt.idleSkip.checked = false;
+      }
       if (skip) lt.n1.passOver();
       else lt.n1.run(ctx, x, fresh);
       t0 = phaseEnd('norm', t0);

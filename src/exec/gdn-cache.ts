@@ -366,12 +366,6 @@ export interface GdnTrack {
   headModified: Uint8Array;
   /** Per value head: S was written from outside since the head's last step (noteGdnStateWritten). */
   writtenOutside: Uint8Array;
-  /**
-   * buf.tracked holds this track's result of the layer's last step: set when a tracked step
-   * returns it, cleared when gdnForward returns another (the idle memo's). A quiet step
-   * (gdn-tracked.ts quietStep) hands it out again.
-   */
-  resultHeld: boolean;
   /** Per value head, this step: 1 its output may have moved (its step ran), | 2 a z row of it was recomputed (gdn-tracked.ts O_MAY_MOVE, Z_MAY_MOVE). */
   coreChanged: Uint8Array;
   /** Normed entries that changed this step. */

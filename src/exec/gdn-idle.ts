@@ -81,7 +81,7 @@ export function keepIdleOutput(ctx: ExecNumericContext, w: GdnWeights, cache: Gd
  * unknown).
  */
 export function idlePreconditions(
-  plans: ExecPlans, d: GdnDims, w: GdnWeights, cache: GdnCache, x: Float32Array, share?: DeltaShare,
+  plans: ExecPlans, w: GdnWeights, cache: GdnCache, x: Float32Array, share?: DeltaShare,
 ): boolean {
   if (cache.idleOf !== w) { cache.idle = isIdleLayer(plans, w); cache.idleOf = w; }
   if (cache.idle !== true) return false;
@@ -101,7 +101,7 @@ export function idlePreconditions(
     if (i === x.length) return false;
     seen.clearAt = i;
   }
-  for (let h = 0; h < d.hv; h++) if (cache.kind[h] !== STATE_ZERO || cache.exposed[h]) return false;
+  if (!headsAtRest(cache)) return false;
   if (cache.convZero !== 1) {
     cache.convZero = allPlusZeroBits(cache.conv) ? 1 : 0;
     if (cache.convZero !== 1) return false;
@@ -155,7 +155,7 @@ export function idleSkipHolds(s: IdleSkip, cache: GdnCache, w: GdnWeights, x: { 
   w1: Float32Array, eps: number): boolean {
   const io = cache.idleOut;
   if (s.last === null || io !== s.last || io.weights !== w || cache.convZero !== 1) { s.checked = false; return false; }
-  for (let h = 0; h < cache.kind.length; h++) if (cache.kind[h] !== STATE_ZERO || cache.exposed[h]) { s.checked = false; return false; }
+  if (!headsAtRest(cache)) { s.checked = false; return false; }
   if (s.normOk === null) {
     let ok = Math.fround(eps) > 0 && w1.length === x.v.length && x.v.length < 2 ** 12;
     for (let i = 0; i < w1.length && ok; i++) if (!(Math.abs(w1[i]) <= 2)) ok = false;
@@ -176,6 +176,12 @@ export function idleSkipHolds(s: IdleSkip, cache: GdnCache, w: GdnWeights, x: { 
     if (a === v.length) return false;
     s.clearAt = a;
   }
+  return true;
+}
+
+/** Every head's state all +0 (STATE_ZERO) and none handed out. */
+function headsAtRest(cache: GdnCache): boolean {
+  for (let h = 0; h < cache.kind.length; h++) if (cache.kind[h] !== STATE_ZERO || cache.exposed[h]) return false;
   return true;
 }
 

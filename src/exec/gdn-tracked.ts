@@ -50,7 +50,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', buf: Gd
     weights: w, alias: null, siluForm, active: kern !== null ? kern.active.fill(0) : new Int32Array(d.convDim), nActive: 0,
     qDirty: kern !== null ? kern.qDirty.fill(0) : new Uint8Array(d.hk), kDirty: kern !== null ? kern.kDirty.fill(0) : new Uint8Array(d.hk),
     vDirty: kern !== null ? kern.vDirty.fill(0) : new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
-    writtenOutside: new Uint8Array(d.hv), resultHeld: false,
+    writtenOutside: new Uint8Array(d.hv),
     coreChanged: nk !== null ? nk.coreChanged.fill(0) : new Uint8Array(d.hv), normedChanged: nk !== null ? nk.normedChanged.fill(0) : new Int32Array(d.valueDim),
     normIn: nk !== null ? nk.normIn.fill(0) : new Uint32Array(d.valueDim), normZ: nk !== null ? nk.normZ.fill(0) : new Uint32Array(d.valueDim),
     normAcc: nk !== null ? nk.normAcc.fill(0) : new Float32Array(d.hv), normR: nk !== null ? nk.normR.fill(0) : new Float32Array(d.hv),
@@ -587,7 +587,7 @@ export function gdnDecodeTracked(
     cache.track = t;
     if (ctx.tuning.aliasConvBlocks === 1) setUpAliases(ctx, t, stack.m, cw, d, convBits, conBits, x);
   } else {
-    if (quietStep(ctx, t, cache, ps, hv)) {
+    if (quietStep(ctx, t, cache, buf, ps, hv)) {
       // the rest of the step would change nothing (quietStep): its result is the last one
       t.step++;
       t.projVer = ps.version;
@@ -738,13 +738,14 @@ export function gdnDecodeTracked(
   const res = buf.tracked;
   res.out = os !== null ? os.y : buf.out;
   res.source = os !== null ? os : t.linearOut;
-  t.resultHeld = true;
   return res;
 }
 
 /**
  * Whether the rest of a tracked step after its input projections would change nothing, so that
- * the last step's result (buf.tracked, still held) is this step's: no projection row was
+ * the last step's result is this step's: buf.tracked is what the layer's last call returned (the
+ * cache's single-token result names its source; an idle step's names the memo's, and a full step
+ * drops the track, so the next tracked step is fresh), and no projection row was
  * recomputed (so no conv input, z, β or g moved, and the gates are the last step's: projVer one
  * version behind), no conv channel is active (every channel's window is settled or its output is
  * its newest tap's, which did not move: lazy channels catch up from t.step, which the caller
@@ -755,8 +756,9 @@ export function gdnDecodeTracked(
  * changes are still taken against the output it last computed. Not at the step that sets up the
  * conv aliases (ExecTuning.aliasConvBlocks).
  */
-function quietStep(ctx: ExecNumericContext, t: GdnTrack, cache: GdnCache, ps: DeltaLinearState, hv: number): boolean {
-  if (ctx.tuning.quietSteps !== 1 || !t.resultHeld || ps.full || ps.nRows !== 0 || t.nActive !== 0 || t.projVer !== ps.version - 1) return false;
+function quietStep(ctx: ExecNumericContext, t: GdnTrack, cache: GdnCache, buf: GdnBuffers, ps: DeltaLinearState, hv: number): boolean {
+  const last = cache.single?.outSource ?? null;
+  if (ctx.tuning.quietSteps !== 1 || last === null || last !== buf.tracked.source || ps.full || ps.nRows !== 0 || t.nActive !== 0 || t.projVer !== ps.version - 1) return false;
   if (t.alias === null && t.step + 1 === ctx.tuning.aliasConvBlocks) return false;
   const { headModified } = t;
   const exposed = cache.exposed;

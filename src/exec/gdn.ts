@@ -154,11 +154,10 @@ export function gdnForward(
   const d = cache.dims ??= gdnDimsOf(cfg);
   const L = xs.length;
   const idle = mode === 'decode' && L === 1 && path === 'sparse' && ctx.order.kind === 'sequential'
-    && idlePreconditions(ctx.plans, d, w, cache, xs[0], share);
+    && idlePreconditions(ctx.plans, w, cache, xs[0], share);
   if (idle) {
     const io = idleOutOf(ctx, w, cache);
     if (io !== undefined) {
-      if (cache.track !== undefined) cache.track.resultHeld = false;
       io.buf.set(io.out);
       if (stats) stats.sparse += 5;
       phaseEnd('gdn.idle', phaseStart());

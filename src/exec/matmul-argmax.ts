@@ -494,8 +494,9 @@ function boundedArgmax(
         nw++;
       }
     }
+    const inflate = (1 + 2 ** -23) ** (order.length - i - 1);
     let bound = sum;
-    if (nw > 1 && nw <= CLIQUE_MAX && !(bv > f32(sum * (1 + 2 ** -23) ** (order.length - i - 1)))) {
+    if (nw > 1 && nw <= CLIQUE_MAX && !(bv > f32(sum * inflate))) {
       // the heaviest clique of companions among them (a row holds entries in a clique's columns only)
       // (each pair looked up in the smaller column's companions: a kind's column has tens of thousands of rows)
       cliqueAdj.fill(0);
@@ -512,11 +513,11 @@ function boundedArgmax(
       }
       bound = maxCliqueWeight((1 << nw) - 1, 0, 0);
     }
-    bound *= (1 + 2 ** -23) ** (order.length - i - 1);
+    bound *= inflate;
     // against U rounded to float32: a fold whose real partial sums stay ≤ U stays ≤ U unless U
     // reaches float32's overflow (then such a fold can be +Inf, tying with a +Inf best), and
     // fround(U) is +Inf exactly then; below it, bv > fround(U) gives bv > U
-    if (best >= 0 && bv > f32(bound)) { answer = best; break; }
+    if (bv > f32(bound)) { answer = best; break; }
   }
   if (marked) for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
   if (stats) stats.argmaxBoundedRows += nr;

@@ -36,6 +36,7 @@ import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/
 import { resolveTarget } from '../src/model/targets.ts';
 import type { Matrix, ModelWeights } from '../src/model/weights.ts';
 import { decodeLockstep } from './helpers/lockstep.ts';
+import { fewPerRow, lcg, SPECIAL } from './helpers/random-models.ts';
 
 const bits = (a: Float32Array): number[] =>
   Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length), (b, i) => (Number.isNaN(a[i]) ? 0x7fc00000 : b));
@@ -312,25 +313,6 @@ describe('decode fast paths on whole executors (sparse vs dense path)', () => {
     }
   });
 });
-
-/** Deterministic LCG in [0, 1). */
-function lcg(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => { s = (Math.imul(s, 1103515245) + 12345) >>> 0; return s / 4294967296; };
-}
-
-const SPECIAL = [0, -0, 1, -1, 1e-30, -1e-30, 3e3, -2.5, 0.1, 1e-20, 20, -90];
-
-/** A rows×cols matrix with at most `perRow` entries per row (some rows empty), dense and CSR-only forms. */
-function fewPerRow(rnd: () => number, rows: number, cols: number, perRow: number): { dense: Matrix; csr: Matrix } {
-  const d = new Float32Array(rows * cols);
-  for (let r = 0; r < rows; r++) {
-    if (rnd() < 0.3) continue;
-    const k = 1 + Math.floor(rnd() * perRow);
-    for (let t = 0; t < k; t++) d[r * cols + Math.floor(rnd() * cols)] = SPECIAL[Math.floor(rnd() * SPECIAL.length)] || 0.75;
-  }
-  return { dense: { rows, cols, dense: d }, csr: { rows, cols, csr: sparsifyMatrix({ rows, cols, dense: d }).csr } };
-}
 
 describe('SwiGLU incremental form', () => {
   it('is bit-identical to the dense SwiGLU over changing inputs (f32, bf16), and runs in delta form', () => {

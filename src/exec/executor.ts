@@ -20,7 +20,8 @@ import { classifyState, STATE_ZERO } from './gdn-sparse-step.ts';
 import { gdnConvSnapshot, noteGdnStateWritten } from './gdn-tracked.ts';
 import { linear, matrixRow, matrixRowInto, newMatmulStats, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { linearArgmax } from './matmul-argmax.ts';
-import { moeForward, newFfnSites, swiglu, type FfnSites, type SwigluIo } from './mlp.ts';
+import { moeForward, swiglu, type SwigluIo } from './mlp.ts';
+import { newTrackedFfn, trackedFfn, type TrackedFfn } from './ffn-memo.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
 import { plansOf } from './plans.ts';
 import { rmsNorm1p } from './norms.ts';
@@ -226,9 +227,9 @@ export class Executor {
   private readonly embedEntries = new Map<number, RowEntries>();
   private embedStorage: unknown = null;
   /** forwardTracked's exchange objects (SwiGLU's, the mixer's share, the mixer's input list), made on first use. */
-  private trackedIo: { ff: SwigluIo; mix: DeltaShare; normed: Float32Array[] } | null = null;
-  /** Per layer, the tracked step's memos of its SwiGLU's lookups (mlp.ts FfnSites). */
-  private ffnSites: FfnSites[] | null = null;
+  private trackedIo: { ff: SwigluIo & { share: DeltaShare }; mix: DeltaShare; normed: Float32Array[] } | null = null;
+  /** Per layer, the tracked step's memos of its SwiGLU's lookups and its FFN memo (ffn-memo.ts). */
+  private ffnLayers: TrackedFfn[] | null = null;
   /** The per-layer phase names of forwardTracked and their prefixes (made once). */
   private layerPhases: (readonly [string, string, string])[] | null = null;
 
@@ -740,11 +741,8 @@ export class Executor {
       let ff: Float32Array;
       let ffChanges: { rows: Int32Array; n: number } | null = null;
       if (f.kind === 'dense') {
-        const share = ffIo.share as DeltaShare;
-        share.stamp = lt.n2.stamp;
-        share.since = lt.n2.changes();
-        ffIo.sites = (this.ffnSites ??= Array.from({ length: c.numLayers }, newFfnSites))[li];
-        ff = swiglu(ctx, f, lt.n2.out.v, path, stats, buf.ff, ffIo);
+        const layer = (this.ffnLayers ??= Array.from({ length: c.numLayers }, newTrackedFfn))[li];
+        ff = trackedFfn(ctx, layer, f, lt.n2.out.v, lt.n2.stamp, lt.n2.changes(), path, stats, buf.ff, ffIo);
         t0 = phaseStart();
         ffChanges = lt.ffSeen.advance(ffIo.outSource);
       } else {

@@ -72,6 +72,8 @@ export interface MatmulStats {
   gdnIdlePassedOver: number;
   /** Tracked GDN steps that ended after their input projections, nothing else to change (gdn-tracked.ts quietStep). */
   gdnQuietSteps: number;
+  /** Decode steps of a layer's FFN answered by its memo (ffn-memo.ts; nothing of the SwiGLU computed). */
+  ffnMemoHits: number;
   /**
    * The incremental matmuls' work (delta.ts, calls after the first): stored entries walked over
    * the changed input columns, rows reached, and of those the rows refolded (not updated). A
@@ -130,7 +132,7 @@ export interface DeltaWork {
 
 export function newMatmulStats(): MatmulStats {
   const deltaByRole = Object.fromEntries(DELTA_ROLES.map((r) => [r, { calls: 0, changedColumns: 0, entries: 0, rows: 0, refolds: 0, refoldEntries: 0, kernelCalls: 0 }])) as Record<DeltaRole, DeltaWork>;
-  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, argmaxBoundedRows: 0, gdnIdlePassedOver: 0, gdnQuietSteps: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, gdnHeadSteps: 0, gdnHeadsBetaZero: 0, deltaShared: 0, outProjKept: 0, deltaByRole };
+  return { sparse: 0, dense: 0, denseRowFallbacks: 0, scatter: 0, delta: 0, argmaxMemoHits: 0, argmaxBounded: 0, argmaxBoundedRows: 0, gdnIdlePassedOver: 0, gdnQuietSteps: 0, ffnMemoHits: 0, deltaEntries: 0, deltaRows: 0, deltaRefolds: 0, deltaRefoldEntries: 0, convChannels: 0, gdnHeadSteps: 0, gdnHeadsBetaZero: 0, deltaShared: 0, outProjKept: 0, deltaByRole };
 }
 
 function checkShapes(m: Matrix, x: Float32Array, xOff: number): void {

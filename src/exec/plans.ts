@@ -101,6 +101,13 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
    * quietStep; the chip's RAM banks at rest, most tokens); 0: never (the same bits).
    */
   quietSteps: 1,
+  /**
+   * Entries per generation of each layer's FFN memo (ffn-memo.ts: a step whose input bits on the
+   * columns the FFN reads match an earlier computed step's takes that step's output); two
+   * generations, so at most twice this many a layer, each the key's bits and the output's values
+   * on the down projection's rows (about 3 KB at qwen3.5-4b). 0: no memo (the same bits).
+   */
+  ffnMemoEntries: 1024,
 });
 
 /**

@@ -77,6 +77,8 @@ export interface ExecTuning {
   aliasConvBlocks?: number;
   /** 1: a tracked GDN step that moved no projection row and has nothing else to step ends early (1; 0: never, the same bits). */
   quietSteps?: number;
+  /** Entries per generation of a layer's FFN memo (1024; 0: no memo, every step computed: the same bits). */
+  ffnMemoEntries?: number;
 }
 
 /** Read-only views handed to hooks; arrays are copies the hook may keep. */

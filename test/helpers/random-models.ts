@@ -26,3 +26,23 @@ export function sparseRandomModel(seed: number): ModelWeights {
   const lm = thin(w.lmHead);
   return { ...w, embedTokens: thin(w.embedTokens), lmHead: lm };
 }
+
+/** Deterministic LCG in [0, 1). */
+export function lcg(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => { s = (Math.imul(s, 1103515245) + 12345) >>> 0; return s / 4294967296; };
+}
+
+/** Values the SwiGLU tests draw from: ±0, signs, tiny and large magnitudes, saturated gates. */
+export const SPECIAL = [0, -0, 1, -1, 1e-30, -1e-30, 3e3, -2.5, 0.1, 1e-20, 20, -90];
+
+/** A rows×cols matrix with at most `perRow` entries per row (some rows empty), dense and CSR-only forms. */
+export function fewPerRow(rnd: () => number, rows: number, cols: number, perRow: number): { dense: Matrix; csr: Matrix } {
+  const d = new Float32Array(rows * cols);
+  for (let r = 0; r < rows; r++) {
+    if (rnd() < 0.3) continue;
+    const k = 1 + Math.floor(rnd() * perRow);
+    for (let t = 0; t < k; t++) d[r * cols + Math.floor(rnd() * cols)] = SPECIAL[Math.floor(rnd() * SPECIAL.length)] || 0.75;
+  }
+  return { dense: { rows, cols, dense: d }, csr: { rows, cols, csr: sparsifyMatrix({ rows, cols, dense: d }).csr } };
+}

@@ -101,7 +101,7 @@ function randomInput(rnd: () => number, H: number): Float32Array {
   return x;
 }
 
-const TUNING: ExecTuning = { scatterMinNnz: 0 };
+const TUNING: ExecTuning = { scatterMinNnz: 0, ffnMemoFrom: 0 };
 
 describe('FFN memo on random FFNs', () => {
   it.each(['f32', 'bf16'] as const)('%s: inputs that come back are looked up, every step the dense SwiGLU bit for bit', (profile) => {
@@ -119,6 +119,17 @@ describe('FFN memo on random FFNs', () => {
     }
     expect(hits).toBeGreaterThan(150);
     expect(d.layer.memo?.size).toBeGreaterThan(0);
+  });
+
+  it('looks nothing up before the layer has taken ffnMemoFrom steps', () => {
+    const H = 32;
+    const d = new Driver(makeNumericContext({ tuning: { ...TUNING, ffnMemoFrom: 60 } }), ffnOf(4, H, 80, 24));
+    const rnd = lcg(23);
+    const bases = Array.from({ length: 3 }, () => randomInput(rnd, H));
+    const hitAt: number[] = [];
+    for (let step = 0; step < 120; step++) if (d.step(bases[step % 3]!.slice())) hitAt.push(step);
+    expect(hitAt[0]).toBe(66); // (made at step 60; each key remembered at its second computed step)
+    expect(hitAt.length).toBe(54);
   });
 
   it('a key that comes back with a non-finite entry off it, or with too many sign-bit-set entries on it, is computed', () => {
@@ -217,7 +228,7 @@ describe('FFN memo on the chip (chip-test)', () => {
       for (let i = 0; i < 400 && decodeToken(ids[ids.length - 1]!).kind !== 'HALT'; i++) ids.push(ex.decodeArgmax(ids[ids.length - 1]!));
       return { ids, rec, hits: ex.stats.ffnMemoHits };
     };
-    const on = run({});
+    const on = run({ ffnMemoFrom: 0 });
     const off = run({ ffnMemoEntries: 0 });
     expect(off.hits).toBe(0);
     expect(on.hits).toBeGreaterThan(400);

@@ -512,28 +512,30 @@ export class FfnMemo implements OutputSource {
   }
 }
 
-/** A decode layer's FFN: its SwiGLU's lookups (mlp.ts FfnSites) and its memo, once made. */
+/** A decode layer's FFN: its SwiGLU's lookups (mlp.ts FfnSites), its memo once made, and its tracked steps so far. */
 export interface TrackedFfn {
   sites: FfnSites;
   memo: FfnMemo | null;
+  steps: number;
 }
 
 export function newTrackedFfn(): TrackedFfn {
-  return { sites: newFfnSites(), memo: null };
+  return { sites: newFfnSites(), memo: null, steps: 0 };
 }
 
 /**
  * A tracked decode step's dense FFN at the normalised input x (stamped `stamp`, `changes` as
- * FfnMemo.step takes them): through the layer's memo where ExecTuning.ffnMemoEntries > 0 and the
- * incremental form can run (sparse path, sequential order, CSR-only matrices), else swiglu with
- * the layer's sites. Returns the output; io.outSource names the versioned vector it is (or null).
+ * FfnMemo.step takes them): through the layer's memo where ExecTuning.ffnMemoEntries > 0, the
+ * layer has taken ExecTuning.ffnMemoFrom tracked steps and the incremental form can run (sparse
+ * path, sequential order, CSR-only matrices), else swiglu with the layer's sites. Returns the
+ * output; io.outSource names the versioned vector it is (or null).
  */
 export function trackedFfn(
   ctx: ExecNumericContext, layer: TrackedFfn, f: DenseMlpWeights, x: Float32Array, stamp: number, changes: InputChanges | null,
   path: MatmulPath, stats: MatmulStats | undefined, outBuf: Float32Array, io: SwigluIo & { share: DeltaShare },
 ): Float32Array {
   io.sites = layer.sites;
-  const cap = ctx.tuning.ffnMemoEntries;
+  const cap = layer.steps++ >= ctx.tuning.ffnMemoFrom ? ctx.tuning.ffnMemoEntries : 0;
   const incremental = path === 'sparse' && ctx.order.kind === 'sequential' && !f.gateProj.dense && !f.upProj.dense && !f.downProj.dense
     && f.gateProj.csr !== undefined && f.upProj.csr !== undefined;
   if (cap > 0 && incremental) {

@@ -108,6 +108,13 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
    * on the down projection's rows (about 3 KB at qwen3.5-4b). 0: no memo (the same bits).
    */
   ffnMemoEntries: 1024,
+  /**
+   * The tracked decode steps a layer's FFN takes before its memo runs (0: from the first). The
+   * memo's first lookups find little, and making the memos and compiling their code cost a fresh
+   * process about 13 ms of its first token: they start past the first 1,000 tokens of a run, the
+   * window `chipc run` shows first (as aliasConvBlocks does).
+   */
+  ffnMemoFrom: 1024,
 });
 
 /**

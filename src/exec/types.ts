@@ -79,6 +79,8 @@ export interface ExecTuning {
   quietSteps?: number;
   /** Entries per generation of a layer's FFN memo (1024; 0: no memo, every step computed: the same bits). */
   ffnMemoEntries?: number;
+  /** The tracked decode steps a layer's FFN takes before its memo runs (1024; 0: from the first; the same bits). */
+  ffnMemoFrom?: number;
 }
 
 /** Read-only views handed to hooks; arrays are copies the hook may keep. */

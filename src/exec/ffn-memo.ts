@@ -128,9 +128,9 @@ export class FfnMemo implements OutputSource {
   private readonly table: Int32Array;
   private readonly evict: Uint8Array;
   private readonly sets: number;
-  /** The indices where out is not +0 (nz[0 … nNz); nzPos[i]: i's place there, or −1). */
+  /** A list of indices that holds every one where out is not +0 (nz[0 … nNz); inNz[i]: i is listed). */
   private readonly nz: Int32Array;
-  private readonly nzPos: Int32Array;
+  private readonly inNz: Uint8Array;
   private nNz = 0;
   /** The indices out's bits moved at since the last computed step (each once: dirtyMark). */
   private readonly dirty: Int32Array;
@@ -187,7 +187,7 @@ export class FfnMemo implements OutputSource {
     this.since = { prevStamp: -1, changed: this.pend, nChanged: 0 };
     this.outBits = bitsOf(this.out);
     this.nz = new Int32Array(D);
-    this.nzPos = new Int32Array(D).fill(-1);
+    this.inNz = new Uint8Array(D);
     this.dirty = new Int32Array(D);
     this.dirtyMark = new Uint8Array(D);
     this.inR = new Uint8Array(D);
@@ -387,25 +387,30 @@ export class FfnMemo implements OutputSource {
       this.slotKeyNnz[s] = this.keyNnz;
     }
     this.slotNeg[s] = neg;
-    // (out is y now, +0 off R: its entries other than +0 are the set nz)
+    // (out is y now, +0 off R: its entries other than +0 are those of the list nz that are not +0)
     const R = this.outRows;
     const vals = this.vals;
     const at = s * R.length;
-    const nnz = this.nNz;
     const ob = this.outBits;
+    const nz = this.nz;
+    let nnz = 0;
+    for (let t = 0; t < this.nNz; t++) {
+      const i = nz[t];
+      if (ob[i] !== 0) nz[nnz++] = i; else this.inNz[i] = 0;
+    }
+    this.nNz = nnz;
     if (2 * nnz > R.length) {
       for (let t = 0; t < R.length; t++) vals[at + t] = ob[R[t]];
       this.slotNnz[s] = -1;
     } else {
-      const nz = this.nz;
       for (let t = 0; t < nnz; t++) { const i = nz[t]; vals[at + 2 * t] = i; vals[at + 2 * t + 1] = ob[i]; }
       this.slotNnz[s] = nnz;
     }
   }
 
   /**
-   * out[i] ← the float32 of bits b: listed when its bits move, and the set of its entries other
-   * than +0 kept; `lookup`: the step is a lookup's (i joins the dirty list).
+   * out[i] ← the float32 of bits b: listed when its bits move (and i put on the list nz when b is
+   * not +0); `lookup`: the step is a lookup's (i joins the dirty list).
    */
   private write(i: number, b: number, lookup: boolean): void {
     const ob = this.outBits;
@@ -414,15 +419,7 @@ export class FfnMemo implements OutputSource {
     ob[i] = b;
     this.rows[this.nRows++] = i;
     if (lookup && this.dirtyMark[i] === 0) { this.dirtyMark[i] = 1; this.dirty[this.nDirty++] = i; }
-    const pos = this.nzPos;
-    if (o === 0) { pos[i] = this.nNz; this.nz[this.nNz++] = i; } else if (b === 0) {
-      // (swap-remove: the last listed index takes i's place)
-      const at = pos[i];
-      const last = this.nz[--this.nNz];
-      this.nz[at] = last;
-      pos[last] = at;
-      pos[i] = -1;
-    }
+    if (b !== 0 && this.inNz[i] === 0) { this.inNz[i] = 1; this.nz[this.nNz++] = i; }
   }
 
   /** The step's output from slot s: its entries, +0 elsewhere. */
@@ -435,15 +432,25 @@ export class FfnMemo implements OutputSource {
     if (nnz < 0) {
       // every index of R, then those off R that are not +0 (after the non-incremental form)
       for (let t = 0; t < R.length; t++) this.write(R[t], vals[at + t], true);
-      for (let t = this.nNz - 1; t >= 0; t--) if (this.inR[nz[t]] === 0) this.write(nz[t], 0, true);
+      for (let t = 0; t < this.nNz; t++) if (this.inR[nz[t]] === 0) this.write(nz[t], 0, true);
     } else {
-      // the entry's indices marked; the others not +0 cleared (from the end: a cleared index's place
-      // takes the last one's, already seen); then the entry written
+      // the entry's indices marked; the listed others cleared; then the entry written, and the
+      // list nz its indices
       const mark = this.outMark;
       const stamp = this.version + 1;
+      const inNz = this.inNz;
       for (let t = 0; t < nnz; t++) mark[vals[at + 2 * t]] = stamp;
-      for (let t = this.nNz - 1; t >= 0; t--) if (mark[nz[t]] !== stamp) this.write(nz[t], 0, true);
-      for (let t = 0; t < nnz; t++) this.write(vals[at + 2 * t], vals[at + 2 * t + 1], true);
+      for (let t = 0; t < this.nNz; t++) {
+        const i = nz[t];
+        inNz[i] = 0;
+        if (mark[i] !== stamp) this.write(i, 0, true);
+      }
+      this.nNz = 0;
+      for (let t = 0; t < nnz; t++) {
+        const i = vals[at + 2 * t];
+        this.write(i, vals[at + 2 * t + 1], true); // (lists i on nz when its bits moved)
+        if (inNz[i] === 0) { inNz[i] = 1; nz[this.nNz++] = i; }
+      }
     }
   }
 

@@ -64,11 +64,11 @@ class Driver {
     this.changed = new Int32Array(this.x.length);
   }
 
-  /** One step at input v; returns whether the memo answered it. */
-  step(v: Float32Array): boolean {
+  /** One step at input v (`whole`: no change list, as after a fresh step); returns whether the memo answered it. */
+  step(v: Float32Array, whole = false): boolean {
     this.x.set(v);
     let changes: InputChanges | null = null;
-    if (this.prev !== null) {
+    if (this.prev !== null && !whole) {
       let n = 0;
       const a = bits(this.prev);
       const b = bits(this.x);
@@ -148,6 +148,7 @@ describe('FFN memo on random FFNs', () => {
       const x = a.slice();
       x[30] = bad; // off the key: the dense SwiGLU's products there are NaN
       expect(d.step(x), `x[30] = ${bad}`).toBe(false);
+      expect(d.step(x, true), `x[30] = ${bad}, the input taken whole`).toBe(false);
     }
     expect(d.step(a)).toBe(true);
     // the same key bits with every key entry's sign bit set: the entry for it is never taken

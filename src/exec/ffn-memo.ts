@@ -87,8 +87,8 @@ export class FfnMemo implements OutputSource {
   private keyNnz = 0;
   /** The key's hash: the sum of its columns' terms (hashTerm), mod 2^32. */
   private hash = 0;
-  /** True while some input entry may be ±∞ or NaN (set by a changed entry that is; cleared by a scan that finds none). */
-  private maybeNonFinite = true;
+  /** Whether some input entry is ±∞ or NaN. */
+  private nonFinite = true;
   /** The stamp of the input the key holds (−1: none yet). */
   private inStamp = -1;
   /** The stamp of the last input the matrices computed (−1: unknown, their next step scans every column). */
@@ -258,17 +258,19 @@ export class FfnMemo implements OutputSource {
       // everything: the key and its hash from scratch; the matrices' next step scans every column
       let h = 0;
       let nnz = 0;
-      for (let p = 0, c = 0; c < xb.length; c++) {
-        if (keyAt[c] < 0) continue;
+      let nonFinite = 0;
+      for (let c = 0; c < xb.length; c++) {
         const b = xb[c];
+        nonFinite |= (b & 0x7f800000) === 0x7f800000 ? 1 : 0;
+        const p = keyAt[c];
+        if (p < 0) continue;
         key[p] = b;
         h = (h + hashTerm(p, b)) | 0;
         nnz += b !== 0 ? 1 : 0;
-        p++;
       }
       this.hash = h;
       this.keyNnz = nnz;
-      this.maybeNonFinite = true;
+      this.nonFinite = nonFinite !== 0;
       this.computedStamp = -1;
       this.clearPending();
     } else {
@@ -297,18 +299,14 @@ export class FfnMemo implements OutputSource {
       this.nPend = nPend;
       this.hash = h;
       this.keyNnz = nnz;
-      if (nonFinite !== 0) this.maybeNonFinite = true;
+      if (nonFinite !== 0 || this.nonFinite) {
+        // (a scan of every entry, while some is or was not finite: never on a compiled chip's run)
+        nonFinite = 0;
+        for (let c = 0; c < xb.length; c++) nonFinite |= (xb[c] & 0x7f800000) === 0x7f800000 ? 1 : 0;
+        this.nonFinite = nonFinite !== 0;
+      }
     }
     this.inStamp = stamp;
-  }
-
-  /** Whether every input entry is finite (a scan, while some may not be). */
-  private inputFinite(): boolean {
-    if (!this.maybeNonFinite) return true;
-    const xb = this.xView as Uint32Array;
-    for (let c = 0; c < xb.length; c++) if ((xb[c] & 0x7f800000) === 0x7f800000) return false;
-    this.maybeNonFinite = false;
-    return true;
   }
 
   private clearPending(): void {
@@ -341,7 +339,7 @@ export class FfnMemo implements OutputSource {
         // the stored entries other than +0, as many as the key has: equal there, +0 elsewhere
         for (let t = 0; t < kn; t++) if (k[keys[at + 2 * t]] !== keys[at + 2 * t + 1]) { same = false; break; }
       }
-      if (!same || this.maxRowNnz >= n - this.slotNeg[s] || !this.inputFinite()) continue;
+      if (!same || this.maxRowNnz >= n - this.slotNeg[s] || this.nonFinite) continue;
       this.evict[set] = 1 - way;
       return s;
     }

@@ -47,7 +47,8 @@
  * in the same process (the reference); the work per token of the incremental matmuls (stored
  * entries walked, rows reached and refolded, and the entries the refolds walk) and of the tracked
  * GDN steps (conv channels recomputed, value-head steps run and passed over) and the LM head's
- * rows folded by its bounded argmax (`argmaxRows`) — deterministic, so it compares two builds on a noisy
+ * rows folded by its bounded argmax (`argmaxRows`) and the FFN steps its memo answered
+ * (`ffnMemoHits`, of the layers' eleven a token at qwen3.5-4b) — deterministic, so it compares two builds on a noisy
  * machine where timings cannot — and the phase table, then the same profiled run's time per layer
  * (`layersMsPerToken`: each layer's mixer and FFN, each with its norm and residual add; these
  * overlap the phases and are kept out of `phasesMsPerToken`).
@@ -261,7 +262,7 @@ function start(ex: Executor): number {
  * The prompt (start) + `n` greedy decode steps; returns the decode ms (and the first step's), the prompt's ms
  * and the emitted ids.
  */
-interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number; heads: number; headsPassed: number; argmaxRows: number; byRole: Record<DeltaRole, DeltaWork> }
+interface Work { entries: number; rows: number; refolds: number; refoldEntries: number; conv: number; heads: number; headsPassed: number; argmaxRows: number; ffnMemoHits: number; byRole: Record<DeltaRole, DeltaWork> }
 /** Generated-token counts at which the cold run and the timed run note their time (the curve). */
 const CURVE_AT = [1, 10, 50, 100, 250, 500, 1000];
 interface CurvePoint { tokens: number; ms: number }
@@ -272,7 +273,7 @@ function run(n: number, times: PhaseTimes | null, detail: LayerDetail | null = n
   const prefillMs = performance.now() - p0;
   ex.setPhaseTimes(times, detail);
   const ids = [last];
-  const w0 = { entries: ex.stats.deltaEntries, rows: ex.stats.deltaRows, refolds: ex.stats.deltaRefolds, refoldEntries: ex.stats.deltaRefoldEntries, conv: ex.stats.convChannels, heads: ex.stats.gdnHeadSteps, headsPassed: ex.stats.gdnHeadsBetaZero, argmaxRows: ex.stats.argmaxBoundedRows, byRole: structuredClone(ex.stats.deltaByRole) };
+  const w0 = { entries: ex.stats.deltaEntries, rows: ex.stats.deltaRows, refolds: ex.stats.deltaRefolds, refoldEntries: ex.stats.deltaRefoldEntries, conv: ex.stats.convChannels, heads: ex.stats.gdnHeadSteps, headsPassed: ex.stats.gdnHeadsBetaZero, argmaxRows: ex.stats.argmaxBoundedRows, ffnMemoHits: ex.stats.ffnMemoHits, byRole: structuredClone(ex.stats.deltaByRole) };
   // a major GC now, not in the timed window (the compile leaves garbage for one to collect, and
   // its incremental marking, tens of ms, landed inside short runs such as hello's); then a pause
   // while its helper threads finish: started right after the GC, hello's first decode step (which
@@ -305,6 +306,7 @@ function run(n: number, times: PhaseTimes | null, detail: LayerDetail | null = n
     heads: ex.stats.gdnHeadSteps - w0.heads,
     headsPassed: ex.stats.gdnHeadsBetaZero - w0.headsPassed,
     argmaxRows: ex.stats.argmaxBoundedRows - w0.argmaxRows,
+    ffnMemoHits: ex.stats.ffnMemoHits - w0.ffnMemoHits,
     byRole: Object.fromEntries(DELTA_ROLES.map((r) => {
       const a = ex.stats.deltaByRole[r];
       const b = w0.byRole[r];
@@ -446,7 +448,7 @@ if (json) {
     instructions: plain.instructions, instructionsPerSecond: elf !== undefined ? instrPerSecond : null,
     goldenInstructionsPerSecond: golden?.perSecond ?? null,
     wasmMemoryCarvedMiB: plain.carvedBytes === null ? null : plain.carvedBytes / 2 ** 20,
-    workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps, headSteps: plain.work.heads / steps, headsPassedOver: plain.work.headsPassed / steps, argmaxRows: plain.work.argmaxRows / steps },
+    workPerToken: { entries: plain.work.entries / steps, rows: plain.work.rows / steps, refolds: plain.work.refolds / steps, refoldEntries: plain.work.refoldEntries / steps, convChannels: plain.work.conv / steps, headSteps: plain.work.heads / steps, headsPassedOver: plain.work.headsPassed / steps, argmaxRows: plain.work.argmaxRows / steps, ffnMemoHits: plain.work.ffnMemoHits / steps },
     workPerTokenByMatrix: Object.fromEntries(DELTA_ROLES.map((r) => [r, Object.fromEntries(Object.entries(plain.work.byRole[r]).map(([k, v]) => [k, v / steps]))])),
     phasesMsPerToken: times && Object.fromEntries(phaseTable.map(([k, v]) => [k, v / steps])),
     layersMsPerToken: times && layerRows.map((l) => ({ layer: l.layer, mixer: l.mixer / steps, ffn: l.ffn / steps })),
@@ -485,7 +487,7 @@ if (json) {
   }
   if (plain.carvedBytes !== null) console.log(`wasm memory carved after the timed run: ${(plain.carvedBytes / 2 ** 20).toFixed(1)} MiB (its executor's arrays: address space, resident where written)`);
   const per = (v: number) => Math.round(v / steps).toLocaleString('en-US');
-  console.log(`work per token (deterministic): ${per(plain.work.entries)} stored entries walked, ${per(plain.work.rows)} rows reached, ${per(plain.work.refolds)} refolded (${per(plain.work.refoldEntries)} entries); ${per(plain.work.conv)} conv channels recomputed, ${per(plain.work.heads)} GDN value-head steps (${per(plain.work.headsPassed)} more passed over: β = ±0); ${per(plain.work.argmaxRows)} LM-head rows folded by the bounded argmax`);
+  console.log(`work per token (deterministic): ${per(plain.work.entries)} stored entries walked, ${per(plain.work.rows)} rows reached, ${per(plain.work.refolds)} refolded (${per(plain.work.refoldEntries)} entries); ${per(plain.work.conv)} conv channels recomputed, ${per(plain.work.heads)} GDN value-head steps (${per(plain.work.headsPassed)} more passed over: β = ±0); ${per(plain.work.argmaxRows)} LM-head rows folded by the bounded argmax; ${per(plain.work.ffnMemoHits)} FFN steps answered by the memo`);
   // the incremental matmuls' part of it, by the matrix computed (per token; calls = matrices per step)
   for (const r of DELTA_ROLES) {
     const w = plain.work.byRole[r];

@@ -109,12 +109,15 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
    */
   ffnMemoEntries: 1024,
   /**
-   * The tracked decode steps a layer's FFN takes before its memo runs (0: from the first). The
-   * memo's first lookups find little, and making the memos and compiling their code cost a fresh
-   * process about 13 ms of its first token: they start past the first 1,000 tokens of a run, the
-   * window `chipc run` shows first (as aliasConvBlocks does).
+   * The tracked decode steps a layer's FFN takes before its memo runs (0: from the first). A memo
+   * costs more than it saves while it learns: its first lookups find little, and its code is
+   * compiled and recompiled then (crc32 at qwen3.5-4b, paired against the executor without it:
+   * +5.2 µs a token over steps 1,000–8,000 when it starts at 1,024, about even over 3,000–8,000,
+   * −4.7 from 2,000 on over 22,000; docs/benchmarks.md "The executor's round 40"). It starts where
+   * a run is long enough to pay that back, past the windows `chipc run` and bench/chip-speed.ts
+   * time by default.
    */
-  ffnMemoFrom: 1024,
+  ffnMemoFrom: 8192,
 });
 
 /**

@@ -79,7 +79,7 @@ export interface ExecTuning {
   quietSteps?: number;
   /** Entries per generation of a layer's FFN memo (1024; 0: no memo, every step computed: the same bits). */
   ffnMemoEntries?: number;
-  /** The tracked decode steps a layer's FFN takes before its memo runs (1024; 0: from the first; the same bits). */
+  /** The tracked decode steps a layer's FFN takes before its memo runs (8192; 0: from the first; the same bits). */
   ffnMemoFrom?: number;
 }
 

@@ -121,6 +121,23 @@ describe('FFN memo on random FFNs', () => {
     expect(d.layer.memo?.size).toBeGreaterThan(0);
   });
 
+  it('a matrix given new storage is a new FFN: its old outputs are not taken', () => {
+    const H = 32;
+    const f = ffnOf(6, H, 80, 24);
+    const other = ffnOf(8, H, 80, 24);
+    const d = new Driver(makeNumericContext({ tuning: TUNING }), f);
+    const rnd = lcg(29);
+    const bases = Array.from({ length: 2 }, () => randomInput(rnd, H));
+    let hits = 0;
+    for (let step = 0; step < 12; step++) if (d.step(bases[step % 2]!.slice())) hits++;
+    expect(hits).toBe(8);
+    // the same matrix objects, the up projection's storage replaced (as a reload may)
+    f.sparse.upProj.csr = other.sparse.upProj.csr;
+    f.dense.upProj.dense = other.dense.upProj.dense;
+    expect(d.step(bases[0]!.slice())).toBe(false);
+    expect(d.step(bases[1]!.slice())).toBe(false);
+  });
+
   it('looks nothing up before the layer has taken ffnMemoFrom steps', () => {
     const H = 32;
     const d = new Driver(makeNumericContext({ tuning: { ...TUNING, ffnMemoFrom: 60 } }), ffnOf(4, H, 80, 24));

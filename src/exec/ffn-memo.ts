@@ -12,8 +12,12 @@
  * stored columns (the *key*). The incremental form's output at an input x0 where the precondition
  * held is therefore the output at every input x1 where it holds whose bits on C are x0's. The memo
  * keeps such outputs (only those the incremental form computed: its down projection's output is
- * +0 on the rows without stored entries, so an entry holds the values of the others, R), and a
- * lookup compares the whole key, bit for bit; the hash only finds the candidate.
+ * +0 on the rows without stored entries, so an entry holds the values of the others, R). A lookup
+ * compares the whole key, bit for bit (the hash only finds the candidate), and checks the
+ * precondition at x1 without reading past the key: no entry of x1 is ±∞ or NaN (found where the
+ * input is taken whole, then followed through its change lists), and maxRowNnz < |C| − (the key's
+ * sign-bit-set entries), since the entries off C add at most H − |C| to negTotal. (Where that does
+ * not hold the step is computed, and the incremental form checks the precondition exactly.)
  *
  * Skipped steps. On a hit the matrices' states (delta.ts, the SwiGLU's h) keep the input of the
  * last step they computed. The memo lists every column whose bits changed since that step, and
@@ -22,19 +26,20 @@
  *
  * The output. The memo's own vector `out` is the layer's FFN output at every step, and the memo is
  * the OutputSource its reader follows (residual-track.ts SourceSeen): each step lists the indices
- * whose bits moved, found by comparing the new output with `out` over R (over the down
- * projection's changed rows when `out` was its output one version before; over every index when
- * `out` may hold something other than +0 off R, after the non-incremental form ran).
+ * whose bits moved. A hit writes its entry and clears the other indices that may not be +0; a
+ * computed step copies the down projection's changed rows and the indices hits wrote since the
+ * last computed step (every index when the down projection's state is not the one `out` was
+ * computed from, one version on).
  *
- * Capacity: two generations of at most ExecTuning.ffnMemoEntries entries per layer; a full
- * current generation becomes the old one (the one before is dropped), and an old entry found is
- * moved to the current one: an approximation of least-recently-used at the cost of a map lookup.
+ * Capacity: ExecTuning.ffnMemoEntries entries per layer in two-way sets (the way found or filled
+ * last is kept at the next eviction), each its key's and its output's entries other than +0 (or
+ * all of them, when more than half are not +0). A key is remembered at its second computed step:
+ * a doorkeeper per set holds the hash of the last key it turned away.
  */
 import type { DenseMlpWeights } from '../model/weights.ts';
-import type { DeltaShare, InputChanges, OutputSource } from './delta.ts';
+import { wasmHeapOf, type DeltaShare, type InputChanges, type OutputSource } from './delta.ts';
 import type { MatmulPath, MatmulStats } from './matmul.ts';
 import { nonEmptyRowsOf } from './matmul-plans.ts';
-import { wasmHeapOf } from './delta.ts';
 import { newFfnSites, swiglu, type FfnSites, type SwigluIo } from './mlp.ts';
 import type { ExecNumericContext } from './numeric.ts';
 import type { ExecMemos } from './plans.ts';
@@ -74,6 +79,8 @@ function bitsOf(v: Float32Array): Uint32Array {
 /** A layer's FFN memo (module comment). */
 export class FfnMemo implements OutputSource {
   version = 0;
+  /** The gate, up and down projections' CSR the entries were computed with. */
+  private readonly storage: readonly unknown[];
   readonly full = false;
   readonly rows: Int32Array;
   nRows = 0;
@@ -139,7 +146,7 @@ export class FfnMemo implements OutputSource {
   /** 1 at the indices of R; `outMark` (by `version`) marks an entry's indices while it is taken. */
   private readonly inR: Uint8Array;
   private readonly outMark: Int32Array;
-  /** The down projection's state whose output out equals at version outDsVersion (null: none). */
+  /** The down projection's state out was last computed from, at version outDsVersion (null: none). */
   private outDs: OutputSource | null = null;
   private outDsVersion = -1;
   /** Bit views of the input and of the computed output, and the vectors they view. */
@@ -168,6 +175,7 @@ export class FfnMemo implements OutputSource {
     const H = weights.gateProj.cols;
     const gate = weights.gateProj.csr;
     const up = weights.upProj.csr;
+    this.storage = [gate, up, weights.downProj.csr];
     if (gate === undefined || up === undefined) throw new Error('FfnMemo: the gate and up projections need their CSR');
     this.keyAt = new Int32Array(H).fill(-1);
     const read = new Uint8Array(H);
@@ -211,6 +219,16 @@ export class FfnMemo implements OutputSource {
   /** Entries kept. */
   get size(): number {
     return this.nSlots;
+  }
+
+  /**
+   * Whether the memo's entries are outputs of f in ctx at capacity `capacity`: the same numeric
+   * context's memos and silu form, and the same matrices with the same storage (a matrix given
+   * new storage is a new function).
+   */
+  holdsFor(ctx: ExecNumericContext, f: DenseMlpWeights, capacity: number): boolean {
+    return this.weights === f && this.ctxMemos === ctx.memos && this.siluForm === ctx.siluForm && this.capacity === capacity
+      && this.storage[0] === f.gateProj.csr && this.storage[1] === f.upProj.csr && this.storage[2] === f.downProj.csr;
   }
 
   /**
@@ -545,7 +563,7 @@ export function trackedFfn(
     && f.gateProj.csr !== undefined && f.upProj.csr !== undefined;
   if (cap > 0 && incremental) {
     let memo = layer.memo;
-    if (memo === null || memo.weights !== f || memo.ctxMemos !== ctx.memos || memo.siluForm !== ctx.siluForm || memo.capacity !== cap) {
+    if (memo === null || !memo.holdsFor(ctx, f, cap)) {
       const heap = ctx.profile === 'f32' ? wasmHeapOf(ctx) : null;
       memo = layer.memo = new FfnMemo(ctx.memos, ctx.siluForm, f, nonEmptyRowsOf(ctx.plans, f.downProj), cap, heap);
     }

@@ -102,10 +102,10 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
    */
   quietSteps: 1,
   /**
-   * Entries per generation of each layer's FFN memo (ffn-memo.ts: a step whose input bits on the
-   * columns the FFN reads match an earlier computed step's takes that step's output); two
-   * generations, so at most twice this many a layer, each the key's bits and the output's values
-   * on the down projection's rows (about 3 KB at qwen3.5-4b). 0: no memo (the same bits).
+   * Entries each layer's FFN memo keeps (ffn-memo.ts: a step whose input bits on the columns the
+   * FFN reads match an earlier computed step's takes that step's output), in two-way sets; each
+   * its key's and its output's entries other than +0, in room for the whole key and the output on
+   * the down projection's rows (at most 4.1 KB at qwen3.5-4b). 0: no memo (the same bits).
    */
   ffnMemoEntries: 1024,
   /**

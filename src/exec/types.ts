@@ -77,7 +77,7 @@ export interface ExecTuning {
   aliasConvBlocks?: number;
   /** 1: a tracked GDN step that moved no projection row and has nothing else to step ends early (1; 0: never, the same bits). */
   quietSteps?: number;
-  /** Entries a layer's FFN memo keeps (1024; 0: no memo, every step computed: the same bits). */
+  /** Entries a layer's FFN memo keeps (512; 0: no memo, every step computed: the same bits). */
   ffnMemoEntries?: number;
   /** The tracked decode steps a layer's FFN takes before its memo runs (8192; 0: from the first; the same bits). */
   ffnMemoFrom?: number;

@@ -205,13 +205,13 @@ describe('FFN memo on random FFNs', () => {
     const rnd = lcg(19);
     const d = new Driver(makeNumericContext({ tuning: { ...TUNING, ffnMemoEntries: 4 } }), f);
     const bases = Array.from({ length: 12 }, () => randomInput(rnd, H));
-    // each key three steps in a row (remembered at the second, found at the third), twelve keys
-    // in turn for four entries: each is evicted before it comes back
+    // each key five steps in a row (remembered at the second, found at the next three), twelve
+    // keys in turn for four entries: each is evicted before it comes back
     let early = 0;
-    for (let step = 0; step < 360; step++) if (d.step(bases[Math.floor(step / 3) % 12]!.slice())) early++;
-    expect(early).toBe(120);
-    // 300 fresh inputs: the window of lookups 257–512 finds too few (35 of 256), so the next 512
-    // steps are computed without a lookup; then the memo looks up again and finds what it kept
+    for (let step = 0; step < 360; step++) if (d.step(bases[Math.floor(step / 5) % 12]!.slice())) early++;
+    expect(early).toBe(216);
+    // 300 fresh inputs: the window of lookups 257–512 finds too few (under half of 256), so the
+    // next 512 steps are computed without a lookup; then the memo looks up again
     for (let step = 0; step < 300; step++) d.step(randomInput(rnd, H));
     const late: number[] = [];
     for (let step = 0; step < 700; step++) if (d.step(bases[Math.floor(step / 3) % 2]!.slice())) late.push(step);

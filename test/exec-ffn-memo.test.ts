@@ -5,14 +5,10 @@
  * bits moved; the lookups must happen where they may (repeated keys) and not where the
  * incremental form's precondition fails (a non-finite entry off the key, too many sign-bit-set
  * entries), and keys that share a hash must be told apart. On the chip, runs with the memo and
- * without it must agree in every residual.
+ * without it must agree in every residual and GDN state.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { chipExecutor, programOf } from '../src/chip/run.ts';
 import { nextInputStamp, type InputChanges } from '../src/exec/delta.ts';
-import type { Executor } from '../src/exec/executor.ts';
 import { FfnMemo, newTrackedFfn, trackedFfn, type TrackedFfn } from '../src/exec/ffn-memo.ts';
 import { newMatmulStats, type MatmulStats } from '../src/exec/matmul.ts';
 import { nonEmptyRowsOf } from '../src/exec/matmul-plans.ts';
@@ -23,9 +19,8 @@ import type { OutputSource, DeltaShare } from '../src/exec/delta.ts';
 import type { ExecTuning } from '../src/exec/types.ts';
 import type { DenseMlpWeights, Matrix } from '../src/model/weights.ts';
 import { sparsifyMatrix } from '../src/model/random-weights.ts';
-import { BOS_ID, CODE_BASE, decodeToken, encodeToken } from '../riscv/protocol.ts';
-import { sharedChip } from './helpers/shared-chips.ts';
 import { fewPerRow, lcg, SPECIAL } from './helpers/random-models.ts';
+import { recordedProgram, recordedRun } from './helpers/chip-run-record.ts';
 
 const bits = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
@@ -221,29 +216,10 @@ describe('FFN memo on random FFNs', () => {
 });
 
 describe('FFN memo on the chip (chip-test)', () => {
-  const SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
-  /** Every layer's residuals at every position, as a hash of their bits. */
-  function recorder(ex: Executor): string[] {
-    const rec: string[] = [];
-    const hash = (a: Float32Array): string => {
-      const u = new Uint32Array(a.buffer, a.byteOffset, a.length);
-      let h = 0x811c9dc5;
-      for (let i = 0; i < u.length; i++) h = Math.imul(h ^ u[i]!, 0x01000193);
-      return (h >>> 0).toString(16);
-    };
-    ex.addHook((ev) => { rec.push(`${ev.layer}@${ev.position} ${hash(ev.residualIn)} ${hash(ev.residualMid)} ${hash(ev.residualOut)}`); });
-    return rec;
-  }
-
-  it.each(['hello', 'crc32'])('%s: the same residuals and tokens with and without the memo, most steps of some layers looked up', async (name) => {
-    const model = await sharedChip({ target: 'chip-test', ...SHAPE });
-    const prog = programOf(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'firmware', `${name}.elf`)), SHAPE);
+  it.each(['hello', 'crc32'])('%s: the same residuals, GDN states and tokens with and without the memo, most steps of some layers looked up', async (name) => {
+    const { model, prog } = await recordedProgram(name);
     const run = (tuning: ExecTuning) => {
-      const ex = chipExecutor(model, prog, { path: 'sparse', profile: 'f32', order: { kind: 'sequential' }, tuning });
-      const rec = recorder(ex);
-      ex.prime([BOS_ID]);
-      const ids = [ex.decodeArgmax(encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 }))];
-      for (let i = 0; i < 400 && decodeToken(ids[ids.length - 1]!).kind !== 'HALT'; i++) ids.push(ex.decodeArgmax(ids[ids.length - 1]!));
+      const { ids, rec, ex } = recordedRun(model, prog, tuning, 400);
       return { ids, rec, hits: ex.stats.ffnMemoHits };
     };
     const on = run({ ffnMemoFrom: 0 });

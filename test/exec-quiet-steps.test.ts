@@ -5,48 +5,22 @@
  * rest. The runs with them (ExecTuning.quietSteps 1, the default) and without (0) must agree bit
  * for bit in every residual and every recurrent state, token by token.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { chipExecutor, programOf } from '../src/chip/run.ts';
 import { Executor } from '../src/exec/executor.ts';
 import { gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
 import { densifyMatrix, sparsifyMatrix } from '../src/model/random-weights.ts';
 import type { ExecTuning } from '../src/exec/types.ts';
-import { BOS_ID, CODE_BASE, decodeToken, encodeToken } from '../riscv/protocol.ts';
-import { sharedChip } from './helpers/shared-chips.ts';
 import { decodeLockstep } from './helpers/lockstep.ts';
 import { sparseRandomModel } from './helpers/random-models.ts';
+import { recordedProgram, recordedRun } from './helpers/chip-run-record.ts';
 
 const bits = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
-const SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
-
-/** Every layer's residuals and GDN states at every position, as bit patterns (a hash per array). */
-function recorder(ex: Executor): string[] {
-  const rec: string[] = [];
-  const hash = (a: Float32Array): string => {
-    const u = new Uint32Array(a.buffer, a.byteOffset, a.length);
-    let h = 0x811c9dc5;
-    for (let i = 0; i < u.length; i++) h = Math.imul(h ^ u[i]!, 0x01000193);
-    return (h >>> 0).toString(16);
-  };
-  ex.addHook((ev) => {
-    rec.push(`${ev.layer}@${ev.position} ${hash(ev.residualIn)} ${hash(ev.residualMid)} ${hash(ev.residualOut)} ${(ev.gdnState ?? []).map(hash).join(',')}`);
-  });
-  return rec;
-}
-
 describe('quiet GDN steps on the chip (chip-test)', () => {
   it.each(['hello', 'crc32'])('%s: the same residuals, states and tokens with and without them; most RAM-bank steps are quiet', async (name) => {
-    const model = await sharedChip({ target: 'chip-test', ...SHAPE });
-    const prog = programOf(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'firmware', `${name}.elf`)), SHAPE);
+    const { model, prog } = await recordedProgram(name);
     const run = (tuning: ExecTuning) => {
-      const ex = chipExecutor(model, prog, { path: 'sparse', profile: 'f32', order: { kind: 'sequential' }, tuning });
-      const rec = recorder(ex);
-      ex.prime([BOS_ID]);
-      const ids = [ex.decodeArgmax(encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 }))];
-      for (let i = 0; i < 250 && decodeToken(ids[ids.length - 1]!).kind !== 'HALT'; i++) ids.push(ex.decodeArgmax(ids[ids.length - 1]!));
+      const { ids, rec, ex } = recordedRun(model, prog, tuning, 250);
       // and every GDN layer's conv windows as the run leaves them (lazy channels caught up by step count)
       const cfg = model.weights.config;
       const windows = cfg.layerTypes.flatMap((t, l) => (t === 'linear_attention' ? [bits(gdnConvSnapshot(ex.gdnCacheOf(l), cfg.linearConvKernelDim))] : []));

@@ -341,6 +341,7 @@ export class FfnMemo implements OutputSource {
    * maxRowNnz < H − negTotal. (Otherwise the step is computed, which checks it exactly.)
    */
   private find(): number {
+    if (this.nonFinite) return -1;
     const h = this.hash & this.hashMask;
     const set = h & (this.sets - 1);
     const k = this.key;
@@ -359,7 +360,7 @@ export class FfnMemo implements OutputSource {
         // the stored entries other than +0, as many as the key has: equal there, +0 elsewhere
         for (let t = 0; t < kn; t++) if (k[keys[at + 2 * t]] !== keys[at + 2 * t + 1]) { same = false; break; }
       }
-      if (!same || this.maxRowNnz >= n - this.slotNeg[s] || this.nonFinite) continue;
+      if (!same || this.maxRowNnz >= n - this.slotNeg[s]) continue;
       this.evict[set] = 1 - way;
       return s;
     }

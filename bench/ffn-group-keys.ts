@@ -148,34 +148,26 @@ ex.addHook((ev) => {
   if (!l) return;
   rmsNorm1p(ex.ctx, ev.residualMid, 0, H, weights.layers[ev.layer]!.postAttentionLayernorm, weights.config.rmsNormEps, normed, 0);
   const cur = Uint32Array.from(normedBits);
-  if (l.prev !== null && step > skip) {
+  if (l.prev !== null) {
+    // the groups whose key moved, with their entries in the changed columns; the skipped steps
+    // only learn the keys
     const moved = new Map<number, number>();
     for (let c = 0; c < H; c++) if (cur[c] !== l.prev[c]) for (const [k, e] of l.readers[c]!) moved.set(k, (moved.get(k) ?? 0) + e);
+    const counting = step > skip;
     for (const [k, e] of moved) {
       const key = l.keys[k]!.map((c) => cur[c]!.toString(16)).join(',');
-      l.moves[k]!++;
-      l.moveEntries[k]! += e;
-      if (l.seen[k]!.has(key)) l.ever[k]!++;
+      const ever = l.seen[k]!.has(key);
       l.seen[k]!.add(key);
       const recent = l.recent[k]!;
       const at = recent.indexOf(key);
-      if (at >= 0) { l.hits[k]!++; l.hitEntries[k]! += e; recent.splice(at, 1); }
+      if (at >= 0) recent.splice(at, 1);
       recent.push(key);
       if (recent.length > lru) recent.shift();
-    }
-  } else if (l.prev !== null) {
-    // the skipped steps only learn the keys
-    for (let k = 0; k < l.groups; k++) {
-      if (l.keys[k]!.length === 0 || !l.keys[k]!.some((c) => cur[c] !== l.prev![c])) continue;
-      const key = l.keys[k]!.map((c) => cur[c]!.toString(16)).join(',');
-      {
-        l.seen[k]!.add(key);
-        const recent = l.recent[k]!;
-        const at = recent.indexOf(key);
-        if (at >= 0) recent.splice(at, 1);
-        recent.push(key);
-        if (recent.length > lru) recent.shift();
-      }
+      if (!counting) continue;
+      l.moves[k]!++;
+      l.moveEntries[k]! += e;
+      if (ever) l.ever[k]!++;
+      if (at >= 0) { l.hits[k]!++; l.hitEntries[k]! += e; }
     }
   }
   l.prev = cur;
@@ -185,9 +177,9 @@ let id = ex.decodeArgmax(encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 
 for (step = 1; step <= skip + tokens && decodeToken(id).kind !== 'HALT'; step++) id = ex.decodeArgmax(id);
 const counted = Math.max(1, step - 1 - skip);
 
-const sum = (a: ArrayLike<number>, keep: (k: number) => boolean = () => true): number => {
+const sum = (a: ArrayLike<number>): number => {
   let s = 0;
-  for (let k = 0; k < a.length; k++) if (keep(k)) s += a[k]!;
+  for (let k = 0; k < a.length; k++) s += a[k]!;
   return s;
 };
 const perLayer = layers.flatMap((l, layer) => {

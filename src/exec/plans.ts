@@ -112,12 +112,11 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
   ffnMemoEntries: 512,
   /**
    * The tracked decode steps a layer's FFN takes before its memo runs (0: from the first). A memo
-   * costs more than it saves while it learns: its first lookups find little, and its code is
-   * compiled and recompiled then (crc32 at qwen3.5-4b, paired against the executor without it:
-   * +5.2 µs a token over steps 1,000–8,000 when it starts at 1,024, about even over 3,000–8,000,
-   * −4.7 from 2,000 on over 22,000; docs/benchmarks.md "The executor's round 40"). It starts where
-   * a run is long enough to pay that back, past the windows `chipc run` and bench/chip-speed.ts
-   * time by default.
+   * saves nothing while it learns: its first lookups find little, and its code is compiled and
+   * recompiled then (crc32 at qwen3.5-4b, paired, started at 1,024 instead: +5.2 µs a token over
+   * steps 1,000–8,000 with round 40's first rests, +0.38 and +0.66 with its final ones, −2.2 over
+   * 2,000–22,000; docs/benchmarks.md "The executor's round 40" and "… round 41"). It starts past
+   * the windows `chipc run` and bench/chip-speed.ts time by default, which it would not speed up.
    */
   ffnMemoFrom: 8192,
 });

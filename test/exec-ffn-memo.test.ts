@@ -20,7 +20,7 @@ import type { ExecTuning } from '../src/exec/types.ts';
 import type { DenseMlpWeights, Matrix } from '../src/model/weights.ts';
 import { sparsifyMatrix } from '../src/model/random-weights.ts';
 import { fewPerRow, lcg, SPECIAL } from './helpers/random-models.ts';
-import { recordedProgram, recordedRun } from './helpers/chip-run-record.ts';
+import { lockstepRecorded, recordedProgram } from './helpers/chip-run-record.ts';
 
 const bits = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
@@ -218,16 +218,12 @@ describe('FFN memo on random FFNs', () => {
 describe('FFN memo on the chip (chip-test)', () => {
   it.each(['hello', 'crc32'])('%s: the same residuals, GDN states and tokens with and without the memo, most steps of some layers looked up', async (name) => {
     const { model, prog } = await recordedProgram(name);
-    const run = (tuning: ExecTuning) => {
-      const { ids, rec, ex } = recordedRun(model, prog, tuning, 400);
-      return { ids, rec, hits: ex.stats.ffnMemoHits };
-    };
-    const on = run({ ffnMemoFrom: 0 });
-    const off = run({ ffnMemoEntries: 0 });
-    expect(off.hits).toBe(0);
-    expect(on.hits).toBeGreaterThan(400);
-    expect(on.ids).toEqual(off.ids);
-    expect(on.rec.length).toBeGreaterThan(4000);
-    expect(on.rec).toEqual(off.rec);
+    const r = await lockstepRecorded(model, prog, { ffnMemoFrom: 0 }, { ffnMemoEntries: 0 }, 400);
+    expect(r.b.ex.stats.ffnMemoHits).toBe(0);
+    expect(r.a.ex.stats.ffnMemoHits).toBeGreaterThan(400);
+    expect(r.events).toBeGreaterThan(4000);
+    expect(r.states).toBeGreaterThan(100_000);
+    expect(r.mismatch).toBeNull();
+    expect(r.a.ids).toEqual(r.b.ids);
   }, 120_000);
 });

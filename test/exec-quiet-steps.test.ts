@@ -9,31 +9,26 @@ import { describe, expect, it } from 'vitest';
 import { Executor } from '../src/exec/executor.ts';
 import { gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
 import { densifyMatrix, sparsifyMatrix } from '../src/model/random-weights.ts';
-import type { ExecTuning } from '../src/exec/types.ts';
 import { decodeLockstep } from './helpers/lockstep.ts';
 import { sparseRandomModel } from './helpers/random-models.ts';
-import { recordedProgram, recordedRun } from './helpers/chip-run-record.ts';
+import { lockstepRecorded, recordedProgram } from './helpers/chip-run-record.ts';
 
 const bits = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
 describe('quiet GDN steps on the chip (chip-test)', () => {
   it.each(['hello', 'crc32'])('%s: the same residuals, states and tokens with and without them; most RAM-bank steps are quiet', async (name) => {
     const { model, prog } = await recordedProgram(name);
-    const run = (tuning: ExecTuning) => {
-      const { ids, rec, ex } = recordedRun(model, prog, tuning, 250);
-      // and every GDN layer's conv windows as the run leaves them (lazy channels caught up by step count)
-      const cfg = model.weights.config;
-      const windows = cfg.layerTypes.flatMap((t, l) => (t === 'linear_attention' ? [bits(gdnConvSnapshot(ex.gdnCacheOf(l), cfg.linearConvKernelDim))] : []));
-      return { ids, rec, windows, quiet: ex.stats.gdnQuietSteps };
-    };
-    const on = run({});
-    const off = run({ quietSteps: 0 });
-    expect(off.quiet).toBe(0);
-    expect(on.quiet).toBeGreaterThan(120); // RAM-bank layers at rest at most of the 250 tokens
-    expect(on.ids).toEqual(off.ids);
-    expect(on.rec.length).toBeGreaterThan(2500);
-    expect(on.rec).toEqual(off.rec);
-    expect(on.windows).toEqual(off.windows);
+    const r = await lockstepRecorded(model, prog, {}, { quietSteps: 0 }, 250);
+    // and every GDN layer's conv windows as the runs leave them (lazy channels caught up by step count)
+    const cfg = model.weights.config;
+    const windows = (ex: Executor) => cfg.layerTypes.flatMap((t, l) => (t === 'linear_attention' ? [bits(gdnConvSnapshot(ex.gdnCacheOf(l), cfg.linearConvKernelDim))] : []));
+    expect(r.b.ex.stats.gdnQuietSteps).toBe(0);
+    expect(r.a.ex.stats.gdnQuietSteps).toBeGreaterThan(120); // RAM-bank layers at rest at most of the 250 tokens
+    expect(r.events).toBeGreaterThan(2500);
+    expect(r.states).toBeGreaterThan(100_000);
+    expect(r.mismatch).toBeNull();
+    expect(r.a.ids).toEqual(r.b.ids);
+    expect(windows(r.a.ex)).toEqual(windows(r.b.ex));
   }, 120_000);
 
   it('a random model fed each token six times: steps with a head to step or a conv window still moving are not quiet (sparse = dense)', () => {

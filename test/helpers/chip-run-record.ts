@@ -1,31 +1,20 @@
-/** A firmware run on a shared chip that records every layer's residuals and GDN states (tests that compare two executor settings). */
+/**
+ * A firmware run on a shared chip under two executor settings in lockstep, every layer's
+ * residuals and GDN states compared bit for bit at every position (tests of decode shortcuts
+ * that must not change a bit).
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chipExecutor, programOf, type ChipProgram } from '../../src/chip/run.ts';
 import type { ChipModel } from '../../src/chip/loaded.ts';
 import type { Executor } from '../../src/exec/executor.ts';
-import type { ExecTuning } from '../../src/exec/types.ts';
+import type { ExecTuning, LayerHookEvent } from '../../src/exec/types.ts';
 import { BOS_ID, CODE_BASE, decodeToken, encodeToken } from '../../riscv/protocol.ts';
 import { sharedChip } from './shared-chips.ts';
 
 /** The chip-test shape these runs use. */
 export const RECORD_SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
-
-/** Every layer's residuals and GDN states at every position, as bit patterns (a hash per array). */
-export function layerRecorder(ex: Executor): string[] {
-  const rec: string[] = [];
-  const hash = (a: Float32Array): string => {
-    const u = new Uint32Array(a.buffer, a.byteOffset, a.length);
-    let h = 0x811c9dc5;
-    for (let i = 0; i < u.length; i++) h = Math.imul(h ^ u[i]!, 0x01000193);
-    return (h >>> 0).toString(16);
-  };
-  ex.addHook((ev) => {
-    rec.push(`${ev.layer}@${ev.position} ${hash(ev.residualIn)} ${hash(ev.residualMid)} ${hash(ev.residualOut)} ${(ev.gdnState ?? []).map(hash).join(',')}`);
-  });
-  return rec;
-}
 
 /** The firmware `name` (fixtures/firmware) on the shared chip-test chip of RECORD_SHAPE, and its chip model. */
 export async function recordedProgram(name: string): Promise<{ model: ChipModel; prog: ChipProgram }> {
@@ -35,17 +24,64 @@ export async function recordedProgram(name: string): Promise<{ model: ChipModel;
   return { model, prog };
 }
 
+/** One side of a lockstep run: its token ids and its executor. */
+export interface RecordedSide { ids: number[]; ex: Executor }
+
+/** What a lockstep run compared: the layer events, the GDN state arrays, and the first difference (null: none). */
+export interface LockstepRecord { a: RecordedSide; b: RecordedSide; events: number; states: number; mismatch: string | null }
+
+/** Whether two float arrays hold the same bit patterns (+0 ≠ −0, NaN payloads told apart). */
+function sameBits(x: Float32Array, y: Float32Array): boolean {
+  return x.length === y.length
+    && Buffer.from(x.buffer, x.byteOffset, x.byteLength).equals(Buffer.from(y.buffer, y.byteOffset, y.byteLength));
+}
+
+/** The first difference between two layer events, or null. */
+function eventDifference(x: LayerHookEvent, y: LayerHookEvent): string | null {
+  const at = `layer ${x.layer} @ position ${x.position}`;
+  if (x.layer !== y.layer || x.position !== y.position) return `${at}: the other run is at layer ${y.layer} @ position ${y.position}`;
+  for (const k of ['residualIn', 'residualMid', 'residualOut'] as const) if (!sameBits(x[k], y[k])) return `${at}: ${k} differs`;
+  const sx = x.gdnState ?? [], sy = y.gdnState ?? [];
+  if (sx.length !== sy.length) return `${at}: ${sx.length} GDN states against ${sy.length}`;
+  for (let h = 0; h < sx.length; h++) if (!sameBits(sx[h]!, sy[h]!)) return `${at}: GDN state of value head ${h} differs`;
+  return null;
+}
+
 /**
- * A fresh sparse f32 executor with `tuning` decoding the program greedily from [BOS, J(entry)]
- * for up to `tokens` tokens (to HALT), every layer recorded: the ids, the record and the executor.
+ * Fresh sparse f32 executors with tunings `ta` and `tb` decode the program greedily from
+ * [BOS, J(entry)] token by token, side by side, for up to `tokens` tokens (to HALT); after each
+ * token every layer event of one is compared with the other's. Async: it yields to the event loop
+ * every few tokens, as a test worker must answer its runner within a minute and these runs take
+ * tens of seconds on a loaded machine.
  */
-export function recordedRun(
-  model: ChipModel, prog: ChipProgram, tuning: ExecTuning, tokens: number,
-): { ids: number[]; rec: string[]; ex: Executor } {
-  const ex = chipExecutor(model, prog, { path: 'sparse', profile: 'f32', order: { kind: 'sequential' }, tuning });
-  const rec = layerRecorder(ex);
-  ex.prime([BOS_ID]);
-  const ids = [ex.decodeArgmax(encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 }))];
-  for (let i = 0; i < tokens && decodeToken(ids[ids.length - 1]!).kind !== 'HALT'; i++) ids.push(ex.decodeArgmax(ids[ids.length - 1]!));
-  return { ids, rec, ex };
+export async function lockstepRecorded(
+  model: ChipModel, prog: ChipProgram, ta: ExecTuning, tb: ExecTuning, tokens: number,
+): Promise<LockstepRecord> {
+  const open = (tuning: ExecTuning): RecordedSide & { events: LayerHookEvent[] } => {
+    const ex = chipExecutor(model, prog, { path: 'sparse', profile: 'f32', order: { kind: 'sequential' }, tuning });
+    const events: LayerHookEvent[] = [];
+    ex.addHook((ev) => { events.push(ev); });
+    ex.prime([BOS_ID]);
+    return { ex, events, ids: [] };
+  };
+  const a = open(ta), b = open(tb);
+  const rec: LockstepRecord = { a: { ids: a.ids, ex: a.ex }, b: { ids: b.ids, ex: b.ex }, events: 0, states: 0, mismatch: null };
+  const first = encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 });
+  for (let i = 0; i <= tokens; i++) {
+    const ia = a.ids.length ? a.ids[a.ids.length - 1]! : first;
+    const ib = b.ids.length ? b.ids[b.ids.length - 1]! : first;
+    if (i > 0 && (decodeToken(ia).kind === 'HALT' || decodeToken(ib).kind === 'HALT')) break;
+    a.ids.push(a.ex.decodeArgmax(ia));
+    b.ids.push(b.ex.decodeArgmax(ib));
+    if (a.events.length !== b.events.length) rec.mismatch ??= `token ${i}: ${a.events.length} layer events against ${b.events.length}`;
+    for (let e = 0; e < Math.min(a.events.length, b.events.length); e++) {
+      rec.mismatch ??= eventDifference(a.events[e]!, b.events[e]!);
+      rec.events++;
+      rec.states += a.events[e]!.gdnState?.length ?? 0;
+    }
+    a.events.length = 0;
+    b.events.length = 0;
+    if (i % 8 === 7) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+  return rec;
 }

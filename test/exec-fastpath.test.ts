@@ -270,6 +270,38 @@ describe('decode fast paths on whole executors (sparse vs dense path)', () => {
     }
   });
 
+  it('a hook without GDN states sees the residuals a hook with them sees; only the decode it watches passes idle layers over', () => {
+    const w = chipLikeModel(11, false);
+    const gdnLayers = w.config.layerTypes.flatMap((t, l) => (t === 'linear_attention' ? [l] : []));
+    for (const profile of ['f32', 'bf16'] as const) {
+      const run = (gdnStates: boolean) => {
+        const ex = new Executor(w, { tuning: TUNING, path: 'sparse', profile });
+        const residuals: number[][] = [];
+        const states: number[][] = []; // each GDN layer's live states after each token
+        let withStates = 0;
+        ex.addHook((ev) => {
+          residuals.push(bits(ev.residualIn), bits(ev.residualMid), bits(ev.residualOut));
+          if (ev.gdnState) withStates++;
+        }, { gdnStates });
+        const logits = [ex.prefill([3, 1])[0]!];
+        for (const id of [2, 7, 9, 4, 8, 10, 11, 7, 7, 7]) {
+          logits.push(ex.decode(id));
+          for (const l of gdnLayers) for (const S of ex.gdnCacheOf(l).S) states.push(bits(S));
+        }
+        return { logits: logits.map(bits), residuals, states, withStates, passed: ex.stats.gdnIdlePassedOver };
+      };
+      const plain = run(true), stateless = run(false);
+      expect(plain.withStates, profile).toBeGreaterThan(0);
+      expect(stateless.withStates, profile).toBe(0);
+      expect(plain.passed, `${profile}: a hook with states sees every GDN step run`).toBe(0);
+      expect(stateless.passed, profile).toBeGreaterThan(3);
+      expect(stateless.residuals.length, profile).toBe(plain.residuals.length);
+      expect(stateless.residuals, profile).toEqual(plain.residuals);
+      expect(stateless.states, profile).toEqual(plain.states);
+      expect(stateless.logits, profile).toEqual(plain.logits);
+    }
+  });
+
   it('an idle step\'s output is shared by later executors of the same weights and numeric mode', () => {
     const w = chipLikeModel(13, false);
     const li = w.config.layerTypes.indexOf('linear_attention'); // the idle layer

@@ -25,7 +25,7 @@ import { newTrackedFfn, trackedFfn, type TrackedFfn } from './ffn-memo.ts';
 import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
 import { plansOf } from './plans.ts';
 import { rmsNorm1p } from './norms.ts';
-import type { ExecOptions, LayerHook, LayerHookEvent } from './types.ts';
+import type { ExecOptions, HookOptions, LayerHook, LayerHookEvent } from './types.ts';
 import { phaseEnd, phaseStart, setActiveTimes, setLayerPrefix, type LayerDetail, type PhaseTimes } from './profile.ts';
 import { addTracked, ResidualTrack, rowEntriesOf, type RowEntries } from './residual-track.ts';
 import { wasmHeapOf, type DeltaShare } from './delta.ts';
@@ -208,6 +208,7 @@ export class Executor {
   private kv: (KvCache | null)[] = [];
   private pos = 0;
   private hooks: LayerHook[] = [];
+  private readonly stateless = new WeakSet<LayerHook>(); // hooks added with gdnStates: false
   private buffers: ForwardBuffers | null = null;
   private phaseTimes: PhaseTimes | null = null;
   private layerDetail: LayerDetail | null = null;
@@ -291,8 +292,10 @@ export class Executor {
     this.track?.invalidate();
   }
 
-  addHook(h: LayerHook): () => void {
+  /** Calls `h` after each layer at each position; `gdnStates: false` spares the state copies (and a decode its idle skips). */
+  addHook(h: LayerHook, opts: HookOptions = {}): () => void {
     this.hooks.push(h);
+    if (opts.gdnStates === false) this.stateless.add(h);
     return () => {
       const i = this.hooks.indexOf(h);
       if (i >= 0) this.hooks.splice(i, 1);
@@ -561,6 +564,7 @@ export class Executor {
     const f32Profile = ctx.profile === 'f32'; // act is the identity
     const pos0 = this.pos;
     const hooked = this.hooks.length > 0;
+    const wantStates = this.hooks.some((h) => !this.stateless.has(h));
     // A single-token call keeps its residual vectors in the executor's buffers (no allocation);
     // hooks get copies and the logits are always a fresh array.
     const buf = L === 1 ? (this.buffers ??= newForwardBuffers(H)) : null;
@@ -584,7 +588,7 @@ export class Executor {
       let probs: (Float32Array[] | undefined)[] | null = null;
       const m = lw.mixer;
       if (m.kind === 'linear_attention') {
-        const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, normed, mode, path, hooked, stats, undefined, this.kernelCtx);
+        const r = gdnForward(ctx, c, m, this.gdn[li] as GdnCache, normed, mode, path, wantStates, stats, undefined, this.kernelCtx);
         mix = r.out;
         gdnStates = r.states;
         t0 = phaseStart();
@@ -655,6 +659,7 @@ export class Executor {
     tr.valid = false; // until the step completes
     const pos = this.pos;
     const hooked = this.hooks.length > 0;
+    const wantStates = this.hooks.some((h) => !this.stateless.has(h));
     const buf = (this.buffers ??= newForwardBuffers(H));
     let t0 = phaseStart();
     const emb = this.weights.embedTokens;
@@ -695,7 +700,7 @@ export class Executor {
       // a step that does not ask leaves its input unchecked)
       let skip = false;
       if (m.kind === 'linear_attention' && gc !== null) {
-        if (!fresh && !hooked && path === 'sparse' && ctx.order.kind === 'sequential') skip = idleSkipHolds(lt.idleSkip, gc, m, x, lt.n1.w1, lt.n1.eps);
+        if (!fresh && !wantStates && path === 'sparse' && ctx.order.kind === 'sequential') skip = idleSkipHolds(lt.idleSkip, gc, m, x, lt.n1.w1, lt.n1.eps);
         else lt.idleSkip.checked = false;
       }
       if (skip) lt.n1.passOver();
@@ -716,9 +721,9 @@ export class Executor {
         mixShare.stamp = lt.n1.stamp;
         mixShare.since = lt.n1.changes();
         io.normed[0] = normed;
-        const r = gdnForward(ctx, c, m, gc as GdnCache, io.normed, 'decode', path, hooked, stats, mixShare);
+        const r = gdnForward(ctx, c, m, gc as GdnCache, io.normed, 'decode', path, wantStates, stats, mixShare);
         const idleOut = (gc as GdnCache).idleOut;
-        lt.idleSkip.last = !hooked && idleOut !== undefined && r.outSource === idleOut.source ? idleOut : null;
+        lt.idleSkip.last = !wantStates && idleOut !== undefined && r.outSource === idleOut.source ? idleOut : null;
         mix = r.out[0];
         gdnStates = r.states[0];
         mixChanges = lt.mixSeen.advance(r.outSource ?? null);

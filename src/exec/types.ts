@@ -99,6 +99,17 @@ export interface LayerHookEvent {
 
 export type LayerHook = (ev: LayerHookEvent) => void;
 
+/** How a hook is called (Executor.addHook). */
+export interface HookOptions {
+  /**
+   * Hand each linear_attention layer's recurrent states to the hook (`gdnState`, copies: a layer's
+   * whole state at every position); default true. Without them a decode step keeps its idle skip
+   * (a hook with states sees every GDN step run), and a reader compares the live states through
+   * Executor.gdnCacheOf between tokens.
+   */
+  gdnStates?: boolean;
+}
+
 /**
  * A float32 dot product Σ_i a[aOff + i·aStride] · b[bOff + i·bStride] for i < n, summed per the
  * active OrderMode (sequential from −0, seeded shuffle, or FMA accumulation). Every product and

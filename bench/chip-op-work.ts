@@ -141,7 +141,7 @@ ex.addHook((ev) => {
     }
     prev[s] = v.slice();
   }
-});
+}, { gdnStates: false });
 for (let t = 0; t < warmup + maxTokens && decodeToken(last).kind !== 'HALT'; t++) {
   counting = t >= warmup;
   last = ex.decodeArgmax(last);

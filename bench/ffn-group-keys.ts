@@ -171,7 +171,7 @@ ex.addHook((ev) => {
     }
   }
   l.prev = cur;
-});
+}, { gdnStates: false });
 ex.prime([BOS_ID]);
 let id = ex.decodeArgmax(encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 }));
 for (step = 1; step <= skip + tokens && decodeToken(id).kind !== 'HALT'; step++) id = ex.decodeArgmax(id);

@@ -75,11 +75,11 @@ export function locateDivergence(
     afterSub[2 * ev.layer + 2] = ev.residualOut.slice();
   };
   const prefillLen = opts.load === 'prompt' ? 1 : Math.min(2, tokens.length);
-  if (target < prefillLen) ex.addHook(hook);
+  if (target < prefillLen) ex.addHook(hook, { gdnStates: false });
   const logits = ex.prefill(tokens.slice(0, prefillLen), { allLogits: true });
   let got = target < prefillLen ? argmax(logits[target]!) : -1;
   for (let i = prefillLen; i <= target; i++) {
-    if (i === target) ex.addHook(hook);
+    if (i === target) ex.addHook(hook, { gdnStates: false });
     got = ex.decodeArgmax(tokens[i]!);
   }
   return comparePosition(res, ref.values, ref.emitted, afterSub, got, target).mismatches;

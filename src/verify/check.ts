@@ -95,7 +95,7 @@ export function checkCompiled(res: CompileResult, tokensIn: ArrayLike<number>, o
     if (ev.layer === 0) row[0] = ev.residualIn.slice();
     row[2 * ev.layer + 1] = ev.residualMid.slice();
     row[2 * ev.layer + 2] = ev.residualOut.slice();
-  });
+  }, { gdnStates: false });
   const mismatches: Mismatch[] = [];
   const fed: number[] = [];
   const emitted: number[] = [];

@@ -36,21 +36,33 @@ function sameBits(x: Float32Array, y: Float32Array): boolean {
     && Buffer.from(x.buffer, x.byteOffset, x.byteLength).equals(Buffer.from(y.buffer, y.byteOffset, y.byteLength));
 }
 
-/** The first difference between two layer events, or null. */
+/** The first difference between two layer events' residuals, or null. */
 function eventDifference(x: LayerHookEvent, y: LayerHookEvent): string | null {
   const at = `layer ${x.layer} @ position ${x.position}`;
   if (x.layer !== y.layer || x.position !== y.position) return `${at}: the other run is at layer ${y.layer} @ position ${y.position}`;
   for (const k of ['residualIn', 'residualMid', 'residualOut'] as const) if (!sameBits(x[k], y[k])) return `${at}: ${k} differs`;
-  const sx = x.gdnState ?? [], sy = y.gdnState ?? [];
-  if (sx.length !== sy.length) return `${at}: ${sx.length} GDN states against ${sy.length}`;
-  for (let h = 0; h < sx.length; h++) if (!sameBits(sx[h]!, sy[h]!)) return `${at}: GDN state of value head ${h} differs`;
+  return null;
+}
+
+/** The first GDN state (layer, value head) whose live bits differ between two executors, or null; counts the states compared. */
+function stateDifference(a: Executor, b: Executor, layers: number[], token: number, count: { states: number }): string | null {
+  for (const l of layers) {
+    const sa = a.gdnCacheOf(l).S, sb = b.gdnCacheOf(l).S;
+    if (sa.length !== sb.length) return `token ${token}: layer ${l} has ${sa.length} GDN states against ${sb.length}`;
+    for (let h = 0; h < sa.length; h++) {
+      count.states++;
+      if (!sameBits(sa[h]!, sb[h]!)) return `token ${token}: the GDN state of layer ${l}, value head ${h}, differs`;
+    }
+  }
   return null;
 }
 
 /**
  * Fresh sparse f32 executors with tunings `ta` and `tb` decode the program greedily from
  * [BOS, J(entry)] token by token, side by side, for up to `tokens` tokens (to HALT); after each
- * token every layer event of one is compared with the other's. Async: it yields to the event loop
+ * token every layer's residuals (hooks without state copies) and every GDN layer's live recurrent
+ * states (each layer's S is written only by its own step, so after the token it is the state that
+ * step left) of one are compared with the other's. Async: it yields to the event loop
  * every few tokens, as a test worker must answer its runner within a minute and these runs take
  * tens of seconds on a loaded machine.
  */
@@ -60,12 +72,13 @@ export async function lockstepRecorded(
   const open = (tuning: ExecTuning): RecordedSide & { events: LayerHookEvent[] } => {
     const ex = chipExecutor(model, prog, { path: 'sparse', profile: 'f32', order: { kind: 'sequential' }, tuning });
     const events: LayerHookEvent[] = [];
-    ex.addHook((ev) => { events.push(ev); });
+    ex.addHook((ev) => { events.push(ev); }, { gdnStates: false });
     ex.prime([BOS_ID]);
     return { ex, events, ids: [] };
   };
   const a = open(ta), b = open(tb);
   const rec: LockstepRecord = { a: { ids: a.ids, ex: a.ex }, b: { ids: b.ids, ex: b.ex }, events: 0, states: 0, mismatch: null };
+  const gdnLayers = model.weights.config.layerTypes.flatMap((t, l) => (t === 'linear_attention' ? [l] : []));
   const first = encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 });
   for (let i = 0; i <= tokens; i++) {
     const ia = a.ids.length ? a.ids[a.ids.length - 1]! : first;
@@ -77,8 +90,8 @@ export async function lockstepRecorded(
     for (let e = 0; e < Math.min(a.events.length, b.events.length); e++) {
       rec.mismatch ??= eventDifference(a.events[e]!, b.events[e]!);
       rec.events++;
-      rec.states += a.events[e]!.gdnState?.length ?? 0;
     }
+    rec.mismatch ??= stateDifference(a.ex, b.ex, gdnLayers, i, rec);
     a.events.length = 0;
     b.events.length = 0;
     if (i % 8 === 7) await new Promise<void>((resolve) => setImmediate(resolve));

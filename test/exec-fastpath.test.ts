@@ -233,7 +233,7 @@ describe('decode fast paths on whole executors (sparse vs dense path)', () => {
       for (const bad of [5, 6]) {
         const s = new Executor(ww, { tuning: TUNING, path: 'sparse', profile });
         const d = new Executor(ww, { tuning: TUNING, path: 'dense', profile });
-        // (no hooks: a hooked step runs every layer)
+        // (no hooks: a step watched by a hook that takes GDN states runs every layer)
         s.prefill([3, 1]);
         d.prefill([3, 1]);
         const feed = [2, 7, 9, 4, 8, bad, 10, 11];

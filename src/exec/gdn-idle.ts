@@ -134,9 +134,10 @@ export function newIdleSkip(): IdleSkip {
 const IDLE_SKIP_INPUT_MAX = 2 ** 50;
 
 /**
- * Whether a single-token decode step (sparse path, sequential order, no hooks, not fresh) may pass
- * over this layer's GDN mixer and its input norm, taking the stored idle output as the mixer's
- * output unchanged: true when the layer's last step gave the stored output `s.last` (an idle step
+ * Whether a single-token decode step (sparse path, sequential order, no hook that takes GDN
+ * states, not fresh) may pass over this layer's GDN mixer and its input norm, taking the stored
+ * idle output as the mixer's output unchanged: true when the layer's last step gave the stored
+ * output `s.last` (an idle step
  * of this layer: the layer is idle, and that output is in its buffer) and this step would be an
  * idle step too: the cache still holds that output, every head is STATE_ZERO and not handed out,
  * the conv state is +0 (as idlePreconditions checks them), and the normalised input would meet

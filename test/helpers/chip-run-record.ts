@@ -12,6 +12,7 @@ import type { Executor } from '../../src/exec/executor.ts';
 import type { ExecTuning, LayerHookEvent } from '../../src/exec/types.ts';
 import { BOS_ID, CODE_BASE, decodeToken, encodeToken } from '../../riscv/protocol.ts';
 import { sharedChip } from './shared-chips.ts';
+import { turn } from './turn.ts';
 
 /** The chip-test shape these runs use. */
 export const RECORD_SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
@@ -94,7 +95,7 @@ export async function lockstepRecorded(
     rec.mismatch ??= stateDifference(a.ex, b.ex, gdnLayers, i, rec);
     a.events.length = 0;
     b.events.length = 0;
-    if (i % 8 === 7) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (i % 8 === 7) await turn();
   }
   return rec;
 }

@@ -44,7 +44,7 @@ export { compactCheckpoint, expandChipFile, openChipFile, isChipFile, writeChipF
 
 // run: the reference executor
 export { Executor, argmax, compareCaches, type CacheSnapshot } from './exec/index.ts';
-export type { ExecOptions, NumericProfile, OrderMode } from './exec/types.ts';
+export type { ExecOptions, HookOptions, LayerHook, LayerHookEvent, NumericProfile, OrderMode } from './exec/types.ts';
 export { loadModel, loadModelFromChipFile, loadModelWeights } from './model/load-weights.ts';
 
 // inspect

@@ -41,7 +41,7 @@ describe('setGdnStateEntries', () => {
       fc.constantFrom(...VALUES), fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: cfg.linearNumValueHeads - 1 }),
       (entries, value, before, h) => {
         const li = layers[h % layers.length]!;
-        if (pair === null || runs++ % 50 === 0) pair = [new Executor(weights, { path: 'sparse', profile: 'f32' }), new Executor(weights, { path: 'sparse', profile: 'f32' })];
+        if (runs++ % 50 === 0 || pair === null) pair = [new Executor(weights, { path: 'sparse', profile: 'f32' }), new Executor(weights, { path: 'sparse', profile: 'f32' })];
         const [a, b] = pair;
         a.reset();
         b.reset();

@@ -474,7 +474,7 @@ export class Executor {
     const f32Profile = ctx.profile === 'f32'; // act is the identity
     const pos0 = this.pos;
     const hooked = this.hooks.length > 0;
-    const wantStates = this.hooks.some((h) => !this.stateless.has(h));
+    const wantStates = hooked && this.hooks.some((h) => !this.stateless.has(h)); // (no closure made without hooks)
     // A single-token call keeps its residual vectors in the executor's buffers (no allocation);
     // hooks get copies and the logits are always a fresh array.
     const buf = L === 1 ? (this.buffers ??= newForwardBuffers(H)) : null;
@@ -569,7 +569,7 @@ export class Executor {
     tr.valid = false; // until the step completes
     const pos = this.pos;
     const hooked = this.hooks.length > 0;
-    const wantStates = this.hooks.some((h) => !this.stateless.has(h));
+    const wantStates = hooked && this.hooks.some((h) => !this.stateless.has(h)); // (no closure made without hooks)
     const buf = (this.buffers ??= newForwardBuffers(H));
     let t0 = phaseStart();
     const emb = this.weights.embedTokens;

@@ -20,7 +20,7 @@ import type { ExecTuning } from '../src/exec/types.ts';
 import type { DenseMlpWeights, Matrix } from '../src/model/weights.ts';
 import { sparsifyMatrix } from '../src/model/random-weights.ts';
 import { fewPerRow, lcg, SPECIAL } from './helpers/random-models.ts';
-import { lockstepRecorded, recordedProgram } from './helpers/chip-run-record.ts';
+import { lockstepChipRun, lockstepProgram } from './helpers/chip-lockstep.ts';
 
 const bits = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
@@ -217,8 +217,8 @@ describe('FFN memo on random FFNs', () => {
 
 describe('FFN memo on the chip (chip-test)', () => {
   it.each(['hello', 'crc32'])('%s: the same residuals, GDN states and tokens with and without the memo, most steps of some layers looked up', async (name) => {
-    const { model, prog } = await recordedProgram(name);
-    const r = await lockstepRecorded(model, prog, { ffnMemoFrom: 0 }, { ffnMemoEntries: 0 }, 400);
+    const { model, prog } = await lockstepProgram(name);
+    const r = await lockstepChipRun(model, prog, { ffnMemoFrom: 0 }, { ffnMemoEntries: 0 }, 400);
     expect(r.mismatch).toBeNull();
     expect(r.b.ex.stats.ffnMemoHits).toBe(0);
     expect(r.a.ex.stats.ffnMemoHits).toBeGreaterThan(400);

@@ -11,14 +11,14 @@ import { gdnConvSnapshot } from '../src/exec/gdn-tracked.ts';
 import { densifyMatrix, sparsifyMatrix } from '../src/model/random-weights.ts';
 import { decodeLockstep } from './helpers/lockstep.ts';
 import { sparseRandomModel } from './helpers/random-models.ts';
-import { lockstepRecorded, recordedProgram } from './helpers/chip-run-record.ts';
+import { lockstepChipRun, lockstepProgram } from './helpers/chip-lockstep.ts';
 
 const bits = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
 
 describe('quiet GDN steps on the chip (chip-test)', () => {
   it.each(['hello', 'crc32'])('%s: the same residuals, states and tokens with and without them; most RAM-bank steps are quiet', async (name) => {
-    const { model, prog } = await recordedProgram(name);
-    const r = await lockstepRecorded(model, prog, {}, { quietSteps: 0 }, 250);
+    const { model, prog } = await lockstepProgram(name);
+    const r = await lockstepChipRun(model, prog, {}, { quietSteps: 0 }, 250);
     // and every GDN layer's conv windows as the runs leave them (lazy channels caught up by step count)
     const cfg = model.weights.config;
     const windows = (ex: Executor) => cfg.layerTypes.flatMap((t, l) => (t === 'linear_attention' ? [bits(gdnConvSnapshot(ex.gdnCacheOf(l), cfg.linearConvKernelDim))] : []));

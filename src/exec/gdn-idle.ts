@@ -137,11 +137,11 @@ const IDLE_SKIP_INPUT_MAX = 2 ** 50;
  * Whether a single-token decode step (sparse path, sequential order, no hook that takes GDN
  * states, not fresh) may pass over this layer's GDN mixer and its input norm, taking the stored
  * idle output as the mixer's output unchanged: true when the layer's last step gave the stored
- * output `s.last` (an idle step
- * of this layer: the layer is idle, and that output is in its buffer) and this step would be an
- * idle step too: the cache still holds that output, every head is STATE_ZERO and not handed out,
- * the conv state is +0 (as idlePreconditions checks them), and the normalised input would meet
- * idlePreconditions, which is shown from the layer input x without normalising it:
+ * output `s.last` (an idle step of this layer: the layer is idle, and that output is in its
+ * buffer) and this step would be an idle step too: the cache still holds that output, every head
+ * is STATE_ZERO and not handed out, the conv state is +0 (as idlePreconditions checks them), and
+ * the normalised input would meet idlePreconditions, which is shown from the layer input x
+ * without normalising it:
  *  - every x_i finite with |x_i| ≤ 2^50 (checked on the entries x's list says changed, after a
  *    step that checked them all), so the sum of squares P ≤ H·2^100 < 2^112 for H < 2^12 is
  *    finite; with fl(eps) > 0 the norm's factor r = rsqrt32(fl(mean(P) + fl(eps))) lies in

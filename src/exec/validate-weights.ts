@@ -1,7 +1,8 @@
 /**
  * The checks the executor makes of in-memory weights before it runs them: every tensor shape the
  * forward pass touches against the config, so a bad checkpoint fails with the tensor's name
- * instead of deep inside a matmul.
+ * instead of deep inside a matmul; and the list of every matrix, whose storage picks the default
+ * matmul path.
  */
 import { ChipcError } from '../util/errors.ts';
 import { isMoeLayer } from '../model/config.ts';

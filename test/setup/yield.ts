@@ -4,7 +4,7 @@
  * turn between them the worker cannot take in the runner's RPC replies, and back-to-back stretches
  * over 60 s end in "[vitest-worker]: Timeout calling onTaskUpdate" on a busy machine. One test's
  * stretch must stay under that too: a long run inside a test yields as it goes
- * (test/helpers/chip-run-record.ts); a loaded worker ran such tests 4–30 times slower than alone.
+ * (test/helpers/chip-lockstep.ts); a loaded worker ran such tests 4–30 times slower than alone.
  */
 import { afterEach, beforeEach } from 'vitest';
 

@@ -15,21 +15,21 @@ import { sharedChip } from './shared-chips.ts';
 import { turn } from './turn.ts';
 
 /** The chip-test shape these runs use. */
-export const RECORD_SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
+export const LOCKSTEP_SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
 
-/** The firmware `name` (fixtures/firmware) on the shared chip-test chip of RECORD_SHAPE, and its chip model. */
-export async function recordedProgram(name: string): Promise<{ model: ChipModel; prog: ChipProgram }> {
-  const model = await sharedChip({ target: 'chip-test', ...RECORD_SHAPE });
+/** The firmware `name` (fixtures/firmware) on the shared chip-test chip of LOCKSTEP_SHAPE, and its chip model. */
+export async function lockstepProgram(name: string): Promise<{ model: ChipModel; prog: ChipProgram }> {
+  const model = await sharedChip({ target: 'chip-test', ...LOCKSTEP_SHAPE });
   const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-  const prog = programOf(fs.readFileSync(path.join(root, 'fixtures', 'firmware', `${name}.elf`)), RECORD_SHAPE);
+  const prog = programOf(fs.readFileSync(path.join(root, 'fixtures', 'firmware', `${name}.elf`)), LOCKSTEP_SHAPE);
   return { model, prog };
 }
 
 /** One side of a lockstep run: its token ids and its executor. */
-export interface RecordedSide { ids: number[]; ex: Executor }
+export interface LockstepSide { ids: number[]; ex: Executor }
 
 /** What a lockstep run compared: the layer events, the GDN state arrays, and the first difference (null: none). */
-export interface LockstepRecord { a: RecordedSide; b: RecordedSide; events: number; states: number; mismatch: string | null }
+export interface LockstepResult { a: LockstepSide; b: LockstepSide; events: number; states: number; mismatch: string | null }
 
 /** Whether two float arrays hold the same bit patterns (+0 ≠ −0, NaN payloads told apart). */
 function sameBits(x: Float32Array, y: Float32Array): boolean {
@@ -67,10 +67,10 @@ function stateDifference(a: Executor, b: Executor, layers: number[], token: numb
  * every few tokens, as a test worker must answer its runner within a minute and these runs take
  * tens of seconds on a loaded machine.
  */
-export async function lockstepRecorded(
+export async function lockstepChipRun(
   model: ChipModel, prog: ChipProgram, ta: ExecTuning, tb: ExecTuning, tokens: number,
-): Promise<LockstepRecord> {
-  const open = (tuning: ExecTuning): RecordedSide & { events: LayerHookEvent[] } => {
+): Promise<LockstepResult> {
+  const open = (tuning: ExecTuning): LockstepSide & { events: LayerHookEvent[] } => {
     const ex = chipExecutor(model, prog, { path: 'sparse', profile: 'f32', order: { kind: 'sequential' }, tuning });
     const events: LayerHookEvent[] = [];
     ex.addHook((ev) => { events.push(ev); }, { gdnStates: false });
@@ -78,7 +78,7 @@ export async function lockstepRecorded(
     return { ex, events, ids: [] };
   };
   const a = open(ta), b = open(tb);
-  const rec: LockstepRecord = { a: { ids: a.ids, ex: a.ex }, b: { ids: b.ids, ex: b.ex }, events: 0, states: 0, mismatch: null };
+  const rec: LockstepResult = { a: { ids: a.ids, ex: a.ex }, b: { ids: b.ids, ex: b.ex }, events: 0, states: 0, mismatch: null };
   const gdnLayers = model.weights.config.layerTypes.flatMap((t, l) => (t === 'linear_attention' ? [l] : []));
   const first = encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 });
   for (let i = 0; i <= tokens; i++) {

@@ -403,9 +403,11 @@ describe('GDN cache on the wasm memory', () => {
   });
 });
 
-// tiny's head dimensions (16: powers of two, which the kernel shifts by) and others (12 and 20: divided by)
-for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked conv step in wasm (head dimensions ${dk} and ${dv})`, () => {
-  const TINY = { ...resolveTarget('tiny').config, linearKeyHeadDim: dk, linearValueHeadDim: dv };
+// tiny's head dimensions (16: powers of two, which the kernel shifts by) and others (12 and 20:
+// divided by); conv kernels of 4 taps (the hosts': convChannels4, its loops unrolled) and of 3
+// and 5 (convChannels, which reads K from its control block)
+for (const [dk, dv, K] of [[16, 16, 4], [12, 20, 4], [16, 16, 3], [12, 20, 5]] as const) describe(`tracked conv step in wasm (head dimensions ${dk} and ${dv}, ${K} taps)`, () => {
+  const TINY = { ...resolveTarget('tiny').config, linearKeyHeadDim: dk, linearValueHeadDim: dv, linearConvKernelDim: K };
   const d = gdnDimsOf(TINY);
 
   /** A tiny GDN layer with seeded sparse in_proj rows and conv channels of every kind (some overflowing). */
@@ -495,6 +497,7 @@ for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked conv ste
       kernelCalls += spy.mock.calls.length;
       bails += spy.mock.results.filter((r) => r.value === 1).length;
     }
+    expect(d.K).toBe(K);
     expect(kernelCalls).toBeGreaterThan(300); // the kernels ran
     expect(bails).toBeGreaterThan(10); // and left overflowing channels to JavaScript
     expect(lazySeen).toBeGreaterThan(100); // channels went lazy

@@ -121,7 +121,7 @@ describe('wasm kernels', () => {
       return names;
     };
     expect(namesOf(kernelModuleBytes())).toEqual(['siluFormula', 'trackedUpdate', 'walk', 'swiglu', 'delta', 'addLists', 'normListed', 'foldColumns', 'foldInputs']);
-    expect(namesOf(gdnKernelModuleBytes())).toEqual(['siluFormula', 'dots', 'delta', 'convActivate', 'convChannels', 'gatedNorm', 'keyRows', 'l2norm']);
+    expect(namesOf(gdnKernelModuleBytes())).toEqual(['siluFormula', 'dots', 'delta', 'convActivate', 'convChannels', 'gatedNorm', 'keyRows', 'l2norm', 'convChannels4']);
   });
 
   it('heap: zero-filled, 8-byte aligned arrays; a request past the end gets null, and nothing is taken (carve: all of a spec or none)', () => {

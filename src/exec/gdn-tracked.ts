@@ -428,7 +428,7 @@ function convStepWasm(
   const n = heap.convActivateAt(kern.ctlAt);
   ctl[CONV_CTL.resume] = 0;
   ctl[CONV_CTL.m] = 0;
-  while (heap.convChannelsAt(kern.ctlAt) === 1) {
+  while (heap.convChannelsAt(kern.ctlAt, K) === 1) {
     // a channel with a non-finite tap or fold, untouched by the kernel: JavaScript's step, then the kernel from the next
     const i = ctl[CONV_CTL.resume];
     t.nLazy = ctl[CONV_CTL.nLazy];

@@ -54,6 +54,11 @@
  * tap equal), makes it lazy (single-tap with y ≠ 0 and its taps from the weighed one on equal, or
  * the K − 1 shifted windows folding to y's bits; lazySince = step, listed once) or keeps it active
  * (compacted at m). Status 0 when done; m and the lazy count are stored either way.
+ * convChannels4(ctlAt) is convChannels for K = 4 (the hosts' conv kernel: Qwen3.5 and Qwen3-Next)
+ * with K baked in, its loops over the taps unrolled: the same operations in the same order, with
+ * constant tap indices instead of a counter (2 µs a token less on the generic chip's decode at
+ * qwen3.5-4b, docs/executor.md "Round 42"). The control block's K must be 4 (wasm-heap.ts
+ * convChannelsAt picks the function by K).
  *
  * gatedNorm(ctlAt) → status, over a control block (NORM_CTL) — gdn-gated-norm.ts gatedNormHead for
  * the value heads h from `resume` to hv of a step that is not fresh (dv a multiple of 4). A head
@@ -301,18 +306,19 @@ const deltaBody = [
 
 /**
  * The GDN kernels' module (wasm-emit.ts kernelModuleOf): silu32's formula imported as function 0;
- * `dots` (1), `delta` (2), `convActivate` (3), `convChannels` (4), `gatedNorm` (5), `keyRows` (6) and
- * `l2norm` (7) exported.
+ * `dots` (1), `delta` (2), `convActivate` (3), `convChannels` (4), `gatedNorm` (5), `keyRows` (6),
+ * `l2norm` (7) and `convChannels4` (8) exported.
  */
 export function gdnKernelModuleBytes(): Uint8Array {
   return kernelModuleOf([
     { name: 'dots', params: Array.from({ length: 9 }, () => I32), results: [I32], locals: [[18, I32], [2, F32], [13, V128]], body: dotsBody },
     { name: 'delta', params: [I32, I32, F32, I32, I32], results: [I32], locals: [[1, I32], [4, V128]], body: deltaBody },
     { name: 'convActivate', params: [I32], results: [I32], locals: CONV_LOCALS, body: convActivateBody },
-    { name: 'convChannels', params: [I32], results: [I32], locals: CONV_LOCALS, body: convChannelsBody },
+    { name: 'convChannels', params: [I32], results: [I32], locals: CONV_LOCALS, body: convChannelsBody(convK(null)) },
     { name: 'gatedNorm', params: [I32], results: [I32], locals: NORM_LOCALS, body: gatedNormBody },
     { name: 'keyRows', params: Array.from({ length: 8 }, () => I32), results: [I32], locals: [[4, I32], [6, V128]], body: keyRowsBody },
     { name: 'l2norm', params: [I32, I32, I32, F32, I32], results: [I32], locals: [[5, I32], [3, F32], [1, V128]], body: l2normBody },
+    { name: 'convChannels4', params: [I32], results: [I32], locals: CONV_LOCALS, body: convChannelsBody(convK(4)) },
   ]);
 }
 
@@ -372,14 +378,44 @@ const stateTap = (j: number[]) => plus4(C.base, j);
 const cwTap = (j: number[]) => plus4(C.cwBase, j);
 const Km1 = [...get(C.K), ...i32(1), OP.i32Sub];
 
-/** Taps j ∈ [from, K − 1) of the state equal (bits) its newest: an i32 on the stack (1 when so). */
-const tapsEqualFrom = (from: number[]) => [
+/**
+ * The conv kernel's code for a kernel size: `null` reads K from the control block (any K, loops
+ * over the taps); a number bakes it in (the loops unrolled, their indices constants).
+ */
+interface ConvK {
+  K: number[];
+  Km1: number[];
+  /**
+   * body(j) for j ∈ [from, K − cut), j counted in `local` when looped; `from` a constant or a
+   * local (unrolled: every j, each body under the test j ≥ from).
+   */
+  taps: (local: number, from: number | { local: number }, cut: 0 | 1, body: (j: number[]) => number[]) => number[];
+}
+const convK = (k: number | null): ConvK => k === null
+  ? {
+    K: get(C.K), Km1,
+    taps: (local, from, cut, body) => [
+      ...(typeof from === 'number' ? i32(from) : get(from.local)), ...set(local),
+      ...whileLess(local, cut ? Km1 : get(C.K), [...body(get(local)), ...inc(local, 1)]),
+    ],
+  }
+  : {
+    K: i32(k), Km1: i32(k - 1),
+    taps: (_local, from, cut, body) => {
+      const lo = typeof from === 'number' ? from : 0;
+      return Array.from({ length: Math.max(0, k - cut - lo) }, (_, i) => {
+        const j = i32(lo + i);
+        return typeof from === 'number' ? body(j) : [...j, ...get(from.local), OP.i32GeS, OP.if, OP.void, ...body(j), OP.end];
+      }).flat();
+    },
+  };
+
+/** Taps j ∈ [from, K − 1) of the state equal (bits) its newest: an i32 on the stack (1 when so). `from`: 0, or local C.at. */
+const tapsEqualFrom = (kc: ConvK, from: number | { local: number }) => [
   ...i32(1), ...set(C.bad), // (bad: here "all equal so far")
-  ...stateTap(Km1), ...mem(OP.i32Load, 2), ...set(C.bits),
-  ...from, ...set(C.j),
-  ...whileLess(C.j, Km1, [
-    ...stateTap(get(C.j)), ...mem(OP.i32Load, 2), ...get(C.bits), OP.i32Ne, OP.if, OP.void, ...i32(0), ...set(C.bad), OP.end,
-    ...inc(C.j, 1),
+  ...stateTap(kc.Km1), ...mem(OP.i32Load, 2), ...set(C.bits),
+  ...kc.taps(C.j, from, 1, (j) => [
+    ...stateTap(j), ...mem(OP.i32Load, 2), ...get(C.bits), OP.i32Ne, OP.if, OP.void, ...i32(0), ...set(C.bad), OP.end,
   ]),
   ...get(C.bad),
 ];
@@ -388,27 +424,22 @@ const tapsEqualFrom = (from: number[]) => [
  * steadyAhead (gdn-tracked.ts): for s = 1 … K − 1 the fold of the window shifted by s (taps j + s,
  * then the newest) equals y bit for bit: an i32 on the stack.
  */
-const steadyAhead = [
+const steadyAhead = (kc: ConvK) => [
   ...i32(1), ...set(C.bad),
-  ...stateTap(Km1), ...mem(OP.f32Load, 2), ...set(C.x),
-  ...i32(1), ...set(C.t),
-  ...whileLess(C.t, get(C.K), [
+  ...stateTap(kc.Km1), ...mem(OP.f32Load, 2), ...set(C.x),
+  ...kc.taps(C.t, 1, 0, (t) => [
     ...f32c(-0), ...set(C.v),
-    ...i32(0), ...set(C.j),
-    ...whileLess(C.j, get(C.K), [
+    ...kc.taps(C.j, 0, 0, (j) => [
       ...get(C.v),
-      ...cwTap(get(C.j)), ...mem(OP.f32Load, 2),
-      ...stateTap([...get(C.j), ...get(C.t), OP.i32Add]), ...mem(OP.f32Load, 2), ...get(C.x),
-      ...get(C.j), ...get(C.t), OP.i32Add, ...get(C.K), OP.i32LtS, OP.select,
+      ...cwTap(j), ...mem(OP.f32Load, 2),
+      ...stateTap([...j, ...t, OP.i32Add]), ...mem(OP.f32Load, 2), ...get(C.x),
+      ...j, ...t, OP.i32Add, ...kc.K, OP.i32LtS, OP.select,
       OP.f32Mul, OP.f32Add, ...set(C.v),
-      ...inc(C.j, 1),
     ]),
     ...get(C.v), OP.i32ReinterpretF32, ...get(C.y), OP.i32ReinterpretF32, OP.i32Ne, OP.if, OP.void, ...i32(0), ...set(C.bad), OP.end,
-    ...inc(C.t, 1),
   ]),
   ...get(C.bad),
 ];
-
 const bailOut = [
   ...setWord(CONV_CTL.resume, get(C.i)), ...setWord(CONV_CTL.m, get(C.m)), ...setWord(CONV_CTL.nLazy, get(C.nLazy)),
   ...i32(1), OP.return,
@@ -416,7 +447,7 @@ const bailOut = [
 /** beyondVBound of the bits in local l: (bits & 0x7fffffff) > 0x7e800000. */
 const beyond = (l: number) => [...get(l), ...i32(0x7fffffff), OP.i32And, ...i32(0x7e800000), OP.i32GtS];
 
-const convChannelsBody = [
+const convChannelsBody = (kc: ConvK) => [
   ...loadCtl(['nLazy', 'step', 'n', 'chanAt', 'activeAt', 'lazyAt', 'tapAtAt', 'convAt', 'cwAt', 'mixedAt', 'convedAt',
     'qDirtyAt', 'kDirtyAt', 'vDirtyAt', 'vBeyondAt', 'keyDim', 'dk', 'dv', 'K', 'form']),
   ...word(CONV_CTL.resume), ...set(C.i),
@@ -425,51 +456,41 @@ const convChannelsBody = [
   ...whileLess(C.i, get(C.n), [
     ...plus4(C.activeAt, get(C.i)), ...mem(OP.i32Load, 2), ...set(C.c),
     ...get(C.chanAt), ...get(C.c), ...i32(4), OP.i32Shl, OP.i32Add, ...set(C.rec),
-    ...get(C.convAt), ...get(C.c), ...get(C.K), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(C.base),
-    ...get(C.cwAt), ...get(C.c), ...get(C.K), OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(C.cwBase),
+    ...get(C.convAt), ...get(C.c), ...kc.K, OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(C.base),
+    ...get(C.cwAt), ...get(C.c), ...kc.K, OP.i32Mul, ...i32(2), OP.i32Shl, OP.i32Add, ...set(C.cwBase),
     // the shifts a lazy channel skipped and this step's: nsh = since ≥ 0 ? min(step − 1 − since, K − 1) + 1 : 1
     ...get(C.rec), ...mem(OP.i32Load, 2), ...tee(C.since),
     ...i32(0), OP.i32GeS, OP.if, I32,
     ...get(C.step), ...i32(1), OP.i32Sub, ...get(C.since), OP.i32Sub, ...tee(C.nsh),
-    ...Km1, ...get(C.nsh), ...Km1, OP.i32LtS, OP.select, ...i32(1), OP.i32Add,
+    ...kc.Km1, ...get(C.nsh), ...kc.Km1, OP.i32LtS, OP.select, ...i32(1), OP.i32Add,
     OP.else, ...i32(1), OP.end, ...set(C.nsh),
     // the shifted window into the scratch, the new input as its newest tap; every tap finite, or JavaScript takes the channel
-    ...stateTap(Km1), ...mem(OP.f32Load, 2), ...set(C.x),
-    ...i32(0), ...set(C.j),
-    ...whileLess(C.j, Km1, [
-      ...winTap(get(C.j)),
-      ...stateTap([...get(C.j), ...get(C.nsh), OP.i32Add]), ...mem(OP.f32Load, 2), ...get(C.x),
-      ...get(C.j), ...get(C.nsh), OP.i32Add, ...get(C.K), OP.i32LtS, OP.select,
+    ...stateTap(kc.Km1), ...mem(OP.f32Load, 2), ...set(C.x),
+    ...kc.taps(C.j, 0, 1, (j) => [
+      ...winTap(j),
+      ...stateTap([...j, ...get(C.nsh), OP.i32Add]), ...mem(OP.f32Load, 2), ...get(C.x),
+      ...j, ...get(C.nsh), OP.i32Add, ...kc.K, OP.i32LtS, OP.select,
       ...mem(OP.f32Store, 2),
-      ...inc(C.j, 1),
     ]),
-    ...winTap(Km1), ...plus4(C.mixedAt, get(C.c)), ...mem(OP.f32Load, 2), ...mem(OP.f32Store, 2),
+    ...winTap(kc.Km1), ...plus4(C.mixedAt, get(C.c)), ...mem(OP.f32Load, 2), ...mem(OP.f32Store, 2),
     ...i32(0), ...set(C.bad),
-    ...i32(0), ...set(C.j),
-    ...whileLess(C.j, get(C.K), [
-      ...winTap(get(C.j)), ...mem(OP.f32Load, 2), ...tee(C.v), ...get(C.v), OP.f32Sub, ...f32c(0), OP.f32Ne, ...get(C.bad), OP.i32Or, ...set(C.bad),
-      ...inc(C.j, 1),
+    ...kc.taps(C.j, 0, 0, (j) => [
+      ...winTap(j), ...mem(OP.f32Load, 2), ...tee(C.v), ...get(C.v), OP.f32Sub, ...f32c(0), OP.f32Ne, ...get(C.bad), OP.i32Or, ...set(C.bad),
     ]),
     ...get(C.bad), OP.if, OP.void, ...bailOut, OP.end,
     // the fold: a single-tap channel's product, or the whole fold when it is ±0 or more taps weigh
     ...get(C.rec), ...mem(OP.f32Load, 2, 8), ...tee(C.sw), ...get(C.sw), OP.f32Eq, ...set(C.single),
-    ...get(C.tapAtAt), ...get(C.c), OP.i32Add, ...mem(OP.i32Load8U, 0), ...Km1, ...get(C.single), OP.select, ...set(C.at),
+    ...get(C.tapAtAt), ...get(C.c), OP.i32Add, ...mem(OP.i32Load8U, 0), ...kc.Km1, ...get(C.single), OP.select, ...set(C.at),
     ...get(C.sw), ...winTap(get(C.at)), ...mem(OP.f32Load, 2), OP.f32Mul, ...f32c(0), ...get(C.single), OP.select, ...tee(C.y),
     ...f32c(0), OP.f32Eq, OP.if, OP.void,
     ...f32c(-0), ...set(C.y),
-    ...i32(0), ...set(C.j),
-    ...whileLess(C.j, get(C.K), [
-      ...get(C.y), ...cwTap(get(C.j)), ...mem(OP.f32Load, 2), ...winTap(get(C.j)), ...mem(OP.f32Load, 2), OP.f32Mul, OP.f32Add, ...set(C.y),
-      ...inc(C.j, 1),
+    ...kc.taps(C.j, 0, 0, (j) => [
+      ...get(C.y), ...cwTap(j), ...mem(OP.f32Load, 2), ...winTap(j), ...mem(OP.f32Load, 2), OP.f32Mul, OP.f32Add, ...set(C.y),
     ]),
     OP.end,
     ...get(C.y), ...get(C.y), OP.f32Sub, ...f32c(0), OP.f32Ne, OP.if, OP.void, ...bailOut, OP.end,
     // commit: the window, the record's lazySince and newest bits
-    ...i32(0), ...set(C.j),
-    ...whileLess(C.j, get(C.K), [
-      ...stateTap(get(C.j)), ...winTap(get(C.j)), ...mem(OP.i32Load, 2), ...mem(OP.i32Store, 2),
-      ...inc(C.j, 1),
-    ]),
+    ...kc.taps(C.j, 0, 0, (j) => [...stateTap(j), ...winTap(j), ...mem(OP.i32Load, 2), ...mem(OP.i32Store, 2)]),
     ...get(C.since), ...i32(0), OP.i32GeS, OP.if, OP.void, ...get(C.rec), ...i32(-1), ...mem(OP.i32Store, 2), OP.end,
     ...plus4(C.mixedAt, get(C.c)), ...mem(OP.i32Load, 2), ...tee(C.bits), ...get(C.rec), ...mem(OP.i32Load, 2, 12), OP.i32Ne, ...set(C.moved),
     ...get(C.rec), ...get(C.bits), ...mem(OP.i32Store, 2, 12),
@@ -499,14 +520,14 @@ const convChannelsBody = [
     OP.end, OP.end,
     OP.end,
     // settled (not moved, every tap equal), lazy (the same fold while the input stays), or still active
-    ...get(C.moved), OP.i32Eqz, OP.if, I32, ...tapsEqualFrom(i32(0)), OP.else, ...i32(0), OP.end,
+    ...get(C.moved), OP.i32Eqz, OP.if, I32, ...tapsEqualFrom(kc, 0), OP.else, ...i32(0), OP.end,
     OP.if, OP.void,
     ...recWord(1), ...get(C.rec), ...mem(OP.i32Load, 2, 4), ...i32(-2), OP.i32And, ...mem(OP.i32Store, 2),
     OP.else,
     ...get(C.single), ...get(C.y), ...f32c(0), OP.f32Ne, OP.i32And, OP.if, I32,
-    ...tapsEqualFrom(get(C.at)),
+    ...tapsEqualFrom(kc, { local: C.at }),
     OP.else,
-    ...steadyAhead,
+    ...steadyAhead(kc),
     OP.end,
     OP.if, OP.void,
     ...get(C.rec), ...get(C.step), ...mem(OP.i32Store, 2),

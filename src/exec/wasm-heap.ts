@@ -141,6 +141,7 @@ export class WasmHeap {
   private readonly gdnDeltaFn: GdnDeltaFn;
   private readonly convActivateFn: (ctlAt: number) => number;
   private readonly convChannelsFn: (ctlAt: number) => number;
+  private readonly convChannels4Fn: (ctlAt: number) => number;
   private readonly gatedNormFn: (ctlAt: number) => number;
   private readonly keyRowsFn: KeyRowsFn;
   private readonly l2normFn: L2normFn;
@@ -167,6 +168,7 @@ export class WasmHeap {
     this.gdnDeltaFn = gdn === null ? missing : gdn.exports.delta as GdnDeltaFn;
     this.convActivateFn = gdn === null ? missing : gdn.exports.convActivate as (ctlAt: number) => number;
     this.convChannelsFn = gdn === null ? missing : gdn.exports.convChannels as (ctlAt: number) => number;
+    this.convChannels4Fn = gdn === null ? missing : gdn.exports.convChannels4 as (ctlAt: number) => number;
     this.gatedNormFn = gdn === null ? missing : gdn.exports.gatedNorm as (ctlAt: number) => number;
     this.keyRowsFn = gdn === null ? missing : gdn.exports.keyRows as KeyRowsFn;
     this.l2normFn = gdn === null ? missing : gdn.exports.l2norm as L2normFn;
@@ -341,10 +343,11 @@ export class WasmHeap {
 
   /**
    * wasm-gdn-kernels.ts convChannels over the control block at ctlAt: the active channels from its resume index on;
-   * 0 when done, 1 at a channel left to the caller (non-finite taps or fold; ctl says where).
+   * 0 when done, 1 at a channel left to the caller (non-finite taps or fold; ctl says where). K, the
+   * block's kernel size, picks the function: convChannels4 (its taps unrolled) for 4, else convChannels.
    */
-  convChannelsAt(ctlAt: number): number {
-    return this.convChannelsFn(ctlAt);
+  convChannelsAt(ctlAt: number, K: number): number {
+    return K === 4 ? this.convChannels4Fn(ctlAt) : this.convChannelsFn(ctlAt);
   }
 
   /**

@@ -240,17 +240,10 @@ function convKernelOf(d: GdnDims, heap: WasmHeap): ConvKernel | null {
   w[CONV_CTL.dk] = d.dk;
   w[CONV_CTL.dv] = d.dv;
   w[CONV_CTL.K] = d.K;
-  w[CONV_CTL.dkShift] = log2Exact(d.dk);
-  w[CONV_CTL.dvShift] = log2Exact(d.dv);
   return {
     heap, ...c, cwSrc: null, tapSrc: null, ctlAt: w.byteOffset,
     views: { conv: new ViewAt(), mixed: new ViewAt(), conved: new ViewAt(), rows: new ViewAt() },
   };
-}
-
-/** log2(n) when n is a power of two, else −1 (the conv kernel then divides by n). */
-function log2Exact(n: number): number {
-  return Number.isInteger(n) && n > 0 && (n & (n - 1)) === 0 ? 31 - Math.clz32(n) : -1;
 }
 
 /** A Uint32Array view of exactly a's elements (a may be a view into a larger buffer, such as the wasm memory). */

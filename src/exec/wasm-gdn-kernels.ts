@@ -440,18 +440,6 @@ const steadyAhead = (kc: ConvK) => [
   ]),
   ...get(C.bad),
 ];
-/**
- * The head of a channel offset x ≥ 0 within its q, k or v block: x >> shift when the block's head
- * dimension is a power of two (the control block's shift word ≥ 0), else x / dim (an i32 on the stack).
- */
-const headOf = (x: number[], shiftWord: number, dim: number) => [
-  ...word(shiftWord), ...i32(0), OP.i32GeS, OP.if, I32,
-  ...x, ...word(shiftWord), OP.i32ShrU,
-  OP.else,
-  ...x, ...get(dim), OP.i32DivU,
-  OP.end,
-];
-
 const bailOut = [
   ...setWord(CONV_CTL.resume, get(C.i)), ...setWord(CONV_CTL.m, get(C.m)), ...setWord(CONV_CTL.nLazy, get(C.nLazy)),
   ...i32(1), OP.return,
@@ -520,12 +508,12 @@ const convChannelsBody = (kc: ConvK) => [
     OP.f32DemoteF64, ...mem(OP.f32Store, 2),
     ...plus4(C.convedAt, get(C.c)), ...mem(OP.i32Load, 2), ...tee(C.after), ...get(C.before), OP.i32Ne, OP.if, OP.void,
     ...get(C.c), ...get(C.keyDim), OP.i32LtS, OP.if, OP.void,
-    ...get(C.qDirtyAt), ...headOf(get(C.c), CONV_CTL.dkShift, C.dk), OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
+    ...get(C.qDirtyAt), ...get(C.c), ...get(C.dk), OP.i32DivU, OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
     OP.else,
     ...get(C.c), ...get(C.keyDim), ...i32(1), OP.i32Shl, OP.i32LtS, OP.if, OP.void,
-    ...get(C.kDirtyAt), ...headOf([...get(C.c), ...get(C.keyDim), OP.i32Sub], CONV_CTL.dkShift, C.dk), OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
+    ...get(C.kDirtyAt), ...get(C.c), ...get(C.keyDim), OP.i32Sub, ...get(C.dk), OP.i32DivU, OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
     OP.else,
-    ...headOf([...get(C.c), ...get(C.keyDim), ...i32(1), OP.i32Shl, OP.i32Sub], CONV_CTL.dvShift, C.dv), ...set(C.h),
+    ...get(C.c), ...get(C.keyDim), ...i32(1), OP.i32Shl, OP.i32Sub, ...get(C.dv), OP.i32DivU, ...set(C.h),
     ...get(C.vDirtyAt), ...get(C.h), OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
     ...plus4(C.vBeyondAt, get(C.h)), ...plus4(C.vBeyondAt, get(C.h)), ...mem(OP.i32Load, 2),
     ...beyond(C.after), OP.i32Add, ...beyond(C.before), OP.i32Sub, ...mem(OP.i32Store, 2),

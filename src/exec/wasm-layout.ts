@@ -23,9 +23,8 @@ export const CONV_CTL = {
   rowsAt: 0, nRows: 1, nActive: 2, nLazy: 3, step: 4, n: 5, resume: 6, m: 7,
   chanAt: 8, activeAt: 9, lazyAt: 10, tapAtAt: 11, convAt: 12, cwAt: 13, mixedAt: 14, convedAt: 15,
   qDirtyAt: 16, kDirtyAt: 17, vDirtyAt: 18, vBeyondAt: 19, convDim: 20, zOff: 21, keyDim: 22, dk: 23, dv: 24, K: 25, form: 26,
-  dkShift: 27, dvShift: 28,
 } as const;
-export const CONV_CTL_WORDS = 30;
+export const CONV_CTL_WORDS = 28;
 
 /**
  * The word indices of the gated norm kernel's control block (int32; NORM_CTL_WORDS of them, then

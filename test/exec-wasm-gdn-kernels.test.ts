@@ -403,9 +403,9 @@ describe('GDN cache on the wasm memory', () => {
   });
 });
 
-// tiny's head dimensions (16: powers of two, which the kernel shifts by) and others (12 and 20:
-// divided by); conv kernels of 4 taps (the hosts': convChannels4, its loops unrolled) and of 3
-// and 5 (convChannels, which reads K from its control block)
+// tiny's head dimensions (16, powers of two) and others (12 and 20; the kernels divide a channel's
+// offset by them to find its head); conv kernels of 4 taps (the hosts': convChannels4, its loops
+// unrolled) and of 3 and 5 (convChannels, which reads K from its control block)
 for (const [dk, dv, K] of [[16, 16, 4], [12, 20, 4], [16, 16, 3], [12, 20, 5]] as const) describe(`tracked conv step in wasm (head dimensions ${dk} and ${dv}, ${K} taps)`, () => {
   const TINY = { ...resolveTarget('tiny').config, linearKeyHeadDim: dk, linearValueHeadDim: dv, linearConvKernelDim: K };
   const d = gdnDimsOf(TINY);

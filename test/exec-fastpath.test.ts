@@ -30,6 +30,7 @@ import {
 import { makeNumericContext } from '../src/exec/numeric.ts';
 import { ExecPlans } from '../src/exec/plans.ts';
 import type { PhaseTimes } from '../src/exec/profile.ts';
+import type { LayerHookEvent } from '../src/exec/types.ts';
 import { loadCircuitFile } from '../src/dsl/load.ts';
 import { compileCircuit } from '../src/compile.ts';
 import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/random-weights.ts';
@@ -300,6 +301,27 @@ describe('decode fast paths on whole executors (sparse vs dense path)', () => {
       expect(stateless.states, profile).toEqual(plain.states);
       expect(stateless.logits, profile).toEqual(plain.logits);
     }
+  });
+
+  it('a hook\'s options go with its registration: removed and added again with states, it gets them and the idle skip stops', () => {
+    const w = chipLikeModel(11, false);
+    const ex = new Executor(w, { tuning: TUNING, path: 'sparse', profile: 'f32' });
+    let withStates = 0, events = 0;
+    const hook = (ev: LayerHookEvent) => { events++; if (ev.gdnState) withStates++; };
+    ex.prefill([3, 1]);
+    const remove = ex.addHook(hook, { gdnStates: false });
+    for (const id of [2, 7, 9, 7, 7]) ex.decode(id);
+    expect([events > 0, withStates]).toEqual([true, 0]);
+    const passedStateless = ex.stats.gdnIdlePassedOver;
+    expect(passedStateless).toBeGreaterThan(0);
+    remove();
+    remove(); // (a second call removes nothing more)
+    ex.addHook(hook);
+    events = 0;
+    for (const id of [7, 7, 7]) ex.decode(id);
+    expect(events).toBeGreaterThan(0);
+    expect(withStates).toBeGreaterThan(0);
+    expect(ex.stats.gdnIdlePassedOver).toBe(passedStateless); // a hook with states sees every GDN step run
   });
 
   it('an idle step\'s output is shared by later executors of the same weights and numeric mode', () => {

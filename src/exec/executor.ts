@@ -118,7 +118,7 @@ export class Executor {
   private kv: (KvCache | null)[] = [];
   private pos = 0;
   private hooks: LayerHook[] = [];
-  private readonly stateless = new WeakSet<LayerHook>(); // hooks added with gdnStates: false
+  private stateHooks = 0; // the registered hooks that take GDN states (not added with gdnStates: false)
   private buffers: ForwardBuffers | null = null;
   private phaseTimes: PhaseTimes | null = null;
   private layerDetail: LayerDetail | null = null;
@@ -204,11 +204,16 @@ export class Executor {
 
   /** Calls `h` after each layer at each position; `gdnStates: false` spares the state copies (and a decode its idle skips). */
   addHook(h: LayerHook, opts: HookOptions = {}): () => void {
+    const states = opts.gdnStates !== false;
     this.hooks.push(h);
-    if (opts.gdnStates === false) this.stateless.add(h);
+    if (states) this.stateHooks++;
+    let removed = false;
     return () => {
       const i = this.hooks.indexOf(h);
-      if (i >= 0) this.hooks.splice(i, 1);
+      if (removed || i < 0) return;
+      this.hooks.splice(i, 1);
+      removed = true;
+      if (states) this.stateHooks--;
     };
   }
 
@@ -474,7 +479,7 @@ export class Executor {
     const f32Profile = ctx.profile === 'f32'; // act is the identity
     const pos0 = this.pos;
     const hooked = this.hooks.length > 0;
-    const wantStates = hooked && this.hooks.some((h) => !this.stateless.has(h)); // (no closure made without hooks)
+    const wantStates = this.stateHooks > 0;
     // A single-token call keeps its residual vectors in the executor's buffers (no allocation);
     // hooks get copies and the logits are always a fresh array.
     const buf = L === 1 ? (this.buffers ??= newForwardBuffers(H)) : null;
@@ -569,7 +574,7 @@ export class Executor {
     tr.valid = false; // until the step completes
     const pos = this.pos;
     const hooked = this.hooks.length > 0;
-    const wantStates = hooked && this.hooks.some((h) => !this.stateless.has(h)); // (no closure made without hooks)
+    const wantStates = this.stateHooks > 0;
     const buf = (this.buffers ??= newForwardBuffers(H));
     let t0 = phaseStart();
     const emb = this.weights.embedTokens;

@@ -15,7 +15,7 @@ import { sharedChip } from './shared-chips.ts';
 import { turn } from './turn.ts';
 
 /** The chip-test shape these runs use. */
-export const LOCKSTEP_SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
+const LOCKSTEP_SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
 
 /** The firmware `name` (fixtures/firmware) on the shared chip-test chip of LOCKSTEP_SHAPE, and its chip model. */
 export async function lockstepProgram(name: string): Promise<{ model: ChipModel; prog: ChipProgram }> {

@@ -1,18 +1,18 @@
 /**
  * How often the FFN's independent groups of units see an input they saw before: the measure behind
- * a per-group FFN memo (docs/executor.md, round 41). Runs a program on the generic chip compiled in
- * this process and, at every decode step, takes each layer's FFN input (the post-attention norm of
- * the residual after the mixer, recomputed from the layer hook's residual with the executor's own
- * norm) and splits each dense FFN into groups: units joined by a shared down-projection row are one
- * group (so every down row's stored entries lie in one group, and the group's output is a function
- * of the input columns its gate and up rows store, its *key*). Over `--tokens` steps after
- * `--skip` more it counts, per layer, the groups whose key bits moved (a *move*), the moves whose
- * key is among the group's `--lru` most recent keys (a *hit* of a least-recently-used table of
- * that size per group) or among every key it had (*ever*), and the gate/up stored entries a move
- * would walk (the group's entries in the changed columns: what the incremental matmul walks for
- * it). Then the groups a memo would look up under a static rule — at least N gate/up entries per
- * key column, for N in `--per-column` — with their moves, misses and share of the entries; and the
- * groups that hold the most entries.
+ * a per-group FFN memo (docs/benchmarks.md "The executor's round 41"). Runs a program on the
+ * generic chip compiled in this process and, at every decode step, takes each layer's FFN input
+ * (the post-attention norm of the residual after the mixer, recomputed from the layer hook's
+ * residual with the executor's own norm) and splits each dense FFN into groups: units joined by a
+ * shared down-projection row are one group (so every down row's stored entries lie in one group,
+ * and the group's output is a function of the input columns its gate and up rows store, its *key*).
+ * Over `--tokens` steps after `--skip` more it counts, per layer, the groups whose key bits moved
+ * (a *move*), the moves whose key is among the group's `--lru` most recent keys (a *hit* of a
+ * least-recently-used table of that size per group) or among every key it had (*ever*), and the
+ * gate/up stored entries a move would walk (the group's entries in the changed columns: what the
+ * incremental matmul walks for it). Then the groups a memo would look up under a static rule — at
+ * least N gate/up entries per key column, for N in `--per-column` — with their moves, misses and
+ * share of the entries; and the groups that hold the most entries.
  *
  *   npx tsx bench/ffn-group-keys.ts [--elf FILE] [--target qwen3.5-4b] [--tokens 4000] [--skip 300]
  *                                   [--lru 64] [--per-column 8,16,32] [--top 12] [--json]

@@ -5,7 +5,8 @@
  * after an untimed pass, best of `--repeats`. In Node 20 (V8 11.3) `byteOffset` and `buffer` are
  * builtin calls that the optimising compiler does not inline, while `length` and a field are plain
  * loads: the executor therefore keeps the byte addresses it passes to its wasm kernels instead of
- * reading them at every call (src/exec/wasm-heap.ts ViewAt, DeltaAt; docs/executor.md round 36).
+ * reading them at every call (src/exec/wasm-heap.ts ViewAt, DeltaAt;
+ * docs/benchmarks.md "The executor's round 36").
  *
  *   npx tsx bench/view-getters.ts [--calls 20000000] [--repeats 3] [--json]
  *

@@ -327,7 +327,7 @@ describe('deltaLinear', () => {
     expect(refolded).toBeGreaterThan(200);
   });
 
-  it('a row whose sum grows past 2^(23+g) is refolded: float32 rounds twice where the exact sum would not', () => {
+  it('a row whose sum grows past 2^(24+g) is refolded: float32 rounds twice where the exact sum would not', () => {
     // columns in fold order: 1, 3·2^21 ×3, 1. Turned on one at a time, the fold reaches
     // 18,874,369 → 18,874,368 and then 18,874,369 → 18,874,368 again; the exact sum is 18,874,370.
     // (three more columns without weights: the scatter form needs a +0 term in every row)

@@ -119,7 +119,8 @@ export function convAlias(csr: CsrMatrix, cw: Float32Array, d: GdnDims): ConvAli
 }
 
 /**
- * A track's aliases, checked at its first step: the blocks of `alias` whose every channel holds its
+ * A track's aliases, checked once, at the track's step ExecTuning.aliasConvBlocks names
+ * (gdn-tracked.ts setUpAliases): the blocks of `alias` whose every channel holds its
  * representative's window (the K taps' bits), record (chan's four words) and output bits. Their
  * channels are marked active outside the active list (never activated again) and dropped from
  * it (returns the new active count in `out[0]`). Null when no block qualifies.

@@ -265,7 +265,7 @@ export class FfnMemo implements OutputSource {
    */
   private observe(x: Float32Array, stamp: number, changes: InputChanges | null): void {
     // (a view kept while the caller passes the same vector: reading a typed array's buffer and
-    // offset at every step costs builtin calls, docs/executor.md round 36)
+    // offset at every step costs builtin calls, docs/benchmarks.md "The executor's round 36")
     if (this.xSrc !== x) {
       this.xSrc = x;
       this.xView = new Uint32Array(x.buffer, x.byteOffset, this.pendMark.length);

@@ -313,8 +313,11 @@ export interface GdnRunResult {
 /**
  * What the last tracked decode step of a layer left behind (gdnDecodeTracked). Invariants between
  * tracked steps of one cache:
- *  - a conv channel not active (CH_ACTIVE) is settled: its K state taps are bit-identical and `conved[c]`
- *    (the layer buffer) is the conv + SiLU (in `siluForm`) of that state;
+ *  - a conv channel not active (CH_ACTIVE) is settled — its K state taps are bit-identical and
+ *    `conved[c]` (the layer buffer) is the conv + SiLU (in `siluForm`) of that state — or lazy
+ *    (listed in `lazyList`: its output stays while its input does, its state behind by the shifts
+ *    it skipped); an aliased channel keeps CH_ACTIVE off the active list and follows its
+ *    representative (conv-alias.ts);
  *  - buf.q / buf.k hold the l2-normalised queries / keys of buf.conved, buf.beta / buf.g the gates
  *    of the last step, buf.core each value head's last output, buf.normed its gated norm with
  *    the last z, and `headModified[h]` says whether the last step may have changed S of head h.

@@ -24,7 +24,7 @@ const f32 = Math.fround;
  * Number.MAX_VALUE (heap numbers, not small integers) is recorded as one of numbers, where
  * `x !== 0` and `x - x !== 0` were recorded as small-integer operations while the first values
  * were integral, and the compiled step was thrown away at the first fraction or −0 and compiled
- * again (docs/executor.md, round 24).
+ * again (docs/benchmarks.md "The executor's round 24").
  */
 const FLOAT_ZERO = -0;
 const F64_MAX = Number.MAX_VALUE;
@@ -464,7 +464,8 @@ export function recurrentStepSparse(
   // kv (computed above on a finite state) still describes S when the step left S as it was
   if (memo && finiteState && scratch.modified[0] === 0) { memo.valid[h] = 1; memo.kFinite[h] = kFinite ? 1 : 0; memo.kZero[h] = kn === 0 ? 1 : 0; }
   // q and S as at the step that wrote o[oOff..], and this step left S alone: o is still dot(S, q)
-  // (modified tested first, so that both tests run at every step: docs/executor.md round 23)
+  // (modified tested first, so that both tests run at every step:
+  // docs/benchmarks.md "The executor's rounds 21–23")
   if (scratch.modified[0] === 0 && qSame) return kind;
   outputDots(dk, dv, S, kind, rowNonZero, q, qOff, o, oOff, scratch);
   return kind;

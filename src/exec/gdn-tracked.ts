@@ -216,7 +216,7 @@ function replayShifts(conv: Float32Array, base: number, K: number, n: number): v
 
 /**
  * The conv state as the plain step would hold it: a copy of cache.conv with every lazy channel's
- * skipped shifts applied (for tests; the cache is not touched).
+ * skipped shifts applied (Executor.cacheSnapshot and tests; the cache is not touched).
  */
 export function gdnConvSnapshot(cache: GdnCache, K: number): Float32Array {
   const out = cache.conv.slice();

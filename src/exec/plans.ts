@@ -74,7 +74,7 @@ export const DEFAULT_TUNING: Readonly<SparseTuning> = Object.freeze({
   /**
    * MiB of the context's WebAssembly memory, for the wasm kernels and the arrays they read
    * (wasm-kernels.ts, wasm-gdn-kernels.ts; address space, touched only where used: crc32 on the
-   * generic chip carves 49.4 MiB of it at qwen3.5-4b, most of it GDN states whose untouched pages
+   * generic chip carves 69.4 MiB of it at qwen3.5-4b, most of it GDN states whose untouched pages
    * stay unmapped). 0 keeps everything in JavaScript (the same bits); what does not fit runs in
    * JavaScript.
    */

@@ -8,11 +8,12 @@
  * the step's scratch when they fit.
  *
  * Why: in JavaScript each of these loops pays, per element, a typed-array load and store with their
- * checks and a double↔float32 conversion; a value head's step ran them over 128 columns two to
- * four times (docs/executor.md, round 30). Four lanes at a time, with the same IEEE float32
- * operations in the same order per lane, give the same bits: a float32 product or sum of float32
- * operands is what JavaScript's double operation rounded to float32 gives (the double result of
- * +, −, × on float32 operands rounds to float32 without double-rounding error, 53 ≥ 2·24 + 2).
+ * checks and a double↔float32 conversion; a value head's step ran them over 128 columns two to four
+ * times (docs/benchmarks.md "The executor's round 30"). Four lanes at a time, with the same IEEE
+ * float32 operations in the same order per lane, give the same bits: a float32 product or sum of
+ * float32 operands is what JavaScript's double operation rounded to float32 gives (the double
+ * result of +, −, × on float32 operands rounds to float32 without double-rounding error,
+ * 53 ≥ 2·24 + 2).
  *
  * dots(sAt, xAt, rnzAt, dk, dv, kindPos, outAt, idxAt, scrAt) → status (byte addresses; S float32
  * [dk × dv] row-major, x float32 [dk], rowNonZero uint8 [dk], out float32 [dv], idx int32 [dk]); dk
@@ -57,7 +58,7 @@
  * convChannels4(ctlAt) is convChannels for K = 4 (the hosts' conv kernel: Qwen3.5 and Qwen3-Next)
  * with K baked in, its loops over the taps unrolled: the same operations in the same order, with
  * constant tap indices instead of a counter (2 µs a token less on the generic chip's decode at
- * qwen3.5-4b, docs/executor.md "Round 42"). The control block's K must be 4 (wasm-heap.ts
+ * qwen3.5-4b, docs/benchmarks.md "The executor's round 42"). The control block's K must be 4 (wasm-heap.ts
  * convChannelsAt picks the function by K).
  *
  * gatedNorm(ctlAt) → status, over a control block (NORM_CTL) — gdn-gated-norm.ts gatedNormHead for

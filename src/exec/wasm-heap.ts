@@ -73,7 +73,7 @@ export interface DeltaArrays { rowIdx: Uint16Array; values: Float32Array; track:
  * move). A typed array's `byteOffset` and `buffer` are builtin calls in V8 that its optimising
  * compiler does not inline (about 9 and 25 ns on dev-2c: bench/view-getters.ts), and the decode
  * read about 1,240 offsets and 540 buffers a token for its kernels before the addresses were kept
- * (docs/executor.md round 36).
+ * (docs/benchmarks.md "The executor's round 36").
  */
 export interface DeltaAt {
   colBits: number; rowIdx: number; values: number; mark: number; y: number; rows: number; track: number; changed: number; io: number;

@@ -35,18 +35,19 @@ export interface CpuOptions {
   memWords?: number;
   /**
    * Rows of one RAM bank (a power of two, default MEM_BANK_WORDS): what one GDN layer of the
-   * target holds (memBankWordsFor: 8,192 at chip-test, 2,048 at qwen3.5-4b). A code RAM larger
-   * than one bank is split into banks of this size; a data RAM into the fewest interleaved banks
-   * (a power of two) of at most this size (memLayout).
+   * target holds (memBankWordsFor: 8,192 at chip-test, 4,096 at qwen3.5-4b, whose rows hold two
+   * words). A code RAM larger than one bank is split into banks of this size; the data RAM is
+   * always four interleaved banks of at most this size (memLayout).
    */
   memBankWords?: number;
 }
 
 /**
  * Default rows of one data-RAM bank: 8,192 words (32 KiB), what one GDN layer holds at chip-test
- * (64 key heads × 128 rows of one 32-bit word); qwen3.5-4b's layer holds 2,048 (16 × 128), so a
- * chip for it uses 2,048-word banks (CpuOptions.memBankWords). A data RAM larger than one bank is
- * split into interleaved banks "mem", "mem1", … (memLayout) placed in different layers.
+ * (64 key heads × 128 rows of one 32-bit word); qwen3.5-4b's layer holds 4,096 (16 × 128 rows of
+ * two words, packed rows: memBankWordsFor), so a chip for it uses 4,096-word banks
+ * (CpuOptions.memBankWords). The data RAM is four interleaved banks "mem", "mem1", "mem2", "mem3"
+ * (memLayout); banks smaller than a layer share one.
  */
 export const MEM_BANK_WORDS = 8192;
 

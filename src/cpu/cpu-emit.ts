@@ -4,9 +4,11 @@
  * row: the trap causes of decode, controlFlow and memory fold into one cause here), a taken jump
  * (J), a division step (Q / D / H), a crossing access's or a code store's out-of-turn token, a
  * console store (OUT), or the instruction's result (E / D + E / D + H + N) and the next slot.
- * The payload is one select layer over the candidates (result bytes, jump target, w + 1, console
- * byte, halt code or trap cause, the division's and bn.mac's words); the kind, slot and payload
- * bytes then pick one of the alphabet's rows (the LM head). Reads nearly every stage's outputs;
+ * The kind is a table over a class of the plan's early inputs and the result's width sum
+ * (tableOverClass). Each payload byte is a choice over its cases (the early payloads, chosen a
+ * layer before, and the jump target, halt code or trap cause, the data RAM's word, the division's
+ * remainder, a crossing load's prefix); the kind, slot and payload bytes then pick one of the
+ * alphabet's rows (the LM head, through their one-hots). Reads nearly every stage's outputs;
  * produces nothing further (the circuit's output).
  */
 import type { CircuitBuilder, Sig } from '../dsl/index.ts';

@@ -51,7 +51,8 @@ export interface Executed {
 export function execute(c: CircuitBuilder, io: ExecuteInputs): Executed {
   const { a, b, A, B, pcWord, ins, isOp, isStore, aluOp } = io;
   const immI = wordFromSpec(c, ins, immSpec('I'));
-  // Stores add their S-immediate: `sum` is then the effective address of every load and store.
+  // Stores add their S-immediate (the data RAM's address has an adder of its own, cpu-memory.ts
+  // memoryAddress, over ports that move only for loads and stores).
   const immIS = muxWord(c, isStore, wordFromSpec(c, ins, immSpec('S')), immI);
   const opB = muxWord(c, isOp, B, immIS);
   const sum = add32(c, A, opB, 0, 'sum').sum;

@@ -1,10 +1,10 @@
 /**
- * Fetch: the instruction word at the PC latch's word index w, from the code RAM (one RAM, or
- * banks of one GDN layer each when it is larger: every bank reads at w's low bits, only the one
- * holding w is enabled). The code RAM is written by the loader (a word below its end) and by code
- * stores (A(w), then the H two positions later writes {H, D latch} to code word w), so fetch sees
- * self-modified code. Reads the PC (w), the loader's state and the token word; produces the 32
- * instruction bits and fetchOut (w past the code RAM: TRAP(fetch)).
+ * Fetch: the instruction word at the PC's word index w (a choice by the slot, cpu-control.ts), from
+ * the code RAM (one RAM, or banks of one GDN layer each when it is larger: every bank reads at w's
+ * low bits, only the one holding w is enabled). The code RAM is written by the loader (a word below
+ * its end) and by code stores (A(w), then the H two positions later writes {H, D latch} to code
+ * word w), so fetch sees self-modified code. Reads the PC (w), the loader's state and the token
+ * word; produces the 32 instruction bits and fetchOut (w past the code RAM: TRAP(fetch)).
  */
 import type { CircuitBuilder, Sig } from '../dsl/index.ts';
 import { FETCH_DIGIT_BITS, rowDigits, type CpuShape } from './cpu-layout.ts';

@@ -8,7 +8,7 @@
  * The commit decides from delays of the decode and of the fed token's kind, so this stage also
  * builds those delay lines (start / H / Q one and two positions back) and the PC's words (link =
  * PC + 4, pcWord) that the later stages reuse, and the bignum unit's carry enables (which H
- * latches or moves its carry). Reads the token fields, the PC latch, loader state and decode.
+ * latches or moves its carry). Reads the token fields, the PC's link word, loader state and decode.
  */
 import type { CircuitBuilder, Ram, Sig } from '../dsl/index.ts';
 import { BN_BANKS, BN_OPCODE } from './mac-unit.ts';

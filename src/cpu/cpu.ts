@@ -1,11 +1,11 @@
 /**
- * The RV32IM+Zba chip (circuit `rv32-v1`), speaking token protocol v5 (docs/token-protocol.md): fetch (a code
- * RAM), decode, register file (a RAM with two read ports), ALU and Zba, branches and jumps
- * (PC = base + 4·j, base latched by J tokens), a data RAM with loads and stores of every width and
- * alignment, the console (OUT), `ecall` exit and `tohost` (HALT), one 32×32 → 64 multiplier for
- * MUL* and the bignum unit's bn.mac / bn.mac1 (src/cpu/mac-unit.ts), radix-16 division
- * steps for DIV/REM (Q tokens), code stores that reach fetch (A tokens), and a loader mode before
- * the first J (loading by prompt). docs/cpu-plan.md has the status.
+ * The RV32IM+Zba chip (circuit `rv32-v1`), speaking token protocol v9 (docs/token-protocol.md):
+ * fetch (a code RAM), decode, register file (a RAM with six read ports), ALU and Zba, branches and
+ * jumps (the PC one of four slot words after the word a J token names), a data RAM with loads and
+ * stores of every width and alignment, the console (OUT), `ecall` exit and `tohost` (HALT), one
+ * 32×32 → 64 multiplier for MUL* and the bignum unit's bn.mac / bn.mac1 (src/cpu/mac-unit.ts),
+ * radix-16 division steps for DIV/REM (Q tokens), code stores that reach fetch (A tokens), and a
+ * loader mode before the first J (loading by prompt). docs/cpu-plan.md describes it.
  *
  * One position is one micro-step. Positions fed E, N, OUT(j ≥ 1) or J start the instruction at
  * their PC; positions fed D, H, K, Q, A or OUT(0) re-execute the pending one (same PC, same
@@ -41,8 +41,8 @@ export {
 /**
  * The chip for these options: the stages in the order they build their signals (each stage's
  * file says what it computes). The order is part of the chip — node ids, and so the compiled
- * weights' layout, follow it — which is why control and execute are entered twice: the PC latch
- * and loader mode come first, branches and halts once the operands and the address exist; the
+ * weights' layout, follow it — which is why control and execute are entered twice: the PC's slot
+ * latches and loader mode come first, branches and halts once the operands and the address exist; the
  * ALU's candidates before memory, its result select after the M unit.
  */
 export function cpuCircuit(opts: CpuOptions) {

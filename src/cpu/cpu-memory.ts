@@ -267,8 +267,8 @@ function dataRam(c: CircuitBuilder, io: MemoryInputs, at: Address) {
   // or word-crossing; an aligned SW writes its whole word) and whether it is the next word (a
   // crossing access's other word), from their early inputs and the offset sum. Mode 0 row 0 (idle:
   // the read port's q projection then stays constant across runs of other instructions, less work
-  // for incremental decode, docs/executor.md "Incremental matmuls"), 1 the row, 2 the next word's; case 0 no
-  // read needed, else 1 + 2·load + next.
+  // for incremental decode, docs/executor.md "Incremental matmuls"), 1 the row, 2 the next
+  // word's; case 0 no read needed, else 1 + 2·load + next.
   const readsOldOf = (ld: number, st: number, f3: number, o: number) => ld || (st && (f3 < 2 || o !== 0));
   const readNextOf = (st: number, f3: number, o: number, as: number, sp: number) =>
     (!crosses(f3, o) ? 0 : st ? sp : as ? (4 - o > 2 ? 1 : 0) : (4 - o > 2 ? 0 : 1));

@@ -39,11 +39,11 @@ export {
 } from './cpu-layout.ts';
 
 /**
- * The chip for these options: the stages in the order they build their signals (each stage's
- * file says what it computes). The order is part of the chip — node ids, and so the compiled
- * weights' layout, follow it — which is why control and execute are entered twice: the PC's slot
- * latches and loader mode come first, branches and halts once the operands and the address exist; the
- * ALU's candidates before memory, its result select after the M unit.
+ * The chip for these options: the stages in the order they build their signals (each stage's file
+ * says what it computes). The order is part of the chip — node ids, and so the compiled weights'
+ * layout, follow it — which is why control and execute are entered twice: the PC's slot latches and
+ * loader mode come first, branches and halts once the operands and the address exist; the ALU's
+ * candidates before memory, its result select after the M unit.
  */
 export function cpuCircuit(opts: CpuOptions) {
   const shape = cpuShape(opts);

@@ -4,14 +4,15 @@
  * A layer whose in_proj_qkv / z / b / a are all +0 (isIdleLayer) maps a finite input with at least
  * one activation of clear sign bit to mixed, z, b, a = +0 exactly, whatever the input (matmul.ts's
  * module comment: a row whose terms are all ±0 is −0 only when every term is −0, and a column
- * without an entry gives the +0 weight's term, +0 where the activation's sign bit is clear). If moreover the conv state is all +0 and every head's state is all +0 (kind
- * STATE_ZERO, not handed out), the whole step — the *idle step* — is a pure function of the
- * weights and the numeric mode alone: its output is the same vector every time, and it leaves the
- * conv state (shifted +0s) and S unchanged. That is checked after the first such step actually
- * ran (keepIdleOutput stores the output only if the conv state is still all +0 and every head is
- * still STATE_ZERO). Later idle steps copy that output (idleOutOf), in this cache and in any other
- * cache of the same weights and numeric mode (ctx.plans.idleOutputs). Hooks still get copies of the
- * (unchanged) states. gdn.ts gdnForward tests idlePreconditions and uses the two.
+ * without an entry gives the +0 weight's term, +0 where the activation's sign bit is clear). If
+ * moreover the conv state is all +0 and every head's state is all +0 (kind STATE_ZERO, not handed
+ * out), the whole step — the *idle step* — is a pure function of the weights and the numeric mode
+ * alone: its output is the same vector every time, and it leaves the conv state (shifted +0s) and S
+ * unchanged. That is checked after the first such step actually ran (keepIdleOutput stores the
+ * output only if the conv state is still all +0 and every head is still STATE_ZERO). Later idle
+ * steps copy that output (idleOutOf), in this cache and in any other cache of the same weights and
+ * numeric mode (ctx.plans.idleOutputs). Hooks still get copies of the (unchanged) states. gdn.ts
+ * gdnForward tests idlePreconditions and uses the two.
  */
 import type { GdnWeights } from '../model/weights.ts';
 import type { GdnDims } from '../model/naming.ts';

@@ -397,10 +397,10 @@ function placeOpenRuns(open: Int32Array, cols: number, runs: Int32Array, next: U
 }
 
 /**
- * True when every weight of the matrix is +0 (bit pattern 0): no CSR entry and, if there is a
- * dense form, no −0 in it. On the sparse path such a matrix maps any finite input that has at
- * least one activation with a clear sign bit to act(+0) = +0 in every row (matmul.ts's module
- * comment: a sum of ±0 terms is −0 only when every term is −0). Cached with the matrix's sparse plan.
+ * True when every weight of the matrix is +0 (bit pattern 0): no CSR entry and, if there is a dense
+ * form, no −0 in it. On the sparse path such a matrix maps any finite input that has at least one
+ * activation with a clear sign bit to act(+0) = +0 in every row (matmul.ts's module comment: a sum
+ * of ±0 terms is −0 only when every term is −0). Cached with the matrix's sparse plan.
  */
 export function allPlusZero(plans: ExecPlans, m: Matrix): boolean {
   const p = sparsePlanOf(plans, m);

@@ -58,8 +58,8 @@
  * convChannels4(ctlAt) is convChannels for K = 4 (the hosts' conv kernel: Qwen3.5 and Qwen3-Next)
  * with K baked in, its loops over the taps unrolled: the same operations in the same order, with
  * constant tap indices instead of a counter (2 µs a token less on the generic chip's decode at
- * qwen3.5-4b, docs/benchmarks.md "The executor's round 42"). The control block's K must be 4 (wasm-heap.ts
- * convChannelsAt picks the function by K).
+ * qwen3.5-4b, docs/benchmarks.md "The executor's round 42"). The control block's K must be 4
+ * (wasm-heap.ts convChannelsAt picks the function by K).
  *
  * gatedNorm(ctlAt) → status, over a control block (NORM_CTL) — gdn-gated-norm.ts gatedNormHead for
  * the value heads h from `resume` to hv of a step that is not fresh (dv a multiple of 4). A head

@@ -60,7 +60,9 @@
  * (`layerPhasesMsPerToken`: per layer, phase → ms per token) and the spread of a step's time in
  * each layer half (`layerTokenUs`: per layer and half, the mean, median, 90th and 99th percentile
  * and greatest step in µs, and `tailShare`, the part of the mean from steps above 40 µs) — where a
- * layer's mean comes from a few slow steps rather than from every step.
+ * layer's mean comes from a few slow steps rather than from every step — and each layer half's
+ * share of the work counters per token (`layerWorkPerToken`: entries walked, rows reached, conv
+ * channels, value-head steps run and passed over, FFN memo hits; deterministic).
  */
 import fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -69,7 +71,7 @@ import vm from 'node:vm';
 import path from 'node:path';
 import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks';
 import { Executor } from '../src/exec/executor.ts';
-import type { LayerDetail, PhaseTimes } from '../src/exec/profile.ts';
+import type { HalfWork, LayerDetail, PhaseTimes } from '../src/exec/profile.ts';
 import { DELTA_ROLES, type DeltaRole, type DeltaWork } from '../src/exec/matmul.ts';
 import { loadModel } from '../src/model/load-weights.ts';
 import type { ModelWeights } from '../src/model/weights.ts';
@@ -400,7 +402,7 @@ const steps = plain.steps;
 const msPerToken = plain.decodeMs / steps;
 let times: PhaseTimes | null = null;
 let profiledMs = 0;
-const detail: LayerDetail | null = layerDetail && phases ? { tokenMs: [] } : null;
+const detail: LayerDetail | null = layerDetail && phases ? { tokenMs: [], work: [] } : null;
 if (layerDetail && !phases) usage('--layer-detail needs the phases (drop --no-phases)');
 if (phases) {
   times = {};
@@ -434,6 +436,11 @@ const spreadOf = (ms: number[]): Spread => {
 const layerSpread = detail === null ? null : Array.from({ length: c.numLayers }, (_, layer) => ({
   layer, mixer: spreadOf(detail.tokenMs[2 * layer] ?? []), ffn: spreadOf(detail.tokenMs[2 * layer + 1] ?? []),
 }));
+// each layer half's work counters per token (deterministic: the same in every run of a build)
+const perTokenWork = (h: HalfWork | undefined) => Object.fromEntries(Object.entries(h ?? {}).map(([k, v]) => [k, v / steps])) as unknown as HalfWork;
+const layerWork = detail === null ? null : Array.from({ length: c.numLayers }, (_, layer) => ({
+  layer, mixer: perTokenWork(detail.work?.[2 * layer]), ffn: perTokenWork(detail.work?.[2 * layer + 1]),
+}));
 const distinct = new Set(plain.ids).size;
 const instrPerSecond = plain.instructions / (plain.decodeMs / 1000);
 const golden = elf !== undefined ? goldenRate(elf) : null;
@@ -452,7 +459,7 @@ if (json) {
     workPerTokenByMatrix: Object.fromEntries(DELTA_ROLES.map((r) => [r, Object.fromEntries(Object.entries(plain.work.byRole[r]).map(([k, v]) => [k, v / steps]))])),
     phasesMsPerToken: times && Object.fromEntries(phaseTable.map(([k, v]) => [k, v / steps])),
     layersMsPerToken: times && layerRows.map((l) => ({ layer: l.layer, mixer: l.mixer / steps, ffn: l.ffn / steps })),
-    ...(layerPhases !== null ? { layerPhasesMsPerToken: layerPhases, layerTokenUs: layerSpread } : {}),
+    ...(layerPhases !== null ? { layerPhasesMsPerToken: layerPhases, layerTokenUs: layerSpread, layerWorkPerToken: layerWork } : {}),
   }));
 } else {
   if (elf !== undefined) console.log(`chip: ${chipLabel}`);
@@ -511,6 +518,11 @@ if (json) {
         const ph = Object.entries(layerPhases[l.layer]!).map(([k, v]) => `${k} ${(1000 * v).toFixed(1)}`).join(', ');
         console.log(`  layer ${String(l.layer).padStart(2)}: ${ph}`);
         console.log(`    mixer ${sp(l.mixer)}; ffn ${sp(l.ffn)}`);
+        const w = layerWork?.[l.layer];
+        if (w) {
+          const wk = (h: HalfWork) => `${h.entries.toFixed(0)} entries, ${h.rows.toFixed(0)} rows, ${h.convChannels.toFixed(1)} conv channels, ${h.headSteps.toFixed(1)} head steps (${h.headsBetaZero.toFixed(1)} passed over), ${h.ffnMemoHits.toFixed(2)} memo hits`;
+          console.log(`    work per token: mixer ${wk(w.mixer)}; ffn ${wk(w.ffn)}`);
+        }
       }
     }
   }

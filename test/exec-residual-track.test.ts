@@ -380,6 +380,28 @@ describe('tracked decode on whole executors', () => {
 });
 
 describe('per-layer phase detail (Executor.setPhaseTimes with a LayerDetail)', () => {
+  it('each layer half\'s work counters add up to the executor\'s totals over the same steps, the mixer\'s conv and head work in mixer halves', () => {
+    const w = sparseRandomModel(5);
+    const s = new Executor(w, { path: 'sparse' });
+    s.prefill([3, 1]);
+    const detail: LayerDetail = { tokenMs: [], work: [] };
+    s.setPhaseTimes({}, detail);
+    const st = s.stats;
+    const before = [st.deltaEntries, st.deltaRows, st.convChannels, st.gdnHeadSteps, st.gdnHeadsBetaZero, st.ffnMemoHits];
+    let id = 1;
+    for (let i = 0; i < 12; i++) id = s.decodeArgmax(i % 3 === 0 ? id : (i * 53 + 7) % w.config.vocabSize);
+    const total = [st.deltaEntries, st.deltaRows, st.convChannels, st.gdnHeadSteps, st.gdnHeadsBetaZero, st.ffnMemoHits].map((v, k) => v - before[k]!);
+    const work = detail.work!;
+    expect(work.length).toBe(2 * w.config.numLayers);
+    const sum = (f: (h: (typeof work)[number]) => number, half?: 0 | 1) => work.filter((_, i) => half === undefined || i % 2 === half).reduce((a, h) => a + f(h), 0);
+    expect([sum((h) => h.entries), sum((h) => h.rows), sum((h) => h.convChannels), sum((h) => h.headSteps), sum((h) => h.headsBetaZero), sum((h) => h.ffnMemoHits)]).toEqual(total);
+    expect(total[0]).toBeGreaterThan(0);
+    expect(total[2]).toBeGreaterThan(0);
+    // the FFN halves walk entries; conv channels and value-head steps are the mixers' alone
+    expect(sum((h) => h.entries, 1)).toBeGreaterThan(0);
+    expect(sum((h) => h.convChannels, 1) + sum((h) => h.headSteps, 1)).toBe(0);
+  });
+
   it('each layer\'s phases under its prefix, summing to at most the phase; one step time per half per tracked step', () => {
     const w = sparseRandomModel(5);
     const s = new Executor(w, { path: 'sparse' });

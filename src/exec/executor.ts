@@ -27,7 +27,7 @@ import { makeNumericContext, type ExecNumericContext } from './numeric.ts';
 import { plansOf } from './plans.ts';
 import { rmsNorm1p } from './norms.ts';
 import type { ExecOptions, HookOptions, LayerHook, LayerHookEvent } from './types.ts';
-import { phaseEnd, phaseStart, setActiveTimes, setLayerPrefix, type LayerDetail, type PhaseTimes } from './profile.ts';
+import { addHalfWork, markHalfWork, phaseEnd, phaseStart, setActiveTimes, setLayerPrefix, type LayerDetail, type PhaseTimes } from './profile.ts';
 import { addTracked, ResidualTrack, rowEntriesOf, type RowEntries } from './residual-track.ts';
 import { wasmHeapOf, type DeltaShare } from './delta.ts';
 
@@ -324,7 +324,8 @@ export class Executor {
    * Accumulate wall-clock milliseconds per phase of every later forward call into `t` (null: off,
    * the default; off costs one null test per probe). Phase names: docs/executor.md. With `detail`
    * (and `t`), the tracked decode step also accumulates each phase under its layer's prefix
-   * (`L3 gdn.conv`) and appends each step's time in every layer half to detail.tokenMs.
+   * (`L3 gdn.conv`) and appends each step's time in every layer half to detail.tokenMs; with
+   * detail.work it also sums each layer half's work counters there (profile.ts HalfWork).
    */
   setPhaseTimes(t: PhaseTimes | null, detail: LayerDetail | null = null): void {
     this.phaseTimes = t;
@@ -608,7 +609,10 @@ export class Executor {
       const lw = this.weights.layers[li];
       const lt = tr.layers[li];
       let tl = phaseStart();
-      if (detail !== null) setLayerPrefix(layerPhases[li]![2]);
+      if (detail !== null) {
+        setLayerPrefix(layerPhases[li]![2]);
+        if (detail.work !== undefined) markHalfWork(stats);
+      }
       const m = lw.mixer;
       const gc = this.gdn[li];
       // an idle mixer whose input keeps it idle: its norm and step passed over (gdn-idle.ts idleSkipHolds;
@@ -654,7 +658,10 @@ export class Executor {
       t0 = phaseEnd('residual', t0);
       const tm = tl;
       tl = phaseEnd(layerPhases[li]![0], tl);
-      if (detail !== null) detail.tokenMs[2 * li]!.push(tl - tm);
+      if (detail !== null) {
+        detail.tokenMs[2 * li]!.push(tl - tm);
+        if (detail.work !== undefined) addHalfWork(detail.work, 2 * li, stats);
+      }
       lt.n2.run(ctx, lt.mid, fresh);
       t0 = phaseEnd('norm', t0);
       const f = lw.mlp;
@@ -673,7 +680,10 @@ export class Executor {
       addTracked(ctx, lt.mid, ff, ffChanges, lt.y, fresh);
       t0 = phaseEnd('residual', t0);
       const te = phaseEnd(layerPhases[li]![1], tl);
-      if (detail !== null) detail.tokenMs[2 * li + 1]!.push(te - tl);
+      if (detail !== null) {
+        detail.tokenMs[2 * li + 1]!.push(te - tl);
+        if (detail.work !== undefined) addHalfWork(detail.work, 2 * li + 1, stats);
+      }
       if (hooked) {
         const ev: LayerHookEvent = {
           layer: li, position: pos, residualIn: x.v.slice(), residualMid: lt.mid.v.slice(), residualOut: lt.y.v.slice(),

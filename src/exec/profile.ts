@@ -16,6 +16,48 @@ export type PhaseTimes = Record<string, number>;
 export interface LayerDetail {
   /** Milliseconds of each decode step in layer l's mixer half (index 2l) and FFN half (2l + 1). */
   tokenMs: number[][];
+  /**
+   * When given, each layer half's work counters summed over the tracked steps (index 2l, 2l + 1 as
+   * tokenMs): the share of MatmulStats' totals that half took. Counters are deterministic, so the
+   * split compares builds where timings cannot.
+   */
+  work?: HalfWork[];
+}
+
+/** A layer half's share of the executor's work counters (MatmulStats fields of the same meaning). */
+export interface HalfWork {
+  /** Stored entries walked and rows reached by the incremental matmuls (deltaEntries, deltaRows). */
+  entries: number;
+  rows: number;
+  /** Conv channels recomputed, value-head steps run and passed over at β = ±0 (convChannels, gdnHeadSteps, gdnHeadsBetaZero). */
+  convChannels: number;
+  headSteps: number;
+  headsBetaZero: number;
+  /** FFN steps the memo answered (ffnMemoHits). */
+  ffnMemoHits: number;
+}
+
+/** The counters HalfWork follows, as read from a MatmulStats-shaped object. */
+interface WorkCounters {
+  deltaEntries: number; deltaRows: number; convChannels: number; gdnHeadSteps: number; gdnHeadsBetaZero: number; ffnMemoHits: number;
+}
+
+/** The counters when the current layer half began (markHalfWork). */
+const workMark = new Float64Array(6);
+
+/** Notes the counters at the start of a layer half. */
+export function markHalfWork(s: WorkCounters): void {
+  workMark[0] = s.deltaEntries; workMark[1] = s.deltaRows; workMark[2] = s.convChannels;
+  workMark[3] = s.gdnHeadSteps; workMark[4] = s.gdnHeadsBetaZero; workMark[5] = s.ffnMemoHits;
+}
+
+/** Adds what the counters took since the mark to work[i] (made on first use), and marks again. */
+export function addHalfWork(work: HalfWork[], i: number, s: WorkCounters): void {
+  while (work.length <= i) work.push({ entries: 0, rows: 0, convChannels: 0, headSteps: 0, headsBetaZero: 0, ffnMemoHits: 0 });
+  const w = work[i]!;
+  w.entries += s.deltaEntries - workMark[0]!; w.rows += s.deltaRows - workMark[1]!; w.convChannels += s.convChannels - workMark[2]!;
+  w.headSteps += s.gdnHeadSteps - workMark[3]!; w.headsBetaZero += s.gdnHeadsBetaZero - workMark[4]!; w.ffnMemoHits += s.ffnMemoHits - workMark[5]!;
+  markHalfWork(s);
 }
 
 /** The accumulator of the forward call in progress, or null (profiling off). */

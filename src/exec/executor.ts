@@ -604,15 +604,15 @@ export class Executor {
     // (per-layer totals beside the phases, with profiling on: `layer N mixer` and `layer N ffn`)
     const layerPhases = this.layerPhases ??= Array.from({ length: c.numLayers }, (_, li) => [`layer ${li} mixer`, `layer ${li} ffn`, `L${li} `] as const);
     const detail = this.layerDetail;
-    if (detail !== null) while (detail.tokenMs.length < 2 * c.numLayers) detail.tokenMs.push([]);
+    if (detail !== null) {
+      while (detail.tokenMs.length < 2 * c.numLayers) detail.tokenMs.push([]);
+      if (detail.work !== undefined) markHalfWork(stats); // (each half's add marks the next half's start)
+    }
     for (let li = 0; li < c.numLayers; li++) {
       const lw = this.weights.layers[li];
       const lt = tr.layers[li];
       let tl = phaseStart();
-      if (detail !== null) {
-        setLayerPrefix(layerPhases[li]![2]);
-        if (detail.work !== undefined) markHalfWork(stats);
-      }
+      if (detail !== null) setLayerPrefix(layerPhases[li]![2]);
       const m = lw.mixer;
       const gc = this.gdn[li];
       // an idle mixer whose input keeps it idle: its norm and step passed over (gdn-idle.ts idleSkipHolds;

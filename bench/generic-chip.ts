@@ -46,7 +46,7 @@ import { checkChipFits, programOf, readChipCheckpoint, runOnChip, type ChipCheck
 import { loadChipModel, type ChipModel } from '../src/chip/loaded.ts';
 import { ChipcError } from '../src/util/errors.ts';
 import { GOLDEN_DEFAULT_MAX_INSTRUCTIONS, goldenTokens, haltCode, type GoldenTrace } from '../riscv/golden-trace.ts';
-import { decodeToken, formatToken } from '../riscv/protocol.ts';
+import { decodeToken } from '../riscv/protocol.ts';
 import { assemble, encode } from '../riscv/asm.ts';
 import { writeElf } from '../riscv/elf-write.ts';
 import { disassemble } from '../riscv/decode.ts';

@@ -18,7 +18,7 @@
  * or the chip diverges.
  */
 import { openInterpreter } from '../src/chip/repl.ts';
-import { bignumProblems, type Problem } from './bignum-problems.ts';
+import { bignumProblems } from './bignum-problems.ts';
 
 interface Row {
   i: number; kind: 'mul' | 'div'; digits: number[]; ok: boolean; exitCode: number | null;

@@ -13,7 +13,7 @@ import { OPC, immB, immJ, immS } from './decode.ts';
 import { cpuForProgram, loadElf } from './elf.ts';
 import { bnMac, type Cpu, type HaltReason, type TraceEvent } from './cpu.ts';
 import {
-  A_COUNT, BOS_ID, CODE_BASE, CODE_BYTES, PROTOCOL_VERSION, TRAP_CAUSE, codeWord, decodeToken, encodeToken, fitsNarrow,
+  A_COUNT, CODE_BASE, CODE_BYTES, PROTOCOL_VERSION, TRAP_CAUSE, codeWord, decodeToken, encodeToken, fitsNarrow,
   splitResult, wideHi14, type TokenKind, type TrapCause,
 } from './protocol.ts';
 

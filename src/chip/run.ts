@@ -91,9 +91,6 @@ export function codeSizeFor(bytes: number): number {
   return size;
 }
 
-/** Where the program lies: its code end in bytes from CODE_BASE (executable segments) and its image's end. */
-export interface ProgramExtent { codeEndBytes: number; imageEndBytes: number }
-
 export interface ChipShapeOptions {
   /** Data RAM bytes (a multiple of 256, at most 128 KiB); default DEFAULT_MEM_BYTES. */
   memBytes?: number;

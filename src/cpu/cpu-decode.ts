@@ -107,7 +107,6 @@ export function decode(c: CircuitBuilder, io: DecodeInputs): Decoded {
   const sysRest = c.linear([...ins.slice(7, 20), ...ins.slice(21, 32)].map((x) => [x, 1] as [Sig, number])).eq(0).named('systemRestZero');
   // 0 none, 1 illegal, 2 ebreak, 3 fetch fault — the traps known right after fetch.
   const early = (fo: number, lg: number, rz: number, b20: number) => (fo ? 3 : lg === 0 ? 1 : lg === 2 ? (!rz ? 1 : b20 ? 2 : 0) : 0);
-  const earlyTrap = c.table('earlyTrap', [fetchOut, legalBase, sysRest, ins[20]!], early, [0, 3]);
   const earlyAny = c.table('earlyTrapAny', [fetchOut, legalBase, sysRest, ins[20]!], (...v) => (early(v[0]!, v[1]!, v[2]!, v[3]!) ? 1 : 0), [0, 1]);
   // Its TRAP cause: illegal 0, ebreak 1, fetch 2 (0 also when none: trapAny says whether).
   const earlyCause = c.table('earlyTrapCause', [fetchOut, legalBase, sysRest, ins[20]!], (...v) => [0, 0, 1, 2][early(v[0]!, v[1]!, v[2]!, v[3]!)]!, [0, 2]);

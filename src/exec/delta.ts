@@ -276,12 +276,6 @@ function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, c
   };
 }
 
-/** Drops the memo of m in ctx (the next deltaLinear call recomputes every row). */
-export function invalidateDelta(ctx: ExecNumericContext, m: Matrix): void {
-  const st = ctx.memos.deltaStates.get(m);
-  if (st) st.valid = false;
-}
-
 /**
  * The lowest set bits of a matrix's stored weights in CSR and CSC (cscPlanOf) order, kept per CSR
  * values array in plans.weightLowbits (new storage, new bits).

@@ -49,8 +49,6 @@ export const LOOKUP_MARGIN = 128;
 export const LOOKUP_EAGER_MARGIN = 112;
 /** The output-gate pre-activation: sigmoid(32) = 1 exactly in float32. */
 export const LOOKUP_GATE = 32;
-/** exp(x) is exactly +0 at and below this (float32). */
-export const EXP_UNDERFLOW = -103.972084;
 
 /** The attention shape a lookup is lowered for. */
 export interface AttnDims {

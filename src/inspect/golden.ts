@@ -286,11 +286,6 @@ export function parseEmitGolden(text: string, label: string): EmitGolden {
   };
 }
 
-/** Reads and validates an emission golden file. */
-export function readEmitGoldenFile(file: string): EmitGolden {
-  return parseEmitGolden(readGoldenText(file), file);
-}
-
 /** The checkpoint golden an emission golden implies (its manifest hash aside): what checkGolden expects of the emitted checkpoint. */
 export function emitGoldenAsCheckpoint(g: EmitGolden): CheckpointGolden {
   const tensors: Record<string, GoldenTensor> = Object.create(null);

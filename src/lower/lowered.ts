@@ -43,8 +43,6 @@ export interface VDimInfo {
   name: string;
 }
 
-export type OpKind = 'ffn' | 'gdn' | 'attn';
-
 interface OpBase {
   id: number;
   /** IR node (or RAM / lookup declaration) this op implements, for reports and errors. */

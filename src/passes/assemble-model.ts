@@ -16,7 +16,7 @@ import type {
 } from '../model/weights.ts';
 import { ChipcError } from '../util/errors.ts';
 import { frameConstants, type ResidualFrame } from '../lower/frame.ts';
-import type { FfnUnit, LayerSpec, VDim } from '../lower/forms.ts';
+import type { FfnUnit, LayerSpec } from '../lower/forms.ts';
 import type { TokenRow } from '../lower/lowered.ts';
 import { CsrBuilder, csrFromRows, formRow, type SlotMap } from './assemble/rows.ts';
 

@@ -78,9 +78,6 @@ export function encodeStore(model: StoreModel): Uint8Array {
   return out;
 }
 
-/** Header fields of a store file, read without checking the checksum (for messages/tools). */
-export interface StoreFileInfo { version: number; params: StoreParams }
-
 /**
  * Decodes a store file into a fresh StoreModel. Refuses (ChipcError, naming `source`):
  * `store.truncated` (shorter than its header says, or than a header), `store.format` (bad magic,

@@ -5,7 +5,6 @@
  */
 import type { Command } from 'commander';
 import { mergeCheckpoints } from '../../merge/merge.ts';
-import { ChipcError } from '../../util/errors.ts';
 import { FILE_HASHES_HELP, NO_HOLES_HELP, maxShardSizeOption } from '../support/options.ts';
 import { fmtInt, makeOut } from '../support/output.ts';
 import { makeProgressReporter } from '../support/progress.ts';

@@ -156,7 +156,24 @@ describe('one generic chip runs different programs (weights and IR)', () => {
       const r = runOnChip(chip, prog, opts);
       expect(r.divergence).toBeNull();
       expect(r.exitCode).toBe(5);
+      // the ecall is the instruction after the padding and `li a7, 63`; the exit's ecall is not listed
+      expect(r.systemCalls).toEqual([{ pc: 0x80000000 + 4 * (pad + 1), count: 1 }]);
     }
+  }, 60_000);
+
+  it('the system calls other than exit are counted by the pc of their ecall (weights and IR); a program without any lists none', () => {
+    // three passes of a loop over a write (a7 = 64) and one other call (a7 = 17), then exit: the
+    // ecalls are words 2 and 4 of the image
+    const src = 'li t0, 3\nloop:\nli a7, 64\necall\nli a7, 17\necall\naddi t0, t0, -1\nbnez t0, loop\nli a7, 93\nli a0, 0\necall';
+    const { elf } = assembleElf(src);
+    const prog = programOf(elf, SHAPE, target.config);
+    const want = [{ pc: 0x80000008, count: 3 }, { pc: 0x80000010, count: 3 }];
+    for (const r of [runOnChip(chip, prog, { maxTokens: 500 }), runOnInterpreter(prog, { maxTokens: 500 })]) {
+      expect(r.exitCode).toBe(0);
+      expect(r.systemCalls).toEqual(want);
+    }
+    const hello = programOf(fs.readFileSync('fixtures/firmware/hello.elf'), SHAPE, target.config);
+    expect(runOnInterpreter(hello, { maxTokens: 5000 }).systemCalls).toEqual([]);
   }, 60_000);
 
   it('the configuration words differ between the programs (code end, tohost), and the chip has no program constant', () => {
@@ -249,6 +266,16 @@ describe('chipc run: refusals and --check on traps', () => {
     expect(r.out).toMatch(/TRAP\(illegal\) at pc 0x80000000/);
     expect(r.out).toMatch(/illegal instruction 0xf14022f3 at pc 0x80000000/);
     expect(r.out).not.toMatch(/^exit 0$/m);
+  });
+
+  it('a write through ecall prints nothing on the chip: `chipc run` says so, naming the ecall\'s pc, and keeps the exit code', async () => {
+    const f = write('write.elf', 'li a0, 1\nli a7, 64\necall\nli a7, 93\nli a0, 7\necall');
+    const r = await cli('run', f, '--engine', 'ir', '--code-size', '4096', '--mem-size', '32768');
+    expect(r.code).toBe(7);
+    expect(r.out).toMatch(/1 system call other than exit \(ecall at pc 0x80000008\): the chip answers each with -38 \(ENOSYS\)/);
+    expect(r.out).toMatch(/a write \(a7 = 64\) prints nothing here/);
+    const j = await cli('run', f, '--engine', 'ir', '--code-size', '4096', '--mem-size', '32768', '--json');
+    expect(JSON.parse(j.out).systemCalls).toEqual([{ pc: 0x80000008, count: 1 }]);
   });
 
   it('a program whose code does not fit the code RAM is refused before decoding, naming the size and the flag', async () => {

@@ -100,7 +100,7 @@ export function runOnInterpreter(prog: ChipProgram, opts: GoldenOptions): RunRes
   const t0 = performance.now();
   let next = 0;
   for (const t of prompt) next = interp.step(t)!;
-  return follow(prompt, prog.start.length, next, (t) => interp.step(t)!, opts, t0);
+  return follow(prog, prompt, next, (t) => interp.step(t)!, opts, t0);
 }
 
 // Building the chip circuit takes seconds (its token fields span 248,197 ids): keep the last few.

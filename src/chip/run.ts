@@ -251,6 +251,26 @@ export interface RunResult {
   trap: { cause: number; name: string; pc: number | null } | null;
   /** The golden stream ended for its instruction budget ('limit') and the run stopped there. */
   goldenEnded: boolean;
+  /**
+   * The system calls other than exit that ran, by the pc of their `ecall` word in the loaded image
+   * (ascending): the chip answers each with −38 (ENOSYS) in a0 and does nothing else, so a write
+   * (a7 = 64), which the golden emulator performs, prints nothing on the chip.
+   */
+  systemCalls: { pc: number; count: number }[];
+}
+
+/** The ECALL instruction word. */
+const ECALL_WORD = 0x00000073;
+
+/** The pcs of the `ecall` words in a program's code image. */
+function ecallPcsOf(prog: ChipProgram): Set<number> {
+  const pcs = new Set<number>();
+  for (const [row, bits] of prog.code) {
+    let w = 0;
+    for (let k = 0; k < 32; k++) w |= (bits[k]! & 1) << k;
+    if (w >>> 0 === ECALL_WORD) pcs.add((CODE_BASE + 4 * row) >>> 0);
+  }
+  return pcs;
 }
 
 export function runOnChip(
@@ -267,7 +287,7 @@ export function runOnChip(
     ex.prime(prompt.slice(0, -1));
     first = ex.decodeArgmax(prompt[prompt.length - 1]!);
   }
-  return follow(prompt, prog.start.length, first, (t) => ex.decodeArgmax(t), opts, t0);
+  return follow(prog, prompt, first, (t) => ex.decodeArgmax(t), opts, t0);
 }
 
 /**
@@ -378,7 +398,7 @@ export function runOnModel(
   const ex = new Executor(weights, opts);
   const t0 = performance.now();
   const first = feedLoaderPrompt(ex, prog.loader.map((t) => t + off), opts.prefill);
-  return follow(prog.loader, prog.start.length, first - off, (t) => ex.decodeArgmax(t + off) - off, opts, t0, off);
+  return follow(prog, prog.loader, first - off, (t) => ex.decodeArgmax(t + off) - off, opts, t0, off);
 }
 
 /** An executor for the compiled chip; with load 'state' (the default) the program's RAM rows are written into its GDN state. */
@@ -395,16 +415,18 @@ export function chipExecutor(res: ChipModel, prog: ChipProgram, opts: ExecOption
 
 /**
  * Feed each generated token back until HALT or TRAP, a divergence from the golden stream, its end, or
- * the limit (shared with build.ts's runOnInterpreter).
+ * the limit (shared with build.ts's runOnInterpreter). `prompt` is prog's start or loader prompt.
  */
 export function follow(
-  prompt: number[], goldenPrompt: number, first: number, step: (t: number) => number,
+  prog: ChipProgram, prompt: number[], first: number, step: (t: number) => number,
   opts: GoldenOptions, t0: number, idOffset = 0,
 ): RunResult {
   const tokens = [...prompt];
-  // The golden stream starts with the start prompt [BOS, input…, J(entry)] (goldenPrompt tokens);
-  // generated tokens line up after it.
-  const shift = prompt.length - goldenPrompt;
+  // The golden stream starts with the start prompt [BOS, input…, J(entry)]; generated tokens line
+  // up after it.
+  const shift = prompt.length - prog.start.length;
+  const ecallPcs = ecallPcsOf(prog);
+  const systemCalls = new Map<number, number>();
   let next = first;
   let instructions = 1;
   let divergence: RunResult['divergence'] = null;
@@ -466,12 +488,15 @@ export function follow(
       break;
     }
     if (d.kind === 'E' || d.kind === 'N' || d.kind === 'OUT' || d.kind === 'J') instructions++;
+    // An ecall that is not exit commits its result, −38, by E or (at the window end) K.
+    if ((d.kind === 'E' || d.kind === 'K') && pc !== null && ecallPcs.has(pc)) systemCalls.set(pc, (systemCalls.get(pc) ?? 0) + 1);
     fed(next);
     next = step(next);
   }
   return {
     tokens, halted: exitCode !== null, exitCode, trap, goldenEnded, instructions, divergence,
     seconds: (performance.now() - t0) / 1000, promptLength: prompt.length,
+    systemCalls: [...systemCalls].sort((a, b) => a[0] - b[0]).map(([pc, count]) => ({ pc, count })),
   };
 }
 

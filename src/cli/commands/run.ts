@@ -249,6 +249,7 @@ export function registerRun(program: Command, run: Runner): void {
             `${fmtInt(generated)} generated tokens after a ${fmtInt(r.promptLength)}-token prompt (${load}${load === 'prompt' ? `, ${prefillPlanName(prefill)}` : ''}${o.order !== undefined && o.order !== 'sequential' ? `, order ${o.order}` : ''}${o.kernelOrder !== undefined ? `, kernel order ${o.kernelOrder}` : ''}), ${fmtInt(r.instructions)} instructions ` +
             `(${(generated / Math.max(1, r.instructions)).toFixed(2)} tokens/instruction), ${(r.tokens.length / r.seconds).toFixed(0)} tokens/s` +
             (firstTokenAfterStart !== null ? `; first token ${(firstTokenAfterStart as number).toFixed(1)} s after start` : ''));
+          if (r.systemCalls.length > 0) out.line(chalk.yellow(systemCallsNote(r.systemCalls)));
           if (r.divergence) {
             out.line(chalk.red(`divergence at token ${r.divergence.position}: expected ${r.divergence.expected}, got ${r.divergence.got}` +
               (r.divergence.pc !== null ? ` (instruction at pc 0x${r.divergence.pc.toString(16)})` : '')));
@@ -284,4 +285,16 @@ export function registerRun(program: Command, run: Runner): void {
         }
       })(),
     );
+}
+
+/**
+ * The warning for system calls other than exit: the chip answers them with −38 (ENOSYS) and does
+ * nothing else, where the golden emulator performs a write (a7 = 64).
+ */
+export function systemCallsNote(calls: { pc: number; count: number }[]): string {
+  const n = calls.reduce((a, c) => a + c.count, 0);
+  const shown = calls.slice(0, 4).map((c) => `0x${c.pc.toString(16)}${c.count > 1 ? ` ×${fmtInt(c.count)}` : ''}`).join(', ');
+  return `${fmtInt(n)} system call${n === 1 ? '' : 's'} other than exit (ecall at pc ${shown}${calls.length > 4 ? `, ${calls.length - 4} more pcs` : ''}): ` +
+    'the chip answers each with -38 (ENOSYS) in a0 and does nothing else, so a write (a7 = 64) prints nothing here; ' +
+    'print through the console device instead (a store to 0x10000000, as the firmware runtime\'s putchar does when built without CHIPC_CONSOLE_LINUX)';
 }

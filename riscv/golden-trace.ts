@@ -494,7 +494,7 @@ function inspect(e: TraceEvent, regs: Int32Array, carries: readonly number[], me
   let target: number | null = null;
   if (w === 0x00000073 && regs[17] === 64) {
     throw new ChipcError('protocol.unsupported',
-      `ecall write (a7 = 64) at pc 0x${hex(e.pc)} has no token in protocol v1; print through the console device (a store to 0x${hex(CONSOLE_ADDR)})`);
+      `ecall write (a7 = 64) at pc 0x${hex(e.pc)} has no token in the token protocol (v${PROTOCOL_VERSION}); print through the console device (a store to 0x${hex(CONSOLE_ADDR)})`);
   }
   if (opcode === OPC.LOAD || opcode === OPC.STORE) {
     const addr = (regs[rs1]! + (opcode === OPC.LOAD ? (w >> 20) : immS(w))) >>> 0;

@@ -2,6 +2,7 @@
  * Outputs are never inputs: every command that writes refuses an output that is one of its inputs
  * (the same path, a link to it), lies inside an input directory or contains an input — exit 2,
  * `cli.output-is-input`, the input untouched — refuses an existing output without --overwrite,
+ * creates the missing directories above an output (and refuses one below a file, `cli.output-dir`),
  * and removes the temporaries a killed earlier write of the same output left behind.
  */
 import crypto from 'node:crypto';
@@ -98,6 +99,32 @@ describe('an existing output needs --overwrite', () => {
       const again = await cli(...args, out, '--overwrite');
       expect(again.code, again.err).toBe(0);
       expect(fs.readFileSync(out, 'utf8')).not.toBe('keep me');
+    });
+  }
+});
+
+describe('an output in directories that do not exist yet', () => {
+  // every kind of writer: IR, JSON trace, golden file, store file, compact checkpoint
+  for (const [label, args, name] of [
+    ['build', ['build', circuit, '-o'], 'c.chip-ir'],
+    ['trace', ['trace', elf, '-o'], 't.json'],
+    ['diff --write-golden', ['diff', ckptDir, '--write-golden'], 'g.json'],
+    ['store init', ['store', 'init'], 's.store'],
+    ['compact', ['compact', ckptDir, '-o'], 'c.chip'],
+  ] as const) {
+    it(`${label}: the missing directories are created; below a file it is refused before anything is written`, async () => {
+      const out = at(`new-${label.replace(/\W+/g, '-')}`, 'a', 'b', name);
+      const r = await cli(...args, out);
+      expect(r.code, r.err).toBe(0);
+      expect(fs.statSync(out).size).toBeGreaterThan(0);
+      const blocked = at(`blocked-${label.replace(/\W+/g, '-')}`);
+      fs.writeFileSync(blocked, 'a file');
+      const below = path.join(blocked, 'sub', name);
+      const bad = await cli(...args, below);
+      expect(bad.code).toBe(2);
+      expect(bad.err).toMatch(/cli\.output-dir/);
+      expect(bad.err).toContain(`${blocked} is a file, not a directory`);
+      expect(fs.readFileSync(blocked, 'utf8')).toBe('a file');
     });
   }
 });

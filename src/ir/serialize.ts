@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { Packr, Unpackr } from 'msgpackr';
 import { ChipcError } from '../util/errors.ts';
 import type { CircuitIR } from './types.ts';
-import { tempSibling } from '../util/temp-files.ts';
+import { makeParentDir, tempSibling } from '../util/temp-files.ts';
 
 const MAGIC = 'chipc-ir';
 const packr = new Packr({ useRecords: false, variableMapSize: true });
@@ -41,6 +41,7 @@ export function decodeIR(bytes: Uint8Array, label = '<ir>'): CircuitIR {
 export function writeIR(file: string, ir: CircuitIR): void {
   const tmp = tempSibling(file);
   try {
+    makeParentDir(file);
     fs.writeFileSync(tmp, encodeIR(ir));
     fs.renameSync(tmp, file);
   } catch (e) {

@@ -30,7 +30,7 @@ export interface StateHost extends RamHost {
   ir: { name: string; rams: readonly RamDeclShape[] };
   rams: readonly RamStatePlacement[];
 }
-import { tempSibling } from '../util/temp-files.ts';
+import { makeParentDir, tempSibling } from '../util/temp-files.ts';
 
 export const STATE_FILE_MAGIC = 'CHIPSTAT';
 export const STATE_FILE_VERSION = 1;
@@ -263,6 +263,7 @@ export function writeStateFile(file: string, state: StateFile): void {
   const bytes = encodeStateFile(state);
   const tmp = tempSibling(file);
   try {
+    makeParentDir(file);
     fs.writeFileSync(tmp, bytes, { flag: 'wx' });
     fs.renameSync(tmp, file);
   } catch (e) {

@@ -18,7 +18,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { FIELD_LIMIT, StoreModel, TABLE_NAMES, resolveStoreParams, type StoreOptions, type StoreParams } from './model.ts';
-import { removeStaleTemps, tempSibling } from '../util/temp-files.ts';
+import { makeParentDir, removeStaleTemps, tempSibling } from '../util/temp-files.ts';
 
 /** The store file's first 8 bytes (not the firmware store area's header word: firmware.ts STORE_AREA_MAGIC). */
 const STORE_FILE_MAGIC = 'CHIPSTOR';
@@ -213,6 +213,7 @@ export function writeFileAtomic(file: string, bytes: Uint8Array, io: StoreIo = n
   const tmp = tempSibling(path.join(dir, path.basename(file)));
   let fd: number | undefined;
   try {
+    makeParentDir(file);
     fd = io.openSync(tmp, 'wx');
     for (let off = 0; off < bytes.length;) off += io.writeSync(fd, bytes, off, bytes.length - off);
     io.fsyncSync(fd);

@@ -8,6 +8,14 @@ import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
+/**
+ * Creates the directories above `target` that do not exist yet, as every chipc output does at its
+ * write (the checkpoint writers too), so that `-o new/dir/out` works the same for every command.
+ */
+export function makeParentDir(target: string): void {
+  fs.mkdirSync(path.dirname(path.resolve(target)), { recursive: true });
+}
+
 /** A fresh temporary sibling of `target` for a write of `kind` (a short word: tmp, payload, dir, …). */
 export function tempSibling(target: string, kind = 'tmp'): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.${kind}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`);

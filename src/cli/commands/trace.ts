@@ -18,7 +18,7 @@ import { PROTOCOL_VERSION, decodeToken } from '../../../riscv/protocol.ts';
 import { fmtInt, makeOut } from '../support/output.ts';
 import type { Runner } from '../support/output.ts';
 import { prepareOutput } from '../support/files.ts';
-import { tempSibling } from '../../util/temp-files.ts';
+import { makeParentDir, tempSibling } from '../../util/temp-files.ts';
 import { summaryOf } from '../support/command-table.ts';
 
 /** The trace file (format "chipc-trace", version 1). */
@@ -99,6 +99,7 @@ export function registerTrace(program: Command, run: Runner): void {
         const target = o.output as string;
         const tmp = tempSibling(target);
         try {
+          makeParentDir(target);
           fs.writeFileSync(tmp, JSON.stringify(doc) + '\n');
           fs.renameSync(tmp, target);
         } catch (e) {

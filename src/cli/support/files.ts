@@ -54,7 +54,8 @@ function emptyDirectory(p: string): boolean {
  * Before a command writes `out`: refuses an output that is one of its inputs (the same path, a
  * link to it, or the same file under another name), lies inside an input directory, or contains
  * an input (`cli.output-is-input`), and an existing output without `--overwrite` (`cli.exists`; an
- * empty directory is not in the way);
+ * empty directory is not in the way), and an output below a file (`cli.output-dir`: the write
+ * creates the missing directories above the output, makeParentDir);
  * then removes the temporaries a killed earlier write of `out` left behind (removeStaleTemps) and
  * returns their paths.
  */
@@ -70,6 +71,12 @@ export function prepareOutput(out: string, check: OutputCheck): string[] {
   }
   if (fs.existsSync(out) && !check.overwrite && !emptyDirectory(out)) {
     throw new ChipcError('cli.exists', `${out} exists (pass --overwrite to replace it)`);
+  }
+  // The write creates the directories above `out` that are missing; one that exists as a file stops it.
+  let dir = path.dirname(path.resolve(out));
+  while (!fs.existsSync(dir) && path.dirname(dir) !== dir) dir = path.dirname(dir);
+  if (fs.existsSync(dir) && !fs.statSync(dir).isDirectory()) {
+    throw new ChipcError('cli.output-dir', `${check.option} ${out}: ${dir} is a file, not a directory`);
   }
   return removeStaleTemps(out);
 }

@@ -352,12 +352,16 @@ describe('state files', () => {
     expect(() => stateFileOf(k.res, new Map([['nope', new Map()]]))).toThrow(/no RAM named "nope"/);
   });
 
-  it('a missing file and an unwritable path are ChipcErrors', async () => {
+  it('a missing file and an unwritable path are ChipcErrors; a missing directory is created', async () => {
     const k = await regfile();
     const dir = tmpDir();
     expect(() => loadStateFile(path.join(dir, 'none.chip-state'))).toThrow(ChipcError);
-    expect(() => saveStateFile(path.join(dir, 'no-dir', 'x.chip-state'), k.res, new Map())).toThrow(ChipcError);
-    expect(fs.readdirSync(dir)).toEqual([]);
+    // a missing directory is created (as for every output); a path below a file cannot be
+    fs.writeFileSync(path.join(dir, 'a-file'), 'x');
+    expect(() => saveStateFile(path.join(dir, 'a-file', 'x.chip-state'), k.res, new Map())).toThrow(ChipcError);
+    expect(fs.readdirSync(dir)).toEqual(['a-file']);
+    saveStateFile(path.join(dir, 'new-dir', 'x.chip-state'), k.res, new Map());
+    expect(fs.readdirSync(path.join(dir, 'new-dir'))).toEqual(['x.chip-state']);
   });
 });
 

@@ -17,7 +17,7 @@ import {
 } from './format.ts';
 import { encodeFrameIndex, FrameEncoder } from './codec.ts';
 import type { ByteHash } from './hash-thread.ts';
-import { BufferedWriter, readExactly, tempSibling, ZEROS } from './io.ts';
+import { BufferedWriter, readExactly, removeTemp, tempSibling, ZEROS } from './io.ts';
 import type { TensorInfo } from '../safetensors/types.ts';
 import { BlockScanner } from './scan.ts';
 
@@ -206,8 +206,8 @@ export function compactCheckpoint(dir: string, target: string, opts: CompactOpti
     };
   } catch (e) {
     if (pfd !== null) fs.closeSync(pfd);
-    fs.rmSync(payloadTmp, { force: true });
-    fs.rmSync(finalTmp, { force: true });
+    removeTemp(payloadTmp);
+    removeTemp(finalTmp);
     throw e;
   }
 }

@@ -12,7 +12,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { ChipcError } from '../util/errors.ts';
 import { openChipFile, type ChipFile } from './read.ts';
-import { BufferedWriter, tempSibling } from './io.ts';
+import { BufferedWriter, removeTemp, tempSibling } from './io.ts';
 import { byteHasher } from './hash-thread.ts';
 import { moveDirIntoPlace } from '../safetensors/writer.ts';
 
@@ -127,7 +127,7 @@ export function expandChip(chip: ChipFile, dir: string, opts: ExpandOptions = {}
     }
     moveDirIntoPlace(tmpDir, target);
   } catch (e) {
-    fs.rmSync(tmpDir, { recursive: true, force: true });
+    removeTemp(tmpDir);
     throw e;
   } finally {
     hasher.close();

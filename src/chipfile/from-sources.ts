@@ -15,7 +15,7 @@ import { ChipcError } from '../util/errors.ts';
 import type { TensorSource, WriteProgress } from '../safetensors/types.ts';
 import { layoutCheckpoint, type CheckpointDirWriteOptions } from '../safetensors/writer.ts';
 import { CHECKSUM_BYTES, DEFAULT_MIN_GAP, PREFIX_BYTES, type ChipCodec, type ChipFileEntry, type ChipTensor, type Range } from './format.ts';
-import { BufferedWriter, tempSibling } from './io.ts';
+import { BufferedWriter, removeTemp, tempSibling } from './io.ts';
 import { byteHasher } from './hash-thread.ts';
 import { chipManifest, finishChipFile, MAX_MIN_GAP, resolveCodec, writeRawFile, writeTensorBlocks, type CompactResult } from './compact.ts';
 
@@ -138,8 +138,8 @@ export function writeChipFromSources(target: string, sources: readonly TensorSou
     };
   } catch (e) {
     if (pfd !== null) fs.closeSync(pfd);
-    fs.rmSync(payloadTmp, { force: true });
-    fs.rmSync(finalTmp, { force: true });
+    removeTemp(payloadTmp);
+    removeTemp(finalTmp);
     throw e;
   } finally {
     hasher?.close();

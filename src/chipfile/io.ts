@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import { ChipcError } from '../util/errors.ts';
 export { BufferedWriter, ZEROS } from '../util/sparse-file.ts';
-export { tempSibling } from '../util/temp-files.ts';
+export { removeTemp, tempSibling } from '../util/temp-files.ts';
 
 /** Reads exactly `length` bytes at `position` of `fd` into a fresh buffer; a short read is a ChipcError naming `label`. */
 export function readExactly(fd: number, position: number, length: number, label: string): Uint8Array {

@@ -24,7 +24,7 @@ import { isDType } from '../safetensors/dtype.ts';
 import { compareCodePoints, isJsonObject, JsonNumber, parseStrictJson, type JsonValue } from '../safetensors/reader.ts';
 import { ChipcError } from '../util/errors.ts';
 import { DEFAULT_DIFF_CHUNK_BYTES, readConfigFile, type DiffOptions } from './diff.ts';
-import { tempSibling } from '../util/temp-files.ts';
+import { removeTemp, tempSibling } from '../util/temp-files.ts';
 import type { EmitDType } from '../model/save-weights.ts';
 
 export const GOLDEN_FORMAT = 'chipc-checkpoint-golden';
@@ -141,7 +141,7 @@ export function writeGoldenFile(file: string, g: CheckpointGolden): void {
     fs.writeFileSync(tmp, serializeGolden(g));
     fs.renameSync(tmp, file);
   } catch (e) {
-    fs.rmSync(tmp, { force: true });
+    removeTemp(tmp);
     if (e instanceof ChipcError) throw e;
     throw new ChipcError('golden.write', `${file}: cannot write the golden file: ${(e as Error).message}`, { cause: e });
   }

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { Packr, Unpackr } from 'msgpackr';
 import { ChipcError } from '../util/errors.ts';
 import type { CircuitIR } from './types.ts';
-import { makeParentDir, tempSibling } from '../util/temp-files.ts';
+import { makeParentDir, removeTemp, tempSibling } from '../util/temp-files.ts';
 
 const MAGIC = 'chipc-ir';
 const packr = new Packr({ useRecords: false, variableMapSize: true });
@@ -45,7 +45,7 @@ export function writeIR(file: string, ir: CircuitIR): void {
     fs.writeFileSync(tmp, encodeIR(ir));
     fs.renameSync(tmp, file);
   } catch (e) {
-    fs.rmSync(tmp, { force: true });
+    removeTemp(tmp);
     throw new ChipcError('ir.write', `cannot write ${file}: ${(e as Error).message}`, { cause: e });
   }
 }

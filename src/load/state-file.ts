@@ -30,7 +30,7 @@ export interface StateHost extends RamHost {
   ir: { name: string; rams: readonly RamDeclShape[] };
   rams: readonly RamStatePlacement[];
 }
-import { makeParentDir, tempSibling } from '../util/temp-files.ts';
+import { makeParentDir, removeTemp, tempSibling } from '../util/temp-files.ts';
 
 export const STATE_FILE_MAGIC = 'CHIPSTAT';
 export const STATE_FILE_VERSION = 1;
@@ -267,7 +267,7 @@ export function writeStateFile(file: string, state: StateFile): void {
     fs.writeFileSync(tmp, bytes, { flag: 'wx' });
     fs.renameSync(tmp, file);
   } catch (e) {
-    fs.rmSync(tmp, { force: true });
+    removeTemp(tmp);
     throw new ChipcError('state.write', `cannot write state file ${file}: ${(e as Error).message}`, { cause: e });
   }
 }

@@ -19,7 +19,7 @@ import type {
 import { byteSizeOf, dtypeBytes, dtypeRank, encodeFromF32, ENCODABLE, fmtF32, isDType } from './dtype.ts';
 import { compareCodePoints, MAX_FORMAT_INT } from './reader.ts';
 import { INDEX_FILE_NAME, SINGLE_FILE_NAME } from './checkpoint.ts';
-import { tempSibling } from '../util/temp-files.ts';
+import { removeTemp, tempSibling } from '../util/temp-files.ts';
 import { BufferedWriter, ZEROS } from '../util/sparse-file.ts';
 
 /** huggingface_hub's default max_shard_size ("5GB" = 5·10^9 bytes). */
@@ -166,7 +166,7 @@ function writePrepared(target: string, prepared: Prepared[], opts: WriteOptions,
     fs.renameSync(tmp, target);
   } catch (e) {
     if (fd !== null) fs.closeSync(fd);
-    fs.rmSync(tmp, { force: true });
+    removeTemp(tmp);
     throw e;
   }
   return { path: target, headerSize: header.length, dataSize, tensors: prepared.map((p) => ({ ...p.info })) };
@@ -389,7 +389,7 @@ export function writeCheckpoint(dir: string, sources: readonly TensorSource[], o
     }
     moveDirIntoPlace(tmpDir, target);
   } catch (e) {
-    fs.rmSync(tmpDir, { recursive: true, force: true });
+    removeTemp(tmpDir);
     throw e;
   }
   if (bytesWritten !== totalBytes) throw new Error(`internal: wrote ${bytesWritten} shard bytes, planned ${totalBytes}`);

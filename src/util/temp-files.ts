@@ -16,6 +16,17 @@ export function makeParentDir(target: string): void {
   fs.mkdirSync(path.dirname(path.resolve(target)), { recursive: true });
 }
 
+/**
+ * Removes the temporary of a failed write (a file or a directory). A path that cannot be reached
+ * (its directory missing, or a file) holds nothing to remove, so the write's own error is the one
+ * that reaches the caller.
+ */
+export function removeTemp(p: string): void {
+  try {
+    fs.rmSync(p, { recursive: true, force: true });
+  } catch { /* nothing there to remove */ }
+}
+
 /** A fresh temporary sibling of `target` for a write of `kind` (a short word: tmp, payload, dir, …). */
 export function tempSibling(target: string, kind = 'tmp'): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.${kind}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`);

@@ -18,7 +18,7 @@ import { PROTOCOL_VERSION, decodeToken } from '../../../riscv/protocol.ts';
 import { fmtInt, makeOut } from '../support/output.ts';
 import type { Runner } from '../support/output.ts';
 import { prepareOutput } from '../support/files.ts';
-import { makeParentDir, tempSibling } from '../../util/temp-files.ts';
+import { makeParentDir, removeTemp, tempSibling } from '../../util/temp-files.ts';
 import { summaryOf } from '../support/command-table.ts';
 
 /** The trace file (format "chipc-trace", version 1). */
@@ -103,7 +103,7 @@ export function registerTrace(program: Command, run: Runner): void {
           fs.writeFileSync(tmp, JSON.stringify(doc) + '\n');
           fs.renameSync(tmp, target);
         } catch (e) {
-          fs.rmSync(tmp, { force: true });
+          removeTemp(tmp);
           throw new ChipcError('cli.write', `cannot write ${target}: ${(e as Error).message}`, { cause: e });
         }
         out.emit({ output: target, idOffset, promptTokens: doc.prompt.length, expectedTokens: expected.length, halted, exitCode: doc.exitCode, trap: doc.trap, instructions: doc.instructions });

@@ -1,4 +1,8 @@
-/** `chipc inspect PATH` (a .safetensors file, a checkpoint directory or a .chip file): tensors, dtypes, shapes, non-zeros, sha256, and a per-layer summary. */
+/**
+ * `chipc inspect PATH` (a .safetensors file, a checkpoint directory or a .chip file): tensors,
+ * dtypes, shapes, non-zeros, sha256, and a per-layer summary; with --slots, the residual
+ * allocation of a compiled circuit from its manifest (src/inspect/allocation.ts).
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
@@ -8,6 +12,9 @@ import { layerIndexOf, tensorStats, type TensorStats } from '../../inspect/stats
 import { fmtBytes, fmtInt, makeOut, table } from '../support/output.ts';
 import type { Runner } from '../support/output.ts';
 import { summaryOf } from '../support/command-table.ts';
+import { allocationLines, allocationOf } from '../../inspect/allocation.ts';
+import { MANIFEST_FILE } from '../../emit/manifest.ts';
+import { ChipcError } from '../../util/errors.ts';
 
 interface LayerSummary {
   layer: number;
@@ -38,6 +45,26 @@ function readLayerTypes(p: string): string[] | null {
   }
 }
 
+/** The parsed chipc-manifest.json of a .chip, a checkpoint directory or a .safetensors file's directory. */
+function readManifest(p: string): unknown {
+  let bytes: Uint8Array | null;
+  if (isChipFile(p)) {
+    bytes = readCheckpointFile(p, MANIFEST_FILE);
+  } else {
+    const dir = fs.statSync(p).isDirectory() ? p : path.dirname(p);
+    const file = path.join(dir, MANIFEST_FILE);
+    bytes = fs.existsSync(file) ? fs.readFileSync(file) : null;
+  }
+  if (bytes === null) {
+    throw new ChipcError('inspect.manifest', `${p}: no ${MANIFEST_FILE}: --slots reads the allocation of a checkpoint that chipc compiled (chipc compile, chipc cpu)`);
+  }
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch (e) {
+    throw new ChipcError('inspect.manifest', `${p}: ${MANIFEST_FILE} is not valid JSON: ${(e as Error).message}`, { cause: e });
+  }
+}
+
 export function registerInspect(program: Command, run: Runner): void {
   program
     .command('inspect')
@@ -45,9 +72,17 @@ export function registerInspect(program: Command, run: Runner): void {
     .argument('<path>', 'a .safetensors file, a checkpoint directory or a .chip file')
     .option('--json', 'print one JSON document')
     .option('--summary', 'only the totals and the per-layer summary')
-    .action((p: string, opts: { json?: boolean; summary?: boolean }) =>
+    .option('--slots', 'the residual allocation of a compiled circuit instead: every signal\'s dim and the sublayers it holds it over')
+    .action((p: string, opts: { json?: boolean; summary?: boolean; slots?: boolean }) =>
       run(() => {
         const out = makeOut(Boolean(opts.json));
+        if (opts.slots) {
+          if (!fs.existsSync(p)) throw new ChipcError('checkpoint.not-found', `${p} does not exist`);
+          const allocation = allocationOf(readManifest(p), `${p}: ${MANIFEST_FILE}`);
+          out.emit({ path: p, allocation });
+          for (const l of allocationLines(allocation)) out.line(l);
+          return 0;
+        }
         const store = openCheckpointOrChip(p);
         try {
           const stats: TensorStats[] = store.names.map((n) => tensorStats(store, n));

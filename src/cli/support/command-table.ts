@@ -15,7 +15,7 @@ export interface CommandSummary {
 }
 
 export const COMMAND_TABLE: readonly CommandSummary[] = [
-  { name: 'inspect', args: ['<path>'], summary: 'list the tensors of a safetensors file or sharded checkpoint directory' },
+  { name: 'inspect', args: ['<path>'], summary: 'list the tensors of a checkpoint or .chip, or (--slots) a compiled circuit\'s residual allocation' },
   { name: 'diff', args: ['<a>', '[b]'], summary: 'compare two checkpoints tensor by tensor, bit for bit, or one against golden hashes (exit 0 identical, 1 different, 2 error)' },
   { name: 'targets', args: ['[target]'], summary: 'list the built-in targets, or describe one (a name or a config.json of either family); with --fit CIRCUIT, whether the circuit fits each target and what it costs' },
   { name: 'exec', args: ['<path>'], summary: 'run a checkpoint in the reference executor on token ids' },

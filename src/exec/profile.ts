@@ -5,6 +5,7 @@
  * and with per-layer profiling also under the layer's prefix (`L3 gdn.conv`). When none is set
  * every probe is one null test (no clock read, no allocation).
  */
+import type { MatmulStats } from './matmul.ts';
 
 /** Milliseconds accumulated per phase (names: see docs/executor.md, "Decode speed"). */
 export type PhaseTimes = Record<string, number>;
@@ -37,10 +38,8 @@ export interface HalfWork {
   ffnMemoHits: number;
 }
 
-/** The counters HalfWork follows, as read from a MatmulStats-shaped object. */
-interface WorkCounters {
-  deltaEntries: number; deltaRows: number; convChannels: number; gdnHeadSteps: number; gdnHeadsBetaZero: number; ffnMemoHits: number;
-}
+/** The counters HalfWork follows. */
+type WorkCounters = Pick<MatmulStats, 'deltaEntries' | 'deltaRows' | 'convChannels' | 'gdnHeadSteps' | 'gdnHeadsBetaZero' | 'ffnMemoHits'>;
 
 /** The counters when the current layer half began (markHalfWork). */
 const workMark = new Float64Array(6);

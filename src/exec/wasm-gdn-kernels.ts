@@ -441,6 +441,7 @@ const steadyAhead = (kc: ConvK) => [
   ]),
   ...get(C.bad),
 ];
+
 const bailOut = [
   ...setWord(CONV_CTL.resume, get(C.i)), ...setWord(CONV_CTL.m, get(C.m)), ...setWord(CONV_CTL.nLazy, get(C.nLazy)),
   ...i32(1), OP.return,

@@ -24,16 +24,16 @@ interface LayerSummary {
   nonZeros: number;
 }
 
-/** layer_types from the checkpoint's config.json (beside a .safetensors file, inside a .chip), when there is one. */
+/** A checkpoint's file `name`: inside a .chip, in a checkpoint directory, or beside a .safetensors file; null when there is none. */
+function checkpointFile(p: string, name: string): Uint8Array | null {
+  if (isChipFile(p)) return readCheckpointFile(p, name);
+  const file = path.join(fs.statSync(p).isDirectory() ? p : path.dirname(p), name);
+  return fs.existsSync(file) ? fs.readFileSync(file) : null;
+}
+
+/** layer_types from the checkpoint's config.json, when there is one. */
 function readLayerTypes(p: string): string[] | null {
-  let bytes: Uint8Array | null;
-  if (isChipFile(p)) {
-    bytes = readCheckpointFile(p, 'config.json');
-  } else {
-    const dir = fs.statSync(p).isDirectory() ? p : path.dirname(p);
-    const cfgPath = path.join(dir, 'config.json');
-    bytes = fs.existsSync(cfgPath) ? fs.readFileSync(cfgPath) : null;
-  }
+  const bytes = checkpointFile(p, 'config.json');
   if (bytes === null) return null;
   try {
     const cfg = JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
@@ -45,16 +45,9 @@ function readLayerTypes(p: string): string[] | null {
   }
 }
 
-/** The parsed chipc-manifest.json of a .chip, a checkpoint directory or a .safetensors file's directory. */
+/** The checkpoint's parsed chipc-manifest.json. */
 function readManifest(p: string): unknown {
-  let bytes: Uint8Array | null;
-  if (isChipFile(p)) {
-    bytes = readCheckpointFile(p, MANIFEST_FILE);
-  } else {
-    const dir = fs.statSync(p).isDirectory() ? p : path.dirname(p);
-    const file = path.join(dir, MANIFEST_FILE);
-    bytes = fs.existsSync(file) ? fs.readFileSync(file) : null;
-  }
+  const bytes = checkpointFile(p, MANIFEST_FILE);
   if (bytes === null) {
     throw new ChipcError('inspect.manifest', `${p}: no ${MANIFEST_FILE}: --slots reads the allocation of a checkpoint that chipc compiled (chipc compile, chipc cpu)`);
   }

@@ -824,7 +824,12 @@ describe('linearArgmax memo', () => {
     expect(hits).toBeGreaterThan(500); // most inputs repeat a key: answered by the memo
   });
 
-  it('big columns: the bounded form (small columns exactly, a bound for the rest) = argmax of the dense logits', () => {
+  /**
+   * linearArgmax on an LM head shaped like an emit against the argmax of the dense logits in
+   * `profile` (bf16: every logit rounded; 1 + 2^−23 then ties 1, so a row's rounded logit can tie
+   * the best and the lower row wins); returns the steps decided bounded and those that fell back.
+   */
+  const bigColumnCase = (profile: 'f32' | 'bf16'): { bounded: number; fellBack: number } => {
     // An LM head shaped like an emit: a few "kind" columns over thousands of rows each, a "j"
     // column over many rows, and payload columns over few rows; weights as the partial-row scheme
     // gives them, plus some noise weights (fractional, tiny, just above 1) so ties and near-ties occur.
@@ -845,7 +850,7 @@ describe('linearArgmax memo', () => {
         }
         const dense: Matrix = { rows, cols, dense: d };
         const csr: Matrix = { rows, cols, csr: sparsifyMatrix(dense).csr };
-        const ctx = makeNumericContext({ tuning });
+        const ctx = makeNumericContext({ tuning, profile });
         for (let step = 0; step < 80; step++) {
           const x = new Float32Array(cols);
           x[Math.floor(rnd() * 3)] = [1, 1, 1, 2, -1, 0.5][Math.floor(rnd() * 6)]!;
@@ -855,7 +860,7 @@ describe('linearArgmax memo', () => {
           // every fourth input: a big kind column on, every small column negative — a row that only
           // the big column reaches wins, so the bound must send it to the full scatter
           if (step % 4 === 3) { x.fill(0); x[Math.floor(rnd() * 2)] = 1; x[3 + Math.floor(rnd() * 4)] = -1; x[7 + Math.floor(rnd() * 9)] = -2; }
-          const want = argmax(linearEx(makeNumericContext({}), dense, x, 'dense').out);
+          const want = argmax(linearEx(makeNumericContext({ profile }), dense, x, 'dense').out);
           const stats = newMatmulStats();
           expect(linearArgmax(ctx, csr, x, 'sparse', new Float32Array(rows), stats)).toBe(want);
           bounded += stats.argmaxBounded;
@@ -863,6 +868,17 @@ describe('linearArgmax memo', () => {
         }
       }
     }
+    return { bounded, fellBack };
+  };
+
+  it('big columns: the bounded form (small columns exactly, a bound for the rest) = argmax of the dense logits', () => {
+    const { bounded, fellBack } = bigColumnCase('f32');
+    expect(bounded).toBeGreaterThan(50);
+    expect(fellBack).toBeGreaterThan(20);
+  });
+
+  it('big columns in bf16: the bounded form compares rounded logits, ties included', () => {
+    const { bounded, fellBack } = bigColumnCase('bf16');
     expect(bounded).toBeGreaterThan(50);
     expect(fellBack).toBeGreaterThan(20);
   });

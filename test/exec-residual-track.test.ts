@@ -453,7 +453,8 @@ describe('Executor.wasmMemoryUse', () => {
     expect(after.carvedBytes).toBeGreaterThan(before.carvedBytes);
     expect(after.carvedBytes).toBeLessThanOrEqual(after.sizeBytes);
     expect(new Executor(w, { path: 'sparse', tuning: { wasmHeapMiB: 0 } }).wasmMemoryUse()).toBeNull();
-    expect(new Executor(w, { path: 'sparse', profile: 'bf16' }).wasmMemoryUse()).toBeNull();
+    // bf16: the GDN layers' states and step arrays are carved from it (their math is float32 in both profiles)
+    expect(new Executor(w, { path: 'sparse', profile: 'bf16' }).wasmMemoryUse()!.carvedBytes).toBeGreaterThan(0);
   });
 });
 

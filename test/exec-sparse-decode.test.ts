@@ -7,7 +7,7 @@
  *  - numeric.ts roundBf16's shortcut and silu32(±0) against the plain formulas;
  *  - gdn-tracked.ts's gated norm (entries recomputed where o or z moved while the head's sum of
  *    squares stays) and its β = ±0 heads passed over, against the full step, on pinned
- *    write-then-read heads;
+ *    write-then-read heads; the tracked step in bf16 (its casts) on those and on random layers;
  *  - whole executors: sparse vs dense path on compiled example circuits and on a random model with
  *    unused heads, with the live GDN state written through gdnState() between decode steps.
  */
@@ -32,6 +32,7 @@ import { densifyMatrix, randomModelWeights, sparsifyMatrix } from '../src/model/
 import { resolveTarget } from '../src/model/targets.ts';
 import type { GdnWeights, Matrix, ModelWeights } from '../src/model/weights.ts';
 import { turn } from './helpers/turn.ts';
+import { lcg, sparseRandomModel } from './helpers/random-models.ts';
 
 /** Bit patterns, with every NaN mapped to one value (NaN payloads are not part of the contract). */
 const bits = (a: Float32Array): number[] =>
@@ -331,19 +332,21 @@ function pinnedNormLayer(switchedWrite = false): { w: GdnWeights; H: number } {
 
 /**
  * Runs `xs` through the layer twice — the tracked decode step (sparse path) and the full step
- * (dense path), each on a cache and numeric context of its own — and expects the same output bits
- * at every step and the same states after; `afterStep` sees the tracked cache after each step.
- * Returns the tracked steps' stats.
+ * (dense path), each on a cache and numeric context of its own, in `profile` — and expects the
+ * same output bits at every step and the same states after; `afterStep` sees the tracked cache
+ * after each step. Returns the tracked steps' stats.
  */
-function trackedAgainstFull(w: GdnWeights, xs: Float32Array[], afterStep?: (tracked: GdnCache) => void, aliasAt = 1): MatmulStats {
+function trackedAgainstFull(
+  w: GdnWeights, xs: Float32Array[], afterStep?: (tracked: GdnCache) => void, aliasAt = 1, profile: 'f32' | 'bf16' = 'f32',
+): MatmulStats {
   // the tracked step twice: on a wasm memory (its kernels: wasm-gdn-kernels.ts) and without one;
   // repeated conv blocks run through their representatives from the track's step `aliasAt` on
-  const tctx = makeNumericContext({ tuning: { aliasConvBlocks: aliasAt } });
+  const tctx = makeNumericContext({ profile, tuning: { aliasConvBlocks: aliasAt } });
   const tracked = newGdnCache(TINY_GDN, wasmHeapOf(tctx));
-  const jctx = makeNumericContext({ tuning: { wasmHeapMiB: 0, aliasConvBlocks: aliasAt } });
+  const jctx = makeNumericContext({ profile, tuning: { wasmHeapMiB: 0, aliasConvBlocks: aliasAt } });
   const trackedJs = newGdnCache(TINY_GDN);
   const full = newGdnCache(TINY_GDN);
-  const fctx = makeNumericContext({});
+  const fctx = makeNumericContext({ profile });
   const stats = newMatmulStats();
   for (const x of xs) {
     const a = gdnForward(tctx, TINY, w, tracked, [x], 'decode', 'sparse', false, stats);
@@ -566,6 +569,74 @@ describe('tracked GDN step: β = ±0 heads', () => {
     // (wasm memories a run: a turn of the event loop first, test/helpers/turn.ts)
     await fc.assert(fc.asyncProperty(fc.array(step, { minLength: 2, maxLength: 16 }), async (steps) => { await turn(); passedOver += compare(steps); }), { numRuns: 150, seed: 28 });
     expect(passedOver).toBeGreaterThan(0);
+  });
+});
+
+/** n inputs that repeat, move a few entries or jump: fractional values in [−2, 2), half +0, so bf16's casts round. */
+function wanderingInputs(rnd: () => number, H: number, n: number): Float32Array[] {
+  const fresh = () => Float32Array.from({ length: H }, () => (rnd() < 0.5 ? 0 : rnd() * 4 - 2));
+  const xs: Float32Array[] = [];
+  let x = fresh();
+  for (let t = 0; t < n; t++) {
+    const r = rnd();
+    if (r < 0.3) x = x.slice();
+    else if (r < 0.85) { x = x.slice(); for (let i = 0; i < 3; i++) x[Math.floor(rnd() * H)] = rnd() < 0.3 ? 0 : rnd() * 4 - 2; }
+    else x = fresh();
+    xs.push(x);
+  }
+  return xs;
+}
+
+describe('tracked GDN step: bf16', () => {
+  it('random layers (fractional weights, decays, multi-tap convs): the tracked step, with and without a wasm memory, gives the full bf16 step\'s bits', () => {
+    let headSteps = 0;
+    let convChannels = 0;
+    for (let seed = 1; seed <= 4; seed++) {
+      const model = sparseRandomModel(seed);
+      const layer = model.layers.find((l) => l.mixer.kind === 'linear_attention')!.mixer as GdnWeights;
+      const H = model.config.hiddenSize;
+      const stats = trackedAgainstFull(layer, wanderingInputs(lcg(seed * 7919), H, 24), undefined, 1 + (seed % 3), 'bf16');
+      headSteps += stats.gdnHeadSteps;
+      convChannels += stats.convChannels;
+    }
+    // the steps after each first ran the tracked step's parts
+    expect(headSteps).toBeGreaterThan(0);
+    expect(convChannels).toBeGreaterThan(0);
+  });
+
+  it('a cache stepped in f32, then in bf16, then in f32 again starts a fresh track at each change: the full step\'s bits', () => {
+    const model = sparseRandomModel(6);
+    const layer = model.layers.find((l) => l.mixer.kind === 'linear_attention')!.mixer as GdnWeights;
+    const xs = wanderingInputs(lcg(61), model.config.hiddenSize, 30);
+    const ctxs = { f32: makeNumericContext({ profile: 'f32' }), bf16: makeNumericContext({ profile: 'bf16' }) };
+    const tracked = newGdnCache(TINY_GDN);
+    const full = newGdnCache(TINY_GDN);
+    const stats = newMatmulStats();
+    xs.forEach((x, t) => {
+      const c = ctxs[t >= 10 && t < 20 ? 'bf16' : 'f32'];
+      const a = gdnForward(c, TINY, layer, tracked, [x], 'decode', 'sparse', false, stats);
+      const b = gdnForward(c, TINY, layer, full, [x], 'decode', 'dense', false);
+      expect(bits(a.out[0]!)).toEqual(bits(b.out[0]!));
+    });
+    expect(stats.convChannels).toBeGreaterThan(0);
+  });
+
+  it('pinned write-then-read heads and β = ±0 heads in bf16: the full step\'s bits', () => {
+    const { w, H } = pinnedNormLayer(true);
+    const { w: wb } = betaZeroLayer();
+    fc.assert(fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 15 }), fc.integer({ min: 0, max: 3 }), fc.boolean(), fc.boolean()), { minLength: 2, maxLength: 12 }), (steps) => {
+      const xs = steps.map(([v, z, write, k1]) => {
+        const x = new Float32Array(H);
+        x[0] = 1;
+        x[1 + v] = 1;
+        x[17 + z] = 1;
+        if (write) x[21] = 1;
+        if (k1) x[22] = 1;
+        return x;
+      });
+      trackedAgainstFull(w, xs, undefined, 1, 'bf16');
+      trackedAgainstFull(wb, xs, undefined, 1, 'bf16');
+    }), { numRuns: 40, seed: 1207 });
   });
 });
 

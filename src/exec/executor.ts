@@ -177,8 +177,8 @@ export class Executor {
   /**
    * The numeric context's wasm memory (wasm-kernels.ts WasmHeap): its size and the bytes carved
    * from it so far, by this executor and any other on the same context; null where the context has
-   * none (bf16, `wasmHeapMiB: 0`, no WebAssembly). Carved address space costs resident memory only
-   * where its pages were written.
+   * none (`wasmHeapMiB: 0`, no WebAssembly). In bf16 it holds the GDN layers' arrays alone. Carved
+   * address space costs resident memory only where its pages were written.
    */
   wasmMemoryUse(): { sizeBytes: number; carvedBytes: number } | null {
     const heap = this.ctx.memos.wasmHeap ?? null; // (read, not made)
@@ -194,7 +194,7 @@ export class Executor {
    */
   reset(): void {
     const c = this.config;
-    const heap = this.ctx.profile === 'f32' ? wasmHeapOf(this.ctx) : null;
+    const heap = wasmHeapOf(this.ctx);
     const previous = this.gdn as (GdnCache | null)[] | undefined;
     this.gdn = c.layerTypes.map((t, l) => (t === 'linear_attention' ? newGdnCache(gdnDimsOf(c), heap, previous?.[l] ?? null) : null));
     this.kv = c.layerTypes.map((t) => (t === 'full_attention' ? new KvCache(c.numKeyValueHeads * c.headDim) : null));

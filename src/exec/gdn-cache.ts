@@ -345,6 +345,8 @@ export interface GdnTrack {
   alias: TrackAlias | null;
   /** The silu form the track's conv outputs (buf.conved) were computed in (the context's; another form starts a fresh track). */
   siluForm: 'mul' | 'div';
+  /** Whether the track's outputs are the bf16 profile's (conv outputs, β, the core and gated norm rounded); another profile starts a fresh track. */
+  bf16: boolean;
   active: Int32Array;
   nActive: number;
   /**

@@ -7,7 +7,7 @@
 import type { GdnWeights } from '../model/weights.ts';
 import type { GdnDims } from '../model/naming.ts';
 import type { ExecNumericContext } from './numeric.ts';
-import { gatedNormEntry, gatedNormFactor, gatedNormSquares } from './norms.ts';
+import { gatedNormEntry, gatedNormEntryBf16, gatedNormFactor, gatedNormSquares } from './norms.ts';
 import type { GdnBuffers, GdnTrack, NormKernel } from './gdn-cache.ts';
 import { NORM_CTL } from './wasm-layout.ts';
 
@@ -16,11 +16,12 @@ export const O_MAY_MOVE = 1;
 export const Z_MAY_MOVE = 2;
 
 /**
- * The tracked step's gated norm of value head h (f32 profile, sequential order, where gatedRmsNorm
- * takes its f32 form), in parts: an entry is a pure function of its o and z bits and the head's
- * factor r, and r one of the head's sum of squares. A head recomputes only the entries whose o or
- * z bits moved since they were computed (t.normIn, t.normZ), its sum only when some o moved, and
- * every entry when the sum's bits moved. Appends the entries whose output bits moved to
+ * The tracked step's gated norm of value head h (sequential order, where gatedRmsNorm folds its sum
+ * of squares in index order), in parts: an entry is a pure function of its o and z bits and the
+ * head's factor r (gatedNormEntry, or gatedNormEntryBf16 in a bf16 track), and r one of the head's
+ * sum of squares. A head recomputes only the entries whose o or z bits moved since they were
+ * computed (t.normIn, t.normZ), its sum only when some o moved, and every entry when the sum's
+ * bits moved. Appends the entries whose output bits moved to
  * t.normedChanged from `nc` (not on a fresh step: its out_proj call takes no candidates) and
  * returns the new count.
  */
@@ -31,6 +32,7 @@ export function gatedNormHead(
 ): number {
   const { coreChanged, normIn, normZ, normAcc, normR, normKept } = t;
   if (!fresh && !full && coreChanged[h] === 0) return nc;
+  const entry = t.bf16 ? gatedNormEntryBf16 : gatedNormEntry;
   const zBits = t.projBits;
   const changedList = t.normedChanged;
   const o0 = h * dv;
@@ -63,7 +65,7 @@ export function gatedNormHead(
         normIn[o0 + j] = coreBits[o0 + j];
         normZ[o0 + j] = zBits[zOff + o0 + j];
         const before = nb[o0 + j];
-        normed[o0 + j] = gatedNormEntry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
+        normed[o0 + j] = entry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
         if (nb[o0 + j] !== before) changedList[nc++] = o0 + j;
       }
       return nc;
@@ -79,17 +81,17 @@ export function gatedNormHead(
     normIn[o0 + j] = coreBits[o0 + j];
     normZ[o0 + j] = zBits[zOff + o0 + j];
     const before = nb[o0 + j];
-    normed[o0 + j] = gatedNormEntry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
+    normed[o0 + j] = entry(core[o0 + j], rr, nw[j], y[zOff + o0 + j], form);
     if (!fresh && nb[o0 + j] !== before) changedList[nc++] = o0 + j;
   }
   return nc;
 }
 
 /**
- * gatedNormHead over every head, not fresh, in wasm (wasm-gdn-kernels.ts gatedNorm): the same
- * scans, sums, factors, entries and list, over the kernel's arrays; a head with a NaN output is
- * left to gatedNormHead (its NaN bits are the reference's) and the kernel goes on after it.
- * Returns the changed count.
+ * gatedNormHead over every head of an f32 track, not fresh, in wasm (wasm-gdn-kernels.ts
+ * gatedNorm): the same scans, sums, factors, entries and list, over the kernel's arrays; a head
+ * with a NaN output is left to gatedNormHead (its NaN bits are the reference's) and the kernel
+ * goes on after it. Returns the changed count.
  */
 export function gatedNormWasm(
   ctx: ExecNumericContext, t: GdnTrack, nk: NormKernel, w: GdnWeights, y: Float32Array, yAt: number, zOff: number, full: boolean,

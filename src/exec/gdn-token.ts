@@ -14,7 +14,7 @@ import type { GdnWeights, Matrix } from '../model/weights.ts';
 import type { GdnDims } from '../model/naming.ts';
 import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
-import { exp32, rsqrt32, sigmoid32, silu32, softplus32 } from './numeric.ts';
+import { exp32, roundBf16, rsqrt32, sigmoid32, silu32, softplus32 } from './numeric.ts';
 import { l2norm } from './norms.ts';
 import { deltaLinear, nextInputStamp } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
@@ -172,6 +172,16 @@ export function convStepF32(
     conved[c] = silu32(y, form);
   }
   return shifted;
+}
+
+/**
+ * A conv channel's output from its fold y (the tracked step's, gdn-tracked.ts): silu32(y, form) in
+ * the f32 profile, bf(silu32(bf(y), form)) in bf16 (HF: conv1d in bf16, then SiLU in bf16), as
+ * prepareToken's loops compute it. A pure function of y's bits, so a channel whose fold keeps its
+ * bits keeps its output in either profile.
+ */
+export function convOutput(y: number, form: 'mul' | 'div', bf16: boolean): number {
+  return bf16 ? roundBf16(silu32(roundBf16(y), form)) : silu32(y, form);
 }
 
 /**

@@ -3,9 +3,9 @@
  * only what changed since the previous one, bit-identical to gdn.ts's full step by purity — every
  * recomputed quantity is a pure function of inputs that are compared bit for bit (see
  * gdnDecodeTracked for each part). It applies to single-token decode on the sparse path in
- * sequential order, f32 profile, in either silu form (conv outputs are silu32(y, ctx.siluForm): a
- * pure function of y for the track's form, which a track records and keeps); gdn.ts gdnForward
- * calls it and runs the full step when it returns null.
+ * sequential order, in either profile and silu form (conv outputs are gdn-token.ts convOutput(y,
+ * ctx.siluForm, bf16): a pure function of y for the track's form and profile, which a track records
+ * and keeps); gdn.ts gdnForward calls it and runs the full step when it returns null.
  *
  * What a step leaves for the next is the cache's GdnTrack (declared in gdn-cache.ts). Its conv
  * channels are active, settled (K equal taps: the output cannot change while the input equals
@@ -20,7 +20,7 @@ import type { CsrMatrix, GdnWeights, Matrix } from '../model/weights.ts';
 import type { GdnDims } from '../model/naming.ts';
 import { linear, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
-import { exp32, sigmoid32, silu32, softplus32 } from './numeric.ts';
+import { exp32, roundBf16, sigmoid32, softplus32 } from './numeric.ts';
 import { deltaLinear, newDeltaSite, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 import { newStackSite, rowStackAt } from './stack-rows.ts';
@@ -29,7 +29,7 @@ import { absSum, BETA_ZERO_BOUND, beyondVBound, classifyState, newKvMemo, recurr
 import { CH_ACTIVE, CH_LISTED, type ConvKernel, type GdnBuffers, type GdnCache, type GdnTrack } from './gdn-cache.ts';
 import { CONV_CTL } from './wasm-layout.ts';
 import { gatedNormHead, gatedNormWasm, O_MAY_MOVE, Z_MAY_MOVE } from './gdn-gated-norm.ts';
-import { convZeroOf, inProjParts, l2normSeq, noteConvInputs } from './gdn-token.ts';
+import { convOutput, convZeroOf, inProjParts, l2normSeq, noteConvInputs } from './gdn-token.ts';
 import { aliasesOfTrack, convAliasOf, copyAliasOutputs, copyAliasWindows, followAliases, reducedStackOf } from './conv-alias.ts';
 
 const f32 = Math.fround;
@@ -37,7 +37,7 @@ const f32 = Math.fround;
 
 
 /** A new track; its channel records are written by the first step (freshConvStep). */
-function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', buf: GdnBuffers): GdnTrack {
+function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', bf16: boolean, buf: GdnBuffers): GdnTrack {
   // the conv kernels' arrays when the layer has them (cleared: what a new track's arrays hold)
   const kern = buf.convKernel;
   const chan = kern !== null ? kern.chan.fill(0) : new Int32Array(4 * d.convDim);
@@ -47,7 +47,7 @@ function newGdnTrack(w: GdnWeights, d: GdnDims, siluForm: 'mul' | 'div', buf: Gd
     chan, chanF, tapAt: new Uint8Array(0),
     projBits: new Uint32Array(0), convBits: new Uint32Array(0), projSrc: null, convSrc: null, normMoved: new Int32Array(d.dv),
     vBeyond: kern !== null ? kern.vBeyond.fill(0) : new Int32Array(d.hv), kAbs: new Float64Array(d.hk),
-    weights: w, alias: null, siluForm, active: kern !== null ? kern.active.fill(0) : new Int32Array(d.convDim), nActive: 0,
+    weights: w, alias: null, siluForm, bf16, active: kern !== null ? kern.active.fill(0) : new Int32Array(d.convDim), nActive: 0,
     qDirty: kern !== null ? kern.qDirty.fill(0) : new Uint8Array(d.hk), kDirty: kern !== null ? kern.kDirty.fill(0) : new Uint8Array(d.hk),
     vDirty: kern !== null ? kern.vDirty.fill(0) : new Uint8Array(d.hv), headModified: new Uint8Array(d.hv).fill(1),
     writtenOutside: new Uint8Array(d.hv),
@@ -104,7 +104,7 @@ function freshConvStep(
     conv[base + K - 1] = mixed[c];
     let y = -0;
     for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
-    conved[c] = silu32(y, form);
+    conved[c] = convOutput(y, form, t.bf16);
     const nb = convBits[base + K - 1];
     chan[4 * c + 3] = nb;
     let settled = true;
@@ -372,7 +372,7 @@ function trackedConvStep(
   const mixedBits = t.projBits;
   const { active, chan } = t;
   const kern = buf.convKernel;
-  if (kern !== null && active === kern.active && t.tapAt === kern.tapAt && kern.cwSrc === cw) {
+  if (kern !== null && !t.bf16 && active === kern.active && t.tapAt === kern.tapAt && kern.cwSrc === cw) {
     const heap = kern.heap;
     const v = kern.views;
     const convAt = v.conv.of(heap, conv);
@@ -473,7 +473,7 @@ function convChannel(
     for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
   }
   const before = conBits[c];
-  conved[c] = silu32(y, form);
+  conved[c] = convOutput(y, form, t.bf16);
   if (conBits[c] !== before) {
     if (c < keyDim) t.qDirty[Math.floor(c / dk)] = 1;
     else if (c < 2 * keyDim) t.kDirty[Math.floor((c - keyDim) / dk)] = 1;
@@ -504,11 +504,13 @@ function convChannel(
 
 /**
  * One decode step of the GDN mixer that recomputes only what changed since the previous step
- * (sparse path, sequential order, f32 profile, either silu form; bit-identical to gdnForwardFull,
+ * (sparse path, sequential order, either profile and silu form; bit-identical to gdnForwardFull,
  * by purity: every recomputed quantity is a pure function of inputs that are compared bit for bit;
- * a conv output is silu32(y, form) of its fold y for the track's form, so a channel whose y is
- * unchanged — settled, lazy, cold — keeps its output in either form, and a context of another
- * form starts a fresh track):
+ * a conv output is convOutput(y, form, bf16) of its fold y for the track's form and profile, so a
+ * channel whose y is unchanged — settled, lazy, cold — keeps its output, and a context of another
+ * form or profile starts a fresh track; bf16's casts — the conv outputs, β, each head's output
+ * after its step, the gated norm's entries — are pure functions of values compared by their bits,
+ * and the conv and gated norm kernels, which do not make them, are left to the JavaScript):
  *  - the projections through delta.ts (rows of changed input columns);
  *  - conv: a channel whose taps are all equal (bits) and whose new input equals them keeps its
  *    state and output; the others shift and recompute as convStepF32 does, and become settled
@@ -532,7 +534,8 @@ export function gdnDecodeTracked(
   const stack = rowStackAt(sites.stack, ctx.plans, w, inProjParts, w.inProjQkv, w.inProjZ, w.inProjB, w.inProjA);
   if (stack === null) return null;
   const form = ctx.siluForm;
-  const fresh = cache.track === undefined || cache.track.weights !== w || cache.track.siluForm !== form;
+  const bf16 = ctx.profile === 'bf16';
+  const fresh = cache.track === undefined || cache.track.weights !== w || cache.track.siluForm !== form || cache.track.bf16 !== bf16;
   // a track that runs every aliased block through its representative walks the stack without
   // their rows (conv-alias.ts reducedStackOf: the other rows' outputs are the same bits)
   const ta = fresh ? null : (cache.track as GdnTrack).alias;
@@ -547,7 +550,7 @@ export function gdnDecodeTracked(
   phaseEnd('gdn.tracked', phaseStart()); // marks (with profiling on) that a tracked step ran
   const { K, convDim, hk, hv, dk, dv, r, keyDim } = d;
   if (fresh) materializeLazyConv(cache, K);
-  const t = fresh ? newGdnTrack(w, d, form, buf) : cache.track as GdnTrack;
+  const t = fresh ? newGdnTrack(w, d, form, bf16, buf) : cache.track as GdnTrack;
   // one output vector: qkv (mixed) at 0, z at zOff, b at bOff, a at aOff
   const y = ps.y;
   const mixed = y;
@@ -644,7 +647,8 @@ export function gdnDecodeTracked(
       continue;
     }
     const h = r < aOff ? r - bOff : r - aOff;
-    const nb = sigmoid32(y[bOff + h]);
+    const sb = sigmoid32(y[bOff + h]);
+    const nb = bf16 ? roundBf16(sb) : sb; // (HF: b.sigmoid() in bf16)
     const ng = f32(-exp32(w.aLog[h]) * softplus32(f32(y[aOff + h] + w.dtBias[h])));
     // every test evaluated (no short circuit): a test first reached late in a decode — the first
     // step whose β stayed, say — had the JIT's optimised code of this function thrown away
@@ -696,6 +700,8 @@ export function gdnDecodeTracked(
     cache.kind[h] = recurrentStepSparse(dk, dv, S, kind, rows, q, kh * dk, k, kh * dk, conved, vAt, g[h], beta[h], core, o0, scratch, t.kvMemo, h, same, qSame, cache.sMax, kSame,
       cache.headAt.s[h], cache.headAt.rnz[h]);
     headModified[h] = scratch.modified[0];
+    // (bf16: the kernel's output cast to bf16, HF's core_attn_out.to(dtype); a kept output is cast already)
+    if (bf16) for (let j = o0; j < o0 + dv; j++) core[j] = roundBf16(core[j]);
     // the output is a function of q and S: with both as before it is as before unless the step
     // wrote S; otherwise it may have moved (the gated norm compares each entry with the bits it
     // was computed from)
@@ -707,7 +713,7 @@ export function gdnDecodeTracked(
   const nk = buf.normKernel;
   let nc: number;
   const yAt = nk !== null ? nk.zView.of(nk.heap, y) : -1;
-  if (!fresh && nk !== null && t.normIn === nk.normIn && yAt >= 0) {
+  if (!fresh && nk !== null && !bf16 && t.normIn === nk.normIn && yAt >= 0) {
     nc = gatedNormWasm(ctx, t, nk, w, y, yAt, zOff, ps.full, cfg.rmsNormEps, d, buf, form);
   } else {
     nc = 0;

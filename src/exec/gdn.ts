@@ -27,7 +27,7 @@
  *  - gdn-idle.ts: a layer whose input projections are all +0, on an all-+0 state, repeats a stored
  *    output;
  *  - gdn-tracked.ts: a decode step that recomputes only what changed since the previous one
- *    (f32 profile, either silu form).
+ *    (either profile and silu form).
  */
 import type { ModelConfig } from '../model/config.ts';
 import type { GdnWeights } from '../model/weights.ts';
@@ -166,9 +166,8 @@ export function gdnForward(
   }
   // A single-token call reuses the layer's buffers: its outputs are consumed before the next call.
   let buf: GdnBuffers | undefined;
-  if (L === 1) buf = cache.buffers ??= gdnBuffers(d, w.outProj.rows, ctx.profile === 'f32' ? wasmHeapOf(ctx) : null);
-  if (!idle && buf !== undefined && mode === 'decode' && path === 'sparse' && ctx.order.kind === 'sequential'
-    && ctx.profile === 'f32') {
+  if (L === 1) buf = cache.buffers ??= gdnBuffers(d, w.outProj.rows, wasmHeapOf(ctx));
+  if (!idle && buf !== undefined && mode === 'decode' && path === 'sparse' && ctx.order.kind === 'sequential') {
     const o = gdnDecodeTracked(ctx, cfg, w, cache, xs[0], d, buf, stats, share);
     if (o !== null) {
       cache.convZero = 0;

@@ -7,8 +7,8 @@
  *    and the lowest untouched one are compared;
  *  - a memo keyed by the non-zero activations in columns that hold weights: under the same
  *    precondition the logits, and so the argmax, are a pure function of them;
- *  - boundedArgmax (f32 profile): columns are taken smallest first until the best folded row is
- *    strictly above a bound on every row not yet folded.
+ *  - boundedArgmax: columns are taken smallest first until the best folded row is strictly above
+ *    a bound on every row not yet folded (in bf16, both rounded).
  * Each walks the matrix's columns in its ColumnRuns where the columns fall into few runs (the
  * chip's LM head), else in its CscPlan (argmaxColumnsOf): the same entries, weights and per-row
  * order of additions, so the same values.
@@ -16,6 +16,7 @@
 import { ChipcError } from '../util/errors.ts';
 import type { CsrMatrix, Matrix } from '../model/weights.ts';
 import type { ExecNumericContext } from './numeric.ts';
+import { roundBf16 } from './numeric.ts';
 import { linear, type MatmulPath, type MatmulStats } from './matmul.ts';
 import { columnExtremesOf, columnRunsOf, cscPlanOf, sparsePlanOf, storedEntries, type ColumnRuns, type CscPlan } from './matmul-plans.ts';
 import type { ArgmaxMemo, ArgmaxState, BoundedPrep, ExecPlans, SparseOut } from './plans.ts';
@@ -290,8 +291,8 @@ export function linearArgmax(
         }
       }
     }
-    if (memo !== null && key !== null && ctx.profile === 'f32') {
-      const best = boundedArgmax(ctx.plans, ctx.tuning.bigColumn, m, x, st.nz, nzn, memo, stats);
+    if (memo !== null && key !== null) {
+      const best = boundedArgmax(ctx.plans, ctx.tuning.bigColumn, m, x, st.nz, nzn, memo, ctx.profile !== 'f32', stats);
       if (best >= 0) {
         if (stats) { stats.sparse++; stats.scatter++; stats.argmaxBounded++; }
         memoStore(memo, hash, key, best);
@@ -351,8 +352,9 @@ function boundedPrepOf(plans: ExecPlans, m: Matrix, cols: ColumnRuns | CscPlan):
 }
 
 /**
- * The argmax without walking big columns (f32 profile, under the scatter precondition, which the
- * caller has checked), or −1 when it cannot be decided that way. The non-zero columns are taken
+ * The argmax without walking big columns (under the scatter precondition, which the caller has
+ * checked), or −1 when it cannot be decided that way. In the bf16 profile every logit is compared
+ * rounded (bf16 = true), as the scatter rounds the rows it touched. The non-zero columns are taken
  * smallest first into A; the rows T they reach get their exact value (the row fold over all their
  * stored entries, as scatterInto computes it). Every other row holds only products of the columns
  * not yet in A (or none: +0), and its fold is at most (1 + 2^−23)^B·Σ_{c ∈ S} max(0, max_r fl(w_rc·x_c))
@@ -376,7 +378,7 @@ function boundedPrepOf(plans: ExecPlans, m: Matrix, cols: ColumnRuns | CscPlan):
  */
 function boundedArgmax(
   plans: ExecPlans, bigColumn: number, m: Matrix, x: Float32Array, nz: Int32Array, nzn: number, memo: ArgmaxMemo,
-  stats?: MatmulStats,
+  bf16: boolean, stats?: MatmulStats,
 ): number {
   const plan = sparsePlanOf(plans, m);
   const cols = argmaxColumnsOf(plans, m, plan.csr);
@@ -454,6 +456,7 @@ function boundedArgmax(
         const pr = f32(f[p + 1] * x[u[p]]);
         if (pr !== 0) acc = f32(acc + pr);
       }
+      if (bf16) acc = roundBf16(acc);
       if (acc === acc && (best < 0 || acc > bv || (acc === bv && r < best))) { best = r; bv = acc; }
     }
     folded = nr;
@@ -467,6 +470,7 @@ function boundedArgmax(
         const p = f32(values[k] * x[colIdx[k]]);
         if (p !== 0) acc = f32(acc + p);
       }
+      if (bf16) acc = roundBf16(acc);
       if (acc === acc && (best < 0 || acc > bv || (acc === bv && r < best))) { best = r; bv = acc; }
     }
   };
@@ -517,7 +521,10 @@ function boundedArgmax(
     // against U rounded to float32: a fold whose real partial sums stay ≤ U stays ≤ U unless U
     // reaches float32's overflow (then such a fold can be +Inf, tying with a +Inf best), and
     // fround(U) is +Inf exactly then; below it, bv > fround(U) gives bv > U
-    if (bv > f32(bound)) { answer = best; break; }
+    // (bf16: a row's logit is bf(fold), and fold ≤ fround(U) gives bf(fold) ≤ bf(fround(U)), RNE
+    // being monotone: T's best rounded logit strictly above it is the argmax)
+    const u = f32(bound);
+    if (bv > (bf16 ? roundBf16(u) : u)) { answer = best; break; }
   }
   if (marked) for (let t = 0; t < nr; t++) mark[rows[t]] = 0;
   if (stats) stats.argmaxBoundedRows += nr;

@@ -5,7 +5,7 @@
  * squares are rounded first (torch materialises x.pow(2) / x*x before reducing).
  */
 import type { ExecNumericContext } from './numeric.ts';
-import { rsqrt32, silu32 } from './numeric.ts';
+import { roundBf16, rsqrt32, silu32 } from './numeric.ts';
 import type { ExecPlans } from './plans.ts';
 
 const f32 = Math.fround;
@@ -131,6 +131,15 @@ export function gatedNormFactor(ctx: ExecNumericContext, acc: number, n: number,
 /** gatedRmsNorm's f32 output entry fl(fl(w·fl(o·r))·silu(z)): a pure function of o, r, w and z's bits (and the form). */
 export function gatedNormEntry(o: number, r: number, w: number, z: number, form: 'mul' | 'div'): number {
   return f32(f32(w * f32(o * r)) * silu32(z, form));
+}
+
+/**
+ * gatedRmsNorm's entry in the bf16 profile (HF: the normalised value cast to bf16, the weight's
+ * product in bf16, the product with silu(z) cast to bf16): bf(fl(bf(fl(w·bf(fl(o·r))))·silu(z))),
+ * a pure function of (o, r, w, z) as gatedNormEntry is.
+ */
+export function gatedNormEntryBf16(o: number, r: number, w: number, z: number, form: 'mul' | 'div'): number {
+  return roundBf16(f32(roundBf16(f32(w * roundBf16(f32(o * r)))) * silu32(z, form)));
 }
 
 /**

@@ -999,7 +999,7 @@ describe('incremental decode on whole executors', () => {
     for (const r of DELTA_ROLES) expect(d.stats.deltaByRole[r]).toEqual({ calls: 0, changedColumns: 0, entries: 0, rows: 0, refolds: 0, refoldEntries: 0, kernelCalls: 0 });
   });
 
-  it('setGdnState between tracked steps whose inputs repeat: the next step reads the new state', async () => {
+  it.each(['f32', 'bf16'] as const)('setGdnState between tracked steps whose inputs repeat: the next step reads the new state (%s)', async (profile) => {
     // The same token again and again: every head's q, k, v, β and g repeat, so the tracked step
     // would skip every head, reuse its kv, or (q as before, S left alone by a write-free step) keep
     // its output — unless it is told of the write. Each of the stream's first tokens in turn, so
@@ -1007,8 +1007,8 @@ describe('incremental decode on whole executors', () => {
     const { res, stream } = await regfileStream(5, 12);
     const layers = res.weights.config.layerTypes.flatMap((t, i) => (t === 'linear_attention' ? [i] : []));
     for (const tok of [...new Set(stream.slice(1, 12))]) {
-      const s = new Executor(res.weights, { path: 'sparse', profile: 'f32' });
-      const d = new Executor(res.weights, { path: 'dense', profile: 'f32' });
+      const s = new Executor(res.weights, { path: 'sparse', profile });
+      const d = new Executor(res.weights, { path: 'dense', profile });
       const recS = recorder(s);
       const recD = recorder(d);
       s.prefill([stream[0]!]);
@@ -1037,7 +1037,7 @@ describe('incremental decode on whole executors', () => {
     }
   });
 
-  it('lazy conv channels: the state they stand for = the dense path\'s, every step, and after a dropped track (compiled, multi-tap and older-tap weights)', async () => {
+  it.each(['f32', 'bf16'] as const)('lazy conv channels: the state they stand for = the dense path\'s, every step, and after a dropped track (compiled, multi-tap and older-tap weights; %s)', async (profile) => {
     const { tiny, res, stream } = await regfileStream(7, 80);
     const K = tiny.linearConvKernelDim;
     const layers = res.weights.config.layerTypes.flatMap((t, i) => (t === 'linear_attention' ? [i] : []));
@@ -1072,8 +1072,8 @@ describe('incremental decode on whole executors', () => {
     };
     for (const weights of [res.weights, multiTap, olderTap]) {
       // (repeated conv blocks through their representatives: conv-alias.ts, from a mid-track step)
-      const s = new Executor(weights, { path: 'sparse', profile: 'f32', tuning: { aliasConvBlocks: 7 } });
-      const d = new Executor(weights, { path: 'dense', profile: 'f32' });
+      const s = new Executor(weights, { path: 'sparse', profile, tuning: { aliasConvBlocks: 7 } });
+      const d = new Executor(weights, { path: 'dense', profile });
       const recS = recorder(s);
       const recD = recorder(d);
       const cacheOf = (ex: Executor, li: number) => ex.gdnCacheOf(li);

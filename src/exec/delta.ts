@@ -40,7 +40,7 @@
  * max(P, N) rather than on S matters where products cancel: the chip's RAM value rows, with S of
  * 1,205–1,867 against T = 2^10, were refolded at every change; most now take the update.)
  *
- * Bounded rows: the same update without a per-row record (f32 profile). The state keeps, per
+ * Bounded rows: the same update without a per-row record. The state keeps, per
  * column c, M_c ≥ every |x_c| and L_c ≤ the lowest set bit of every non-zero x_c it has seen
  * since it was built (widened when a changed column's new value falls outside them), and per row
  *     B_r ≥ Σ_c |w_rc|·M_c   (each addition rounded to nearest, then scaled by 1 + 2^−50, so B_r
@@ -58,15 +58,20 @@
  * below 2^(25+L_c), exact in double, and w times it (24 × 25 bits) is exact in double. It
  * is never −0: y starts as a fold from +0 (never −0) and +0 + (−0) = +0. A widening that breaks a
  * row's bound makes it a tracked row for good; it is refolded in that call (which builds its
- * record). Bounded rows are y itself, so the bf16 profile (y = act(sum)) tracks every row.
+ * record).
  *
- * In the f32 profile the pass over the candidates, or its walks, run as WebAssembly functions
- * where their arrays are in the context's wasm memory (wasm-kernels.ts): the same operations in the
- * same order, so the same bits, marks and lists.
+ * The profile's cast. Every update and refold above works on the uncast fold (`acc`: y itself in
+ * f32). In bf16, y_r = act(acc_r) is written for each row a call reaches, after its updates and
+ * refolds, and for every row at a fresh fold: a pure function of the row's sum, which the state
+ * keeps exact.
+ *
+ * The pass over the candidates, or its walks, run as WebAssembly functions where their arrays are
+ * in the context's wasm memory (wasm-kernels.ts), over acc in either profile: the same operations
+ * in the same order, so the same bits, marks and lists.
  */
 import type { Matrix } from '../model/weights.ts';
 import type { DeltaRole, MatmulStats } from './matmul.ts';
-import { cscPlanOf, nonEmptyRowsOf, sparsePlanOf } from './matmul-plans.ts';
+import { cscPlanOf, sparsePlanOf } from './matmul-plans.ts';
 import { siluFormula, type ExecNumericContext } from './numeric.ts';
 import type { CscPlan, DeltaKernel, DeltaLinearState, ExecMemos, ExecPlans, SparsePlan, WeightLows } from './plans.ts';
 import { carveArrays } from './arena.ts';
@@ -183,19 +188,20 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
     // list): in the context's wasm memory where they can run there (f32, rows that a 16-bit index
     // names), else in one buffer (arena.ts: only the pages written fault; the exact-row records
     // then grow as slots are taken)
-    const w = ctx.profile === 'f32' && m.rows <= 0x10000 ? walkArraysOf(ctx, m.rows, m.cols) : null;
+    const bf16 = ctx.profile !== 'f32';
+    const w = m.rows <= 0x10000 ? walkArraysOf(ctx, m.rows, m.cols, bf16) : null;
     const r = w ?? {
       ...carveArrays({
         colBits: [Uint32Array, 4 * (m.cols + 1)], changed: [Int32Array, m.cols], y: [Float32Array, m.rows], rows: [Int32Array, m.rows],
         mark: [Uint16Array, m.rows], rowSlot: [Int32Array, m.rows], refold: [Int32Array, m.rows],
-        rowBound: [Float64Array, m.rows], rowLowGap: [Uint16Array, m.rows],
+        rowBound: [Float64Array, m.rows], rowLowGap: [Uint16Array, m.rows], acc: [Float32Array, bf16 ? m.rows : 0],
       }, ctx.memos.recordArena),
       rowExact: new Float64Array(4 * 16),
     };
     const colBits = r.colBits;
     st = {
       colBits, colVals: new Float32Array(colBits.buffer, colBits.byteOffset, colBits.length),
-      colInts: new Int32Array(colBits.buffer, colBits.byteOffset, colBits.length), negTotal: 0, y: r.y, valid: false, full: false,
+      colInts: new Int32Array(colBits.buffer, colBits.byteOffset, colBits.length), negTotal: 0, y: r.y, acc: bf16 ? r.acc : r.y, valid: false, full: false,
       rows: r.rows, nRows: 0, mark: r.mark, epoch: 0, changed: r.changed, nChanged: 0, usable: 0,
       version: 0,
       rowExact: r.rowExact, rowSlot: r.rowSlot, nSlots: 0, refold: r.refold, nUpdated: 0, stamp: -1,
@@ -220,15 +226,15 @@ export function wasmHeapOf(ctx: ExecNumericContext): WasmHeap | null {
  * every row, so they never grow; only the pages of the slots taken are touched) and refold list,
  * carved from the context's wasm memory, or null when they do not fit.
  */
-function walkArraysOf(ctx: ExecNumericContext, rows: number, cols: number): {
+function walkArraysOf(ctx: ExecNumericContext, rows: number, cols: number, bf16: boolean): {
   colBits: Uint32Array; changed: Int32Array; y: Float32Array; rows: Int32Array; mark: Uint16Array; rowSlot: Int32Array; refold: Int32Array;
-  rowExact: Float64Array; rowBound: Float64Array; rowLowGap: Uint16Array;
+  rowExact: Float64Array; rowBound: Float64Array; rowLowGap: Uint16Array; acc: Float32Array;
 } | null {
   const heap = wasmHeapOf(ctx);
   return heap === null ? null : heap.carve({
     colBits: [Uint32Array, 4 * (cols + 1)], changed: [Int32Array, cols], y: [Float32Array, rows], rows: [Int32Array, rows], mark: [Uint16Array, rows],
     rowSlot: [Int32Array, rows], refold: [Int32Array, rows], rowExact: [Float64Array, 4 * (rows + 1)],
-    rowBound: [Float64Array, rows], rowLowGap: [Uint16Array, rows],
+    rowBound: [Float64Array, rows], rowLowGap: [Uint16Array, rows], acc: [Float32Array, bf16 ? rows : 0],
   });
 }
 
@@ -242,7 +248,7 @@ function walkArraysOf(ctx: ExecNumericContext, rows: number, cols: number): {
  */
 function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, cols: number): DeltaKernel | null {
   const heap = ctx.memos.wasmHeap;
-  if (heap == null || st.y.buffer !== heap.buffer || st.rowExact.buffer !== heap.buffer || !(csc.rowIdx instanceof Uint16Array)) return null;
+  if (heap == null || st.acc.buffer !== heap.buffer || st.rowExact.buffer !== heap.buffer || !(csc.rowIdx instanceof Uint16Array)) return null;
   const nnz = csc.values.length;
   // the plan's own arrays where it was built in this heap (cscPlanOf), else copies
   const copy = csc.rowIdx.buffer !== heap.buffer || csc.values.buffer !== heap.buffer;
@@ -264,7 +270,7 @@ function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, c
   t[TRACK.walkLowAt] = a.walkLow.byteOffset;
   const rowIdx = copy ? a.rowIdx : csc.rowIdx, values = copy ? a.values : csc.values;
   const at = deltaAtOf({
-    colBits: st.colBits, rowIdx, values, mark: st.mark, y: st.y, rows: st.rows, track: t, changed: st.changed, io: a.io, walkList: a.walkList,
+    colBits: st.colBits, rowIdx, values, mark: st.mark, y: st.acc, rows: st.rows, track: t, changed: st.changed, io: a.io, walkList: a.walkList,
   });
   // (each field named, one shape for every kernel: a spread of `a` cost the decode 3.8 µs per token)
   return {
@@ -323,7 +329,8 @@ function refoldRow(
     const lb = lowbit32(xb[c]) + wLowCsr[k];
     if (lb < g) g = lb;
   }
-  st.y[r] = bf16 ? ctx.act(acc) : acc;
+  st.acc[r] = acc;
+  if (bf16) st.y[r] = ctx.act(acc);
   // exactSum and sumAbs are exact when the row is exact (same argument as the update's): then
   // the positive and the negative products add up to P, N < T, so S = P + N < 2T, a multiple of
   // 2^g below 2^(25+g), and every partial sum of either in double is exact
@@ -429,26 +436,19 @@ function foldFresh(
     fillColumnRecords(st.colBits, st.colInts, xb, csc.colPtr, cols, colEnd);
   }
   if (csc.maxRowNnz >= cols - negTotal) return null;
-  const y = st.y;
-  if (st.version !== 0) y.fill(0); // (a state never computed holds +0 already: its pages stay untouched)
-  if (bf16) {
-    // Rows with no stored entry are +0 (act(+0) = +0) and no walk or refold ever reaches them
-    // (nothing else of theirs is read): only the others are folded, each with its record.
-    const nonEmpty = nonEmptyRowsOf(ctx.plans, m);
-    for (let i = 0; i < nonEmpty.length; i++) refoldRow(ctx, st, nonEmpty[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
-    st.mark.fill(1);
-    st.nBounded = 0;
-  } else {
-    // bounded rows folded alone, the others refolded with their records; in wasm where the state
-    // has kernels (it reads the column records' bits and entry ranges)
-    if (st.version !== 0) { st.rowBound.fill(0); st.rowLowGap.fill(0); st.mark.fill(0); }
-    const refold = st.refold;
-    const nf = kern !== null
-      ? kern.heap.foldColumns(colEnd, st.colBits, kern.rowIdx, kern.values, y, st.rowBound, st.rowLowGap, st.mark, st.rows, refold)
-      : foldByColumns(st, colEnd, x, xOff, xb, csc.colPtr, csc.rowIdx, csc.values, wLowCsc, y, st.rows, refold);
-    for (let i = 0; i < nf; i++) refoldRow(ctx, st, refold[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
-    st.nBounded = m.rows - nf;
-  }
+  const acc = st.acc;
+  if (st.version !== 0) acc.fill(0); // (a state never computed holds +0 already: its pages stay untouched)
+  // bounded rows folded alone, the others refolded with their records; in wasm where the state
+  // has kernels (it reads the column records' bits and entry ranges)
+  if (st.version !== 0) { st.rowBound.fill(0); st.rowLowGap.fill(0); st.mark.fill(0); }
+  const refold = st.refold;
+  const nf = kern !== null
+    ? kern.heap.foldColumns(colEnd, st.colBits, kern.rowIdx, kern.values, acc, st.rowBound, st.rowLowGap, st.mark, st.rows, refold)
+    : foldByColumns(st, colEnd, x, xOff, xb, csc.colPtr, csc.rowIdx, csc.values, wLowCsc, acc, st.rows, refold);
+  for (let i = 0; i < nf; i++) refoldRow(ctx, st, refold[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
+  st.nBounded = m.rows - nf;
+  // bf16: every row's output is its cast sum (a row with no stored entry: bf(+0) = +0)
+  if (bf16) { const y = st.y; for (let r = 0; r < m.rows; r++) y[r] = ctx.act(acc[r]); }
   st.negTotal = negTotal;
   st.valid = true;
   st.full = true;
@@ -513,7 +513,7 @@ function deltaLinearIn(
 ): DeltaLinearState | null {
   if (st.usable === 0) {
     const plan = sparsePlanOf(ctx.plans, m);
-    let ok = plan.finite && cscPlanOf(ctx.plans, m, plan.csr, ctx.profile === 'f32' ? wasmHeapOf(ctx) : null) !== null;
+    let ok = plan.finite && cscPlanOf(ctx.plans, m, plan.csr, wasmHeapOf(ctx)) !== null;
     if (ok && plan.denseNegZeroRow) for (let r = 0; r < m.rows; r++) if (plan.denseNegZeroRow[r]) { ok = false; break; }
     st.usable = ok ? 1 : 2;
   }
@@ -566,13 +566,13 @@ function deltaLinearIn(
   const rows = st.rows;
   const e = st.rowExact;
   const slot = st.rowSlot;
-  const yv = st.y;
+  const yv = st.acc;
   let nr = 0;
   let nf = 0;
   let walked = 0;
   const refold = st.refold;
   const n = cand === null ? cols : nCand;
-  // The wasm kernels (wasm-kernels.ts; f32 only: in bf16 every row is tracked) do what the loop
+  // The wasm kernels (wasm-kernels.ts; over the uncast sums, st.acc, in either profile) do what the loop
   // below does, in its order, the tracked rows' exact updates included (the rows to refold they
   // list, with the count in kern.track), so marks, lists, records and sums are the loop's.
   //  - fused: the whole pass in wasm when the input and the candidates are in its memory too (the
@@ -581,7 +581,7 @@ function deltaLinearIn(
   //  - listed: the loop lists each changed column's walk, and the kernel walks them in one call at
   //    the end and before any widening (which reads and writes the rows' marks as the walks before
   //    it left them).
-  const kern = bf16 ? null : st.kernel;
+  const kern = st.kernel;
   // (the candidates' address from the kernel's memo: −1 for no list, every column a candidate)
   const candAt = kern === null || cand === null ? -1 : kern.candAt.of(kern.heap, cand);
   const fused = kern !== null && st.inAt >= 0 && (cand === null || candAt >= 0);
@@ -617,7 +617,7 @@ function deltaLinearIn(
     const k0 = colInts[c4 + 3];
     const k1 = colInts[c4 + 7];
     // (an integer's lowest set bit is ≥ 0: no lowbit needed while the column's bound is ≤ 0)
-    if (!bf16 && xn !== 0 && (Math.abs(xn) > colVals[c4 + 1] || ((colInts[c4 + 2] > 0 || (xn | 0) !== xn) && lowbit32(b) < colInts[c4 + 2]))) {
+    if (xn !== 0 && (Math.abs(xn) > colVals[c4 + 1] || ((colInts[c4 + 2] > 0 || (xn | 0) !== xn) && lowbit32(b) < colInts[c4 + 2]))) {
       if (nw > 0) {
         nf = walkListed(kern!, nw, cur, nr, nf);
         nr = kern!.io[0];
@@ -698,12 +698,13 @@ function deltaLinearIn(
   if (csc.maxRowNnz >= cols - negTotal) { st.valid = false; return null; }
   // rows left exact hold their exact sum in y already; the others are refolded from scratch
   let refoldEntries = 0;
-  if (bf16) for (let t = 0; t < nr; t++) { const r = rows[t]; yv[r] = ctx.act(yv[r]); }
   for (let t = 0; t < nf; t++) {
     const r = refold[t];
     refoldEntries += rowPtr[r + 1] - rowPtr[r];
     refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
   }
+  // bf16: the output of every row reached is its cast sum
+  if (bf16) { const y = st.y; for (let t = 0; t < nr; t++) { const r = rows[t]; y[r] = ctx.act(yv[r]); } }
   const nUpdated = nr - nf;
   st.full = false;
   st.nRows = nr;

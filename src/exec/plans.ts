@@ -284,6 +284,12 @@ export interface DeltaLinearState {
   negTotal: number;
   /** The output for the recorded input bits (all rows). */
   y: Float32Array;
+  /**
+   * Every row's fold in float32 before the profile's cast: y itself in f32; in bf16 its own array,
+   * of which y holds bf(·), so that bounded rows and the tracked rows' exact updates read and write
+   * the uncast sums in either profile.
+   */
+  acc: Float32Array;
   valid: boolean;
   /** True when the last call recomputed every row (then `rows` is not filled). */
   full: boolean;

@@ -164,7 +164,7 @@ export class Executor {
     const c = this.config;
     this.track = this.path === 'sparse' && this.ctx.order.kind === 'sequential'
       ? new ResidualTrack(plans, c.hiddenSize, weights.layers.map((l) => ({ input: l.inputLayernorm, post: l.postAttentionLayernorm })), weights.norm, c.rmsNormEps,
-        this.ctx.profile === 'f32' ? wasmHeapOf(this.ctx) : null)
+        wasmHeapOf(this.ctx))
       : null;
     this.reset();
   }

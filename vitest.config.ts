@@ -21,7 +21,7 @@ export default defineConfig({
     poolOptions: { forks: { execArgv: ['--max-semi-space-size=64', '--single-threaded-gc'] } },
     // the longest files first on a clean clone (test/setup/sequencer.ts)
     sequence: { sequencer: HeavyFirstSequencer },
-    setupFiles: ['test/setup/yield.ts'],
+    setupFiles: ['test/setup/yield.ts', 'test/setup/fast-check-seed.ts'],
     // The chip cache of the test run (never the user's): the shared test chips live there
     // (test/helpers/shared-chips.ts), and so does every chip a `chipc run` under test caches.
     globalSetup: ['test/setup/shared-chips.ts'],

@@ -215,7 +215,7 @@ describe('addTracked', () => {
             expect(Array.from(out.changed.subarray(0, out.n)).sort((p, q) => p - q)).toEqual(diff(before, want));
           }
         }
-      }), { numRuns: 100 });
+      }), { numRuns: 100, seed: 5 });
       // the wasm loop ran, and handed NaN sums (NaN and ∞ entries in the streams) to JavaScript
       if (wasm !== null) {
         expect(wasm.calls.get('add') ?? 0).toBeGreaterThan(100);

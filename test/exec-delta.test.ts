@@ -36,7 +36,8 @@ import { sparsifyMatrix } from '../src/model/random-weights.ts';
 import { resolveTarget } from '../src/model/targets.ts';
 import type { GdnWeights, Matrix } from '../src/model/weights.ts';
 import type { ExecTuning } from '../src/exec/types.ts';
-import { chipExecutor, programOf } from '../src/chip/run.ts';
+import { chipExecutor, programOf, type ChipProgram } from '../src/chip/run.ts';
+import type { ChipModel } from '../src/chip/chip-model.ts';
 import { BOS_ID, CODE_BASE, decodeToken, encodeToken } from '../riscv/protocol.ts';
 import { sharedChip } from './helpers/shared-chips.ts';
 
@@ -697,17 +698,37 @@ describe('deltaLinear', () => {
     expect(kernelOf({}, 'bf16')).toBe('listed'); // (over the uncast sums, DeltaLinearState.acc)
   });
 
+  /** hello's first 300 tokens on a chip, from its prompt, with the run's token ids, matmul work by role and conv channels. */
+  const helloOnChip = (model: ChipModel, prog: ChipProgram, tuning: ExecTuning, profile: 'f32' | 'bf16') => {
+    const ex = chipExecutor(model, prog, { path: 'sparse', profile, order: { kind: 'sequential' }, tuning });
+    ex.prime([BOS_ID]);
+    const ids = [ex.decodeArgmax(encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 }))];
+    for (let i = 0; i < 300 && decodeToken(ids[ids.length - 1]!).kind !== 'HALT'; i++) ids.push(ex.decodeArgmax(ids[ids.length - 1]!));
+    return { ids, byRole: ex.stats.deltaByRole, conv: ex.stats.convChannels };
+  };
+
+  it('the chip (chip-test) in bf16: every incremental matmul runs in wasm too (over the uncast sums), with the tokens of the f32 run and of a run with no wasm memory', async () => {
+    const SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
+    const model = await sharedChip({ target: 'chip-test', ...SHAPE });
+    const prog = programOf(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'firmware', 'hello.elf')), SHAPE);
+    const bf = helloOnChip(model, prog, {}, 'bf16');
+    const off = helloOnChip(model, prog, { wasmHeapMiB: 0 }, 'bf16');
+    expect(bf.ids).toEqual(off.ids);
+    expect(bf.ids).toEqual(helloOnChip(model, prog, {}, 'f32').ids);
+    expect(bf.ids.length).toBeGreaterThan(100);
+    for (const role of ['ffn.gateUp', 'gdn.inProj', 'ffn.down', 'gdn.outProj'] as const) {
+      const w = bf.byRole[role]!;
+      expect(w.calls).toBeGreaterThan(500);
+      expect(w.kernelCalls).toBe(w.calls);
+      expect(off.byRole[role]!.kernelCalls).toBe(0);
+    }
+  }, 120_000);
+
   it('the chip (chip-test): at the default tuning every incremental matmul runs in wasm (the out projections\' input, the gated norm\'s output, lives in the wasm memory); the same tokens as with no wasm memory and with one too small for every state', async () => {
     const SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
     const model = await sharedChip({ target: 'chip-test', ...SHAPE });
     const prog = programOf(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'firmware', 'hello.elf')), SHAPE);
-    const run = (tuning: ExecTuning): { ids: number[]; byRole: Record<string, { calls: number; kernelCalls: number; entries: number }>; conv: number } => {
-      const ex = chipExecutor(model, prog, { path: 'sparse', profile: 'f32', order: { kind: 'sequential' }, tuning });
-      ex.prime([BOS_ID]);
-      const ids = [ex.decodeArgmax(encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 }))];
-      for (let i = 0; i < 300 && decodeToken(ids[ids.length - 1]!).kind !== 'HALT'; i++) ids.push(ex.decodeArgmax(ids[ids.length - 1]!));
-      return { ids, byRole: ex.stats.deltaByRole, conv: ex.stats.convChannels };
-    };
+    const run = (tuning: ExecTuning) => helloOnChip(model, prog, tuning, 'f32');
     // the q / k norms and the key rows' updates in wasm too (wasm-gdn-kernels.ts l2norm, keyRows)
     const l2norm = vi.spyOn(WasmHeap.prototype, 'gdnL2normAt');
     const keyRows = vi.spyOn(WasmHeap.prototype, 'gdnKeyRowsAt');

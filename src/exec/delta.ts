@@ -185,9 +185,9 @@ function stateOf(ctx: ExecNumericContext, m: Matrix): DeltaLinearState {
   if (st === undefined) {
     // what the wasm kernels read and write (the column records, the rows' marks, bounds and lowest
     // bits, y, the reached rows, the changed columns, the tracked rows' slots, records and refold
-    // list): in the context's wasm memory where they can run there (f32, rows that a 16-bit index
-    // names), else in one buffer (arena.ts: only the pages written fault; the exact-row records
-    // then grow as slots are taken)
+    // list; in bf16 the uncast sums too): in the context's wasm memory where they can run there
+    // (rows that a 16-bit index names), else in one buffer (arena.ts: only the pages written
+    // fault; the exact-row records then grow as slots are taken)
     const bf16 = ctx.profile !== 'f32';
     const w = m.rows <= 0x10000 ? walkArraysOf(ctx, m.rows, m.cols, bf16) : null;
     const r = w ?? {
@@ -696,7 +696,7 @@ function deltaLinearIn(
   }
   st.negTotal = negTotal;
   if (csc.maxRowNnz >= cols - negTotal) { st.valid = false; return null; }
-  // rows left exact hold their exact sum in y already; the others are refolded from scratch
+  // rows left exact hold their exact sum in acc already; the others are refolded from scratch
   let refoldEntries = 0;
   for (let t = 0; t < nf; t++) {
     const r = refold[t];

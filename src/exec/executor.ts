@@ -177,9 +177,8 @@ export class Executor {
   /**
    * The numeric context's wasm memory (wasm-kernels.ts WasmHeap): its size and the bytes carved
    * from it so far, by this executor and any other on the same context; null where the context has
-   * none (`wasmHeapMiB: 0`, no WebAssembly). In bf16 it holds the matmuls' states and the GDN
-   * layers' arrays, not the residual stream. Carved address space costs resident memory only where
-   * its pages were written.
+   * none (`wasmHeapMiB: 0`, no WebAssembly), in either profile. Carved address space costs resident
+   * memory only where its pages were written.
    */
   wasmMemoryUse(): { sizeBytes: number; carvedBytes: number } | null {
     const heap = this.ctx.memos.wasmHeap ?? null; // (read, not made)

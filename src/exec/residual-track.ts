@@ -279,8 +279,9 @@ export class NormSite {
     const P = this.prefix;
     const heap = this.heap;
     if (!fresh && !x.all && x.n > 0 && heap !== null && x.heap === heap && ctx.profile === 'f32') {
-      // every changed square absorbed and r the kept one: the list loop in wasm (normListed, f32: it casts nothing), which
-      // returns −1 (nothing written) when some square is not absorbed; the path below then runs.
+      // every changed square absorbed and r the kept one: the list loop in wasm (normListed; f32
+      // only, it casts nothing), which returns −1 (nothing written) when some square is not
+      // absorbed; the path below then runs.
       // (r is the kept one whenever the site's previous run was complete: Object.is is a guard.)
       const r = rsqrt32(f32(meanOf(ctx, P[H - 1], H) + f32(this.eps)));
       if (Object.is(r, this.r) && r - r === 0) {

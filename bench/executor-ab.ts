@@ -11,7 +11,7 @@
  * result gives the median under each order as well as over all pairs.
  *
  *   npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--rounds R]
- *     [--blocks N] [--block-tokens T] [--warmup W] [--cold N] [--json]
+ *     [--blocks N] [--block-tokens T] [--warmup W] [--cold N] [--profile f32|bf16] [--json]
  *
  * `--base REV` (A) and `--head REV` (B; default: the working tree, uncommitted edits included) are
  * git revisions of this repository. Each is bundled with esbuild from its own sources (a revision
@@ -28,15 +28,17 @@
  *
  * Prints per build the median block's tokens/s, then the pairs' median difference in µs per token
  * (B − A; negative: B faster), how many of the pairs B won, and the median under each load order;
- * `--json` prints one object: { base, head, rounds, blocks, blockTokens, tokensPerSecond: { base,
+ * `--json` prints one object: { base, head, profile, rounds, blocks, blockTokens, tokensPerSecond: { base,
  * head }, diffUsPerToken, headFaster, pairs, byOrder: { baseFirst, headFirst }, identical }.
+ *
+ * `--profile bf16` runs both builds in the bf16 profile (default f32).
  *
  * `--cold N` compares the cold window instead (a fresh process's first N generated tokens, timed
  * as bench/chip-speed.ts's `--cold-only` times them: the chip loaded and the executor made before
  * the clock starts at the prompt): `--rounds` (default 20 here) pairs of fresh processes, one per
  * build, the order alternating from pair to pair. It prints each build's median window and first
  * token, the pairs' median differences and how many pairs B finished sooner; `--json`: { base,
- * head, mode: 'cold', processes, tokens, windowMs, firstTokenMs, windowDiffMs, headSooner,
+ * head, profile, mode: 'cold', processes, tokens, windowMs, firstTokenMs, windowDiffMs, headSooner,
  * firstTokenDiffMs, identical } (every process's tokens compared by a hash of their ids).
  */
 import fs from 'node:fs';
@@ -48,7 +50,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function usage(msg: string): never {
-  console.error(`executor-ab: ${msg}\nusage: npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--rounds R] [--blocks N] [--block-tokens T] [--warmup W] [--cold N] [--json]`);
+  console.error(`executor-ab: ${msg}\nusage: npx tsx bench/executor-ab.ts --base REV [--head REV] --model CHIP [--elf FILE] [--rounds R] [--blocks N] [--block-tokens T] [--warmup W] [--cold N] [--profile f32|bf16] [--json]`);
   process.exit(2);
 }
 
@@ -63,6 +65,7 @@ let blockTokens = 1000;
 let warmup = 2000;
 let json = false;
 let cold = 0;
+let profile = 'f32';
 for (let i = 0; i < argv.length; i++) {
   const a = argv[i]!;
   const value = (): string => {
@@ -79,10 +82,14 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--block-tokens') blockTokens = Number(value());
   else if (a === '--warmup') warmup = Number(value());
   else if (a === '--cold') cold = Number(value());
+  else if (a === '--profile') profile = value();
   else if (a === '--json') json = true;
   else usage(`unknown argument ${a}`);
 }
 if (base === undefined) usage('--base REV is required');
+if (profile !== 'f32' && profile !== 'bf16') usage(`--profile must be f32 or bf16, got ${profile}`);
+// (the child processes inherit it; the bundled entry reads it)
+process.env.EXECUTOR_AB_PROFILE = profile;
 if (model === undefined) usage('--model CHIP is required (npx chipc cpu --target qwen3.5-4b -o CHIP)');
 const chipPath: string = model;
 if (cold !== 0 && (!Number.isInteger(cold) || cold < 1)) usage(`--cold must be a positive integer, got ${cold}`);
@@ -116,7 +123,7 @@ function load(elf, chip) {
   const prog = programOf(fs.readFileSync(elf), { codeBytes: rv32.codeWords * 4, memBytes: rv32.memWords * 4 });
   const model = loadChipModel(chip, prog);
   return {
-    executor: () => chipExecutor(model, prog, { profile: 'f32', order: { kind: 'sequential' }, path: 'sparse' }),
+    executor: () => chipExecutor(model, prog, { profile: process.env.EXECUTOR_AB_PROFILE === 'bf16' ? 'bf16' : 'f32', order: { kind: 'sequential' }, path: 'sparse' }),
     prompt: [BOS_ID, encodeToken({ kind: 'J', w: (prog.entry - CODE_BASE) / 4 })],
   };
 }
@@ -280,7 +287,7 @@ function steadyComparison(urlA: string, urlB: string): void {
   }
   const all = [...diffs.baseFirst, ...diffs.headFirst];
   const result = {
-    base: sideA.label, head: sideB.label, rounds, blocks, blockTokens,
+    base: sideA.label, head: sideB.label, profile, rounds, blocks, blockTokens,
     tokensPerSecond: { base: blockTokens / (median(ta) / 1000), head: blockTokens / (median(tb) / 1000) },
     diffUsPerToken: median(all), headFaster: all.filter((d) => d < 0).length, pairs: all.length,
     byOrder: { baseFirst: median(diffs.baseFirst), headFirst: diffs.headFirst.length > 0 ? median(diffs.headFirst) : null },
@@ -317,7 +324,7 @@ function coldComparison(urlA: string, urlB: string): void {
   const windowDiffs = a.map((x, i) => b[i]!.ms - x.ms);
   const firstDiffs = a.map((x, i) => b[i]!.firstMs - x.firstMs);
   const result = {
-    base: sideA.label, head: sideB.label, mode: 'cold', processes: rounds, tokens: a[0]!.tokens,
+    base: sideA.label, head: sideB.label, profile, mode: 'cold', processes: rounds, tokens: a[0]!.tokens,
     windowMs: { base: median(a.map((x) => x.ms)), head: median(b.map((x) => x.ms)) },
     firstTokenMs: { base: median(a.map((x) => x.firstMs)), head: median(b.map((x) => x.firstMs)) },
     windowDiffMs: median(windowDiffs), headSooner: windowDiffs.filter((d) => d < 0).length, firstTokenDiffMs: median(firstDiffs),

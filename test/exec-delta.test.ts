@@ -706,6 +706,16 @@ describe('deltaLinear', () => {
     for (let i = 0; i < 300 && decodeToken(ids[ids.length - 1]!).kind !== 'HALT'; i++) ids.push(ex.decodeArgmax(ids[ids.length - 1]!));
     return { ids, byRole: ex.stats.deltaByRole, conv: ex.stats.convChannels };
   };
+  /** Every incremental matmul of `run` ran in the wasm kernels (at least 500 calls each), none of `off`'s. */
+  const expectEveryMatmulInWasm = (run: ReturnType<typeof helloOnChip>, off: ReturnType<typeof helloOnChip>): void => {
+    expect(run.ids.length).toBeGreaterThan(100);
+    for (const role of ['ffn.gateUp', 'gdn.inProj', 'ffn.down', 'gdn.outProj'] as const) {
+      const w = run.byRole[role]!;
+      expect(w.calls).toBeGreaterThan(500);
+      expect(w.kernelCalls).toBe(w.calls);
+      expect(off.byRole[role]!.kernelCalls).toBe(0);
+    }
+  };
 
   it('the chip (chip-test) in bf16: every incremental matmul runs in wasm too (over the uncast sums), with the tokens of the f32 run and of a run with no wasm memory', async () => {
     const SHAPE = { codeBytes: 4096, memBytes: 32 * 1024 };
@@ -715,13 +725,7 @@ describe('deltaLinear', () => {
     const off = helloOnChip(model, prog, { wasmHeapMiB: 0 }, 'bf16');
     expect(bf.ids).toEqual(off.ids);
     expect(bf.ids).toEqual(helloOnChip(model, prog, {}, 'f32').ids);
-    expect(bf.ids.length).toBeGreaterThan(100);
-    for (const role of ['ffn.gateUp', 'gdn.inProj', 'ffn.down', 'gdn.outProj'] as const) {
-      const w = bf.byRole[role]!;
-      expect(w.calls).toBeGreaterThan(500);
-      expect(w.kernelCalls).toBe(w.calls);
-      expect(off.byRole[role]!.kernelCalls).toBe(0);
-    }
+    expectEveryMatmulInWasm(bf, off);
   }, 120_000);
 
   it('the chip (chip-test): at the default tuning every incremental matmul runs in wasm (the out projections\' input, the gated norm\'s output, lives in the wasm memory); the same tokens as with no wasm memory and with one too small for every state', async () => {
@@ -755,13 +759,7 @@ describe('deltaLinear', () => {
     const some = (r: typeof small) => Object.values(r.byRole).reduce((a, w) => a + w.kernelCalls, 0);
     expect(some(small)).toBeGreaterThan(0);
     expect(some(small)).toBeLessThan(some(dflt));
-    expect(dflt.ids.length).toBeGreaterThan(100);
-    for (const role of ['ffn.gateUp', 'gdn.inProj', 'ffn.down', 'gdn.outProj'] as const) {
-      const w = dflt.byRole[role]!;
-      expect(w.calls).toBeGreaterThan(500);
-      expect(w.kernelCalls).toBe(w.calls);
-      expect(off.byRole[role]!.kernelCalls).toBe(0);
-    }
+    expectEveryMatmulInWasm(dflt, off);
   }, 120_000);
 
   it('weightLows: each weight\'s lowbit32 (0 for ±0), in 8 bits when every one fits, in 16 when one is below 2^−128', () => {

@@ -32,6 +32,7 @@
  * --dry-run    build the programs and run the golden emulator only (no weights): checks the generators.
  * --no-enosys  the random programs' non-exit ecall becomes `li a0, -38` (its effect), the programs
  *              otherwise unchanged (the same seed gives the same programs): runs them past it.
+ * --profile P  the executor's numeric profile, f32 (default) or bf16 (transformers' bf16 casts).
  *
  * The checkpoint is opened once and reused: each program gets a fresh executor over the same
  * loaded weights (runOnChip → chipExecutor). Per program: tokens generated, instructions, result
@@ -54,7 +55,7 @@ import { loadElf } from '../riscv/elf.ts';
 import { compileFirmwareC, findCrossToolchain, randomCProgram, rng } from './random-c.ts';
 
 const USAGE = 'usage: npx tsx bench/generic-chip.ts --chip OUT.chip [--fixtures] [--random N] [--c N] [--seed S] [--max-tokens N] ' +
-  '[--random-instructions N] [--c-instructions N] [--keep DIR] [--json] [--dry-run] [--no-enosys]';
+  '[--random-instructions N] [--c-instructions N] [--keep DIR] [--json] [--dry-run] [--no-enosys] [--profile f32|bf16]';
 function usage(msg: string): never {
   console.error(`generic-chip: ${msg}\n${USAGE}`);
   process.exit(2);
@@ -74,6 +75,7 @@ let keepDir: string | null = null;
 let json = false;
 let dryRun = false;
 let noEnosys = false;
+let profile: 'f32' | 'bf16' = 'f32';
 const int = (flag: string, v: string | undefined, min: number, max = Number.MAX_SAFE_INTEGER): number => {
   if (v === undefined) usage(`${flag} needs a value`);
   const n = Number(v);
@@ -94,6 +96,11 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--json') json = true;
   else if (a === '--dry-run') dryRun = true;
   else if (a === '--no-enosys') noEnosys = true;
+  else if (a === '--profile') {
+    const p = argv[++i];
+    if (p !== 'f32' && p !== 'bf16') usage(`--profile must be f32 or bf16, not "${p ?? ''}"`);
+    profile = p;
+  }
   else if (a === '--help' || a === '-h') { console.log(USAGE); process.exit(0); }
   else usage(`unknown argument ${a}`);
 }
@@ -227,7 +234,7 @@ function runProgram(group: ProgramRecord['group'], name: string, elf: Uint8Array
   const consoleBytes: number[] = [];
   const c0 = performance.now();
   const r = runOnChip(chip, prog, {
-    profile: 'f32', load: 'state', maxTokens: g.tokens.length + 8,
+    profile, load: 'state', maxTokens: g.tokens.length + 8,
     golden: g.tokens, goldenPc: g.tokenPc, goldenEnd: { reason: g.halt.reason, message: g.halt.message },
     onToken: (t) => {
       if (first < 0) first = performance.now();
@@ -568,7 +575,7 @@ const summary = {
   meanFirstTokenMs: ran.length === 0 ? 0 : +(sum((r) => r.firstTokenMs) / ran.length).toFixed(1),
   wallSeconds: +wallSeconds.toFixed(1),
 };
-log(`\nsummary: ${summary.programs} programs (${Object.entries(byGroup).map(([g, s]) => `${s.programs} ${g}`).join(', ')}), ${fmt(tokens)} tokens, ` +
+log(`\nsummary (${profile}): ${summary.programs} programs (${Object.entries(byGroup).map(([g, s]) => `${s.programs} ${g}`).join(', ')}), ${fmt(tokens)} tokens, ` +
   `${fmt(summary.instructions)} instructions, ${divergences} divergences, ${errors.length} errors, ${skipped.length} skipped; ` +
   `results ${Object.entries(results).map(([k, v]) => `${k} ${v}`).join(', ')}`);
 log(`  ${summary.tokensPerSecond} tokens/s through the weights (${summary.decodeSeconds} s decoding, mean first token ${summary.meanFirstTokenMs} ms); ` +
@@ -580,7 +587,7 @@ for (const r of ran.filter((x) => x.divergence !== null)) {
 for (const r of errors) log(`  FAILED: ${r.name}: ${r.error}`);
 if (json) {
   console.log(JSON.stringify({
-    bench: 'generic-chip', date, chip: chipPath, chipShape: shape, openSeconds: +openSeconds.toFixed(2), seed, maxTokens: maxTokensCap,
+    bench: 'generic-chip', date, chip: chipPath, chipShape: shape, profile, openSeconds: +openSeconds.toFixed(2), seed, maxTokens: maxTokensCap,
     randomInstructions, cInstructions, workDir, groups,
     host: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model ?? '?', memGiB: +(os.totalmem() / 2 ** 30).toFixed(1), node: process.version },
     summary, programs: records,

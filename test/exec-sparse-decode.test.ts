@@ -23,7 +23,8 @@ import {
 } from '../src/exec/gdn-sparse-step.ts';
 import { linearEx, newMatmulStats, type MatmulStats } from '../src/exec/matmul.ts';
 import { wasmHeapOf } from '../src/exec/delta.ts';
-import { exp32, makeNumericContext, roundBf16, silu32 } from '../src/exec/numeric.ts';
+import { exp32, makeNumericContext, roundBf16, silu32, siluFormula } from '../src/exec/numeric.ts';
+import { convOutput } from '../src/exec/gdn-token.ts';
 import { attentionStep, KvCache, ropeInvFreq } from '../src/exec/attention.ts';
 import { bf16ToF32, f32ToBf16 } from '../src/safetensors/dtype.ts';
 import { loadCircuitFile } from '../src/dsl/load.ts';
@@ -235,6 +236,22 @@ describe('numeric shortcuts', () => {
       // the plain formulas give the same: ±0·fl(1/fl(1+1)), ±0/2
       expect(Object.is(Math.fround(-0 * 0.5), -0) && Object.is(Math.fround(-0 / 2), -0)).toBe(true);
     }
+  });
+
+  it('convOutput: SiLU of the fold in f32; in bf16 the fold cast, then SiLU\'s output cast (HF: conv1d in bf16, then the activation in bf16), bit for bit', () => {
+    // folds whose bf16 cast moves them (random significands), ±0, saturated and tiny ones
+    const rnd = lcg(20261207);
+    const ys = [0, -0, 1e-30, -1e-30, 17.5, -90, 3, -2.5, ...Array.from({ length: 400 }, () => Math.fround((rnd() - 0.5) * 2 ** (rnd() * 12 - 4)))];
+    let moved = 0;
+    for (const form of ['mul', 'div'] as const) {
+      for (const y of ys) {
+        expect(bits(Float32Array.of(convOutput(y, form, false)))).toEqual(bits(Float32Array.of(silu32(y, form))));
+        const want = roundBf16(siluFormula(roundBf16(y), form));
+        expect(bits(Float32Array.of(convOutput(y, form, true)))).toEqual(bits(Float32Array.of(want)));
+        if (roundBf16(siluFormula(y, form)) !== want) moved++;
+      }
+    }
+    expect(moved).toBeGreaterThan(50); // the cast before SiLU decides the output for many folds
   });
 });
 

@@ -72,8 +72,7 @@ export function prepareToken(
         y = -0;
         for (let j = 0; j < K; j++) y = f32(y + f32(cw[base + j] * conv[base + j]));
       } else y = ctx.dot(cw, base, 1, conv, base, 1, K);
-      y = ctx.act(y);
-      conved[c] = ctx.act(silu32(y, ctx.siluForm));
+      conved[c] = convOutput(y, ctx.siluForm, ctx.profile === 'bf16');
     }
   }
   if (shifted !== 0) cache.convZero = 0;
@@ -175,9 +174,9 @@ export function convStepF32(
 }
 
 /**
- * A conv channel's output from its fold y (the tracked step's, gdn-tracked.ts): silu32(y, form) in
- * the f32 profile, bf(silu32(bf(y), form)) in bf16 (HF: conv1d in bf16, then SiLU in bf16), as
- * prepareToken's loops compute it. A pure function of y's bits, so a channel whose fold keeps its
+ * A conv channel's output from its fold y: silu32(y, form) in the f32 profile, bf(silu32(bf(y),
+ * form)) in bf16 (HF: conv1d in bf16, then SiLU in bf16), for prepareToken's loops and the tracked
+ * step's (gdn-tracked.ts) alike. A pure function of y's bits, so a channel whose fold keeps its
  * bits keeps its output in either profile.
  */
 export function convOutput(y: number, form: 'mul' | 'div', bf16: boolean): number {

@@ -647,8 +647,7 @@ export function gdnDecodeTracked(
       continue;
     }
     const h = r < aOff ? r - bOff : r - aOff;
-    const sb = sigmoid32(y[bOff + h]);
-    const nb = bf16 ? roundBf16(sb) : sb; // (HF: b.sigmoid() in bf16)
+    const nb = ctx.act(sigmoid32(y[bOff + h])); // (bf16: HF's b.sigmoid() in bf16)
     const ng = f32(-exp32(w.aLog[h]) * softplus32(f32(y[aOff + h] + w.dtBias[h])));
     // every test evaluated (no short circuit): a test first reached late in a decode — the first
     // step whose β stayed, say — had the JIT's optimised code of this function thrown away

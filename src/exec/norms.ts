@@ -95,10 +95,8 @@ export function gatedRmsNorm(
   }
   const mean = meanOf(ctx, sumSquares(ctx, o, oOff, n), n);
   const r = rsqrt32(f32(mean + f32(eps)));
-  for (let i = 0; i < n; i++) {
-    const h = ctx.act(f32(w[i] * ctx.act(f32(o[oOff + i] * r))));
-    out[outOff + i] = ctx.act(f32(h * silu32(z[zOff + i], ctx.siluForm)));
-  }
+  const entry = ctx.profile === 'bf16' ? gatedNormEntryBf16 : gatedNormEntry;
+  for (let i = 0; i < n; i++) out[outOff + i] = entry(o[oOff + i], r, w[i], z[zOff + i], ctx.siluForm);
 }
 
 /**

@@ -59,7 +59,7 @@ function streamArb(H: number, anchor: boolean) {
   });
 }
 
-/** The context's wasm memory (f32 contexts only), with spies counting its list loops' calls by result. */
+/** The context's wasm memory, with spies counting its list loops' calls by result. */
 function heapOf(ctx: ReturnType<typeof makeNumericContext>): { heap: WasmHeap; calls: Map<string, number> } {
   const heap = wasmHeapOf(ctx);
   if (heap === null) throw new Error('no wasm memory');
@@ -73,7 +73,7 @@ function heapOf(ctx: ReturnType<typeof makeNumericContext>): { heap: WasmHeap; c
 }
 
 describe('NormSite', () => {
-  for (const [profile, inHeap] of [['f32', false], ['bf16', false], ['f32', true]] as const) {
+  for (const [profile, inHeap] of [['f32', false], ['bf16', false], ['f32', true], ['bf16', true]] as const) {
     for (const anchor of [true, false]) {
       it(`equals rmsNorm1p bit for bit on a changing stream (${profile}, ${anchor ? 'anchored' : 'no anchor'}${inHeap ? ', in wasm memory' : ''})`, () => {
         const ctx = makeNumericContext({ profile, order: { kind: 'sequential' } });
@@ -183,8 +183,8 @@ describe('NormSite', () => {
 });
 
 describe('addTracked', () => {
-  it('equals fl(a + b) and lists exactly the changed entries (f32 and bf16; f32 in wasm memory)', () => {
-    for (const [profile, inHeap] of [['f32', false], ['bf16', false], ['f32', true]] as const) {
+  it('equals fl(a + b) and lists exactly the changed entries (f32 and bf16; each in wasm memory too)', () => {
+    for (const [profile, inHeap] of [['f32', false], ['bf16', false], ['f32', true], ['bf16', true]] as const) {
       const ctx = makeNumericContext({ profile, order: { kind: 'sequential' } });
       const wasm = inHeap ? heapOf(ctx) : null;
       const heap = wasm?.heap ?? null;

@@ -429,12 +429,16 @@ for (const [dk, dv, K] of [[16, 16, 4], [12, 20, 4], [16, 16, 3], [12, 20, 5]] a
       else if (kind < 0.8) for (let j = 0; j < K; j++) conv1d[c * K + j] = pick([0.5, -0.25, -0, 2]); // several taps
       else if (kind < 0.95) { /* no tap weighs: a zero output whose sign the taps give */ } else conv1d[c * K + K - 1] = 3e38; // overflows
     }
-    // channels 0 … 7 read input H − 1 alone: folds at silu32's edges (−89, 17) and, for 5 and 6,
-    // inputs that overflow to ±∞ in their newest tap while an older tap is the one that weighs
-    const edge = [-88.5, -89, -89.5, 16.5, 17, 3e38, -3e38, 1];
+    // channels 0 … 10 read input H − 1 alone: folds at silu32's edges (−89, 17) and, for 5 and 6,
+    // inputs that overflow to ±∞ in their newest tap while an older tap is the one that weighs; 8
+    // and 9 weigh their tap by 1 + 2^−8 and 1 + 3·2^−10, so that their folds are no bf16 values
+    // (2 + 2^−7 is a tie that rounds down to 2, −3 − 9·2^−10 rounds to −3 − 2^−6); 10's finite
+    // fold, about −3.3997e38, rounds to −∞ in bf16, whose SiLU is NaN
+    const edge = [-88.5, -89, -89.5, 16.5, 17, 3e38, -3e38, 1, 2, -3, -3.39e38];
+    const tapWeight = [1, 1, 1, 1, 1, 1, 1, 1, 1 + 2 ** -8, 1 + 3 * 2 ** -10, 1.003];
     for (let c = 0; c < edge.length; c++) {
       conv1d.fill(0, c * K, (c + 1) * K);
-      conv1d[c * K + (c === 5 || c === 6 ? K - 2 : K - 1)] = 1;
+      conv1d[c * K + (c === 5 || c === 6 ? K - 2 : K - 1)] = tapWeight[c]!;
     }
     return {
       kind: 'linear_attention',
@@ -451,14 +455,14 @@ for (const [dk, dv, K] of [[16, 16, 4], [12, 20, 4], [16, 16, 3], [12, 20, 5]] a
     };
   }
 
-  it('the same outputs, conv state, conv outputs, records and lists as the JavaScript loop, every step', () => {
+  for (const profile of ['f32', 'bf16'] as const) it(`the same outputs, conv state, conv outputs, records and lists as the JavaScript loop, every step (${profile})`, () => {
     let bails = 0;
     let kernelCalls = 0;
     let lazySeen = 0;
     for (const seed of [1, 2, 3]) {
       const w = layer(seed);
-      const ctxW = makeNumericContext({});
-      const ctxJ = makeNumericContext({ tuning: { wasmHeapMiB: 0 } });
+      const ctxW = makeNumericContext({ profile });
+      const ctxJ = makeNumericContext({ profile, tuning: { wasmHeapMiB: 0 } });
       const heap = wasmHeapOf(ctxW)!;
       const spy = vi.spyOn(heap, 'convChannelsAt');
       const cw: GdnCache = newGdnCache(d, heap);
@@ -551,18 +555,19 @@ for (const [dk, dv] of [[16, 16], [12, 20]] as const) describe(`tracked gated no
     };
   }
 
-  for (const meanMode of ['div', 'mulrecip'] as const) {
-    it(`the same outputs, normed entries, per-head records and changed lists as the JavaScript loop, every step (mean ${meanMode})`, () => {
+  for (const [meanMode, profile] of [['div', 'f32'], ['mulrecip', 'f32'], ['div', 'bf16'], ['mulrecip', 'bf16']] as const) {
+    it(`the same outputs, normed entries, per-head records and changed lists as the JavaScript loop, every step (mean ${meanMode}, ${profile})`, () => {
       let calls = 0, bails = 0, callbacks = 0, fullCalls = 0;
       for (const seed of [1, 2, 3]) {
         const w = layer(seed);
-        const ctxW = makeNumericContext({ meanMode });
-        const ctxJ = makeNumericContext({ meanMode, tuning: { wasmHeapMiB: 0 } });
+        const ctxW = makeNumericContext({ meanMode, profile });
+        const ctxJ = makeNumericContext({ meanMode, profile, tuning: { wasmHeapMiB: 0 } });
         const heap = wasmHeapOf(ctxW)!;
         const kernel = heap.gatedNormAt.bind(heap);
-        const spy = vi.spyOn(heap, 'gatedNormAt').mockImplementation((ctlAt: number) => {
+        const spy = vi.spyOn(heap, 'gatedNormAt').mockImplementation((ctlAt: number, bf16: boolean) => {
           if (new Int32Array(heap.buffer, ctlAt, NORM_CTL.full + 1)[NORM_CTL.full] === 1) fullCalls++;
-          return kernel(ctlAt);
+          expect(bf16).toBe(profile === 'bf16');
+          return kernel(ctlAt, bf16);
         });
         const cw: GdnCache = newGdnCache(d, heap);
         const cj: GdnCache = newGdnCache(d);

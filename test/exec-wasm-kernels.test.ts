@@ -17,9 +17,11 @@ import fc from 'fast-check';
 import { WasmHeap } from '../src/exec/wasm-heap.ts';
 import { TRACK, TRACK_WORDS } from '../src/exec/wasm-layout.ts';
 import { kernelModuleBytes } from '../src/exec/wasm-kernels.ts';
+import { at4, bf16Of, get, I32, i32, inc, kernelModuleOf, mem, OP, set, whileLess } from '../src/exec/wasm-emit.ts';
+import { f32BitsToBf16 } from '../src/safetensors/dtype.ts';
 import { GDN_KERNEL_MODULE_BASE64, KERNEL_MODULE_BASE64 } from '../src/exec/wasm-kernel-bytes.ts';
 import { gdnKernelModuleBytes } from '../src/exec/wasm-gdn-kernels.ts';
-import { silu32, siluFormula } from '../src/exec/numeric.ts';
+import { roundBf16, silu32, siluFormula } from '../src/exec/numeric.ts';
 import { turn } from './helpers/turn.ts';
 
 /** WebAssembly.Module's constructor and statics used here (the project's TypeScript libs do not declare them). */
@@ -120,8 +122,10 @@ describe('wasm kernels', () => {
       expect(names).toEqual(['siluFormula', ...exported]);
       return names;
     };
-    expect(namesOf(kernelModuleBytes())).toEqual(['siluFormula', 'trackedUpdate', 'walk', 'swiglu', 'delta', 'addLists', 'normListed', 'foldColumns', 'foldInputs']);
-    expect(namesOf(gdnKernelModuleBytes())).toEqual(['siluFormula', 'dots', 'delta', 'convActivate', 'convChannels', 'gatedNorm', 'keyRows', 'l2norm', 'convChannels4']);
+    expect(namesOf(kernelModuleBytes())).toEqual(['siluFormula', 'trackedUpdate', 'walk', 'swiglu', 'delta', 'addLists', 'normListed', 'foldColumns', 'foldInputs',
+      'swigluBf16', 'addListsBf16', 'normListedBf16', 'castRowsBf16']);
+    expect(namesOf(gdnKernelModuleBytes())).toEqual(['siluFormula', 'dots', 'delta', 'convActivate', 'convChannels', 'gatedNorm', 'keyRows', 'l2norm', 'convChannels4',
+      'convChannelsBf16', 'convChannels4Bf16', 'gatedNormBf16']);
   });
 
   it('heap: zero-filled, 8-byte aligned arrays; a request past the end gets null, and nothing is taken (carve: all of a spec or none)', () => {
@@ -276,12 +280,76 @@ describe('wasm kernels', () => {
     }
   });
 
-  it('property: swiglu gives h = float32(silu32(g)·u) bit for bit and lists the units whose bits moved', async () => {
+  it('bf16Of (wasm-emit.ts) gives f32BitsToBf16\'s bits for every kind of float32: ties, carries into the exponent, overflow, subnormals, NaN payloads', () => {
+    // a module whose one function casts n float32 values in place: at + 4i ← bf16Of(at + 4i)
+    const [AT, N, I, B] = [0, 1, 2, 3];
+    const bytes = kernelModuleOf([{
+      name: 'cast', params: [I32, I32], results: [], locals: [[2, I32]],
+      body: [
+        ...i32(0), ...set(I),
+        ...whileLess(I, get(N), [...at4(AT, I), ...at4(AT, I), ...mem(OP.f32Load, 2), ...bf16Of(B), ...mem(OP.f32Store, 2), ...inc(I, 1)]),
+        OP.end,
+      ],
+    }]);
+    const WA = (globalThis as unknown as { WebAssembly: { Memory: new (d: { initial: number }) => { buffer: ArrayBuffer };
+      Instance: new (m: unknown, i: unknown) => { exports: { cast: (at: number, n: number) => void } } } }).WebAssembly;
+    const memory = new WA.Memory({ initial: 1 });
+    const cast = new WA.Instance(new WasmModule(bytes), { env: { memory, siluFormula: () => 0 } }).exports.cast;
+    const special = [0, 0x80000000, 0x3f800000, 0x3f808000, 0x3f818000, 0x3f807fff, 0x3f808001, 0x3fff8000, 0x7f7f8000, 0x7f7fffff,
+      0xff7fffff, 0x7f800000, 0xff800000, 0x7f800001, 0x7f80ffff, 0x7fc00000, 0xffc00000, 0x7fffffff, 0xffffffff, 0x7fbfffff, 0x00008000,
+      0x00018000, 0x0000ffff, 0x807fffff, 0x00000001];
+    const rnd = lcg(20261207);
+    const words = new Uint32Array(16_000);
+    words.set(special);
+    for (let i = special.length; i < words.length; i++) {
+      const r = Math.floor(rnd() * 2 ** 32);
+      // a third with a tie or near-tie in the low half, a sixth NaN
+      words[i] = i % 3 === 0 ? (r & 0xffff0000) | [0x8000, 0x7fff, 0x8001][i % 9 / 3 | 0]! : i % 6 === 1 ? (r | 0x7f800001) >>> 0 : r;
+    }
+    new Uint32Array(memory.buffer, 0, words.length).set(words);
+    cast(0, words.length);
+    const got = new Uint32Array(memory.buffer, 0, words.length);
+    let rounded = 0;
+    for (let i = 0; i < words.length; i++) {
+      const want = (f32BitsToBf16(words[i]!) << 16) >>> 0;
+      if (got[i] !== want) expect([i, words[i]!.toString(16), got[i]!.toString(16)]).toEqual([i, words[i]!.toString(16), want.toString(16)]);
+      if (want !== ((words[i]! & 0xffff0000) >>> 0)) rounded++;
+    }
+    expect(rounded).toBeGreaterThan(4000); // (the rounding up is exercised, not just the truncation)
+  });
+
+  it('castRowsBf16: y_r = bf(acc_r) at the listed rows, bit for bit (f32BitsToBf16), every other y_r untouched', () => {
+    const heap = WasmHeap.create(1, siluFormula)!;
+    const n = 3000;
+    const acc = heap.take(Float32Array, n)!;
+    const y = heap.take(Float32Array, n)!;
+    const rows = heap.take(Int32Array, n)!;
+    const accBits = new Uint32Array(acc.buffer, acc.byteOffset, n);
+    const yBits = new Uint32Array(y.buffer, y.byteOffset, n);
+    const rnd = lcg(7);
+    for (let r = 0; r < n; r++) {
+      const w = Math.floor(rnd() * 2 ** 32);
+      accBits[r] = r % 4 === 0 ? (w & 0xffff0000) | 0x8000 : r % 17 === 0 ? (w | 0x7f800001) >>> 0 : w; // ties and NaNs among them
+      yBits[r] = 0x12345678;
+    }
+    let nr = 0;
+    for (let r = 0; r < n; r++) if (rnd() < 0.6) rows[nr++] = r;
+    heap.castRowsBf16At(nr, rows.byteOffset, acc.byteOffset, y.byteOffset);
+    const listed = new Set(rows.subarray(0, nr));
+    for (let r = 0; r < n; r++) {
+      const want = listed.has(r) ? (f32BitsToBf16(accBits[r]!) << 16) >>> 0 : 0x12345678;
+      if (yBits[r] !== want) expect([r, yBits[r]!.toString(16)]).toEqual([r, want.toString(16)]);
+    }
+    expect(nr).toBeGreaterThan(1500);
+  });
+
+  it('property: swiglu gives h = float32(silu32(g)·u) bit for bit and lists the units whose bits moved (bf16: bf(fl(bf(silu32(g))·u)))', async () => {
     const G = [0, -0, 17, 16.999998, -89, -88.99999, -89.00001, 1, -1, 3.5, -20, 100, -1e30, 1e30, Infinity, -Infinity, NaN, 1e-40, -1e-40];
     const U = [1, -1, 0, -0, 2.5, 1e30, -3, Infinity, 7];
     let changedSeen = 0;
     let formulaSeen = 0;
-    await fc.assert(fc.asyncProperty(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.boolean(), async (seed, mul) => {
+    let castsSeen = 0;
+    await fc.assert(fc.asyncProperty(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.boolean(), fc.boolean(), async (seed, mul, bf16) => {
       await turn(); // (a wasm memory a run, as above)
       const rnd = lcg(seed);
       const form = mul ? 'mul' : 'div';
@@ -304,15 +372,19 @@ describe('wasm kernels', () => {
         const g = go[i]!;
         const old = wantBits[i];
         if (g !== 0 && g < 17 && !(g <= -89 && g !== -Infinity)) formulaSeen++;
-        wantH[i] = (g === 0 ? g : silu32(g, form)) * go[n + i]!;
+        const f32h = Math.fround((g === 0 ? g : silu32(g, form)) * go[n + i]!);
+        // (bf16: mlp.ts's casts written out: the activation's output, then the product)
+        wantH[i] = bf16 ? roundBf16(Math.fround((g === 0 ? g : roundBf16(silu32(g, form))) * go[n + i]!)) : f32h;
+        if (bf16 && !Object.is(wantH[i], f32h)) castsSeen++;
         if (wantBits[i] !== old) want.push(i);
       }
-      const nch = heap.swiglu(nr, rows, n, go, h, changed, form);
+      const nch = heap.swiglu(nr, rows, n, go, h, changed, form, bf16);
       expect(bitsOf(h)).toEqual(bitsOf(wantH));
       expect(Array.from(changed.subarray(0, nch))).toEqual(want);
       changedSeen += nch;
     }), { numRuns: 300 });
     expect(changedSeen).toBeGreaterThan(2000);
     expect(formulaSeen).toBeGreaterThan(2000);
+    expect(castsSeen).toBeGreaterThan(1000);
   });
 });

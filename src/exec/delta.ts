@@ -274,7 +274,7 @@ function kernelOf(ctx: ExecNumericContext, st: DeltaLinearState, csc: CscPlan, c
   });
   // (each field named, one shape for every kernel: a spread of `a` cost the decode 3.8 µs per token)
   return {
-    heap, at, candAt: new ViewAt(), rowIdx, values,
+    heap, at, candAt: new ViewAt(), yAt: addressIn(heap, st.y), rowIdx, values,
     walkList: a.walkList, walkDx: new Float64Array(a.walkList.buffer, a.walkList.byteOffset, 2 * cols),
     walkX: a.walkX, walkLow: a.walkLow, io: a.io, track: t,
     // a matrix of short columns (the chip's down and out projections) is not listed (ExecTuning)
@@ -703,8 +703,11 @@ function deltaLinearIn(
     refoldEntries += rowPtr[r + 1] - rowPtr[r];
     refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
   }
-  // bf16: the output of every row reached is its cast sum
-  if (bf16) { const y = st.y; for (let t = 0; t < nr; t++) { const r = rows[t]; y[r] = ctx.act(yv[r]); } }
+  // bf16: the output of every row reached is its cast sum (castRowsBf16 in the kernels' memory)
+  if (bf16) {
+    if (kern !== null && kern.yAt >= 0) kern.heap.castRowsBf16At(nr, kern.at.rows, kern.at.y, kern.yAt);
+    else { const y = st.y; for (let t = 0; t < nr; t++) { const r = rows[t]; y[r] = ctx.act(yv[r]); } }
+  }
   const nUpdated = nr - nf;
   st.full = false;
   st.nRows = nr;

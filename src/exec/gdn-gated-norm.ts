@@ -88,10 +88,10 @@ export function gatedNormHead(
 }
 
 /**
- * gatedNormHead over every head of an f32 track, not fresh, in wasm (wasm-gdn-kernels.ts
- * gatedNorm): the same scans, sums, factors, entries and list, over the kernel's arrays; a head
- * with a NaN output is left to gatedNormHead (its NaN bits are the reference's) and the kernel
- * goes on after it. Returns the changed count.
+ * gatedNormHead over every head of a track, not fresh, in wasm (wasm-gdn-kernels.ts gatedNorm;
+ * gatedNormBf16 in the bf16 profile): the same scans, sums, factors, entries and list, over the
+ * kernel's arrays; a head with a NaN output is left to gatedNormHead (its NaN bits are the
+ * reference's) and the kernel goes on after it. Returns the changed count.
  */
 export function gatedNormWasm(
   ctx: ExecNumericContext, t: GdnTrack, nk: NormKernel, w: GdnWeights, y: Float32Array, yAt: number, zOff: number, full: boolean,
@@ -107,7 +107,7 @@ export function gatedNormWasm(
   ctlF[NORM_CTL.eps] = eps;
   ctl[NORM_CTL.nc] = 0;
   ctl[NORM_CTL.resume] = 0;
-  while (heap.gatedNormAt(nk.ctlAt) === 1) {
+  while (heap.gatedNormAt(nk.ctlAt, ctx.profile === 'bf16') === 1) {
     const h = ctl[NORM_CTL.resume];
     ctl[NORM_CTL.nc] = gatedNormHead(ctx, t, h, buf.core, buf.coreBits, y, zOff, nk.nw, buf.normed, buf.normedBits, false, full, eps, d.dv, ctl[NORM_CTL.nc], form);
     ctl[NORM_CTL.resume] = h + 1;

@@ -20,7 +20,7 @@ import type { CsrMatrix, GdnWeights, Matrix } from '../model/weights.ts';
 import type { GdnDims } from '../model/naming.ts';
 import { linear, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
-import { exp32, roundBf16, sigmoid32, softplus32 } from './numeric.ts';
+import { exp32, roundBf16, roundBf16Bits, sigmoid32, softplus32 } from './numeric.ts';
 import { deltaLinear, newDeltaSite, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 import { newStackSite, rowStackAt } from './stack-rows.ts';
@@ -372,7 +372,7 @@ function trackedConvStep(
   const mixedBits = t.projBits;
   const { active, chan } = t;
   const kern = buf.convKernel;
-  if (kern !== null && !t.bf16 && active === kern.active && t.tapAt === kern.tapAt && kern.cwSrc === cw) {
+  if (kern !== null && active === kern.active && t.tapAt === kern.tapAt && kern.cwSrc === cw) {
     const heap = kern.heap;
     const v = kern.views;
     const convAt = v.conv.of(heap, conv);
@@ -428,7 +428,7 @@ function convStepWasm(
   const n = heap.convActivateAt(kern.ctlAt);
   ctl[CONV_CTL.resume] = 0;
   ctl[CONV_CTL.m] = 0;
-  while (heap.convChannelsAt(kern.ctlAt, K) === 1) {
+  while (heap.convChannelsAt(kern.ctlAt, K, t.bf16) === 1) {
     // a channel with a non-finite tap or fold, untouched by the kernel: JavaScript's step, then the kernel from the next
     const i = ctl[CONV_CTL.resume];
     t.nLazy = ctl[CONV_CTL.nLazy];
@@ -700,7 +700,15 @@ export function gdnDecodeTracked(
       cache.headAt.s[h], cache.headAt.rnz[h]);
     headModified[h] = scratch.modified[0];
     // (bf16: the kernel's output cast to bf16, HF's core_attn_out.to(dtype); a kept output is cast already)
-    if (bf16) for (let j = o0; j < o0 + dv; j++) core[j] = roundBf16(core[j]);
+    // (on the bits, roundBf16Bits, but for a NaN)
+    if (bf16) {
+      const cb = buf.coreBits;
+      for (let j = o0; j < o0 + dv; j++) {
+        const b = cb[j];
+        if ((b & 0x7fffffff) > 0x7f800000) core[j] = roundBf16(core[j]);
+        else cb[j] = roundBf16Bits(b);
+      }
+    }
     // the output is a function of q and S: with both as before it is as before unless the step
     // wrote S; otherwise it may have moved (the gated norm compares each entry with the bits it
     // was computed from)
@@ -712,7 +720,7 @@ export function gdnDecodeTracked(
   const nk = buf.normKernel;
   let nc: number;
   const yAt = nk !== null ? nk.zView.of(nk.heap, y) : -1;
-  if (!fresh && nk !== null && !bf16 && t.normIn === nk.normIn && yAt >= 0) {
+  if (!fresh && nk !== null && t.normIn === nk.normIn && yAt >= 0) {
     nc = gatedNormWasm(ctx, t, nk, w, y, yAt, zOff, ps.full, cfg.rmsNormEps, d, buf, form);
   } else {
     nc = 0;

@@ -126,9 +126,9 @@ function swigluDelta(
     // (the addresses kept with the state: FfnDeltaState)
     const goAt = st.heap !== null ? st.goAt.of(st.heap, go) : -1;
     const rowsAt = st.heap !== null ? st.rowsAt.of(st.heap, rows) : -1;
-    if (f32Profile && heap != null && st.heap === heap && goAt >= 0 && rowsAt >= 0) {
-      // the same loop in wasm (wasm-kernels.ts swiglu)
-      nch = heap.swigluAt(nr, rowsAt, n, goAt, st.hAt, st.changedAt, form);
+    if (heap != null && st.heap === heap && goAt >= 0 && rowsAt >= 0) {
+      // the same loop in wasm (wasm-kernels.ts swiglu; swigluBf16 with bf16's casts)
+      nch = heap.swigluAt(nr, rowsAt, n, goAt, st.hAt, st.changedAt, form, !f32Profile);
     } else if (f32Profile) {
       for (let t = 0; t < nr; t++) {
         const r = rows[t];

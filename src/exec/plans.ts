@@ -372,6 +372,8 @@ export interface DeltaKernel extends DeltaArrays {
   at: DeltaAt;
   /** A memo of the candidate lists' address (wasm-heap.ts ViewAt). */
   candAt: ViewAt;
+  /** The byte address of the state's y (its cast outputs in bf16; at.y is its uncast sums, acc). */
+  yAt: number;
   walkList: Int32Array;
   walkDx: Float64Array;
   /** Per listed column j: x_new and x_old at 2j, 2j + 1, and lowbit32(x_new) at j, which the tracked rows' updates read. */

@@ -137,9 +137,9 @@ export function addTracked(
     // (the addresses kept with the vectors: TrackedVector.addAt)
     const bAt = heap != null ? out.addAt.b.of(heap, b) : -1;
     const rowsAt = heap != null ? out.addAt.rows.of(heap, bChanges.rows) : -1;
-    if (f32Profile && heap != null && a.heap === heap && out.heap === heap && bAt >= 0 && rowsAt >= 0) {
-      // the same loop in wasm (wasm-residual-kernels.ts addLists)
-      const done = heap.addListsAt(a.vAt, bAt, out.vAt, a.changedAt, a.n, rowsAt, bChanges.n, out.changedAt) === 0;
+    if (heap != null && a.heap === heap && out.heap === heap && bAt >= 0 && rowsAt >= 0) {
+      // the same loop in wasm (wasm-residual-kernels.ts addLists; addListsBf16 with bf16's cast)
+      const done = heap.addListsAt(a.vAt, bAt, out.vAt, a.changedAt, a.n, rowsAt, bChanges.n, out.changedAt, !f32Profile) === 0;
       n = heap.appended;
       if (done) {
         out.all = false;
@@ -278,15 +278,15 @@ export class NormSite {
     const xv = x.v;
     const P = this.prefix;
     const heap = this.heap;
-    if (!fresh && !x.all && x.n > 0 && heap !== null && x.heap === heap && ctx.profile === 'f32') {
-      // every changed square absorbed and r the kept one: the list loop in wasm (normListed; f32
-      // only, it casts nothing), which returns −1 (nothing written) when some square is not
-      // absorbed; the path below then runs.
+    if (!fresh && !x.all && x.n > 0 && heap !== null && x.heap === heap) {
+      // every changed square absorbed and r the kept one: the list loop in wasm (normListed;
+      // normListedBf16 with bf16's cast), which returns −1 (nothing written) when some square is
+      // not absorbed; the path below then runs.
       // (r is the kept one whenever the site's previous run was complete: Object.is is a guard.)
       const r = rsqrt32(f32(meanOf(ctx, P[H - 1], H) + f32(this.eps)));
       if (Object.is(r, this.r) && r - r === 0) {
         const o = this.out;
-        const m = heap.normListedAt(x.vAt, this.prefixAt, x.changedAt, x.n, this.w1At, o.vAt, o.changedAt, r);
+        const m = heap.normListedAt(x.vAt, this.prefixAt, x.changedAt, x.n, this.w1At, o.vAt, o.changedAt, r, ctx.profile === 'bf16');
         if (m >= 0) {
           this.walked = x.n;
           this.prevStamp = this.stamp;

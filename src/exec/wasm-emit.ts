@@ -19,9 +19,9 @@ export const OP = {
   block: 0x02, loop: 0x03, if: 0x04, end: 0x0b, br: 0x0c, brIf: 0x0d, void: 0x40,
   localGet: 0x20, localSet: 0x21, localTee: 0x22,
   i32Load: 0x28, f32Load: 0x2a, f64Load: 0x2b, i32Load8U: 0x2d, i32Load16U: 0x2f, i32Store: 0x36, f32Store: 0x38, i32Store16: 0x3b,
-  i32Const: 0x41, f32Const: 0x43, f64Const: 0x44, i32Eqz: 0x45, i32Ne: 0x47, i32GeU: 0x4f, i32LtU: 0x49,
+  i32Const: 0x41, f32Const: 0x43, f64Const: 0x44, i32Eqz: 0x45, i32Ne: 0x47, i32GeU: 0x4f, i32LtU: 0x49, i32GtU: 0x4b,
   f32Eq: 0x5b, f32Ne: 0x5c, f32Le: 0x5f, f32Ge: 0x60,
-  i32DivU: 0x6e, i32Store8: 0x3a, i32ReinterpretF32: 0xbc, f32Add: 0x92,
+  i32DivU: 0x6e, i32Store8: 0x3a, i32ReinterpretF32: 0xbc, f32ReinterpretI32: 0xbe, f32Add: 0x92,
   f64Eq: 0x61, f64Ne: 0x62, f64Le: 0x65, f64Ge: 0x66,
   i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c, i32And: 0x71, i32Or: 0x72, i32Shl: 0x74,
   f32Sub: 0x93, f32Mul: 0x94,
@@ -100,6 +100,19 @@ export const lowbitOf = (b: number, e: number) => [
   ...i32(-149), ...get(e), ...i32(150), OP.i32Sub, ...get(e), OP.i32Eqz, OP.select,
   ...get(b), ...i32(0x7fffff), OP.i32And, ...i32(0), ...i32(0x800000), ...get(e), OP.i32Eqz, OP.select, OP.i32Or,
   OP.i32Ctz, OP.i32Add,
+];
+/**
+ * bf(x) of the float32 x on the stack, using int32 local `tmp` (numeric.ts roundBf16, dtype.ts
+ * f32BitsToBf16): with x's bits b, a NaN gives (b | 0x00400000) & 0xffff0000 (quiet, its sign and
+ * top payload bits kept), any other value (b + 0x7fff + ((b >> 16) & 1)) & 0xffff0000 (round to
+ * nearest, ties to even; the largest finite values round to ±∞). The float32 result is on the stack.
+ */
+export const bf16Of = (tmp: number) => [
+  OP.i32ReinterpretF32, ...set(tmp),
+  ...get(tmp), ...i32(0x00400000), OP.i32Or,
+  ...get(tmp), ...get(tmp), ...i32(16), OP.i32ShrU, ...i32(1), OP.i32And, ...i32(0x7fff), OP.i32Add, OP.i32Add,
+  ...get(tmp), ...i32(0x7fffffff), OP.i32And, ...i32(0x7f800000), OP.i32GtU, OP.select,
+  ...i32(0xffff0000 | 0), OP.i32And, OP.f32ReinterpretI32,
 ];
 /** local ← local + by (int32). */
 export const inc = (local: number, by: number) => [...get(local), ...i32(by), OP.i32Add, ...set(local)];

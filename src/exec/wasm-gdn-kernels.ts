@@ -59,7 +59,9 @@
  * with K baked in, its loops over the taps unrolled: the same operations in the same order, with
  * constant tap indices instead of a counter (2 µs a token less on the generic chip's decode at
  * qwen3.5-4b, docs/benchmarks.md "The executor's round 42"). The control block's K must be 4
- * (wasm-heap.ts convChannelsAt picks the function by K).
+ * (wasm-heap.ts convChannelsAt picks the function by K). convChannelsBf16 and convChannels4Bf16, for
+ * the bf16 profile: conved[c] = bf(silu32(bf(y))) (gdn-token.ts convOutput), and a finite y whose
+ * bf(y) is ±∞ is left to JavaScript as a non-finite fold is (silu32 of −∞ is NaN).
  *
  * gatedNorm(ctlAt) → status, over a control block (NORM_CTL) — gdn-gated-norm.ts gatedNormHead for
  * the value heads h from `resume` to hv of a step that is not fresh (dv a multiple of 4). A head
@@ -77,6 +79,8 @@
  * nothing of the head written; its NaN bits are JavaScript's to give). Otherwise each computed
  * entry's o and z bits go to normIn / normZ, its output to normed, and o0 + j is appended to the
  * changed list when the output's bits moved (the count `nc` in and out). Status 0 when done.
+ * gatedNormBf16 is gatedNorm for the bf16 profile: an entry is bf(fl(bf(fl(w_j·bf(fl(o_j·r))))·
+ * silu32(z_j))) (norms.ts gatedNormEntryBf16); sums, factors and tests are gatedNorm's.
  *
  * keyRows(sAt, kAt, idxAt, kn, deltaAt, dv, rnzAt, ioAt) → flags (byte addresses: S float32 [dk × dv]
  * row-major, k float32 from its offset, idx int32 [kn], δ float32 [dv], rowNonZero uint8, io one
@@ -95,7 +99,7 @@
  * fl(x_i·r)) and 0 is returned; otherwise 1, with out holding x (the caller runs its JavaScript).
  */
 import {
-  at4, F32, F64, f64c, get, I32, i32, inc, kernelModuleOf, mem, OP, push, set, simd, SIMD, splatConst, tee, V128, vmem, whileLess,
+  at4, bf16Of, F32, F64, f64c, get, I32, i32, inc, kernelModuleOf, mem, OP, push, set, simd, SIMD, splatConst, tee, V128, vmem, whileLess,
 } from './wasm-emit.ts';
 import { CONV_CTL, CONV_CTL_WORDS, NORM_CTL, NORM_CTL_WORDS } from './wasm-layout.ts';
 import { SATURATE_ONE_FROM, SATURATE_ZERO_TO } from './numeric.ts';
@@ -308,18 +312,22 @@ const deltaBody = [
 /**
  * The GDN kernels' module (wasm-emit.ts kernelModuleOf): silu32's formula imported as function 0;
  * `dots` (1), `delta` (2), `convActivate` (3), `convChannels` (4), `gatedNorm` (5), `keyRows` (6),
- * `l2norm` (7) and `convChannels4` (8) exported.
+ * `l2norm` (7), `convChannels4` (8), and the bf16 profile's `convChannelsBf16` (9),
+ * `convChannels4Bf16` (10) and `gatedNormBf16` (11) exported.
  */
 export function gdnKernelModuleBytes(): Uint8Array {
   return kernelModuleOf([
     { name: 'dots', params: Array.from({ length: 9 }, () => I32), results: [I32], locals: [[18, I32], [2, F32], [13, V128]], body: dotsBody },
     { name: 'delta', params: [I32, I32, F32, I32, I32], results: [I32], locals: [[1, I32], [4, V128]], body: deltaBody },
     { name: 'convActivate', params: [I32], results: [I32], locals: CONV_LOCALS, body: convActivateBody },
-    { name: 'convChannels', params: [I32], results: [I32], locals: CONV_LOCALS, body: convChannelsBody(convK(null)) },
-    { name: 'gatedNorm', params: [I32], results: [I32], locals: NORM_LOCALS, body: gatedNormBody },
+    { name: 'convChannels', params: [I32], results: [I32], locals: CONV_LOCALS, body: convChannelsBody(convK(null), false) },
+    { name: 'gatedNorm', params: [I32], results: [I32], locals: NORM_LOCALS, body: gatedNormBody(false) },
     { name: 'keyRows', params: Array.from({ length: 8 }, () => I32), results: [I32], locals: [[4, I32], [6, V128]], body: keyRowsBody },
     { name: 'l2norm', params: [I32, I32, I32, F32, I32], results: [I32], locals: [[5, I32], [3, F32], [1, V128]], body: l2normBody },
-    { name: 'convChannels4', params: [I32], results: [I32], locals: CONV_LOCALS, body: convChannelsBody(convK(4)) },
+    { name: 'convChannels4', params: [I32], results: [I32], locals: CONV_LOCALS, body: convChannelsBody(convK(4), false) },
+    { name: 'convChannelsBf16', params: [I32], results: [I32], locals: CONV_BF16_LOCALS, body: convChannelsBody(convK(null), true) },
+    { name: 'convChannels4Bf16', params: [I32], results: [I32], locals: CONV_BF16_LOCALS, body: convChannelsBody(convK(4), true) },
+    { name: 'gatedNormBf16', params: [I32], results: [I32], locals: NORM_BF16_LOCALS, body: gatedNormBody(true) },
   ]);
 }
 
@@ -333,6 +341,8 @@ const C = {
   moved: 35, before: 36, after: 37, t: 38, winAt: 39, bad: 40, h: 41, cwBase: 42, bits: 43,
   sw: 44, y: 45, v: 46, x: 47,
   s: 48,
+  // the bf16 functions' two more: bf(y), and bf16Of's int32
+  yb: 49, cb: 50,
 } as const;
 const CONV_I32_LOCALS = 43; // 1 … 43
 const word = (w: number) => [...get(C.ctlAt), ...mem(OP.i32Load, 2, 4 * w)];
@@ -449,7 +459,8 @@ const bailOut = [
 /** beyondVBound of the bits in local l: (bits & 0x7fffffff) > 0x7e800000. */
 const beyond = (l: number) => [...get(l), ...i32(0x7fffffff), OP.i32And, ...i32(0x7e800000), OP.i32GtS];
 
-const convChannelsBody = (kc: ConvK) => [
+/** convChannels' body for a kernel size; `bf16`: with the bf16 profile's casts (convChannelsBf16, module comment). */
+const convChannelsBody = (kc: ConvK, bf16: boolean) => [
   ...loadCtl(['nLazy', 'step', 'n', 'chanAt', 'activeAt', 'lazyAt', 'tapAtAt', 'convAt', 'cwAt', 'mixedAt', 'convedAt',
     'qDirtyAt', 'kDirtyAt', 'vDirtyAt', 'vBeyondAt', 'keyDim', 'dk', 'dv', 'K', 'form']),
   ...word(CONV_CTL.resume), ...set(C.i),
@@ -491,23 +502,26 @@ const convChannelsBody = (kc: ConvK) => [
     ]),
     OP.end,
     ...get(C.y), ...get(C.y), OP.f32Sub, ...f32c(0), OP.f32Ne, OP.if, OP.void, ...bailOut, OP.end,
+    // (bf16: the output's input is bf(y), which rounds the largest finite folds to ±∞: JavaScript takes those)
+    ...(bf16 ? [...get(C.y), ...bf16Of(C.cb), ...tee(C.yb), ...get(C.yb), OP.f32Sub, ...f32c(0), OP.f32Ne, OP.if, OP.void, ...bailOut, OP.end] : []),
     // commit: the window, the record's lazySince and newest bits
     ...kc.taps(C.j, 0, 0, (j) => [...stateTap(j), ...winTap(j), ...mem(OP.i32Load, 2), ...mem(OP.i32Store, 2)]),
     ...get(C.since), ...i32(0), OP.i32GeS, OP.if, OP.void, ...get(C.rec), ...i32(-1), ...mem(OP.i32Store, 2), OP.end,
     ...plus4(C.mixedAt, get(C.c)), ...mem(OP.i32Load, 2), ...tee(C.bits), ...get(C.rec), ...mem(OP.i32Load, 2, 12), OP.i32Ne, ...set(C.moved),
     ...get(C.rec), ...get(C.bits), ...mem(OP.i32Store, 2, 12),
     // the output silu32(y): ±0 and y ≥ 17 pass, y ≤ −89 gives −0 (y is finite), else the formula
+    // (bf16: bf(silu32(bf(y))), gdn-token.ts convOutput)
     ...plus4(C.convedAt, get(C.c)), ...mem(OP.i32Load, 2), ...set(C.before),
     ...plus4(C.convedAt, get(C.c)),
-    ...get(C.y), ...f32c(0), OP.f32Eq, ...get(C.y), ...f32c(SATURATE_ONE_FROM), OP.f32Ge, OP.i32Or, OP.if, F64,
-    ...get(C.y), OP.f64PromoteF32,
+    ...get(yIn(bf16)), ...f32c(0), OP.f32Eq, ...get(yIn(bf16)), ...f32c(SATURATE_ONE_FROM), OP.f32Ge, OP.i32Or, OP.if, F64,
+    ...get(yIn(bf16)), OP.f64PromoteF32,
     OP.else,
-    ...get(C.y), ...f32c(SATURATE_ZERO_TO), OP.f32Le, OP.if, F64,
+    ...get(yIn(bf16)), ...f32c(SATURATE_ZERO_TO), OP.f32Le, OP.if, F64,
     ...f64c(-0),
     OP.else,
-    ...get(C.y), OP.f64PromoteF32, ...get(C.form), OP.call, 0,
+    ...get(yIn(bf16)), OP.f64PromoteF32, ...get(C.form), OP.call, 0,
     OP.end, OP.end,
-    OP.f32DemoteF64, ...mem(OP.f32Store, 2),
+    OP.f32DemoteF64, ...(bf16 ? bf16Of(C.cb) : []), ...mem(OP.f32Store, 2),
     ...plus4(C.convedAt, get(C.c)), ...mem(OP.i32Load, 2), ...tee(C.after), ...get(C.before), OP.i32Ne, OP.if, OP.void,
     ...get(C.c), ...get(C.keyDim), OP.i32LtS, OP.if, OP.void,
     ...get(C.qDirtyAt), ...get(C.c), ...get(C.dk), OP.i32DivU, OP.i32Add, ...i32(1), ...mem(OP.i32Store8, 0),
@@ -548,6 +562,9 @@ const convChannelsBody = (kc: ConvK) => [
   OP.end,
 ];
 const CONV_LOCALS: number[][] = [[CONV_I32_LOCALS, I32], [4, F32], [1, F64]];
+const CONV_BF16_LOCALS: number[][] = [...CONV_LOCALS, [1, F32], [1, I32]];
+/** The local the conv output's SiLU reads: y, or bf(y) in the bf16 functions. */
+const yIn = (bf16: boolean) => (bf16 ? C.yb : C.y);
 
 
 /** Locals of gatedNorm: the control block's address, then int32, float32, float64 and v128 locals. */
@@ -559,6 +576,8 @@ const N = {
   acc: 32, rr: 33, z: 34, invN: 35, eps: 36, val: 37,
   s: 38,
   mo: 39, oMask: 40, zMask: 41,
+  // gatedNormBf16's one more: bf16Of's int32
+  nb16: 42,
 } as const;
 const NORM_I32_LOCALS = 31; // 1 … 31
 const nWord = (w: number) => [...get(N.ctlAt), ...mem(OP.i32Load, 2, 4 * w)];
@@ -579,10 +598,13 @@ const squares = [
 ];
 
 /**
- * Entry j's fl(fl(w_j·fl(o_j·r))·silu32(z_j)) (norms.ts gatedNormEntry) into N.val; with a NaN
- * result the call stops at this head (status 1), nothing of it written.
+ * Entry j's fl(fl(w_j·fl(o_j·r))·silu32(z_j)) (norms.ts gatedNormEntry) into N.val, or with `bf16`
+ * bf(fl(bf(fl(w_j·bf(fl(o_j·r))))·silu32(z_j))) (gatedNormEntryBf16); with a NaN result the call
+ * stops at this head (status 1), nothing of it written.
  */
-const entryOf = (j: number[]) => [
+/** bf16Of on the stack's float32 in the bf16 functions, nothing otherwise. */
+const cast16 = (bf16: boolean) => (bf16 ? bf16Of(N.nb16) : []);
+const entryOf = (j: number[], bf16: boolean) => [
   ...headAt(N.zAt, j), ...mem(OP.f32Load, 2), ...set(N.z),
   ...get(N.z), ...f32c(0), OP.f32Eq, ...get(N.z), ...f32c(SATURATE_ONE_FROM), OP.f32Ge, OP.i32Or, OP.if, F64,
   ...get(N.z), OP.f64PromoteF32,
@@ -593,8 +615,8 @@ const entryOf = (j: number[]) => [
   ...get(N.z), OP.f64PromoteF32, ...get(N.form), OP.call, 0,
   OP.end, OP.end,
   ...set(N.s),
-  ...nPlus4(N.nwAt, j), ...mem(OP.f32Load, 2), ...headAt(N.coreAt, j), ...mem(OP.f32Load, 2), ...get(N.rr), OP.f32Mul, OP.f32Mul,
-  OP.f64PromoteF32, ...get(N.s), OP.f64Mul, OP.f32DemoteF64, ...tee(N.val), ...get(N.val), OP.f32Ne, OP.if, OP.void,
+  ...nPlus4(N.nwAt, j), ...mem(OP.f32Load, 2), ...headAt(N.coreAt, j), ...mem(OP.f32Load, 2), ...get(N.rr), OP.f32Mul, ...cast16(bf16), OP.f32Mul,
+  ...cast16(bf16), OP.f64PromoteF32, ...get(N.s), OP.f64Mul, OP.f32DemoteF64, ...cast16(bf16), ...tee(N.val), ...get(N.val), OP.f32Ne, OP.if, OP.void,
   ...nSetWord(NORM_CTL.resume, get(N.h)), ...nSetWord(NORM_CTL.nc, get(N.nc)), ...i32(1), OP.return,
   OP.end,
 ];
@@ -610,7 +632,8 @@ const commitEntry = (j: number[], i: number[]) => [
   OP.end,
 ];
 
-const gatedNormBody = [
+/** gatedNorm's body; `bf16`: gatedNormBf16's, whose entries make the bf16 profile's casts (entryOf). */
+const gatedNormBody = (bf16: boolean) => [
   ...nLoadCtl(['coreAt', 'normInAt', 'normZAt', 'zAt', 'nwAt', 'normedAt', 'changedAt', 'accAt', 'rAt', 'keptAt', 'coreChangedAt', 'hv', 'dv', 'full', 'form', 'meanDiv', 'nc']),
   ...get(N.ctlAt), ...mem(OP.f32Load, 2, 4 * NORM_CTL.invN), ...set(N.invN),
   ...get(N.ctlAt), ...mem(OP.f32Load, 2, 4 * NORM_CTL.eps), ...set(N.eps),
@@ -654,7 +677,7 @@ const gatedNormBody = [
   ...i32(0), ...set(N.i),
   ...whileLess(N.i, get(N.m), [
     ...nPlus4(N.movedAt, get(N.i)), ...mem(OP.i32Load, 2), ...set(N.j),
-    ...entryOf(get(N.j)),
+    ...entryOf(get(N.j), bf16),
     ...nPlus4(N.tmpAt, get(N.i)), ...get(N.val), ...mem(OP.f32Store, 2),
     ...inc(N.i, 1),
   ]),
@@ -677,7 +700,7 @@ const gatedNormBody = [
   ...f64c(1), ...get(N.s), OP.f64Div, OP.f32DemoteF64, ...set(N.rr),
   ...i32(0), ...set(N.j),
   ...whileLess(N.j, get(N.dv), [
-    ...entryOf(get(N.j)),
+    ...entryOf(get(N.j), bf16),
     ...nPlus4(N.tmpAt, get(N.j)), ...get(N.val), ...mem(OP.f32Store, 2),
     ...inc(N.j, 1),
   ]),
@@ -695,6 +718,7 @@ const gatedNormBody = [
   OP.end,
 ];
 const NORM_LOCALS: number[][] = [[NORM_I32_LOCALS, I32], [6, F32], [1, F64], [3, V128]];
+const NORM_BF16_LOCALS: number[][] = [...NORM_LOCALS, [1, I32]];
 
 /** Locals of keyRows: its eight parameters, then four int32 and six v128. */
 const KR = { sAt: 0, kAt: 1, idxAt: 2, kn: 3, deltaAt: 4, dv: 5, rnzAt: 6, ioAt: 7, t: 8, i: 9, rowAt: 10, g: 11,

@@ -134,15 +134,22 @@ export class WasmHeap {
   readonly buffer: ArrayBuffer;
   private readonly walkFn: WalkFn;
   private readonly swigluFn: SwigluFn;
+  private readonly swigluBf16Fn: SwigluFn;
   private readonly deltaFn: DeltaFn;
   private readonly addListsFn: AddListsFn;
   private readonly normListedFn: NormListedFn;
+  private readonly addListsBf16Fn: AddListsFn;
+  private readonly normListedBf16Fn: NormListedFn;
+  private readonly castRowsBf16Fn: (nr: number, rowsAt: number, accAt: number, yAt: number) => void;
   private readonly gdnDotsFn: GdnDotsFn;
   private readonly gdnDeltaFn: GdnDeltaFn;
   private readonly convActivateFn: (ctlAt: number) => number;
   private readonly convChannelsFn: (ctlAt: number) => number;
   private readonly convChannels4Fn: (ctlAt: number) => number;
   private readonly gatedNormFn: (ctlAt: number) => number;
+  private readonly convChannelsBf16Fn: (ctlAt: number) => number;
+  private readonly convChannels4Bf16Fn: (ctlAt: number) => number;
+  private readonly gatedNormBf16Fn: (ctlAt: number) => number;
   private readonly keyRowsFn: KeyRowsFn;
   private readonly l2normFn: L2normFn;
   private readonly foldColumnsFn: FoldColumnsFn;
@@ -160,6 +167,10 @@ export class WasmHeap {
     this.deltaFn = instance.exports.delta as DeltaFn;
     this.addListsFn = instance.exports.addLists as AddListsFn;
     this.normListedFn = instance.exports.normListed as NormListedFn;
+    this.swigluBf16Fn = instance.exports.swigluBf16 as SwigluFn;
+    this.addListsBf16Fn = instance.exports.addListsBf16 as AddListsFn;
+    this.normListedBf16Fn = instance.exports.normListedBf16 as NormListedFn;
+    this.castRowsBf16Fn = instance.exports.castRowsBf16 as (nr: number, rowsAt: number, accAt: number, yAt: number) => void;
     this.foldColumnsFn = instance.exports.foldColumns as FoldColumnsFn;
     this.foldInputsFn = instance.exports.foldInputs as FoldInputsFn;
     this.hasGdnKernels = gdn !== null;
@@ -170,6 +181,9 @@ export class WasmHeap {
     this.convChannelsFn = gdn === null ? missing : gdn.exports.convChannels as (ctlAt: number) => number;
     this.convChannels4Fn = gdn === null ? missing : gdn.exports.convChannels4 as (ctlAt: number) => number;
     this.gatedNormFn = gdn === null ? missing : gdn.exports.gatedNorm as (ctlAt: number) => number;
+    this.convChannelsBf16Fn = gdn === null ? missing : gdn.exports.convChannelsBf16 as (ctlAt: number) => number;
+    this.convChannels4Bf16Fn = gdn === null ? missing : gdn.exports.convChannels4Bf16 as (ctlAt: number) => number;
+    this.gatedNormBf16Fn = gdn === null ? missing : gdn.exports.gatedNormBf16 as (ctlAt: number) => number;
     this.keyRowsFn = gdn === null ? missing : gdn.exports.keyRows as KeyRowsFn;
     this.l2normFn = gdn === null ? missing : gdn.exports.l2norm as L2normFn;
     this.addIo = new Int32Array(this.buffer, ADD_IO_AT, 1);
@@ -240,15 +254,25 @@ export class WasmHeap {
 
   /**
    * The SwiGLU of the units of rows[0..nr) (module comment): h and `changed` updated, the changed
-   * count returned; every array must be a view of this heap.
+   * count returned; every array must be a view of this heap. `bf16`: with the bf16 profile's casts
+   * (swigluBf16).
    */
-  swiglu(nr: number, rows: Int32Array, n: number, go: Float32Array, h: Float32Array, changed: Int32Array, form: 'mul' | 'div'): number {
-    return this.swigluAt(nr, rows.byteOffset, n, go.byteOffset, h.byteOffset, changed.byteOffset, form);
+  swiglu(nr: number, rows: Int32Array, n: number, go: Float32Array, h: Float32Array, changed: Int32Array, form: 'mul' | 'div',
+    bf16 = false): number {
+    return this.swigluAt(nr, rows.byteOffset, n, go.byteOffset, h.byteOffset, changed.byteOffset, form, bf16);
+  }
+
+  /**
+   * wasm-kernels.ts castRowsBf16: y_r = bf(acc_r) for the rows r of rows[0..nr), each array given by
+   * its byte address in this heap (float32 acc and y, int32 rows).
+   */
+  castRowsBf16At(nr: number, rowsAt: number, accAt: number, yAt: number): void {
+    this.castRowsBf16Fn(nr, rowsAt, accAt, yAt);
   }
 
   /** swiglu with each array given by its byte address in this heap. */
-  swigluAt(nr: number, rowsAt: number, n: number, goAt: number, hAt: number, changedAt: number, form: 'mul' | 'div'): number {
-    return this.swigluFn(nr, rowsAt, n, goAt, hAt, changedAt, form === 'mul' ? 0 : 1);
+  swigluAt(nr: number, rowsAt: number, n: number, goAt: number, hAt: number, changedAt: number, form: 'mul' | 'div', bf16: boolean): number {
+    return (bf16 ? this.swigluBf16Fn : this.swigluFn)(nr, rowsAt, n, goAt, hAt, changedAt, form === 'mul' ? 0 : 1);
   }
 
   /**
@@ -344,50 +368,56 @@ export class WasmHeap {
   /**
    * wasm-gdn-kernels.ts convChannels over the control block at ctlAt: the active channels from its resume index on;
    * 0 when done, 1 at a channel left to the caller (non-finite taps or fold; ctl says where). K, the
-   * block's kernel size, picks the function: convChannels4 (its taps unrolled) for 4, else convChannels.
+   * block's kernel size, picks the function: convChannels4 (its taps unrolled) for 4, else convChannels;
+   * `bf16`: their bf16 forms, whose outputs are bf(silu32(bf(y))) (convChannelsBf16, convChannels4Bf16).
    */
-  convChannelsAt(ctlAt: number, K: number): number {
+  convChannelsAt(ctlAt: number, K: number, bf16: boolean): number {
+    if (bf16) return K === 4 ? this.convChannels4Bf16Fn(ctlAt) : this.convChannelsBf16Fn(ctlAt);
     return K === 4 ? this.convChannels4Fn(ctlAt) : this.convChannelsFn(ctlAt);
   }
 
   /**
    * wasm-gdn-kernels.ts gatedNorm over the control block at ctlAt (NORM_CTL): the heads from its resume index on;
    * 0 when done, 1 at a head left to the caller (a NaN output; ctl says which, and the changed count).
+   * `bf16`: gatedNormBf16, whose entries make the bf16 profile's casts.
    */
-  gatedNormAt(ctlAt: number): number {
-    return this.gatedNormFn(ctlAt);
+  gatedNormAt(ctlAt: number, bf16: boolean): number {
+    return (bf16 ? this.gatedNormBf16Fn : this.gatedNormFn)(ctlAt);
   }
 
   /**
    * wasm-residual-kernels.ts addLists: o_i = fl(x_i + b_i) for the indices of list a (aN), then of
    * list b (bN), the ones whose bits moved appended to `changed`; every array must be a view of
    * this heap. Returns 0 when done, 1 at a NaN sum (not stored); `appended` is the appended count
-   * either way.
+   * either way. `bf16`: o_i = bf(fl(x_i + b_i)) (addListsBf16).
    */
   addLists(x: Float32Array, b: Float32Array, o: Float32Array, a: Int32Array, aN: number, bList: Int32Array, bN: number,
-    changed: Int32Array): number {
-    return this.addListsAt(x.byteOffset, b.byteOffset, o.byteOffset, a.byteOffset, aN, bList.byteOffset, bN, changed.byteOffset);
+    changed: Int32Array, bf16 = false): number {
+    return this.addListsAt(x.byteOffset, b.byteOffset, o.byteOffset, a.byteOffset, aN, bList.byteOffset, bN, changed.byteOffset, bf16);
   }
 
   /** addLists with each array given by its byte address in this heap. */
-  addListsAt(xAt: number, bAt: number, oAt: number, aAt: number, aN: number, bListAt: number, bN: number, changedAt: number): number {
-    return this.addListsFn(xAt, bAt, oAt, aAt, aN, bListAt, bN, changedAt, ADD_IO_AT);
+  addListsAt(xAt: number, bAt: number, oAt: number, aAt: number, aN: number, bListAt: number, bN: number, changedAt: number,
+    bf16: boolean): number {
+    return (bf16 ? this.addListsBf16Fn : this.addListsFn)(xAt, bAt, oAt, aAt, aN, bListAt, bN, changedAt, ADD_IO_AT);
   }
 
   /**
    * wasm-residual-kernels.ts normListed: when every listed x_j is finite and its square absorbed in
    * the prefixes P (NormSite), ov_i = fl(fl(x_i·r)·w1_i) at the listed indices, the ones whose bits
    * moved appended to `changed`, and their count returned; otherwise −1, nothing written. r and
-   * every w1_i must be finite (r a float32 value), every array a view of this heap.
+   * every w1_i must be finite (r a float32 value), every array a view of this heap. `bf16`: ov_i =
+   * bf(fl(fl(x_i·r)·w1_i)) (normListedBf16).
    */
   normListed(x: Float32Array, P: Float32Array, list: Int32Array, n: number, w1: Float32Array, ov: Float32Array,
-    changed: Int32Array, r: number): number {
-    return this.normListedAt(x.byteOffset, P.byteOffset, list.byteOffset, n, w1.byteOffset, ov.byteOffset, changed.byteOffset, r);
+    changed: Int32Array, r: number, bf16 = false): number {
+    return this.normListedAt(x.byteOffset, P.byteOffset, list.byteOffset, n, w1.byteOffset, ov.byteOffset, changed.byteOffset, r, bf16);
   }
 
   /** normListed with each array given by its byte address in this heap. */
-  normListedAt(xAt: number, pAt: number, listAt: number, n: number, w1At: number, ovAt: number, changedAt: number, r: number): number {
-    return this.normListedFn(xAt, pAt, listAt, n, w1At, ovAt, changedAt, r);
+  normListedAt(xAt: number, pAt: number, listAt: number, n: number, w1At: number, ovAt: number, changedAt: number, r: number,
+    bf16: boolean): number {
+    return (bf16 ? this.normListedBf16Fn : this.normListedFn)(xAt, pAt, listAt, n, w1At, ovAt, changedAt, r);
   }
 
   /**

@@ -54,6 +54,9 @@
  * nc, io[2] the sign count's change, io[3] entries walked, io[5] the stop (nCand when done, status
  * 0), the track block's refold count. These are delta.ts's operations in its order.
  *
+ * castRowsBf16(nr, rowsAt, accAt, yAt): y_r ← bf(acc_r) (wasm-emit.ts bf16Of) for r = rows[t], t < nr
+ * (float32 acc and y, int32 rows): the bf16 outputs of the rows an incremental matmul reached.
+ *
  * swiglu(nr, rowsAt, n, goAt, hAt, changedAt, form) → nch (gate at goAt + 4i, up at goAt + 4(n + i),
  * float32; h float32; rows and changed int32): for t < nr, with r = rows[t] and unit i = r < n ? r :
  * r − n, h[i] ← float32(silu32(g_i) · double(u_i)) (g_i = ±0 passes through) and i is appended to
@@ -61,11 +64,12 @@
  * → −0, otherwise the imported env.siluFormula(g, form) (form 0 'mul', 1 'div'): numeric.ts's own
  * formula, called back in JavaScript (no exp in wasm; a compiled chip's units sit at the saturated
  * ends, so the call is rare). Returns the changed count. Preconditions: addresses in range, n and
- * every r < 2n below 2^30.
+ * every r < 2n below 2^30. swigluBf16 is swiglu with the bf16 profile's casts (mlp.ts): h[i] ←
+ * bf(float32(bf(silu32(g_i)) · double(u_i))) (wasm-emit.ts bf16Of).
  */
 import { residualKernelFns } from './wasm-residual-kernels.ts';
 import { foldKernelFns } from './wasm-fold-kernel.ts';
-import { addr, F64, f64c, get, I32, i32, kernelModuleOf, lowbitOf, mem, OP, set, tee } from './wasm-emit.ts';
+import { addr, at4, bf16Of, F64, f64c, get, I32, i32, inc, kernelModuleOf, lowbitOf, mem, OP, set, tee, whileLess } from './wasm-emit.ts';
 import { TRACK } from './wasm-layout.ts';
 import { SATURATE_ONE_FROM, SATURATE_ZERO_TO } from './numeric.ts';
 
@@ -272,9 +276,10 @@ const deltaBody: number[] = [
   OP.end,
 ];
 
-// swiglu's locals: its seven parameters, then five int32 and two float64
-const A = { nr: 0, rowsAt: 1, n: 2, goAt: 3, hAt: 4, changedAt: 5, form: 6, t: 7, i: 8, old: 9, nch: 10, at: 11, g: 12, s: 13 } as const;
-const swigluBody: number[] = [
+// swiglu's locals: its seven parameters, then five int32, two float64 and one int32 (bf16Of's)
+const A = { nr: 0, rowsAt: 1, n: 2, goAt: 3, hAt: 4, changedAt: 5, form: 6, t: 7, i: 8, old: 9, nch: 10, at: 11, g: 12, s: 13, b: 14 } as const;
+/** swiglu's body; `bf16`: swigluBf16's, with bf16's two casts (module comment). */
+const swigluBody = (bf16: boolean): number[] => [
   ...i32(0), ...set(A.t),
   ...i32(0), ...set(A.nch),
   OP.block, OP.void, OP.loop, OP.void,
@@ -296,11 +301,13 @@ const swigluBody: number[] = [
   OP.else,
   ...get(A.g), ...get(A.form), OP.call, 0,
   OP.end, OP.end, OP.end,
+  // (bf16: s = bf(s), the activation's output cast)
+  ...(bf16 ? [OP.f32DemoteF64, ...bf16Of(A.b), OP.f64PromoteF32] : []),
   ...set(A.s),
-  // h[i] = float32(s · u)
+  // h[i] = float32(s · u) (bf16: bf of it)
   ...get(A.at),
   ...get(A.s), ...get(A.goAt), ...get(A.n), ...get(A.i), OP.i32Add, ...i32(2), OP.i32Shl, OP.i32Add, ...mem(OP.f32Load, 2), OP.f64PromoteF32, OP.f64Mul,
-  OP.f32DemoteF64, ...mem(OP.f32Store, 2),
+  OP.f32DemoteF64, ...(bf16 ? bf16Of(A.b) : []), ...mem(OP.f32Store, 2),
   ...get(A.at), ...mem(OP.i32Load, 2), ...get(A.old), OP.i32Ne, OP.if, OP.void,
   ...addr(A.changedAt, A.nch, 2), ...get(A.i), ...mem(OP.i32Store, 2),
   ...get(A.nch), ...i32(1), OP.i32Add, ...set(A.nch),
@@ -312,12 +319,24 @@ const swigluBody: number[] = [
   OP.end,
 ];
 
+// castRowsBf16's locals: its four parameters, then three int32
+const R = { nr: 0, rowsAt: 1, accAt: 2, yAt: 3, t: 4, r: 5, b: 6 } as const;
+const castRowsBody: number[] = [
+  ...i32(0), ...set(R.t),
+  ...whileLess(R.t, get(R.nr), [
+    ...at4(R.rowsAt, R.t), ...mem(OP.i32Load, 2), ...set(R.r),
+    ...at4(R.yAt, R.r), ...at4(R.accAt, R.r), ...mem(OP.f32Load, 2), ...bf16Of(R.b), ...mem(OP.f32Store, 2),
+    ...inc(R.t, 1),
+  ]),
+  OP.end,
+];
 
 /**
  * The kernels' module (wasm-emit.ts kernelModuleOf): silu32's formula imported as function 0;
  * `trackedUpdate` (function 1, which walk and delta call), `walk` (2), `swiglu` (3), `delta` (4),
- * wasm-residual-kernels.ts `addLists` (5) and `normListed` (6), and wasm-fold-kernel.ts `foldColumns` (7)
- * and `foldInputs` (8) exported.
+ * wasm-residual-kernels.ts `addLists` (5) and `normListed` (6), wasm-fold-kernel.ts `foldColumns` (7)
+ * and `foldInputs` (8), then the bf16 profile's `swigluBf16` (9), `addListsBf16` (10),
+ * `normListedBf16` (11) and `castRowsBf16` (12) exported.
  */
 export function kernelModuleBytes(): Uint8Array {
   return kernelModuleOf([
@@ -326,9 +345,12 @@ export function kernelModuleBytes(): Uint8Array {
       body: trackedUpdateBody,
     },
     { name: 'walk', params: Array.from({ length: 10 }, () => I32), results: [I32], locals: [[13, I32], [3, F64]], body: walkBody },
-    { name: 'swiglu', params: Array.from({ length: 7 }, () => I32), results: [I32], locals: [[5, I32], [2, F64]], body: swigluBody },
+    { name: 'swiglu', params: Array.from({ length: 7 }, () => I32), results: [I32], locals: [[5, I32], [2, F64]], body: swigluBody(false) },
     { name: 'delta', params: Array.from({ length: 14 }, () => I32), results: [I32], locals: [[21, I32], [3, F64]], body: deltaBody },
-    ...residualKernelFns(),
+    ...residualKernelFns(false),
     ...foldKernelFns(),
+    { name: 'swigluBf16', params: Array.from({ length: 7 }, () => I32), results: [I32], locals: [[5, I32], [2, F64], [1, I32]], body: swigluBody(true) },
+    ...residualKernelFns(true),
+    { name: 'castRowsBf16', params: [I32, I32, I32, I32], results: [], locals: [[3, I32]], body: castRowsBody },
   ]);
 }

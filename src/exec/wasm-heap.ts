@@ -262,17 +262,17 @@ export class WasmHeap {
     return this.swigluAt(nr, rows.byteOffset, n, go.byteOffset, h.byteOffset, changed.byteOffset, form, bf16);
   }
 
+  /** swiglu with each array given by its byte address in this heap. */
+  swigluAt(nr: number, rowsAt: number, n: number, goAt: number, hAt: number, changedAt: number, form: 'mul' | 'div', bf16: boolean): number {
+    return (bf16 ? this.swigluBf16Fn : this.swigluFn)(nr, rowsAt, n, goAt, hAt, changedAt, form === 'mul' ? 0 : 1);
+  }
+
   /**
    * wasm-kernels.ts castRowsBf16: y_r = bf(acc_r) for the rows r of rows[0..nr), each array given by
    * its byte address in this heap (float32 acc and y, int32 rows).
    */
   castRowsBf16At(nr: number, rowsAt: number, accAt: number, yAt: number): void {
     this.castRowsBf16Fn(nr, rowsAt, accAt, yAt);
-  }
-
-  /** swiglu with each array given by its byte address in this heap. */
-  swigluAt(nr: number, rowsAt: number, n: number, goAt: number, hAt: number, changedAt: number, form: 'mul' | 'div', bf16: boolean): number {
-    return (bf16 ? this.swigluBf16Fn : this.swigluFn)(nr, rowsAt, n, goAt, hAt, changedAt, form === 'mul' ? 0 : 1);
   }
 
   /**

@@ -8,7 +8,7 @@
  * without it must agree in every residual and GDN state.
  */
 import { describe, expect, it } from 'vitest';
-import { nextInputStamp, type InputChanges } from '../src/exec/delta.ts';
+import { nextInputStamp, wasmHeapOf, type InputChanges } from '../src/exec/delta.ts';
 import { FfnMemo, newTrackedFfn, trackedFfn, type TrackedFfn } from '../src/exec/ffn-memo.ts';
 import { newMatmulStats, type MatmulStats } from '../src/exec/matmul.ts';
 import { nonEmptyRowsOf } from '../src/exec/matmul-plans.ts';
@@ -114,6 +114,10 @@ describe('FFN memo on random FFNs', () => {
     }
     expect(hits).toBeGreaterThan(150);
     expect(d.layer.memo?.size).toBeGreaterThan(0);
+    // the output lies in the context's wasm memory in either profile, where the residual add's kernel reads it
+    const heap = wasmHeapOf(d.ctx);
+    expect(heap).not.toBeNull();
+    expect(d.layer.memo?.out.buffer === heap?.buffer).toBe(true);
   });
 
   it('a matrix given new storage is a new FFN: its old outputs are not taken', () => {

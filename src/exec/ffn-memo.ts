@@ -567,8 +567,7 @@ export function trackedFfn(
   if (cap > 0 && incremental) {
     let memo = layer.memo;
     if (memo === null || !memo.holdsFor(ctx, f, cap)) {
-      const heap = ctx.profile === 'f32' ? wasmHeapOf(ctx) : null;
-      memo = layer.memo = new FfnMemo(ctx.memos, ctx.siluForm, f, nonEmptyRowsOf(ctx.plans, f.downProj), cap, heap);
+      memo = layer.memo = new FfnMemo(ctx.memos, ctx.siluForm, f, nonEmptyRowsOf(ctx.plans, f.downProj), cap, wasmHeapOf(ctx));
     }
     if (!memo.rests()) {
       const own = io.share;

@@ -467,7 +467,7 @@ for (const [dk, dv, K] of [[16, 16, 4], [12, 20, 4], [16, 16, 3], [12, 20, 5]] a
       const spy = vi.spyOn(heap, 'convChannelsAt');
       const cw: GdnCache = newGdnCache(d, heap);
       const cj: GdnCache = newGdnCache(d);
-      expect(cw.conv.buffer).toBe(heap.buffer);
+      expect(cw.conv.buffer === heap.buffer, 'the conv state lies in the wasm memory').toBe(true); // (=== : a failing toBe would print the 256 MiB buffer)
       const rnd = lcg(100 + seed);
       const H = TINY.hiddenSize;
       // a few inputs met again and again (channels settle and go lazy), now and then a new one

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import {
-  addRoundOnce, exp32, makeDot, makeNumericContext, makeSum, roundBf16, roundBf16Bits, rsqrt32, sigmoid32, silu32, softplus32,
+  addRoundOnce, exp32, makeDot, makeNumericContext, makeSum, roundBf16, rsqrt32, sigmoid32, silu32, softplus32,
   sigmoidFormula, siluFormula,
 } from '../src/exec/numeric.ts';
 
@@ -169,26 +169,6 @@ describe('bf16 and activations', () => {
     const ctx = makeNumericContext({ profile: 'bf16' });
     expect(ctx.act(257)).toBe(256);
     expect(makeNumericContext({}).act(257)).toBe(257);
-  });
-
-  it('roundBf16Bits gives roundBf16\'s bits on every float32 that is not NaN (ties, carries into the exponent, overflow to ±∞, subnormals)', () => {
-    const words = [0, 0x80000000, 0x3f808000, 0x3f818000, 0x3f807fff, 0x3fff8000, 0x7f7f8000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000,
-      0x00008000, 0x00018000, 0x0000ffff, 0x807fffff];
-    fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 32 - 1 }), fc.constantFrom(0, 0x7fff, 0x8000, 0x8001, 0xffff), (r, low) => {
-      words.push(((r & 0xffff0000) | low) >>> 0, r);
-    }), { numRuns: 2000 });
-    const f = new Float32Array(1);
-    const u = new Uint32Array(f.buffer);
-    let checked = 0;
-    for (const w of words) {
-      if ((w & 0x7fffffff) > 0x7f800000) continue; // NaN: the caller's (roundBf16)
-      u[0] = w;
-      const want = bitsOf(roundBf16(f[0]!));
-      u[0] = roundBf16Bits(w);
-      expect([w.toString(16), u[0]!.toString(16)]).toEqual([w.toString(16), want.toString(16)]);
-      checked++;
-    }
-    expect(checked).toBeGreaterThan(3500);
   });
 
   it('the saturation shortcuts of sigmoid32 / silu32 equal the plain formulas bit for bit', () => {

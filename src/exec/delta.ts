@@ -301,13 +301,14 @@ function signSet(b: number): number {
 }
 
 /**
- * Refolds row r from the current input: y_r = act(fold) (module comment) and, for the exact-row
- * update, the row's exact sum, Σ|w·x|, the lowest set bit of its non-zero products and whether it
- * is exact.
+ * Refolds row r from the current input: acc_r = the fold (module comment; both callers then write
+ * y_r = act(acc_r) for every row they reached, this one included) and, for the exact-row update,
+ * the row's exact sum, Σ|w·x|, the lowest set bit of its non-zero products and whether it is
+ * exact.
  */
 function refoldRow(
-  ctx: ExecNumericContext, st: DeltaLinearState, r: number, rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array,
-  values: Float32Array, x: Float32Array, xOff: number, xb: Uint32Array, wLowCsr: WeightLows, bf16: boolean,
+  st: DeltaLinearState, r: number, rowPtr: Uint32Array | Int32Array, colIdx: Uint32Array | Int32Array,
+  values: Float32Array, x: Float32Array, xOff: number, xb: Uint32Array, wLowCsr: WeightLows,
 ): void {
   let acc = 0;
   let exactSum = 0;
@@ -330,7 +331,6 @@ function refoldRow(
     if (lb < g) g = lb;
   }
   st.acc[r] = acc;
-  if (bf16) st.y[r] = ctx.act(acc);
   // exactSum and sumAbs are exact when the row is exact (same argument as the update's): then
   // the positive and the negative products add up to P, N < T, so S = P + N < 2T, a multiple of
   // 2^g below 2^(25+g), and every partial sum of either in double is exact
@@ -445,7 +445,7 @@ function foldFresh(
   const nf = kern !== null
     ? kern.heap.foldColumns(colEnd, st.colBits, kern.rowIdx, kern.values, acc, st.rowBound, st.rowLowGap, st.mark, st.rows, refold)
     : foldByColumns(st, colEnd, x, xOff, xb, csc.colPtr, csc.rowIdx, csc.values, wLowCsc, acc, st.rows, refold);
-  for (let i = 0; i < nf; i++) refoldRow(ctx, st, refold[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
+  for (let i = 0; i < nf; i++) refoldRow(st, refold[i], rowPtr, colIdx, values, x, xOff, xb, wLowCsr);
   st.nBounded = m.rows - nf;
   // bf16: every row's output is its cast sum (a row with no stored entry: bf(+0) = +0)
   if (bf16) { const y = st.y; for (let r = 0; r < m.rows; r++) y[r] = ctx.act(acc[r]); }
@@ -701,7 +701,7 @@ function deltaLinearIn(
   for (let t = 0; t < nf; t++) {
     const r = refold[t];
     refoldEntries += rowPtr[r + 1] - rowPtr[r];
-    refoldRow(ctx, st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr, bf16);
+    refoldRow(st, r, rowPtr, colIdx, values, x, xOff, xb, wLowCsr);
   }
   // bf16: the output of every row reached is its cast sum (castRowsBf16 in the kernels' memory)
   if (bf16) {

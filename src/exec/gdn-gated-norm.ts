@@ -107,7 +107,7 @@ export function gatedNormWasm(
   ctlF[NORM_CTL.eps] = eps;
   ctl[NORM_CTL.nc] = 0;
   ctl[NORM_CTL.resume] = 0;
-  while (heap.gatedNormAt(nk.ctlAt, ctx.profile === 'bf16') === 1) {
+  while (heap.gatedNormAt(nk.ctlAt, t.bf16) === 1) {
     const h = ctl[NORM_CTL.resume];
     ctl[NORM_CTL.nc] = gatedNormHead(ctx, t, h, buf.core, buf.coreBits, y, zOff, nk.nw, buf.normed, buf.normedBits, false, full, eps, d.dv, ctl[NORM_CTL.nc], form);
     ctl[NORM_CTL.resume] = h + 1;

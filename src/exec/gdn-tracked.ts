@@ -20,7 +20,8 @@ import type { CsrMatrix, GdnWeights, Matrix } from '../model/weights.ts';
 import type { GdnDims } from '../model/naming.ts';
 import { linear, type MatmulStats } from './matmul.ts';
 import type { ExecNumericContext } from './numeric.ts';
-import { exp32, roundBf16, roundBf16Bits, sigmoid32, softplus32 } from './numeric.ts';
+import { exp32, roundBf16, sigmoid32, softplus32 } from './numeric.ts';
+import { f32BitsToBf16 } from '../safetensors/dtype.ts';
 import { deltaLinear, newDeltaSite, nextInputStamp, type DeltaShare, type OutputSource } from './delta.ts';
 import { phaseEnd, phaseStart } from './profile.ts';
 import { newStackSite, rowStackAt } from './stack-rows.ts';
@@ -510,7 +511,7 @@ function convChannel(
  * channel whose y is unchanged — settled, lazy, cold — keeps its output, and a context of another
  * form or profile starts a fresh track; bf16's casts — the conv outputs, β, each head's output
  * after its step, the gated norm's entries — are pure functions of values compared by their bits,
- * and the conv and gated norm kernels, which do not make them, are left to the JavaScript):
+ * and the conv and gated norm kernels have bf16 forms that make them):
  *  - the projections through delta.ts (rows of changed input columns);
  *  - conv: a channel whose taps are all equal (bits) and whose new input equals them keeps its
  *    state and output; the others shift and recompute as convStepF32 does, and become settled
@@ -700,13 +701,13 @@ export function gdnDecodeTracked(
       cache.headAt.s[h], cache.headAt.rnz[h]);
     headModified[h] = scratch.modified[0];
     // (bf16: the kernel's output cast to bf16, HF's core_attn_out.to(dtype); a kept output is cast already)
-    // (on the bits, roundBf16Bits, but for a NaN)
+    // (on the bits, as roundBf16 casts them, but for a NaN)
     if (bf16) {
       const cb = buf.coreBits;
       for (let j = o0; j < o0 + dv; j++) {
         const b = cb[j];
         if ((b & 0x7fffffff) > 0x7f800000) core[j] = roundBf16(core[j]);
-        else cb[j] = roundBf16Bits(b);
+        else cb[j] = f32BitsToBf16(b) << 16;
       }
     }
     // the output is a function of q and S: with both as before it is as before unless the step

@@ -87,8 +87,8 @@ function swigluDelta(
   const sites = io?.sites;
   let st = sites !== undefined && sites.gate === m.gateProj && sites.memos === ctx.memos ? sites.state : byM.get(m.gateProj);
   if (st == null || st.h.length !== n) {
-    // h and the changed units in the context's wasm memory: the SwiGLU runs there (f32), and the
-    // down projection's walk reads its input there (either profile)
+    // h and the changed units in the context's wasm memory: the SwiGLU runs there and the down
+    // projection's walk reads its input there (either profile)
     const heap = wasmHeapOf(ctx);
     const a = heap?.carve({ h: [Float32Array, n], changed: [Int32Array, n] }) ?? null;
     const h = a !== null ? a.h : new Float32Array(n);

@@ -34,16 +34,6 @@ export function roundBf16(x: number): number {
   return bf16ToF32(f32BitsToBf16(b));
 }
 
-/**
- * roundBf16 on the bits b (in [0, 2^32)) of a float32 that is not NaN: the bits of bf(x), (b + 0x7fff
- * + ((b >> 16) & 1)) & 0xffff0000 as an int32 (round to nearest, ties to even; the largest finite
- * values round to ±∞). Integer operations only, for loops over a Uint32Array view; a NaN is the
- * caller's to pass to roundBf16.
- */
-export function roundBf16Bits(b: number): number {
-  return (b + 0x7fff + ((b >>> 16) & 1)) & 0xffff0000;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Activation functions (float32, rounded at every op as torch does)
 

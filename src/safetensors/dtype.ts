@@ -86,8 +86,8 @@ export const LITTLE_ENDIAN_PLATFORM = new Uint8Array(new Uint16Array([1]).buffer
 export function f32BitsToBf16(b: number): number {
   b >>>= 0;
   if ((b & 0x7fffffff) > 0x7f800000) return (b >>> 16) | 0x0040;
-  const lsb = (b >>> 16) & 1;
-  return Math.floor((b + 0x7fff + lsb) / 0x10000) & 0xffff;
+  // (b + 0x7fff + lsb ≤ 0xff808000 for every b that is not NaN: below 2^32, so >>> is the floor)
+  return (b + 0x7fff + ((b >>> 16) & 1)) >>> 16;
 }
 
 /**

@@ -3,7 +3,10 @@
  * divmod, shifts, decimal) and signed sign-magnitude numbers on top. Contracts in bignum.h.
  * Only 32-bit operations: mul/mulhu for products, divu on 16-bit halves for quotient digits, so
  * nothing comes from libgcc. Written for few executed instructions (each one costs tokens on
- * the transformer CPU): straight loops, no recursion.
+ * the transformer CPU): straight loops, no recursion. A division costs that CPU far more tokens
+ * than a multiply (docs/token-protocol.md: 2 a radix-16 quotient digit, against 1 to 3 for a
+ * multiply's result), so each quotient is divided once and the decimal conversion divides by
+ * none: its constant divisors become multiplies by their reciprocals.
  */
 #include "bignum.h"
 #include "chipc.h"
@@ -285,17 +288,60 @@ void bnu_shr(uint32_t *r, const uint32_t *a, uint32_t n, unsigned s) {
   }
 }
 
+/*
+ * x, hidden from the compiler's value tracking. After q = x / d, the compiler turns x - q * d into
+ * a second division (remu) of the same operands instead of a multiply and a subtraction; passing q
+ * through here keeps the multiply.
+ */
+static inline uint32_t opaque(uint32_t x) {
+  __asm__("" : "+r"(x));
+  return x;
+}
+
 uint32_t bnu_divmod_small(uint32_t *q, const uint32_t *a, uint32_t n, uint32_t d) {
   uint32_t rem = 0;
   for (uint32_t i = n; i > 0; i--) {
     uint32_t x = a[i - 1];
     uint32_t cur = (rem << 16) | (x >> 16);
-    uint32_t qh = cur / d;
+    uint32_t qh = opaque(cur / d);
     rem = cur - qh * d;
     cur = (rem << 16) | (x & 0xffffu);
-    uint32_t ql = cur / d;
+    uint32_t ql = opaque(cur / d);
     rem = cur - ql * d;
     q[i - 1] = (qh << 16) | ql;
+  }
+  return rem;
+}
+
+/*
+ * floor(x / 10^4) for every 32-bit x, by the reciprocal: floor(x * m / 2^45) with m = 0xd1b71759 =
+ * ceil(2^45 / 10^4). With x = q 10^4 + r, x m / 2^45 = x / 10^4 + x e / (10^4 2^45), e = m 10^4 - 2^45
+ * = 1168, and x e < 2^32 1168 < 2^45, so the excess stays below 1 / 10^4 <= (10^4 - r) / 10^4.
+ */
+static inline uint32_t div10000(uint32_t x) {
+  return mulhu(x, 0xd1b71759u) >> 13;
+}
+
+/*
+ * floor(x / 10) for x < 81,920: floor(x * 0xcccd / 2^19), 0xcccd = ceil(2^19 / 10) with e = 2
+ * (x e < 2^19 as above), and x * 0xcccd < 2^32.
+ */
+static inline uint32_t div10_small(uint32_t x) {
+  return (x * 0xcccdu) >> 19;
+}
+
+/* a = floor(a / 10^4) in place over n limbs; returns a mod 10^4 (bnu_divmod_small's loop by 10^4). */
+static uint32_t divmod_10000(uint32_t *a, uint32_t n) {
+  uint32_t rem = 0;
+  for (uint32_t i = n; i > 0; i--) {
+    uint32_t x = a[i - 1];
+    uint32_t cur = (rem << 16) | (x >> 16);
+    uint32_t qh = div10000(cur);
+    rem = cur - qh * 10000u;
+    cur = (rem << 16) | (x & 0xffffu);
+    uint32_t ql = div10000(cur);
+    rem = cur - ql * 10000u;
+    a[i - 1] = (qh << 16) | ql;
   }
   return rem;
 }
@@ -309,14 +355,14 @@ uint32_t bnu_divmod_small(uint32_t *q, const uint32_t *a, uint32_t n, uint32_t d
 static uint32_t udiv_2by1(uint32_t u1, uint32_t u0, uint32_t d, uint32_t *rem) {
   uint32_t dh = d >> 16, dl = d & 0xffffu;
   uint32_t u0h = u0 >> 16, u0l = u0 & 0xffffu;
-  uint32_t q1 = u1 / dh, r = u1 - q1 * dh;
+  uint32_t q1 = opaque(u1 / dh), r = u1 - q1 * dh;
   while (q1 > 0xffffu || q1 * dl > ((r << 16) | u0h)) {
     q1--;
     r += dh;
     if (r > 0xffffu) break;
   }
   uint32_t mid = ((u1 << 16) | u0h) - q1 * d; /* < d: exact modulo 2^32 */
-  uint32_t q0 = mid / dh;
+  uint32_t q0 = opaque(mid / dh);
   r = mid - q0 * dh;
   while (q0 > 0xffffu || q0 * dl > ((r << 16) | u0l)) {
     q0--;
@@ -392,11 +438,12 @@ uint32_t bnu_to_dec(char *buf, uint32_t *a, uint32_t n) {
   uint32_t len = 0;
   n = bnu_norm(a, n);
   while (n > 0) {
-    uint32_t rem = bnu_divmod_small(a, a, n, 10000u);
+    uint32_t rem = divmod_10000(a, n);
     while (n > 0 && a[n - 1] == 0) n--;
     for (int k = 0; k < 4; k++) {
-      buf[len++] = (char)('0' + rem % 10u);
-      rem /= 10u;
+      uint32_t q = div10_small(rem);
+      buf[len++] = (char)('0' + (rem - q * 10u));
+      rem = q;
     }
   }
   while (len > 1 && buf[len - 1] == '0') len--;

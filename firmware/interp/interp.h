@@ -120,21 +120,6 @@ static inline void outc(int c) {
 #endif
 }
 
-#ifdef CHIPC_BN_UNIT
-/* The chip's bignum unit (docs/bignum-unit.md), as firmware/lib/bignum.c uses it: bn.mac computes
- * t = a * b + acc + C0, returns t mod 2^32 and keeps C0 = t >> 32 (a carry register). */
-static inline uint32_t bn_mac(uint32_t acc, uint32_t a, uint32_t b) {
-  __asm__ volatile(".insn r 0x0b, 0, 0, %0, %z1, %z2" : "+r"(acc) : "rJ"(a), "rJ"(b));
-  return acc;
-}
-/* acc + C0, and C0 = 0 (for acc + C0 < 2^32). */
-static inline uint32_t bn_carry_take(uint32_t acc) {
-  return bn_mac(acc, 0, 0);
-}
-static inline void bn_carry_clear(void) {
-  __asm__ volatile(".insn r 0x0b, 0, 0, zero, zero, zero");
-}
-#endif
 
 /* ---- mem.c ------------------------------------------------------------------------------------ */
 void fail(const char *msg) __attribute__((noreturn));

@@ -36,46 +36,6 @@ static void too_large(void) {
 
 /* ---- decimal output ------------------------------------------------------------------------ */
 
-/*
- * a[0..n) = floor(a / 10^9) (n >= 1), returns a mod 10^9: one 2/1 division per limb with a
- * precomputed inverse (Möller and Granlund, "Improved division by invariant integers", alg. 4)
- * by the normalized divisor d = 4 * 10^9, the dividend shifted left by 2 on the fly. r is 4 times
- * the running remainder, so no shift is undone until the end. mul/mulhu only: divu is slow on the chip.
- */
-static uint32_t div1e9(uint32_t *a, uint32_t n) {
-  const uint32_t d = 4000000000u, inv = 316718722u; /* inv = floor((2^64 - 1) / d) - 2^32 */
-  uint32_t r = 0;
-#ifdef CHIPC_BN_UNIT
-  bn_carry_clear();
-#endif
-  while (n > 0) {
-    n--;
-    uint32_t x = a[n];
-    uint32_t u1 = r | (x >> 30), u0 = x << 2;
-#ifdef CHIPC_BN_UNIT
-    /* (q1, q0) = inv * u1 + u0 on the unit; the high part + u1 < 2^32 (u1 < d), so C0 ends 0 */
-    uint32_t q0 = bn_mac(u0, inv, u1);
-    uint32_t q1 = bn_carry_take(u1) + 1u;
-#else
-    uint64_t p = (uint64_t)inv * u1;
-    uint32_t q0 = (uint32_t)p + u0;
-    uint32_t q1 = (uint32_t)(p >> 32) + u1 + (q0 < u0) + 1u;
-#endif
-    uint32_t rr = u0 - q1 * d;
-    if (rr > q0) {
-      q1--;
-      rr += d;
-    }
-    if (rr >= d) {
-      q1++;
-      rr -= d;
-    }
-    a[n] = q1;
-    r = rr;
-  }
-  return r >> 2;
-}
-
 /* Writes g > 0, g < 10^9, in decimal without leading zeros (the top base-10^9 digit of a number). */
 static void out_top(uint32_t g) {
   char buf[9];
@@ -131,7 +91,7 @@ void print_top(uint32_t k) {
   uint32_t *g = w + n, ng = 0;
   wcopy(w, v->d, n);
   do {
-    g[ng++] = div1e9(w, n);
+    g[ng++] = bnu_divmod_1e9(w, n); /* firmware/lib/bignum.c */
     if (w[n - 1] == 0) n--;
   } while (n > 0);
   if (v->tag == V_NEG) outc('-');

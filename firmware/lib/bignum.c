@@ -6,33 +6,11 @@
  * the transformer CPU): straight loops, no recursion. A division costs that CPU far more tokens
  * than a multiply (docs/token-protocol.md: 2 a radix-16 quotient digit, against 1 to 3 for a
  * multiply's result), so each quotient is divided once and the decimal conversion divides by
- * none: its constant divisors become multiplies by their reciprocals.
+ * none: it divides by 10^9 with a precomputed inverse and by 10 with a reciprocal.
  */
 #include "bignum.h"
 #include "chipc.h"
 
-#ifdef CHIPC_BN_UNIT
-/*
- * The chip's bignum unit (docs/bignum-unit.md): bn.mac rd, rs1, rs2 (custom-0) computes
- * t = rs1 * rs2 + rd + C0 over unsigned 32-bit values, rd = t mod 2^32, C0 = t >> 32, where C0 is
- * one of the unit's two carry registers; bn.mac1 (funct7 1) does the same with C1. volatile: the
- * carries are state the compiler cannot see, so the order stays.
- */
-static inline uint32_t bn_mac(uint32_t acc, uint32_t a, uint32_t b) {
-  __asm__ volatile(".insn r 0x0b, 0, 0, %0, %z1, %z2" : "+r"(acc) : "rJ"(a), "rJ"(b));
-  return acc;
-}
-static inline uint32_t bn_mac1(uint32_t acc, uint32_t a, uint32_t b) {
-  __asm__ volatile(".insn r 0x0b, 0, 1, %0, %z1, %z2" : "+r"(acc) : "rJ"(a), "rJ"(b));
-  return acc;
-}
-/* C0 = 0 (t = C0, so the new carry is 0); likewise C1. */
-static inline void bn_carry_clear(void) { __asm__ volatile(".insn r 0x0b, 0, 0, zero, zero, zero"); }
-static inline void bn_carry_clear1(void) { __asm__ volatile(".insn r 0x0b, 0, 1, zero, zero, zero"); }
-/* acc + C0 (mod 2^32), and C0 = 0 after it (for C0 + acc < 2^32, as everywhere below); likewise C1. */
-static inline uint32_t bn_carry_take(uint32_t acc) { return bn_mac(acc, 0, 0); }
-static inline uint32_t bn_carry_take1(uint32_t acc) { return bn_mac1(acc, 0, 0); }
-#endif
 
 static inline uint32_t mulhu(uint32_t a, uint32_t b) {
   return (uint32_t)(((uint64_t)a * b) >> 32);
@@ -314,36 +292,12 @@ uint32_t bnu_divmod_small(uint32_t *q, const uint32_t *a, uint32_t n, uint32_t d
 }
 
 /*
- * floor(x / 10^4) for every 32-bit x, by the reciprocal: floor(x * m / 2^45) with m = 0xd1b71759 =
- * ceil(2^45 / 10^4). With x = q 10^4 + r, x m / 2^45 = x / 10^4 + x e / (10^4 2^45), e = m 10^4 - 2^45
- * = 1168, and x e < 2^32 1168 < 2^45, so the excess stays below 1 / 10^4 <= (10^4 - r) / 10^4.
+ * floor(x / 10) for every 32-bit x, by the reciprocal: floor(x * m / 2^35) with m = 0xcccccccd =
+ * ceil(2^35 / 10). With x = 10 q + r, x m / 2^35 = x / 10 + x e / (10 * 2^35), e = 10 m - 2^35 = 2,
+ * and x e < 2^33 < 2^35, so the excess stays below 1 / 10 <= (10 - r) / 10.
  */
-static inline uint32_t div10000(uint32_t x) {
-  return mulhu(x, 0xd1b71759u) >> 13;
-}
-
-/*
- * floor(x / 10) for x < 81,920: floor(x * 0xcccd / 2^19), 0xcccd = ceil(2^19 / 10) with e = 2
- * (x e < 2^19 as above), and x * 0xcccd < 2^32.
- */
-static inline uint32_t div10_small(uint32_t x) {
-  return (x * 0xcccdu) >> 19;
-}
-
-/* a = floor(a / 10^4) in place over n limbs; returns a mod 10^4 (bnu_divmod_small's loop by 10^4). */
-static uint32_t divmod_10000(uint32_t *a, uint32_t n) {
-  uint32_t rem = 0;
-  for (uint32_t i = n; i > 0; i--) {
-    uint32_t x = a[i - 1];
-    uint32_t cur = (rem << 16) | (x >> 16);
-    uint32_t qh = div10000(cur);
-    rem = cur - qh * 10000u;
-    cur = (rem << 16) | (x & 0xffffu);
-    uint32_t ql = div10000(cur);
-    rem = cur - ql * 10000u;
-    a[i - 1] = (qh << 16) | ql;
-  }
-  return rem;
+static inline uint32_t div10(uint32_t x) {
+  return mulhu(x, 0xcccccccdu) >> 3;
 }
 
 /*
@@ -434,19 +388,28 @@ int bnu_divmod(uint32_t *q, uint32_t *r, const uint32_t *a, uint32_t an, const u
   return BN_OK;
 }
 
+/* *c = the last decimal digit of x; returns floor(x / 10). */
+static inline uint32_t put_digit(char *c, uint32_t x) {
+  uint32_t q = div10(x);
+  *c = (char)('0' + (x - q * 10u));
+  return q;
+}
+
 uint32_t bnu_to_dec(char *buf, uint32_t *a, uint32_t n) {
   uint32_t len = 0;
   n = bnu_norm(a, n);
   while (n > 0) {
-    uint32_t rem = divmod_10000(a, n);
+    uint32_t rem = bnu_divmod_1e9(a, n);
     while (n > 0 && a[n - 1] == 0) n--;
-    for (int k = 0; k < 4; k++) {
-      uint32_t q = div10_small(rem);
-      buf[len++] = (char)('0' + (rem - q * 10u));
-      rem = q;
+    /* 9 digits of a base-10^9 digit below the top one, the top one's digits without zero padding
+     * (so buf holds the digits and the NUL, nothing more) */
+    if (n > 0) {
+      for (int k = 0; k < 9; k++) rem = put_digit(buf + len++, rem);
+    } else {
+      do rem = put_digit(buf + len++, rem);
+      while (rem != 0);
     }
   }
-  while (len > 1 && buf[len - 1] == '0') len--;
   if (len == 0) buf[len++] = '0';
   for (uint32_t i = 0, j = len - 1; i < j; i++, j--) {
     char t = buf[i];

@@ -17,6 +17,7 @@
 #define CHIPC_BIGNUM_H
 
 #include <stdint.h>
+#include "bn-unit.h"
 
 /* The largest number of bits a bn_t operand may have in the service (8,192 bits = 256 limbs, so the
  * product of two 4,096-bit numbers fits). The bnu_* functions have no limit of their own. */
@@ -122,5 +123,49 @@ int bn_fdivmod(bn_t *q, bn_t *r, const bn_t *a, const bn_t *b, uint32_t *work);
 /* Prints a in decimal ('-' first when negative) to the console. Uses work of a->len limbs and a
  * stack buffer; a is not modified. Requires a->len <= BN_MAX_LIMBS. */
 void bn_print(const bn_t *a, uint32_t *work);
+
+/*
+ * a[0..n) = floor(a / 10^9) in place (n >= 1); returns a mod 10^9. No division instruction (one
+ * costs the chip 2 tokens per quotient digit): per limb one two-by-one division by a precomputed
+ * inverse (Moller and Granlund, "Improved division by invariant integers", algorithm 4), exact for
+ * a normalized divisor and a high word below it. The divisor is d = 4 * 10^9 (top bit set), the
+ * dividend shifted left by 2 on the fly: r is 4 times the running remainder, so r | (x >> 30) <=
+ * d - 1, and the shift is undone at the end. Inline, so that the caller's loop (bnu_to_dec, the
+ * interpreter's decimal output) keeps the constants in registers and pays no call.
+ */
+static inline uint32_t bnu_divmod_1e9(uint32_t *a, uint32_t n) {
+  const uint32_t d = 4000000000u, inv = 316718722u; /* inv = floor((2^64 - 1) / d) - 2^32 */
+  uint32_t r = 0;
+#ifdef CHIPC_BN_UNIT
+  bn_carry_clear();
+#endif
+  while (n > 0) {
+    n--;
+    uint32_t x = a[n];
+    uint32_t u1 = r | (x >> 30), u0 = x << 2;
+    /* (q1, q0) = inv * u1 + (u1 + 1, u0) */
+#ifdef CHIPC_BN_UNIT
+    /* the product's high word + u1 < 2^32 (u1 < d), so the unit's carry C0 ends at 0 */
+    uint32_t q0 = bn_mac(u0, inv, u1);
+    uint32_t q1 = bn_carry_take(u1) + 1u;
+#else
+    uint32_t q0 = inv * u1 + u0;
+    uint32_t q1 = (uint32_t)(((uint64_t)inv * u1) >> 32) + u1 + (q0 < u0) + 1u;
+#endif
+    uint32_t rr = u0 - q1 * d;
+    if (rr > q0) {
+      q1--;
+      rr += d;
+    }
+    if (rr >= d) {
+      q1++;
+      rr -= d;
+    }
+    a[n] = q1;
+    r = rr;
+  }
+  return r >> 2;
+}
+
 
 #endif

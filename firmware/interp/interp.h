@@ -120,7 +120,6 @@ static inline void outc(int c) {
 #endif
 }
 
-
 /* ---- mem.c ------------------------------------------------------------------------------------ */
 void fail(const char *msg) __attribute__((noreturn));
 void fail_name(const char *msg, uint32_t id) __attribute__((noreturn));

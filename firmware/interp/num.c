@@ -91,7 +91,7 @@ void print_top(uint32_t k) {
   uint32_t *g = w + n, ng = 0;
   wcopy(w, v->d, n);
   do {
-    g[ng++] = bnu_divmod_1e9(w, n); /* firmware/lib/bignum.c */
+    g[ng++] = bnu_divmod_1e9(w, n); /* firmware/lib/bignum.h */
     if (w[n - 1] == 0) n--;
   } while (n > 0);
   if (v->tag == V_NEG) outc('-');

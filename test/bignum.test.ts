@@ -17,7 +17,7 @@ import {
   type BignumOp, type DecodedNumber, type RawOperand,
 } from '../src/bignum/service.ts';
 import { ChipcError } from '../src/util/errors.ts';
-import { decode, parseElf } from '../riscv/index.ts';
+import { divisionsByFunction } from './helpers/elf-divisions.ts';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'firmware');
 const SERVICE_ELF = new Uint8Array(fs.readFileSync(path.join(FIXTURES, 'bignum.elf')));
@@ -317,34 +317,13 @@ describe('bignum instruction counts', () => {
   });
 });
 
-/**
- * The division instructions (div, divu, rem, remu) of each library function in an image: name →
- * mnemonics, decoded from the function symbols' words.
- */
-function divisionsByFunction(bytes: Uint8Array): Map<string, string[]> {
-  const img = parseElf(bytes);
-  const out = new Map<string, string[]>();
-  for (const sym of img.symbols) {
-    if (sym.type !== 2 || sym.size === 0 || !/^(bnu?_|udiv_2by1)/.test(sym.name)) continue;
-    const seg = img.segments.find((g) => sym.value >= g.vaddr && sym.value + sym.size <= g.vaddr + g.filesz)!;
-    const dv = new DataView(seg.data.buffer, seg.data.byteOffset, seg.data.byteLength);
-    const names: string[] = [];
-    for (let a = sym.value; a < sym.value + sym.size; a += 4) {
-      const d = decode(dv.getUint32(a - seg.vaddr, true));
-      if (d && /^(div|rem)/.test(d.spec.name)) names.push(d.spec.name);
-    }
-    out.set(sym.name, names);
-  }
-  return out;
-}
-
 describe('the library divides each quotient once and prints without dividing', () => {
   // A division costs the chip 2 tokens per radix-16 quotient digit (docs/bignum.md "Library"):
   // gcc turns x − (x / d)·d into a second division (remu) unless the quotient is hidden from it,
   // and bnu_to_dec's divisors are constants with reciprocals.
   for (const image of ['bigfact.elf', 'bigfact.linux.elf', 'bignum.elf', 'interp.elf']) {
     it(image, () => {
-      const byFn = divisionsByFunction(new Uint8Array(fs.readFileSync(path.join(FIXTURES, image))));
+      const byFn = divisionsByFunction(new Uint8Array(fs.readFileSync(path.join(FIXTURES, image))), /^(bnu?_|udiv_2by1)/);
       expect(byFn.size).toBeGreaterThan(5); // the library is linked and its symbols are named
       for (const [name, divs] of byFn) {
         expect(divs.filter((d) => d.startsWith('rem')), `${image} ${name}`).toEqual([]);

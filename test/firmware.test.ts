@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { decode, loadElf, parseElf } from '../riscv/index.ts';
+import { divisionsByFunction } from './helpers/elf-divisions.ts';
 import {
   CODE_LIMIT, DATA_LIMIT, DEMOS, FIRMWARE_MEM, FIXTURE_DIR, imageFiles, imageSizes, mZbaCounts, runImage,
   type DemoFigures,
@@ -188,6 +189,24 @@ const DERIVED: Record<string, () => string> = {
 };
 
 // ---------------------------------------------------------------------------------------------
+
+describe('the runtime prints integers without dividing', () => {
+  // print_u32 / print_i32 (firmware/runtime/runtime.c) and the interpreter's out_u32 take each digit
+  // with chipc.h's div10_u32: gcc 12 compiles v / 10 and v % 10 to divu and remu on RV32, two
+  // divisions a digit on the chip.
+  const images = fs.readdirSync(FIXTURE_DIR).filter((f) => f.endsWith('.elf'));
+  it('print_u32, print_i32 and out_u32 hold no division in any image that links them', () => {
+    let linked = 0;
+    for (const image of images) {
+      const byFn = divisionsByFunction(new Uint8Array(fs.readFileSync(path.join(FIXTURE_DIR, image))), /^(print_[ui]32|out_u32)$/);
+      for (const [name, divs] of byFn) {
+        linked++;
+        expect(divs, `${image} ${name}`).toEqual([]);
+      }
+    }
+    expect(linked).toBeGreaterThanOrEqual(10); // sort, calc, bench, fixedpoint (both builds), accum, interp
+  });
+});
 
 describe('firmware fixtures', () => {
   it('cover exactly the demos (two images each), the services (one image each), the interpreter (two images) and expected.json', () => {

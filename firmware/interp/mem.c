@@ -35,8 +35,9 @@ static __attribute__((noinline)) void out_u32(uint32_t v) {
   char buf[10];
   int n = 0;
   do {
-    buf[n++] = (char)('0' + v % 10u);
-    v /= 10u;
+    uint32_t q = div10_u32(v);
+    buf[n++] = (char)('0' + (v - q * 10u));
+    v = q;
   } while (v != 0);
   while (n > 0) outc(buf[--n]);
 }

@@ -6,7 +6,7 @@
  * the transformer CPU): straight loops, no recursion. A division costs that CPU far more tokens
  * than a multiply (docs/token-protocol.md: 2 a radix-16 quotient digit, against 1 to 3 for a
  * multiply's result), so each quotient is divided once and the decimal conversion divides by
- * none: it divides by 10^9 with a precomputed inverse and by 10 with a reciprocal.
+ * none: it divides by 10^9 with a precomputed inverse and by 10 with a reciprocal (chipc.h).
  */
 #include "bignum.h"
 #include "chipc.h"
@@ -292,15 +292,6 @@ uint32_t bnu_divmod_small(uint32_t *q, const uint32_t *a, uint32_t n, uint32_t d
 }
 
 /*
- * floor(x / 10) for every 32-bit x, by the reciprocal: floor(x * m / 2^35) with m = 0xcccccccd =
- * ceil(2^35 / 10). With x = 10 q + r, x m / 2^35 = x / 10 + x e / (10 * 2^35), e = 10 m - 2^35 = 2,
- * and x e < 2^33 < 2^35, so the excess stays below 1 / 10 <= (10 - r) / 10.
- */
-static inline uint32_t div10(uint32_t x) {
-  return mulhu(x, 0xcccccccdu) >> 3;
-}
-
-/*
  * floor((u1 * 2^32 + u0) / d) and the remainder, for d >= 2^31 (normalized) and u1 < d, so the
  * quotient fits 32 bits. Schoolbook division in base 2^16: each 16-bit quotient digit is
  * estimated from the divisor's top half (divu) and corrected at most twice, the correction test
@@ -388,9 +379,9 @@ int bnu_divmod(uint32_t *q, uint32_t *r, const uint32_t *a, uint32_t an, const u
   return BN_OK;
 }
 
-/* *c = the last decimal digit of x; returns floor(x / 10). */
+/* *c = the last decimal digit of x; returns floor(x / 10) (chipc.h div10_u32: no division). */
 static inline uint32_t put_digit(char *c, uint32_t x) {
-  uint32_t q = div10(x);
+  uint32_t q = div10_u32(x);
   *c = (char)('0' + (x - q * 10u));
   return q;
 }

@@ -38,6 +38,17 @@ void print_i32(int32_t v);
 /* Write v as exactly 8 lower-case hex digits, no prefix. */
 void print_hex(uint32_t v);
 
+/*
+ * floor(v / 10) for every 32-bit v, without a division: floor(v * m / 2^35) with m = 0xcccccccd =
+ * ceil(2^35 / 10). With v = 10 q + r, v m / 2^35 = v / 10 + v e / (10 * 2^35), e = 10 m - 2^35 = 2,
+ * and v e < 2^33 < 2^35, so the excess stays below 1 / 10 <= (10 - r) / 10. A division costs the
+ * chip 2 tokens per radix-16 quotient digit (a multiply 1 to 3), and gcc 12 compiles v / 10 and
+ * v % 10 to divu and remu on RV32.
+ */
+static inline uint32_t div10_u32(uint32_t v) {
+  return (uint32_t)(((uint64_t)v * 0xcccccccdu) >> 32) >> 3;
+}
+
 /* Halt with status code: ecall a7 = 93, a0 = code. Never returns. */
 void exit(int code) __attribute__((noreturn));
 /* Halt by storing (code << 1) | 1 to the tohost word (HTIF convention). Never returns. */

@@ -1,6 +1,7 @@
 /*
  * chipc firmware runtime API (freestanding, no libc): console output through the console
- * device, exit, and the few memory/string helpers gcc may call on its own.
+ * device, exit, the few memory/string helpers gcc may call on its own, and a division by 10 that
+ * divides by none (div10_u32).
  *
  * Console: by default every byte is a `sb` to the MMIO byte at CHIPC_CONSOLE (0x10000000).
  * Built with -DCHIPC_CONSOLE_LINUX, bytes go out through the Linux write syscall instead

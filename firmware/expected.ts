@@ -47,21 +47,35 @@ export function imageSizes(bytes: Uint8Array): { codeBytes: number; dataBytes: n
   return { codeBytes, dataBytes };
 }
 
-/** Mnemonic counts of the M, Zba and bignum-unit (bn.mac) instructions inside the image's function symbols (rodata excluded). */
-export function mZbaCounts(bytes: Uint8Array): Record<string, number> {
+/**
+ * The instructions of each function symbol of an image (rodata excluded), in symbol order: its
+ * name and, per word in address order, the address and the mnemonic (null for a word that is no
+ * instruction). A symbol outside the loaded segments is left out.
+ */
+export function functionInstructions(bytes: Uint8Array): { name: string; words: { addr: number; mnemonic: string | null }[] }[] {
   const img = parseElf(bytes);
-  const counts: Record<string, number> = {};
-  const seen = new Set<number>();
+  const out: { name: string; words: { addr: number; mnemonic: string | null }[] }[] = [];
   for (const sym of img.symbols) {
     if (sym.type !== STT_FUNC || sym.size === 0) continue;
     const seg = img.segments.find((s) => sym.value >= s.vaddr && sym.value + sym.size <= s.vaddr + s.filesz);
     if (!seg) continue;
     const dv = new DataView(seg.data.buffer, seg.data.byteOffset, seg.data.byteLength);
-    for (let a = sym.value; a < sym.value + sym.size; a += 4) {
-      if (seen.has(a)) continue;
-      seen.add(a);
-      const d = decode(dv.getUint32(a - seg.vaddr, true));
-      if (d && /^(mul|div|rem|sh[123]add|bn\.)/.test(d.spec.name)) counts[d.spec.name] = (counts[d.spec.name] ?? 0) + 1;
+    const words: { addr: number; mnemonic: string | null }[] = [];
+    for (let a = sym.value; a < sym.value + sym.size; a += 4) words.push({ addr: a, mnemonic: decode(dv.getUint32(a - seg.vaddr, true))?.spec.name ?? null });
+    out.push({ name: sym.name, words });
+  }
+  return out;
+}
+
+/** Mnemonic counts of the M, Zba and bignum-unit (bn.mac) instructions inside the image's function symbols (rodata excluded). */
+export function mZbaCounts(bytes: Uint8Array): Record<string, number> {
+  const counts: Record<string, number> = {};
+  const seen = new Set<number>(); // (symbols that alias one address count it once)
+  for (const fn of functionInstructions(bytes)) {
+    for (const { addr, mnemonic } of fn.words) {
+      if (seen.has(addr)) continue;
+      seen.add(addr);
+      if (mnemonic !== null && /^(mul|div|rem|sh[123]add|bn\.)/.test(mnemonic)) counts[mnemonic] = (counts[mnemonic] ?? 0) + 1;
     }
   }
   return Object.fromEntries(Object.entries(counts).sort(([a], [b]) => (a < b ? -1 : 1)));
